@@ -1,0 +1,84 @@
+"""The `gpusem` command: one module per verb under `gpusem.cli`, loaded lazily.
+
+Lazy loading keeps `gpusem --help` and the quick verbs fast (the compiler and fuzzer
+pull in hypothesis, z3 and NumPy). Every verb turns a `GpusemError` into one line on
+stderr and its exit code; malformed input never shows a traceback (DESIGN.md).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+from gpusem.calculus.errors import GpusemError
+
+# verb -> (module under gpusem.cli, one-line help for `gpusem --help`)
+VERBS: dict[str, tuple[str, str]] = {
+    "check": ("check", "Type-check a .bundl file or analyse a .gpuir file."),
+    "run": ("run", "Interpret a program and print its final global memory."),
+    "synccheck": ("synccheck", "GPU IR -> AMIR -> synchronisation check."),
+    "compile": ("compile", "Emit CUDA C++ for a program."),
+    "exec": ("exec_", "Compile, run on a backend, compare with the interpreter."),
+    "fuzz": ("fuzz", "Run a differential fuzzing campaign."),
+    "replay": ("replay", "Re-run a counterexample bundle."),
+    "step": ("step", "The step-through semantic debugger."),
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [v for v in VERBS if self._module(v) is not None]
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        module = self._module(name)
+        return None if module is None else module.command
+
+    def format_commands(self, ctx: click.Context, formatter) -> None:
+        rows = [(v, VERBS[v][1]) for v in self.list_commands(ctx)]
+        if not rows:
+            return
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+    @staticmethod
+    def _module(name: str):
+        if name not in VERBS:
+            return None
+        try:
+            return importlib.import_module(f"gpusem.cli.{VERBS[name][0]}")
+        except ModuleNotFoundError as err:
+            if err.name == f"gpusem.cli.{VERBS[name][0]}":
+                return None
+            raise
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="gpusem")
+def cli() -> None:
+    """gpusem: reference semantics, checkers and differential fuzzer for GPU calculi
+    (Bundl from Prism, AMIR from Exo-GPU)."""
+
+
+def main() -> None:
+    try:
+        cli.main(standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as err:
+        err.show()
+        sys.exit(err.exit_code)
+    except click.exceptions.Exit as err:
+        sys.exit(err.exit_code)
+    except GpusemError as err:
+        click.echo(err.one_line(), err=True)
+        sys.exit(err.exit_code)
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""gpusem.typing_rules"""
