@@ -1,1 +1,1 @@
-"""gpusem.calculus.bundl"""
+"""Bundl, the core calculus of Prism: syntax, perspectives, parser and printer."""
