@@ -19,7 +19,9 @@ canonical shape, so that printing then parsing is the identity (the concrete syn
 cannot tell `(a; b); c` from `a; (b; c)`, nor where a `let`'s scope ends inside a block):
   - a `Seq` never contains a `Seq` (flattened), and has at least two statements;
   - only the last statement of a `Seq` may be a `Decl` or `Alloc`: statements after a
-    binder are moved into its body (its scope extends to the end of the block).
+    binder are moved into its body (its scope extends to the end of the block); a
+    binder whose body is `Skip` takes them as its whole body (`skip; s` would not
+    survive printing then parsing, which reads `let x ...; s` as `... in s`).
 See proofs_notes/errata.md ("sequencing and scope") for why this is sound.
 """
 
@@ -448,7 +450,10 @@ def seq(*stmts: Stmt, span: Span = NO_SPAN) -> Stmt:
         flat.extend(s.stmts if isinstance(s, Seq) else (s,))
     for i, s in enumerate(flat):
         if isinstance(s, BINDERS) and i + 1 < len(flat):
-            body = seq(s.body, *flat[i + 1 :])
+            # A binder's `skip` body is a placeholder (the parser builds `let ...;`
+            # with one): absorbing `s2` gives `... in s2`, not `... in (skip; s2)`.
+            inner = () if isinstance(s.body, Skip) else (s.body,)
+            body = seq(*inner, *flat[i + 1 :])
             flat[i:] = [_with_body(s, body)]
             break
     if not flat:

@@ -10,8 +10,9 @@ Conventions (paper -> Python):
   size(π)                       -> `size(π, shape)`
   n1, n2 align to n             -> `align_to(n1, n2, n)`
 
-The owner of the typing rules decides the readings marked `Note:` below and records them
-in proofs_notes/errata.md.
+The readings marked `Note:` below (the order, "align to") are recorded in
+proofs_notes/errata.md; `leq`/`lt` take `rules="fixed" | "paper"` and an optional
+machine shape (the alignment-aware order).
 """
 
 from __future__ import annotations
@@ -52,17 +53,47 @@ BLOCK1 = Perspective(Level.BLOCK, 1)
 THREAD1 = Perspective(Level.THREAD, 1)
 
 
-def leq(a: Perspective, b: Perspective) -> bool:
-    """(h1, n1) <= (h2, n2) iff n1 | n2 and h1 <= h2 (Appendix A.1).
+RULES = ("fixed", "paper")
 
-    Note: Section 3.2 and A.1 disagree on this order; see errata.md ("order on
-    perspectives"). This is A.1's definition, used by `--rules paper`.
+
+def leq(
+    a: Perspective, b: Perspective, rules: str = "fixed",
+    shape: MachineShape | None = None,
+) -> bool:
+    """a <= b: `a` is at most as broad as `b` (`b` is broader, `a` narrower).
+
+    fixed, with `shape` (the reading the type checker uses): h1 <= h2 and
+      size(π1) | size(π2): one aligned unit of `a` lies inside one unit of `b`.
+    fixed, without `shape`: Section 3.2 (and A.1's words "lexicographically
+      ordered"): h1 < h2, or h1 = h2 and n1 | n2. It agrees with the sized order on
+      every perspective whose units fit their level (thread[n] with n | T, ...).
+    paper: A.1's formula as printed: n1 | n2 and h1 <= h2.
+
+    Note: A.1's formula rejects thread[32] <= block[1] (32 does not divide 1), so warp
+    code could not read a block-uniform variable, and block[B] < grid[1] fails for
+    B > 1, so T-Partition-Id could never give a block its id. Section 3.2 alone calls
+    thread[64] narrower than block[1] even when T = 32 (a unit spanning two blocks).
+    See errata.md ("order on perspectives"); pinned by tests/bundl/test_perspective.py.
     """
-    return b.n % a.n == 0 and a.level <= b.level
+    _check_rules(rules)
+    if rules == "paper":
+        return b.n % a.n == 0 and a.level <= b.level
+    if shape is not None:
+        return a.level <= b.level and size(b, shape) % size(a, shape) == 0
+    return a.level < b.level or (a.level == b.level and b.n % a.n == 0)
 
 
-def lt(a: Perspective, b: Perspective) -> bool:
-    return leq(a, b) and a != b
+def lt(
+    a: Perspective, b: Perspective, rules: str = "fixed",
+    shape: MachineShape | None = None,
+) -> bool:
+    """a < b: a <= b and a != b (strictly narrower)."""
+    return leq(a, b, rules, shape) and a != b
+
+
+def _check_rules(rules: str) -> None:
+    if rules not in RULES:
+        raise ValueError(f"unknown rules mode: {rules!r} (expected one of {RULES})")
 
 
 def scale(i: int, p: Perspective) -> Perspective:
@@ -81,7 +112,11 @@ def level_ratio(upper: Level, lower: Level, shape: MachineShape) -> int:
 
 
 def divide(a: Perspective, b: Perspective, shape: MachineShape) -> int:
-    """(h1, n1) / (h2, n2) = ((h1/h2) · n1) / n2, a natural number (A.1)."""
+    """(h1, n1) / (h2, n2) = ((h1/h2) · n1) / n2, a natural number (A.1).
+
+    Undefined (ValueError) when h1 < h2. Where n2 does not divide (h1/h2)·n1 the
+    paper gives no value; this floors (the typing rules only divide exactly).
+    """
     return level_ratio(a.level, b.level, shape) * a.n // b.n
 
 
@@ -100,12 +135,17 @@ def size(p: Perspective, shape: MachineShape) -> int:
 
 
 def align_to(n1: int, n2: int, n: int) -> bool:
-    """`n1, n2 align to n`.
+    """`n1, n2 align to n` (T-Split, S-Split-*): both arms fit in n and stay aligned.
 
-    Note: the paper's definition is garbled ("(n1 + n2 <= n) and (n1 n) and (n2 n) and
-    (n2 n1 + n)": the relation symbols are lost). The reading used here is
-    n1 + n2 <= n, n1 | n, n2 | n, and n2 | n1 (the second part starts at a multiple of
-    its own size). See errata.md ("align to").
+    Note: the paper prints "(n1 + n2 <= n) and (n1 n) and (n2 n) and (n2 n1 + n)": the
+    divides symbols are lost (as elsewhere in the extraction). Restoring `|` gives
+    n1 + n2 <= n, n1 | n, n2 | n and n2 | n1 + n; given n2 | n the last is n2 | n1.
+    This is exactly alignment: a group of size n starts at a multiple k·n, so the left
+    arm [k·n, k·n + n1) is aligned to n1 for every k iff n1 | n, and the right arm,
+    starting at k·n + n1, is aligned to n2 for every k iff n2 | n and n2 | n1 (Sec 3.2:
+    "a perspective of size n is aligned to n"; Figure 10 fails the last condition).
+    Zero-sized arms are rejected (0 divides nothing but 0). Both rules modes use this
+    reading. See errata.md ("align to").
     """
     return (
         n1 > 0 and n2 > 0 and n1 + n2 <= n

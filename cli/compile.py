@@ -1,0 +1,44 @@
+"""`gpusem compile FILE [-o out.cu] [--no-sync-motion]`: emit CUDA C++."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from gpusem.calculus.errors import BadInput
+
+from .common import language_of, read_source
+
+
+def compile_file(path: str, sync_motion: bool = True, cp_async: bool = True):
+    """Parse, type-check and compile a `.bundl` file; returns a CompiledKernel."""
+    from gpusem.calculus.bundl.parser import parse_program
+    from gpusem.compiler.bundl_cuda.pipeline import CompileOptions, compile_program
+    from gpusem.typing_rules.bundl import check_program
+
+    source = read_source(path)
+    prog = parse_program(source, path)
+    check_program(prog)  # the compiler's input is a well-typed program
+    options = CompileOptions(sync_motion=sync_motion, cp_async=cp_async)
+    return compile_program(prog, options, source=source, file=Path(path).name)
+
+
+@click.command("compile")
+@click.argument("file", type=click.Path())
+@click.option("-o", "--output", type=click.Path(), help="Write the CUDA here.")
+@click.option("--no-sync-motion", is_flag=True,
+              help="Keep every barrier where the S-rules put it (no wait motion).")
+@click.option("--no-cp-async", is_flag=True, help="Lower async copies to plain copies.")
+def command(file: str, output: str | None, no_sync_motion: bool, no_cp_async: bool):
+    """Emit CUDA C++ for FILE (.bundl). The kernel is `bundl_main`, launched with
+    B blocks of T threads; its parameters are the program's globals in order."""
+    if language_of(file) != "bundl":
+        raise BadInput(f"compile: only .bundl files are compiled so far: {file}")
+    kernel = compile_file(file, not no_sync_motion, not no_cp_async)
+    if output:
+        Path(output).write_text(kernel.source)
+        click.echo(f"wrote {output}: kernel {kernel.name}, grid {kernel.blocks}, "
+                   f"block {kernel.threads}, {kernel.smem_bytes} bytes shared memory")
+    else:
+        click.echo(kernel.source, nl=False)

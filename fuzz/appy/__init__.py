@@ -1,0 +1,1 @@
+"""gpusem.fuzz.appy: generators and mutators of APPy programs."""
