@@ -11,7 +11,6 @@ import json
 import sys
 
 import click
-
 from gpusem.calculus.errors import BadInput, GpusemError, IllTyped
 
 from .common import language_of, parse_defines, read_source
@@ -29,7 +28,7 @@ def command(file: str, rules: str, as_json: bool, defines: tuple[str, ...]) -> N
     """Type-check a .bundl file or analyse a .gpuir file."""
     language = language_of(file)
     if language == "gpuir":
-        _check_gpuir(file, defines)
+        _check_gpuir(file, defines, as_json)
         return
     if language != "bundl":
         raise BadInput(f"check does not handle {language} files: {file}")
@@ -71,27 +70,42 @@ def _report(file: str, rules: str, prog, errors: list[IllTyped], uses) -> dict:
         "ok": not errors,
         "machine": {"blocks": prog.machine.blocks, "threads": prog.machine.threads},
         "uses": uses,
-        "errors": [
-            {"rule": e.rule, "prefix": e.prefix, "message": e.message,
-             "line": e.span.line, "column": e.span.column}
-            for e in errors
-        ],
+        "errors": [_error_json(e) for e in errors],
     }
 
 
-def _check_gpuir(file: str, defines: tuple[str, ...]) -> None:
-    # ---- GPU IR branch: owned by the GPU IR front-end engineer --------------------
-    # `gpusem.typing_rules.gpuir.check_file(path, defines)` raises a GpusemError
-    # (exit 1 / 2 through cli.main) or returns normally when the analysis accepts.
+def _error_json(e: GpusemError) -> dict:
+    return {"rule": e.rule, "prefix": e.prefix, "message": e.message,
+            "line": e.span.line, "column": e.span.column}
+
+
+def _check_gpuir(file: str, defines: tuple[str, ...], as_json: bool) -> None:
+    # ---- GPU IR branch: the analysis is owned by the GPU IR front-end engineer ------
+    # `gpusem.typing_rules.gpuir.check_file(path, defines)` returns a printable summary
+    # or raises IllTyped (with every error in `.all`) or BadInput.
     try:
         from gpusem.typing_rules.gpuir import check_file
     except ImportError as err:
         if err.name and err.name.startswith("gpusem.typing_rules.gpuir"):
             raise BadInput("gpuir analysis is not available yet") from None
         raise
-    result = check_file(file, parse_defines(defines))
-    if result is not None:
+    try:
+        result = check_file(file, parse_defines(defines))
+    except IllTyped as err:
+        errors = list(getattr(err, "all", None) or [err])
+        if as_json:
+            click.echo(json.dumps({"file": file, "ok": False,
+                                   "errors": [_error_json(e) for e in errors]},
+                                  indent=2))
+        else:
+            for e in errors:
+                click.echo(e.one_line(), err=True)
+        sys.exit(IllTyped.exit_code)
+    if as_json:
+        click.echo(json.dumps({"file": file, "ok": True, "summary": str(result)},
+                              indent=2))
+    elif result is not None:
         click.echo(str(result))
 
 
-__all__ = ["command", "GpusemError"]
+__all__ = ["command"]

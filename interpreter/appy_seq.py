@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from typing import assert_never
 
 import numpy as np
-
 from gpusem.calculus.appy import ast as A
 from gpusem.calculus.errors import BadInput, BudgetExhausted, Trap
 
@@ -123,7 +122,7 @@ def exec_assign(s: A.Assign, st: SeqState) -> None:
             if s.op is not None:
                 value = _binop(s.op, eval_expr(s.target, st), value, s)
             st.env[n] = value
-        case A.Subscript(array=arr):
+        case A.Subscript():
             store(s.target, value, s, st)
     st.stmt = None
 
@@ -145,7 +144,7 @@ def store(t: A.Subscript, value, s: A.Assign, st: SeqState) -> None:
 # --------------------------------------------------------------------- expressions
 
 
-def eval_expr(e: A.Expr, st: SeqState):  # noqa: C901 - one arm per form
+def eval_expr(e: A.Expr, st: SeqState):
     match e:
         case A.Const(value=v):
             return v

@@ -60,18 +60,28 @@ def c_rem(a: int, b: int) -> int:
 
 @dataclass(frozen=True, slots=True)
 class Ptr:
-    """⟨l, n⟩: cells `off .. off+length-1` of region `region`."""
+    """⟨l, n⟩: cells `off .. off+length-1` of region `region`.
+
+    `extent` is the size of the view the program asked for (the whole array, or one
+    piece of a partition); `length` is what bounds checks allow (to the array's end).
+    """
 
     region: int
     off: int
     length: int
+    extent: int
 
     def offset(self, i: int) -> Ptr:
         """Pointer + int, the runtime form of S-Partition's `y + c·p`: ⟨l+i, n-i⟩.
 
         Note: the bounds keep the array's end (lead's decision; errata.md,
         "S-Partition substitution and bounds")."""
-        return Ptr(self.region, self.off + i, self.length - i)
+        return Ptr(self.region, self.off + i, self.length - i, max(self.extent - i, 0))
+
+    def piece(self, k: int, chunk: int) -> Ptr:
+        """Piece k of a partition into chunks of `chunk` cells (S-Partition, fixed)."""
+        i = k * chunk
+        return Ptr(self.region, self.off + i, self.length - i, chunk)
 
 
 Value = int | np.float32 | bool | Ptr

@@ -20,7 +20,8 @@ Dynamic rules (`LegalityHooks`, fed by the sequential reading's every access):
   Legal-Disjoint      iterations (workers) of a `parallel for` touch disjoint cells,
                       except through atomic updates of the same kind (3.1, 3.4)
   Legal-SimdLanes     lanes of one `simd` chunk (<= width, default MVL) have no
-                      dependence through memory (3.2)
+                      dependence through memory (3.2), except `X[idx] += e` with idx
+                      invariant in the loop: a reduction into one cell (Listing 4)
 
 Conventions: worker = the iteration value of a parallel loop; lane = the iteration
 number within a simd loop, chunk = lane // width; cell = (array, flat index).
@@ -31,7 +32,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-
 from gpusem.calculus.appy import ast as A
 from gpusem.calculus.errors import IllTyped
 from gpusem.interpreter.appy_seq import AccessHooks, run_sequential
@@ -103,13 +103,13 @@ def legal_private(s: A.For, before, after) -> None:
     # Legal-Private
     red = set(s.directive.reduction) if isinstance(s.directive, A.ParallelFor) else set()
     inside = _assigned(s.body) - red
-    clash = inside & _assigned(before)
+    clash = sorted(inside & _assigned(before))
     require(not clash, "Legal-Private", s.span,
-            f"shared scalar written: '{sorted(clash)[0]}' is assigned both outside and "
+            f"shared scalar written: '{(clash + [''])[0]}' is assigned both outside and "
             f"inside parallel loop '{s.var}' (make it an array of size 1)")
-    escape = inside & _read(after)
+    escape = sorted(inside & _read(after))
     require(not escape, "Legal-Private", s.span,
-            f"private scalar escapes: '{sorted(escape)[0]}' is private to the workers "
+            f"private scalar escapes: '{(escape + [''])[0]}' is private to the workers "
             f"of loop '{s.var}' but read after it")
 
 
@@ -192,8 +192,10 @@ class LegalityHooks(AccessHooks):
     def access(self, kind, array, cells, stmt, atomic) -> None:
         for f in self.frames:
             if f.rule:
+                red = atomic or (f.rule == "Legal-SimdLanes" and lane_reduction(
+                    f.loop, stmt))
                 for c in cells:
-                    self._check(f, kind, (array, c), stmt, atomic)
+                    self._check(f, kind, (array, c), stmt, red)
 
     def _check(self, f: _Frame, kind: str, cell, stmt, atomic: bool) -> None:
         w = f.worker
@@ -226,6 +228,21 @@ class LegalityHooks(AccessHooks):
         raise IllTyped(f"conflict: {who} {f.loop.var}={f.worker} and another touch "
                        f"{arr}[flat {flat}]: {why}", rule=f.rule,
                        span=stmt.span if stmt is not None else f.loop.span)
+
+
+def lane_reduction(loop: A.For, stmt: A.Assign | None) -> bool:
+    """`X[idx] += e` in a simd loop, idx invariant in the loop, is a reduction of the
+    lanes into one cell (Listing 4, spmv: `y[i] += A_val[j] * x[col]`).
+
+    Note: the paper shows the idiom without stating the rule; gpusem reads it as a
+    declared reduction when no name in idx is the loop variable or assigned in the loop
+    body (proofs_notes/errata.md, "simd cell reductions")."""
+    if stmt is None or stmt.op != "+" or not isinstance(stmt.target, A.Subscript):
+        return False
+    varying = {loop.var} | _assigned(loop.body)
+    names = {n.id for i in stmt.target.indices for n in A.walk_expr(i)
+             if isinstance(n, A.Name)}
+    return not (names & varying)
 
 
 # ------------------------------------------------------------------------ verdict

@@ -1,5 +1,6 @@
 """Statement typing Γ ⊢^π_m s and program typing (Prism, seed 004, Appendix A.2.2,
-Figure 14, Sec 3.3-3.7); expressions are in `bundl_expr`, contexts in `bundl_context`.
+Figure 14, Sec 3.3-3.7). Expressions are in `bundl_expr`, contexts and rule sets in
+`bundl_context`, the rules on data perspectives and asynchrony in `bundl_data`.
 
 Conventions (paper -> Python):
   Γ -> `ctx`, π = (h, n) -> `persp`, m -> the int each check returns, ψ/φ -> labels,
@@ -19,7 +20,8 @@ only through the flags of `bundl_context.RuleSet` (each one an errata entry).
 
 from __future__ import annotations
 
-from typing import Callable, TypeVar, assert_never
+from collections.abc import Callable
+from typing import TypeVar, assert_never
 
 from gpusem.calculus.bundl.ast import (
     DEFAULT_MACHINE,
@@ -29,7 +31,6 @@ from gpusem.calculus.bundl.ast import (
     Assign,
     AsyncMemcpy,
     AsyncPartition,
-    AsyncType,
     BaseType,
     Call,
     Claim,
@@ -37,8 +38,8 @@ from gpusem.calculus.bundl.ast import (
     Destruct,
     Expr,
     FnDef,
-    FunType,
     Free,
+    FunType,
     Group,
     If,
     Lower,
@@ -59,7 +60,6 @@ from gpusem.calculus.bundl.ast import (
 from gpusem.calculus.bundl.perspective import (
     BLOCK1,
     GRID1,
-    THREAD1,
     Perspective,
     align_to,
     destruct,
@@ -76,11 +76,12 @@ from .bundl_context import (
     show_type,
     type_size,
 )
+from .bundl_data import DataRules
 from .bundl_expr import (
     Judge,
     array_of,
     check_index,
-    fail,
+    describe,
     require,
     type_expr,
     visible,
@@ -94,7 +95,7 @@ __all__ = [
 R = TypeVar("R")
 
 
-class StmtChecker:
+class StmtChecker(DataRules):
     """Γ ⊢^π_m s for one rule set and machine; `errors` set = collect, not raise."""
 
     def __init__(self, judge: Judge, errors: list[IllTyped] | None = None):
@@ -115,9 +116,6 @@ class StmtChecker:
     def stmt(self, ctx: Context, persp: Perspective, s: Stmt) -> int:
         return self.attempt(lambda: self.rule(ctx, persp, s), 0)
 
-    def expr(self, ctx: Context, persp: Perspective, e: Expr) -> Type | None:
-        return self.attempt(lambda: type_expr(self.j, ctx, persp, e), None)
-
     # -------------------------------------------------------------- the judgment
 
     def rule(self, ctx: Context, persp: Perspective, s: Stmt) -> int:
@@ -126,7 +124,7 @@ class StmtChecker:
                 return 0  # T-Skip, T-Sync-Init, T-Sync-Dec, T-Sync-Wait
             case Free(amount, span):  # T-Free: n ≤ m
                 require(amount >= 0, "T-Free", span,
-                        f"bad free: free {amount} is negative")
+                        lambda: f"bad free: free {amount} is negative")
                 return amount
             case Seq(stmts):  # T-Seq: max(m1, m2)
                 return max((self.stmt(ctx, persp, x) for x in stmts), default=0)
@@ -171,7 +169,8 @@ class StmtChecker:
     def condition(self, ctx, persp, cond: Expr, rule: str, what: str) -> None:
         ty = type_expr(self.j, ctx, persp, cond)
         require(ty is BaseType.BOOL, rule, cond.span,
-                f"type mismatch: {what} condition must be bool, got {show_type(ty)}")
+                lambda: f"type mismatch: {what} condition must be bool, got "
+                        f"{show_type(ty)}")
 
     # ----------------------------------------------------------------- binders
 
@@ -184,21 +183,21 @@ class StmtChecker:
             # inner x at another type or perspective outlives its scope and breaks
             # Γ ⊢ η. See errata ("rebinding a name").
             require((old.persp, old.type) == (persp, ty), rule, span,
-                    f"redeclaration: {name} is already bound as "
-                    f"{show_type(old.type)} @ {old.persp}; cannot rebind it as "
-                    f"{show_type(ty)} @ {persp}")
+                    lambda: f"redeclaration: {name} is already bound as "
+                            f"{show_type(old.type)} @ {old.persp}; cannot rebind it as "
+                            f"{show_type(ty)} @ {persp}")
         return ctx.extend(name, persp, ty)
 
     def t_decl(self, ctx: Context, persp: Perspective, s: Decl) -> int:
         # T-Decl: Γ ⊢^π e : τ,  π' ≤ π (write down),  τ not an array type
         def head() -> Context:
             require(isinstance(s.type, BaseType), "T-Decl", s.span,
-                    f"type mismatch: let declares base types only, not "
-                    f"{show_type(s.type)}")
+                    lambda: "type mismatch: let declares base types only, not "
+                            f"{show_type(s.type)}")
             ty = type_expr(self.j, ctx, persp, s.init)
             require(ty == s.type, "T-Decl", s.init.span,
-                    f"type mismatch: {s.name} is declared {show_type(s.type)} but "
-                    f"its initialiser is {show_type(ty)}")
+                    lambda: f"type mismatch: {s.name} is declared {show_type(s.type)} "
+                            f"but its initialiser is {show_type(ty)}")
             self.write_down(persp, s.persp, s.name, "T-Decl", s.span)
             return self.bind(ctx, s.name, s.persp, s.type, "T-Decl", s.span)
 
@@ -213,13 +212,14 @@ class StmtChecker:
         ty = ArrayType(s.elem, s.mem)
 
         def head() -> Context:
-            require(s.size > 0, rule, s.span, f"bad size: alloc of {s.size} elements")
+            require(s.size > 0, rule, s.span, lambda: f"bad size: alloc of {s.size} "
+                                                      "elements")
             if shared and self.j.rules.alloc_shared_block:
                 # Note: A.2's T-Alloc-Shared has no perspective premise but
                 # S-Alloc-Shared steps only at (Block, 1). See errata.
                 require(persp == BLOCK1, rule, s.span,
-                        f"perspective mismatch: code at {persp} cannot allocate "
-                        f"Shared memory (needs code at {BLOCK1})")
+                        lambda: f"perspective mismatch: code at {persp} cannot "
+                                f"allocate Shared memory (needs code at {BLOCK1})")
             return self.bind(ctx, s.name, data_persp, ty, rule, s.span)
 
         body_ctx = self.attempt(head, ctx.extend(s.name, data_persp, ty))
@@ -230,8 +230,8 @@ class StmtChecker:
     def write_down(self, persp, data_persp, name: str, rule: str, span: Span) -> None:
         """π' ≤ π: code may write only data at its own perspective or narrower."""
         require(self.j.leq(data_persp, persp), rule, span,
-                f"perspective mismatch: code at {persp} cannot write {name} at "
-                f"{data_persp} (only data at {persp} or narrower is writable)")
+                lambda: f"perspective mismatch: code at {persp} cannot write {name} at "
+                        f"{data_persp} (only data at {persp} or narrower is writable)")
 
     def t_assn(self, ctx: Context, persp: Perspective, s: Assign) -> int:
         # T-Assn: x :^π' τ ∈ Γ,  Γ ⊢^π e : τ,  π' ≤ π
@@ -241,11 +241,11 @@ class StmtChecker:
         # Note: fixed assigns base types only: rebinding a pointer defeats partition's
         # substitution y ↦ y + k (the target would become `y + k = e`). See errata.
         require(assignable, "T-Assn", s.span,
-                f"not assignable: {s.name} has type {show_type(b.type)}")
+                lambda: f"not assignable: {s.name} has type {show_type(b.type)}")
         ty = type_expr(self.j, ctx, persp, s.value)
         require(ty == b.type, "T-Assn", s.value.span,
-                f"type mismatch: cannot assign {show_type(ty)} to {s.name} of type "
-                f"{show_type(b.type)}")
+                lambda: f"type mismatch: cannot assign {show_type(ty)} to {s.name} of "
+                        f"type {show_type(b.type)}")
         self.write_down(persp, b.persp, s.name, "T-Assn", s.span)
         return 0
 
@@ -257,13 +257,13 @@ class StmtChecker:
         check_index(self.j, ctx, persp, s.index, rule)
         vt = type_expr(self.j, ctx, persp, s.value)
         require(vt == ty.elem, rule, s.value.span,
-                f"type mismatch: cannot store {show_type(vt)} into "
-                f"{show_type(ty)}")
+                lambda: f"type mismatch: cannot store {show_type(vt)} into "
+                        f"{show_type(ty)}")
         if shared:
             require(self.j.leq(persp, BLOCK1), rule, s.span,
-                    f"perspective mismatch: code at {persp} cannot write Shared "
-                    f"memory (needs {BLOCK1} or narrower)")
-        self.write_down(persp, data_persp, _name(s.array), rule, s.span)
+                    lambda: f"perspective mismatch: code at {persp} cannot write "
+                            f"Shared memory (needs {BLOCK1} or narrower)")
+        self.write_down(persp, data_persp, describe(s.array), rule, s.span)
         return 0
 
     # ----------------------------------------------------- perspectives on code
@@ -272,8 +272,9 @@ class StmtChecker:
         # T-Split: Γ ⊢^(h,n1) s1,  Γ ⊢^(h,n2) s2,  n1, n2 align to n
         h, n = persp.level, persp.n
         require(align_to(s.n1, s.n2, n), "T-Split", s.span,
-                f"misaligned split: split({s.n1}, {s.n2}) of code at {persp} needs "
-                f"n1 + n2 <= {n}, n1 and n2 dividing {n}, and n2 dividing n1")
+                lambda: f"misaligned split: split({s.n1}, {s.n2}) of code at {persp} "
+                        f"needs n1 + n2 <= {n}, n1 and n2 dividing {n}, and n2 "
+                        "dividing n1")
         left = self.stmt(ctx, Perspective(h, s.n1), s.left)
         right = self.stmt(ctx, Perspective(h, s.n2), s.right)
         return max(left, right)
@@ -281,140 +282,16 @@ class StmtChecker:
     def t_group(self, ctx: Context, persp: Perspective, s: Group) -> int:
         # T-Group: Γ ⊢^(h,n) s  gives  Γ ⊢^(h,q·n) group q s
         require(s.q >= 1 and persp.n % s.q == 0, "T-Group", s.span,
-                f"bad group: group {s.q} does not divide code at {persp} into "
-                f"{s.q} equal {persp.level.keyword} perspectives")
+                lambda: f"bad group: group {s.q} does not divide code at {persp} into "
+                        f"{s.q} equal {persp.level.keyword} perspectives")
         return self.stmt(ctx, Perspective(persp.level, persp.n // s.q), s.body)
 
     def t_destruct(self, ctx: Context, persp: Perspective, s: Destruct) -> int:
         # T-Destruct: Γ ⊢^↓π s
         require(persp in (BLOCK1, GRID1), "T-Destruct", s.span,
-                f"bad destruct: destruct needs code at {GRID1} or {BLOCK1}; "
-                f"code is at {persp}")
+                lambda: f"bad destruct: destruct needs code at {GRID1} or {BLOCK1}; "
+                        f"code is at {persp}")
         return self.stmt(ctx, destruct(persp, self.j.shape), s.body)
-
-    # ----------------------------------------------------- perspectives on data
-
-    def shared_source(self, ctx, persp, name: str, rule: str, span: Span) -> ArrayType:
-        """The premise `x :^π τ[]^l, l ≠ Local` of T-Partition / T-Claim / T-Lower."""
-        b = visible(ctx, name, rule, span)
-        require(isinstance(b.type, ArrayType), rule, span,
-                f"not an array: {name} has type {show_type(b.type)}")
-        require(b.type.mem is not MemKind.LOCAL, rule, span,
-                f"local array: {name} is Local; only Shared or Global arrays have a "
-                f"perspective to narrow")
-        require(b.persp == persp, rule, span,
-                f"perspective mismatch: {name} at {b.persp} can only be narrowed by "
-                f"code at {b.persp}; code is at {persp}")
-        return b.type
-
-    def t_partition(self, ctx: Context, persp: Perspective, s: Partition) -> int:
-        # T-Partition: Γ, y :^(h,n/c) τ[]^l ⊢^(h,n) s,  c | n,  l ≠ Local
-        def head() -> Context:
-            ty = self.shared_source(ctx, persp, s.source, "T-Partition", s.span)
-            require(s.by >= 1 and persp.n % s.by == 0, "T-Partition", s.span,
-                    f"bad partition: {s.by} does not divide {persp.n}, the size of "
-                    f"{s.source}'s perspective {persp}")
-            y_persp = Perspective(persp.level, persp.n // s.by)
-            hidden = ctx.hide(s.source, "T-Partition")
-            return self.bind(hidden, s.target, y_persp, ty, "T-Partition", s.span)
-
-        body_ctx = self.attempt(head, _poisoned(ctx, s.source, s.target))
-        return self.stmt(body_ctx, persp, s.body)
-
-    def t_claim(self, ctx: Context, persp: Perspective, s: Claim) -> int:
-        # T-Claim: Γ, y :^(h,n') τ[]^l ⊢^(h,n') s,  n' ≤ n,  l ≠ Local
-        sub = Perspective(persp.level, max(s.at, 1))
-
-        def head() -> Context:
-            ty = self.shared_source(ctx, persp, s.source, "T-Claim", s.span)
-            if self.j.rules.claim_divides:
-                # Note: the claimed threads p < n' form an aligned (h, n') unit only
-                # when n' | n (as for split). See errata ("T-Claim n' <= n").
-                ok, why = s.at >= 1 and persp.n % s.at == 0, "divide"
-            else:
-                ok, why = 1 <= s.at <= persp.n, "be at most"
-            require(ok, "T-Claim", s.span,
-                    f"bad claim: claim at {s.at} must {why} {persp.n}, the size of "
-                    f"code at {persp}")
-            hidden = ctx.hide(s.source, "T-Claim")
-            return self.bind(hidden, s.target, sub, ty, "T-Claim", s.span)
-
-        body_ctx = self.attempt(head, _poisoned(ctx, s.source, s.target))
-        return self.stmt(body_ctx, sub, s.body)
-
-    def t_lower(self, ctx: Context, persp: Perspective, s: Lower) -> int:
-        # T-Lower: Γ, y :^↓π τ[]^l ⊢^π s,  l ≠ Local
-        def head() -> Context:
-            ty = self.shared_source(ctx, persp, s.source, "T-Lower", s.span)
-            require(persp in (BLOCK1, GRID1), "T-Lower", s.span,
-                    f"bad lower: lower needs code at {GRID1} or {BLOCK1}; code is "
-                    f"at {persp}")
-            hidden = ctx.hide(s.source, "T-Lower")
-            down = destruct(persp, self.j.shape)
-            return self.bind(hidden, s.target, down, ty, "T-Lower", s.span)
-
-        body_ctx = self.attempt(head, _poisoned(ctx, s.source, s.target))
-        return self.stmt(body_ctx, persp, s.body)
-
-    # --------------------------------------------------------------- asynchrony
-
-    def at_thread1(self, persp: Perspective, what: str, rule: str, span: Span):
-        require(persp == THREAD1, rule, span,
-                f"perspective mismatch: {what} needs code at {THREAD1}; code is at "
-                f"{persp}")
-
-    def t_async_partition(self, ctx, persp, s: AsyncPartition) -> int:
-        # T-Async-Partition: x :^(Thread,1) τ[]^l  gives  y :^(Thread,1) async τ[]^l
-        rule = "T-Async-Partition"
-
-        def head() -> Context:
-            self.at_thread1(persp, "async_partition", rule, s.span)
-            ty = self.array_at(ctx, s.source, THREAD1, rule, s.span)
-            hidden = ctx.hide(s.source, rule)
-            return self.bind(hidden, s.target, THREAD1, AsyncType(ty), rule, s.span)
-
-        body_ctx = self.attempt(head, _poisoned(ctx, s.source, s.target))
-        return self.stmt(body_ctx, persp, s.body)
-
-    def array_at(self, ctx, name: str, data_persp, rule: str, span: Span,
-                 async_ok: bool = False) -> ArrayType:
-        """x :^π' τ[]^l ∈ Γ at exactly π' (the async ↔ memcpy rules), as ArrayType."""
-        b = visible(ctx, name, rule, span)
-        ty = b.type.inner if async_ok and isinstance(b.type, AsyncType) else b.type
-        require(isinstance(ty, ArrayType), rule, span,
-                f"not an array: {name} has type {show_type(b.type)}")
-        require(b.persp == data_persp, rule, span,
-                f"perspective mismatch: {name} at {b.persp} must be at {data_persp}")
-        return ty
-
-    def t_async_memcpy(self, ctx, persp, s: AsyncMemcpy) -> int:
-        # T-Async-Memcpy: x :^(Thread,1) async τ[]^l,  y :^(Thread,1) τ[]^l'
-        rule = "T-Async-Memcpy"
-        self.at_thread1(persp, "async_memcpy", rule, s.span)
-        b = visible(ctx, s.dst, rule, s.span)
-        require(isinstance(b.type, AsyncType), rule, s.span,
-                f"not async: async_memcpy writes an async_partition target; "
-                f"{s.dst} has type {show_type(b.type)}")
-        dst = self.array_at(ctx, s.dst, THREAD1, rule, s.span, async_ok=True)
-        src = self.array_at(ctx, s.src, THREAD1, rule, s.span)
-        self.same_elem(dst, src, s, rule)
-        return 0
-
-    def t_memcpy(self, ctx, persp, s: Memcpy) -> int:
-        # T-Memcpy: x :^π τ[]^l,  y :^π τ[]^l'
-        rule = "T-Memcpy"
-        # Note: fixed also accepts an async destination: S-Async-Memcpy defers exactly
-        # memcpy(x, y) with x async, and Γ ⊢ Φ needs it typed. See errata.
-        async_ok = self.j.rules.memcpy_async_dst
-        dst = self.array_at(ctx, s.dst, persp, rule, s.span, async_ok=async_ok)
-        src = self.array_at(ctx, s.src, persp, rule, s.span)
-        self.same_elem(dst, src, s, rule)
-        return 0
-
-    def same_elem(self, dst: ArrayType, src: ArrayType, s, rule: str) -> None:
-        require(dst.elem == src.elem, rule, s.span,
-                f"type mismatch: cannot copy {show_type(src)} {s.src} into "
-                f"{show_type(dst)} {s.dst}")
 
     # ---------------------------------------------------------------- functions
 
@@ -424,15 +301,18 @@ class StmtChecker:
         b = visible(ctx, s.fn, rule, s.span)
         ft = b.type
         require(isinstance(ft, FunType), rule, s.span,
-                f"not a function: {s.fn} has type {show_type(ft)}")
+                lambda: f"not a function: {s.fn} has type {show_type(ft)}")
         require(ft.persp == persp, rule, s.span,
-                f"perspective mismatch: {s.fn} is declared at {ft.persp}; code at "
-                f"{persp} cannot call it")
+                lambda: f"perspective mismatch: {s.fn} is declared at {ft.persp}; code "
+                        f"at {persp} cannot call it")
         require(len(s.args) == len(ft.params), rule, s.span,
-                f"arity mismatch: {s.fn} takes {len(ft.params)} arguments, "
-                f"got {len(s.args)}")
-        for i, (param, arg) in enumerate(zip(ft.params, s.args), 1):
-            self.attempt(lambda: self.argument(ctx, persp, s.fn, i, param, arg), None)
+                lambda: f"arity mismatch: {s.fn} takes {len(ft.params)} arguments, got "
+                        f"{len(s.args)}")
+        for i, (param, arg) in enumerate(zip(ft.params, s.args, strict=True), 1):
+            def check(i=i, param=param, arg=arg) -> None:
+                self.argument(ctx, persp, s.fn, i, param, arg)
+
+            self.attempt(check, None)
         return ft.uses
 
     def argument(self, ctx, persp, fn: str, i: int, param, arg: Expr) -> None:
@@ -444,35 +324,21 @@ class StmtChecker:
             # parameter's perspective. See errata ("call arguments").
             ty, data_persp = array_of(self.j, ctx, persp, arg, rule)
             require(data_persp == param.persp, rule, arg.span,
-                    f"perspective mismatch: {where} is a pointer at {param.persp}; "
-                    f"the argument lives at {data_persp}")
+                    lambda: f"perspective mismatch: {where} is a pointer at "
+                            f"{param.persp}; the argument lives at {data_persp}")
         elif self.j.leq(param.persp, persp):
             # a primitive written down into a narrower (or equal) parameter: T-Decl
             ty = type_expr(self.j, ctx, persp, arg)
         else:
             # a broader primitive parameter: the argument must be readable there
             require(self.j.leq(persp, param.persp), rule, arg.span,
-                    f"perspective mismatch: {where} lives at {param.persp}, "
-                    f"incomparable with code at {persp}")
+                    lambda: f"perspective mismatch: {where} lives at {param.persp}, "
+                            f"incomparable with code at {persp}")
             ty = type_expr(self.j, ctx, param.persp, arg)
         require(ty == param.type, rule, arg.span,
-                f"type mismatch: {where} must be {show_type(param.type)}, got "
-                f"{show_type(ty)}")
+                lambda: f"type mismatch: {where} must be {show_type(param.type)}, got "
+                        f"{show_type(ty)}")
 
-
-def _name(e: Expr) -> str:
-    from .bundl_expr import describe
-
-    return describe(e)
-
-
-def _poisoned(ctx: Context, source: str, target: str) -> Context:
-    """The body context after a failed partition-like head: y unusable, not unbound,
-    so that the body reports its own errors rather than a cascade on y."""
-    b = ctx.lookup(source)
-    if b is None:
-        return ctx
-    return ctx.extend(target, b.persp, b.type)
 
 
 # --------------------------------------------------------------------- programs
@@ -488,16 +354,16 @@ def check_fn(checker: StmtChecker, ctx: Context, f: FnDef) -> int:
     for p in f.params:
         def bind(p=p, c=body_ctx) -> Context:
             require(sum(q.name == p.name for q in f.params) == 1, "V-Function",
-                    p.span, f"redeclaration: parameter {p.name} of {f.name} is "
-                    f"declared twice")
+                    p.span, lambda: f"redeclaration: parameter {p.name} of {f.name} is "
+                                    "declared twice")
             return checker.bind(c, p.name, p.persp, p.type, "V-Function", p.span)
 
         body_ctx = checker.attempt(bind, body_ctx.extend(p.name, p.persp, p.type))
     used = checker.stmt(body_ctx, f.persp, f.body)
     checker.attempt(lambda: require(
         used <= f.uses, "V-Function", f.span,
-        f"memory bound exceeded: {f.name} needs {used} bytes but declares "
-        f"uses {f.uses}"), None)
+        lambda: f"memory bound exceeded: {f.name} needs {used} bytes but declares uses "
+                f"{f.uses}"), None)
     return used
 
 

@@ -3,9 +3,9 @@
 Conventions (paper -> Python):
   Γ ::= · | Γ, x :^π τ          -> `Context` (persistent; `extend` returns a new one)
   x :^π τ                       -> `Binding(persp, type)`
-  "x cannot be used" inside a    -> `Binding.hidden_by` (the rule that hid it; partition,
-  partition/claim/lower/async      claim, lower and async_partition replace x by y in the
-                                    premise context, Sec 3.4.2)
+  "x cannot be used" inside     -> `Binding.hidden_by` (the rule that hid it: partition,
+  partition/claim/lower/async     claim, lower and async_partition replace x by y in
+                                  their premise context, Sec 3.4.2)
   π1 ≤ π2                       -> `RuleSet.leq(π1, π2, shape)`
   size(τ) (T-Alloc)             -> `type_size(b)`, in bytes
 
@@ -16,9 +16,9 @@ corrected rules (`FIXED`). Every flag is one entry of proofs_notes/errata.md (se
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
-from typing import Mapping
 
 from gpusem.calculus.bundl.ast import (
     ArrayType,
@@ -33,6 +33,8 @@ from gpusem.calculus.bundl.perspective import (
     Level,
     MachineShape,
     Perspective,
+)
+from gpusem.calculus.bundl.perspective import (
     leq as persp_leq,
 )
 from gpusem.calculus.errors import BadInput
@@ -132,6 +134,7 @@ class Binding:
     persp: Perspective
     type: Type
     hidden_by: str | None = None
+    renamed_to: str | None = None
 
 
 class Context:
@@ -152,10 +155,12 @@ class Context:
         env[name] = Binding(persp, type)
         return Context(env)
 
-    def hide(self, name: str, rule: str) -> Context:
-        """Γ with x kept (for its type) but unusable: the premise of `rule` drops x."""
+    def hide(self, name: str, rule: str, renamed_to: str | None = None) -> Context:
+        """Γ with x kept (for its type) but unusable: the premise of `rule` drops x
+        (and binds `renamed_to` in its place)."""
         env = dict(self._env)
-        env[name] = replace(env[name], hidden_by=rule)
+        old = env[name]
+        env[name] = Binding(old.persp, old.type, rule, renamed_to)
         return Context(env)
 
     def lookup(self, name: str) -> Binding | None:

@@ -18,6 +18,7 @@ pointer offsets `e + k` (the runtime form S-Partition substitutes).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NoReturn, assert_never
 
@@ -71,9 +72,11 @@ def fail(rule: str, span: Span, message: str) -> NoReturn:
     raise IllTyped(message, rule=rule, span=span)
 
 
-def require(cond: bool, rule: str, span: Span, message: str) -> None:
+def require(cond: bool, rule: str, span: Span, message: Callable[[], str]) -> None:
+    """A premise: when `cond` fails, raise IllTyped with `message()` (built lazily:
+    messages name perspectives and types, and most premises hold)."""
     if not cond:
-        fail(rule, span, message)
+        fail(rule, span, message())
 
 
 def visible(ctx: Context, name: str, rule: str, span: Span) -> Binding:
@@ -82,8 +85,10 @@ def visible(ctx: Context, name: str, rule: str, span: Span) -> Binding:
     if b is None:
         fail(rule, span, f"unbound variable: {name}")
     if b.hidden_by is not None:
-        fail(rule, span, f"hidden variable: {name} cannot be used inside its "
-                         f"{b.hidden_by.removeprefix('T-').lower()} (use the new name)")
+        what = b.hidden_by.removeprefix("T-").lower()
+        use = f"use {b.renamed_to}" if b.renamed_to else "use the new name"
+        fail(rule, span, f"hidden variable: {name} cannot be used inside its {what} "
+                         f"({use})")
     return b
 
 
@@ -103,8 +108,8 @@ def type_expr(j: Judge, ctx: Context, persp: Perspective, e: Expr) -> Type:
             return t_var(j, ctx, persp, name, span)
         case PartitionId(span):  # T-Partition-Id
             require(j.rules.lt(persp, GRID1, j.shape), "T-Partition-Id", span,
-                    f"perspective mismatch: partition_id needs code narrower than "
-                    f"{GRID1}; code is at {persp}")
+                    lambda: "perspective mismatch: partition_id needs code narrower "
+                            f"than {GRID1}; code is at {persp}")
             return INT
         case Index(array, index, span):
             return t_arr_access(j, ctx, persp, array, index, span)
@@ -120,17 +125,17 @@ def t_var(j: Judge, ctx: Context, persp: Perspective, name: str, span: Span) -> 
     # T-Var
     b = visible(ctx, name, "T-Var", span)
     require(not isinstance(b.type, FunType), "T-Var", span,
-            f"not a value: {name} is a function")
+            lambda: f"not a value: {name} is a function")
     if j.rules.var_read_up:
         # Note: read up (Sec 3.4.1): a datum at π' is uniform over each π' unit, so
         # code at any narrower π may read it. See errata ("T-Var and read up").
         require(j.leq(persp, b.persp), "T-Var", span,
-                f"perspective mismatch: code at {persp} cannot read {name} at "
-                f"{b.persp} (only data at {persp} or broader is readable)")
+                lambda: f"perspective mismatch: code at {persp} cannot read {name} at "
+                        f"{b.persp} (only data at {persp} or broader is readable)")
     else:
         require(b.persp == persp, "T-Var", span,
-                f"perspective mismatch: code at {persp} cannot read {name} at "
-                f"{b.persp} (T-Var needs the same perspective)")
+                lambda: f"perspective mismatch: code at {persp} cannot read {name} at "
+                        f"{b.persp} (T-Var needs the same perspective)")
     return b.type
 
 
@@ -145,13 +150,14 @@ def array_of(
         case Var(name, span):
             b = visible(ctx, name, rule, span)
             require(isinstance(b.type, ArrayType), rule, span,
-                    f"not an array: {name} has type {show_type(b.type)}")
+                    lambda: f"not an array: {name} has type {show_type(b.type)}")
             return b.type, b.persp
         case BinOp("+", base, offset, span):  # T-Ptr-Offset (runtime form)
             ty, data_persp = array_of(j, ctx, persp, base, rule)
             off = type_expr(j, ctx, persp, offset)
             require(off is INT, "T-Ptr-Offset", span,
-                    f"type mismatch: a pointer offset must be int, got {show_type(off)}")
+                    lambda: "type mismatch: a pointer offset must be int, got "
+                            f"{show_type(off)}")
             return ty, data_persp
         case _:
             fail(rule, e.span, "not an array: only a variable or a pointer offset "
@@ -166,20 +172,20 @@ def t_arr_access(
     check_index(j, ctx, persp, index, rule)
     if ty.mem is MemKind.SHARED:  # T-Arr-Access-Shared
         require(j.leq(persp, BLOCK1), rule, span,
-                f"perspective mismatch: code at {persp} cannot read Shared memory "
-                f"(needs {BLOCK1} or narrower)")
+                lambda: f"perspective mismatch: code at {persp} cannot read Shared "
+                        f"memory (needs {BLOCK1} or narrower)")
     # T-Arr-Access: π ≤ π' (read up)
     require(j.leq(persp, data_persp), rule, span,
-            f"perspective mismatch: code at {persp} cannot read "
-            f"{describe(array)} at {data_persp} (only data at {persp} or broader "
-            f"is readable)")
+            lambda: f"perspective mismatch: code at {persp} cannot read "
+                    f"{describe(array)} at {data_persp} (only data at {persp} or "
+                    "broader is readable)")
     return ty.elem
 
 
 def check_index(j: Judge, ctx: Context, persp: Perspective, index: Expr, rule: str):
     ty = type_expr(j, ctx, persp, index)
     require(ty is INT, rule, index.span,
-            f"type mismatch: an array index must be int, got {show_type(ty)}")
+            lambda: f"type mismatch: an array index must be int, got {show_type(ty)}")
 
 
 def t_binop(
@@ -190,30 +196,36 @@ def t_binop(
     if op == "+" and isinstance(lt, ArrayType):  # T-Ptr-Offset (runtime form)
         rt = type_expr(j, ctx, persp, right)
         require(rt is INT, "T-Ptr-Offset", span,
-                f"type mismatch: a pointer offset must be int, got {show_type(rt)}")
+                lambda: "type mismatch: a pointer offset must be int, got "
+                        f"{show_type(rt)}")
         return lt
     rt = type_expr(j, ctx, persp, right)
-    pair = f"{show_type(lt)} and {show_type(rt)}"
+
+    def pair() -> str:
+        return f"{show_type(lt)} and {show_type(rt)}"
+
     if op in ARITH_OPS:  # T-Bop
         # Note: A.2's T-Bop is int-only; float arithmetic (not %) is the spec's
         # extension, typed alike. See errata ("T-Bop/T-Cmp extensions").
         ok = lt == rt and (lt is INT or (lt is FLOAT and op != "%"))
+        floats = "" if op == "%" else " or two floats"
         require(ok, "T-Bop", span,
-                f"type mismatch: operator {op} needs two ints"
-                f"{'' if op == '%' else ' or two floats'}, got {pair}")
+                lambda: f"type mismatch: operator {op} needs two ints{floats}, got "
+                        f"{pair()}")
         return lt
     if op in LOGIC_OPS:  # T-Bop (extension: && || on bool)
         require(lt is BOOL and rt is BOOL, "T-Bop", span,
-                f"type mismatch: operator {op} needs two bools, got {pair}")
+                lambda: f"type mismatch: operator {op} needs two bools, got {pair()}")
         return BOOL
     if op in EQ_OPS:  # T-Cmp (extension: == != also on float and bool)
         require(lt == rt and isinstance(lt, BaseType), "T-Cmp", span,
-                f"type mismatch: operator {op} needs two values of one base type, "
-                f"got {pair}")
+                lambda: f"type mismatch: operator {op} needs two values of one base "
+                        f"type, got {pair()}")
         return BOOL
     if op in ORD_OPS:  # T-Cmp
         require(lt == rt and lt in (INT, FLOAT), "T-Cmp", span,
-                f"type mismatch: operator {op} needs two ints or two floats, got {pair}")
+                lambda: f"type mismatch: operator {op} needs two ints or two floats, "
+                        f"got {pair()}")
         return BOOL
     fail("T-Bop", span, f"unknown operator: {op}")
 
@@ -225,11 +237,12 @@ def t_unop(
     ty = type_expr(j, ctx, persp, operand)
     if op == "-":
         require(ty in (INT, FLOAT), "T-Unop", span,
-                f"type mismatch: unary - needs int or float, got {show_type(ty)}")
+                lambda: "type mismatch: unary - needs int or float, got "
+                        f"{show_type(ty)}")
         return ty
     if op == "!":
         require(ty is BOOL, "T-Unop", span,
-                f"type mismatch: ! needs bool, got {show_type(ty)}")
+                lambda: f"type mismatch: ! needs bool, got {show_type(ty)}")
         return BOOL
     fail("T-Unop", span, f"unknown operator: {op}")
 

@@ -20,7 +20,6 @@ Conventions (paper -> Python):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Union
 
 from gpusem.calculus.span import NO_SPAN, Span
 
@@ -135,8 +134,8 @@ class Vidx:
     span: Span = _SPAN
 
 
-Expr = Union[Const, Name, Mvl, Slice, NewAxis, Subscript, BinOp, Neg, Compare, Call,
-             Where, Vidx]
+Expr = (Const | Name | Mvl | Slice | NewAxis | Subscript | BinOp | Neg | Compare | Call
+        | Where | Vidx)
 
 # ----------------------------------------------------------------------- directives
 
@@ -167,7 +166,7 @@ class SequentialFor:
     span: Span = _SPAN
 
 
-LoopDirective = Union[ParallelFor, Simd, SequentialFor]
+LoopDirective = ParallelFor | Simd | SequentialFor
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,7 +224,7 @@ class For:
     span: Span = _SPAN
 
 
-Stmt = Union[Assign, If, For]
+Stmt = Assign | If | For
 
 # -------------------------------------------------------------------------- program
 

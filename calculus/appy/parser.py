@@ -45,8 +45,10 @@ def parse_program(source: str, filename: str = "<appy>") -> A.Function:
         raise BadInput(f"no function: {filename} defines no APPy function")
     p = _Parser(filename, pragmas)
     fn = p.function(funcs[0])
-    stray = [ln for ln in pragmas if ln not in p.used
-             and funcs[0].lineno <= ln <= (funcs[0].end_lineno or ln)]
+    later = [n.lineno for n in tree.body if n.lineno > funcs[0].lineno]
+    end = min(later) if later else len(source.splitlines()) + 1
+    stray = sorted(ln for ln in pragmas if ln not in p.used
+                   and funcs[0].lineno <= ln < end)
     if stray:
         raise BadInput(f"dangling pragma: {filename}:{stray[0]}: "
                        f"'{pragmas[stray[0]]}' precedes no loop or assignment")
@@ -155,7 +157,7 @@ class _Parser:
         return e
 
     # --------------------------------------------------------------- expressions
-    def expr(self, e: pyast.expr) -> A.Expr:  # noqa: C901 - one arm per form
+    def expr(self, e: pyast.expr) -> A.Expr:
         sp = self.span(e)
         match e:
             case pyast.Constant(value=bool()):
@@ -332,4 +334,4 @@ def _dim_props(word: str, sp: Span) -> A.DimProps:
     return A.DimProps(slice_, span=sp, **kw)
 
 
-__all__ = ["parse_program", "parse_loop_directive", "parse_stmt_directive"]
+__all__ = ["parse_loop_directive", "parse_program", "parse_stmt_directive"]

@@ -83,7 +83,7 @@ def _slice(s: A.Slice) -> str:
     return f"{lo}:{expr(s.upper)}"
 
 
-def expr(e: A.Expr, prec: int = 0) -> str:  # noqa: C901 - one arm per form
+def expr(e: A.Expr, prec: int = 0) -> str:
     match e:
         case A.Const(value=v):
             return _const(v, prec)
@@ -120,7 +120,7 @@ def expr(e: A.Expr, prec: int = 0) -> str:  # noqa: C901 - one arm per form
             assert_never(e)
 
 
-def _const(v: int | float, prec: int) -> str:
+def _const(v: float, prec: int) -> str:
     if isinstance(v, float) and math.isinf(v):
         return "float('inf')" if v > 0 else "float('-inf')"
     text = repr(v)

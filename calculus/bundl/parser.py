@@ -26,12 +26,15 @@ from pathlib import Path
 
 import lark
 import numpy as np
-from lark import Token, Transformer, v_args
-from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
-from lark.exceptions import VisitError
-
 from gpusem.calculus.errors import BadInput
 from gpusem.calculus.span import Span
+from lark import Token, Transformer, v_args
+from lark.exceptions import (
+    UnexpectedCharacters,
+    UnexpectedInput,
+    UnexpectedToken,
+    VisitError,
+)
 
 from . import ast
 from .perspective import Level, Perspective

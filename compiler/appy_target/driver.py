@@ -28,6 +28,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Self
 
 import numpy as np
 
@@ -85,7 +86,7 @@ def appyc_available() -> tuple[bool, str]:
         import appy  # noqa: F401
         import torch  # noqa: F401
         import triton  # noqa: F401
-    except Exception as err:  # ImportError or a broken native library
+    except Exception as err:  # noqa: BLE001 - ImportError or a broken native lib
         return False, f"the appy extra is not installed ({type(err).__name__}: {err})"
     return True, ""
 
@@ -109,7 +110,7 @@ def versions() -> dict[str, str]:
             from importlib.metadata import version
 
             out[dist] = version(dist)
-        except Exception:  # not installed: say so in the bundle
+        except Exception:  # noqa: BLE001 - not installed: say so in the bundle
             out[dist] = "absent"
     return out
 
@@ -167,7 +168,7 @@ class AppycDriver:
         self._kill()
         shutil.rmtree(self.workdir, ignore_errors=True)
 
-    def __enter__(self) -> AppycDriver:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -26,8 +26,11 @@
 #ifndef GPUSEM_SIMT_HARNESS_H
 #define GPUSEM_SIMT_HARNESS_H
 
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/time.h>
 #include <time.h>
+#include <ucontext.h>
 
 #include <climits>
 #include <cmath>
@@ -134,6 +137,7 @@ struct Runtime {
   std::vector<MBar> mbars;
   std::vector<Async> bulk;  // cp.async.bulk copies, owned by their mbarrier
   int status = ST_OK;
+  volatile sig_atomic_t alarm = 0;  // the time budget ran out while in the scheduler
   char msg[1024];
   unsigned long long switches = 0, rng = 1;
   double deadline = 0;
@@ -585,6 +589,11 @@ inline void run_block(uint3 bidx) {
       ran = true;
       gs_ctx_switch(&rt.sched_sp, t.sp);
       if (rt.status != ST_OK) return;
+      if (rt.alarm) {
+        rt.status = ST_TIMEOUT;
+        snprintf(rt.msg, sizeof rt.msg, "timeout: time budget of %.3gs exhausted", rt.cfg.time_budget_s);
+        return;
+      }
       if (++rt.switches > rt.cfg.max_switches) {
         rt.status = ST_TIMEOUT;
         snprintf(rt.msg, sizeof rt.msg, "timeout: step budget of %llu fibre switches exhausted", rt.cfg.max_switches);
@@ -593,7 +602,7 @@ inline void run_block(uint3 bidx) {
     }
     for (Thread& t : rt.threads) live |= t.state != T_EXITED;
     if (!live) break;
-    if (now_s() > rt.deadline) {
+    if (now_s() > rt.deadline || rt.alarm) {
       rt.status = ST_TIMEOUT;
       snprintf(rt.msg, sizeof rt.msg, "timeout: time budget of %.3gs exhausted", rt.cfg.time_budget_s);
       return;
@@ -608,6 +617,52 @@ inline void run_block(uint3 bidx) {
   }
   flush_all_async();
 }
+
+// The time budget, enforced even on a fibre that never blocks: SIGALRM ticks once the
+// budget is spent; a tick that interrupts a fibre (its stack pointer lies in the fibre
+// stacks) abandons the fibre and jumps to the scheduler; a tick in the scheduler sets
+// `alarm`, which the scheduler checks after every switch.
+inline void on_alarm(int, siginfo_t*, void* uc_void) {
+  Runtime& rt = g_rt;
+  rt.alarm = 1;
+  ucontext_t* uc = (ucontext_t*)uc_void;
+  char* rsp = (char*)uc->uc_mcontext.gregs[REG_RSP];
+  if (!(rt.stacks && rsp >= rt.stacks && rsp < rt.stacks + rt.stacks_len)) return;
+  if (rt.status == ST_OK) {
+    rt.status = ST_TIMEOUT;
+    snprintf(rt.msg, sizeof rt.msg, "timeout: time budget of %.3gs exhausted (in %s)", rt.cfg.time_budget_s, where());
+  }
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGALRM);
+  sigprocmask(SIG_UNBLOCK, &set, nullptr);  // we never return through sigreturn
+  void* dummy;
+  gs_ctx_switch(&dummy, rt.sched_sp);
+}
+
+struct AlarmGuard {
+  struct sigaction old;
+  explicit AlarmGuard(double seconds) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_alarm;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGALRM, &sa, &old);
+    itimerval it;
+    it.it_value.tv_sec = (time_t)seconds;
+    it.it_value.tv_usec = (suseconds_t)((seconds - (double)(time_t)seconds) * 1e6) + 1;
+    it.it_interval.tv_sec = 0;
+    it.it_interval.tv_usec = 10000;
+    setitimer(ITIMER_REAL, &it, nullptr);
+  }
+  ~AlarmGuard() {
+    itimerval off;
+    memset(&off, 0, sizeof off);
+    setitimer(ITIMER_REAL, &off, nullptr);
+    sigaction(SIGALRM, &old, nullptr);
+  }
+};
 
 inline int launch(const LaunchCfg* cfg, void (*thunk)(void**), void** args, char* msg, int msglen) {
   Runtime& rt = g_rt;
@@ -633,6 +688,8 @@ inline int launch(const LaunchCfg* cfg, void (*thunk)(void**), void** args, char
     snprintf(msg, msglen, "bad launch: cannot map fibre stacks");
     return ST_BAD_CONFIG;
   }
+  rt.alarm = 0;
+  AlarmGuard guard(cfg->time_budget_s);
   std::vector<int> order;
   make_order(order, (int)nb);
   for (int b : order) {

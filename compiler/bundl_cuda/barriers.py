@@ -22,6 +22,7 @@ from itertools import count
 from gpusem.calculus.bundl.perspective import Level
 
 from . import kir as K
+from .faults import active
 from .errors import CompileError
 from .traverse import map_bodies
 
@@ -61,7 +62,8 @@ class _Plan:
         if n == 1:
             return (K.KComment(f"sync {b.site}: one thread, program order", b.span),)
         if n == self.threads:
-            return (note, K.KPrim("__syncthreads();", b.span))
+            wrong = active("syncwarp-for-block")
+            return (note, K.KPrim("__syncwarp();" if wrong else "__syncthreads();", b.span))
         if 32 % n == 0:
             mask = ("0xffffffffu" if n == 32
                     else f"(0x{(1 << n) - 1:x}u << ({base} & 31))")
@@ -70,7 +72,9 @@ class _Plan:
         if n % 32 == 0 and self.next_id + instances - 1 <= NAMED_BARRIER_IDS:
             first = self.next_id
             self.next_id += instances
-            return (note, K.KPrim(f"gs_bar_sync({first} + {base} / {n}, {n});", b.span))
+            counted = n // 2 if active("named-barrier-count") else n
+            return (note, K.KPrim(f"gs_bar_sync({first} + {base} / {n}, {counted});",
+                                  b.span))
         if not in_kernel:
             raise CompileError(f"unsupported: a {persp} barrier inside a device "
                                "function needs an mbarrier", span=b.span)
@@ -87,7 +91,9 @@ class _Plan:
         self.phase_vars.append(phase)
         bar = f"(reinterpret_cast<gs_u64*>(gs_smem + {offset}) + {base} / {n})"
         return (K.KPrim(f"gs_mbar_arrive({bar});", b.span),
-                K.KPrim(f"gs_mbar_wait_parity({bar}, {phase}); {phase} ^= 1u;", b.span))
+                K.KPrim(f"gs_mbar_wait_parity({bar}, {phase});"
+                        + ("" if active("mbarrier-phase") else f" {phase} ^= 1u;"),
+                        b.span))
 
 
 def lower_barriers(prog: K.KProgram) -> K.KProgram:

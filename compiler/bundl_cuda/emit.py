@@ -16,6 +16,7 @@ from gpusem.calculus.bundl.ast import BaseType
 
 from . import kir as K
 from .errors import CompileError
+from .faults import active
 
 INT_OPS = {"+": "gs_add_i32", "-": "gs_sub_i32", "*": "gs_mul_i32",
            "/": "gs_div_i32", "%": "gs_rem_i32"}
@@ -27,6 +28,12 @@ PRELUDE = """\
 
 // Helpers of the Bundl compiler (plain C++: identical on both backends).
 GS_DEV int gs_imin(int a, int b) { return a < b ? a : b; }
+// Floor division: only the seeded fault `floor-division` emits these.
+GS_DEV int gs_floor_div(int a, int b) {
+  int q = gs_div_i32(a, b);
+  return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+GS_DEV int gs_floor_mod(int a, int b) { return gs_sub_i32(a, gs_mul_i32(gs_floor_div(a, b), b)); }
 #if GS_CUDA
 GS_DEV float gs_f32_bits(unsigned bits) { return __uint_as_float(bits); }
 #else
@@ -86,6 +93,13 @@ def _binary(op: str, left: K.KExpr, right: K.KExpr, ty: BaseType) -> str:
     a, b = expr(left), expr(right)
     if op in PLAIN_OPS:
         return f"({a} {op} {b})"
+    if ty == BaseType.INT and op in "+-*" and active("signed-overflow-ub"):
+        return f"({a} {op} {b})"
+    if ty == BaseType.INT and op in "/%" and active("floor-division"):
+        return f"gs_floor_{'div' if op == '/' else 'mod'}({a}, {b})"
+    if (ty == BaseType.FLOAT and op == "+" and isinstance(left, K.KBin)
+            and left.op == "*" and active("fma-contraction")):
+        return f"gs_ffma({expr(left.left)}, {expr(left.right)}, {b})"
     table = INT_OPS if ty == BaseType.INT else FLOAT_OPS if ty == BaseType.FLOAT else {}
     if op not in table:
         raise CompileError(f"unsupported: operator {op} on {ty.value}")

@@ -19,6 +19,7 @@ from gpusem.calculus.bundl.ast import BaseType
 from gpusem.calculus.bundl.perspective import Level
 
 from . import kir as K
+from .faults import active
 from .traverse import map_bodies, map_stmt_exprs
 
 INT = BaseType.INT
@@ -58,8 +59,9 @@ class _Lowerer:
                 return self._scope(K.KBuiltin(builtin), body, span, f"destruct ({rule})")
             case K.KGroup(q, inner, body, span):
                 # Index arithmetic on ids in [0, n): plain C, no overflow possible.
-                value = (K.KConst(0, INT) if inner.n == 1
-                         else K.KRaw(f"{index_text(p)} % {inner.n}"))
+                modulus = q if active("group-modulus") else inner.n
+                value = (K.KConst(0, INT) if modulus == 1
+                         else K.KRaw(f"{index_text(p)} % {modulus}"))
                 return self._scope(value, body, span, f"group {q} (S-Group)")
             case K.KSplit(n1, n2, left, right, span):
                 return (self._split(p, n1, n2, left, right, span),)
@@ -74,7 +76,8 @@ class _Lowerer:
     def _split(self, p, n1, n2, left, right, span) -> K.KIf:
         left_body = self.stmts(left, p)  # S-Split-Left keeps p
         name = self.fresh()
-        shifted = K.KDecl(name, "const int", K.KRaw(f"{index_text(p)} - {n1}"), span)
+        shift = n1 - 1 if active("split-offset-off-by-one") else n1
+        shifted = K.KDecl(name, "const int", K.KRaw(f"{index_text(p)} - {shift}"), span)
         right_body = (shifted, *self.stmts(right, K.KVar(name)))  # S-Split-Right: p - n1
         in_right = K.KRaw(f"{index_text(p)} < {n1 + n2}")
         right_if = K.KIf(in_right, right_body, (), span) if right else None

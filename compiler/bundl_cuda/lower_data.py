@@ -12,6 +12,7 @@ from __future__ import annotations
 from gpusem.calculus.bundl.ast import BaseType
 
 from . import kir as K
+from .faults import active
 from .traverse import map_bodies, rewrite_program
 
 INT = BaseType.INT
@@ -35,14 +36,23 @@ def _lower(s: K.KStmt) -> tuple:
         case K.KPartition(src, tgt, c, src_len, elem, persp, body, span):
             chunk = K.KBin("/", src_len, K.KConst(c, INT), INT)
             piece = K.KBin("/", K.KPerspId(), K.KConst(persp.n // c, INT), INT)
-            pointer = K.KPtrAdd(K.KVar(src), K.KBin("*", piece, K.KVar(tgt + "_len"), INT))
+            offset = K.KBin("*", piece, K.KVar(tgt + "_len"), INT)
+            if active("partition-offset-c-times-p"):
+                offset = K.KBin("*", K.KConst(c, INT), K.KPerspId(), INT)
+            pointer = K.KPtrAdd(K.KVar(src), offset)
             header = (K.KComment(f"partition {src} into {tgt} by {c} (S-Partition)",
                                  span), *_view(tgt, elem, pointer, chunk, span))
-            return (K.KBlock((*header, *body), span),
-                    K.KBarrier(persp, K.KPerspId(), f"partition {tgt}", span))
+            sync = K.KBarrier(persp, K.KPerspId(), f"partition {tgt}", span)
+            if active("drop-partition-barrier"):
+                return (K.KBlock((*header, *body), span),)
+            if active("barrier-before-last-use") and body:
+                return (K.KBlock((*header, *body[:-1], sync, body[-1]), span),)
+            return (K.KBlock((*header, *body), span), sync)
         case K.KClaim(src, tgt, at, src_len, elem, persp, body, span):
-            guarded = K.KIf(K.KBin("<", K.KPerspId(), K.KConst(at, INT), INT),
-                            (*_view(tgt, elem, K.KVar(src), src_len, span), *body),
+            cond = K.KBin("<", K.KPerspId(), K.KConst(at, INT), INT)
+            if active("claim-all-threads"):
+                cond = K.KConst(True, BaseType.BOOL)
+            guarded = K.KIf(cond, (*_view(tgt, elem, K.KVar(src), src_len, span), *body),
                             (), span)
             return (K.KComment(f"claim {src} into {tgt} at {at} (S-Claim)", span),
                     guarded, K.KBarrier(persp, K.KPerspId(), f"claim {tgt}", span))

@@ -20,6 +20,7 @@ from gpusem.calculus.bundl import ast as B
 from . import kir as K
 from .barriers import lower_barriers
 from .emit import emit_cuda
+from .faults import active
 from .from_bundl import from_bundl
 from .lower_async import lower_async_copies
 from .lower_code import lower_code_perspectives
@@ -59,7 +60,7 @@ def zero_shared_allocations(prog: K.KProgram) -> K.KProgram:
         out = []
         for s in body:
             s = map_bodies(s, stmts)
-            if isinstance(s, K.KSharedAlloc):
+            if isinstance(s, K.KSharedAlloc) and not active("shared-not-zeroed"):
                 zero = (K.KPrim(f"for (int gs_i = threadIdx.x; gs_i < {s.size}; gs_i += "
                                 f"blockDim.x) {s.name}[gs_i] = 0;", s.span),
                         K.KPrim("__syncthreads();", s.span))

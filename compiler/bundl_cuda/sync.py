@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from . import kir as K
+from .faults import active
 from .traverse import bodies, exprs_of, map_bodies
 
 
@@ -37,6 +38,8 @@ def _touches_memory(s: K.KStmt, local_arrays: frozenset[str]) -> bool:
 
 
 def _loads_shared(e: K.KExpr, local_arrays: frozenset[str]) -> bool:
+    if active("wait-below-first-use"):
+        return False
     match e:
         case K.KLoad(pointer=K.KVar(name)):
             return name not in local_arrays

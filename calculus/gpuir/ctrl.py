@@ -1,0 +1,154 @@
+"""Control and boolean expressions of GPU IR (Figure 1) evaluated in an environment
+σ : 𝕐 -> ℤ (C-Int, C-Read, C-Aff, B-Const, B-Log, B-Rel of Figure 6), plus the
+affine normal form the analyses use to reason about window extents and indices.
+
+Integers are Python ints (or NumPy integer arrays, so the sequential evaluator can
+run many loop iterations at once); `/` and `%` truncate toward zero as in C.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+import numpy as np
+
+from gpusem.calculus.errors import BadInput, Trap
+
+from .ast import BConst, BExpr, BLog, BNot, BRel, CBin, CExpr, CInt, CVar
+
+Env = Mapping[str, object]  # name -> int or np.ndarray of ints
+
+
+def cdiv(a, b):
+    """C's truncating division (also on NumPy arrays)."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        q = np.abs(a) // np.abs(b)
+        return np.where((np.asarray(a) < 0) != (np.asarray(b) < 0), -q, q)
+    q = abs(a) // abs(b)
+    return -q if (a < 0) != (b < 0) else q
+
+
+def cmod(a, b):
+    """C's remainder: sign of the dividend."""
+    return a - b * cdiv(a, b)
+
+
+def eval_c(c: CExpr, env: Env):
+    """⟨c, σ⟩ ⇓_ℤ n."""
+    match c:
+        case CInt(value=v):  # C-Int
+            return v
+        case CVar(name=n):  # C-Read
+            if n not in env:
+                raise BadInput(f"{c.span}: missing definition: {n} has no value "
+                               f"(pass -D {n}=...)")
+            return env[n]
+        case CBin(op=op, lhs=l, rhs=r):  # C-Aff
+            a, b = eval_c(l, env), eval_c(r, env)
+            match op:
+                case "+":
+                    return a + b
+                case "-":
+                    return a - b
+                case "*":
+                    return a * b
+                case "/" | "%":
+                    if np.any(np.asarray(b) == 0):
+                        raise Trap(f"division by zero: {op} in a control expression",
+                                   rule="C-Aff", span=c.span)
+                    return cdiv(a, b) if op == "/" else cmod(a, b)
+    raise AssertionError(f"not a control expression: {c!r}")
+
+
+def eval_b(b: BExpr, env: Env):
+    """⟨b, σ⟩ ⇓ t."""
+    match b:
+        case BConst(value=v):  # B-Const
+            return v
+        case BLog(op=op, lhs=l, rhs=r):  # B-Log
+            x, y = eval_b(l, env), eval_b(r, env)
+            return (x & y) if op == "and" else (x | y)
+        case BNot(arg=a):
+            x = eval_b(a, env)
+            return ~x if isinstance(x, np.ndarray) else not x
+        case BRel(op=op, lhs=l, rhs=r):  # B-Rel
+            x, y = eval_c(l, env), eval_c(r, env)
+            return {"==": x == y, "!=": x != y, "<": x < y, "<=": x <= y,
+                    ">": x > y, ">=": x >= y}[op]
+    raise AssertionError(f"not a boolean expression: {b!r}")
+
+
+def cvars(c: CExpr) -> frozenset[str]:
+    """The control variables `c` reads."""
+    match c:
+        case CInt():
+            return frozenset()
+        case CVar(name=n):
+            return frozenset({n})
+        case CBin(lhs=l, rhs=r):
+            return cvars(l) | cvars(r)
+    raise AssertionError(c)
+
+
+def bvars(b: BExpr) -> frozenset[str]:
+    match b:
+        case BConst():
+            return frozenset()
+        case BLog(lhs=l, rhs=r):
+            return bvars(l) | bvars(r)
+        case BNot(arg=a):
+            return bvars(a)
+        case BRel(lhs=l, rhs=r):
+            return cvars(l) | cvars(r)
+    raise AssertionError(b)
+
+
+@dataclass(frozen=True, slots=True)
+class Affine:
+    """const + Σ coeffs[y] * y."""
+
+    const: int
+    coeffs: tuple[tuple[str, int], ...]  # sorted, no zero coefficients
+
+    def coeff(self, name: str) -> int:
+        return dict(self.coeffs).get(name, 0)
+
+    @property
+    def is_const(self) -> bool:
+        return not self.coeffs
+
+
+def _mk(const: int, coeffs: dict[str, int]) -> Affine:
+    return Affine(const, tuple(sorted((k, v) for k, v in coeffs.items() if v)))
+
+
+def affine(c: CExpr, consts: Env = {}) -> Affine | None:
+    """The affine form of `c` with the names in `consts` replaced by their values, or
+    None when `c` is only quasi-affine (reads a variable under / or %)."""
+    match c:
+        case CInt(value=v):
+            return _mk(v, {})
+        case CVar(name=n):
+            if n in consts and isinstance(consts[n], int):
+                return _mk(consts[n], {})
+            return _mk(0, {n: 1})
+        case CBin(op=op, lhs=l, rhs=r):
+            a, b = affine(l, consts), affine(r, consts)
+            if a is None or b is None:
+                return None
+            da, db = dict(a.coeffs), dict(b.coeffs)
+            match op:
+                case "+" | "-":
+                    s = 1 if op == "+" else -1
+                    keys = set(da) | set(db)
+                    return _mk(a.const + s * b.const,
+                               {k: da.get(k, 0) + s * db.get(k, 0) for k in keys})
+                case "*" if a.is_const or b.is_const:
+                    k, other = (a.const, b) if a.is_const else (b.const, a)
+                    return _mk(k * other.const, {n: k * v for n, v in other.coeffs})
+                case "/" | "%" if a.is_const and b.is_const and b.const != 0:
+                    f = cdiv if op == "/" else cmod
+                    return _mk(f(a.const, b.const), {})
+            return None
+    raise AssertionError(c)

@@ -1,0 +1,346 @@
+"""The instruction library: g : Instr of Exo-GPU (Section 3.3, Figures 2, 19, 20).
+
+Each instruction is one `Instr` declaration: its parameters (data: precision, window
+shape, accepted memories, access mode and the Figure 19/20 annotations; control:
+allowed values), its collective unit τ_u (the threads that must execute a call
+together), the barrier type its trailing `>> z` needs (π_z), its sequential behaviour
+(a Python function over NumPy views: the "statement body" g.s), and its CUDA C++ / PTX
+spelling as a template (for the compiler). Adding an instruction is adding one
+declaration to `INSTRUCTIONS`.
+
+Conventions (paper -> Python):
+  g.p_i                         -> `Instr.params[i]` (`InstrParam`)
+  τ_x, π_d of g.p_i             -> `InstrParam.dtype`, `InstrParam.mems`
+  out_of_order (T_ooo)          -> `InstrParam.out_of_order`
+  convergent (T_cvg)            -> `InstrParam.convergent`
+  τ_u* (distributed units)      -> `InstrParam.dist_units`
+  initial_qual_tl (T_init)      -> `InstrParam.initial_qual_tl` (a QualTL name)
+  ext_qual_tl (T_ext)           -> `InstrParam.ext_qual_tl`
+  atomic_qual_tl (T_atom)       -> `InstrParam.atomic_qual_tl`
+  g.τ_u, g.π_z, t (CPU/CUDA)    -> `Instr.unit`, `Instr.barrier`, `Instr.device`
+
+Note: Section 5.2.3 derives a parameter's access mode by a static analysis of g.s;
+our g.s is Python, so the mode is declared (`access`) and tests/gpuir/
+test_instructions.py checks each declaration against the behaviour by running it.
+
+Note: `initial_qual_tl = None` (and `ext_qual_tl = None`) means "as an ordinary
+in-order access": T_qin of the argument's memory (Figure 18), so one synchronous copy
+serves registers and shared/global memory alike. `initial_qual(param, memory)`
+resolves it.
+
+Note: accumulating async MMAs (wgmma) mark D atomic on wgmma_async_rmem_d_qual
+(Figure 19's atomic case): back-to-back wgmmas into one accumulator are ordered by
+the tensor core pipeline and need no wait between them, only before D is read
+in order (Arrive(wgmma_async) >> commit group; Await).
+
+Note on exactness: the behaviours of the MMA instructions accumulate in float32 one
+k at a time, rounding after every multiply and every add (no FMA), the reference
+order of the sequential reading; real tensor cores (tf32 inputs, wider internal
+accumulation) may differ in the last bits. See errata "MMA rounding".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Literal
+
+import numpy as np
+
+from .ast import DataType, UnitExpr
+from .memtypes import DataMemory
+
+Access = Literal["read", "write", "readwrite"]
+
+# Qualitative timeline names (Figure 15; calculus.gpuir.timelines.QualTL values).
+RMEM = "cuda_in_order_rmem_qual"
+RAM = "cuda_in_order_ram_qual"
+SM80 = "Sm80_cp_async_qual"
+TMA_S = "tma_to_smem_async_qual"
+TMA_G = "tma_to_gmem_async_qual"
+WG_A = "wgmma_async_rmem_a_qual"
+WG_D = "wgmma_async_rmem_d_qual"
+WG_S = "wgmma_async_smem_qual"
+
+ANY_CUDA = ("CudaBasicDeviceVisible", "CudaBasicSmem", "CudaRmem")
+SMEM = ("CudaBasicSmem",)
+GMEM = ("CudaBasicDeviceVisible",)
+
+
+@dataclass(frozen=True, slots=True)
+class InstrParam:
+    """τ_a : Arg (Figure 2). For a data parameter `shape` lists the extents of the
+    argument window's interval dimensions (ints, or symbols unified across the call;
+    the leading `len(dist_units)` of them are distributed over those units)."""
+
+    name: str
+    kind: Literal["data", "ctrl"] = "data"
+    dtype: DataType | None = DataType.F32
+    shape: tuple[int | str, ...] = ()
+    mems: tuple[str, ...] = ANY_CUDA
+    access: Access = "read"
+    out_of_order: bool = False
+    convergent: bool = False
+    dist_units: tuple[str, ...] = ()
+    initial_qual_tl: str | None = None
+    ext_qual_tl: frozenset[str] | None = None
+    atomic_qual_tl: frozenset[str] = frozenset()
+    values: tuple[int, ...] = ()  # allowed values of a control parameter (any if empty)
+
+
+@dataclass(frozen=True, slots=True)
+class Instr:
+    """g : Instr (Figure 2): `proc y*, (x : τ_a)*, t, τ_u, π_z, τ_u* do s`."""
+
+    name: str
+    params: tuple[InstrParam, ...]
+    unit: UnitExpr
+    behaviour: Callable[..., None]
+    cuda: str
+    ptx: str
+    barrier: str | None = None       # π_z the trailing `>> z` must have, if any
+    device: bool = True              # t: a CUDA instruction (False: CPU)
+    sizes: dict[str, tuple[int, ...]] = field(default_factory=dict)  # symbol -> allowed
+    doc: str = ""
+
+    def param(self, name: str) -> InstrParam:
+        return next(p for p in self.params if p.name == name)
+
+    @property
+    def data_params(self) -> tuple[InstrParam, ...]:
+        return tuple(p for p in self.params if p.kind == "data")
+
+
+def initial_qual(p: InstrParam, memory: DataMemory) -> str:
+    """T_init(g.p_i), resolving the in-order default by the argument's memory (T_qin)."""
+    if p.initial_qual_tl is not None:
+        return p.initial_qual_tl
+    return RMEM if memory.is_rmem else RAM
+
+
+def ext_quals(p: InstrParam, memory: DataMemory) -> frozenset[str]:
+    """T_ext(g.p_i), with the same default."""
+    if p.ext_qual_tl is not None:
+        return p.ext_qual_tl
+    return frozenset({initial_qual(p, memory)})
+
+
+def _data(name, shape, mems=ANY_CUDA, access="read", **kw) -> InstrParam:
+    return InstrParam(name, "data", DataType.F32, tuple(shape), tuple(mems), access, **kw)
+
+
+def _ctrl(name, values=()) -> InstrParam:
+    return InstrParam(name, "ctrl", None, (), (), "read", values=tuple(values))
+
+
+def _async(qual: str) -> dict:
+    return dict(out_of_order=True, initial_qual_tl=qual, ext_qual_tl=frozenset({qual}))
+
+
+def _warp_sync(qual: str = RMEM) -> dict:
+    return dict(convergent=True, initial_qual_tl=qual, ext_qual_tl=frozenset({qual}))
+
+
+# ------------------------------------------------------------------- behaviours
+# Each mutates its output views in place; every arithmetic step stays in float32.
+
+
+def _copy(dst, src, **_):
+    dst[...] = src
+
+
+def _multicast(dst, src):
+    dst[...] = src[np.newaxis]
+
+
+def _mma_nt(d, a, b):
+    """d[m, n] += sum_k a[m, k] * b[n, k], one k at a time, float32 throughout."""
+    acc = d.astype(np.float32)
+    for k in range(a.shape[1]):
+        acc = acc + np.multiply.outer(a[:, k], b[:, k]).astype(np.float32)
+    d[...] = acc
+
+
+def _zero(d):
+    d[...] = 0
+
+
+def _load_transposed(dst, src):
+    dst[...] = src.T
+
+
+def _shfl_down(dst, src, delta):
+    lane = np.arange(src.shape[0])
+    srcl = np.where(lane + delta < src.shape[0], lane + delta, lane)
+    dst[...] = src[srcl]
+
+
+def _shfl_xor(dst, src, mask):
+    lane = np.arange(src.shape[0])
+    dst[...] = src[lane ^ mask]
+
+
+# -------------------------------------------------------------------- the library
+
+_DECLS: tuple[Instr, ...] = (
+    Instr(
+        "cuda_copy_f32",
+        (_data("dst", ("n",), access="write"), _data("src", ("n",))),
+        UnitExpr("cuda_thread"), _copy,
+        cuda="for (int i = 0; i < {n}; i++) {dst}[i] = {src}[i];",
+        ptx="ld / st (synchronous)",
+        doc="synchronous element-wise copy by one thread",
+    ),
+    Instr(
+        "Sm80_cp_async_f32",
+        (_data("dst", ("n",), SMEM, "write", **_async(SM80)),
+         _data("src", ("n",), GMEM, **_async(SM80))),
+        UnitExpr("cuda_thread"), _copy,
+        cuda='asm volatile("cp.async.ca.shared.global [%0], [%1], {bytes};" :: '
+             '"r"(smem_addr({dst})), "l"({src}));',
+        ptx="cp.async.ca.shared.global [dst], [src], 4*n;",
+        sizes={"n": (1, 2, 4)},
+        doc="Sm80 non-bulk asynchronous copy GMEM -> SMEM of 4, 8 or 16 bytes; waited "
+            "for with Arrive(Sm80_cp_async) >> commit group / Await",
+    ),
+    Instr(
+        "Sm90_tma_load_2d_f32",
+        (_data("dst", ("m", "n"), SMEM, "write", **_async(TMA_S)),
+         _data("src", ("m", "n"), GMEM + ("Sm90_tensorMap",), **_async(TMA_S))),
+        UnitExpr("cuda_thread"), _copy,
+        cuda="cuda::device::experimental::cp_async_bulk_tensor_2d_global_to_shared("
+             "{dst}, &{src_map}, {src_c1}, {src_c0}, {barrier});",
+        ptx="cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
+            "[dst], [tmap, {c1, c0}], [mbar];",
+        barrier="CudaMbarrier",
+        doc="TMA-style bulk tile load GMEM -> SMEM, completing on an mbarrier",
+    ),
+    Instr(
+        "Sm90_tma_multicast_2d_f32",
+        (_data("dst", ("c", "m", "n"), SMEM, "write", convergent=True,
+               dist_units=("cuda_cta_in_cluster",), **_async(TMA_S)),
+         _data("src", ("m", "n"), GMEM + ("Sm90_tensorMap",), convergent=True,
+               **_async(TMA_S))),
+        UnitExpr("cuda_cluster"), _multicast,
+        cuda="cuda::device::experimental::cp_async_bulk_tensor_2d_global_to_shared_"
+             "multicast({dst}, &{src_map}, {src_c1}, {src_c0}, {barrier}, {cta_mask});",
+        ptx="cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+            ".multicast::cluster [dst], [tmap, {c1, c0}], [mbar], mask;",
+        barrier="CudaMbarrier",
+        doc="TMA multicast: one tile copied into the SMEM of every CTA of the cluster "
+            "(the dst's leading dimension is distributed over CTAs)",
+    ),
+    Instr(
+        "Sm90_tma_store_2d_f32",
+        (_data("dst", ("m", "n"), GMEM + ("Sm90_tensorMap",), "write", **_async(TMA_G)),
+         _data("src", ("m", "n"), SMEM, **_async(TMA_G))),
+        UnitExpr("cuda_thread"), _copy,
+        cuda="cuda::device::experimental::cp_async_bulk_tensor_2d_shared_to_global("
+             "&{dst_map}, {dst_c1}, {dst_c0}, {src});",
+        ptx="cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [tmap, {c1, c0}], [src];",
+        doc="TMA-style bulk tile store SMEM -> GMEM; waited for with "
+            "Arrive(tma_to_gmem_async) >> commit group / Await",
+    ),
+    Instr(
+        "Sm80_mma_load_a_f32",
+        (_data("dst", (16, 8), ("Sm80_RmemMatrixA",), "write", **_warp_sync()),
+         _data("src", (16, 8), SMEM + GMEM, convergent=True)),
+        UnitExpr("cuda_warp"), _copy,
+        cuda="exo_Sm80_load_a_tf32({dst}, {src}, {src_stride});",
+        ptx="ldmatrix.sync.aligned.m8n8.x4.shared.b16 / ld.shared per fragment",
+        doc="warp loads a 16x8 (M x K) A fragment",
+    ),
+    Instr(
+        "Sm80_mma_load_b_f32",
+        (_data("dst", (8, 8), ("Sm80_RmemMatrixB",), "write", **_warp_sync()),
+         _data("src", (8, 8), SMEM + GMEM, convergent=True)),
+        UnitExpr("cuda_warp"), _load_transposed,
+        cuda="exo_Sm80_load_b_tf32({dst}, {src}, {src_stride});",
+        ptx="ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 / ld.shared per fragment",
+        doc="warp loads an 8x8 (K x N) B tile into an N x K fragment",
+    ),
+    Instr(
+        "Sm80_mma_zero_d_f32",
+        (_data("d", (16, 8), ("Sm80_RmemMatrixD",), "write", **_warp_sync()),),
+        UnitExpr("cuda_warp"), _zero,
+        cuda="for (int i = 0; i < 4; i++) {d}[i] = 0.0f;", ptx="mov.f32 (x4)",
+        doc="warp zeroes a 16x8 accumulator fragment",
+    ),
+    Instr(
+        "Sm80_mma_m16n8k8_f32",
+        (_data("d", (16, 8), ("Sm80_RmemMatrixD",), "readwrite", **_warp_sync()),
+         _data("a", (16, 8), ("Sm80_RmemMatrixA",), **_warp_sync()),
+         _data("b", (8, 8), ("Sm80_RmemMatrixB",), **_warp_sync())),
+        UnitExpr("cuda_warp"), _mma_nt,
+        cuda='asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 '
+             '{{%0,%1,%2,%3}}, {{%4,%5,%6,%7}}, {{%8,%9}}, {{%0,%1,%2,%3}};" ...);',
+        ptx="mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 d, a, b, d;",
+        doc="warp MMA: D[16x8] += A[16x8] . B[8x8]^T (B stored N x K)",
+    ),
+    Instr(
+        "Sm80_mma_store_d_f32",
+        (_data("dst", (16, 8), SMEM + GMEM, "write", convergent=True),
+         _data("d", (16, 8), ("Sm80_RmemMatrixD",), **_warp_sync())),
+        UnitExpr("cuda_warp"), _copy,
+        cuda="exo_Sm80_store_d({dst}, {d}, {dst_stride});", ptx="st.f32 per fragment",
+        doc="warp stores a 16x8 accumulator fragment",
+    ),
+    Instr(
+        "Sm90_wgmma_zero_d_f32",
+        (_data("d", (64, "n"), ("Sm90_RmemMatrixD",), "write", **_warp_sync()),),
+        UnitExpr("cuda_warpgroup"), _zero,
+        cuda="for (int i = 0; i < {n} / 2; i++) {d}[i] = 0.0f;", ptx="mov.f32",
+        sizes={"n": tuple(range(8, 257, 8))},
+        doc="warpgroup zeroes a 64 x n wgmma accumulator",
+    ),
+    Instr(
+        "Sm90_wgmma_m64nNk8_f32",
+        (_data("d", (64, "n"), ("Sm90_RmemMatrixD",), "readwrite", convergent=True,
+               atomic_qual_tl=frozenset({WG_D}), **_async(WG_D)),
+         _data("a", (64, 8), SMEM, convergent=True, **_async(WG_S)),
+         _data("b", ("n", 8), SMEM, convergent=True, **_async(WG_S))),
+        UnitExpr("cuda_warpgroup"), _mma_nt,
+        cuda='asm volatile("wgmma.mma_async.sync.aligned.m64n{n}k8.f32.tf32.tf32 '
+             '{{...}}, {a_desc}, {b_desc}, 1, 1, 1;" ...);',
+        ptx="wgmma.mma_async.sync.aligned.m64nNk8.f32.tf32.tf32 d, a-desc, b-desc;",
+        sizes={"n": tuple(range(8, 257, 8))},
+        doc="wgmma-style async MMA: D[64 x n] += A[64x8] . B[n x 8]^T, operands in "
+            "SMEM; waited for with Arrive(wgmma_async) >> commit group / Await",
+    ),
+    Instr(
+        "Sm90_wgmma_store_d_f32",
+        (_data("dst", (64, "n"), SMEM + GMEM, "write", convergent=True),
+         _data("d", (64, "n"), ("Sm90_RmemMatrixD",), **_warp_sync())),
+        UnitExpr("cuda_warpgroup"), _copy,
+        cuda="exo_Sm90_store_d({dst}, {d}, {dst_stride});", ptx="st.f32 per fragment",
+        sizes={"n": tuple(range(8, 257, 8))},
+        doc="warpgroup stores a 64 x n accumulator",
+    ),
+    Instr(
+        "cuda_shfl_down_f32",
+        (_data("dst", (32,), ("CudaRmem",), "write", dist_units=("cuda_thread",),
+               **_warp_sync()),
+         _data("src", (32,), ("CudaRmem",), dist_units=("cuda_thread",), **_warp_sync()),
+         _ctrl("delta", range(0, 32))),
+        UnitExpr("cuda_warp"), _shfl_down,
+        cuda="{dst} = __shfl_down_sync(0xffffffff, {src}, {delta});",
+        ptx="shfl.sync.down.b32 dst, src, delta, 0x1f, 0xffffffff;",
+        doc="warp shuffle down: lane i gets lane i+delta's value (its own past 31)",
+    ),
+    Instr(
+        "cuda_shfl_xor_f32",
+        (_data("dst", (32,), ("CudaRmem",), "write", dist_units=("cuda_thread",),
+               **_warp_sync()),
+         _data("src", (32,), ("CudaRmem",), dist_units=("cuda_thread",), **_warp_sync()),
+         _ctrl("mask", range(0, 32))),
+        UnitExpr("cuda_warp"), _shfl_xor,
+        cuda="{dst} = __shfl_xor_sync(0xffffffff, {src}, {mask});",
+        ptx="shfl.sync.bfly.b32 dst, src, mask, 0x1f, 0xffffffff;",
+        doc="warp butterfly shuffle: lane i gets lane (i xor mask)'s value",
+    ),
+)
+
+INSTRUCTIONS: dict[str, Instr] = {g.name: g for g in _DECLS}
+
+
+def lookup(name: str) -> Instr | None:
+    return INSTRUCTIONS.get(name)

@@ -1,0 +1,40 @@
+"""`gpusem exec FILE --backend cpu|cuda`: compile, run, compare with the interpreter."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from gpusem.calculus.errors import BadInput
+
+from .common import language_of
+
+
+@click.command("exec")
+@click.argument("file", type=click.Path())
+@click.option("--backend", type=click.Choice(["cpu", "cuda"]), default="cpu",
+              show_default=True)
+@click.option("--schedules", default="0,1,2", show_default=True,
+              help="cpu harness fibre orders to try (0 forward, 1 reverse, >=2 random).")
+@click.option("--no-sync-motion", is_flag=True, help="Compile without wait motion.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable verdict.")
+def command(file: str, backend: str, schedules: str, no_sync_motion: bool,
+            as_json: bool):
+    """Run FILE's compiled kernel on BACKEND and the reference interpreter on the same
+    inputs; print agree / disagree with the first differing cell. Exit 0 agree, 1
+    disagree (or the kernel failed), 2 bad input."""
+    if language_of(file) != "bundl":
+        raise BadInput(f"exec: only .bundl files so far: {file}")
+    from gpusem.fuzz.bundl_compile import check_file
+
+    try:
+        seeds = tuple(int(s) for s in schedules.split(","))
+    except ValueError:
+        raise BadInput(f"bad --schedules: {schedules}") from None
+    verdict = check_file(file, backend, seeds, sync_motion=not no_sync_motion)
+    if as_json:
+        click.echo(json.dumps(verdict.as_dict(), indent=2))
+    else:
+        click.echo(verdict.describe())
+    raise SystemExit(0 if verdict.agree else 1)

@@ -1,0 +1,100 @@
+"""The cpu backend's worker process: load a batch library, launch, send the memory back.
+
+Runs in a forked child (cpu.py's `_WorkerHandle`), so that a kernel that segfaults or
+spins forever takes only this process down. Protocol over a multiprocessing pipe:
+request `(library, symbol, cfg, params, arrays, scalars)`, reply
+`(status, message, outputs, elapsed_seconds)` with `status` a `gs::Status` code.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import time
+
+import numpy as np
+
+
+class _LaunchCfg(ctypes.Structure):
+    """Mirror of `gs::LaunchCfg` in simt_harness.h (keep the two in step)."""
+
+    _fields_ = [
+        ("grid", ctypes.c_uint * 3),
+        ("block", ctypes.c_uint * 3),
+        ("dyn_smem", ctypes.c_uint),
+        ("seed", ctypes.c_ulonglong),
+        ("max_switches", ctypes.c_ulonglong),
+        ("time_budget_s", ctypes.c_double),
+        ("stack_bytes", ctypes.c_uint),
+        ("poison", ctypes.c_uint),
+    ]
+
+
+_CTYPES = {
+    "int8": ctypes.c_int8,
+    "uint8": ctypes.c_uint8,
+    "int16": ctypes.c_int16,
+    "uint16": ctypes.c_uint16,
+    "int32": ctypes.c_int32,
+    "uint32": ctypes.c_uint32,
+    "int64": ctypes.c_int64,
+    "uint64": ctypes.c_uint64,
+    "float32": ctypes.c_float,
+    "float64": ctypes.c_double,
+}
+
+_LAUNCHER = ctypes.CFUNCTYPE(
+    ctypes.c_int,
+    ctypes.POINTER(_LaunchCfg),
+    ctypes.POINTER(ctypes.c_void_p),
+    ctypes.c_char_p,
+    ctypes.c_int,
+)
+
+
+def _launcher(cache: dict, library: str, symbol: str):
+    if library not in cache:
+        cache[library] = ctypes.CDLL(library)
+    return _LAUNCHER((symbol, cache[library]))
+
+
+def launch(cache: dict, request) -> tuple[int, str, dict[str, np.ndarray], float]:
+    library, symbol, cfg_tuple, params, arrays, scalars = request
+    grid, block, dyn, seed, max_switches, budget, stack, poison = cfg_tuple
+    cfg = _LaunchCfg(
+        (ctypes.c_uint * 3)(*grid),
+        (ctypes.c_uint * 3)(*block),
+        dyn,
+        seed,
+        max_switches,
+        budget,
+        stack,
+        poison,
+    )
+    keep = []  # the ctypes cells the argument vector points into
+    argv = (ctypes.c_void_p * max(1, len(params)))()
+    for k, (name, dtype, pointer) in enumerate(params):
+        if pointer:
+            cell = ctypes.c_void_p(arrays[name].ctypes.data)
+        else:
+            cell = _CTYPES[dtype](scalars[name].item())
+        keep.append(cell)
+        argv[k] = ctypes.addressof(cell)
+    msg = ctypes.create_string_buffer(1024)
+    fn = _launcher(cache, library, symbol)
+    start = time.perf_counter()
+    status = fn(ctypes.byref(cfg), argv, msg, len(msg))
+    elapsed = time.perf_counter() - start
+    return status, msg.value.decode(errors="replace"), arrays, elapsed
+
+
+def serve(conn) -> None:
+    import faulthandler
+
+    faulthandler.disable()  # a crashing kernel is an expected outcome, not a bug here
+    cache: dict = {}
+    while True:
+        try:
+            request = conn.recv()
+        except EOFError:
+            return
+        conn.send(launch(cache, request))

@@ -1,0 +1,324 @@
+"""The `cpu` backend: the same `.cu` text built by g++ against the SIMT harness.
+
+Pipeline for `CpuBackend.run(jobs)`:
+1. distinct kernels (by source, name and parameter types) are screened: raw inline
+   `asm` -> "unsupported"; a cached build error -> "build_error";
+2. the rest are built together into ONE shared library (`cpu_source.translation_unit`,
+   split in `parallel` translation units compiled side by side), cached by content
+   hash under `cache_dir`; when g++ fails, the kernels its diagnostics blame are built
+   alone to confirm, the confirmed ones become "build_error" with their own messages,
+   and the batch is rebuilt without them;
+3. the launches run in a forked worker process (`_worker`), one at a time: a kernel
+   that crashes the process ("crash") or loops without ever blocking ("timeout",
+   killed by the watchdog) costs a worker restart, and the batch goes on.
+
+The harness semantics (fibres, barriers, schedules, poison, lazy async copies) are
+documented in `simt_harness.h`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpusem.compiler.backends import cpu_source
+from gpusem.compiler.backends.kernel import Job, KernelSpec, Result, prepare_args
+
+HERE = Path(__file__).resolve().parent
+HARNESS_FILES = ("gpusem_rt.cuh", "simt_harness.h")
+CXX = os.environ.get("GPUSEM_CXX", "g++")
+CXXFLAGS = (
+    "-O1",
+    "-std=c++17",
+    "-ffp-contract=off",
+    "-fno-fast-math",
+    "-fwrapv",  # plain int overflow wraps, as GPU hardware does (helpers never rely on it)
+    "-fno-strict-aliasing",
+    "-ftrivial-auto-var-init=pattern",  # poison uninitialised locals
+    "-fPIC",
+    "-fdiagnostics-plain-output",
+    "-w",
+)
+WATCHDOG_SLACK_S = 3.0  # beyond a job's timeout_s, before the worker is killed
+STATUS_KINDS = {
+    0: "ok",
+    1: "runtime_error",
+    2: "deadlock",
+    3: "timeout",
+    4: "unsupported",
+    5: "runtime_error",
+}
+
+
+def default_cache_dir() -> Path:
+    root = os.environ.get("GPUSEM_CACHE_DIR") or Path.home() / ".cache" / "gpusem"
+    return Path(root) / "cpu"
+
+
+def _harness_hash() -> str:
+    h = hashlib.sha256(" ".join((CXX, *CXXFLAGS)).encode())
+    for name in HARNESS_FILES:
+        h.update((HERE / name).read_bytes())
+    return h.hexdigest()[:16]
+
+
+@dataclass(frozen=True, slots=True)
+class Built:
+    """Where a kernel's launcher lives, or why it has none."""
+
+    library: str = ""
+    symbol: str = ""
+    kind: str = "ok"  # ok | build_error | unsupported
+    message: str = ""
+
+
+class CpuBackend:
+    """g++ + simt_harness.h; see the module docstring."""
+
+    name = "cpu"
+
+    def __init__(
+        self,
+        cache_dir: str | Path | None = None,
+        parallel: int = 2,
+        max_switches: int = 50_000_000,
+        stack_bytes: int = 64 * 1024,
+        poison: int = 0xA5,
+    ) -> None:
+        self.cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
+        self.cache_dir.mkdir(parents=True, exist_ok=True)
+        self.parallel = max(1, parallel)
+        self.max_switches = max_switches
+        self.stack_bytes = stack_bytes
+        self.poison = poison
+        self._harness = _harness_hash()
+        self._worker: _WorkerHandle | None = None
+
+    # ------------------------------------------------------------------ build
+    def build(self, specs: list[KernelSpec]) -> dict[str, Built]:
+        """Build every distinct spec; map code_key -> Built."""
+        out: dict[str, Built] = {}
+        todo: dict[str, KernelSpec] = {}
+        for spec in specs:
+            key = spec.code_key()
+            if key in out or key in todo:
+                continue
+            err = self._key_path(key, ".err")
+            loc = self._key_path(key, ".loc")
+            if cpu_source.raw_asm(spec.source):
+                out[key] = Built(
+                    kind="unsupported",
+                    message="unsupported: inline asm (PTX) has no CPU meaning; "
+                    "wrap it in GS_PTX_ONLY(...) or use the gs_* wrappers",
+                )
+            elif err.exists():
+                out[key] = Built(kind="build_error", message=err.read_text())
+            elif loc.exists() and Path(lib := loc.read_text().split("\n")[0]).exists():
+                out[key] = Built(lib, loc.read_text().split("\n")[1])
+            else:
+                todo[key] = spec
+        if todo:
+            out.update(self._build_batch(todo))
+        return out
+
+    def _key_path(self, key: str, suffix: str) -> Path:
+        return self.cache_dir / f"{self._harness}_{key}{suffix}"
+
+    def _build_batch(self, todo: dict[str, KernelSpec]) -> dict[str, Built]:
+        keys = sorted(todo)
+        out: dict[str, Built] = {}
+        while keys:
+            lib = self._library_path(keys)
+            if lib.exists():
+                break
+            failed = self._compile_library(lib, [todo[k] for k in keys])
+            if failed is None:
+                break
+            for index, message in failed.items():
+                key = keys[index]
+                self._key_path(key, ".err").write_text(message)
+                out[key] = Built(kind="build_error", message=message)
+            keys = [k for i, k in enumerate(keys) if i not in failed]
+        for index, key in enumerate(keys):  # each kernel remembers where it lives
+            built = Built(str(self._library_path(keys)), f"gs_launch_{index}")
+            self._key_path(key, ".loc").write_text(f"{built.library}\n{built.symbol}")
+            out[key] = built
+        return out
+
+    def _library_path(self, keys: list[str]) -> Path:
+        digest = hashlib.sha256("".join(keys).encode()).hexdigest()[:24]
+        return self.cache_dir / f"{self._harness}_batch_{digest}.so"
+
+    def _compile_library(self, lib: Path, specs: list[KernelSpec]) -> dict[int, str] | None:
+        """Build `lib`; None on success, else {index: message} of confirmed failures."""
+        indexed = list(enumerate(specs))
+        chunks = [indexed[i :: self.parallel] for i in range(self.parallel)]
+        chunks = [c for c in chunks if c]
+        with tempfile.TemporaryDirectory(dir=self.cache_dir) as tmp:
+            procs = []
+            for n, chunk in enumerate(chunks):
+                src = Path(tmp) / f"tu{n}.cpp"
+                src.write_text(cpu_source.translation_unit(chunk))
+                cmd = [CXX, *CXXFLAGS, f"-I{HERE}", "-c", str(src), "-o", f"{src}.o"]
+                procs.append((chunk, subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)))
+            errors: dict[int, str] = {}
+            for chunk, proc in procs:
+                _, stderr = proc.communicate()
+                if proc.returncode != 0:
+                    errors.update(self._confirm_failures(chunk, stderr, tmp))
+            if errors or any(p.returncode for _, p in procs):
+                return errors or self._blame_everything(indexed, tmp)
+            objs = [f"{Path(tmp) / f'tu{n}.cpp'}.o" for n in range(len(chunks))]
+            part = Path(tmp) / "lib.so"
+            link = subprocess.run(
+                [CXX, "-shared", "-o", str(part), *objs], stderr=subprocess.PIPE, text=True
+            )
+            if link.returncode != 0:
+                return {i: f"build error: link failed: {link.stderr[-2000:]}" for i, _ in indexed}
+            os.replace(part, lib)
+        return None
+
+    def _compile_alone(self, index: int, spec: KernelSpec, tmp: str) -> str | None:
+        src = Path(tmp) / f"alone{index}.cpp"
+        src.write_text(cpu_source.translation_unit([(index, spec)]))
+        cmd = [CXX, *CXXFLAGS, f"-I{HERE}", "-fsyntax-only", str(src)]
+        proc = subprocess.run(cmd, stderr=subprocess.PIPE, text=True)
+        if proc.returncode == 0:
+            return None
+        return "build error: " + _trim(proc.stderr)
+
+    def _confirm_failures(self, chunk, stderr: str, tmp: str) -> dict[int, str]:
+        """Kernels g++ blamed (or the whole chunk if it blamed none), built alone."""
+        blamed = cpu_source.blamed_kernels(stderr)
+        suspects = [(i, s) for i, s in chunk if i in blamed] or chunk
+        confirmed = {}
+        for index, spec in suspects:
+            message = self._compile_alone(index, spec, tmp)
+            if message is not None:
+                confirmed[index] = message
+        return confirmed
+
+    def _blame_everything(self, indexed, tmp: str) -> dict[int, str]:
+        """Every kernel builds alone but not together: build each one alone for real."""
+        return {
+            i: "build error: kernel builds alone but not batched with others "
+            "(macro or name leak between kernels)"
+            for i, _ in indexed
+        }
+
+    # ------------------------------------------------------------------ run
+    def run(self, jobs: list[Job]) -> list[Result]:
+        prepared = [prepare_args(job) for job in jobs]  # BadInput before any work
+        built = self.build([job.spec for job in jobs])
+        results = []
+        for job, (arrays, scalars) in zip(jobs, prepared, strict=True):
+            b = built[job.spec.code_key()]
+            if b.kind != "ok":
+                results.append(Result(b.kind, {}, b.message, 0.0))  # type: ignore[arg-type]
+                continue
+            results.append(self._launch(job, b, arrays, scalars))
+        return results
+
+    def _launch(self, job: Job, built: Built, arrays, scalars) -> Result:
+        spec = job.spec
+        cfg = (
+            spec.grid,
+            spec.block,
+            spec.dynamic_smem,
+            job.schedule_seed,
+            self.max_switches,
+            job.timeout_s,
+            self.stack_bytes,
+            self.poison,
+        )
+        params = [(p.name, p.dtype, p.pointer) for p in spec.params]
+        request = (built.library, built.symbol, cfg, params, arrays, scalars)
+        worker = self._worker_handle()
+        reply = worker.call(request, job.timeout_s + WATCHDOG_SLACK_S)
+        if reply[0] == "died":
+            self._worker = None
+            return Result("crash", {}, reply[1], 0.0)
+        if reply[0] == "hung":
+            self._worker = None
+            return Result(
+                "timeout", {}, f"timeout: kernel ran past {job.timeout_s}s (watchdog)", 0.0
+            )
+        status, message, outputs, elapsed = reply[1]
+        kind = STATUS_KINDS.get(status, "runtime_error")
+        if status == 5:
+            message = f"runtime error: {message}"
+        return Result(kind, outputs if kind == "ok" else outputs, message, elapsed)  # type: ignore[arg-type]
+
+    def _worker_handle(self) -> _WorkerHandle:
+        if self._worker is None or not self._worker.alive():
+            self._worker = _WorkerHandle()
+        return self._worker
+
+    def close(self) -> None:
+        if self._worker is not None:
+            self._worker.stop()
+            self._worker = None
+
+    def __del__(self) -> None:  # pragma: no cover - best effort at interpreter exit
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+def _trim(stderr: str, limit: int = 4000) -> str:
+    lines = [ln for ln in stderr.splitlines() if "error" in ln or "required from" in ln]
+    text = "\n".join(lines) or stderr
+    return text[:limit]
+
+
+class _WorkerHandle:
+    """A forked process running launches; killed and replaced when one misbehaves."""
+
+    def __init__(self) -> None:
+        from gpusem.compiler.backends import _worker
+
+        ctx = multiprocessing.get_context("fork")
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_worker.serve, args=(child,), daemon=True)
+        self.proc.start()
+        child.close()
+
+    def alive(self) -> bool:
+        return self.proc.is_alive()
+
+    def call(self, request, timeout: float):
+        try:
+            self.conn.send(request)
+            deadline = time.monotonic() + timeout
+            while not self.conn.poll(0.05):
+                if not self.proc.is_alive():
+                    return ("died", self._death())
+                if time.monotonic() > deadline:
+                    self.stop()
+                    return ("hung", "")
+            return ("ok", self.conn.recv())
+        except (EOFError, BrokenPipeError, ConnectionResetError):
+            self.proc.join(1.0)
+            return ("died", self._death())
+
+    def _death(self) -> str:
+        self.proc.join(1.0)
+        code = self.proc.exitcode
+        if code is not None and code < 0:
+            name = signal.Signals(-code).name
+            return f"crash: the kernel killed the harness process ({name})"
+        return f"crash: the harness process exited with status {code}"
+
+    def stop(self) -> None:
+        if self.proc.is_alive():
+            self.proc.kill()
+        self.proc.join(2.0)
+        self.conn.close()

@@ -1,0 +1,60 @@
+"""Seeded faults: deliberate miscompilations, off unless `GPUSEM_FAULT=name[,name]`.
+
+They measure whether the fuzzer finds real compiler bugs (issue 5): each is a mistake a
+person writing this compiler could make, planted at the pass where it would live. The
+README lists them; `gpusem fuzz --fault NAME` sets the variable for a campaign.
+"""
+
+from __future__ import annotations
+
+import os
+
+FAULTS: dict[str, str] = {
+    "drop-partition-barrier":
+        "lower_data: the barrier that ends a partition is not emitted",
+    "split-offset-off-by-one":
+        "lower_code: S-Split-Right shifts p by n1 - 1 instead of n1",
+    "group-modulus":
+        "lower_code: S-Group computes p mod q (the group count) instead of p mod n",
+    "partition-offset-c-times-p":
+        "lower_data: piece offset c*p (the paper's printed S-Partition) instead of "
+        "(p div (n/c)) * (len div c)",
+    "syncwarp-for-block":
+        "lower_barriers: a block-wide barrier lowered to __syncwarp()",
+    "named-barrier-count":
+        "lower_barriers: bar.sync counts half the participating threads",
+    "mbarrier-phase":
+        "lower_barriers: the mbarrier phase bit is never flipped after a wait",
+    "wait-below-first-use":
+        "place_sync: wait motion treats loads as local, sinking waits past reads",
+    "barrier-before-last-use":
+        "lower_data: the partition barrier is placed before the body's last statement",
+    "claim-all-threads":
+        "lower_data: the claim guard is dropped, every thread runs the claimed body",
+    "shared-not-zeroed":
+        "pipeline: shared arrays are not zeroed at allocation",
+    "floor-division":
+        "emit: int / and % round toward negative infinity instead of toward zero",
+    "signed-overflow-ub":
+        "emit: int + - * emitted as plain C++ signed arithmetic (undefined on overflow)",
+    "fma-contraction":
+        "emit: float a*b+c emitted as fmaf(a, b, c) (contracted, one rounding)",
+}
+
+
+def active(name: str) -> bool:
+    """Whether the fault `name` is switched on in this process."""
+    assert name in FAULTS, name
+    return name in _enabled()
+
+
+def _enabled() -> set[str]:
+    raw = os.environ.get("GPUSEM_FAULT", "")
+    names = {n.strip() for n in raw.split(",") if n.strip()}
+    unknown = names - FAULTS.keys()
+    if unknown:
+        from .errors import CompileError
+
+        raise CompileError(f"unknown fault: {', '.join(sorted(unknown))} (known: "
+                           f"{', '.join(FAULTS)})")
+    return names

@@ -1,0 +1,79 @@
+"""From a compiled Bundl program to backend jobs, and back to Bundl global memory.
+
+The kernel's parameters are the program's globals in declaration order, each a pointer
+to its elements (int -> int32, float -> float32, bool -> uint8 holding 0/1: C++ `bool`
+is one byte). Initial contents follow the `global` declarations: zeros, `iota`, or the
+literal list.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpusem.calculus.bundl import ast as B
+from gpusem.compiler.backends.kernel import Job, KernelSpec, ptr
+
+from .pipeline import CompiledKernel
+
+DTYPES = {B.BaseType.INT: "int32", B.BaseType.FLOAT: "float32", B.BaseType.BOOL: "uint8"}
+
+
+def initial_globals(prog: B.Program) -> dict[str, np.ndarray]:
+    out: dict[str, np.ndarray] = {}
+    for g in prog.globals:
+        dtype = DTYPES[g.elem]
+        match g.init:
+            case None:
+                values = np.zeros(g.size, dtype=dtype)
+            case B.Iota():
+                values = np.arange(g.size).astype(dtype)
+            case literals:
+                values = np.array([lit.value for lit in literals], dtype=dtype)
+        out[f"g_{g.name}"] = values
+    return out
+
+
+def kernel_spec(kernel: CompiledKernel) -> KernelSpec:
+    params = tuple(ptr(f"g_{name}", DTYPES[elem], size)
+                   for name, elem, size in kernel.globals)
+    return KernelSpec(kernel.name, kernel.source, kernel.blocks, kernel.threads,
+                      kernel.smem_bytes, params)
+
+
+def jobs_for(prog: B.Program, kernel: CompiledKernel, seeds=(0,),
+             timeout_s: float = 10.0) -> list[Job]:
+    spec = kernel_spec(kernel)
+    inputs = initial_globals(prog)
+    return [Job(spec, inputs, seed, timeout_s) for seed in seeds]
+
+
+def as_bundl_values(prog: B.Program, outputs: dict[str, np.ndarray]) -> dict[str, list]:
+    """Backend outputs -> {global name: [Python values]} as the interpreter reports."""
+    values: dict[str, list] = {}
+    for g in prog.globals:
+        arr = outputs[f"g_{g.name}"]
+        match g.elem:
+            case B.BaseType.BOOL:
+                values[g.name] = [bool(v) for v in arr]
+            case B.BaseType.INT:
+                values[g.name] = [int(v) for v in arr]
+            case B.BaseType.FLOAT:
+                values[g.name] = [float(v) for v in arr.astype(np.float32)]
+    return values
+
+
+def first_difference(prog: B.Program, expected: dict[str, list],
+                     actual: dict[str, list]) -> tuple[str, int, object, object] | None:
+    """The first cell where two memories differ: floats compared bit for bit (NaNs
+    with the same payload are equal; -0.0 differs from 0.0)."""
+    for g in prog.globals:
+        for i, (e, a) in enumerate(zip(expected[g.name], actual[g.name], strict=True)):
+            if not _same(g.elem, e, a):
+                return g.name, i, e, a
+    return None
+
+
+def _same(elem: B.BaseType, e, a) -> bool:
+    if elem != B.BaseType.FLOAT:
+        return e == a
+    return np.float32(e).tobytes() == np.float32(a).tobytes()

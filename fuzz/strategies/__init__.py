@@ -1,0 +1,1 @@
+"""Hypothesis strategies for the calculi (`bundl`: well-typed Bundl programs)."""

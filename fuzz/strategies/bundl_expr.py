@@ -1,0 +1,212 @@
+"""The generator's state (Γ, π, the machine) and well-typed Bundl expressions
+(Appendix A.2.1: T-Var, T-Int, T-Float, T-Bool, T-Partition-Id, T-Arr-Access(-Shared),
+T-Bop, T-Cmp and the spec's extensions), for `fuzz.strategies.bundl`.
+
+Conventions (paper -> Python): Γ -> `Env.vars` (minus `Env.hidden`), π -> `Env.persp`,
+(B, T) -> `Gen.shape`, x :^π τ -> `VarInfo`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from gpusem.calculus.bundl import ast
+from gpusem.calculus.bundl.ast import ArrayType, AsyncType, BaseType, MemKind
+from gpusem.calculus.bundl.perspective import (
+    BLOCK1,
+    GRID1,
+    Level,
+    MachineShape,
+    Perspective,
+    leq,
+    lt,
+    size,
+)
+from hypothesis import strategies as st
+
+INT, FLOAT, BOOL = BaseType.INT, BaseType.FLOAT, BaseType.BOOL
+BASES = (INT, BOOL, FLOAT)
+
+# ---------------------------------------------------------------------- the state
+
+
+@dataclass(frozen=True, slots=True)
+class VarInfo:
+    """x :^π τ in Γ, plus what generation needs: an array's static length (its extent),
+    and whether x may be assigned (loop counters may not)."""
+
+    name: str
+    persp: Perspective
+    type: BaseType | ArrayType | AsyncType
+    length: int = 0
+    readonly: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class FnInfo:
+    fn: ast.FnDef
+    lengths: tuple[int, ...]  # the least length each array parameter is indexed with
+
+
+@dataclass(frozen=True, slots=True)
+class Env:
+    """Γ and π at one program point (immutable: a binder extends a copy)."""
+
+    persp: Perspective
+    vars: tuple[VarInfo, ...] = ()
+    hidden: frozenset[str] = frozenset()
+
+    def bind(self, v: VarInfo) -> Env:
+        return replace(self, vars=(*self.vars, v))
+
+    def at(self, persp: Perspective) -> Env:
+        return replace(self, persp=persp)
+
+    def hide(self, name: str) -> Env:
+        return replace(self, hidden=self.hidden | {name})
+
+    def visible(self) -> list[VarInfo]:
+        return [v for v in self.vars if v.name not in self.hidden]
+
+
+@dataclass
+class Gen:
+    """Per-program generation parameters and the fresh-name counter."""
+
+    shape: MachineShape
+    max_depth: int = 3
+    max_stmts: int = 4
+    fns: list[FnInfo] = field(default_factory=list)
+    counter: int = 0
+
+    def fresh(self, prefix: str = "v") -> str:
+        self.counter += 1
+        return f"{prefix}{self.counter}"
+
+    def leq(self, a: Perspective, b: Perspective) -> bool:
+        return leq(a, b, "fixed", self.shape)
+
+
+def divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def narrower_or_equal(g: Gen, p: Perspective) -> list[Perspective]:
+    """Every perspective π' ≤ π that fits the machine (π first, then narrower)."""
+    out = [p]
+    for level in Level:
+        if level > p.level:
+            continue
+        unit = size(Perspective(level, 1), g.shape)
+        out += [Perspective(level, n) for n in divisors(max(size(p, g.shape) // unit, 1))
+                if size(p, g.shape) % (n * unit) == 0 and Perspective(level, n) != p]
+    return out
+
+
+def readable(g: Gen, env: Env, v: VarInfo) -> bool:
+    """Read up (T-Var, T-Arr-Access): π ≤ π'; Shared data only at π ≤ block[1]."""
+    if not g.leq(env.persp, v.persp):
+        return False
+    return not (isinstance(v.type, ArrayType) and v.type.mem is MemKind.SHARED
+                and not g.leq(env.persp, BLOCK1))
+
+
+def writable(g: Gen, env: Env, v: VarInfo) -> bool:
+    """Write down (T-Assn, T-Arr-Assn): π' ≤ π; Shared only at π ≤ block[1]."""
+    if v.readonly or not g.leq(v.persp, env.persp):
+        return False
+    return not (isinstance(v.type, ArrayType) and v.type.mem is MemKind.SHARED
+                and not g.leq(env.persp, BLOCK1))
+
+
+def arrays(env: Env, pred: Callable[[VarInfo], bool] = lambda v: True) -> list[VarInfo]:
+    return [v for v in env.visible() if isinstance(v.type, ArrayType) and pred(v)]
+
+
+# -------------------------------------------------------------------- expressions
+
+SMALL_INTS = st.integers(-8, 8)
+EDGE_INTS = st.sampled_from([2**31 - 1, -(2**31), 1000, -1000])
+EXACT_FLOATS = st.sampled_from([0.0, 1.0, 0.5, -2.0, 1.25, 3.0, -0.75])
+ANY_FLOATS = st.floats(width=32, allow_nan=False, allow_infinity=False)
+
+
+def literal(draw, ty: BaseType) -> ast.Expr:
+    match ty:
+        case BaseType.INT:
+            return ast.IntLit(draw(st.one_of(SMALL_INTS, EDGE_INTS)))
+        case BaseType.BOOL:
+            return ast.BoolLit(draw(st.booleans()))
+        case BaseType.FLOAT:
+            return ast.FloatLit(float(draw(st.one_of(EXACT_FLOATS, ANY_FLOATS))))
+
+
+def gen_expr(draw, g: Gen, env: Env, ty: BaseType, depth: int = 2) -> ast.Expr:
+    """An expression e with Γ ⊢^π e : ty (T-Int .. T-Cmp, and the spec's extensions)."""
+    kinds = ["lit"]
+    names = [v for v in env.visible() if v.type == ty and readable(g, env, v)]
+    if names:
+        kinds.append("var")
+    elems = arrays(env, lambda v: v.type.elem == ty and readable(g, env, v))
+    if elems and depth > 0:
+        kinds.append("index")
+    if ty is INT and lt(env.persp, GRID1, "fixed", g.shape):
+        kinds.append("pid")  # T-Partition-Id: π < (Grid, 1)
+    if depth > 0:
+        kinds += ["unop", "binop"] if ty is not BOOL else ["unop", "binop", "cmp"]
+    match draw(st.sampled_from(kinds)):
+        case "lit":
+            return literal(draw, ty)
+        case "var":
+            return ast.Var(draw(st.sampled_from(names)).name)
+        case "pid":
+            return ast.PartitionId()
+        case "index":
+            a = draw(st.sampled_from(elems))
+            return ast.Index(ast.Var(a.name), gen_index(draw, g, env, a.length, depth - 1))
+        case "unop":
+            return ast.UnOp("!" if ty is BOOL else "-", gen_expr(draw, g, env, ty, depth - 1))
+        case "binop":
+            return gen_binop(draw, g, env, ty, depth - 1)
+        case "cmp":
+            return gen_cmp(draw, g, env, depth - 1)
+
+
+def gen_binop(draw, g: Gen, env: Env, ty: BaseType, depth: int) -> ast.Expr:
+    ops = {INT: ["+", "-", "*", "/", "%"], FLOAT: ["+", "-", "*", "/"],
+           BOOL: ["&&", "||"]}[ty]
+    op = draw(st.sampled_from(ops))
+    left = gen_expr(draw, g, env, ty, depth)
+    if op in ("/", "%"):  # a positive literal divisor: no trap, no INT_MIN / -1
+        d = draw(st.integers(1, 7))
+        right = ast.IntLit(d) if ty is INT else ast.FloatLit(float(d))
+    else:
+        right = gen_expr(draw, g, env, ty, depth)
+    return ast.BinOp(op, left, right)
+
+
+def gen_cmp(draw, g: Gen, env: Env, depth: int) -> ast.Expr:
+    ty = draw(st.sampled_from(BASES))
+    ops = ["==", "!="] if ty is BOOL else ["<", "<=", ">", ">=", "==", "!="]
+    op = draw(st.sampled_from(ops))
+    return ast.BinOp(op, gen_expr(draw, g, env, ty, depth),
+                     gen_expr(draw, g, env, ty, depth))
+
+
+def gen_index(draw, g: Gen, env: Env, length: int, depth: int) -> ast.Expr:
+    """An int expression whose value lies in [0, length)."""
+    if length <= 1 or draw(st.booleans()):
+        return ast.IntLit(draw(st.integers(0, max(length - 1, 0))))
+    e = gen_expr(draw, g, env, INT, max(depth, 0))
+    n = ast.IntLit(length)
+    # ((e % n) + n) % n: C's remainder has the dividend's sign; no overflow for n > 0
+    return ast.BinOp("%", ast.BinOp("+", ast.BinOp("%", e, n), n), n)
+
+
+@st.composite
+def expressions(draw, env: Env, ty: BaseType, shape: MachineShape | None = None,
+                depth: int = 2) -> ast.Expr:
+    """Expressions of type `ty` well-typed in `env` (Γ and π)."""
+    g = Gen(shape or MachineShape(1, 32))
+    return gen_expr(draw, g, env, ty, depth)

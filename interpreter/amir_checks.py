@@ -1,0 +1,143 @@
+"""The checks of the AMIR machine: Figure 7 of Exo-GPU (Section 5.3.3), and the verdict.
+
+Figure 7 is described in prose only; the rules as decided here (errata "Figure 7"):
+
+  CheckReads(τ_v, t, e#, τ_q*):  for every cell (x, n) ∈ W_e# and every record
+      (_, ∫, _) ∈ ρ(x, n).r, the executing threads G = g_{s#}(σ, ι) must see it:
+        t = false:  ∀g ∈ G. ∀τ_q ∈ τ_q*. ∫(g, τ_q) >= τ_v
+        t = true:   ∃g ∈ G. ∀τ_q ∈ τ_q*. ∫(g, τ_q) >= τ_v
+      (t is the convergence flag of Figure 19: a convergent collective acts as one
+      agent, mirroring R, which gives a convergent access one record for all of G).
+  CheckMutates:  the same over ρ(x, n).m.
+  CheckBarrier(e_z#):  for every cell, the arrive and await counts are equal.
+
+Any violation stops the machine with a `Violation` naming the check, the variable and
+index, the timelines, the threads on both sides, and both source locations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gpusem.calculus.gpuir.timelines import VL, QualTL
+from gpusem.calculus.span import NO_SPAN, Span
+
+from .amir_records import Rec, Threads, thread_list
+
+
+def record_visible(r: Rec, vl: int, t: bool, qm: int, exec_: Threads) -> bool:
+    """Does record r give the executing threads visibility >= vl on every timeline of
+    qm (bit mask), for all of them (t = false) or for one of them (t = true)."""
+    if not qm:
+        return True
+    task, mask = exec_
+    if task == -1:
+        return _visible_to_all_tasks(r, vl, t, qm)
+    cov = -1
+    q = 0
+    while qm >> q:
+        if qm >> q & 1:
+            cov &= r.cover(task, q, vl)
+            if not t and mask & ~cov:
+                return False
+        q += 1
+    return (mask & cov) != 0 if t else (mask & ~cov) == 0
+
+
+def _visible_to_all_tasks(r: Rec, vl: int, t: bool, qm: int) -> bool:
+    """The check run at CPU scope (G = 𝔾): ∀ needs an ALL block on every timeline;
+    ∃ is satisfied by any one task's threads."""
+    tasks = {ts[0] for ts in r.blocks}
+    for task in sorted(tasks):
+        cov = -1
+        for q in range(qm.bit_length()):
+            if qm >> q & 1:
+                cov &= r.cover(task, q, vl)
+        if task == -1 and cov == -1:
+            return True
+        if t and cov != 0:
+            return True
+    return False
+
+
+def lacking(r: Rec, vl: int, qm: int, exec_: Threads) -> Threads:
+    """The executing threads that do not see r (for the report)."""
+    task, mask = exec_
+    if task == -1:
+        return exec_
+    cov = -1
+    for q in range(qm.bit_length()):
+        if qm >> q & 1:
+            cov &= r.cover(task, q, vl)
+    return (task, mask & ~cov) if mask & ~cov else exec_
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """The first failing check: the rejection report of `gpusem synccheck`."""
+
+    check: str                        # "CheckReads" | "CheckMutates" | "CheckBarrier"
+    variable: str
+    index: tuple[int, ...]
+    timelines: tuple[str, ...]        # the required timelines (paper names)
+    required: str | None              # the required visibility level
+    threads: object                   # (task, thread) pairs of the checking side
+    other_threads: object             # (task, thread) pairs of the earlier access
+    span: Span                        # GPU IR line of the checking (second) access
+    other_span: Span                  # GPU IR line of the recorded (first) access
+    other_timeline: str | None        # the timeline of the earlier access
+    message: str
+
+    def one_line(self) -> str:
+        return self.message
+
+
+@dataclass(slots=True)
+class Stats:
+    """What the machine did (for benchmarks: recorded accesses per second)."""
+
+    statements: int = 0               # statement executions
+    recorded_accesses: int = 0        # cells touched by RecordRead / RecordMutate
+    records: int = 0                  # visibility records created
+    lifts: int = 0                    # Fence / Arrive / Await executions
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """check_amir's answer: accepted, or the first violation."""
+
+    violation: Violation | None
+    stats: Stats = field(default_factory=Stats)
+
+    @property
+    def accepted(self) -> bool:
+        return self.violation is None
+
+
+_PREFIX = {"CheckReads": "unsynchronized read", "CheckMutates": "unsynchronized mutate",
+           "CheckBarrier": "barrier mismatch"}
+
+
+def access_violation(check: str, var: str, index: tuple[int, ...], r: Rec, vl: int,
+                     qm: int, exec_: Threads, origin: Span) -> Violation:
+    """CheckReads / CheckMutates failed on record r at cell var[index]."""
+    quals = tuple(q.value for q in QualTL if qm >> q.index & 1)
+    need = VL(vl).paper_name
+    who = thread_list(lacking(r, vl, qm, exec_))
+    other = thread_list(r.who)
+    earlier = "read" if r.kind == "read" else "written"
+    tl = list(QualTL)[r.q].value
+    cell = f"{var}[{', '.join(map(str, index))}]" if index else var
+    msg = (f"{_PREFIX[check]}: {check} at {origin}: {cell} {earlier} at {r.origin} "
+           f"by {other} on {tl} is not {need} for {who} on {', '.join(quals)}")
+    return Violation(check, var, index, quals, need, who, other, origin, r.origin, tl,
+                     msg)
+
+
+def barrier_violation(var: str, index: tuple[int, ...], arrives: int, awaits: int,
+                      origin: Span) -> Violation:
+    cell = f"{var}[{', '.join(map(str, index))}]" if index else var
+    msg = (f"barrier mismatch: CheckBarrier at {origin}: {cell} has {arrives} arrive(s) "
+           f"but {awaits} await(s)")
+    return Violation("CheckBarrier", var, index, (), None, (), (), origin, NO_SPAN,
+                     None, msg)

@@ -1,0 +1,138 @@
+"""Control, boolean and window expressions of AMIR compiled to Python closures:
+Figure 6 of Exo-GPU (C-Int, C-Read, C-Aff, B-Const, B-Log, B-Rel, W-Point, W-Range,
+W-Tuple, E#-Acc), and the thread mappings f_{s#} of Section 4.
+
+Each expression is translated once into the source of a Python lambda over the control
+environment σ (a dict) and `eval`-ed: the machine then evaluates an index with one call
+instead of a tree walk, which is most of its per-statement cost.
+
+Conventions: σ -> `env` (dict name -> int). Division and remainder truncate toward
+zero, as in C (the project's exactness rule); division by zero is BadInput.
+Note: windows `lo:hi` are half-open (the GPU IR concrete syntax; Figure 6's W-Range
+writes the inclusive set of an already-decremented bound).
+"""
+
+from __future__ import annotations
+
+from typing import Callable, assert_never
+
+from gpusem.calculus.amir import ast as A
+from gpusem.calculus.errors import BadInput
+from gpusem.calculus.gpuir import ast as G
+from gpusem.calculus.span import NO_SPAN, Span
+
+
+def _div(a: int, b: int) -> int:
+    if b == 0:
+        raise BadInput("division by zero: in a control expression")
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+def _mod(a: int, b: int) -> int:
+    return a - b * _div(a, b)
+
+
+_GLOBALS = {"_div": _div, "_mod": _mod, "__builtins__": {}}
+_REL = {"==": "==", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
+
+
+def c_source(c: G.CExpr, bound: frozenset[str], span: Span = NO_SPAN) -> str:
+    """Python source of a control expression (C-Int, C-Read, C-Aff)."""
+    match c:
+        case G.CInt(value=v):
+            return repr(v)
+        case G.CVar(name=n):
+            if n not in bound:
+                where = c.span if c.span is not NO_SPAN else span
+                raise BadInput(f"unbound control variable: {n} at {where}", span=where)
+            return f"e[{n!r}]"
+        case G.CBin(op=op, lhs=l, rhs=r):
+            a, b = c_source(l, bound, span), c_source(r, bound, span)
+            if op == "/":
+                return f"_div({a}, {b})"
+            if op == "%":
+                return f"_mod({a}, {b})"
+            return f"({a} {op} {b})"
+        case _:
+            assert_never(c)
+
+
+def b_source(b: G.BExpr, bound: frozenset[str], span: Span = NO_SPAN) -> str:
+    """Python source of a boolean expression (B-Const, B-Log, B-Rel)."""
+    match b:
+        case G.BConst(value=v):
+            return repr(bool(v))
+        case G.BRel(op=op, lhs=l, rhs=r):
+            return f"({c_source(l, bound, span)} {_REL[op]} {c_source(r, bound, span)})"
+        case G.BLog(op=op, lhs=l, rhs=r):
+            return f"({b_source(l, bound, span)} {op} {b_source(r, bound, span)})"
+        case G.BNot(arg=a):
+            return f"(not {b_source(a, bound, span)})"
+        case _:
+            assert_never(b)
+
+
+def _compile(src: str) -> Callable:
+    return eval(f"lambda e: {src}", _GLOBALS)  # noqa: S307 - generated from an AST
+
+
+def compile_c(c: G.CExpr, bound: frozenset[str], span: Span = NO_SPAN) -> Callable:
+    return _compile(c_source(c, bound, span))
+
+
+def compile_b(b: G.BExpr, bound: frozenset[str], span: Span = NO_SPAN) -> Callable:
+    return _compile(b_source(b, bound, span))
+
+
+def compile_window(acc: A.Access, bound: frozenset[str], span: Span) -> Callable:
+    """E#-Acc with W-Point / W-Range / W-Tuple: a function (env, shape) -> a tuple of
+    ints (every coordinate a point) or of slices (a box). `None` interval bounds
+    (`x[:, 0]`) read the variable's shape."""
+    parts, points = [], True
+    for w in acc.coords:
+        match w:
+            case G.WPoint(index=c):
+                parts.append(c_source(c, bound, span))
+            case G.WInterval(lo=lo, hi=hi):
+                points = False
+                lo_s = "0" if lo is None else c_source(lo, bound, span)
+                hi_s = f"s[{len(parts)}]" if hi is None else c_source(hi, bound, span)
+                parts.append(f"slice({lo_s}, {hi_s})")
+            case _:
+                assert_never(w)
+    tup = "(" + "".join(p + ", " for p in parts) + ")"
+    fn = eval(f"lambda e, s: {tup}", {**_GLOBALS, "slice": slice})  # noqa: S307
+    fn.points = points  # type: ignore[attr-defined]
+    return fn
+
+
+def compile_threads(th: A.ThreadMap, bound: frozenset[str], span: Span) -> Callable:
+    """f_{s#}: a function env -> mask of natural thread indices, or None for 𝔾
+    (a CPU-scoped statement, Definition 5.2)."""
+    if th.cpu:
+        return lambda e: None
+    starts = [compile_c(r.start, bound, span) for r in th.dims]
+    if len(th.dims) == 1 and th.dims[0].stride == 1:
+        start, width = starts[0], (1 << th.dims[0].count) - 1
+
+        def one(e):
+            s = start(e)
+            if s < 0:
+                raise BadInput(f"thread mapping: negative thread index {s} at {span}")
+            return width << s
+        return one
+    dims = [(f, r.count, r.stride) for f, r in zip(starts, th.dims)]
+
+    def box(e):
+        idx = {0}
+        for f, n, stride in dims:
+            s = f(e)
+            idx = {i + s + k * stride for i in idx for k in range(n)}
+        if min(idx) < 0:
+            raise BadInput(f"thread mapping: negative thread index at {span}")
+        m = 0
+        for i in idx:
+            m |= 1 << i
+        return m
+    return box

@@ -1,0 +1,615 @@
+"""The AMIR abstract machine: big-step semantics of Exo-GPU Figures 21, 22 and 7 with
+Appendix B, run with concrete control values (Section 5.3). Entry: `check_amir`.
+
+Judgment ⟨s#, ι, σ, ρ⟩ ⇓ ι', σ', ρ' (or a violation). Each rule is one `_rule_*`
+compiler below, named after it; the checks are in interpreter/amir_checks.py, records
+(R, W, A) in interpreter/amir_records.py.
+
+Conventions (paper -> Python):
+  σ (control environment)     -> `Machine.env` (dict)
+  ι (task id)                 -> `Machine.task`
+  ρ (synchronization env)     -> `Machine.vars`: per variable x a `Var` whose numpy
+                                 arrays `rd`, `mu` hold, per cell, the id of ρ(x, n).r
+                                 and ρ(x, n).m in the interned `SetTable`; barriers
+                                 add `arr`, `awt` (the counts (a, w))
+  g_{s#}(σ, ι)                -> the statement's compiled thread mapping + `task`
+
+Representation (the speed target of issue 3: GEMM N=1024 in <= 2 s on one core):
+  - records over windows: one RecordRead of a window makes one record (per thread for
+    t = false) shared by every cell of the window, so cost is per statement, not per
+    element; cells store small integer ids of interned record *sets*, updated with
+    vectorised NumPy (a window of constant id is one fill; otherwise np.unique);
+  - lift is applied to record objects in place, exact because λ is pointwise (see
+    amir_records); a Fence of task ι only visits records some thread of ι can see
+    (a per-task index, plus records with a block for all of 𝔾), Await only the records
+    registered with its barrier cell;
+  - a check on a window tests each distinct record set once, memoised until the next
+    lift; control expressions and thread mappings are compiled to closures.
+  Provenance survives: every record keeps its access's GPU IR span, threads, timeline.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Mapping
+
+import numpy as np
+
+from gpusem.calculus.amir import ast as A
+from gpusem.calculus.errors import BadInput, BudgetExhausted, Trap
+from gpusem.calculus.gpuir.timelines import VL
+from gpusem.calculus.span import Span
+
+from .amir_checks import (Stats, Verdict, Violation, access_violation,
+                          barrier_violation, record_visible)
+from .amir_ctrl import compile_b, compile_c, compile_threads, compile_window
+from .amir_records import (ALL, Rec, Threads, augment, make_levels, new_records,
+                           qmask, witness)
+
+DEFAULT_MAX_STEPS = 200_000_000
+
+
+def check_amir(prog: A.AProc, defines: Mapping[str, int], *,
+               max_steps: int = DEFAULT_MAX_STEPS) -> Verdict:
+    """Run the machine on `prog` with σ from `defines` (ι = 0, ρ empty: Section 5.3.4).
+    Returns the verdict; raises BadInput (malformed program, missing definition),
+    Trap (an access outside an allocation) or BudgetExhausted."""
+    m = Machine(prog, defines, max_steps=max_steps)
+    return m.run()
+
+
+class _Reject(Exception):
+    def __init__(self, violation: Violation):
+        self.violation = violation
+
+
+class Var:
+    """ρ restricted to one variable. `allocated` is False for a variable first met in an
+    access (a procedure argument): its arrays then grow to fit."""
+
+    __slots__ = ("name", "shape", "rd", "mu", "arr", "awt", "key", "allocated")
+
+    def __init__(self, name: str, shape: tuple[int, ...], barrier: bool, key: tuple,
+                 allocated: bool):
+        self.name, self.shape, self.key, self.allocated = name, shape, key, allocated
+        self.rd = np.zeros(shape, dtype=np.int32)
+        self.mu = np.zeros(shape, dtype=np.int32)
+        self.arr = np.zeros(shape, dtype=np.int64) if barrier else None
+        self.awt = np.zeros(shape, dtype=np.int64) if barrier else None
+
+    def grow(self, need: tuple[int, ...]) -> None:
+        shape = tuple(max(n, 2 * o if n > o else o) for n, o in zip(need, self.shape))
+        for attr in self.__slots__[2:6]:
+            old = getattr(self, attr)
+            if old is not None:
+                new = np.zeros(shape, dtype=old.dtype)
+                new[tuple(slice(0, n) for n in self.shape)] = old
+                setattr(self, attr, new)
+        self.shape = shape
+
+
+class SetTable:
+    """Interned sets of records: id 0 is ∅. `union(sid, recs)` is memoised.
+
+    `ref[sid]` counts the cells holding set sid; a record's `live` counts the sets with
+    ref > 0 that contain it. A record with live == 0 is in no cell, so no judgment can
+    observe it and lifts skip it (that keeps a Fence's work proportional to the
+    records that exist, not to every record ever made)."""
+
+    def __init__(self) -> None:
+        self.sets: list[tuple[Rec, ...]] = [()]
+        self.ids: dict[frozenset[int], int] = {frozenset(): 0}
+        self.memo: dict[tuple[int, int], int] = {}
+        self.ref: list[int] = [0]
+
+    def union(self, sid: int, key: int, recs: tuple[Rec, ...]) -> int:
+        out = self.memo.get((sid, key))
+        if out is None:
+            old = self.sets[sid]
+            have = {r.id for r in old}
+            merged = old + tuple(r for r in recs if r.id not in have)
+            ident = frozenset(r.id for r in merged)
+            out = self.ids.get(ident)
+            if out is None:
+                out = self.ids[ident] = len(self.sets)
+                self.sets.append(merged)
+                self.ref.append(0)
+            self.memo[(sid, key)] = out
+        return out
+
+    def inc(self, sid: int, n: int) -> None:
+        if sid:
+            if self.ref[sid] == 0:
+                for r in self.sets[sid]:
+                    r.live += 1
+            self.ref[sid] += n
+
+    def dec(self, sid: int, n: int) -> None:
+        if sid:
+            self.ref[sid] -= n
+            if self.ref[sid] == 0:
+                for r in self.sets[sid]:
+                    r.live -= 1
+
+    def release(self, arr: np.ndarray) -> None:
+        """The cells of `arr` stop holding their sets (a variable dies or is cleared)."""
+        if arr.size == 0:
+            return
+        first = int(arr.flat[0])
+        if (arr == first).all():
+            self.dec(first, arr.size)
+            return
+        uniq, counts = np.unique(arr, return_counts=True)
+        for u, c in zip(uniq.tolist(), counts.tolist()):
+            self.dec(u, c)
+
+
+class Machine:
+    def __init__(self, prog: A.AProc, defines: Mapping[str, int], *,
+                 max_steps: int = DEFAULT_MAX_STEPS):
+        missing = [p for p in prog.params if p not in defines]
+        if missing:
+            raise BadInput(f"missing definition: -D {missing[0]}=... "
+                           f"(procedure {prog.name} takes {', '.join(prog.params)})")
+        self.prog = prog
+        self.env: dict[str, int] = {p: int(defines[p]) for p in prog.params}
+        self.task = 0
+        self.vars: dict[str, Var] = {}
+        self.sets = SetTable()
+        self.task_recs: dict[int, list[Rec]] = {}
+        self.all_recs: list[Rec] = []
+        self.bar_recs: dict[tuple, list[Rec]] = {}
+        self.rec_cache: dict[tuple, tuple[tuple[Rec, ...], int]] = {}
+        self.check_memo: dict[tuple, Rec | None] = {}
+        self.incarnations = 0
+        self.stats = Stats()
+        self.max_steps = max_steps
+        self.body = self.compile_body(prog.body, frozenset(prog.params))
+
+    def run(self) -> Verdict:
+        try:
+            for s in self.body:
+                s()
+        except _Reject as rej:
+            return Verdict(rej.violation, self.stats)
+        return Verdict(None, self.stats)
+
+    # ------------------------------------------------------------------ compiling
+
+    def compile_body(self, body: tuple[A.AStmt, ...], bound: frozenset[str]) -> list:
+        return [self.compile_stmt(s, bound) for s in body]
+
+    def compile_stmt(self, s: A.AStmt, bound: frozenset[str]) -> Callable[[], None]:
+        match s:
+            case A.Loop():
+                return self._rule_loop(s, bound)
+            case A.Guard():
+                return self._rule_if(s, bound)
+            case A.IncTaskID():
+                return self._rule_inc_task_id()
+            case A.Alloc():
+                return self._rule_alloc(s, bound)
+            case A.Free():
+                return self._rule_free(s)
+            case A.RecordRead() | A.RecordMutate():
+                return self._rule_record(s, bound)
+            case A.ClearReads() | A.ClearMutates():
+                return self._rule_clear(s, bound)
+            case A.Fence():
+                return self._rule_fence(s, bound)
+            case A.Arrive():
+                return self._rule_arrive(s, bound)
+            case A.Await():
+                return self._rule_await(s, bound)
+            case A.CheckReads() | A.CheckMutates():
+                return self._rule_check_access(s, bound)
+            case A.CheckBarrier():
+                return self._rule_check_barrier(s, bound)
+        raise BadInput(f"unknown AMIR statement: {type(s).__name__}")
+
+    # ------------------------------------------------------- Figure 21 (structure)
+
+    def _rule_loop(self, s: A.Loop, bound: frozenset[str]):
+        # LoopStep / LoopDone: the body runs for y = m, m+1, ..., n-1.
+        lo, hi = compile_c(s.lo, bound, s.origin), compile_c(s.hi, bound, s.origin)
+        body = self.compile_body(s.body, bound | {s.var})
+        var, width, env = s.var, max(1, len(body)), self.env
+
+        def loop():
+            m, n = lo(env), hi(env)
+            if m >= n:
+                return                                   # LoopDone
+            self.stats.statements += width * (n - m)
+            if self.stats.statements > self.max_steps:
+                raise BudgetExhausted(f"step budget exhausted: more than "
+                                      f"{self.max_steps} statements", rule="LoopStep",
+                                      span=s.origin)
+            saved = env.get(var)
+            for y in range(m, n):                        # LoopStep
+                env[var] = y
+                for st in body:
+                    st()
+            if saved is None:
+                del env[var]
+            else:
+                env[var] = saved
+        return loop
+
+    def _rule_if(self, s: A.Guard, bound: frozenset[str]):
+        cond, body, env = compile_b(s.cond, bound, s.origin), \
+            self.compile_body(s.body, bound), self.env
+
+        def guard():
+            if cond(env):                                # If-True
+                for st in body:
+                    st()
+            # If-False: no effect
+        return guard
+
+    def _rule_inc_task_id(self):
+        def inc_task_id():                               # InctaskID: ι' = ι + 1
+            self.task += 1
+        return inc_task_id
+
+    # --------------------------------------------------------- Figure 22 (effects)
+
+    def _rule_alloc(self, s: A.Alloc, bound: frozenset[str]):
+        # Alloc: ρ(x, n) = (∅, ∅, (0, 0)) for every n in the box [0, n_i).
+        dims = [compile_c(c, bound, s.origin) for c in s.shape]
+
+        def alloc():
+            shape = tuple(d(self.env) for d in dims)
+            if any(n < 0 for n in shape):
+                raise BadInput(f"alloc: negative extent {shape} for {s.name} "
+                               f"at {s.origin}", rule="Alloc", span=s.origin)
+            self.incarnations += 1
+            key = (s.name, self.incarnations)
+            old = self.vars.get(s.name)
+            if old is not None:
+                self._drop(old)
+            self.vars[s.name] = Var(s.name, shape, s.barrier, key, True)
+        return alloc
+
+    def _rule_free(self, s: A.Free):
+        def free():                                      # extension: drop x's records
+            old = self.vars.pop(s.name, None)
+            if old is not None:
+                self._drop(old)
+        return free
+
+    def _drop(self, v: Var) -> None:
+        """A variable's lifetime ends: its cells release their record sets, and a
+        barrier's arrive-count registrations are forgotten."""
+        self.sets.release(v.rd)
+        self.sets.release(v.mu)
+        if v.arr is not None:
+            for k in [k for k in self.bar_recs if k[0] == v.key]:
+                del self.bar_recs[k]
+
+    def _rule_record(self, s: A.RecordRead | A.RecordMutate, bound: frozenset[str]):
+        # RecordRead / RecordMutate: ρ'(x, n).r (or .m) = ... ∪ R(τ_v, t, τ_q, τ_q*,
+        # W_{e_z#}, ρ, g_{s#}(σ, ι)) for every (x, n) ∈ W_{e#}.
+        kind = "read" if isinstance(s, A.RecordRead) else "mutate"
+        win = compile_window(s.access, bound, s.origin)
+        threads = compile_threads(s.threads, bound, s.origin)
+        bars = [(z.name, compile_window(z, bound, s.origin)) for z in s.barriers]
+        vl, atomic, q, t = int(s.vl), qmask(s.atomic), s.qual.index, s.t
+        name, ndim, ident = s.access.name, len(s.access.coords), id(s)
+        attr = "rd" if kind == "read" else "mu"
+
+        def record():
+            who = self._who(threads)
+            p = self._p_of(bars) if bars else {}
+            key = (ident, who, tuple(sorted((k, v) for k, vs in p.items() for v in vs)))
+            hit = self.rec_cache.get(key)
+            if hit is None:
+                recs = tuple(new_records(vl, t, q, atomic, p, who, kind, s.origin))
+                for r in recs:
+                    self._register(r)
+                self.stats.records += len(recs)
+                hit = self.rec_cache[key] = (recs, recs[0].id)
+            v, idx = self._resolve(name, ndim, win, s.origin)
+            self._add(getattr(v, attr), idx, win.points, hit)
+        return record
+
+    def _add(self, arr: np.ndarray, idx: tuple, point: bool, hit) -> None:
+        recs, key = hit
+        sets = self.sets
+        if point:
+            old = int(arr[idx])
+            new = sets.union(old, key, recs)
+            if new != old:
+                arr[idx] = new
+                sets.inc(new, 1)
+                sets.dec(old, 1)
+            self.stats.recorded_accesses += 1
+            return
+        sub = arr[idx]
+        if sub.size == 0:
+            return
+        self.stats.recorded_accesses += sub.size
+        first = int(sub.flat[0])
+        if (sub == first).all():
+            new = sets.union(first, key, recs)
+            if new != first:
+                sub[...] = new
+                sets.inc(new, sub.size)
+                sets.dec(first, sub.size)
+            return
+        uniq, inv, counts = np.unique(sub, return_inverse=True, return_counts=True)
+        new = [sets.union(u, key, recs) for u in uniq.tolist()]
+        sub[...] = np.asarray(new, dtype=np.int32)[inv].reshape(sub.shape)
+        for u, n, c in zip(uniq.tolist(), new, counts.tolist()):
+            sets.inc(n, c)
+            sets.dec(u, c)
+
+    def _rule_clear(self, s: A.ClearReads | A.ClearMutates, bound: frozenset[str]):
+        # ClearReads: ρ(x, n).r = ∅; ClearMutates: ρ(x, n).m = ∅, for (x, n) ∈ W_{e#}.
+        win = compile_window(s.access, bound, s.origin)
+        attr = "rd" if isinstance(s, A.ClearReads) else "mu"
+        name, ndim = s.access.name, len(s.access.coords)
+
+        def clear():
+            v, idx = self._resolve(name, ndim, win, s.origin)
+            arr = getattr(v, attr)
+            if win.points:
+                self.sets.dec(int(arr[idx]), 1)
+            else:
+                self.sets.release(arr[idx])
+            arr[idx] = 0
+        return clear
+
+    def _rule_fence(self, s: A.Fence, bound: frozenset[str]):
+        # Fence: ρ' = lift(ρ, λ), λ(r) = A(r, g, full*, temp*) if W(t, g, pre*, r).
+        threads = compile_threads(s.threads, bound, s.origin)
+        pre, levels, t = qmask(s.pre), make_levels(qmask(s.full), qmask(s.temp)), s.t
+
+        def fence():
+            g = self._who(threads)
+            self.stats.lifts += 1
+            for r in self._candidates(g):
+                if witness(t, g, pre, r) and augment(r, g, levels):
+                    self._register(r)
+            # Note: always a new epoch, even if no live record rose: a dead record
+            # skipped here must not be handed out again by the record cache.
+            self._new_epoch()
+        return fence
+
+    def _rule_arrive(self, s: A.Arrive, bound: frozenset[str]):
+        # Arrive: home {(z, n)} = ∩ W_{e_zi#}; λ adds a(z', n') to r.p(z', n') for every
+        # (z', n') ∈ ∪ W_{e_zi#} when W(t, g, pre*, r); then the home count a += 1.
+        threads = compile_threads(s.threads, bound, s.origin)
+        wins = [(z.name, len(z.coords), compile_window(z, bound, s.origin))
+                for z in s.barriers]
+        pre, t = qmask(s.pre), s.t
+
+        def arrive():
+            g = self._who(threads)
+            self.stats.lifts += 1
+            cells = [self._barrier_cells(n, d, w, s.origin) for n, d, w in wins]
+            home = set.intersection(*[set(c) for c in cells]) if cells else set()
+            if len(home) != 1:
+                raise BadInput(f"arrive: no unique home barrier among "
+                               f"{[str(z.name) for z in s.barriers]} at {s.origin}",
+                               rule="Arrive", span=s.origin)
+            union = {c: a for cs in cells for c, a in cs.items()}
+            for r in self._candidates(g):
+                if witness(t, g, pre, r):
+                    for cell, a in union.items():
+                        r.p.setdefault(cell, set()).add(a)
+                        self._index_barrier(cell, r)
+            (hk, hidx), = home
+            self._bar_var(hk[0]).arr[hidx] += 1
+            self._new_epoch()
+        return arrive
+
+    def _rule_await(self, s: A.Await, bound: frozenset[str]):
+        # Await: Max = a-(n+1) if n >= 0 else w+n+1; λ(r) = A(r, g, full*, temp*) if
+        # some i ∈ r.p(z, n) has i <= Max; then w := New.
+        threads = compile_threads(s.threads, bound, s.origin)
+        win = compile_window(s.barrier, bound, s.origin)
+        name, ndim, n = s.barrier.name, len(s.barrier.coords), s.n
+        levels = make_levels(qmask(s.full), qmask(s.temp))
+
+        def await_():
+            g = self._who(threads)
+            self.stats.lifts += 1
+            cells = self._barrier_cells(name, ndim, win, s.origin)
+            if len(cells) != 1:
+                raise BadInput(f"await: {name} must name one barrier cell at {s.origin}",
+                               rule="Await", span=s.origin)
+            (cell, a), = cells.items()
+            v = self._bar_var(name)
+            w = int(v.awt[cell[1]])
+            top = a - (n + 1) if n >= 0 else w + n + 1
+            new = max(w, top + 1) if n >= 0 else w + 1
+            regs = self.bar_recs.get(cell, [])
+            regs[:] = [r for r in regs if r.live > 0]
+            for r in regs:
+                ps = r.p.get(cell)
+                if ps and min(ps) <= top and augment(r, g, levels):
+                    self._register(r)
+            v.awt[cell[1]] = new
+            self._new_epoch()
+        return await_
+
+    # ------------------------------------------------------------ Figure 7 (checks)
+
+    def _rule_check_access(self, s: A.CheckReads | A.CheckMutates, bound):
+        # CheckReads / CheckMutates (see interpreter/amir_checks.py for the rule).
+        check = type(s).__name__
+        attr = "rd" if isinstance(s, A.CheckReads) else "mu"
+        win = compile_window(s.access, bound, s.origin)
+        threads = compile_threads(s.threads, bound, s.origin)
+        vl, t, qm = int(s.vl), s.t, qmask(s.quals)
+        name, ndim = s.access.name, len(s.access.coords)
+
+        def check_access():
+            v, idx = self._resolve(name, ndim, win, s.origin)
+            arr = getattr(v, attr)
+            if win.points:
+                sids = (int(arr[idx]),)
+            else:
+                sub = arr[idx]
+                if sub.size == 0:
+                    return
+                first = int(sub.flat[0])
+                sids = (first,) if (sub == first).all() else np.unique(sub).tolist()
+            g = None
+            for sid in sids:
+                if sid == 0:
+                    continue
+                g = g or self._who(threads)
+                bad = self._first_invisible(sid, vl, t, qm, g, attr)
+                if bad is not None:
+                    at = self._cell_of(arr, idx, win.points, sid)
+                    raise _Reject(access_violation(check, name, at, bad, vl, qm, g,
+                                                   s.origin))
+        return check_access
+
+    def _first_invisible(self, sid, vl, t, qm, g, attr) -> Rec | None:
+        key = (sid, vl, t, qm, g)
+        if key in self.check_memo:
+            return self.check_memo[key]
+        bad = None
+        for r in self.sets.sets[sid]:
+            if not record_visible(r, vl, t, qm, g):
+                bad = r
+                break
+        self.check_memo[key] = bad
+        return bad
+
+    def _rule_check_barrier(self, s: A.CheckBarrier, bound: frozenset[str]):
+        # CheckBarrier: error iff some (a, w) ∈ ρ(W_{e_z#}).b has a != w.
+        win = compile_window(s.access, bound, s.origin)
+        name, ndim = s.access.name, len(s.access.coords)
+
+        def check_barrier():
+            v, idx = self._resolve(name, ndim, win, s.origin)
+            if v.arr is None:
+                raise BadInput(f"check barrier: {name} is not a barrier at {s.origin}",
+                               rule="CheckBarrier", span=s.origin)
+            a, w = np.asarray(v.arr[idx]), np.asarray(v.awt[idx])
+            bad = np.argwhere(a != w)
+            if len(bad):
+                pos = tuple(int(i) for i in bad[0])
+                at = _absolute(idx, pos, win.points)
+                raise _Reject(barrier_violation(name, at, int(a[pos]), int(w[pos]),
+                                                s.origin))
+        return check_barrier
+
+    # --------------------------------------------------------------------- helpers
+
+    def _who(self, threads) -> Threads:
+        mask = threads(self.env)
+        return ALL if mask is None else (self.task, mask)
+
+    def _register(self, r: Rec) -> None:
+        """Index r under every task it has a block for (and 𝔾 if it has one)."""
+        for ts, vis in r.vis.items():
+            task = ts[0]
+            if task not in r.tasks and (task != -1 or vis):
+                r.tasks.add(task)
+                (self.all_recs if task == -1 else
+                 self.task_recs.setdefault(task, [])).append(r)
+
+    def _index_barrier(self, cell: tuple, r: Rec) -> None:
+        lst = self.bar_recs.setdefault(cell, [])
+        if not lst or lst[-1] is not r:
+            if r not in lst:
+                lst.append(r)
+
+    def _candidates(self, g: Threads) -> list[Rec]:
+        """The records a lift by threads g can change: live ones with a block that g
+        overlaps (for all others W fails). Dead records are dropped from the indexes."""
+        if g[0] == -1:
+            seen, out = set(), []
+            for lst in [*self.task_recs.values(), self.all_recs]:
+                lst[:] = [r for r in lst if r.live > 0]
+                for r in lst:
+                    if r.id not in seen:
+                        seen.add(r.id)
+                        out.append(r)
+            return out
+        mine = self.task_recs.get(g[0])
+        if mine is None:
+            mine = self.task_recs[g[0]] = []
+        mine[:] = [r for r in mine if r.live > 0]
+        self.all_recs[:] = [r for r in self.all_recs if r.live > 0 and not _saturated(r)]
+        return mine + self.all_recs
+
+    def _new_epoch(self) -> None:
+        self.rec_cache.clear()
+        self.check_memo.clear()
+
+    def _p_of(self, bars) -> dict:
+        """P_{E#, ρ}: the current arrive count of each barrier cell in E#."""
+        p: dict[tuple, set[int]] = {}
+        for name, w in bars:
+            for cell, a in self._barrier_cells(name, None, w, None).items():
+                p.setdefault(cell, set()).add(a)
+        return p
+
+    def _bar_var(self, name: str) -> Var:
+        v = self.vars.get(name)
+        if v is None or v.arr is None:
+            raise BadInput(f"barrier: {name} is not an allocated barrier",
+                           rule="E#-Acc")
+        return v
+
+    def _barrier_cells(self, name, ndim, win, origin) -> dict[tuple, int]:
+        """{(barrier key, cell index): arrive count} for a barrier access."""
+        v = self._bar_var(name)
+        idx = win(self.env, v.shape)
+        self._check_bounds(v, idx, win.points, origin)
+        if win.points:
+            return {(v.key, idx): int(v.arr[idx])}
+        ranges = [range(*sl.indices(n)) for sl, n in zip(idx, v.shape)]
+        return {(v.key, c): int(v.arr[c]) for c in np.ndindex(*map(len, ranges))
+                for c in [tuple(r[i] for r, i in zip(ranges, c))]}
+
+    def _resolve(self, name: str, ndim: int, win, origin: Span):
+        """E#-Acc: the variable and the numpy index of the accessed cells."""
+        v = self.vars.get(name)
+        if v is None:
+            v = self.vars[name] = Var(name, (0,) * ndim, False, (name, 0), False)
+        if len(v.shape) != ndim:
+            raise BadInput(f"access: {name} has {len(v.shape)} dimensions, accessed "
+                           f"with {ndim} at {origin}", rule="E#-Acc", span=origin)
+        idx = win(self.env, v.shape)
+        self._check_bounds(v, idx, win.points, origin)
+        return v, idx
+
+    def _check_bounds(self, v: Var, idx: tuple, points: bool, origin) -> None:
+        need = []
+        for i, n in zip(idx, v.shape):
+            lo, hi = (i, i + 1) if points or isinstance(i, int) else (i.start, i.stop)
+            if lo < 0 or (hi > n and v.allocated):
+                raise Trap(f"out of bounds: {v.name}{list(idx)} outside shape "
+                           f"{v.shape} at {origin}", rule="E#-Acc",
+                           span=origin or Span("<amir>", 0, 0, 0, 0))
+            need.append(max(hi, n))
+        if not v.allocated and tuple(need) != v.shape:
+            v.grow(tuple(need))
+
+    def _cell_of(self, arr, idx, points: bool, sid: int) -> tuple[int, ...]:
+        if points:
+            return tuple(int(i) for i in idx)
+        pos = tuple(int(i) for i in np.argwhere(arr[idx] == sid)[0])
+        return _absolute(idx, pos, False)
+
+
+def _saturated(r: Rec) -> bool:
+    """A record fully visible to all of 𝔾 on every timeline: no lift can change it."""
+    top = r.blocks.get(ALL)
+    return top is not None and min(top) == int(VL.FULLY_ORDERED)
+
+
+def _absolute(idx: tuple, pos: tuple, points: bool) -> tuple[int, ...]:
+    """Cell coordinates from a box index and a position inside it."""
+    if points:
+        return tuple(int(i) for i in idx)
+    it = iter(pos)
+    out = []
+    for i in idx:
+        out.append(int(i) if isinstance(i, int) else i.start + next(it))
+    return tuple(out)

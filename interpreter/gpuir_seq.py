@@ -1,0 +1,371 @@
+"""The sequential reading of GPU IR: seq⟦p⟧ (Exo-GPU Section 2.3), computed with NumPy.
+
+Parallel loops (`cuda_tasks`, `cuda_threads`) run as ordinary loops in order,
+`CudaDeviceFunction` / `CudaWarps` are plain blocks, synchronisation statements
+(Fence, Arrive, Await) are no-ops, and an instruction call runs its sequential
+behaviour (calculus/gpuir/instructions.py) on NumPy views of its argument windows.
+This is the value a correct parallel execution must reproduce.
+
+Exactness: every value lives in its variable's precision (float32 for f32, int32 for
+i32, ...); each arithmetic step is one NumPy operation in that precision (never a
+float64 intermediate, no FMA); integer arithmetic wraps, `/` on integers truncates
+toward zero as in C, integer division by zero traps.
+
+Conventions: σ (control environment) -> `self.env`; the store (data variables) ->
+`self.vars`; a loop body run for many iterations at once -> "lanes".
+
+Note (vectorisation): a loop whose iterations provably do not interact is run once
+with its iterator bound to a NumPy vector of all its values ("lanes"): its body may
+only write variables it allocates itself (one copy per lane) or cells indexed
+injectively by the iterator, and may only read the cells it writes at the same index;
+no instruction calls, windows or guards on the iterator. Each lane then performs the
+same float32 operations in the same order as the sequential loop, so the results are
+bit-identical (tests/gpuir/test_seq.py compares against `vectorise=False`).
+
+Note: allocations start zero-filled; reading memory before writing it is undefined in
+the parallel program, zero makes the sequential reading deterministic.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+import numpy as np
+
+from gpusem.calculus.errors import BadInput, BudgetExhausted, Trap
+from gpusem.calculus.gpuir import ast as A
+from gpusem.calculus.gpuir.ctrl import affine, bvars, cdiv, cvars, eval_b, eval_c
+from gpusem.calculus.gpuir.instructions import INSTRUCTIONS
+
+DTYPES = {A.DataType.F32: np.float32, A.DataType.F64: np.float64,
+          A.DataType.F16: np.float16, A.DataType.I32: np.int32,
+          A.DataType.UI16: np.uint16, A.DataType.I8: np.int8, A.DataType.UI8: np.uint8}
+
+DEFAULT_MAX_STEPS = 200_000_000
+
+
+def run_sequential(proc: A.Proc, defines: Mapping[str, int],
+                   inputs: Mapping[str, np.ndarray], *, vectorise: bool = True,
+                   max_steps: int = DEFAULT_MAX_STEPS) -> dict[str, np.ndarray]:
+    """seq⟦proc⟧ on `inputs` (data parameters; missing ones start zero-filled).
+    Returns the final value of every data parameter."""
+    ev = _Evaluator(proc, dict(defines), vectorise, max_steps)
+    ev.bind_params(inputs)
+    with np.errstate(all="ignore"):
+        ev.block(proc.body)
+    return {p.name: ev.vars[p.name].array.copy() for p in proc.data_params}
+
+
+@dataclass
+class _Var:
+    array: np.ndarray
+    depth: int       # lane axes the variable has (allocated inside that many batches)
+    dtype: type
+
+
+class _Evaluator:
+    def __init__(self, proc: A.Proc, defines: dict[str, int], vectorise: bool,
+                 max_steps: int):
+        self.proc = proc
+        self.env: dict[str, object] = dict(defines)
+        self.vars: dict[str, _Var] = {}
+        self.lanes: list[int] = []   # batch axis sizes, newest first
+        self.vectorise = vectorise
+        self.steps = 0
+        self.max_steps = max_steps
+        self._batchable: dict[int, bool] = {}
+
+    # ------------------------------------------------------------ parameters
+    def bind_params(self, inputs: Mapping[str, np.ndarray]) -> None:
+        known = {p.name for p in self.proc.data_params}
+        for name in inputs:
+            if name not in known:
+                raise BadInput(f"unknown input: {name} is not a data parameter of "
+                               f"{self.proc.name}")
+        for p in self.proc.ctrl_params:
+            if p.name not in self.env:
+                raise BadInput(f"{p.span}: missing definition: {p.name} (pass -D "
+                               f"{p.name}=...)")
+        for p in self.proc.data_params:
+            shape = tuple(int(eval_c(c, self.env)) for c in p.shape)
+            dt = DTYPES[p.dtype]
+            if p.name in inputs:
+                arr = np.array(inputs[p.name]).astype(dt)
+                if arr.shape != shape:
+                    raise BadInput(f"bad input: {p.name} has shape {arr.shape}, "
+                                   f"expected {shape}")
+            else:
+                arr = np.zeros(shape, dt)
+            self.vars[p.name] = _Var(arr, 0, dt)
+
+    # ------------------------------------------------------------ statements
+    def tick(self, span) -> None:
+        n = 1
+        for k in self.lanes:
+            n *= k
+        self.steps += n
+        if self.steps > self.max_steps:
+            raise BudgetExhausted(f"step budget exhausted: more than {self.max_steps} "
+                                  "statement executions", rule="seq", span=span)
+
+    def block(self, body: tuple[A.Stmt, ...]) -> None:
+        bound: list[str] = []
+        try:
+            for s in body:
+                self.stmt(s)
+                if isinstance(s, (A.Alloc, A.WindowStmt)):
+                    bound.append(s.name)
+        finally:
+            for n in bound:
+                self.vars.pop(n, None)
+
+    def stmt(self, s: A.Stmt) -> None:
+        self.tick(s.span)
+        match s:
+            case A.For():
+                self.loop(s)
+            case A.CudaDeviceFunction(body=b) | A.CudaWarps(body=b):
+                self.block(b)
+            case A.If(cond=c, body=b):
+                if eval_b(c, self.env):
+                    self.block(b)
+            case A.Assign(name=n, idx=idx, rhs=e):
+                self.write(s, n, idx, e, reduce=False)
+            case A.Reduce(name=n, idx=idx, rhs=e):
+                self.write(s, n, idx, e, reduce=True)
+            case A.Alloc(name=n, dtype=t, shape=sh):
+                shape = tuple(int(eval_c(c, self.env)) for c in sh)
+                if any(k < 0 for k in shape):
+                    raise Trap(f"bad allocation: {n} has a negative extent {shape}",
+                               rule="seq", span=s.span)
+                dt = DTYPES[t]
+                self.vars[n] = _Var(np.zeros(tuple(self.lanes) + shape, dt),
+                                    len(self.lanes), dt)
+            case A.WindowStmt(name=n, source=src):
+                v = self.vars[src.name]
+                self.vars[n] = _Var(self.view(src, s.span), 0, v.dtype)
+            case A.InstrCall():
+                self.instr(s)
+            case (A.BarrierAlloc() | A.Free() | A.Fence() | A.Arrive() | A.Await()):
+                pass  # synchronisation is invisible to the sequential reading
+
+    def loop(self, f: A.For) -> None:
+        lo, hi = eval_c(f.lo, self.env), eval_c(f.hi, self.env)
+        if isinstance(lo, np.ndarray) or isinstance(hi, np.ndarray):
+            raise AssertionError("loop bounds vary across lanes")  # excluded by _ok
+        if hi <= lo:
+            return
+        if self.vectorise and hi - lo > 1 and self.batchable(f):
+            shape = (hi - lo,) + (1,) * len(self.lanes)
+            self.lanes.insert(0, hi - lo)
+            self.env[f.var] = np.arange(lo, hi, dtype=np.int64).reshape(shape)
+            try:
+                self.block(f.body)
+            finally:
+                self.lanes.pop(0)
+                del self.env[f.var]
+            return
+        try:
+            for y in range(lo, hi):
+                self.env[f.var] = y
+                self.block(f.body)
+        finally:
+            self.env.pop(f.var, None)
+
+    # ------------------------------------------------------------ data access
+    def index(self, v: _Var, name: str, idx: tuple, span) -> tuple:
+        """The full NumPy index of `name[idx]` in the current lanes, bounds-checked."""
+        shape = v.array.shape[v.depth:]
+        if len(idx) != len(shape):
+            raise Trap(f"shape mismatch: {name} has {len(shape)} dimension(s), "
+                       f"indexed with {len(idx)}", rule="seq", span=span)
+        out = []
+        for d, i in enumerate(idx):
+            if np.any((np.asarray(i) < 0) | (np.asarray(i) >= shape[d])):
+                bad = np.asarray(i)[(np.asarray(i) < 0) | (np.asarray(i) >= shape[d])]
+                raise Trap(f"out of bounds: {name} index {int(bad.flat[0])} in dimension "
+                           f"{d} (extent {shape[d]})", rule="seq", span=span)
+            out.append(i)
+        k = len(self.lanes)
+        lane_ix = []
+        for j in range(k - v.depth, k):  # the variable's lane axes: the oldest ones
+            grid = np.arange(self.lanes[j]).reshape(
+                (1,) * j + (self.lanes[j],) + (1,) * (k - j - 1))
+            lane_ix.append(grid)
+        return tuple(lane_ix) + tuple(out)
+
+    def read(self, r: A.DRead, dtype, span):
+        v = self.vars[r.name]
+        idx = tuple(eval_c(c.index, self.env) for c in r.coords)
+        full = self.index(v, r.name, idx, span)
+        val = v.array[full] if full else v.array
+        return val.astype(dtype, copy=False) if val.dtype != dtype else val
+
+    def write(self, s, name: str, idx, e: A.DExpr, reduce: bool) -> None:
+        v = self.vars[name]
+        value = self.dexpr(e, v.dtype, s.span)
+        full = self.index(v, name, tuple(eval_c(c, self.env) for c in idx), s.span)
+        if self.lanes:
+            shape = tuple(self.lanes)
+            full = tuple(np.broadcast_to(ix, shape) for ix in full) if full else ()
+            value = np.broadcast_to(np.asarray(value, v.dtype), shape)
+        if reduce:
+            old = v.array[full] if full else v.array[()]
+            value = self._arith("+", np.asarray(old), np.asarray(value, v.dtype), s.span)
+        if full:
+            v.array[full] = value
+        else:
+            v.array[()] = value
+
+    def dexpr(self, e: A.DExpr, dtype, span):
+        match e:
+            case A.DConst(value=c):
+                return np.asarray(c).astype(dtype)[()]
+            case A.DRead():
+                return self.read(e, dtype, span)
+            case A.DBin(op=op, lhs=l, rhs=r):
+                a, b = self.dexpr(l, dtype, span), self.dexpr(r, dtype, span)
+                return self._arith(op, a, b, span)
+            case A.DNeg(arg=a):
+                return np.negative(self.dexpr(a, dtype, span))
+        raise AssertionError(e)
+
+    def _arith(self, op: str, a, b, span):
+        if op == "+":
+            return np.add(a, b)
+        if op == "-":
+            return np.subtract(a, b)
+        if op == "*":
+            return np.multiply(a, b)
+        if np.issubdtype(np.asarray(a).dtype, np.integer):
+            if np.any(np.asarray(b) == 0):
+                raise Trap("division by zero: integer / by 0", rule="seq", span=span)
+            q = cdiv(np.asarray(a, np.int64), np.asarray(b, np.int64))
+            return np.asarray(q).astype(np.asarray(a).dtype)
+        return np.divide(a, b)
+
+    # ------------------------------------------------------------ instructions
+    def view(self, r: A.DRead, span) -> np.ndarray:
+        """A NumPy view of window `r` (points drop their dimension)."""
+        v = self.vars[r.name]
+        if v.depth:
+            raise AssertionError("windows of lane-private variables")  # excluded by _ok
+        shape = v.array.shape
+        coords = r.coords or tuple(A.WInterval(None, None) for _ in shape)
+        if len(coords) != len(shape):
+            raise Trap(f"shape mismatch: {r.name} has {len(shape)} dimension(s), "
+                       f"windowed with {len(coords)}", rule="seq", span=span)
+        ix = []
+        for d, c in enumerate(coords):
+            if isinstance(c, A.WPoint):
+                i = int(eval_c(c.index, self.env))
+                if not 0 <= i < shape[d]:
+                    raise Trap(f"out of bounds: {r.name} index {i} in dimension {d} "
+                               f"(extent {shape[d]})", rule="seq", span=span)
+                ix.append(i)
+            else:
+                lo = 0 if c.lo is None else int(eval_c(c.lo, self.env))
+                hi = shape[d] if c.hi is None else int(eval_c(c.hi, self.env))
+                if not 0 <= lo <= hi <= shape[d]:
+                    raise Trap(f"out of bounds: {r.name} window {lo}:{hi} in dimension "
+                               f"{d} (extent {shape[d]})", rule="seq", span=span)
+                ix.append(slice(lo, hi))
+        return v.array[tuple(ix)]
+
+    def instr(self, s: A.InstrCall) -> None:
+        g = INSTRUCTIONS.get(s.instr)
+        if g is None:
+            raise BadInput(f"{s.span}: unknown instruction: {s.instr}")
+        if len(s.args) != len(g.params):
+            raise BadInput(f"{s.span}: bad call: {g.name} takes {len(g.params)} "
+                           "argument(s)")
+        kwargs = {}
+        for p, a in zip(g.params, s.args):
+            match a:
+                case A.DRead():
+                    kwargs[p.name] = self.view(a, s.span)
+                case A.DConst(value=c):
+                    kwargs[p.name] = c
+                case _:
+                    kwargs[p.name] = int(eval_c(a, self.env))
+        try:
+            g.behaviour(**kwargs)
+        except (ValueError, IndexError) as err:
+            raise Trap(f"bad instruction arguments: {g.name}: {err}", rule="seq",
+                       span=s.span) from None
+
+    # ------------------------------------------------------------ vectorisation
+    def batchable(self, f: A.For) -> bool:
+        key = id(f)
+        if key not in self._batchable:
+            self._batchable[key] = _Batch(f).ok()
+        return self._batchable[key]
+
+
+class _Batch:
+    """Decides whether the iterations of loop `f` can run as lanes (module Note)."""
+
+    def __init__(self, f: A.For):
+        self.f = f
+        self.private: set[str] = set()
+        self.inner: set[str] = set()   # iterators bound inside the body
+        self.writes: dict[str, list[tuple[A.CExpr, ...]]] = {}
+        self.reads: dict[str, list[tuple[A.WCoord, ...]]] = {}
+
+    def ok(self) -> bool:
+        if not self.scan(self.f.body):
+            return False
+        y = self.f.var
+        for name, idxs in self.writes.items():
+            if name in self.private:
+                continue
+            first = idxs[0]
+            if any(i != first for i in idxs) or not self.injective(first, y):
+                return False
+            for coords in self.reads.get(name, []):
+                pts = tuple(c.index if isinstance(c, A.WPoint) else None for c in coords)
+                if pts != first:
+                    return False
+        return True
+
+    def injective(self, idx: tuple[A.CExpr, ...], y: str) -> bool:
+        for c in idx:
+            a = affine(c)
+            if a is not None and a.coeff(y) != 0 and not (cvars(c) & self.inner):
+                return True
+        return False
+
+    def scan(self, body) -> bool:
+        y = self.f.var
+        for s in body:
+            match s:
+                case A.Assign(name=n, idx=idx, rhs=e) | A.Reduce(name=n, idx=idx, rhs=e):
+                    self.writes.setdefault(n, []).append(idx)
+                    if isinstance(s, A.Reduce):
+                        self.reads.setdefault(n, []).append(tuple(A.WPoint(c) for c in idx))
+                    for r in A.data_reads(e):
+                        if any(isinstance(c, A.WInterval) for c in r.coords):
+                            return False
+                        self.reads.setdefault(r.name, []).append(r.coords)
+                case A.Alloc(name=n):
+                    self.private.add(n)
+                case A.For(var=v, lo=lo, hi=hi, body=b):
+                    if y in cvars(lo) | cvars(hi):
+                        return False
+                    self.inner.add(v)
+                    if not self.scan(b):
+                        return False
+                case A.If(cond=c, body=b):
+                    if y in bvars(c) or bvars(c) & self.inner:
+                        return False
+                    if not self.scan(b):
+                        return False
+                case A.CudaWarps(body=b) | A.CudaDeviceFunction(body=b):
+                    if not self.scan(b):
+                        return False
+                case A.BarrierAlloc() | A.Fence() | A.Arrive() | A.Await() | A.Free():
+                    pass
+                case _:
+                    return False  # instruction calls, windows
+        return True

@@ -1,0 +1,148 @@
+"""`gpusem synccheck`: exit codes 0 / 1 / 2, the compiler-style rejection report (the
+failing check, variable and index, timeline, threads, and BOTH source lines), --json,
+--print-amir (which parses back), header defaults, and bad input without a traceback.
+
+The two programs are Section 2.1's Fence example (accepted) and the same without its
+first Fence, which the paper's reasoning rejects: thread 0 reads buf[i] that thread i
+wrote with no barrier in between (a CheckMutates failure at the read)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from types import SimpleNamespace
+
+import pytest
+
+from gpusem.calculus.amir.parser import parse_proc as parse_amir
+from gpusem.cli.main import main
+from gpusem.cli.synccheck import synccheck
+
+FENCED = """\
+# defines: N=256
+proc smem_broadcast(N: size, A: f32[N] @ CudaGmemLinear, B: f32[N] @ CudaGmemLinear):
+    with CudaDeviceFunction(blockDim=128):
+        for task in cuda_tasks(0, N / 128):
+            buf: f32[128] @ CudaSmemLinear
+            for tid in cuda_threads(0, 128, unit=cuda_thread):
+                buf[tid] = A[task * 128 + tid]
+            Fence(cuda_in_order, cuda_in_order)
+            for tid in cuda_threads(0, 128, unit=cuda_thread):
+                acc: f32 @ CudaRmem
+                acc = 0.0
+                for i in seq(0, 128):
+                    acc += buf[i]
+                B[task * 128 + tid] = acc
+            Fence(cuda_in_order, cuda_in_order)
+"""
+UNFENCED = FENCED.replace("            Fence(cuda_in_order, cuda_in_order)\n"
+                          "            for tid", "            for tid", 1)
+WRITE_LINE = "                buf[tid] = A[task * 128 + tid]"
+READ_LINE = "                    acc += buf[i]"
+
+
+@pytest.fixture
+def run(tmp_path, capsys, monkeypatch):
+    """Run `gpusem synccheck` in process through the real entry point (which turns
+    errors into one line and an exit code)."""
+
+    def go(text: str, *args: str, name: str = "k.gpuir"):
+        f = tmp_path / name
+        f.write_text(text)
+        monkeypatch.setattr(sys, "argv", ["gpusem", "synccheck", str(f), *args])
+        with pytest.raises(SystemExit) as exit_:
+            main()
+        out = capsys.readouterr()
+        return SimpleNamespace(exit_code=exit_.value.code, output=out.out + out.err,
+                               stdout=out.out)
+
+    return go
+
+
+def test_accepted_exit_0(run):
+    r = run(FENCED)
+    assert r.exit_code == 0, r.output
+    assert r.output.startswith("accepted: smem_broadcast(N=256)")
+
+
+def test_rejected_report_shows_both_lines(run):
+    r = run(UNFENCED)
+    assert r.exit_code == 1
+    out = r.output
+    assert "error: unsynchronized mutate" in out and "CheckMutates" in out
+    assert "variable: buf[" in out and "cuda_in_order_ram_qual" in out
+    assert READ_LINE in out and WRITE_LINE in out  # both conflicting accesses
+    assert out.index(READ_LINE) < out.index(WRITE_LINE)  # this access, then the earlier
+    assert "(task, thread)" in out and "(1, 0)" in out
+
+
+def test_rejected_json(run):
+    r = run(UNFENCED, "--json")
+    assert r.exit_code == 1
+    v = json.loads(r.stdout)
+    assert v["verdict"] == "rejected"
+    x = v["violation"]
+    assert x["check"] == "CheckMutates" and x["variable"] == "buf"
+    lines = UNFENCED.splitlines()
+    assert lines[x["access"]["line"] - 1] == READ_LINE
+    assert lines[x["other_access"]["line"] - 1] == WRITE_LINE
+    reader, writer = x["threads"][0], x["other_threads"][0]
+    assert reader[0] == writer[0] == 1 and reader[1] != writer[1]  # one task, 2 threads
+    assert writer[1] == x["index"][0]  # thread i wrote buf[i]
+
+
+def test_print_amir_parses_back(run):
+    r = run(FENCED, "--print-amir")
+    assert r.exit_code == 0
+    text = r.stdout[: r.stdout.index("accepted:")]
+    prog = parse_amir(text)
+    assert prog.name == "smem_broadcast" and prog.params == ("N",)
+
+
+def test_defines_override_header(run):
+    r = run(FENCED, "-D", "N=384", "--json")
+    assert json.loads(r.stdout)["defines"] == {"N": 384}
+
+
+def test_free_report_names_the_lifetime(run):
+    """Without the trailing Fence the free of buf (end of the task) fails: the other
+    threads' reads are not ordered before it."""
+    text = FENCED[: FENCED.rindex("            Fence")]
+    r = run(text)
+    assert r.exit_code == 1
+    assert "CheckReads" in r.output and "freed at the end" in r.output
+    assert READ_LINE in r.output
+
+
+@pytest.mark.parametrize("text,args,needle", [
+    (FENCED, ("-D", "N"), "bad definition"),
+    (FENCED.replace("# defines: N=256\n", ""), (), "missing definition"),
+    ("proc p(:\n", (), "syntax error"),
+    (FENCED.replace("cuda_in_order, cuda_in_order", "cuda_nonsense, cuda_in_order", 1),
+     (), "unknown sync timeline"),
+    (FENCED, ("--proc", "nope"), "no procedure named nope"),
+])
+def test_bad_input_exit_2(text, args, needle):
+    r = run(text, *args)
+    assert r.exit_code == 2, r.output
+    assert needle in r.output and "Traceback" not in r.output
+
+
+def test_not_gpuir_exit_2(run):
+    r = run("x", name="k.bundl")
+    assert r.exit_code == 2 and "gpuir" in r.output
+
+
+def test_front_end_error_exit_1(run):
+    """A program the front end rejects (a register read across threads) is rejected
+    before conversion, with the front end's message."""
+    text = FENCED.replace("B[task * 128 + tid] = acc", "B[task * 128 + tid] = acc\n"
+                          "            B[task * 128] = acc")
+    r = run(text)
+    assert r.exit_code == 1 and "Traceback" not in r.output
+
+
+def test_library_entry_point():
+    res = synccheck(FENCED, "k.gpuir", {"N": 128})
+    assert res.verdict.accepted and res.proc == "smem_broadcast"
+    assert res.verdict.stats.recorded_accesses > 0

@@ -1,0 +1,1 @@
+"""Tests of gpusem.compiler.backends (cpu harness, nvcc check, cuda backend)."""
