@@ -99,22 +99,30 @@ class SyncResult:
 def synccheck(source: str, file: str, defines: Mapping[str, int], *,
               proc_name: str | None = None, rules: str = "fixed",
               max_steps: int = 200_000_000) -> SyncResult:
-    """Parse, analyse (front end), convert and run the machine. Raises BadInput
-    (malformed input, missing sizes) and IllTyped (a front-end analysis error)."""
+    """Parse `source` and sync-check one of its procedures (the last by default)."""
     from gpusem.calculus.gpuir.parser import parse_module
-    from gpusem.interpreter.amir_machine import check_amir
-    from gpusem.interpreter.gpuir_to_amir import convert
 
     module = parse_module(source, file)
     proc = _pick(module.procs, proc_name, file)
+    return synccheck_proc(proc, defines, rules=rules, max_steps=max_steps, file=file)
+
+
+def synccheck_proc(proc, defines: Mapping[str, int], *, rules: str = "fixed",
+                   max_steps: int = 200_000_000, file: str = "") -> SyncResult:
+    """Analyse (front end), convert (Figure 5) and run the machine on `proc`. Raises
+    BadInput (malformed input, missing sizes), IllTyped (a front-end analysis error)
+    and BudgetExhausted (more than `max_steps` AMIR statement executions)."""
+    from gpusem.interpreter.amir_machine import check_amir
+    from gpusem.interpreter.gpuir_to_amir import convert
+
     missing = [p.name for p in proc.ctrl_params if p.name not in defines]
     if missing:
-        raise BadInput(f"{file}: missing definition: {', '.join(missing)} has no value "
-                       f"(pass -D {missing[0]}=...)")
+        raise BadInput(f"{file or proc.span.file}: missing definition: "
+                       f"{', '.join(missing)} has no value (pass -D {missing[0]}=...)")
     analysis = _front_end(proc, defines)
     amir = convert(proc, defines, rules=rules, analysis=analysis)
     verdict = check_amir(amir, defines, max_steps=max_steps)
-    return SyncResult(file, proc.name, defines, amir, verdict)
+    return SyncResult(file or proc.span.file, proc.name, defines, amir, verdict)
 
 
 def _pick(procs, name: str | None, file: str):

@@ -27,28 +27,39 @@ from .amir_records import Rec, Threads, thread_list
 
 def record_visible(r: Rec, vl: int, t: bool, qm: int, exec_: Threads) -> bool:
     """Does record r give the executing threads visibility >= vl on every timeline of
-    qm (bit mask), for all of them (t = false) or for one of them (t = true)."""
+    qm (bit mask), for all of them (t = false) or for one of them (t = true)?
+
+    For a family (amir_records), every member must pass; member g also sees itself
+    through its diagonal block `own`."""
     if not qm:
         return True
     task, mask = exec_
     if task == -1:
         return _visible_to_all_tasks(r, vl, t, qm)
-    cov = -1
-    q = 0
-    while qm >> q:
+    c_all = c_nown = -1
+    for q in range(qm.bit_length()):
         if qm >> q & 1:
-            cov &= r.cover(task, q, vl)
-            if not t and mask & ~cov:
-                return False
-        q += 1
-    return (mask & cov) != 0 if t else (mask & ~cov) == 0
+            c = r.cover(task, q, vl)
+            c_all &= c
+            if r.own is None or r.own[q] < vl:
+                c_nown &= c
+    if r.own is None or r.who[0] != task:
+        return (mask & c_all) != 0 if t else (mask & ~c_all) == 0
+    members = r.who[1]
+    if t:
+        return (mask & c_all) != 0 or (members & ~(mask & c_nown)) == 0
+    missing = mask & ~c_all
+    return missing == 0 or (missing == members and (missing & (missing - 1)) == 0
+                            and (missing & c_nown) != 0)
 
 
 def _visible_to_all_tasks(r: Rec, vl: int, t: bool, qm: int) -> bool:
     """The check run at CPU scope (G = 𝔾): ∀ needs an ALL block on every timeline;
-    ∃ is satisfied by any one task's threads."""
-    tasks = {ts[0] for ts in r.blocks}
-    for task in sorted(tasks):
+    ∃ is satisfied by any one thread (a family member sees itself)."""
+    if t and r.own is not None and all(r.own[q] >= vl for q in range(qm.bit_length())
+                                       if qm >> q & 1):
+        return True
+    for task in sorted({ts[0] for ts in r.blocks}):
         cov = -1
         for q in range(qm.bit_length()):
             if qm >> q & 1:

@@ -42,8 +42,8 @@ from gpusem.calculus.span import Span
 from .amir_checks import (Stats, Verdict, Violation, access_violation,
                           barrier_violation, record_visible)
 from .amir_ctrl import compile_b, compile_c, compile_threads, compile_window
-from .amir_records import (ALL, Rec, Threads, augment, make_levels, new_records,
-                           qmask, witness)
+from .amir_records import (ALL, NQ, Rec, Threads, augment, dominates, make_levels,
+                           new_records, passing, qmask)
 
 DEFAULT_MAX_STEPS = 200_000_000
 
@@ -106,15 +106,27 @@ class SetTable:
         if out is None:
             old = self.sets[sid]
             have = {r.id for r in old}
-            merged = old + tuple(r for r in recs if r.id not in have)
+            kept = tuple(r for r in old if not any(dominates(r, n) for n in recs))
+            merged = kept + tuple(r for r in recs if r.id not in have)
             ident = frozenset(r.id for r in merged)
             out = self.ids.get(ident)
             if out is None:
                 out = self.ids[ident] = len(self.sets)
                 self.sets.append(merged)
                 self.ref.append(0)
+                for r in merged:
+                    r.sids.append(out)
             self.memo[(sid, key)] = out
         return out
+
+    def add_member(self, sid: int, r: Rec) -> None:
+        """A family split: set sid now also holds r (its other part is already in)."""
+        old = self.sets[sid]
+        ident = frozenset(x.id for x in old)
+        if self.ids.get(ident) == sid:
+            del self.ids[ident]
+        self.sets[sid] = old + (r,)
+        self.ids.setdefault(ident | {r.id}, sid)
 
     def inc(self, sid: int, n: int) -> None:
         if sid:
@@ -155,9 +167,9 @@ class Machine:
         self.task = 0
         self.vars: dict[str, Var] = {}
         self.sets = SetTable()
-        self.task_recs: dict[int, list[Rec]] = {}
+        self.task_recs: dict[int, list[list[Rec]]] = {}  # task -> q -> records
         self.all_recs: list[Rec] = []
-        self.bar_recs: dict[tuple, list[Rec]] = {}
+        self.bar_recs: dict[tuple, dict[int, Rec]] = {}
         self.rec_cache: dict[tuple, tuple[tuple[Rec, ...], int]] = {}
         self.check_memo: dict[tuple, Rec | None] = {}
         self.incarnations = 0
@@ -302,11 +314,12 @@ class Machine:
             key = (ident, who, tuple(sorted((k, v) for k, vs in p.items() for v in vs)))
             hit = self.rec_cache.get(key)
             if hit is None:
-                recs = tuple(new_records(vl, t, q, atomic, p, who, kind, s.origin))
-                for r in recs:
-                    self._register(r)
-                self.stats.records += len(recs)
-                hit = self.rec_cache[key] = (recs, recs[0].id)
+                r = new_records(vl, t, q, atomic, p, who, kind, ident, s.origin)
+                self._register(r)
+                for cell in r.p:
+                    self._index_barrier(cell, r)
+                self.stats.records += 1
+                hit = self.rec_cache[key] = ((r,), r.id)
             v, idx = self._resolve(name, ndim, win, s.origin)
             self._add(getattr(v, attr), idx, win.points, hit)
         return record
@@ -366,9 +379,12 @@ class Machine:
         def fence():
             g = self._who(threads)
             self.stats.lifts += 1
-            for r in self._candidates(g):
-                if witness(t, g, pre, r) and augment(r, g, levels):
-                    self._register(r)
+            for r in self._candidates(g, pre, t):
+                part = passing(t, g, pre, r)
+                if part:
+                    r = r if part == -1 else self._split(r, part)
+                    if augment(r, g, levels):
+                        self._register(r)
             # Note: always a new epoch, even if no live record rose: a dead record
             # skipped here must not be handed out again by the record cache.
             self._new_epoch()
@@ -392,8 +408,10 @@ class Machine:
                                f"{[str(z.name) for z in s.barriers]} at {s.origin}",
                                rule="Arrive", span=s.origin)
             union = {c: a for cs in cells for c, a in cs.items()}
-            for r in self._candidates(g):
-                if witness(t, g, pre, r):
+            for r in self._candidates(g, pre, t):
+                part = passing(t, g, pre, r)
+                if part:
+                    r = r if part == -1 else self._split(r, part)
                     for cell, a in union.items():
                         r.p.setdefault(cell, set()).add(a)
                         self._index_barrier(cell, r)
@@ -422,9 +440,10 @@ class Machine:
             w = int(v.awt[cell[1]])
             top = a - (n + 1) if n >= 0 else w + n + 1
             new = max(w, top + 1) if n >= 0 else w + 1
-            regs = self.bar_recs.get(cell, [])
-            regs[:] = [r for r in regs if r.live > 0]
-            for r in regs:
+            regs = self.bar_recs.get(cell, {})
+            for rid in [rid for rid, r in regs.items() if r.live <= 0]:
+                del regs[rid]
+            for r in list(regs.values()):
                 ps = r.p.get(cell)
                 if ps and min(ps) <= top and augment(r, g, levels):
                     self._register(r)
@@ -504,38 +523,57 @@ class Machine:
         return ALL if mask is None else (self.task, mask)
 
     def _register(self, r: Rec) -> None:
-        """Index r under every task it has a block for (and 𝔾 if it has one)."""
-        for ts, vis in r.vis.items():
-            task = ts[0]
-            if task not in r.tasks and (task != -1 or vis):
-                r.tasks.add(task)
-                (self.all_recs if task == -1 else
-                 self.task_recs.setdefault(task, [])).append(r)
+        """Index r under every task one of its blocks (or a family member) is in, by
+        its timeline; under `all_recs` if it has a visible block over all of 𝔾."""
+        tasks = {ts[0] for ts, vis in r.vis.items() if ts[0] != -1 or vis}
+        if r.own is not None:
+            tasks.add(r.who[0])
+        for task in tasks - r.tasks:
+            r.tasks.add(task)
+            if task == -1:
+                self.all_recs.append(r)
+            else:
+                byq = self.task_recs.get(task)
+                if byq is None:
+                    byq = self.task_recs[task] = [[] for _ in range(NQ)]
+                byq[r.q].append(r)
+
+    def _split(self, r: Rec, part: int) -> Rec:
+        """Members `part` of family r leave it (a lift separated them), into every
+        record set that holds r."""
+        twin = r.split(part)
+        for sid in twin.sids:
+            self.sets.add_member(sid, twin)
+        self._register(twin)
+        for cell in twin.p:
+            self._index_barrier(cell, twin)
+        return twin
 
     def _index_barrier(self, cell: tuple, r: Rec) -> None:
-        lst = self.bar_recs.setdefault(cell, [])
-        if not lst or lst[-1] is not r:
-            if r not in lst:
-                lst.append(r)
+        self.bar_recs.setdefault(cell, {})[r.id] = r
 
-    def _candidates(self, g: Threads) -> list[Rec]:
-        """The records a lift by threads g can change: live ones with a block that g
-        overlaps (for all others W fails). Dead records are dropped from the indexes."""
-        if g[0] == -1:
-            seen, out = set(), []
-            for lst in [*self.task_recs.values(), self.all_recs]:
-                lst[:] = [r for r in lst if r.live > 0]
-                for r in lst:
-                    if r.id not in seen:
-                        seen.add(r.id)
-                        out.append(r)
-            return out
-        mine = self.task_recs.get(g[0])
-        if mine is None:
-            mine = self.task_recs[g[0]] = []
-        mine[:] = [r for r in mine if r.live > 0]
+    def _candidates(self, g: Threads, pre: int, t: bool) -> list[Rec]:
+        """The live records a lift by threads g can change: those with a block (or a
+        family member) that g overlaps, and for a non-transitive lift only those on a
+        pre timeline (W fails for every other). Dead records leave the indexes."""
+        qs = range(NQ) if t else [q for q in range(NQ) if pre >> q & 1]
+        tasks = list(self.task_recs) if g[0] == -1 else [g[0]]
+        out: list[Rec] = []
+        for task in tasks:
+            byq = self.task_recs.get(task)
+            if byq is None:
+                continue
+            for q in qs:
+                lst = byq[q]
+                if lst:
+                    lst[:] = [r for r in lst if r.live > 0]
+                    out += lst
         self.all_recs[:] = [r for r in self.all_recs if r.live > 0 and not _saturated(r)]
-        return mine + self.all_recs
+        out += [r for r in self.all_recs if t or pre >> r.q & 1]
+        if g[0] == -1:
+            seen: set[int] = set()
+            out = [r for r in out if not (r.id in seen or seen.add(r.id))]
+        return out
 
     def _new_epoch(self) -> None:
         self.rec_cache.clear()

@@ -7,11 +7,17 @@ Conventions (paper -> Python):
   g ∈ 𝔾 = 𝕀 × 𝕋 (global thread)     -> a thread set `Threads = (task, mask)`: the
                                        natural thread indices of task ι as the bits of
                                        `mask`; `ALL = (-1, -1)` is 𝔾 itself
-  r = (τ_q, ∫, p) ∈ ℝ                -> `Rec` (q, blocks, p) + provenance
+  r = (τ_q, ∫, p) ∈ ℝ                -> `Rec` (q, blocks [+ own], p) + provenance
   ∫ : 𝔾 -> QualTL -> VL             -> `Rec.blocks`: {Threads: levels}, read as
                                        ∫(g, q) = max over blocks containing g of levels[q]
   p : 𝔹 -> ℤ^n -> P(ℕ)              -> `Rec.p`: {(barrier key, cell): set of counts}
   τ_q* (a set of timelines)          -> an int bit mask over QualTL.index
+
+Record families. R with t = false makes one record per thread g of G, each with
+S_{g}. They differ only in that diagonal block, and every later operation treats them
+alike unless it separates the threads of G, so a `Rec` with `own is not None` stands
+for the whole family {r_g | g ∈ who}: member g has ∫_g = blocks ∨ {g: own}. When a lift
+passes some members and not others, the machine splits the family (`split`).
 
 Note: `Rec` objects are mutated in place by lift. This is exact, not an approximation:
 λ depends on the record alone, so every cell holding the same record gets the same
@@ -42,6 +48,11 @@ def qmask(quals) -> int:
     return m
 
 
+def vis_of(levels: list[int]) -> int:
+    """The timelines on which `levels` is at least unordered (what W looks at)."""
+    return sum(1 << i for i, v in enumerate(levels) if v >= _UNORD)
+
+
 def overlaps(a: Threads, b: Threads) -> bool:
     """Do two thread sets share a thread (𝔾 overlaps every non-empty set)."""
     if a[0] == -1 or b[0] == -1:
@@ -68,29 +79,29 @@ _ids = count(1)
 
 @dataclass(eq=False, slots=True)
 class Rec:
-    """A visibility record (τ_q, ∫, p) with the provenance of the access that made it."""
+    """A visibility record (τ_q, ∫, p), or a family of them, with the provenance of the
+    access that made it."""
 
     q: int                                   # QualTL.index of the access
     blocks: dict[Threads, list[int]]         # ∫ as blocks of levels (index: QualTL)
-    vis: dict[Threads, int]                  # per block: timelines with level >= unordered
+    own: list[int] | None                    # a family's diagonal block, else None
     p: dict[tuple, set[int]]                 # observed arrive counts per barrier cell
     kind: str                                # "read" | "mutate"
-    who: Threads                             # the accessing threads
+    who: Threads                             # the accessing threads (family members)
+    stmt: int = 0                            # the Record* statement that made it
     origin: Span = NO_SPAN                   # GPU IR line of the access
     id: int = field(default_factory=lambda: next(_ids))
+    vis: dict[Threads, int] = field(default_factory=dict)
     tasks: set[int] = field(default_factory=set)  # task indexes it is registered in
     live: int = 0                            # live record sets (cells) holding it
+    sids: list[int] = field(default_factory=list)  # record sets that contain it
 
-    def level(self, g: Threads, q: int) -> int:
-        """∫(g, q) for one thread g = (task, single-bit mask) or 𝔾."""
-        best = 0
+    def __post_init__(self) -> None:
         for ts, lv in self.blocks.items():
-            if lv[q] > best and (ts[0] == -1 or (ts[0] == g[0] and ts[1] & g[1])):
-                best = lv[q]
-        return best
+            self.vis[ts] = vis_of(lv)
 
     def cover(self, task: int, q: int, vl: int) -> int:
-        """Threads of `task` with ∫(g, q) >= vl, as a mask (-1: every thread)."""
+        """Threads of `task` with ∫(g, q) >= vl by the shared blocks (-1: every one)."""
         m = 0
         for ts, lv in self.blocks.items():
             if lv[q] >= vl:
@@ -107,14 +118,25 @@ class Rec:
             return False                     # the block over all of 𝔾 dominates
         old = self.blocks.get(ts)
         if old is None:
-            self.blocks[ts] = list(levels)
+            new = list(levels)
         else:
             new = [a if a >= b else b for a, b in zip(old, levels)]
             if new == old:
                 return False
-            self.blocks[ts] = new
-        self.vis[ts] = sum(1 << i for i, v in enumerate(self.blocks[ts]) if v >= _UNORD)
+        self.blocks[ts] = new
+        self.vis[ts] = vis_of(new)
         return True
+
+    def split(self, part: int) -> "Rec":
+        """Members `part` of this family leave it as a new family (same state)."""
+        task, mask = self.who
+        twin = Rec(self.q, {k: list(v) for k, v in self.blocks.items()},
+                   list(self.own) if self.own else None,
+                   {k: set(v) for k, v in self.p.items()}, self.kind, (task, part),
+                   self.stmt, self.origin)
+        twin.live, twin.sids = self.live, list(self.sids)
+        self.who = (task, mask & ~part)
+        return twin
 
 
 def make_levels(full: int, temp: int) -> list[int]:
@@ -125,8 +147,9 @@ def make_levels(full: int, temp: int) -> list[int]:
 
 
 def new_records(vl: int, t: bool, q: int, atomic: int, p: dict, who: Threads,
-                kind: str, origin: Span) -> list[Rec]:
-    """R(τ_v, t, τ_q, τ_q*, E#, ρ, G) (Definition B.1).
+                kind: str, stmt: int, origin: Span) -> Rec:
+    """R(τ_v, t, τ_q, τ_q*, E#, ρ, G) (Definition B.1), as one record (t = true) or one
+    family (t = false).
 
     S_H(g', q') = max(atomic_only if q' ∈ τ_q*, τ_v if g' ∈ H and q' = τ_q): the atomic
     part holds for every thread of 𝔾, so it is one block over ALL.
@@ -135,46 +158,59 @@ def new_records(vl: int, t: bool, q: int, atomic: int, p: dict, who: Threads,
     thread) cannot be built; the CPU is a single agent and we make one record
     (errata "CPU-scoped records").
     """
-    task, mask = who
-    if t or task == -1:
-        hs = [who]
-    else:
-        hs, bit = [], 1
-        while bit <= mask:
-            if mask & bit:
-                hs.append((task, bit))
-            bit <<= 1
-    out = []
-    for h in hs:
-        blocks: dict[Threads, list[int]] = {}
-        if atomic:
-            blocks[ALL] = [_ATOM if atomic >> i & 1 else 0 for i in range(NQ)]
-        own = list(blocks.get(h, [0] * NQ))
-        own[q] = max(own[q], vl)
-        blocks[h] = own
-        rec = Rec(q, blocks, {}, {k: set(v) for k, v in p.items()}, kind, h, origin)
-        for ts, lv in blocks.items():
-            rec.vis[ts] = sum(1 << i for i, v in enumerate(lv) if v >= _UNORD)
-        out.append(rec)
-    return out
+    blocks: dict[Threads, list[int]] = {}
+    if atomic:
+        blocks[ALL] = [_ATOM if atomic >> i & 1 else 0 for i in range(NQ)]
+    own = [0] * NQ
+    own[q] = vl
+    family = not t and who[0] != -1 and (who[1] & (who[1] - 1)) != 0
+    if not family:
+        base = blocks.get(who, [0] * NQ)
+        blocks[who] = [max(a, b) for a, b in zip(base, own)]
+    pp = {k: set(v) for k, v in p.items()}
+    return Rec(q, blocks, own if family else None, pp, kind, who, stmt, origin)
 
 
-def witness(t: bool, exec_: Threads, pre: int, r: Rec) -> bool:
-    """W(t, g^exec*, τ_q^pre*, r) (Definition B.3 (i)).
+def passing(t: bool, exec_: Threads, pre: int, r: Rec) -> int:
+    """W(t, g^exec*, τ_q^pre*, r) (Definition B.3 (i)), as the members of r it holds
+    for: -1 all of them, 0 none, else a mask of family members.
 
     t (transitive): some executing thread sees r at >= unordered on some pre timeline;
     otherwise r's own timeline must be in pre and some executing thread sees r on it.
     """
     if not t:
         if not (pre >> r.q) & 1:
-            return False
+            return 0
         pre = 1 << r.q
     for ts, v in r.vis.items():
         if v & pre and overlaps(ts, exec_):
-            return True
-    return False
+            return -1
+    if r.own is None or exec_[0] != r.who[0] and exec_[0] != -1:
+        return 0
+    if not vis_of(r.own) & pre:
+        return 0
+    if exec_[0] == -1:
+        return -1
+    part = r.who[1] & exec_[1]
+    return -1 if part == r.who[1] else part
 
 
 def augment(r: Rec, exec_: Threads, levels: list[int]) -> bool:
     """A(r, g^exec*, τ_q^full*, τ_q^temp*) = (τ_q, ∫ ∨ ∫_aug, p) (Definition B.3 (ii))."""
     return r.join(exec_, levels)
+
+
+def dominates(old: Rec, new: Rec) -> bool:
+    """Can `old` be dropped from a cell that also holds `new`? Both come from the same
+    statement and threads, so ∫_old >= ∫_new (blocks only grow); if old's earliest
+    observed arrive counts are no later than new's on every barrier cell new has,
+    every later λ keeps old at least as visible as new: a check that fails on old
+    fails on new (errata "record dominance")."""
+    if old.stmt != new.stmt or old.who != new.who or old.q != new.q \
+            or (old.own is None) != (new.own is None):
+        return False
+    for cell, counts in new.p.items():
+        mine = old.p.get(cell)
+        if not mine or min(mine) > min(counts):
+            return False
+    return True

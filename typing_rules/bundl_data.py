@@ -127,8 +127,8 @@ class DataRules:
         require(isinstance(ty, ArrayType), rule, span,
                 lambda: f"not an array: {name} has type {show_type(b.type)}")
         require(b.persp == data_persp, rule, span,
-                lambda: f"perspective mismatch: {name} at {b.persp} must be at "
-                        f"{data_persp}")
+                lambda: f"perspective mismatch: {rule} needs {name} at exactly "
+                        f"{data_persp}; {name} is at {b.persp}")
         return ty
 
     def t_async_memcpy(self, ctx, persp, s: AsyncMemcpy) -> int:

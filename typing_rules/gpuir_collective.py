@@ -78,7 +78,8 @@ class ThreadMapping:
         return a if a else 1 << 30
 
     def aligned(self, a: int) -> bool:
-        return self.alignment % a == 0
+        """offset(σ) ≡ 0 (mod a) for every σ."""
+        return self.base % a == 0 and all(s % a == 0 for _, _, s in self.terms)
 
     @property
     def vars(self) -> tuple[str, ...]:

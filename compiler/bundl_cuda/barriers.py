@@ -44,6 +44,7 @@ def _p_text(p: K.KExpr) -> str:
 @dataclass
 class _Plan:
     threads: int
+    blocks: int
     next_id: int = 1
     mbar_bytes: int = 0
     mbar_inits: list[str] = field(default_factory=list)
@@ -54,7 +55,9 @@ class _Plan:
         persp, base = b.persp, f"(threadIdx.x - {_p_text(b.p)})"
         note = K.KComment(f"sync {b.site}: all {persp} threads (init; dec; wait)", b.span)
         if persp.level != Level.THREAD:
-            if persp.level == Level.BLOCK and persp.n == 1:
+            one_block = (persp.level == Level.BLOCK and persp.n == 1) or (
+                persp.level == Level.GRID and self.blocks == 1)
+            if one_block:
                 return (note, K.KPrim("__syncthreads();", b.span))
             raise CompileError(f"unsupported: a barrier among blocks ({persp}) before "
                                "the end of the kernel", span=b.span)
@@ -97,7 +100,7 @@ class _Plan:
 
 
 def lower_barriers(prog: K.KProgram) -> K.KProgram:
-    plan = _Plan(prog.threads)
+    plan = _Plan(prog.threads, prog.blocks)
 
     def stmts(body: tuple, in_kernel: bool) -> tuple:
         out: list = []

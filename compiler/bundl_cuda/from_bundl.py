@@ -184,7 +184,7 @@ def lower_stmt(s: B.Stmt, env: Env, code: Perspective) -> tuple[K.KStmt, ...]:
         case B.Skip():
             return ()
         case B.Seq(stmts):
-            return tuple(k for x in stmts for k in lower_stmt(x, env, code))
+            return _lower_seq(stmts, env, code)
         case B.Decl(name, ty, persp, init, body, span):
             value = lower_expr(init, env, code, persp)
             info = VarInfo(env.names.fresh(name), ty, persp)
@@ -233,9 +233,30 @@ def lower_stmt(s: B.Stmt, env: Env, code: Perspective) -> tuple[K.KStmt, ...]:
             return (_lower_call(fn, args, env, code, span),)
         case B.SyncInit() | B.SyncDec() | B.SyncWait():
             raise CompileError(
-                "unsupported: explicit init/dec/wait runtime forms are not compiled "
-                "(they only arise from partition/claim/lower, which are)", span=s.span)
+                "unsupported: init/dec/wait are compiled only as the consecutive triple "
+                "`init l; dec l; wait l` (a barrier)", span=s.span)
     raise CompileError(f"unexpected statement {type(s).__name__}", span=s.span)
+
+
+def _lower_seq(stmts, env: Env, code: Perspective) -> tuple[K.KStmt, ...]:
+    """Statements in order; the runtime triple `init ψ; dec ψ; wait ψ` (what S-Partition
+    produces, also writable by hand) is one barrier over the current perspective."""
+    out: list[K.KStmt] = []
+    i = 0
+    while i < len(stmts):
+        triple = stmts[i : i + 3]
+        if (len(triple) == 3 and isinstance(triple[0], B.SyncInit)
+                and isinstance(triple[1], B.SyncDec)
+                and isinstance(triple[2], B.SyncWait)
+                and len({t.label for t in triple}) == 1):
+            label = triple[0].label
+            out.append(K.KBarrier(code, K.KPerspId(), f"init/dec/wait {label}",
+                                  triple[0].span))
+            i += 3
+            continue
+        out.extend(lower_stmt(stmts[i], env, code))
+        i += 1
+    return tuple(out)
 
 
 def _len_text(info: VarInfo) -> str:

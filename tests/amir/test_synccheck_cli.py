@@ -19,7 +19,7 @@ from gpusem.cli.main import main
 from gpusem.cli.synccheck import synccheck
 
 FENCED = """\
-# defines: N=256
+# defines: N=128
 proc smem_broadcast(N: size, A: f32[N] @ CudaGmemLinear, B: f32[N] @ CudaGmemLinear):
     with CudaDeviceFunction(blockDim=128):
         for task in cuda_tasks(0, N / 128):
@@ -62,7 +62,7 @@ def run(tmp_path, capsys, monkeypatch):
 def test_accepted_exit_0(run):
     r = run(FENCED)
     assert r.exit_code == 0, r.output
-    assert r.output.startswith("accepted: smem_broadcast(N=256)")
+    assert r.output.startswith("accepted: smem_broadcast(N=128)")
 
 
 def test_rejected_report_shows_both_lines(run):
@@ -100,8 +100,8 @@ def test_print_amir_parses_back(run):
 
 
 def test_defines_override_header(run):
-    r = run(FENCED, "-D", "N=384", "--json")
-    assert json.loads(r.stdout)["defines"] == {"N": 384}
+    r = run(FENCED, "-D", "N=256", "--json")
+    assert json.loads(r.stdout)["defines"] == {"N": 256}
 
 
 def test_free_report_names_the_lifetime(run):
@@ -116,13 +116,13 @@ def test_free_report_names_the_lifetime(run):
 
 @pytest.mark.parametrize("text,args,needle", [
     (FENCED, ("-D", "N"), "bad definition"),
-    (FENCED.replace("# defines: N=256\n", ""), (), "missing definition"),
+    (FENCED.replace("# defines: N=128\n", ""), (), "missing definition"),
     ("proc p(:\n", (), "syntax error"),
     (FENCED.replace("cuda_in_order, cuda_in_order", "cuda_nonsense, cuda_in_order", 1),
      (), "unknown sync timeline"),
     (FENCED, ("--proc", "nope"), "no procedure named nope"),
-])
-def test_bad_input_exit_2(text, args, needle):
+], ids=["bad-define", "missing-define", "syntax", "timeline", "proc"])
+def test_bad_input_exit_2(run, text, args, needle):
     r = run(text, *args)
     assert r.exit_code == 2, r.output
     assert needle in r.output and "Traceback" not in r.output
@@ -134,12 +134,13 @@ def test_not_gpuir_exit_2(run):
 
 
 def test_front_end_error_exit_1(run):
-    """A program the front end rejects (a register read across threads) is rejected
-    before conversion, with the front end's message."""
-    text = FENCED.replace("B[task * 128 + tid] = acc", "B[task * 128 + tid] = acc\n"
-                          "            B[task * 128] = acc")
+    """A program the front end rejects (a write at CTA scope, made by 128 threads) is
+    rejected before conversion, with the front end's message."""
+    text = FENCED.replace("            buf: f32", "            B[task * 128] = 0.0\n"
+                          "            buf: f32")
     r = run(text)
     assert r.exit_code == 1 and "Traceback" not in r.output
+    assert "ThreadScope" in r.output and ":5:13:" in r.output
 
 
 def test_library_entry_point():

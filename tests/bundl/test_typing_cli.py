@@ -121,3 +121,28 @@ def test_check_help_runs_as_a_process():
     proc = subprocess.run([sys.executable, "-m", "gpusem.cli.main", "check", "--help"],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and "--rules" in proc.stdout
+
+
+def test_gpuir_errors_are_all_printed(tmp_path, monkeypatch, capsys):
+    # The GPU IR analysis is another engineer's; stand in for it to test the branch.
+    import types
+
+    from gpusem.calculus.errors import IllTyped
+    from gpusem.calculus.span import Span
+
+    def check_file(path, defines):
+        assert defines == {"N": 8}
+        errs = [IllTyped(f"collective mismatch: e{i}", rule="R",
+                         span=Span(path, i, 1, i, 2)) for i in (3, 5)]
+        errs[0].all = errs
+        raise errs[0]
+
+    fake = types.ModuleType("gpusem.typing_rules.gpuir")
+    fake.check_file = check_file
+    monkeypatch.setitem(sys.modules, "gpusem.typing_rules.gpuir", fake)
+    path = tmp_path / "k.gpuir"
+    path.write_text("")
+    code, _, err = run(["check", str(path), "-D", "N=8"], monkeypatch, capsys)
+    assert code == 1
+    assert [line.split(": ")[0] for line in err.strip().splitlines()] == [
+        f"{path}:3:1", f"{path}:5:1"]

@@ -1,0 +1,59 @@
+"""Every `examples/gpuir/*.gpuir` gets the verdict its header states, for the reason
+it states: `# expect: accepted`, or `# expect: rejected <Check> <reason>` where <Check>
+is the failing machine check (CheckReads, CheckMutates, CheckBarrier) or the rule of a
+front-end analysis error (the program is rejected before conversion). Sizes come from
+the `# defines:` header. The verdicts in the headers come from the paper's reasoning
+(Sections 2.1-2.2), not from this checker's output."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from gpusem.calculus.errors import IllTyped
+from gpusem.cli.synccheck import synccheck
+from gpusem.typing_rules.gpuir import header_defines
+
+EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples" / "gpuir"
+EXAMPLES = sorted(EXAMPLES_DIR.glob("*.gpuir"))
+MACHINE_CHECKS = ("CheckReads", "CheckMutates", "CheckBarrier")
+
+
+def expectation(text: str) -> tuple[str, str | None]:
+    """("accepted", None) or ("rejected", check-or-rule-or-None) from the header."""
+    m = re.search(r"^#\s*expect:\s*(accepted|rejected)\b[ \t]*(\S*)", text, re.M)
+    if m is None:
+        raise AssertionError("no '# expect:' header")
+    return m.group(1), (m.group(2) or None)
+
+
+def verdict(path: Path) -> tuple[str, str | None, str]:
+    """(accepted|rejected, the failing check or rule, the report)."""
+    text = path.read_text()
+    try:
+        res = synccheck(text, str(path), header_defines(text))
+    except IllTyped as err:
+        return "rejected", err.rule, err.one_line()
+    v = res.verdict.violation
+    return ("accepted", None, res.report(text)) if v is None else \
+        ("rejected", v.check, res.report(text))
+
+
+def test_examples_present():
+    """The issue asks for at least the Section 2.1 pair, the three Section 2.2 bugs and
+    their fixes, a cp.async pipeline right and wrong, a producer/consumer, a GEMV and
+    a GEMM: the suite must not pass on an empty folder."""
+    assert len(EXAMPLES) >= 10, [p.name for p in EXAMPLES]
+    kinds = {expectation(p.read_text())[0] for p in EXAMPLES}
+    assert kinds == {"accepted", "rejected"}
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_example_verdict(path):
+    want, check = expectation(path.read_text())
+    got, failed, report = verdict(path)
+    assert got == want, report
+    if want == "rejected" and check is not None:
+        assert failed == check, report
