@@ -22,9 +22,12 @@ from .common import language_of, parse_defines, read_source
               show_default=True,
               help="Typing rules: corrected (fixed) or as printed in the paper.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--derivation", is_flag=True,
+              help="Print the typing derivation, one rule application per line.")
 @click.option("-D", "defines", multiple=True, metavar="NAME=INT",
               help="Size definitions for .gpuir files.")
-def command(file: str, rules: str, as_json: bool, defines: tuple[str, ...]) -> None:
+def command(file: str, rules: str, as_json: bool, derivation: bool,
+            defines: tuple[str, ...]) -> None:
     """Type-check a .bundl file or analyse a .gpuir file."""
     language = language_of(file)
     if language == "gpuir":
@@ -32,14 +35,23 @@ def command(file: str, rules: str, as_json: bool, defines: tuple[str, ...]) -> N
         return
     if language != "bundl":
         raise BadInput(f"check does not handle {language} files: {file}")
-    _check_bundl(file, rules, as_json)
+    _check_bundl(file, rules, as_json, derivation)
 
 
-def _check_bundl(file: str, rules: str, as_json: bool) -> None:
+def _check_bundl(file: str, rules: str, as_json: bool, derivation: bool) -> None:
     from gpusem.calculus.bundl.parser import parse_program
     from gpusem.typing_rules.bundl import check_program, type_errors
 
     prog = parse_program(read_source(file), file)
+    if derivation and not as_json:
+        from gpusem.typing_rules.bundl_derivation import (
+            derivation as derive,
+        )
+        from gpusem.typing_rules.bundl_derivation import (
+            format_derivation,
+        )
+
+        click.echo(format_derivation(derive(prog, rules)))
     errors = type_errors(prog, rules)
     uses = check_program(prog, rules) if not errors else {}
     if as_json:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from gpusem.calculus.gpuir.timelines import VL, QualTL
 from gpusem.calculus.span import NO_SPAN, Span
 
-from .amir_records import Rec, Threads, thread_list
+from .amir_records import Rec, Threads, ge, thread_list
 
 
 def record_visible(r: Rec, vl: int, t: bool, qm: int, exec_: Threads) -> bool:
@@ -41,7 +41,7 @@ def record_visible(r: Rec, vl: int, t: bool, qm: int, exec_: Threads) -> bool:
         if qm >> q & 1:
             c = r.cover(task, q, vl)
             c_all &= c
-            if r.own is None or r.own[q] < vl:
+            if r.own is None or not ge(r.own, vl) >> q & 1:
                 c_nown &= c
     if r.own is None or r.who[0] != task:
         return (mask & c_all) != 0 if t else (mask & ~c_all) == 0
@@ -56,8 +56,7 @@ def record_visible(r: Rec, vl: int, t: bool, qm: int, exec_: Threads) -> bool:
 def _visible_to_all_tasks(r: Rec, vl: int, t: bool, qm: int) -> bool:
     """The check run at CPU scope (G = 𝔾): ∀ needs an ALL block on every timeline;
     ∃ is satisfied by any one thread (a family member sees itself)."""
-    if t and r.own is not None and all(r.own[q] >= vl for q in range(qm.bit_length())
-                                       if qm >> q & 1):
+    if t and r.own is not None and ge(r.own, vl) & qm == qm:
         return True
     for task in sorted({ts[0] for ts in r.blocks}):
         cov = -1

@@ -23,6 +23,8 @@ from gpusem.calculus.span import NO_SPAN, Span
 
 
 def _div(a: int, b: int) -> int:
+    if a >= 0 and b > 0:
+        return a // b
     if b == 0:
         raise BadInput("division by zero: in a control expression")
     q = abs(a) // abs(b)
@@ -30,6 +32,8 @@ def _div(a: int, b: int) -> int:
 
 
 def _mod(a: int, b: int) -> int:
+    if a >= 0 and b > 0:
+        return a % b
     return a - b * _div(a, b)
 
 

@@ -106,7 +106,9 @@ class SetTable:
         if out is None:
             old = self.sets[sid]
             have = {r.id for r in old}
-            kept = tuple(r for r in old if not any(dominates(r, n) for n in recs))
+            stmts = {n.stmt for n in recs}
+            kept = tuple(r for r in old if r.stmt not in stmts
+                         or not any(dominates(r, n) for n in recs))
             merged = kept + tuple(r for r in recs if r.id not in have)
             ident = frozenset(r.id for r in merged)
             out = self.ids.get(ident)
@@ -311,7 +313,7 @@ class Machine:
         def record():
             who = self._who(threads)
             p = self._p_of(bars) if bars else {}
-            key = (ident, who, tuple(sorted((k, v) for k, vs in p.items() for v in vs)))
+            key = (ident, who, tuple(p.items()))
             hit = self.rec_cache.get(key)
             if hit is None:
                 r = new_records(vl, t, q, atomic, p, who, kind, ident, s.origin)
@@ -340,11 +342,11 @@ class Machine:
         if sub.size == 0:
             return
         self.stats.recorded_accesses += sub.size
-        first = int(sub.flat[0])
+        first = sub.item(0)
         if (sub == first).all():
             new = sets.union(first, key, recs)
             if new != first:
-                sub[...] = new
+                sub.fill(new)
                 sets.inc(new, sub.size)
                 sets.dec(first, sub.size)
             return
@@ -383,7 +385,7 @@ class Machine:
                 part = passing(t, g, pre, r)
                 if part:
                     r = r if part == -1 else self._split(r, part)
-                    if augment(r, g, levels):
+                    if augment(r, g, levels) and g[0] not in r.tasks:
                         self._register(r)
             # Note: always a new epoch, even if no live record rose: a dead record
             # skipped here must not be handed out again by the record cache.
@@ -413,8 +415,11 @@ class Machine:
                 if part:
                     r = r if part == -1 else self._split(r, part)
                     for cell, a in union.items():
-                        r.p.setdefault(cell, set()).add(a)
-                        self._index_barrier(cell, r)
+                        # Note: only min p(z, n) matters to Await (∃i <= Max), and
+                        # counts only grow, so an existing entry already holds it.
+                        if cell not in r.p:
+                            r.p[cell] = a
+                            self._index_barrier(cell, r)
             (hk, hidx), = home
             self._bar_var(hk[0]).arr[hidx] += 1
             self._new_epoch()
@@ -444,8 +449,9 @@ class Machine:
             for rid in [rid for rid, r in regs.items() if r.live <= 0]:
                 del regs[rid]
             for r in list(regs.values()):
-                ps = r.p.get(cell)
-                if ps and min(ps) <= top and augment(r, g, levels):
+                first = r.p.get(cell)
+                if first is not None and first <= top and augment(r, g, levels) \
+                        and g[0] not in r.tasks:
                     self._register(r)
             v.awt[cell[1]] = new
             self._new_epoch()
@@ -471,7 +477,7 @@ class Machine:
                 sub = arr[idx]
                 if sub.size == 0:
                     return
-                first = int(sub.flat[0])
+                first = sub.item(0)
                 sids = (first,) if (sub == first).all() else np.unique(sub).tolist()
             g = None
             for sid in sids:
@@ -581,10 +587,9 @@ class Machine:
 
     def _p_of(self, bars) -> dict:
         """P_{E#, ρ}: the current arrive count of each barrier cell in E#."""
-        p: dict[tuple, set[int]] = {}
+        p: dict[tuple, int] = {}
         for name, w in bars:
-            for cell, a in self._barrier_cells(name, None, w, None).items():
-                p.setdefault(cell, set()).add(a)
+            p.update(self._barrier_cells(name, None, w, None))
         return p
 
     def _bar_var(self, name: str) -> Var:
@@ -639,7 +644,7 @@ class Machine:
 def _saturated(r: Rec) -> bool:
     """A record fully visible to all of 𝔾 on every timeline: no lift can change it."""
     top = r.blocks.get(ALL)
-    return top is not None and min(top) == int(VL.FULLY_ORDERED)
+    return top is not None and top[3] == (1 << NQ) - 1
 
 
 def _absolute(idx: tuple, pos: tuple, points: bool) -> tuple[int, ...]:

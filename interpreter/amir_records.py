@@ -8,9 +8,14 @@ Conventions (paper -> Python):
                                        natural thread indices of task ι as the bits of
                                        `mask`; `ALL = (-1, -1)` is 𝔾 itself
   r = (τ_q, ∫, p) ∈ ℝ                -> `Rec` (q, blocks [+ own], p) + provenance
-  ∫ : 𝔾 -> QualTL -> VL             -> `Rec.blocks`: {Threads: levels}, read as
-                                       ∫(g, q) = max over blocks containing g of levels[q]
-  p : 𝔹 -> ℤ^n -> P(ℕ)              -> `Rec.p`: {(barrier key, cell): set of counts}
+  ∫ : 𝔾 -> QualTL -> VL             -> `Rec.blocks`: {Threads: Levels}, read as
+                                       ∫(g, q) = max over blocks containing g
+  a map QualTL -> VL ("levels")      -> `Levels = (m1, m2, m3, m4)`: mi is the mask of
+                                       timelines at level >= i (1 atomic_only ..
+                                       4 fully_ordered); the join ∨ is a bitwise or
+  p : 𝔹 -> ℤ^n -> P(ℕ)              -> `Rec.p`: {(barrier key, cell): min count}; only
+                                       the least observed count matters (Await asks
+                                       ∃i ∈ p(z, n). i <= Max), so only it is kept
   τ_q* (a set of timelines)          -> an int bit mask over QualTL.index
 
 Record families. R with t = false makes one record per thread g of G, each with
@@ -36,8 +41,7 @@ from gpusem.calculus.span import NO_SPAN, Span
 Threads = tuple[int, int]
 ALL: Threads = (-1, -1)
 NQ = len(QualTL)
-_FULL, _TEMP = int(VL.FULLY_ORDERED), int(VL.TEMPORALLY_ORDERED)
-_UNORD, _ATOM = int(VL.UNORDERED), int(VL.ATOMIC_ONLY)
+_ATOM = int(VL.ATOMIC_ONLY)
 
 
 def qmask(quals) -> int:
@@ -48,9 +52,37 @@ def qmask(quals) -> int:
     return m
 
 
-def vis_of(levels: list[int]) -> int:
-    """The timelines on which `levels` is at least unordered (what W looks at)."""
-    return sum(1 << i for i, v in enumerate(levels) if v >= _UNORD)
+Levels = tuple[int, int, int, int]
+NONE: Levels = (0, 0, 0, 0)
+
+
+def levels_at(qm: int, vl: int) -> Levels:
+    """Level vl on the timelines of qm, invisible elsewhere."""
+    return tuple(qm if vl > i else 0 for i in range(4))  # type: ignore[return-value]
+
+
+def level_of(lv: Levels, q: int) -> int:
+    """The VL of timeline q in `lv`."""
+    return sum(m >> q & 1 for m in lv)
+
+
+def vis_of(lv: Levels) -> int:
+    """The timelines on which `lv` is at least unordered (what W looks at)."""
+    return lv[1]
+
+
+def ge(lv: Levels, vl: int) -> int:
+    """The timelines on which `lv` is at least vl."""
+    return lv[vl - 1] if vl > 0 else -1
+
+
+def join_levels(a: Levels, b: Levels) -> Levels:
+    return (a[0] | b[0], a[1] | b[1], a[2] | b[2], a[3] | b[3])
+
+
+def below(b: Levels, a: Levels) -> bool:
+    """b <= a pointwise (joining b into a changes nothing)."""
+    return not (b[0] & ~a[0] or b[1] & ~a[1] or b[2] & ~a[2] or b[3] & ~a[3])
 
 
 def overlaps(a: Threads, b: Threads) -> bool:
@@ -83,9 +115,9 @@ class Rec:
     access that made it."""
 
     q: int                                   # QualTL.index of the access
-    blocks: dict[Threads, list[int]]         # ∫ as blocks of levels (index: QualTL)
-    own: list[int] | None                    # a family's diagonal block, else None
-    p: dict[tuple, set[int]]                 # observed arrive counts per barrier cell
+    blocks: dict[Threads, Levels]            # ∫ as blocks of levels
+    own: Levels | None                       # a family's diagonal block, else None
+    p: dict[tuple, int]                      # min observed arrive count per barrier cell
     kind: str                                # "read" | "mutate"
     who: Threads                             # the accessing threads (family members)
     stmt: int = 0                            # the Record* statement that made it
@@ -98,52 +130,53 @@ class Rec:
 
     def __post_init__(self) -> None:
         for ts, lv in self.blocks.items():
-            self.vis[ts] = vis_of(lv)
+            self.vis[ts] = lv[1]
 
     def cover(self, task: int, q: int, vl: int) -> int:
         """Threads of `task` with ∫(g, q) >= vl by the shared blocks (-1: every one)."""
-        m = 0
+        if vl <= 0:
+            return -1
+        m, i = 0, vl - 1
         for ts, lv in self.blocks.items():
-            if lv[q] >= vl:
+            if lv[i] >> q & 1:
                 if ts[0] == -1:
                     return -1
                 if ts[0] == task:
                     m |= ts[1]
         return m
 
-    def join(self, ts: Threads, levels: list[int]) -> bool:
+    def join(self, ts: Threads, levels: Levels) -> bool:
         """∫ := ∫ ∨ (block ts with `levels`); True if anything rose."""
         top = self.blocks.get(ALL)
-        if top is not None and all(a >= b for a, b in zip(top, levels)):
+        if top is not None and below(levels, top):
             return False                     # the block over all of 𝔾 dominates
         old = self.blocks.get(ts)
         if old is None:
-            new = list(levels)
+            new = levels
         else:
-            new = [a if a >= b else b for a, b in zip(old, levels)]
-            if new == old:
+            if below(levels, old):
                 return False
+            new = join_levels(old, levels)
         self.blocks[ts] = new
-        self.vis[ts] = vis_of(new)
+        self.vis[ts] = new[1]
         return True
 
     def split(self, part: int) -> "Rec":
         """Members `part` of this family leave it as a new family (same state)."""
         task, mask = self.who
-        twin = Rec(self.q, {k: list(v) for k, v in self.blocks.items()},
-                   list(self.own) if self.own else None,
-                   {k: set(v) for k, v in self.p.items()}, self.kind, (task, part),
+        twin = Rec(self.q, dict(self.blocks), self.own,
+                   dict(self.p), self.kind, (task, part),
                    self.stmt, self.origin)
         twin.live, twin.sids = self.live, list(self.sids)
         self.who = (task, mask & ~part)
         return twin
 
 
-def make_levels(full: int, temp: int) -> list[int]:
+def make_levels(full: int, temp: int) -> Levels:
     """∫_aug's levels (Definition B.3 (ii)): fully on τ_q^full*, temporally on
     τ_q^temp* \\ τ_q^full*, invisible elsewhere."""
-    return [_FULL if full >> i & 1 else _TEMP if temp >> i & 1 else 0
-            for i in range(NQ)]
+    both = full | temp
+    return (both, both, both, full)
 
 
 def new_records(vl: int, t: bool, q: int, atomic: int, p: dict, who: Threads,
@@ -158,17 +191,14 @@ def new_records(vl: int, t: bool, q: int, atomic: int, p: dict, who: Threads,
     thread) cannot be built; the CPU is a single agent and we make one record
     (errata "CPU-scoped records").
     """
-    blocks: dict[Threads, list[int]] = {}
+    blocks: dict[Threads, Levels] = {}
     if atomic:
-        blocks[ALL] = [_ATOM if atomic >> i & 1 else 0 for i in range(NQ)]
-    own = [0] * NQ
-    own[q] = vl
+        blocks[ALL] = levels_at(atomic, _ATOM)
+    own = levels_at(1 << q, vl)
     family = not t and who[0] != -1 and (who[1] & (who[1] - 1)) != 0
     if not family:
-        base = blocks.get(who, [0] * NQ)
-        blocks[who] = [max(a, b) for a, b in zip(base, own)]
-    pp = {k: set(v) for k, v in p.items()}
-    return Rec(q, blocks, own if family else None, pp, kind, who, stmt, origin)
+        blocks[who] = join_levels(blocks.get(who, NONE), own)
+    return Rec(q, blocks, own if family else None, dict(p), kind, who, stmt, origin)
 
 
 def passing(t: bool, exec_: Threads, pre: int, r: Rec) -> int:
@@ -187,7 +217,7 @@ def passing(t: bool, exec_: Threads, pre: int, r: Rec) -> int:
             return -1
     if r.own is None or exec_[0] != r.who[0] and exec_[0] != -1:
         return 0
-    if not vis_of(r.own) & pre:
+    if not r.own[1] & pre:
         return 0
     if exec_[0] == -1:
         return -1
@@ -195,7 +225,7 @@ def passing(t: bool, exec_: Threads, pre: int, r: Rec) -> int:
     return -1 if part == r.who[1] else part
 
 
-def augment(r: Rec, exec_: Threads, levels: list[int]) -> bool:
+def augment(r: Rec, exec_: Threads, levels: Levels) -> bool:
     """A(r, g^exec*, τ_q^full*, τ_q^temp*) = (τ_q, ∫ ∨ ∫_aug, p) (Definition B.3 (ii))."""
     return r.join(exec_, levels)
 
@@ -209,8 +239,8 @@ def dominates(old: Rec, new: Rec) -> bool:
     if old.stmt != new.stmt or old.who != new.who or old.q != new.q \
             or (old.own is None) != (new.own is None):
         return False
-    for cell, counts in new.p.items():
+    for cell, first in new.p.items():
         mine = old.p.get(cell)
-        if not mine or min(mine) > min(counts):
+        if mine is None or mine > first:
             return False
     return True

@@ -340,7 +340,6 @@ class StmtChecker(DataRules):
                         f"{show_type(ty)}")
 
 
-
 # --------------------------------------------------------------------- programs
 
 

@@ -79,6 +79,8 @@ class RuleSet:
         grid[1] (all are grid[1], block[n | B] or thread[n | T]), see errata
         ("order on perspectives: typing view").
         """
+        if a.n <= 0 or b.n <= 0:  # only ASTs built by code can hold these
+            return False
         return persp_leq(a, b, "fixed" if self.lexicographic_order else "paper")
 
     def lt(self, a: Perspective, b: Perspective, shape: MachineShape) -> bool:

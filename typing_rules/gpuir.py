@@ -114,6 +114,9 @@ class _Checker:
         self.consts = {k: v for k, v in an.defines.items()}
 
     def err(self, rule: str, span, msg: str) -> None:
+        if any(e.rule == rule and e.span == span and e.message == msg
+               for e in self.an.errors):
+            return  # one report per site (two parameters may share a size symbol)
         self.an.errors.append(IllTyped(msg, rule=rule, span=span))
 
     def body(self, body: tuple[A.Stmt, ...]) -> None:
@@ -123,14 +126,10 @@ class _Checker:
     # ---------------------------------------------------------- statements
     def stmt(self, s: A.Stmt, info: StmtInfo) -> None:
         match s:
-            case A.For(lo=lo, hi=hi, mode=mode, unit=unit, body=b):
+            case A.For(lo=lo, hi=hi, unit=unit, body=b):
                 self.cexprs((lo, hi), s.span)
                 if unit is not None:
                     unit_def(unit)
-                if info.mapping is None and mode is not A.LoopMode.SEQ:
-                    if mode is A.LoopMode.CUDA_TASKS:
-                        self.err("Scope", s.span, "scope error: cuda_tasks loop outside "
-                                 "a CudaDeviceFunction")
                 self.body(b)
             case A.CudaDeviceFunction(body=b) | A.CudaWarps(body=b):
                 self.body(b)
@@ -181,7 +180,7 @@ class _Checker:
         for r in A.data_reads(e):
             self.read(r, info, s.span, windows=False)
         m = info.mapping
-        if m is not None and m.size != 1:
+        if m is not None and m.size != 1 and not m.poisoned:
             self.err("ThreadScope", s.span, f"collective unit mismatch: a write to {n} "
                      f"in CUDA code must run on one thread (cuda_thread scope), but here "
                      f"it runs on {m.describe()}")
@@ -291,7 +290,8 @@ class _Checker:
             self.err("InstrCall", s.span, f"scope error: {where} is a CUDA instruction, "
                      "called in CPU code")
             return
-        if info.mapping is not None and not info.mapping.is_unit(g.unit):
+        if info.mapping is not None and not info.mapping.poisoned \
+                and not info.mapping.is_unit(g.unit):
             self.err("InstrCall", s.span, f"collective unit mismatch: {where} must be "
                      f"called by one {print_unit(g.unit)}, but here it runs on "
                      f"{info.mapping.describe()}")

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 from math import gcd
 from typing import Mapping
 
-from gpusem.calculus.errors import BadInput, IllTyped
+from gpusem.calculus.errors import IllTyped
 from gpusem.calculus.gpuir import ast as A
 from gpusem.calculus.gpuir.ctrl import cvars, eval_c
 from gpusem.calculus.gpuir.units import WARP, WARPGROUP, Launch, coll_type, unit_def
@@ -57,6 +57,7 @@ class ThreadMapping:
     length: int
     base: int
     terms: tuple[tuple[str, A.CExpr, int], ...] = ()
+    poisoned: bool = False  # derived from a failed tiling (its error is reported)
 
     @property
     def size(self) -> int:
@@ -319,7 +320,7 @@ class _Walker:
                     child = derive_warps(mapping, s)
                 except IllTyped as err:
                     self.error(err)
-                    child = mapping
+                    child = replace(mapping, poisoned=True)
                 self.body(b, child, device, loops, decls)
             case A.If(body=b):
                 self.body(b, mapping, device, loops, decls)
@@ -391,9 +392,7 @@ class _Walker:
             child = derive(mapping, f.unit, f.var, f.lo, max(hi - lo, 0), f.span)
         except IllTyped as err:
             self.error(err)
-            return mapping
-        except BadInput:
-            raise
+            return replace(mapping, poisoned=True)
         self.an.tilings[id(f)] = LoopTiling(f.var, lo, hi, child.length, mapping, child)
         return child
 

@@ -144,8 +144,12 @@ def _warp_sync(qual: str = RMEM) -> dict:
 # Each mutates its output views in place; every arithmetic step stays in float32.
 
 
-def _copy(dst, src, **_):
+def _copy(dst, src):
     dst[...] = src
+
+
+def _store(dst, d):
+    dst[...] = d
 
 
 def _multicast(dst, src):
@@ -280,7 +284,7 @@ _DECLS: tuple[Instr, ...] = (
         "Sm80_mma_store_d_f32",
         (_data("dst", (16, 8), SMEM + GMEM, "write", convergent=True),
          _data("d", (16, 8), ("Sm80_RmemMatrixD",), **_warp_sync())),
-        UnitExpr("cuda_warp"), _copy,
+        UnitExpr("cuda_warp"), _store,
         cuda="exo_Sm80_store_d({dst}, {d}, {dst_stride});", ptx="st.f32 per fragment",
         doc="warp stores a 16x8 accumulator fragment",
     ),
@@ -310,7 +314,7 @@ _DECLS: tuple[Instr, ...] = (
         "Sm90_wgmma_store_d_f32",
         (_data("dst", (64, "n"), SMEM + GMEM, "write", convergent=True),
          _data("d", (64, "n"), ("Sm90_RmemMatrixD",), **_warp_sync())),
-        UnitExpr("cuda_warpgroup"), _copy,
+        UnitExpr("cuda_warpgroup"), _store,
         cuda="exo_Sm90_store_d({dst}, {d}, {dst_stride});", ptx="st.f32 per fragment",
         sizes={"n": tuple(range(8, 257, 8))},
         doc="warpgroup stores a 64 x n accumulator",

@@ -204,10 +204,11 @@ class AppycDriver:
         self.served += 1
         if answer is not None:
             return answer, ""
-        if self.proc.poll() is None:
+        try:  # EOF: the worker is dying, reap it; no EOF: it is still running
+            code = self.proc.wait(timeout=2.0)
+        except subprocess.TimeoutExpired:
             self._kill()
             return None, "hang"
-        code = self.proc.returncode
         self._kill()
         return None, f"crash:{_signal_name(code)}"
 

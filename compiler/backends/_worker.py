@@ -9,9 +9,36 @@ request `(library, symbol, cfg, params, arrays, scalars)`, reply
 from __future__ import annotations
 
 import ctypes
+import mmap
 import time
 
 import numpy as np
+
+PAGE = mmap.PAGESIZE
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+
+
+class _Guarded:
+    """A buffer flush against a PROT_NONE page, another page before it: an access past
+    the end (or far before the start) of a kernel's global array faults, and the
+    launch ends as a "crash" instead of silently corrupting the worker's heap."""
+
+    def __init__(self, array: np.ndarray) -> None:
+        nbytes = max(array.nbytes, 1)
+        data_pages = -(-nbytes // PAGE)
+        self.map = mmap.mmap(-1, (data_pages + 2) * PAGE)
+        base = ctypes.addressof(ctypes.c_char.from_buffer(self.map))
+        end = base + (data_pages + 1) * PAGE
+        # Flush against the guard: aligned to the element size only, so that element n
+        # already faults (the harness's vector types need no more alignment than that).
+        start = (end - nbytes) & ~(array.dtype.itemsize - 1)
+        self.offset = start - base
+        self.array = np.frombuffer(self.map, dtype=array.dtype, count=array.size, offset=self.offset)
+        self.array[...] = array
+        _libc.mprotect(base, PAGE, 0)
+        _libc.mprotect(end, PAGE, 0)
+        self.address = start
 
 
 class _LaunchCfg(ctypes.Structure):
@@ -71,10 +98,11 @@ def launch(cache: dict, request) -> tuple[int, str, dict[str, np.ndarray], float
         poison,
     )
     keep = []  # the ctypes cells the argument vector points into
+    guarded = {name: _Guarded(a) for name, a in arrays.items()}
     argv = (ctypes.c_void_p * max(1, len(params)))()
     for k, (name, dtype, pointer) in enumerate(params):
         if pointer:
-            cell = ctypes.c_void_p(arrays[name].ctypes.data)
+            cell = ctypes.c_void_p(guarded[name].address)
         else:
             cell = _CTYPES[dtype](scalars[name].item())
         keep.append(cell)
@@ -84,7 +112,8 @@ def launch(cache: dict, request) -> tuple[int, str, dict[str, np.ndarray], float
     start = time.perf_counter()
     status = fn(ctypes.byref(cfg), argv, msg, len(msg))
     elapsed = time.perf_counter() - start
-    return status, msg.value.decode(errors="replace"), arrays, elapsed
+    outputs = {name: g.array.copy() for name, g in guarded.items()}
+    return status, msg.value.decode(errors="replace"), outputs, elapsed
 
 
 def serve(conn) -> None:
@@ -97,4 +126,8 @@ def serve(conn) -> None:
             request = conn.recv()
         except EOFError:
             return
-        conn.send(launch(cache, request))
+        try:
+            reply = launch(cache, request)
+        except Exception as err:  # a harness bug: report it, keep serving
+            reply = (-1, f"crash: harness worker error: {type(err).__name__}: {err}", {}, 0.0)
+        conn.send(reply)

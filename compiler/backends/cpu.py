@@ -251,7 +251,7 @@ class CpuBackend:
                 "timeout", {}, f"timeout: kernel ran past {job.timeout_s}s (watchdog)", 0.0
             )
         status, message, outputs, elapsed = reply[1]
-        kind = STATUS_KINDS.get(status, "runtime_error")
+        kind = STATUS_KINDS.get(status, "crash")
         if status == 5:
             message = f"runtime error: {message}"
         return Result(kind, outputs if kind == "ok" else outputs, message, elapsed)  # type: ignore[arg-type]

@@ -61,18 +61,26 @@ class _Device:
         unit = cpu_source.namespaced_unit(
             [(i, f"k{i}_src", src, "") for i, _, src in items], for_cpu=False
         )
+        # Older CuPy spells it addAddNameExpression and lacks getCUBIN (then: PTX for
+        # compute_90a, which the driver JIT-compiles on load).
+        add_name = getattr(nvrtc, "addNameExpression", None) or nvrtc.addAddNameExpression
+        cubin = hasattr(nvrtc, "getCUBIN")
+        options = list(NVRTC_OPTIONS)
+        if not cubin:
+            options[0] = "--gpu-architecture=compute_90a"
         prog = nvrtc.createProgram(unit, "batch.cu", [], [])
         try:
             exprs = {i: f"gs_k{i}::{name}" for i, name, _ in items}
             for expr in exprs.values():
-                nvrtc.addNameExpression(prog, expr)
+                add_name(prog, expr)
             try:
-                nvrtc.compileProgram(prog, list(NVRTC_OPTIONS))
+                nvrtc.compileProgram(prog, options)
             except nvrtc.NVRTCError:
                 return None, {}, nvrtc.getProgramLog(prog)
             lowered = {i: nvrtc.getLoweredName(prog, e) for i, e in exprs.items()}
-            binary = nvrtc.getCUBIN(prog)
-            return binary, lowered, ""
+            if cubin:
+                return nvrtc.getCUBIN(prog), lowered, ""
+            return nvrtc.getPTX(prog).encode() + b"\0", lowered, ""
         finally:
             nvrtc.destroyProgram(prog)
 

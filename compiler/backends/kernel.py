@@ -25,6 +25,7 @@ from gpusem.calculus.errors import BadInput
 
 # dtype name -> C type spelled in generated launchers (the same on both backends).
 C_TYPES: dict[str, str] = {
+    "bool": "bool",  # numpy bool_ and C++ bool are both one byte holding 0 or 1
     "int8": "signed char",
     "uint8": "unsigned char",
     "int16": "short",

@@ -50,14 +50,16 @@ def const(value, ty: BaseType) -> str:
     if ty == BaseType.BOOL:
         return "true" if value else "false"
     if ty == BaseType.INT:
-        return "(-2147483647 - 1)" if value == -(2**31) else str(int(value))
+        if value == -(2**31):
+            return "(-2147483647 - 1)"
+        return f"({int(value)})" if value < 0 else str(int(value))
     if math.isnan(value) or math.isinf(value):
         bits = struct.unpack("<I", struct.pack("<f", value))[0]
         return f"gs_f32_bits(0x{bits:08x}u)"
     text = f"{value:.9g}"
     if "e" not in text and "." not in text and "n" not in text:
         text += ".0"
-    return f"{text}f"
+    return f"({text}f)" if text.startswith("-") else f"{text}f"
 
 
 def expr(e: K.KExpr) -> str:

@@ -1,8 +1,7 @@
 """From a compiled Bundl program to backend jobs, and back to Bundl global memory.
 
 The kernel's parameters are the program's globals in declaration order, each a pointer
-to its elements (int -> int32, float -> float32, bool -> uint8 holding 0/1: C++ `bool`
-is one byte). Initial contents follow the `global` declarations: zeros, `iota`, or the
+to its elements (int -> int32, float -> float32, bool -> bool, one byte each side). Initial contents follow the `global` declarations: zeros, `iota`, or the
 literal list.
 """
 
@@ -15,7 +14,7 @@ from gpusem.compiler.backends.kernel import Job, KernelSpec, ptr
 
 from .pipeline import CompiledKernel
 
-DTYPES = {B.BaseType.INT: "int32", B.BaseType.FLOAT: "float32", B.BaseType.BOOL: "uint8"}
+DTYPES = {B.BaseType.INT: "int32", B.BaseType.FLOAT: "float32", B.BaseType.BOOL: "bool"}
 
 
 def initial_globals(prog: B.Program) -> dict[str, np.ndarray]:

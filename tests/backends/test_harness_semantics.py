@@ -162,3 +162,16 @@ def test_time_budget_stops_a_yielding_livelock(cpu):
     src = src.replace("{\n  while", "{\n  __shared__ gs_u64 bar;\n  if (threadIdx.x == 0) gs_mbar_init(&bar, 64);\n  __syncthreads();\n  while")
     r = run1(cpu, src, 1, 32, OUT64, timeout_s=0.3)
     assert r.kind == "timeout"
+
+
+@pytest.mark.parametrize("index", ["n", "n + 1000", "-2000"])
+def test_out_of_bounds_global_access_crashes(cpu, index):
+    src = kernel(f"  int n = 5;\n  if (threadIdx.x == 0) out[{index}] = 1;", name="oob")
+    r = run1(cpu, src, 1, 1, (ptr("out", "int32", 5),), name="oob")
+    assert r.kind == "crash" and "SIGSEGV" in r.message
+
+
+def test_in_bounds_last_element_is_fine(cpu):
+    src = kernel("  out[threadIdx.x] = (int)threadIdx.x;", name="last")
+    r = run1(cpu, src, 1, 5, (ptr("out", "int32", 5),), name="last")
+    assert r.kind == "ok" and list(r.outputs["out"]) == [0, 1, 2, 3, 4]

@@ -146,3 +146,13 @@ def test_gpuir_errors_are_all_printed(tmp_path, monkeypatch, capsys):
     assert code == 1
     assert [line.split(": ")[0] for line in err.strip().splitlines()] == [
         f"{path}:3:1", f"{path}:5:1"]
+
+
+def test_derivation_flag(files, monkeypatch, capsys):
+    code, out, _ = run(["check", str(files["ok"]), "--derivation"], monkeypatch, capsys)
+    lines = out.splitlines()
+    assert code == 0 and lines[0] == "put:" and "main:" in lines
+    main = lines[lines.index("main:") + 1:]
+    assert main[0].split()[:3] == ["T-Lower", "grid[1]", "m=16"]
+    assert any(line.split()[:2] == ["T-Alloc-Shared", "block[1]"] for line in main)
+    assert lines[-1].startswith("ok: well-typed")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 from gpusem.calculus.bundl.parser import parse_program
+from gpusem.calculus.errors import IllTyped
 from gpusem.typing_rules.bundl import check_program
 
 run_program = pytest.importorskip(
@@ -89,3 +90,30 @@ def test_the_shared_alloc_hole_is_real():
     check_program(prog, "paper")  # accepted as printed
     outcome = run_program(prog, "rr", rules="paper")
     assert outcome.kind == "stuck" and outcome.rule == "S-Alloc-Shared"
+
+
+# An inner `let x` (an int) outlives its scope in η and replaces the outer Local array x
+# (S-Decl writes η[x ↦ v]; memories are never popped): errata, "rebinding a name".
+HOLE_REBIND = """machine blocks = 1, threads = 1;
+global out : int[1];
+main {
+  lower out into ob { destruct { partition ob into o1 by 1 { group 1 {
+    lower o1 into ot { destruct { partition ot into o by 1 { group 1 {
+      alloc x : int[2] in Local;
+      x[0] = 7;
+      if true { let x : int @ thread[1] = 5; }
+      o[0] = x[0];
+    } } } }
+  } } } }
+}
+"""
+
+
+def test_the_rebinding_hole_is_real():
+    prog = parse_program(HOLE_REBIND)
+    check_program(prog, "paper")
+    with pytest.raises(IllTyped) as info:
+        check_program(prog, "fixed")
+    assert (info.value.rule, info.value.prefix) == ("T-Decl", "redeclaration")
+    outcome = run_program(prog, "rr", rules="paper")
+    assert outcome.kind == "stuck" and outcome.rule == "E-Arr-Access"

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 from gpusem.calculus.bundl.parser import parse_program
 from gpusem.calculus.bundl.perspective import Level, Perspective, leq
-from gpusem.calculus.errors import IllTyped
-from gpusem.typing_rules.bundl import check_program
+from gpusem.calculus.errors import BadInput, IllTyped
+from gpusem.fuzz.strategies.bundl import programs
+from gpusem.fuzz.strategies.bundl_any import syntax_programs
+from gpusem.typing_rules.bundl import check_program, type_errors
 from gpusem.typing_rules.bundl_context import FIXED, with_flag
 from gpusem.typing_rules.bundl_context import RULE_SETS as RULES
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 SETTINGS = settings(max_examples=60, deadline=None)
@@ -134,3 +136,49 @@ def test_each_flag_guards_its_hole():
     for flag, src in holes.items():
         assert not well_typed(src, FIXED), flag
         assert well_typed(src, with_flag(FIXED, **{flag: False})), flag
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(syntax_programs(), st.sampled_from(["fixed", "paper"]))
+def test_checker_is_total_on_arbitrary_syntax(prog, rules):
+    """Any syntax tree (runtime forms, garbage perspectives) gets a verdict: IllTyped
+    errors or acceptance, never a Python exception; both entry points agree."""
+    try:
+        errors = type_errors(prog, rules)
+    except BadInput:
+        return  # duplicate top-level names
+    assert all(isinstance(e, IllTyped) and e.rule for e in errors)
+    try:
+        check_program(prog, rules)
+        assert errors == []
+    except IllTyped as first:
+        assert errors and errors[0].message == first.message
+
+
+# Flags that only relax a premise (an order that contains A.1's, reflexive read up, an
+# extra accepted destination) and flags that only add one. Monotonicity: turning a
+# relaxation on, or a restriction off, never rejects a program that was accepted.
+RELAXING = ("lexicographic_order", "var_read_up", "memcpy_async_dst")
+RESTRICTING = ("alloc_shared_block", "claim_divides", "assign_base_only",
+               "no_rebinding")
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(programs(), syntax_programs()))
+def test_rule_flags_are_monotone(prog):
+    from gpusem.typing_rules.bundl_context import PAPER
+
+    try:
+        fixed_ok, paper_ok = well_typed_prog(prog, FIXED), well_typed_prog(prog, PAPER)
+    except BadInput:
+        return
+    if fixed_ok:
+        for flag in RESTRICTING:
+            assert well_typed_prog(prog, with_flag(FIXED, **{flag: False})), flag
+    if paper_ok:
+        for flag in RELAXING:
+            assert well_typed_prog(prog, with_flag(PAPER, **{flag: True})), flag
+
+
+def well_typed_prog(prog, rules) -> bool:
+    return not type_errors(prog, rules)

@@ -4,7 +4,7 @@
 #include "gpusem_rt.cuh"
 
 extern "C" __global__ void atomics(const int* in, int* hist, int* stats, float* fsum,
-                                   int* lock, int* locked_count) {
+                                   int* lock, volatile int* locked_count) {
   int g = blockIdx.x * blockDim.x + threadIdx.x;
   int v = in[g];
   atomicAdd(&hist[v & 7], 1);

@@ -7,7 +7,10 @@ extern "C" __global__ void bulk_copy(const int* in, int* out) {
   __shared__ __align__(16) int tile[128];
   __shared__ gs_u64 bar;
   int t = threadIdx.x;
-  if (t == 0) gs_mbar_init(&bar, 1);
+  if (t == 0) {
+    gs_mbar_init(&bar, 1);
+    gs_fence_proxy_async();  // make the init visible to the async (TMA) proxy
+  }
   __syncthreads();
   if (t == 0) {
     gs_mbar_arrive_expect_tx(&bar, 128 * 4);
