@@ -31,7 +31,8 @@ def parse_shard(text: str) -> tuple[int, int]:
 @click.option("--target", default="appy", show_default=True, help="Compiler under test.")
 @click.option("--property", "props", multiple=True, help="Property (repeatable); "
               "appy: compile, legality. Default: the target's first.")
-@click.option("--backend", default="cpu", show_default=True, help="cpu or cuda.")
+@click.option("--backend", default="cpu", show_default=True,
+              help="cpu, cuda (appy also: sm90, compile for sm_90 and run nothing).")
 @click.option("--budget", default="5m", show_default=True, help="Wall time: 90s, 5m...")
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--jobs", default=1, show_default=True, type=int)
@@ -97,7 +98,8 @@ def _summary_table(console, total, out_dir: str) -> None:
     from rich.table import Table
 
     t = Table(title=f"{total.programs} programs, {len(total.findings)} finding classes, "
-              f"{total.rate_per_min:.0f}/min, {total.invalid} rejected as illegal")
+              f"{total.rate_per_min:.0f}/min, {total.invalid} rejected as illegal, "
+              f"{total.skipped} not runnable on this backend")
     for col in ("kind", "signature", "stmts", "shrunk", "after", "bundle"):
         t.add_column(col)
     for f in total.findings:

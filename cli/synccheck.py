@@ -16,14 +16,14 @@ from __future__ import annotations
 import json
 import re
 import sys
-from typing import Mapping
+from collections.abc import Mapping
 
 import click
-
 from gpusem.calculus.errors import BadInput
 from gpusem.calculus.span import NO_SPAN, Span
 
 from .common import language_of, parse_defines, read_source
+
 
 @click.command(name="synccheck")
 @click.argument("file", type=click.Path(dir_okay=False))
@@ -160,8 +160,9 @@ def diagnostic(v, source: str, file: str) -> str:
                  f"access on {v.other_timeline}")
     lines.append(f"  threads (task, thread): this access {_threads(v.threads)}; "
                  f"earlier access {_threads(v.other_threads)}")
-    lines += _excerpt(source, v.span, _this_label(source, v))
-    lines += _excerpt(source, v.other_span, "conflicting earlier access")
+    width = len(str(max(v.span.line, v.other_span.line)))
+    lines += _excerpt(source, v.span, _this_label(source, v), width)
+    lines += _excerpt(source, v.other_span, "conflicting earlier access", width)
     return "\n".join(lines)
 
 
@@ -174,11 +175,13 @@ def _this_label(source: str, v) -> str:
     return "this access"
 
 
-def _excerpt(source: str, span: Span, label: str) -> list[str]:
+def _excerpt(source: str, span: Span, label: str, width: int = 0) -> list[str]:
+    """`note: label (file:line:col):` then the source line and a caret under the
+    column, line numbers right-aligned to `width`."""
     text = _line(source, span)
     if text is None:
         return [f"  note: {label} ({span})"]
-    num = str(span.line)
+    num = str(span.line).rjust(width)
     caret = " " * (span.column - 1) + "^"
     return [f"  note: {label} ({span}):",
             f"  {num} | {text}",

@@ -32,7 +32,8 @@ from gpusem.calculus.errors import BadInput, GpusemError
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hseed
 
-TARGETS: dict[str, object] = {"appy": "gpusem.fuzz.appy.target:AppyTarget"}
+TARGETS: dict[str, object] = {"appy": "gpusem.fuzz.appy.target:AppyTarget",
+                              "bundl": "gpusem.fuzz.bundl_target:BundlTarget"}
 
 
 def register_target(name: str, factory) -> None:
@@ -56,7 +57,7 @@ def load_target(name: str, backend: str):
 
 @dataclass
 class CheckResult:
-    status: str  # "pass" | "finding" | "invalid"
+    status: str  # "pass" | "finding" | "invalid" (illegal) | "skip" (not runnable here)
     signature: str = ""
     kind: str = ""
     detail: str = ""
@@ -80,6 +81,7 @@ class Finding:
 class Summary:
     programs: int = 0
     invalid: int = 0
+    skipped: int = 0
     findings: list[Finding] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -90,6 +92,7 @@ class Summary:
     def merge(self, other: Summary) -> None:
         self.programs += other.programs
         self.invalid += other.invalid
+        self.skipped += other.skipped
         self.seconds = max(self.seconds, other.seconds)
         seen = {f.signature: f for f in self.findings}
         for f in other.findings:
@@ -142,8 +145,26 @@ class Campaign:
             return True
         return time.monotonic() - self.t0 >= self.budget_s
 
+    def _prefetch(self, target, r: int) -> None:
+        """Targets whose checks are cheaper in batches (one g++ build or NVRTC module
+        for many kernels) get the round's programs first: a generate-only run with the
+        round's seed draws the same sequence the checking run will, and the target
+        caches the batched verdicts that `check` then finds."""
+        programs: list = []
+
+        def collect(program) -> None:
+            programs.append(program)
+
+        test = settings(max_examples=self.round_size, database=None, deadline=None,
+                        phases=[Phase.generate], suppress_health_check=list(HealthCheck))(
+            given(target.strategy(self.prop))(collect))
+        hseed(_round_seed(self.seed, r))(test)()
+        target.prefetch(programs, self.prop)
+
     def _round(self, target, r: int) -> None:
         state = {"hunting": None, "last": None}
+        if hasattr(target, "prefetch"):
+            self._prefetch(target, r)
 
         def body(program) -> None:
             hunting = state["hunting"]
@@ -154,8 +175,11 @@ class Campaign:
                 self.summary.programs += 1
                 if self.on_progress:
                     self.on_progress(self.summary)
-            if res.status == "invalid":
-                self.summary.invalid += hunting is None
+            if res.status in ("invalid", "skip"):
+                if hunting is None and res.status == "invalid":
+                    self.summary.invalid += 1
+                elif hunting is None:
+                    self.summary.skipped += 1
                 return
             if res.status != "finding" or res.signature in self.known:
                 return

@@ -3,11 +3,12 @@
 Figure 7 is described in prose only; the rules as decided here (errata "Figure 7"):
 
   CheckReads(τ_v, t, e#, τ_q*):  for every cell (x, n) ∈ W_e# and every record
-      (_, ∫, _) ∈ ρ(x, n).r, the executing threads G = g_{s#}(σ, ι) must see it:
-        t = false:  ∀g ∈ G. ∀τ_q ∈ τ_q*. ∫(g, τ_q) >= τ_v
-        t = true:   ∃g ∈ G. ∀τ_q ∈ τ_q*. ∫(g, τ_q) >= τ_v
-      (t is the convergence flag of Figure 19: a convergent collective acts as one
-      agent, mirroring R, which gives a convergent access one record for all of G).
+      (_, ∫, _) ∈ ρ(x, n).r, every executing thread must see it:
+        ∀g ∈ G = g_{s#}(σ, ι). ∀τ_q ∈ τ_q*. ∫(g, τ_q) >= τ_v
+      The convergence flag t shapes the records R makes (one for all of G, or one per
+      thread) but not the check: any thread of a convergent collective may be the one
+      whose hardware operation touches the cell (Section 2.2's multicast), so an
+      ∃g reading would be unsound (tests pin it: wgmma_cluster_sync_race).
   CheckMutates:  the same over ρ(x, n).m.
   CheckBarrier(e_z#):  for every cell, the arrive and await counts are equal.
 
@@ -26,16 +27,17 @@ from .amir_records import Rec, Threads, ge, thread_list
 
 
 def record_visible(r: Rec, vl: int, t: bool, qm: int, exec_: Threads) -> bool:
-    """Does record r give the executing threads visibility >= vl on every timeline of
-    qm (bit mask), for all of them (t = false) or for one of them (t = true)?
+    """Does record r give every executing thread visibility >= vl on every timeline of
+    qm (bit mask)? For a family (amir_records) every member must pass; member g also
+    sees itself through its diagonal block `own`.
 
-    For a family (amir_records), every member must pass; member g also sees itself
-    through its diagonal block `own`."""
+    Note: `t` (convergence) does not weaken the check: an ∃-reading for convergent
+    accesses accepts Section 2.2's third bug (errata "Figure 7")."""
     if not qm:
         return True
     task, mask = exec_
     if task == -1:
-        return _visible_to_all_tasks(r, vl, t, qm)
+        return _visible_to_all_tasks(r, vl, qm)
     c_all = c_nown = -1
     for q in range(qm.bit_length()):
         if qm >> q & 1:
@@ -43,31 +45,23 @@ def record_visible(r: Rec, vl: int, t: bool, qm: int, exec_: Threads) -> bool:
             c_all &= c
             if r.own is None or not ge(r.own, vl) >> q & 1:
                 c_nown &= c
-    if r.own is None or r.who[0] != task:
-        return (mask & c_all) != 0 if t else (mask & ~c_all) == 0
-    members = r.who[1]
-    if t:
-        return (mask & c_all) != 0 or (members & ~(mask & c_nown)) == 0
     missing = mask & ~c_all
-    return missing == 0 or (missing == members and (missing & (missing - 1)) == 0
-                            and (missing & c_nown) != 0)
-
-
-def _visible_to_all_tasks(r: Rec, vl: int, t: bool, qm: int) -> bool:
-    """The check run at CPU scope (G = 𝔾): ∀ needs an ALL block on every timeline;
-    ∃ is satisfied by any one thread (a family member sees itself)."""
-    if t and r.own is not None and ge(r.own, vl) & qm == qm:
+    if not missing:
         return True
-    for task in sorted({ts[0] for ts in r.blocks}):
-        cov = -1
-        for q in range(qm.bit_length()):
-            if qm >> q & 1:
-                cov &= r.cover(task, q, vl)
-        if task == -1 and cov == -1:
-            return True
-        if t and cov != 0:
-            return True
-    return False
+    if r.own is None or r.who[0] != task:
+        return False
+    # every member g needs missing ⊆ {g} ∩ c_nown: only a one-member family can pass
+    return missing == r.who[1] and (missing & (missing - 1)) == 0 \
+        and (missing & c_nown) != 0
+
+
+def _visible_to_all_tasks(r: Rec, vl: int, qm: int) -> bool:
+    """The check run at CPU scope (G = 𝔾): a block over all of 𝔾 on every timeline."""
+    cov = -1
+    for q in range(qm.bit_length()):
+        if qm >> q & 1:
+            cov &= r.cover(-1, q, vl)
+    return cov == -1
 
 
 def lacking(r: Rec, vl: int, qm: int, exec_: Threads) -> Threads:

@@ -91,24 +91,42 @@ def compile_b(b: G.BExpr, bound: frozenset[str], span: Span = NO_SPAN) -> Callab
 
 def compile_window(acc: A.Access, bound: frozenset[str], span: Span) -> Callable:
     """E#-Acc with W-Point / W-Range / W-Tuple: a function (env, shape) -> a tuple of
-    ints (every coordinate a point) or of slices (a box). `None` interval bounds
-    (`x[:, 0]`) read the variable's shape."""
-    parts, points = [], True
-    for w in acc.coords:
+    ints (every coordinate a point: `.points`) or, for a box, the pair (index of ints
+    and slices, key: a (lo, hi) pair per dimension); None when the window leaves
+    [0, shape) (the caller then grows or traps, using `.raw`, which returns the index
+    unchecked). `None` interval bounds (`x[:, 0]`) read the variable's shape."""
+    parts, keys, tests, points = [], [], [], True
+    for d, w in enumerate(acc.coords):
         match w:
             case G.WPoint(index=c):
-                parts.append(c_source(c, bound, span))
+                parts.append(f"(_{d} := {c_source(c, bound, span)})")
+                keys.append(f"(_{d}, _{d} + 1)")
+                tests.append(f"0 <= _{d} < s[{d}]")
             case G.WInterval(lo=lo, hi=hi):
                 points = False
                 lo_s = "0" if lo is None else c_source(lo, bound, span)
-                hi_s = f"s[{len(parts)}]" if hi is None else c_source(hi, bound, span)
-                parts.append(f"slice({lo_s}, {hi_s})")
+                hi_s = f"s[{d}]" if hi is None else c_source(hi, bound, span)
+                parts.append(f"slice((_{d} := {lo_s}), (_h{d} := {hi_s}))")
+                keys.append(f"(_{d}, _h{d})")
+                tests.append(f"0 <= _{d} and _h{d} <= s[{d}]")
             case _:
                 assert_never(w)
     tup = "(" + "".join(p + ", " for p in parts) + ")"
-    fn = eval(f"lambda e, s: {tup}", {**_GLOBALS, "slice": slice})  # noqa: S307
+    key = "(" + "".join(k + ", " for k in keys) + ")"
+    test = " and ".join(tests) or "True"
+    out = "_t" if points else f"(_t, {key})"
+    src = f"lambda e, s: ({out} if ({test}) else None) if ((_t := {tup}) or True) else 0"
+    env = {**_GLOBALS, "slice": slice}
+    fn = eval(src, env)  # noqa: S307 - generated from an AST
+    fn.raw = eval(f"lambda e, s: {tup}", env)  # type: ignore[attr-defined]  # noqa: S307
     fn.points = points  # type: ignore[attr-defined]
+    fn.ndim = len(acc.coords)  # type: ignore[attr-defined]
     return fn
+
+
+def box_key(idx: tuple) -> tuple:
+    """The (lo, hi) per dimension of an index of ints and slices."""
+    return tuple((i, i + 1) if isinstance(i, int) else (i.start, i.stop) for i in idx)
 
 
 def compile_threads(th: A.ThreadMap, bound: frozenset[str], span: Span) -> Callable:

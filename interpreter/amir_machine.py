@@ -30,6 +30,7 @@ Representation (the speed target of issue 3: GEMM N=1024 in <= 2 s on one core):
 
 from __future__ import annotations
 
+import gc
 from typing import Callable, Mapping
 
 import numpy as np
@@ -41,9 +42,10 @@ from gpusem.calculus.span import Span
 
 from .amir_checks import (Stats, Verdict, Violation, access_violation,
                           barrier_violation, record_visible)
-from .amir_ctrl import compile_b, compile_c, compile_threads, compile_window
-from .amir_records import (ALL, NQ, Rec, Threads, augment, dominates, make_levels,
-                           new_records, passing, qmask)
+from .amir_ctrl import box_key, compile_b, compile_c, compile_threads, compile_window
+from .amir_records import (ALL, NQ, Rec, Threads, augment, make_levels, new_records,
+                           passing, qmask)
+from .amir_store import SetTable, Var, add_to_window, clear_window, window_sets
 
 DEFAULT_MAX_STEPS = 200_000_000
 
@@ -60,101 +62,6 @@ def check_amir(prog: A.AProc, defines: Mapping[str, int], *,
 class _Reject(Exception):
     def __init__(self, violation: Violation):
         self.violation = violation
-
-
-class Var:
-    """ρ restricted to one variable. `allocated` is False for a variable first met in an
-    access (a procedure argument): its arrays then grow to fit."""
-
-    __slots__ = ("name", "shape", "rd", "mu", "arr", "awt", "key", "allocated")
-
-    def __init__(self, name: str, shape: tuple[int, ...], barrier: bool, key: tuple,
-                 allocated: bool):
-        self.name, self.shape, self.key, self.allocated = name, shape, key, allocated
-        self.rd = np.zeros(shape, dtype=np.int32)
-        self.mu = np.zeros(shape, dtype=np.int32)
-        self.arr = np.zeros(shape, dtype=np.int64) if barrier else None
-        self.awt = np.zeros(shape, dtype=np.int64) if barrier else None
-
-    def grow(self, need: tuple[int, ...]) -> None:
-        shape = tuple(max(n, 2 * o if n > o else o) for n, o in zip(need, self.shape))
-        for attr in self.__slots__[2:6]:
-            old = getattr(self, attr)
-            if old is not None:
-                new = np.zeros(shape, dtype=old.dtype)
-                new[tuple(slice(0, n) for n in self.shape)] = old
-                setattr(self, attr, new)
-        self.shape = shape
-
-
-class SetTable:
-    """Interned sets of records: id 0 is ∅. `union(sid, recs)` is memoised.
-
-    `ref[sid]` counts the cells holding set sid; a record's `live` counts the sets with
-    ref > 0 that contain it. A record with live == 0 is in no cell, so no judgment can
-    observe it and lifts skip it (that keeps a Fence's work proportional to the
-    records that exist, not to every record ever made)."""
-
-    def __init__(self) -> None:
-        self.sets: list[tuple[Rec, ...]] = [()]
-        self.ids: dict[frozenset[int], int] = {frozenset(): 0}
-        self.memo: dict[tuple[int, int], int] = {}
-        self.ref: list[int] = [0]
-
-    def union(self, sid: int, key: int, recs: tuple[Rec, ...]) -> int:
-        out = self.memo.get((sid, key))
-        if out is None:
-            old = self.sets[sid]
-            have = {r.id for r in old}
-            stmts = {n.stmt for n in recs}
-            kept = tuple(r for r in old if r.stmt not in stmts
-                         or not any(dominates(r, n) for n in recs))
-            merged = kept + tuple(r for r in recs if r.id not in have)
-            ident = frozenset(r.id for r in merged)
-            out = self.ids.get(ident)
-            if out is None:
-                out = self.ids[ident] = len(self.sets)
-                self.sets.append(merged)
-                self.ref.append(0)
-                for r in merged:
-                    r.sids.append(out)
-            self.memo[(sid, key)] = out
-        return out
-
-    def add_member(self, sid: int, r: Rec) -> None:
-        """A family split: set sid now also holds r (its other part is already in)."""
-        old = self.sets[sid]
-        ident = frozenset(x.id for x in old)
-        if self.ids.get(ident) == sid:
-            del self.ids[ident]
-        self.sets[sid] = old + (r,)
-        self.ids.setdefault(ident | {r.id}, sid)
-
-    def inc(self, sid: int, n: int) -> None:
-        if sid:
-            if self.ref[sid] == 0:
-                for r in self.sets[sid]:
-                    r.live += 1
-            self.ref[sid] += n
-
-    def dec(self, sid: int, n: int) -> None:
-        if sid:
-            self.ref[sid] -= n
-            if self.ref[sid] == 0:
-                for r in self.sets[sid]:
-                    r.live -= 1
-
-    def release(self, arr: np.ndarray) -> None:
-        """The cells of `arr` stop holding their sets (a variable dies or is cleared)."""
-        if arr.size == 0:
-            return
-        first = int(arr.flat[0])
-        if (arr == first).all():
-            self.dec(first, arr.size)
-            return
-        uniq, counts = np.unique(arr, return_counts=True)
-        for u, c in zip(uniq.tolist(), counts.tolist()):
-            self.dec(u, c)
 
 
 class Machine:
@@ -180,11 +87,19 @@ class Machine:
         self.body = self.compile_body(prog.body, frozenset(prog.params))
 
     def run(self) -> Verdict:
+        # Note: the machine makes no reference cycles (records, sets and arrays are
+        # freed by reference counting), and with millions of live small objects the
+        # cyclic collector's full passes make the run superlinear: pause it.
+        was_enabled = gc.isenabled()
+        gc.disable()
         try:
             for s in self.body:
                 s()
         except _Reject as rej:
             return Verdict(rej.violation, self.stats)
+        finally:
+            if was_enabled:
+                gc.enable()
         return Verdict(None, self.stats)
 
     # ------------------------------------------------------------------ compiling
@@ -293,8 +208,9 @@ class Machine:
     def _drop(self, v: Var) -> None:
         """A variable's lifetime ends: its cells release their record sets, and a
         barrier's arrive-count registrations are forgotten."""
-        self.sets.release(v.rd)
-        self.sets.release(v.mu)
+        whole = tuple((0, n) for n in v.shape)
+        self.sets.release(v.rd, v.known("rd", whole))
+        self.sets.release(v.mu, v.known("mu", whole))
         if v.arr is not None:
             for k in [k for k in self.bar_recs if k[0] == v.key]:
                 del self.bar_recs[k]
@@ -309,11 +225,16 @@ class Machine:
         vl, atomic, q, t = int(s.vl), qmask(s.atomic), s.qual.index, s.t
         name, ndim, ident = s.access.name, len(s.access.coords), id(s)
         attr = "rd" if kind == "read" else "mu"
+        env = self.env
 
         def record():
-            who = self._who(threads)
-            p = self._p_of(bars) if bars else {}
-            key = (ident, who, tuple(p.items()))
+            mask = threads(env)
+            who = ALL if mask is None else (self.task, mask)
+            if bars:
+                p = self._p_of(bars)
+                key = (ident, who, tuple(p.items()))
+            else:
+                p, key = {}, (ident, who)
             hit = self.rec_cache.get(key)
             if hit is None:
                 r = new_records(vl, t, q, atomic, p, who, kind, ident, s.origin)
@@ -322,40 +243,10 @@ class Machine:
                     self._index_barrier(cell, r)
                 self.stats.records += 1
                 hit = self.rec_cache[key] = ((r,), r.id)
-            v, idx = self._resolve(name, ndim, win, s.origin)
-            self._add(getattr(v, attr), idx, win.points, hit)
+            v, idx, box = self._resolve(name, ndim, win, s.origin)
+            self.stats.recorded_accesses += add_to_window(self.sets, v, attr, idx, box,
+                                                          hit)
         return record
-
-    def _add(self, arr: np.ndarray, idx: tuple, point: bool, hit) -> None:
-        recs, key = hit
-        sets = self.sets
-        if point:
-            old = int(arr[idx])
-            new = sets.union(old, key, recs)
-            if new != old:
-                arr[idx] = new
-                sets.inc(new, 1)
-                sets.dec(old, 1)
-            self.stats.recorded_accesses += 1
-            return
-        sub = arr[idx]
-        if sub.size == 0:
-            return
-        self.stats.recorded_accesses += sub.size
-        first = sub.item(0)
-        if (sub == first).all():
-            new = sets.union(first, key, recs)
-            if new != first:
-                sub.fill(new)
-                sets.inc(new, sub.size)
-                sets.dec(first, sub.size)
-            return
-        uniq, inv, counts = np.unique(sub, return_inverse=True, return_counts=True)
-        new = [sets.union(u, key, recs) for u in uniq.tolist()]
-        sub[...] = np.asarray(new, dtype=np.int32)[inv].reshape(sub.shape)
-        for u, n, c in zip(uniq.tolist(), new, counts.tolist()):
-            sets.inc(n, c)
-            sets.dec(u, c)
 
     def _rule_clear(self, s: A.ClearReads | A.ClearMutates, bound: frozenset[str]):
         # ClearReads: ρ(x, n).r = ∅; ClearMutates: ρ(x, n).m = ∅, for (x, n) ∈ W_{e#}.
@@ -364,13 +255,8 @@ class Machine:
         name, ndim = s.access.name, len(s.access.coords)
 
         def clear():
-            v, idx = self._resolve(name, ndim, win, s.origin)
-            arr = getattr(v, attr)
-            if win.points:
-                self.sets.dec(int(arr[idx]), 1)
-            else:
-                self.sets.release(arr[idx])
-            arr[idx] = 0
+            v, idx, box = self._resolve(name, ndim, win, s.origin)
+            clear_window(self.sets, v, attr, idx, box)
         return clear
 
     def _rule_fence(self, s: A.Fence, bound: frozenset[str]):
@@ -469,24 +355,15 @@ class Machine:
         name, ndim = s.access.name, len(s.access.coords)
 
         def check_access():
-            v, idx = self._resolve(name, ndim, win, s.origin)
-            arr = getattr(v, attr)
-            if win.points:
-                sids = (int(arr[idx]),)
-            else:
-                sub = arr[idx]
-                if sub.size == 0:
-                    return
-                first = sub.item(0)
-                sids = (first,) if (sub == first).all() else np.unique(sub).tolist()
+            v, idx, box = self._resolve(name, ndim, win, s.origin)
             g = None
-            for sid in sids:
+            for sid in window_sets(v, attr, idx, box):
                 if sid == 0:
                     continue
                 g = g or self._who(threads)
                 bad = self._first_invisible(sid, vl, t, qm, g, attr)
                 if bad is not None:
-                    at = self._cell_of(arr, idx, win.points, sid)
+                    at = self._cell_of(getattr(v, attr), idx, win.points, sid)
                     raise _Reject(access_violation(check, name, at, bad, vl, qm, g,
                                                    s.origin))
         return check_access
@@ -509,7 +386,7 @@ class Machine:
         name, ndim = s.access.name, len(s.access.coords)
 
         def check_barrier():
-            v, idx = self._resolve(name, ndim, win, s.origin)
+            v, idx, _ = self._resolve(name, ndim, win, s.origin)
             if v.arr is None:
                 raise BadInput(f"check barrier: {name} is not a barrier at {s.origin}",
                                rule="CheckBarrier", span=s.origin)
@@ -584,12 +461,19 @@ class Machine:
     def _new_epoch(self) -> None:
         self.rec_cache.clear()
         self.check_memo.clear()
+        self.sets.collect()
 
     def _p_of(self, bars) -> dict:
         """P_{E#, ρ}: the current arrive count of each barrier cell in E#."""
         p: dict[tuple, int] = {}
         for name, w in bars:
-            p.update(self._barrier_cells(name, None, w, None))
+            v = self.vars.get(name)
+            idx = None if v is None or v.arr is None or not w.points \
+                else w(self.env, v.shape)
+            if idx is not None:                          # one cell, in bounds
+                p[(v.key, idx)] = int(v.arr[idx])
+            else:
+                p.update(self._barrier_cells(name, None, w, None))
         return p
 
     def _bar_var(self, name: str) -> Var:
@@ -602,7 +486,10 @@ class Machine:
     def _barrier_cells(self, name, ndim, win, origin) -> dict[tuple, int]:
         """{(barrier key, cell index): arrive count} for a barrier access."""
         v = self._bar_var(name)
-        idx = win(self.env, v.shape)
+        if len(v.shape) != win.ndim:
+            raise BadInput(f"access: barrier {name} has {len(v.shape)} dimensions, "
+                           f"accessed with {win.ndim} at {origin}", rule="E#-Acc")
+        idx = win.raw(self.env, v.shape)
         self._check_bounds(v, idx, win.points, origin)
         if win.points:
             return {(v.key, idx): int(v.arr[idx])}
@@ -611,23 +498,30 @@ class Machine:
                 for c in [tuple(r[i] for r, i in zip(ranges, c))]}
 
     def _resolve(self, name: str, ndim: int, win, origin: Span):
-        """E#-Acc: the variable and the numpy index of the accessed cells."""
+        """E#-Acc: the variable, the NumPy index of the accessed cells, and the box key
+        of a window (None for a single cell)."""
         v = self.vars.get(name)
         if v is None:
             v = self.vars[name] = Var(name, (0,) * ndim, False, (name, 0), False)
-        if len(v.shape) != ndim:
+        elif len(v.shape) != ndim:
             raise BadInput(f"access: {name} has {len(v.shape)} dimensions, accessed "
                            f"with {ndim} at {origin}", rule="E#-Acc", span=origin)
-        idx = win(self.env, v.shape)
-        self._check_bounds(v, idx, win.points, origin)
-        return v, idx
+        got = win(self.env, v.shape)
+        if got is None:
+            idx = win.raw(self.env, v.shape)
+            self._check_bounds(v, idx, win.points, origin)
+            return v, idx, (None if win.points else box_key(idx))
+        return (v, got, None) if win.points else (v, got[0], got[1])
 
     def _check_bounds(self, v: Var, idx: tuple, points: bool, origin) -> None:
+        """Out of [0, shape): a trap for an allocated variable; an unallocated one (a
+        procedure argument) grows to fit."""
         need = []
         for i, n in zip(idx, v.shape):
-            lo, hi = (i, i + 1) if points or isinstance(i, int) else (i.start, i.stop)
+            lo, hi = (i, i + 1) if isinstance(i, int) else (i.start, max(i.start,
+                                                                         i.stop))
             if lo < 0 or (hi > n and v.allocated):
-                raise Trap(f"out of bounds: {v.name}{list(idx)} outside shape "
+                raise Trap(f"out of bounds: {v.name}{_show(idx)} outside shape "
                            f"{v.shape} at {origin}", rule="E#-Acc",
                            span=origin or Span("<amir>", 0, 0, 0, 0))
             need.append(max(hi, n))
@@ -639,6 +533,11 @@ class Machine:
             return tuple(int(i) for i in idx)
         pos = tuple(int(i) for i in np.argwhere(arr[idx] == sid)[0])
         return _absolute(idx, pos, False)
+
+
+def _show(idx: tuple) -> str:
+    parts = [str(i) if isinstance(i, int) else f"{i.start}:{i.stop}" for i in idx]
+    return f"[{', '.join(parts)}]"
 
 
 def _saturated(r: Rec) -> bool:

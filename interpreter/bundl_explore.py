@@ -21,61 +21,72 @@ from .bundl_small_step import ASYNC
 
 
 def explore(m: Machine, max_steps: int = 1_000_000) -> Outcome:
-    """All interleavings of `m` (from its current configuration)."""
+    """All interleavings of `m` (from its current configuration).
+
+    Depth-first, with a partial-order reduction: where some thread's next step touches
+    only its own state (`_is_local`), that step alone is explored (an ample set of
+    one), except when it closes a cycle through the DFS stack (the stack proviso), where
+    every enabled thread is expanded. Equal configurations are explored once.
+    """
     seen: set = set()
     finals: dict = {}
-    stack = [(m.snapshot(), ())]
+    on_stack: set = set()
+    stack: list[list] = []  # [key, snapshot, todo, path, reduced, enabled]
     transitions = 0
-    while stack:
-        snap, path = stack.pop()
-        m.restore(snap)
+
+    def arrive(path: tuple):
+        """Classify the current configuration; push it if it needs exploring.
+        Returns (whether it closes a cycle through the DFS stack, a bad outcome)."""
         enabled = m.enabled_threads()  # descends: frames pushed, term unchanged
         key = m.key()
         if key in seen:
-            continue
+            return key in on_stack, None
         seen.add(key)
         live = m.live()
         if not live:
             mem = m.globals()
             finals.setdefault(_freeze(mem), mem)
-            continue
+            return False, None
         if not enabled:
-            ths = m.threads()
             err = _deadlock_error(f"deadlock: {len(live)} live threads all wait",
-                                  ths[live[0]])
-            return _bad(m, "deadlock", err, list(path), len(seen), transitions)
-        base = m.snapshot()
+                                  m.threads()[live[0]])
+            return False, _bad(m, "deadlock", err, list(path), len(seen), transitions)
         local = _local_thread(m, enabled)
-        if local is not None:
-            # Partial-order reduction: a step that touches only its own thread
-            # commutes with every other step, so exploring it alone loses no final
-            # memory, stuck state or deadlock. Cycle proviso: if it leads to a state
-            # already seen, fall back to expanding every thread.
-            try:
-                m.step(local)
-            except (Stuck, Trap) as err:
-                return _bad(m, "stuck", err, list(path) + [local], len(seen),
-                            transitions)
-            transitions += 1
-            if m.key() not in seen:
-                stack.append((m.snapshot(), path + (local,)))
-                continue
-        for i in enabled:
-            m.restore(base)
-            try:
-                m.step(i)
-            except (Stuck, Trap) as err:
-                return _bad(m, "stuck", err, list(path) + [i], len(seen), transitions)
-            transitions += 1
-            if transitions >= max_steps:
-                err = BudgetExhausted(f"step budget exhausted: {max_steps} transitions "
-                                      f"explored ({len(seen)} states)", rule="S-Program")
-                return _bad(m, "budget", err, None, len(seen), transitions)
-            stack.append((m.snapshot(), path + (i,)))
+        todo = [local] if local is not None else list(reversed(enabled))
+        stack.append([key, m.snapshot(), todo, path, local is not None, enabled])
+        on_stack.add(key)
+        return False, None
+
+    _, bad = arrive(())
+    if bad is not None:
+        return bad
+    while stack:
+        top = stack[-1]
+        key, snap, todo, path, reduced, enabled = top
+        if not todo:
+            stack.pop()
+            on_stack.discard(key)
+            continue
+        i = todo.pop()
+        m.restore(snap)
+        try:
+            m.step(i)
+        except (Stuck, Trap) as err:
+            return _bad(m, "stuck", err, list(path) + [i], len(seen), transitions)
+        transitions += 1
+        if transitions >= max_steps:
+            err = BudgetExhausted(f"step budget exhausted: {max_steps} transitions "
+                                  f"explored ({len(seen)} states)", rule="S-Program")
+            return _bad(m, "budget", err, None, len(seen), transitions)
+        cycle, bad = arrive(path + (i,))
+        if bad is not None:
+            return bad
+        if reduced and cycle:
+            top[2] = [j for j in reversed(enabled) if j != i]  # stack proviso
+            top[4] = False
     mems = list(finals.values())
-    out = Outcome("terminated", mems[0] if mems else m.globals(), transitions,
-                  final_memories=mems, states=len(seen))
-    return out
+    return Outcome("terminated", mems[0] if mems else m.globals(), transitions,
+                   final_memories=mems, states=len(seen))
 
 
 def _local_thread(m: Machine, enabled: list[int]) -> int | None:

@@ -219,6 +219,7 @@ class Outcome:
     final_memories: list = field(default_factory=list)  # exhaustive: distinct finals
     bad_schedule: list[int] | None = None  # exhaustive: thread indices to replay
     states: int = 0  # exhaustive: distinct states explored
+    exprs: int = 0  # big-step: evaluated expressions (one per lane)
 
     @property
     def ok(self) -> bool:

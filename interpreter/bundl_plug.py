@@ -22,8 +22,13 @@ from .bundl_small_step import (
 )
 
 
-def plug(cfg, th) -> Stmt:
-    """The thread's whole current statement (runtime forms included)."""
+def plug(cfg, th, for_typing: bool = False) -> Stmt:
+    """The thread's whole current statement (runtime forms included).
+
+    `for_typing`: show the fixed S-Claim's runtime body as the claim it came from (the
+    typing rules have no form for "the first n' units run s"; T-Claim types exactly
+    that body at (h, n'))."""
+    render = _for_typing if for_typing else _for_display
     cur = render(th.focus)
     for f in reversed(th.frames):
         kind = f[0]
@@ -49,17 +54,22 @@ def plug(cfg, th) -> Stmt:
             cur = dataclasses.replace(f[1], label=f[2], body=cur)
         elif kind == CLAIM:
             c = f[1]
-            cur = Split(c.claim.at, c.n - c.claim.at, cur, Skip(), c.span)
+            cur = dataclasses.replace(c.claim, body=cur) if for_typing else \
+                Split(c.claim.at, c.n - c.claim.at, cur, Skip(), c.span)
         else:
             assert kind in (SCOPE, CALL)
     return cur
 
 
-def render(s):
+def _for_display(s):
     """A runtime form of this interpreter as the AST the printer knows."""
     if isinstance(s, ClaimBody):
         return Split(s.claim.at, s.n - s.claim.at, s.claim.body, Skip(), s.span)
     return s
+
+
+def _for_typing(s):
+    return s.claim if isinstance(s, ClaimBody) else s
 
 
 def subst(s, y: str, off: int):

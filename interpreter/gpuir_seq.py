@@ -29,10 +29,9 @@ the parallel program, zero makes the sequential reading deterministic.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Mapping, assert_never
 
 import numpy as np
-
 from gpusem.calculus.errors import BadInput, BudgetExhausted, Trap
 from gpusem.calculus.gpuir import ast as A
 from gpusem.calculus.gpuir.ctrl import affine, bvars, cdiv, cvars, eval_b, eval_c
@@ -69,6 +68,7 @@ class _Evaluator:
                  max_steps: int):
         self.proc = proc
         self.env: dict[str, object] = dict(defines)
+        self.defines = dict(defines)
         self.vars: dict[str, _Var] = {}
         self.lanes: list[int] = []   # batch axis sizes, newest first
         self.vectorise = vectorise
@@ -85,10 +85,13 @@ class _Evaluator:
                                f"{self.proc.name}")
         for p in self.proc.ctrl_params:
             if p.name not in self.env:
-                raise BadInput(f"{p.span}: missing definition: {p.name} (pass -D "
-                               f"{p.name}=...)")
+                raise BadInput(f"missing definition: {p.name} (pass -D "
+                               f"{p.name}=...)", span=p.span)
         for p in self.proc.data_params:
             shape = tuple(int(eval_c(c, self.env)) for c in p.shape)
+            if any(k < 0 for k in shape):
+                raise BadInput(f"bad definition: {p.name} has a negative extent {shape}",
+                               span=p.span)
             dt = DTYPES[p.dtype]
             if p.name in inputs:
                 arr = np.array(inputs[p.name]).astype(dt)
@@ -149,6 +152,8 @@ class _Evaluator:
                 self.instr(s)
             case (A.BarrierAlloc() | A.Free() | A.Fence() | A.Arrive() | A.Await()):
                 pass  # synchronisation is invisible to the sequential reading
+            case _:
+                assert_never(s)
 
     def loop(self, f: A.For) -> None:
         lo, hi = eval_c(f.lo, self.env), eval_c(f.hi, self.env)
@@ -180,11 +185,18 @@ class _Evaluator:
         if len(idx) != len(shape):
             raise Trap(f"shape mismatch: {name} has {len(shape)} dimension(s), "
                        f"indexed with {len(idx)}", rule="seq", span=span)
+        if not self.lanes:  # the common scalar case, kept cheap
+            for d, i in enumerate(idx):
+                if not 0 <= i < shape[d]:
+                    raise Trap(f"out of bounds: {name} index {i} in dimension {d} "
+                               f"(extent {shape[d]})", rule="seq", span=span)
+            return tuple(idx)
         out = []
         for d, i in enumerate(idx):
             if np.any((np.asarray(i) < 0) | (np.asarray(i) >= shape[d])):
                 bad = np.asarray(i)[(np.asarray(i) < 0) | (np.asarray(i) >= shape[d])]
-                raise Trap(f"out of bounds: {name} index {int(bad.flat[0])} in dimension "
+                raise Trap(f"out of bounds: {name} index {int(bad.flat[0])} in "
+                           f"dimension "
                            f"{d} (extent {shape[d]})", rule="seq", span=span)
             out.append(i)
         k = len(self.lanes)
@@ -212,7 +224,8 @@ class _Evaluator:
             value = np.broadcast_to(np.asarray(value, v.dtype), shape)
         if reduce:
             old = v.array[full] if full else v.array[()]
-            value = self._arith("+", np.asarray(old), np.asarray(value, v.dtype), s.span)
+            value = self._arith("+", np.asarray(old), np.asarray(value, v.dtype),
+                                s.span)
         if full:
             v.array[full] = value
         else:
@@ -276,10 +289,10 @@ class _Evaluator:
     def instr(self, s: A.InstrCall) -> None:
         g = INSTRUCTIONS.get(s.instr)
         if g is None:
-            raise BadInput(f"{s.span}: unknown instruction: {s.instr}")
+            raise BadInput(f"unknown instruction: {s.instr}", span=s.span)
         if len(s.args) != len(g.params):
-            raise BadInput(f"{s.span}: bad call: {g.name} takes {len(g.params)} "
-                           "argument(s)")
+            raise BadInput(f"bad call: {g.name} takes {len(g.params)} "
+                           "argument(s)", span=s.span)
         kwargs = {}
         for p, a in zip(g.params, s.args):
             match a:
@@ -299,17 +312,18 @@ class _Evaluator:
     def batchable(self, f: A.For) -> bool:
         key = id(f)
         if key not in self._batchable:
-            self._batchable[key] = _Batch(f).ok()
+            self._batchable[key] = _Batch(f, self.defines).ok()
         return self._batchable[key]
 
 
 class _Batch:
     """Decides whether the iterations of loop `f` can run as lanes (module Note)."""
 
-    def __init__(self, f: A.For):
+    def __init__(self, f: A.For, consts: Mapping[str, int] | None = None):
         self.f = f
+        self.consts = dict(consts or {})
         self.private: set[str] = set()
-        self.inner: set[str] = set()   # iterators bound inside the body
+        self.inner: dict[str, int | None] = {}  # iterators bound inside: trip count
         self.writes: dict[str, list[tuple[A.CExpr, ...]]] = {}
         self.reads: dict[str, list[tuple[A.WCoord, ...]]] = {}
 
@@ -324,15 +338,27 @@ class _Batch:
             if any(i != first for i in idxs) or not self.injective(first, y):
                 return False
             for coords in self.reads.get(name, []):
-                pts = tuple(c.index if isinstance(c, A.WPoint) else None for c in coords)
+                pts = tuple(c.index if isinstance(c, A.WPoint) else None
+                            for c in coords)
                 if pts != first:
                     return False
         return True
 
     def injective(self, idx: tuple[A.CExpr, ...], y: str) -> bool:
+        """Distinct iterations write distinct cells: some coordinate is a*y + rest
+        where `rest` does not depend on y and, over one iteration, spans less than
+        |a| (inner iterators with known trip counts: `x[task * 128 + tid]`)."""
         for c in idx:
-            a = affine(c)
-            if a is not None and a.coeff(y) != 0 and not (cvars(c) & self.inner):
+            a = affine(c, self.consts)
+            if a is None or a.coeff(y) == 0:
+                continue
+            spread = 0
+            for v, k in a.coeffs:
+                if v in self.inner:
+                    trips = self.inner[v]
+                    spread = None if trips is None or spread is None else \
+                        spread + abs(k) * max(trips - 1, 0)
+            if spread is not None and spread < abs(a.coeff(y)):
                 return True
         return False
 
@@ -340,10 +366,12 @@ class _Batch:
         y = self.f.var
         for s in body:
             match s:
-                case A.Assign(name=n, idx=idx, rhs=e) | A.Reduce(name=n, idx=idx, rhs=e):
+                case A.Assign(name=n, idx=idx, rhs=e) | \
+                        A.Reduce(name=n, idx=idx, rhs=e):
                     self.writes.setdefault(n, []).append(idx)
                     if isinstance(s, A.Reduce):
-                        self.reads.setdefault(n, []).append(tuple(A.WPoint(c) for c in idx))
+                        pts = tuple(A.WPoint(c) for c in idx)
+                        self.reads.setdefault(n, []).append(pts)
                     for r in A.data_reads(e):
                         if any(isinstance(c, A.WInterval) for c in r.coords):
                             return False
@@ -353,11 +381,14 @@ class _Batch:
                 case A.For(var=v, lo=lo, hi=hi, body=b):
                     if y in cvars(lo) | cvars(hi):
                         return False
-                    self.inner.add(v)
+                    la, ha = affine(lo, self.consts), affine(hi, self.consts)
+                    const = la is not None and ha is not None and la.is_const \
+                        and ha.is_const
+                    self.inner[v] = ha.const - la.const if const else None
                     if not self.scan(b):
                         return False
                 case A.If(cond=c, body=b):
-                    if y in bvars(c) or bvars(c) & self.inner:
+                    if y in bvars(c):
                         return False
                     if not self.scan(b):
                         return False

@@ -8,8 +8,8 @@ thread mappings f_{s#} (Section 4) come from typing_rules/gpuir_collective.py.
 
 Before T_s, Section 5.2 inlines window statements (here: lazily, each use of a window
 is rewritten to the underlying variable by `args.resolve`) and inserts `free`
-statements where a variable's lifetime ends (here: `_block` appends them, see
-`_frees`). Every AMIR statement keeps, as `origin`, the span of the GPU IR statement it
+statements where a variable's lifetime ends (here: `_block` appends them, each
+converted by `_free`). Every AMIR statement keeps, as `origin`, the span of the GPU IR statement it
 came from; inserted frees carry the span of their allocation.
 
 Conventions (paper -> Python):
@@ -23,19 +23,41 @@ Conventions (paper -> Python):
 
 from __future__ import annotations
 
-from typing import Mapping, assert_never
+from collections.abc import Mapping
+from typing import assert_never
 
 from gpusem.calculus.amir import ast as M
 from gpusem.calculus.errors import BadInput
 from gpusem.calculus.gpuir import ast as G
 from gpusem.calculus.gpuir import instructions
-from gpusem.calculus.gpuir.timelines import (VL, QualTL, Rules, SyncTL, sync_tl, t_qarr,
-                                             t_qfull, t_qtmp, t_tr)
+from gpusem.calculus.gpuir.timelines import (
+    VL,
+    QualTL,
+    Rules,
+    SyncTL,
+    sync_tl,
+    t_qarr,
+    t_qfull,
+    t_qtmp,
+    t_tr,
+)
+from gpusem.typing_rules.gpuir_collective import (
+    Analysis,
+    ThreadMapping,
+    analyse_collectives,
+)
 
-from gpusem.typing_rules.gpuir_collective import (Analysis, ThreadMapping,
-                                                analyse_collectives)
-from .gpuir_to_amir_args import (Scope, VarInfo, resolve, t_arg, t_e, t_ex, t_ex_all,
-                                 t_qin, t_smem)
+from .gpuir_to_amir_args import (
+    Scope,
+    VarInfo,
+    resolve,
+    t_arg,
+    t_e,
+    t_ex,
+    t_ex_all,
+    t_qin,
+    t_smem,
+)
 
 # Figure 5's caption: τ_v^free = temporally-ordered.
 FREE_VL = VL.TEMPORALLY_ORDERED
@@ -240,7 +262,7 @@ def _instr_call(s: G.InstrCall, scope: Scope) -> list[M.AStmt]:
     if s.barrier is not None:
         zs = t_e(s.barrier, scope)
         for z in t_ex(s.barrier, scope):
-            out.append(M.RecordRead(VL.FULLY_ORDERED, False, z, t_qin(z, scope), NONE,
+            out.append(M.RecordRead(VL.FULLY_ORDERED, _cvg(scope), z, t_qin(z, scope), NONE,
                                     zs, th, origin=o))
     for p, arg in zip(g.params, s.args):
         if p.kind != "data" or isinstance(arg, G.DConst):
@@ -249,6 +271,21 @@ def _instr_call(s: G.InstrCall, scope: Scope) -> list[M.AStmt]:
             raise BadInput(f"{o}: {g.name}: argument {p.name} must be a data window")
         out += t_arg(p, arg, s.barrier, scope, o)
     return out
+
+
+def _cvg(scope: Scope) -> bool:
+    """The t flag of the RecordRead a barrier operation makes on its barrier.
+
+    Note: Figure 5 writes `false` (one record per executing thread). Then the read
+    that the last Await of an mbarrier makes is visible only to each awaiting thread
+    itself, and no synchronisation after it exists to order it before the barrier's
+    free: Section 2.1's own split-barrier variant of the Fence example would be
+    rejected. The barrier object is made to be accessed concurrently by the threads of
+    the collective executing the Arrive/Await; `--rules fixed` records the access as
+    convergent (t = true, one record for all of them, as Exo-GPU's implementation
+    does); `--rules paper` keeps `false`. See errata "barrier accesses are
+    convergent"."""
+    return scope.rules == "fixed"
 
 
 def _arrive(s: G.Arrive, scope: Scope) -> list[M.AStmt]:
@@ -263,7 +300,8 @@ def _arrive(s: G.Arrive, scope: Scope) -> list[M.AStmt]:
     for z in s.barriers:
         zs += [a for a in t_e(z, scope) if a not in zs]
     out: list[M.AStmt] = [
-        M.RecordRead(VL.FULLY_ORDERED, False, z, t_qarr(tl), NONE, (), th, origin=o)
+        M.RecordRead(VL.FULLY_ORDERED, _cvg(scope), z, t_qarr(tl), NONE, (), th,
+                     origin=o)
         for z in t_ex_all(s.barriers, scope)
     ]
     out.append(M.Arrive(t_tr(tl), t_qfull(tl), tuple(zs), th, origin=o))
@@ -277,7 +315,7 @@ def _await(s: G.Await, scope: Scope) -> list[M.AStmt]:
     o, th = s.span, scope.threads
     tl = _sync_tl(s.tl, s, scope)
     out: list[M.AStmt] = [
-        M.RecordRead(VL.FULLY_ORDERED, False, z, t_qin(z, scope), NONE, (), th,
+        M.RecordRead(VL.FULLY_ORDERED, _cvg(scope), z, t_qin(z, scope), NONE, (), th,
                      origin=o)
         for z in t_ex(s.barrier, scope)
     ]

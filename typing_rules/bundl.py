@@ -98,9 +98,17 @@ R = TypeVar("R")
 class StmtChecker(DataRules):
     """Γ ⊢^π_m s for one rule set and machine; `errors` set = collect, not raise."""
 
-    def __init__(self, judge: Judge, errors: list[IllTyped] | None = None):
+    def __init__(self, judge: Judge, errors: list[IllTyped] | None = None,
+                 source: bool = False):
         self.j = judge
         self.errors = errors
+        # A source program (check_program), not a runtime state (check_stmt). In a
+        # runtime state Γ' also holds names whose scope has ended (η is never
+        # popped), so only source programs get the no_rebinding and
+        # source_runtime_forms restrictions.
+        self.source_forms = source and judge.rules.source_runtime_forms
+        self.source_binders = source and judge.rules.no_rebinding
+        self.barriers: set[int] = set()  # ids of init/dec/wait in a barrier triple
 
     # -- error collection (STYLE 12): a failed premise poisons only its statement --
 
@@ -120,13 +128,26 @@ class StmtChecker(DataRules):
 
     def rule(self, ctx: Context, persp: Perspective, s: Stmt) -> int:
         match s:
-            case Skip() | SyncInit() | SyncDec() | SyncWait():
-                return 0  # T-Skip, T-Sync-Init, T-Sync-Dec, T-Sync-Wait
+            case Skip():
+                return 0  # T-Skip
+            case SyncInit() | SyncDec() | SyncWait():
+                # T-Sync-Init, T-Sync-Dec, T-Sync-Wait (no premises as printed)
+                if self.source_forms:
+                    self.source_barrier(s)
+                return 0
             case Free(amount, span):  # T-Free: n ≤ m
                 require(amount >= 0, "T-Free", span,
                         lambda: f"bad free: free {amount} is negative")
+                # Note: S-Alloc-* appends `free k` itself; a source `free n` frees
+                # memory that residual frees again. See errata ("runtime forms").
+                require(not self.source_forms or amount == 0, "T-Free", span,
+                        lambda: f"runtime form: free {amount} in a source program "
+                                "would free memory its allocation frees again; only "
+                                "`free 0` is allowed")
                 return amount
             case Seq(stmts):  # T-Seq: max(m1, m2)
+                if self.source_forms:
+                    self.mark_barriers(stmts)
                 return max((self.stmt(ctx, persp, x) for x in stmts), default=0)
             case Decl():
                 return self.t_decl(ctx, persp, s)
@@ -166,6 +187,23 @@ class StmtChecker(DataRules):
             case _:
                 assert_never(s)
 
+    def mark_barriers(self, stmts: tuple[Stmt, ...]) -> None:
+        """Remember each consecutive `init ψ; dec ψ; wait ψ` of a source sequence."""
+        for a, b, c in zip(stmts, stmts[1:], stmts[2:], strict=False):
+            if (isinstance(a, SyncInit) and isinstance(b, SyncDec)
+                    and isinstance(c, SyncWait) and a.label == b.label == c.label):
+                self.barriers.update((id(a), id(b), id(c)))
+
+    def source_barrier(self, s: SyncInit | SyncDec | SyncWait) -> None:
+        # Note: a lone `dec ψ` underflows Ψ(ψ)(p) (stuck) and a lone init/wait pair
+        # leaves the counter for the next user. See errata ("runtime forms").
+        rule = {SyncInit: "T-Sync-Init", SyncDec: "T-Sync-Dec"}.get(type(s),
+                                                                   "T-Sync-Wait")
+        require(id(s) in self.barriers, rule, s.span,
+                lambda: f"runtime form: in a source program {s.label!r} needs the "
+                        f"whole barrier `init {s.label}; dec {s.label}; wait "
+                        f"{s.label};` in one sequence")
+
     def condition(self, ctx, persp, cond: Expr, rule: str, what: str) -> None:
         ty = type_expr(self.j, ctx, persp, cond)
         require(ty is BaseType.BOOL, rule, cond.span,
@@ -178,7 +216,7 @@ class StmtChecker(DataRules):
              rule: str, span: Span) -> Context:
         """Γ, x :^π τ, refusing (fixed) to rebind x at another type or perspective."""
         old = ctx.lookup(name)
-        if self.j.rules.no_rebinding and old is not None:
+        if self.source_binders and old is not None:
             # Note: S-Decl/S-Alloc write η[x ↦ v] and memories are never popped, so an
             # inner x at another type or perspective outlives its scope and breaks
             # Γ ⊢ η. See errata ("rebinding a name").
@@ -367,7 +405,7 @@ def check_fn(checker: StmtChecker, ctx: Context, f: FnDef) -> int:
 
 
 def _check(prog: Program, rules, errors: list[IllTyped] | None) -> dict[str, int]:
-    checker = StmtChecker(_judge(rules, prog.machine), errors)
+    checker = StmtChecker(_judge(rules, prog.machine), errors, source=True)
     ctx = program_context(prog)
     uses = {f.name: check_fn(checker, ctx, f) for f in prog.fns}
     uses["main"] = checker.stmt(ctx, GRID1, prog.main)  # main runs at (Grid, 1)
@@ -375,8 +413,9 @@ def _check(prog: Program, rules, errors: list[IllTyped] | None) -> dict[str, int
 
 
 def check_program(prog: Program, rules: str | RuleSet = "fixed") -> dict[str, int]:
-    """Raise IllTyped at the first failing rule; else return the memory (bytes) each
-    function body and `main` needs. Raises BadInput for duplicate top-level names."""
+    """Γ ⊢ prog for a source program: raise IllTyped at the first failing rule;
+    else return the memory (bytes) each function body and `main` needs. Raises
+    BadInput for duplicate top-level names."""
     return _check(prog, rules, None)
 
 
@@ -392,8 +431,12 @@ def check_stmt(
     ctx: Context, persp: Perspective, stmt: Stmt, rules: str | RuleSet = "fixed",
     machine=DEFAULT_MACHINE,
 ) -> int:
-    """Γ ⊢^π_m s for a statement in any state (runtime forms included): return the
-    least m, or raise IllTyped. `machine`: ast.Machine, MachineShape or (B, T)."""
+    """Γ ⊢^π_m s for a statement in any runtime state (the preservation check):
+    return the least m, or raise IllTyped. Runtime forms (free, init/dec/wait, pointer
+    offsets) type as printed, and a binder may shadow a name of Γ' whose scope has
+    ended: the source-only restrictions of `check_program` (errata: "rebinding",
+    "runtime forms in source") do not apply. `machine`: ast.Machine, MachineShape or
+    (B, T)."""
     return StmtChecker(_judge(rules, machine)).rule(ctx, persp, stmt)
 
 

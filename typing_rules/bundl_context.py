@@ -55,6 +55,9 @@ class RuleSet:
                       perspective (η is one flat map that is never popped).
     memcpy_async_dst  T-Memcpy accepts an `async τ[]` destination: the deferred
                       memcpy(x, y) that S-Async-Memcpy stores in Φ must type-check.
+    source_runtime_forms  in a source program (not in a runtime state) `free n` needs
+                      n = 0 and init/dec/wait appear only as the barrier
+                      `init ψ; dec ψ; wait ψ`: alone they underflow Ψ or free twice.
     param_persp       call arguments are checked against each parameter's perspective
                       (write down for primitives, exact for pointers, Sec 3.6).
     """
@@ -68,6 +71,7 @@ class RuleSet:
     no_rebinding: bool
     memcpy_async_dst: bool
     param_persp: bool
+    source_runtime_forms: bool
 
     def leq(self, a: Perspective, b: Perspective, shape: MachineShape) -> bool:
         """π1 ≤ π2: code or data at `a` is at most as broad as `b`.
@@ -87,8 +91,8 @@ class RuleSet:
         return a != b and self.leq(a, b, shape)
 
 
-FIXED = RuleSet("fixed", *([True] * 8))
-PAPER = RuleSet("paper", *([False] * 8))
+FIXED = RuleSet("fixed", *([True] * 9))
+PAPER = RuleSet("paper", *([False] * 9))
 RULE_SETS: Mapping[str, RuleSet] = MappingProxyType({"fixed": FIXED, "paper": PAPER})
 
 

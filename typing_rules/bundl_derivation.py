@@ -71,7 +71,7 @@ class TracingChecker(StmtChecker):
     """The statement judgment, recording each rule application in pre-order."""
 
     def __init__(self, judge):
-        super().__init__(judge, [])
+        super().__init__(judge, [], source=True)  # the judgment of check_program
         self.steps: list[Step] = []
         self.depth = 0
         self.child_errors: list[int] = []  # per open step: errors its children found

@@ -3,7 +3,7 @@ collective analysis (Section 4, `gpuir_collective`) and the distributed memory
 analysis (Section 4.1, `gpuir_memory`). `gpusem check FILE.gpuir` runs `check_file`.
 
 Checks here, each named in its errors (`rule`) and with a stable message prefix:
-  QuasiAffine      control expressions: `*` by a constant, `/` `%` by a positive constant
+  QuasiAffine      control expressions: `*` by a constant, `/` `%` by a constant
   Scope            CPU vs CUDA scope: allocations, memories touched, frees
   ThreadScope      a write/reduce in CUDA code is executed by one thread
   Shape            index ranks; reads are points; windows have constant extents
@@ -19,7 +19,7 @@ Conventions: σ -> `env` (control values: the -D definitions plus iterators),
 from __future__ import annotations
 
 import re
-from typing import Mapping
+from typing import Mapping, assert_never
 
 from gpusem.calculus.errors import BadInput, IllTyped
 from gpusem.calculus.gpuir import ast as A
@@ -54,7 +54,11 @@ def analyse(proc: A.Proc, defines: Mapping[str, int]) -> Analysis:
     defines = dict(defines)
     _check_defines(proc, defines)
     an = analyse_collectives(proc, defines)
-    _Checker(an).body(proc.body)
+    checker = _Checker(an)
+    for p in proc.data_params:
+        memtypes.data_memory(p.mem)
+        checker.cexprs(p.shape, p.span)
+    checker.body(proc.body)
     if not an.errors:
         an.errors.extend(check_memory(an))
     return an
@@ -79,7 +83,8 @@ class FileCheck:
 
     def __str__(self) -> str:
         procs = ", ".join(a.proc.name for a in self.analyses)
-        defs = " ".join(f"{k}={v}" for k, v in sorted(self.analyses[0].defines.items())) \
+        env = self.analyses[0].defines if self.analyses else {}
+        defs = " ".join(f"{k}={v}" for k, v in sorted(env.items())) \
             if self.analyses else ""
         return (f"ok: {self.path}: collective and distributed memory analyses pass "
                 f"({procs}{'; ' + defs if defs else ''})")
@@ -100,8 +105,8 @@ def check_file(path: str, defines: Mapping[str, int] | None = None) -> FileCheck
 def _check_defines(proc: A.Proc, defines: dict[str, int]) -> None:
     for p in proc.ctrl_params:
         if p.kind is A.CtrlKind.SIZE and p.name in defines and defines[p.name] < 0:
-            raise BadInput(f"{p.span}: bad definition: size {p.name} = "
-                           f"{defines[p.name]} is negative")
+            raise BadInput(f"bad definition: size {p.name} = "
+                           f"{defines[p.name]} is negative", span=p.span)
 
 
 # --------------------------------------------------------------------- the checks
@@ -121,7 +126,9 @@ class _Checker:
 
     def body(self, body: tuple[A.Stmt, ...]) -> None:
         for s in body:
-            self.stmt(s, self.an.infos[id(s)])
+            info = self.an.infos.get(id(s))
+            if info is not None:  # None: under a launch already reported as bad
+                self.stmt(s, info)
 
     # ---------------------------------------------------------- statements
     def stmt(self, s: A.Stmt, info: StmtInfo) -> None:
@@ -138,7 +145,7 @@ class _Checker:
                 self.body(b)
             case A.Assign(name=n, idx=idx, rhs=e) | A.Reduce(name=n, idx=idx, rhs=e):
                 self.assignment(s, info, n, idx, e)
-            case A.Alloc(dtype=t, shape=sh, mem=m):
+            case A.Alloc(shape=sh, mem=m):
                 self.cexprs(sh, s.span)
                 self.alloc_scope(s, info, memtypes.data_memory(m))
                 self.tile_shape(s, m, sh)
@@ -152,7 +159,8 @@ class _Checker:
                 memtypes.window_memory(m)
                 self.read(src, info, s.span, windows=True)
             case A.Free():
-                self.err("Scope", s.span, "scope error: free statements are inserted by "
+                self.err("Scope", s.span, "scope error: free statements are inserted "
+                         "by "
                          "the compiler, not written (Section 3.4)")
             case A.Fence(pre=pre, post=post):
                 self.timelines((pre, post), s.span)
@@ -165,6 +173,8 @@ class _Checker:
                 self.barrier(z, info, s.span)
             case A.InstrCall():
                 self.instr_call(s, info)
+            case _:
+                assert_never(s)
 
     def assignment(self, s, info: StmtInfo, n, idx, e) -> None:
         d = info.decls[n]
@@ -182,7 +192,8 @@ class _Checker:
         m = info.mapping
         if m is not None and m.size != 1 and not m.poisoned:
             self.err("ThreadScope", s.span, f"collective unit mismatch: a write to {n} "
-                     f"in CUDA code must run on one thread (cuda_thread scope), but here "
+                     f"in CUDA code must run on one thread (cuda_thread scope), but "
+                     f"here "
                      f"it runs on {m.describe()}")
 
     def read(self, r: A.DRead, info: StmtInfo, span, windows: bool) -> None:
@@ -219,7 +230,8 @@ class _Checker:
         if info.mapping is None and mem.physical in ("rmem", "smem"):
             self.err("Scope", s.span, f"scope error: {s.name} @ {mem.name} must be "
                      "allocated in CUDA code")
-        if info.mapping is not None and mem.physical in ("gmem", "host", "grid_constant"):
+        cpu_only = ("gmem", "host", "grid_constant")
+        if info.mapping is not None and mem.physical in cpu_only:
             self.err("Scope", s.span, f"scope error: {s.name} @ {mem.name} must be "
                      "allocated in CPU code")
         if mem.abstract:
@@ -239,7 +251,7 @@ class _Checker:
     def timelines(self, names, span) -> None:
         for n in names:
             if not is_sync_tl(n):
-                raise BadInput(f"{span}: unknown sync timeline: {n}")
+                raise BadInput(f"unknown sync timeline: {n}", span=span)
 
     def barrier(self, z: A.ZRead, info: StmtInfo, span) -> None:
         d = info.decls[z.name]
@@ -283,11 +295,12 @@ class _Checker:
     def instr_call(self, s: A.InstrCall, info: StmtInfo) -> None:
         g = INSTRUCTIONS.get(s.instr)
         if g is None:
-            raise BadInput(f"{s.span}: unknown instruction: {s.instr} (known: "
-                           f"{', '.join(INSTRUCTIONS)})")
+            raise BadInput(f"unknown instruction: {s.instr} (known: "
+                           f"{', '.join(INSTRUCTIONS)})", span=s.span)
         where = f"{g.name}"
         if g.device and info.mapping is None:
-            self.err("InstrCall", s.span, f"scope error: {where} is a CUDA instruction, "
+            self.err("InstrCall", s.span, f"scope error: {where} is a CUDA "
+                     "instruction, "
                      "called in CPU code")
             return
         if info.mapping is not None and not info.mapping.poisoned \
@@ -308,7 +321,8 @@ class _Checker:
         what = f"{g.name} argument {p.name}"
         if p.kind == "ctrl":
             if isinstance(a, (A.DRead, A.DConst)):
-                self.err("InstrCall", s.span, f"bad argument: {what} is a control value")
+                self.err("InstrCall", s.span, f"bad argument: {what} is a control "
+                         "value")
                 return
             self.cexprs((a,), s.span)
             if p.values and self.constant(a) and eval_c(a, self.consts) not in p.values:
@@ -316,13 +330,15 @@ class _Checker:
                          f"{eval_c(a, self.consts)} not allowed")
             return
         if not isinstance(a, A.DRead):
-            self.err("InstrCall", s.span, f"bad argument: {what} must be a window x[...]")
+            self.err("InstrCall", s.span, f"bad argument: {what} must be a window "
+                     "x[...]")
             return
         d = info.decls[a.name]
         self.read(a, info, s.span, windows=True)
         if p.dtype is not None and d.dtype is not p.dtype:
             self.err("InstrCall", s.span, f"type mismatch: {what} must be "
-                     f"{p.dtype.value}, {a.name} is {d.dtype.value if d.dtype else '?'}")
+                     f"{p.dtype.value}, {a.name} is "
+                     f"{d.dtype.value if d.dtype else '?'}")
         mem_name = self.arg_memory(d)
         if mem_name is not None and not any(memtypes.is_subtype(mem_name, m)
                                             for m in p.mems):

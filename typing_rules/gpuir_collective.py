@@ -64,11 +64,13 @@ class ThreadMapping:
         return self.ctas * self.length
 
     def offset(self, env: Mapping[str, int]) -> int:
-        return self.base + sum((env[y] - eval_c(lo, env)) * s for y, lo, s in self.terms)
+        return self.base + sum((env[y] - eval_c(lo, env)) * s
+                               for y, lo, s in self.terms)
 
     def threads(self, env: Mapping[str, int]) -> tuple[int, ...]:
         off, b = self.offset(env), self.launch.block_dim
-        return tuple(off + c * b + i for c in range(self.ctas) for i in range(self.length))
+        return tuple(off + c * b + i for c in range(self.ctas)
+                     for i in range(self.length))
 
     @property
     def alignment(self) -> int:
@@ -101,11 +103,14 @@ class ThreadMapping:
         launch, n = self.launch, self.length
         if self.size == 1:
             return "cuda_thread"
-        if self.ctas == 1 and n % launch.block_dim == 0 and self.aligned(launch.block_dim):
+        b = launch.block_dim
+        if self.ctas == 1 and n % b == 0 and self.aligned(b):
             k = n // launch.block_dim
             if k == 1:
                 return "cuda_cta_in_cluster"
-            return "cuda_cluster" if k == launch.cluster_dim else f"{k} * cuda_cta_in_cluster"
+            if k == launch.cluster_dim:
+                return "cuda_cluster"
+            return f"{k} * cuda_cta_in_cluster"
         if self.ctas == 1 and n == WARPGROUP and self.aligned(WARPGROUP):
             return "cuda_warpgroup"
         if self.ctas == 1 and n % WARP == 0 and self.aligned(WARP):
@@ -174,7 +179,8 @@ def derive_warps(parent: ThreadMapping, cw: A.CudaWarps) -> ThreadMapping:
         raise _tiling_error(cw.span, f"CudaWarps({lo}, {hi}) outside the {count} warps "
                             f"of {cw.name or 'the CTA'}")
     if parent.length % b or not parent.aligned(b):
-        raise IllTyped(f"scope error: CudaWarps must be at CTA or cluster scope, not in "
+        raise IllTyped(f"scope error: CudaWarps must be at CTA or cluster scope, "
+                       f"not in "
                        f"{parent.describe()}", rule=RULE, span=cw.span)
     ctas = parent.ctas * (parent.length // b)
     return replace(parent, ctas=ctas, length=WARP * (hi - lo),
@@ -307,7 +313,7 @@ class _Walker:
         self.an.infos[id(s)] = StmtInfo(mapping, device, loops, dict(decls))
         match s:
             case A.CudaDeviceFunction():
-                self.device_function(s, mapping, loops, decls)
+                self.device_function(s, mapping, device, loops, decls)
             case A.For():
                 self.loop(s, mapping, device, loops, decls)
             case A.CudaWarps(body=b):
@@ -335,12 +341,14 @@ class _Walker:
                                 base.mapping if base else None,
                                 base.loops if base else loops)
 
-    def device_function(self, s: A.CudaDeviceFunction, mapping, loops, decls) -> None:
+    def device_function(self, s: A.CudaDeviceFunction, mapping, device, loops,
+                        decls) -> None:
         from gpusem.calculus.gpuir.units import launch_of, validate_launch
 
         if mapping is not None:
             self.error(IllTyped("scope error: CudaDeviceFunction inside device code",
                                 rule=RULE, span=s.span))
+            self.body(s.body, replace(mapping, poisoned=True), device, loops, decls)
             return
         for problem in validate_launch(s):
             self.error(IllTyped(f"bad launch: {problem}", rule=RULE, span=s.span))
@@ -370,7 +378,7 @@ class _Walker:
 
     def check_tasks_placement(self, f: A.For, device, loops) -> None:
         ok = device is not None and all(
-            l.mode is A.LoopMode.CUDA_TASKS for l in loops[self.device_depth:])
+            f.mode is A.LoopMode.CUDA_TASKS for f in loops[self.device_depth:])
         if not ok:
             self.error(IllTyped("scope error: cuda_tasks loops may only nest directly "
                                 "inside a CudaDeviceFunction", rule=RULE, span=f.span))

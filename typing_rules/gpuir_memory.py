@@ -210,8 +210,9 @@ def _extra_iterator(an: Analysis, d: Decl, site: _Site, g: int) -> IllTyped | No
         if f.var in used:
             return IllTyped(
                 f"extra thread iterator: {d.name} is allocated inside the cuda_threads "
-                f"loop over {f.var} (one copy per {_level(an.tilings[id(f)].stride, site.info)}"
-                f"), so line {site.line} ({site.text}) must not index it by {f.var}",
+                f"loop over {f.var} (one copy per "
+                f"{_level(an.tilings[id(f)].stride, site.info)}), so line {site.line} "
+                f"({site.text}) must not index it by {f.var}",
                 rule=RULE, span=site.stmt.span)
     return None
 
@@ -235,7 +236,8 @@ def _check_var(an: Analysis, d: Decl, sites: list[_Site]) -> IllTyped | None:
         if k != k0:
             return IllTyped(
                 f"inconsistent indexing: {d.name} is distributed, but line {s0.line} "
-                f"({s0.text}) indexes {k0} leading dimension(s) by thread iterators and "
+                f"({s0.text}) indexes {k0} leading dimension(s) by thread iterators "
+                f"and "
                 f"line {s.line} ({s.text}) indexes {k}", rule=RULE, span=s.stmt.span)
     owners: dict[tuple, tuple[object, _Site, int]] = {}
     for s in sites:
@@ -320,7 +322,8 @@ def _conflict(an, d, s1: _Site, s2: _Site, env, idx, t1, t2, g) -> IllTyped:
             memtypes.DATA_MEMORIES[mem].owner == "thread":
         return IllTyped(
             f"cross-thread register access: {d.name} @ {mem} has one copy per thread "
-            f"(allocated at line {d.node.span.line} in a {d.mapping.describe()} scope), "
+            f"(allocated at line {d.node.span.line} in a {d.mapping.describe()} "
+            f"scope), "
             f"but {shown} is used by different threads at {where}; a register value "
             f"cannot be read across threads (distribute it, e.g. {d.name}[tid], or use "
             f"a warp shuffle)", rule=RULE, span=s2.stmt.span)

@@ -26,8 +26,6 @@ from pathlib import Path
 
 import lark
 import numpy as np
-from gpusem.calculus.errors import BadInput
-from gpusem.calculus.span import Span
 from lark import Token, Transformer, v_args
 from lark.exceptions import (
     UnexpectedCharacters,
@@ -35,6 +33,9 @@ from lark.exceptions import (
     UnexpectedToken,
     VisitError,
 )
+
+from gpusem.calculus.errors import BadInput
+from gpusem.calculus.span import Span
 
 from . import ast
 from .perspective import Level, Perspective
@@ -77,17 +78,25 @@ def parse_expr(text: str, file: str = "<input>") -> ast.Expr:
 def _parse(text: str, file: str, entry: str):
     try:
         tree = _lark().parse(text, start=_ENTRY[entry])
+        builder = _ToAst(file)
+        result = builder.transform(tree)
     except UnexpectedInput as err:
         raise _syntax_error(err, text, file) from None
-    builder = _ToAst(file)
-    try:
-        result = builder.transform(tree)
     except VisitError as err:
         if isinstance(err.orig_exc, BadInput):
             raise err.orig_exc from None
+        if isinstance(err.orig_exc, RecursionError):
+            raise _too_deep(file) from None
         raise
+    except RecursionError:  # the tree walk is recursive; say so in one line
+        raise _too_deep(file) from None
     builder.finish()
     return result
+
+
+def _too_deep(file: str) -> BadInput:
+    return BadInput("nesting too deep: the program nests blocks or parentheses "
+                    "hundreds of levels deep", span=Span(file, 1, 1, 1, 1))
 
 
 # ------------------------------------------------------------------- syntax errors
@@ -97,7 +106,7 @@ def _syntax_error(err: UnexpectedInput, text: str, file: str) -> BadInput:
     line, col = max(err.line, 1), max(err.column, 1)
     if isinstance(err, UnexpectedToken):
         got = "end of input" if err.token.type == "$END" else f"'{err.token}'"
-        expected = err.expected
+        expected = _acceptable(err)
     elif isinstance(err, UnexpectedCharacters):
         got = f"'{text[err.pos_in_stream]}'" if err.pos_in_stream < len(text) else "?"
         expected = err.allowed or set()
@@ -105,8 +114,30 @@ def _syntax_error(err: UnexpectedInput, text: str, file: str) -> BadInput:
         got, expected = "end of input", getattr(err, "expected", set())
         line, col = _end_position(text)
     span = Span(file, line, col, line, col)
-    shown = ", ".join(sorted({_describe(t) for t in expected})) or "nothing"
+    shown = ", ".join(_summarise({_describe(t) for t in expected})) or "nothing"
     return BadInput(f"syntax error: expected one of {shown}, got {got}", span=span)
+
+
+def _acceptable(err: UnexpectedToken) -> set[str]:
+    """The terminals that really continue the input here. LALR's lookahead sets are
+    merged across states (after `x = 1` it would also list ')' and ']'); the
+    interactive parser tries each one."""
+    try:
+        return set(err.interactive_parser.accepts()) or set(err.expected)
+    except (AttributeError, lark.exceptions.LarkError):  # cannot replay: LALR's set
+        return set(err.expected)
+
+
+_OPERATORS = {f"'{op}'" for op in ast.BINARY_OPS}
+
+
+def _summarise(shown: set[str]) -> list[str]:
+    """After a complete operand LALR may continue with any binary operator: name them
+    once ("an operator") so that the punctuation that was probably missing stands out."""
+    ops = shown & _OPERATORS
+    if len(ops) >= 5:
+        shown = (shown - ops) | {"an operator"}
+    return sorted(shown)
 
 
 def _end_position(text: str) -> tuple[int, int]:

@@ -62,11 +62,12 @@ def leq(
 ) -> bool:
     """a <= b: `a` is at most as broad as `b` (`b` is broader, `a` narrower).
 
-    fixed, with `shape` (the reading the type checker uses): h1 <= h2 and
-      size(π1) | size(π2): one aligned unit of `a` lies inside one unit of `b`.
-    fixed, without `shape`: Section 3.2 (and A.1's words "lexicographically
-      ordered"): h1 < h2, or h1 = h2 and n1 | n2. It agrees with the sized order on
-      every perspective whose units fit their level (thread[n] with n | T, ...).
+    fixed (what the type checker and the interpreter use): Section 3.2, and A.1's
+      words "lexicographically ordered": h1 < h2, or h1 = h2 and n1 | n2.
+    fixed with `shape`: the alignment-aware variant h1 <= h2 and size(π1) | size(π2)
+      (one aligned unit of `a` inside one unit of `b`). It agrees with the level-first
+      order on every perspective that fits its level (thread[n] with n | T, block[n]
+      with n | B), so on every code perspective reachable from grid[1].
     paper: A.1's formula as printed: n1 | n2 and h1 <= h2.
 
     Note: A.1's formula rejects thread[32] <= block[1] (32 does not divide 1), so warp

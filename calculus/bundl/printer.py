@@ -4,8 +4,10 @@ For every canonical AST `x` (`ast.is_canonical`), `parse(print(x)) == x` (spans 
 the property test `tests/bundl/test_print_parse.py` checks it on generated programs.
 
 Layout: 2-space indent, one statement per line, a block whose body is `skip` as `{}`,
-`else {}` and `uses 0` kept implicit only where the parser restores them (`else` is
-omitted when the else-branch is `skip`; `uses` is always printed).
+`else` omitted when the else-branch is `skip` (the parser restores it), `machine` and
+`uses` always printed. A `let`/`alloc` prints its body at the same level after it (its
+scope is the rest of the block), so the input must be canonical: a binder in the middle
+of a `Seq` has no concrete syntax.
 
 Expressions get the fewest parentheses the precedence allows (loosest first: `||`, `&&`,
 comparisons, `+ -`, `* / %`, unary, indexing; binary operators are left-associative,

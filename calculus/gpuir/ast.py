@@ -16,11 +16,12 @@ Conventions (paper -> Python):
   e : DExpr, e_z : ZExpr              -> `DExpr`, `ZRead`
   s : Stmt                            -> `Stmt`; `s1; s2` is a tuple `body`
   τ_x (data type, Figure 10)          -> `DataType`
-  τ_u (collective unit, Figure 11)    -> `UnitExpr` (interpreted by calculus.gpuir.units)
-  π_d / π_z / π_w (Figures 12-14)     -> `MemExpr` (interpreted by calculus.gpuir.memtypes)
+  τ_u (collective unit, Figure 11)    -> `UnitExpr` (meaning: calculus.gpuir.units)
+  π_d / π_z / π_w (Figures 12-14)     -> `MemExpr` (meaning: calculus.gpuir.memtypes)
   τ_s (sync timeline, Figure 16)      -> `str` (validated against the timeline table)
   p : Proc                            -> `Proc`; g : Instr is a Python declaration in
-                                         calculus.gpuir.instructions, called by `InstrCall`
+                                         calculus.gpuir.instructions, called by
+                                         `InstrCall`
 
 Note: binders are plain strings, not unique symbols (STYLE 8). The parser rejects a
 binder that shadows a visible name, so within a procedure a name resolves to exactly
@@ -87,7 +88,8 @@ class CInt:
 
 @dataclass(frozen=True, slots=True)
 class CVar:
-    """y : a control variable read (C-Read): a `size`/`index` parameter or loop iterator."""
+    """y : a control variable read (C-Read): a `size` / `index` parameter or a loop
+    iterator."""
 
     name: str
     span: Span = _SPAN

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Mapping
 
 import numpy as np
-
 from gpusem.calculus.errors import BadInput, Trap
 
 from .ast import BConst, BExpr, BLog, BNot, BRel, CBin, CExpr, CInt, CVar
@@ -41,8 +40,8 @@ def eval_c(c: CExpr, env: Env):
             return v
         case CVar(name=n):  # C-Read
             if n not in env:
-                raise BadInput(f"{c.span}: missing definition: {n} has no value "
-                               f"(pass -D {n}=...)")
+                raise BadInput(f"missing definition: {n} has no value "
+                               f"(pass -D {n}=...)", span=c.span)
             return env[n]
         case CBin(op=op, lhs=l, rhs=r):  # C-Aff
             a, b = eval_c(l, env), eval_c(r, env)
@@ -54,7 +53,7 @@ def eval_c(c: CExpr, env: Env):
                 case "*":
                     return a * b
                 case "/" | "%":
-                    if np.any(np.asarray(b) == 0):
+                    if (b == 0) if isinstance(b, int) else np.any(np.asarray(b) == 0):
                         raise Trap(f"division by zero: {op} in a control expression",
                                    rule="C-Aff", span=c.span)
                     return cdiv(a, b) if op == "/" else cmod(a, b)

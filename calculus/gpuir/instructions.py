@@ -111,7 +111,8 @@ class Instr:
 
 
 def initial_qual(p: InstrParam, memory: DataMemory) -> str:
-    """T_init(g.p_i), resolving the in-order default by the argument's memory (T_qin)."""
+    """T_init(g.p_i), resolving the in-order default by the argument's memory
+    (T_qin)."""
     if p.initial_qual_tl is not None:
         return p.initial_qual_tl
     return RMEM if memory.is_rmem else RAM
@@ -125,7 +126,8 @@ def ext_quals(p: InstrParam, memory: DataMemory) -> frozenset[str]:
 
 
 def _data(name, shape, mems=ANY_CUDA, access="read", **kw) -> InstrParam:
-    return InstrParam(name, "data", DataType.F32, tuple(shape), tuple(mems), access, **kw)
+    return InstrParam(name, "data", DataType.F32, tuple(shape), tuple(mems), access,
+                      **kw)
 
 
 def _ctrl(name, values=()) -> InstrParam:
@@ -213,7 +215,8 @@ _DECLS: tuple[Instr, ...] = (
         UnitExpr("cuda_thread"), _copy,
         cuda="cuda::device::experimental::cp_async_bulk_tensor_2d_global_to_shared("
              "{dst}, &{src_map}, {src_c1}, {src_c0}, {barrier});",
-        ptx="cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
+        ptx="cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::"
+            "complete_tx::bytes "
             "[dst], [tmap, {c1, c0}], [mbar];",
         barrier="CudaMbarrier",
         doc="TMA-style bulk tile load GMEM -> SMEM, completing on an mbarrier",
@@ -240,7 +243,8 @@ _DECLS: tuple[Instr, ...] = (
         UnitExpr("cuda_thread"), _copy,
         cuda="cuda::device::experimental::cp_async_bulk_tensor_2d_shared_to_global("
              "&{dst_map}, {dst_c1}, {dst_c0}, {src});",
-        ptx="cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [tmap, {c1, c0}], [src];",
+        ptx="cp.async.bulk.tensor.2d.global.shared::cta.bulk_group "
+            "[tmap, {c1, c0}], [src];",
         doc="TMA-style bulk tile store SMEM -> GMEM; waited for with "
             "Arrive(tma_to_gmem_async) >> commit group / Await",
     ),
@@ -323,7 +327,8 @@ _DECLS: tuple[Instr, ...] = (
         "cuda_shfl_down_f32",
         (_data("dst", (32,), ("CudaRmem",), "write", dist_units=("cuda_thread",),
                **_warp_sync()),
-         _data("src", (32,), ("CudaRmem",), dist_units=("cuda_thread",), **_warp_sync()),
+         _data("src", (32,), ("CudaRmem",), dist_units=("cuda_thread",),
+               **_warp_sync()),
          _ctrl("delta", range(0, 32))),
         UnitExpr("cuda_warp"), _shfl_down,
         cuda="{dst} = __shfl_down_sync(0xffffffff, {src}, {delta});",
@@ -334,7 +339,8 @@ _DECLS: tuple[Instr, ...] = (
         "cuda_shfl_xor_f32",
         (_data("dst", (32,), ("CudaRmem",), "write", dist_units=("cuda_thread",),
                **_warp_sync()),
-         _data("src", (32,), ("CudaRmem",), dist_units=("cuda_thread",), **_warp_sync()),
+         _data("src", (32,), ("CudaRmem",), dist_units=("cuda_thread",),
+               **_warp_sync()),
          _ctrl("mask", range(0, 32))),
         UnitExpr("cuda_warp"), _shfl_xor,
         cuda="{dst} = __shfl_xor_sync(0xffffffff, {src}, {mask});",

@@ -123,32 +123,34 @@ def data_memory(m: MemExpr) -> DataMemory:
     """The π_d named by `m`; BadInput for an unknown name or wrong argument count."""
     d = DATA_MEMORIES.get(m.name)
     if d is None:
-        raise BadInput(f"{m.span}: unknown memory: {m.name} (known: "
-                       f"{', '.join(DATA_MEMORIES)})")
+        raise BadInput(f"unknown memory: {m.name} (known: "
+                       f"{', '.join(DATA_MEMORIES)})", span=m.span)
     if len(m.args) != len(d.params):
-        raise BadInput(f"{m.span}: bad memory: {m.name} takes {len(d.params)} "
-                       f"argument(s) ({', '.join(d.params) or 'none'})")
+        raise BadInput(f"bad memory: {m.name} takes {len(d.params)} "
+                       f"argument(s) ({', '.join(d.params) or 'none'})", span=m.span)
     if d.name == "Sm90_SmemSwizzled" and m.args[0] not in SWIZZLES:
-        raise BadInput(f"{m.span}: bad memory: swizzle {m.args[0]} not in {SWIZZLES}")
+        raise BadInput(f"bad memory: swizzle {m.args[0]} not in {SWIZZLES}",
+                       span=m.span)
     return d
 
 
 def barrier_memory(m: MemExpr) -> BarrierMemory:
     b = BARRIER_MEMORIES.get(m.name)
     if b is None or m.args:
-        raise BadInput(f"{m.span}: unknown barrier type: {m.name} (known: "
-                       f"{', '.join(BARRIER_MEMORIES)})")
+        raise BadInput(f"unknown barrier type: {m.name} (known: "
+                       f"{', '.join(BARRIER_MEMORIES)})", span=m.span)
     return b
 
 
 def window_memory(m: MemExpr) -> WindowMemory:
     w = WINDOW_MEMORIES.get(m.name)
     if w is None:
-        raise BadInput(f"{m.span}: unknown window type: {m.name} (known: "
-                       f"{', '.join(WINDOW_MEMORIES)})")
+        raise BadInput(f"unknown window type: {m.name} (known: "
+                       f"{', '.join(WINDOW_MEMORIES)})", span=m.span)
     if len(m.args) < w.min_args or m.args[0] not in SWIZZLES:
-        raise BadInput(f"{m.span}: bad window type: expected "
-                       f"{m.name}(swizzle, box0, ...) with swizzle in {SWIZZLES}")
+        raise BadInput(f"bad window type: expected "
+                       f"{m.name}(swizzle, box0, ...) with swizzle in {SWIZZLES}",
+                       span=m.span)
     return w
 
 

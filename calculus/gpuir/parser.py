@@ -4,7 +4,7 @@ Two stages. Lark (LALR, `grammar.lark`, Python layout via `Indenter`) builds a p
 tree in which every name is just a name; `_Builder` then walks it with a scope and
 resolves each name into the form Figure 1 gives it (control `CVar`, data `DRead`,
 barrier `ZRead`), so the AST never needs a symbol table. Everything malformed is a
-`BadInput` whose one-line message starts `file:line:col:`.
+`BadInput` carrying its span: `one_line()` reads `file:line:col: message`.
 
 Note: a binder may not shadow a visible name (see calculus/gpuir/ast.py); reserved
 names (loop heads, `with` blocks, sync statements) may not be bound at all.
@@ -15,13 +15,16 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from lark import Lark, Token, Tree
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
-from lark.exceptions import UnexpectedToken
-from lark.indenter import Indenter
-
 from gpusem.calculus.errors import BadInput
 from gpusem.calculus.span import Span
+from lark import Lark, Token, Tree
+from lark.exceptions import (
+    UnexpectedCharacters,
+    UnexpectedEOF,
+    UnexpectedInput,
+    UnexpectedToken,
+)
+from lark.indenter import Indenter
 
 from . import ast as A
 
@@ -63,13 +66,15 @@ def parse_module(source: str, file: str = "<string>") -> A.Module:
     try:
         tree = _lark().parse(text)
     except UnexpectedInput as err:
-        raise BadInput(_syntax_message(err, file)) from None
+        line, col = getattr(err, "line", 0) or 0, getattr(err, "column", 0) or 0
+        raise BadInput(_syntax_message(err), span=Span(file, line, col, line, col)) \
+            from None
     builder = _Builder(file)
     procs = tuple(builder.proc(t) for t in tree.children if isinstance(t, Tree))
     names = [p.name for p in procs]
     for i, p in enumerate(procs):
         if p.name in names[:i]:
-            raise BadInput(f"{p.span}: duplicate procedure: {p.name}")
+            raise BadInput(f"duplicate procedure: {p.name}", span=p.span)
     return A.Module(procs, Span(file, 1, 1, 1, 1))
 
 
@@ -77,7 +82,8 @@ def parse_proc(source: str, file: str = "<string>") -> A.Proc:
     """Parse a file holding exactly one procedure."""
     module = parse_module(source, file)
     if len(module.procs) != 1:
-        raise BadInput(f"{file}:1:1: expected one procedure, found {len(module.procs)}")
+        raise BadInput(f"expected one procedure, found {len(module.procs)}",
+                       span=Span(file, 1, 1, 1, 1))
     return module.procs[0]
 
 
@@ -87,21 +93,20 @@ def parse_file(path: str) -> A.Module:
     return parse_module(read_source(path), path)
 
 
-def _syntax_message(err: UnexpectedInput, file: str) -> str:
-    where = f"{file}:{getattr(err, 'line', '?')}:{getattr(err, 'column', '?')}"
+def _syntax_message(err: UnexpectedInput) -> str:
     match err:
         case UnexpectedToken(token=tok) if tok.type == "$END":
-            return f"{where}: syntax error: unexpected end of input"
+            return "syntax error: unexpected end of input"
         case UnexpectedToken(token=tok) if tok.type in ("_INDENT", "_DEDENT"):
-            return f"{where}: syntax error: unexpected indentation"
+            return "syntax error: unexpected indentation"
         case UnexpectedToken(token=tok):
             shown = "newline" if tok.type == "_NL" else repr(str(tok))
-            return f"{where}: syntax error: unexpected {shown}"
+            return f"syntax error: unexpected {shown}"
         case UnexpectedCharacters(char=ch):
-            return f"{where}: syntax error: unexpected character {ch!r}"
+            return f"syntax error: unexpected character {ch!r}"
         case UnexpectedEOF():
-            return f"{where}: syntax error: unexpected end of input"
-    return f"{where}: syntax error"
+            return "syntax error: unexpected end of input"
+    return "syntax error"
 
 
 # -------------------------------------------------------------------------- builder
@@ -127,7 +132,7 @@ class _Builder:
         return Span(self.file, m.line, m.column, m.end_line, max(m.end_column - 1, 1))
 
     def fail(self, node: Tree | Token, msg: str) -> BadInput:
-        return BadInput(f"{self.span(node)}: {msg}")
+        return BadInput(msg, span=self.span(node))
 
     # ------------------------------------------------------------------ scopes
     def lookup(self, name: str) -> str | None:
@@ -234,7 +239,8 @@ class _Builder:
         if "warp_config" in kwargs:
             lst = kwargs["warp_config"]
             if not (isinstance(lst, Tree) and lst.data == "list_lit"):
-                raise self.fail(lst, "bad warp_config: expected [CudaWarpConfig(...), ...]")
+                raise self.fail(lst, "bad warp_config: expected "
+                                "[CudaWarpConfig(...), ...]")
             configs = tuple(self.warp_config(c) for c in lst.children if c is not None)
         if (block is None) == (not configs):
             raise self.fail(head, "bad CudaDeviceFunction: give exactly one of "
@@ -244,12 +250,15 @@ class _Builder:
 
     def warp_config(self, t) -> A.WarpConfig:
         if not (isinstance(t, Tree) and t.data == "call"):
-            raise self.fail(t, "bad warp_config: expected CudaWarpConfig(name, n, dec, inc)")
+            raise self.fail(t, "bad warp_config: expected "
+                            "CudaWarpConfig(name, n, dec, inc)")
         fname, args, kwargs = self.call_parts(t)
         if fname != "CudaWarpConfig" or kwargs or len(args) not in (2, 4):
-            raise self.fail(t, "bad warp_config: expected CudaWarpConfig(name, n, dec, inc)")
+            raise self.fail(t, "bad warp_config: expected "
+                            "CudaWarpConfig(name, n, dec, inc)")
         nums = [self.int_const(a) for a in args[1:]] + [0, 0]
-        return A.WarpConfig(self.string(args[0]), nums[0], nums[1], nums[2], self.span(t))
+        return A.WarpConfig(self.string(args[0]), nums[0], nums[1], nums[2],
+                            self.span(t))
 
     def s_if_stmt(self, t: Tree) -> A.If:
         cond, suite = t.children
@@ -295,7 +304,8 @@ class _Builder:
         idx = []
         for c in coords.children:
             if isinstance(c, Tree) and c.data == "interval":
-                raise self.fail(c, f"bad write: {name} is written at points, not windows")
+                raise self.fail(c, f"bad write: {name} is written at points, not "
+                                "windows")
             idx.append(self.cexpr(c))
         return str(name), tuple(idx)
 
@@ -319,7 +329,8 @@ class _Builder:
                 return A.Fence(self.tl(args[0]), self.tl(args[1]), self.span(t))
             case "Arrive":
                 if len(args) not in (1, 2) or not zs:
-                    raise self.fail(head, "bad Arrive: expected Arrive(tl, n) >> z[...]")
+                    raise self.fail(head, "bad Arrive: expected "
+                                    "Arrive(tl, n) >> z[...]")
                 n = self.int_const(args[1]) if len(args) == 2 else 1
                 return A.Arrive(self.tl(args[0]), n, zs, self.span(t))
             case "Await":
@@ -428,7 +439,8 @@ class _Builder:
             return kind
         if isinstance(t, Tree) and t.data == "float_lit":
             return _DATA
-        if isinstance(t, Tree) and t.data in ("add", "sub", "mul", "div", "neg", "paren"):
+        if isinstance(t, Tree) and t.data in ("add", "sub", "mul", "div", "neg",
+                                              "paren"):
             kinds = {self.expr_kind(c) for c in t.children}
             return _DATA if _DATA in kinds else _CTRL
         return _CTRL

@@ -94,7 +94,8 @@ def _stmt(s: A.Stmt, depth: int) -> list[str]:
         case A.Fence(pre=pre, post=post):
             return [f"{pad}Fence({pre}, {post})"]
         case A.Arrive(tl=tl, n=n, barriers=zs):
-            return [f"{pad}Arrive({tl}, {n}) >> {', '.join(print_zread(z) for z in zs)}"]
+            targets = ", ".join(print_zread(z) for z in zs)
+            return [f"{pad}Arrive({tl}, {n}) >> {targets}"]
         case A.Await(barrier=z, tl=tl, n=n):
             return [f"{pad}Await({print_zread(z)}, {tl}, {n})"]
         case A.InstrCall(instr=g, args=args, barrier=z):

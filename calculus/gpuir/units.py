@@ -83,7 +83,8 @@ def _warp_problems(w: WarpConfig) -> list[str]:
         out.append(f"warp config {w.name}: warp count must be positive")
     for reg in (w.setmaxnreg_dec, w.setmaxnreg_inc):
         if reg and not (24 <= reg <= 256 and reg % 8 == 0):
-            out.append(f"warp config {w.name}: setmaxnreg {reg} not a multiple of 8 in 24..256")
+            out.append(f"warp config {w.name}: setmaxnreg {reg} not a multiple of 8 "
+                       "in 24..256")
     if w.setmaxnreg_dec and w.setmaxnreg_inc:
         out.append(f"warp config {w.name}: both setmaxnreg.dec and .inc given")
     return out
@@ -138,7 +139,8 @@ UNITS: dict[str, UnitDef] = {u.name: u for u in (
        lambda B, C, n, a: CollType((C, B), (n, WARP))),
     _u("cuda_cta_in_cluster", 0, True, False,
        lambda B, C, n, a: CollType((C * B,), (n * B,))),
-    _u("cuda_cluster", 0, False, False, lambda B, C, n, a: CollType((C * B,), (C * B,))),
+    _u("cuda_cluster", 0, False, False,
+       lambda B, C, n, a: CollType((C * B,), (C * B,))),
     _u("cuda_cta_in_cluster_strided", 1, True, False,
        lambda B, C, n, a: CollType((C // a[0], a[0], B), (n, 1, B))),
     _u("cuda_warp_in_cluster_strided", 1, True, False,
@@ -152,14 +154,14 @@ UNITS: dict[str, UnitDef] = {u.name: u for u in (
 def unit_def(u: UnitExpr) -> UnitDef:
     d = UNITS.get(u.name)
     if d is None:
-        raise BadInput(f"{u.span}: unknown collective unit: {u.name} (known: "
-                       f"{', '.join(UNITS)})")
+        raise BadInput(f"unknown collective unit: {u.name} (known: "
+                       f"{', '.join(UNITS)})", span=u.span)
     if len(u.args) != d.nargs:
-        raise BadInput(f"{u.span}: bad unit: {u.name} takes {d.nargs} argument(s)")
+        raise BadInput(f"bad unit: {u.name} takes {d.nargs} argument(s)", span=u.span)
     if u.count != 1 and not d.counted:
-        raise BadInput(f"{u.span}: bad unit: {u.name} takes no n * prefix")
+        raise BadInput(f"bad unit: {u.name} takes no n * prefix", span=u.span)
     if u.count <= 0 or any(a <= 0 for a in u.args):
-        raise BadInput(f"{u.span}: bad unit: counts must be positive")
+        raise BadInput("bad unit: counts must be positive", span=u.span)
     return d
 
 

@@ -82,12 +82,14 @@ def find_wheel_dir() -> Path | None:
 
 
 def appyc_available() -> tuple[bool, str]:
-    try:
-        import appy  # noqa: F401
-        import torch  # noqa: F401
-        import triton  # noqa: F401
-    except Exception as err:  # noqa: BLE001 - ImportError or a broken native lib
-        return False, f"the appy extra is not installed ({type(err).__name__}: {err})"
+    """Whether appyc, torch and triton are installed (found, not imported: importing
+    torch costs seconds, and the worker process imports them anyway)."""
+    from importlib.util import find_spec
+
+    missing = [m for m in ("appy", "torch", "triton") if find_spec(m) is None]
+    if missing:
+        return False, (f"the appy extra is not installed (no {', '.join(missing)}): "
+                       "pip install -e '.[appy]'")
     return True, ""
 
 
@@ -103,12 +105,11 @@ def ensure_appyc() -> None:
 
 
 def versions() -> dict[str, str]:
-    out = {}
-    for mod, dist in (("appy", "appyc"), ("triton", "triton"), ("torch", "torch"),
-                      ("numpy", "numpy")):
-        try:
-            from importlib.metadata import version
+    from importlib.metadata import version
 
+    out = {}
+    for dist in ("appyc", "triton", "torch", "numpy"):
+        try:
             out[dist] = version(dist)
         except Exception:  # noqa: BLE001 - not installed: say so in the bundle
             out[dist] = "absent"

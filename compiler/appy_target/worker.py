@@ -50,8 +50,13 @@ def _is_triton_error(err: BaseException) -> bool:
 
 
 def _short(err: BaseException) -> str:
-    text = f"{type(err).__name__}: {err}".strip()
-    return text.splitlines()[0][:400] if text else type(err).__name__
+    """One line: the first line, and for multi-line compiler errors (Triton quotes the
+    source) the last line too, which says what is wrong."""
+    lines = [ln.strip() for ln in f"{type(err).__name__}: {err}".splitlines() if ln.strip()]
+    if not lines:
+        return type(err).__name__
+    text = lines[0] if len(lines) == 1 else f"{lines[0]} ... {lines[-1]}"
+    return text[:400]
 
 
 def run_case(case: dict, backend: str, counter: list[int]) -> dict:

@@ -34,7 +34,9 @@ class _Guarded:
         # already faults (the harness's vector types need no more alignment than that).
         start = (end - nbytes) & ~(array.dtype.itemsize - 1)
         self.offset = start - base
-        self.array = np.frombuffer(self.map, dtype=array.dtype, count=array.size, offset=self.offset)
+        self.array = np.frombuffer(
+            self.map, dtype=array.dtype, count=array.size, offset=self.offset
+        )
         self.array[...] = array
         _libc.mprotect(base, PAGE, 0)
         _libc.mprotect(end, PAGE, 0)
@@ -128,6 +130,11 @@ def serve(conn) -> None:
             return
         try:
             reply = launch(cache, request)
-        except Exception as err:  # a harness bug: report it, keep serving
-            reply = (-1, f"crash: harness worker error: {type(err).__name__}: {err}", {}, 0.0)
+        except Exception as err:  # noqa: BLE001  (a harness bug: report it, keep serving)
+            reply = (
+                -1,
+                f"crash: harness worker error: {type(err).__name__}: {err}",
+                {},
+                0.0,
+            )
         conn.send(reply)

@@ -18,6 +18,7 @@ documented in `simt_harness.h`.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import multiprocessing
 import os
@@ -34,18 +35,39 @@ from gpusem.compiler.backends.kernel import Job, KernelSpec, Result, prepare_arg
 HERE = Path(__file__).resolve().parent
 HARNESS_FILES = ("gpusem_rt.cuh", "simt_harness.h")
 CXX = os.environ.get("GPUSEM_CXX", "g++")
-CXXFLAGS = (
+BASE_CXXFLAGS = (
     "-O1",
     "-std=c++17",
     "-ffp-contract=off",
     "-fno-fast-math",
     "-fwrapv",  # plain int overflow wraps, as GPU hardware does (helpers never rely on it)
     "-fno-strict-aliasing",
-    "-ftrivial-auto-var-init=pattern",  # poison uninitialised locals
     "-fPIC",
-    "-fdiagnostics-plain-output",
     "-w",
 )
+# Used where the compiler has them (g++ >= 12 and >= 10): poison uninitialised locals;
+# one diagnostic per line, so errors can be attributed to kernels.
+OPTIONAL_CXXFLAGS = ("-ftrivial-auto-var-init=pattern", "-fdiagnostics-plain-output")
+
+
+@functools.cache
+def cxxflags() -> tuple[str, ...]:
+    """BASE_CXXFLAGS plus whichever OPTIONAL_CXXFLAGS this g++ accepts."""
+    extra = []
+    for flag in OPTIONAL_CXXFLAGS:
+        probe = subprocess.run(
+            [CXX, flag, "-x", "c++", "-fsyntax-only", "-"],
+            input="",
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if probe.returncode == 0:
+            extra.append(flag)
+    return (*BASE_CXXFLAGS, *extra)
+
+
+MAX_LIBRARIES_PER_WORKER = 32
 WATCHDOG_SLACK_S = 3.0  # beyond a job's timeout_s, before the worker is killed
 STATUS_KINDS = {
     0: "ok",
@@ -63,7 +85,7 @@ def default_cache_dir() -> Path:
 
 
 def _harness_hash() -> str:
-    h = hashlib.sha256(" ".join((CXX, *CXXFLAGS)).encode())
+    h = hashlib.sha256(" ".join((CXX, *cxxflags())).encode())
     for name in HARNESS_FILES:
         h.update((HERE / name).read_bytes())
     return h.hexdigest()[:16]
@@ -120,8 +142,8 @@ class CpuBackend:
                 )
             elif err.exists():
                 out[key] = Built(kind="build_error", message=err.read_text())
-            elif loc.exists() and Path(lib := loc.read_text().split("\n")[0]).exists():
-                out[key] = Built(lib, loc.read_text().split("\n")[1])
+            elif (where := _read_loc(loc)) is not None:
+                out[key] = Built(*where)
             else:
                 todo[key] = spec
         if todo:
@@ -143,12 +165,14 @@ class CpuBackend:
                 break
             for index, message in failed.items():
                 key = keys[index]
-                self._key_path(key, ".err").write_text(message)
+                _write_atomic(self._key_path(key, ".err"), message)
                 out[key] = Built(kind="build_error", message=message)
             keys = [k for i, k in enumerate(keys) if i not in failed]
         for index, key in enumerate(keys):  # each kernel remembers where it lives
             built = Built(str(self._library_path(keys)), f"gs_launch_{index}")
-            self._key_path(key, ".loc").write_text(f"{built.library}\n{built.symbol}")
+            _write_atomic(
+                self._key_path(key, ".loc"), f"{built.library}\n{built.symbol}"
+            )
             out[key] = built
         return out
 
@@ -156,7 +180,9 @@ class CpuBackend:
         digest = hashlib.sha256("".join(keys).encode()).hexdigest()[:24]
         return self.cache_dir / f"{self._harness}_batch_{digest}.so"
 
-    def _compile_library(self, lib: Path, specs: list[KernelSpec]) -> dict[int, str] | None:
+    def _compile_library(
+        self, lib: Path, specs: list[KernelSpec]
+    ) -> dict[int, str] | None:
         """Build `lib`; None on success, else {index: message} of confirmed failures."""
         indexed = list(enumerate(specs))
         chunks = [indexed[i :: self.parallel] for i in range(self.parallel)]
@@ -166,8 +192,10 @@ class CpuBackend:
             for n, chunk in enumerate(chunks):
                 src = Path(tmp) / f"tu{n}.cpp"
                 src.write_text(cpu_source.translation_unit(chunk))
-                cmd = [CXX, *CXXFLAGS, f"-I{HERE}", "-c", str(src), "-o", f"{src}.o"]
-                procs.append((chunk, subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)))
+                cmd = [CXX, *cxxflags(), f"-I{HERE}", "-c", str(src), "-o", f"{src}.o"]
+                procs.append(
+                    (chunk, subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True))
+                )
             errors: dict[int, str] = {}
             for chunk, proc in procs:
                 _, stderr = proc.communicate()
@@ -178,18 +206,24 @@ class CpuBackend:
             objs = [f"{Path(tmp) / f'tu{n}.cpp'}.o" for n in range(len(chunks))]
             part = Path(tmp) / "lib.so"
             link = subprocess.run(
-                [CXX, "-shared", "-o", str(part), *objs], stderr=subprocess.PIPE, text=True
+                [CXX, "-shared", "-o", str(part), *objs],
+                stderr=subprocess.PIPE,
+                text=True,
+                check=False,
             )
             if link.returncode != 0:
-                return {i: f"build error: link failed: {link.stderr[-2000:]}" for i, _ in indexed}
+                return {
+                    i: f"build error: link failed: {link.stderr[-2000:]}"
+                    for i, _ in indexed
+                }
             os.replace(part, lib)
         return None
 
     def _compile_alone(self, index: int, spec: KernelSpec, tmp: str) -> str | None:
         src = Path(tmp) / f"alone{index}.cpp"
         src.write_text(cpu_source.translation_unit([(index, spec)]))
-        cmd = [CXX, *CXXFLAGS, f"-I{HERE}", "-fsyntax-only", str(src)]
-        proc = subprocess.run(cmd, stderr=subprocess.PIPE, text=True)
+        cmd = [CXX, *cxxflags(), f"-I{HERE}", "-fsyntax-only", str(src)]
+        proc = subprocess.run(cmd, stderr=subprocess.PIPE, text=True, check=False)
         if proc.returncode == 0:
             return None
         return "build error: " + _trim(proc.stderr)
@@ -240,7 +274,7 @@ class CpuBackend:
         )
         params = [(p.name, p.dtype, p.pointer) for p in spec.params]
         request = (built.library, built.symbol, cfg, params, arrays, scalars)
-        worker = self._worker_handle()
+        worker = self._worker_handle(built.library)
         reply = worker.call(request, job.timeout_s + WATCHDOG_SLACK_S)
         if reply[0] == "died":
             self._worker = None
@@ -248,18 +282,27 @@ class CpuBackend:
         if reply[0] == "hung":
             self._worker = None
             return Result(
-                "timeout", {}, f"timeout: kernel ran past {job.timeout_s}s (watchdog)", 0.0
+                "timeout",
+                {},
+                f"timeout: kernel ran past {job.timeout_s}s (watchdog)",
+                0.0,
             )
         status, message, outputs, elapsed = reply[1]
         kind = STATUS_KINDS.get(status, "crash")
         if status == 5:
             message = f"runtime error: {message}"
-        return Result(kind, outputs if kind == "ok" else outputs, message, elapsed)  # type: ignore[arg-type]
+        return Result(kind, outputs, message, elapsed)  # type: ignore[arg-type]
 
-    def _worker_handle(self) -> _WorkerHandle:
-        if self._worker is None or not self._worker.alive():
-            self._worker = _WorkerHandle()
-        return self._worker
+    def _worker_handle(self, library: str) -> _WorkerHandle:
+        worker = self._worker
+        full = worker is not None and len(worker.libraries) >= MAX_LIBRARIES_PER_WORKER
+        if full and library not in worker.libraries:  # type: ignore[union-attr]
+            self.close()  # bound a long campaign's dlopen count and memory
+            worker = None
+        if worker is None or not worker.alive():
+            worker = self._worker = _WorkerHandle()
+        worker.libraries.add(library)
+        return worker
 
     def close(self) -> None:
         if self._worker is not None:
@@ -269,8 +312,24 @@ class CpuBackend:
     def __del__(self) -> None:  # pragma: no cover - best effort at interpreter exit
         try:
             self.close()
-        except Exception:
+        except Exception:  # noqa: BLE001, S110  (interpreter shutdown: nothing to report to)
             pass
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """Write via a temporary file and a rename: other processes share the cache."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def _read_loc(path: Path) -> tuple[str, str] | None:
+    """(library, symbol) where an earlier build put a kernel, if it is still there."""
+    try:
+        library, symbol = path.read_text().split("\n")
+    except (OSError, ValueError):
+        return None
+    return (library, symbol) if Path(library).exists() else None
 
 
 def _trim(stderr: str, limit: int = 4000) -> str:
@@ -290,6 +349,7 @@ class _WorkerHandle:
         self.proc = ctx.Process(target=_worker.serve, args=(child,), daemon=True)
         self.proc.start()
         child.close()
+        self.libraries: set[str] = set()
 
     def alive(self) -> bool:
         return self.proc.is_alive()

@@ -32,9 +32,9 @@ _EXTERN_SHARED = re.compile(
     r"(?:__align__[ \t]*\([ \t]*\d+[ \t]*\)[ \t]*)?;"
 )
 _STATIC_SHARED = re.compile(r"\bstatic[ \t]+__shared__\b")
-_SYS_INCLUDE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*<[^>\n]+>[^\n]*$", re.M)
-_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)", re.M)
-_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+_SYS_INCLUDE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*<[^>\n]+>[^\n]*$", re.MULTILINE)
+_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)", re.MULTILINE)
+_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
 _STRING = re.compile(r'"(?:\\.|[^"\\\n])*"')
 _ASM = re.compile(r"\b(?:asm|__asm__|__asm)\b")
 
@@ -83,8 +83,10 @@ def rewrite(source: str, *, for_cpu: bool = True) -> tuple[str, list[str], list[
     text = _EXTERN_C.sub("", text)
     if for_cpu:
         text = _EXTERN_SHARED.sub(
-            lambda m: f"{m.group(1)}* const {m.group(2)} = "
-            f"reinterpret_cast<{m.group(1)}*>(::gs::g_dyn_smem);",
+            lambda m: (
+                f"{m.group(1)}* const {m.group(2)} = "
+                f"reinterpret_cast<{m.group(1)}*>(::gs::g_dyn_smem);"
+            ),
             text,
         )
         text = _STATIC_SHARED.sub("__shared__", text)
@@ -94,9 +96,7 @@ def rewrite(source: str, *, for_cpu: bool = True) -> tuple[str, list[str], list[
 
 def launcher(index: int, spec: KernelSpec) -> str:
     """`gs_launch_<i>`: unpack the argument vector and hand the kernel to the harness."""
-    args = ", ".join(
-        f"*({p.c_type}*)a[{k}]" for k, p in enumerate(spec.params)
-    )
+    args = ", ".join(f"*({p.c_type}*)a[{k}]" for k, p in enumerate(spec.params))
     return (
         f'extern "C" int gs_launch_{index}(const ::gs::LaunchCfg* cfg, void** args, '
         f"char* msg, int len) {{\n"
@@ -112,7 +112,8 @@ def file_stem(index: int, spec: KernelSpec) -> str:
 def translation_unit(kernels: list[tuple[int, KernelSpec]]) -> str:
     """One g++ translation unit holding every (index, spec) with its launcher."""
     return namespaced_unit(
-        [(i, file_stem(i, s), s.source, launcher(i, s)) for i, s in kernels], for_cpu=True
+        [(i, file_stem(i, s), s.source, launcher(i, s)) for i, s in kernels],
+        for_cpu=True,
     )
 
 

@@ -28,7 +28,6 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-
 from gpusem.compiler.backends import cpu_source
 from gpusem.compiler.backends.cpu import HERE
 from gpusem.compiler.backends.kernel import Job, KernelSpec, Result, prepare_args
@@ -54,7 +53,9 @@ class _Device:
 
         self.modules: dict[str, tuple[object, dict[int, str]]] = {}
 
-    def compile(self, items: list[tuple[int, str, str]]) -> tuple[bytes | None, dict, str]:
+    def compile(
+        self, items: list[tuple[int, str, str]]
+    ) -> tuple[bytes | None, dict, str]:
         """NVRTC over (index, kernel name, source); (cubin, {index: lowered}, log)."""
         from cupy_backends.cuda.libs import nvrtc
 
@@ -63,7 +64,9 @@ class _Device:
         )
         # Older CuPy spells it addAddNameExpression and lacks getCUBIN (then: PTX for
         # compute_90a, which the driver JIT-compiles on load).
-        add_name = getattr(nvrtc, "addNameExpression", None) or nvrtc.addAddNameExpression
+        add_name = (
+            getattr(nvrtc, "addNameExpression", None) or nvrtc.addAddNameExpression
+        )
         cubin = hasattr(nvrtc, "getCUBIN")
         options = list(NVRTC_OPTIONS)
         if not cubin:
@@ -107,7 +110,9 @@ class _Device:
                     failed.add(item[0])
             if not failed:
                 for item in remaining:
-                    errors[item[0]] = "build error: fails only when batched: " + _trim(log)
+                    errors[item[0]] = "build error: fails only when batched: " + _trim(
+                        log
+                    )
                 return errors
             remaining = [it for it in remaining if it[0] not in failed]
         return errors
@@ -121,7 +126,9 @@ class _Device:
             cupy.cuda.driver.funcSetAttribute(fn.ptr, _MAX_DYN_SMEM_ATTR, dyn_smem)
         return fn
 
-    def launch(self, key, index, grid, block, dyn, params, arrays, scalars, timing=None):
+    def launch(
+        self, key, index, grid, block, dyn, params, arrays, scalars, timing=None
+    ):
         """Run once (or time: (warmup, iters) -> ms); (status, message, outputs, t)."""
         import cupy
 
@@ -136,8 +143,13 @@ class _Device:
             cupy.cuda.runtime.deviceSynchronize()
             elapsed = time.perf_counter() - start
             return "ok", "", {n: cupy.asnumpy(a) for n, a in dev.items()}, elapsed
-        except Exception as err:  # a CUDA error: the context is now unusable
-            return "runtime_error", f"runtime error: {type(err).__name__}: {err}", {}, 0.0
+        except Exception as err:  # noqa: BLE001  (a CUDA error: the context is unusable)
+            return (
+                "runtime_error",
+                f"runtime error: {type(err).__name__}: {err}",
+                {},
+                0.0,
+            )
 
 
 def _time(fn, grid, block, args, dyn, warmup: int, iters: int) -> float:
@@ -185,9 +197,15 @@ class CudaBackend:
 
     name = "cuda"
 
-    def __init__(self, in_process: bool = False, start_timeout_s: float = 120.0) -> None:
+    def __init__(
+        self,
+        in_process: bool = False,
+        start_timeout_s: float = 120.0,
+        watchdog_slack_s: float = 5.0,
+    ) -> None:
         self.in_process = in_process
-        self.start_timeout_s = start_timeout_s
+        self.start_timeout_s = start_timeout_s  # worker start + NVRTC build
+        self.watchdog_slack_s = watchdog_slack_s  # beyond a job's timeout_s
         self._device: _Device | None = None
         self._proc = None
         self._conn = None
@@ -203,16 +221,23 @@ class CudaBackend:
         if self._proc is None or not self._proc.is_alive():
             self._start()
         assert self._conn is not None and self._proc is not None
-        self._conn.send((op, payload))
-        deadline = time.monotonic() + timeout
-        while not self._conn.poll(0.05):
-            if not self._proc.is_alive():
-                self._forget()
-                return "died", f"crash: the CUDA worker died (exit {self._proc.exitcode})"
-            if time.monotonic() > deadline:
-                self.close()
-                return "hung", ""
-        return "ok", self._conn.recv()
+        proc = self._proc
+        try:
+            self._conn.send((op, payload))
+            deadline = time.monotonic() + timeout
+            while not self._conn.poll(0.05):
+                if not proc.is_alive():
+                    break
+                if time.monotonic() > deadline:
+                    self.close()
+                    return "hung", ""
+            else:
+                return "ok", self._conn.recv()
+        except (EOFError, OSError):
+            pass
+        proc.join(5.0)
+        self._forget()
+        return "died", f"crash: the CUDA worker died (exit status {proc.exitcode})"
 
     def _start(self) -> None:
         ctx = multiprocessing.get_context("spawn")
@@ -240,9 +265,17 @@ class CudaBackend:
         missing = sorted(k for k in wanted if k not in self._built)
         if missing:
             batch_key = hashlib.sha256("".join(missing).encode()).hexdigest()[:24]
-            items = [(i, wanted[k].name, wanted[k].source) for i, k in enumerate(missing)]
-            status, reply = self._call("build", (batch_key, items), self.start_timeout_s)
-            errors = reply if status == "ok" else {i: reply or "build timed out" for i, _ in enumerate(missing)}
+            items = [
+                (i, wanted[k].name, wanted[k].source) for i, k in enumerate(missing)
+            ]
+            status, reply = self._call(
+                "build", (batch_key, items), self.start_timeout_s
+            )
+            errors = (
+                reply
+                if status == "ok"
+                else {i: reply or "build timed out" for i, _ in enumerate(missing)}
+            )
             batch = _Batch(batch_key, {k: i for i, k in enumerate(missing)}, {})
             for i, k in enumerate(missing):
                 if i in errors:
@@ -262,18 +295,33 @@ class CudaBackend:
         spec = job.spec
         params = [(p.name, p.dtype, p.pointer) for p in spec.params]
         index = batch.index[spec.code_key()]
-        return (batch.key, index, spec.grid, spec.block, spec.dynamic_smem, params, arrays, scalars, timing)
+        return (
+            batch.key,
+            index,
+            spec.grid,
+            spec.block,
+            spec.dynamic_smem,
+            params,
+            arrays,
+            scalars,
+            timing,
+        )
 
     def _run_one(self, job: Job, built: dict[str, _Batch], arrays, scalars) -> Result:
         batch = built[job.spec.code_key()]
         if job.spec.code_key() in batch.errors:
             return Result("build_error", {}, batch.errors[job.spec.code_key()], 0.0)
         payload = self._payload(job, batch, arrays, scalars)
-        status, reply = self._call("launch", payload, job.timeout_s + 5.0)
+        status, reply = self._call(
+            "launch", payload, job.timeout_s + self.watchdog_slack_s
+        )
         if status == "hung":
             return Result(
-                "timeout", {}, f"timeout: kernel ran past {job.timeout_s}s "
-                "(watchdog; a GPU deadlock looks the same)", 0.0,
+                "timeout",
+                {},
+                f"timeout: kernel ran past {job.timeout_s}s "
+                "(watchdog; a GPU deadlock looks the same)",
+                0.0,
             )
         if status == "died":
             return Result("crash", {}, reply, 0.0)
@@ -290,7 +338,9 @@ class CudaBackend:
         if job.spec.code_key() in batch.errors:
             raise RuntimeError(batch.errors[job.spec.code_key()])
         payload = self._payload(job, batch, arrays, scalars, (warmup, iters))
-        status, reply = self._call("launch", payload, job.timeout_s * (warmup + iters) + 60)
+        status, reply = self._call(
+            "launch", payload, job.timeout_s * (warmup + iters) + 60
+        )
         if status != "ok" or reply[0] != "ok":
             raise RuntimeError(f"timing failed: {status} {reply}")
         return float(reply[3])

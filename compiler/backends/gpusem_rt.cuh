@@ -125,6 +125,15 @@ GS_DEV gs_u64 gs_mbar_arrive(gs_u64* bar) {
                : "memory");
   return state;
 }
+// One thread arriving on behalf of `count` (e.g. an elected lane for its warp).
+GS_DEV gs_u64 gs_mbar_arrive_count(gs_u64* bar, unsigned count) {
+  gs_u64 state;
+  asm volatile("mbarrier.arrive.shared::cta.b64 %0, [%1], %2;"
+               : "=l"(state)
+               : "r"(gs_smem_addr(bar)), "r"(count)
+               : "memory");
+  return state;
+}
 GS_DEV gs_u64 gs_mbar_arrive_expect_tx(gs_u64* bar, unsigned tx_bytes) {
   gs_u64 state;
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 %0, [%1], %2;"
@@ -178,7 +187,7 @@ GS_DEV void gs_cp_async_mbar_arrive_noinc(gs_u64* bar) {
 // cp.async global -> shared of 4, 8 or 16 bytes (the immediate PTX needs).
 GS_DEV void gs_cp_async(void* dst, const void* src, int bytes) {
   unsigned d = gs_smem_addr(dst);
-  size_t s = __cvta_generic_to_global(src);
+  gs_u64 s = (gs_u64)__cvta_generic_to_global(src);  // no size_t: NVRTC has no <cstddef>
   if (bytes == 16)
     asm volatile("cp.async.ca.shared.global [%0], [%1], 16;" ::"r"(d), "l"(s) : "memory");
   else if (bytes == 8)
@@ -197,7 +206,7 @@ GS_DEV void gs_bulk_copy_g2s(void* dst, const void* src, unsigned bytes, gs_u64*
   asm volatile(
       "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], "
       "%2, [%3];" ::"r"(gs_smem_addr(dst)),
-      "l"(__cvta_generic_to_global(src)), "r"(bytes), "r"(gs_smem_addr(bar))
+      "l"((gs_u64)__cvta_generic_to_global(src)), "r"(bytes), "r"(gs_smem_addr(bar))
       : "memory");
 }
 GS_DEV void gs_fence_proxy_async() {
@@ -225,6 +234,9 @@ GS_DEV void gs_bar_sync(int id, int nthreads) { ::gs::bar_sync(id, nthreads); }
 GS_DEV void gs_bar_arrive(int id, int nthreads) { ::gs::bar_arrive(id, nthreads); }
 GS_DEV void gs_mbar_init(gs_u64* bar, unsigned count) { ::gs::mbar_init(bar, count); }
 GS_DEV gs_u64 gs_mbar_arrive(gs_u64* bar) { return ::gs::mbar_arrive(bar, 0); }
+GS_DEV gs_u64 gs_mbar_arrive_count(gs_u64* bar, unsigned count) {
+  return ::gs::mbar_arrive(bar, 0, count);
+}
 GS_DEV gs_u64 gs_mbar_arrive_expect_tx(gs_u64* bar, unsigned tx_bytes) {
   return ::gs::mbar_arrive(bar, tx_bytes);
 }

@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 import numpy as np
-
 from gpusem.calculus.errors import BadInput
 
 # dtype name -> C type spelled in generated launchers (the same on both backends).
@@ -57,7 +56,9 @@ Dim3 = tuple[int, int, int]
 def _dim3(value: int | tuple[int, ...], what: str) -> Dim3:
     dims = (value,) if isinstance(value, int) else tuple(value)
     if not 1 <= len(dims) <= 3 or any(not isinstance(d, int) or d < 1 for d in dims):
-        raise BadInput(f"bad launch shape: {what} {value!r} (expected 1-3 positive ints)")
+        raise BadInput(
+            f"bad launch shape: {what} {value!r} (expected 1-3 positive ints)"
+        )
     return (*dims, *(1,) * (3 - len(dims)))  # type: ignore[return-value]
 
 
@@ -74,7 +75,9 @@ class Param:
         if not self.name.isidentifier():
             raise BadInput(f"bad parameter name: {self.name!r}")
         if self.dtype not in C_TYPES:
-            raise BadInput(f"unknown dtype: {self.dtype} (expected one of {list(C_TYPES)})")
+            raise BadInput(
+                f"unknown dtype: {self.dtype} (expected one of {list(C_TYPES)})"
+            )
         if self.pointer and self.count < 1:
             raise BadInput(f"bad element count: {self.name} has {self.count}")
 
@@ -126,7 +129,7 @@ class KernelSpec:
 
     def code_key(self) -> str:
         """A hash of what a build depends on: source, name and parameter types."""
-        text = "\0".join([self.name, self.source, self.signature()])
+        text = f"{self.name}\0{self.source}\0{self.signature()}"
         return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
@@ -191,9 +194,13 @@ def _array_arg(p: Param, value: object, kernel: str) -> np.ndarray:
         return np.zeros(p.count, dtype=p.dtype)
     arr = np.asarray(value)
     if arr.dtype != np.dtype(p.dtype):
-        raise BadInput(f"dtype mismatch: {kernel}.{p.name} is {p.dtype}, got {arr.dtype}")
+        raise BadInput(
+            f"dtype mismatch: {kernel}.{p.name} is {p.dtype}, got {arr.dtype}"
+        )
     if arr.size != p.count:
-        raise BadInput(f"size mismatch: {kernel}.{p.name} has {p.count}, got {arr.size}")
+        raise BadInput(
+            f"size mismatch: {kernel}.{p.name} has {p.count}, got {arr.size}"
+        )
     return np.ascontiguousarray(arr.reshape(-1)).copy()
 
 
@@ -206,7 +213,9 @@ def _scalar_arg(p: Param, value: object, kernel: str) -> object:
     except (TypeError, ValueError, OverflowError) as err:
         raise BadInput(f"bad scalar: {kernel}.{p.name}: {err}") from None
     if dtype.kind in "iu" and int(scalar_value) != int(value):  # type: ignore[call-overload]
-        raise BadInput(f"bad scalar: {kernel}.{p.name} = {value} out of {p.dtype} range")
+        raise BadInput(
+            f"bad scalar: {kernel}.{p.name} = {value} out of {p.dtype} range"
+        )
     return scalar_value
 
 

@@ -51,7 +51,9 @@ def _toolchain_hash() -> str:
     h = hashlib.sha256(" ".join((NVCC, *NVCC_FLAGS)).encode())
     for name in HARNESS_FILES:
         h.update((HERE / name).read_bytes())
-    version = subprocess.run([NVCC, "--version"], capture_output=True, text=True).stdout
+    version = subprocess.run(
+        [NVCC, "--version"], capture_output=True, text=True, check=False
+    ).stdout
     h.update(version.encode())
     return h.hexdigest()[:16]
 
@@ -93,7 +95,7 @@ def _run_nvcc(items: list[tuple[int, str]]) -> tuple[bool, str]:
         path = Path(tmp) / "batch.cu"
         path.write_text(unit)
         cmd = [NVCC, *NVCC_FLAGS, f"-I{HERE}", "-c", str(path), "-o", str(path) + ".o"]
-        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp)
+        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp, check=False)
     return proc.returncode == 0, proc.stdout + proc.stderr
 
 

@@ -319,14 +319,51 @@ inline uint64_t lane_result(Thread* base, unsigned group, int lane) {
   return base[src].value;
 }
 
-// One lane enters a warp-synchronous operation over `mask`; it blocks until every lane
-// of the mask has entered one, then all of them leave with their results.
+// Release every group of waiting lanes whose collective can complete: a lane's group is
+// the live (existing, not exited) lanes of its mask, as CUDA asks only "non-exited
+// threads named in mask" to take part. Called when a lane arrives and, from the
+// scheduler, when a lane exits. Returns false (status set, nothing switched) when the
+// lanes of a group disagree on the operation.
+inline bool warp_try_complete(int warp) {
+  Runtime& rt = g_rt;
+  Thread* base = &rt.threads[warp * 32];
+  unsigned live = 0, waiting = 0;
+  unsigned exist = warp_lanes(warp);
+  for (int l = 0; l < 32; l++) {
+    if (!(exist >> l & 1) || base[l].state == T_EXITED) continue;
+    live |= 1u << l;
+    if (base[l].state == T_BLOCKED && base[l].wait == W_WARP) waiting |= 1u << l;
+  }
+  for (int l = 0; l < 32; l++) {
+    if (!(waiting >> l & 1)) continue;
+    unsigned group = base[l].mask & live;
+    if ((group & waiting) != group) continue;
+    for (int k = 0; k < 32; k++)
+      if ((group >> k & 1) && (base[k].mask != base[l].mask || base[k].op != base[l].op)) {
+        rt.status = ST_RUNTIME_ERROR;
+        snprintf(rt.msg, sizeof rt.msg,
+                 "warp collective: lanes of warp %d disagree on the operation or mask", warp);
+        return false;
+      }
+    uint64_t res[32];
+    for (int k = 0; k < 32; k++)
+      if (group >> k & 1) res[k] = lane_result(base, group, k);
+    for (int k = 0; k < 32; k++)
+      if (group >> k & 1) { base[k].result = res[k]; wake(base[k]); }
+    waiting &= ~group;
+  }
+  return true;
+}
+
+// One lane enters a warp-synchronous operation over `mask`; it blocks until every live
+// lane of the mask has entered one, then all of them leave with their results.
+// Note: lanes of the mask that do not exist (a partial last warp) or have exited are
+// not waited for (CUDA: "all non-exited threads named in mask"); a shuffle that reads
+// one gets poison.
 inline uint64_t warp_collective(unsigned mask, int op, uint64_t value, int arg, int width) {
   Runtime& rt = g_rt;
   Thread* me = rt.cur;
-  unsigned exist = warp_lanes(me->warp);
   if (!(mask >> me->lane & 1)) error("warp collective: calling lane not in mask");
-  if (mask & ~exist) error("warp collective: mask names lanes that do not exist");
   if (width <= 0 || width > 32 || (width & (width - 1)))
     error("shfl: width must be a power of two <= 32");
   me->wait = W_WARP;
@@ -336,24 +373,9 @@ inline uint64_t warp_collective(unsigned mask, int op, uint64_t value, int arg, 
   me->op_arg = arg;
   me->op_width = width;
   me->value = value;
-  Thread* base = &rt.threads[me->warp * 32];
-  unsigned waiting = 0;
-  for (int l = 0; l < 32; l++)
-    if ((exist >> l & 1) && base[l].state == T_BLOCKED && base[l].wait == W_WARP)
-      waiting |= 1u << l;
-  if ((mask & waiting) == mask) {
-    for (int l = 0; l < 32; l++)
-      if ((mask >> l & 1) && (base[l].mask != mask || base[l].op != op))
-        error("warp collective: lanes of the mask disagree on the operation or mask");
-    uint64_t res[32];
-    for (int l = 0; l < 32; l++)
-      if (mask >> l & 1) res[l] = lane_result(base, mask, l);
-    for (int l = 0; l < 32; l++)
-      if (mask >> l & 1) { base[l].result = res[l]; wake(base[l]); }
-    preempt();
-  } else {
-    switch_out(true);
-  }
+  if (!warp_try_complete(me->warp)) switch_out(true);  // the scheduler sees the status
+  if (me->state == T_BLOCKED) switch_out(true);
+  else preempt();
   return me->result;
 }
 
@@ -394,17 +416,18 @@ inline void mbar_init(u64* bar, unsigned count) {
   *bar = count;  // the word itself is opaque; keep something deterministic there
 }
 
-inline void mbar_arrive_on(MBar& m) {
-  if (m.pending == 0) error("mbarrier: arrive with no pending arrivals left");
-  m.pending--;
+inline void mbar_arrive_on(MBar& m, unsigned count = 1) {
+  if (count == 0 || m.pending < count)
+    error("mbarrier: arrive count exceeds the pending arrivals of the phase");
+  m.pending -= count;
   mbar_complete_check(m);
 }
 
-inline uint64_t mbar_arrive(u64* bar, unsigned tx) {
+inline u64 mbar_arrive(u64* bar, unsigned tx, unsigned count = 1) {
   MBar* m = find_mbar(bar, "arrive");
-  uint64_t token = (uint64_t)m->phase << 63;
+  u64 token = (u64)m->phase << 63;
   m->tx += tx;
-  mbar_arrive_on(*m);
+  mbar_arrive_on(*m, count);
   return token;
 }
 
@@ -588,6 +611,7 @@ inline void run_block(uint3 bidx) {
       rt.cur = &t;
       ran = true;
       gs_ctx_switch(&rt.sched_sp, t.sp);
+      if (rt.status == ST_OK && t.state == T_EXITED) warp_try_complete(t.warp);
       if (rt.status != ST_OK) return;
       if (rt.alarm) {
         rt.status = ST_TIMEOUT;
@@ -697,6 +721,9 @@ inline int launch(const LaunchCfg* cfg, void (*thunk)(void**), void** args, char
     run_block(uint3{b % gx, (b / gx) % gy, b / (gx * gy)});
     if (rt.status != ST_OK) break;
   }
+  // Give the touched stack pages back: a worker loads many batch libraries in a long
+  // campaign, and each library has its own stacks.
+  madvise(rt.stacks, rt.stacks_len, MADV_DONTNEED);
   snprintf(msg, msglen, "%s", rt.msg);
   return rt.status;
 }

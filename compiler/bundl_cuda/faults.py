@@ -26,7 +26,8 @@ FAULTS: dict[str, str] = {
     "mbarrier-phase":
         "lower_barriers: the mbarrier phase bit is never flipped after a wait",
     "wait-below-first-use":
-        "place_sync: wait motion treats loads as local, sinking waits past reads",
+        "place_sync: wait motion does not look inside nested blocks, sinking a wait "
+        "past the reads they contain",
     "barrier-before-last-use":
         "lower_data: the partition barrier is placed before the body's last statement",
     "claim-all-threads":

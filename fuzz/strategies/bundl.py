@@ -34,6 +34,8 @@ Conventions (paper -> Python): Γ -> `Env.vars`, π -> `Env.persp`, (B, T) ->
 
 from __future__ import annotations
 
+from hypothesis import strategies as st
+
 from gpusem.calculus.bundl import ast
 from gpusem.calculus.bundl.ast import ArrayType, AsyncType, BaseType, MemKind
 from gpusem.calculus.bundl.perspective import (
@@ -47,7 +49,6 @@ from gpusem.calculus.bundl.perspective import (
     destruct,
     size,
 )
-from hypothesis import strategies as st
 
 from .bundl_expr import (  # noqa: F401  (re-exported: the public strategy API)
     BASES,
@@ -130,11 +131,16 @@ def s_skip(draw, g, env, depth):  # T-Skip
     return ast.Skip(), env
 
 
+def _one_thread(g: Gen, persp: Perspective) -> bool:
+    """Whether data at `persp` belongs to one thread (racy reads cannot split it)."""
+    return size(persp, g.shape) == 1
+
+
 def s_let(draw, g, env, depth):  # T-Decl
     ty = draw(st.sampled_from(BASES))
     persp = draw(st.sampled_from(narrower_or_equal(g, env.persp)))
     name = g.fresh()
-    init = gen_expr(draw, g, env, ty)
+    init = gen_expr(draw, g, env, ty, reads=_one_thread(g, persp))
     decl = ast.Decl(name, ty, persp, init, ast.Skip())
     return decl, env.bind(VarInfo(name, persp, ty))
 
@@ -155,7 +161,8 @@ def s_assign(draw, g, env, depth):  # T-Assn
     targets = [v for v in env.visible() if isinstance(v.type, BaseType)
                and writable(g, env, v)]
     v = draw(st.sampled_from(targets))
-    return ast.Assign(v.name, gen_expr(draw, g, env, v.type)), env
+    value = gen_expr(draw, g, env, v.type, reads=_one_thread(g, v.persp))
+    return ast.Assign(v.name, value), env
 
 
 def s_arr_assign(draw, g, env, depth):  # T-Arr-Assn, T-Arr-Assn-Shared
@@ -166,7 +173,7 @@ def s_arr_assign(draw, g, env, depth):  # T-Arr-Assn, T-Arr-Assn-Shared
 
 
 def s_if(draw, g, env, depth):  # T-If
-    cond = gen_expr(draw, g, env, BOOL)
+    cond = gen_expr(draw, g, env, BOOL, reads=False)  # see gen_expr: racy reads
     then = gen_block(draw, g, env, depth - 1)
     orelse = gen_block(draw, g, env, depth - 1) if draw(st.booleans()) else ast.Skip()
     return ast.If(cond, then, orelse), env
@@ -353,7 +360,8 @@ def s_call(draw, g, env, depth):  # T-Function-Call
     info, options = draw(st.sampled_from(_calls(g, env)))
     pointers = iter([draw(st.sampled_from(c)).name for c in options])
     args = tuple(ast.Var(next(pointers)) if isinstance(p.type, ArrayType)
-                 else gen_expr(draw, g, env, p.type) for p in info.fn.params)
+                 else gen_expr(draw, g, env, p.type, reads=_one_thread(g, p.persp))
+                 for p in info.fn.params)
     return ast.Call(info.fn.name, args), env
 
 
@@ -425,7 +433,16 @@ def gen_global(draw, g: Gen) -> ast.GlobalDecl:
 @st.composite
 def programs(draw, max_blocks: int = 2, max_threads: int = 4, max_depth: int = 3,
              max_stmts: int = 3, max_fns: int = 2) -> ast.Program:
-    """Well-typed (rules="fixed") Bundl programs that terminate and index in bounds."""
+    """Well-typed (rules="fixed") Bundl programs that terminate, index in bounds and do
+    not deadlock under any schedule (see `gen_expr`'s note on racy reads).
+
+    The machine is B | max_blocks by T | max_threads (divisors, so they shrink to 1);
+    `max_depth` bounds statement nesting (a `descend` chain of destruct/group counts
+    once), `max_stmts` the statements per block, `max_fns` the functions. Global arrays
+    have B·T or 2·B·T elements, so they partition evenly down to thread[1]. Defaults
+    give ~20 statements on average; a soundness run wanting more programs per second
+    can pass max_depth=2, max_stmts=2.
+    """
     shape = MachineShape(draw(st.sampled_from(divisors(max_blocks))),
                          draw(st.sampled_from(divisors(max_threads))))
     g = Gen(shape, max_depth=max_depth, max_stmts=max_stmts)

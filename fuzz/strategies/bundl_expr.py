@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from hypothesis import strategies as st
+
 from gpusem.calculus.bundl import ast
 from gpusem.calculus.bundl.ast import ArrayType, AsyncType, BaseType, MemKind
 from gpusem.calculus.bundl.perspective import (
@@ -23,7 +25,6 @@ from gpusem.calculus.bundl.perspective import (
     lt,
     size,
 )
-from hypothesis import strategies as st
 
 INT, FLOAT, BOOL = BaseType.INT, BaseType.FLOAT, BaseType.BOOL
 BASES = (INT, BOOL, FLOAT)
@@ -142,14 +143,23 @@ def literal(draw, ty: BaseType) -> ast.Expr:
             return ast.FloatLit(float(draw(st.one_of(EXACT_FLOATS, ANY_FLOATS))))
 
 
-def gen_expr(draw, g: Gen, env: Env, ty: BaseType, depth: int = 2) -> ast.Expr:
-    """An expression e with Γ ⊢^π e : ty (T-Int .. T-Cmp, and the spec's extensions)."""
+def gen_expr(draw, g: Gen, env: Env, ty: BaseType, depth: int = 2,
+             reads: bool = True) -> ast.Expr:
+    """An expression e with Γ ⊢^π e : ty (T-Int .. T-Cmp, and the spec's extensions).
+
+    `reads=False`: no array reads. Note: read up assumes data at π' is uniform over each
+    π' unit, but Shared/Global cells written by racing threads are not uniform in time:
+    a racy read feeding an `if` at block[1] lets only part of the block reach a barrier
+    (a deadlock in a well-typed program; Bundl does not prevent races, Sec 3.4.2). So
+    conditions, and scalars broader than one thread, are computed without array reads.
+    See errata.md ("generator: racy reads and control flow").
+    """
     kinds = ["lit"]
     names = [v for v in env.visible() if v.type == ty and readable(g, env, v)]
     if names:
         kinds.append("var")
     elems = arrays(env, lambda v: v.type.elem == ty and readable(g, env, v))
-    if elems and depth > 0:
+    if elems and depth > 0 and reads:
         kinds.append("index")
     if ty is INT and lt(env.persp, GRID1, "fixed", g.shape):
         kinds.append("pid")  # T-Partition-Id: π < (Grid, 1)
@@ -164,49 +174,72 @@ def gen_expr(draw, g: Gen, env: Env, ty: BaseType, depth: int = 2) -> ast.Expr:
             return ast.PartitionId()
         case "index":
             a = draw(st.sampled_from(elems))
-            return ast.Index(ast.Var(a.name), gen_index(draw, g, env, a.length, depth - 1))
+            index = gen_index(draw, g, env, a.length, depth - 1, reads)
+            return ast.Index(ast.Var(a.name), index)
         case "unop":
-            return ast.UnOp("!" if ty is BOOL else "-", gen_expr(draw, g, env, ty, depth - 1))
+            operand = gen_expr(draw, g, env, ty, depth - 1, reads)
+            return ast.UnOp("!" if ty is BOOL else "-", operand)
         case "binop":
-            return gen_binop(draw, g, env, ty, depth - 1)
+            return gen_binop(draw, g, env, ty, depth - 1, reads)
         case "cmp":
-            return gen_cmp(draw, g, env, depth - 1)
+            return gen_cmp(draw, g, env, depth - 1, reads)
 
 
-def gen_binop(draw, g: Gen, env: Env, ty: BaseType, depth: int) -> ast.Expr:
+def gen_binop(draw, g: Gen, env: Env, ty: BaseType, depth: int,
+              reads: bool = True) -> ast.Expr:
     ops = {INT: ["+", "-", "*", "/", "%"], FLOAT: ["+", "-", "*", "/"],
            BOOL: ["&&", "||"]}[ty]
     op = draw(st.sampled_from(ops))
-    left = gen_expr(draw, g, env, ty, depth)
+    left = gen_expr(draw, g, env, ty, depth, reads)
     if op in ("/", "%"):  # a positive literal divisor: no trap, no INT_MIN / -1
         d = draw(st.integers(1, 7))
         right = ast.IntLit(d) if ty is INT else ast.FloatLit(float(d))
     else:
-        right = gen_expr(draw, g, env, ty, depth)
+        right = gen_expr(draw, g, env, ty, depth, reads)
     return ast.BinOp(op, left, right)
 
 
-def gen_cmp(draw, g: Gen, env: Env, depth: int) -> ast.Expr:
+def gen_cmp(draw, g: Gen, env: Env, depth: int, reads: bool = True) -> ast.Expr:
     ty = draw(st.sampled_from(BASES))
     ops = ["==", "!="] if ty is BOOL else ["<", "<=", ">", ">=", "==", "!="]
     op = draw(st.sampled_from(ops))
-    return ast.BinOp(op, gen_expr(draw, g, env, ty, depth),
-                     gen_expr(draw, g, env, ty, depth))
+    return ast.BinOp(op, gen_expr(draw, g, env, ty, depth, reads),
+                     gen_expr(draw, g, env, ty, depth, reads))
 
 
-def gen_index(draw, g: Gen, env: Env, length: int, depth: int) -> ast.Expr:
+def gen_index(draw, g: Gen, env: Env, length: int, depth: int,
+              reads: bool = True) -> ast.Expr:
     """An int expression whose value lies in [0, length)."""
     if length <= 1 or draw(st.booleans()):
         return ast.IntLit(draw(st.integers(0, max(length - 1, 0))))
-    e = gen_expr(draw, g, env, INT, max(depth, 0))
+    e = gen_expr(draw, g, env, INT, max(depth, 0), reads)
     n = ast.IntLit(length)
     # ((e % n) + n) % n: C's remainder has the dividend's sign; no overflow for n > 0
     return ast.BinOp("%", ast.BinOp("+", ast.BinOp("%", e, n), n), n)
 
 
 @st.composite
-def expressions(draw, env: Env, ty: BaseType, shape: MachineShape | None = None,
-                depth: int = 2) -> ast.Expr:
-    """Expressions of type `ty` well-typed in `env` (Γ and π)."""
+def expressions(draw, ctx, ty: BaseType, shape: MachineShape | None = None,
+                depth: int = 2, persp: Perspective | None = None) -> ast.Expr:
+    """Expressions e with Γ ⊢^π e : ty.
+
+    `ctx` is the generator's `Env` (Γ and π), or a typing context
+    (`typing_rules.bundl_context.Context`: items `(name, Binding)`) together with the
+    code perspective `persp`. Arrays from a typing context have no known length, so
+    they are read only at index 0 (every array has at least one element).
+    """
+    env = ctx if isinstance(ctx, Env) else env_of_context(ctx, persp or GRID1)
     g = Gen(shape or MachineShape(1, 32))
     return gen_expr(draw, g, env, ty, depth)
+
+
+def env_of_context(ctx, persp: Perspective) -> Env:
+    """An `Env` from a typing context: base and array bindings; hidden ones hidden."""
+    vars_, hidden = [], set()
+    for name, b in ctx:
+        if isinstance(b.type, (BaseType, ArrayType)):
+            length = 1 if isinstance(b.type, ArrayType) else 0
+            vars_.append(VarInfo(name, b.persp, b.type, length))
+            if getattr(b, "hidden_by", None) is not None:
+                hidden.add(name)
+    return Env(persp, tuple(vars_), frozenset(hidden))

@@ -7,14 +7,23 @@ Section 5.2.2."""
 from __future__ import annotations
 
 import pytest
-
 from gpusem.calculus.amir import ast as M
 from gpusem.calculus.gpuir import ast as G
 from gpusem.calculus.gpuir.instructions import INSTRUCTIONS, InstrParam
 from gpusem.calculus.gpuir.timelines import VL, QualTL
-from gpusem.interpreter.gpuir_to_amir_args import (Scope, VarInfo, arg_case,
-                                                   compose_window, is_ex, is_smem,
-                                                   t_arg, t_e, t_ex, t_qin, t_smem)
+from gpusem.interpreter.gpuir_to_amir_args import (
+    Scope,
+    VarInfo,
+    arg_case,
+    compose_window,
+    is_ex,
+    is_smem,
+    t_arg,
+    t_e,
+    t_ex,
+    t_qin,
+    t_smem,
+)
 
 TH = M.ThreadMap((M.ThreadRange(G.CVar("w"), 32, 1),))
 VARS = {
@@ -56,7 +65,11 @@ Z = (acc("m", pt(1), barrier=True),)
 NONE: frozenset = frozenset()
 
 
-def conv(p: InstrParam, arg=read("s", iv(0, 8)), ez=G.ZRead("m", (pt(1),))):
+ARG = read("s", iv(0, 8))
+EZ = G.ZRead("m", (pt(1),))
+
+
+def conv(p: InstrParam, arg: G.DRead = ARG, ez: G.ZRead | None = EZ):
     return t_arg(p, arg, ez, SCOPE, None)
 
 

@@ -11,7 +11,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 from gpusem.calculus.errors import IllTyped
 from gpusem.cli.synccheck import synccheck
 from gpusem.typing_rules.gpuir import header_defines
@@ -23,7 +22,7 @@ MACHINE_CHECKS = ("CheckReads", "CheckMutates", "CheckBarrier")
 
 def expectation(text: str) -> tuple[str, str | None]:
     """("accepted", None) or ("rejected", check-or-rule-or-None) from the header."""
-    m = re.search(r"^#\s*expect:\s*(accepted|rejected)\b[ \t]*(\S*)", text, re.M)
+    m = re.search(r"^#\s*expect:\s*(accepted|rejected)\b[ \t]*(\S*)", text, re.MULTILINE)
     if m is None:
         raise AssertionError("no '# expect:' header")
     return m.group(1), (m.group(2) or None)
@@ -57,3 +56,24 @@ def test_example_verdict(path):
     assert got == want, report
     if want == "rejected" and check is not None:
         assert failed == check, report
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_converted_example_prints_and_parses_back(path):
+    """The conversion's output is well-formed AMIR: its printed form (what
+    `--print-amir` shows) parses back to the same program."""
+    from gpusem.calculus.amir.parser import parse_proc as parse_amir
+    from gpusem.calculus.amir.printer import print_proc
+    from gpusem.calculus.gpuir.parser import parse_module
+    from gpusem.interpreter.gpuir_to_amir import convert
+    from gpusem.typing_rules.gpuir_collective import analyse_collectives
+
+    text = path.read_text()
+    proc = parse_module(text, str(path)).procs[-1]
+    defines = header_defines(text)
+    an = analyse_collectives(proc, defines)
+    if an.errors:  # rejected before conversion (tmp_broadcast): nothing to print
+        assert expectation(text)[0] == "rejected"
+        return
+    prog = convert(proc, defines, analysis=an)
+    assert parse_amir(print_proc(prog)) == prog

@@ -13,7 +13,6 @@ import sys
 from types import SimpleNamespace
 
 import pytest
-
 from gpusem.calculus.amir.parser import parse_proc as parse_amir
 from gpusem.cli.main import main
 from gpusem.cli.synccheck import synccheck
@@ -141,6 +140,34 @@ def test_front_end_error_exit_1(run):
     r = run(text)
     assert r.exit_code == 1 and "Traceback" not in r.output
     assert "ThreadScope" in r.output and ":5:13:" in r.output
+
+
+# Section 2.1's split-barrier variant, ending in an Arrive/Await pair instead of a
+# Fence: accepted only with the barrier reads recorded as convergent (errata "barrier
+# accesses are convergent"); Figure 5 as printed rejects it at the free of `done`.
+SPLIT = """\
+proc split(N: size, A: f32[N] @ CudaGmemLinear, B: f32[N] @ CudaGmemLinear):
+    with CudaDeviceFunction(blockDim=128):
+        for task in cuda_tasks(0, N / 128):
+            buf: f32[128] @ CudaSmemLinear
+            ready: barrier @ CudaMbarrier
+            done: barrier @ CudaMbarrier
+            for tid in cuda_threads(0, 128, unit=cuda_thread):
+                buf[tid] = A[task * 128 + tid]
+            Arrive(cuda_in_order, 1) >> ready
+            Await(ready, cuda_in_order, -1)
+            for tid in cuda_threads(0, 128, unit=cuda_thread):
+                B[task * 128 + tid] = buf[127 - tid]
+            Arrive(cuda_in_order, 1) >> done
+            Await(done, cuda_in_order, -1)
+"""
+
+
+def test_rules_fixed_accepts_split_barrier_variant(run):
+    assert run(SPLIT, "-D", "N=128").exit_code == 0
+    r = run(SPLIT, "-D", "N=128", "--rules", "paper")
+    assert r.exit_code == 1 and "CheckReads" in r.output
+    assert "done is freed at the end" in r.output
 
 
 def test_library_entry_point():

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from gpusem.calculus.appy.parser import parse_program
 from gpusem.calculus.errors import BadInput
+from gpusem.fuzz.appy.inputs import make_inputs
 from gpusem.interpreter.appy_machine import run_machine
 from gpusem.typing_rules.appy import check_legal
 
@@ -22,29 +23,6 @@ FILES = sorted((ROOT / "tests/appy/conformance").glob("*.py")) + sorted(
 def header(text: str, key: str) -> str | None:
     m = re.search(rf"^# {key}: (.*)$", text, re.MULTILINE)
     return m[1].strip() if m else None
-
-
-def make_inputs(spec: str, seed: int = 0):
-    """`A=float32[4,8] N=8 R=int32[5]:csr` -> arrays, scalars (quarter-integer data)."""
-    rng = np.random.default_rng(seed)
-    arrays, scalars = {}, {}
-    for item in spec.split():
-        name, _, rhs = item.partition("=")
-        m = re.fullmatch(r"(\w+)\[([\d,]+)\](?::(\w+))?", rhs)
-        if m is None:
-            scalars[name] = int(rhs)
-            continue
-        dtype, shape = m[1], tuple(int(x) for x in m[2].split(","))
-        gen = m[3] or ""
-        if gen == "csr":  # row starts with two non-zeros per row
-            data = np.arange(shape[0]) * 2
-        elif gen.startswith("col"):
-            data = np.arange(shape[0]) % int(gen[3:])
-        else:
-            raw = rng.integers(-8, 9, size=shape)
-            data = raw / 4 if dtype.startswith("float") else raw
-        arrays[name] = np.asarray(data, dtype=dtype).reshape(shape)
-    return arrays, scalars
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-
 from gpusem.compiler.backends.kernel import Job, KernelSpec, Param, ptr, scalar
 
 KERNELS = Path(__file__).parent / "kernels"
@@ -34,7 +33,9 @@ def all_sources() -> dict[str, str]:
 # ------------------------------------------------------------------ exact references
 def wrap32(values) -> np.ndarray:
     """Python ints -> int32 with two's complement wrap-around."""
-    return np.array([((int(v) + 2**31) % 2**32) - 2**31 for v in values], dtype=np.int32)
+    return np.array(
+        [((int(v) + 2**31) % 2**32) - 2**31 for v in values], dtype=np.int32
+    )
 
 
 def c_div(a: int, b: int) -> int:
@@ -82,20 +83,32 @@ def named_barriers_case(seed: int = 0) -> Case:
     rounds = 3
     x = np.arange(rounds * 64, dtype=np.int32) * 7 - 100
     s = spec(
-        "named_barriers", 1, 96,
-        (ptr("in", "int32", rounds * 64), ptr("out", "int32", rounds * 64),
-         scalar("rounds", "int32")),
+        "named_barriers",
+        1,
+        96,
+        (
+            ptr("in", "int32", rounds * 64),
+            ptr("out", "int32", rounds * 64),
+            scalar("rounds", "int32"),
+        ),
     )
     expect = x * 2 + np.repeat(np.arange(rounds, dtype=np.int32), 64)
     return Case(Job(s, {"in": x, "rounds": rounds}, seed), {"out": expect})
 
 
-def mbarrier_case(name: str = "mbarrier_pipeline", seed: int = 0, rounds: int = 6) -> Case:
+def mbarrier_case(
+    name: str = "mbarrier_pipeline", seed: int = 0, rounds: int = 6
+) -> Case:
     x = np.linspace(-3.0, 5.0, rounds * 32, dtype=np.float32)
     s = spec(
-        name, 1, 64,
-        (ptr("in", "float32", rounds * 32), ptr("out", "float32", rounds * 32),
-         scalar("rounds", "int32")),
+        name,
+        1,
+        64,
+        (
+            ptr("in", "float32", rounds * 32),
+            ptr("out", "float32", rounds * 32),
+            scalar("rounds", "int32"),
+        ),
     )
     expect = (x * np.float32(3.0)) + np.float32(1.0)
     return Case(Job(s, {"in": x, "rounds": rounds}, seed), {"out": expect})
@@ -118,8 +131,13 @@ def shuffles_case(seed: int = 0) -> Case:
         odd = sum(1 << lane for lane in range(32) if lanes[lane] % 2 != 0)
         for lane in range(32):
             t = w * 32 + lane
-            out[t] = [lanes.sum(), lanes.sum() if lane == 0 else 0, lanes[7],
-                      lanes[lane - 1] if lane > 0 else lanes[0], odd]
+            out[t] = [
+                lanes.sum(),
+                lanes.sum() if lane == 0 else 0,
+                lanes[7],
+                lanes[lane - 1] if lane > 0 else lanes[0],
+                odd,
+            ]
     return Case(Job(s, {"in": x}, seed), {"out": wrap32(out.reshape(-1))})
 
 
@@ -127,9 +145,17 @@ def atomics_case(seed: int = 0) -> Case:
     rng = np.random.default_rng(5)
     x = rng.integers(-500, 500, 256).astype(np.int32)
     s = spec(
-        "atomics", 2, 128,
-        (ptr("in", "int32", 256), ptr("hist", "int32", 8), ptr("stats", "int32", 3),
-         ptr("fsum", "float32", 1), ptr("lock", "int32", 1), ptr("locked_count", "int32", 1)),
+        "atomics",
+        2,
+        128,
+        (
+            ptr("in", "int32", 256),
+            ptr("hist", "int32", 8),
+            ptr("stats", "int32", 3),
+            ptr("fsum", "float32", 1),
+            ptr("lock", "int32", 1),
+            ptr("locked_count", "int32", 1),
+        ),
     )
     stats = np.array([INT_MIN, INT_MAX, 0], dtype=np.int32)
     inputs = {"in": x, "stats": stats}
@@ -153,15 +179,28 @@ def int_arith_case(seed: int = 0) -> Case:
     b = np.array([p[1] for p in pairs], dtype=np.int32)
     rows = []
     for x, y in pairs:
-        rows.append([
-            x + y, x - y, x * y, -x,
-            c_div(x, y) if y else 0, (x - y * c_div(x, y)) if y else 0,
-            (x << (y & 31)), x >> (y & 31),
-        ])
+        rows.append(
+            [
+                x + y,
+                x - y,
+                x * y,
+                -x,
+                c_div(x, y) if y else 0,
+                (x - y * c_div(x, y)) if y else 0,
+                (x << (y & 31)),
+                x >> (y & 31),
+            ]
+        )
     s = spec(
-        "int_arith", (n + 63) // 64, 64,
-        (ptr("a", "int32", n), ptr("b", "int32", n), ptr("out", "int32", n * 8),
-         scalar("n", "int32")),
+        "int_arith",
+        (n + 63) // 64,
+        64,
+        (
+            ptr("a", "int32", n),
+            ptr("b", "int32", n),
+            ptr("out", "int32", n * 8),
+            scalar("n", "int32"),
+        ),
     )
     expect = wrap32([v for row in rows for v in row])
     return Case(Job(s, {"a": a, "b": b, "n": n}, seed), {"out": expect})
@@ -170,35 +209,75 @@ def int_arith_case(seed: int = 0) -> Case:
 def float_arith_case(seed: int = 0) -> Case:
     rng = np.random.default_rng(11)
     n = 256
-    special = np.array([0.0, -0.0, 1e-40, -1e-45, 3.4e38, np.inf, -np.inf, np.nan,
-                        1.0, 3.0, 0.1, 1e10], dtype=np.float32)
+    special = np.array(
+        [
+            0.0,
+            -0.0,
+            1e-40,
+            -1e-45,
+            3.4e38,
+            np.inf,
+            -np.inf,
+            np.nan,
+            1.0,
+            3.0,
+            0.1,
+            1e10,
+        ],
+        dtype=np.float32,
+    )
     a = np.concatenate([special, rng.standard_normal(n - 12).astype(np.float32) * 100])
     b = np.concatenate([special[::-1], rng.standard_normal(n - 12).astype(np.float32)])
     c = rng.standard_normal(n).astype(np.float32) * np.float32(1e-3)
     with np.errstate(all="ignore"):
         f1000 = a * np.float32(1000.0)
-        out = np.stack([
-            (a * b) + c, a - b, a / b, np.sqrt(a * a), (a * b) + c,
-            np.array([np.float32(f2i(v)) for v in f1000], dtype=np.float32),
-        ], axis=1).astype(np.float32).reshape(-1)
+        out = (
+            np.stack(
+                [
+                    (a * b) + c,
+                    a - b,
+                    a / b,
+                    np.sqrt(a * a),
+                    (a * b) + c,
+                    np.array([np.float32(f2i(v)) for v in f1000], dtype=np.float32),
+                ],
+                axis=1,
+            )
+            .astype(np.float32)
+            .reshape(-1)
+        )
         conv = np.array([f2i(v) for v in a * np.float32(1e9)], dtype=np.int32)
     s = spec(
-        "float_arith", 4, 64,
-        (ptr("a", "float32", n), ptr("b", "float32", n), ptr("c", "float32", n),
-         ptr("out", "float32", n * 6), ptr("conv", "int32", n), scalar("n", "int32")),
+        "float_arith",
+        4,
+        64,
+        (
+            ptr("a", "float32", n),
+            ptr("b", "float32", n),
+            ptr("c", "float32", n),
+            ptr("out", "float32", n * 6),
+            ptr("conv", "int32", n),
+            scalar("n", "int32"),
+        ),
     )
     return Case(
         Job(s, {"a": a, "b": b, "c": c, "n": n}, seed),
         {"out": out, "conv": conv},
-        check=lambda got: same_bits_or_both_nan(got["out"], out)
-        and np.array_equal(got["conv"], conv),
+        check=lambda got: (
+            same_bits_or_both_nan(got["out"], out) and np.array_equal(got["conv"], conv)
+        ),
     )
 
 
 def dynamic_smem_case(seed: int = 0) -> Case:
     x = np.arange(3 * 96, dtype=np.float32) * np.float32(0.5)
-    s = spec("dynamic_smem", 3, 96, (ptr("in", "float32", 288), ptr("out", "float32", 288)),
-             dyn=96 * 4)
+    s = spec(
+        "dynamic_smem",
+        3,
+        96,
+        (ptr("in", "float32", 288), ptr("out", "float32", 288)),
+        dyn=96 * 4,
+    )
     expect = x.reshape(3, 96)[:, ::-1].reshape(-1).copy()
     return Case(Job(s, {"in": x}, seed), {"out": expect})
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from gpusem.compiler.backends.kernel import Job
 
 from . import cases
@@ -73,7 +72,9 @@ def test_synchronisation_bug_is_caught(cpu, make):
     made = [make(s) for s in range(6)]
     results = cpu.run([c.job for c in made])
     caught = [_caught(c, r) for c, r in zip(made, results, strict=True)]
-    assert all(r.kind in ("ok", "deadlock") for r in results), [r.message for r in results]
+    assert all(r.kind in ("ok", "deadlock") for r in results), [
+        r.message for r in results
+    ]
     assert sum(caught) >= 3, caught  # not luck: most schedules expose it
 
 
@@ -124,7 +125,7 @@ def test_ptx_only_statement_aborts_only_when_executed(cpu):
     src = (
         '#include "gpusem_rt.cuh"\n'
         'extern "C" __global__ void ptx_only(int* o, int go) {\n'
-        '  o[threadIdx.x] = 5;\n'
+        "  o[threadIdx.x] = 5;\n"
         '  if (go) GS_PTX_ONLY("setmaxnreg", asm volatile("setmaxnreg.inc.sync.aligned.u32 240;"));\n'
         "}\n"
     )
@@ -163,8 +164,13 @@ def test_crash_is_reported_and_the_batch_goes_on(cpu):
 
 def test_build_error_is_attributed_to_its_kernel(cpu):
     bad = cases.KernelSpec(
-        "bad", '#include "gpusem_rt.cuh"\nextern "C" __global__ void bad(int* o) {\n'
-        "  o[0] = no_such_name;\n}\n", 1, 1, 0, (cases.ptr("o", "int32", 1),),
+        "bad",
+        '#include "gpusem_rt.cuh"\nextern "C" __global__ void bad(int* o) {\n'
+        "  o[0] = no_such_name;\n}\n",
+        1,
+        1,
+        0,
+        (cases.ptr("o", "int32", 1),),
     )
     good = cases.int_arith_case()
     r_bad, r_good = cpu.run([Job(bad), good.job])
@@ -172,3 +178,20 @@ def test_build_error_is_attributed_to_its_kernel(cpu):
     assert "k" in r_bad.message and "_bad.cu:3:" in r_bad.message
     assert "no_such_name" in r_bad.message
     assert r_good.kind == "ok" and cases.matches(good, r_good.outputs)
+
+
+def test_the_whole_api_surface_builds_on_the_harness(cpu):
+    spec = cases.spec(
+        "api_surface",
+        1,
+        32,
+        (
+            cases.ptr("f", "float32", 16),
+            cases.ptr("i", "int32", 16),
+            cases.ptr("u", "uint32", 16),
+            cases.ptr("q", "uint64", 16),
+            cases.ptr("tmap", "float32", 32),
+        ),
+    )
+    (built,) = cpu.build([spec]).values()
+    assert built.kind == "ok", built.message

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from gpusem.compiler.backends.cuda import CudaBackend
 from gpusem.compiler.backends.kernel import Job
 
@@ -44,7 +43,10 @@ def test_wgmma_fences_run_on_the_gpu(gpu):
 
 def test_hung_kernel_is_a_timeout_and_the_next_job_runs(gpu):
     loop = cases.spec(
-        "infinite_loop", 1, 4, (cases.ptr("flag", "int32", 1), cases.ptr("out", "int32", 4))
+        "infinite_loop",
+        1,
+        4,
+        (cases.ptr("flag", "int32", 1), cases.ptr("out", "int32", 4)),
     )
     after = cases.reduce_case()
     r1, r2 = gpu.run([Job(loop, {}, 0, timeout_s=2.0), after.job])
@@ -54,7 +56,10 @@ def test_hung_kernel_is_a_timeout_and_the_next_job_runs(gpu):
 
 def test_trap_is_a_runtime_error_and_the_next_job_runs(gpu):
     div0 = cases.spec(
-        "div_by_zero", 1, 32, (cases.ptr("a", "int32", 32), cases.ptr("out", "int32", 32))
+        "div_by_zero",
+        1,
+        32,
+        (cases.ptr("a", "int32", 32), cases.ptr("out", "int32", 32)),
     )
     after = cases.shuffles_case()
     r1, r2 = gpu.run([Job(div0, {"a": np.zeros(32, np.int32)}), after.job])
@@ -64,8 +69,13 @@ def test_trap_is_a_runtime_error_and_the_next_job_runs(gpu):
 
 def test_build_error_is_attributed_on_the_gpu(gpu):
     bad = cases.KernelSpec(
-        "bad", '#include "gpusem_rt.cuh"\nextern "C" __global__ void bad(int* o) {\n'
-        "  o[0] = no_such_name;\n}\n", 1, 1, 0, (cases.ptr("o", "int32", 1),),
+        "bad",
+        '#include "gpusem_rt.cuh"\nextern "C" __global__ void bad(int* o) {\n'
+        "  o[0] = no_such_name;\n}\n",
+        1,
+        1,
+        0,
+        (cases.ptr("o", "int32", 1),),
     )
     good = cases.int_arith_case()
     r_bad, r_good = gpu.run([Job(bad), good.job])
@@ -73,9 +83,25 @@ def test_build_error_is_attributed_on_the_gpu(gpu):
     assert r_good.kind == "ok" and cases.matches(good, r_good.outputs), r_good.message
 
 
-def test_time_kernel_gives_milliseconds(gpu):
+def test_time_kernel_gives_milliseconds(gpu, record_property):
     ms = gpu.time_kernel(cases.reduce_case().job, warmup=2, iters=10)
+    record_property("reduce_1024_ms", ms)
     assert 0.0 < ms < 100.0
+
+
+def test_cuda_and_cpu_backends_agree_bit_for_bit(gpu, cpu):
+    made = [make(seed=0) for make in cases.DETERMINED.values()]
+    on_gpu = gpu.run([c.job for c in made])
+    on_cpu = cpu.run([c.job for c in made])
+    for case, g, c in zip(made, on_gpu, on_cpu, strict=True):
+        assert g.kind == c.kind == "ok", (case.job.spec.name, g.message, c.message)
+        for name in case.expect:
+            got_gpu, got_cpu = g.outputs[name], c.outputs[name]
+            if got_gpu.dtype == np.float32:  # NaN payloads differ (x86 vs PTX)
+                same = cases.same_bits_or_both_nan(got_gpu, got_cpu)
+            else:
+                same = got_gpu.tobytes() == got_cpu.tobytes()
+            assert same, (case.job.spec.name, name)
 
 
 def test_in_process_backend_agrees():

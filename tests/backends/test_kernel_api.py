@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from gpusem.calculus.errors import BadInput
 from gpusem.compiler.backends import cpu_source
 from gpusem.compiler.backends.kernel import (
@@ -16,7 +15,9 @@ from gpusem.compiler.backends.kernel import (
     scalar,
 )
 
-SPEC = KernelSpec("k", "", 2, (32, 2), 0, (ptr("a", "float32", 4), scalar("n", "int32")))
+SPEC = KernelSpec(
+    "k", "", 2, (32, 2), 0, (ptr("a", "float32", 4), scalar("n", "int32"))
+)
 
 
 def test_dims_are_normalised_to_three():
@@ -32,7 +33,9 @@ def test_dims_are_normalised_to_three():
         lambda: KernelSpec("k", "", (1, 1, 1, 1), 1),
         lambda: KernelSpec("not a name", "", 1, 1),
         lambda: KernelSpec("k", "", 1, 1, -4),
-        lambda: KernelSpec("k", "", 1, 1, 0, (scalar("x", "int32"), scalar("x", "int32"))),
+        lambda: KernelSpec(
+            "k", "", 1, 1, 0, (scalar("x", "int32"), scalar("x", "int32"))
+        ),
         lambda: ptr("p", "complex64", 3),
         lambda: ptr("p", "int32", 0),
     ],
@@ -75,9 +78,18 @@ def test_unknown_backend_is_bad_input():
 
 def test_code_key_depends_on_source_name_and_types():
     base = KernelSpec("k", "x", 1, 1, 0, (ptr("a", "int32", 4),))
-    assert base.code_key() == KernelSpec("k", "x", 9, 9, 0, (ptr("a", "int32", 8),)).code_key()
-    assert base.code_key() != KernelSpec("k", "y", 1, 1, 0, (ptr("a", "int32", 4),)).code_key()
-    assert base.code_key() != KernelSpec("k", "x", 1, 1, 0, (ptr("a", "uint32", 4),)).code_key()
+    assert (
+        base.code_key()
+        == KernelSpec("k", "x", 9, 9, 0, (ptr("a", "int32", 8),)).code_key()
+    )
+    assert (
+        base.code_key()
+        != KernelSpec("k", "y", 1, 1, 0, (ptr("a", "int32", 4),)).code_key()
+    )
+    assert (
+        base.code_key()
+        != KernelSpec("k", "x", 1, 1, 0, (ptr("a", "uint32", 4),)).code_key()
+    )
 
 
 def test_rewrite_keeps_line_numbers_and_binds_dynamic_shared_memory():
@@ -98,7 +110,9 @@ def test_rewrite_keeps_line_numbers_and_binds_dynamic_shared_memory():
 
 def test_raw_asm_detection_ignores_comments_strings_and_ptx_only():
     assert cpu_source.raw_asm('void f() { asm volatile("bar.sync 0;"); }')
-    assert cpu_source.raw_asm("void f() { __asm__(\"nop\"); }")
+    assert cpu_source.raw_asm('void f() { __asm__("nop"); }')
     assert not cpu_source.raw_asm('// asm volatile("x")\nconst char* s = "asm";')
-    assert not cpu_source.raw_asm('GS_PTX_ONLY("wgmma", asm volatile("wgmma.fence.sync.aligned;"));')
+    assert not cpu_source.raw_asm(
+        'GS_PTX_ONLY("wgmma", asm volatile("wgmma.fence.sync.aligned;"));'
+    )
     assert cpu_source.raw_asm('GS_PTX_ONLY("x", f(")")); asm("nop");')

@@ -4,7 +4,6 @@ and the check attributes a failure to the kernel that has it."""
 from __future__ import annotations
 
 import pytest
-
 from gpusem.compiler.backends import nvcc
 
 from . import cases
@@ -29,7 +28,9 @@ def test_nvcc_failure_is_attributed_and_the_others_pass():
     good = cases.source("reduce_sync")
     bad = '#include "gpusem_rt.cuh"\nextern "C" __global__ void k(int* o) {\n  o[0] = nope;\n}\n'
     # same kernel name twice in one batch must not collide (namespaced)
-    verdicts = nvcc.compile_check([good, bad, good.replace("s[t + stride]", "s[t+stride]")])
+    verdicts = nvcc.compile_check(
+        [good, bad, good.replace("s[t + stride]", "s[t+stride]")]
+    )
     assert verdicts[0] is None and verdicts[2] is None
     assert verdicts[1] is not None and "nope" in verdicts[1]
     assert "k1_src.cu(3)" in verdicts[1]

@@ -8,7 +8,6 @@ import time
 
 import numpy as np
 import pytest
-
 from gpusem.compiler.backends.cpu import CpuBackend
 from gpusem.compiler.backends.kernel import Job, KernelSpec, ptr, scalar
 
@@ -31,10 +30,16 @@ extern "C" __global__ void prog_{i}(const int* in, int* out, int n) {{
 
 
 def program(i: int, rng) -> tuple[Job, np.ndarray]:
-    a, b, c, d, loops = (int(rng.integers(lo, hi)) for lo, hi in
-                         ((1, 9), (-5, 5), (1, 7), (1, 5), (1, 8)))
+    a, b, c, d, loops = (
+        int(rng.integers(lo, hi))
+        for lo, hi in ((1, 9), (-5, 5), (1, 7), (1, 5), (1, 8))
+    )
     spec = KernelSpec(
-        f"prog_{i}", TEMPLATE.format(i=i, a=a, b=b, c=c, d=d, loops=loops), 2, 128, 0,
+        f"prog_{i}",
+        TEMPLATE.format(i=i, a=a, b=b, c=c, d=d, loops=loops),
+        2,
+        128,
+        0,
         (ptr("in", "int32", 256), ptr("out", "int32", 256), scalar("n", "int32")),
     )
     x = rng.integers(-100, 100, 256).astype(np.int32)

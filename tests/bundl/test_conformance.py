@@ -16,12 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+
 from gpusem.calculus.bundl.parser import parse_program
 from gpusem.calculus.errors import BadInput, IllTyped
 
 ROOT = Path(__file__).resolve().parents[2] / "examples" / "bundl"
 FILES = sorted(ROOT.rglob("*.bundl"))
 MAX_STEPS = 2_000_000
+EXHAUSTIVE_THREADS = 4  # explore every interleaving of machines this small
 
 _EXPECT = re.compile(r"^//\s*expect:\s*(.+)$", re.MULTILINE)
 _OUTPUT = re.compile(r"^//\s*output:\s*(\w+)\s*=\s*\[(.*)\]\s*$", re.MULTILINE)
@@ -126,11 +128,25 @@ def test_example(path: Path, mode: str):
         check_program(prog, rules=mode)
     except IllTyped as err:
         pytest.fail(f"expected well-typed under {mode}: {err.one_line()}")
-    outcome = _run_program()(prog, schedule="rr", max_steps=MAX_STEPS, rules=mode)
+    run = _run_program()
+    outcome = run(prog, schedule="rr", max_steps=MAX_STEPS, rules=mode)
     if exp.kind == "ok":
         assert outcome.kind == "terminated", f"{outcome.kind}: {outcome.message}"
-        for name, want in header.outputs.items():
-            assert _same(outcome.globals[name], want), (name, outcome.globals[name])
+        if mode != "fixed":
+            return  # outputs are derived under the fixed rules (README)
+        # the examples are race-free: a seeded random interleaving must agree, and on
+        # small machines so must every interleaving (exhaustive, with state hashing)
+        results = [outcome, run(prog, schedule="random:7", max_steps=MAX_STEPS,
+                                rules=mode)]
+        if prog.machine.blocks * prog.machine.threads <= EXHAUSTIVE_THREADS:
+            every = run(prog, schedule="exhaustive", max_steps=MAX_STEPS, rules=mode)
+            assert len(every.final_memories) == 1, every.final_memories
+            results.append(every)
+        for result in results:
+            assert result.kind == "terminated", f"{result.kind}: {result.message}"
+            for name, want in header.outputs.items():
+                got = result.globals[name]
+                assert _same(got, want), (name, got)
     elif exp.kind == "stuck":
         assert outcome.kind == "stuck", f"{outcome.kind}: {outcome.message}"
         assert outcome.rule == exp.detail, outcome.message

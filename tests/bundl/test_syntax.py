@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
+
 from gpusem.calculus.bundl import ast
 from gpusem.calculus.bundl.parser import parse_expr, parse_program, parse_stmt
 from gpusem.calculus.bundl.perspective import BLOCK1, GRID1, THREAD1, Level, Perspective
@@ -279,9 +283,13 @@ def test_syntax_error_is_one_line(src, where, fragment):
     assert err.prefix == "syntax error" and err.exit_code == 2
 
 
-def test_syntax_error_names_expected_punctuation():
-    with pytest.raises(BadInput, match="expected one of .*';'"):
+def test_syntax_error_names_exactly_what_may_follow():
+    # LALR's merged lookaheads would also offer ')' and ']' here; the message lists
+    # only what really continues the statement, operators summarised once.
+    with pytest.raises(BadInput) as info:
         parse_program("main { x = 1 }")
+    assert info.value.message == (
+        "syntax error: expected one of ';', '[', an operator, got '}'")
 
 
 @pytest.mark.parametrize(
@@ -314,3 +322,87 @@ def test_contextual_keywords_may_name_variables():
     # `blocks`/`threads`/`block` are keywords only where the grammar expects them.
     s = parse_stmt("blocks = threads + block;")
     assert s == ast.Assign("blocks", B("+", V("threads"), V("block")))
+
+
+# ------------------------------------------------------------ meta (STYLE 9)
+
+_PSI = "psi"
+_E = V("e")
+SAMPLE_STMTS = {
+    ast.Skip: ast.Skip(),
+    ast.Seq: ast.Seq((ast.Skip(), ast.Assign("x", I(1)))),
+    ast.Decl: ast.Decl("x", ast.BaseType.FLOAT, THREAD1, ast.FloatLit(0.5), ast.Skip()),
+    ast.Alloc: ast.Alloc("a", ast.BaseType.BOOL, 3, ast.MemKind.GLOBAL, ast.Skip()),
+    ast.Assign: ast.Assign("x", _E),
+    ast.ArrAssign: ast.ArrAssign(B("+", V("y"), I(4)), I(0), _E),
+    ast.If: ast.If(_E, ast.Skip(), ast.Assign("x", _E)),
+    ast.While: ast.While(_E, ast.Assign("x", _E)),
+    ast.Split: ast.Split(2, 1, ast.Skip(), ast.Assign("x", _E)),
+    ast.Group: ast.Group(4, ast.Skip()),
+    ast.Destruct: ast.Destruct(ast.Assign("x", _E)),
+    ast.Partition: ast.Partition(_PSI, "x", "y", 2, ast.Skip()),
+    ast.Claim: ast.Claim(None, "x", "y", 1, ast.Skip()),
+    ast.Lower: ast.Lower(_PSI, "x", "y", ast.Skip()),
+    ast.AsyncPartition: ast.AsyncPartition("phi", "x", "y", ast.AsyncMemcpy("y", "z")),
+    ast.AsyncMemcpy: ast.AsyncMemcpy("y", "z"),
+    ast.Memcpy: ast.Memcpy("y", "z"),
+    ast.SyncInit: ast.SyncInit(_PSI),
+    ast.SyncDec: ast.SyncDec(_PSI),
+    ast.SyncWait: ast.SyncWait(_PSI),
+    ast.Free: ast.Free(16),
+    ast.Call: ast.Call("f", (I(1), _E)),
+}
+SAMPLE_EXPRS = {
+    ast.IntLit: I(-7), ast.FloatLit: ast.FloatLit(2.5), ast.BoolLit: ast.BoolLit(False),
+    ast.Var: _E, ast.Index: ast.Index(_E, I(0)), ast.PartitionId: ast.PartitionId(),
+    ast.BinOp: B("%", _E, I(3)), ast.UnOp: ast.UnOp("!", _E),
+}
+
+
+def test_every_ast_class_has_a_printer_and_parser_case():
+    # Adding an AST class without a sample here fails: give it a printer case, a
+    # grammar rule and a generator (STYLE 9).
+    assert set(SAMPLE_STMTS) == set(ast.STMT_CLASSES)
+    assert set(SAMPLE_EXPRS) == set(ast.EXPR_CLASSES)
+    for cls, s in SAMPLE_STMTS.items():
+        assert parse_stmt(print_stmt(s)) == s, cls.__name__
+    for cls, e in SAMPLE_EXPRS.items():
+        assert parse_expr(print_expr(e)) == e, cls.__name__
+
+
+def test_printed_program_layout():
+    p = ast.Program(ast.Machine(1, 2), (ast.GlobalDecl("o", ast.BaseType.INT, 2, None),),
+                    (), ast.Destruct(ast.If(_E, ast.Skip(), ast.Assign("x", I(1)))))
+    assert print_program(p) == (
+        "machine blocks = 1, threads = 2;\n\n"
+        "global o : int[2];\n\n"
+        "main {\n"
+        "  destruct {\n"
+        "    if e {} else {\n"
+        "      x = 1;\n"
+        "    }\n"
+        "  }\n"
+        "}\n"
+    )
+
+
+def test_grammar_aliases_name_ast_classes():
+    # STYLE 2: rule aliases are the AST classes' names (snake_case; `if_`, `while_`,
+    # `not_` avoid Python keywords); the rest build parts of nodes.
+    grammar = (Path(ast.__file__).parent / "grammar.lark").read_text()
+    aliases = set(re.findall(r"->\s*(\w+)", grammar))
+    snake = {re.sub(r"(?<!^)(?=[A-Z])", "_", c.__name__).lower()
+             for c in (*ast.STMT_CLASSES, *ast.EXPR_CLASSES, ast.Iota)}
+    helpers = {"if_", "while_", "not_", "neg", "paren", "true", "false", "lit_list",
+               "neg_int_lit", "neg_float_lit", "array_type"}
+    assert aliases - helpers <= snake, sorted(aliases - helpers - snake)
+    assert {"if", "while"} <= snake
+
+
+def test_absurd_nesting_is_bad_input_not_a_traceback():
+    for text in ("(" * 3000 + "1" + ")" * 3000,
+                 "main {" + "destruct {" * 3000 + "}" * 3000 + "}"):
+        with pytest.raises(BadInput) as info:
+            parse_program(text) if text.startswith("main") else parse_expr(text)
+        assert info.value.prefix == "nesting too deep"
+    assert parse_expr("(" * 100 + "1" + ")" * 100) == I(1)

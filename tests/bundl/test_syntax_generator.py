@@ -11,9 +11,14 @@ from hypothesis import HealthCheck, find, given, settings
 from hypothesis import strategies as st
 
 from gpusem.calculus.bundl import ast
-from gpusem.calculus.bundl.perspective import GRID1, THREAD1, MachineShape
+from gpusem.calculus.bundl.perspective import GRID1, THREAD1, MachineShape, size
 from gpusem.fuzz.strategies.bundl import (
-    BASES, Env, VarInfo, expressions, memory_need, programs,
+    BASES,
+    Env,
+    VarInfo,
+    expressions,
+    memory_need,
+    programs,
 )
 
 SURFACE = set(ast.STMT_CLASSES) - {ast.SyncInit, ast.SyncDec, ast.SyncWait, ast.Free}
@@ -105,10 +110,11 @@ def test_expressions_are_well_typed_in_their_context(data, ty):
                         VarInfo("a", GRID1, ast.ArrayType(ast.BaseType.FLOAT,
                                                           ast.MemKind.GLOBAL), 4)))
     shape = MachineShape(2, 4)
-    e = data.draw(expressions(env, ty, shape))
     ctx = typing.Context().extend("x", GRID1, ast.BaseType.INT).extend(
         "a", GRID1, ast.ArrayType(ast.BaseType.FLOAT, ast.MemKind.GLOBAL))
-    assert typing.check_expr(ctx, THREAD1, e, machine=shape) == ty
+    for source in (env, ctx):  # the generator's Env, or the type checker's Context
+        e = data.draw(expressions(source, ty, shape, persp=THREAD1))
+        assert typing.check_expr(ctx, THREAD1, e, machine=shape) == ty
 
 
 def test_memory_need_follows_t_alloc_and_t_seq():
@@ -117,3 +123,38 @@ def test_memory_need_follows_t_alloc_and_t_seq():
                    ast.Call("f", ()), inner)
     # 2 bools (<= 4 bytes each) + max(f's 5, 3 ints) = 8 + 12
     assert memory_need(prog, {"f": 5}) == 8 + 12
+
+
+def reads_memory(e: ast.Expr) -> bool:
+    match e:
+        case ast.Index():
+            return True
+        case ast.BinOp(_, left, right):
+            return reads_memory(left) or reads_memory(right)
+        case ast.UnOp(_, operand):
+            return reads_memory(operand)
+        case _:
+            return False
+
+
+def branch_inputs(s: ast.Stmt, shape: MachineShape, out: list) -> list:
+    """Expressions that decide control flow or land in data shared by several threads."""
+    match s:
+        case ast.If(cond) | ast.While(cond):
+            out.append(cond)
+        case ast.Decl(persp=p, init=e) if size(p, shape) > 1:
+            out.append(e)
+    for c in ast.child_stmts(s):
+        branch_inputs(c, shape, out)
+    return out
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(programs(max_blocks=2, max_threads=8))
+def test_control_flow_never_reads_racy_memory(prog):
+    # errata "generator: racy reads and control flow": a racy read in a condition can
+    # split a perspective at a barrier (deadlock); the generator never makes one.
+    shape = MachineShape(prog.machine.blocks, prog.machine.threads)
+    bodies = [prog.main, *(f.body for f in prog.fns)]
+    for e in (x for b in bodies for x in branch_inputs(b, shape, [])):
+        assert not reads_memory(e), e

@@ -58,3 +58,9 @@ def test_derivation_lists_functions_then_main():
     result = derivation(parse_program(src))
     assert list(result) == ["f", "main"]
     assert shape(result["f"]) == [(0, "T-Skip", "thread[1]", 0)]
+
+
+def test_derivation_applies_the_source_program_checks():
+    # the same judgment as check_program: a source `free 4` is a failed T-Free
+    steps = derivation(parse_program(SRC.replace("s[0] = 1;", "free 4;")))["main"]
+    assert shape(steps)[-1] == (3, "T-Free", "block[1]", None)

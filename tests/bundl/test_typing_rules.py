@@ -286,7 +286,19 @@ def test_t_sync_forms_and_skip():
 
 
 def test_t_free():
-    accepts(program(at("thread1", "free 4;")))
+    accepts(program(at("thread1", "free 0;")))
+    # a runtime form: S-Alloc-* appends `free k`; a source `free 4` frees twice.
+    rejects(program(at("thread1", "free 4;")), "T-Free", "runtime form")
+    accepts(program(at("thread1", "free 4;")), rules="paper")
+
+
+def test_t_sync_forms_in_source_need_the_whole_barrier():
+    rejects(program(at("thread1", "dec psi;")), "T-Sync-Dec", "runtime form")
+    rejects(program(at("block1", "init a; dec b; wait a;")), "T-Sync-Init",
+            "runtime form")
+    rejects(program("init a; dec a; skip; wait a;"), "T-Sync-Init", "runtime form")
+    accepts(program(at("thread1", "dec psi;")), rules="paper")
+    accepts(program("init a; dec a; wait a; init a; dec a; wait a;"))
 
 
 def test_t_decl_write_down():

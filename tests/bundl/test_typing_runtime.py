@@ -133,6 +133,18 @@ def test_s_function_call_residual_is_the_body_with_params_bound():
     assert check_stmt(ctx, THREAD1, f.body, machine=MACHINE) <= f.uses
 
 
+def test_runtime_context_may_hold_dead_bindings():
+    # Γ' built from η keeps x : int after `if c { let x : int .. }` has finished; the
+    # sibling `let x : float` that follows is legal (the source check saw no nesting).
+    ctx = ctx_with(x=(THREAD1, BaseType.INT))
+    s = stmt("let x : float @ thread[1] = 2.0; let y : float @ thread[1] = x;")
+    assert check_stmt(ctx, THREAD1, s, machine=MACHINE) == 0
+    nested = ("machine blocks = 1, threads = 1;\nmain { let x : int @ grid[1] = 1; "
+              "if true { let x : float @ grid[1] = 2.0; } }\n")
+    with pytest.raises(IllTyped, match="^redeclaration"):
+        check_program(parse_program(nested))
+
+
 def test_deferred_memcpy_with_async_destination():
     # S-Async-Memcpy stores memcpy(x, y) with x : async τ[] in Φ; Γ ⊢ Φ needs it typed.
     ctx = ctx_with(x=(THREAD1, AsyncType(GINT)), y=(THREAD1, GINT))

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import itertools
 
-from hypothesis import strategies as st
-
 from gpusem.calculus.gpuir import ast as A
+from hypothesis import strategies as st
 
 ints = st.integers(-40, 300)
 floats = st.floats(-1e6, 1e6, allow_nan=False, allow_infinity=False, width=32)

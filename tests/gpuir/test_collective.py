@@ -6,7 +6,6 @@ the unit sizes of Figure 11, not from the implementation."""
 from __future__ import annotations
 
 import pytest
-
 from gpusem.calculus.gpuir import ast as A
 from gpusem.calculus.gpuir.parser import parse_proc
 from gpusem.typing_rules.gpuir import analyse, check_proc

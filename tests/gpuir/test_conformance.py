@@ -17,7 +17,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 from gpusem.calculus.errors import BadInput, IllTyped
 from gpusem.typing_rules.gpuir import check_file
 
@@ -51,8 +50,8 @@ def test_front_end_verdict(path: Path) -> None:
     else:
         with pytest.raises(BadInput) as err:
             check_file(str(path))
-        assert prefix in err.value.message, err.value.message
-        assert err.value.message.startswith(f"{path}:"), "bad input names file:line:col"
+        assert err.value.prefix == prefix, err.value.one_line()
+        assert err.value.one_line().startswith(f"{path}:"), "bad input names file:line:col"
 
 
 def test_examples_cover_the_brief() -> None:

@@ -7,9 +7,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from gpusem.calculus.gpuir import memtypes
-from gpusem.calculus.gpuir.instructions import INSTRUCTIONS, Instr, ext_quals, initial_qual
+from gpusem.calculus.gpuir.instructions import (
+    INSTRUCTIONS,
+    Instr,
+    ext_quals,
+    initial_qual,
+)
 from gpusem.calculus.gpuir.timelines import QualTL
 from gpusem.calculus.gpuir.units import UNITS
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from gpusem.calculus.errors import BadInput
 from gpusem.calculus.gpuir import ast as A
 from gpusem.calculus.gpuir.parser import parse_module, parse_proc
@@ -77,7 +76,7 @@ def test_spans_point_at_the_source() -> None:
 def test_bad_input_is_one_line_with_position(src: str, message: str) -> None:
     with pytest.raises(BadInput) as err:
         parse_module(src, "bad.gpuir")
-    text = err.value.message
+    text = err.value.one_line()
     assert message in text, text
     assert text.startswith("bad.gpuir:") and "\n" not in text
 

@@ -1,0 +1,134 @@
+"""The APPy findings table:
+`python -m gpusem.fuzz.appy.report BUNDLES OUT [--sm90] [--backend cpu|cuda]`.
+
+Reads every bundle under BUNDLES, keeps the smallest program per signature, replays each
+on `--backend` (default: the backend that found it; `cuda` on the H100 answers "does a
+CPU finding reproduce on the GPU?"), optionally compiles the program's kernels
+for sm_90 with ptxas (does a `triton` error also happen in the real compiler, not only in
+Triton's interpreter?), copies the bundles under OUT/bundles and writes OUT/findings.md
+and OUT/findings.json.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+from gpusem.fuzz.bundle import list_bundles
+
+from .target import AppyTarget, _read_inputs
+
+
+def build(bundles_dir: str, out_dir: str, sm90: bool = False,
+          backend: str | None = None, h100: dict[str, str] | None = None) -> list[dict]:
+    out = Path(out_dir)
+    (out / "bundles").mkdir(parents=True, exist_ok=True)
+    best: dict[str, object] = {}
+    for b in list_bundles(bundles_dir):
+        if b.target != "appy":
+            continue
+        cur = best.get(b.signature)
+        if cur is None or b.meta.get("size", 99) < cur.meta.get("size", 99):
+            best[b.signature] = b
+    targets: dict[str, AppyTarget] = {}
+    rows = []
+    try:
+        for sig, b in sorted(best.items()):
+            on = backend or b.meta["backend"]
+            target = targets.setdefault(on, AppyTarget(on))
+            res = target.replay(b.files, b.meta)
+            row = {"signature": sig, "kind": b.meta["kind"], "detail": b.meta["detail"],
+                   "statements": b.meta.get("size"), "shrunk": b.meta.get("shrunk"),
+                   "found_on": b.meta["backend"], "replayed_on": on,
+                   "reproduces": res.status == "finding" and res.signature == sig,
+                   "now": res.signature if res.status == "finding" else res.status,
+                   "appyc": b.meta.get("versions", {}).get("appyc", "?"),
+                   "bundle": f"bundles/{b.path.name}",
+                   "h100": (h100 or {}).get(sig, "not run"),
+                   "program": b.files.get("program.py", "")}
+            if sm90:
+                arrays, scalars = _read_inputs(b.files["inputs.json"])
+                r = target.confirm_sm90(b.files["program.py"], arrays, scalars)
+                row["sm90_compile"] = ("ok" if not r["errors"] else
+                                       "fails: " + r["errors"][0][:120])
+            dest = out / "bundles" / b.path.name
+            shutil.rmtree(dest, ignore_errors=True)
+            shutil.copytree(b.path, dest)
+            rows.append(row)
+    finally:
+        for t in targets.values():
+            t.close()
+    (out / "findings.json").write_text(json.dumps(rows, indent=1) + "\n")
+    (out / "findings.md").write_text(markdown(rows))
+    return rows
+
+
+def markdown(rows: list[dict]) -> str:
+    lines = ["# appyc findings (gpusem APPy target)", "",
+             ("One row per finding class (signature); the smallest program found; "
+             "`reproduces` is a fresh replay (`gpusem replay results/appy/bundles/<bundle>`)."),
+             "", ("| # | kind | signature | stmts | reproduces | sm_90 compile | H100 | appyc | "
+             "bundle |"), "|---|---|---|---|---|---|---|---|---|"]
+    for k, r in enumerate(rows, 1):
+        sig = r["signature"].replace("|", "\\|")
+        lines.append(f"| {k} | {r['kind']} | `{sig}` | {r['statements']} | "
+                     f"{('yes' if r['reproduces'] else 'no') + ' (' + r['replayed_on'] + ')'} | "
+                     f"{r.get('sm90_compile', 'not run')} | {r['h100']} | {r['appyc']} | "
+                     f"[{r['bundle'].split('/')[-1]}]({r['bundle']}) |")
+    lines += ["", "## Smallest programs", ""]
+    for k, r in enumerate(rows, 1):
+        lines += [f"### {k}. {r['kind']}: {r['detail'][:200]}", "", "```python",
+                  r["program"].rstrip(), "```", ""]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    argv = sys.argv[1:]
+    be = None
+    if "--backend" in argv:
+        k = argv.index("--backend")
+        be = argv[k + 1]
+        del argv[k:k + 2]
+    args = [a for a in argv if not a.startswith("--")]
+    if len(args) != 2:
+        sys.exit("usage: python -m gpusem.fuzz.appy.report BUNDLES OUT [--sm90] "
+                 "[--backend cpu|cuda]")
+    build(args[0], args[1], sm90="--sm90" in argv, backend=be)
+
+
+def listings(examples_dir: str, out_file: str, backend: str = "cpu") -> list[dict]:
+    """The paper's listings (examples/appy) through appyc: outcome per listing on
+    `backend`, and whether every kernel compiles for sm_90 (`--listings` mode)."""
+    import re
+
+    from gpusem.calculus.appy.parser import parse_program
+
+    from .inputs import make_inputs
+
+    target = AppyTarget(backend)
+    rows = []
+    try:
+        for path in sorted(Path(examples_dir).glob("*.py")):
+            text = path.read_text()
+            spec = re.search(r"^# inputs: (.*)$", text, re.MULTILINE)
+            arrays, scalars = make_inputs(spec[1] if spec else "")
+            fn = parse_program(text, path.name)
+            body = text[text.index("def "):] if "def " in text else text
+            res = target.check_source(body, arrays, scalars)
+            sm = target.confirm_sm90(body, arrays, scalars)
+            rows.append({"listing": path.name, "function": fn.name,
+                         "outcome": "agree" if res.status == "pass" else (
+                             res.kind or res.status),
+                         "detail": res.detail[:160],
+                         "sm90": "ok" if not sm["errors"] else sm["errors"][0][:160]})
+    finally:
+        target.close()
+    lines = ["# The paper's listings through appyc", "",
+             f"Backend `{backend}`; inputs from each file's `# inputs:` header.", "",
+             "| listing | outcome | detail | sm_90 compile |", "|---|---|---|---|"]
+    lines += [f"| {r['listing']} | {r['outcome']} | {r['detail'].replace('|', '/')} | "
+              f"{r['sm90'].replace('|', '/')} |" for r in rows]
+    Path(out_file).write_text("\n".join(lines) + "\n")
+    return rows

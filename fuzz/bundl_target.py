@@ -1,0 +1,195 @@
+"""The Bundl target of `gpusem fuzz`: the oracle properties of DESIGN.md over
+generated well-typed programs (`fuzz.strategies.bundl`).
+
+Properties:
+  compile     compiled CUDA (cpu harness or a GPU) ends in the interpreter's memory
+  motion      the same with wait motion off (the unoptimised barrier placement)
+  soundness   progress + preservation (Theorem 4.1) under a random schedule
+  printparse  printing then parsing is the identity
+
+A finding's signature is the property, the verdict kind and its class (the backend
+result kind, the exception type, or the rule), so one bug class yields one bundle.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import subprocess
+
+from gpusem.calculus.bundl import ast as B
+from gpusem.calculus.bundl.parser import parse_program
+from gpusem.calculus.bundl.printer import print_program
+
+from .bundl_compile import Verdict, check_program, reference
+from .campaign import CheckResult
+
+PROPERTIES = ("compile", "motion", "soundness", "printparse")
+
+
+def statement_count(s) -> int:
+    if isinstance(s, B.Program):
+        return statement_count(s.main) + sum(statement_count(f.body) for f in s.fns)
+    if isinstance(s, B.Seq):
+        return sum(statement_count(x) for x in s.stmts)
+    if isinstance(s, B.Skip):
+        return 0
+    return 1 + sum(statement_count(c) for c in B.child_stmts(s))
+
+
+class BundlTarget:
+    name = "bundl"
+    properties = PROPERTIES
+    backends = ("cpu", "cuda")
+
+    def __init__(self, backend: str = "cpu", max_blocks: int = 2, max_threads: int = 8):
+        self.backend = backend
+        self.max_blocks, self.max_threads = max_blocks, max_threads
+        self._cache: dict = {}
+
+    def close(self) -> None:
+        self._cache.clear()
+
+    def strategy(self, prop: str):
+        """Compiler properties mix kernel-shaped programs (race-free, observable) with
+        the general well-typed generator (every statement form)."""
+        from hypothesis import strategies as st
+
+        from .strategies.bundl import programs
+        from .strategies.bundl_kernels import kernels
+
+        general = programs(max_blocks=self.max_blocks, max_threads=self.max_threads)
+        if prop in ("compile", "motion"):
+            return st.one_of(kernels(max_blocks=4, max_threads=128), general)
+        return general
+
+    def prefetch(self, programs: list, prop: str) -> None:
+        """Batch-check a round's programs (one backend build for all of them)."""
+        from .bundl_compile import check_batch
+
+        if prop not in ("compile", "motion"):
+            return
+        self._cache.clear()
+        todo = list(dict.fromkeys(programs))
+        outcomes = [reference(p) for p in todo]
+        verdicts = check_batch(todo, self.backend, (0, 1, 2), prop == "compile", outcomes)
+        for program, verdict in zip(todo, verdicts, strict=True):
+            self._cache[(prop, program)] = verdict
+
+    def size(self, program: B.Program) -> int:
+        return statement_count(program)
+
+    def check(self, program: B.Program, prop: str = "compile") -> CheckResult:
+        match prop:
+            case "compile" | "motion":
+                return self._compile(program, sync_motion=prop == "compile")
+            case "soundness":
+                return self._soundness(program)
+            case "printparse":
+                return self._printparse(program)
+        raise AssertionError(prop)
+
+    # ------------------------------------------------------------------ properties
+
+    def _compile(self, program: B.Program, sync_motion: bool) -> CheckResult:
+        prop = "compile" if sync_motion else "motion"
+        verdict = self._cache.get((prop, program))
+        if verdict is None:
+            verdict = check_program(program, self.backend, (0, 1, 2), sync_motion,
+                                    outcome=reference(program))
+        if verdict.kind in ("racy", "not-compared", "unsupported"):
+            return CheckResult("invalid", kind=verdict.kind, detail=verdict.message)
+        if verdict.agree:
+            return CheckResult("pass")
+        return self._finding(program, verdict, "compile" if sync_motion else "motion")
+
+    def _finding(self, program: B.Program, v: Verdict, prop: str) -> CheckResult:
+        klass = v.message.split(":", 1)[0] if v.message else v.kind
+        files = {
+            "program.bundl": print_program(program),
+            "kernel.cu": v.kernel_source,
+            "inputs.json": _inputs_json(program),
+            "expected.json": json.dumps(v.expected, indent=1) + "\n",
+            "actual.json": json.dumps(v.actual if v.actual is not None
+                                      else {"error": v.message}, indent=1) + "\n",
+            "trace.txt": (f"property {prop}; backend {self.backend}; harness schedule "
+                          f"{v.schedule}\n{v.describe()}\n"),
+        }
+        return CheckResult("finding", signature=f"{prop}:{v.kind}:{klass}",
+                           kind=f"{prop} {v.kind}", detail=v.describe(), files=files,
+                           size=self.size(program))
+
+    def _soundness(self, program: B.Program) -> CheckResult:
+        from gpusem.interpreter.bundl_machine import run_program
+
+        outcome = run_program(program, schedule="random:7", max_steps=200_000)
+        if outcome.kind in ("terminated", "budget") or getattr(outcome, "trap", False):
+            return CheckResult("pass")
+        files = {"program.bundl": print_program(program),
+                 "trace.txt": f"{outcome.kind} in {outcome.rule}: {outcome.message}\n"}
+        return CheckResult("finding", signature=f"soundness:{outcome.kind}:{outcome.rule}",
+                           kind=f"soundness {outcome.kind}",
+                           detail=f"{outcome.rule}: {outcome.message}", files=files,
+                           size=self.size(program))
+
+    def _printparse(self, program: B.Program) -> CheckResult:
+        text = print_program(program)
+        try:
+            back = parse_program(text, "<printed>")
+        except Exception as err:  # noqa: BLE001 - any failure is the finding
+            back, why = None, f"{type(err).__name__}: {err}"
+        else:
+            why = "" if back == program else "parse(print(p)) != p"
+        if not why:
+            return CheckResult("pass")
+        return CheckResult("finding", signature=f"printparse:{why.split(':')[0]}",
+                           kind="printparse", detail=why,
+                           files={"program.bundl": text, "trace.txt": why + "\n"},
+                           size=self.size(program))
+
+    # --------------------------------------------------------------------- bundles
+
+    def finding_meta(self, result: CheckResult) -> dict:
+        return {"versions": _versions(self.backend), "device": _device(self.backend),
+                "fault": os.environ.get("GPUSEM_FAULT", "")}
+
+    def replay(self, files: dict[str, str], meta: dict) -> CheckResult:
+        program = parse_program(files["program.bundl"], "program.bundl")
+        return self.check(program, meta["property"])
+
+
+def _inputs_json(program: B.Program) -> str:
+    from gpusem.compiler.bundl_cuda.launch import initial_globals
+
+    arrays = {k: v.tolist() for k, v in initial_globals(program).items()}
+    return json.dumps(arrays, indent=1) + "\n"
+
+
+def _versions(backend: str) -> dict:
+    out = {"python": platform.python_version()}
+    for tool, args in (("nvcc", ["--version"]), ("g++", ["--version"])):
+        if shutil.which(tool):
+            text = subprocess.run([tool, *args], capture_output=True, text=True).stdout
+            out[tool] = text.strip().splitlines()[-1][:80] if text else "?"
+    if backend == "cuda":
+        try:
+            import cupy
+
+            out["cupy"] = cupy.__version__
+            out["driver"] = str(cupy.cuda.runtime.driverGetVersion())
+        except Exception:  # noqa: BLE001
+            pass
+    return out
+
+
+def _device(backend: str) -> str:
+    if backend != "cuda":
+        return f"cpu SIMT harness ({platform.machine()})"
+    try:
+        import cupy
+
+        return cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
+    except Exception:  # noqa: BLE001
+        return "cuda (unknown device)"

@@ -1,0 +1,77 @@
+"""The APPy campaign target end to end: legality gate, signatures, bundles, replay,
+and a bounded campaign (the CI campaign; needs the `appy` extra)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from gpusem.calculus.appy import ast as A
+from gpusem.compiler.appy_target.driver import appyc_available
+from gpusem.fuzz.appy.strategies import AppyProgram
+from gpusem.fuzz.appy.target import AppyTarget
+from gpusem.fuzz.bundle import list_bundles, read_bundle, write_bundle
+from gpusem.fuzz.campaign import Campaign
+
+ok, why = appyc_available()
+pytestmark = pytest.mark.skipif(not ok, reason=why)
+
+
+@pytest.fixture(scope="module")
+def target():
+    t = AppyTarget("cpu", timeout=60.0)
+    yield t
+    t.close()
+
+
+def step2_copy() -> AppyProgram:
+    """`parallel for simd` over range(0, N, 2): appyc 0.2.0 ignores the step."""
+    i = A.Name("i")
+    loop = A.For("i", A.Const(0), A.Name("N"), A.Const(2),
+                 (A.Assign(A.Subscript("C", (i,)), A.Subscript("A", (i,))),),
+                 A.ParallelFor(simd=True))
+    fn = A.Function("kernel", (A.Param("A", True), A.Param("C", True),
+                               A.Param("N", False)), (loop,))
+    return AppyProgram(fn, (("A", "float32", (4,)), ("C", "float32", (4,))),
+                       (("N", 4),), data_seed=1)
+
+
+def test_known_miscompilation_is_a_finding_with_a_bundle(target, tmp_path) -> None:
+    res = target.check(step2_copy())
+    assert res.status == "finding" and res.kind == "wrong"
+    assert res.signature == "wrong:parallel for simd/store"
+    assert {"program.py", "kernel_triton.py", "inputs.json", "expected.json",
+            "actual.json", "trace.txt"} <= set(res.files)
+    path = write_bundle(tmp_path, {"target": "appy", "backend": "cpu",
+                                   "property": "compile", "signature": res.signature,
+                                   "kind": res.kind}, res.files)
+    again = target.replay(read_bundle(path).files, read_bundle(path).meta)
+    assert again.signature == res.signature  # replay reproduces from the files alone
+
+
+def test_illegal_programs_are_never_blamed_on_the_compiler(target) -> None:
+    src = "def k(C, N):\n    #pragma parallel for\n    for i in range(N):\n" \
+          "        C[0] = i\n"
+    res = target.check_source(src, {"C": np.zeros(1, np.int32)}, {"N": 4})
+    assert res.status == "invalid" and "Legal-Disjoint" in res.detail
+
+
+def test_bounded_campaign(tmp_path) -> None:
+    summary = Campaign("appy", budget_s=90, seed=1, out_dir=str(tmp_path),
+                       round_size=6, max_programs=6).run()
+    assert summary.programs == 6 and summary.invalid == 0
+    for b in list_bundles(tmp_path):  # every finding is a complete, replayable bundle
+        assert b.meta["target"] == "appy" and "program.py" in b.files
+        assert b.meta["versions"]["appyc"] == "0.2.0"
+
+
+def test_findings_table_markdown() -> None:
+    from gpusem.fuzz.appy.report import markdown
+
+    row = {"signature": "wrong:parallel for simd/store", "kind": "wrong",
+           "detail": "C[1]: expected 9.0, got 1.0", "statements": 2, "shrunk": True,
+           "reproduces": True, "replayed_on": "cpu", "appyc": "0.2.0",
+           "bundle": "bundles/appy-wrong-x", "h100": "not run",
+           "program": "def kernel(A, C, N):\n    pass\n", "sm90_compile": "ok"}
+    md = markdown([row])
+    assert "| 1 | wrong | `wrong:parallel for simd/store` | 2 | yes (cpu) | ok |" in md
+    assert "def kernel(A, C, N):" in md and "[appy-wrong-x](bundles/appy-wrong-x)" in md

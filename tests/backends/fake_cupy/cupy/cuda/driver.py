@@ -1,0 +1,2 @@
+def funcSetAttribute(ptr, attribute, value):
+    pass
