@@ -48,6 +48,8 @@ from .amir_records import (ALL, NQ, Rec, Threads, augment, make_levels, new_reco
 from .amir_store import SetTable, Var, add_to_window, clear_window, window_sets
 
 DEFAULT_MAX_STEPS = 200_000_000
+_ACCESS_OPS = (A.RecordRead, A.RecordMutate, A.ClearReads, A.ClearMutates,
+               A.CheckReads, A.CheckMutates)
 
 
 def check_amir(prog: A.AProc, defines: Mapping[str, int], *,
@@ -105,7 +107,53 @@ class Machine:
     # ------------------------------------------------------------------ compiling
 
     def compile_body(self, body: tuple[A.AStmt, ...], bound: frozenset[str]) -> list:
-        return [self.compile_stmt(s, bound) for s in body]
+        """One closure per statement, except that a run of consecutive checks, clears
+        and records of the same access (what Figures 5 and 19 emit per access) shares
+        one evaluation of the window: the same judgments in the same order."""
+        out: list[Callable[[], None]] = []
+        i = 0
+        while i < len(body):
+            s = body[i]
+            if not isinstance(s, _ACCESS_OPS):
+                out.append(self.compile_stmt(s, bound))
+                i += 1
+                continue
+            j = i + 1
+            while j < len(body) and isinstance(body[j], _ACCESS_OPS) \
+                    and body[j].access == s.access:
+                j += 1
+            out.append(self._access_run(body[i:j], bound))
+            i = j
+        return out
+
+    def _access_run(self, run, bound: frozenset[str]) -> Callable[[], None]:
+        s = run[0]
+        win = compile_window(s.access, bound, s.origin)
+        ops = [self._access_op(x, win, bound) for x in run]
+        name, ndim, origin = s.access.name, len(s.access.coords), s.origin
+        resolve = self._resolve
+        if len(ops) == 1:
+            op = ops[0]
+
+            def single():
+                op(*resolve(name, ndim, win, origin))
+            return single
+
+        def fused():
+            v, idx, box = resolve(name, ndim, win, origin)
+            for op in ops:
+                op(v, idx, box)
+        return fused
+
+    def _access_op(self, s, win, bound: frozenset[str]):
+        match s:
+            case A.RecordRead() | A.RecordMutate():
+                return self._rule_record(s, win, bound)
+            case A.ClearReads() | A.ClearMutates():
+                return self._rule_clear(s)
+            case A.CheckReads() | A.CheckMutates():
+                return self._rule_check_access(s, win, bound)
+        raise AssertionError(s)
 
     def compile_stmt(self, s: A.AStmt, bound: frozenset[str]) -> Callable[[], None]:
         match s:
@@ -119,18 +167,15 @@ class Machine:
                 return self._rule_alloc(s, bound)
             case A.Free():
                 return self._rule_free(s)
-            case A.RecordRead() | A.RecordMutate():
-                return self._rule_record(s, bound)
-            case A.ClearReads() | A.ClearMutates():
-                return self._rule_clear(s, bound)
+            case A.RecordRead() | A.RecordMutate() | A.ClearReads() | A.ClearMutates() \
+                    | A.CheckReads() | A.CheckMutates():
+                return self._access_run((s,), bound)
             case A.Fence():
                 return self._rule_fence(s, bound)
             case A.Arrive():
                 return self._rule_arrive(s, bound)
             case A.Await():
                 return self._rule_await(s, bound)
-            case A.CheckReads() | A.CheckMutates():
-                return self._rule_check_access(s, bound)
             case A.CheckBarrier():
                 return self._rule_check_barrier(s, bound)
         raise BadInput(f"unknown AMIR statement: {type(s).__name__}")
@@ -141,7 +186,7 @@ class Machine:
         # LoopStep / LoopDone: the body runs for y = m, m+1, ..., n-1.
         lo, hi = compile_c(s.lo, bound, s.origin), compile_c(s.hi, bound, s.origin)
         body = self.compile_body(s.body, bound | {s.var})
-        var, width, env = s.var, max(1, len(body)), self.env
+        var, width, env = s.var, max(1, len(s.body)), self.env
 
         def loop():
             m, n = lo(env), hi(env)
@@ -215,19 +260,17 @@ class Machine:
             for k in [k for k in self.bar_recs if k[0] == v.key]:
                 del self.bar_recs[k]
 
-    def _rule_record(self, s: A.RecordRead | A.RecordMutate, bound: frozenset[str]):
+    def _rule_record(self, s: A.RecordRead | A.RecordMutate, win,
+                     bound: frozenset[str]):
         # RecordRead / RecordMutate: ρ'(x, n).r (or .m) = ... ∪ R(τ_v, t, τ_q, τ_q*,
         # W_{e_z#}, ρ, g_{s#}(σ, ι)) for every (x, n) ∈ W_{e#}.
         kind = "read" if isinstance(s, A.RecordRead) else "mutate"
-        win = compile_window(s.access, bound, s.origin)
         threads = compile_threads(s.threads, bound, s.origin)
         bars = [(z.name, compile_window(z, bound, s.origin)) for z in s.barriers]
         vl, atomic, q, t = int(s.vl), qmask(s.atomic), s.qual.index, s.t
-        name, ndim, ident = s.access.name, len(s.access.coords), id(s)
-        attr = "rd" if kind == "read" else "mu"
-        env = self.env
+        ident, attr, env = id(s), ("rd" if kind == "read" else "mu"), self.env
 
-        def record():
+        def record(v, idx, box):
             mask = threads(env)
             who = ALL if mask is None else (self.task, mask)
             if bars:
@@ -243,20 +286,16 @@ class Machine:
                     self._index_barrier(cell, r)
                 self.stats.records += 1
                 hit = self.rec_cache[key] = ((r,), r.id)
-            v, idx, box = self._resolve(name, ndim, win, s.origin)
             self.stats.recorded_accesses += add_to_window(self.sets, v, attr, idx, box,
                                                           hit)
         return record
 
-    def _rule_clear(self, s: A.ClearReads | A.ClearMutates, bound: frozenset[str]):
+    def _rule_clear(self, s: A.ClearReads | A.ClearMutates):
         # ClearReads: ρ(x, n).r = ∅; ClearMutates: ρ(x, n).m = ∅, for (x, n) ∈ W_{e#}.
-        win = compile_window(s.access, bound, s.origin)
-        attr = "rd" if isinstance(s, A.ClearReads) else "mu"
-        name, ndim = s.access.name, len(s.access.coords)
+        attr, sets = ("rd" if isinstance(s, A.ClearReads) else "mu"), self.sets
 
-        def clear():
-            v, idx, box = self._resolve(name, ndim, win, s.origin)
-            clear_window(self.sets, v, attr, idx, box)
+        def clear(v, idx, box):
+            clear_window(sets, v, attr, idx, box)
         return clear
 
     def _rule_fence(self, s: A.Fence, bound: frozenset[str]):
@@ -345,17 +384,15 @@ class Machine:
 
     # ------------------------------------------------------------ Figure 7 (checks)
 
-    def _rule_check_access(self, s: A.CheckReads | A.CheckMutates, bound):
+    def _rule_check_access(self, s: A.CheckReads | A.CheckMutates, win, bound):
         # CheckReads / CheckMutates (see interpreter/amir_checks.py for the rule).
         check = type(s).__name__
         attr = "rd" if isinstance(s, A.CheckReads) else "mu"
-        win = compile_window(s.access, bound, s.origin)
         threads = compile_threads(s.threads, bound, s.origin)
         vl, t, qm = int(s.vl), s.t, qmask(s.quals)
         name, ndim = s.access.name, len(s.access.coords)
 
-        def check_access():
-            v, idx, box = self._resolve(name, ndim, win, s.origin)
+        def check_access(v, idx, box):
             g = None
             for sid in window_sets(v, attr, idx, box):
                 if sid == 0:

@@ -42,6 +42,7 @@ DTYPES = {A.DataType.F32: np.float32, A.DataType.F64: np.float64,
           A.DataType.UI16: np.uint16, A.DataType.I8: np.int8, A.DataType.UI8: np.uint8}
 
 DEFAULT_MAX_STEPS = 200_000_000
+MAX_ELEMENTS = 1 << 27  # one allocation (4 GiB of f64 is past any test machine)
 
 
 def run_sequential(proc: A.Proc, defines: Mapping[str, int],
@@ -54,6 +55,15 @@ def run_sequential(proc: A.Proc, defines: Mapping[str, int],
     with np.errstate(all="ignore"):
         ev.block(proc.body)
     return {p.name: ev.vars[p.name].array.copy() for p in proc.data_params}
+
+
+def _check_size(name: str, shape: tuple[int, ...], span) -> None:
+    n = 1
+    for k in shape:
+        n *= k
+    if n > MAX_ELEMENTS:
+        raise BadInput(f"too large: {name} would hold {n} elements (limit "
+                       f"{MAX_ELEMENTS})", span=span)
 
 
 @dataclass
@@ -92,6 +102,7 @@ class _Evaluator:
             if any(k < 0 for k in shape):
                 raise BadInput(f"bad definition: {p.name} has a negative extent {shape}",
                                span=p.span)
+            _check_size(p.name, shape, p.span)
             dt = DTYPES[p.dtype]
             if p.name in inputs:
                 arr = np.array(inputs[p.name]).astype(dt)
@@ -143,6 +154,7 @@ class _Evaluator:
                     raise Trap(f"bad allocation: {n} has a negative extent {shape}",
                                rule="seq", span=s.span)
                 dt = DTYPES[t]
+                _check_size(n, shape, s.span)
                 self.vars[n] = _Var(np.zeros(tuple(self.lanes) + shape, dt),
                                     len(self.lanes), dt)
             case A.WindowStmt(name=n, source=src):

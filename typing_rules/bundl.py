@@ -122,6 +122,8 @@ class StmtChecker(DataRules):
             return default
 
     def stmt(self, ctx: Context, persp: Perspective, s: Stmt) -> int:
+        if self.errors is None:  # the fast path: check_stmt runs after every step
+            return self.rule(ctx, persp, s)
         return self.attempt(lambda: self.rule(ctx, persp, s), 0)
 
     # -------------------------------------------------------------- the judgment

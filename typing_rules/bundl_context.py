@@ -157,9 +157,9 @@ class Context:
 
     def extend(self, name: str, persp: Perspective, type: Type) -> Context:
         """Γ, x :^π τ."""
-        env = dict(self._env)
-        env[name] = Binding(persp, type)
-        return Context(env)
+        ctx = Context.__new__(Context)
+        ctx._env = {**self._env, name: Binding(persp, type)}
+        return ctx
 
     def hide(self, name: str, rule: str, renamed_to: str | None = None) -> Context:
         """Γ with x kept (for its type) but unusable: the premise of `rule` drops x

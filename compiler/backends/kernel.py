@@ -9,7 +9,9 @@ cannot run is a `Result` of that kind, so a fuzzing campaign goes on. Malformed 
 (unknown parameter, wrong dtype or size) raise `BadInput` before anything runs.
 
 Every pointer parameter is in-out: its input array (zeros when absent) is copied to the
-device, and its final contents come back in `Result.outputs[name]`.
+device, and its final contents come back in `Result.outputs[name]` (for "ok"; on the
+cpu backend also for "runtime_error", "deadlock" and "timeout", as the memory stood
+when the launch stopped; otherwise empty).
 """
 
 from __future__ import annotations

@@ -22,7 +22,8 @@
 //   - a step budget (fibre switches) and a wall-clock budget end a launch as TIMEOUT; a
 //     fibre that loops without ever blocking is killed by cpu.py's watchdog instead.
 // Note: barrier arrivals are counted per thread (as on sm_70+), and a thread that exits
-// while others wait for it at a barrier is a deadlock (CUDA calls it undefined).
+// while others wait for it at a block barrier is a deadlock (CUDA calls it undefined);
+// warp collectives wait only for the live lanes of their mask, as CUDA specifies.
 #ifndef GPUSEM_SIMT_HARNESS_H
 #define GPUSEM_SIMT_HARNESS_H
 
@@ -138,6 +139,7 @@ struct Runtime {
   std::vector<Async> bulk;  // cp.async.bulk copies, owned by their mbarrier
   int status = ST_OK;
   volatile sig_atomic_t alarm = 0;  // the time budget ran out while in the scheduler
+  bool in_fibre = false;  // whether a fibre (not the scheduler) is running
   char msg[1024];
   unsigned long long switches = 0, rng = 1;
   double deadline = 0;
@@ -196,7 +198,11 @@ inline double now_s() {
 
 inline float fop(float x) { return x; }  // float32 result; the build has no FMA contraction
 
-// Stop the launch from inside a fibre: record the status and never resume the fibre.
+struct SchedulerAbort {};  // thrown when the scheduler itself (async flush) hits an error
+
+// Stop the launch: record the status; from a fibre, switch to the scheduler and never
+// resume the fibre; from the scheduler's own work (completing async copies when no
+// fibre can run), unwind to `launch`.
 [[noreturn]] inline void abort_launch(int status, const char* fmt, ...) {
   Runtime& rt = g_rt;
   if (rt.status == ST_OK) {
@@ -206,6 +212,7 @@ inline float fop(float x) { return x; }  // float32 result; the build has no FMA
     vsnprintf(rt.msg, sizeof rt.msg, fmt, ap);
     va_end(ap);
   }
+  if (!rt.in_fibre) throw SchedulerAbort{};
   void* dummy;
   gs_ctx_switch(&dummy, rt.sched_sp);
   __builtin_unreachable();
@@ -214,6 +221,7 @@ inline float fop(float x) { return x; }  // float32 result; the build has no FMA
 inline const char* where() {
   static char buf[96];
   Thread* t = g_rt.cur;
+  if (!g_rt.in_fibre) return "completing asynchronous copies";
   snprintf(buf, sizeof buf, "thread (%u,%u,%u) block (%u,%u,%u)", t->tid.x, t->tid.y,
            t->tid.z, g_rt.block_idx.x, g_rt.block_idx.y, g_rt.block_idx.z);
   return buf;
@@ -610,7 +618,9 @@ inline void run_block(uint3 bidx) {
       if (t.state != T_RUNNABLE) continue;
       rt.cur = &t;
       ran = true;
+      rt.in_fibre = true;
       gs_ctx_switch(&rt.sched_sp, t.sp);
+      rt.in_fibre = false;
       if (rt.status == ST_OK && t.state == T_EXITED) warp_try_complete(t.warp);
       if (rt.status != ST_OK) return;
       if (rt.alarm) {
@@ -716,11 +726,16 @@ inline int launch(const LaunchCfg* cfg, void (*thunk)(void**), void** args, char
   AlarmGuard guard(cfg->time_budget_s);
   std::vector<int> order;
   make_order(order, (int)nb);
-  for (int b : order) {
-    unsigned gx = cfg->grid[0], gy = cfg->grid[1];
-    run_block(uint3{b % gx, (b / gx) % gy, b / (gx * gy)});
-    if (rt.status != ST_OK) break;
+  try {
+    for (int b : order) {
+      unsigned gx = cfg->grid[0], gy = cfg->grid[1];
+      run_block(uint3{b % gx, (b / gx) % gy, b / (gx * gy)});
+      if (rt.status != ST_OK) break;
+    }
+  } catch (const SchedulerAbort&) {
+    // the status and message are recorded
   }
+  rt.in_fibre = false;
   // Give the touched stack pages back: a worker loads many batch libraries in a long
   // campaign, and each library has its own stacks.
   madvise(rt.stacks, rt.stacks_len, MADV_DONTNEED);

@@ -14,7 +14,7 @@ from gpusem.typing_rules.gpuir import analyse
 
 from .strategies import procs
 
-SETTINGS = settings(max_examples=1500, deadline=None,
+SETTINGS = settings(max_examples=150, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
 
 
