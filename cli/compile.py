@@ -30,9 +30,20 @@ def compile_file(path: str, sync_motion: bool = True, cp_async: bool = True):
 @click.option("--no-sync-motion", is_flag=True,
               help="Keep every barrier where the S-rules put it (no wait motion).")
 @click.option("--no-cp-async", is_flag=True, help="Lower async copies to plain copies.")
-def command(file: str, output: str | None, no_sync_motion: bool, no_cp_async: bool):
-    """Emit CUDA C++ for FILE (.bundl). The kernel is `bundl_main`, launched with
-    B blocks of T threads; its parameters are the program's globals in order."""
+@click.option("-D", "defines", multiple=True, metavar="NAME=INT",
+              help=".gpuir: control values (over the file's `# defines:` header).")
+@click.option("--proc", "proc_name", default=None, help=".gpuir: the procedure.")
+def command(file: str, output: str | None, no_sync_motion: bool, no_cp_async: bool,
+            defines: tuple[str, ...] = (), proc_name: str | None = None):
+    """Emit CUDA C++ for FILE (.bundl or .gpuir). A .bundl kernel is `bundl_main`,
+    launched with B blocks of T threads; its parameters are the program's globals in
+    order. A .gpuir proc gives one kernel per CudaDeviceFunction, named after it."""
+    if language_of(file) == "gpuir":
+        from gpusem.compiler.gpuir_cuda.cli import compile_command
+
+        from .common import parse_defines
+
+        return compile_command(file, parse_defines(defines), output, proc_name)
     if language_of(file) != "bundl":
         raise BadInput(f"compile: only .bundl files are compiled so far: {file}")
     kernel = compile_file(file, not no_sync_motion, not no_cp_async)

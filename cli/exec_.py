@@ -19,13 +19,27 @@ from .common import language_of
               help="cpu harness fibre orders to try (0 forward, 1 reverse, >=2 random).")
 @click.option("--no-sync-motion", is_flag=True, help="Compile without wait motion.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable verdict.")
+@click.option("-D", "defines", multiple=True, metavar="NAME=INT",
+              help=".gpuir: control values (over the file's `# defines:` header).")
+@click.option("--proc", "proc_name", default=None, help=".gpuir: the procedure.")
 def command(file: str, backend: str, schedules: str, no_sync_motion: bool,
-            as_json: bool):
+            as_json: bool, defines: tuple[str, ...] = (), proc_name: str | None = None):
     """Run FILE's compiled kernel on BACKEND and the reference interpreter on the same
     inputs; print agree / disagree with the first differing cell. Exit 0 agree, 1
     disagree (or the kernel failed), 2 bad input."""
+    if language_of(file) == "gpuir":  # compared with the sequential reading
+        from gpusem.compiler.gpuir_cuda.cli import exec_command
+
+        from .common import parse_defines
+
+        try:
+            seeds = tuple(int(s) for s in schedules.split(","))
+        except ValueError:
+            raise BadInput(f"bad --schedules: {schedules}") from None
+        return exec_command(file, parse_defines(defines), backend, seeds, as_json,
+                            proc_name)
     if language_of(file) != "bundl":
-        raise BadInput(f"exec: only .bundl files so far: {file}")
+        raise BadInput(f"exec: only .bundl and .gpuir files: {file}")
     from gpusem.fuzz.bundl_compile import check_file
 
     try:

@@ -59,6 +59,8 @@ def command(target, props, backend, budget, seed, jobs, shard, out_dir, max_prog
                            f"{', '.join(probe.properties)})")
     probe.close()
     console = Console(stderr=True)
+    if not console.is_terminal:  # logs: wide enough for the summary table's columns
+        console = Console(stderr=True, width=160)
     total = Summary()
     for p in props:
         base = {"target_name": target, "backend": backend, "prop": p,

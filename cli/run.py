@@ -11,7 +11,6 @@ import json
 import sys
 
 import click
-
 from gpusem.calculus.errors import BadInput
 
 from .common import language_of, read_source
@@ -21,14 +20,16 @@ EXIT = {"terminated": 0, "stuck": 1, "deadlock": 1, "budget": 2}
 
 @click.command(name="run")
 @click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--schedule", default="rr", show_default=True, metavar="rr|random:SEED|exhaustive",
+@click.option("--schedule", default="rr", show_default=True,
+              metavar="rr|random:SEED|exhaustive",
               help="Which thread S-Program steps next.")
 @click.option("--max-steps", type=int, default=1_000_000, show_default=True,
               help="Step budget (transitions explored, for exhaustive).")
 @click.option("--rules", type=click.Choice(["fixed", "paper"]), default="fixed",
               show_default=True, help="Corrected (fixed) or as-printed (paper) rules.")
 @click.option("--blocks", type=int, default=None, help="Override B (machine blocks).")
-@click.option("--threads", type=int, default=None, help="Override T (threads per block).")
+@click.option("--threads", type=int, default=None,
+              help="Override T (threads per block).")
 @click.option("--big-step", is_flag=True,
               help="Use the vectorised big-step evaluator (fixed rules, one schedule).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
@@ -85,7 +86,9 @@ def _print(out, schedule: str) -> None:
             click.echo(f"  final memory {i}: {mem}")
         return
     err = out.error
-    line = err.one_line() if err is not None and hasattr(err, "one_line") else out.message
+    line = out.message
+    if err is not None and hasattr(err, "one_line"):
+        line = err.one_line()
     click.echo(f"{out.kind} after {out.steps} steps: {line}", err=True)
     if out.bad_schedule is not None:
         click.echo(f"schedule (thread indices): {out.bad_schedule}", err=True)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+import time
 from collections.abc import Mapping
 
 import click
@@ -66,14 +67,15 @@ class SyncResult:
     """The outcome of one sync check: the AMIR program and the machine's verdict."""
 
     def __init__(self, file: str, proc: str, defines: Mapping[str, int], amir,
-                 verdict):
+                 verdict, seconds: float = 0.0):
         self.file, self.proc, self.defines = file, proc, dict(defines)
-        self.amir, self.verdict = amir, verdict
+        self.amir, self.verdict, self.seconds = amir, verdict, seconds
 
     def as_json(self) -> dict:
         v, st = self.verdict.violation, self.verdict.stats
         out = {"file": self.file, "proc": self.proc, "defines": self.defines,
                "verdict": "accepted" if v is None else "rejected",
+               "seconds": round(self.seconds, 4),
                "stats": {"statements": st.statements,
                          "recorded_accesses": st.recorded_accesses,
                          "records": st.records, "lifts": st.lifts}}
@@ -92,7 +94,8 @@ class SyncResult:
         sizes = ", ".join(f"{k}={n}" for k, n in self.defines.items())
         if v is None:
             return (f"accepted: {self.proc}({sizes}): {st.statements} AMIR statements, "
-                    f"{st.recorded_accesses} recorded accesses, {st.records} records")
+                    f"{st.recorded_accesses} recorded accesses, {st.records} records "
+                    f"in {self.seconds:.2f} s")
         return diagnostic(v, source, self.file)
 
 
@@ -121,8 +124,11 @@ def synccheck_proc(proc, defines: Mapping[str, int], *, rules: str = "fixed",
                        f"{', '.join(missing)} has no value (pass -D {missing[0]}=...)")
     analysis = _front_end(proc, defines)
     amir = convert(proc, defines, rules=rules, analysis=analysis)
+    start = time.perf_counter()
     verdict = check_amir(amir, defines, max_steps=max_steps)
-    return SyncResult(file or proc.span.file, proc.name, defines, amir, verdict)
+    seconds = time.perf_counter() - start
+    return SyncResult(file or proc.span.file, proc.name, defines, amir, verdict,
+                      seconds)
 
 
 def _pick(procs, name: str | None, file: str):

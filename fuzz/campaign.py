@@ -10,6 +10,7 @@ targets plug in without touching this file's logic) provides:
   finding_meta(result)      extra bundle metadata (versions, device)
   replay(files, meta)       -> CheckResult, re-run from a bundle's files
   close()
+  minimise(program, res, prop) -> CheckResult   (optional: passes after hypothesis's)
 
 How a campaign runs. Work is cut into *rounds*; round r is a hypothesis run of at most
 `round_size` programs seeded by hash(seed, r), so a campaign is deterministic from its
@@ -18,6 +19,8 @@ a shard further into J local processes, shard I*J+j of N*J). Within a round the 
 finding whose signature is new is *hunted*: the test raises for that signature only,
 hypothesis shrinks it, and the minimal program is written as a bundle. Other new
 signatures met meanwhile are kept unshrunk and written at the end if never hunted.
+Shrinking may overrun the budget by 10% + 30 s; past that the smallest failure found so
+far is written.
 """
 
 from __future__ import annotations
@@ -161,6 +164,10 @@ class Campaign:
         hseed(_round_seed(self.seed, r))(test)()
         target.prefetch(programs, self.prop)
 
+    def _past_hard_stop(self) -> bool:
+        """Shrinking may run past the budget by 10% + 30 s, no more."""
+        return time.monotonic() - self.t0 >= 1.1 * self.budget_s + 30
+
     def _round(self, target, r: int) -> None:
         state = {"hunting": None, "last": None}
         if hasattr(target, "prefetch"):
@@ -170,6 +177,9 @@ class Campaign:
             hunting = state["hunting"]
             if hunting is None and self._out_of_budget():
                 return
+            if hunting is not None and self._past_hard_stop():
+                return  # stop shrinking: the smallest failure so far is kept
+
             res = target.check(program, self.prop)
             if hunting is None:
                 self.summary.programs += 1
@@ -186,7 +196,7 @@ class Campaign:
             if hunting is None:
                 state["hunting"] = res.signature
             if res.signature == state["hunting"]:
-                state["last"] = res
+                state["last"] = (program, res)
                 raise _Hunted(res.signature)
             self.pending.setdefault(res.signature, res)
 
@@ -205,7 +215,10 @@ class Campaign:
         except Exception as err:  # noqa: BLE001 - hypothesis Flaky etc.
             state["error"] = err  # the last failing example is still recorded below
         if state["last"] is not None:
-            self._record(target, state["last"], shrunk=True)
+            program, res = state["last"]
+            if hasattr(target, "minimise"):  # target-specific passes after hypothesis
+                res = target.minimise(program, res, self.prop)
+            self._record(target, res, shrunk=True)
 
     def _record(self, target, res: CheckResult, shrunk: bool) -> None:
         from .bundle import write_bundle

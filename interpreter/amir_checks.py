@@ -141,7 +141,7 @@ def access_violation(check: str, var: str, index: tuple[int, ...], r: Rec, vl: i
 def barrier_violation(var: str, index: tuple[int, ...], arrives: int, awaits: int,
                       origin: Span) -> Violation:
     cell = f"{var}[{', '.join(map(str, index))}]" if index else var
-    msg = (f"barrier mismatch: CheckBarrier at {origin}: {cell} has {arrives} arrive(s) "
-           f"but {awaits} await(s)")
+    msg = (f"barrier mismatch: CheckBarrier at {origin}: {cell} has {arrives} "
+           f"arrive(s) but {awaits} await(s)")
     return Violation("CheckBarrier", var, index, (), None, (), (), origin, NO_SPAN,
                      None, msg)

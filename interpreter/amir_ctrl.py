@@ -115,7 +115,8 @@ def compile_window(acc: A.Access, bound: frozenset[str], span: Span) -> Callable
     key = "(" + "".join(k + ", " for k in keys) + ")"
     test = " and ".join(tests) or "True"
     out = "_t" if points else f"(_t, {key})"
-    src = f"lambda e, s: ({out} if ({test}) else None) if ((_t := {tup}) or True) else 0"
+    src = (f"lambda e, s: ({out} if ({test}) else None) "
+           f"if ((_t := {tup}) or True) else 0")
     env = {**_GLOBALS, "slice": slice}
     fn = eval(src, env)  # noqa: S307 - generated from an AST
     fn.raw = eval(f"lambda e, s: {tup}", env)  # type: ignore[attr-defined]  # noqa: S307

@@ -14,17 +14,26 @@ Conventions (paper -> Python):
                                  add `arr`, `awt` (the counts (a, w))
   g_{s#}(σ, ι)                -> the statement's compiled thread mapping + `task`
 
-Representation (the speed target of issue 3: GEMM N=1024 in <= 2 s on one core):
-  - records over windows: one RecordRead of a window makes one record (per thread for
-    t = false) shared by every cell of the window, so cost is per statement, not per
-    element; cells store small integer ids of interned record *sets*, updated with
-    vectorised NumPy (a window of constant id is one fill; otherwise np.unique);
-  - lift is applied to record objects in place, exact because λ is pointwise (see
-    amir_records); a Fence of task ι only visits records some thread of ι can see
-    (a per-task index, plus records with a block for all of 𝔾), Await only the records
-    registered with its barrier cell;
-  - a check on a window tests each distinct record set once, memoised until the next
-    lift; control expressions and thread mappings are compiled to closures.
+Representation (the speed target of issue 3: the tiled GEMM at N = 1024 in <= 2 s on
+one core), and why:
+  - one Python object per element access is ~10^8 objects at N = 1024: out. Instead a
+    Record* statement makes ONE record (t = true) or one *family* of per-thread records
+    (t = false, see amir_records) per execution, shared by every cell of its window;
+  - cells hold small integer ids of interned record *sets* in dense NumPy arrays
+    (interpreter/amir_store.py): a window whose cells share one set id is extended with
+    one memoised union and one `fill`; windows known to be uniform (or tiled by known
+    uniform sub-windows) skip the NumPy scan. We chose dense arrays over a pure box
+    list because windows of real kernels overlap unevenly (a TMA stage write vs wgmma
+    sub-tile reads): arrays handle any overlap, the cache recovers the box structure;
+  - lift applies λ to record objects in place, exact because λ is pointwise; a lift by
+    task ι visits only live records some thread of ι (or of all of 𝔾) can see, indexed
+    by timeline; Await visits only the records registered with its barrier cell;
+    records in no cell are dead and skipped; a record dominated by a newer one of the
+    same statement and threads leaves the cell (exact for verdicts);
+  - consecutive checks/clears/records of one access evaluate the window once; control
+    expressions, windows and thread mappings are compiled to Python closures;
+  - the cyclic GC is paused during a run (no cycles are made; its full passes over
+    millions of live objects made the run superlinear).
   Provenance survives: every record keeps its access's GPU IR span, threads, timeline.
 """
 
@@ -37,14 +46,13 @@ import numpy as np
 
 from gpusem.calculus.amir import ast as A
 from gpusem.calculus.errors import BadInput, BudgetExhausted, Trap
-from gpusem.calculus.gpuir.timelines import VL
 from gpusem.calculus.span import Span
 
 from .amir_checks import (Stats, Verdict, Violation, access_violation,
                           barrier_violation, record_visible)
 from .amir_ctrl import box_key, compile_b, compile_c, compile_threads, compile_window
-from .amir_records import (ALL, NQ, Rec, Threads, augment, make_levels, new_records,
-                           passing, qmask)
+from .amir_lift import Lifts
+from .amir_records import ALL, Rec, Threads, make_levels, new_records, qmask
 from .amir_store import SetTable, Var, add_to_window, clear_window, window_sets
 
 DEFAULT_MAX_STEPS = 200_000_000
@@ -78,9 +86,7 @@ class Machine:
         self.task = 0
         self.vars: dict[str, Var] = {}
         self.sets = SetTable()
-        self.task_recs: dict[int, list[list[Rec]]] = {}  # task -> q -> records
-        self.all_recs: list[Rec] = []
-        self.bar_recs: dict[tuple, dict[int, Rec]] = {}
+        self.lifts = Lifts(self.sets)
         self.rec_cache: dict[tuple, tuple[tuple[Rec, ...], int]] = {}
         self.check_memo: dict[tuple, Rec | None] = {}
         self.incarnations = 0
@@ -257,8 +263,7 @@ class Machine:
         self.sets.release(v.rd, v.known("rd", whole))
         self.sets.release(v.mu, v.known("mu", whole))
         if v.arr is not None:
-            for k in [k for k in self.bar_recs if k[0] == v.key]:
-                del self.bar_recs[k]
+            self.lifts.forget_barrier(v.key)
 
     def _rule_record(self, s: A.RecordRead | A.RecordMutate, win,
                      bound: frozenset[str]):
@@ -281,9 +286,9 @@ class Machine:
             hit = self.rec_cache.get(key)
             if hit is None:
                 r = new_records(vl, t, q, atomic, p, who, kind, ident, s.origin)
-                self._register(r)
+                self.lifts.register(r)
                 for cell in r.p:
-                    self._index_barrier(cell, r)
+                    self.lifts.index_barrier(cell, r)
                 self.stats.records += 1
                 hit = self.rec_cache[key] = ((r,), r.id)
             self.stats.recorded_accesses += add_to_window(self.sets, v, attr, idx, box,
@@ -304,14 +309,8 @@ class Machine:
         pre, levels, t = qmask(s.pre), make_levels(qmask(s.full), qmask(s.temp)), s.t
 
         def fence():
-            g = self._who(threads)
             self.stats.lifts += 1
-            for r in self._candidates(g, pre, t):
-                part = passing(t, g, pre, r)
-                if part:
-                    r = r if part == -1 else self._split(r, part)
-                    if augment(r, g, levels) and g[0] not in r.tasks:
-                        self._register(r)
+            self.lifts.fence(t, self._who(threads), pre, levels)
             # Note: always a new epoch, even if no live record rose: a dead record
             # skipped here must not be handed out again by the record cache.
             self._new_epoch()
@@ -335,16 +334,7 @@ class Machine:
                                f"{[str(z.name) for z in s.barriers]} at {s.origin}",
                                rule="Arrive", span=s.origin)
             union = {c: a for cs in cells for c, a in cs.items()}
-            for r in self._candidates(g, pre, t):
-                part = passing(t, g, pre, r)
-                if part:
-                    r = r if part == -1 else self._split(r, part)
-                    for cell, a in union.items():
-                        # Note: only min p(z, n) matters to Await (∃i <= Max), and
-                        # counts only grow, so an existing entry already holds it.
-                        if cell not in r.p:
-                            r.p[cell] = a
-                            self._index_barrier(cell, r)
+            self.lifts.arrive(t, g, pre, union)
             (hk, hidx), = home
             self._bar_var(hk[0]).arr[hidx] += 1
             self._new_epoch()
@@ -363,21 +353,14 @@ class Machine:
             self.stats.lifts += 1
             cells = self._barrier_cells(name, ndim, win, s.origin)
             if len(cells) != 1:
-                raise BadInput(f"await: {name} must name one barrier cell at {s.origin}",
-                               rule="Await", span=s.origin)
+                raise BadInput(f"await: {name} must name one barrier cell at "
+                               f"{s.origin}", rule="Await", span=s.origin)
             (cell, a), = cells.items()
             v = self._bar_var(name)
             w = int(v.awt[cell[1]])
             top = a - (n + 1) if n >= 0 else w + n + 1
             new = max(w, top + 1) if n >= 0 else w + 1
-            regs = self.bar_recs.get(cell, {})
-            for rid in [rid for rid, r in regs.items() if r.live <= 0]:
-                del regs[rid]
-            for r in list(regs.values()):
-                first = r.p.get(cell)
-                if first is not None and first <= top and augment(r, g, levels) \
-                        and g[0] not in r.tasks:
-                    self._register(r)
+            self.lifts.await_(cell, top, g, levels)
             v.awt[cell[1]] = new
             self._new_epoch()
         return await_
@@ -390,19 +373,21 @@ class Machine:
         attr = "rd" if isinstance(s, A.CheckReads) else "mu"
         threads = compile_threads(s.threads, bound, s.origin)
         vl, t, qm = int(s.vl), s.t, qmask(s.quals)
-        name, ndim = s.access.name, len(s.access.coords)
+        name = s.access.name
 
         def check_access(v, idx, box):
-            g = None
+            g, failing = None, {}
             for sid in window_sets(v, attr, idx, box):
                 if sid == 0:
                     continue
                 g = g or self._who(threads)
                 bad = self._first_invisible(sid, vl, t, qm, g, attr)
                 if bad is not None:
-                    at = self._cell_of(getattr(v, attr), idx, win.points, sid)
-                    raise _Reject(access_violation(check, name, at, bad, vl, qm, g,
-                                                   s.origin))
+                    failing[sid] = bad
+            if failing:     # report the first failing cell in row-major order
+                at, sid = self._first_cell(getattr(v, attr), idx, win.points, failing)
+                raise _Reject(access_violation(check, name, at, failing[sid], vl, qm,
+                                               g, s.origin))
         return check_access
 
     def _first_invisible(self, sid, vl, t, qm, g, attr) -> Rec | None:
@@ -441,59 +426,6 @@ class Machine:
     def _who(self, threads) -> Threads:
         mask = threads(self.env)
         return ALL if mask is None else (self.task, mask)
-
-    def _register(self, r: Rec) -> None:
-        """Index r under every task one of its blocks (or a family member) is in, by
-        its timeline; under `all_recs` if it has a visible block over all of 𝔾."""
-        tasks = {ts[0] for ts, vis in r.vis.items() if ts[0] != -1 or vis}
-        if r.own is not None:
-            tasks.add(r.who[0])
-        for task in tasks - r.tasks:
-            r.tasks.add(task)
-            if task == -1:
-                self.all_recs.append(r)
-            else:
-                byq = self.task_recs.get(task)
-                if byq is None:
-                    byq = self.task_recs[task] = [[] for _ in range(NQ)]
-                byq[r.q].append(r)
-
-    def _split(self, r: Rec, part: int) -> Rec:
-        """Members `part` of family r leave it (a lift separated them), into every
-        record set that holds r."""
-        twin = r.split(part)
-        for sid in twin.sids:
-            self.sets.add_member(sid, twin)
-        self._register(twin)
-        for cell in twin.p:
-            self._index_barrier(cell, twin)
-        return twin
-
-    def _index_barrier(self, cell: tuple, r: Rec) -> None:
-        self.bar_recs.setdefault(cell, {})[r.id] = r
-
-    def _candidates(self, g: Threads, pre: int, t: bool) -> list[Rec]:
-        """The live records a lift by threads g can change: those with a block (or a
-        family member) that g overlaps, and for a non-transitive lift only those on a
-        pre timeline (W fails for every other). Dead records leave the indexes."""
-        qs = range(NQ) if t else [q for q in range(NQ) if pre >> q & 1]
-        tasks = list(self.task_recs) if g[0] == -1 else [g[0]]
-        out: list[Rec] = []
-        for task in tasks:
-            byq = self.task_recs.get(task)
-            if byq is None:
-                continue
-            for q in qs:
-                lst = byq[q]
-                if lst:
-                    lst[:] = [r for r in lst if r.live > 0]
-                    out += lst
-        self.all_recs[:] = [r for r in self.all_recs if r.live > 0 and not _saturated(r)]
-        out += [r for r in self.all_recs if t or pre >> r.q & 1]
-        if g[0] == -1:
-            seen: set[int] = set()
-            out = [r for r in out if not (r.id in seen or seen.add(r.id))]
-        return out
 
     def _new_epoch(self) -> None:
         self.rec_cache.clear()
@@ -565,22 +497,19 @@ class Machine:
         if not v.allocated and tuple(need) != v.shape:
             v.grow(tuple(need))
 
-    def _cell_of(self, arr, idx, points: bool, sid: int) -> tuple[int, ...]:
+    def _first_cell(self, arr, idx, points: bool, sids) -> tuple[tuple, int]:
+        """The first cell (row-major) of the window holding one of `sids`."""
         if points:
-            return tuple(int(i) for i in idx)
-        pos = tuple(int(i) for i in np.argwhere(arr[idx] == sid)[0])
-        return _absolute(idx, pos, False)
+            return tuple(int(i) for i in idx), int(arr[idx])
+        sub = arr[idx]
+        hit = np.isin(sub, list(sids))
+        pos = np.unravel_index(int(np.argmax(hit)), sub.shape)
+        return _absolute(idx, tuple(int(i) for i in pos), False), int(sub[pos])
 
 
 def _show(idx: tuple) -> str:
     parts = [str(i) if isinstance(i, int) else f"{i.start}:{i.stop}" for i in idx]
     return f"[{', '.join(parts)}]"
-
-
-def _saturated(r: Rec) -> bool:
-    """A record fully visible to all of 𝔾 on every timeline: no lift can change it."""
-    top = r.blocks.get(ALL)
-    return top is not None and top[3] == (1 << NQ) - 1
 
 
 def _absolute(idx: tuple, pos: tuple, points: bool) -> tuple[int, ...]:

@@ -117,7 +117,7 @@ class Rec:
     q: int                                   # QualTL.index of the access
     blocks: dict[Threads, Levels]            # ∫ as blocks of levels
     own: Levels | None                       # a family's diagonal block, else None
-    p: dict[tuple, int]                      # min observed arrive count per barrier cell
+    p: dict[tuple, int]                      # min observed arrive count, per cell
     kind: str                                # "read" | "mutate"
     who: Threads                             # the accessing threads (family members)
     stmt: int = 0                            # the Record* statement that made it
@@ -226,7 +226,7 @@ def passing(t: bool, exec_: Threads, pre: int, r: Rec) -> int:
 
 
 def augment(r: Rec, exec_: Threads, levels: Levels) -> bool:
-    """A(r, g^exec*, τ_q^full*, τ_q^temp*) = (τ_q, ∫ ∨ ∫_aug, p) (Definition B.3 (ii))."""
+    """A(r, g^exec*, τ_q^full*, τ_q^temp*) = (τ_q, ∫ ∨ ∫_aug, p) (Def. B.3 (ii))."""
     return r.join(exec_, levels)
 
 

@@ -13,9 +13,11 @@ interned so equal sets are one id, and set operations are memoised per id.
 
 Uniform windows. Checks and records on a window first ask whether every cell holds
 the same set (then one set is tested or extended). `Var.uc` remembers, per array,
-windows known to hold one set id since they were last written, so the common
-sequences (check, clear, record on one tile; a TMA write of a stage then wgmma reads of
-its sub-tiles) skip the NumPy scan. Entries overlapping any later write are dropped.
+pairwise disjoint windows known to hold one set id since they were last written, so
+the common sequences (check, clear, record on one tile; a TMA write of a stage then
+wgmma reads of its sub-tiles; a stage rewritten after its sub-tiles were read: known
+pieces that tile it) skip the NumPy scan. Entries overlapping a later write are
+dropped.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import numpy as np
 
 from .amir_records import Rec, dominates
 
-_UC_LIMIT = 6
+_UC_LIMIT = 16
 
 
 class Var:
@@ -57,9 +59,13 @@ class Var:
         """The one set id of window `key` of array `attr`, if known without a scan."""
         uc = self.uc[attr]
         sid = uc.get(key)
-        if sid is not None:
+        if sid is not None or not key:
             return sid
+        lo0, hi0 = key[0]
         for k, sid in uc.items():
+            a, b = k[0]
+            if lo0 < a or hi0 > b:                    # cheap first-dimension filter
+                continue
             for (a, b), (lo, hi) in zip(k, key):
                 if lo < a or hi > b:
                     break
@@ -67,9 +73,26 @@ class Var:
                 return sid
         return None
 
+    def parts(self, attr: str, key: tuple) -> list[tuple[tuple, int]] | None:
+        """Known uniform windows that tile window `key` exactly (the entries are
+        pairwise disjoint, so contained volumes summing to key's volume tile it)."""
+        want, got, out = _volume(key), 0, []
+        for k, sid in self.uc[attr].items():
+            for (a, b), (lo, hi) in zip(k, key):
+                if a < lo or b > hi:
+                    break
+            else:
+                out.append((k, sid))
+                got += _volume(k)
+        return out if got == want else None
+
     def learn(self, attr: str, key: tuple, sid: int) -> None:
-        """A scan found window `key` uniform (nothing was written)."""
+        """A scan found window `key` uniform (nothing was written). Entries stay
+        pairwise disjoint: a window overlapping a known one is not added."""
         uc = self.uc[attr]
+        for k in uc:
+            if not _disjoint(k, key):
+                return
         if len(uc) >= _UC_LIMIT:
             uc.pop(next(iter(uc)))
         uc[key] = sid
@@ -78,14 +101,28 @@ class Var:
         """Window `key` of `attr` was just written: to one set id `sid`, or unevenly."""
         old = self.uc[attr]
         new = {}
-        for k, s in old.items():
-            if k != key and _disjoint(k, key):
-                new[k] = s
+        if key:
+            lo0, hi0 = key[0]
+            for k, s in old.items():
+                a, b = k[0]
+                if hi0 <= a or b <= lo0 or (k != key and _disjoint(k, key)):
+                    new[k] = s
         if sid is not None:
             new[key] = sid
         if len(new) > _UC_LIMIT:
             new.pop(next(iter(new)))
         self.uc[attr] = new
+
+
+def _volume(key: tuple) -> int:
+    n = 1
+    for lo, hi in key:
+        n *= max(0, hi - lo)
+    return n
+
+
+def _index(key: tuple) -> tuple:
+    return tuple(slice(lo, hi) for lo, hi in key)
 
 
 def _disjoint(a: tuple, b: tuple) -> bool:
@@ -176,7 +213,8 @@ class SetTable:
         self.dead.clear()
 
     def release(self, arr: np.ndarray, known: int | None = None) -> None:
-        """The cells of `arr` stop holding their sets (cleared, or the variable dies)."""
+        """The cells of `arr` stop holding their sets (cleared, or their variable
+        dies)."""
         if arr.size == 0:
             return
         if known is not None:
@@ -213,6 +251,18 @@ def add_to_window(sets: SetTable, v: Var, attr: str, idx: tuple, key, hit) -> in
         return 0
     first = v.known(attr, key)
     if first is None:
+        pieces = v.parts(attr, key)
+        if pieces is not None:                        # known sub-windows tile it
+            uc = v.uc[attr]
+            for k, old in pieces:
+                new = sets.union(old, rkey, recs)
+                if new != old:
+                    arr[_index(k)].fill(new)
+                    n = _volume(k)
+                    sets.inc(new, n)
+                    sets.dec(old, n)
+                    uc[k] = new
+            return size
         first = sub.item(0)
         if not (sub == first).all():
             _add_uneven(sets, sub, rkey, recs)
@@ -252,7 +302,11 @@ def clear_window(sets: SetTable, v: Var, attr: str, idx: tuple, key) -> None:
     if known == 0:
         return
     sub = arr[idx]
-    sets.release(sub, known)
+    if known is None and (pieces := v.parts(attr, key)) is not None:
+        for k, old in pieces:
+            sets.dec(old, _volume(k))
+    else:
+        sets.release(sub, known)
     sub.fill(0)
     v.note(attr, key, 0)
 
@@ -265,6 +319,9 @@ def window_sets(v: Var, attr: str, idx: tuple, key) -> list[int]:
     known = v.known(attr, key)
     if known is not None:
         return [known]
+    pieces = v.parts(attr, key)
+    if pieces is not None:
+        return list(dict.fromkeys(sid for _, sid in pieces))
     sub = arr[idx]
     if sub.size == 0:
         return []

@@ -13,9 +13,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
 from gpusem.calculus.bundl.ast import (
-    BaseType, BinOp, BoolLit, FloatLit, Index, IntLit, MemKind, PartitionId, UnOp, Var,
+    BaseType,
+    BinOp,
+    BoolLit,
+    FloatLit,
+    Index,
+    IntLit,
+    MemKind,
+    PartitionId,
+    UnOp,
+    Var,
 )
 from gpusem.calculus.bundl.perspective import BLOCK1, GRID1, Level, level_ratio
 from gpusem.calculus.errors import Stuck, Trap
@@ -54,11 +62,21 @@ class ExprCompiler:
     def __init__(self, bs):
         self.bs = bs
         self.cache: dict = {}
+        self.log: list | None = None  # (storage, lanes, cells) of reads, when logging
 
     def compile(self, e):
         hit = self.cache.get(id(e))
         if hit is None:
             hit = self.cache[id(e)] = (e, self._compile(e))
+        return hit[1]
+
+    def reads_memory(self, s) -> bool:
+        """Whether an array assignment's index or value reads an array."""
+        key = ("reads", id(s))
+        hit = self.cache.get(key)
+        if hit is None:
+            hit = self.cache[key] = (s, _has_index(s.index) or _has_index(s.value)
+                                     or not isinstance(s.array, Var))
         return hit[1]
 
     def value(self, e, idx, tgt):
@@ -88,8 +106,9 @@ class ExprCompiler:
                     var = bs.lookup(name, e, idx)
                     if not bs.leq(bs.persp, var.persp):
                         lane_error(bs, Stuck, "E-Var", e, idx,
-                                   f"perspective mismatch: reading {name} at {var.persp} "
-                                   f"from code at {bs.persp} (read up needs code <= data)")
+                                   f"perspective mismatch: reading {name} at "
+                                   f"{var.persp} from code at {bs.persp} (read up "
+                                   f"needs code <= data)")
                     if isinstance(var.vec, VPtr):
                         lane_error(bs, Stuck, "E-Var", e, idx,
                                    f"type mismatch: {name} is an array")
@@ -140,7 +159,7 @@ class ExprCompiler:
     def check_shared(self, ptr: VPtr, node, idx, rule):
         bs = self.bs
         if self._is_shared(ptr) and not bs.leq(bs.persp, BLOCK1):
-            lane_error(bs, Stuck, rule, node, idx, f"perspective mismatch: shared memory "
+            lane_error(bs, Stuck, rule, node, idx, "perspective mismatch: shared memory "
                        f"from code at {bs.persp} (needs <= {BLOCK1})")
 
     def _is_shared(self, ptr: VPtr) -> bool:
@@ -159,7 +178,10 @@ class ExprCompiler:
                            f"perspective mismatch: reading an array at {apersp} from "
                            f"code at {bs.persp} (read up needs code <= data)")
             self.check_shared(ptr, e, idx, "E-Arr-Access-Shared")
-            return bs.store[ptr.storage][self.bounds(ptr, i, e, idx, "E-Arr-Access")]
+            cells = self.bounds(ptr, i, e, idx, "E-Arr-Access")
+            if self.log is not None:
+                self.log.append((ptr.storage, idx, cells))
+            return bs.store[ptr.storage][cells]
         return ev
 
     def _partition_id(self, e):  # E-Partition-Id (lead's reading; errata)
@@ -220,6 +242,18 @@ class ExprCompiler:
                 return ~v
             lane_error(bs, Stuck, "E-Unop", e, idx, f"type mismatch: {op}{v.dtype}")
         return ev
+
+
+def _has_index(e) -> bool:
+    match e:
+        case Index():
+            return True
+        case BinOp(_, a, b):
+            return _has_index(a) or _has_index(b)
+        case UnOp(_, a):
+            return _has_index(a)
+        case _:
+            return False
 
 
 def _const(counter, v, dtype):

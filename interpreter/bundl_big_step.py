@@ -26,14 +26,45 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
 from gpusem.calculus.bundl.ast import (
-    Alloc, ArrAssign, AsyncMemcpy, AsyncPartition, BaseType, Call, Claim, Decl,
-    Destruct, Free, Group, If, Lower, MemKind, Memcpy, Partition, Program, Seq, Skip,
-    Split, SyncDec, SyncInit, SyncWait, While, Assign,
+    Alloc,
+    ArrAssign,
+    Assign,
+    AsyncMemcpy,
+    AsyncPartition,
+    BaseType,
+    Call,
+    Claim,
+    Decl,
+    Destruct,
+    Free,
+    Group,
+    If,
+    Lower,
+    Memcpy,
+    MemKind,
+    Partition,
+    Program,
+    Seq,
+    Skip,
+    Split,
+    SyncDec,
+    SyncInit,
+    SyncWait,
+    While,
 )
 from gpusem.calculus.bundl.perspective import (
-    BLOCK1, GRID1, THREAD1, Level, MachineShape, align_to, destruct as persp_destruct,
+    BLOCK1,
+    GRID1,
+    THREAD1,
+    Level,
+    MachineShape,
+    align_to,
+)
+from gpusem.calculus.bundl.perspective import (
+    destruct as persp_destruct,
+)
+from gpusem.calculus.bundl.perspective import (
     size as persp_size,
 )
 from gpusem.calculus.errors import BadInput, BudgetExhausted, Deadlock, Stuck, Trap
@@ -68,6 +99,7 @@ class BigStep:
         self.fns = {f.name: f for f in prog.fns}
         self.steps = 0
         self.exprs = [0]
+        self.psi: dict = {}
         self.deferred: list[list] = []  # Φ: one FIFO per enclosing async_partition
         self.ex = ExprCompiler(self)
         for g in prog.globals:
@@ -108,8 +140,8 @@ class BigStep:
         out = {}
         for g in self.prog.globals:
             arr = self.store[self.globals[g.name].vec.storage]
-            out[g.name] = [bool(v) if g.elem is BaseType.BOOL else
-                           (float(v) if g.elem is BaseType.FLOAT else int(v)) for v in arr]
+            conv = {BaseType.BOOL: bool, BaseType.FLOAT: float}.get(g.elem, int)
+            out[g.name] = [conv(v) for v in arr]
         return out
 
     # -------------------------------------------------------------- statements
@@ -158,14 +190,38 @@ class BigStep:
         var.vec[idx] = self.ex.compile(s.value)(idx, var.persp)
 
     def x_arr_assn(self, s: ArrAssign, idx):  # S-Arr-Assn
+        if idx.size > 1 and self.ex.reads_memory(s):
+            # Note: a statement that reads memory and writes it can race (e.g.
+            # `A[A[1]] = v` at grid[1]). A round-robin round runs it thread by thread,
+            # so lane j sees the writes of lanes i < j. Evaluate vectorised, and fall
+            # back to lane-by-lane when some lane read a cell an earlier lane writes.
+            self.ex.log = []
+            try:
+                plan = self._arr_assn(s, idx, commit=False)
+            except Trap:
+                plan = None
+            finally:
+                log, self.ex.log = self.ex.log, None
+            if plan is None or _conflict(plan[0], plan[1], idx, log,
+                                         self.store[plan[0]].size):
+                for lane in idx:
+                    self._arr_assn(s, idx[lane == idx])
+                return
+            self.store[plan[0]][plan[1]] = plan[2]
+            return
+        self._arr_assn(s, idx)
+
+    def _arr_assn(self, s: ArrAssign, idx, commit: bool = True):
         ptr, apersp = self.ex.ptr(s.array, "S-Arr-Assn")(idx, self.persp)
         i = self.ex.compile(s.index)(idx, self.persp).astype(np.int64)
         self._require(self.leq(apersp, self.persp), "S-Arr-Assn", s, idx,
-                      f"perspective mismatch: writing an array at {apersp} from code at "
-                      f"{self.persp} (write down needs data <= code)")
+                      f"perspective mismatch: writing an array at {apersp} from code "
+                      f"at {self.persp} (write down needs data <= code)")
         self.ex.check_shared(ptr, s, idx, "S-Arr-Assn-Shared")
         cells = self.ex.bounds(ptr, i, s, idx, "S-Arr-Assn")
         v = self.ex.compile(s.value)(idx, apersp)
+        if not commit:
+            return ptr.storage, cells, v
         self.store[ptr.storage][cells] = v
 
     def x_if(self, s: If, idx):  # S-If-True / S-If-False
@@ -226,7 +282,7 @@ class BigStep:
             return
         ok = self.persp in (BLOCK1, GRID1) and not self.P[idx].any()
         self._require(ok, "S-Destruct-Block" if self.persp.level == Level.BLOCK else
-                      "S-Destruct-Grid", s, idx, f"perspective mismatch: destruct needs "
+                      "S-Destruct-Grid", s, idx, "perspective mismatch: destruct needs "
                       f"{BLOCK1} or {GRID1} with p = 0, code is at {self.persp}")
         inner = persp_destruct(self.persp, self.shape)
         p = (self.tid[idx] % self.shape.threads if self.persp == BLOCK1
@@ -243,7 +299,8 @@ class BigStep:
             err = Deadlock(f"deadlock: {int(counts.min())} of {size} threads of a unit "
                            f"reach the barrier of {type(s).__name__.lower()}",
                            rule="S-Sync-Wait-Spin", span=s.span)
-            err.thread = (int(self.tid[idx[0]]), int(self.bid[idx[0]]), int(self.P[idx[0]]))
+            i = idx[0]
+            err.thread = (int(self.tid[i]), int(self.bid[i]), int(self.P[i]))
             raise err
 
     def _renamed(self, s, x: str, persp, idx, piece=None) -> Var:
@@ -279,7 +336,8 @@ class BigStep:
         from gpusem.calculus.bundl.perspective import Perspective
         n = self.persp.n
         self._require(s.at > 0 and n % s.at == 0, "S-Claim", s, idx,
-                      f"perspective mismatch: claim at {s.at} from code at {self.persp}")
+                      f"perspective mismatch: claim at {s.at} from code at "
+                      f"{self.persp}")
         inner = Perspective(self.persp.level, s.at)
         y = self._renamed(s, s.source, inner, idx)
         self._sync(s, idx)
@@ -295,14 +353,37 @@ class BigStep:
 
     def x_lower(self, s: Lower, idx):  # S-Lower
         self._require(self.persp.n == 1 and self.persp.level != Level.THREAD, "S-Lower",
-                      s, idx, f"perspective mismatch: lower needs ↓π defined, code is at "
-                      f"{self.persp}")
+                      s, idx, "perspective mismatch: lower needs ↓π defined, code is "
+                      f"at {self.persp}")
         y = self._renamed(s, s.source, persp_destruct(self.persp, self.shape), idx)
         self._sync(s, idx)
         self._scoped(s.target, y, s.body, idx)
 
-    def x_sync(self, s, idx):  # init / dec / wait written by hand: lockstep no-ops
-        pass
+    def x_sync(self, s, idx):
+        """init / dec / wait written by hand (runtime forms), per unit of π: in lockstep
+        the k lanes of a unit run each form together (S-Sync-Init-Zero/-Nonzero,
+        S-Sync-Dec k times, S-Sync-Wait-Done or a deadlock)."""
+        units, counts = np.unique(self.unit[idx], return_counts=True)
+        size = persp_size(self.persp, self.shape)
+        for u, k in zip(units.tolist(), counts.tolist()):
+            key = (s.label, u)
+            c = self.psi.get(key, 0)
+            if isinstance(s, SyncInit):
+                self.psi[key] = c or size
+            elif isinstance(s, SyncDec):
+                if c < k:
+                    lane_error(self, Stuck, "S-Sync-Dec", s, idx,
+                               f"sync underflow: dec {s.label} with counter {c} by {k} "
+                               f"threads")
+                self.psi[key] = c - k
+            elif c:
+                err = Deadlock(f"deadlock: wait {s.label} with counter {c}",
+                               rule="S-Sync-Wait-Spin", span=s.span)
+                err.thread = (int(self.tid[idx[0]]), int(self.bid[idx[0]]),
+                              int(self.P[idx[0]]))
+                raise err
+            else:
+                self.psi.pop(key, None)  # the next init starts a new generation
 
     def x_free(self, s: Free, idx):  # S-Free (the memory bound is checked statically)
         pass
@@ -312,8 +393,8 @@ class BigStep:
         n, N = s.size, self.N
         if s.mem is MemKind.SHARED:
             self._require(self.persp == BLOCK1, "S-Alloc-Shared", s, idx,
-                          f"perspective mismatch: S-Alloc-Shared needs code at {BLOCK1}, "
-                          f"code is at {self.persp}")
+                          f"perspective mismatch: S-Alloc-Shared needs code at "
+                          f"{BLOCK1}, code is at {self.persp}")
             owners, persp = self.bid, BLOCK1
         elif s.mem is MemKind.LOCAL:
             owners, persp = self.tid, self.persp
@@ -382,6 +463,13 @@ class BigStep:
     def _require(self, cond, rule, node, idx, message):
         if not cond:
             lane_error(self, Stuck, rule, node, idx, message)
+
+
+def _conflict(storage: int, cells, lanes, log, size: int) -> bool:
+    """Whether some lane read a cell of `storage` that a lower lane writes."""
+    first = np.full(size, np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(first, cells, lanes)
+    return any(st == storage and (first[rc] < rl).any() for st, rl, rc in log)
 
 
 EXEC = {

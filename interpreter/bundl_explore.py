@@ -11,8 +11,28 @@ the product of the threads' lengths.
 from __future__ import annotations
 
 from gpusem.calculus.bundl.ast import (
-    Alloc, Assign, AsyncMemcpy, BinOp, Call, Claim, Decl, Destruct, Free, Group, If, Index, Lower, Partition, Seq,
-    Skip, Split, SyncDec, SyncInit, SyncWait, UnOp, While,
+    Alloc,
+    Assign,
+    AsyncMemcpy,
+    BinOp,
+    Call,
+    Claim,
+    Decl,
+    Destruct,
+    Free,
+    Group,
+    If,
+    Index,
+    Lower,
+    Partition,
+    Seq,
+    Skip,
+    Split,
+    SyncDec,
+    SyncInit,
+    SyncWait,
+    UnOp,
+    While,
 )
 from gpusem.calculus.errors import BudgetExhausted, Stuck, Trap
 
@@ -20,7 +40,7 @@ from .bundl_machine import Machine, Outcome, _deadlock_error
 from .bundl_small_step import ASYNC
 
 
-def explore(m: Machine, max_steps: int = 1_000_000) -> Outcome:
+def explore(m: Machine, max_steps: int = 1_000_000, reduce: bool = True) -> Outcome:
     """All interleavings of `m` (from its current configuration).
 
     Depth-first, with a partial-order reduction: where some thread's next step touches
@@ -51,7 +71,7 @@ def explore(m: Machine, max_steps: int = 1_000_000) -> Outcome:
             err = _deadlock_error(f"deadlock: {len(live)} live threads all wait",
                                   m.threads()[live[0]])
             return False, _bad(m, "deadlock", err, list(path), len(seen), transitions)
-        local = _local_thread(m, enabled)
+        local = _local_thread(m, enabled) if reduce else None
         todo = [local] if local is not None else list(reversed(enabled))
         stack.append([key, m.snapshot(), todo, path, local is not None, enabled])
         on_stack.add(key)

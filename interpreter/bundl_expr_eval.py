@@ -1,4 +1,4 @@
-"""Expression evaluation η, σ, Σ ⊢^π_π' e ⇓ v: Appendix A.3.7 of the Prism paper (seed 004).
+"""Expression evaluation η, σ, Σ ⊢^π_π' e ⇓ v: Appendix A.3.7 of Prism (seed 004).
 
 Each expression is compiled once to a closure `f(th, tgt) -> value`: `th` is the
 thread state (its environment, code perspective π and perspective id p, ids t and b),
@@ -21,7 +21,6 @@ A.3.7 (E-Var has none; E-Arr-Access checks π' ≤ π; E-Partition-Id π < (Grid
 from __future__ import annotations
 
 import numpy as np
-
 from gpusem.calculus.bundl.ast import (
     BinOp,
     BoolLit,

@@ -6,7 +6,7 @@ nondeterminism of S-Program). Schedulers: round-robin, seeded random, and exhaus
 exploration of all interleavings with state hashing.
 
 Conventions (paper -> Python):
-  P(t, b)              -> `Machine.threads[t]` (t grid-wide: the paper's "simplified" id)
+  P(t, b)              -> `Machine.threads()[t]` (t grid-wide: the "simplified" id)
   L(t)                 -> the thread's environment and its Local regions
   S(b), Σ              -> `Config.regions` with space Shared (owner b) / Global
   Ψ, Φ                 -> `Config.psi`, `Config.phi`
@@ -25,22 +25,44 @@ import random as _random
 from dataclasses import dataclass, field
 
 import numpy as np
-
 from gpusem.calculus.bundl.ast import (
-    Alloc, ArrayType, Free, GlobalDecl, If, Iota, MemKind, Memcpy, Program, Seq, Skip,
-    Stmt, SyncDec, SyncInit, SyncWait, While,
+    Alloc,
+    ArrayType,
+    Free,
+    GlobalDecl,
+    If,
+    Iota,
+    Memcpy,
+    MemKind,
+    Program,
+    Seq,
+    Skip,
+    Stmt,
+    SyncDec,
+    SyncInit,
+    SyncWait,
+    While,
 )
 from gpusem.calculus.bundl.perspective import (
-    BLOCK1, GRID1, THREAD1, Level, MachineShape, Perspective, divide,
+    BLOCK1,
+    GRID1,
+    THREAD1,
+    Level,
+    MachineShape,
+    Perspective,
+    divide,
 )
 from gpusem.calculus.errors import BadInput, BudgetExhausted, Stuck, Trap
 from gpusem.typing_rules.bundl_context import rule_set
 
+from .bundl_plug import plug
 from .bundl_small_step import (
-    ClaimBody, ThreadState, blocked, step_thread,
+    ClaimBody,
+    ThreadState,
+    blocked,
+    step_thread,
 )
 from .bundl_values import Binding, Ptr, Region, convert, to_python, zero
-from .bundl_plug import plug
 
 SCHEDULES = ("rr", "random:SEED", "exhaustive")
 
@@ -118,7 +140,8 @@ class Config:
                                f"{len(g.init)} initial values")
             cells = [convert(g.elem, lit.value) for lit in g.init]
         self.regions.append(Region(cells, g.elem, MemKind.GLOBAL, None, g.name, GRID1))
-        self.globals[g.name] = Binding(Ptr(len(self.regions) - 1, 0, g.size, g.size), GRID1,
+        ptr = Ptr(len(self.regions) - 1, 0, g.size, g.size)
+        self.globals[g.name] = Binding(ptr, GRID1,
                                        ArrayType(g.elem, MemKind.GLOBAL))
 
     # -- runtime statement forms, built once per source statement
@@ -232,8 +255,8 @@ class Machine:
     `check` (optional) is called as check(machine, index) after every step: the
     preservation hook (see bundl_preservation)."""
 
-    def __init__(self, prog: Program, rules: str = "fixed", *, blocks: int | None = None,
-                 threads: int | None = None, check=None):
+    def __init__(self, prog: Program, rules: str = "fixed", *,
+                 blocks: int | None = None, threads: int | None = None, check=None):
         B = blocks if blocks is not None else prog.machine.blocks
         T = threads if threads is not None else prog.machine.threads
         if B <= 0 or T <= 0:
@@ -316,12 +339,14 @@ def run_program(prog: Program, schedule: str = "rr", max_steps: int = 1_000_000,
             try:
                 seed = int(schedule.split(":", 1)[1])
             except ValueError:
-                raise BadInput(f"bad schedule: {schedule} (expected random:SEED)") from None
+                raise BadInput(f"bad schedule: {schedule} (expected random:SEED)"
+                               ) from None
             return _run_random(m, max_steps, seed)
         if schedule == "exhaustive":
             from .bundl_explore import explore
             return explore(m, max_steps)
-    raise BadInput(f"unknown schedule: {schedule} (expected rr, random:SEED or exhaustive)")
+    raise BadInput(f"unknown schedule: {schedule} (expected rr, random:SEED or "
+                   "exhaustive)")
 
 
 def _deadlock(m: Machine, live: list[int]) -> Outcome:

@@ -14,11 +14,29 @@ from __future__ import annotations
 import dataclasses
 
 from gpusem.calculus.bundl.ast import (
-    AsyncPartition, BinOp, Decl, Destruct, Group, IntLit, Seq, Skip, Split, Stmt, Var,
+    AsyncPartition,
+    BinOp,
+    Decl,
+    Destruct,
+    Group,
+    IntLit,
+    Seq,
+    Skip,
+    Split,
+    Stmt,
+    Var,
 )
 
 from .bundl_small_step import (
-    ASYNC, CALL, CLAIM, DESTRUCT, GROUP, SCOPE, SEQ, SPLIT, ClaimBody,
+    ASYNC,
+    CALL,
+    CLAIM,
+    DESTRUCT,
+    GROUP,
+    SCOPE,
+    SEQ,
+    SPLIT,
+    ClaimBody,
 )
 
 

@@ -33,7 +33,8 @@ def preservation_check(prog, rules: str = "fixed"):
         try:
             check_stmt(ctx, GRID1, term, rules, m.shape)
         except IllTyped as err:
-            raise IllTyped(f"preservation: thread t={th.t} b={th.b} is ill-typed after "
-                           f"a step: {err.message}", rule=err.rule, span=err.span) from err
+            raise IllTyped(f"preservation: thread t={th.t} b={th.b} is ill-typed "
+                           f"after a step: {err.message}", rule=err.rule,
+                           span=err.span) from err
 
     return check

@@ -28,7 +28,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
 from gpusem.calculus.bundl.ast import ArrayType, BaseType, MemKind
 from gpusem.calculus.bundl.perspective import Perspective
 
@@ -99,7 +98,7 @@ class Binding:
 class Region:
     """One allocation: the cells of ⟨l, n⟩ and the memory (η, σ or Σ) they live in."""
 
-    __slots__ = ("cells", "elem", "space", "owner", "name", "persp")
+    __slots__ = ("cells", "elem", "name", "owner", "persp", "space")
 
     def __init__(self, cells: list, elem: BaseType, space: MemKind, owner, name: str,
                  persp: Perspective):

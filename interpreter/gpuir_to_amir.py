@@ -9,8 +9,8 @@ thread mappings f_{s#} (Section 4) come from typing_rules/gpuir_collective.py.
 Before T_s, Section 5.2 inlines window statements (here: lazily, each use of a window
 is rewritten to the underlying variable by `args.resolve`) and inserts `free`
 statements where a variable's lifetime ends (here: `_block` appends them, each
-converted by `_free`). Every AMIR statement keeps, as `origin`, the span of the GPU IR statement it
-came from; inserted frees carry the span of their allocation.
+converted by `_free`). Every AMIR statement keeps, as `origin`, the span of the GPU IR
+statement it came from; inserted frees carry the span of their allocation.
 
 Conventions (paper -> Python):
   s : Stmt, s# : Stmt#          -> gpuir `Stmt`, amir `AStmt`; blocks are tuples
@@ -45,6 +45,7 @@ from gpusem.typing_rules.gpuir_collective import (
     Analysis,
     ThreadMapping,
     analyse_collectives,
+    root_mapping,
 )
 
 from .gpuir_to_amir_args import (
@@ -113,7 +114,7 @@ def _block(body: tuple[G.Stmt, ...], scope: Scope) -> list[M.AStmt]:
         if isinstance(s, (G.Alloc, G.BarrierAlloc)):
             allocated.append((s, scope))
     for alloc, at in reversed(allocated):
-        out += _free(alloc, _at(alloc, at))
+        out += _free(alloc, at)
     return out
 
 
@@ -234,7 +235,9 @@ def _assign(s: G.Assign | G.Reduce, scope: Scope) -> list[M.AStmt]:
 def _device_function(s: G.CudaDeviceFunction, scope: Scope) -> list[M.AStmt]:
     """Fence(true, Qcs ∪ {cpu_in_order_qual}, Qcs, Tcs); T_s(s); Fence(true, Qcs,
     Qcs, Tcs): the kernel launch and the stream serialisation, both at CPU scope
-    (they are outside the device function's body: g = 𝔾)."""
+    (they are outside the device function's body: g = 𝔾). Qcs and Tcs come from the
+    rules' timeline table: under `--rules fixed` cuda_stream_sync is full on every
+    timeline (errata "cuda_stream_sync and the kernel bracket")."""
     o = s.span
     cs = _sync_tl("cuda_stream_sync", s, scope)
     qcs, tcs = t_qfull(cs), t_qtmp(cs)
@@ -262,8 +265,8 @@ def _instr_call(s: G.InstrCall, scope: Scope) -> list[M.AStmt]:
     if s.barrier is not None:
         zs = t_e(s.barrier, scope)
         for z in t_ex(s.barrier, scope):
-            out.append(M.RecordRead(VL.FULLY_ORDERED, _cvg(scope), z, t_qin(z, scope), NONE,
-                                    zs, th, origin=o))
+            out.append(M.RecordRead(VL.FULLY_ORDERED, _cvg(scope), z,
+                                    t_qin(z, scope), NONE, zs, th, origin=o))
     for p, arg in zip(g.params, s.args):
         if p.kind != "data" or isinstance(arg, G.DConst):
             continue  # T_e(d) = ∅; control arguments are not accesses
@@ -328,17 +331,26 @@ def _free(alloc: G.Alloc | G.BarrierAlloc, scope: Scope) -> list[M.AStmt]:
     """free x: every shared-memory cell of x must be temporally ordered before the
     free (CheckReads and CheckMutates with τ_v^free on T_qin); free z: in addition
     the arrive and await counts must agree (CheckBarrier). Then the AMIR `Free`
-    extension drops the records (calculus/amir/ast.py)."""
-    o, th = alloc.span, scope.threads
+    extension drops the records (calculus/amir/ast.py).
+
+    Note: the checks run on every thread of the cluster (of the current task), not
+    only on the collective that allocated x: Section 4.2 forbids *any* thread of the
+    cluster to pass an SMEM free before all accesses retired, because freed shared
+    memory may be reused at once by any of them (the paper calls this possibly
+    over-conservative for CTA-local variables). See errata "where frees are
+    inserted"."""
+    o = alloc.span
+    mapping = scope.analysis.mapping(alloc)
+    th = M.CPU if mapping is None else thread_map(root_mapping(mapping.launch))
+    at = Scope(scope.vars, scope.windows, th, scope.rules, scope.analysis)
     whole = G.ZRead(alloc.name, span=o) if isinstance(alloc, G.BarrierAlloc) \
         else G.DRead(alloc.name, span=o)
     out: list[M.AStmt] = []
     if isinstance(alloc, G.BarrierAlloc):  # free z
         out += [M.CheckBarrier(z, origin=o) for z in t_e(whole, scope)]
     for e in t_smem(whole, scope):  # free x (and the SMEM part of free z)
-        q = frozenset({t_qin(e, scope)})
+        q = frozenset({t_qin(e, at)})
         out += [M.CheckReads(FREE_VL, False, e, q, th, origin=o),
                 M.CheckMutates(FREE_VL, False, e, q, th, origin=o)]
     out.append(M.Free(alloc.name, origin=o))
     return out
-

@@ -9,9 +9,10 @@ access and the `Scope` it is converted in.
 Conventions (paper -> Python):
   e : DExpr, e_z : ZExpr          -> gpuir `DExpr`, `ZRead`
   e# ∈ Expr#                      -> amir `Access` (data or barrier, window coords)
-  T_e(e) (a set)                  -> `t_e(e, scope)`: a tuple, first occurrence first,
-                                     duplicates dropped (order is irrelevant to the paper,
-                                     but a fixed order makes the output deterministic)
+  T_e(e) (a set)                  -> `t_e(e, scope)`: a tuple, first occurrence
+                                     first, duplicates dropped (order is irrelevant
+                                     to the paper; a fixed one makes the output
+                                     deterministic)
   g.p_i, e_i, e_z                 -> `InstrParam`, the argument `DRead`, the `ZRead`
   τ_v^pre, τ_v^post               -> `pre`, `post`
 """
@@ -127,7 +128,7 @@ def access(read: G.DRead | G.ZRead, scope: Scope) -> M.Access:
     if not coords and info.rank:
         # Note: a bare array name denotes the whole array (x[:, ..., :]), the only
         # reading under which Figure 17's x[<>] names cells of a non-scalar.
-        coords = tuple(G.WInterval(None, None, span=read.span) for _ in range(info.rank))
+        coords = (G.WInterval(None, None, span=read.span),) * info.rank
     return M.Access(read.name, coords, info.barrier, span=read.span)
 
 

@@ -359,10 +359,11 @@ class _Checker:
         for dim, c in enumerate(coords):
             if isinstance(c, A.WPoint):
                 continue
-            lo = affine(c.lo, self.consts) if c.lo is not None else affine(A.CInt(0))
+            lo = affine(c.lo, self.consts, opaque=True) if c.lo is not None \
+                else affine(A.CInt(0))
             hi_e = c.hi if c.hi is not None else (
                 d.shape[dim] if dim < len(d.shape) else None)
-            hi = affine(hi_e, self.consts) if hi_e is not None else None
+            hi = affine(hi_e, self.consts, opaque=True) if hi_e is not None else None
             if lo is None or hi is None or not (_sub(hi, lo)).is_const:
                 self.err("Shape", s.span, f"bad window: {a.name} has a window extent "
                          "that is not constant")

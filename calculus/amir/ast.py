@@ -11,10 +11,11 @@ Every statement carries two source locations, neither taking part in equality:
     the machine makes, so a rejection can show both conflicting source lines). The
     parser sets `origin = span` when it reads a hand-written `.amir` file.
 
-Statements that consult the executing threads (Definition 5.2: g_{s#}(σ, ι)) carry their
-thread mapping f_{s#} as a `ThreadMap` (Section 4: compiled from the collective tiling by
-the conversion): a CPU-scoped statement maps to every global thread 𝔾; a GPU-scoped one
-to a box of natural thread indices whose corners are control expressions.
+Statements that consult the executing threads (Definition 5.2: g_{s#}(σ, ι)) carry
+their thread mapping f_{s#} as a `ThreadMap` (Section 4: compiled from the collective
+tiling by the conversion): a CPU-scoped statement maps to every global thread 𝔾; a
+GPU-scoped one to a box of natural thread indices whose corners are control
+expressions.
 
 Conventions (paper -> Python):
   τ_v : VL, τ_q : QualTL           -> calculus.gpuir.timelines.VL, QualTL
@@ -260,7 +261,7 @@ class CheckMutates:
 
 @dataclass(frozen=True, slots=True)
 class CheckBarrier:
-    """CheckBarrier(e_z#) : every accessed barrier cell has arrive count = await count."""
+    """CheckBarrier(e_z#) : every accessed barrier cell has arrives = awaits."""
 
     access: Access
     origin: Span = _loc()

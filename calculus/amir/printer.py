@@ -1,11 +1,12 @@
-"""AMIR printer: `calculus.amir.ast` -> the printed form of `shared/spec/gpuir-syntax.md`
-(one statement a line, as in Figure 4), which `calculus.amir.parser` reads back to the
-same tree (`parse(print(p)) == p`, pinned by tests/amir/test_roundtrip.py).
+"""AMIR printer: `calculus.amir.ast` -> the printed form of
+`shared/spec/gpuir-syntax.md` (one statement a line, as in Figure 4), which
+`calculus.amir.parser` reads back to the same tree (`parse(print(p)) == p`, pinned by
+tests/amir/test_amir_roundtrip.py).
 
 Layout:
   proc NAME(y, ...):
       for tid in loop(0, 128):
-          RecordRead(fully_ordered, false, buf[tid], cuda_in_order_ram_qual, {}, {}) @ threads(tid)
+          RecordRead(fully_ordered, false, buf[tid], cuda2, {}, {}) @ threads(tid)
   - control, boolean and window syntax is GPU IR's (calculus.gpuir.printer);
   - statements that consult the executing threads end in `@ cpu` (CPU scope, all of 𝔾)
     or `@ threads(start[:count[:stride]], ...)` (one box dimension each);

@@ -3,7 +3,9 @@
 affine normal form the analyses use to reason about window extents and indices.
 
 Integers are Python ints (or NumPy integer arrays, so the sequential evaluator can
-run many loop iterations at once); `/` and `%` truncate toward zero as in C.
+run many loop iterations at once) wrapped to 32 bits after every operation, as the
+int control values of the generated CUDA C++; `/` and `%` truncate toward zero as in
+C. (The affine normal form below is exact: the analyses reason about sizes that fit.)
 """
 
 from __future__ import annotations
@@ -33,11 +35,16 @@ def cmod(a, b):
     return a - b * cdiv(a, b)
 
 
+def wrap32(x):
+    """Two's-complement wrap to int32 (control values are 32-bit ints in CUDA C++)."""
+    return ((x + 2**31) % 2**32) - 2**31
+
+
 def eval_c(c: CExpr, env: Env):
-    """⟨c, σ⟩ ⇓_ℤ n."""
+    """⟨c, σ⟩ ⇓_ℤ n, with 32-bit wrapping arithmetic as in the generated C++."""
     match c:
         case CInt(value=v):  # C-Int
-            return v
+            return wrap32(v)
         case CVar(name=n):  # C-Read
             if n not in env:
                 raise BadInput(f"missing definition: {n} has no value "
@@ -47,16 +54,16 @@ def eval_c(c: CExpr, env: Env):
             a, b = eval_c(l, env), eval_c(r, env)
             match op:
                 case "+":
-                    return a + b
+                    return wrap32(a + b)
                 case "-":
-                    return a - b
+                    return wrap32(a - b)
                 case "*":
-                    return a * b
+                    return wrap32(a * b)
                 case "/" | "%":
                     if (b == 0) if isinstance(b, int) else np.any(np.asarray(b) == 0):
                         raise Trap(f"division by zero: {op} in a control expression",
                                    rule="C-Aff", span=c.span)
-                    return cdiv(a, b) if op == "/" else cmod(a, b)
+                    return wrap32(cdiv(a, b) if op == "/" else cmod(a, b))
     raise AssertionError(f"not a control expression: {c!r}")
 
 
@@ -122,9 +129,11 @@ def _mk(const: int, coeffs: dict[str, int]) -> Affine:
     return Affine(const, tuple(sorted((k, v) for k, v in coeffs.items() if v)))
 
 
-def affine(c: CExpr, consts: Env = {}) -> Affine | None:
+def affine(c: CExpr, consts: Env = {}, opaque: bool = False) -> Affine | None:
     """The affine form of `c` with the names in `consts` replaced by their values, or
-    None when `c` is only quasi-affine (reads a variable under / or %)."""
+    None when `c` is only quasi-affine (reads a variable under / or %). With `opaque`,
+    such subterms become atoms instead (keyed `#` + their text), enough to see that
+    `t % 2 * 4 + 4` and `t % 2 * 4` differ by 4; never use atoms to bound a range."""
     match c:
         case CInt(value=v):
             return _mk(v, {})
@@ -133,7 +142,7 @@ def affine(c: CExpr, consts: Env = {}) -> Affine | None:
                 return _mk(consts[n], {})
             return _mk(0, {n: 1})
         case CBin(op=op, lhs=l, rhs=r):
-            a, b = affine(l, consts), affine(r, consts)
+            a, b = affine(l, consts, opaque), affine(r, consts, opaque)
             if a is None or b is None:
                 return None
             da, db = dict(a.coeffs), dict(b.coeffs)
@@ -149,5 +158,9 @@ def affine(c: CExpr, consts: Env = {}) -> Affine | None:
                 case "/" | "%" if a.is_const and b.is_const and b.const != 0:
                     f = cdiv if op == "/" else cmod
                     return _mk(f(a.const, b.const), {})
+            if opaque:
+                from .printer import print_cexpr
+
+                return _mk(0, {"#" + print_cexpr(c): 1})
             return None
     raise AssertionError(c)

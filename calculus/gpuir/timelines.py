@@ -1,12 +1,12 @@
 """Qualitative timelines, visibility levels and sync timelines of Exo-GPU (seed 000).
 
 Encodes, as data:
-  - Figure 15: the qualitative timelines `QualTL` (which kind of instruction touched which
-    kind of memory), with the paper's short column names (cpu, strm, cuda1, ...);
+  - Figure 15: the qualitative timelines `QualTL` (which kind of instruction touched
+    which kind of memory), with the paper's short column names (cpu, strm, cuda1, ...);
   - Section 5.1 / Figure 4: the visibility levels `VL`, totally ordered
     invisible < atomic_only < unordered < temporally_ordered < fully_ordered;
   - Figure 16: the sync timelines `SyncTL` (the parameters of Fence / Arrive / Await),
-    each with its transitivity flag, its full timeline set and its temporal timeline set;
+    each with its transitivity flag, its full timeline set and its temporal set;
   - Figure 18: the conversion helpers T_tr, T_qfull, T_qtmp, T_qarr over them.
 
 Conventions (paper -> Python):
@@ -45,8 +45,9 @@ class VL(enum.IntEnum):
 
     @classmethod
     def parse(cls, text: str) -> "VL":
-        """Accept the paper's spellings: `fully_ordered`, `full_ordered`, `fully-ordered`,
-        `temporal_ordered` (Figures 5 and 19 use all of them for the same level)."""
+        """Accept the paper's spellings: `fully_ordered`, `full_ordered`,
+        `fully-ordered`, `temporal_ordered` (Figures 5 and 19 use all of them for
+        the same level)."""
         key = text.strip().lower().replace("-", "_")
         key = _VL_ALIASES.get(key, key)
         try:
@@ -55,7 +56,8 @@ class VL(enum.IntEnum):
             raise ValueError(f"unknown visibility level: {text!r}") from None
 
 
-_VL_ALIASES = {"full_ordered": "fully_ordered", "temporal_ordered": "temporally_ordered"}
+_VL_ALIASES = {"full_ordered": "fully_ordered",
+               "temporal_ordered": "temporally_ordered"}
 
 
 class QualTL(enum.Enum):
@@ -119,7 +121,7 @@ CUDA_DEVICE_QUALS: frozenset[QualTL] = ALL_QUALS - {
 
 @dataclass(frozen=True, slots=True)
 class SyncTL:
-    """One row of Figure 16. Invariant: `full <= temporal` (T_qtmp is "temp. or full")."""
+    """One row of Figure 16. Invariant: `full <= temporal` (T_qtmp: "temp." or full)."""
 
     name: str
     transitive: bool
@@ -144,9 +146,9 @@ def _row(name: str, transitive: bool, full: str, temp: str = "") -> SyncTL:
 _DEVICE_TEMP = "Sm80 tmaS tmaG wgA wgD wgS wg0"
 
 # Figure 16, row by row (columns: cpu strm cuda1 cuda2 Sm80 tmaS tmaG wgA wgD wgS wg0).
-# Note: the extracted figure is ragged (empty cells dropped); we realigned each row so its
-# "full" entries fall under the timelines its name speaks for, and filled the temporal
-# cells of cuda_in_order / cuda_temporal like those of Sm80_generic and
+# Note: the extracted figure is ragged (empty cells dropped); we realigned each row so
+# its "full" entries fall under the timelines its name speaks for, and filled the
+# temporal cells of cuda_in_order / cuda_temporal like those of Sm80_generic and
 # cuda_generic_and_async (every device timeline). See errata "Figure 16 rows".
 _PAPER_ROWS = (
     _row("empty_sync_tl", False, ""),
@@ -193,8 +195,8 @@ SYNC_TIMELINE_NAMES: tuple[str, ...] = tuple(PAPER_SYNC_TIMELINES)
 
 
 def sync_tl(name: str, rules: Rules = "fixed") -> SyncTL:
-    """Look a sync timeline up by its Figure 16 name; ValueError if unknown (callers turn
-    it into BadInput with their span)."""
+    """Look a sync timeline up by its Figure 16 name; ValueError if unknown (callers
+    turn it into BadInput with their span)."""
     table = FIXED_SYNC_TIMELINES if rules == "fixed" else PAPER_SYNC_TIMELINES
     found = table.get(_ALIASES.get(name, name))
     if found is None:

@@ -99,13 +99,22 @@ def run_case(case: dict, backend: str, counter: list[int]) -> dict:
     try:
         with contextlib.redirect_stdout(io.StringIO()):
             fn(*args)
-        if device == "cuda":
-            torch.cuda.synchronize()
     except BaseException as err:
         if isinstance(err, KeyboardInterrupt):
             raise
         stage = "triton" if _is_triton_error(err) else "host"
-        return out | {"stage": stage, "error": _short(err)}
+        msg = _short(err)
+        # A CUDA error at launch may leave the context broken: restart to be safe.
+        return out | {"stage": stage, "error": msg,
+                      "fatal": device == "cuda" and "cuda" in msg.lower()}
+    if device == "cuda":
+        try:  # a kernel fault (illegal address, trap) surfaces here, asynchronously
+            torch.cuda.synchronize()
+        except BaseException as err:
+            if isinstance(err, KeyboardInterrupt):
+                raise
+            # The CUDA context is unusable after a fault: answer, then exit.
+            return out | {"stage": "runtime", "error": _short(err), "fatal": True}
     outputs = {k: encode(t.cpu().numpy()) for k, t in tensors.items()}
     return out | {"stage": "ok", "outputs": outputs}
 
@@ -187,6 +196,8 @@ def main() -> None:
             answer = {"id": case.get("id"), "stage": "runtime", "error": _short(err),
                       "module": ""}
         proto.write(json.dumps(answer) + "\n")
+        if answer.get("fatal"):
+            break  # the driver starts a fresh worker (and CUDA context) for the next
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ import functools
 import hashlib
 import multiprocessing
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -33,7 +34,14 @@ from gpusem.compiler.backends import cpu_source
 from gpusem.compiler.backends.kernel import Job, KernelSpec, Result, prepare_args
 
 HERE = Path(__file__).resolve().parent
-HARNESS_FILES = ("gpusem_rt.cuh", "simt_harness.h")
+HARNESS_FILES = (
+    "gpusem_rt.cuh",
+    "simt_harness.h",
+    "simt_core.h",
+    "simt_sync.h",
+    "simt_sched.h",
+    "simt_intrinsics.h",
+)
 CXX = os.environ.get("GPUSEM_CXX", "g++")
 BASE_CXXFLAGS = (
     "-O1",
@@ -122,6 +130,7 @@ class CpuBackend:
         self.poison = poison
         self._harness = _harness_hash()
         self._worker: _WorkerHandle | None = None
+        self._pch: str | None = None  # "" once known to be unavailable
 
     # ------------------------------------------------------------------ build
     def build(self, specs: list[KernelSpec]) -> dict[str, Built]:
@@ -150,6 +159,36 @@ class CpuBackend:
             out.update(self._build_batch(todo))
         return out
 
+    def _includes(self) -> list[str]:
+        """-I flags: the precompiled runtime header's folder first, when there is one."""
+        if self._pch is None:
+            self._pch = self._precompiled_header() or ""
+        return [f"-I{self._pch}", f"-I{HERE}"] if self._pch else [f"-I{HERE}"]
+
+    def _precompiled_header(self) -> str | None:
+        """A folder holding the runtime headers and `gpusem_rt.cuh.gch` built with the
+        same flags: g++ then skips parsing the harness (most of a small batch's time).
+        None where g++ cannot make one (the plain headers are used). It lives in the
+        default cache (keyed by the harness hash), shared by every backend's cache_dir."""
+        home = default_cache_dir()
+        final = home / f"{self._harness}_pch"
+        if (final / "gpusem_rt.cuh.gch").exists():
+            return str(final)
+        home.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=home))
+        for name in HARNESS_FILES:
+            shutil.copy(HERE / name, tmp / name)
+        header = tmp / "gpusem_rt.cuh"
+        cmd = [CXX, *cxxflags(), "-x", "c++-header", str(header), "-o", f"{header}.gch"]
+        made = subprocess.run(cmd, capture_output=True, check=False).returncode == 0
+        if made:
+            try:
+                os.rename(tmp, final)
+            except OSError:  # another process got there first
+                made = (final / "gpusem_rt.cuh.gch").exists()
+        shutil.rmtree(tmp, ignore_errors=True)
+        return str(final) if made else None
+
     def _key_path(self, key: str, suffix: str) -> Path:
         return self.cache_dir / f"{self._harness}_{key}{suffix}"
 
@@ -163,6 +202,12 @@ class CpuBackend:
             failed = self._compile_library(lib, [todo[k] for k in keys])
             if failed is None:
                 break
+            if not failed:
+                # Each kernel builds alone but the batch does not (a name or macro leak
+                # between kernels): give each kernel a library of its own.
+                for key in keys:
+                    out.update(self._build_batch({key: todo[key]}))
+                return out
             for index, message in failed.items():
                 key = keys[index]
                 _write_atomic(self._key_path(key, ".err"), message)
@@ -192,17 +237,29 @@ class CpuBackend:
             for n, chunk in enumerate(chunks):
                 src = Path(tmp) / f"tu{n}.cpp"
                 src.write_text(cpu_source.translation_unit(chunk))
-                cmd = [CXX, *cxxflags(), f"-I{HERE}", "-c", str(src), "-o", f"{src}.o"]
+                cmd = [
+                    CXX,
+                    *cxxflags(),
+                    *self._includes(),
+                    "-c",
+                    str(src),
+                    "-o",
+                    f"{src}.o",
+                ]
                 procs.append(
                     (chunk, subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True))
                 )
             errors: dict[int, str] = {}
+            logs = []
             for chunk, proc in procs:
                 _, stderr = proc.communicate()
+                logs.append(stderr)
                 if proc.returncode != 0:
                     errors.update(self._confirm_failures(chunk, stderr, tmp))
             if errors or any(p.returncode for _, p in procs):
-                return errors or self._blame_everything(indexed, tmp)
+                if not errors and len(indexed) == 1:  # fails in the batch TU, not alone
+                    errors = {0: "build error: " + _trim(logs[0])}
+                return errors
             objs = [f"{Path(tmp) / f'tu{n}.cpp'}.o" for n in range(len(chunks))]
             part = Path(tmp) / "lib.so"
             link = subprocess.run(
@@ -222,7 +279,7 @@ class CpuBackend:
     def _compile_alone(self, index: int, spec: KernelSpec, tmp: str) -> str | None:
         src = Path(tmp) / f"alone{index}.cpp"
         src.write_text(cpu_source.translation_unit([(index, spec)]))
-        cmd = [CXX, *cxxflags(), f"-I{HERE}", "-fsyntax-only", str(src)]
+        cmd = [CXX, *cxxflags(), *self._includes(), "-fsyntax-only", str(src)]
         proc = subprocess.run(cmd, stderr=subprocess.PIPE, text=True, check=False)
         if proc.returncode == 0:
             return None
@@ -238,14 +295,6 @@ class CpuBackend:
             if message is not None:
                 confirmed[index] = message
         return confirmed
-
-    def _blame_everything(self, indexed, tmp: str) -> dict[int, str]:
-        """Every kernel builds alone but not together: build each one alone for real."""
-        return {
-            i: "build error: kernel builds alone but not batched with others "
-            "(macro or name leak between kernels)"
-            for i, _ in indexed
-        }
 
     # ------------------------------------------------------------------ run
     def run(self, jobs: list[Job]) -> list[Result]:

@@ -97,7 +97,13 @@ def rewrite(source: str, *, for_cpu: bool = True) -> tuple[str, list[str], list[
 def launcher(index: int, spec: KernelSpec) -> str:
     """`gs_launch_<i>`: unpack the argument vector and hand the kernel to the harness."""
     args = ", ".join(f"*({p.c_type}*)a[{k}]" for k, p in enumerate(spec.params))
-    return (
+    types = ", ".join(p.c_type for p in spec.params)
+    check = (
+        f"static_assert(::gs::signature_matches(&gs_k{index}::{spec.name}, "
+        f'(void (*)({types})) nullptr), "kernel parameters differ from '
+        f'KernelSpec.params ({spec.signature()})");\n'
+    )
+    return check + (
         f'extern "C" int gs_launch_{index}(const ::gs::LaunchCfg* cfg, void** args, '
         f"char* msg, int len) {{\n"
         f"  return ::gs::launch(cfg, [](void** a) {{ (void)a; gs_k{index}::{spec.name}"

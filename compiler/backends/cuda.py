@@ -27,7 +27,6 @@ import multiprocessing
 import time
 from dataclasses import dataclass
 
-import numpy as np
 from gpusem.compiler.backends import cpu_source
 from gpusem.compiler.backends.cpu import HERE
 from gpusem.compiler.backends.kernel import Job, KernelSpec, Result, prepare_args
@@ -344,8 +343,3 @@ class CudaBackend:
         if status != "ok" or reply[0] != "ok":
             raise RuntimeError(f"timing failed: {status} {reply}")
         return float(reply[3])
-
-
-def gpu_arrays_equal(a: np.ndarray, b: np.ndarray) -> bool:
-    """Bitwise equality (NaNs with equal payload compare equal)."""
-    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()

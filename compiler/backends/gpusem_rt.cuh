@@ -5,8 +5,7 @@
 // the header pulls in `simt_harness.h`, the CPU SIMT harness (one fibre per CUDA
 // thread, real barriers, lazy async copies), and the same helpers are implemented there.
 //
-// The contract for code generators (stable; see compiler/backends/README section in
-// cpu.py's docstring):
+// The contract for code generators (stable; compiler/backends/README.md has the list):
 //   - kernels are `extern "C" __global__ void name(...)`; parameters are pointers to
 //     int/unsigned/float/long long/unsigned long long/double/char/short types, or scalars;
 //   - exact arithmetic goes through gs_add_i32 ... gs_fdiv (no signed-overflow UB, no

@@ -96,7 +96,18 @@ class KSmemTop:
     `assign_smem_offsets`); passed to device functions as their smem offset."""
 
 
-KExpr = Union[KConst, KVar, KPerspId, KBuiltin, KBin, KUn, KLoad, KPtrAdd, KRaw, KSmemTop]
+@dataclass(frozen=True, slots=True)
+class KFma:
+    """float a * b + c with one rounding: only `speed.contract_fma` makes these, under
+    CompileOptions(fast_fma=True) (benchmarks; never the oracle's default)."""
+
+    a: KExpr
+    b: KExpr
+    c: KExpr
+
+
+KExpr = Union[KConst, KVar, KPerspId, KBuiltin, KBin, KUn, KLoad, KPtrAdd, KRaw, KSmemTop,
+              KFma]
 
 # ----------------------------------------------------------------------- statements
 

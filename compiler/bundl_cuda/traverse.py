@@ -8,7 +8,7 @@ from typing import Callable
 from . import kir as K
 
 _EXPR_TYPES = (K.KConst, K.KVar, K.KPerspId, K.KBuiltin, K.KBin, K.KUn, K.KLoad,
-               K.KPtrAdd, K.KRaw, K.KSmemTop)
+               K.KPtrAdd, K.KRaw, K.KSmemTop, K.KFma)
 _BODY_FIELDS = frozenset({"then", "orelse", "body", "left", "right"})
 
 

@@ -1,5 +1,5 @@
 """The APPy findings table:
-`python -m gpusem.fuzz.appy.report BUNDLES OUT [--sm90] [--backend cpu|cuda]`.
+`python -m gpusem.fuzz.appy.report BUNDLES OUT [--sm90] [--minimise] [--backend B]`.
 
 Reads every bundle under BUNDLES, keeps the smallest program per signature, replays each
 on `--backend` (default: the backend that found it; `cuda` on the H100 answers "does a
@@ -16,13 +16,37 @@ import shutil
 import sys
 from pathlib import Path
 
-from gpusem.fuzz.bundle import list_bundles
+from gpusem.fuzz.bundle import list_bundles, read_bundle
 
 from .target import AppyTarget, _read_inputs
 
 
+def minimise_bundle(target: AppyTarget, b) -> bool:
+    """Re-shrink a bundle's program with the target's `drop_statement` pass; rewrite
+    the bundle in place when that finds a smaller program with the same signature."""
+    from gpusem.calculus.appy.parser import parse_program
+    from gpusem.fuzz.bundle import write_bundle
+
+    from .strategies import AppyProgram
+
+    arrays, scalars = _read_inputs(b.files["inputs.json"])
+    fn = parse_program(b.files["program.py"])
+    prog = AppyProgram(fn, tuple((k, str(v.dtype), v.shape) for k, v in arrays.items()),
+                       tuple(scalars.items()), fixed=arrays)
+    res = target.check(prog, b.meta["property"])
+    if res.status != "finding" or res.signature != b.signature:
+        return False
+    small = target.minimise(prog, res, b.meta["property"])
+    if small.size >= b.meta.get("size", 10**9):
+        return False
+    meta = dict(b.meta, size=small.size, detail=small.detail)
+    write_bundle(b.path.parent, meta, small.files)
+    return True
+
+
 def build(bundles_dir: str, out_dir: str, sm90: bool = False,
-          backend: str | None = None, h100: dict[str, str] | None = None) -> list[dict]:
+          backend: str | None = None, h100: dict[str, str] | None = None,
+          minimise: bool = False) -> list[dict]:
     out = Path(out_dir)
     (out / "bundles").mkdir(parents=True, exist_ok=True)
     best: dict[str, object] = {}
@@ -38,6 +62,8 @@ def build(bundles_dir: str, out_dir: str, sm90: bool = False,
         for sig, b in sorted(best.items()):
             on = backend or b.meta["backend"]
             target = targets.setdefault(on, AppyTarget(on))
+            if minimise and minimise_bundle(target, b):
+                b = read_bundle(b.path)
             res = target.replay(b.files, b.meta)
             row = {"signature": sig, "kind": b.meta["kind"], "detail": b.meta["detail"],
                    "statements": b.meta.get("size"), "shrunk": b.meta.get("shrunk"),
@@ -95,7 +121,8 @@ if __name__ == "__main__":
     if len(args) != 2:
         sys.exit("usage: python -m gpusem.fuzz.appy.report BUNDLES OUT [--sm90] "
                  "[--backend cpu|cuda]")
-    build(args[0], args[1], sm90="--sm90" in argv, backend=be)
+    build(args[0], args[1], sm90="--sm90" in argv, backend=be,
+          minimise="--minimise" in argv)
 
 
 def listings(examples_dir: str, out_file: str, backend: str = "cpu") -> list[dict]:

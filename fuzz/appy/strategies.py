@@ -40,8 +40,12 @@ class AppyProgram:
     data_seed: int = 0
     negative: bool = False
     mutated: str = ""  # the mutator that made it illegal (fuzz/appy/mutators.py)
+    fixed: dict | None = None  # explicit arrays (a program read back from a bundle)
 
     def inputs(self) -> tuple[dict[str, np.ndarray], dict[str, int]]:
+        if self.fixed is not None:
+            return ({name: self.fixed[name].copy() for name, _, _ in self.arrays},
+                    dict(self.scalars))
         rng = np.random.default_rng(self.data_seed)
         arrays = {}
         for name, dtype, shape in self.arrays:

@@ -11,6 +11,7 @@ Signatures (de-duplication): `<kind>:<normalised first error line>` for errors, 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import time
@@ -90,6 +91,24 @@ class AppyTarget:
             {"program.py": source, "inputs.json": _inputs_json(arrays, scalars)},
             self.size(program))
 
+    def minimise(self, program: AppyProgram, res: CheckResult,
+                 prop: str = "compile") -> CheckResult:
+        """`drop_statement`: delete top-level statements while the signature stays
+        (hypothesis shrinks a kernel's choices well, but rarely deletes an earlier
+        kernel whose choices precede the failing one)."""
+        changed = True
+        while changed:
+            changed = False
+            for k in range(len(program.fn.body)):
+                cand = _drop_statement(program, k)
+                if cand is None:
+                    continue
+                r = self.check(cand, prop)
+                if r.status == "finding" and r.signature == res.signature:
+                    program, res, changed = cand, r, True
+                    break
+        return res
+
     def check_source(self, source: str, arrays: dict, scalars: dict,
                      size: int | None = None) -> CheckResult:
         fn = parse_program(source)
@@ -159,6 +178,34 @@ class AppyTarget:
             return CheckResult("pass") if not v.legal else CheckResult(
                 "finding", meta["signature"], "legality-missed", "still accepted")
         return self.check_source(files["program.py"], arrays, scalars)
+
+
+def _drop_statement(program: AppyProgram, k: int) -> AppyProgram | None:
+    body = program.fn.body[:k] + program.fn.body[k + 1:]
+    if not body:
+        return None
+    used = {x.array for s in A.walk_stmts(body) for x in _stmt_exprs(s)
+            if isinstance(x, A.Subscript)}
+    names = {x.id for s in A.walk_stmts(body) for x in _stmt_exprs(s)
+             if isinstance(x, A.Name)}
+    params = tuple(p for p in program.fn.params
+                   if (p.name in used if p.is_array else p.name in names))
+    fn = dataclasses.replace(program.fn, body=body, params=params)
+    return dataclasses.replace(
+        program, fn=fn, arrays=tuple(a for a in program.arrays if a[0] in used),
+        scalars=tuple(s for s in program.scalars if s[0] in names))
+
+
+def _stmt_exprs(s: A.Stmt):
+    match s:
+        case A.Assign(target=t, value=v):
+            roots = [t, v]
+        case A.If(cond=c):
+            roots = [c]
+        case A.For(start=a, stop=b, step=c):
+            roots = [a, b, c]
+    for r in roots:
+        yield from A.walk_expr(r)
 
 
 # ------------------------------------------------------------------- signatures

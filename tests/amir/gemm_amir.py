@@ -17,19 +17,20 @@ ALLQ = ("{cpu_in_order_qual, cpu_cuda_stream_qual, cuda_in_order_rmem_qual, "
         "wgmma_async_smem_qual, wgmma_zero_qual}")
 TMAS = "{tma_to_smem_async_qual}"
 WG = "{wgmma_async_rmem_a_qual, wgmma_async_rmem_d_qual, wgmma_async_smem_qual}"
-WG_POST = ("{cuda_in_order_rmem_qual, wgmma_async_rmem_a_qual, wgmma_async_rmem_d_qual, "
-           "wgmma_async_smem_qual}")
+WG_POST = ("{cuda_in_order_rmem_qual, wgmma_async_rmem_a_qual, "
+           "wgmma_async_rmem_d_qual, wgmma_async_smem_qual}")
 IN_ORDER = "{cuda_in_order_rmem_qual, cuda_in_order_ram_qual}"
-IN_ORDER_TEMP = ("{cpu_cuda_stream_qual, cuda_in_order_rmem_qual, cuda_in_order_ram_qual, "
-                 "Sm80_cp_async_qual, tma_to_smem_async_qual, tma_to_gmem_async_qual, "
+IN_ORDER_TEMP = ("{cpu_cuda_stream_qual, cuda_in_order_rmem_qual, "
+                 "cuda_in_order_ram_qual, Sm80_cp_async_qual, tma_to_smem_async_qual, "
+                 "tma_to_gmem_async_qual, "
                  "wgmma_async_rmem_a_qual, wgmma_async_rmem_d_qual, "
                  "wgmma_async_smem_qual, wgmma_zero_qual}")
 GEN_ASYNC = ("{cuda_in_order_rmem_qual, cuda_in_order_ram_qual, Sm80_cp_async_qual, "
              "tma_to_smem_async_qual, tma_to_gmem_async_qual, wgmma_async_smem_qual}")
 # what the consumers' wait on `full` makes visible: generic (transitive chain to
 # `empty`) and wgmma timelines
-CONSUMED = ("{cuda_in_order_rmem_qual, cuda_in_order_ram_qual, wgmma_async_rmem_a_qual, "
-            "wgmma_async_rmem_d_qual, wgmma_async_smem_qual}")
+CONSUMED = ("{cuda_in_order_rmem_qual, cuda_in_order_ram_qual, "
+            "wgmma_async_rmem_a_qual, wgmma_async_rmem_d_qual, wgmma_async_smem_qual}")
 RAM = "{cuda_in_order_ram_qual}"
 RMEM = "{cuda_in_order_rmem_qual}"
 
@@ -75,7 +76,7 @@ def _rw(tile: str, ext: str, init: str, vl: str, cvg: str, bars: str, th: str,
 def gemm_amir(bug: str | None = None) -> str:
     """The program text. `bug` in {None, "no_empty_wait", "no_full_wait",
     "no_commit_wait", "no_final_fence"} removes one synchronisation."""
-    p8, p12, p16, p20 = " " * 8, " " * 12, " " * 16, " " * 20
+    p12, p16, p20 = " " * 12, " " * 16, " " * 20
     a_tile = "A[mt * 128 : mt * 128 + 128, k * 32 : k * 32 + 32]"
     b_tile = "B[nt * 128 : nt * 128 + 128, k * 32 : k * 32 + 32]"
     as_tile = "As[k % 4, 0 : 128, 0 : 32]"
@@ -117,7 +118,8 @@ def gemm_amir(bug: str | None = None) -> str:
                   f"{p16}Await({full_bar}, {CONSUMED}, {CONSUMED}, -1) @ {CONSUMERS}"]
     lines += [f"{p16}for wg in loop(0, 2):"]
     lines += _read("As[k % 4, wg * 64 : wg * 64 + 64, 0 : 32]", WG,
-                   "wgmma_async_smem_qual", "unordered", "true", "{cg[wg]}", WGROUP, p20)
+                   "wgmma_async_smem_qual", "unordered", "true", "{cg[wg]}", WGROUP,
+                   p20)
     lines += _read(bs_tile, WG, "wgmma_async_smem_qual", "unordered", "true",
                    "{cg[wg]}", WGROUP, p20)
     lines += _rw("D[wg, 0 : 64, 0 : 128]", WG, "wgmma_async_rmem_d_qual", "unordered",
@@ -140,12 +142,14 @@ def gemm_amir(bug: str | None = None) -> str:
     # the frees (Figure 5: free x of shared memory, free z) after a CTA-wide fence;
     # the producer's last arrives on `empty` have no await: drain them
     if bug != "no_final_fence":
-        lines += [f"{p12}Fence(false, {GEN_ASYNC}, {GEN_ASYNC}, {IN_ORDER_TEMP}) @ {CTA}"]
+        lines += [f"{p12}Fence(false, {GEN_ASYNC}, {GEN_ASYNC}, {IN_ORDER_TEMP})"
+                  f" @ {CTA}"]
     lines += [f"{p12}for s in loop(0, 4):",
               f"{p16}Await(empty[s], {{}}, {{}}, -1) @ {PRODUCER}"]
     for smem in ("As[0 : 4, 0 : 128, 0 : 32]", "Bs[0 : 4, 0 : 128, 0 : 32]"):
         lines += [f"{p12}CheckReads(temporally_ordered, false, {smem}, {RAM}) @ {CTA}",
-                  f"{p12}CheckMutates(temporally_ordered, false, {smem}, {RAM}) @ {CTA}"]
+                  f"{p12}CheckMutates(temporally_ordered, false, {smem}, {RAM})"
+                  f" @ {CTA}"]
     for bar in ("full[0 : 4]", "empty[0 : 4]", "cg[0 : 2]"):
         lines += [f"{p12}CheckBarrier({bar})",
                   f"{p12}CheckReads(temporally_ordered, false, {bar}, {RAM}) @ {CTA}",

@@ -25,7 +25,8 @@ from gpusem.interpreter.gpuir_to_amir import convert
 
 from .gemm_amir import gemm_amir
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "gpuir" / "gemm_tiled.gpuir"
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "gpuir" / "gemm_tiled.gpuir"
 SIZES = [256, 512, pytest.param(1024, marks=pytest.mark.slow),
          pytest.param(2048, marks=pytest.mark.slow)]
 

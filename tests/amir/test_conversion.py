@@ -302,6 +302,25 @@ def test_free_smem_data():
     """)
 
 
+def test_free_smem_checked_by_the_whole_cluster():
+    """Section 4.2: no thread of the cluster may pass an SMEM free before every access
+    retired, so a CTA-local allocation's free is checked for all clusterDim x blockDim
+    threads, not only for the CTA that allocated it."""
+    (loop,) = kernel("for c in cuda_threads(0, 2, unit=cuda_cta_in_cluster):\n"
+                     "    x: f32[4] @ CudaSmemLinear\n"
+                     "    Fence(cuda_in_order, cuda_in_order)",
+                     launch="blockDim=128, clusterDim=2", tasks="N / 256")
+    alloc, fence, reads, mutates, free = loop.body
+    assert alloc == M.Alloc("x", (G.CInt(4),))
+    assert fence.threads == amir("Fence(true, {}, {}, {}) @ threads(c * 128 : 128)"
+                                 )[0].threads
+    assert (reads, mutates, free) == amir("""
+        CheckReads(temporally_ordered, false, x[:], {cuda2}) @ threads(0 : 256)
+        CheckMutates(temporally_ordered, false, x[:], {cuda2}) @ threads(0 : 256)
+        Free(x)
+    """)
+
+
 def test_free_register_data_has_no_checks():
     """T_smem of a register array is empty: only the Free."""
     (loop,) = kernel("for t in cuda_threads(0, 128, unit=cuda_thread):\n"

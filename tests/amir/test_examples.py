@@ -20,24 +20,27 @@ EXAMPLES = sorted(EXAMPLES_DIR.glob("*.gpuir"))
 MACHINE_CHECKS = ("CheckReads", "CheckMutates", "CheckBarrier")
 
 
-def expectation(text: str) -> tuple[str, str | None]:
-    """("accepted", None) or ("rejected", check-or-rule-or-None) from the header."""
-    m = re.search(r"^#\s*expect:\s*(accepted|rejected)\b[ \t]*(\S*)", text, re.MULTILINE)
+def expectation(text: str) -> tuple[str, str | None, str | None]:
+    """(accepted|rejected, check-or-rule, variable) from the header
+    `# expect: rejected CheckReads B: why` (check and variable optional)."""
+    m = re.search(r"^#\s*expect:\s*(accepted|rejected)\b[ \t]*(\w*)[ \t]*(?:(\w+):)?",
+                  text, re.MULTILINE)
     if m is None:
         raise AssertionError("no '# expect:' header")
-    return m.group(1), (m.group(2) or None)
+    return m.group(1), (m.group(2) or None), (m.group(3) or None)
 
 
-def verdict(path: Path) -> tuple[str, str | None, str]:
-    """(accepted|rejected, the failing check or rule, the report)."""
+def verdict(path: Path):
+    """(accepted|rejected, the failing check or rule, its variable, the report)."""
     text = path.read_text()
     try:
         res = synccheck(text, str(path), header_defines(text))
     except IllTyped as err:
-        return "rejected", err.rule, err.one_line()
+        return "rejected", err.rule, None, err.one_line()
     v = res.verdict.violation
-    return ("accepted", None, res.report(text)) if v is None else \
-        ("rejected", v.check, res.report(text))
+    if v is None:
+        return "accepted", None, None, res.report(text)
+    return "rejected", v.check, v.variable, res.report(text)
 
 
 def test_examples_present():
@@ -51,11 +54,13 @@ def test_examples_present():
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
 def test_example_verdict(path):
-    want, check = expectation(path.read_text())
-    got, failed, report = verdict(path)
+    want, check, var = expectation(path.read_text())
+    got, failed, failed_var, report = verdict(path)
     assert got == want, report
     if want == "rejected" and check is not None:
         assert failed == check, report
+    if want == "rejected" and var is not None:  # rejected for the stated variable
+        assert failed_var == var, report
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
@@ -77,3 +82,11 @@ def test_converted_example_prints_and_parses_back(path):
         return
     prog = convert(proc, defines, analysis=an)
     assert parse_amir(print_proc(prog)) == prog
+
+
+def test_expectation_header_forms():
+    assert expectation("# expect: accepted\n") == ("accepted", None, None)
+    assert expectation("x\n# expect: rejected CheckReads B: the multicast ...\n") == (
+        "rejected", "CheckReads", "B")
+    assert expectation("# expect: rejected DistributedMemory cross-thread access\n") == (
+        "rejected", "DistributedMemory", None)

@@ -43,8 +43,8 @@ def test_negative_index_is_a_trap_even_unallocated():
 
 def test_unallocated_variables_grow():
     src = ("proc p():\n"
-           "    RecordMutate(fully_ordered, false, g[1000, 3], cuda2, {}, {}) @ threads(0)\n"
-           "    CheckMutates(fully_ordered, false, g[990:1001, 0:4], {cuda2}) @ threads(1)\n")
+           "    RecordMutate(fully_ordered, false, g[1000, 3], cuda2, {}, {}) @ threads(0)\n"  # noqa: E501
+           "    CheckMutates(fully_ordered, false, g[990:1001, 0:4], {cuda2}) @ threads(1)\n")  # noqa: E501
     v = run(src).violation
     assert v is not None and v.index == (1000, 3)
 
@@ -76,7 +76,7 @@ def test_division_by_zero_in_control():
 def test_c_division_truncates():
     # -7 / 2 = -3 and -7 % 2 = -1 in C: the access lands on x[3 - 3 + 1] = x[1]
     src = ("proc p():\n"
-           "    RecordMutate(fully_ordered, false, x[0 - 7 / 2 + 0 - 7 % 2 + 5], cuda2, "
+           "    RecordMutate(fully_ordered, false, x[0 - 7 / 2 + 0 - 7 % 2 + 5], cuda2, "  # noqa: E501
            "{}, {}) @ threads(0)\n"
            "    CheckMutates(fully_ordered, false, x[1], {cuda2}) @ threads(1)\n")
     v = run(src).violation

@@ -1,5 +1,6 @@
 """A rejection names the failing check, the variable and index, the timeline, the
-threads (task, thread) on both sides, and the source lines of both accesses (issue 3)."""
+threads (task, thread) on both sides, and the source lines of both accesses (issue
+3)."""
 
 from __future__ import annotations
 
@@ -56,7 +57,8 @@ proc p():
 """
     v = check_amir(parse_proc(src, "b.amir"), {}).violation
     assert (v.check, v.variable, v.index) == ("CheckBarrier", "z", (2,))
-    assert v.message.startswith("barrier mismatch:") and "1 arrive(s) but 0" in v.message
+    assert v.message.startswith("barrier mismatch:")
+    assert "1 arrive(s) but 0" in v.message
     assert v.span.line == 4
 
 

@@ -120,7 +120,10 @@ def test_free_report_names_the_lifetime(run):
     (FENCED.replace("cuda_in_order, cuda_in_order", "cuda_nonsense, cuda_in_order", 1),
      (), "unknown sync timeline"),
     (FENCED, ("--proc", "nope"), "no procedure named nope"),
-], ids=["bad-define", "missing-define", "syntax", "timeline", "proc"])
+    (FENCED, ("--max-steps", "100"), "step budget exhausted"),
+    (FENCED, ("--max-steps", "0"), "out of range"),
+], ids=["bad-define", "missing-define", "syntax", "timeline", "proc", "budget",
+        "budget-range"])
 def test_bad_input_exit_2(run, text, args, needle):
     r = run(text, *args)
     assert r.exit_code == 2, r.output
@@ -168,6 +171,24 @@ def test_rules_fixed_accepts_split_barrier_variant(run):
     r = run(SPLIT, "-D", "N=128", "--rules", "paper")
     assert r.exit_code == 1 and "CheckReads" in r.output
     assert "done is freed at the end" in r.output
+
+
+def test_read_after_temporal_fence_needs_full_visibility(run):
+    """errata "Figure 5 reads": after Fence(cuda_in_order, cuda_temporal) (no memory
+    fence: the write is only temporally ordered) another thread's plain read
+    `B[..] = buf[127 - tid]` is a race; Figure 5 as printed checks the reads of `=`
+    with τ_v^pre = temporally_ordered and lets it through."""
+    text = (SPLIT.replace("            Arrive(cuda_in_order, 1) >> ready\n", "")
+            .replace("Await(ready, cuda_in_order, -1)", "Fence(cuda_in_order, "
+                     "cuda_temporal)")
+            .replace("            Arrive(cuda_in_order, 1) >> done\n", "")
+            .replace("Await(done, cuda_in_order, -1)", "Fence(cuda_in_order, "
+                     "cuda_in_order)"))
+    fixed = run(text, "-D", "N=128")
+    assert fixed.exit_code == 1 and "fully_ordered" in fixed.output
+    assert "B[task * 128 + tid] = buf[127 - tid]" in fixed.output
+    assert "buf[tid] = A[task * 128 + tid]" in fixed.output
+    assert run(text, "-D", "N=128", "--rules", "paper").exit_code == 0
 
 
 def test_library_entry_point():

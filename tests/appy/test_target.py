@@ -75,3 +75,18 @@ def test_findings_table_markdown() -> None:
     md = markdown([row])
     assert "| 1 | wrong | `wrong:parallel for simd/store` | 2 | yes (cpu) | ok |" in md
     assert "def kernel(A, C, N):" in md and "[appy-wrong-x](bundles/appy-wrong-x)" in md
+
+
+def test_drop_statement_pass_removes_an_unrelated_kernel(target) -> None:
+    bug = step2_copy()
+    i = A.Name("i")
+    other = A.For("i", A.Const(0), A.Name("N"), A.Const(1),
+                  (A.Assign(A.Subscript("D", (i,)), A.Const(1.0)),), A.ParallelFor())
+    fn = A.Function("kernel", (A.Param("D", True),) + bug.fn.params,
+                    (other,) + bug.fn.body)
+    big = AppyProgram(fn, (("D", "float32", (4,)),) + bug.arrays, bug.scalars, 1)
+    res = target.check(big)
+    assert res.signature == "wrong:parallel for simd/store" and res.size == 4
+    small = target.minimise(big, res)
+    assert small.signature == res.signature and small.size == 2  # loop + store
+    assert "D" not in small.files["program.py"]

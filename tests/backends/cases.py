@@ -298,7 +298,8 @@ def warp_sync_case(seed: int = 0) -> Case:
 
 
 def wgmma_job(seed: int = 0) -> Job:
-    return Job(spec("wgmma_fence", 1, 32, (ptr("out", "float32", 32),)), {}, seed)
+    # one full warpgroup (4 warps): the .aligned wgmma instructions need all of it
+    return Job(spec("wgmma_fence", 1, 128, (ptr("out", "float32", 128),)), {}, seed)
 
 
 # Cases whose result is the same on every schedule and on a real GPU.

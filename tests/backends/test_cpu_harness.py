@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from gpusem.compiler.backends.cpu import CpuBackend
 from gpusem.compiler.backends.kernel import Job
 
 from . import cases
@@ -195,3 +196,76 @@ def test_the_whole_api_surface_builds_on_the_harness(cpu):
     )
     (built,) = cpu.build([spec]).values()
     assert built.kind == "ok", built.message
+
+
+def test_kernels_that_clash_only_when_batched_get_libraries_of_their_own(tmp_path):
+    # A const and a mutable variable in one named section: fine in separate translation
+    # units, a "section type conflict" in one.
+    def spec(name, decl, value):
+        return cases.KernelSpec(
+            name,
+            f'#include "gpusem_rt.cuh"\n__attribute__((used, section("gs_test"))) {decl};\n'
+            f'extern "C" __global__ void {name}(int* o) {{ o[0] = {value}; }}\n',
+            1,
+            1,
+            0,
+            (cases.ptr("o", "int32", 1),),
+        )
+
+    a, b = spec("ka", "const int ca = 1", "ca"), spec("kb", "int cb = 2", "cb")
+    backend = CpuBackend(cache_dir=tmp_path, parallel=1)
+    try:
+        ra, rb = backend.run([Job(a), Job(b)])
+        built = backend.build([a, b])
+    finally:
+        backend.close()
+    assert ra.kind == rb.kind == "ok", (ra.message, rb.message)
+    assert len({x.library for x in built.values()}) == 2  # not one shared batch
+    assert ra.outputs["o"][0] == 1 and rb.outputs["o"][0] == 2
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        (cases.ptr("o", "int32", 4), cases.scalar("x", "int32")),  # float x as int32
+        (cases.ptr("o", "uint32", 4), cases.scalar("x", "float32")),  # int* as uint32
+        (cases.ptr("o", "int32", 4),),  # a parameter missing
+    ],
+)
+def test_spec_that_disagrees_with_the_kernel_signature_is_a_build_error(cpu, params):
+    src = (
+        '#include "gpusem_rt.cuh"\n'
+        'extern "C" __global__ void sig(int* o, const float x) { o[0] = (int)x; }\n'
+    )
+    (r,) = cpu.run(
+        [
+            Job(cases.KernelSpec("sig", src, 1, 1, 0, params), {"x": 1})
+            if len(params) > 1
+            else Job(cases.KernelSpec("sig", src, 1, 1, 0, params))
+        ]
+    )
+    assert r.kind == "build_error"
+    assert "kernel parameters differ from KernelSpec.params" in r.message
+
+
+def test_cv_qualified_kernel_parameters_match_plain_spec_types(cpu):
+    src = (
+        '#include "gpusem_rt.cuh"\n'
+        'extern "C" __global__ void cv(const float* __restrict__ i, volatile int* o,\n'
+        "                              const int n) { o[0] = (int)i[0] + n; }\n"
+    )
+    params = (
+        cases.ptr("i", "float32", 1),
+        cases.ptr("o", "int32", 1),
+        cases.scalar("n", "int32"),
+    )
+    (r,) = cpu.run(
+        [
+            Job(
+                cases.KernelSpec("cv", src, 1, 1, 0, params),
+                {"i": np.array([2.0], np.float32), "n": 3},
+            )
+        ]
+    )
+    assert r.kind == "ok", r.message
+    assert r.outputs["o"][0] == 5

@@ -344,3 +344,68 @@ def test_mbarrier_over_arrival_is_an_error(cpu):
     r = run1(cpu, ARRIVE_40, 1, 64, OUT64)
     assert r.kind == "runtime_error"
     assert r.message.startswith("mbarrier: arrive count exceeds the pending arrivals")
+
+
+MBAR_NEVER = registered(
+    kernel(
+        "  __shared__ gs_u64 bar;\n"
+        "  if (threadIdx.x == 0) gs_mbar_init(&bar, 2);\n"
+        "  __syncthreads();\n"
+        "  if (threadIdx.x == 0) gs_mbar_arrive(&bar);  // one of the two arrivals\n"
+        "  gs_mbar_wait_parity(&bar, 0);"
+    )
+)
+
+
+def test_mbarrier_that_never_completes_is_a_deadlock(cpu):
+    r = run1(cpu, MBAR_NEVER, 1, 32, OUT64)
+    assert r.kind == "deadlock"
+    assert "mbarrier at static shared+" in r.message and "parity 0" in r.message
+    assert "(32 threads)" in r.message
+
+
+GROUPS = registered(
+    kernel(
+        "  __shared__ int a[32];\n"
+        "  __shared__ int b[32];\n"
+        "  int t = threadIdx.x;\n"
+        "  gs_cp_async(&a[t], &in[t], 4);\n"
+        "  gs_cp_async_commit();\n"
+        "  gs_cp_async(&b[t], &in[32 + t], 4);\n"
+        "  gs_cp_async_commit();\n"
+        "  gs_cp_async_wait_group(1);  // only the older group (a) is complete\n"
+        "  out[t] = a[t];\n"
+        "  out[32 + t] = b[t];  // the bug under test: b may still be in flight",
+        params="const int* in, int* out",
+    ),
+    (ptr("in", "int32", 64), ptr("out", "int32", 64)),
+)
+
+
+def test_wait_group_leaves_the_newest_groups_in_flight(cpu):
+    x = np.arange(64, dtype=np.int32) + 1000
+    params = (ptr("in", "int32", 64), ptr("out", "int32", 64))
+    r = run1(cpu, GROUPS, 1, 32, params, {"in": x})
+    assert r.kind == "ok"
+    assert np.array_equal(r.outputs["out"][:32], x[:32])
+    assert np.all(r.outputs["out"][32:] == np.int32(-1515870811))  # poison 0xA5A5A5A5
+
+
+WIDE_SHFL = registered(
+    kernel(
+        "  double d = 1.5 * threadIdx.x;\n"
+        "  long long q = (1LL << 40) + threadIdx.x;\n"
+        "  o[threadIdx.x] = __shfl_xor_sync(0xffffffffu, d, 1);\n"
+        "  l[threadIdx.x] = __shfl_sync(0xffffffffu, q, 31 - threadIdx.x);",
+        params="double* o, long long* l",
+    ),
+    (ptr("o", "float64", 32), ptr("l", "int64", 32)),
+)
+
+
+def test_shuffles_of_64_bit_values(cpu):
+    params = (ptr("o", "float64", 32), ptr("l", "int64", 32))
+    r = run1(cpu, WIDE_SHFL, 1, 32, params)
+    lane = np.arange(32)
+    assert np.array_equal(r.outputs["o"], 1.5 * (lane ^ 1))
+    assert np.array_equal(r.outputs["l"], (1 << 40) + (31 - lane))

@@ -7,13 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-
 from gpusem.calculus.bundl.parser import parse_program
 from gpusem.calculus.errors import BadInput
 from gpusem.fuzz.strategies.bundl import programs
 from gpusem.interpreter.bundl_big_step import run_big_step
 from gpusem.interpreter.bundl_machine import run_program
+from hypothesis import HealthCheck, given, settings
 
 ROOT = Path(__file__).resolve().parents[2]
 FILES = sorted((ROOT / "examples" / "bundl").glob("*.bundl")) + \
@@ -65,18 +64,32 @@ main { lower out into ob { destruct { lower ob into ot { destruct {
     assert big.message.startswith("division by zero") and big.thread[0] == 1
 
 
-def test_big_step_detects_an_incomplete_barrier_as_deadlock():
-    # a partition inside a thread-divergent if (ill-typed: T-If at thread[2] reads a
-    # thread[1] value... written by hand): only one thread reaches the barrier
-    src = """
+@pytest.mark.parametrize(("forms", "kind"), [
+    ("init psi; dec psi; wait psi;", "terminated"),
+    ("init psi; dec psi; dec psi; wait psi;", "stuck"),  # S-Sync-Dec underflow
+    ("init psi; wait psi;", "deadlock"),  # nobody decrements
+])
+def test_hand_written_sync_forms_agree(forms, kind):
+    src = f"""
 machine blocks = 1, threads = 2;
-global out : int[2];
-main { lower out into ob { destruct { lower ob into ot { destruct {
-  init psi; dec psi; wait psi;
-} } } } }
+main {{ destruct {{ group 1 {{ destruct {{ {forms} }} }} }} }}
 """
     prog = parse_program(src)
-    assert run_big_step(prog).kind == run_program(prog).kind == "terminated"
+    assert run_big_step(prog).kind == run_program(prog).kind == kind
+
+
+def test_big_step_runs_a_self_dependent_write_lane_by_lane():
+    # at grid[1] both threads run A[A[0]] = 3. Round-robin: thread 0 writes A[0] = 3,
+    # then thread 1 reads A[0] = 3 and writes A[3] = 3. A naive lockstep run would let
+    # both read A[0] = 0 first and leave A[3] = 0.
+    src = """
+machine blocks = 1, threads = 2;
+global A : int[4];
+main { A[A[0]] = 3; }
+"""
+    prog = parse_program(src)
+    want = [3, 0, 0, 3]
+    assert run_program(prog).globals["A"] == want == run_big_step(prog).globals["A"]
 
 
 def test_big_step_refuses_paper_rules():

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
 from gpusem.cli.main import main
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "bundl"
@@ -54,7 +53,8 @@ def test_run_stuck_exits_1_naming_the_rule(invoke, tmp_path):
     assert r.exit_code == 1
     doc = json.loads(r.output)
     assert doc["outcome"] == "stuck" and doc["rule"] == "S-Assn"
-    assert doc["message"].startswith("perspective mismatch") and doc["thread"] == [0, 0, 0]
+    assert doc["message"].startswith("perspective mismatch")
+    assert doc["thread"] == [0, 0, 0]
 
 
 def test_run_budget_and_bad_input_exit_2(invoke, tmp_path):

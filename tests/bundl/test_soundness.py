@@ -10,9 +10,6 @@ soundness bug (or a generator bug), and the failing program shrinks.
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
 from gpusem.calculus.bundl.ast import Assign, BoolLit
 from gpusem.calculus.bundl.parser import parse_program
 from gpusem.calculus.errors import IllTyped
@@ -20,6 +17,8 @@ from gpusem.fuzz.strategies.bundl import programs
 from gpusem.interpreter.bundl_machine import Machine, run_program
 from gpusem.interpreter.bundl_preservation import preservation_check
 from gpusem.typing_rules.bundl import check_program
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 PROPERTY = settings(deadline=None, derandomize=True, database=None,
                     suppress_health_check=[HealthCheck.too_slow,

@@ -148,7 +148,7 @@ def _wide_program(threads: int = 256, blocks: int = 4) -> str:
 @pytest.mark.benchmark
 def test_one_step_is_interactive_with_1024_threads(benchmark):
     """Issue 6: one `step` (the step and its display) under 50 ms at 1,024 threads."""
-    from cli_step import Debugger  # noqa: F401 - resolved below
+    from gpusem.cli.step import Debugger
 
     source = _wide_program()
     session = Session(parse_program(source, "wide.bundl"))
@@ -157,8 +157,12 @@ def test_one_step_is_interactive_with_1024_threads(benchmark):
     debugger = Debugger(session, source, "wide.bundl", console)
     session.run(3000, use_breaks=False)  # well inside the program, not at its start
 
-    benchmark(debugger.onecmd, "step")
-    assert benchmark.stats.stats.mean < 0.050
+    import time
 
+    start = time.perf_counter()
+    for _ in range(20):
+        debugger.onecmd("step")
+    mean = (time.perf_counter() - start) / 20
+    assert mean < 0.050, f"one step takes {mean * 1000:.1f} ms"
+    benchmark(debugger.onecmd, "step")  # the report (pytest-benchmark)
 
-sys.modules.setdefault("cli_step", __import__("gpusem.cli.step", fromlist=["Debugger"]))

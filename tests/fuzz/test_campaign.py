@@ -135,3 +135,23 @@ def test_cli_bad_input(args, prefix) -> None:
     res = CliRunner().invoke(cli, ["fuzz", "--target", "toy", *args])
     assert res.exit_code != 0
     assert prefix in str(res.exception) or prefix in res.output
+
+
+def test_shrinking_stops_at_the_hard_budget(tmp_path) -> None:
+    import time
+
+    class Slow(ToyTarget):
+        def check(self, program, prop="compile"):
+            time.sleep(0.2)  # every program fails: shrinking would take many steps
+            if sum(program) > 0:
+                return CheckResult("finding", "wrong:any", "wrong", "", {
+                    "program.json": json.dumps(list(program))}, len(program))
+            return CheckResult("pass")
+
+    register_target("slow", Slow)
+    c = campaign(tmp_path, target_name="slow", budget_s=1.0, max_programs=None)
+    c._past_hard_stop = lambda: time.monotonic() - c.t0 >= 3.0  # no 30 s grace here
+    t0 = time.monotonic()
+    summary = c.run()
+    assert time.monotonic() - t0 < 6.0
+    assert [f.signature for f in summary.findings] == ["wrong:any"]  # still written

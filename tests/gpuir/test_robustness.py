@@ -5,12 +5,11 @@ Trap, BudgetExhausted), never a Python exception."""
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings
-
 from gpusem.calculus.errors import GpusemError
 from gpusem.calculus.gpuir import ast as A
 from gpusem.interpreter.gpuir_seq import run_sequential
 from gpusem.typing_rules.gpuir import analyse
+from hypothesis import HealthCheck, given, settings
 
 from .strategies import procs
 

@@ -214,3 +214,24 @@ def test_batching_only_when_iterations_are_independent(body: str, ok: bool) -> N
     assert np.array_equal(run_sequential(parse_proc(src), {}, {"X": x, "Y": y})["X"],
                           run_sequential(parse_proc(src), {}, {"X": x, "Y": y},
                                          vectorise=False)["X"])
+
+
+def test_control_arithmetic_wraps_at_32_bits() -> None:
+    from gpusem.calculus.gpuir.ctrl import eval_c
+
+    big = A.CBin("*", A.CInt(65536), A.CInt(65536))
+    assert eval_c(big, {}) == 0
+    assert eval_c(A.CBin("+", A.CInt(2**31 - 1), A.CInt(1)), {}) == -2**31
+    assert eval_c(A.CBin("/", A.CInt(-7), A.CInt(2)), {}) == -3
+    assert eval_c(A.CBin("%", A.CInt(-7), A.CInt(2)), {}) == -1
+
+
+def test_warp_mma_gemm_is_float32_k_sequential() -> None:
+    path = Path(__file__).parent / "conformance" / "gemm_sm80_mma.gpuir"
+    proc = parse_proc(path.read_text(), str(path))
+    a, b = rand(64, 64), rand(64, 64)
+    c = run_sequential(proc, {"N": 64}, {"A": a, "B": b})["C"]
+    acc = np.zeros((64, 64), f32)
+    for k in range(64):
+        acc = acc + np.multiply.outer(a[:, k], b[k, :])
+    assert np.array_equal(c, acc)

@@ -22,7 +22,9 @@ extern "C" __global__ void api_surface(float* f, int* i, unsigned* u,
   f[4] = __uint_as_float(__float_as_uint(f[5])) + min(f[0], f[1]) + max(f[2], f[3]);
   i[2] = __popc(u[1]) + __popcll(q[0]) + __clz(i[3]) + __ffs(i[4]) + (int)__brev(u[2]);
   i[3] = __mulhi(i[0], i[1]) + (int)__umulhi(u[0], u[1]) + min(i[0], i[1]) + max(i[2], i[3]);
-  i[4] = __ldg(&i[5]);
+  i[4] = __ldg(&i[5]) + (int)min(i[0], u[0]) + (int)max(u[1], i[1]);
+  q[4] = min(q[0], q[1]) + max(q[2], q[3]);
+  f[10] = (float)(min(1.0, (double)f[0]) + max(2.0, (double)f[1]));
   __syncthreads();
   i[5] = __syncthreads_count(t > 3) + __syncthreads_and(t > 1) + __syncthreads_or(t > 2);
   __syncwarp();

@@ -1,4 +1,5 @@
 // A kernel that issues wgmma (no CPU meaning): the cpu backend reports "unsupported".
+// Launched with one warpgroup (128 threads), as the .sync.aligned forms require.
 #include "gpusem_rt.cuh"
 
 extern "C" __global__ void wgmma_fence(float* out) {

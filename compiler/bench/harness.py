@@ -1,0 +1,346 @@
+"""The issue-4 speed benchmark: Bundl kernels vs CuPy in one process on one GPU.
+
+    python -m gpusem.compiler.bench.harness --out DIR [--quick] [--dry-run]
+
+For each benchmark: render the GPU-size Bundl program (`programs.py`), parse, type-check
+and compile it with our compiler, allocate seeded random inputs, launch it through the
+cuda backend (`CudaBackend(in_process=True)`: `run` for the result, `time_kernel` for
+CUDA-event timing), time CuPy's own operation the same way in the same process, check
+the result, and write `bench.json` (plus the programs and the emitted CUDA) under DIR.
+
+- reduce: 2^26 float32 -> per-block partial sums (2048 blocks) -> a second Bundl
+  kernel (one block) -> the total; against `cupy.sum`. GB/s = 2^28 bytes / time.
+  Checked bit for bit against `reference.reduce_reference` (the kernels' own order),
+  and the total against cupy.sum within a documented tolerance.
+- sgemm: 4096^3, the Prism paper's Appendix B.2 variant 3; against `cupy.matmul`
+  (cuBLAS, FP32; CUPY_TF32=0). TFLOP/s = 2 * 4096^3 / time. Checked bit for bit
+  against a naive kernel in the same order (`reference.SGEMM_REFERENCE_CU`), and
+  against cuBLAS within a tolerance. Variants: `strict` (the compiler's default: no FMA
+  contraction, the oracle's semantics) and `fast_fma` (CompileOptions(fast_fma=True)),
+  each with BK = 8 (the paper's) and 16, and with / without the unroll hints.
+
+`--dry-run` does everything up to the GPU (render, type-check, compile) and writes the
+CUDA, so CI can check the harness without a GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from gpusem.calculus.bundl.parser import parse_program
+from gpusem.compiler.backends.kernel import Job
+from gpusem.compiler.bundl_cuda.launch import kernel_spec
+from gpusem.compiler.bundl_cuda.pipeline import CompileOptions, compile_program
+from gpusem.typing_rules.bundl import check_program
+
+from . import programs as P
+from . import reference as R
+
+GB = 1e9
+
+
+def compile_text(name: str, text: str, options: CompileOptions | None = None):
+    """Parse, type-check (fixed rules) and compile one program."""
+    prog = parse_program(text, f"{name}.bundl")
+    check_program(prog)
+    return compile_program(prog, options or CompileOptions(), text, f"{name}.bundl")
+
+
+# label -> (tile sizes, compile options). Labels start with the semantics: `strict`
+# (the compiler's default, the oracle's) or `fast_fma` (opt-in contraction).
+SGEMM_VARIANTS = {
+    "strict": (P.SGEMM_GPU, CompileOptions()),
+    "strict_nounroll": (P.SGEMM_GPU, CompileOptions(unroll_hints=False)),
+    "strict_bk16": (P.SGEMM_GPU_BK16, CompileOptions()),
+    "fast_fma": (P.SGEMM_GPU, CompileOptions(fast_fma=True)),
+    "fast_fma_nounroll": (P.SGEMM_GPU, CompileOptions(fast_fma=True, unroll_hints=False)),
+    "fast_fma_bk16": (P.SGEMM_GPU_BK16, CompileOptions(fast_fma=True)),
+}
+
+
+def compiled_kernels() -> dict[str, object]:
+    """Every kernel the benchmark launches, by label: `reduce_<grid>` and
+    `reduce_<grid>_final` per P.REDUCE_VARIANTS, `sgemm_<label>` per SGEMM_VARIANTS."""
+    out = {}
+    for label, (size, final) in P.REDUCE_VARIANTS.items():
+        out[f"reduce_{label}"] = compile_text("reduce_sum", P.reduce_sum(size))
+        out[f"reduce_{label}_final"] = compile_text("reduce_sum_final", P.reduce_sum(final))
+    for label, (size, options) in SGEMM_VARIANTS.items():
+        out[f"sgemm_{label}"] = compile_text("sgemm_tiled", P.sgemm_tiled(size), options)
+    return out
+
+
+def write_sources(out: Path, kernels: dict) -> None:
+    P.write_gpu_programs(out / "programs")
+    for label, k in kernels.items():
+        (out / "programs" / f"{label}.cu").write_text(k.source)
+
+
+# ------------------------------------------------------------------ timing helpers
+def time_cupy(fn, warmup: int, iters: int) -> float:
+    """Mean ms per call of `fn` over `iters` (CUDA events), after `warmup`."""
+    import cupy
+
+    for _ in range(warmup):
+        fn()
+    start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+    start.record()
+    for _ in range(iters):
+        fn()
+    stop.record()
+    stop.synchronize()
+    return cupy.cuda.get_elapsed_time(start, stop) / iters
+
+
+def _job(kernel, inputs: dict) -> Job:
+    return Job(kernel_spec(kernel), inputs, 0, timeout_s=30.0)
+
+
+def _run(backend, kernel, inputs: dict) -> dict:
+    (result,) = backend.run([_job(kernel, inputs)])
+    if not result.ok:
+        raise RuntimeError(f"{kernel.name}: {result.kind}: {result.message[:2000]}")
+    return result.outputs
+
+
+# ------------------------------------------------------------------ reduction
+def bench_reduce(backend, kernels: dict, rng, warmup: int, iters: int) -> dict:
+    import cupy
+
+    n = P.REDUCE_GPU.n
+    x = rng.uniform(-1.0, 1.0, n).astype(np.float32)
+    xd = cupy.asarray(x)
+    cupy_total = float(cupy.sum(xd))
+    tc = time_cupy(lambda: cupy.sum(xd), warmup, iters)
+    bytes_read = n * 4
+    # Tolerance vs cupy.sum: both are float32 sums of 2^26 terms in different orders;
+    # each pairwise/blocked order errs by at most ~ (log2 n + per-thread chain) * eps *
+    # sum|x|; 1e-5 * sum|x| is ~ 80 eps * sum|x| and far above either.
+    tol = 1e-5 * float(np.sum(np.abs(x), dtype=np.float64))
+    out = {"n": n, "bytes": bytes_read, "ms": {"cupy_sum": tc},
+           "GBps": {"cupy_sum": bytes_read / (tc * 1e-3) / GB},
+           "cupy_sum": cupy_total, "float64_sum": float(np.sum(x, dtype=np.float64)),
+           "tolerance": tol, "target": ">= 0.80 of cupy.sum's bandwidth",
+           "cupy_accelerators": os.environ.get("CUPY_ACCELERATORS", "(default)"),
+           "variants": {}}
+    for label, (size, final) in P.REDUCE_VARIANTS.items():
+        try:
+            out["variants"][label] = _reduce_variant(
+                backend, kernels[f"reduce_{label}"], kernels[f"reduce_{label}_final"],
+                size, final, x, warmup, iters, tc, cupy_total, tol)
+        except Exception as err:  # noqa: BLE001  (one variant failing keeps the rest)
+            out["variants"][label] = {"error": f"{type(err).__name__}: {err}"[:4000]}
+    ok = {k: v for k, v in out["variants"].items() if "ratio_vs_cupy" in v and v["ok"]}
+    if ok:
+        best = max(ok, key=lambda k: ok[k]["ratio_vs_cupy"]["block_reduce"])
+        out["best"] = best
+        out["GBps"].update({f"bundl_{k}": v for k, v in ok[best]["GBps"].items()})
+        out["ratio_vs_cupy"] = ok[best]["ratio_vs_cupy"]
+    return out
+
+
+def _reduce_variant(backend, k1, k2, size, final, x, warmup, iters, tc, cupy_total,
+                    tol) -> dict:
+    partial = _run(backend, k1, {"g_X": x})["g_out"]
+    total = _run(backend, k2, {"g_X": partial})["g_out"]
+    want_partial = R.reduce_reference(x, size)
+    want_total = R.reduce_reference(want_partial, final)
+    t1 = backend.time_kernel(_job(k1, {"g_X": x}), warmup, iters)
+    t2 = backend.time_kernel(_job(k2, {"g_X": partial}), warmup, iters)
+    bytes_read = size.n * 4
+    ours = float(total[0])
+    check = {
+        "partials_bit_exact_vs_same_order_reference":
+            bool(np.array_equal(partial.view(np.uint32), want_partial.view(np.uint32))),
+        "total_bit_exact_vs_same_order_reference":
+            bool(total.view(np.uint32)[0] == want_total.view(np.uint32)[0]),
+        "total": ours, "abs_diff_vs_cupy": abs(ours - cupy_total),
+        "within_tolerance_of_cupy": abs(ours - cupy_total) <= tol,
+    }
+    return {
+        "launch": {"blocks": k1.blocks, "threads": k1.threads,
+                   "per_thread": size.per_thread, "final_blocks": k2.blocks,
+                   "final_threads": k2.threads, "final_per_thread": final.per_thread},
+        "ms": {"block_reduce": t1, "final_pass": t2, "total": t1 + t2},
+        "GBps": {"block_reduce": bytes_read / (t1 * 1e-3) / GB,
+                 "total": bytes_read / ((t1 + t2) * 1e-3) / GB},
+        "ratio_vs_cupy": {"block_reduce": tc / t1, "total": tc / (t1 + t2)},
+        "check": check,
+        "ok": all(v for k, v in check.items() if isinstance(v, bool)),
+    }
+
+
+# ------------------------------------------------------------------ SGEMM
+def _sgemm_reference(a, b, ab, c0, size, fused: bool):
+    import cupy
+
+    kern = cupy.RawKernel(R.SGEMM_REFERENCE_CU, "sgemm_reference",
+                          options=("--fmad=false",))
+    c = c0.copy()
+    kern(((size.n + 127) // 128, size.m), (128,),
+         (a, b, ab, c, np.int32(size.m), np.int32(size.n), np.int32(size.k),
+          np.int32(1 if fused else 0)))
+    cupy.cuda.runtime.deviceSynchronize()
+    return c
+
+
+def bench_sgemm(backend, kernels: dict, rng, warmup: int, iters: int) -> dict:
+    import cupy
+
+    s = P.SGEMM_GPU
+    a = rng.uniform(-1.0, 1.0, s.m * s.k).astype(np.float32)
+    b = rng.uniform(-1.0, 1.0, s.k * s.n).astype(np.float32)
+    ab = np.array([1.0, 0.0], dtype=np.float32)  # C = A @ B, as cupy.matmul computes
+    c0 = np.zeros(s.m * s.n, dtype=np.float32)
+    inputs = {"g_A": a, "g_B": b, "g_AB": ab, "g_C": c0}
+    ad, bd = cupy.asarray(a).reshape(s.m, s.k), cupy.asarray(b).reshape(s.k, s.n)
+    cublas = cupy.matmul(ad, bd)
+    t_cublas = time_cupy(lambda: cupy.matmul(ad, bd), warmup, iters)
+    flops = 2.0 * s.m * s.n * s.k
+    out = {"m": s.m, "n": s.n, "k": s.k,
+           "tiles": {},
+           "ms": {"cublas": t_cublas}, "TFLOPs": {"cublas": flops / (t_cublas * 1e-3) / 1e12},
+           "ratio_vs_cublas": {}, "check": {}, "target": ">= 0.50 of cuBLAS FP32",
+           "cupy_tf32": os.environ.get("CUPY_TF32", "")}
+    flat = (cupy.asarray(a), cupy.asarray(b), cupy.asarray(ab), cupy.asarray(c0))
+    refs = {fused: _sgemm_reference(*flat, s, fused).reshape(s.m, s.n)
+            for fused in (False, True)}
+    for variant, (size, options) in SGEMM_VARIANTS.items():
+        out["tiles"][variant] = {"bm": size.bm, "bn": size.bn, "bk": size.bk,
+                                 "tm": size.tm, "tn": size.tn,
+                                 "unroll_hints": options.unroll_hints,
+                                 "fast_fma": options.fast_fma}
+        try:
+            _sgemm_variant(backend, kernels[f"sgemm_{variant}"], inputs, refs[
+                options.fast_fma], cublas, t_cublas, flops, warmup, iters, variant, out)
+        except Exception as err:  # noqa: BLE001  (one variant failing keeps the rest)
+            out["check"][variant] = {"error": f"{type(err).__name__}: {err}"[:4000]}
+    for semantics in ("strict", "fast_fma"):
+        ok = [v for v in SGEMM_VARIANTS if v.startswith(semantics) and v in out["TFLOPs"]
+              and out["check"][v].get("bit_exact_vs_same_order_reference")]
+        if ok:
+            out[f"best_{semantics}"] = max(ok, key=lambda v: out["TFLOPs"][v])
+    if "best_strict" in out and "best_fast_fma" in out:
+        # What the exactness rule (no FMA contraction) costs this kernel.
+        out["fast_fma_speedup_over_strict"] = (out["TFLOPs"][out["best_fast_fma"]]
+                                               / out["TFLOPs"][out["best_strict"]])
+    return out
+
+
+def _sgemm_variant(backend, kernel, inputs, want, cublas, t_cublas, flops, warmup,
+                   iters, variant, out) -> None:
+    import cupy
+
+    s = P.SGEMM_GPU
+    tiled = _run(backend, kernel, inputs)["g_C"]
+    got = cupy.asarray(R.untile_c(tiled, s))
+    t = backend.time_kernel(_job(kernel, inputs), warmup, iters)
+    # Relayout cost of the tiled C (Bundl's partition gives contiguous pieces only).
+    cd = cupy.asarray(tiled)
+    t_untile = time_cupy(lambda: R.untile_c(cd, s, cupy), warmup, iters)
+    err = float(cupy.max(cupy.abs(got - cublas)))
+    scale = float(cupy.max(cupy.abs(cublas)))
+    out["ms"][variant] = t
+    out["ms"][f"{variant}+untile"] = t + t_untile
+    out["TFLOPs"][variant] = flops / (t * 1e-3) / 1e12
+    out["TFLOPs"][f"{variant}+untile"] = flops / ((t + t_untile) * 1e-3) / 1e12
+    out["ratio_vs_cublas"][variant] = t_cublas / t
+    out["ratio_vs_cublas"][f"{variant}+untile"] = t_cublas / (t + t_untile)
+    out["check"][variant] = {
+        "bit_exact_vs_same_order_reference":
+            bool(cupy.array_equal(got.view(cupy.uint32), want.view(cupy.uint32))),
+        "max_abs_diff_vs_cublas": err, "max_abs_cublas": scale,
+        # k = 4096 terms of |a*b| <= 1: both orders err by <= ~k * eps * sum|ab|.
+        "within_tolerance_of_cublas": err <= 1e-3 * max(scale, 1.0),
+    }
+
+
+# ------------------------------------------------------------------ main
+def device_info() -> dict:
+    import cupy
+
+    props = cupy.cuda.runtime.getDeviceProperties(0)
+    return {"name": props["name"].decode() if isinstance(props["name"], bytes)
+            else str(props["name"]), "sms": props["multiProcessorCount"],
+            "cupy": cupy.__version__, "cuda_runtime": cupy.cuda.runtime.runtimeGetVersion(),
+            "python": platform.python_version()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=os.environ.get("OUT", "bench_out"))
+    ap.add_argument("--quick", action="store_true", help="fewer timing iterations")
+    ap.add_argument("--dry-run", action="store_true", help="compile only, no GPU")
+    ap.add_argument("--only", choices=["reduce", "sgemm"], default=None)
+    args = ap.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    kernels = compiled_kernels()
+    write_sources(out, kernels)
+    report: dict = {"compile_s": time.perf_counter() - t0,
+                    "launch": {k: [v.blocks, v.threads, v.smem_bytes]
+                               for k, v in kernels.items()}}
+    if args.dry_run:
+        (out / "bench.json").write_text(json.dumps(report, indent=2))
+        print(json.dumps(report, indent=2))
+        return 0
+    os.environ.setdefault("CUPY_TF32", "0")
+    from gpusem.compiler.backends.cuda import CudaBackend
+
+    warmup, iters = (3, 10) if args.quick else (5, 30)
+    report.update(device=device_info(), warmup=warmup, iters=iters)
+    run_benchmarks(out, kernels, CudaBackend(in_process=True), warmup, iters, report,
+                   args.only)
+    print(json.dumps(report, indent=2, default=str))
+    problems = failed_checks(report)
+    if problems:
+        print("FAILED CHECKS:", "; ".join(problems))
+    return 1 if problems else 0
+
+
+def run_benchmarks(out: Path, kernels: dict, backend, warmup: int, iters: int,
+                   report: dict, only: str | None = None) -> dict:
+    """Both benchmarks into `report` (bench.json rewritten after each). `backend` is
+    anything with the cuda backend's `run` and `time_kernel`."""
+    rng = np.random.default_rng(20261122)
+    for name, fn in (("reduce", bench_reduce), ("sgemm", bench_sgemm)):
+        if only and only != name:
+            continue
+        try:
+            report[name] = fn(backend, kernels, rng, warmup, iters)
+        except Exception as err:  # noqa: BLE001  (record it; the other benchmark runs)
+            report[name] = {"error": f"{type(err).__name__}: {err}"[:4000]}
+        (out / "bench.json").write_text(json.dumps(report, indent=2, default=str))
+    return report
+
+
+def failed_checks(report: dict) -> list[str]:
+    """Every error and every false check in a report, as `path: what`."""
+    problems = []
+
+    def visit(node, path):
+        if isinstance(node, dict):
+            for key, value in node.items():
+                where = f"{path}.{key}" if path else key
+                if key == "error":
+                    problems.append(f"{path}: {value}")
+                elif isinstance(value, bool) and not value and (
+                        key.startswith(("bit_exact", "partials", "total_bit", "within"))):
+                    problems.append(where)
+                else:
+                    visit(value, where)
+
+    visit({k: v for k, v in report.items() if k in ("reduce", "sgemm")}, "")
+    return problems
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,355 @@
+"""The benchmark programs of issue 4 ("Speed of what it emits"), as Bundl text.
+
+Each benchmark is one template rendered at two sizes: the small twin committed under
+`examples/bundl/bench/` (which the interpreter runs in CI, so the conformance runner and
+the cpu backend check it) and the GPU size the harness compiles (2^26 floats for the
+reduction, 4096^3 for SGEMM). The two texts differ only in their numbers: a test renders
+the small parameters and compares with the committed twin byte for byte.
+
+Note: the GPU-size texts are rendered, not committed as `.bundl` files, because the
+example runners (`tests/bundl/test_conformance.py`, `tests/compiler/test_bundl_examples
+.py`) interpret every `examples/bundl/**/*.bundl`, and the interpreter initialises
+globals in Python (2^26 cells). `python -m gpusem.compiler.bench.programs DIR` writes
+them out.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+BENCH_DIR = Path(__file__).resolve().parents[2] / "examples" / "bundl" / "bench"
+
+
+@dataclass(frozen=True, slots=True)
+class ReduceSize:
+    """blocks x threads threads; each thread folds `per_thread` elements into eight
+    accumulators (so per_thread is a multiple of 8); threads a power of 4, so the
+    shared-memory tree has an even number of levels and ends in s0."""
+
+    blocks: int
+    threads: int
+    per_thread: int
+
+    @property
+    def chunk(self) -> int:  # elements per block
+        return self.threads * self.per_thread
+
+    @property
+    def n(self) -> int:
+        return self.blocks * self.chunk
+
+    def check(self) -> None:
+        levels = self.threads.bit_length() - 1
+        assert self.threads == 1 << levels and levels % 2 == 0, self
+        assert self.per_thread % 8 == 0, self
+
+
+REDUCE_SMALL = ReduceSize(blocks=2, threads=16, per_thread=16)
+REDUCE_GPU = ReduceSize(blocks=2048, threads=256, per_thread=128)  # 2^26 floats
+# The second pass over REDUCE_GPU's 2048 partial sums (one block).
+REDUCE_FINAL = ReduceSize(blocks=1, threads=256, per_thread=8)
+# The harness also measures a finer grid (less wave-quantisation tail on 132 SMs).
+REDUCE_GPU_FINE = ReduceSize(blocks=4096, threads=256, per_thread=64)
+REDUCE_FINAL_FINE = ReduceSize(blocks=1, threads=256, per_thread=16)
+# label -> (the block reduction, the final pass over its partial sums)
+REDUCE_VARIANTS = {"b2048": (REDUCE_GPU, REDUCE_FINAL),
+                   "b4096": (REDUCE_GPU_FINE, REDUCE_FINAL_FINE)}
+
+
+def reduce_sum(size: ReduceSize, small: bool = False) -> str:
+    size.check()
+    t, c = size.threads, size.chunk
+    acc_decl = "\n".join(f"                  let a{j} : float @ thread[1] = 0.0;"
+                         for j in range(8))
+    acc_step = "\n".join(
+        f"                    a{j} = a{j} + X[base + k{f' + {j * t}' if j else ''}];"
+        for j in range(8))
+    head = _REDUCE_SMALL_HEAD if small else _reduce_gpu_head(size)
+    return f"""{head}machine blocks = {size.blocks}, threads = {t};
+
+global X : float[{size.n}]{' = iota' if small else ''};
+global out : float[{size.blocks}];
+
+main {{
+  lower out into ob {{
+    destruct {{
+      let b : int @ block[1] = partition_id;
+      partition ob into o by {size.blocks} {{
+        group {size.blocks} {{
+          alloc s0 : float[{t}] in Shared;
+          alloc s1 : float[{t}] in Shared;
+          lower s0 into st {{
+            destruct {{
+              let t : int @ thread[1] = partition_id;
+              partition st into p by {t} {{
+                group {t} {{
+                  let base : int @ thread[1] = b * {c} + t;
+{acc_decl}
+                  let k : int @ thread[1] = 0;
+                  while k < {c} {{
+{acc_step}
+                    k = k + {8 * t};
+                  }}
+                  p[0] = ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7));
+                }}
+              }}
+            }}
+          }}
+          let h : int @ block[1] = {t // 2};
+          while h > 0 {{
+            lower s1 into st1 {{
+              destruct {{
+                let t1 : int @ thread[1] = partition_id;
+                partition st1 into p1 by {t} {{
+                  group {t} {{
+                    if t1 < h {{
+                      p1[0] = s0[t1] + s0[t1 + h];
+                    }}
+                  }}
+                }}
+              }}
+            }}
+            h = h / 2;
+            lower s0 into st0 {{
+              destruct {{
+                let t0 : int @ thread[1] = partition_id;
+                partition st0 into p0 by {t} {{
+                  group {t} {{
+                    if t0 < h {{
+                      p0[0] = s1[t0] + s1[t0 + h];
+                    }}
+                  }}
+                }}
+              }}
+            }}
+            h = h / 2;
+          }}
+          o[0] = s0[0];
+        }}
+      }}
+    }}
+  }}
+}}
+"""
+
+
+_REDUCE_SMALL_HEAD = """\
+// reduce_sum_small: the interpreter-sized twin of the GPU reduction (rendered by
+// gpusem.compiler.bench.programs; the same text with other sizes): each block sums
+// its contiguous chunk of X into out[b].
+// expect: ok (fixed); ill-typed T-Partition-Id (paper)
+// sizes: blocks = 2, threads = 16, chunk = 256 elements per block (16 per thread)
+// why: thread t of block b folds X[b*256 + i*128 + j*16 + t] (i = 0..1, j = 0..7) into
+// accumulator j, left to right from 0.0; the eight accumulators are combined
+// pairwise; then a tree over the block's threads in shared memory (ping-pong between
+// s0 and s1 so no level reads a slot another thread writes) leaves the block sum in
+// s0[0] (log2 16 = 4 levels, an even number, as log2 256 = 8 on the GPU).
+// With X = iota the block sums are exact integers: sum(0..255) = 32640 and
+// sum(256..511) = 256 * 256 + 32640 = 98176.
+// output: out = [32640.0, 98176.0]
+"""
+
+
+def _reduce_gpu_head(size: ReduceSize) -> str:
+    return (f"// reduce_sum: {size.n} floats, {size.blocks} blocks x {size.threads} "
+            f"threads, {size.per_thread} elements per thread;\n"
+            "// out[b] = the sum of block b's chunk (see reduce_sum_small.bundl).\n")
+
+
+def write_gpu_programs(directory: Path) -> list[Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    out = []
+    for name, text in gpu_programs().items():
+        path = directory / f"{name}.bundl"
+        path.write_text(text)
+        out.append(path)
+    return out
+
+
+def gpu_programs() -> dict[str, str]:
+    out = {}
+    for label, (size, final) in REDUCE_VARIANTS.items():
+        out[f"reduce_sum_{label}"] = reduce_sum(size)
+        out[f"reduce_sum_{label}_final"] = reduce_sum(final)
+    out["sgemm_tiled"] = sgemm_tiled(SGEMM_GPU)
+    out["sgemm_tiled_bk16"] = sgemm_tiled(SGEMM_GPU_BK16)
+    return out
+
+
+def small_twins() -> dict[str, str]:
+    """The committed interpreter-sized twins, as rendered (file stem -> text)."""
+    return {"reduce_sum_small": reduce_sum(REDUCE_SMALL, small=True),
+            "sgemm_tiled_small": sgemm_tiled(SGEMM_SMALL, small=True)}
+
+
+if __name__ == "__main__":
+    for p in write_gpu_programs(Path(sys.argv[1] if len(sys.argv) > 1 else ".")):
+        print(p)
+
+
+@dataclass(frozen=True, slots=True)
+class SgemmSize:
+    """C (m x n) = alpha * A (m x k) @ B (k x n) + beta * C, the Prism paper's
+    Appendix B.2 variant 3 (2D block tiling, Boehm's kernel 5): a block computes a
+    bm x bn tile from bm x bk and bk x bn shared tiles; a thread an 8 x 8 sub-tile."""
+
+    m: int
+    n: int
+    k: int
+    bm: int
+    bn: int
+    bk: int
+    tm: int = 8
+    tn: int = 8
+
+    @property
+    def threads(self) -> int:
+        return (self.bm // self.tm) * (self.bn // self.tn)
+
+    @property
+    def blocks(self) -> int:
+        return (self.m // self.bm) * (self.n // self.bn)
+
+    @property
+    def load_a(self) -> int:  # As elements each thread stages per k-tile
+        return self.bm * self.bk // self.threads
+
+    @property
+    def load_b(self) -> int:
+        return self.bk * self.bn // self.threads
+
+    def check(self) -> None:
+        assert (self.tm, self.tn) == (8, 8), "the template spells out 8 x 8 sub-tiles"
+        assert self.m % self.bm == 0 and self.n % self.bn == 0 and self.k % self.bk == 0
+        assert self.bm * self.bk % self.threads == 0, self
+        assert self.bk * self.bn % self.threads == 0, self
+
+
+SGEMM_SMALL = SgemmSize(m=16, n=32, k=8, bm=16, bn=16, bk=4)
+SGEMM_GPU = SgemmSize(m=4096, n=4096, k=4096, bm=128, bn=128, bk=8)
+# BK is a template parameter of the paper's kernel; 16 halves the barriers per FLOP.
+SGEMM_GPU_BK16 = SgemmSize(m=4096, n=4096, k=4096, bm=128, bn=128, bk=16)
+
+
+def sgemm_tiled(size: SgemmSize, small: bool = False) -> str:
+    size.check()
+    s, T = size, size.threads
+    ind = " " * 10
+    accs = [f"c{i}{j}" for i in range(8) for j in range(8)]
+    decls = "\n".join(f"{ind}let {name} : float @ thread[1] = 0.0;"
+                      for name in (*accs, *(f"m{i}" for i in range(8)),
+                                   *(f"n{j}" for j in range(8))))
+    ind2 = " " * 24
+    regs = "\n".join(
+        [f"{ind2}m{i} = As[ar + {i * s.bk} + d];" for i in range(8)]
+        + [f"{ind2}n{j} = Bs[db + {j}];" for j in range(8)])
+    fmas = "\n".join(f"{ind2}c{i}{j} = c{i}{j} + m{i} * n{j};"
+                     for i in range(8) for j in range(8))
+    ind3 = " " * 18
+    stores = "\n".join(f"{ind3}cp[{i * 8 + j}] = AB[0] * c{i}{j} + AB[1] * cp[{i * 8 + j}];"
+                       for i in range(8) for j in range(8))
+    head = _SGEMM_SMALL_HEAD if small else _sgemm_gpu_head(size)
+    return f"""{head}machine blocks = {s.blocks}, threads = {T};
+
+global A : float[{s.m * s.k}]{' = iota' if small else ''};
+global B : float[{s.k * s.n}]{' = iota' if small else ''};
+global AB : float[2]{' = [1.0, 0.0]' if small else ''};
+global C : float[{s.m * s.n}];
+
+main {{
+  lower C into cg {{
+    destruct {{
+      let b : int @ block[1] = partition_id;
+      partition cg into cb by {s.blocks} {{
+        group {s.blocks} {{
+          let ab : int @ block[1] = (b / {s.n // s.bn}) * {s.bm * s.k};
+          let bb : int @ block[1] = (b % {s.n // s.bn}) * {s.bn};
+          alloc As : float[{s.bm * s.bk}] in Shared;
+          alloc Bs : float[{s.bk * s.bn}] in Shared;
+{decls}
+          let k0 : int @ block[1] = 0;
+          while k0 < {s.k} {{
+            lower As into al {{
+              destruct {{
+                let ta : int @ thread[1] = partition_id;
+                partition al into ap by {T} {{
+                  group {T} {{
+                    let la : int @ thread[1] = 0;
+                    while la < {s.load_a} {{
+                      ap[la] = A[ab + ((ta * {s.load_a} + la) / {s.bk}) * {s.k} + k0 + (ta * {s.load_a} + la) % {s.bk}];
+                      la = la + 1;
+                    }}
+                  }}
+                }}
+              }}
+            }}
+            lower Bs into bl {{
+              destruct {{
+                let tb : int @ thread[1] = partition_id;
+                partition bl into bp by {T} {{
+                  group {T} {{
+                    let lb : int @ thread[1] = 0;
+                    while lb < {s.load_b} {{
+                      bp[lb] = B[(k0 + (tb * {s.load_b} + lb) / {s.bn}) * {s.n} + bb + (tb * {s.load_b} + lb) % {s.bn}];
+                      lb = lb + 1;
+                    }}
+                  }}
+                }}
+              }}
+            }}
+            lower cb into cc {{                  // only for the barrier at its end:
+              destruct {{                        // the next k-tile overwrites As, Bs
+                let tc : int @ thread[1] = partition_id;
+                partition cc into cq by {T} {{
+                  group {T} {{
+                    let ar : int @ thread[1] = (tc / {s.bn // 8}) * {8 * s.bk};
+                    let bc : int @ thread[1] = (tc % {s.bn // 8}) * 8;
+                    let d : int @ thread[1] = 0;
+                    while d < {s.bk} {{
+                      let db : int @ thread[1] = d * {s.bn} + bc;
+{regs}
+{fmas}
+                      d = d + 1;
+                    }}
+                  }}
+                }}
+              }}
+            }}
+            k0 = k0 + {s.bk};
+          }}
+          lower cb into ct {{
+            destruct {{
+              let tw : int @ thread[1] = partition_id;
+              partition ct into cp by {T} {{
+                group {T} {{
+{stores}
+                }}
+              }}
+            }}
+          }}
+        }}
+      }}
+    }}
+  }}
+}}
+"""
+
+
+_SGEMM_SMALL_HEAD = """\
+// sgemm_tiled_small: the interpreter-sized twin of the GPU SGEMM (rendered by
+// gpusem.compiler.bench.programs; the same text with other sizes): the Prism paper's
+// Appendix B.2 variant 3 (2D block tiling through shared memory, 8 x 8 results per
+// thread), C = alpha * A @ B + beta * C with A 16 x 8, B 8 x 32, alpha = 1, beta = 0.
+// expect: ok (fixed); ill-typed T-Partition-Id (paper)
+// why: C is written in a tiled layout, because Bundl's partition gives each block and
+// each thread a contiguous piece: C[((b * 4 + t) * 8 + i) * 8 + j] is the element at
+// row (b / 2) * 16 + (t / 2) * 8 + i, column (b % 2) * 16 + (t % 2) * 8 + j.
+"""
+
+
+def _sgemm_gpu_head(size: SgemmSize) -> str:
+    return (f"// sgemm_tiled: C = alpha * A @ B + beta * C, {size.m} x {size.n} x "
+            f"{size.k}, {size.bm} x {size.bn} x {size.bk} block tiles, 8 x 8 per thread\n"
+            "// (see sgemm_tiled_small.bundl; C in the tiled layout it describes).\n")

@@ -1,0 +1,393 @@
+"""Pass `from_gpuir`: an analysed GPU IR proc -> one GKernel per CudaDeviceFunction.
+
+Exo-GPU Section 4.2 (code generation), structurally:
+  cuda_tasks nest       -> task indices decoded from blockIdx.x (one cluster a task);
+  cuda_threads loop     -> a thread-index guard: each thread computes, from its natural
+                           index t = ctarank * blockDim + threadIdx.x (Definition 4.1)
+                           and the loop's tiling (collective analysis), the one
+                           iteration it runs; collectives of whole warps give
+                           warp-uniform branches;
+  CudaWarps             -> a guard on the warp range (warp specialisation);
+  seq loop / if         -> for / if;
+  allocations           -> by memory type (`storage.py`): registers -> zero-filled
+                           locals, shared memory -> GShared, mbarriers -> GMbarriers;
+  Assign / Reduce       -> one exact C assignment (`cexpr.py`);
+  Fence/Arrive/Await    -> GFence/GArrive/GAwait with the collective that runs them;
+  instruction calls     -> GInstr with resolved windows.
+
+Conventions: σ -> C locals of the same names; ω (thread mapping) -> `ThreadMapping`;
+`B` blockDim, `C` clusterDim.
+
+Note: allocations start zero-filled in the sequential reading; reading a cell before
+writing it is undefined in the parallel program. Registers are zeroed (free); shared
+memory is not (the cpu harness poisons it, so a read of unwritten shared memory shows).
+
+Note: the offsets of thread mappings are computed with plain C `+ - *`: they are
+below blockDim x clusterDim (< 2^15), so no overflow is possible, and the text stays
+readable.
+"""
+
+from __future__ import annotations
+
+from math import prod
+
+from gpusem.calculus.gpuir import ast as A
+from gpusem.calculus.gpuir.ctrl import affine, eval_c
+from gpusem.typing_rules.gpuir_collective import Analysis, ThreadMapping, derive_warps
+
+from . import kir as K
+from .cexpr import NP_DTYPES, c_bool, c_data, c_int, ctype
+from .errors import unsupported
+from .storage import BarrierStorage, Storage, barrier_storage, data_storage
+
+C_RESERVED = {"int", "float", "double", "char", "void", "for", "if", "else", "while",
+              "do", "return", "const", "static", "auto", "unsigned", "signed", "long",
+              "short", "struct", "union", "class", "new", "delete", "this", "switch",
+              "case", "default", "break", "continue", "goto", "sizeof", "true", "false",
+              "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "bool",
+              "template", "typename", "namespace", "operator", "private", "public",
+              "register", "volatile", "extern", "inline", "min", "max"}
+
+
+# The async unit a commit group collects, by the timeline of the Arrives on it.
+COMMIT_KINDS = {"Sm80_cp_async": "commit_cp_async", "wgmma_async": "commit_wgmma",
+                "tma_to_gmem_async": "commit_bulk"}
+
+
+def from_gpuir(proc: A.Proc, an: Analysis) -> list[K.GKernel]:
+    devices = [s for s in proc.body if isinstance(s, A.CudaDeviceFunction)]
+    others = [s for s in proc.body if not isinstance(s, A.CudaDeviceFunction)]
+    if others:
+        raise unsupported("CPU code outside a CudaDeviceFunction", others[0].span)
+    names = [proc.name] if len(devices) == 1 else \
+        [f"{proc.name}_{i}" for i in range(len(devices))]
+    return [_Lowerer(proc, an, d, n).kernel() for d, n in zip(devices, names)]
+
+
+def _check_name(name: str, span) -> str:
+    if name in C_RESERVED or name.startswith(("gs_", "__")):
+        raise unsupported(f"the name {name} is reserved in the generated C++", span)
+    return name
+
+
+def offset_c(m: ThreadMapping, env: dict[str, int], upto: int | None = None) -> str:
+    """offset(σ) of a thread mapping (its first `upto` terms) as C."""
+    terms = m.terms if upto is None else m.terms[:upto]
+    parts = [str(m.base)] if m.base or not terms else []
+    for y, lo, s in terms:
+        lo_v = int(eval_c(lo, env))
+        y_text = f"({y} - {lo_v})" if lo_v else y
+        parts.append(f"{y_text} * {s}" if s != 1 else y_text)
+    return " + ".join(parts)
+
+
+def membership(m: ThreadMapping, env: dict[str, int]) -> str:
+    """`t ∈ f_ω(σ)` as C (t = gs_t)."""
+    off, b = offset_c(m, env), m.launch.block_dim
+    rel = f"gs_t - ({off})" if off != "0" else "gs_t"
+    if m.ctas == 1:
+        return f"(unsigned)({rel}) < {m.length}u"
+    return (f"(unsigned)({rel}) < {m.ctas * b}u && "
+            f"({rel}) % {b} < {m.length}")
+
+
+class _Lowerer:
+    def __init__(self, proc: A.Proc, an: Analysis, dev: A.CudaDeviceFunction,
+                 name: str):
+        self.proc, self.an, self.dev, self.name = proc, an, dev, name
+        self.env = dict(an.defines)
+        self.vars: dict[str, Storage] = {}
+        self.bars: dict[str, BarrierStorage] = {}
+        self.pending_tx: dict[str, int] = {}
+        self.mbar_arrivals, self.commit_kinds = _barrier_usage(dev, an)
+
+    # ---------------------------------------------------------------- kernel
+    def kernel(self) -> K.GKernel:
+        params = []
+        for p in self.proc.params:
+            _check_name(p.name, p.span)
+            match p:
+                case A.CtrlParam():
+                    params.append(K.KParam(p.name, "int32", "int", 0))
+                case A.DataParam(dtype=t, shape=sh, mem=m):
+                    shape = tuple(int(eval_c(c, self.env)) for c in sh)
+                    st = data_storage(p.name, t, shape, m, None, p.span)
+                    if st.space != "global" or t not in NP_DTYPES:
+                        raise unsupported(f"parameter {p.name} ({t.value} @ {m.name})",
+                                          p.span)
+                    self.vars[p.name] = st
+                    params.append(K.KParam(p.name, NP_DTYPES[t], ctype(t),
+                                           max(1, prod(shape))))
+        launch = self.an.mapping(self.dev.body[0]).launch
+        tasks, inner = self.task_nest()
+        ntasks = prod(hi - lo for _, lo, hi in tasks)
+        body = self.prologue(tasks, launch.block_dim, launch.cluster_dim)
+        body += self.block(inner)
+        return K.GKernel(self.name, tuple(params), ntasks * launch.cluster_dim,
+                         launch.block_dim, launch.cluster_dim, tuple(body),
+                         span=self.dev.span)
+
+    def task_nest(self):
+        tasks, body = [], self.dev.body
+        while len(body) == 1 and isinstance(body[0], A.For) \
+                and body[0].mode is A.LoopMode.CUDA_TASKS:
+            f = body[0]
+            lo, hi = self.const(f.lo, f.span), self.const(f.hi, f.span)
+            tasks.append((_check_name(f.var, f.span), lo, max(hi, lo)))
+            body = f.body
+        return tasks, body
+
+    def prologue(self, tasks, b: int, c: int) -> list[K.GStmt]:
+        out: list[K.GStmt] = [
+            K.GComment(f"launch: {prod(h - lo for _, lo, h in tasks)} task(s) x "
+                       f"{c} CTA(s) of {b} threads"),
+            K.GLet("gs_rank", f"(int)(blockIdx.x % {c}u)" if c > 1 else "0"),
+            K.GLet("gs_t", f"gs_rank * {b} + (int)threadIdx.x"),
+            K.GLet("gs_task", f"(int)(blockIdx.x / {c}u)" if c > 1 else
+                   "(int)blockIdx.x"),
+        ]
+        stride = 1
+        for var, lo, hi in reversed(tasks):  # the innermost task varies fastest
+            n = hi - lo
+            out.append(K.GLet(var, f"{lo} + (gs_task / {stride}) % {n}"
+                              if stride > 1 else f"{lo} + gs_task % {n}"))
+            stride *= n
+        return out
+
+    def const(self, c: A.CExpr, span) -> int:
+        a = affine(c, self.env)
+        if a is None or not a.is_const:
+            raise unsupported("a bound that is not fixed by the -D values", span)
+        return a.const
+
+    # ------------------------------------------------------------ statements
+    def block(self, body: tuple[A.Stmt, ...]) -> list[K.GStmt]:
+        out: list[K.GStmt] = []
+        for s in body:
+            out.extend(self.stmt(s))
+        return out
+
+    def stmt(self, s: A.Stmt) -> list[K.GStmt]:
+        sp = s.span
+        match s:
+            case A.For(mode=A.LoopMode.SEQ, var=v, lo=lo, hi=hi, body=b):
+                return [K.GFor(_check_name(v, sp), c_int(lo), c_int(hi),
+                               tuple(self.block(b)), sp)]
+            case A.For(mode=A.LoopMode.CUDA_THREADS):
+                return self.thread_loop(s)
+            case A.For():
+                raise unsupported("cuda_tasks inside a task body", sp)
+            case A.CudaWarps(body=b):
+                m = derive_warps(self.an.mapping(s), s)
+                who = s.name or "CTA"
+                return [K.GIf(membership(m, self.env), tuple(self.block(b)), sp,
+                              f"CudaWarps: {m.length // 32} warp(s) of {who}")]
+            case A.If(cond=c, body=b):
+                return [K.GIf(c_bool(c), tuple(self.block(b)), sp)]
+            case A.Assign(name=n, idx=idx, rhs=e):
+                st = self.vars[n]
+                return [K.GPrim(f"{self.element(n, idx, sp)} = "
+                                f"{c_data(e, st.dtype, self.read)};", sp)]
+            case A.Reduce(name=n, idx=idx, rhs=e):
+                st = self.vars[n]
+                lhs = self.element(n, idx, sp)
+                add = "gs_fadd" if st.dtype is A.DataType.F32 else "gs_add_i32"
+                return [K.GPrim(f"{lhs} = {add}({lhs}, "
+                                f"{c_data(e, st.dtype, self.read)});", sp)]
+            case A.Alloc():
+                return self.alloc(s)
+            case A.BarrierAlloc():
+                return self.barrier_alloc(s)
+            case A.WindowStmt():
+                raise unsupported("window statements", sp)
+            case A.Free():
+                return []
+            case A.Fence(pre=pre, post=post):
+                return [K.GFence(self.an.mapping(s), pre, post, sp)]
+            case A.Arrive(tl=tl, n=n, barriers=zs):
+                refs = tuple(self.bar_ref(z) for z in zs)
+                tx = 0
+                if tl == "tma_to_smem_async":
+                    tx = sum(self.pending_tx.pop(z.name, 0) for z in zs)
+                return [K.GArrive(self.an.mapping(s), tl, n, refs, tx, sp)]
+            case A.Await(barrier=z, tl=tl, n=n):
+                return [K.GAwait(self.an.mapping(s), self.bar_ref(z), tl, n, sp)]
+            case A.InstrCall():
+                return [self.instr(s)]
+        raise AssertionError(s)
+
+    def thread_loop(self, f: A.For) -> list[K.GStmt]:
+        tiling = self.an.tilings.get(id(f))
+        if tiling is None:
+            raise unsupported("a cuda_threads loop the collective analysis could not "
+                              "tile", f.span)
+        var, child, s = _check_name(f.var, f.span), tiling.child, tiling.stride
+        n = tiling.hi - tiling.lo
+        off = offset_c(child, self.env, len(child.terms) - 1)
+        rel = f"gs_t - ({off})" if off != "0" else "gs_t"
+        if child.ctas > 1:
+            rel = f"({rel}) % {child.launch.block_dim}"
+        reshaped = child.ctas != tiling.parent.ctas
+        span_len = child.launch.block_dim if reshaped else tiling.parent.length
+        r = f"gs_rel_{var}"
+        it = f"{r} / {s}" if s != 1 else r
+        note = f"cuda_threads({tiling.lo}, {tiling.hi}): {s} thread(s) an iteration"
+        body = (K.GLet(var, f"{tiling.lo} + {it}" if tiling.lo else it, f.span),
+                *self.block(f.body))
+        if n * s < span_len:  # some threads of the parent run no iteration
+            body = (K.GIf(f"{r} < {n * s}", body, f.span),)
+        return [K.GIf("true", (K.GLet(r, rel, f.span), *body), f.span, note)]
+
+    # ------------------------------------------------------------- storage
+    def alloc(self, s: A.Alloc) -> list[K.GStmt]:
+        name = _check_name(s.name, s.span)
+        shape = tuple(self.const(c, s.span) for c in s.shape)
+        st = data_storage(name, s.dtype, shape, s.mem, self.an.mapping(s), s.span)
+        ct = ctype(s.dtype, s.span)
+        self.vars[name] = st
+        if st.space == "local":
+            return [K.GLocal(name, ct, max(1, st.count), s.span)]
+        if st.space == "shared":
+            return [K.GShared(name, ct, max(1, st.count), s.span)]
+        raise unsupported(f"allocation of {name} in device code", s.span)
+
+    def barrier_alloc(self, s: A.BarrierAlloc) -> list[K.GStmt]:
+        name = _check_name(s.name, s.span)
+        shape = tuple(self.const(c, s.span) for c in s.shape)
+        m = self.an.mapping(s)
+        bs = barrier_storage(name, shape, s.mem, m, s.span)
+        self.bars[name] = bs
+        if bs.kind != "mbarrier":
+            what = {"commit": "commit group (per-thread hardware state)",
+                    "cluster": "cluster barrier (hardware)"}[bs.kind]
+            return [K.GComment(f"{name}: {what}", s.span)]
+        if m.length % m.launch.block_dim or m.ctas != 1:
+            raise unsupported(f"mbarrier {name} allocated below CTA scope", s.span)
+        arrivals = self.mbar_arrivals.get(name)
+        if arrivals is None:
+            return [K.GComment(f"{name}: never arrived on", s.span)]
+        return [K.GMbarriers(name, bs.cells, arrivals, m.launch.cluster_dim > 1,
+                             s.span)]
+
+    def flat(self, coords: list[A.CExpr], strides) -> A.CExpr:
+        total: A.CExpr | None = None
+        for c, st in zip(coords, strides):
+            term = c if st == 1 else A.CBin("*", c, A.CInt(st))
+            total = term if total is None else A.CBin("+", total, term)
+        return total if total is not None else A.CInt(0)
+
+    def element(self, name: str, idx: tuple[A.CExpr, ...], span) -> str:
+        st = self.vars[name]
+        if st.tile:
+            raise unsupported(f"element access to matrix register {name}", span)
+        rest = list(idx[st.ndist:])
+        return f"{name}[{c_int(self.flat(rest, st.strides()))}]"
+
+    def read(self, r: A.DRead) -> tuple[str, A.DataType]:
+        st = self.vars[r.name]
+        idx = tuple(c.index for c in r.coords if isinstance(c, A.WPoint))
+        return self.element(r.name, idx, r.span), st.dtype
+
+    def window(self, r: A.DRead, span) -> K.Window:
+        st = self.vars[r.name]
+        coords = r.coords or tuple(A.WInterval(None, None) for _ in st.shape)
+        coords = coords[st.ndist:]
+        shape = st.shape[st.ndist:]
+        ntile = len(st.tile) if st.tile else 0
+        strides = st.strides() + (0,) * ntile
+        base, dims = [], []
+        for d, (c, stride) in enumerate(zip(coords, strides)):
+            in_tile = d >= len(shape) - ntile
+            if isinstance(c, A.WPoint):
+                if in_tile:
+                    raise unsupported(f"a point inside matrix tile {r.name}", span)
+                base.append((c.index, stride))
+                continue
+            lo = c.lo if c.lo is not None else A.CInt(0)
+            hi = c.hi if c.hi is not None else A.CInt(shape[d])
+            ext = _extent(lo, hi, self.env)
+            if ext is None:
+                raise unsupported(f"a window of {r.name} with a variable extent", span)
+            if in_tile:
+                if self.const(lo, span) != 0 or ext != shape[d]:
+                    raise unsupported(f"a partial window of matrix tile {r.name}", span)
+                dims.append((ext, 0))
+                continue
+            base.append((lo, stride))
+            dims.append((ext, stride))
+        flat = self.flat([c for c, _ in base], [s for _, s in base])
+        space = st.space
+        return K.Window(r.name, space, ctype(st.dtype), c_int(flat), tuple(dims),
+                        st.tile, st.tile_share)
+
+    def bar_ref(self, z: A.ZRead) -> K.BarRef:
+        bs = self.bars[z.name]
+        coords = z.coords[bs.ndist:]
+        if bs.kind == "commit":
+            tl = self.commit_kinds.get(z.name, "")
+            return K.BarRef(z.name, COMMIT_KINDS.get(tl, "commit"), "0")
+        if bs.kind != "mbarrier":
+            return K.BarRef(z.name, bs.kind, "0")
+        if any(isinstance(c, A.WInterval) for c in coords):
+            return K.BarRef(z.name, bs.kind, None if bs.cells > 1 else "0")
+        pts = [c.index for c in coords]
+        return K.BarRef(z.name, bs.kind, c_int(self.flat(pts, bs.strides())))
+
+    def instr(self, s: A.InstrCall) -> K.GInstr:
+        args: list[K.Arg] = []
+        for a in s.args:
+            match a:
+                case A.DRead():
+                    args.append(self.window(a, s.span))
+                case A.DConst():
+                    raise unsupported(f"literal data argument to {s.instr}", s.span)
+                case _:
+                    args.append(c_int(a))
+        ref = self.bar_ref(s.barrier) if s.barrier is not None else None
+        if s.instr.startswith("Sm90_tma_") and s.barrier is not None:
+            dst = args[0]
+            assert isinstance(dst, K.Window)
+            bytes_ = prod(e for e, _ in dst.dims) * 4
+            self.pending_tx[s.barrier.name] = \
+                self.pending_tx.get(s.barrier.name, 0) + bytes_
+        return K.GInstr(self.an.mapping(s), s.instr, tuple(args), ref, s.span)
+
+
+def _extent(lo: A.CExpr, hi: A.CExpr, env) -> int | None:
+    """hi - lo when it is a constant: affinely, or syntactically `lo + c` (the usual
+    quasi-affine window `x[t % 2 * 4:t % 2 * 4 + 4]`)."""
+    a = affine(A.CBin("-", hi, lo), env)
+    if a is not None and a.is_const:
+        return a.const
+    if isinstance(hi, A.CBin) and hi.op == "+" and hi.lhs == lo:
+        c = affine(hi.rhs, env)
+        if c is not None and c.is_const:
+            return c.const
+    return None
+
+
+def _barrier_usage(dev: A.CudaDeviceFunction, an: Analysis):
+    """Per mbarrier: the arrivals one phase expects in each CTA (every thread of an
+    arriving collective arrives once); per commit group: which async unit commits to
+    it (by the timeline of its Arrives)."""
+    arrivals: dict[str, int] = {}
+    commits: dict[str, str] = {}
+    for s in A.walk(dev.body):
+        if not isinstance(s, A.Arrive):
+            continue
+        m = an.mapping(s)
+        per_cta = m.length if m.ctas > 1 else min(m.length, m.launch.block_dim)
+        for z in s.barriers:
+            decl = an.decl(s, z.name)
+            if decl.mem is None:
+                continue
+            if decl.mem.name == "CudaMbarrier":
+                if arrivals.setdefault(z.name, per_cta) != per_cta:
+                    raise unsupported(f"mbarrier {z.name} arrived on by collectives of "
+                                      f"different sizes ({arrivals[z.name]} and "
+                                      f"{per_cta} threads)", s.span)
+            elif decl.mem.name == "CudaCommitGroup" and \
+                    commits.setdefault(z.name, s.tl) != s.tl:
+                raise unsupported(f"commit group {z.name} used with two timelines",
+                                  s.span)
+    return arrivals, commits

@@ -1,0 +1,225 @@
+"""Pass `lower_instructions`: instruction calls (GInstr) -> CUDA, one rule per
+instruction of the library (calculus/gpuir/instructions.py).
+
+  cuda_copy_f32              element loop (synchronous ld/st)
+  Sm80_cp_async_f32          cp.async.ca.shared.global of 4/8/16 bytes (gs_cp_async)
+  Sm90_tma_load_2d_f32       one cp.async.bulk per tile row, completing on the mbarrier
+                             (gs_bulk_copy_g2s; the Arrive carries the expect_tx)
+  Sm90_tma_multicast_2d_f32  cp.async.bulk ... .multicast::cluster per row (PTX only)
+  cuda_shfl_{xor,down}_f32   __shfl_{xor,down}_sync over the full warp
+  Sm80_mma_* / Sm90_wgmma_*  exact lowerings over the distributed fragments (below)
+
+Note (MMA): the library's wgmma spelling needs shared-memory matrix descriptors and a
+CUtensorMap the kernel ABI does not pass, and tensor cores round tf32 inputs and
+accumulate wider than float32, so their results are not bit-identical with the
+sequential reading (errata "MMA rounding"). To keep compiled kernels comparable
+bit for bit, the MMA instructions (Sm80 mma.sync and Sm90 wgmma) are lowered to
+float32 multiply-then-add in k order by the threads of the owning warp / warpgroup.
+A matrix-register tile is distributed row-major: thread r holds elements r * share + j
+(the 64 x N wgmma accumulator: half a row each); mma.sync fetches its operands from the
+lanes holding them with shuffles. The wgmma lowering is synchronous, so the
+commit-group Arrive/Await around it have nothing left to wait for.
+The TMA tile load is lowered to bulk (non-tensor) copies for the same ABI reason; it
+keeps its asynchronous completion on the mbarrier.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from gpusem.typing_rules.gpuir_collective import ThreadMapping
+
+from . import kir as K
+from .errors import unsupported
+from .from_gpuir import offset_c
+from .sync import leader
+
+
+def lower_instructions(kernel: K.GKernel, env: dict[str, int]) -> K.GKernel:
+    def rewrite(s: K.GStmt) -> tuple[K.GStmt, ...]:
+        if not isinstance(s, K.GInstr):
+            return (s,)
+        rule = RULES.get(s.instr)
+        if rule is None:
+            raise unsupported(f"instruction {s.instr}", s.span)
+        lines = rule(s, env)
+        return (K.GComment(f"{s.instr} by {s.mapping.describe()}", s.span),
+                *(K.GPrim(t, s.span) for t in lines))
+
+    return replace(kernel, body=K.map_body(kernel.body, rewrite))
+
+
+def _win(a) -> K.Window:
+    assert isinstance(a, K.Window), a
+    return a
+
+
+def _contiguous(w: K.Window, span) -> int:
+    if len(w.dims) != 1 or w.dims[0][1] != 1:
+        raise unsupported(f"a non-contiguous window of {w.var}", span)
+    return w.dims[0][0]
+
+
+def _bar(s: K.GInstr) -> str:
+    if s.barrier is None or s.barrier.index is None:
+        raise unsupported(f"{s.instr} needs one mbarrier cell", s.span)
+    return f"&{s.barrier.name}[{s.barrier.index}]"
+
+
+def copy(s: K.GInstr, env) -> list[str]:
+    dst, src = _win(s.args[0]), _win(s.args[1])
+    (n, _), = dst.dims
+    return [(f"for (int gs_i = 0; gs_i < {n}; gs_i++) {dst.elem('gs_i')} = "
+            f"{src.elem('gs_i')};")]
+
+
+def cp_async(s: K.GInstr, env) -> list[str]:
+    dst, src = _win(s.args[0]), _win(s.args[1])
+    n = _contiguous(dst, s.span)
+    _contiguous(src, s.span)
+    return [f"gs_cp_async(&{dst.elem('0')}, &{src.elem('0')}, {4 * n});"]
+
+
+def _rows(s: K.GInstr) -> tuple[K.Window, K.Window, int, int]:
+    dst, src = _win(s.args[0]), _win(s.args[1])
+    if len(dst.dims) != 2 or dst.dims[1][1] != 1 or src.dims[1][1] != 1:
+        raise unsupported(f"{s.instr}: tile rows must be contiguous", s.span)
+    m, n = dst.dims[0][0], dst.dims[1][0]
+    if (4 * n) % 16:
+        raise unsupported(f"{s.instr}: rows of {4 * n} bytes (bulk copies move "
+                          "multiples of 16)", s.span)
+    return dst, src, m, n
+
+
+def tma_load(s: K.GInstr, env) -> list[str]:
+    dst, src, m, n = _rows(s)
+    return [(f"for (int gs_i = 0; gs_i < {m}; gs_i++) gs_bulk_copy_g2s("
+            f"&{dst.elem('gs_i', '0')}, &{src.elem('gs_i', '0')}, {4 * n}u, {_bar(s)});")]
+
+
+def tma_multicast(s: K.GInstr, env) -> list[str]:
+    dst, src, m, n = _rows(s)
+    c = s.mapping.launch.cluster_dim
+    mask = (1 << c) - 1
+    copy_row = (f'asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::'
+                f'complete_tx::bytes.multicast::cluster [%0], [%1], %2, [%3], %4;" '
+                f':: "r"(gs_smem_addr(&{dst.elem("gs_i", "0")})), '
+                f'"l"((gs_u64)__cvta_generic_to_global(&{src.elem("gs_i", "0")})), '
+                f'"r"({4 * n}u), "r"(gs_smem_addr({_bar(s)})), '
+                f'"h"((unsigned short){mask:#x}) : "memory")')
+    return [f"if ({leader(s.mapping, env)}) {{",
+            (f'  GS_PTX_ONLY("tma multicast", for (int gs_i = 0; gs_i < {m}; gs_i++) '
+            f"{copy_row};);"),
+            "}"]
+
+
+def shfl(op: str):
+    def rule(s: K.GInstr, env) -> list[str]:
+        dst, src = _win(s.args[0]), _win(s.args[1])
+        if dst.dims or src.dims:
+            raise unsupported(f"{s.instr} on a register window that is not one "
+                              "value per lane", s.span)
+        return [(f"{dst.elem()} = __shfl_{op}_sync(0xffffffffu, {src.elem()}, "
+                f"{s.args[2]});")]
+    return rule
+
+
+def _rank(m: ThreadMapping, env) -> str:
+    off = offset_c(m, env)
+    return f"gs_t - ({off})" if off != "0" else "gs_t"
+
+
+def _tile(d: K.Window, span) -> tuple[int, int, int]:
+    """(rows, columns, elements per thread) of a matrix-register window."""
+    if not d.tile or len(d.tile) != 2 or d.dims[-2:] != ((d.tile[0], 0),
+                                                          (d.tile[1], 0)):
+        raise unsupported(f"matrix register {d.var} is not used as a whole tile", span)
+    rows, cols = d.tile
+    return rows, cols, d.share
+
+
+def _reg(d: K.Window, j: str = "gs_j") -> str:
+    return f"{d.var}[{d.base} + {j}]" if d.base != "0" else f"{d.var}[{j}]"
+
+
+def _tile_loop(s: K.GInstr, env, d: K.Window, inner: list[str]) -> list[str]:
+    """Run `inner` for every element (gs_m, gs_n) of tile `d` this thread holds:
+    thread r of the owning collective holds the row-major elements r * share + j."""
+    _, cols, share = _tile(d, s.span)
+    return [(f"{{ const int gs_r = {_rank(s.mapping, env)};  // rank in the "
+            f"{s.mapping.describe()}"),
+            f"  for (int gs_j = 0; gs_j < {share}; gs_j++) {{",
+            (f"    const int gs_m = (gs_r * {share} + gs_j) / {cols}, "
+            f"gs_n = (gs_r * {share} + gs_j) % {cols};"),
+            "    (void)gs_m; (void)gs_n;",
+            *(f"    {t}" for t in inner), "  }", "}"]
+
+
+def mma_zero(s: K.GInstr, env) -> list[str]:
+    d = _win(s.args[0])
+    return _tile_loop(s, env, d, [f"{_reg(d)} = 0.0f;"])
+
+
+def mma_store(s: K.GInstr, env) -> list[str]:
+    dst, d = _win(s.args[0]), _win(s.args[1])
+    return _tile_loop(s, env, d, [f"{dst.elem('gs_m', 'gs_n')} = {_reg(d)};"])
+
+
+def mma_load(transposed: bool):
+    """A warp loads a fragment from shared/global memory (B: stored N x K)."""
+    def rule(s: K.GInstr, env) -> list[str]:
+        d, src = _win(s.args[0]), _win(s.args[1])
+        at = src.elem("gs_n", "gs_m") if transposed else src.elem("gs_m", "gs_n")
+        return _tile_loop(s, env, d, [f"{_reg(d)} = {at};"])
+    return rule
+
+
+def wgmma(s: K.GInstr, env) -> list[str]:
+    """wgmma: operands in shared memory, read directly."""
+    d, a, b = (_win(x) for x in s.args)
+    k = a.dims[1][0]
+    return _tile_loop(s, env, d, [
+        f"float gs_acc = {_reg(d)};",
+        (f"for (int gs_k = 0; gs_k < {k}; gs_k++) gs_acc = gs_fadd(gs_acc, "
+        f"gs_fmul({a.elem('gs_m', 'gs_k')}, {b.elem('gs_n', 'gs_k')}));"),
+        f"{_reg(d)} = gs_acc;"])
+
+
+def mma_sync(s: K.GInstr, env) -> list[str]:
+    """mma.sync: operands are fragments in the lanes' registers, fetched with
+    shuffles (uniform register index: the tile width is a multiple of the share)."""
+    d, a, b = (_win(x) for x in s.args)
+    _, ka, sa = _tile(a, s.span)
+    _, kb, sb = _tile(b, s.span)
+    if ka % sa or kb % sb:
+        raise unsupported(f"{s.instr}: fragment layout", s.span)
+    fetch_a = (f"__shfl_sync(0xffffffffu, {_reg(a, f'gs_k % {sa}')}, "
+               f"(gs_m * {ka} + gs_k) / {sa})")
+    fetch_b = (f"__shfl_sync(0xffffffffu, {_reg(b, f'gs_k % {sb}')}, "
+               f"(gs_n * {kb} + gs_k) / {sb})")
+    return _tile_loop(s, env, d, [
+        f"float gs_acc = {_reg(d)};",
+        f"for (int gs_k = 0; gs_k < {ka}; gs_k++) {{",
+        f"  const float gs_a = {fetch_a};",
+        f"  const float gs_b = {fetch_b};",
+        "  gs_acc = gs_fadd(gs_acc, gs_fmul(gs_a, gs_b));",
+        "}",
+        f"{_reg(d)} = gs_acc;"])
+
+
+RULES = {
+    "cuda_copy_f32": copy,
+    "Sm80_cp_async_f32": cp_async,
+    "Sm90_tma_load_2d_f32": tma_load,
+    "Sm90_tma_multicast_2d_f32": tma_multicast,
+    "cuda_shfl_xor_f32": shfl("xor"),
+    "cuda_shfl_down_f32": shfl("down"),
+    "Sm80_mma_load_a_f32": mma_load(False),
+    "Sm80_mma_load_b_f32": mma_load(True),
+    "Sm80_mma_zero_d_f32": mma_zero,
+    "Sm80_mma_m16n8k8_f32": mma_sync,
+    "Sm80_mma_store_d_f32": mma_store,
+    "Sm90_wgmma_zero_d_f32": mma_zero,
+    "Sm90_wgmma_m64nNk8_f32": wgmma,
+    "Sm90_wgmma_store_d_f32": mma_store,
+}

@@ -1,0 +1,178 @@
+"""Run compiled GPU IR on a backend and compare with its sequential reading.
+
+The seq = par oracle (DESIGN.md): the kernels of a proc, launched in program order on
+the `cpu` harness (under several fibre schedules) or on a GPU, must end with every data
+parameter bit-identical to `interpreter.gpuir_seq.run_sequential` on the same inputs.
+`check_batch` runs many (program, schedule) pairs through one backend call per launch
+stage (one g++ build / one NVRTC module).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+from gpusem.calculus.gpuir import ast as A
+from gpusem.compiler.backends import Job, get_backend
+
+from .errors import CompileError
+from .pipeline import CompiledProc, compile_proc
+
+
+@dataclass
+class Verdict:
+    """agree | disagree | kernel-failed | unsupported | compile-error."""
+
+    kind: str
+    message: str = ""
+    schedule: int | None = None
+    difference: tuple | None = None   # (name, index, expected, actual)
+    kernel_source: str = ""
+    results: list = field(default_factory=list)
+
+    @property
+    def agree(self) -> bool:
+        return self.kind == "agree"
+
+    def describe(self) -> str:
+        if self.kind == "disagree":
+            name, idx, e, a = self.difference
+            return (f"disagree: {name}{list(idx)} is {a!r} on the backend (schedule "
+                    f"{self.schedule}), the sequential reading says {e!r}")
+        if self.message.startswith(self.kind):
+            return self.message
+        return f"{self.kind}: {self.message}"
+
+    def as_dict(self) -> dict:
+        diff = None
+        if self.difference is not None:
+            name, idx, e, a = self.difference
+            diff = {"name": name, "index": list(idx), "expected": e, "actual": a}
+        return {"agree": self.agree, "kind": self.kind, "message": self.message,
+                "schedule": self.schedule, "difference": diff}
+
+
+def make_inputs(proc: A.Proc, defines: Mapping[str, int], seed: int = 0
+                ) -> dict[str, np.ndarray]:
+    """Deterministic inputs: distinct small floats / ints, so that a value read from
+    the wrong cell or at the wrong time shows."""
+    from gpusem.calculus.gpuir.ctrl import eval_c
+    from gpusem.interpreter.gpuir_seq import DTYPES
+
+    rng = np.random.default_rng(seed)
+    out = {}
+    for p in proc.data_params:
+        shape = tuple(int(eval_c(c, dict(defines))) for c in p.shape)
+        dt = DTYPES[p.dtype]
+        if np.issubdtype(dt, np.floating):
+            vals = rng.integers(-512, 512, size=shape) / np.float32(64)
+        else:
+            vals = rng.integers(-1000, 1000, size=shape)
+        out[p.name] = np.asarray(vals).astype(dt)
+    return out
+
+
+def first_difference(expected: Mapping[str, np.ndarray],
+                     actual: Mapping[str, np.ndarray]) -> tuple | None:
+    """(name, index, expected, actual) of the first cell that differs bit for bit."""
+    for name, e in expected.items():
+        a = np.asarray(actual[name]).reshape(e.shape)
+        eb = e.view(np.uint32) if e.dtype == np.float32 else e
+        ab = a.view(np.uint32) if a.dtype == np.float32 else a
+        bad = np.argwhere(eb != ab)
+        if len(bad):
+            idx = tuple(int(i) for i in bad[0])
+            return name, idx, e[idx].item(), a[idx].item()
+    return None
+
+
+@dataclass
+class Case:
+    """One program to check: a proc, its defines and inputs, and the reference."""
+
+    proc: A.Proc
+    defines: dict[str, int]
+    inputs: dict[str, np.ndarray]
+    expected: dict[str, np.ndarray] | None = None
+    compiled: CompiledProc | None = None
+    verdict: Verdict | None = None
+    source: str = ""
+    file: str = "<input>"
+
+
+def prepare(case: Case, analysis=None) -> None:
+    """Compile and compute the sequential reading; sets `verdict` on failure."""
+    from gpusem.interpreter.gpuir_seq import run_sequential
+
+    try:
+        case.compiled = compile_proc(case.proc, case.defines, analysis=analysis,
+                                     source=case.source, file=case.file)
+    except CompileError as err:
+        kind = "unsupported" if err.message.startswith("unsupported:") else \
+            "compile-error"
+        case.verdict = Verdict(kind, err.message)
+        return
+    case.expected = run_sequential(case.proc, case.defines, case.inputs)
+
+
+def check_batch(cases: list[Case], backend: str = "cpu", seeds=(0, 1, 2),
+                timeout_s: float = 10.0) -> list[Verdict]:
+    """Run every prepared case under every seed; kernels launch stage by stage, each
+    stage's outputs feeding the next kernel."""
+    be = get_backend(backend)
+    live = [(c, s) for c in cases if c.verdict is None for s in seeds]
+    state = {(id(c), s): {k: v.copy() for k, v in c.inputs.items()} for c, s in live}
+    failed: dict[tuple, tuple] = {}
+    stage = 0
+    while True:
+        todo = [(c, s) for c, s in live if stage < len(c.compiled.kernels)
+                and (id(c), s) not in failed]
+        if not todo:
+            break
+        jobs = []
+        for c, s in todo:
+            spec = c.compiled.specs()[stage]
+            inputs = {p.name: (np.asarray(state[id(c), s][p.name]).reshape(-1)
+                               if p.pointer else c.defines[p.name])
+                      for p in spec.params}
+            if c.compiled.kernels[stage].grid == 0:
+                continue
+            jobs.append((c, s, Job(spec, inputs, s, timeout_s)))
+        results = be.run([j for _, _, j in jobs]) if jobs else []
+        for (c, s, _), r in zip(jobs, results, strict=True):
+            if not r.ok:
+                failed[id(c), s] = (r.kind, r.message)
+                continue
+            for name, arr in r.outputs.items():
+                state[id(c), s][name] = arr.reshape(c.inputs[name].shape)
+        stage += 1
+    for c in cases:
+        if c.verdict is None:
+            c.verdict = _verdict(c, seeds, state, failed)
+    return [c.verdict for c in cases]
+
+
+def _verdict(c: Case, seeds, state, failed) -> Verdict:
+    src = c.compiled.source
+    for s in seeds:
+        if (id(c), s) in failed:
+            kind, msg = failed[id(c), s]
+            if kind == "unsupported":
+                return Verdict("unsupported", msg, s, kernel_source=src)
+            return Verdict("kernel-failed", f"{kind}: {msg}", s, kernel_source=src)
+        diff = first_difference(c.expected, state[id(c), s])
+        if diff is not None:
+            return Verdict("disagree", "", s, diff, src)
+    cells = sum(v.size for v in c.expected.values())
+    return Verdict("agree", f"{len(seeds)} schedule(s), {cells} cells", None,
+                   kernel_source=src)
+
+
+def check_proc(proc: A.Proc, defines: Mapping[str, int], backend: str = "cpu",
+               seeds=(0, 1, 2), *, source: str = "", file: str = "<input>",
+               input_seed: int = 0, analysis=None) -> Verdict:
+    case = Case(proc, dict(defines), make_inputs(proc, defines, input_seed),
+                source=source, file=file)
+    prepare(case, analysis)
+    return check_batch([case], backend, seeds)[0]

@@ -1,0 +1,145 @@
+"""Where each GPU IR variable lives in the generated CUDA (Exo-GPU Section 4.1's
+distributed memories, made concrete).
+
+A variable allocated by a collective larger than its owner (δ_{π_d}: a thread for
+CudaRmem, a warpgroup for Sm90_RmemMatrixD, a CTA for shared memory and mbarriers) is
+distributed: its leading `ndist` dimensions select the owner, and the distributed
+memory analysis has checked that every access indexes them with the owner's own
+iterators. Each owner therefore stores only the remaining dimensions, and an access
+drops its leading `ndist` coordinates.
+
+Note: the analysis does not export the number of distributed dimensions; we take the
+shortest prefix of the shape whose extents multiply to the number of owners in the
+allocating collective (4 x 32 lanes of `part: f32[4, 32]` in a 128-thread CTA).
+When no prefix fits, a CudaRmem array is replicated whole in every thread (each thread
+uses only its own cells, so this is still correct, only larger).
+
+Conventions: π_d -> `Storage.space` ("global" | "shared" | "local"); δ_{π_d} ->
+`owner_threads`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import prod
+
+from gpusem.calculus.gpuir import ast as A
+from gpusem.calculus.gpuir import memtypes
+from gpusem.typing_rules.gpuir_collective import ThreadMapping
+
+from .errors import unsupported
+
+OWNER_THREADS = {"thread": 1, "warp": 32, "warpgroup": 128}
+
+
+@dataclass(frozen=True, slots=True)
+class Storage:
+    name: str
+    space: str                   # "global" | "shared" | "local"
+    dtype: A.DataType
+    shape: tuple[int, ...]       # the GPU IR shape
+    ndist: int                   # leading dimensions selecting the owner
+    tile: tuple[int, ...] | None = None  # matrix-register tile (trailing dims)
+    tile_share: int = 1          # tile elements each owner thread holds
+
+    @property
+    def local_shape(self) -> tuple[int, ...]:
+        inner = self.shape[self.ndist:]
+        return inner[: len(inner) - len(self.tile)] if self.tile else inner
+
+    @property
+    def count(self) -> int:
+        """Elements of storage per owner (per thread, per CTA, or the whole array)."""
+        return prod(self.local_shape) * (self.tile_share if self.tile else 1)
+
+    def strides(self) -> tuple[int, ...]:
+        out, acc = [], self.tile_share if self.tile else 1
+        for n in reversed(self.local_shape):
+            out.append(acc)
+            acc *= n
+        return tuple(reversed(out))
+
+
+@dataclass(frozen=True, slots=True)
+class BarrierStorage:
+    name: str
+    kind: str                    # "mbarrier" | "commit" | "cluster"
+    shape: tuple[int, ...]
+    ndist: int
+
+    @property
+    def cells(self) -> int:
+        return prod(self.shape[self.ndist:])
+
+    def strides(self) -> tuple[int, ...]:
+        out, acc = [], 1
+        for n in reversed(self.shape[self.ndist:]):
+            out.append(acc)
+            acc *= n
+        return tuple(reversed(out))
+
+
+BARRIER_KINDS = {"CudaMbarrier": "mbarrier", "CudaCommitGroup": "commit",
+                 "CudaClusterSync": "cluster"}
+
+
+def owners_in(mapping: ThreadMapping, owner_threads: int) -> int:
+    return max(1, mapping.size // owner_threads)
+
+
+def leading_dims(shape: tuple[int, ...], owners: int) -> int | None:
+    """The shortest prefix of `shape` with `owners` cells (0 for one owner)."""
+    if owners == 1:
+        return 0
+    for k in range(1, len(shape) + 1):
+        if prod(shape[:k]) == owners:
+            return k
+    return None
+
+
+def data_storage(name: str, dtype: A.DataType, shape: tuple[int, ...],
+                 mem: A.MemExpr, mapping: ThreadMapping | None, span) -> Storage:
+    m = memtypes.data_memory(mem)
+    if m.physical == "gmem":
+        return Storage(name, "global", dtype, shape, 0)
+    if mapping is None:
+        raise unsupported(f"{name} @ {m.name} outside device code", span)
+    block = mapping.launch.block_dim
+    if m.physical == "smem":
+        k = leading_dims(shape, owners_in(mapping, block))
+        if k is None:
+            raise unsupported(f"cannot distribute {name}{list(shape)} over the CTAs "
+                              "of its allocating collective", span)
+        return Storage(name, "shared", dtype, shape, k)
+    if m.physical == "rmem":
+        return _register_storage(name, dtype, shape, mem, mapping, m.owner, span)
+    raise unsupported(f"{name} @ {m.name} ({m.physical} memory)", span)
+
+
+def _register_storage(name, dtype, shape, mem: A.MemExpr, mapping, owner: str, span):
+    g = OWNER_THREADS.get(owner)
+    if g is None:
+        raise unsupported(f"register memory owned by a {owner}", span)
+    k = leading_dims(shape, owners_in(mapping, g))
+    tile = memtypes.matrix_tile(mem)
+    if tile is None:
+        return Storage(name, "local", dtype, shape, 0 if k is None else k)
+    if k is None or tuple(shape[len(shape) - len(tile):]) != tile:
+        raise unsupported(f"matrix register {name}{list(shape)} @ {mem.name}", span)
+    if prod(tile) % g:
+        raise unsupported(f"matrix tile {tile} over {g} threads", span)
+    return Storage(name, "local", dtype, shape, k, tile, prod(tile) // g)
+
+
+def barrier_storage(name: str, shape: tuple[int, ...], mem: A.MemExpr,
+                    mapping: ThreadMapping, span) -> BarrierStorage:
+    kind = BARRIER_KINDS.get(mem.name)
+    if kind is None:
+        raise unsupported(f"barrier type {mem.name}", span)
+    if kind != "mbarrier":
+        return BarrierStorage(name, kind, shape, 0)
+    k = leading_dims(shape, owners_in(mapping, mapping.launch.block_dim))
+    if k is None:
+        raise unsupported(f"cannot distribute mbarriers {name}{list(shape)} over "
+                          "CTAs", span)
+    return BarrierStorage(name, kind, shape, k)

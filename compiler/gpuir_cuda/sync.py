@@ -1,0 +1,207 @@
+"""Pass `lower_sync`: Fence / Arrive / Await and mbarrier allocations -> CUDA.
+
+Exo-GPU Section 4.2 and Figure 16: a non-split barrier Fence(pre, post) run by a
+collective becomes the cheapest hardware barrier spanning exactly that collective,
+plus what its timelines need on either side:
+
+  collective (thread mapping)            barrier
+  one thread                             none (program order suffices)
+  < 32 lanes of one warp                 __syncwarp(lane mask)
+  one warp                               __syncwarp()
+  k whole warps inside one CTA           bar.sync id, 32k   (named barrier, gs_bar_sync)
+  one CTA                                __syncthreads()
+  the whole cluster                      barrier.cluster.arrive + wait (PTX)
+
+  pre's full set holds Sm80_cp_async_qual        cp.async.wait_all first (Section 2.1:
+                                                 a fence on Sm80_cp_async completes the
+                                                 thread's copies)
+  pre's full set holds tma_to_gmem_async_qual    cp.async.bulk.wait_group 0 first
+  post's full set holds an async-proxy timeline  fence.proxy.async first (generic-proxy
+  (tmaS, tmaG, wgS) and pre a generic one         writes become visible to TMA/wgmma)
+
+Split barriers: an mbarrier cell expects one arrival per thread of the arriving
+collective per phase (`GMbarriers.arrivals`); Await(z, tl, -1) waits for the next
+phase with per-thread parity tracking (Exo-GPU's ~0). A commit group is per-thread
+hardware state: Arrive(Sm80_cp_async) >> cg is cp.async.commit_group and
+Await(cg, tl, n) cp.async.wait_group n. The cluster-sync barrier is
+barrier.cluster.arrive / wait.
+
+Note: named barrier ids are per (collective size, CTA-local position): two collectives
+of one size at different positions run concurrently and must not share an id, or
+their arrivals would be counted together. Id 0 is __syncthreads'.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from gpusem.calculus.gpuir.timelines import QualTL, sync_tl
+from gpusem.typing_rules.gpuir_collective import ThreadMapping
+
+from . import kir as K
+from .errors import unsupported
+from .from_gpuir import offset_c
+
+ASYNC_PROXY = {QualTL.TMA_TO_SMEM_ASYNC, QualTL.TMA_TO_GMEM_ASYNC,
+               QualTL.WGMMA_ASYNC_SMEM}
+GENERIC = {QualTL.CUDA_IN_ORDER_RAM, QualTL.CUDA_IN_ORDER_RMEM}
+MAX_NAMED = 16
+
+CLUSTER_ARRIVE = ('GS_PTX_ONLY("cluster barrier", asm volatile('
+                  '"barrier.cluster.arrive.release;" ::: "memory"));')
+CLUSTER_WAIT = ('GS_PTX_ONLY("cluster barrier", asm volatile('
+                '"barrier.cluster.wait.acquire;" ::: "memory"));')
+
+
+def lower_sync(kernel: K.GKernel, env: dict[str, int]) -> K.GKernel:
+    ids: dict[int, int] = {}  # collective length -> its first named barrier id
+
+    def rewrite(s: K.GStmt) -> tuple[K.GStmt, ...]:
+        match s:
+            case K.GFence():
+                return fence(s, env, ids)
+            case K.GArrive():
+                return arrive(s, env)
+            case K.GAwait():
+                return await_(s)
+            case K.GMbarriers():
+                return mbarriers(s)
+        return (s,)
+
+    return replace(kernel, body=K.map_body(kernel.body, rewrite))
+
+
+def leader(m: ThreadMapping, env) -> str:
+    """The first thread of collective `m` (in this CTA)."""
+    off = offset_c(m, env)
+    if m.ctas > 1:
+        return f"gs_t % {m.launch.block_dim} == ({off}) % {m.launch.block_dim}"
+    return f"gs_t == {off}" if off != "0" else "gs_t == 0"
+
+
+# ---------------------------------------------------------------------- Fence
+def fence(s: K.GFence, env, ids) -> tuple[K.GStmt, ...]:
+    pre, post = sync_tl(s.pre).full, sync_tl(s.post).full
+    out: list[K.GStmt] = [K.GComment(f"Fence({s.pre}, {s.post}) by "
+                                     f"{s.mapping.describe()}", s.span)]
+    if QualTL.SM80_CP_ASYNC in pre:
+        out.append(K.GPrim("gs_cp_async_wait_all();", s.span))
+    if QualTL.TMA_TO_GMEM_ASYNC in pre:
+        out.append(K.GPrim('GS_PTX_ONLY("bulk async-group wait", asm volatile('
+                           '"cp.async.bulk.wait_group 0;" ::: "memory"));', s.span))
+    if post & ASYNC_PROXY and pre & GENERIC:
+        out.append(K.GPrim("gs_fence_proxy_async();", s.span))
+    out.extend(K.GPrim(t, s.span) for t in barrier(s.mapping, env, ids, s.span))
+    return tuple(out)
+
+
+def barrier(m: ThreadMapping, env, ids: dict[int, int], span) -> list[str]:
+    """The hardware barrier spanning exactly the threads of collective `m`."""
+    b, c = m.launch.block_dim, m.launch.cluster_dim
+    if m.size == 1:
+        return []
+    if m.ctas == 1 and m.length == b * c and c > 1:
+        return [CLUSTER_ARRIVE, CLUSTER_WAIT]
+    if m.ctas != 1 or m.length > b or b % m.length:
+        raise unsupported(f"a Fence over {m.describe()}", span)
+    if m.length == b:
+        return ["__syncthreads();"]
+    off = offset_c(m, env)
+    if m.length < 32 and 32 % m.length == 0:
+        lanes = (1 << m.length) - 1
+        return [f"__syncwarp({lanes:#x}u << (({off}) % 32));"]
+    if m.length == 32:
+        return ["__syncwarp();"]
+    if m.length % 32:
+        raise unsupported(f"a Fence over {m.describe()}", span)
+    if m.length not in ids:
+        ids[m.length] = 1 + sum(b // n for n in ids)
+    first = ids[m.length]
+    if first + b // m.length > MAX_NAMED:
+        raise unsupported("more than 15 named barriers", span)
+    slot = f"(({off}) % {b}) / {m.length}"
+    return [f"gs_bar_sync({first} + {slot}, {m.length});"]
+
+
+# ----------------------------------------------------------------- split barriers
+def _cell(ref: K.BarRef, span) -> str:
+    if ref.index is None:
+        raise unsupported(f"an Arrive/Await on every cell of {ref.name}", span)
+    return ref.index
+
+
+def arrive(s: K.GArrive, env) -> tuple[K.GStmt, ...]:
+    out: list[K.GStmt] = [K.GComment(f"Arrive({s.tl}, {s.n}) by "
+                                     f"{s.mapping.describe()}", s.span)]
+    if s.n != 1:
+        raise unsupported(f"Arrive with count {s.n}", s.span)
+    for ref in s.barriers:
+        match ref.kind:
+            case "mbarrier":
+                p = f"&{ref.name}[{_cell(ref, s.span)}]"
+                if s.tl == "Sm80_cp_async":
+                    out.append(K.GPrim(f"gs_cp_async_mbar_arrive_noinc({p});", s.span))
+                elif s.tx_bytes:
+                    out.append(K.GPrim(
+                        f"if ({leader(s.mapping, env)}) "
+                        f"gs_mbar_arrive_expect_tx({p}, {s.tx_bytes}u); "
+                        f"else gs_mbar_arrive({p});", s.span))
+                else:
+                    out.append(K.GPrim(f"gs_mbar_arrive({p});", s.span))
+            case "commit_cp_async":
+                out.append(K.GPrim("gs_cp_async_commit();", s.span))
+            case "commit_wgmma":
+                out.append(K.GComment("wgmma.commit_group: the wgmma lowering is "
+                                      "synchronous (instr.py), nothing is pending",
+                                      s.span))
+            case "cluster":
+                out.append(K.GPrim(CLUSTER_ARRIVE, s.span))
+            case _:
+                raise unsupported(f"Arrive({s.tl}) on {ref.name} ({ref.kind})",
+                                  s.span)
+    return tuple(out)
+
+
+def await_(s: K.GAwait) -> tuple[K.GStmt, ...]:
+    ref = s.barrier
+    head = K.GComment(f"Await({ref.name}, {s.tl}, {s.n}) by {s.mapping.describe()}",
+                      s.span)
+    match ref.kind:
+        case "mbarrier":
+            if s.n != -1:
+                raise unsupported(f"Await on an mbarrier with count {s.n} (only -1, "
+                                  "the next phase)", s.span)
+            i = _cell(ref, s.span)
+            return (head,
+                    K.GPrim(f"gs_mbar_wait_parity(&{ref.name}[{i}], "
+                            f"(gs_ph_{ref.name} >> ({i})) & 1u);", s.span),
+                    K.GPrim(f"gs_ph_{ref.name} ^= 1u << ({i});", s.span))
+        case "commit_cp_async":
+            if s.n < 0:
+                return (head, K.GPrim("gs_cp_async_wait_all();", s.span))
+            return (head, K.GPrim(f"gs_cp_async_wait_group({s.n});", s.span))
+        case "commit_wgmma":
+            return (head, K.GComment("wgmma.wait_group: synchronous wgmma lowering",
+                                     s.span))
+        case "cluster":
+            return (head, K.GPrim(CLUSTER_WAIT, s.span))
+    raise unsupported(f"Await on {ref.name} ({ref.kind})", s.span)
+
+
+def mbarriers(s: K.GMbarriers) -> tuple[K.GStmt, ...]:
+    if s.count > 32:
+        raise unsupported(f"more than 32 mbarriers in {s.name}", s.span)
+    init = (f"if (threadIdx.x == 0) for (int gs_i = 0; gs_i < {s.count}; gs_i++) "
+            f"gs_mbar_init(&{s.name}[gs_i], {s.arrivals}u);")
+    publish = [K.GPrim(CLUSTER_ARRIVE, s.span), K.GPrim(CLUSTER_WAIT, s.span)] \
+        if s.cluster else [K.GPrim("__syncthreads();", s.span)]
+    if s.cluster:
+        publish.insert(0, K.GPrim('GS_PTX_ONLY("cluster barrier", asm volatile('
+                                  '"fence.mbarrier_init.release.cluster;" ::: '
+                                  '"memory"));', s.span))
+    return (K.GComment(f"{s.name}: {s.count} mbarrier(s), {s.arrivals} arrival(s) "
+                       "per phase", s.span),
+            K.GShared(s.name, "gs_u64", s.count, s.span),
+            K.GPrim(init, s.span), *publish,
+            K.GPrim(f"unsigned gs_ph_{s.name} = 0u;  // parity of the next phase "
+                    "awaited, per cell", s.span))

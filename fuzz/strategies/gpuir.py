@@ -1,0 +1,117 @@
+"""Hypothesis strategies for GPU IR kernels with random shared-memory traffic and
+random synchronisation (issue 5: "generators of GPU IR programs with random loops,
+accesses and synchronisation, some correct, some not"), for the seq = par property.
+
+A generated kernel stages a tile of `A` in shared memory, then runs a few phases; each
+phase every thread reads one or two cells of the previous phase's buffer at a
+permuted index and writes its own cell of the other buffer (ping-pong), and ends
+with a synchronisation drawn from: a CTA Fence (__syncthreads), a warp Fence (enough
+only when every read stays inside the reader's warp), an mbarrier Arrive/Await pair,
+or nothing (a race unless the phase reads only the thread's own cell). The last
+phase writes `B`. So the sync checker must accept some and reject others, and the
+compiled kernel must agree with the sequential reading whenever it accepts.
+
+Draws are local (each phase its own), small values shrink first (fewer phases, a CTA
+Fence, the identity permutation), so a failure shrinks to a short program.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hypothesis import strategies as st
+
+SYNCS = ("cta", "warp", "mbarrier", "none")
+
+
+@dataclass(frozen=True)
+class Phase:
+    mul: int          # odd: tid -> (mul * tid + add) % n is a permutation
+    add: int
+    local: bool       # permute inside the reader's warp only
+    two_reads: bool
+    op: str
+    sync: str
+
+
+@dataclass(frozen=True)
+class Kernel:
+    block: int
+    tasks: int
+    phases: tuple[Phase, ...]
+
+    def source(self, name: str = "gen") -> str:
+        return render(self, name)
+
+
+def _index(p: Phase, block: int, var: str = "tid") -> str:
+    if p.local:
+        return f"{var} / 32 * 32 + ({p.mul} * {var} + {p.add}) % 32"
+    return f"({p.mul} * {var} + {p.add}) % {block}"
+
+
+def render(k: Kernel, name: str = "gen") -> str:
+    b = k.block
+    n = b * k.tasks
+    lines = [
+        f"proc {name}(A: f32[{n}] @ CudaGmemLinear, B: f32[{n}] @ CudaGmemLinear):",
+        f"    with CudaDeviceFunction(blockDim={b}):",
+        f"        for task in cuda_tasks(0, {k.tasks}):",
+        f"            buf: f32[2, {b}] @ CudaSmemLinear",
+        "            bar: barrier @ CudaMbarrier",
+        f"            for tid in cuda_threads(0, {b}, unit=cuda_thread):",
+        f"                buf[0, tid] = A[task * {b} + tid]",
+        "            Fence(cuda_in_order, cuda_in_order)",
+    ]
+    for i, p in enumerate(k.phases):
+        src, dst = i % 2, (i + 1) % 2
+        last = i == len(k.phases) - 1
+        target = f"B[task * {b} + tid]" if last else f"buf[{dst}, tid]"
+        read = f"buf[{src}, {_index(p, b)}]"
+        rhs = f"{read} {p.op} buf[{src}, tid]" if p.two_reads else f"{read} {p.op} 1.5"
+        lines.append(f"            for tid in cuda_threads(0, {b}, unit=cuda_thread):")
+        lines.append(f"                {target} = {rhs}")
+        lines += _sync(p.sync, b)
+    lines.append("            Fence(cuda_in_order, cuda_in_order)")
+    return "\n".join(lines) + "\n"
+
+
+def _sync(kind: str, block: int) -> list[str]:
+    ind = "            "
+    match kind:
+        case "cta":
+            return [ind + "Fence(cuda_in_order, cuda_in_order)"]
+        case "warp":
+            return [ind + f"for w in cuda_threads(0, {block // 32}, unit=cuda_warp):",
+                    ind + "    Fence(cuda_in_order, cuda_in_order)"]
+        case "mbarrier":
+            return [ind + "Arrive(cuda_in_order, 1) >> bar",
+                    ind + "Await(bar, cuda_in_order, -1)"]
+    return []
+
+
+@st.composite
+def phases(draw) -> Phase:
+    return Phase(mul=2 * draw(st.integers(0, 3)) + 1, add=draw(st.integers(0, 40)),
+                 local=draw(st.booleans()), two_reads=draw(st.booleans()),
+                 op=draw(st.sampled_from(("+", "*", "-"))),
+                 sync=draw(st.sampled_from(SYNCS)))
+
+
+@st.composite
+def kernels(draw, max_phases: int = 3) -> Kernel:
+    """A GPU IR kernel as above (render with `.source()`)."""
+    block = draw(st.sampled_from((32, 64)))
+    tasks = draw(st.integers(1, 2))
+    ps = tuple(draw(st.lists(phases(), min_size=1, max_size=max_phases)))
+    return Kernel(block, tasks, ps)
+
+
+def kernels_from_random(rng, max_phases: int = 3) -> Kernel:
+    """The same distribution as `kernels()`, drawn from a `random.Random` (for
+    campaigns that batch many programs per build without hypothesis' engine)."""
+    ps = tuple(Phase(2 * rng.randint(0, 3) + 1, rng.randint(0, 40), rng.random() < .5,
+                     rng.random() < .5, rng.choice(("+", "*", "-")),
+                     rng.choice(SYNCS))
+               for _ in range(rng.randint(1, max_phases)))
+    return Kernel(rng.choice((32, 64)), rng.randint(1, 2), ps)

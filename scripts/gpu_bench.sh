@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# gpu_bench.sh: issue 4 "Speed of what it emits", in one command on a bare H100.
+#
+# Compiles the Bundl reduction (2^26 floats) and the Prism B.2 2D-tiled SGEMM (4096^3)
+# with our compiler, runs them through the cuda backend next to cupy.sum / cupy.matmul
+# (cuBLAS FP32, CUPY_TF32=0) in one process, checks the results (bit for bit against
+# same-order references, and within tolerance of CuPy), and writes everything under
+# $OUT: bench/bench.json (all numbers), bench/programs/ (the .bundl and .cu texts),
+# harness.log, nvidia-smi.txt, and summary.txt (the table printed last).
+#
+# Needs: python3 with CuPy and numpy (the image has them) and lark (not in the image:
+# carry the wheel, `python3 -m pip download --no-deps lark==1.3.1 -d .whl`, and name
+# .whl in carry; installed below into /tmp/site). Runs in well under 3 minutes.
+# Optional: GPU_BENCH_PYTEST=1 also runs `pytest -m gpu tests/compiler/test_bench_programs.py`.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT="${OUT:-$PWD/bench_out}"
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 CUPY_TF32=0
+PY="${PYTHON:-python3}"
+
+if ls .whl/*.whl >/dev/null 2>&1; then
+  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl >"$OUT/pip-wheels.log" 2>&1 && export PYTHONPATH=/tmp/site
+fi
+"$PY" -m pip install -q -e . --no-deps --no-build-isolation >"$OUT/pip.log" 2>&1 \
+  || echo "note: editable install failed (see pip.log); using PYTHONPATH" 
+"$PY" -c 'import gpusem.compiler.bench.harness' 2>"$OUT/import.log" || {
+  echo "cannot import the harness (lark missing? see import.log):"; cat "$OUT/import.log"; exit 3; }
+nvidia-smi >"$OUT/nvidia-smi.txt" 2>&1 || true
+
+timeout 150 "$PY" -m gpusem.compiler.bench.harness --out "$OUT/bench" 2>&1 | tee "$OUT/harness.log"
+rc=${PIPESTATUS[0]}
+
+if [ "${GPU_BENCH_PYTEST:-0}" = 1 ]; then
+  timeout 120 "$PY" -m pytest -m gpu tests/compiler/test_bench_programs.py -q -p no:cacheprovider \
+    --benchmark-json="$OUT/pytest-benchmark.json" 2>&1 | tee "$OUT/pytest.log"
+fi
+
+"$PY" - "$OUT/bench/bench.json" <<'PYEOF' | tee "$OUT/summary.txt"
+import json, sys
+r = json.load(open(sys.argv[1]))
+print("device:", r.get("device", {}).get("name"), "| warmup/iters:", r.get("warmup"),
+      r.get("iters"))
+red = r.get("reduce", {})
+if "GBps" in red:
+    print(f"reduce 2^26 f32: cupy.sum {red['GBps']['cupy_sum']:.0f} GB/s "
+          f"(accelerators {red.get('cupy_accelerators')}); target 0.80 of it")
+    for label, v in red.get("variants", {}).items():
+        if "GBps" not in v:
+            print(f"  {label}: {v}")
+            continue
+        g, q, c = v["GBps"], v["ratio_vs_cupy"], v["check"]
+        print(f"  {label}{' (best)' if red.get('best') == label else ''}: block reduce "
+              f"{g['block_reduce']:.0f} GB/s = {q['block_reduce']:.2f} x cupy; with the "
+              f"final pass {g['total']:.0f} GB/s = {q['total']:.2f}; exact "
+              f"{c['partials_bit_exact_vs_same_order_reference']}/"
+              f"{c['total_bit_exact_vs_same_order_reference']}, within tol of cupy "
+              f"{c['within_tolerance_of_cupy']}")
+else:
+    print("reduce:", red)
+sg = r.get("sgemm", {})
+if "TFLOPs" in sg:
+    t, q = sg["TFLOPs"], sg["ratio_vs_cublas"]
+    print(f"sgemm 4096^3: cuBLAS FP32 {t['cublas']:.1f} TFLOP/s; target 0.50 of it")
+    for v, c in sg["check"].items():
+        if v not in t:
+            print(f"  {v}: {c}")
+            continue
+        print(f"  {v:18s} {t[v]:5.1f} TFLOP/s = {q[v]:.2f} x cuBLAS (with untile "
+              f"{q[v + '+untile']:.2f}); exact {c['bit_exact_vs_same_order_reference']}, "
+              f"within tol {c['within_tolerance_of_cublas']}")
+    print(f"  best strict (the oracle's no-FMA semantics): {sg.get('best_strict')}; "
+          f"best fast_fma (opt-in, not the reference semantics): {sg.get('best_fast_fma')}")
+    if "fast_fma_speedup_over_strict" in sg:
+        print(f"  cost of the no-FMA exactness rule: fast_fma is "
+              f"{sg['fast_fma_speedup_over_strict']:.2f}x the strict kernel")
+else:
+    print("sgemm:", sg)
+PYEOF
+exit "$rc"

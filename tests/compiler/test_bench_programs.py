@@ -1,0 +1,340 @@
+"""The issue-4 benchmark programs (examples/bundl/bench, compiler/bench) and the
+compiler's speed passes (compiler/bundl_cuda/speed.py).
+
+CI: the small twins are the rendered template (so the GPU programs are the same text
+with other sizes); they agree with the interpreter on the cpu backend, and with
+independent NumPy computations; the GPU-size programs compile quickly and build with
+nvcc; the speed passes do what they say. GPU (`-m gpu`): the harness's checks pass and
+pytest-benchmark times the kernels against CuPy.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import sys
+import types
+
+import numpy as np
+import pytest
+from gpusem.calculus.bundl.parser import parse_program
+from gpusem.compiler.bench import programs as P
+from gpusem.compiler.bench import reference as R
+from gpusem.compiler.bench.harness import compile_text, compiled_kernels
+from gpusem.compiler.bundl_cuda import kir as K
+from gpusem.compiler.bundl_cuda.pipeline import CompileOptions, compile_program
+from gpusem.compiler.bundl_cuda.speed import (
+    _merge,
+    _trip_count,
+)
+from gpusem.fuzz.bundl_compile import check_program
+
+NUMBER = re.compile(r"\d+")
+
+
+def _body(text: str) -> str:
+    """The program without its header comments."""
+    return text[text.index("machine"):]
+
+
+@pytest.mark.parametrize("stem", sorted(P.small_twins()))
+def test_committed_twin_is_the_rendered_template(stem):
+    committed = (P.BENCH_DIR / f"{stem}.bundl").read_text()
+    assert committed == P.small_twins()[stem], "re-render: python -c '...small_twins()'"
+
+
+def test_gpu_programs_are_the_twins_with_other_numbers():
+    gpu, small = P.gpu_programs(), P.small_twins()
+    pairs = [(big, "reduce_sum_small" if big.startswith("reduce") else "sgemm_tiled_small")
+             for big in gpu]
+    assert len(pairs) == 6  # two reduction grids, each with its final pass; 2 SGEMMs
+    for big, twin in pairs:
+        a = NUMBER.sub("N", _body(gpu[big])).replace(" = iota", "")
+        b = NUMBER.sub("N", _body(small[twin])).replace(" = iota", "")
+        b = b.replace(" = [N.N, N.N]", "")
+        assert a == b
+
+
+@pytest.mark.parametrize("stem", sorted(P.small_twins()))
+@pytest.mark.parametrize("sync_motion", [True, False], ids=["motion", "no-motion"])
+def test_small_twin_agrees_with_interpreter_on_cpu(stem, sync_motion):
+    text = P.small_twins()[stem]
+    prog = parse_program(text, f"{stem}.bundl")
+    verdict = check_program(prog, "cpu", (0, 1, 2), sync_motion, text, stem)
+    assert verdict.agree, verdict.describe()
+
+
+def test_reduce_reference_matches_the_small_twin_by_hand():
+    # iota: the block sums are exact integers, known in closed form
+    x = np.arange(P.REDUCE_SMALL.n, dtype=np.float32)
+    got = R.reduce_reference(x, P.REDUCE_SMALL)
+    chunk = P.REDUCE_SMALL.chunk
+    want = [sum(range(b * chunk, (b + 1) * chunk)) for b in range(P.REDUCE_SMALL.blocks)]
+    assert got.tolist() == want
+
+
+def test_reduce_reference_order_on_random_input_matches_cpu_kernel():
+    """Random floats (rounding matters): the cpu backend's kernel and the NumPy
+    reference of the same order agree bit for bit; a plain np.sum need not."""
+    from gpusem.compiler.backends import get_backend
+    from gpusem.compiler.backends.kernel import Job
+    from gpusem.compiler.bundl_cuda.launch import kernel_spec
+
+    size = P.REDUCE_SMALL
+    text = P.reduce_sum(size, small=True)
+    kernel = compile_text("reduce_sum_small", text)
+    x = np.random.default_rng(1).uniform(-1, 1, size.n).astype(np.float32)
+    (res,) = get_backend("cpu").run([Job(kernel_spec(kernel), {"g_X": x})])
+    assert res.ok, res.message
+    want = R.reduce_reference(x, size)
+    assert res.outputs["g_out"].view(np.uint32).tolist() == want.view(np.uint32).tolist()
+
+
+def _run_sgemm_cpu(options: CompileOptions, a, b, ab):
+    from gpusem.compiler.backends import get_backend
+    from gpusem.compiler.backends.kernel import Job
+    from gpusem.compiler.bundl_cuda.launch import kernel_spec
+
+    text = P.sgemm_tiled(P.SGEMM_SMALL, small=True)
+    kernel = compile_text("sgemm_tiled_small", text, options)
+    s = P.SGEMM_SMALL
+    inputs = {"g_A": a, "g_B": b, "g_AB": ab, "g_C": np.zeros(s.m * s.n, np.float32)}
+    (res,) = get_backend("cpu").run([Job(kernel_spec(kernel), inputs)])
+    assert res.ok, res.message
+    return R.untile_c(res.outputs["g_C"], s), kernel
+
+
+def test_sgemm_small_is_the_matrix_product_in_rowmajor_after_untiling():
+    s = P.SGEMM_SMALL
+    a = np.arange(s.m * s.k, dtype=np.float32)
+    b = np.arange(s.k * s.n, dtype=np.float32)
+    got, _ = _run_sgemm_cpu(CompileOptions(), a, b, np.array([1, 0], np.float32))
+    # integers below 2^24: exact in any order; float64 matmul is the independent answer
+    want = a.reshape(s.m, s.k).astype(np.float64) @ b.reshape(s.k, s.n).astype(np.float64)
+    assert np.array_equal(got.astype(np.float64), want)
+
+
+def test_sgemm_small_random_bit_exact_vs_same_order_reference():
+    s = P.SGEMM_SMALL
+    rng = np.random.default_rng(7)
+    a = rng.uniform(-1, 1, s.m * s.k).astype(np.float32)
+    b = rng.uniform(-1, 1, s.k * s.n).astype(np.float32)
+    ab = np.array([1.5, 0.0], np.float32)
+    got, _ = _run_sgemm_cpu(CompileOptions(), a, b, ab)
+    want = R.sgemm_reference_cpu(a, b, ab, np.zeros(s.m * s.n, np.float32), s)
+    assert got.view(np.uint32).tolist() == want.view(np.uint32).tolist()
+
+
+def test_fast_fma_contracts_and_is_marked_in_the_header():
+    s = P.SGEMM_SMALL
+    rng = np.random.default_rng(8)
+    a = rng.uniform(-1, 1, s.m * s.k).astype(np.float32)
+    b = rng.uniform(-1, 1, s.k * s.n).astype(np.float32)
+    ab = np.array([1.0, 0.0], np.float32)
+    fused, kernel = _run_sgemm_cpu(CompileOptions(fast_fma=True), a, b, ab)
+    assert "gs_ffma(v_m0, v_n0, v_c00)" in kernel.source
+    assert "FAST FMA" in kernel.source.splitlines()[1]
+    strict, plain = _run_sgemm_cpu(CompileOptions(), a, b, ab)
+    assert "gs_ffma" not in plain.source.split("#endif\n", 1)[-1].split("bundl_main")[1]
+    # one rounding per step instead of two: close to, and (for random data) not
+    # bit-identical with, the strict result
+    assert np.allclose(fused, strict, rtol=1e-5, atol=1e-5)
+    assert not np.array_equal(fused, strict)
+
+
+def test_tile_untile_roundtrip():
+    s = P.SGEMM_SMALL
+    c = np.arange(s.m * s.n, dtype=np.float32).reshape(s.m, s.n)
+    assert np.array_equal(R.untile_c(R.tile_c(c, s), s), c)
+    # element (row, col) of block 1, thread 1: b % 2 = 1 -> columns 16..31,
+    # t % 2 = 1 -> +8; the first cell of that 8 x 8 is row 0, column 24
+    assert R.tile_c(c, s)[(1 * 4 + 1) * 64] == c[0, 24]
+
+
+# ------------------------------------------------------------------ speed passes
+SYNC = K.KPrim("__syncthreads();")
+
+
+def test_merge_drops_a_barrier_right_after_a_barrier_only():
+    x = K.KAssign("x", K.KConst(1, K.BaseType.INT))
+    store = K.KStore(K.KVar("s"), K.KConst(0, K.BaseType.INT), K.KConst(1, K.BaseType.INT))
+    assert _merge((SYNC, K.KComment("c"), SYNC), False) == (SYNC, K.KComment("c"))
+    assert _merge((K.KBlock((x, SYNC)), x, SYNC), False) == (K.KBlock((x, SYNC)), x)
+    assert _merge((SYNC, store, SYNC), False) == (SYNC, store, SYNC)
+    loop = K.KWhile(K.KConst(True, K.BaseType.BOOL), (SYNC,))
+    assert _merge((SYNC, loop, SYNC), False) == (SYNC, loop, SYNC)
+    assert _merge((K.KIf(K.KVar("c"), (SYNC,)), SYNC), False)[-1] == SYNC
+
+
+def test_merge_halves_the_barriers_of_the_reduction():
+    text = P.reduce_sum(P.REDUCE_GPU)
+    prog = parse_program(text)
+    merged = compile_program(prog, CompileOptions(), text).source
+    assert merged.count("__syncthreads();") == 5  # 2 zeroings, 1 after stores, 2/level
+
+
+def test_contract_fma_rewrites_both_operand_orders_and_nothing_else():
+    from gpusem.compiler.bundl_cuda.speed import _contract
+
+    F, I = K.BaseType.FLOAT, K.BaseType.INT
+    a, b, c = K.KVar("a"), K.KVar("b"), K.KVar("c")
+    mul = K.KBin("*", a, b, F)
+    assert _contract(K.KBin("+", mul, c, F)) == K.KFma(a, b, c)
+    assert _contract(K.KBin("+", c, mul, F)) == K.KFma(a, b, c)
+    assert _contract(K.KBin("-", c, mul, F)) is None  # a*b - c is left alone
+    assert _contract(K.KBin("+", K.KBin("*", a, b, I), c, I)) is None  # ints
+
+
+def test_unroll_hint_ir_in_ir_out():
+    from gpusem.compiler.bundl_cuda.speed import UNROLL_PRAGMA, _hint
+
+    i = K.KDecl("i", "int", K.KConst(0, K.BaseType.INT))
+    step = K.KAssign("i", K.KBin("+", K.KVar("i"), K.KConst(1, K.BaseType.INT),
+                                 K.BaseType.INT))
+
+    def loop(bound):
+        return K.KWhile(K.KBin("<", K.KVar("i"), K.KConst(bound, K.BaseType.INT),
+                               K.BaseType.BOOL), (step,))
+
+    assert _hint((i, loop(8))) == (i, K.KPrim(UNROLL_PRAGMA), loop(8))
+    assert _hint((i, loop(9))) == (i, loop(9))  # more than MAX_UNROLL_TRIPS: nvcc decides
+    assert _hint((loop(4),)) == (loop(4),)  # no known start
+
+
+def test_trip_count_of_counted_loops():
+    i = K.KDecl("i", "int", K.KConst(0, K.BaseType.INT))
+    step = K.KAssign("i", K.KBin("+", K.KVar("i"), K.KConst(2, K.BaseType.INT),
+                                 K.BaseType.INT))
+    cond = K.KBin("<", K.KVar("i"), K.KConst(8, K.BaseType.INT), K.BaseType.BOOL)
+    assert _trip_count(i, K.KWhile(cond, (step,))) == 4
+    other = K.KAssign("i", K.KConst(0, K.BaseType.INT))
+    assert _trip_count(i, K.KWhile(cond, (other, step))) is None
+
+
+def test_gpu_kernels_are_restrict_unrolled_and_compile_fast():
+    import time
+
+    t = time.perf_counter()
+    kernels = compiled_kernels()
+    assert time.perf_counter() - t < 20
+    sg = kernels["sgemm_strict"].source
+    assert "float* __restrict__ g_A" in sg
+    assert sg.count("#pragma unroll") == 3  # the two k-tile loads and the dot loop
+    assert "gs_ffma" not in sg.split("bundl_main")[1]
+    assert (kernels["sgemm_strict"].blocks, kernels["sgemm_strict"].threads) == (1024, 256)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+def test_gpu_kernels_build_with_nvcc():
+    from gpusem.compiler.backends.nvcc import compile_check
+
+    kernels = compiled_kernels()
+    errors = compile_check([k.source for k in kernels.values()])
+    assert errors == [None] * len(kernels), dict(zip(kernels, errors, strict=True))
+
+
+# ------------------------------------------------------------------ harness, no GPU
+class _FakeCupy(types.ModuleType):
+    """Just enough of CuPy's API, on NumPy, to drive the harness's code paths in CI
+    (the GPU run happens elsewhere, once): elapsed times are a constant 1 ms."""
+
+    def __init__(self):
+        super().__init__("cupy")
+        for name in ("asarray", "matmul", "max", "abs", "array_equal", "uint32",
+                     "float32", "ascontiguousarray"):
+            setattr(self, name, getattr(np, name))
+        self.sum = lambda x: np.sum(x, dtype=np.float32)
+        event = type("Event", (), {"record": lambda self: None,
+                                   "synchronize": lambda self: None})
+        self.cuda = types.SimpleNamespace(
+            Event=event, get_elapsed_time=lambda a, b: 1.0,
+            runtime=types.SimpleNamespace(deviceSynchronize=lambda: None))
+        self.RawKernel = _FakeRawKernel
+
+
+class _FakeRawKernel:
+    def __init__(self, source, name, options=()):
+        assert name == "sgemm_reference" and "__fmaf_rn" in source
+        assert "--fmad=false" in options
+
+    def __call__(self, grid, block, args):
+        a, b, ab, c, m, n, k, fused = args
+        A, B = a.reshape(int(m), int(k)), b.reshape(int(k), int(n))
+        acc = np.zeros((int(m), int(n)), np.float32)
+        for i in range(int(k)):
+            prod = np.outer(A[:, i].astype(np.float64), B[i].astype(np.float64))
+            acc = ((prod + acc).astype(np.float32) if fused  # a*b exact in float64
+                   else acc + np.outer(A[:, i], B[i]).astype(np.float32))
+        beta_c = ab[1] * c.reshape(int(m), int(n))
+        res = ((np.float64(ab[0]) * acc + beta_c).astype(np.float32) if fused
+               else ab[0] * acc + beta_c)
+        c[:] = res.reshape(-1)
+
+
+class _CpuTimed:
+    """The cpu backend with the cuda backend's `time_kernel` (runs once, 1 ms)."""
+
+    def __init__(self):
+        from gpusem.compiler.backends import get_backend
+
+        self.cpu = get_backend("cpu")
+
+    def run(self, jobs):
+        return self.cpu.run(jobs)
+
+    def time_kernel(self, job, warmup=3, iters=20):
+        (res,) = self.cpu.run([job])
+        assert res.ok, res.message
+        return 1.0
+
+
+def test_harness_end_to_end_on_a_fake_gpu(monkeypatch, tmp_path):
+    import json
+
+    from gpusem.compiler.bench import harness as H
+
+    first, final = P.ReduceSize(32, 4, 8), P.ReduceSize(1, 4, 8)  # 32 partial sums
+    monkeypatch.setitem(sys.modules, "cupy", _FakeCupy())
+    monkeypatch.setattr(P, "REDUCE_GPU", first)
+    monkeypatch.setattr(P, "REDUCE_VARIANTS", {"small": (first, final)})
+    monkeypatch.setattr(P, "SGEMM_GPU", P.SGEMM_SMALL)
+    monkeypatch.setattr(H, "SGEMM_VARIANTS", {
+        k: (P.SGEMM_SMALL, H.SGEMM_VARIANTS[k][1]) for k in ("strict", "fast_fma")})
+    report = H.run_benchmarks(tmp_path, H.compiled_kernels(), _CpuTimed(), 1, 1, {})
+    assert json.loads((tmp_path / "bench.json").read_text())["sgemm"]["m"] == 16
+    assert H.failed_checks(report) == []
+    red, sg = report["reduce"], report["sgemm"]
+    assert red["best"] == "small" and red["variants"]["small"]["ok"]
+    assert red["variants"]["small"]["launch"]["blocks"] == 32
+    assert set(sg["check"]) == {"strict", "fast_fma"}
+    assert sg["best_strict"] == "strict" and sg["best_fast_fma"] == "fast_fma"
+    assert sg["check"]["strict"]["bit_exact_vs_same_order_reference"]
+    assert sg["fast_fma_speedup_over_strict"] == 1.0  # the fake's times are constant
+    # a broken kernel is reported, not hidden
+    report["sgemm"]["check"]["strict"]["bit_exact_vs_same_order_reference"] = False
+    assert H.failed_checks(report) == ["sgemm.check.strict.bit_exact_vs_same_order_reference"]
+
+
+# ------------------------------------------------------------------ GPU
+@pytest.mark.gpu
+@pytest.mark.benchmark
+def test_gpu_bench_reduce_and_sgemm(benchmark, tmp_path):
+    """The harness on the GPU (one round: its own CUDA-event numbers, which are the
+    ones reported, go into extra_info): every check passes."""
+    import json
+
+    from gpusem.compiler.bench.harness import main
+
+    rc = benchmark.pedantic(main, args=(["--out", str(tmp_path), "--quick"],),
+                            rounds=1, iterations=1)
+    report = json.loads((tmp_path / "bench.json").read_text())
+    assert rc == 0, report
+    red, sg = report["reduce"], report["sgemm"]
+    assert red["check"]["partials_bit_exact_vs_same_order_reference"]
+    assert red["check"]["total_bit_exact_vs_same_order_reference"]
+    assert red["check"]["within_tolerance_of_cupy"]
+    for variant in ("strict", "fast_fma"):
+        assert sg["check"][variant]["bit_exact_vs_same_order_reference"], variant
+        assert sg["check"][variant]["within_tolerance_of_cublas"], variant
+    benchmark.extra_info.update({f"GBps_{k}": v for k, v in red["GBps"].items()})
+    benchmark.extra_info.update({f"TFLOPs_{k}": v for k, v in sg["TFLOPs"].items()})

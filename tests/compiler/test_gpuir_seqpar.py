@@ -1,0 +1,119 @@
+"""The seq = par property (DESIGN.md, AMIR row): a GPU IR program the sync checker
+accepts, compiled and run in parallel on the cpu harness, ends in the memory of its
+sequential reading; a rejected one has a witness or is counted as a false positive.
+Plus exactness: compiled arithmetic is bit-identical with the sequential reading."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+from gpusem.calculus.gpuir.parser import parse_module
+from gpusem.compiler.gpuir_cuda.run import check_proc
+from gpusem.fuzz.gpuir_seqpar import check_sources, example_items, summary
+from gpusem.fuzz.strategies.gpuir import kernels
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+FOUND: Counter = Counter()
+
+
+@settings(max_examples=2, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.lists(kernels(), min_size=6, max_size=6))
+def test_seq_equals_par_on_generated_programs(ks):
+    items = [(f"g{i}.gpuir", k.source(f"g{i}"), {}) for i, k in enumerate(ks)]
+    outcomes = check_sources(items, "cpu")
+    FOUND.update(summary(outcomes))
+    bad = [o.row() + "\n" + o.source for o in outcomes
+           if o.classification == "VIOLATION"]
+    assert not bad, bad[0]
+
+
+def test_generator_makes_both_accepted_and_rejected_programs():
+    from gpusem.cli.synccheck import synccheck
+    from hypothesis import find
+
+    def verdict(k):
+        return synccheck(k.source(), "g.gpuir", {}).verdict.accepted
+
+    settings_ = settings(max_examples=200, database=None, derandomize=True)
+    assert verdict(find(kernels(), verdict, settings=settings_))
+    assert not verdict(find(kernels(), lambda k: not verdict(k), settings=settings_))
+
+
+def test_front_end_rejected_register_broadcast_has_a_witness():
+    """Section 2.1's inset: `tmp` is one register per thread, so the broadcast the
+    sequential reading performs does not happen in parallel."""
+    (item,) = example_items("tmp_broadcast.gpuir")
+    (o,) = check_sources([item], "cpu")
+    assert o.sync == "front-end-rejected" and o.classification == "witness"
+
+
+EXACT = """\
+proc exact(A: f32[64] @ CudaGmemLinear, I: i32[64] @ CudaGmemLinear, B: f32[64] @ CudaGmemLinear, J: i32[64] @ CudaGmemLinear):
+    with CudaDeviceFunction(blockDim=64):
+        for task in cuda_tasks(0, 1):
+            for t in cuda_threads(0, 64, unit=cuda_thread):
+                acc: f32 @ CudaRmem
+                k: i32 @ CudaRmem
+                acc = A[t] * 0.1 + A[63 - t] * 3.3
+                k = I[t] * 65537 * 65537
+                for r in seq(0, 20):
+                    acc += acc * 0.37 - A[r] / 7.0
+                    k += k * 3 + I[r] / (0 - 3)
+                B[t] = acc
+                J[t] = k - I[t] / 7 + I[t]
+"""
+
+
+def test_arithmetic_is_bit_identical_with_the_sequential_reading():
+    """Rounding after every float32 operation (no FMA), int32 wrap-around and C
+    truncating division, through a chain long enough to expose any difference."""
+    proc = parse_module(EXACT, "exact.gpuir").procs[0]
+    v = check_proc(proc, {}, "cpu", (0,))
+    assert v.agree, v.describe()
+    # the inputs do overflow int32 and are not exactly representable sums
+    from gpusem.compiler.gpuir_cuda.run import make_inputs
+    from gpusem.interpreter.gpuir_seq import run_sequential
+
+    ins = make_inputs(proc, {})
+    out = run_sequential(proc, {}, ins)
+    wide = ins["I"].astype(np.int64) * 65537 * 65537
+    assert np.any(wide != wide.astype(np.int32)) and out["J"].dtype == np.int32
+
+
+def test_removing_a_fence_never_breaks_the_compiler():
+    """Every single-Fence deletion of the accepted cpu examples still compiles (the
+    compiler does not depend on synchronisation being right)."""
+    from gpusem.calculus.gpuir import ast as A
+    from gpusem.compiler.gpuir_cuda.pipeline import compile_proc
+    from gpusem.typing_rules.gpuir import analyse
+
+    names = ("fence_broadcast.gpuir", "gemv_shfl.gpuir", "producer_consumer.gpuir")
+    for name, source, defines in (x for n in names for x in example_items(n)):
+        proc = parse_module(source, name).procs[-1]
+        syncs = [s for s in A.walk(proc.body) if isinstance(s, (A.Fence, A.Await))]
+        assert syncs
+        for victim in syncs:
+            mutated = _without(proc, victim)
+            text = compile_proc(mutated, defines, analysis=analyse(mutated, defines))
+            assert "__global__" in text.source
+
+
+def _without(proc, victim):
+    from dataclasses import replace
+
+    from gpusem.calculus.gpuir import ast as A
+
+    def block(body):
+        out = []
+        for s in body:
+            if s is victim:
+                continue
+            if isinstance(s, (A.For, A.CudaDeviceFunction, A.CudaWarps, A.If)):
+                s = replace(s, body=block(s.body))
+            out.append(s)
+        return tuple(out)
+
+    return replace(proc, body=block(proc.body))
