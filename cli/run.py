@@ -32,9 +32,12 @@ EXIT = {"terminated": 0, "stuck": 1, "deadlock": 1, "budget": 2}
               help="Override T (threads per block).")
 @click.option("--big-step", is_flag=True,
               help="Use the vectorised big-step evaluator (fixed rules, one schedule).")
+@click.option("--check-preservation", is_flag=True,
+              help="Re-type-check each thread's term after every step (Lemma A.8).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def command(file: str, schedule: str, max_steps: int, rules: str, blocks: int | None,
-            threads: int | None, big_step: bool, as_json: bool) -> None:
+            threads: int | None, big_step: bool, check_preservation: bool,
+            as_json: bool) -> None:
     """Interpret a program and print its final global memory."""
     if language_of(file) != "bundl":
         raise BadInput(f"run interprets .bundl files only: {file}")
@@ -51,8 +54,13 @@ def command(file: str, schedule: str, max_steps: int, rules: str, blocks: int | 
     else:
         from gpusem.interpreter.bundl_machine import run_program
 
+        check = None
+        if check_preservation:
+            from gpusem.interpreter.bundl_preservation import preservation_check
+
+            check = preservation_check(prog, rules)
         out = run_program(prog, schedule, max_steps, rules, blocks=blocks,
-                          threads=threads)
+                          threads=threads, check=check)
     if as_json:
         click.echo(json.dumps(_as_json(out)))
     else:

@@ -25,6 +25,7 @@ from gpusem.calculus.appy import ast as A
 from gpusem.calculus.errors import BadInput, BudgetExhausted, Trap
 
 DEFAULT_MAX_STEPS = 2_000_000
+SEQ_MVL = 128  # the value `appy.MVL` reads as (any consistent value gives one result)
 
 _UNARY = {"exp": np.exp, "log": np.log, "sqrt": np.sqrt, "abs": np.abs, "sin": np.sin,
           "cos": np.cos, "tanh": np.tanh}
@@ -153,7 +154,10 @@ def eval_expr(e: A.Expr, st: SeqState):
                 raise Trap(f"unbound name: {n}", rule="Seq-Var", span=e.span)
             return st.env[n]
         case A.Mvl():
-            raise BadInput(f"unsupported construct: {e.span}: appy.MVL outside vidx")
+            # Note: the sequential reading does not depend on MVL's value when a
+            # program strip-mines consistently (range(0, N, MVL) + vidx(i, MVL, N));
+            # gpusem reads it as SEQ_MVL (errata: "the value of appy.MVL").
+            return SEQ_MVL
         case A.Subscript(array=a):
             arr = _array(a, e, st)
             key = _index(e, st)
@@ -179,7 +183,12 @@ def eval_expr(e: A.Expr, st: SeqState):
             if isinstance(cv, np.ndarray):
                 return np.where(cv, tv, ov)
             return tv if cv else ov
-        case A.Vidx() | A.Slice() | A.NewAxis():
+        case A.Vidx(start=s0, step=sz, bound=b):
+            # A vector of indices (Section 3.2), kept as the slice it denotes.
+            lo = int(eval_expr(s0, st))
+            hi = lo + int(eval_expr(sz, st))
+            return slice(lo, hi if b is None else min(hi, int(eval_expr(b, st))))
+        case A.Slice() | A.NewAxis():
             raise BadInput(f"unsupported construct: {e.span}: "
                            f"{type(e).__name__.lower()} outside an index")
         case _:
@@ -238,13 +247,19 @@ def _index(t: A.Subscript, st: SeqState):
                 key.append(slice(lov, hiv))
             case A.Vidx(start=s0, step=sz, bound=b):
                 lo = int(eval_expr(s0, st))
-                width = int(eval_expr(sz, st)) if not isinstance(sz, A.Mvl) else 1 << 30
+                width = int(eval_expr(sz, st))
                 hi = lo + width if b is None else min(lo + width, int(eval_expr(b, st)))
                 if dim >= arr.ndim or not (0 <= lo <= hi <= arr.shape[dim]):
                     raise _oob(t, f"vidx {lo}..{hi}", arr)
                 key.append(slice(lo, hi))
             case _:
                 v = eval_expr(ix, st)
+                if isinstance(v, slice):  # a name bound to appy.vidx(...)
+                    if dim >= arr.ndim or not (0 <= v.start <= v.stop <= arr.shape[dim]):
+                        raise _oob(t, f"vidx {v.start}..{v.stop}", arr)
+                    key.append(v)
+                    dim += 1
+                    continue
                 if not _is_int(v) or np.ndim(v) != 0:
                     raise Trap(f"bad index: {t.array} indexed by a non-integer",
                                rule="Seq-Index", span=t.span)

@@ -159,8 +159,8 @@ class ExprCompiler:
     def check_shared(self, ptr: VPtr, node, idx, rule):
         bs = self.bs
         if self._is_shared(ptr) and not bs.leq(bs.persp, BLOCK1):
-            lane_error(bs, Stuck, rule, node, idx, "perspective mismatch: shared memory "
-                       f"from code at {bs.persp} (needs <= {BLOCK1})")
+            lane_error(bs, Stuck, rule, node, idx, "perspective mismatch: shared "
+                       f"memory from code at {bs.persp} (needs <= {BLOCK1})")
 
     def _is_shared(self, ptr: VPtr) -> bool:
         return self.bs.store_kind.get(ptr.storage) is MemKind.SHARED

@@ -306,9 +306,15 @@ class BigStep:
     def _renamed(self, s, x: str, persp, idx, piece=None) -> Var:
         var = self.lookup(x, s, idx)
         ptr = var.vec
+        rule = "S-" + type(s).__name__
         if not isinstance(ptr, VPtr):
-            lane_error(self, Stuck, type(s).__name__, s, idx, f"type mismatch: {x} is "
-                       f"not an array")
+            lane_error(self, Stuck, rule, s, idx, f"type mismatch: {x} is not an array")
+        if not isinstance(s, AsyncPartition):  # T-Partition / T-Claim / T-Lower
+            local = self.store_kind.get(ptr.storage) is MemKind.LOCAL
+            self._require(var.persp == self.persp and not local, rule, s, idx,
+                          f"perspective mismatch: {x} lives at {var.persp}"
+                          f"{' in Local memory' if local else ''}, code is at "
+                          f"{self.persp}")
         if piece is not None:
             k, chunk = piece
             i = k * chunk

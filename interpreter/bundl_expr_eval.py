@@ -236,17 +236,20 @@ def _arith(op: str):
                              f"division by zero: {a} {op} 0")
                     return c_div(a, b) if op == "/" else c_rem(a, b)
         elif ta is F32 and tb is F32:
-            match op:
-                case "+":
-                    return a + b
-                case "-":
-                    return a - b
-                case "*":
-                    return a * b
-                case "/":
-                    return a / b
-                case "%":
-                    return np.fmod(a, b)
+            # IEEE results (inf, nan) are values, not errors: no NumPy warnings, even
+            # when a caller steps threads outside Machine's errstate
+            with np.errstate(all="ignore"):
+                match op:
+                    case "+":
+                        return a + b
+                    case "-":
+                        return a - b
+                    case "*":
+                        return a * b
+                    case "/":
+                        return a / b
+                    case "%":
+                        return np.fmod(a, b)
         fail(Stuck, "E-Bop", node, th, f"type mismatch: {show_value(a)} {op} "
              f"{show_value(b)}")
     return num

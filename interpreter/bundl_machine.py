@@ -226,7 +226,13 @@ class StepEvent:
 
     @property
     def span(self):
+        """The redex's source span (before the step)."""
         return getattr(self.redex, "span", None)
+
+    @property
+    def span_after(self):
+        """The span of the subterm the redex became (None for skip)."""
+        return getattr(self.after, "span", None)
 
 
 @dataclass
@@ -236,7 +242,9 @@ class Outcome:
     steps: int
     rule: str = ""
     message: str = ""
-    thread: tuple[int, int, int] | None = None
+    thread: tuple[int, int, int] | None = None  # (t, b, p) of the failing thread
+    persp: Perspective | None = None  # its code perspective
+    cell: str | None = None  # the memory cell involved, e.g. "σ[b=0] s[3]"
     error: Exception | None = None
     trap: bool = False
     final_memories: list = field(default_factory=list)  # exhaustive: distinct finals
@@ -320,6 +328,8 @@ class Machine:
             out.rule = getattr(err, "rule", "")
             out.message = getattr(err, "message", str(err))
             out.thread = getattr(err, "thread", None)
+            out.persp = getattr(err, "persp", None)
+            out.cell = getattr(err, "cell", None)
             out.trap = isinstance(err, Trap)
         return out
 

@@ -167,6 +167,7 @@ def s_partition(cfg, th, s: Partition) -> str:
         # s[(y + k·chunk)/y]
         # Note: the chunk comes from the view's extent, not from its bounds, so that
         # nested partitions divide the piece (errata "S-Partition").
+        _require_source_at_code(cfg, th, s, "S-Partition")
         k = th.p // (n // s.by)
         chunk = x.value.extent // s.by
         off = k * chunk
@@ -189,6 +190,7 @@ def s_claim(cfg, th, s: Claim) -> str:
         if s.at <= 0 or n % s.at:
             _stuck("S-Claim", s, th, f"perspective mismatch: claim at {s.at} from "
                    f"code at {th.persp}")
+        _require_source_at_code(cfg, th, s, "S-Claim")
         _rename(cfg, th, s, s.source, s.target, cfg.persp(h, s.at), "S-Claim")
         _sync_block(cfg, th, s, cfg.claim_body(s, n), label)
     else:  # as printed: the body runs at the unsplit (h, n1 + n2)
@@ -201,10 +203,22 @@ def s_lower(cfg, th, s: Lower) -> str:
     if th.persp.n != 1 or th.persp.level == Level.THREAD:
         _stuck("S-Lower", s, th, f"perspective mismatch: lower needs ↓π defined, code "
                f"is at {th.persp}")
+    if cfg.fixed:
+        _require_source_at_code(cfg, th, s, "S-Lower")
     _rename(cfg, th, s, s.source, s.target,
             cfg.persp_of(persp_destruct(th.persp, cfg.shape)), "S-Lower")
     _sync_block(cfg, th, s, s.body, _label(cfg, s))
     return "S-Lower"
+
+
+def _require_source_at_code(cfg, th, s, rule: str) -> None:
+    """T-Claim / T-Lower's x :^π τ[]^l with l ≠ Local, checked at run time (fixed)."""
+    x = lookup(cfg, th, s.source, s, rule)
+    reg = cfg.regions[x.value.region] if type(x.value) is Ptr else None
+    if x.persp != th.persp or reg is None or reg.space is MemKind.LOCAL:
+        where = " in Local memory" if reg is not None else ""
+        _stuck(rule, s, th, f"perspective mismatch: {s.source} lives at {x.persp}"
+               f"{where if x.persp == th.persp else ''}, code is at {th.persp}")
 
 
 def _sync_key(cfg, th, label):

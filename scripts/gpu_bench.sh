@@ -23,8 +23,10 @@ if ls .whl/*.whl >/dev/null 2>&1; then
   "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target /tmp/site .whl/*.whl >"$OUT/pip-wheels.log" 2>&1 && export PYTHONPATH=/tmp/site
 fi
-"$PY" -m pip install -q -e . --no-deps --no-build-isolation >"$OUT/pip.log" 2>&1 \
-  || echo "note: editable install failed (see pip.log); using PYTHONPATH" 
+if [ "${GPU_BENCH_SKIP_INSTALL:-0}" != 1 ]; then
+  "$PY" -m pip install -q -e . --no-deps --no-build-isolation >"$OUT/pip.log" 2>&1 \
+    || echo "note: editable install failed (see pip.log)"
+fi
 "$PY" -c 'import gpusem.compiler.bench.harness' 2>"$OUT/import.log" || {
   echo "cannot import the harness (lark missing? see import.log):"; cat "$OUT/import.log"; exit 3; }
 nvidia-smi >"$OUT/nvidia-smi.txt" 2>&1 || true

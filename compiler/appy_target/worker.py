@@ -55,7 +55,8 @@ def _short(err: BaseException) -> str:
     lines = [ln.strip() for ln in f"{type(err).__name__}: {err}".splitlines() if ln.strip()]
     if not lines:
         return type(err).__name__
-    text = lines[0] if len(lines) == 1 else f"{lines[0]} ... {lines[-1]}"
+    tail = [ln for ln in lines[1:] if any(c.isalpha() for c in ln)]
+    text = f"{lines[0]} ... {tail[-1]}" if tail else lines[0]
     return text[:400]
 
 

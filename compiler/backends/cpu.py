@@ -4,13 +4,17 @@ Pipeline for `CpuBackend.run(jobs)`:
 1. distinct kernels (by source, name and parameter types) are screened: raw inline
    `asm` -> "unsupported"; a cached build error -> "build_error";
 2. the rest are built together into ONE shared library (`cpu_source.translation_unit`,
-   split in `parallel` translation units compiled side by side), cached by content
-   hash under `cache_dir`; when g++ fails, the kernels its diagnostics blame are built
+   split in `parallel` translation units compiled side by side, the runtime header
+   precompiled once per harness version), cached by content hash under `cache_dir`;
+   the generated launchers static_assert that each kernel's parameter types are the
+   spec's; when g++ fails, the kernels its diagnostics blame are built
    alone to confirm, the confirmed ones become "build_error" with their own messages,
    and the batch is rebuilt without them;
-3. the launches run in a forked worker process (`_worker`), one at a time: a kernel
-   that crashes the process ("crash") or loops without ever blocking ("timeout",
-   killed by the watchdog) costs a worker restart, and the batch goes on.
+3. the launches run in a forked worker process (`_worker`), one at a time, global
+   arrays flush against guard pages: a kernel that crashes the process ("crash"), or
+   that outlives its time budget and the harness's own SIGALRM stop ("timeout", killed
+   by the watchdog), costs a worker restart, and the batch goes on. The worker is
+   also replaced after MAX_LIBRARIES_PER_WORKER libraries, to bound its memory.
 
 The harness semantics (fibres, barriers, schedules, poison, lazy async copies) are
 documented in `simt_harness.h`.

@@ -8,8 +8,11 @@ cuda backend (`CudaBackend(in_process=True)`: `run` for the result, `time_kernel
 CUDA-event timing), time CuPy's own operation the same way in the same process, check
 the result, and write `bench.json` (plus the programs and the emitted CUDA) under DIR.
 
-- reduce: 2^26 float32 -> per-block partial sums (2048 blocks) -> a second Bundl
-  kernel (one block) -> the total; against `cupy.sum`. GB/s = 2^28 bytes / time.
+- reduce: 2^26 float32 -> per-block partial sums (2048 or 4096 blocks of 256
+  threads: `programs.REDUCE_VARIANTS`) -> a second Bundl kernel (one block) -> the
+  total; against `cupy.sum`. GB/s = 2^28 bytes / time ("block_reduce": the first
+  kernel; "total": both launches, each timed alone, so the one-block pass includes
+  its launch gap).
   Checked bit for bit against `reference.reduce_reference` (the kernels' own order),
   and the total against cupy.sum within a documented tolerance.
 - sgemm: 4096^3, the Prism paper's Appendix B.2 variant 3; against `cupy.matmul`
@@ -264,9 +267,12 @@ def _sgemm_variant(backend, kernel, inputs, want, cublas, t_cublas, flops, warmu
 
 # ------------------------------------------------------------------ main
 def device_info() -> dict:
-    import cupy
+    try:
+        import cupy
 
-    props = cupy.cuda.runtime.getDeviceProperties(0)
+        props = cupy.cuda.runtime.getDeviceProperties(0)
+    except Exception as err:  # noqa: BLE001  (recorded; the benchmarks then fail too)
+        return {"error": f"{type(err).__name__}: {err}"}
     return {"name": props["name"].decode() if isinstance(props["name"], bytes)
             else str(props["name"]), "sms": props["multiProcessorCount"],
             "cupy": cupy.__version__, "cuda_runtime": cupy.cuda.runtime.runtimeGetVersion(),
@@ -288,8 +294,8 @@ def main(argv: list[str] | None = None) -> int:
     report: dict = {"compile_s": time.perf_counter() - t0,
                     "launch": {k: [v.blocks, v.threads, v.smem_bytes]
                                for k, v in kernels.items()}}
+    (out / "bench.json").write_text(json.dumps(report, indent=2))
     if args.dry_run:
-        (out / "bench.json").write_text(json.dumps(report, indent=2))
         print(json.dumps(report, indent=2))
         return 0
     os.environ.setdefault("CUPY_TF32", "0")

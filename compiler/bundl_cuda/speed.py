@@ -126,13 +126,16 @@ def _hint(body: tuple) -> tuple:
     prev_decl = {}
     for s in body:
         s = map_bodies(s, _hint)
-        if isinstance(s, K.KDecl):
-            prev_decl[s.name] = s
         if isinstance(s, K.KWhile) and isinstance(s.cond, K.KBin) \
                 and isinstance(s.cond.left, K.KVar) and s.cond.left.name in prev_decl:
             trips = _trip_count(prev_decl[s.cond.left.name], s)
             if trips is not None and 1 < trips <= MAX_UNROLL_TRIPS:
                 out.append(K.KPrim(UNROLL_PRAGMA, s.span))
+        # a start value is known only while nothing has assigned the variable since
+        for name in [n for n in prev_decl if _assigns((s,), n)]:
+            del prev_decl[name]
+        if isinstance(s, K.KDecl):
+            prev_decl[s.name] = s
         out.append(s)
     return tuple(out)
 

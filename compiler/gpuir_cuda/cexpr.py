@@ -88,6 +88,12 @@ def convert(text: str, src: A.DataType, dst: A.DataType) -> str:
     raise unsupported(f"conversion {src.value} -> {dst.value}")
 
 
+def _fault(name: str) -> bool:
+    from .faults import active
+
+    return active(name)
+
+
 def c_data(e: A.DExpr, t: A.DataType, read: Callable[[A.DRead], tuple[str, A.DataType]]
            ) -> str:
     """A data expression in precision `t`; `read(r)` gives an element's C lvalue and
@@ -98,6 +104,10 @@ def c_data(e: A.DExpr, t: A.DataType, read: Callable[[A.DRead], tuple[str, A.Dat
         case A.DRead():
             text, src = read(e)
             return convert(text, src, t)
+        case A.DBin(op="+", lhs=A.DBin(op="*", lhs=a, rhs=b), rhs=r) \
+                if t is A.DataType.F32 and _fault("gpuir-fma-contraction"):
+            return (f"gs_ffma({c_data(a, t, read)}, {c_data(b, t, read)}, "
+                    f"{c_data(r, t, read)})")
         case A.DBin(op=op, lhs=l, rhs=r):
             ops = FLOAT_OPS if t is A.DataType.F32 else INT_OPS
             return f"{ops[op]}({c_data(l, t, read)}, {c_data(r, t, read)})"

@@ -38,6 +38,7 @@ from gpusem.typing_rules.gpuir_collective import Analysis, ThreadMapping, derive
 from . import kir as K
 from .cexpr import NP_DTYPES, c_bool, c_data, c_int, ctype
 from .errors import unsupported
+from .faults import active
 from .storage import BarrierStorage, Storage, barrier_storage, data_storage
 
 C_RESERVED = {"int", "float", "double", "char", "void", "for", "if", "else", "while",
@@ -91,6 +92,19 @@ def membership(m: ThreadMapping, env: dict[str, int]) -> str:
             f"({rel}) % {b} < {m.length}")
 
 
+def warp_branch(m: ThreadMapping, env: dict[str, int]) -> str:
+    """The warp-specialised branch of a CudaWarps block: a test of the warp index
+    (uniform in every warp; Section 3.4's warp_config). Note: setmaxnreg is a
+    register-allocation hint, valid only warpgroup-uniformly; it is not emitted."""
+    b = m.launch.block_dim
+    if m.terms or m.base % 32 or m.length % 32:
+        return membership(m, env)
+    first, n = m.base // 32, m.length // 32
+    warp = "gs_t / 32" if m.ctas == 1 else f"gs_t % {b} / 32"
+    rel = f"{warp} - {first}" if first else warp
+    return f"(unsigned)({rel}) < {n}u"
+
+
 class _Lowerer:
     def __init__(self, proc: A.Proc, an: Analysis, dev: A.CudaDeviceFunction,
                  name: str):
@@ -121,6 +135,9 @@ class _Lowerer:
         launch = self.an.mapping(self.dev.body[0]).launch
         tasks, inner = self.task_nest()
         ntasks = prod(hi - lo for _, lo, hi in tasks)
+        if ntasks * launch.cluster_dim >= 2**31:
+            raise unsupported(f"{ntasks} tasks: more CTAs than gridDim.x holds",
+                              self.dev.span)
         body = self.prologue(tasks, launch.block_dim, launch.cluster_dim)
         body += self.block(inner)
         return K.GKernel(self.name, tuple(params), ntasks * launch.cluster_dim,
@@ -179,9 +196,10 @@ class _Lowerer:
                 raise unsupported("cuda_tasks inside a task body", sp)
             case A.CudaWarps(body=b):
                 m = derive_warps(self.an.mapping(s), s)
-                who = s.name or "CTA"
-                return [K.GIf(membership(m, self.env), tuple(self.block(b)), sp,
-                              f"CudaWarps: {m.length // 32} warp(s) of {who}")]
+                note = f"CudaWarps: warp(s) {m.base // 32} .. " \
+                    f"{(m.base + m.length) // 32 - 1} of {s.name or 'the CTA'}"
+                return [K.GIf(warp_branch(m, self.env), tuple(self.block(b)), sp,
+                              note)]
             case A.If(cond=c, body=b):
                 return [K.GIf(c_bool(c), tuple(self.block(b)), sp)]
             case A.Assign(name=n, idx=idx, rhs=e):
@@ -192,6 +210,10 @@ class _Lowerer:
                 st = self.vars[n]
                 lhs = self.element(n, idx, sp)
                 add = "gs_fadd" if st.dtype is A.DataType.F32 else "gs_add_i32"
+                if active("gpuir-fma-contraction") and st.dtype is A.DataType.F32 \
+                        and isinstance(e, A.DBin) and e.op == "*":
+                    a, b = (c_data(x, st.dtype, self.read) for x in (e.lhs, e.rhs))
+                    return [K.GPrim(f"{lhs} = gs_ffma({a}, {b}, {lhs});", sp)]
                 return [K.GPrim(f"{lhs} = {add}({lhs}, "
                                 f"{c_data(e, st.dtype, self.read)});", sp)]
             case A.Alloc():
@@ -234,7 +256,8 @@ class _Lowerer:
         note = f"cuda_threads({tiling.lo}, {tiling.hi}): {s} thread(s) an iteration"
         body = (K.GLet(var, f"{tiling.lo} + {it}" if tiling.lo else it, f.span),
                 *self.block(f.body))
-        if n * s < span_len:  # some threads of the parent run no iteration
+        if n * s < span_len and not active("gpuir-thread-guard-dropped"):
+            # some threads of the parent run no iteration
             body = (K.GIf(f"{r} < {n * s}", body, f.span),)
         return [K.GIf("true", (K.GLet(r, rel, f.span), *body), f.span, note)]
 

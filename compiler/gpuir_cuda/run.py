@@ -55,8 +55,10 @@ class Verdict:
 
 def make_inputs(proc: A.Proc, defines: Mapping[str, int], seed: int = 0
                 ) -> dict[str, np.ndarray]:
-    """Deterministic inputs: distinct small floats / ints, so that a value read from
-    the wrong cell or at the wrong time shows."""
+    """Deterministic inputs: distinct floats with full 24-bit mantissas (so every
+    rounding difference, an FMA or a reordered sum, shows) and ints spanning int32
+    (so wrap-around happens); a value read from the wrong cell or at the wrong time
+    shows too."""
     from gpusem.calculus.gpuir.ctrl import eval_c
     from gpusem.interpreter.gpuir_seq import DTYPES
 
@@ -66,9 +68,9 @@ def make_inputs(proc: A.Proc, defines: Mapping[str, int], seed: int = 0
         shape = tuple(int(eval_c(c, dict(defines))) for c in p.shape)
         dt = DTYPES[p.dtype]
         if np.issubdtype(dt, np.floating):
-            vals = rng.integers(-512, 512, size=shape) / np.float32(64)
+            vals = rng.uniform(-2.0, 2.0, size=shape)
         else:
-            vals = rng.integers(-1000, 1000, size=shape)
+            vals = rng.integers(-(2**31), 2**31, size=shape)
         out[p.name] = np.asarray(vals).astype(dt)
     return out
 

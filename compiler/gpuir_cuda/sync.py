@@ -5,6 +5,7 @@ collective becomes the cheapest hardware barrier spanning exactly that collectiv
 plus what its timelines need on either side:
 
   collective (thread mapping)            barrier
+  pre orders register timelines only     none (registers are per thread)
   one thread                             none (program order suffices)
   < 32 lanes of one warp                 __syncwarp(lane mask)
   one warp                               __syncwarp()
@@ -40,11 +41,14 @@ from gpusem.typing_rules.gpuir_collective import ThreadMapping
 
 from . import kir as K
 from .errors import unsupported
+from .faults import active
 from .from_gpuir import offset_c
 
 ASYNC_PROXY = {QualTL.TMA_TO_SMEM_ASYNC, QualTL.TMA_TO_GMEM_ASYNC,
                QualTL.WGMMA_ASYNC_SMEM}
 GENERIC = {QualTL.CUDA_IN_ORDER_RAM, QualTL.CUDA_IN_ORDER_RMEM}
+REGISTERS = {QualTL.CUDA_IN_ORDER_RMEM, QualTL.WGMMA_ASYNC_RMEM_A,
+             QualTL.WGMMA_ASYNC_RMEM_D}
 MAX_NAMED = 16
 
 CLUSTER_ARRIVE = ('GS_PTX_ONLY("cluster barrier", asm volatile('
@@ -91,7 +95,13 @@ def fence(s: K.GFence, env, ids) -> tuple[K.GStmt, ...]:
                            '"cp.async.bulk.wait_group 0;" ::: "memory"));', s.span))
     if post & ASYNC_PROXY and pre & GENERIC:
         out.append(K.GPrim("gs_fence_proxy_async();", s.span))
-    out.extend(K.GPrim(t, s.span) for t in barrier(s.mapping, env, ids, s.span))
+    if not sync_tl(s.pre).temporal - REGISTERS:
+        # Note: registers belong to one thread; ordering them needs program order
+        # only (a real wgmma would take wgmma.fence here; ours is synchronous).
+        out.append(K.GComment("register timelines only: program order suffices",
+                              s.span))
+    elif not active("gpuir-fence-dropped"):
+        out.extend(K.GPrim(t, s.span) for t in barrier(s.mapping, env, ids, s.span))
     return tuple(out)
 
 
@@ -105,7 +115,8 @@ def barrier(m: ThreadMapping, env, ids: dict[int, int], span) -> list[str]:
     if m.ctas != 1 or m.length > b or b % m.length:
         raise unsupported(f"a Fence over {m.describe()}", span)
     if m.length == b:
-        return ["__syncthreads();"]
+        return ["__syncwarp();" if active("gpuir-cta-fence-as-syncwarp")
+                else "__syncthreads();"]
     off = offset_c(m, env)
     if m.length < 32 and 32 % m.length == 0:
         lanes = (1 << m.length) - 1
@@ -172,11 +183,15 @@ def await_(s: K.GAwait) -> tuple[K.GStmt, ...]:
                 raise unsupported(f"Await on an mbarrier with count {s.n} (only -1, "
                                   "the next phase)", s.span)
             i = _cell(ref, s.span)
+            wait = K.GPrim(f"gs_mbar_wait_parity(&{ref.name}[{i}], "
+                           f"(gs_ph_{ref.name} >> ({i})) & 1u);", s.span)
+            flip = K.GPrim(f"gs_ph_{ref.name} ^= 1u << ({i});", s.span)
             return (head,
-                    K.GPrim(f"gs_mbar_wait_parity(&{ref.name}[{i}], "
-                            f"(gs_ph_{ref.name} >> ({i})) & 1u);", s.span),
-                    K.GPrim(f"gs_ph_{ref.name} ^= 1u << ({i});", s.span))
+                    *(() if active("gpuir-mbar-wait-dropped") else (wait,)),
+                    *(() if active("gpuir-mbar-parity-stuck") else (flip,)))
         case "commit_cp_async":
+            if active("gpuir-cp-async-wait-dropped"):
+                return (head,)
             if s.n < 0:
                 return (head, K.GPrim("gs_cp_async_wait_all();", s.span))
             return (head, K.GPrim(f"gs_cp_async_wait_group({s.n});", s.span))

@@ -267,6 +267,24 @@ def prefix_sum(draw, ctx: _Ctx) -> list[A.Stmt]:
     return [A.For("i", _c(lag), _n("N"), _c(1), (upd,), A.SequentialFor())]
 
 
+@st.composite
+def stripmined(draw, ctx: _Ctx) -> list[A.Stmt]:
+    """Assembly-level APPy (Section 3.2): a worker per strip, `appy.vidx` vectors."""
+    width = draw(st.sampled_from((A.Mvl(), A.Const(32), A.Const(128))))
+    src = ctx.new_array(("N",), "A")
+    vi = ctx.fresh("v")
+    v = A.Subscript(src, (A.Name(vi),))
+    head = A.Assign(_n(vi), A.Vidx(_n("i"), width, _n("N")))
+    if draw(st.booleans()):
+        out = ctx.new_array(("N",), "C")
+        body = (head, A.Assign(A.Subscript(out, (A.Name(vi),)), draw(expr(ctx, [v], 1))))
+    else:  # a strip's sum added atomically: the paper's vector_sum by hand
+        s = ctx.new_array(("1",), "S")
+        body = (head, A.Assign(A.Subscript(s, (_c(0),)), A.Call("sum", (v,)), "+",
+                               atomic=True))
+    return [A.For("i", _c(0), _n("N"), width, body, A.ParallelFor())]
+
+
 def _exprs(s: A.Stmt):
     match s:
         case A.Assign(target=t, value=v):
@@ -281,7 +299,7 @@ def _exprs(s: A.Stmt):
 
 FAMILIES = {"elementwise": elementwise, "reduction": scalar_reduction,
             "rowwise": rowwise, "grid2d": grid2d, "tensor": tensor_stmt,
-            "sequential": prefix_sum}
+            "sequential": prefix_sum, "stripmined": stripmined}
 
 
 @st.composite

@@ -48,7 +48,9 @@ def mod(e: A.Expr, n: int) -> A.Expr:
 @st.composite
 def int_expr(draw, env: dict, depth: int = 2) -> A.Expr:
     """An int expression over the thread's scalars and the input arrays (in bounds)."""
-    leaves = [st.builds(i, st.integers(-9, 9)), st.sampled_from([v(x) for x in env["ints"]])]
+    leaves = [st.builds(i, st.integers(-9, 9))]
+    if env["ints"]:
+        leaves.append(st.sampled_from([v(x) for x in env["ints"]]))
     if depth <= 0:
         return draw(st.one_of(*leaves))
     choice = draw(st.integers(0, 4))
@@ -185,16 +187,25 @@ def kernels(draw, max_blocks: int = 2, max_threads: int = 128) -> A.Program:
         inputs.append((f"x{j}", length))
     globals_.append(A.GlobalDecl("out", INT, blocks * threads * k, None))
     env = {"ints": ["t", "b"], "inputs": inputs, "staged": None, "names": [0]}
+    if not draw(st.booleans()):  # False is what shrinking tends towards
+        # Flat: every thread writes the same values at grid[1] (uniform writes, read
+        # up only): enough to expose arithmetic miscompilations in a few statements.
+        flat = {**env, "ints": []}
+        main = A.seq(*(A.ArrAssign(v("out"), i(j), draw(int_expr(flat)))
+                       for j in range(k)))
+        return A.Program(A.Machine(blocks, threads), tuple(globals_), (), main)
     staged = draw(st.booleans())
     tree = draw(thread_tree(env, threads, k, "st" if staged else None, "ot",
                             draw(st.integers(0, 2))))
     threads_code = A.Destruct(A.seq(A.Decl("t", INT, THREAD1, A.PartitionId(), A.Skip()),
                                     tree))
-    block_code = A.Lower(None, "opiece", "ot", threads_code)
+    piece = "opiece" if blocks > 1 else "ob"
+    block_code = A.Lower(None, piece, "ot", threads_code)
     if staged:
         block_code = A.seq(A.Alloc("s", INT, threads, A.MemKind.SHARED, A.Skip()),
                            A.Lower(None, "s", "st", block_code))
+    if blocks > 1:  # one piece of `out` per block
+        block_code = A.Partition(None, "ob", "opiece", blocks, A.Group(blocks, block_code))
     grid = A.Lower(None, "out", "ob", A.Destruct(A.seq(
-        A.Decl("b", INT, BLOCK1, A.PartitionId(), A.Skip()),
-        A.Partition(None, "ob", "opiece", blocks, A.Group(blocks, block_code)))))
+        A.Decl("b", INT, BLOCK1, A.PartitionId(), A.Skip()), block_code)))
     return A.Program(A.Machine(blocks, threads), tuple(globals_), (), grid)

@@ -11,6 +11,11 @@ or nothing (a race unless the phase reads only the thread's own cell). The last
 phase writes `B`. So the sync checker must accept some and reject others, and the
 compiled kernel must agree with the sequential reading whenever it accepts.
 
+A phase may be skewed: warp 0 alone passes a warp-scope Fence before its writes. On
+the cpu harness (fibres run until they block, woken ones in the next round) that
+blocking point lets the other warps run ahead into the next phase, so a missing
+CTA-wide barrier shows as a witness instead of hiding behind the round structure.
+
 Draws are local (each phase its own), small values shrink first (fewer phases, a CTA
 Fence, the identity permutation), so a failure shrinks to a short program.
 """
@@ -32,6 +37,7 @@ class Phase:
     two_reads: bool
     op: str
     sync: str
+    skew: bool = False  # warp 0 alone passes a warp Fence first (see render)
 
 
 @dataclass(frozen=True)
@@ -69,6 +75,9 @@ def render(k: Kernel, name: str = "gen") -> str:
         target = f"B[task * {b} + tid]" if last else f"buf[{dst}, tid]"
         read = f"buf[{src}, {_index(p, b)}]"
         rhs = f"{read} {p.op} buf[{src}, tid]" if p.two_reads else f"{read} {p.op} 1.5"
+        if p.skew:
+            lines += ["            for w in cuda_threads(0, 1, unit=cuda_warp):",
+                      "                Fence(cuda_in_order, cuda_in_order)"]
         lines.append(f"            for tid in cuda_threads(0, {b}, unit=cuda_thread):")
         lines.append(f"                {target} = {rhs}")
         lines += _sync(p.sync, b)
@@ -95,7 +104,7 @@ def phases(draw) -> Phase:
     return Phase(mul=2 * draw(st.integers(0, 3)) + 1, add=draw(st.integers(0, 40)),
                  local=draw(st.booleans()), two_reads=draw(st.booleans()),
                  op=draw(st.sampled_from(("+", "*", "-"))),
-                 sync=draw(st.sampled_from(SYNCS)))
+                 sync=draw(st.sampled_from(SYNCS)), skew=draw(st.booleans()))
 
 
 @st.composite
@@ -112,6 +121,6 @@ def kernels_from_random(rng, max_phases: int = 3) -> Kernel:
     campaigns that batch many programs per build without hypothesis' engine)."""
     ps = tuple(Phase(2 * rng.randint(0, 3) + 1, rng.randint(0, 40), rng.random() < .5,
                      rng.random() < .5, rng.choice(("+", "*", "-")),
-                     rng.choice(SYNCS))
+                     rng.choice(SYNCS), rng.random() < .5)
                for _ in range(rng.randint(1, max_phases)))
     return Kernel(rng.choice((32, 64)), rng.randint(1, 2), ps)

@@ -74,3 +74,10 @@ def test_budget() -> None:
     with pytest.raises(BudgetExhausted):
         run("def k(A, N):\n    for i in range(N):\n        A[0] = i\n",
             {"A": np.zeros(1, np.int64)}, {"N": 10**6}, max_steps=1000)
+
+
+def test_vidx_vectors_are_bounded_slices() -> None:
+    out = run("def k(A, N):\n    for i in range(0, N, 4):\n"
+              "        v = appy.vidx(i, 4, N)\n        A[v] = A[v] + i\n",
+              {"A": np.zeros(10, np.int32)}, {"N": 10})
+    assert out["A"].tolist() == [0, 0, 0, 0, 4, 4, 4, 4, 8, 8]  # the tail strip is short

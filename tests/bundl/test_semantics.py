@@ -103,6 +103,7 @@ def test_out_of_bounds_is_a_trap_naming_the_cell():
     o = run(per_thread("o[4 - t] = 1;"))
     assert o.kind == "stuck" and o.trap and o.rule == "S-Arr-Assn"
     assert o.message.startswith("out of bounds") and "Σ out[4]" in o.message
+    assert o.cell == "Σ out[4]" and str(o.persp) == "thread[1]" and o.thread[0] == 0
 
 
 # ---------------------------------------------------------------- E- rules

@@ -71,3 +71,10 @@ def test_run_overrides_the_machine(invoke):
     r = invoke(EXAMPLES / "block_reduce_shared.bundl", "--threads", "2", "--json")
     # with T = 2 the program's partition by 4 no longer divides thread[2]: stuck
     assert r.exit_code == 1 and json.loads(r.output)["rule"] == "S-Partition"
+
+
+def test_run_with_the_preservation_check_and_big_step(invoke):
+    for flag in ("--check-preservation", "--big-step"):
+        r = invoke(EXAMPLES / "block_reduce_shared.bundl", flag, "--json")
+        assert r.exit_code == 0, r.err
+        assert json.loads(r.output)["globals"]["out"] == [6, 22]

@@ -199,6 +199,8 @@ def test_unroll_hint_ir_in_ir_out():
     assert _hint((i, loop(8))) == (i, K.KPrim(UNROLL_PRAGMA), loop(8))
     assert _hint((i, loop(9))) == (i, loop(9))  # more than MAX_UNROLL_TRIPS: nvcc decides
     assert _hint((loop(4),)) == (loop(4),)  # no known start
+    reset = K.KAssign("i", K.KConst(-100, K.BaseType.INT))
+    assert _hint((i, reset, loop(4))) == (i, reset, loop(4))  # start no longer known
 
 
 def test_trip_count_of_counted_loops():

@@ -8,6 +8,7 @@ examples the witnesses are recorded, not asserted (the checker may be conservati
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from gpusem.compiler.backends.nvcc import compile_check, nvcc_available
@@ -89,6 +90,25 @@ def test_rejected_examples_witnesses(verdicts, cases):
                             for k in kinds.values()), kinds
     # the missing-fence example races on every schedule of the harness
     assert kinds["fence_broadcast_missing_fence.gpuir"] == "disagree"
+
+
+CONFORMANCE = Path(__file__).resolve().parents[1] / "gpuir" / "conformance"
+ACCEPTED_CONFORMANCE = sorted(
+    p.name for p in CONFORMANCE.glob("*.gpuir")
+    if expectation(p.read_text()) == "accepted" and not uses_clusters(p.read_text()))
+
+
+@pytest.mark.parametrize("name", ACCEPTED_CONFORMANCE)
+def test_accepted_conformance_program_agrees_on_cpu(name):
+    """The front end's accepted conformance programs (Sm80 mma.sync GEMM, warp MMA
+    tiles, ...) are compiled and run too."""
+    from gpusem.compiler.gpuir_cuda.cli import load
+    from gpusem.compiler.gpuir_cuda.run import check_proc
+
+    proc, env, source = load(str(CONFORMANCE / name), {})
+    v = check_proc(proc, env, "cpu", (0, 1), source=source)
+    assert v.agree or (v.kind == "unsupported" and "cluster" in v.message), \
+        v.describe()
 
 
 @pytest.mark.skipif(not nvcc_available(), reason="nvcc not on PATH")

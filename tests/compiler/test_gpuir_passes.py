@@ -81,6 +81,15 @@ def test_fence_to_the_async_proxy_fences_the_proxy():
     assert texts == ["gs_fence_proxy_async();", "__syncthreads();"]
 
 
+def test_fence_on_register_timelines_needs_no_barrier():
+    # wgmma_fence_1 orders in-order and wgmma register accesses: one thread's own
+    m = ThreadMapping(L256, 1, 128, 0, (("wg", A.CInt(0), 128),))
+    assert fence_text(m, pre="wgmma_fence_1", post="wgmma_fence_2") == []
+    # cuda_temporal has no "full" entries but still needs the barrier (temporal)
+    assert fence_text(ThreadMapping(L256, 1, 256, 0), pre="cuda_temporal") == \
+        ["__syncthreads();"]
+
+
 def test_fence_over_a_cluster_is_a_cluster_barrier():
     launch = Launch(128, 2)
     texts = fence_text(ThreadMapping(launch, 1, 256, 0))
