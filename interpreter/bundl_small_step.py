@@ -1,7 +1,9 @@
 """The Bundl thread judgment η, σ, Σ, t, b, p, Ψ, Φ ⊢^π_m s ⇝ s' ⊣ η', σ', Σ', Ψ', Φ'.
 
 Appendix A.3.2-A.3.6 of the Prism paper (seed 004) and Figure 15: one function per
-rule, named after it. Expressions (A.3.7) are in `bundl_expr_eval`.
+rule, named after it. Here: the step function, the perspective-management rules
+(A.3.2), variables and control flow; the data-perspective, memory, sync, async and call
+rules are in `bundl_small_step_data`; expressions (A.3.7) in `bundl_expr_eval`.
 
 Conventions (paper -> Python):
   η, σ, Σ               -> `th.env` (names) and `cfg.regions` (cells; see bundl_values)

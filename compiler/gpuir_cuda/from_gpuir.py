@@ -295,6 +295,8 @@ class _Lowerer:
     def flat(self, coords: list[A.CExpr], strides) -> A.CExpr:
         total: A.CExpr | None = None
         for c, st in zip(coords, strides):
+            if c == A.CInt(0):
+                continue
             term = c if st == 1 else A.CBin("*", c, A.CInt(st))
             total = term if total is None else A.CBin("+", total, term)
         return total if total is not None else A.CInt(0)

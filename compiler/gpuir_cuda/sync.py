@@ -152,6 +152,9 @@ def arrive(s: K.GArrive, env) -> tuple[K.GStmt, ...]:
                 p = f"&{ref.name}[{_cell(ref, s.span)}]"
                 if s.tl == "Sm80_cp_async":
                     out.append(K.GPrim(f"gs_cp_async_mbar_arrive_noinc({p});", s.span))
+                elif s.tx_bytes and s.mapping.size == 1:
+                    out.append(K.GPrim(f"gs_mbar_arrive_expect_tx({p}, "
+                                       f"{s.tx_bytes}u);", s.span))
                 elif s.tx_bytes:
                     out.append(K.GPrim(
                         f"if ({leader(s.mapping, env)}) "

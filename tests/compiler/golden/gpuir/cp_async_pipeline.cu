@@ -19,7 +19,7 @@ extern "C" __global__ void __launch_bounds__(128) cp_async_pipeline(int N, float
     const int tid = gs_rel_tid;
     // 15: Sm80_cp_async_f32(buf[0, tid:tid + 1], A[task * 512 + tid:task * 512 + tid + 1])
     // Sm80_cp_async_f32 by cuda_thread
-    gs_cp_async(&buf[gs_add_i32(gs_mul_i32(0, 128), tid)], &A[gs_add_i32(gs_mul_i32(task, 512), tid)], 4);
+    gs_cp_async(&buf[tid], &A[gs_add_i32(gs_mul_i32(task, 512), tid)], 4);
     // 16: Arrive(Sm80_cp_async, 1) >> cg[tid]
     // Arrive(Sm80_cp_async, 1) by cuda_thread
     gs_cp_async_commit();
