@@ -136,12 +136,31 @@ def summary(outcomes: list[Outcome]) -> Counter:
                     o.classification) for o in outcomes)
 
 
+def write_json(args, outcomes: list[Outcome], seconds: float) -> None:
+    import json
+    import platform
+    import sys
+
+    data = {
+        "command": "python -m gpusem.fuzz.gpuir_seqpar " + " ".join(sys.argv[1:]),
+        "backend": args.backend, "machine": platform.machine(),
+        "seconds": round(seconds, 1), "programs": len(outcomes),
+        "summary": {f"{s}/{c}": n for (s, c), n in sorted(summary(outcomes).items())},
+        "examples": {o.name: {"sync": o.sync, "class": o.classification,
+                              "verdict": o.verdict.describe()[:200]}
+                     for o in outcomes if not o.name.startswith("gen")},
+        "violations": [o.name for o in outcomes if o.classification == "VIOLATION"],
+    }
+    Path(args.json).write_text(json.dumps(data, indent=2) + "\n")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--backend", default="cpu")
     ap.add_argument("--generated", type=int, default=0)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-examples", action="store_true")
+    ap.add_argument("--json", metavar="OUT", help="also write the summary here")
     args = ap.parse_args(argv)
     items = [] if args.no_examples else example_items()
     items += generated_items(args.generated, args.seed)
@@ -153,6 +172,8 @@ def main(argv=None) -> int:
     print(f"\n{len(outcomes)} programs in {time.time() - t0:.1f} s on {args.backend}:")
     for (sync, cls), n in sorted(counts.items()):
         print(f"  {sync:9} {cls:15} {n}")
+    if args.json:
+        write_json(args, outcomes, time.time() - t0)
     return 1 if any(o.classification == "VIOLATION" for o in outcomes) else 0
 
 

@@ -421,6 +421,25 @@ class Machine:
                                                 s.origin))
         return check_barrier
 
+    # ------------------------------------------- stepping hook (gpusem step, issue 6)
+
+    def leaf(self, s: A.AStmt, bound: frozenset[str]) -> Callable[[], Violation | None]:
+        """One non-compound statement compiled on its own (unfused), run by the caller:
+        returns the violation its check finds, or None. `gpusem step` walks Loop and
+        Guard itself (interpreter/amir_debug.py) and calls these, so the debugger runs
+        exactly these rules; `run` never calls this, so `check_amir` pays nothing."""
+        if isinstance(s, (A.Loop, A.Guard)):
+            raise ValueError(f"leaf: {type(s).__name__} is compound")
+        run = self.compile_stmt(s, bound)
+
+        def step() -> Violation | None:
+            try:
+                run()
+            except _Reject as rej:
+                return rej.violation
+            return None
+        return step
+
     # --------------------------------------------------------------------- helpers
 
     def _who(self, threads) -> Threads:

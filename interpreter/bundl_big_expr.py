@@ -140,11 +140,13 @@ class ExprCompiler:
 
             def off_ptr(idx, tgt):
                 p, persp = base(idx, tgt)
-                k = off(idx, tgt).astype(np.int64)
+                k = _typed(bs, e, idx, off(idx, tgt), I32).astype(np.int64)
                 return VPtr(p.storage, p.off + k, p.length - k,
                             np.maximum(p.extent - k, 0)), persp
             return off_ptr
-        raise TypeError(f"not an array expression: {e!r}")
+        def not_array(idx, tgt):  # like small-step: stuck when evaluated
+            lane_error(bs, Stuck, rule, e, idx, "type mismatch: not an array")
+        return not_array
 
     def bounds(self, ptr: VPtr, i, node, idx, rule):
         """The cell numbers l + i, or a trap naming the first lane out of bounds."""
@@ -172,7 +174,7 @@ class ExprCompiler:
         def ev(idx, tgt):
             counter[0] += idx.size
             ptr, apersp = fa(idx, tgt)
-            i = fi(idx, tgt).astype(np.int64)
+            i = _typed(bs, e, idx, fi(idx, tgt), I32).astype(np.int64)
             if not bs.leq(bs.persp, apersp):
                 lane_error(bs, Stuck, "E-Arr-Access", e, idx,
                            f"perspective mismatch: reading an array at {apersp} from "

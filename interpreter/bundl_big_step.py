@@ -177,7 +177,7 @@ class BigStep:
         self._require(self.leq(tgt, self.persp), "S-Decl", s, idx,
                       f"perspective mismatch: declaring {s.name}: {tgt} is not <= "
                       f"{self.persp}")
-        v = self.ex.compile(s.init)(idx, tgt)
+        v = self._typed(self.ex.compile(s.init)(idx, tgt), s.type, "S-Decl", s, idx)
         vec = np.zeros(self.N, dtype=v.dtype)
         vec[idx] = v
         self._scoped(s.name, Var(vec, tgt, s.type), s.body, idx)
@@ -187,7 +187,11 @@ class BigStep:
         self._require(self.leq(var.persp, self.persp), "S-Assn", s, idx,
                       f"perspective mismatch: writing {s.name}: {var.persp} is not <= "
                       f"{self.persp}")
-        var.vec[idx] = self.ex.compile(s.value)(idx, var.persp)
+        if isinstance(var.vec, VPtr):
+            lane_error(self, Stuck, "S-Assn", s, idx,
+                       f"type mismatch: {s.name} is an array")
+        v = self.ex.compile(s.value)(idx, var.persp)
+        var.vec[idx] = self._typed(v, var.type, "S-Assn", s, idx)
 
     def x_arr_assn(self, s: ArrAssign, idx):  # S-Arr-Assn
         if idx.size > 1 and self.ex.reads_memory(s):
@@ -213,19 +217,24 @@ class BigStep:
 
     def _arr_assn(self, s: ArrAssign, idx, commit: bool = True):
         ptr, apersp = self.ex.ptr(s.array, "S-Arr-Assn")(idx, self.persp)
-        i = self.ex.compile(s.index)(idx, self.persp).astype(np.int64)
+        i = self._typed(self.ex.compile(s.index)(idx, self.persp), BaseType.INT,
+                        "S-Arr-Assn", s, idx).astype(np.int64)
         self._require(self.leq(apersp, self.persp), "S-Arr-Assn", s, idx,
                       f"perspective mismatch: writing an array at {apersp} from code "
                       f"at {self.persp} (write down needs data <= code)")
         self.ex.check_shared(ptr, s, idx, "S-Arr-Assn-Shared")
         cells = self.ex.bounds(ptr, i, s, idx, "S-Arr-Assn")
-        v = self.ex.compile(s.value)(idx, apersp)
+        elem = next(k for k, d in DTYPE.items()
+                    if np.dtype(d) == self.store[ptr.storage].dtype)
+        v = self._typed(self.ex.compile(s.value)(idx, apersp), elem, "S-Arr-Assn", s,
+                        idx)
         if not commit:
             return ptr.storage, cells, v
         self.store[ptr.storage][cells] = v
 
     def x_if(self, s: If, idx):  # S-If-True / S-If-False
-        c = self.ex.compile(s.cond)(idx, self.persp)
+        c = self._typed(self.ex.compile(s.cond)(idx, self.persp), BaseType.BOOL,
+                        "S-If", s, idx)
         self.run(s.then, idx[c])
         self.run(s.orelse, idx[~c])
 
@@ -233,7 +242,8 @@ class BigStep:
         cond = self.ex.compile(s.cond)
         while idx.size:
             self.steps += idx.size
-            idx = idx[cond(idx, self.persp)]
+            idx = idx[self._typed(cond(idx, self.persp), BaseType.BOOL, "S-If", s,
+                                  idx)]
             self.run(s.body, idx)
 
     def _narrow(self, persp, p_new, unit_new, body, idx) -> None:
@@ -465,6 +475,13 @@ class BigStep:
             self.run(fn.body, idx)
         finally:
             self.env = saved
+
+    def _typed(self, v, want, rule, node, idx):
+        """The dynamic type check of small-step's `_check_value`."""
+        if not isinstance(want, BaseType) or v.dtype != np.dtype(DTYPE[want]):
+            lane_error(self, Stuck, rule, node, idx, f"type mismatch: expected "
+                       f"{getattr(want, 'value', want)}, got {v.dtype}")
+        return v
 
     def _require(self, cond, rule, node, idx, message):
         if not cond:

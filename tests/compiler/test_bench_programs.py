@@ -226,6 +226,17 @@ def test_gpu_kernels_are_restrict_unrolled_and_compile_fast():
     assert (kernels["sgemm_strict"].blocks, kernels["sgemm_strict"].threads) == (1024, 256)
 
 
+@pytest.mark.benchmark
+@pytest.mark.parametrize("name", ["reduce_sum_b2048", "sgemm_tiled"])
+def test_bench_front_end_on_gpu_size_programs(benchmark, name):
+    """Parse + type-check + compile of the GPU-size programs (2^26-cell globals are
+    never materialised: only the interpreter initialises globals)."""
+    text = P.gpu_programs()[name]
+    kernel = benchmark.pedantic(compile_text, args=(name, text), rounds=3, iterations=1)
+    assert kernel.blocks in (1024, 2048) and kernel.threads == 256
+    assert benchmark.stats.stats.max < 10.0  # seconds; about 0.3 here
+
+
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
 def test_gpu_kernels_build_with_nvcc():
     from gpusem.compiler.backends.nvcc import compile_check

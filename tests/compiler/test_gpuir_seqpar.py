@@ -35,6 +35,22 @@ def test_seq_equals_par_on_generated_programs(ks):
     assert not bad, bad[0]
 
 
+def test_examples_seq_equals_par_with_the_real_sync_check():
+    """examples/gpuir through the real checker (not the header): every accepted one
+    holds or is unsupported on cpu (clusters); the rejected ones that run have
+    witnesses (recorded: fence_broadcast_missing_fence, cp_async_pipeline_unwaited,
+    and tmp_broadcast, which the front end rejects)."""
+    outcomes = check_sources(example_items(), "cpu")
+    by = {o.name: o for o in outcomes}
+    assert not [o.row() for o in outcomes if o.classification == "VIOLATION"]
+    assert by["fence_broadcast.gpuir"].classification == "holds"
+    assert by["producer_consumer.gpuir"].classification == "holds"
+    for o in outcomes:
+        if o.sync == "accepted":
+            assert o.classification in ("holds", "unsupported"), o.row()
+    assert by["fence_broadcast_missing_fence.gpuir"].classification == "witness"
+
+
 def test_seeded_campaign_holds_and_finds_witnesses():
     """24 generated programs (seed 3): no violation; the accepted ones agree, and the
     rejected ones mostly show their race on some schedule (the property has teeth)."""
