@@ -307,10 +307,21 @@ def _read_schedule(path: str) -> list[int]:
               help="rr | random:SEED")
 @click.option("--commands", help='Run these ";"-separated commands, then exit.')
 @click.option("--trace", type=click.Path(), help="Write the full rule trace here.")
-def command(file: str, blocks, threads, rules: str, schedule: str, commands, trace):
-    """Step through FILE's meaning under the small-step semantics, rule by rule."""
+@click.option("-D", "defines", multiple=True, metavar="NAME=INT",
+              help=".gpuir: control values (over the file's `# defines:` header).")
+@click.option("--proc", "proc_name", default=None, metavar="NAME",
+              help=".gpuir: the procedure to step (default: the file's last one).")
+def command(file: str, blocks, threads, rules: str, schedule: str, commands, trace,
+            defines, proc_name):
+    """Step through FILE's meaning: a .bundl file under the small-step semantics, rule
+    by rule; a .gpuir file as its AMIR program (-D N=...), statement by statement."""
+    if language_of(file) == "gpuir":  # the AMIR debugger (cli/step_amir.py)
+        from .step_amir import main as step_amir
+
+        step_amir(file, defines, proc_name, rules, commands, trace)
+        return
     if language_of(file) != "bundl":
-        raise BadInput(f"step: only .bundl files so far: {file}")
+        raise BadInput(f"step: only .bundl and .gpuir files: {file}")
     from gpusem.calculus.bundl.parser import parse_program
     from gpusem.interpreter.bundl_debug import Session
 

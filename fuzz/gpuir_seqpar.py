@@ -27,7 +27,7 @@ import glob
 import random
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpusem.calculus.errors import BadInput, BudgetExhausted, IllTyped
@@ -51,6 +51,7 @@ class Outcome:
     reason: str          # the checker's message when it rejects
     verdict: Verdict
     source: str = ""
+    defines: dict = field(default_factory=dict)
 
     @property
     def classification(self) -> str:
@@ -107,7 +108,8 @@ def check_sources(items: list[tuple[str, str, dict]], backend: str = "cpu",
     for seeds, group in groups.items():
         verdicts = check_batch([c for c, *_ in group], backend, seeds)
         for (case, name, sync, reason), v in zip(group, verdicts, strict=True):
-            outcomes[name] = Outcome(name, sync, reason, v, case.source)
+            outcomes[name] = Outcome(name, sync, reason, v, case.source,
+                                     dict(case.defines))
     return [outcomes[name] for name, _, _ in items]
 
 
@@ -136,6 +138,38 @@ def summary(outcomes: list[Outcome]) -> Counter:
                     o.classification) for o in outcomes)
 
 
+def write_finding(out_dir: str | Path, o: Outcome, backend: str) -> Path:
+    """A counterexample bundle (fuzz/bundle.py) for a VIOLATION: the program, the
+    compiled kernel, the inputs' seed, the verdict; replay with `replay_finding`."""
+    import json
+
+    from gpusem.fuzz.bundle import write_bundle
+
+    v = o.verdict
+    signature = f"seqpar:{v.kind}:{(v.difference or ('',))[0]}:{o.name}"
+    meta = {"target": "gpuir", "backend": backend, "property": "seqpar",
+            "signature": signature, "kind": v.kind, "detail": v.describe()[:200],
+            "size": o.source.count("\n"), "input_seed": 0, "file": o.name,
+            "defines": o.defines}
+    files = {"program.gpuir": o.source, "kernel.cu": v.kernel_source,
+             "actual.json": json.dumps(v.as_dict(), indent=2) + "\n",
+             "trace.txt": f"sync check: {o.sync}\nschedule: {v.schedule}\n"
+                          f"{v.describe()}\n"}
+    return write_bundle(out_dir, meta, files)
+
+
+def replay_finding(path: str | Path) -> bool:
+    """Whether the seq = par violation of bundle `path` still reproduces."""
+    import json
+
+    path = Path(path)
+    meta = json.loads((path / "bundle.json").read_text())
+    source = (path / "program.gpuir").read_text()
+    (o,) = check_sources([(meta["file"], source, meta.get("defines", {}))],
+                         meta["backend"], meta.get("input_seed", 0))
+    return o.classification == "VIOLATION"
+
+
 def write_json(args, outcomes: list[Outcome], seconds: float) -> None:
     import json
     import platform
@@ -161,6 +195,7 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-examples", action="store_true")
     ap.add_argument("--json", metavar="OUT", help="also write the summary here")
+    ap.add_argument("--out", metavar="DIR", help="write a bundle per violation here")
     args = ap.parse_args(argv)
     items = [] if args.no_examples else example_items()
     items += generated_items(args.generated, args.seed)
@@ -174,6 +209,10 @@ def main(argv=None) -> int:
         print(f"  {sync:9} {cls:15} {n}")
     if args.json:
         write_json(args, outcomes, time.time() - t0)
+    if args.out:
+        for o in outcomes:
+            if o.classification == "VIOLATION":
+                print(f"finding: {write_finding(args.out, o, args.backend)}")
     return 1 if any(o.classification == "VIOLATION" for o in outcomes) else 0
 
 

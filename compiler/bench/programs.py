@@ -175,13 +175,16 @@ def gpu_programs() -> dict[str, str]:
         out[f"reduce_sum_{label}_final"] = reduce_sum(final)
     out["sgemm_tiled"] = sgemm_tiled(SGEMM_GPU)
     out["sgemm_tiled_bk16"] = sgemm_tiled(SGEMM_GPU_BK16)
+    out["sgemm_tiled_db"] = sgemm_tiled(SGEMM_GPU, double_buffer=True)
     return out
 
 
 def small_twins() -> dict[str, str]:
     """The committed interpreter-sized twins, as rendered (file stem -> text)."""
     return {"reduce_sum_small": reduce_sum(REDUCE_SMALL, small=True),
-            "sgemm_tiled_small": sgemm_tiled(SGEMM_SMALL, small=True)}
+            "sgemm_tiled_small": sgemm_tiled(SGEMM_SMALL, small=True),
+            "sgemm_tiled_db_small": sgemm_tiled(SGEMM_SMALL, small=True,
+                                                double_buffer=True)}
 
 
 if __name__ == "__main__":
@@ -233,24 +236,35 @@ SGEMM_GPU = SgemmSize(m=4096, n=4096, k=4096, bm=128, bn=128, bk=8)
 SGEMM_GPU_BK16 = SgemmSize(m=4096, n=4096, k=4096, bm=128, bn=128, bk=16)
 
 
-def sgemm_tiled(size: SgemmSize, small: bool = False) -> str:
+def sgemm_tiled(size: SgemmSize, small: bool = False, double_buffer: bool = False) -> str:
+    """Variant 3 as the paper writes it (one As/Bs pair; a barrier after the inner
+    product, before the next k-tile overwrites them), or with `double_buffer` two
+    pairs used alternately, so a k-tile needs only the barrier after its staging."""
     size.check()
     s, T = size, size.threads
+    assert not double_buffer or (s.k // s.bk) % 2 == 0, "double buffering: even k-tiles"
     ind = " " * 10
     accs = [f"c{i}{j}" for i in range(8) for j in range(8)]
     decls = "\n".join(f"{ind}let {name} : float @ thread[1] = 0.0;"
                       for name in (*accs, *(f"m{i}" for i in range(8)),
                                    *(f"n{j}" for j in range(8))))
-    ind2 = " " * 24
-    regs = "\n".join(
-        [f"{ind2}m{i} = As[ar + {i * s.bk} + d];" for i in range(8)]
-        + [f"{ind2}n{j} = Bs[db + {j}];" for j in range(8)])
-    fmas = "\n".join(f"{ind2}c{i}{j} = c{i}{j} + m{i} * n{j};"
-                     for i in range(8) for j in range(8))
     ind3 = " " * 18
     stores = "\n".join(f"{ind3}cp[{i * 8 + j}] = AB[0] * c{i}{j} + AB[1] * cp[{i * 8 + j}];"
                        for i in range(8) for j in range(8))
-    head = _SGEMM_SMALL_HEAD if small else _sgemm_gpu_head(size)
+    head = (_SGEMM_DB_SMALL_HEAD if double_buffer else _SGEMM_SMALL_HEAD) if small \
+        else _sgemm_gpu_head(size, double_buffer)
+    if double_buffer:
+        allocs = "\n".join(f"          alloc {x}{i} : float[{s.bm * s.bk}] in Shared;"
+                           for i in (0, 1) for x in ("As", "Bs"))
+        loop = (_stage(s, "As0", "Bs0", "k0", "0") + _compute(s, "As0", "Bs0", "0")
+                + _stage(s, "As1", "Bs1", f"k0 + {s.bk}", "1")
+                + _compute(s, "As1", "Bs1", "1")
+                + f"            k0 = k0 + {2 * s.bk};\n")
+    else:
+        allocs = (f"          alloc As : float[{s.bm * s.bk}] in Shared;\n"
+                  f"          alloc Bs : float[{s.bk * s.bn}] in Shared;")
+        loop = (_stage(s, "As", "Bs", "k0", "") + _fenced(_compute(s, "As", "Bs", ""), T)
+                + f"            k0 = k0 + {s.bk};\n")
     return f"""{head}machine blocks = {s.blocks}, threads = {T};
 
 global A : float[{s.m * s.k}]{' = iota' if small else ''};
@@ -266,59 +280,11 @@ main {{
         group {s.blocks} {{
           let ab : int @ block[1] = (b / {s.n // s.bn}) * {s.bm * s.k};
           let bb : int @ block[1] = (b % {s.n // s.bn}) * {s.bn};
-          alloc As : float[{s.bm * s.bk}] in Shared;
-          alloc Bs : float[{s.bk * s.bn}] in Shared;
+{allocs}
 {decls}
           let k0 : int @ block[1] = 0;
           while k0 < {s.k} {{
-            lower As into al {{
-              destruct {{
-                let ta : int @ thread[1] = partition_id;
-                partition al into ap by {T} {{
-                  group {T} {{
-                    let la : int @ thread[1] = 0;
-                    while la < {s.load_a} {{
-                      ap[la] = A[ab + ((ta * {s.load_a} + la) / {s.bk}) * {s.k} + k0 + (ta * {s.load_a} + la) % {s.bk}];
-                      la = la + 1;
-                    }}
-                  }}
-                }}
-              }}
-            }}
-            lower Bs into bl {{
-              destruct {{
-                let tb : int @ thread[1] = partition_id;
-                partition bl into bp by {T} {{
-                  group {T} {{
-                    let lb : int @ thread[1] = 0;
-                    while lb < {s.load_b} {{
-                      bp[lb] = B[(k0 + (tb * {s.load_b} + lb) / {s.bn}) * {s.n} + bb + (tb * {s.load_b} + lb) % {s.bn}];
-                      lb = lb + 1;
-                    }}
-                  }}
-                }}
-              }}
-            }}
-            lower cb into cc {{                  // only for the barrier at its end:
-              destruct {{                        // the next k-tile overwrites As, Bs
-                let tc : int @ thread[1] = partition_id;
-                partition cc into cq by {T} {{
-                  group {T} {{
-                    let ar : int @ thread[1] = (tc / {s.bn // 8}) * {8 * s.bk};
-                    let bc : int @ thread[1] = (tc % {s.bn // 8}) * 8;
-                    let d : int @ thread[1] = 0;
-                    while d < {s.bk} {{
-                      let db : int @ thread[1] = d * {s.bn} + bc;
-{regs}
-{fmas}
-                      d = d + 1;
-                    }}
-                  }}
-                }}
-              }}
-            }}
-            k0 = k0 + {s.bk};
-          }}
+{loop}          }}
           lower cb into ct {{
             destruct {{
               let tw : int @ thread[1] = partition_id;
@@ -337,6 +303,76 @@ main {{
 """
 
 
+def _stage(s: SgemmSize, a_arr: str, b_arr: str, k: str, tag: str) -> str:
+    """Each thread copies its contiguous run of the A and B k-tiles into shared memory;
+    both partitions nest (as the paper's variant does), so their barriers merge."""
+    T = s.threads
+    return f"""            lower {a_arr} into al{tag} {{
+              lower {b_arr} into bl{tag} {{
+                destruct {{
+                  let ta{tag} : int @ thread[1] = partition_id;
+                  partition al{tag} into ap{tag} by {T} {{
+                    partition bl{tag} into bp{tag} by {T} {{
+                      group {T} {{
+                        let la{tag} : int @ thread[1] = 0;
+                        while la{tag} < {s.load_a} {{
+                          ap{tag}[la{tag}] = A[ab + ((ta{tag} * {s.load_a} + la{tag}) / {s.bk}) * {s.k} + {k} + (ta{tag} * {s.load_a} + la{tag}) % {s.bk}];
+                          la{tag} = la{tag} + 1;
+                        }}
+                        let lb{tag} : int @ thread[1] = 0;
+                        while lb{tag} < {s.load_b} {{
+                          bp{tag}[lb{tag}] = B[({k} + (ta{tag} * {s.load_b} + lb{tag}) / {s.bn}) * {s.n} + bb + (ta{tag} * {s.load_b} + lb{tag}) % {s.bn}];
+                          lb{tag} = lb{tag} + 1;
+                        }}
+                      }}
+                    }}
+                  }}
+                }}
+              }}
+            }}
+"""
+
+
+def _compute(s: SgemmSize, a_arr: str, b_arr: str, tag: str) -> str:
+    """The thread's 8 x 8 outer products over the k-tile (at thread[1])."""
+    ind = " " * 20
+    regs = "\n".join([f"{ind}m{i} = {a_arr}[ar{tag} + {i * s.bk} + d{tag}];" for i in range(8)]
+                     + [f"{ind}n{j} = {b_arr}[db{tag} + {j}];" for j in range(8)])
+    fmas = "\n".join(f"{ind}c{i}{j} = c{i}{j} + m{i} * n{j};"
+                     for i in range(8) for j in range(8))
+    return f"""            destruct {{
+              let tc{tag} : int @ thread[1] = partition_id;
+              group {s.threads} {{
+                let ar{tag} : int @ thread[1] = (tc{tag} / {s.bn // 8}) * {8 * s.bk};
+                let bc{tag} : int @ thread[1] = (tc{tag} % {s.bn // 8}) * 8;
+                let d{tag} : int @ thread[1] = 0;
+                while d{tag} < {s.bk} {{
+                  let db{tag} : int @ thread[1] = d{tag} * {s.bn} + bc{tag};
+{regs}
+{fmas}
+                  d{tag} = d{tag} + 1;
+                }}
+              }}
+            }}
+"""
+
+
+def _fenced(compute: str, threads: int) -> str:
+    """`compute` inside a lower + partition of the block's C piece, only for the
+    barrier at its end: the next k-tile overwrites As and Bs (a WAR race otherwise)."""
+    body = compute.split("\n", 2)[2]  # drop `destruct {` and the partition_id line
+    body = body.rsplit("            }\n", 1)[0]  # and the destruct's closing brace
+    body = "\n".join(("    " + ln) if ln else ln for ln in body.split("\n"))
+    return f"""            lower cb into cc {{                  // only for the barrier at its end:
+              destruct {{                        // the next k-tile overwrites As, Bs
+                let tc : int @ thread[1] = partition_id;
+                partition cc into cq by {threads} {{
+{body}                }}
+              }}
+            }}
+"""
+
+
 _SGEMM_SMALL_HEAD = """\
 // sgemm_tiled_small: the interpreter-sized twin of the GPU SGEMM (rendered by
 // gpusem.compiler.bench.programs; the same text with other sizes): the Prism paper's
@@ -349,7 +385,22 @@ _SGEMM_SMALL_HEAD = """\
 """
 
 
-def _sgemm_gpu_head(size: SgemmSize) -> str:
+_SGEMM_DB_SMALL_HEAD = """\
+// sgemm_tiled_db_small: sgemm_tiled_small.bundl with two As/Bs pairs used alternately
+// (double buffering; rendered by gpusem.compiler.bench.programs): k-tile 2i is staged
+// into As0/Bs0 and k-tile 2i+1 into As1/Bs1, so the only barrier a k-tile needs is the
+// one ending its staging (the next write of a pair is behind the other pair's staging
+// barrier, which every thread passes after its last read of the pair).
+// expect: ok (fixed); ill-typed T-Partition-Id (paper)
+// why: the same product as sgemm_tiled_small.bundl, in the same tiled layout
+// (C[((b * 4 + t) * 8 + i) * 8 + j] is row (b / 2) * 16 + (t / 2) * 8 + i, column
+// (b % 2) * 16 + (t % 2) * 8 + j), with the same order of float operations.
+"""
+
+
+def _sgemm_gpu_head(size: SgemmSize, double_buffer: bool = False) -> str:
+    db = "double-buffered " if double_buffer else ""
+    twin = "sgemm_tiled_db_small" if double_buffer else "sgemm_tiled_small"
     return (f"// sgemm_tiled: C = alpha * A @ B + beta * C, {size.m} x {size.n} x "
-            f"{size.k}, {size.bm} x {size.bn} x {size.bk} block tiles, 8 x 8 per thread\n"
-            "// (see sgemm_tiled_small.bundl; C in the tiled layout it describes).\n")
+            f"{size.k}, {db}{size.bm} x {size.bn} x {size.bk} block tiles, 8 x 8 per "
+            f"thread\n// (see {twin}.bundl; C in the tiled layout it describes).\n")

@@ -19,8 +19,7 @@ from dataclasses import replace
 from gpusem.calculus.bundl.ast import BaseType
 
 from . import kir as K
-from .sync import _touches_memory
-from .traverse import map_bodies, map_stmt_exprs, rewrite_program
+from .traverse import exprs_of, map_bodies, map_stmt_exprs, rewrite_program
 
 SYNC = "__syncthreads();"
 MAX_UNROLL_TRIPS = 8
@@ -44,6 +43,15 @@ def restrict_kernel_pointers(prog: K.KProgram) -> K.KProgram:
 
 
 # ------------------------------------------------------------------ barriers
+def _touches_memory(s: K.KStmt) -> bool:
+    """Conservatively: may `s` read or write memory another thread can see? Only
+    declarations / assignments of locals whose expressions load nothing are not."""
+    match s:
+        case K.KComment() | K.KDecl() | K.KAssign():
+            return any(isinstance(e, K.KLoad) for e in exprs_of(s))
+    return True
+
+
 def _ends_with_sync(s: K.KStmt) -> bool:
     """Does executing `s` end with a block-wide barrier (nothing after it)?"""
     match s:
@@ -69,12 +77,12 @@ def _merge(body: tuple, synced: bool) -> tuple:
             continue
         if isinstance(s, K.KBlock):
             s = replace(s, body=_merge(s.body, synced))
-            synced = _ends_with_sync(s) or (synced and not _touches_memory(s, frozenset()))
+            synced = _ends_with_sync(s) or (synced and not _touches_memory(s))
         else:
             s = map_bodies(s, lambda b: _merge(b, False))
             synced = _ends_with_sync(s) or (
                 synced and not isinstance(s, (K.KIf, K.KWhile, K.KPrim, K.KCall))
-                and not _touches_memory(s, frozenset()))
+                and not _touches_memory(s))
         out.append(s)
     return tuple(out)
 

@@ -6,16 +6,18 @@ preserving, are applied here:
 
 1. Always: a barrier with nothing after it before the end of the kernel is dropped (the
    end of a kernel orders everything), so grid-level partitions need no grid barrier.
-2. With `sync_motion` (the default; `--no-sync-motion` turns it off): wait motion. A
-   barrier is pushed down past statements that touch no shared or global memory (pure
-   local computation cannot observe or disturb other threads), to just before the
-   first statement that may; consecutive barriers of the same perspective instance
-   merge into one; a barrier pushed to the end of the kernel disappears by rule 1.
-   Barriers never move across a control-flow boundary (if / while / block end), which
-   keeps every thread of the instance reaching the same barrier sequence.
+2. With `sync_motion` (the default; `--no-sync-motion` turns it off): wait motion
+   with the read/write classification of Prism's data-control-flow graph. A barrier
+   ending a construct is pushed down, within its statement list, to just before the
+   first statement that conflicts with what the construct accessed (reads what it
+   wrote, or writes what it read or wrote; `accesses.py`): two read-only partitions in
+   a row need no barrier between them, and neither does independent work. Consecutive
+   barriers of the same perspective instance merge; a barrier pushed to the end of
+   the kernel disappears by rule 1. A barrier never leaves its statement list (the
+   body of a loop keeps its barrier: the loop's back-edge is a later use), so every
+   thread of the instance meets the same barrier sequence.
 
-The data-control-flow-graph classification (read vs write partitions) refines this
-further in the paper; see errata.md ("sync placement") for what is and is not done.
+Not done: arrive motion (split barriers with the arrive hoisted to the last use).
 """
 
 from __future__ import annotations
@@ -23,54 +25,48 @@ from __future__ import annotations
 from dataclasses import replace
 
 from . import kir as K
+from .accesses import Accesses, Roots, accesses
 from .faults import active
-from .traverse import bodies, exprs_of, map_bodies
+from .traverse import bodies, map_bodies
 
 
-def _touches_memory(s: K.KStmt, local_arrays: frozenset[str]) -> bool:
-    """Conservatively: may `s` read or write memory another thread can see?"""
-    if isinstance(s, K.KBlock) and active("wait-below-first-use"):
-        return False  # the seeded fault: nested blocks are not looked into
-    match s:
-        case K.KComment() | K.KDecl() | K.KAssign() | K.KLocalArray():
-            return any(_loads_shared(e, local_arrays) for e in exprs_of(s))
-        case K.KStore(pointer=K.KVar(name)) if name in local_arrays:
-            return any(_loads_shared(e, local_arrays) for e in exprs_of(s))
-    return True
+def _sink(stmts: tuple, roots: Roots) -> tuple:
+    """Wait motion within one statement list (barriers never leave their list).
 
-
-def _loads_shared(e: K.KExpr, local_arrays: frozenset[str]) -> bool:
-    match e:
-        case K.KLoad(pointer=K.KVar(name)):
-            return name not in local_arrays
-        case K.KLoad():
-            return True
-    return False
-
-
-def _same_instance(a: K.KBarrier, b: K.KBarrier) -> bool:
-    return a.persp == b.persp and a.p == b.p
-
-
-def _sink(stmts: tuple, local_arrays: frozenset[str]) -> tuple:
-    """Wait motion within one statement list (no crossing of control flow)."""
+    A pending barrier carries what the construct it ends accessed; it is placed just
+    before the first later statement whose accesses conflict with that (a write to
+    what it touched, or a read of what it wrote), or one of unknown accesses. A second
+    barrier of the same instance merges into it; another instance's flushes it first.
+    """
     out: list[K.KStmt] = []
     pending: K.KBarrier | None = None
+    covered = Accesses()
+    last = Accesses()  # the accesses of the statement just before a barrier
     for s in stmts:
         if isinstance(s, K.KBarrier):
             if pending is not None and not _same_instance(pending, s):
                 out.append(pending)
-            pending = s if pending is None or not _same_instance(pending, s) else pending
+                pending, covered = None, Accesses()
+            # A hand-written `init; dec; wait` orders everything before it: immovable.
+            ends = Accesses(unknown=True) if s.site.startswith("init/dec/wait") else last
+            pending, covered = (pending or s), covered | ends
             continue
-        if isinstance(s, K.KLocalArray):
-            local_arrays = local_arrays | {s.name}
-        if pending is not None and _touches_memory(s, local_arrays):
+        s = map_bodies(s, lambda b: _sink(b, roots))
+        here = accesses(s, roots)
+        if active("wait-below-first-use") and isinstance(s, K.KBlock):
+            here = Accesses()  # the seeded fault: nested blocks are not looked into
+        if pending is not None and covered.conflicts(here):
             out.append(pending)
-            pending = None
-        out.append(map_bodies(s, lambda b: _sink(b, local_arrays)))
+            pending, covered = None, Accesses()
+        out.append(s)
+        last = here
     if pending is not None:
         out.append(pending)
     return tuple(out)
+
+
+def _same_instance(a: K.KBarrier, b: K.KBarrier) -> bool:
+    return a.persp == b.persp and a.p == b.p
 
 
 def _drop_trailing(stmts: tuple, at_kernel_end: bool) -> tuple:
@@ -94,7 +90,7 @@ def _drop_trailing(stmts: tuple, at_kernel_end: bool) -> tuple:
 
 def place_sync(prog: K.KProgram, sync_motion: bool = True) -> K.KProgram:
     def per_function(f: K.KFunction) -> K.KFunction:
-        body = _sink(f.body, frozenset()) if sync_motion else f.body
+        body = _sink(f.body, Roots()) if sync_motion else f.body
         return replace(f, body=_drop_trailing(body, f.is_kernel))
 
     return replace(prog, functions=tuple(per_function(f) for f in prog.functions))

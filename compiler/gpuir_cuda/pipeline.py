@@ -10,7 +10,9 @@
     emit_cuda          text
 
 `compile_proc(proc, defines)` -> `CompiledProc`: the `.cu` text (one kernel per
-CudaDeviceFunction, launched in program order) and each kernel's launch.
+CudaDeviceFunction, launched in program order) and each kernel's launch. `run.py`
+runs it and compares with the sequential reading; `faults.py` lists the seeded
+miscompilations (GPUSEM_FAULT=gpuir-...) used to measure the oracle.
 """
 
 from __future__ import annotations

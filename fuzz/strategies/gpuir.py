@@ -11,6 +11,11 @@ or nothing (a race unless the phase reads only the thread's own cell). The last
 phase writes `B`. So the sync checker must accept some and reject others, and the
 compiled kernel must agree with the sequential reading whenever it accepts.
 
+A phase may instead copy a permuted tile of `A` into the buffer with Sm80 cp.async;
+only a Fence on Sm80_cp_async (cp.async.wait_all + __syncthreads) makes it land
+before the next phase reads it (the cpu harness performs such copies lazily, at the
+wait, so a missing wait shows).
+
 A phase may be skewed: warp 0 alone passes a warp-scope Fence before its writes. On
 the cpu harness (fibres run until they block, woken ones in the next round) that
 blocking point lets the other warps run ahead into the next phase, so a missing
@@ -26,7 +31,7 @@ from dataclasses import dataclass
 
 from hypothesis import strategies as st
 
-SYNCS = ("cta", "warp", "mbarrier", "none")
+SYNCS = ("cta", "warp", "mbarrier", "none", "sm80")
 
 
 @dataclass(frozen=True)
@@ -38,6 +43,7 @@ class Phase:
     op: str
     sync: str
     skew: bool = False  # warp 0 alone passes a warp Fence first (see render)
+    copy: bool = False  # an Sm80 cp.async phase: buf[dst, tid] <- A[perm(tid)]
 
 
 @dataclass(frozen=True)
@@ -75,6 +81,14 @@ def render(k: Kernel, name: str = "gen") -> str:
         target = f"B[task * {b} + tid]" if last else f"buf[{dst}, tid]"
         read = f"buf[{src}, {_index(p, b)}]"
         rhs = f"{read} {p.op} buf[{src}, tid]" if p.two_reads else f"{read} {p.op} 1.5"
+        if p.copy and not last:  # asynchronous: lands at a cp.async wait (sm80)
+            g = f"task * {b} + {_index(p, b)}"
+            lines.append(f"            for tid in cuda_threads(0, {b}, "
+                         "unit=cuda_thread):")
+            lines.append(f"                Sm80_cp_async_f32(buf[{dst}, tid:tid + 1], "
+                         f"A[{g}:{g} + 1])")
+            lines += _sync(p.sync, b)
+            continue
         if p.skew:
             lines += ["            for w in cuda_threads(0, 1, unit=cuda_warp):",
                       "                Fence(cuda_in_order, cuda_in_order)"]
@@ -93,6 +107,8 @@ def _sync(kind: str, block: int) -> list[str]:
         case "warp":
             return [ind + f"for w in cuda_threads(0, {block // 32}, unit=cuda_warp):",
                     ind + "    Fence(cuda_in_order, cuda_in_order)"]
+        case "sm80":  # cp.async.wait_all, then __syncthreads
+            return [ind + "Fence(Sm80_cp_async, cuda_in_order)"]
         case "mbarrier":
             return [ind + "Arrive(cuda_in_order, 1) >> bar",
                     ind + "Await(bar, cuda_in_order, -1)"]
@@ -104,7 +120,8 @@ def phases(draw) -> Phase:
     return Phase(mul=2 * draw(st.integers(0, 3)) + 1, add=draw(st.integers(0, 40)),
                  local=draw(st.booleans()), two_reads=draw(st.booleans()),
                  op=draw(st.sampled_from(("+", "*", "-"))),
-                 sync=draw(st.sampled_from(SYNCS)), skew=draw(st.booleans()))
+                 sync=draw(st.sampled_from(SYNCS)), skew=draw(st.booleans()),
+                 copy=draw(st.booleans()))
 
 
 @st.composite
@@ -121,6 +138,6 @@ def kernels_from_random(rng, max_phases: int = 3) -> Kernel:
     campaigns that batch many programs per build without hypothesis' engine)."""
     ps = tuple(Phase(2 * rng.randint(0, 3) + 1, rng.randint(0, 40), rng.random() < .5,
                      rng.random() < .5, rng.choice(("+", "*", "-")),
-                     rng.choice(SYNCS), rng.random() < .5)
+                     rng.choice(SYNCS), rng.random() < .5, rng.random() < .3)
                for _ in range(rng.randint(1, max_phases)))
     return Kernel(rng.choice((32, 64)), rng.randint(1, 2), ps)

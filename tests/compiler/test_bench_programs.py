@@ -234,7 +234,8 @@ def test_bench_front_end_on_gpu_size_programs(benchmark, name):
     text = P.gpu_programs()[name]
     kernel = benchmark.pedantic(compile_text, args=(name, text), rounds=3, iterations=1)
     assert kernel.blocks in (1024, 2048) and kernel.threads == 256
-    assert benchmark.stats.stats.max < 10.0  # seconds; about 0.3 here
+    if benchmark.stats is not None:  # None under --benchmark-disable
+        assert benchmark.stats.stats.max < 10.0  # seconds; about 0.3 here
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")

@@ -203,3 +203,74 @@ def test_float_literals_round_trip_to_the_same_float32(value):
     assert text.endswith("f")
     back = struct.unpack("<f", struct.pack("<f", float(text[:-1])))[0]
     assert back == f32
+
+
+# ------------------------------------------------ data-control-flow graph (Sec. 5)
+
+
+def read_of(array: str, into: str = "g_out"):
+    return K.KStore(K.KVar(into), K.KConst(0, INT), K.KLoad(K.KVar(array),
+                                                             K.KConst(1, INT)))
+
+
+def partition_then_barrier(body, n=128):
+    return [K.KBlock(tuple(body)), barrier(n)]
+
+
+def test_read_partition_then_read_partition_needs_no_barrier_between():
+    """Fig. 16: a sync point is needed only where a write is involved."""
+    prog = program([*partition_then_barrier([read_of("s", "g_a")]),
+                    *partition_then_barrier([read_of("s", "g_b")]),
+                    store("g_c")])
+    out = kernel_body(place_sync(prog, sync_motion=True))
+    assert [type(s).__name__ for s in out] == ["KBlock", "KBlock", "KStore"]
+
+
+def test_write_partition_then_reader_keeps_the_barrier_between():
+    write_s = K.KStore(K.KVar("s"), K.KConst(0, INT), K.KConst(1, INT))
+    prog = program([*partition_then_barrier([write_s]), read_of("s"), store()])
+    out = kernel_body(place_sync(prog, sync_motion=True))
+    assert [type(s).__name__ for s in out][:3] == ["KBlock", "KBarrier", "KStore"]
+
+
+def test_read_partition_then_writer_keeps_the_barrier_between():
+    """Write after read: the readers must be done before the array is overwritten."""
+    write_s = K.KStore(K.KVar("s"), K.KConst(0, INT), K.KConst(1, INT))
+    prog = program([*partition_then_barrier([read_of("s", "g_a")]), write_s, store()])
+    out = kernel_body(place_sync(prog, sync_motion=True))
+    assert [type(s).__name__ for s in out][:3] == ["KBlock", "KBarrier", "KStore"]
+
+
+def test_independent_write_partitions_share_one_barrier_before_the_use():
+    write = lambda a: K.KStore(K.KVar(a), K.KConst(0, INT), K.KConst(1, INT))  # noqa
+    prog = program([*partition_then_barrier([write("s")]),
+                    *partition_then_barrier([write("r")]),
+                    read_of("s"), read_of("r")])
+    out = kernel_body(place_sync(prog, sync_motion=True))
+    assert [type(s).__name__ for s in out] == ["KBlock", "KBlock", "KBarrier", "KStore",
+                                                "KStore"]
+
+
+def test_views_alias_their_root_array():
+    """A write through a partition view of s conflicts with a read of s itself."""
+    view = K.KDecl("s1", "int*", K.KPtrAdd(K.KVar("s"), K.KConst(4, INT)))
+    write_view = K.KStore(K.KVar("s1"), K.KConst(0, INT), K.KConst(1, INT))
+    prog = program([*partition_then_barrier([view, write_view]), read_of("s"), store()])
+    out = kernel_body(place_sync(prog, sync_motion=True))
+    assert isinstance(out[1], K.KBarrier)
+
+
+def test_loop_body_keeps_its_barrier_for_the_back_edge():
+    """Fig. 6's backedge sync point: a write partition at the end of a loop body is
+    read again by the next iteration, so its barrier stays inside the body."""
+    write_s = K.KStore(K.KVar("s"), K.KConst(0, INT), K.KConst(1, INT))
+    loop = K.KWhile(K.KVar("c"), (read_of("s"), *partition_then_barrier([write_s])))
+    out = kernel_body(place_sync(program([loop, store()]), sync_motion=True))
+    assert isinstance(out[0].body[-1], K.KBarrier)
+
+
+def test_hand_written_init_dec_wait_never_moves():
+    hand = K.KBarrier(T(128), K.KConst(0, INT), "init/dec/wait b")
+    prog = program([store("g_a"), hand, store("g_b"), store()])
+    out = kernel_body(place_sync(prog, sync_motion=True))
+    assert isinstance(out[1], K.KBarrier)

@@ -38,8 +38,9 @@ def test_seq_equals_par_on_generated_programs(ks):
 def test_examples_seq_equals_par_with_the_real_sync_check():
     """examples/gpuir through the real checker (not the header): every accepted one
     holds or is unsupported on cpu (clusters); the rejected ones that run have
-    witnesses (recorded: fence_broadcast_missing_fence, cp_async_pipeline_unwaited,
-    and tmp_broadcast, which the front end rejects)."""
+    witnesses or count as false positives (recorded, not required; at the time of
+    writing fence_broadcast_missing_fence, cp_async_pipeline_unwaited and
+    tmp_broadcast show witnesses, the cluster ones are unsupported on cpu)."""
     outcomes = check_sources(example_items(), "cpu")
     by = {o.name: o for o in outcomes}
     assert not [o.row() for o in outcomes if o.classification == "VIOLATION"]
@@ -48,18 +49,20 @@ def test_examples_seq_equals_par_with_the_real_sync_check():
     for o in outcomes:
         if o.sync == "accepted":
             assert o.classification in ("holds", "unsupported"), o.row()
-    assert by["fence_broadcast_missing_fence.gpuir"].classification == "witness"
+        else:  # recorded, not required (the checker may be conservative)
+            assert o.classification in ("witness", "false-positive", "unsupported")
+    print(summary(outcomes))
 
 
 def test_seeded_campaign_holds_and_finds_witnesses():
-    """24 generated programs (seed 3): no violation; the accepted ones agree, and the
-    rejected ones mostly show their race on some schedule (the property has teeth)."""
+    """24 generated programs (seed 3): no violation, and enough accepted ones that
+    the property is exercised (the faults test shows it has teeth)."""
     outcomes = check_sources(generated_items(24, 3), "cpu")
     counts = Counter(o.classification for o in outcomes)
     assert counts["VIOLATION"] == 0, [o.row() for o in outcomes
                                       if o.classification == "VIOLATION"]
-    assert counts["holds"] >= 5 and counts["witness"] >= 3, counts
-    assert counts["witness"] > counts["false-positive"], counts
+    assert counts["holds"] >= 5, counts
+    print(counts)  # witnesses vs false positives: recorded (errata "seq = par")
 
 
 def test_generator_makes_both_accepted_and_rejected_programs():
@@ -80,7 +83,9 @@ def test_front_end_rejected_register_broadcast_has_a_witness():
     sequential reading performs does not happen in parallel."""
     (item,) = example_items("tmp_broadcast.gpuir")
     (o,) = check_sources([item], "cpu")
-    assert o.sync == "front-end-rejected" and o.classification == "witness"
+    assert o.sync == "front-end-rejected"
+    # it still compiles (the analysis' mappings suffice) and runs on cpu
+    assert o.classification in ("witness", "false-positive"), o.row()
 
 
 EXACT = """\
@@ -150,3 +155,19 @@ def _without(proc, victim):
         return tuple(out)
 
     return replace(proc, body=block(proc.body))
+
+
+def test_a_violation_becomes_a_replayable_bundle(tmp_path, monkeypatch):
+    """A seeded miscompilation (the Fence dropped) turns an accepted example into a
+    VIOLATION; its bundle replays while the fault is on, and not once it is off."""
+    from gpusem.fuzz.gpuir_seqpar import replay_finding, write_finding
+
+    monkeypatch.setenv("GPUSEM_FAULT", "gpuir-fence-dropped")
+    (o,) = check_sources(example_items("fence_broadcast.gpuir"), "cpu")
+    assert o.sync == "accepted" and o.classification == "VIOLATION"
+    path = write_finding(tmp_path, o, "cpu")
+    assert (path / "program.gpuir").read_text() == o.source
+    assert "__syncthreads" not in (path / "kernel.cu").read_text()
+    assert replay_finding(path)
+    monkeypatch.delenv("GPUSEM_FAULT")
+    assert not replay_finding(path)

@@ -1,0 +1,276 @@
+"""`gpusem step FILE.gpuir -D N=...`: step through the AMIR program a GPU IR procedure
+converts to (Exo-GPU Figure 5), one statement at a time (issue 6, the AMIR part).
+
+`cli/step.py` dispatches here on the `.gpuir` suffix. The session is
+`interpreter.amir_debug.Session`; this module only presents it, in the style of the
+Bundl debugger (the standard library's `cmd`, readline history and completion,
+`--commands "step 10; records buf"` for scripts, `--trace FILE` for the full trace).
+
+After every step it shows the AMIR statement (printed form), the GPU IR line it came
+from, the task ι, the loop values, the executing threads g_{s#}(σ, ι) and the changes
+to the visibility records ρ. A failing check stops the machine and is reported as
+`gpusem synccheck` reports it: the check, the variable and index, the timelines, and
+both conflicting accesses with their source lines.
+"""
+
+from __future__ import annotations
+
+import cmd
+import signal
+
+from rich.console import Console
+
+from gpusem.calculus.errors import BadInput, GpusemError
+
+SHOW_EACH = 20        # `step N` shows every step up to this many, else the last
+RECORD_GROUPS = 12    # `records VAR` shows this many cell groups unless `all`
+
+
+class AmirDebugger(cmd.Cmd):
+    prompt = "(gpusem) "
+    intro = ""
+
+    def __init__(self, session, source: str, file: str, console: Console):
+        super().__init__()
+        self.session, self.source, self.file = session, source, file
+        self.lines = source.splitlines()
+        self.console = console
+        self._interrupt = False
+
+    # ------------------------------------------------------------------ display
+
+    def say(self, text: str, style: str | None = None) -> None:
+        self.console.print(text, markup=False, highlight=False, style=style)
+
+    def show_event(self, e) -> None:
+        from gpusem.calculus.amir.printer import print_simple
+        from gpusem.interpreter.amir_debug import threads_text
+
+        loops = ", ".join(f"{k}={y}" for k, y in e.loops) or "-"
+        who = threads_text(e.threads) if e.threads is not None else "no thread mapping"
+        self.say(f"step {e.n}  {type(e.stmt).__name__}  task ι={e.task}  loops: "
+                 f"{loops}  threads: {who}", "bold")
+        self.say(f"  amir: {print_simple(e.stmt)}")
+        self.show_line(e.stmt.origin, "  from ")
+        for change in e.changes:
+            self.say(f"  ρ: {change}", "cyan")
+
+    def show_line(self, span, lead: str) -> None:
+        line = span.line
+        if 0 < line <= len(self.lines):
+            self.say(f"{lead}{span.file}:{line}:  {self.lines[line - 1].strip()}")
+        else:
+            self.say(f"{lead}(no GPU IR line: inserted by the conversion)")
+
+    def show_stop(self, stop) -> None:
+        s = self.session
+        if s.status == "rejected" and s.violation is not None:
+            from .synccheck import diagnostic
+
+            self.say(f"stopped: {s.violation.check} failed at step {s.steps}", "bold red")
+            self.say(diagnostic(s.violation, self.source, self.file))
+        elif stop.reason:
+            self.say(stop.reason, "bold red" if s.status == "error" else "bold")
+
+    def _run(self, shown_stop, show_each: int) -> None:
+        shown, stop = shown_stop
+        extra = [e for e in shown if e.changes or e.violation is not None]
+        for e in (extra or shown)[-show_each:]:
+            self.show_event(e)
+        self.show_stop(stop)
+
+    # ----------------------------------------------------------------- commands
+
+    def do_step(self, arg: str) -> None:
+        """step [N]: execute N AMIR statements (default 1); shows each (the last of
+        more than 20) with the ρ changes it made."""
+        args = _ints(arg, "step [N]")
+        if len(args) > 1 or (args and args[0] < 1):
+            raise BadInput("usage: step [N] (N >= 1)")
+        count = args[0] if args else 1
+        self._run(self.session.run(count, use_breaks=False, show=SHOW_EACH), SHOW_EACH)
+
+    do_s = do_step
+
+    def do_continue(self, arg: str) -> None:
+        """continue: run to the failing check, a breakpoint or the end (Ctrl-C
+        interrupts)."""
+        self._interrupt = False
+        previous = signal.signal(signal.SIGINT, self._on_sigint)
+        try:
+            shown, stop = self.session.run(None, interrupted=lambda: self._interrupt)
+        finally:
+            signal.signal(signal.SIGINT, previous)
+        if stop.reason == "interrupted":
+            self.say(f"interrupted at step {self.session.steps}", "bold")
+            self.do_where("")
+            return
+        self._run((shown, stop), 1)
+
+    do_c = do_continue
+
+    def _on_sigint(self, *_):
+        self._interrupt = True
+
+    def do_back(self, arg: str) -> None:
+        """back [N]: undo N steps (default 1), from snapshots and deterministic replay."""
+        args = _ints(arg, "back [N]")
+        undone = self.session.back(args[0] if args else 1)
+        self.say(f"back {undone} step(s): now at step {self.session.steps}")
+
+    def do_break(self, arg: str) -> None:
+        """break LINE | CHECK: stop after a statement from GPU IR line LINE, or after
+        a check of that kind (CheckReads, CheckMutates, CheckBarrier)."""
+        from gpusem.interpreter.amir_debug import CHECKS, Breakpoint
+
+        word = arg.strip()
+        if word.isdigit():
+            bp = Breakpoint("line", int(word))
+        elif word in CHECKS:
+            bp = Breakpoint("check", word)
+        else:
+            raise BadInput(f"usage: break LINE | {' | '.join(CHECKS)}")
+        self.session.breakpoints.append(bp)
+        self.say(f"breakpoint {len(self.session.breakpoints)}: {bp.describe()}")
+
+    def do_delete(self, arg: str) -> None:
+        """delete [N]: remove breakpoint N, or all of them."""
+        bps = self.session.breakpoints
+        if not arg.strip():
+            bps.clear()
+            self.say("all breakpoints deleted")
+            return
+        args = _ints(arg, "delete [N]")
+        n = args[0] if len(args) == 1 else 0
+        if not 1 <= n <= len(bps):
+            raise BadInput(f"no breakpoint {n}")
+        self.say(f"deleted breakpoint {n}: {bps.pop(n - 1).describe()}")
+
+    def do_records(self, arg: str) -> None:
+        """records VAR [all]: the visibility records ρ(VAR), grouped by cells."""
+        parts = arg.split()
+        if not parts or len(parts) > 2 or (len(parts) == 2 and parts[1] != "all"):
+            raise BadInput("usage: records VAR [all]")
+        lines = self.session.records(parts[0])
+        groups = [i for i, t in enumerate(lines) if t.startswith("  ") and
+                  not t.startswith("   ")]
+        if len(parts) == 1 and len(groups) > RECORD_GROUPS:
+            cut = groups[RECORD_GROUPS]
+            rest = len(groups) - RECORD_GROUPS
+            lines = lines[:cut] + [f"  ... {rest} more cell groups (records "
+                                   f"{parts[0]} all)"]
+        for line in lines:
+            self.say(line)
+
+    def do_where(self, arg: str) -> None:
+        """where: the task ι, the loop values, and the next statement."""
+        from gpusem.calculus.amir.printer import print_simple
+
+        s = self.session
+        loops = ", ".join(f"{k}={y}" for k, y in s.loops()) or "-"
+        self.say(f"step {s.steps}, task ι={s.machine.task}, loops: {loops}")
+        if s.status != "running":
+            self.say(s.finished())
+            return
+        nxt = s.pending[0]
+        self.say(f"next: {print_simple(nxt)}")
+        self.show_line(nxt.origin, "  from ")
+
+    def do_quit(self, arg: str) -> bool:
+        """quit: leave the debugger."""
+        return True
+
+    do_q = do_quit
+
+    def do_EOF(self, arg: str) -> bool:  # noqa: N802 - cmd's name for end of input
+        self.console.print()
+        return True
+
+    def emptyline(self) -> None:
+        pass
+
+    def default(self, line: str) -> None:
+        self.say(f"unknown command: {line.split()[0]} (type help; commands: step, "
+                 f"continue, back, break, delete, records, where, quit)")
+
+    def onecmd(self, line: str):
+        try:
+            return super().onecmd(line)
+        except GpusemError as err:
+            self.say(f"error: {err.message}")
+        return None
+
+    def complete_break(self, text, *_):
+        from gpusem.interpreter.amir_debug import CHECKS
+
+        return [c for c in CHECKS if c.startswith(text)]
+
+    def complete_records(self, text, *_):
+        return [v for v in self.session.machine.vars if v.startswith(text)]
+
+
+def _ints(arg: str, usage: str) -> list[int]:
+    try:
+        return [int(x) for x in arg.split()]
+    except ValueError:
+        raise BadInput(f"usage: {usage}") from None
+
+
+def open_session(source: str, file: str, defines: dict[str, int], *,
+                 proc_name: str | None = None, rules: str = "fixed",
+                 max_steps: int = 200_000_000):
+    """Front end (Sections 3-4), conversion (Figure 5), and a session on the result:
+    the same pipeline as `gpusem synccheck`."""
+    from gpusem.calculus.gpuir.parser import parse_module
+    from gpusem.interpreter.amir_debug import Session
+    from gpusem.interpreter.gpuir_to_amir import convert
+    from gpusem.typing_rules.gpuir import check_proc
+
+    procs = parse_module(source, file).procs
+    proc = procs[-1]
+    if proc_name is not None:
+        named = [p for p in procs if p.name == proc_name]
+        if not named:
+            raise BadInput(f"{file}: no procedure named {proc_name} (have: "
+                           f"{', '.join(p.name for p in procs)})")
+        proc = named[0]
+    missing = [p.name for p in proc.ctrl_params if p.name not in defines]
+    if missing:
+        raise BadInput(f"{file}: missing definition: {', '.join(missing)} has no "
+                       f"value (pass -D {missing[0]}=...)")
+    analysis = check_proc(proc, dict(defines))
+    amir = convert(proc, defines, rules=rules, analysis=analysis)
+    return Session(amir, defines, max_steps=max_steps)
+
+
+def main(file: str, defines: tuple[str, ...], proc_name: str | None, rules: str,
+         commands: str | None, trace: str | None) -> None:
+    """The `.gpuir` branch of `gpusem step`."""
+    from gpusem.typing_rules.gpuir import header_defines
+
+    from .common import parse_defines, read_source
+
+    source = read_source(file)
+    env = {**header_defines(source), **parse_defines(defines)}
+    session = open_session(source, file, env, proc_name=proc_name, rules=rules)
+    console = Console(highlight=False)
+    sink = open(trace, "w") if trace else None  # noqa: SIM115 - closed below
+    if sink:
+        session.trace_sink = lambda line: sink.write(line + "\n")
+    debugger = AmirDebugger(session, source, file, console)
+    try:
+        if commands is not None:
+            for line in commands.split(";"):
+                if line.strip():
+                    debugger.say(f"(gpusem) {line.strip()}")
+                    if debugger.onecmd(line.strip()):
+                        break
+        else:
+            sizes = ", ".join(f"{k}={v}" for k, v in env.items())
+            debugger.say(f"gpusem step: {file}: AMIR of {session.prog.name}({sizes}), "
+                         f"rules {rules}. Type help.")
+            debugger.do_where("")
+            debugger.cmdloop()
+    finally:
+        if sink:
+            sink.close()

@@ -1,0 +1,1 @@
+"""Mutators: programs that break exactly one rule (the type-system-teeth property)."""
