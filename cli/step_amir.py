@@ -176,6 +176,17 @@ class AmirDebugger(cmd.Cmd):
         self.say(f"next: {print_simple(nxt)}")
         self.show_line(nxt.origin, "  from ")
 
+    def do_help(self, arg: str) -> None:
+        """help [COMMAND]: the commands, or one command's usage."""
+        if arg.strip():
+            super().do_help(arg)
+            return
+        self.say("commands (Ctrl-C interrupts continue; EOF or quit leaves):")
+        for name in ("step", "continue", "back", "break", "delete", "records", "where",
+                     "help", "quit"):
+            doc = (getattr(self, f"do_{name}").__doc__ or "").split(":", 1)
+            self.say(f"  {doc[0].strip():<18} {' '.join(doc[1].split()) if len(doc) > 1 else ''}")
+
     def do_quit(self, arg: str) -> bool:
         """quit: leave the debugger."""
         return True
@@ -253,7 +264,7 @@ def main(file: str, defines: tuple[str, ...], proc_name: str | None, rules: str,
     source = read_source(file)
     env = {**header_defines(source), **parse_defines(defines)}
     session = open_session(source, file, env, proc_name=proc_name, rules=rules)
-    console = Console(highlight=False)
+    console = Console(highlight=False, soft_wrap=True)
     sink = open(trace, "w") if trace else None  # noqa: SIM115 - closed below
     if sink:
         session.trace_sink = lambda line: sink.write(line + "\n")

@@ -26,7 +26,8 @@ from gpusem.calculus.bundl.printer import print_program
 from .bundl_compile import Verdict, check_program, reference
 from .campaign import CheckResult
 
-PROPERTIES = ("compile", "motion", "soundness", "printparse")
+PROPERTIES = ("compile", "motion", "soundness", "printparse", "teeth", "determinism",
+              "bigsmall", "soundness-paper")
 
 
 def statement_count(s) -> int:
@@ -89,6 +90,10 @@ class BundlTarget:
                 return self._soundness(program)
             case "printparse":
                 return self._printparse(program)
+            case "teeth" | "determinism" | "bigsmall" | "soundness-paper":
+                from . import bundl_properties
+
+                return getattr(bundl_properties, prop.replace("-", "_"))(program)
         raise AssertionError(prop)
 
     # ------------------------------------------------------------------ properties

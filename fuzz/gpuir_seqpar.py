@@ -123,14 +123,32 @@ def example_items(pattern: str = "*.gpuir") -> list[tuple[str, str, dict]]:
     return out
 
 
-def generated_items(count: int, seed: int) -> list[tuple[str, str, dict]]:
-    """`count` programs of `strategies.gpuir.kernels`, drawn deterministically."""
+def generated_kernels(count: int, seed: int) -> list:
+    """`count` kernels of `strategies.gpuir`, drawn deterministically from `seed`."""
     from gpusem.fuzz.strategies.gpuir import kernels_from_random
-    from hypothesis import strategies as st  # noqa: F401  (the strategy's home)
 
     rng = random.Random(seed)
-    return [(f"gen{seed}_{i}.gpuir", kernels_from_random(rng).source(f"gen{i}"), {})
-            for i in range(count)]
+    return [kernels_from_random(rng) for _ in range(count)]
+
+
+def generated_items(count: int, seed: int) -> list[tuple[str, str, dict]]:
+    """`count` generated programs as (name, source, defines)."""
+    return [(f"gen{seed}_{i}.gpuir", k.source(f"gen{i}"), {})
+            for i, k in enumerate(generated_kernels(count, seed))]
+
+
+def shrink_violation(kernel, backend: str = "cpu"):
+    """The smallest simplification of a generated kernel that still violates
+    seq = par (strategies.gpuir.shrink), and its outcome."""
+    from gpusem.fuzz.strategies.gpuir import shrink
+
+    def fails(k) -> bool:
+        (o,) = check_sources([("shrink.gpuir", k.source("shrunk"), {})], backend)
+        return o.classification == "VIOLATION"
+
+    small = shrink(kernel, fails)
+    (o,) = check_sources([("shrunk.gpuir", small.source("shrunk"), {})], backend)
+    return small, o
 
 
 def summary(outcomes: list[Outcome]) -> Counter:
@@ -198,7 +216,10 @@ def main(argv=None) -> int:
     ap.add_argument("--out", metavar="DIR", help="write a bundle per violation here")
     args = ap.parse_args(argv)
     items = [] if args.no_examples else example_items()
-    items += generated_items(args.generated, args.seed)
+    generated = generated_items(args.generated, args.seed)
+    kernels = dict(zip((n for n, _, _ in generated),
+                       generated_kernels(args.generated, args.seed), strict=True))
+    items += generated
     t0 = time.time()
     outcomes = check_sources(items, args.backend)
     for o in outcomes:
@@ -212,6 +233,8 @@ def main(argv=None) -> int:
     if args.out:
         for o in outcomes:
             if o.classification == "VIOLATION":
+                if o.name in kernels:  # generated: shrink first
+                    _, o = shrink_violation(kernels[o.name], args.backend)
                 print(f"finding: {write_finding(args.out, o, args.backend)}")
     return 1 if any(o.classification == "VIOLATION" for o in outcomes) else 0
 

@@ -122,6 +122,8 @@ class Session:
         self._stmts = {id(s): s for s in _leaves(prog.body)}
         self.pending = None
         self._advance()
+        if self.pending is None:            # nothing to run (say, a zero-trip loop)
+            self.status = "accepted"
         self._snap_cost, self._since = 0.0, time.perf_counter()
         self.snapshots: dict[int, tuple] = {}
         self._keep_snapshot()
@@ -341,7 +343,7 @@ class Session:
         m = self.machine
         match s:
             case A.RecordRead() | A.RecordMutate() | A.ClearReads() | A.ClearMutates():
-                return self._cell_changes(type(s).__name__, s.access.name, *before)
+                return self._cell_changes(s, *before)
             case A.Fence() | A.Arrive() | A.Await():
                 return self._lift_changes(*before)
             case A.CheckReads() | A.CheckMutates() | A.CheckBarrier():
@@ -357,7 +359,8 @@ class Session:
                 return (f"ι: {before} -> {m.task}",)
         return ()
 
-    def _cell_changes(self, kind: str, name: str, attr: str, old) -> tuple[str, ...]:
+    def _cell_changes(self, s, attr: str, old) -> tuple[str, ...]:
+        name = s.access.name
         v = self.machine.vars[name]
         new = getattr(v, attr)
         if old is None or old.shape != new.shape:
@@ -368,8 +371,9 @@ class Session:
         part = "r (reads)" if attr == "rd" else "m (mutates)"
         diff = old != new
         if not diff.any():
-            what = "already empty" if "Clear" in kind else "already holds this record"
-            return (f"ρ({name}).{part[0]} unchanged ({what})",)
+            what = "already empty" if isinstance(s, (A.ClearReads, A.ClearMutates)) \
+                else "already holds this record"
+            return (f"ρ({print_access(s.access)}).{part[0]} unchanged ({what})",)
         out = []
         pairs = np.unique(np.stack([old[diff], new[diff]]), axis=1).T.tolist()
         for a, b in pairs:
@@ -447,7 +451,9 @@ class Session:
         out = [f"ρ({name}): shape {list(v.shape)}"]
         for attr, label in (("rd", "r (reads)"), ("mu", "m (mutates)")):
             arr = getattr(v, attr)
-            for sid in np.unique(arr).tolist():
+            flat = arr.reshape(-1)
+            uniq, first = np.unique(flat, return_index=True)
+            for sid in uniq[np.argsort(first)].tolist():   # in order of first cell
                 cells = cell_text(name, np.argwhere(arr == sid), v.shape)
                 recs = self._set(sid)
                 out.append(f"  {label} {cells}: " + ("∅" if not recs else

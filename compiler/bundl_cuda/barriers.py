@@ -50,6 +50,7 @@ class _Plan:
     mbar_inits: list[str] = field(default_factory=list)
     phase_vars: list[str] = field(default_factory=list)
     sites: count = field(default_factory=lambda: count(1))
+    split_sites: dict = field(default_factory=dict)
 
     def lower(self, b: K.KBarrier, in_kernel: bool) -> tuple:
         persp, base = b.persp, f"(threadIdx.x - {_p_text(b.p)})"
@@ -83,15 +84,36 @@ class _Plan:
                                "function needs an mbarrier", span=b.span)
         return (note, *self._mbarrier(b, base, n, instances))
 
-    def _mbarrier(self, b: K.KBarrier, base: str, n: int, instances: int) -> tuple:
+    def _mbar_site(self, n: int) -> tuple[int, str]:
+        """A fresh mbarrier per instance of (Thread, n), and its phase variable."""
         site = next(self.sites)
         offset = self.mbar_bytes
+        instances = -(-self.threads // n)
         self.mbar_bytes += MBAR_BYTES * instances
         self.mbar_inits.append(
             f"for (int gs_i = 0; gs_i < {instances}; ++gs_i) gs_mbar_init("
             f"reinterpret_cast<gs_u64*>(gs_smem + {offset}) + gs_i, {n});")
         phase = f"gs_phase{site}"
         self.phase_vars.append(phase)
+        return offset, phase
+
+    def split(self, s: K.KArrive | K.KWait) -> tuple:
+        """Arrive motion's split barrier: always an mbarrier (a thread that arrives
+        on a named barrier cannot later also wait on it)."""
+        n, base = s.persp.n, f"(threadIdx.x - {_p_text(s.p)})"
+        if s.site not in self.split_sites:
+            self.split_sites[s.site] = self._mbar_site(n)
+        offset, phase = self.split_sites[s.site]
+        bar = f"(reinterpret_cast<gs_u64*>(gs_smem + {offset}) + {base} / {n})"
+        if isinstance(s, K.KArrive):
+            return (K.KComment(f"arrive {s.site}: all {s.persp} threads (split barrier)",
+                               s.span), K.KPrim(f"gs_mbar_arrive({bar});", s.span))
+        flip = "" if active("mbarrier-phase") else f" {phase} ^= 1u;"
+        return (K.KComment(f"wait {s.site}", s.span),
+                K.KPrim(f"gs_mbar_wait_parity({bar}, {phase});{flip}", s.span))
+
+    def _mbarrier(self, b: K.KBarrier, base: str, n: int, instances: int) -> tuple:
+        offset, phase = self._mbar_site(n)
         bar = f"(reinterpret_cast<gs_u64*>(gs_smem + {offset}) + {base} / {n})"
         return (K.KPrim(f"gs_mbar_arrive({bar});", b.span),
                 K.KPrim(f"gs_mbar_wait_parity({bar}, {phase});"
@@ -107,6 +129,8 @@ def lower_barriers(prog: K.KProgram) -> K.KProgram:
         for s in body:
             if isinstance(s, K.KBarrier):
                 out.extend(plan.lower(s, in_kernel))
+            elif isinstance(s, (K.KArrive, K.KWait)):
+                out.extend(plan.split(s))
             else:
                 out.append(map_bodies(s, lambda b: stmts(b, in_kernel)))
         return tuple(out)

@@ -30,6 +30,9 @@ FAULTS: dict[str, str] = {
         "past the reads they contain",
     "barrier-before-last-use":
         "lower_data: the partition barrier is placed before the body's last statement",
+    "arrive-above-last-use":
+        "place_sync: the arrive of a split barrier is hoisted above the construct's "
+        "last statement",
     "claim-all-threads":
         "lower_data: the claim guard is dropped, every thread runs the claimed body",
     "shared-not-zeroed":

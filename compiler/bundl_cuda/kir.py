@@ -310,6 +310,27 @@ class KBarrier:
 
 
 @dataclass(frozen=True, slots=True)
+class KArrive:
+    """The arrive half of a split barrier (Prism Sec. 5's arrive), placed where the
+    construct's accesses end; `KWait` with the same `site` completes it later."""
+
+    persp: Perspective
+    p: KExpr
+    site: str
+    span: Span = _SPAN
+
+
+@dataclass(frozen=True, slots=True)
+class KWait:
+    """The wait half of a split barrier, placed before the first conflicting use."""
+
+    persp: Perspective
+    p: KExpr
+    site: str
+    span: Span = _SPAN
+
+
+@dataclass(frozen=True, slots=True)
 class KPrim:
     """A call of a device primitive after barrier lowering (`__syncthreads()` ...)."""
 
@@ -320,7 +341,7 @@ class KPrim:
 KStmt = Union[
     KDecl, KLocalArray, KAssign, KStore, KIf, KWhile, KBlock, KCall, KComment, KCopy,
     KDestruct, KGroup, KSplit, KPartition, KClaim, KLower, KSharedAlloc, KAsyncScope,
-    KAsyncCopy, KBarrier, KPrim,
+    KAsyncCopy, KBarrier, KArrive, KWait, KPrim,
 ]
 
 # ---------------------------------------------------------------------- functions

@@ -17,12 +17,17 @@ preserving, are applied here:
    body of a loop keeps its barrier: the loop's back-edge is a later use), so every
    thread of the instance meets the same barrier sequence.
 
-Not done: arrive motion (split barriers with the arrive hoisted to the last use).
+3. With `sync_motion`, arrive motion: in a kernel, a moved barrier whose shape has no
+   cheaper special case (not the whole block, not inside one warp) becomes a split
+   barrier: the arrive stays where the construct ended, the wait goes where the
+   barrier went, so a thread does independent work between them (Sec. 5).
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
+
+from gpusem.calculus.bundl.perspective import Level
 
 from . import kir as K
 from .accesses import Accesses, Roots, accesses
@@ -30,7 +35,29 @@ from .faults import active
 from .traverse import bodies, map_bodies
 
 
-def _sink(stmts: tuple, roots: Roots) -> tuple:
+def _splittable(b: K.KBarrier, threads: int) -> bool:
+    """Split barriers are for the shapes without a cheaper special case (Sec. 5: the
+    whole block and single warps use __syncthreads / __syncwarp)."""
+    n = b.persp.n
+    return (b.persp.level == Level.THREAD and 1 < n < threads and 32 % n != 0
+            and not b.site.startswith("init/dec/wait"))
+
+
+def _place(out: list, pending: K.KBarrier, origin: int, split: bool) -> None:
+    """Put the pending barrier at the end of `out`; split it into arrive (where the
+    construct ended) and wait (here) when other statements lie between (arrive
+    motion)."""
+    between = any(not isinstance(s, K.KComment) for s in out[origin:])
+    if not (split and between):
+        out.append(pending)
+        return
+    b = pending
+    at = origin - 1 if active("arrive-above-last-use") and origin > 0 else origin
+    out.insert(at, K.KArrive(b.persp, b.p, b.site, b.span))
+    out.append(K.KWait(b.persp, b.p, b.site, b.span))
+
+
+def _sink(stmts: tuple, roots: Roots, threads: int = 0, in_kernel: bool = False) -> tuple:
     """Wait motion within one statement list (barriers never leave their list).
 
     A pending barrier carries what the construct it ends accessed; it is placed just
@@ -40,28 +67,33 @@ def _sink(stmts: tuple, roots: Roots) -> tuple:
     """
     out: list[K.KStmt] = []
     pending: K.KBarrier | None = None
-    covered = Accesses()
+    covered, origin = Accesses(), 0
     last = Accesses()  # the accesses of the statement just before a barrier
+
+    def place() -> None:
+        split = in_kernel and _splittable(pending, threads)
+        _place(out, pending, origin, split)
+
     for s in stmts:
         if isinstance(s, K.KBarrier):
             if pending is not None and not _same_instance(pending, s):
-                out.append(pending)
+                place()
                 pending, covered = None, Accesses()
             # A hand-written `init; dec; wait` orders everything before it: immovable.
             ends = Accesses(unknown=True) if s.site.startswith("init/dec/wait") else last
-            pending, covered = (pending or s), covered | ends
+            pending, covered, origin = (pending or s), covered | ends, len(out)
             continue
-        s = map_bodies(s, lambda b: _sink(b, roots))
+        s = map_bodies(s, lambda b: _sink(b, roots, threads, in_kernel))
         here = accesses(s, roots)
         if active("wait-below-first-use") and isinstance(s, K.KBlock):
             here = Accesses()  # the seeded fault: nested blocks are not looked into
         if pending is not None and covered.conflicts(here):
-            out.append(pending)
+            place()
             pending, covered = None, Accesses()
         out.append(s)
         last = here
     if pending is not None:
-        out.append(pending)
+        place()
     return tuple(out)
 
 
@@ -75,8 +107,12 @@ def _drop_trailing(stmts: tuple, at_kernel_end: bool) -> tuple:
     i = len(out) - 1
     while at_kernel_end and i >= 0:
         s = out[i]
-        if isinstance(s, K.KBarrier):
+        if isinstance(s, (K.KBarrier, K.KWait)):
+            site = s.site
             del out[i]
+            if isinstance(s, K.KWait):  # its arrive goes too
+                out = [x for x in out if not (isinstance(x, K.KArrive) and x.site == site)]
+                i = len(out)
             i -= 1
             continue
         if isinstance(s, K.KComment):
@@ -90,7 +126,8 @@ def _drop_trailing(stmts: tuple, at_kernel_end: bool) -> tuple:
 
 def place_sync(prog: K.KProgram, sync_motion: bool = True) -> K.KProgram:
     def per_function(f: K.KFunction) -> K.KFunction:
-        body = _sink(f.body, Roots()) if sync_motion else f.body
+        body = (_sink(f.body, Roots(), prog.threads, f.is_kernel) if sync_motion
+                else f.body)
         return replace(f, body=_drop_trailing(body, f.is_kernel))
 
     return replace(prog, functions=tuple(per_function(f) for f in prog.functions))

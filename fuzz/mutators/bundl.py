@@ -56,12 +56,17 @@ class Site:
 @dataclass(frozen=True, slots=True)
 class Mutant:
     program: A.Program
-    rule: str  # the rule check_program must name
+    rules: tuple[str, ...]  # check_program must name one of these (the broken rule)
     mutator: str
     dynamic: tuple[str, ...]  # S-/E- rules that must fire when the site runs
     where: str  # a short description of the site, for reports
     paper_ok: bool = False  # also accepted by --rules paper (a known erratum)
     site: Site | None = None  # where the rule was broken (for `probe`)
+    parent: A.Program | None = None  # the well-typed program it came from
+
+    @property
+    def rule(self) -> str:
+        return self.rules[0]
 
 
 # ------------------------------------------------------------------------ sites
@@ -362,12 +367,13 @@ def t_partition_id(prog, site: Site) -> list:
         fresh_name(p), INT, GRID1, A.PartitionId(), A.Skip()))]
 
 
-# name -> (finder, rule the checker names, dynamic rules, also paper-accepted)
+# name -> (finder, rule(s) the checker may name, dynamic rules, also paper-accepted)
 MUTATORS: dict[str, tuple] = {
     "T-Decl": (t_decl, "T-Decl", ("S-Decl",), False),
     "T-Assn": (t_assn, "T-Assn", ("S-Assn",), False),
     "T-Var": (t_var, "T-Var", ("E-Var",), False),
-    "T-Arr-Assn": (t_arr_assn, "T-Arr-Assn", ("S-Arr-Assn", "S-Arr-Assn-Shared"), False),
+    "T-Arr-Assn": (t_arr_assn, ("T-Arr-Assn", "T-Arr-Assn-Shared"),
+                   ("S-Arr-Assn", "S-Arr-Assn-Shared"), False),
     "T-Arr-Access": (t_arr_access, "T-Arr-Access",
                      ("E-Arr-Access", "E-Arr-Access-Shared"), False),
     "T-Alloc-Shared": (t_alloc_shared, "T-Alloc-Shared", ("S-Alloc-Shared",), True),
@@ -403,9 +409,10 @@ def mutate(prog: A.Program, name: str, rng: random.Random | int = 0) -> Mutant |
     if not found:
         return None
     site, make = rng.choice(found)
-    _, rule, dynamic, paper_ok = MUTATORS[name]
+    _, rules, dynamic, paper_ok = MUTATORS[name]
+    rules = (rules,) if isinstance(rules, str) else rules
     where = f"{site.owner}:{type(site.stmt).__name__}@{site.persp}"
-    return Mutant(make(prog), rule, name, dynamic, where, paper_ok, site)
+    return Mutant(make(prog), rules, name, dynamic, where, paper_ok, site, prog)
 
 
 def probe(prog: A.Program, site: Site) -> A.Program:

@@ -118,6 +118,15 @@ def leaf(draw, env: dict, m: int, k: int, S: str | None, O: str) -> A.Stmt:
         fill = A.ArrAssign(v(s1), i(0), draw(int_expr({**env_u, "staged": None})))
         stmts.append(A.Partition(None, S, s1, m, A.Group(m, fill)))
         env_u = {**env_u, "staged": (S, m)}
+        if env["inputs"] and draw(st.booleans()):
+            # Independent work between the fill and its readers: a read of an input
+            # that nobody writes, so the barrier's wait can move below it (split).
+            w = _fresh(env, "w")
+            name, length = draw(st.sampled_from(env["inputs"]))
+            read = A.Index(v(name), mod(A.BinOp("+", v("b"), i(draw(st.integers(0, 9)))),
+                                        length))
+            stmts.append(A.Decl(w, INT, THREAD1, read, A.Skip()))
+            env_u = {**env_u, "ints": env_u["ints"] + [w]}
     body = A.Group(m, draw(writes({**env_u, "ints": env_u["ints"]}, k)))
     stmts.append(A.Partition(None, O, "o", m, body))
     return A.seq(*stmts)

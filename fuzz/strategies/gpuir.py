@@ -70,7 +70,8 @@ def render(k: Kernel, name: str = "gen") -> str:
         f"    with CudaDeviceFunction(blockDim={b}):",
         f"        for task in cuda_tasks(0, {k.tasks}):",
         f"            buf: f32[2, {b}] @ CudaSmemLinear",
-        "            bar: barrier @ CudaMbarrier",
+        *(["            bar: barrier @ CudaMbarrier"]
+          if any(p.sync == "mbarrier" for p in k.phases) else []),
         f"            for tid in cuda_threads(0, {b}, unit=cuda_thread):",
         f"                buf[0, tid] = A[task * {b} + tid]",
         "            Fence(cuda_in_order, cuda_in_order)",
@@ -94,8 +95,12 @@ def render(k: Kernel, name: str = "gen") -> str:
                       "                Fence(cuda_in_order, cuda_in_order)"]
         lines.append(f"            for tid in cuda_threads(0, {b}, unit=cuda_thread):")
         lines.append(f"                {target} = {rhs}")
-        lines += _sync(p.sync, b)
-    lines.append("            Fence(cuda_in_order, cuda_in_order)")
+        # Note: Fence(Sm80_cp_async, ..) orders no in-order accesses (Figure 16), yet
+        # lowers to wait_all + __syncthreads: after an in-order phase it would be a
+        # rejection no schedule can witness, so such phases take a CTA Fence.
+        lines += _sync("cta" if p.sync == "sm80" else p.sync, b)
+    if lines[-1] != "            Fence(cuda_in_order, cuda_in_order)":
+        lines.append("            Fence(cuda_in_order, cuda_in_order)")  # before free
     return "\n".join(lines) + "\n"
 
 
@@ -141,3 +146,40 @@ def kernels_from_random(rng, max_phases: int = 3) -> Kernel:
                      rng.choice(SYNCS), rng.random() < .5, rng.random() < .3)
                for _ in range(rng.randint(1, max_phases)))
     return Kernel(rng.choice((32, 64)), rng.randint(1, 2), ps)
+
+
+def simpler(k: Kernel):
+    """Candidate simplifications of `k`, most aggressive first (the shrink passes:
+    drop a phase, drop a task, narrow the block, then simplify one phase field)."""
+    from dataclasses import replace
+
+    for i in range(len(k.phases)):
+        if len(k.phases) > 1:
+            yield replace(k, phases=k.phases[:i] + k.phases[i + 1:])
+    if k.tasks > 1:
+        yield replace(k, tasks=1)
+    if k.block > 32:
+        yield replace(k, block=32)
+    plain = Phase(1, 0, False, False, "+", "cta")
+    for i, p in enumerate(k.phases):
+        for field in ("skew", "two_reads", "local", "copy", "add", "mul", "op", "sync"):
+            q = replace(p, **{field: getattr(plain, field)})
+            if q != p:
+                yield replace(k, phases=k.phases[:i] + (q,) + k.phases[i + 1:])
+
+
+def shrink(k: Kernel, fails, budget: int = 60) -> Kernel:
+    """Greedy shrinking: keep the first simpler kernel for which `fails` still holds,
+    until none does (or `budget` candidates were tried)."""
+    tried = 0
+    progress = True
+    while progress and tried < budget:
+        progress = False
+        for cand in simpler(k):
+            tried += 1
+            if fails(cand):
+                k, progress = cand, True
+                break
+            if tried >= budget:
+                break
+    return k

@@ -45,9 +45,10 @@ def test_committed_twin_is_the_rendered_template(stem):
 
 def test_gpu_programs_are_the_twins_with_other_numbers():
     gpu, small = P.gpu_programs(), P.small_twins()
-    pairs = [(big, "reduce_sum_small" if big.startswith("reduce") else "sgemm_tiled_small")
+    twins = {"reduce": "reduce_sum_small", "sgemm_tiled_db": "sgemm_tiled_db_small"}
+    pairs = [(big, twins.get(big) or twins.get(big.split("_")[0], "sgemm_tiled_small"))
              for big in gpu]
-    assert len(pairs) == 6  # two reduction grids, each with its final pass; 2 SGEMMs
+    assert len(pairs) == 7  # two reduction grids with their final passes; 3 SGEMMs
     for big, twin in pairs:
         a = NUMBER.sub("N", _body(gpu[big])).replace(" = iota", "")
         b = NUMBER.sub("N", _body(small[twin])).replace(" = iota", "")
@@ -90,12 +91,12 @@ def test_reduce_reference_order_on_random_input_matches_cpu_kernel():
     assert res.outputs["g_out"].view(np.uint32).tolist() == want.view(np.uint32).tolist()
 
 
-def _run_sgemm_cpu(options: CompileOptions, a, b, ab):
+def _run_sgemm_cpu(options: CompileOptions, a, b, ab, double_buffer: bool = False):
     from gpusem.compiler.backends import get_backend
     from gpusem.compiler.backends.kernel import Job
     from gpusem.compiler.bundl_cuda.launch import kernel_spec
 
-    text = P.sgemm_tiled(P.SGEMM_SMALL, small=True)
+    text = P.sgemm_tiled(P.SGEMM_SMALL, small=True, double_buffer=double_buffer)
     kernel = compile_text("sgemm_tiled_small", text, options)
     s = P.SGEMM_SMALL
     inputs = {"g_A": a, "g_B": b, "g_AB": ab, "g_C": np.zeros(s.m * s.n, np.float32)}
@@ -114,13 +115,18 @@ def test_sgemm_small_is_the_matrix_product_in_rowmajor_after_untiling():
     assert np.array_equal(got.astype(np.float64), want)
 
 
-def test_sgemm_small_random_bit_exact_vs_same_order_reference():
+@pytest.mark.parametrize("double_buffer", [False, True], ids=["paper", "db"])
+def test_sgemm_small_random_bit_exact_vs_same_order_reference(double_buffer):
     s = P.SGEMM_SMALL
     rng = np.random.default_rng(7)
     a = rng.uniform(-1, 1, s.m * s.k).astype(np.float32)
     b = rng.uniform(-1, 1, s.k * s.n).astype(np.float32)
     ab = np.array([1.5, 0.0], np.float32)
-    got, _ = _run_sgemm_cpu(CompileOptions(), a, b, ab)
+    got, kernel = _run_sgemm_cpu(CompileOptions(), a, b, ab, double_buffer)
+    # the paper's variant: 2 barriers per k-tile (staging, then the WAR fence); double
+    # buffering: 1 (staging only); plus 2 (or 4) zeroings. K / BK = 2 tiles per loop.
+    loop = kernel.source.split("while (v_k0")[1].split("lower cb into ct")[0]
+    assert loop.count("__syncthreads();") == 2
     want = R.sgemm_reference_cpu(a, b, ab, np.zeros(s.m * s.n, np.float32), s)
     assert got.view(np.uint32).tolist() == want.view(np.uint32).tolist()
 
@@ -313,15 +319,16 @@ def test_harness_end_to_end_on_a_fake_gpu(monkeypatch, tmp_path):
     monkeypatch.setattr(P, "REDUCE_VARIANTS", {"small": (first, final)})
     monkeypatch.setattr(P, "SGEMM_GPU", P.SGEMM_SMALL)
     monkeypatch.setattr(H, "SGEMM_VARIANTS", {
-        k: (P.SGEMM_SMALL, H.SGEMM_VARIANTS[k][1]) for k in ("strict", "fast_fma")})
+        k: (P.SGEMM_SMALL, *H.SGEMM_VARIANTS[k][1:]) for k in ("strict", "fast_fma_db")})
     report = H.run_benchmarks(tmp_path, H.compiled_kernels(), _CpuTimed(), 1, 1, {})
     assert json.loads((tmp_path / "bench.json").read_text())["sgemm"]["m"] == 16
     assert H.failed_checks(report) == []
     red, sg = report["reduce"], report["sgemm"]
     assert red["best"] == "small" and red["variants"]["small"]["ok"]
     assert red["variants"]["small"]["launch"]["blocks"] == 32
-    assert set(sg["check"]) == {"strict", "fast_fma"}
-    assert sg["best_strict"] == "strict" and sg["best_fast_fma"] == "fast_fma"
+    assert set(sg["check"]) == {"strict", "fast_fma_db"}
+    assert sg["best_strict"] == "strict" and sg["best_fast_fma"] == "fast_fma_db"
+    assert sg["tiles"]["fast_fma_db"]["double_buffer"]
     assert sg["check"]["strict"]["bit_exact_vs_same_order_reference"]
     assert sg["fast_fma_speedup_over_strict"] == 1.0  # the fake's times are constant
     # a broken kernel is reported, not hidden

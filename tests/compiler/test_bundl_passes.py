@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+from dataclasses import replace
 
 import pytest
 
@@ -274,3 +275,27 @@ def test_hand_written_init_dec_wait_never_moves():
     prog = program([store("g_a"), hand, store("g_b"), store()])
     out = kernel_body(place_sync(prog, sync_motion=True))
     assert isinstance(out[1], K.KBarrier)
+
+
+def test_arrive_motion_splits_a_moved_barrier_into_arrive_and_wait():
+    """Sec. 5: arrive where the construct ends, wait before the first conflicting use;
+    independent work runs between them (shape thread[64] of 256: no special case)."""
+    write = lambda a: K.KStore(K.KVar(a), K.KConst(0, INT), K.KConst(1, INT))  # noqa
+    prog = program([K.KBlock((write("s"),)), barrier(64), write("r"), read_of("s"),
+                    store()], threads=256)
+    out = kernel_body(place_sync(prog, sync_motion=True))
+    kinds = [type(s).__name__ for s in out]
+    assert kinds[:5] == ["KBlock", "KArrive", "KStore", "KWait", "KStore"]
+    lowered = kernel_body(lower_barriers(replace(prog, functions=(
+        replace(prog.functions[0], body=out),))))
+    texts = [s.text for s in lowered if isinstance(s, K.KPrim)]
+    assert any("gs_mbar_arrive" in t for t in texts)
+    assert any("gs_mbar_wait_parity" in t for t in texts)
+
+
+def test_block_wide_barriers_are_never_split():
+    write = lambda a: K.KStore(K.KVar(a), K.KConst(0, INT), K.KConst(1, INT))  # noqa
+    prog = program([K.KBlock((write("s"),)), barrier(128), write("r"), read_of("s"),
+                    store()])
+    out = kernel_body(place_sync(prog, sync_motion=True))
+    assert not any(isinstance(s, (K.KArrive, K.KWait)) for s in out)

@@ -267,3 +267,23 @@ def test_lower_leaves_only_printable_statements():
         kinds = {type(s) for s in K.walk(k.body)}
         assert kinds <= {K.GPrim, K.GComment, K.GLet, K.GFor, K.GIf, K.GLocal}
     assert emit_cuda(lower(proc, {}), "h").count("__global__") == 1
+
+
+# ---------------------------------------------------------------- storage
+def test_distributed_dimensions_are_the_owner_prefix():
+    from gpusem.compiler.gpuir_cuda.storage import leading_dims
+
+    assert leading_dims((4, 32), 128) == 2      # part[w, lane] over 128 threads
+    assert leading_dims((2, 64, 128), 2) == 1   # D[wg, ...] over two warpgroups
+    assert leading_dims((128,), 1) == 0         # one owner: nothing distributed
+    assert leading_dims((3, 5), 4) is None      # no prefix fits: replicate
+
+
+def test_window_extent_of_quasi_affine_bounds():
+    from gpusem.compiler.gpuir_cuda.from_gpuir import _extent
+
+    t4 = A.CBin("*", A.CBin("%", A.CVar("t"), A.CInt(2)), A.CInt(4))
+    assert _extent(t4, A.CBin("+", t4, A.CInt(4)), {}) == 4
+    assert _extent(A.CVar("k"), A.CBin("+", A.CVar("k"), A.CInt(8)), {}) == 8
+    assert _extent(A.CInt(0), A.CVar("N"), {"N": 12}) == 12
+    assert _extent(A.CInt(0), A.CVar("t"), {}) is None

@@ -1,0 +1,279 @@
+"""`gpusem step FILE.gpuir` (issue 6, the AMIR part): the debugger driven through a
+pseudo-terminal as a person would, plus the session it presents
+(interpreter/amir_debug.py) held to the machine's verdicts.
+
+Expected screens come from the programs, not from this implementation's output:
+fence_broadcast.gpuir (Section 2.1 of Exo-GPU) has every thread tid of the task write
+buf[tid] at line 11 and read all of buf at line 17 after the Fence of line 12;
+the _missing_fence variant (lines 10 and 15) must fail CheckMutates on buf when thread
+0 reads buf[1], written by thread 1 (the file's `# expect:` header; ι is 1 inside the
+first task since IncTaskID runs first).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pexpect
+import pytest
+
+from gpusem.calculus.amir.parser import parse_file
+from gpusem.calculus.errors import Trap
+from gpusem.interpreter import amir_debug
+from gpusem.interpreter.amir_debug import Session
+from gpusem.interpreter.amir_machine import check_amir
+
+ROOT = Path(__file__).resolve().parents[2]
+GPUIR = ROOT / "examples" / "gpuir"
+OK = str(GPUIR / "fence_broadcast.gpuir")
+RACE = str(GPUIR / "fence_broadcast_missing_fence.gpuir")
+PROGRAMS = sorted((ROOT / "tests" / "amir" / "programs").glob("*.amir"))
+GPUSEM = shutil.which("gpusem") or str(Path(sys.executable).parent / "gpusem")
+PROMPT = r"\(gpusem\) "
+
+
+def spawn(*args: str) -> pexpect.spawn:
+    env = dict(os.environ, COLUMNS="200", TERM="dumb")
+    child = pexpect.spawn(GPUSEM, ["step", *args], env=env, encoding="utf-8",
+                          timeout=30, dimensions=(50, 200))
+    child.expect(PROMPT)
+    return child
+
+
+def send(child: pexpect.spawn, line: str, *patterns: str) -> None:
+    child.sendline(line)
+    for p in patterns:
+        child.expect(p)
+    child.expect(PROMPT)
+
+
+# ------------------------------------------------------------- through a terminal
+
+
+def test_step_shows_statement_source_line_threads_loops_and_records():
+    child = spawn(OK, "-D", "N=128")
+    send(child, "step", r"step 1  Alloc", r"amir: Alloc\(A\[N\]\)",
+         r"ρ: Alloc: ρ\(A\[0:128\]\) fresh")
+    send(child, "break 11", "breakpoint 1: line 11")
+    # the first statement converted from line 11 is the check of the read of A
+    send(child, "continue", r"step \d+  CheckMutates  task ι=1  loops: task=0, tid=0  "
+         r"threads: task 1 thread 0",
+         r"amir: CheckMutates\(fully_ordered, false, A\[task \* 128 \+ tid\]",
+         r"fence_broadcast\.gpuir:11:  buf\[tid\] = A\[task \* 128 \+ tid\]",
+         r"breakpoint: line 11")
+    send(child, "step", r"RecordRead",
+         r"ρ: ρ\(A\[0\]\)\.r \(reads\): \+ #\d+ read of A at line 11 by task 1 thread 0")
+    send(child, "records A", r"r \(reads\) A\[0\]: 1 record", r"read of A at line 11",
+         r"visible to task 1 thread 0: fully_ordered on \{cuda2\}",
+         r"r \(reads\) A\[1:128\]: ∅")
+    send(child, "delete", "all breakpoints deleted")
+    # line 12's Fence over the task's 128 threads lifts every thread's write of buf
+    send(child, "break 12", "breakpoint 1: line 12")
+    send(child, "continue", r"Fence  task ι=1  loops: task=0  threads: task 1 threads "
+         r"0\.\.127", r"Fence\(true, \{cuda_in_order_rmem_qual, cuda_in_order_ram",
+         r"lifted 128 records #\d+\.\.#\d+ \(mutate of buf at line 11\): now "
+         r"fully_ordered on \{cuda1, cuda2\}.* for task 1 threads 0\.\.127")
+    send(child, "where", r"loops: task=0", r"next: Alloc\(acc\)")
+    send(child, "delete", "all breakpoints deleted")
+    send(child, "continue", r"accepted: the program ended after \d+ AMIR statements "
+         r"and every check passed")
+    child.sendline("quit")
+    child.expect(pexpect.EOF)
+
+
+def test_continue_stops_at_the_failing_check_with_both_accesses():
+    child = spawn(RACE, "-D", "N=128")
+    child.sendline("continue")
+    child.expect(r"stopped: CheckMutates failed at step (\d+)")
+    failed = int(child.match.group(1))
+    child.expect(r"buf\[1\] written at \S+:10:17 by \[\(1, 1\)\]")
+    child.expect(r"is not fully_ordered for \[\(1, 0\)\]")
+    child.expect(r"check: CheckMutates\s+variable: buf\[1\]")
+    child.expect(r"15 \|\s+acc \+= buf\[i\]")
+    child.expect(r"10 \|\s+buf\[tid\] = A\[task \* 128 \+ tid\]")
+    child.expect(PROMPT)
+    send(child, "where", rf"step {failed}, task ι=1, loops: task=0, tid=0, i=1",
+         r"rejected: CheckMutates")
+    send(child, "records buf", r"m \(mutates\) buf\[1\]: 1 record",
+         r"mutate of buf at line 10 by task 1 thread 1 ")
+    send(child, "back 1", rf"now at step {failed - 1}")
+    send(child, "where", r"next: CheckMutates\(fully_ordered, false, buf\[i\]",
+         r"missing_fence\.gpuir:15:  acc \+= buf\[i\]")
+    send(child, "step", rf"step {failed}  CheckMutates", r"stopped: CheckMutates")
+    child.sendeof()
+    child.expect(pexpect.EOF)
+
+
+def test_break_on_a_check_kind_and_step_counts():
+    child = spawn(RACE, "-D", "N=128")
+    send(child, "break CheckReads", "breakpoint 1: check CheckReads")
+    send(child, "continue", r"step \d+  CheckReads .* threads: task 1 thread 0",
+         r"check passed on buf\[tid\]; ρ unchanged", "breakpoint: check CheckReads")
+    send(child, "step 4", r"CheckMutates", r"ClearReads",
+         r"ρ\(buf\[tid\]\)\.r unchanged \(already empty\)", r"ClearMutates", r"RecordMutate",
+         r"ρ\(buf\[0\]\)\.m \(mutates\): \+ #\d+ mutate of buf at line 10")
+    send(child, "delete 1", "deleted breakpoint 1: check CheckReads")
+    send(child, "delete 1", "error: no breakpoint 1")
+    child.sendline("quit")
+    child.expect(pexpect.EOF)
+
+
+def test_unknown_commands_bad_arguments_and_eof():
+    child = spawn(RACE, "-D", "N=128")
+    send(child, "frobnicate", r"unknown command: frobnicate \(type help")
+    send(child, "step x", r"error: usage: step \[N\]")
+    send(child, "step 0", r"error: usage: step \[N\]")
+    send(child, "break nowhere", r"error: usage: break LINE \| CheckReads")
+    send(child, "records", r"error: usage: records VAR")
+    send(child, "records nosuch", r"error: no variable nosuch in ρ")
+    send(child, "help", r"step \[N\]\s+execute N AMIR statements", r"break LINE \| CHECK",
+         r"records VAR \[all\]")
+    send(child, "help records", r"records VAR \[all\]")
+    child.sendeof()
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+
+
+def test_ctrl_c_interrupts_a_running_continue():
+    child = spawn(OK, "-D", "N=16384")  # 128 tasks: minutes of stepping
+    child.sendline("continue")
+    time.sleep(1.5)
+    child.sendintr()
+    child.expect(r"interrupted at step (\d+)", timeout=20)
+    assert int(child.match.group(1)) > 0
+    child.expect(PROMPT)
+    send(child, "where", r"next: ")
+    child.sendline("quit")
+    child.expect(pexpect.EOF)
+
+
+# ------------------------------------------------------------ scripts and traces
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([GPUSEM, "step", *args], capture_output=True, text=True,
+                          timeout=60, env=dict(os.environ, COLUMNS="200"))
+
+
+def test_commands_and_trace(tmp_path):
+    trace = tmp_path / "trace.txt"
+    out = run_cli(RACE, "-D", "N=128", "--commands", "continue; where",
+                  "--trace", str(trace))
+    assert out.returncode == 0, out.stderr
+    assert "stopped: CheckMutates failed" in out.stdout
+    lines = trace.read_text().splitlines()
+    steps = int(re.search(r"failed at step (\d+)", out.stdout).group(1))
+    assert len(lines) == steps  # one line per executed AMIR statement
+    assert lines[0].split()[0] == "1" and "Alloc(A[N])" in lines[0]
+    assert "FAILED: unsynchronized mutate" in lines[-1] and "line 15" in lines[-1]
+    assert "i=1" in lines[-1] and "tid=0" in lines[-1]
+
+
+def test_missing_definition_and_bad_file_are_one_line_exit_2(tmp_path):
+    bad = tmp_path / "bad.gpuir"
+    bad.write_text("proc p(:\n")
+    for args in ([str(bad)], [OK, "-D", "N=x"], [OK, "--proc", "nope"]):
+        out = run_cli(*args, "--commands", "quit")
+        assert out.returncode == 2, (args, out.stdout, out.stderr)
+        assert len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr
+
+
+# ------------------------------------------------------------- the session itself
+
+
+def expected(path: Path) -> tuple[str, dict[str, int]]:
+    text = path.read_text()
+    want = re.search(r"^# expect: (\w+)", text, re.M).group(1)
+    d = re.search(r"^# defines: (.*)$", text, re.M)
+    defines = dict((k, int(v)) for k, v in (i.split("=") for i in d.group(1).split())) \
+        if d else {}
+    return want, defines
+
+
+@pytest.mark.parametrize("path", PROGRAMS, ids=lambda p: p.stem)
+def test_session_reaches_the_machines_verdict(path: Path):
+    """Stepping runs the machine's own rules: the verdict of every conformance program
+    (its header, derived from the rules) and the very violation check_amir reports."""
+    want, defines = expected(path)
+    proc = parse_file(str(path))
+    defines = {p: defines.get(p, 2) for p in proc.params}
+    s = Session(proc, defines)
+    _, stop = s.run(None)
+    if want == "trap":
+        assert s.status == "error" and isinstance(s.error, Trap), stop.reason
+        return
+    assert s.status == want, stop.reason
+    v = check_amir(proc, defines).violation
+    assert (s.violation is None) == (v is None)
+    if v is not None:
+        assert (s.violation.check, s.violation.variable, s.violation.index,
+                s.violation.span, s.violation.other_span) == \
+            (v.check, v.variable, v.index, v.span, v.other_span)
+
+
+def _ids_out(lines: list[str]) -> list[str]:
+    return [re.sub(r"#\d+", "#_", t) for t in lines]
+
+
+def test_back_replays_to_the_same_state(monkeypatch):
+    # snapshots at every 256 steps, thinned to 3: `back` crosses thinned stretches
+    monkeypatch.setattr(amir_debug, "SNAPSHOT_RATIO", 0)
+    monkeypatch.setattr(amir_debug, "MAX_SNAPSHOTS", 3)
+    proc = parse_file(str(ROOT / "tests/amir/programs/smem_broadcast.amir"))
+    s = Session(proc, {p: 128 for p in proc.params})
+    s.run(700)
+    assert len(s.snapshots) <= 3
+    here = (s.steps, s.loops(), s.pending, _ids_out(s.records("buf")))
+    ahead = [(e.stmt, e.loops, e.threads) for e in s.run(40, show=40)[0]]
+    assert s.back(40) == 40
+    assert (s.steps, s.loops(), s.pending, _ids_out(s.records("buf"))) == here
+    again = [(e.stmt, e.loops, e.threads) for e in s.run(40, show=40)[0]]
+    assert again == ahead
+    s.back(10_000)
+    assert s.steps == 0 and s.status == "running"
+
+
+def test_breakpoint_stops_after_each_matching_statement():
+    proc = parse_file(str(ROOT / "tests/amir/programs/smem_broadcast.amir"))
+    s = Session(proc, {p: 128 for p in proc.params})
+    s.breakpoints.append(amir_debug.Breakpoint("check", "CheckReads"))
+    seen = []
+    while s.status == "running":
+        shown, stop = s.run(None)
+        if stop.breakpoint is not None:
+            seen.append(shown[-1])
+    assert seen and all(type(e.stmt).__name__ == "CheckReads" for e in seen)
+    assert all(e.changes for e in seen)  # a breakpoint step carries its ρ changes
+    assert [e.n for e in seen] == sorted({e.n for e in seen})
+
+
+@pytest.mark.benchmark
+def test_bench_one_detailed_step_after_a_fence(benchmark):
+    """Issue 6: one `step` answers in under 50 ms. The costliest kind of step is a
+    lift with its ρ diff over every live record: the task-wide Fence of
+    fence_broadcast at N=128 (lifts 256 records; 1,024 threads exist at N=1024)."""
+    from gpusem.cli.step_amir import open_session
+
+    source = Path(OK).read_text()
+    s = open_session(source, OK, {"N": 1024})
+    s.breakpoints.append(amir_debug.Breakpoint("line", 12))
+    s.run(None)
+    assert type(s.last.stmt).__name__ == "Fence"
+    at = s.steps
+
+    def before_the_fence():
+        if s.steps == at:
+            s.back(1)
+
+    before_the_fence()
+    e = benchmark.pedantic(lambda: s.step_once(detail=True), setup=before_the_fence,
+                           rounds=5, iterations=1)
+    assert any("lifted 128 records" in c for c in e.changes)
+    assert benchmark.stats.stats.max < 0.05 if benchmark.enabled else True
