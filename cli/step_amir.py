@@ -36,6 +36,7 @@ class AmirDebugger(cmd.Cmd):
         self.lines = source.splitlines()
         self.console = console
         self._interrupt = False
+        self._program = None  # the printed AMIR program, for `list`
 
     # ------------------------------------------------------------------ display
 
@@ -67,7 +68,8 @@ class AmirDebugger(cmd.Cmd):
         if s.status == "rejected" and s.violation is not None:
             from .synccheck import diagnostic
 
-            self.say(f"stopped: {s.violation.check} failed at step {s.steps}", "bold red")
+            self.say(f"stopped: {s.violation.check} failed at step {s.steps}",
+                     "bold red")
             self.say(diagnostic(s.violation, self.source, self.file))
         elif stop.reason:
             self.say(stop.reason, "bold red" if s.status == "error" else "bold")
@@ -83,53 +85,66 @@ class AmirDebugger(cmd.Cmd):
 
     def do_step(self, arg: str) -> None:
         """step [N]: execute N AMIR statements (default 1); shows each (the last of
-        more than 20) with the ρ changes it made."""
+        more than 20) with the ρ changes it made (Ctrl-C interrupts)."""
         args = _ints(arg, "step [N]")
         if len(args) > 1 or (args and args[0] < 1):
             raise BadInput("usage: step [N] (N >= 1)")
         count = args[0] if args else 1
-        self._run(self.session.run(count, use_breaks=False, show=SHOW_EACH), SHOW_EACH)
+        shown, stop = self._interruptible(count, use_breaks=False, show=SHOW_EACH)
+        if stop.reason != "interrupted":
+            self._run((shown, stop), SHOW_EACH)
 
     do_s = do_step
 
     def do_continue(self, arg: str) -> None:
         """continue: run to the failing check, a breakpoint or the end (Ctrl-C
         interrupts)."""
-        self._interrupt = False
-        previous = signal.signal(signal.SIGINT, self._on_sigint)
-        try:
-            shown, stop = self.session.run(None, interrupted=lambda: self._interrupt)
-        finally:
-            signal.signal(signal.SIGINT, previous)
-        if stop.reason == "interrupted":
-            self.say(f"interrupted at step {self.session.steps}", "bold")
-            self.do_where("")
-            return
-        self._run((shown, stop), 1)
+        shown, stop = self._interruptible(None)
+        if stop.reason != "interrupted":
+            self._run((shown, stop), 1)
 
     do_c = do_continue
 
     def _on_sigint(self, *_):
         self._interrupt = True
 
+    def _interruptible(self, count: int | None, **kw):
+        """Session.run with Ctrl-C turned into a clean stop (and `where`)."""
+        self._interrupt = False
+        previous = signal.signal(signal.SIGINT, self._on_sigint)
+        try:
+            shown, stop = self.session.run(count, interrupted=lambda: self._interrupt,
+                                           **kw)
+        finally:
+            signal.signal(signal.SIGINT, previous)
+        if stop.reason == "interrupted":
+            self.say(f"interrupted at step {self.session.steps}", "bold")
+            self.do_where("")
+        return shown, stop
+
     def do_back(self, arg: str) -> None:
-        """back [N]: undo N steps (default 1), from snapshots and deterministic replay."""
+        """back [N]: undo N steps (default 1), from snapshots and deterministic
+        replay."""
         args = _ints(arg, "back [N]")
         undone = self.session.back(args[0] if args else 1)
         self.say(f"back {undone} step(s): now at step {self.session.steps}")
 
     def do_break(self, arg: str) -> None:
-        """break LINE | CHECK: stop after a statement from GPU IR line LINE, or after
-        a check of that kind (CheckReads, CheckMutates, CheckBarrier)."""
-        from gpusem.interpreter.amir_debug import CHECKS, Breakpoint
+        """break LINE | CHECK | STATEMENT: stop after a statement from GPU IR line LINE,
+        after a check of that kind (CheckReads, CheckMutates, CheckBarrier), or after
+        any AMIR statement of that kind (Fence, Arrive, Await, RecordRead, ...)."""
+        from gpusem.interpreter.amir_debug import CHECKS, STATEMENTS, Breakpoint
 
         word = arg.strip()
         if word.isdigit():
             bp = Breakpoint("line", int(word))
         elif word in CHECKS:
             bp = Breakpoint("check", word)
+        elif word in STATEMENTS:
+            bp = Breakpoint("statement", word)
         else:
-            raise BadInput(f"usage: break LINE | {' | '.join(CHECKS)}")
+            raise BadInput(f"usage: break LINE | {' | '.join(CHECKS)} | an AMIR "
+                           f"statement ({', '.join(STATEMENTS)})")
         self.session.breakpoints.append(bp)
         self.say(f"breakpoint {len(self.session.breakpoints)}: {bp.describe()}")
 
@@ -157,8 +172,8 @@ class AmirDebugger(cmd.Cmd):
         if len(parts) == 1 and len(groups) > RECORD_GROUPS:
             cut = groups[RECORD_GROUPS]
             rest = len(groups) - RECORD_GROUPS
-            lines = lines[:cut] + [f"  ... {rest} more cell groups (records "
-                                   f"{parts[0]} all)"]
+            more = f"  ... {rest} more cell groups (records {parts[0]} all)"
+            lines = [*lines[:cut], more]
         for line in lines:
             self.say(line)
 
@@ -183,9 +198,35 @@ class AmirDebugger(cmd.Cmd):
             return
         self.say("commands (Ctrl-C interrupts continue; EOF or quit leaves):")
         for name in ("step", "continue", "back", "break", "delete", "records", "where",
-                     "help", "quit"):
-            doc = (getattr(self, f"do_{name}").__doc__ or "").split(":", 1)
-            self.say(f"  {doc[0].strip():<18} {' '.join(doc[1].split()) if len(doc) > 1 else ''}")
+                     "list", "help", "quit"):
+            usage, _, text = (getattr(self, f"do_{name}").__doc__ or "").partition(":")
+            self.say(f"  {usage.strip():<18} {' '.join(text.split())}")
+
+    def do_list(self, arg: str) -> None:
+        """list [N]: the GPU IR source and the AMIR program around the next statement
+        (N lines either side, default 3), the next statement marked =>."""
+        from gpusem.interpreter.amir_debug_show import program_lines
+
+        args = _ints(arg, "list [N]")
+        n = args[0] if args else 3
+        s = self.session
+        if s.pending is None:
+            self.say(s.finished() or "nothing left to run")
+            return
+        nxt = s.pending[0]
+        line = nxt.origin.line
+        if 0 < line <= len(self.lines):
+            self.say(f"GPU IR {self.file}:")
+            for k in range(max(1, line - n), min(len(self.lines), line + n) + 1):
+                mark = "=>" if k == line else "  "
+                self.say(f"{mark} {k:4d} | {self.lines[k - 1]}")
+        if self._program is None:
+            self._program = program_lines(s.prog)
+        text, index = self._program
+        at = index[id(nxt)]
+        self.say("AMIR:")
+        for k in range(max(0, at - n), min(len(text), at + n + 1)):
+            self.say(f"{'=>' if k == at else '  '} {text[k]}")
 
     def do_quit(self, arg: str) -> bool:
         """quit: leave the debugger."""
@@ -193,7 +234,7 @@ class AmirDebugger(cmd.Cmd):
 
     do_q = do_quit
 
-    def do_EOF(self, arg: str) -> bool:  # noqa: N802 - cmd's name for end of input
+    def do_EOF(self, arg: str) -> bool:  # cmd's name for end of input
         self.console.print()
         return True
 
@@ -202,7 +243,7 @@ class AmirDebugger(cmd.Cmd):
 
     def default(self, line: str) -> None:
         self.say(f"unknown command: {line.split()[0]} (type help; commands: step, "
-                 f"continue, back, break, delete, records, where, quit)")
+                 f"continue, back, break, delete, records, where, list, quit)")
 
     def onecmd(self, line: str):
         try:
@@ -212,9 +253,9 @@ class AmirDebugger(cmd.Cmd):
         return None
 
     def complete_break(self, text, *_):
-        from gpusem.interpreter.amir_debug import CHECKS
+        from gpusem.interpreter.amir_debug import CHECKS, STATEMENTS
 
-        return [c for c in CHECKS if c.startswith(text)]
+        return [c for c in (*CHECKS, *STATEMENTS) if c.startswith(text)]
 
     def complete_records(self, text, *_):
         return [v for v in self.session.machine.vars if v.startswith(text)]
@@ -265,7 +306,7 @@ def main(file: str, defines: tuple[str, ...], proc_name: str | None, rules: str,
     env = {**header_defines(source), **parse_defines(defines)}
     session = open_session(source, file, env, proc_name=proc_name, rules=rules)
     console = Console(highlight=False, soft_wrap=True)
-    sink = open(trace, "w") if trace else None  # noqa: SIM115 - closed below
+    sink = open(trace, "w") if trace else None  # closed below
     if sink:
         session.trace_sink = lambda line: sink.write(line + "\n")
     debugger = AmirDebugger(session, source, file, console)

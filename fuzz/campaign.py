@@ -36,7 +36,8 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hseed
 
 TARGETS: dict[str, object] = {"appy": "gpusem.fuzz.appy.target:AppyTarget",
-                              "bundl": "gpusem.fuzz.bundl_target:BundlTarget"}
+                              "bundl": "gpusem.fuzz.bundl_target:BundlTarget",
+                              "gpuir": "gpusem.fuzz.gpuir_target:GpuirTarget"}
 
 
 def register_target(name: str, factory) -> None:

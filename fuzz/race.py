@@ -198,7 +198,7 @@ class Collector:
     def header(self, s, ctx: Ctx, env: dict) -> None:
         match s:
             case A.Decl(name, ty, _, init):  # S-Decl
-                val, kind = self.expr(init, ctx)
+                val, _ = self.expr(init, ctx)
                 known = name not in self.assigned
                 env[name] = Scalar(ty.value, val if known else None)
             case A.Alloc(name, elem, size, mem):  # S-Alloc-*
@@ -420,7 +420,7 @@ def ordered(c: Collector, pos1: tuple, pos2: tuple):
         info = c.seqs[u1]
         lo, hi = min(i, j), max(i, j)
         fwd = any(k in info.barriers for k in range(lo, hi))
-        back = any(k in info.barriers for k in (*range(hi, info.n), *range(0, lo)))
+        back = any(k in info.barriers for k in (*range(hi, info.n), *range(lo)))
         return (fwd and (back or not info.loop)), info.unit
     return False, None
 

@@ -17,8 +17,8 @@ History and `back`: the machine is deterministic, so the session keeps snapshots
 the machine state (pickled: several times faster and smaller than a deep copy of its
 object graph) and goes back by restoring the nearest earlier one and replaying.
 Snapshots are spaced so that taking them costs at most 1/SNAPSHOT_RATIO of the stepping
-time (and at least SNAPSHOT_EVERY steps apart), and thinned to at most MAX_SNAPSHOTS:
-memory stays bounded and a `back` replays a bounded stretch.
+time (and are a multiple of 256 steps apart), and the older half is thinned when there
+are more than MAX_SNAPSHOTS: memory stays bounded and a short `back` replays little.
 
 Conventions (paper -> Python): σ -> `machine.env`, ι -> `machine.task`,
 ρ -> `machine.vars` (see amir_machine), g_{s#}(σ, ι) -> `Event.threads`.
@@ -33,20 +33,24 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpusem.calculus.amir import ast as A
-from gpusem.calculus.amir.printer import print_access, print_simple
+from gpusem.calculus.amir.printer import print_access
 from gpusem.calculus.errors import BadInput, BudgetExhausted, Trap
-from gpusem.calculus.gpuir.timelines import VL, QualTL
+from gpusem.calculus.gpuir.timelines import QualTL
 
 from .amir_checks import Violation
-from .amir_ctrl import compile_b, compile_c, compile_threads
+from .amir_ctrl import compile_b, compile_c, compile_threads, compile_window
 from .amir_machine import DEFAULT_MAX_STEPS, Machine
-from .amir_records import ALL, Rec, Threads, level_of
+from .amir_debug_show import (cell_name, cell_text, describe_event, ids_text,
+                              levels_text, threads_text)
+from .amir_records import ALL, Rec, Threads
 
 SNAPSHOT_EVERY = 256
 SNAPSHOT_RATIO = 8
 MAX_SNAPSHOTS = 32
 _NOT_STATE = ("prog", "body")  # shared, immutable (the AST) or unused (closures)
 CHECKS = ("CheckReads", "CheckMutates", "CheckBarrier")
+STATEMENTS = ("Alloc", "Free", "IncTaskID", "RecordRead", "RecordMutate", "ClearReads",
+              "ClearMutates", "Fence", "Arrive", "Await")
 _ACCESS = (A.RecordRead, A.RecordMutate, A.ClearReads, A.ClearMutates)
 _LIFTS = (A.Fence, A.Arrive, A.Await)
 _QUALS = list(QualTL)
@@ -56,7 +60,7 @@ _QUALS = list(QualTL)
 class Breakpoint:
     """`break LINE` (a GPU IR source line) or `break CHECK` (a check kind)."""
 
-    kind: str  # line | check
+    kind: str  # line | check | statement (any other AMIR statement kind)
     value: object
 
     def describe(self) -> str:
@@ -70,12 +74,12 @@ class Breakpoint:
 
 @dataclass(frozen=True, slots=True)
 class Event:
-    """One executed statement: what ran, where, by whom, and (detail) what it changed."""
+    """One executed statement: what ran, where, by whom, and (detail) its changes."""
 
     n: int                                   # step number, from 1
     stmt: A.AStmt
     task: int                                # ι when it ran
-    loops: tuple[tuple[str, int], ...]       # the enclosing loop values, outermost first
+    loops: tuple[tuple[str, int], ...]       # enclosing loop values, outermost first
     threads: Threads | None                  # g_{s#}(σ, ι); None: no thread mapping
     changes: tuple[str, ...] = ()            # ρ changes (only when detail was asked)
     violation: Violation | None = None
@@ -99,7 +103,7 @@ class _Frame:
         self.body, self.i, self.bound = body, 0, bound
         self.var, self.y, self.hi, self.saved = var, y, hi, saved
 
-    def copy(self) -> "_Frame":
+    def copy(self) -> _Frame:
         f = _Frame(self.body, self.bound, self.var, self.y, self.hi, self.saved)
         f.i = self.i
         return f
@@ -148,7 +152,7 @@ class Session:
             return Stop(f"the machine stopped: {err.one_line()}")
         self.steps += 1
         m.stats.statements += 1
-        changes = self._changes(s, before) if detail else ()
+        changes = self._changes(s, bound, before) if detail else ()
         event = Event(self.steps, s, task, loops, threads, changes, violation)
         self.last = event
         if self.trace_sink is not None:
@@ -172,8 +176,9 @@ class Session:
             self.status = "accepted"
         elif self.steps >= self.max_steps:
             self.status = "error"
-            self.error = BudgetExhausted(f"step budget exhausted: more than "
-                                         f"{self.max_steps} statements", rule="LoopStep")
+            self.error = BudgetExhausted(
+                f"step budget exhausted: more than {self.max_steps} statements",
+                rule="LoopStep")
 
     def finished(self) -> str:
         """Why the machine does not run any more (or "")."""
@@ -262,7 +267,8 @@ class Session:
         fn = self._ctrl.get(id(s))
         if fn is None:
             if isinstance(s, A.Loop):
-                fn = (compile_c(s.lo, bound, s.origin), compile_c(s.hi, bound, s.origin))
+                fn = (compile_c(s.lo, bound, s.origin),
+                      compile_c(s.hi, bound, s.origin))
             elif isinstance(s, A.Guard):
                 fn = compile_b(s.cond, bound, s.origin)
             else:
@@ -289,9 +295,11 @@ class Session:
                                       [f.copy() for f in self.frames], self.pending,
                                       self.steps, self.status, self.violation,
                                       self.error)
-        if len(self.snapshots) > MAX_SNAPSHOTS:      # thin out: drop every other one
+        if len(self.snapshots) > MAX_SNAPSHOTS:
+            # thin out the older half (every other one): recent history stays dense,
+            # so the common short `back` replays little
             keys = sorted(self.snapshots)
-            for k in keys[1:-1:2]:
+            for k in keys[1:len(keys) // 2:2]:
                 del self.snapshots[k]
         self._since = time.perf_counter()
         self._snap_cost = self._since - start
@@ -339,15 +347,15 @@ class Session:
             return recs, bars
         return m.task
 
-    def _changes(self, s: A.AStmt, before) -> tuple[str, ...]:
+    def _changes(self, s: A.AStmt, bound, before) -> tuple[str, ...]:
         m = self.machine
         match s:
             case A.RecordRead() | A.RecordMutate() | A.ClearReads() | A.ClearMutates():
-                return self._cell_changes(s, *before)
+                return self._cell_changes(s, self.window_text(s, bound), *before)
             case A.Fence() | A.Arrive() | A.Await():
                 return self._lift_changes(*before)
             case A.CheckReads() | A.CheckMutates() | A.CheckBarrier():
-                return (f"check passed on {print_access(s.access)}; ρ unchanged",)
+                return (f"check passed on {self.window_text(s, bound)}; ρ unchanged",)
             case A.Alloc(name=n):
                 v = m.vars[n]
                 shape = "".join(f"[0:{k}]" for k in v.shape)
@@ -359,7 +367,7 @@ class Session:
                 return (f"ι: {before} -> {m.task}",)
         return ()
 
-    def _cell_changes(self, s, attr: str, old) -> tuple[str, ...]:
+    def _cell_changes(self, s, window: str, attr: str, old) -> tuple[str, ...]:
         name = s.access.name
         v = self.machine.vars[name]
         new = getattr(v, attr)
@@ -373,7 +381,7 @@ class Session:
         if not diff.any():
             what = "already empty" if isinstance(s, (A.ClearReads, A.ClearMutates)) \
                 else "already holds this record"
-            return (f"ρ({print_access(s.access)}).{part[0]} unchanged ({what})",)
+            return (f"ρ({window}).{part[0]} unchanged ({what})",)
         out = []
         pairs = np.unique(np.stack([old[diff], new[diff]]), axis=1).T.tolist()
         for a, b in pairs:
@@ -399,23 +407,36 @@ class Session:
                                       []).append(rid)
             for cell, a in r.p.items():
                 if cell not in p:
+                    bar = cell_name(cell[0][0], cell[1])
                     groups.setdefault(f"@IDS@ ({self.short_record(r)}) observed "
-                                      f"{cell[0][0]}{list(cell[1])} arrive count {a}",
-                                      []).append(rid)
+                                      f"{bar} arrive count {a}", []).append(rid)
         for r in self.live_records():
             if r.id not in recs:
                 groups.setdefault(f"split off @IDS@ ({self.short_record(r)}) from its "
                                   f"family", []).append(r.id)
-        out = [text.replace("@IDS@", _ids_text(ids)) for text, ids in groups.items()]
+        out = [text.replace("@IDS@", ids_text(ids)) for text, ids in groups.items()]
         for n, (arr, awt) in bars.items():
             v = self.machine.vars.get(n)
             if v is None or v.arr is None or v.arr.shape != arr.shape:
                 continue
             for idx in np.argwhere((v.arr != arr) | (v.awt != awt)).tolist():
                 i = tuple(idx)
-                out.append(f"{n}{list(i)}: (a, w) = ({arr[i]}, {awt[i]}) -> "
+                out.append(f"{cell_name(n, i)}: (a, w) = ({arr[i]}, {awt[i]}) -> "
                            f"({v.arr[i]}, {v.awt[i]})")
         return tuple(out) or ("no record changed (λ(r) = r for every live record)",)
+
+    def window_text(self, s, bound) -> str:
+        """The cells statement s accesses now (W_{e#} under σ), as `buf[3]` or
+        `buf[0:128]`; its printed access where the window cannot be evaluated."""
+        acc = s.access
+        v = self.machine.vars.get(acc.name)
+        shape = v.shape if v is not None else (0,) * len(acc.coords)
+        try:
+            idx = compile_window(acc, bound, s.origin).raw(self.machine.env, shape)
+        except (BadInput, IndexError, KeyError):
+            return print_access(acc)
+        parts = [str(i) if isinstance(i, int) else f"{i.start}:{i.stop}" for i in idx]
+        return f"{acc.name}[{', '.join(parts)}]" if parts else acc.name
 
     def _set(self, sid: int) -> tuple[Rec, ...]:
         return self.machine.sets.sets[sid] or ()
@@ -464,17 +485,18 @@ class Session:
                         out.append(f"      visible to {threads_text(ts)}: "
                                    f"{levels_text(lv)}")
                     if r.own is not None:
-                        out.append(f"      each member sees itself: {levels_text(r.own)}")
+                        out.append(f"      each member sees itself: "
+                                   f"{levels_text(r.own)}")
                     for cell, a in r.p.items():
-                        out.append(f"      observed {cell[0][0]}{list(cell[1])} "
+                        out.append(f"      observed {cell_name(cell[0][0], cell[1])} "
                                    f"arrive count {a}")
-        if v.arr is not None:
-            for idx in np.ndindex(*v.shape):
-                out.append(f"  {name}{list(idx)}: (a, w) = ({v.arr[idx]}, {v.awt[idx]})")
+        if v.arr is not None:                 # a barrier: its counts, cells grouped
+            pairs = np.stack([v.arr, v.awt], axis=-1).reshape(-1, 2)
+            for a, w in np.unique(pairs, axis=0).tolist():
+                where = np.argwhere((v.arr == a) & (v.awt == w))
+                out.append(f"  {cell_text(name, where, v.shape)}: (a, w) = ({a}, {w})"
+                           + ("   arrives and awaits differ" if a != w else ""))
         return out
-
-
-# ---------------------------------------------------------------------- rendering
 
 
 def _leaves(body):
@@ -485,61 +507,5 @@ def _leaves(body):
             yield s
 
 
-def _ids_text(ids: list[int]) -> str:
-    if len(ids) == 1:
-        return f"#{ids[0]}"
-    return f"{len(ids)} records #{min(ids)}..#{max(ids)}"
-
-
-def threads_text(ts: Threads | None) -> str:
-    """`task 1 threads 0..127`, `task 0 thread 5`, `all threads` (𝔾)."""
-    if ts is None:
-        return "-"
-    task, mask = ts
-    if task == -1:
-        return "all threads (𝔾)"
-    runs, i = [], 0
-    while mask >> i:
-        if mask >> i & 1:
-            j = i
-            while mask >> (j + 1) & 1:
-                j += 1
-            runs.append(str(i) if i == j else f"{i}..{j}")
-            i = j + 1
-        else:
-            i += 1
-    many = len(runs) > 1 or ".." in (runs[0] if runs else "")
-    shown = ", ".join(runs[:6]) + (", ..." if len(runs) > 6 else "")
-    return f"task {task} thread{'s' if many else ''} {shown or 'none'}"
-
-
-def levels_text(lv) -> str:
-    """A map QualTL -> VL as `fully_ordered on {cuda2}; unordered on {...}`."""
-    parts = []
-    for level in (4, 3, 2, 1):
-        qs = [q.short for q in _QUALS if level_of(lv, q.index) == level]
-        if qs:
-            parts.append(f"{VL(level).paper_name} on {{{', '.join(qs)}}}")
-    return "; ".join(parts) or "invisible"
-
-
-def cell_text(name: str, cells: np.ndarray, shape: tuple[int, ...]) -> str:
-    """Cells (an argwhere array) as `x[3]`, `x[0:128]` (a full box) or a list."""
-    if not shape:
-        return name
-    count = len(cells)
-    if count == 1:
-        return f"{name}[{', '.join(map(str, cells[0].tolist()))}]"
-    lo, hi = cells.min(axis=0), cells.max(axis=0) + 1
-    if int(np.prod(hi - lo)) == count:
-        return f"{name}[{', '.join(f'{a}:{b}' for a, b in zip(lo.tolist(), hi.tolist()))}]"
-    first = ", ".join(f"[{', '.join(map(str, c))}]" for c in cells[:4].tolist())
-    return f"{name}{{{first}{', ...' if count > 4 else ''}}} ({count} cells)"
-
-
-def describe_event(e: Event) -> str:
-    """One line of the --trace file."""
-    loops = " ".join(f"{k}={y}" for k, y in e.loops)
-    return (f"{e.n:7d} task {e.task} {loops + ' ' if loops else ''}line "
-            f"{e.stmt.origin.line}: {print_simple(e.stmt)}"
-            + (f"  FAILED: {e.violation.message}" if e.violation else ""))
+__all__ = ["Breakpoint", "CHECKS", "Event", "STATEMENTS", "Session", "Stop",
+           "describe_event", "threads_text"]

@@ -429,7 +429,7 @@ class Machine:
         Guard itself (interpreter/amir_debug.py) and calls these, so the debugger runs
         exactly these rules; `run` never calls this, so `check_amir` pays nothing."""
         if isinstance(s, (A.Loop, A.Guard)):
-            raise ValueError(f"leaf: {type(s).__name__} is compound")
+            raise TypeError(f"leaf: {type(s).__name__} is compound")
         run = self.compile_stmt(s, bound)
 
         def step() -> Violation | None:

@@ -24,18 +24,23 @@ GPUSEM="python3 -m gpusem"
 cat "$OUT/device.txt" | tee -a "$LOG"
 
 say "pytest -m gpu"
-timeout 240 python3 -m pytest -m gpu -q -p no:cacheprovider --benchmark-disable \
+timeout 180 python3 -m pytest -m gpu -q -p no:cacheprovider --benchmark-disable \
   -o addopts="" tests >"$OUT/gpu_tests.log" 2>&1
 tail -5 "$OUT/gpu_tests.log" | tee -a "$LOG"
 
 say "bundl compile campaign on cuda (${FUZZ_S}s)"
-timeout $((FUZZ_S + 120)) $GPUSEM fuzz --target bundl --property compile --backend cuda \
+timeout $((FUZZ_S + 90)) $GPUSEM fuzz --target bundl --property compile --backend cuda \
   --budget "${FUZZ_S}s" --out /tmp/bundles/bundl >>"$LOG" 2>&1
 tail -15 "$LOG"
 
 if [ -f scripts/gpu_bench.sh ]; then
   say "benchmarks"
-  timeout 200 bash scripts/gpu_bench.sh >>"$LOG" 2>&1
+  OUT=/tmp/extras/bench timeout 200 bash scripts/gpu_bench.sh >>"$LOG" 2>&1
+  cp /tmp/extras/bench/bench/bench.json "$OUT/bench.json" 2>/dev/null
+  cp /tmp/extras/bench/bench/summary.txt "$OUT/bench_summary.txt" 2>/dev/null \
+    || tail -30 /tmp/extras/bench/harness.log >"$OUT/bench_summary.txt" 2>/dev/null
 fi
-tar czf "$OUT/bundles.tgz" -C /tmp bundles 2>/dev/null || true
+mkdir -p /tmp/extras /tmp/bundles
+cp -r /tmp/bundles /tmp/extras/ 2>/dev/null
+tar czf "$OUT/extras.tgz" -C /tmp extras 2>/dev/null || true
 say "done"

@@ -10,6 +10,7 @@ driver owns the clocks: a case that does not answer in `timeout` seconds is a `h
   host        the generated module or its host code failed
   triton      Triton rejected a kernel (compile error, interpreter type error)
   runtime     another error while running the kernels
+  oob         a kernel wrote outside an array (caught in a red zone around it)
   crash       the worker died (signal or exit) on this case
   hang        no answer within the time limit
   wrong       outputs differ from the sequential reading (first cell, max error)
@@ -34,7 +35,8 @@ import numpy as np
 
 from .compare import Mismatch, compare_outputs
 
-FAILURE_KINDS = ("generation", "host", "triton", "runtime", "crash", "hang", "wrong")
+FAILURE_KINDS = ("generation", "host", "triton", "runtime", "oob", "crash", "hang",
+                 "wrong")
 
 
 @dataclass
@@ -66,6 +68,7 @@ class Outcome:
     mismatch: Mismatch | None = None
     sm90: dict | None = None
     seconds: float = 0.0
+    array: str = ""  # for `oob`: the array written out of bounds
 
     @property
     def failed(self) -> bool:
@@ -224,8 +227,10 @@ class AppycDriver:
                       else f"worker died ({sig})")
             return Outcome(kind, detail, seconds=dt)
         if answer["stage"] != "ok":
-            return Outcome(answer["stage"], answer.get("error", ""), answer["module"],
-                           seconds=dt)
+            out = Outcome(answer["stage"], answer.get("error", ""), answer["module"],
+                          seconds=dt)
+            out.array = answer.get("array", "")
+            return out
         from .worker import decode
 
         outputs = {k: decode(v) for k, v in answer["outputs"].items()}

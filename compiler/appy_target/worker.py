@@ -60,6 +60,53 @@ def _short(err: BaseException) -> str:
     return text[:400]
 
 
+GUARD = 4096  # elements of red zone on each side of every array (> any block size)
+
+
+class Guarded:
+    """An array placed in the middle of a larger buffer whose red zones hold a canary:
+    a kernel's out-of-bounds write lands in the red zone (so it cannot corrupt the
+    worker's heap and poison later cases) and is reported with its offset."""
+
+    def __init__(self, a, device: str, ordinal: int):
+        import numpy as np
+        import torch
+
+        n = a.size
+        buf = np.empty(n + 2 * GUARD, dtype=a.dtype)
+        # One canary per array: an out-of-bounds read of one array's red zone stored
+        # out of bounds into another's must still differ from that one's canary.
+        self.canary = self._canary(a.dtype, ordinal)
+        buf[:GUARD] = self.canary
+        buf[GUARD + n:] = self.canary
+        buf[GUARD:GUARD + n] = a.ravel()
+        self.n = n
+        self.buf = torch.from_numpy(buf).to(device)
+        self.view = self.buf[GUARD:GUARD + n].view(a.shape)
+
+    @staticmethod
+    def _canary(dtype, ordinal: int):
+        import numpy as np
+
+        if np.issubdtype(dtype, np.floating):  # values no generated program computes
+            return np.asarray(-1.2345e-7 * (ordinal + 1), dtype=dtype)
+        return np.asarray(-123456789 - ordinal, dtype=dtype)
+
+    def breach(self) -> str:
+        import numpy as np
+
+        host = self.buf.cpu().numpy()
+        before = np.flatnonzero(host[:GUARD] != self.canary)
+        after = np.flatnonzero(host[GUARD + self.n:] != self.canary)
+        if after.size:
+            return (f"out-of-bounds write: {after.size} element(s) past the end "
+                    f"(first at index {self.n + int(after[0])})")
+        if before.size:
+            return (f"out-of-bounds write: {before.size} element(s) before the start "
+                    f"(first at index {int(before[-1]) - GUARD})")
+        return ""
+
+
 def run_case(case: dict, backend: str, counter: list[int]) -> dict:
     import appy
     import numpy as np
@@ -92,7 +139,9 @@ def run_case(case: dict, backend: str, counter: list[int]) -> dict:
             raise
         return out | {"stage": "host", "error": _short(err)}
     device = "cuda" if backend == "cuda" else "cpu"
-    tensors = {k: torch.from_numpy(decode(v)).to(device) for k, v in case["arrays"].items()}
+    guarded = {k: Guarded(decode(v), device, j)
+               for j, (k, v) in enumerate(case["arrays"].items())}
+    tensors = {k: g.view for k, g in guarded.items()}
     args = [tensors[p] if p in tensors else case["scalars"][p] for p in case["params"]]
     if case.get("sm90") or backend == "sm90":
         out["sm90"] = compile_sm90(mod, fn, args)
@@ -116,6 +165,10 @@ def run_case(case: dict, backend: str, counter: list[int]) -> dict:
                 raise
             # The CUDA context is unusable after a fault: answer, then exit.
             return out | {"stage": "runtime", "error": _short(err), "fatal": True}
+    for k, g in guarded.items():
+        oob = g.breach()
+        if oob:  # a write outside the array: memory corruption on a real GPU
+            return out | {"stage": "oob", "error": f"{k}: {oob}", "array": k}
     outputs = {k: encode(t.cpu().numpy()) for k, t in tensors.items()}
     return out | {"stage": "ok", "outputs": outputs}
 

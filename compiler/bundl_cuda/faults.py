@@ -54,7 +54,9 @@ def active(name: str) -> bool:
 
 def _enabled() -> set[str]:
     raw = os.environ.get("GPUSEM_FAULT", "")
-    names = {n.strip() for n in raw.split(",") if n.strip()}
+    # `gpuir-*` names belong to the GPU IR compiler's faults (compiler/gpuir_cuda).
+    names = {n.strip() for n in raw.split(",")
+             if n.strip() and not n.strip().startswith("gpuir-")}
     unknown = names - FAULTS.keys()
     if unknown:
         from .errors import CompileError

@@ -222,6 +222,8 @@ def _normalise(text: str) -> str:
 def signature(fn: A.Function, out: Outcome) -> str:
     if out.kind == "wrong" and out.mismatch is not None:
         return "wrong:" + _writer_path(fn, out.mismatch.array)
+    if out.kind == "oob" and out.array:
+        return "oob:" + _writer_path(fn, out.array)
     if out.kind in ("hang", "crash"):
         return f"{out.kind}:{_normalise(out.detail)}"
     return f"{out.kind}:{_normalise(out.detail)}"
