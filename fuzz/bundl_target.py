@@ -161,7 +161,11 @@ class BundlTarget:
                 "fault": os.environ.get("GPUSEM_FAULT", "")}
 
     def replay(self, files: dict[str, str], meta: dict) -> CheckResult:
+        """Re-run the bundle's property; a finding made with a seeded fault is replayed
+        with that fault on again (the bundle records it), unless one is already set."""
         program = parse_program(files["program.bundl"], "program.bundl")
+        if meta.get("fault") and not os.environ.get("GPUSEM_FAULT"):
+            os.environ["GPUSEM_FAULT"] = meta["fault"]
         return self.check(program, meta["property"])
 
 
@@ -174,10 +178,11 @@ def _inputs_json(program: B.Program) -> str:
 
 def _versions(backend: str) -> dict:
     out = {"python": platform.python_version()}
-    for tool, args in (("nvcc", ["--version"]), ("g++", ["--version"])):
+    for tool, line in (("nvcc", -1), ("g++", 0)):  # the line that names the version
         if shutil.which(tool):
-            text = subprocess.run([tool, *args], capture_output=True, text=True).stdout
-            out[tool] = text.strip().splitlines()[-1][:80] if text else "?"
+            text = subprocess.run([tool, "--version"], capture_output=True,
+                                  text=True).stdout
+            out[tool] = text.strip().splitlines()[line][:80] if text else "?"
     if backend == "cuda":
         try:
             import cupy

@@ -171,6 +171,7 @@ class Collector:
         self.seqs: dict[int, SeqInfo] = {}
         self.sites = 0
         self.memories: dict = {}
+        self.incomplete = ""  # why the walk may have missed accesses, if it may have
         self._written: set | None = None  # computed once the walk is over
 
     def run(self) -> None:
@@ -270,7 +271,11 @@ class Collector:
             case A.Call(fn, args) if fn in self.fns and ctx.depth < 8:
                 self.call(self.fns[fn], args, ctx)
             case _:
-                for child in A.child_stmts(s):  # defensive: unknown shapes
+                # An ill-typed shape or a call nested too deep: accesses could be
+                # missed, so nothing is proved (soundness over precision).
+                if A.child_stmts(s) or isinstance(s, A.Call):
+                    self.incomplete = f"{type(s).__name__} not analysed"
+                for child in A.child_stmts(s):
                     self.block(child, ctx)
 
     def call(self, f: A.FnDef, args, ctx: Ctx) -> None:
@@ -304,6 +309,8 @@ class Collector:
 
     def access(self, kind: str, arr: A.Expr, idx, value, ctx: Ctx, what: str) -> None:
         v = self.view_of(arr, ctx)
+        if v is None:
+            self.incomplete = f"unknown array {A_show(arr)}"
         if v is None or v.key == ("local",):
             return
         off = v.off
@@ -313,6 +320,8 @@ class Collector:
     def range_access(self, kind: str, name: str, ctx: Ctx) -> None:
         """memcpy: any cell from the view's start to the region's end."""
         v = ctx.env.get(name)
+        if not isinstance(v, View):
+            self.incomplete = f"unknown array {name}"
         if not isinstance(v, View) or v.key == ("local",):
             return
         off, size = v.off, v.size
@@ -435,6 +444,10 @@ def analyse(prog: A.Program, timeout_ms: int = 2000, max_races: int = 1) -> Race
     c.run()
     N = prog.machine.blocks * prog.machine.threads
     report = RaceReport(True)
+    if c.incomplete:
+        report.race_free = False
+        report.races.append(Race("analysis", "incomplete", c.incomplete))
+        return report
     acc = c.accesses
     solver = z3.Solver()
     solver.set("timeout", timeout_ms)

@@ -58,9 +58,10 @@ def compile_text(name: str, text: str, options: CompileOptions | None = None):
     return compile_program(prog, options or CompileOptions(), text, f"{name}.bundl")
 
 
-# label -> (tile sizes, compile options, double buffering). Labels start with the
-# semantics: `strict` (the compiler's default, the oracle's) or `fast_fma` (opt-in
-# contraction). Without `_db` the program is the paper's variant 3 as written.
+# label -> (tile sizes, compile options, double buffering[, register prefetch]).
+# Labels start with the semantics: `strict` (the compiler's default, the oracle's) or
+# `fast_fma` (opt-in contraction). Without `_db` / `_pf` the program is the paper's
+# variant 3 as written.
 SGEMM_VARIANTS = {
     "strict": (P.SGEMM_GPU, CompileOptions(), False),
     "strict_nounroll": (P.SGEMM_GPU, CompileOptions(unroll_hints=False), False),
@@ -72,7 +73,17 @@ SGEMM_VARIANTS = {
                           False),
     "fast_fma_bk16": (P.SGEMM_GPU_BK16, CompileOptions(fast_fma=True), False),
     "fast_fma_db": (P.SGEMM_GPU, CompileOptions(fast_fma=True, unroll_hints=False), True),
+    "strict_pf": (P.SGEMM_GPU, CompileOptions(), False, True),
+    "strict_pf_db": (P.SGEMM_GPU, CompileOptions(), True, True),
+    "fast_fma_pf": (P.SGEMM_GPU, CompileOptions(fast_fma=True), False, True),
+    "fast_fma_pf_db": (P.SGEMM_GPU, CompileOptions(fast_fma=True), True, True),
 }
+
+
+def sgemm_variant(label: str):
+    """(size, options, double_buffer, prefetch) of one SGEMM_VARIANTS entry."""
+    size, options, db, *pf = SGEMM_VARIANTS[label]
+    return size, options, db, bool(pf and pf[0])
 
 
 def compiled_kernels() -> dict[str, object]:
@@ -82,9 +93,10 @@ def compiled_kernels() -> dict[str, object]:
     for label, (size, final) in P.REDUCE_VARIANTS.items():
         out[f"reduce_{label}"] = compile_text("reduce_sum", P.reduce_sum(size))
         out[f"reduce_{label}_final"] = compile_text("reduce_sum_final", P.reduce_sum(final))
-    for label, (size, options, db) in SGEMM_VARIANTS.items():
+    for label in SGEMM_VARIANTS:
+        size, options, db, pf = sgemm_variant(label)
         out[f"sgemm_{label}"] = compile_text("sgemm_tiled", P.sgemm_tiled(
-            size, double_buffer=db), options)
+            size, double_buffer=db, prefetch=pf), options)
     return out
 
 
@@ -223,11 +235,13 @@ def bench_sgemm(backend, kernels: dict, rng, warmup: int, iters: int) -> dict:
     flat = (cupy.asarray(a), cupy.asarray(b), cupy.asarray(ab), cupy.asarray(c0))
     refs = {fused: _sgemm_reference(*flat, s, fused).reshape(s.m, s.n)
             for fused in (False, True)}
-    for variant, (size, options, db) in SGEMM_VARIANTS.items():
+    for variant in SGEMM_VARIANTS:
+        size, options, db, pf = sgemm_variant(variant)
         out["tiles"][variant] = {"bm": size.bm, "bn": size.bn, "bk": size.bk,
                                  "tm": size.tm, "tn": size.tn,
                                  "unroll_hints": options.unroll_hints,
-                                 "fast_fma": options.fast_fma, "double_buffer": db}
+                                 "fast_fma": options.fast_fma, "double_buffer": db,
+                                 "register_prefetch": pf}
         try:
             _sgemm_variant(backend, kernels[f"sgemm_{variant}"], inputs, refs[
                 options.fast_fma], cublas, t_cublas, flops, warmup, iters, variant, out)

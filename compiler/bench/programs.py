@@ -176,6 +176,8 @@ def gpu_programs() -> dict[str, str]:
     out["sgemm_tiled"] = sgemm_tiled(SGEMM_GPU)
     out["sgemm_tiled_bk16"] = sgemm_tiled(SGEMM_GPU_BK16)
     out["sgemm_tiled_db"] = sgemm_tiled(SGEMM_GPU, double_buffer=True)
+    out["sgemm_tiled_pf"] = sgemm_tiled(SGEMM_GPU, prefetch=True)
+    out["sgemm_tiled_pf_db"] = sgemm_tiled(SGEMM_GPU, prefetch=True, double_buffer=True)
     return out
 
 
@@ -184,7 +186,11 @@ def small_twins() -> dict[str, str]:
     return {"reduce_sum_small": reduce_sum(REDUCE_SMALL, small=True),
             "sgemm_tiled_small": sgemm_tiled(SGEMM_SMALL, small=True),
             "sgemm_tiled_db_small": sgemm_tiled(SGEMM_SMALL, small=True,
-                                                double_buffer=True)}
+                                                double_buffer=True),
+            "sgemm_tiled_pf_small": sgemm_tiled(SGEMM_SMALL_PF, small=True,
+                                                prefetch=True),
+            "sgemm_tiled_pf_db_small": sgemm_tiled(SGEMM_SMALL_PF, small=True,
+                                                   prefetch=True, double_buffer=True)}
 
 
 if __name__ == "__main__":
@@ -232,27 +238,37 @@ class SgemmSize:
 
 SGEMM_SMALL = SgemmSize(m=16, n=32, k=8, bm=16, bn=16, bk=4)
 SGEMM_GPU = SgemmSize(m=4096, n=4096, k=4096, bm=128, bn=128, bk=8)
+# The prefetched twins take four k-tiles, so their loops run (the last one is peeled).
+SGEMM_SMALL_PF = SgemmSize(m=16, n=32, k=16, bm=16, bn=16, bk=4)
 # BK is a template parameter of the paper's kernel; 16 halves the barriers per FLOP.
 SGEMM_GPU_BK16 = SgemmSize(m=4096, n=4096, k=4096, bm=128, bn=128, bk=16)
 
 
-def sgemm_tiled(size: SgemmSize, small: bool = False, double_buffer: bool = False) -> str:
+def sgemm_tiled(size: SgemmSize, small: bool = False, double_buffer: bool = False,
+                prefetch: bool = False) -> str:
     """Variant 3 as the paper writes it (one As/Bs pair; a barrier after the inner
     product, before the next k-tile overwrites them), or with `double_buffer` two
-    pairs used alternately, so a k-tile needs only the barrier after its staging."""
+    pairs used alternately, so a k-tile needs only the barrier after its staging.
+    `prefetch`: each thread loads its share of the NEXT k-tile from global memory into
+    registers before the inner product of this one and stores them to shared memory
+    after it, so the global latency hides behind the arithmetic (`_prefetch_loop`)."""
     size.check()
     s, T = size, size.threads
     assert not double_buffer or (s.k // s.bk) % 2 == 0, "double buffering: even k-tiles"
     ind = " " * 10
     accs = [f"c{i}{j}" for i in range(8) for j in range(8)]
+    regs = (*(f"r{i}" for i in range(s.load_a)), *(f"q{i}" for i in range(s.load_b))) \
+        if prefetch else ()
     decls = "\n".join(f"{ind}let {name} : float @ thread[1] = 0.0;"
                       for name in (*accs, *(f"m{i}" for i in range(8)),
-                                   *(f"n{j}" for j in range(8))))
+                                   *(f"n{j}" for j in range(8)), *regs))
     ind3 = " " * 18
     stores = "\n".join(f"{ind3}cp[{i * 8 + j}] = AB[0] * c{i}{j} + AB[1] * cp[{i * 8 + j}];"
                        for i in range(8) for j in range(8))
-    head = (_SGEMM_DB_SMALL_HEAD if double_buffer else _SGEMM_SMALL_HEAD) if small \
-        else _sgemm_gpu_head(size, double_buffer)
+    head = _sgemm_head(size, small, double_buffer, prefetch)
+    if prefetch:
+        allocs, loop = _prefetch_loop(s, double_buffer)
+        return _sgemm_text(s, head, allocs, decls, loop, stores, small)
     if double_buffer:
         allocs = "\n".join(f"          alloc {x}{i} : float[{s.bm * s.bk}] in Shared;"
                            for i in (0, 1) for x in ("As", "Bs"))
@@ -265,6 +281,13 @@ def sgemm_tiled(size: SgemmSize, small: bool = False, double_buffer: bool = Fals
                   f"          alloc Bs : float[{s.bk * s.bn}] in Shared;")
         loop = (_stage(s, "As", "Bs", "k0", "") + _fenced(_compute(s, "As", "Bs", ""), T)
                 + f"            k0 = k0 + {s.bk};\n")
+    loop = f"          while k0 < {s.k} {{\n{loop}          }}\n"
+    return _sgemm_text(s, head, allocs, decls, loop, stores, small)
+
+
+def _sgemm_text(s: SgemmSize, head: str, allocs: str, decls: str, loop: str,
+                stores: str, small: bool) -> str:
+    T = s.threads
     return f"""{head}machine blocks = {s.blocks}, threads = {T};
 
 global A : float[{s.m * s.k}]{' = iota' if small else ''};
@@ -283,9 +306,7 @@ main {{
 {allocs}
 {decls}
           let k0 : int @ block[1] = 0;
-          while k0 < {s.k} {{
-{loop}          }}
-          lower cb into ct {{
+{loop}          lower cb into ct {{
             destruct {{
               let tw : int @ thread[1] = partition_id;
               partition ct into cp by {T} {{
@@ -333,9 +354,11 @@ def _stage(s: SgemmSize, a_arr: str, b_arr: str, k: str, tag: str) -> str:
 """
 
 
-def _compute(s: SgemmSize, a_arr: str, b_arr: str, tag: str) -> str:
-    """The thread's 8 x 8 outer products over the k-tile (at thread[1])."""
+def _compute(s: SgemmSize, a_arr: str, b_arr: str, tag: str, fetch: str = "") -> str:
+    """The thread's 8 x 8 outer products over the k-tile (at thread[1]); with `fetch`
+    (a k offset), first the thread's share of that k-tile into registers r*, q*."""
     ind = " " * 20
+    pre = _fetch_regs(s, f"tc{tag}", fetch) if fetch else ""
     regs = "\n".join([f"{ind}m{i} = {a_arr}[ar{tag} + {i * s.bk} + d{tag}];" for i in range(8)]
                      + [f"{ind}n{j} = {b_arr}[db{tag} + {j}];" for j in range(8)])
     fmas = "\n".join(f"{ind}c{i}{j} = c{i}{j} + m{i} * n{j};"
@@ -345,7 +368,7 @@ def _compute(s: SgemmSize, a_arr: str, b_arr: str, tag: str) -> str:
               group {s.threads} {{
                 let ar{tag} : int @ thread[1] = (tc{tag} / {s.bn // 8}) * {8 * s.bk};
                 let bc{tag} : int @ thread[1] = (tc{tag} % {s.bn // 8}) * 8;
-                let d{tag} : int @ thread[1] = 0;
+{pre}                let d{tag} : int @ thread[1] = 0;
                 while d{tag} < {s.bk} {{
                   let db{tag} : int @ thread[1] = d{tag} * {s.bn} + bc{tag};
 {regs}
@@ -398,9 +421,121 @@ _SGEMM_DB_SMALL_HEAD = """\
 """
 
 
-def _sgemm_gpu_head(size: SgemmSize, double_buffer: bool = False) -> str:
-    db = "double-buffered " if double_buffer else ""
-    twin = "sgemm_tiled_db_small" if double_buffer else "sgemm_tiled_small"
+def _sgemm_head(size: SgemmSize, small: bool, double_buffer: bool, prefetch: bool) -> str:
+    if small:
+        return {(False, False): _SGEMM_SMALL_HEAD, (True, False): _SGEMM_DB_SMALL_HEAD,
+                (False, True): _SGEMM_PF_SMALL_HEAD,
+                (True, True): _SGEMM_PFDB_SMALL_HEAD}[double_buffer, prefetch]
+    return _sgemm_gpu_head(size, double_buffer, prefetch)
+
+
+def _sgemm_gpu_head(size: SgemmSize, double_buffer: bool = False,
+                    prefetch: bool = False) -> str:
+    db = ("register-prefetched " if prefetch else "") + (
+        "double-buffered " if double_buffer else "")
+    twin = "sgemm_tiled" + ("_pf" if prefetch else "") + ("_db" if double_buffer
+                                                          else "") + "_small"
     return (f"// sgemm_tiled: C = alpha * A @ B + beta * C, {size.m} x {size.n} x "
             f"{size.k}, {db}{size.bm} x {size.bn} x {size.bk} block tiles, 8 x 8 per "
             f"thread\n// (see {twin}.bundl; C in the tiled layout it describes).\n")
+
+
+_SGEMM_PF_SMALL_HEAD = """\
+// sgemm_tiled_pf_small: sgemm_tiled_small.bundl with register prefetching (rendered by
+// gpusem.compiler.bench.programs): k-tile 0 is staged as before; then, for each
+// further k-tile, every thread first loads its share of it from A and B into its
+// registers r*, q* (thread-local lets), computes the current k-tile's outer products
+// from As/Bs, passes the WAR barrier, and stores the registers into As/Bs (staging
+// barrier); the last k-tile is computed after the loop. On a GPU the global loads are
+// in flight during the arithmetic instead of in front of it.
+// expect: ok (fixed); ill-typed T-Partition-Id (paper)
+// why: C = A @ B with A 16 x 16, B 16 x 32 (sgemm_tiled_small.bundl with k = 16, so
+// four k-tiles of 4), in the same tiled layout
+// (C[((b * 4 + t) * 8 + i) * 8 + j] is row (b / 2) * 16 + (t / 2) * 8 + i, column
+// (b % 2) * 16 + (t % 2) * 8 + j), with the same order of float operations.
+"""
+
+
+_SGEMM_PFDB_SMALL_HEAD = """\
+// sgemm_tiled_pf_db_small: register prefetching (sgemm_tiled_pf_small.bundl) with two
+// As/Bs pairs used alternately (rendered by gpusem.compiler.bench.programs): the
+// registers holding k-tile i + 1 are stored into the pair k-tile i is NOT read from,
+// so a k-tile needs only its staging barrier (a pair is next written after the other
+// pair's staging barrier, which every thread passes after its last read of the pair).
+// expect: ok (fixed); ill-typed T-Partition-Id (paper)
+// why: C = A @ B with A 16 x 16, B 16 x 32 (sgemm_tiled_small.bundl with k = 16, so
+// four k-tiles of 4), in the same tiled layout
+// (C[((b * 4 + t) * 8 + i) * 8 + j] is row (b / 2) * 16 + (t / 2) * 8 + i, column
+// (b % 2) * 16 + (t % 2) * 8 + j), with the same order of float operations.
+"""
+
+
+def _a_index(s: SgemmSize, t: str, i: int, k: str) -> str:
+    """A's element that thread `t` stages as the i-th of its run of the k-tile at k."""
+    return (f"A[ab + (({t} * {s.load_a} + {i}) / {s.bk}) * {s.k} + {k} + "
+            f"({t} * {s.load_a} + {i}) % {s.bk}]")
+
+
+def _b_index(s: SgemmSize, t: str, i: int, k: str) -> str:
+    return (f"B[({k} + ({t} * {s.load_b} + {i}) / {s.bn}) * {s.n} + bb + "
+            f"({t} * {s.load_b} + {i}) % {s.bn}]")
+
+
+def _fetch_regs(s: SgemmSize, t: str, k: str) -> str:
+    """Thread `t`'s share of the k-tile at `k` into its registers (the same elements,
+    in the same places, as `_stage` copies; spelled out, so no loop counter)."""
+    ind = " " * 16
+    return "".join([f"{ind}r{i} = {_a_index(s, t, i, k)};\n" for i in range(s.load_a)]
+                   + [f"{ind}q{i} = {_b_index(s, t, i, k)};\n" for i in range(s.load_b)])
+
+
+def _store_regs(s: SgemmSize, a_arr: str, b_arr: str, tag: str) -> str:
+    """The registers into the thread's runs of As/Bs (partitioned as in `_stage`)."""
+    T, ind = s.threads, " " * 24
+    body = "".join([f"{ind}ap{tag}[{i}] = r{i};\n" for i in range(s.load_a)]
+                   + [f"{ind}bp{tag}[{i}] = q{i};\n" for i in range(s.load_b)])
+    return f"""            lower {a_arr} into al{tag} {{
+              lower {b_arr} into bl{tag} {{
+                destruct {{
+                  let ta{tag} : int @ thread[1] = partition_id;
+                  partition al{tag} into ap{tag} by {T} {{
+                    partition bl{tag} into bp{tag} by {T} {{
+                      group {T} {{
+{body}                      }}
+                    }}
+                  }}
+                }}
+              }}
+            }}
+"""
+
+
+def _prefetch_loop(s: SgemmSize, double_buffer: bool) -> tuple[str, str]:
+    """(allocations, k-loop text) of the register-prefetched kernel. k-tile 0 is
+    staged directly; the loop runs over the k-tiles that have a successor (computing
+    one while fetching the next); the last k-tile is computed after it."""
+    nxt = f"k0 + {s.bk}"
+    if not double_buffer:
+        allocs = (f"          alloc As : float[{s.bm * s.bk}] in Shared;\n"
+                  f"          alloc Bs : float[{s.bk * s.bn}] in Shared;")
+        body = (_fenced(_compute(s, "As", "Bs", "", nxt), s.threads)
+                + _store_regs(s, "As", "Bs", "") + f"            k0 = k0 + {s.bk};\n")
+        return allocs, (_outdent(_stage(s, "As", "Bs", "k0", ""))
+                        + f"          while k0 < {s.k - s.bk} {{\n{body}          }}\n"
+                        + _outdent(_compute(s, "As", "Bs", "L")))
+    allocs = "\n".join(f"          alloc {x}{i} : float[{s.bm * s.bk}] in Shared;"
+                       for i in (0, 1) for x in ("As", "Bs"))
+    # pairs of k-tiles (even ones from pair 0, odd from pair 1); the last pair peeled
+    body = (_compute(s, "As0", "Bs0", "0", nxt) + _store_regs(s, "As1", "Bs1", "1")
+            + _compute(s, "As1", "Bs1", "1", f"k0 + {2 * s.bk}")
+            + _store_regs(s, "As0", "Bs0", "0") + f"            k0 = k0 + {2 * s.bk};\n")
+    return allocs, (_outdent(_stage(s, "As0", "Bs0", "k0", "S"))
+                    + f"          while k0 < {s.k - 2 * s.bk} {{\n{body}          }}\n"
+                    + _outdent(_compute(s, "As0", "Bs0", "E", nxt)
+                               + _store_regs(s, "As1", "Bs1", "E")
+                               + _compute(s, "As1", "Bs1", "L")))
+
+
+def _outdent(text: str) -> str:
+    """Blocks written for the loop body (12 spaces), placed outside it (10)."""
+    return "\n".join(ln[2:] if ln.startswith("  ") else ln for ln in text.split("\n"))

@@ -106,3 +106,15 @@ def test_sm90_compile_without_gpu() -> None:
     with AppycDriver("sm90", timeout=120.0) as d:
         res = d.compile_sm90(case(VADD, {"A": a, "B": a, "C": a}, {"N": 300}))
     assert res == {"kernels": 1, "errors": []}
+
+
+def test_known_bug_vidx_bound_is_not_masked(driver) -> None:
+    # appy.vidx(i, 128, N) bound by N: appyc drops the mask, so a 128-lane store at
+    # i = 0 with N = 100 writes cells 100..127, 28 past the end: the red zone sees it.
+    src = "def k(A, C, N):\n    #pragma parallel for\n    for i in range(0, N, 128):\n" \
+          "        v = appy.vidx(i, 128, N)\n        C[v] = A[v]\n"
+    a = vec(100)
+    out = driver.run(case(src, {"A": a, "C": np.zeros(100, np.float32)}, {"N": 100}),
+                     {"A": a, "C": a})
+    assert out.kind == "oob" and out.array == "C"
+    assert "28 element(s) past the end (first at index 100)" in out.detail

@@ -351,9 +351,14 @@ def test_gpu_bench_reduce_and_sgemm(benchmark, tmp_path):
     report = json.loads((tmp_path / "bench.json").read_text())
     assert rc == 0, report
     red, sg = report["reduce"], report["sgemm"]
-    assert red["check"]["partials_bit_exact_vs_same_order_reference"]
-    assert red["check"]["total_bit_exact_vs_same_order_reference"]
-    assert red["check"]["within_tolerance_of_cupy"]
+    # the checks are per variant (reduce.variants.<grid>.check); every grid must pass
+    assert set(red["variants"]) == set(P.REDUCE_VARIANTS), red
+    for label, variant in red["variants"].items():
+        check = variant["check"]
+        assert check["partials_bit_exact_vs_same_order_reference"], label
+        assert check["total_bit_exact_vs_same_order_reference"], label
+        assert check["within_tolerance_of_cupy"], label
+        assert variant["ok"], label
     for variant in ("strict", "fast_fma"):
         assert sg["check"][variant]["bit_exact_vs_same_order_reference"], variant
         assert sg["check"][variant]["within_tolerance_of_cublas"], variant

@@ -89,19 +89,21 @@ def test_uniform_writes_are_benign_and_different_values_are_not():
 
 
 def test_partitioned_kernel_writes_are_disjoint():
-    src = """machine blocks = 2, threads = 4;
-global out : int[8];
+    src = """machine blocks = 2, threads = 2;
+global out : int[4];
 main { lower out into ob { destruct { partition ob into op by 2 { group 2 {
   lower op into ot { destruct { let t : int @ thread[1] = partition_id;
-    partition ot into o by 4 { group 4 { o[0] = t * 3; } } } } } } } } }"""
+    partition ot into o by 2 { group 2 { o[0] = t * 3 + 1; } } } } } } } } }"""
     p = _prog(src)
     assert race.analyse(p).race_free
     assert len(run_program(p, "exhaustive").final_memories) == 1
-    # thread t writing its piece's cell t % 2 reaches its neighbour's cell (a piece's
-    # bounds keep the array's end): threads 1 and 2 both write out[2], 3 and 6.
-    bad = _prog(src.replace("o[0] = t * 3;", "o[t % 2] = t * 3;"))
+    # thread 0 writing its piece's cell 1 reaches its neighbour's cell (a piece's
+    # bounds keep the array's end): threads 0 and 1 of a block both write out[2b + 1],
+    # 1 and 4.
+    bad = _prog(src.replace("o[0] = t * 3 + 1;", "o[1 - t] = t * 3 + 1;"))
     report = race.analyse(bad)
     assert not report.race_free and "out[" in report.races[0].witness
+    assert len(run_program(bad, "exhaustive").final_memories) == 4
 
 
 def test_the_property_reports_a_wrong_race_freedom_claim(monkeypatch):
