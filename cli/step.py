@@ -254,6 +254,18 @@ class Debugger(cmd.Cmd):
         return [w for w in ("rr", "random:", "replay") if w.startswith(text)]
 
 
+def _loop(debugger: Debugger) -> None:
+    """The interactive loop: Ctrl-C at the prompt drops the line (as in a shell)
+    instead of leaving the debugger; EOF or `quit` leaves."""
+    while True:
+        try:
+            debugger.cmdloop()
+            return
+        except KeyboardInterrupt:
+            debugger.console.print("^C")
+            debugger.intro = None
+
+
 def _ints(arg: str, usage: str) -> list[int]:
     try:
         return [int(x) for x in arg.split()]
@@ -344,7 +356,7 @@ def command(file: str, blocks, threads, rules: str, schedule: str, commands, tra
             console.print(f"gpusem step: {file}: {len(m.threads())} threads "
                           f"(B={m.shape.blocks}, T={m.shape.threads}), rules "
                           f"{rules}, schedule {schedule}. Type help.")
-            debugger.cmdloop()
+            _loop(debugger)
     finally:
         if sink:
             sink.close()

@@ -90,16 +90,31 @@ class AmirDebugger(cmd.Cmd):
         if len(args) > 1 or (args and args[0] < 1):
             raise BadInput("usage: step [N] (N >= 1)")
         count = args[0] if args else 1
-        shown, stop = self._interruptible(count, use_breaks=False, show=SHOW_EACH)
+        shown, stop = self._interruptible(
+            lambda stop: self.session.run(count, use_breaks=False, show=SHOW_EACH,
+                                          interrupted=stop))
         if stop.reason != "interrupted":
             self._run((shown, stop), SHOW_EACH)
 
     do_s = do_step
 
+    def do_next(self, arg: str) -> None:
+        """next: execute statements until the next one comes from another GPU IR line
+        (shows the last 20, with their ρ changes; Ctrl-C interrupts)."""
+        if arg.strip():
+            raise BadInput("usage: next")
+        shown, stop = self._interruptible(
+            lambda stop: self.session.next_line(SHOW_EACH, interrupted=stop))
+        if stop.reason != "interrupted":
+            self._run((shown, stop), SHOW_EACH)
+
+    do_n = do_next
+
     def do_continue(self, arg: str) -> None:
         """continue: run to the failing check, a breakpoint or the end (Ctrl-C
         interrupts)."""
-        shown, stop = self._interruptible(None)
+        shown, stop = self._interruptible(
+            lambda stop: self.session.run(None, interrupted=stop))
         if stop.reason != "interrupted":
             self._run((shown, stop), 1)
 
@@ -108,13 +123,12 @@ class AmirDebugger(cmd.Cmd):
     def _on_sigint(self, *_):
         self._interrupt = True
 
-    def _interruptible(self, count: int | None, **kw):
-        """Session.run with Ctrl-C turned into a clean stop (and `where`)."""
+    def _interruptible(self, go):
+        """go(interrupted) with Ctrl-C turned into a clean stop (and `where`)."""
         self._interrupt = False
         previous = signal.signal(signal.SIGINT, self._on_sigint)
         try:
-            shown, stop = self.session.run(count, interrupted=lambda: self._interrupt,
-                                           **kw)
+            shown, stop = go(lambda: self._interrupt)
         finally:
             signal.signal(signal.SIGINT, previous)
         if stop.reason == "interrupted":
@@ -162,10 +176,15 @@ class AmirDebugger(cmd.Cmd):
         self.say(f"deleted breakpoint {n}: {bps.pop(n - 1).describe()}")
 
     def do_records(self, arg: str) -> None:
-        """records VAR [all]: the visibility records ρ(VAR), grouped by cells."""
+        """records [VAR [all]]: the visibility records ρ(VAR), grouped by cells; with
+        no VAR, every variable of ρ."""
         parts = arg.split()
-        if not parts or len(parts) > 2 or (len(parts) == 2 and parts[1] != "all"):
-            raise BadInput("usage: records VAR [all]")
+        if not parts:
+            for line in self.session.variables() or ["ρ is empty"]:
+                self.say(line)
+            return
+        if len(parts) > 2 or (len(parts) == 2 and parts[1] != "all"):
+            raise BadInput("usage: records [VAR [all]]")
         lines = self.session.records(parts[0])
         groups = [i for i, t in enumerate(lines) if t.startswith("  ") and
                   not t.startswith("   ")]
@@ -197,10 +216,10 @@ class AmirDebugger(cmd.Cmd):
             super().do_help(arg)
             return
         self.say("commands (Ctrl-C interrupts continue; EOF or quit leaves):")
-        for name in ("step", "continue", "back", "break", "delete", "records", "where",
-                     "list", "help", "quit"):
+        for name in ("step", "next", "continue", "back", "break", "delete", "records",
+                     "where", "list", "help", "quit"):
             usage, _, text = (getattr(self, f"do_{name}").__doc__ or "").partition(":")
-            self.say(f"  {usage.strip():<18} {' '.join(text.split())}")
+            self.say(f"  {usage.strip():<22} {' '.join(text.split())}")
 
     def do_list(self, arg: str) -> None:
         """list [N]: the GPU IR source and the AMIR program around the next statement
@@ -243,7 +262,7 @@ class AmirDebugger(cmd.Cmd):
 
     def default(self, line: str) -> None:
         self.say(f"unknown command: {line.split()[0]} (type help; commands: step, "
-                 f"continue, back, break, delete, records, where, list, quit)")
+                 f"next, continue, back, break, delete, records, where, list, quit)")
 
     def onecmd(self, line: str):
         try:
@@ -322,7 +341,12 @@ def main(file: str, defines: tuple[str, ...], proc_name: str | None, rules: str,
             debugger.say(f"gpusem step: {file}: AMIR of {session.prog.name}({sizes}), "
                          f"rules {rules}. Type help.")
             debugger.do_where("")
-            debugger.cmdloop()
+            while True:
+                try:
+                    debugger.cmdloop()
+                    break
+                except KeyboardInterrupt:   # at the prompt: drop the line, stay
+                    debugger.say("^C (quit or EOF leaves)")
     finally:
         if sink:
             sink.close()

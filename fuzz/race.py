@@ -310,12 +310,12 @@ class Collector:
     def access(self, kind: str, arr: A.Expr, idx, value, ctx: Ctx, what: str) -> None:
         v = self.view_of(arr, ctx)
         if v is None:
-            self.incomplete = f"unknown array {A_show(arr)}"
+            self.incomplete = f"unknown array {_show(arr)}"
         if v is None or v.key == ("local",):
             return
         off = v.off
         self.accesses.append(Access(kind, v, lambda th: off(th) + idx(th), value,
-                                    ctx.path, ctx.pos, f"{what} {A_show(arr)}"))
+                                    ctx.path, ctx.pos, f"{what} {_show(arr)}"))
 
     def range_access(self, kind: str, name: str, ctx: Ctx) -> None:
         """memcpy: any cell from the view's start to the region's end."""
@@ -410,7 +410,7 @@ _ARITH = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a 
           "/": lambda a, b: a / b, "%": lambda a, b: z3.SRem(a, b)}
 
 
-def A_show(e: A.Expr) -> str:
+def _show(e: A.Expr) -> str:
     from gpusem.calculus.bundl.printer import print_expr
 
     return print_expr(e)

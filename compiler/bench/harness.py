@@ -36,6 +36,7 @@ import os
 import platform
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -62,6 +63,7 @@ def compile_text(name: str, text: str, options: CompileOptions | None = None):
 # Labels start with the semantics: `strict` (the compiler's default, the oracle's) or
 # `fast_fma` (opt-in contraction). Without `_db` / `_pf` the program is the paper's
 # variant 3 as written.
+LB2 = CompileOptions(min_blocks_per_sm=2)
 SGEMM_VARIANTS = {
     "strict": (P.SGEMM_GPU, CompileOptions(), False),
     "strict_nounroll": (P.SGEMM_GPU, CompileOptions(unroll_hints=False), False),
@@ -69,14 +71,21 @@ SGEMM_VARIANTS = {
     # Unrolled, the double-buffered kernels need ~168 registers (one block per SM).
     "strict_db": (P.SGEMM_GPU, CompileOptions(unroll_hints=False), True),
     "fast_fma": (P.SGEMM_GPU, CompileOptions(fast_fma=True), False),
+    # unbounded, ptxas gives the contracted kernel 168 registers (one block per SM)
+    "fast_fma_lb2": (P.SGEMM_GPU, replace(LB2, fast_fma=True), False),
     "fast_fma_nounroll": (P.SGEMM_GPU, CompileOptions(fast_fma=True, unroll_hints=False),
                           False),
     "fast_fma_bk16": (P.SGEMM_GPU_BK16, CompileOptions(fast_fma=True), False),
     "fast_fma_db": (P.SGEMM_GPU, CompileOptions(fast_fma=True, unroll_hints=False), True),
-    "strict_pf": (P.SGEMM_GPU, CompileOptions(), False, True),
-    "strict_pf_db": (P.SGEMM_GPU, CompileOptions(), True, True),
-    "fast_fma_pf": (P.SGEMM_GPU, CompileOptions(fast_fma=True), False, True),
-    "fast_fma_pf_db": (P.SGEMM_GPU, CompileOptions(fast_fma=True), True, True),
+    # Register prefetch (programs._prefetch_loop): the next k-tile's loads are in
+    # flight during the inner product. __launch_bounds__(256, 2) keeps two blocks
+    # (16 warps) per SM: unbounded, ptxas takes 154-168 registers (one block per SM).
+    "strict_pf": (P.SGEMM_GPU, LB2, False, True),
+    "strict_pf_db": (P.SGEMM_GPU, LB2, True, True),
+    "strict_pf_1blk": (P.SGEMM_GPU, CompileOptions(), False, True),
+    "fast_fma_pf": (P.SGEMM_GPU, replace(LB2, fast_fma=True), False, True),
+    "fast_fma_pf_db": (P.SGEMM_GPU, replace(LB2, fast_fma=True), True, True),
+    "fast_fma_pf_db_1blk": (P.SGEMM_GPU, CompileOptions(fast_fma=True), True, True),
 }
 
 
@@ -241,7 +250,8 @@ def bench_sgemm(backend, kernels: dict, rng, warmup: int, iters: int) -> dict:
                                  "tm": size.tm, "tn": size.tn,
                                  "unroll_hints": options.unroll_hints,
                                  "fast_fma": options.fast_fma, "double_buffer": db,
-                                 "register_prefetch": pf}
+                                 "register_prefetch": pf,
+                                 "min_blocks_per_sm": options.min_blocks_per_sm}
         try:
             _sgemm_variant(backend, kernels[f"sgemm_{variant}"], inputs, refs[
                 options.fast_fma], cublas, t_cublas, flops, warmup, iters, variant, out)

@@ -234,6 +234,10 @@ class SgemmSize:
         assert self.m % self.bm == 0 and self.n % self.bn == 0 and self.k % self.bk == 0
         assert self.bm * self.bk % self.threads == 0, self
         assert self.bk * self.bn % self.threads == 0, self
+        # a thread's staged run stays in one tile row or covers whole rows (the
+        # prefetched kernels address it as one base plus constant offsets)
+        assert self.load_a % self.bk == 0 or self.bk % self.load_a == 0, self
+        assert self.load_b % self.bn == 0 or self.bn % self.load_b == 0, self
 
 
 SGEMM_SMALL = SgemmSize(m=16, n=32, k=8, bm=16, bn=16, bk=4)
@@ -354,11 +358,9 @@ def _stage(s: SgemmSize, a_arr: str, b_arr: str, k: str, tag: str) -> str:
 """
 
 
-def _compute(s: SgemmSize, a_arr: str, b_arr: str, tag: str, fetch: str = "") -> str:
-    """The thread's 8 x 8 outer products over the k-tile (at thread[1]); with `fetch`
-    (a k offset), first the thread's share of that k-tile into registers r*, q*."""
+def _compute(s: SgemmSize, a_arr: str, b_arr: str, tag: str) -> str:
+    """The thread's 8 x 8 outer products over the k-tile (at thread[1])."""
     ind = " " * 20
-    pre = _fetch_regs(s, f"tc{tag}", fetch) if fetch else ""
     regs = "\n".join([f"{ind}m{i} = {a_arr}[ar{tag} + {i * s.bk} + d{tag}];" for i in range(8)]
                      + [f"{ind}n{j} = {b_arr}[db{tag} + {j}];" for j in range(8)])
     fmas = "\n".join(f"{ind}c{i}{j} = c{i}{j} + m{i} * n{j};"
@@ -368,7 +370,7 @@ def _compute(s: SgemmSize, a_arr: str, b_arr: str, tag: str, fetch: str = "") ->
               group {s.threads} {{
                 let ar{tag} : int @ thread[1] = (tc{tag} / {s.bn // 8}) * {8 * s.bk};
                 let bc{tag} : int @ thread[1] = (tc{tag} % {s.bn // 8}) * 8;
-{pre}                let d{tag} : int @ thread[1] = 0;
+                let d{tag} : int @ thread[1] = 0;
                 while d{tag} < {s.bk} {{
                   let db{tag} : int @ thread[1] = d{tag} * {s.bn} + bc{tag};
 {regs}
@@ -380,16 +382,16 @@ def _compute(s: SgemmSize, a_arr: str, b_arr: str, tag: str, fetch: str = "") ->
 """
 
 
-def _fenced(compute: str, threads: int) -> str:
+def _fenced(compute: str, threads: int, tag: str = "") -> str:
     """`compute` inside a lower + partition of the block's C piece, only for the
     barrier at its end: the next k-tile overwrites As and Bs (a WAR race otherwise)."""
     body = compute.split("\n", 2)[2]  # drop `destruct {` and the partition_id line
     body = body.rsplit("            }\n", 1)[0]  # and the destruct's closing brace
     body = "\n".join(("    " + ln) if ln else ln for ln in body.split("\n"))
-    return f"""            lower cb into cc {{                  // only for the barrier at its end:
+    return f"""            lower cb into cc{tag} {{                  // only for the barrier at its end:
               destruct {{                        // the next k-tile overwrites As, Bs
-                let tc : int @ thread[1] = partition_id;
-                partition cc into cq by {threads} {{
+                let tc{tag} : int @ thread[1] = partition_id;
+                partition cc{tag} into cq{tag} by {threads} {{
 {body}                }}
               }}
             }}
@@ -470,30 +472,49 @@ _SGEMM_PFDB_SMALL_HEAD = """\
 """
 
 
-def _a_index(s: SgemmSize, t: str, i: int, k: str) -> str:
-    """A's element that thread `t` stages as the i-th of its run of the k-tile at k."""
-    return (f"A[ab + (({t} * {s.load_a} + {i}) / {s.bk}) * {s.k} + {k} + "
-            f"({t} * {s.load_a} + {i}) % {s.bk}]")
+def _fetch_regs(s: SgemmSize, t: str, k: str, ind: str) -> str:
+    """Thread `t`'s share of the k-tile at `k` into its registers r*, q*: the elements
+    `_stage` copies, as one per-thread base (ga, gb) plus constant offsets, so nvcc
+    keeps one address per matrix instead of one per element. Exact because a run of
+    load_a elements starting at t * load_a stays in one row of the bm x bk tile or
+    covers whole rows (SgemmSize.check): ((t*L + i) / bk, (t*L + i) % bk) =
+    ((t*L) / bk + i / bk, (t*L) % bk + i % bk) for 0 <= i < L."""
+    tag = t[2:]
+    a = [f"{ind}r{i} = A[ga{tag} + {k} + {(i // s.bk) * s.k + i % s.bk}];\n"
+         for i in range(s.load_a)]
+    b = [f"{ind}q{i} = B[gb{tag} + ({k}) * {s.n} + {(i // s.bn) * s.n + i % s.bn}];\n"
+         for i in range(s.load_b)]
+    bases = (f"{ind}let ga{tag} : int @ thread[1] = ab + (({t} * {s.load_a}) / {s.bk}) * "
+             f"{s.k} + ({t} * {s.load_a}) % {s.bk};\n"
+             f"{ind}let gb{tag} : int @ thread[1] = bb + (({t} * {s.load_b}) / {s.bn}) * "
+             f"{s.n} + ({t} * {s.load_b}) % {s.bn};\n")
+    return bases + "".join(a + b)
 
 
-def _b_index(s: SgemmSize, t: str, i: int, k: str) -> str:
-    return (f"B[({k} + ({t} * {s.load_b} + {i}) / {s.bn}) * {s.n} + bb + "
-            f"({t} * {s.load_b} + {i}) % {s.bn}]")
-
-
-def _fetch_regs(s: SgemmSize, t: str, k: str) -> str:
-    """Thread `t`'s share of the k-tile at `k` into its registers (the same elements,
-    in the same places, as `_stage` copies; spelled out, so no loop counter)."""
-    ind = " " * 16
-    return "".join([f"{ind}r{i} = {_a_index(s, t, i, k)};\n" for i in range(s.load_a)]
-                   + [f"{ind}q{i} = {_b_index(s, t, i, k)};\n" for i in range(s.load_b)])
-
-
-def _store_regs(s: SgemmSize, a_arr: str, b_arr: str, tag: str) -> str:
-    """The registers into the thread's runs of As/Bs (partitioned as in `_stage`)."""
+def _store_regs(s: SgemmSize, a_arr: str, b_arr: str, tag: str, fetch: str = "") -> str:
+    """The registers into the thread's runs of As/Bs (partitioned as in `_stage`);
+    with `fetch` (a k offset), then that k-tile's share into the registers: the loads
+    sit before the staging barrier, which nvcc does not move them across, so they
+    are in flight during the next inner product instead of sunk to its end."""
     T, ind = s.threads, " " * 24
     body = "".join([f"{ind}ap{tag}[{i}] = r{i};\n" for i in range(s.load_a)]
                    + [f"{ind}bp{tag}[{i}] = q{i};\n" for i in range(s.load_b)])
+    if fetch:
+        body += _fetch_regs(s, f"ta{tag}", fetch, ind)
+    return _staging(s, a_arr, b_arr, tag, body)
+
+
+def _stage_and_fetch(s: SgemmSize, a_arr: str, b_arr: str, tag: str, fetch: str) -> str:
+    """`_stage` of k-tile 0 (from global memory), then k-tile `fetch` into registers."""
+    stage = _stage(s, a_arr, b_arr, "k0", tag)
+    body = stage[stage.index("                        let la"):
+                 stage.index("                      }\n                    }")]
+    return _staging(s, a_arr, b_arr, tag, body + _fetch_regs(s, f"ta{tag}", fetch,
+                                                             " " * 24))
+
+
+def _staging(s: SgemmSize, a_arr: str, b_arr: str, tag: str, body: str) -> str:
+    T = s.threads
     return f"""            lower {a_arr} into al{tag} {{
               lower {b_arr} into bl{tag} {{
                 destruct {{
@@ -511,27 +532,34 @@ def _store_regs(s: SgemmSize, a_arr: str, b_arr: str, tag: str) -> str:
 
 
 def _prefetch_loop(s: SgemmSize, double_buffer: bool) -> tuple[str, str]:
-    """(allocations, k-loop text) of the register-prefetched kernel. k-tile 0 is
-    staged directly; the loop runs over the k-tiles that have a successor (computing
-    one while fetching the next); the last k-tile is computed after it."""
-    nxt = f"k0 + {s.bk}"
+    """(allocations, k-loop text) of the register-prefetched kernel (n = k / bk
+    k-tiles, n >= 2; even with double buffering). k-tile 0 is staged from global
+    memory and k-tile 1 fetched into registers; each loop step computes a k-tile,
+    stores the registers (the next k-tile) and fetches the one after; the last two
+    k-tiles are peeled, so no fetch reads past the k-tiles."""
+    assert s.k // s.bk >= 2
     if not double_buffer:
         allocs = (f"          alloc As : float[{s.bm * s.bk}] in Shared;\n"
                   f"          alloc Bs : float[{s.bk * s.bn}] in Shared;")
-        body = (_fenced(_compute(s, "As", "Bs", "", nxt), s.threads)
-                + _store_regs(s, "As", "Bs", "") + f"            k0 = k0 + {s.bk};\n")
-        return allocs, (_outdent(_stage(s, "As", "Bs", "k0", ""))
-                        + f"          while k0 < {s.k - s.bk} {{\n{body}          }}\n"
-                        + _outdent(_compute(s, "As", "Bs", "L")))
+        body = (_fenced(_compute(s, "As", "Bs", ""), s.threads)
+                + _store_regs(s, "As", "Bs", "", f"k0 + {2 * s.bk}")
+                + f"            k0 = k0 + {s.bk};\n")
+        return allocs, (_outdent(_stage_and_fetch(s, "As", "Bs", "S", f"k0 + {s.bk}"))
+                        + f"          while k0 < {s.k - 2 * s.bk} {{\n{body}          }}\n"
+                        + _outdent(_fenced(_compute(s, "As", "Bs", "E"), s.threads, "E")
+                                   + _store_regs(s, "As", "Bs", "E")
+                                   + _compute(s, "As", "Bs", "L")))
     allocs = "\n".join(f"          alloc {x}{i} : float[{s.bm * s.bk}] in Shared;"
                        for i in (0, 1) for x in ("As", "Bs"))
     # pairs of k-tiles (even ones from pair 0, odd from pair 1); the last pair peeled
-    body = (_compute(s, "As0", "Bs0", "0", nxt) + _store_regs(s, "As1", "Bs1", "1")
-            + _compute(s, "As1", "Bs1", "1", f"k0 + {2 * s.bk}")
-            + _store_regs(s, "As0", "Bs0", "0") + f"            k0 = k0 + {2 * s.bk};\n")
-    return allocs, (_outdent(_stage(s, "As0", "Bs0", "k0", "S"))
+    body = (_compute(s, "As0", "Bs0", "0")
+            + _store_regs(s, "As1", "Bs1", "1", f"k0 + {2 * s.bk}")
+            + _compute(s, "As1", "Bs1", "1")
+            + _store_regs(s, "As0", "Bs0", "0", f"k0 + {3 * s.bk}")
+            + f"            k0 = k0 + {2 * s.bk};\n")
+    return allocs, (_outdent(_stage_and_fetch(s, "As0", "Bs0", "S", f"k0 + {s.bk}"))
                     + f"          while k0 < {s.k - 2 * s.bk} {{\n{body}          }}\n"
-                    + _outdent(_compute(s, "As0", "Bs0", "E", nxt)
+                    + _outdent(_compute(s, "As0", "Bs0", "E")
                                + _store_regs(s, "As1", "Bs1", "E")
                                + _compute(s, "As1", "Bs1", "L")))
 

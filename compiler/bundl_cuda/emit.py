@@ -198,14 +198,20 @@ def _balanced(text: str) -> bool:
     return depth == 0
 
 
-def _signature(f: K.KFunction) -> str:
+def _signature(f: K.KFunction, bounds: str = "") -> str:
     params = ", ".join(f"{p.ctype} {p.name}" for p in f.params)
     if f.is_kernel:
-        return f'extern "C" __global__ void {f.name}({params})'
+        return f'extern "C" __global__ void {bounds}{f.name}({params})'
     return f"__device__ void {f.name}({params})"
 
 
-def emit_cuda(prog: K.KProgram, header: str = "") -> str:
+def emit_cuda(prog: K.KProgram, header: str = "", min_blocks_per_sm: int = 0) -> str:
+    """`min_blocks_per_sm` > 0: the kernel carries `__launch_bounds__(threads, n)`,
+    which only caps ptxas's register allocation so that n blocks fit on an SM (the
+    launch always uses exactly `prog.threads`); no effect on what the kernel computes
+    (the cpu harness defines `__launch_bounds__` away)."""
+    bounds = (f"__launch_bounds__({prog.threads}, {min_blocks_per_sm}) "
+              if min_blocks_per_sm > 0 else "")
     p = Printer(prog.source_lines)
     if header:
         p.lines.extend(f"// {line}" if line else "//" for line in header.splitlines())
@@ -216,7 +222,7 @@ def emit_cuda(prog: K.KProgram, header: str = "") -> str:
     for f in prog.functions:
         p.out(0, "")
         p.out(0, f"// {f.name}: runs at {f.persp}")
-        p.out(0, _signature(f) + " {")
+        p.out(0, _signature(f, bounds) + " {")
         p.out(1, "extern __shared__ __align__(16) unsigned char gs_smem[];")
         p.stmts(f.body, 1)
         p.out(0, "}")

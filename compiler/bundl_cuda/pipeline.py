@@ -51,6 +51,9 @@ class CompileOptions:
     fast_fma: bool = False
     # `#pragma unroll` on short counted loops (speed.hint_unroll_counted_loops).
     unroll_hints: bool = True
+    # > 0: `__launch_bounds__(threads, n)` on the kernel (ptxas keeps registers low
+    # enough for n blocks per SM; emit.emit_cuda). 0: none (the default).
+    min_blocks_per_sm: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +115,6 @@ def compile_program(prog: B.Program, options: CompileOptions = CompileOptions(),
               f"Launch: grid {kp.blocks}, block {kp.threads}, dynamic shared memory "
               f"{kp.smem_bytes} bytes; sync motion {'on' if options.sync_motion else 'off'}"
               f"{'; FAST FMA (not the reference semantics)' if options.fast_fma else ''}.")
-    text = emit_cuda(kp, header)
+    text = emit_cuda(kp, header, options.min_blocks_per_sm)
     return CompiledKernel(text, KERNEL_NAME, kp.blocks, kp.threads, kp.smem_bytes,
                           kp.globals)

@@ -293,13 +293,18 @@ def t_destruct(prog, site: Site) -> list:
         fresh_name(p), INT, THREAD1, A.IntLit(0), A.Skip())))]
 
 
+def _own_arrays(site: Site) -> list[str]:
+    """Shared/Global arrays at exactly the code's perspective (partition sources)."""
+    return [x for x, _ in _visible(site, lambda b: _is_array(b) and b.persp == site.persp
+                                   and b.type.mem is not A.MemKind.LOCAL)]
+
+
 def t_partition(prog, site: Site) -> list:
-    """T-Partition: partition by a c ∤ n."""
-    s = site.stmt
-    if not isinstance(s, A.Partition):
-        return []
-    return [lambda p: rewrite_at(p, site, lambda x: replace(
-        x, by=_nondivisor(site.persp.n)))]
+    """T-Partition: partition by a c ∤ n (a new partition with an empty body, so no
+    other premise depends on the piece's perspective)."""
+    return [lambda p, x=x: insert_before(p, site, A.Partition(
+        None, x, fresh_name(p), _nondivisor(site.persp.n), A.Skip()))
+        for x in _own_arrays(site)]
 
 
 def t_partition_source(prog, site: Site) -> list:
@@ -321,12 +326,25 @@ def t_partition_hidden(prog, site: Site) -> list:
 
 
 def t_claim(prog, site: Site) -> list:
-    """T-Claim: claim at n' ∤ n (fixed; the paper's n' ≤ n accepts n' < n)."""
-    s = site.stmt
-    if not isinstance(s, A.Claim):
+    """T-Claim: claim at n' ∤ n (fixed; the paper's n' ≤ n accepts 1 < n' < n), a new
+    claim with an empty body."""
+    return [lambda p, x=x: insert_before(p, site, A.Claim(
+        None, x, fresh_name(p), _nondivisor(site.persp.n), A.Skip()))
+        for x in _own_arrays(site)]
+
+
+def v_function(prog, site: Site) -> list:
+    """V-Function: a function declaring less memory (`uses m`) than its body needs."""
+    if site.path or site.owner == "main":
+        return []  # one candidate per function: its body's root
+    from gpusem.typing_rules.bundl import check_program
+
+    need = check_program(prog).get(site.owner, 0)
+    if need <= 0:
         return []
-    return [lambda p: rewrite_at(p, site, lambda x: replace(
-        x, at=_nondivisor(site.persp.n)))]
+    fns = lambda p: tuple(replace(f, uses=need - 1) if f.name == site.owner else f
+                          for f in p.fns)
+    return [lambda p: replace(p, fns=fns(p))]
 
 
 def t_lower(prog, site: Site) -> list:
@@ -385,6 +403,7 @@ MUTATORS: dict[str, tuple] = {
     "T-Partition-Source": (t_partition_source, "T-Partition", ("S-Partition",), False),
     "T-Partition-Hidden": (t_partition_hidden, "T-Arr-Access", (), False),
     "T-Claim": (t_claim, "T-Claim", ("S-Claim",), False),
+    "V-Function": (v_function, "V-Function", (), False),
     "T-Lower": (t_lower, "T-Lower", ("S-Lower",), False),
     "T-Function-Call": (t_function_call, "T-Function-Call", ("S-Function-Call",), False),
     "T-Assn-Pointer": (t_assn_pointer, "T-Assn", (), True),

@@ -166,3 +166,14 @@ def test_one_step_is_interactive_with_1024_threads(benchmark):
     assert mean < 0.050, f"one step takes {mean * 1000:.1f} ms"
     benchmark(debugger.onecmd, "step")  # the report (pytest-benchmark)
 
+
+
+def test_ctrl_c_at_the_prompt_keeps_the_session():
+    child = spawn(str(EXAMPLES / "map_double.bundl"))
+    child.sendintr()
+    child.expect(PROMPT)
+    child.sendline("step")
+    child.expect("step 1 ")
+    child.expect(PROMPT)
+    child.sendline("quit")
+    child.expect(pexpect.EOF)

@@ -105,6 +105,8 @@ def test_continue_stops_at_the_failing_check_with_both_accesses():
     child.expect(PROMPT)
     send(child, "where", rf"step {failed}, task ι=1, loops: task=0, tid=0, i=1",
          r"rejected: CheckMutates")
+    # 128 threads wrote one cell each; thread 0 read buf[0] (i = 0) before buf[1]
+    send(child, "records", r"buf: data \[128\], 129 record\(s\)")
     send(child, "records buf", r"m \(mutates\) buf\[1\]: 1 record",
          r"mutate of buf at line 10 by task 1 thread 1 ")
     send(child, "back 1", rf"now at step {failed - 1}")
@@ -136,11 +138,12 @@ def test_unknown_commands_bad_arguments_and_eof():
     send(child, "step x", r"error: usage: step \[N\]")
     send(child, "step 0", r"error: usage: step \[N\]")
     send(child, "break nowhere", r"error: usage: break LINE \| CheckReads")
-    send(child, "records", r"error: usage: records VAR")
+    send(child, "records", r"ρ is empty")  # nothing allocated before step 1
+    send(child, "records a b", r"error: usage: records \[VAR \[all\]\]")
     send(child, "records nosuch", r"error: no variable nosuch in ρ")
     send(child, "help", r"step \[N\]\s+execute N AMIR statements",
-         r"break LINE \| CHECK", r"records VAR \[all\]")
-    send(child, "help records", r"records VAR \[all\]")
+         r"break LINE \| CHECK", r"records \[VAR \[all\]\]")
+    send(child, "help records", r"records \[VAR \[all\]\]")
     child.sendeof()
     child.expect(pexpect.EOF)
     child.close()
@@ -155,6 +158,10 @@ def test_ctrl_c_interrupts_a_long_run(command):
     child.sendintr()
     child.expect(r"interrupted at step (\d+)", timeout=20)
     assert int(child.match.group(1)) > 0
+    child.expect(PROMPT)
+    send(child, "where", r"next: ")
+    child.sendintr()  # at the prompt: the line is dropped, the session stays
+    child.expect(r"\^C \(quit or EOF leaves\)")
     child.expect(PROMPT)
     send(child, "where", r"next: ")
     child.sendline("quit")
@@ -249,6 +256,20 @@ def test_back_replays_to_the_same_state(monkeypatch):
     assert again == ahead
     s.back(10_000)
     assert s.steps == 0 and s.status == "running"
+
+
+def test_next_runs_to_the_next_gpuir_line():
+    proc = parse_file(str(ROOT / "tests/amir/programs/smem_broadcast.amir"))
+    s = Session(proc, {"N": 256})
+    lines = []
+    while s.status == "running" and len(lines) < 12:
+        start = s.pending[0].origin.line
+        shown, _ = s.next_line(keep=5)
+        assert 1 <= len(shown) <= 5 and all(e.stmt.origin.line == start for e in shown)
+        assert all(e.changes for e in shown)
+        assert s.status != "running" or s.pending[0].origin.line != start
+        lines.append(start)
+    assert len(set(lines)) > 3
 
 
 def test_breakpoint_stops_after_each_matching_statement():
@@ -348,3 +369,4 @@ def test_step_budget_is_explained_not_crashed_on():
     assert s.status == "error" and s.steps == 50
     assert "step budget exhausted" in stop.reason
     assert isinstance(s.step_once(), amir_debug.Stop)  # and it stays stopped
+    assert s.back(10) == 10 and s.status == "running" and s.steps == 40

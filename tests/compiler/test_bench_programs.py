@@ -37,6 +37,14 @@ def _body(text: str) -> str:
     return text[text.index("machine"):]
 
 
+def _shape(text: str) -> str:
+    """The program with its numbers as N and runs of equal lines as one (the
+    prefetched kernels spell out one register line per staged element: 4 on the
+    GPU, 16 in the twin)."""
+    lines = NUMBER.sub("N", _body(text)).replace(" = iota", "").split("\n")
+    return "\n".join(ln for i, ln in enumerate(lines) if i == 0 or ln != lines[i - 1])
+
+
 @pytest.mark.parametrize("stem", sorted(P.small_twins()))
 def test_committed_twin_is_the_rendered_template(stem):
     committed = (P.BENCH_DIR / f"{stem}.bundl").read_text()
@@ -45,15 +53,14 @@ def test_committed_twin_is_the_rendered_template(stem):
 
 def test_gpu_programs_are_the_twins_with_other_numbers():
     gpu, small = P.gpu_programs(), P.small_twins()
-    twins = {"reduce": "reduce_sum_small", "sgemm_tiled_db": "sgemm_tiled_db_small"}
+    twins = {"reduce": "reduce_sum_small", "sgemm_tiled_db": "sgemm_tiled_db_small",
+             "sgemm_tiled_pf": "sgemm_tiled_pf_small",
+             "sgemm_tiled_pf_db": "sgemm_tiled_pf_db_small"}
     pairs = [(big, twins.get(big) or twins.get(big.split("_")[0], "sgemm_tiled_small"))
              for big in gpu]
-    assert len(pairs) == 7  # two reduction grids with their final passes; 3 SGEMMs
+    assert len(pairs) == 9  # two reduction grids with their final passes; 5 SGEMMs
     for big, twin in pairs:
-        a = NUMBER.sub("N", _body(gpu[big])).replace(" = iota", "")
-        b = NUMBER.sub("N", _body(small[twin])).replace(" = iota", "")
-        b = b.replace(" = [N.N, N.N]", "")
-        assert a == b
+        assert _shape(gpu[big]) == _shape(small[twin]).replace(" = [N.N, N.N]", ""), big
 
 
 @pytest.mark.parametrize("stem", sorted(P.small_twins()))
@@ -91,14 +98,15 @@ def test_reduce_reference_order_on_random_input_matches_cpu_kernel():
     assert res.outputs["g_out"].view(np.uint32).tolist() == want.view(np.uint32).tolist()
 
 
-def _run_sgemm_cpu(options: CompileOptions, a, b, ab, double_buffer: bool = False):
+def _run_sgemm_cpu(options: CompileOptions, a, b, ab, double_buffer: bool = False,
+                   prefetch: bool = False, size: P.SgemmSize = P.SGEMM_SMALL):
     from gpusem.compiler.backends import get_backend
     from gpusem.compiler.backends.kernel import Job
     from gpusem.compiler.bundl_cuda.launch import kernel_spec
 
-    text = P.sgemm_tiled(P.SGEMM_SMALL, small=True, double_buffer=double_buffer)
+    text = P.sgemm_tiled(size, small=True, double_buffer=double_buffer, prefetch=prefetch)
     kernel = compile_text("sgemm_tiled_small", text, options)
-    s = P.SGEMM_SMALL
+    s = size
     inputs = {"g_A": a, "g_B": b, "g_AB": ab, "g_C": np.zeros(s.m * s.n, np.float32)}
     (res,) = get_backend("cpu").run([Job(kernel_spec(kernel), inputs)])
     assert res.ok, res.message
@@ -115,20 +123,69 @@ def test_sgemm_small_is_the_matrix_product_in_rowmajor_after_untiling():
     assert np.array_equal(got.astype(np.float64), want)
 
 
-@pytest.mark.parametrize("double_buffer", [False, True], ids=["paper", "db"])
-def test_sgemm_small_random_bit_exact_vs_same_order_reference(double_buffer):
-    s = P.SGEMM_SMALL
+# (double buffering, register prefetch, size, barriers in the k-loop's body)
+SGEMM_SMALL_KINDS = {
+    # the paper's variant: 2 barriers per k-tile (staging, then the WAR fence)
+    "paper": (False, False, P.SGEMM_SMALL, 2),
+    # double buffering: 1 per k-tile (staging only), two k-tiles per step
+    "db": (True, False, P.SGEMM_SMALL, 2),
+    # prefetch: as the paper's (the loop covers k-tiles 0 .. n-3; two are peeled)
+    "pf": (False, True, P.SGEMM_SMALL_PF, 2),
+    "pf_db": (True, True, P.SGEMM_SMALL_PF, 2),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(SGEMM_SMALL_KINDS))
+def test_sgemm_small_random_bit_exact_vs_same_order_reference(kind):
+    double_buffer, prefetch, s, barriers = SGEMM_SMALL_KINDS[kind]
     rng = np.random.default_rng(7)
     a = rng.uniform(-1, 1, s.m * s.k).astype(np.float32)
     b = rng.uniform(-1, 1, s.k * s.n).astype(np.float32)
     ab = np.array([1.5, 0.0], np.float32)
-    got, kernel = _run_sgemm_cpu(CompileOptions(), a, b, ab, double_buffer)
-    # the paper's variant: 2 barriers per k-tile (staging, then the WAR fence); double
-    # buffering: 1 (staging only); plus 2 (or 4) zeroings. K / BK = 2 tiles per loop.
-    loop = kernel.source.split("while (v_k0")[1].split("lower cb into ct")[0]
-    assert loop.count("__syncthreads();") == 2
+    got, kernel = _run_sgemm_cpu(CompileOptions(), a, b, ab, double_buffer, prefetch, s)
+    body = re.sub(r"//[^\n]*", "", kernel.source.split("while (v_k0")[1])  # `{` in comments
+    depth, end = 0, 0
+    for i, ch in enumerate(body):  # the loop's own braces
+        depth += ch == "{"
+        depth -= ch == "}"
+        if ch == "}" and depth == 0:
+            end = i
+            break
+    loop = body[:end]
+    assert loop.count("__syncthreads();") == barriers
     want = R.sgemm_reference_cpu(a, b, ab, np.zeros(s.m * s.n, np.float32), s)
     assert got.view(np.uint32).tolist() == want.view(np.uint32).tolist()
+
+
+def test_prefetch_loads_the_same_cells_as_staging():
+    """The prefetched kernel's constant offsets (programs._fetch_regs) address exactly
+    the cells `_stage`'s loops copy, for every thread of the GPU and small sizes."""
+    for s in (P.SGEMM_GPU, P.SGEMM_SMALL, P.SGEMM_SMALL_PF, P.SGEMM_GPU_BK16):
+        ab, bb, k = 3 * s.bm * s.k, 5 * s.bn, 2 * s.bk  # some block, some k-tile
+        for t in range(s.threads):
+            ga = ab + ((t * s.load_a) // s.bk) * s.k + (t * s.load_a) % s.bk
+            gb = bb + ((t * s.load_b) // s.bn) * s.n + (t * s.load_b) % s.bn
+            for i in range(s.load_a):
+                want = ab + ((t * s.load_a + i) // s.bk) * s.k + k + (t * s.load_a + i) % s.bk
+                assert ga + k + (i // s.bk) * s.k + i % s.bk == want
+            for i in range(s.load_b):
+                want = (k + (t * s.load_b + i) // s.bn) * s.n + bb + (t * s.load_b + i) % s.bn
+                assert gb + k * s.n + (i // s.bn) * s.n + i % s.bn == want
+
+
+def test_launch_bounds_only_with_the_option_and_same_results_on_cpu():
+    s = P.SGEMM_SMALL_PF
+    rng = np.random.default_rng(9)
+    a = rng.uniform(-1, 1, s.m * s.k).astype(np.float32)
+    b = rng.uniform(-1, 1, s.k * s.n).astype(np.float32)
+    ab = np.array([1.0, 0.0], np.float32)
+    plain, k0 = _run_sgemm_cpu(CompileOptions(), a, b, ab, prefetch=True, size=s)
+    bounded, k2 = _run_sgemm_cpu(CompileOptions(min_blocks_per_sm=2), a, b, ab,
+                                 prefetch=True, size=s)
+    assert "__launch_bounds__" not in k0.source
+    assert 'extern "C" __global__ void __launch_bounds__(4, 2) bundl_main(' in k2.source
+    assert k2.source.replace("__launch_bounds__(4, 2) ", "") == k0.source
+    assert plain.view(np.uint32).tolist() == bounded.view(np.uint32).tolist()
 
 
 def test_fast_fma_contracts_and_is_marked_in_the_header():
@@ -319,17 +376,22 @@ def test_harness_end_to_end_on_a_fake_gpu(monkeypatch, tmp_path):
     monkeypatch.setattr(P, "REDUCE_VARIANTS", {"small": (first, final)})
     monkeypatch.setattr(P, "SGEMM_GPU", P.SGEMM_SMALL)
     monkeypatch.setattr(H, "SGEMM_VARIANTS", {
-        k: (P.SGEMM_SMALL, *H.SGEMM_VARIANTS[k][1:]) for k in ("strict", "fast_fma_db")})
+        k: (P.SGEMM_SMALL, *H.SGEMM_VARIANTS[k][1:])
+        for k in ("strict", "fast_fma_db", "strict_pf_db")})
     report = H.run_benchmarks(tmp_path, H.compiled_kernels(), _CpuTimed(), 1, 1, {})
     assert json.loads((tmp_path / "bench.json").read_text())["sgemm"]["m"] == 16
     assert H.failed_checks(report) == []
     red, sg = report["reduce"], report["sgemm"]
     assert red["best"] == "small" and red["variants"]["small"]["ok"]
     assert red["variants"]["small"]["launch"]["blocks"] == 32
-    assert set(sg["check"]) == {"strict", "fast_fma_db"}
-    assert sg["best_strict"] == "strict" and sg["best_fast_fma"] == "fast_fma_db"
+    assert set(sg["check"]) == {"strict", "fast_fma_db", "strict_pf_db"}
+    assert sg["best_strict"] in ("strict", "strict_pf_db")  # equal (fake) times
+    assert sg["best_fast_fma"] == "fast_fma_db"
     assert sg["tiles"]["fast_fma_db"]["double_buffer"]
-    assert sg["check"]["strict"]["bit_exact_vs_same_order_reference"]
+    assert sg["tiles"]["strict_pf_db"]["register_prefetch"]
+    assert sg["tiles"]["strict_pf_db"]["min_blocks_per_sm"] == 2
+    for variant in sg["check"]:
+        assert sg["check"][variant]["bit_exact_vs_same_order_reference"], variant
     assert sg["fast_fma_speedup_over_strict"] == 1.0  # the fake's times are constant
     # a broken kernel is reported, not hidden
     report["sgemm"]["check"]["strict"]["bit_exact_vs_same_order_reference"] = False

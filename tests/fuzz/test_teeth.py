@@ -94,10 +94,13 @@ def test_most_dynamic_rules_are_reached_and_fire():
     assert len(reached) >= len(DYNAMIC) - 2, sorted(DYNAMIC - set(reached))
 
 
-def test_mutants_break_exactly_one_rule_in_most_cases():
-    total = sum(c["mutants"] for c in table().values())
-    single = sum(c["single"] for c in table().values())
-    assert single >= 0.9 * total
+@pytest.mark.parametrize("name", list(MUTATORS))
+def test_mutants_break_exactly_one_rule(name):
+    """`type_errors` (every independent error) finds one: the mutation broke one
+    premise, not a cascade (insertions get an empty body where a body's perspective
+    would depend on the broken premise)."""
+    c = table()[name]
+    assert c["single"] >= 0.9 * c["mutants"], name
 
 
 def test_mutation_keeps_the_original_well_typed_and_changes_it():
