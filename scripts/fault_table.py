@@ -71,12 +71,19 @@ def main() -> None:
     ap.add_argument("--round-size", type=int, default=40)
     ap.add_argument("--faults", default=",".join(FAULTS))
     ap.add_argument("--out", default="results/faults_cpu.json")
+    ap.add_argument("--parallel", type=int, default=1,
+                    help="campaigns at once (each is one process; give it a core)")
     args = ap.parse_args()
-    rows = [run_one("", args.backend, args.budget, args.seed, args.round_size)]
-    print(json.dumps(rows[-1]), flush=True)
-    for fault in args.faults.split(","):
-        rows.append(run_one(fault, args.backend, args.budget, args.seed, args.round_size))
-        print(json.dumps(rows[-1]), flush=True)
+    from concurrent.futures import ThreadPoolExecutor
+
+    names = ["", *args.faults.split(",")]
+    with ThreadPoolExecutor(max_workers=max(1, args.parallel)) as pool:
+        futures = [pool.submit(run_one, f, args.backend, args.budget, args.seed,
+                               args.round_size) for f in names]
+        rows = []
+        for future in futures:
+            rows.append(future.result())
+            print(json.dumps(rows[-1]), flush=True)
     sizes = [r["shrunk_statements"] for r in rows[1:] if r.get("shrunk_statements")]
     report = {
         "command": " ".join([sys.executable, *sys.argv]),

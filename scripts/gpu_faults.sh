@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Seeded-fault table on the H100 machine (issue 5): every fault of the Bundl compiler
+# in its own campaign, many at once (the machine has 16 cores).
+# Usage (device tool, carry .whl): bash scripts/gpu_faults.sh BACKEND SECONDS PARALLEL
+#   cpu  300 16   the SIMT harness, 5-minute campaigns (what the issue asks for)
+#   cuda  60  8   the same campaigns with kernels on the H100
+set -uo pipefail
+OUT=${OUT:-$PWD/gpu-out}
+mkdir -p "$OUT"
+BACKEND=${1:-cpu}
+SECONDS_EACH=${2:-300}
+PARALLEL=${3:-16}
+export PYTHONUNBUFFERED=1
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+  --target /tmp/site .whl/*.whl >/dev/null 2>&1 && export PYTHONPATH=/tmp/site
+python3 -m pip install -q --no-deps --no-build-isolation -e . >/dev/null 2>&1
+{ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nproc; } >"$OUT/device.txt"
+python3 scripts/fault_table.py --backend "$BACKEND" --budget "$SECONDS_EACH" \
+  --parallel "$PARALLEL" --out "$OUT/faults_$BACKEND.json" 2>&1 | tee "$OUT/faults_$BACKEND.log"
