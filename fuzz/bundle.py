@@ -74,7 +74,7 @@ def readme(meta: dict, names: list[str]) -> str:
         f"{meta.get('size', '?')} statements{' (shrunk)' if meta.get('shrunk') else ''}. "
         f"Versions: {versions or 'unknown'}. {extra}\n\n"
         f"Files: {', '.join(names)}.\n\n"
-        f"Replay: `gpusem replay {Path(meta.get('replay_dir', '.')).as_posix()}`\n")
+        "Replay (from this folder): `gpusem replay .`\n")
 
 
 def read_bundle(path: str | Path) -> Bundle:

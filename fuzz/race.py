@@ -14,8 +14,10 @@ the same cell of the same memory region, unordered:
     extent div c, offset += k·chunk; S-Lower / S-Claim / async_partition rename;
   - indices and stored values are encoded exactly in 32-bit C arithmetic (bvsdiv and
     bvsrem truncate like C); anything not known statically (array reads, partition_id,
-    floats arithmetic, variables that are ever re-assigned) is a fresh unknown PER
-    THREAD, so the analysis only claims freedom it can prove;
+    variables that are ever re-assigned, cells that some statement writes) is a fresh
+    unknown PER THREAD, so the analysis only claims freedom it can prove; float32
+    values are z3 floating point (fpAdd ... with round-to-nearest-even, fpLT, fpEQ),
+    so uniform float code is proved uniform;
   - two writes of provably equal values (uniform code at a perspective wider than one
     thread writes the same value from every thread of the unit) do not conflict;
   - barriers: partition / claim / lower end with `init; s; dec; wait` over the unit
@@ -33,14 +35,16 @@ th -> term), (t, b) -> `Th.t`, `Th.b`; a builder is a function of one symbolic t
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass, field, replace
 
 import z3
 from gpusem.calculus.bundl import ast as A
 from gpusem.calculus.bundl.perspective import BLOCK1, GRID1, Level, Perspective
+from gpusem.calculus.bundl.printer import print_expr as _show
 
 BV = 32
+F32 = z3.Float32()
+RNE = z3.RNE()  # float32 arithmetic rounds to nearest even, like numpy.float32 ops
 PARTITION_LIKE = (A.Partition, A.Claim, A.Lower)
 
 
@@ -58,6 +62,8 @@ class Th:
     def fresh(self, kind: str):
         self.count += 1
         label = f"u_{self.name}_{self.count}"
+        if kind == "float":
+            return z3.FP(label, F32)
         return z3.Bool(label) if kind == "bool" else z3.BitVec(label, BV)
 
 
@@ -88,7 +94,7 @@ class Access:
     kind: str  # "r" | "w"
     view: View
     addr: object  # th -> term (absolute cell index in the region)
-    value: object  # th -> term | None (writes only)
+    value: object  # (th, addr) -> term | None (writes only)
     path: tuple  # builders th -> Bool
     pos: tuple  # ((seq uid, item index), ...)
     what: str
@@ -116,9 +122,9 @@ class Ctx:
 
 @dataclass
 class Race:
-    first: str
+    first: str  # the two access sites ("store out", "memcpy into s", ...)
     second: str
-    witness: str
+    witness: str  # the two threads and the cell (a z3 model)
 
 
 @dataclass
@@ -222,7 +228,7 @@ class Collector:
             case A.ArrAssign(arr, idx, value):
                 i, _ = self.expr(idx, ctx)
                 v, _ = self.expr(value, ctx)
-                self.access("w", arr, i, v, ctx, "store")
+                self.access("w", arr, i, lambda th, _addr: v(th), ctx, "store")
             case A.If(cond, then, orelse):  # both branches may run
                 self.expr(cond, ctx)
                 self.block(then, ctx)
@@ -267,7 +273,7 @@ class Collector:
                 self.block(body, replace(ctx, env=ctx.env | {y: ctx.env[x]}))
             case A.Memcpy(dst, src) | A.AsyncMemcpy(dst, src):
                 self.range_access("r", src, ctx)
-                self.range_access("w", dst, ctx)
+                self.range_access("w", dst, ctx, src)
             case A.Call(fn, args) if fn in self.fns and ctx.depth < 8:
                 self.call(self.fns[fn], args, ctx)
             case _:
@@ -317,8 +323,9 @@ class Collector:
         self.accesses.append(Access(kind, v, lambda th: off(th) + idx(th), value,
                                     ctx.path, ctx.pos, f"{what} {_show(arr)}"))
 
-    def range_access(self, kind: str, name: str, ctx: Ctx) -> None:
-        """memcpy: any cell from the view's start to the region's end."""
+    def range_access(self, kind: str, name: str, ctx: Ctx, src: str = "") -> None:
+        """memcpy: any cell from the view's start to the region's end; a write stores
+        the source cell at the same distance from the source view's start."""
         v = ctx.env.get(name)
         if not isinstance(v, View):
             self.incomplete = f"unknown array {name}"
@@ -331,20 +338,30 @@ class Collector:
             th.cons += [z3.UGE(u, off(th)), z3.ULT(u, _k(size))]
             return u
 
-        self.accesses.append(Access(kind, v, addr, None, ctx.path, ctx.pos,
+        value, s = None, ctx.env.get(src)
+        if isinstance(s, View):
+            def value(th, a, s=s):
+                return self.read_at(s, s.off(th) + (a - off(th)), s.elem, th)
+
+        self.accesses.append(Access(kind, v, addr, value, ctx.path, ctx.pos,
                                     f"memcpy {'into' if kind == 'w' else 'from'} {name}"))
 
     def read_value(self, v: View | None, idx, kind: str, th: Th):
+        if v is None:
+            return th.fresh(kind)
+        return self.read_at(v, v.off(th) + idx(th), kind, th)
+
+    def read_at(self, v: View, addr, kind: str, th: Th):
         """A read of a region that nothing writes is a function of its cell (the
         same for every thread); any other read is an unknown of this thread."""
-        if v is None or v.key == ("local",) or v.key in self.written():
+        if v.key == ("local",) or v.key in self.written():
             return th.fresh(kind)
         key = (v.key, kind)
         if key not in self.memories:
-            rng = z3.BoolSort() if kind == "bool" else z3.BitVecSort(BV)
+            rng = {"bool": z3.BoolSort(), "float": F32}.get(kind, z3.BitVecSort(BV))
             self.memories[key] = z3.Function(f"mem_{len(self.memories)}",
                                              z3.BitVecSort(BV), rng)
-        return self.memories[key](v.off(th) + idx(th))
+        return self.memories[key](addr)
 
     def written(self) -> set:
         if self._written is None:
@@ -359,8 +376,7 @@ class Collector:
             case A.IntLit(v):
                 return (lambda th: _k(v & 0xFFFFFFFF)), "int"
             case A.FloatLit(v):
-                bits = struct.unpack("<I", struct.pack("<f", v))[0]
-                return (lambda th: _k(bits)), "float"
+                return (lambda th: z3.FPVal(v, F32)), "float"
             case A.BoolLit(v):
                 return (lambda th: z3.BoolVal(v)), "bool"
             case A.Var(name):
@@ -381,9 +397,9 @@ class Collector:
                 f, kind = self.expr(operand, ctx)
                 if op == "!":
                     return (lambda th: z3.Not(f(th))), "bool"
-                if kind == "int":
-                    return (lambda th: -f(th)), "int"
-                return (lambda th: th.fresh(kind)), kind
+                if kind == "float":
+                    return (lambda th: z3.fpNeg(f(th))), "float"
+                return (lambda th: -f(th)), "int"
             case A.BinOp(op, left, right):
                 return self.binop(op, left, right, ctx)
         raise AssertionError(e)
@@ -395,9 +411,10 @@ class Collector:
             z = z3.And if op == "&&" else z3.Or
             return (lambda th: z(f(th), g(th))), "bool"
         if op in ("==", "!=", "<", "<=", ">", ">="):
-            if kind == "float":
-                return (lambda th: th.fresh("bool")), "bool"
-            return (lambda th: _CMP[op](f(th), g(th))), "bool"
+            table = _FCMP if kind == "float" else _CMP
+            return (lambda th: table[op](f(th), g(th))), "bool"
+        if kind == "float" and op in _FARITH:
+            return (lambda th: _FARITH[op](RNE, f(th), g(th))), "float"
         if kind != "int":
             return (lambda th: th.fresh(kind)), kind
         return (lambda th: _ARITH[op](f(th), g(th))), "int"
@@ -406,14 +423,12 @@ class Collector:
 _CMP = {"==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
         "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b}
 # C semantics on 32 bits: wrapping + - *, truncating / and % (bvsdiv, bvsrem).
+# C's float comparisons: NaN is unordered and != everything (fpEQ, not SMT =).
+_FCMP = {"==": z3.fpEQ, "!=": lambda a, b: z3.Not(z3.fpEQ(a, b)), "<": z3.fpLT,
+         "<=": z3.fpLEQ, ">": z3.fpGT, ">=": z3.fpGEQ}
+_FARITH = {"+": z3.fpAdd, "-": z3.fpSub, "*": z3.fpMul, "/": z3.fpDiv}
 _ARITH = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
           "/": lambda a, b: a / b, "%": lambda a, b: z3.SRem(a, b)}
-
-
-def _show(e: A.Expr) -> str:
-    from gpusem.calculus.bundl.printer import print_expr
-
-    return print_expr(e)
 
 
 # ------------------------------------------------------------------ deciding
@@ -442,12 +457,13 @@ def analyse(prog: A.Program, timeout_ms: int = 2000, max_races: int = 1) -> Race
     """Decide race freedom of `prog` (fixed semantics). Stops after `max_races`."""
     c = Collector(prog)
     c.run()
-    N = prog.machine.blocks * prog.machine.threads
     report = RaceReport(True)
     if c.incomplete:
         report.race_free = False
         report.races.append(Race("analysis", "incomplete", c.incomplete))
         return report
+    if prog.machine.blocks * prog.machine.threads < 2:
+        return report  # one thread: nothing to race with
     acc = c.accesses
     solver = z3.Solver()
     solver.set("timeout", timeout_ms)
@@ -456,37 +472,45 @@ def analyse(prog: A.Program, timeout_ms: int = 2000, max_races: int = 1) -> Race
             a1, a2 = acc[x], acc[y]
             if "w" not in (a1.kind, a2.kind) or a1.view.key != a2.view.key:
                 continue
-            if N < 2:
-                continue
             report.pairs += 1
-            th1, th2 = Th(f"{x}a", prog.machine.threads), Th(f"{y}b", prog.machine.threads)
-            cons = [th1.t != th2.t, z3.ULT(th1.t, _k(N)), z3.ULT(th2.t, _k(N))]
-            cons += [f(th1) for f in a1.path] + [f(th2) for f in a2.path]
-            cons.append(_eq_lists(a1.view.unit(th1), a2.view.unit(th2)))
-            addr1, addr2 = a1.addr(th1), a2.addr(th2)
-            cons += [addr1 == addr2, z3.ULT(addr1, _k(a1.view.size))]
-            is_ordered, unit = ordered(c, a1.pos, a2.pos)
-            if is_ordered:
-                cons.append(z3.Not(_eq_lists(unit(th1), unit(th2))))
-            if a1.kind == a2.kind == "w" and a1.value is not None and a2.value is not None:
-                v1, v2 = a1.value(th1), a2.value(th2)
-                if v1.sort() == v2.sort():
-                    cons.append(v1 != v2)
-            cons += th1.cons + th2.cons
-            solver.push()
-            solver.add(*cons)
-            verdict = solver.check()
-            if verdict != z3.unsat:
-                if verdict == z3.unknown:
-                    report.undecided += 1
-                    witness = "undecided by z3 (counted as a race)"
-                else:
-                    m = solver.model()
-                    witness = (f"threads t={m.eval(th1.t)} and t={m.eval(th2.t)}, cell "
-                               f"{a1.view.key[-1]}[{m.eval(addr1)}]")
+            witness = _conflict(solver, c, prog.machine, a1, a2, f"{x}_{y}")
+            if witness is not None:
+                report.undecided += witness.startswith("undecided")
                 report.race_free = False
                 report.races.append(Race(a1.what, a2.what, witness))
-            solver.pop()
-            if len(report.races) >= max_races:
-                return report
+                if len(report.races) >= max_races:
+                    return report
     return report
+
+
+def _conflict(solver, c: Collector, machine, a1: Access, a2: Access, tag: str):
+    """A witness that distinct threads make a1 and a2 on one cell, unordered and (two
+    writes) with different values; None when z3 proves there is none."""
+    N, T = machine.blocks * machine.threads, machine.threads
+    th1, th2 = Th(f"{tag}a", T), Th(f"{tag}b", T)
+    cons = [th1.t != th2.t, z3.ULT(th1.t, _k(N)), z3.ULT(th2.t, _k(N))]
+    cons += [f(th1) for f in a1.path] + [f(th2) for f in a2.path]
+    cons.append(_eq_lists(a1.view.unit(th1), a2.view.unit(th2)))  # one region instance
+    addr1, addr2 = a1.addr(th1), a2.addr(th2)
+    cons += [addr1 == addr2, z3.ULT(addr1, _k(a1.view.size))]
+    is_ordered, unit = ordered(c, a1.pos, a2.pos)
+    if is_ordered:  # the barrier orders them for threads of one unit only
+        cons.append(z3.Not(_eq_lists(unit(th1), unit(th2))))
+    if a1.kind == a2.kind == "w" and a1.value is not None and a2.value is not None:
+        v1, v2 = a1.value(th1, addr1), a2.value(th2, addr2)
+        if v1.sort() == v2.sort():
+            cons.append(v1 != v2)  # SMT equality: the same bits, NaN included
+    cons += th1.cons + th2.cons
+    solver.push()
+    try:
+        solver.add(*cons)
+        verdict = solver.check()
+        if verdict == z3.unsat:
+            return None
+        if verdict == z3.unknown:
+            return "undecided by z3 (counted as a race)"
+        m = solver.model()
+        return (f"threads t={m.eval(th1.t)} and t={m.eval(th2.t)}, cell "
+                f"{a1.view.key[-1]}[{m.eval(addr1)}]")
+    finally:
+        solver.pop()

@@ -10,7 +10,7 @@ Pipeline for `CpuBackend.run(jobs)`:
    spec's; when g++ fails, the kernels its diagnostics blame are built
    alone to confirm, the confirmed ones become "build_error" with their own messages,
    and the batch is rebuilt without them;
-3. the launches run in a worker process (`_worker`), one at a time, global
+3. the launches run in a forked worker process (`_worker`), one at a time, global
    arrays flush against guard pages: a kernel that crashes the process ("crash"), or
    that outlives its time budget and the harness's own SIGALRM stop ("timeout", killed
    by the watchdog), costs a worker restart, and the batch goes on. The worker is
@@ -392,18 +392,17 @@ def _trim(stderr: str, limit: int = 4000) -> str:
 
 
 class _WorkerHandle:
-    """A process running launches; killed and replaced when one misbehaves.
+    """A forked process running launches; killed and replaced when one misbehaves.
 
-    Note: started through a forkserver (which has `_worker` and NumPy preloaded), not a
-    plain fork: forking a multi-threaded parent (CuPy, a test runner) can deadlock the
-    child, which the watchdog would then misreport as a timeout.
+    Note: a plain fork, because spawn and forkserver re-run an unguarded `__main__`
+    script in the child. Forking a multi-threaded parent can, rarely, deadlock the
+    child; the watchdog then ends it as a "timeout" and the batch goes on.
     """
 
     def __init__(self) -> None:
         from gpusem.compiler.backends import _worker
 
-        ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(["gpusem.compiler.backends._worker"])
+        ctx = multiprocessing.get_context("fork")
         self.conn, child = ctx.Pipe()
         self.proc = ctx.Process(target=_worker.serve, args=(child,), daemon=True)
         self.proc.start()

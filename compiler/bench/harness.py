@@ -20,9 +20,12 @@ the result, and write `bench.json` (plus the programs and the emitted CUDA) unde
   against a naive kernel in the same order (`reference.SGEMM_REFERENCE_CU`), and
   against cuBLAS within a tolerance. Variants: `strict` (the compiler's default: no FMA
   contraction, the oracle's semantics) and `fast_fma` (CompileOptions(fast_fma=True)),
-  each with BK = 8 (the paper's) and 16, with / without the unroll hints, and a
-  double-buffered version of the program (`_db`: two As/Bs pairs, one barrier per
-  k-tile instead of two; beyond the paper's variant, reported as such).
+  each as the paper's program, double-buffered (`_db`: two As/Bs pairs, one barrier
+  per k-tile instead of two), register-prefetched (`_pf`: the next k-tile's global
+  loads in flight during the inner product), with bank-conflict-free column runs
+  (`_split`), 64 x 128 tiles (`_bm64`), and `__launch_bounds__` (`_lb2`, and all `_pf`
+  but `_1blk`); everything past the paper's variant is reported as such
+  (`SGEMM_VARIANTS`; "tiles" in bench.json).
 
 `--dry-run` does everything up to the GPU (render, type-check, compile) and writes the
 CUDA, so CI can check the harness without a GPU.
@@ -64,28 +67,37 @@ def compile_text(name: str, text: str, options: CompileOptions | None = None):
 # `fast_fma` (opt-in contraction). Without `_db` / `_pf` the program is the paper's
 # variant 3 as written.
 LB2 = CompileOptions(min_blocks_per_sm=2)
+LB4 = CompileOptions(min_blocks_per_sm=4)
+FMA, FMA_LB2, FMA_LB4 = (replace(o, fast_fma=True) for o in (CompileOptions(), LB2, LB4))
 SGEMM_VARIANTS = {
     "strict": (P.SGEMM_GPU, CompileOptions(), False),
-    "strict_nounroll": (P.SGEMM_GPU, CompileOptions(unroll_hints=False), False),
-    "strict_bk16": (P.SGEMM_GPU_BK16, CompileOptions(), False),
     # Unrolled, the double-buffered kernels need ~168 registers (one block per SM).
     "strict_db": (P.SGEMM_GPU, CompileOptions(unroll_hints=False), True),
-    "fast_fma": (P.SGEMM_GPU, CompileOptions(fast_fma=True), False),
+    "fast_fma": (P.SGEMM_GPU, FMA, False),
     # unbounded, ptxas gives the contracted kernel 168 registers (one block per SM)
-    "fast_fma_lb2": (P.SGEMM_GPU, replace(LB2, fast_fma=True), False),
-    "fast_fma_nounroll": (P.SGEMM_GPU, CompileOptions(fast_fma=True, unroll_hints=False),
-                          False),
-    "fast_fma_bk16": (P.SGEMM_GPU_BK16, CompileOptions(fast_fma=True), False),
-    "fast_fma_db": (P.SGEMM_GPU, CompileOptions(fast_fma=True, unroll_hints=False), True),
+    "fast_fma_lb2": (P.SGEMM_GPU, FMA_LB2, False),
+    "fast_fma_db": (P.SGEMM_GPU, replace(FMA, unroll_hints=False), True),
     # Register prefetch (programs._prefetch_loop): the next k-tile's loads are in
     # flight during the inner product. __launch_bounds__(256, 2) keeps two blocks
     # (16 warps) per SM: unbounded, ptxas takes 154-168 registers (one block per SM).
     "strict_pf": (P.SGEMM_GPU, LB2, False, True),
     "strict_pf_db": (P.SGEMM_GPU, LB2, True, True),
     "strict_pf_1blk": (P.SGEMM_GPU, CompileOptions(), False, True),
-    "fast_fma_pf": (P.SGEMM_GPU, replace(LB2, fast_fma=True), False, True),
-    "fast_fma_pf_db": (P.SGEMM_GPU, replace(LB2, fast_fma=True), True, True),
-    "fast_fma_pf_db_1blk": (P.SGEMM_GPU, CompileOptions(fast_fma=True), True, True),
+    "strict_pf_db_bm64": (P.SGEMM_GPU_BM64, LB4, True, True),
+    # split_n: bank-conflict-free Bs reads (programs.SgemmSize.split_n)
+    "strict_pf_split": (P.SGEMM_GPU_SPLIT, LB2, False, True),
+    "strict_pf_db_split": (P.SGEMM_GPU_SPLIT, LB2, True, True),
+    "strict_pf_db_bm64_split": (P.SGEMM_GPU_BM64_SPLIT, LB4, True, True),
+    # 16-byte aligned globals (emit._assume_aligned): 128-bit C loads and stores
+    "strict_pf_db_split_al": (P.SGEMM_GPU_SPLIT, replace(LB2, aligned_globals=True),
+                              True, True),
+    "fast_fma_pf": (P.SGEMM_GPU, FMA_LB2, False, True),
+    "fast_fma_pf_db": (P.SGEMM_GPU, FMA_LB2, True, True),
+    "fast_fma_pf_db_1blk": (P.SGEMM_GPU, FMA, True, True),
+    "fast_fma_pf_db_bm64": (P.SGEMM_GPU_BM64, FMA_LB4, True, True),
+    "fast_fma_pf_split": (P.SGEMM_GPU_SPLIT, FMA_LB2, False, True),
+    "fast_fma_pf_db_split": (P.SGEMM_GPU_SPLIT, FMA_LB2, True, True),
+    "fast_fma_pf_db_bm64_split": (P.SGEMM_GPU_BM64_SPLIT, FMA_LB4, True, True),
 }
 
 
@@ -223,7 +235,9 @@ def _sgemm_reference(a, b, ab, c0, size, fused: bool):
     return c
 
 
-def bench_sgemm(backend, kernels: dict, rng, warmup: int, iters: int) -> dict:
+def bench_sgemm(backend, kernels: dict, rng, warmup: int, iters: int,
+                save=lambda partial: None) -> dict:
+    """`save(partial)` is called after each variant (a timeout keeps what is done)."""
     import cupy
 
     s = P.SGEMM_GPU
@@ -253,10 +267,11 @@ def bench_sgemm(backend, kernels: dict, rng, warmup: int, iters: int) -> dict:
                                  "register_prefetch": pf,
                                  "min_blocks_per_sm": options.min_blocks_per_sm}
         try:
-            _sgemm_variant(backend, kernels[f"sgemm_{variant}"], inputs, refs[
+            _sgemm_variant(backend, kernels[f"sgemm_{variant}"], size, inputs, refs[
                 options.fast_fma], cublas, t_cublas, flops, warmup, iters, variant, out)
         except Exception as err:  # noqa: BLE001  (one variant failing keeps the rest)
             out["check"][variant] = {"error": f"{type(err).__name__}: {err}"[:4000]}
+        save(out)
     for semantics in ("strict", "fast_fma"):
         ok = [v for v in SGEMM_VARIANTS if v.startswith(semantics) and v in out["TFLOPs"]
               and out["check"][v].get("bit_exact_vs_same_order_reference")]
@@ -269,11 +284,11 @@ def bench_sgemm(backend, kernels: dict, rng, warmup: int, iters: int) -> dict:
     return out
 
 
-def _sgemm_variant(backend, kernel, inputs, want, cublas, t_cublas, flops, warmup,
+def _sgemm_variant(backend, kernel, s, inputs, want, cublas, t_cublas, flops, warmup,
                    iters, variant, out) -> None:
+    """One variant; `s` its SgemmSize (the tiled layout of C follows its bm, bn)."""
     import cupy
 
-    s = P.SGEMM_GPU
     tiled = _run(backend, kernel, inputs)["g_C"]
     got = cupy.asarray(R.untile_c(tiled, s))
     t = backend.time_kernel(_job(kernel, inputs), warmup, iters)
@@ -349,11 +364,19 @@ def run_benchmarks(out: Path, kernels: dict, backend, warmup: int, iters: int,
     """Both benchmarks into `report` (bench.json rewritten after each). `backend` is
     anything with the cuda backend's `run` and `time_kernel`."""
     rng = np.random.default_rng(20261122)
+    def save(name: str, partial: dict) -> None:
+        (out / "bench.json").write_text(json.dumps({**report, name: partial}, indent=2,
+                                                   default=str))
+
     for name, fn in (("reduce", bench_reduce), ("sgemm", bench_sgemm)):
         if only and only != name:
             continue
         try:
-            report[name] = fn(backend, kernels, rng, warmup, iters)
+            if name == "sgemm":
+                report[name] = fn(backend, kernels, rng, warmup, iters,
+                                  lambda partial: save("sgemm", partial))
+            else:
+                report[name] = fn(backend, kernels, rng, warmup, iters)
         except Exception as err:  # noqa: BLE001  (record it; the other benchmark runs)
             report[name] = {"error": f"{type(err).__name__}: {err}"[:4000]}
         (out / "bench.json").write_text(json.dumps(report, indent=2, default=str))

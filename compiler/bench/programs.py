@@ -212,6 +212,11 @@ class SgemmSize:
     bk: int
     tm: int = 8
     tn: int = 8
+    # split_n: a thread's 8 columns are two runs of 4, bn/2 apart (columns 4t'..4t'+3
+    # and bn/2 + 4t'..), not 8 adjacent ones: its two 16-byte Bs reads per k then
+    # tile a quarter-warp's 128 bytes with no bank conflict (adjacent 8-column runs
+    # put two threads of each quarter-warp on the same banks).
+    split_n: bool = False
 
     @property
     def threads(self) -> int:
@@ -246,6 +251,12 @@ SGEMM_GPU = SgemmSize(m=4096, n=4096, k=4096, bm=128, bn=128, bk=8)
 SGEMM_SMALL_PF = SgemmSize(m=16, n=32, k=16, bm=16, bn=16, bk=4)
 # BK is a template parameter of the paper's kernel; 16 halves the barriers per FLOP.
 SGEMM_GPU_BK16 = SgemmSize(m=4096, n=4096, k=4096, bm=128, bn=128, bk=16)
+# 64 x 128 block tiles: 128 threads, so four blocks (not two) share an SM at 128
+# registers, and a block waiting at a barrier idles a quarter of the SM, not half.
+SGEMM_GPU_BM64 = SgemmSize(m=4096, n=4096, k=4096, bm=64, bn=128, bk=8)
+SGEMM_GPU_SPLIT = SgemmSize(m=4096, n=4096, k=4096, bm=128, bn=128, bk=8, split_n=True)
+SGEMM_GPU_BM64_SPLIT = SgemmSize(m=4096, n=4096, k=4096, bm=64, bn=128, bk=8,
+                                 split_n=True)
 
 
 def sgemm_tiled(size: SgemmSize, small: bool = False, double_buffer: bool = False,
@@ -361,15 +372,16 @@ def _stage(s: SgemmSize, a_arr: str, b_arr: str, k: str, tag: str) -> str:
 def _compute(s: SgemmSize, a_arr: str, b_arr: str, tag: str) -> str:
     """The thread's 8 x 8 outer products over the k-tile (at thread[1])."""
     ind = " " * 20
+    cols = [j + (s.bn // 2 - 4) * (j >= 4) for j in range(8)] if s.split_n else range(8)
     regs = "\n".join([f"{ind}m{i} = {a_arr}[ar{tag} + {i * s.bk} + d{tag}];" for i in range(8)]
-                     + [f"{ind}n{j} = {b_arr}[db{tag} + {j}];" for j in range(8)])
+                     + [f"{ind}n{j} = {b_arr}[db{tag} + {c}];" for j, c in enumerate(cols)])
     fmas = "\n".join(f"{ind}c{i}{j} = c{i}{j} + m{i} * n{j};"
                      for i in range(8) for j in range(8))
     return f"""            destruct {{
               let tc{tag} : int @ thread[1] = partition_id;
               group {s.threads} {{
                 let ar{tag} : int @ thread[1] = (tc{tag} / {s.bn // 8}) * {8 * s.bk};
-                let bc{tag} : int @ thread[1] = (tc{tag} % {s.bn // 8}) * 8;
+                let bc{tag} : int @ thread[1] = (tc{tag} % {s.bn // 8}) * {4 if s.split_n else 8};
                 let d{tag} : int @ thread[1] = 0;
                 while d{tag} < {s.bk} {{
                   let db{tag} : int @ thread[1] = d{tag} * {s.bn} + bc{tag};

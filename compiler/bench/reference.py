@@ -37,6 +37,9 @@ def untile_c(c_tiled: np.ndarray, size: SgemmSize, xp=np):
     the row-major m x n matrix. Block b covers rows (b // nb) * bm, columns
     (b % nb) * bn; thread t rows (t // (bn/8)) * 8, columns (t % (bn/8)) * 8."""
     s = size
+    if s.split_n:  # thread column t' covers 4t'..4t'+3 and bn/2 + 4t'.. (j = 4h + jj)
+        seven = c_tiled.reshape(s.m // s.bm, s.n // s.bn, s.bm // 8, s.bn // 8, 8, 2, 4)
+        return xp.ascontiguousarray(seven.transpose(0, 2, 4, 1, 5, 3, 6)).reshape(s.m, s.n)
     six = c_tiled.reshape(s.m // s.bm, s.n // s.bn, s.bm // 8, s.bn // 8, 8, 8)
     return xp.ascontiguousarray(six.transpose(0, 2, 4, 1, 3, 5)).reshape(s.m, s.n)
 
@@ -44,6 +47,9 @@ def untile_c(c_tiled: np.ndarray, size: SgemmSize, xp=np):
 def tile_c(c: np.ndarray, size: SgemmSize, xp=np):
     """The inverse of `untile_c` (initial C for beta != 0)."""
     s = size
+    if s.split_n:
+        seven = c.reshape(s.m // s.bm, s.bm // 8, 8, s.n // s.bn, 2, s.bn // 8, 4)
+        return xp.ascontiguousarray(seven.transpose(0, 3, 1, 5, 2, 4, 6)).reshape(-1)
     six = c.reshape(s.m // s.bm, s.bm // 8, 8, s.n // s.bn, s.bn // 8, 8)
     return xp.ascontiguousarray(six.transpose(0, 3, 1, 4, 2, 5)).reshape(-1)
 

@@ -205,11 +205,28 @@ def _signature(f: K.KFunction, bounds: str = "") -> str:
     return f"__device__ void {f.name}({params})"
 
 
-def emit_cuda(prog: K.KProgram, header: str = "", min_blocks_per_sm: int = 0) -> str:
+def _assume_aligned(f: K.KFunction) -> list[str]:
+    """Note: every kernel pointer parameter is the start of its own allocation (one
+    per Bundl global: launch.kernel_spec; CUDA and CuPy allocations are >= 256-byte
+    aligned), so telling nvcc it is 16-byte aligned is true and lets it use 128-bit
+    accesses where the index is a provable multiple of 4 (SGEMM's C epilogue). CUDA
+    only: the cpu harness's buffers make no such promise."""
+    lines = ["#if GS_CUDA"]
+    for p in f.params:
+        base = p.ctype.replace("__restrict__", "").strip()
+        if base.endswith("*"):
+            lines.append(f"  {p.name} = static_cast<{base}>(__builtin_assume_aligned("
+                         f"{p.name}, 16));")
+    return [*lines, "#endif"]
+
+
+def emit_cuda(prog: K.KProgram, header: str = "", min_blocks_per_sm: int = 0,
+              aligned_globals: bool = False) -> str:
     """`min_blocks_per_sm` > 0: the kernel carries `__launch_bounds__(threads, n)`,
     which only caps ptxas's register allocation so that n blocks fit on an SM (the
     launch always uses exactly `prog.threads`); no effect on what the kernel computes
-    (the cpu harness defines `__launch_bounds__` away)."""
+    (the cpu harness defines `__launch_bounds__` away). `aligned_globals`: see
+    `_assume_aligned`."""
     bounds = (f"__launch_bounds__({prog.threads}, {min_blocks_per_sm}) "
               if min_blocks_per_sm > 0 else "")
     p = Printer(prog.source_lines)
@@ -224,6 +241,8 @@ def emit_cuda(prog: K.KProgram, header: str = "", min_blocks_per_sm: int = 0) ->
         p.out(0, f"// {f.name}: runs at {f.persp}")
         p.out(0, _signature(f, bounds) + " {")
         p.out(1, "extern __shared__ __align__(16) unsigned char gs_smem[];")
+        if aligned_globals and f.is_kernel:
+            p.lines.extend(_assume_aligned(f))
         p.stmts(f.body, 1)
         p.out(0, "}")
     return "\n".join(p.lines) + "\n"

@@ -47,7 +47,8 @@ def _lower(s: K.KStmt) -> tuple:
             if active("drop-partition-barrier"):
                 return (K.KBlock((*header, *body), span),)
             if active("barrier-before-last-use") and body and persp.level == Level.THREAD:
-                return (K.KBlock((*header, *body[:-1], sync, body[-1]), span),)
+                pinned = K.KBarrier(persp, K.KPerspId(), f"partition {tgt} (pinned)", span)
+                return (K.KBlock((*header, *body[:-1], pinned, body[-1]), span),)
             return (K.KBlock((*header, *body), span), sync)
         case K.KClaim(src, tgt, at, src_len, elem, persp, body, span):
             cond = K.KBin("<", K.KPerspId(), K.KConst(at, INT), INT)

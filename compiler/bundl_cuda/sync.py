@@ -80,7 +80,8 @@ def _sink(stmts: tuple, roots: Roots, threads: int = 0, in_kernel: bool = False)
                 place()
                 pending, covered = None, Accesses()
             # A hand-written `init; dec; wait` orders everything before it: immovable.
-            ends = Accesses(unknown=True) if s.site.startswith("init/dec/wait") else last
+            immovable = s.site.startswith("init/dec/wait") or s.site.endswith("(pinned)")
+            ends = Accesses(unknown=True) if immovable else last
             pending, covered, origin = (pending or s), covered | ends, len(out)
             continue
         s = map_bodies(s, lambda b: _sink(b, roots, threads, in_kernel))

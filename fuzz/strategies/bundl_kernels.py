@@ -69,6 +69,30 @@ def int_expr(draw, env: dict, depth: int = 2) -> A.Expr:
     return A.BinOp(op, left, draw(int_expr(env, depth - 1)))
 
 
+def _f32(x: float) -> float:
+    import numpy as np
+
+    return float(np.float32(x))
+
+
+@st.composite
+def float_expr(draw, depth: int = 2) -> A.Expr:
+    """Float32 arithmetic where each operation rounds: `a * b + c` shapes (an FMA would
+    round once), divisions and sums of values of different magnitudes."""
+    leaf = st.floats(-1e6, 1e6, allow_nan=False, width=32).map(
+        lambda x: A.FloatLit(_f32(x)))
+    if depth <= 0:
+        return draw(leaf)
+    op = draw(st.sampled_from(["fma", "+", "-", "*", "/"]))
+    if op == "fma":
+        product = A.BinOp("*", draw(float_expr(depth - 1)), draw(float_expr(depth - 1)))
+        return A.BinOp("+", product, draw(float_expr(depth - 1)))
+    if op == "/":  # a divisor far from zero
+        return A.BinOp("/", draw(float_expr(depth - 1)),
+                       A.FloatLit(_f32(draw(st.sampled_from([3.0, -7.0, 0.1])))))
+    return A.BinOp(op, draw(float_expr(depth - 1)), draw(float_expr(depth - 1)))
+
+
 @st.composite
 def cond_expr(draw, env: dict) -> A.Expr:
     op = draw(st.sampled_from(["<", "<=", "==", "!=", ">"]))
@@ -117,7 +141,8 @@ def leaf(draw, env: dict, m: int, k: int, S: str | None, O: str) -> A.Stmt:
         s1 = _fresh(env, "s")
         fill = A.ArrAssign(v(s1), i(0), draw(int_expr({**env_u, "staged": None})))
         stmts.append(A.Partition(None, S, s1, m, A.Group(m, fill)))
-        env_u = {**env_u, "staged": (S, m)}
+        top = S == "st"  # the whole (padded) staging array, not a group's piece
+        env_u = {**env_u, "staged": (S, m + (env.get("pad", 0) if top else 0))}
         if env["inputs"] and draw(st.booleans()):
             # Independent work between the fill and its readers: a read of an input
             # that nobody writes, so the barrier's wait can move below it (split).
@@ -202,8 +227,14 @@ def kernels(draw, max_blocks: int = 2, max_threads: int = 128) -> A.Program:
         flat = {**env, "ints": []}
         main = A.seq(*(A.ArrAssign(v("out"), i(j), draw(int_expr(flat)))
                        for j in range(k)))
+        if draw(st.booleans()):  # float32 arithmetic: rounding of every operation
+            globals_.append(A.GlobalDecl("outf", FLOAT, k, None))
+            main = A.seq(main, *(A.ArrAssign(v("outf"), i(j), draw(float_expr()))
+                                 for j in range(k)))
         return A.Program(A.Machine(blocks, threads), tuple(globals_), (), main)
     staged = draw(st.booleans())
+    pad = draw(st.sampled_from([0, 4])) if staged else 0
+    env["pad"] = pad  # slots past the threads' own: never written, read as zero
     tree = draw(thread_tree(env, threads, k, "st" if staged else None, "ot",
                             draw(st.integers(0, 2))))
     threads_code = A.Destruct(A.seq(A.Decl("t", INT, THREAD1, A.PartitionId(), A.Skip()),
@@ -211,10 +242,55 @@ def kernels(draw, max_blocks: int = 2, max_threads: int = 128) -> A.Program:
     piece = "opiece" if blocks > 1 else "ob"
     block_code = A.Lower(None, piece, "ot", threads_code)
     if staged:
-        block_code = A.seq(A.Alloc("s", INT, threads, A.MemKind.SHARED, A.Skip()),
+        block_code = A.seq(A.Alloc("s", INT, threads + pad, A.MemKind.SHARED, A.Skip()),
                            A.Lower(None, "s", "st", block_code))
     if blocks > 1:  # one piece of `out` per block
         block_code = A.Partition(None, "ob", "opiece", blocks, A.Group(blocks, block_code))
     grid = A.Lower(None, "out", "ob", A.Destruct(A.seq(
         A.Decl("b", INT, BLOCK1, A.PartitionId(), A.Skip()), block_code)))
-    return A.Program(A.Machine(blocks, threads), tuple(globals_), (), grid)
+    return A.Program(A.Machine(blocks, threads), tuple(globals_), (), drop_dead_lets(grid))
+
+
+def drop_dead_lets(s: A.Stmt) -> A.Stmt:
+    """Remove `let x ... in body` where body never mentions x (the skeleton declares
+    `b`, `t`, `u` for the expressions that may use them): shrunk counterexamples then
+    show only what matters. The initialisers have no effects (partition_id, reads)."""
+    match s:
+        case A.Decl(name, ty, persp, init, body, span):
+            body = drop_dead_lets(body)
+            if not _mentions(body, name):
+                return body
+            return A.Decl(name, ty, persp, init, body, span)
+        case A.Seq(stmts):
+            return A.seq(*(drop_dead_lets(x) for x in stmts))
+    children = A.child_stmts(s)
+    if not children:
+        return s
+    return _rebuild(s, tuple(drop_dead_lets(c) for c in children))
+
+
+def _mentions(s, name: str) -> bool:
+    from dataclasses import fields
+
+    if isinstance(s, A.Var):
+        return s.name == name
+    if isinstance(s, (A.Assign,)) and s.name == name:
+        return True
+    if isinstance(s, tuple):
+        return any(_mentions(x, name) for x in s)
+    if not hasattr(s, "__dataclass_fields__"):
+        return False
+    return any(_mentions(getattr(s, f.name), name) for f in fields(s)
+               if f.name != "span")
+
+
+def _rebuild(s: A.Stmt, children: tuple) -> A.Stmt:
+    from dataclasses import replace
+
+    match s:
+        case A.If():
+            return replace(s, then=children[0], orelse=children[1])
+        case A.Split():
+            return replace(s, left=children[0], right=children[1])
+        case _:
+            return replace(s, body=children[0])

@@ -157,6 +157,29 @@ def test_sgemm_small_random_bit_exact_vs_same_order_reference(kind):
     assert got.view(np.uint32).tolist() == want.view(np.uint32).tolist()
 
 
+def test_split_columns_product_and_layout():
+    """split_n: each thread's columns are two runs of 4, bn/2 apart; the C layout
+    changes (untile_c follows it) and the product stays bit-exact, in the same order."""
+    from dataclasses import replace
+
+    s = replace(P.SGEMM_SMALL_PF, split_n=True)
+    text = P.sgemm_tiled(s, small=True, prefetch=True, double_buffer=True)
+    assert "n4 = Bs1[db1 + 8];" in text and "let bc1 : int @ thread[1] = (tc1 % 2) * 4;" in text
+    rng = np.random.default_rng(11)
+    a = rng.uniform(-1, 1, s.m * s.k).astype(np.float32)
+    b = rng.uniform(-1, 1, s.k * s.n).astype(np.float32)
+    ab = np.array([1.0, 0.0], np.float32)
+    got, _ = _run_sgemm_cpu(CompileOptions(), a, b, ab, True, True, s)
+    want = R.sgemm_reference_cpu(a, b, ab, np.zeros(s.m * s.n, np.float32), s)
+    assert got.view(np.uint32).tolist() == want.view(np.uint32).tolist()
+    c = np.arange(s.m * s.n, dtype=np.float32).reshape(s.m, s.n)
+    tiled = R.tile_c(c, s)
+    assert np.array_equal(R.untile_c(tiled, s), c)
+    # thread 0 of block 0: row 0, columns 0..3 then bn/2 + 0..3 = 8..11
+    assert tiled[:8].tolist() == [0, 1, 2, 3, 8, 9, 10, 11]
+    assert not np.array_equal(R.untile_c(tiled, replace(s, split_n=False)), c)
+
+
 def test_prefetch_loads_the_same_cells_as_staging():
     """The prefetched kernel's constant offsets (programs._fetch_regs) address exactly
     the cells `_stage`'s loops copy, for every thread of the GPU and small sizes."""
@@ -186,6 +209,12 @@ def test_launch_bounds_only_with_the_option_and_same_results_on_cpu():
     assert 'extern "C" __global__ void __launch_bounds__(4, 2) bundl_main(' in k2.source
     assert k2.source.replace("__launch_bounds__(4, 2) ", "") == k0.source
     assert plain.view(np.uint32).tolist() == bounded.view(np.uint32).tolist()
+    aligned, ka = _run_sgemm_cpu(CompileOptions(aligned_globals=True), a, b, ab,
+                                 prefetch=True, size=s)
+    assert "__builtin_assume_aligned" not in k0.source
+    hint = "#if GS_CUDA\n  g_A = static_cast<float*>(__builtin_assume_aligned(g_A, 16));"
+    assert hint in ka.source and ka.source.count("__builtin_assume_aligned") == 4
+    assert aligned.view(np.uint32).tolist() == plain.view(np.uint32).tolist()
 
 
 def test_fast_fma_contracts_and_is_marked_in_the_header():
