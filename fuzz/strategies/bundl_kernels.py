@@ -83,7 +83,11 @@ def float_expr(draw, depth: int = 2) -> A.Expr:
         lambda x: A.FloatLit(_f32(x)))
     if depth <= 0:
         return draw(leaf)
-    op = draw(st.sampled_from(["fma", "+", "-", "*", "/"]))
+    op = draw(st.sampled_from(["fma", "cancel", "+", "-", "*", "/"]))
+    if op == "cancel":  # x*y - x*y: exactly 0 when each op rounds; an FMA keeps the
+        # rounding error of the product (the classic test of contraction)
+        x, y = draw(float_expr(depth - 1)), draw(float_expr(depth - 1))
+        return A.BinOp("+", A.BinOp("*", x, y), A.UnOp("-", A.BinOp("*", x, y)))
     if op == "fma":
         product = A.BinOp("*", draw(float_expr(depth - 1)), draw(float_expr(depth - 1)))
         return A.BinOp("+", product, draw(float_expr(depth - 1)))

@@ -196,7 +196,7 @@ def test_prefetch_loads_the_same_cells_as_staging():
                 assert gb + k * s.n + (i // s.bn) * s.n + i % s.bn == want
 
 
-def test_launch_bounds_only_with_the_option_and_same_results_on_cpu():
+def test_launch_bounds_and_alignment_hints_only_with_their_options():
     s = P.SGEMM_SMALL_PF
     rng = np.random.default_rng(9)
     a = rng.uniform(-1, 1, s.m * s.k).astype(np.float32)
