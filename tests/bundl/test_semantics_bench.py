@@ -26,8 +26,9 @@ WANT = [sum(range(128 * b, 128 * b + 128)) for b in range(4)]
 def test_small_step_thread_steps_per_second(benchmark):
     out = benchmark.pedantic(run_program, args=(PROG, "rr"), rounds=3, iterations=1)
     assert out.kind == "terminated" and out.globals["out"] == WANT
-    rate = out.steps / benchmark.stats.stats.min
-    benchmark.extra_info.update(thread_steps=out.steps, thread_steps_per_s=round(rate))
+    if benchmark.stats:  # None under --benchmark-disable
+        rate = out.steps / benchmark.stats.stats.min
+        benchmark.extra_info.update(thread_steps=out.steps, thread_steps_per_s=round(rate))
 
 
 @pytest.mark.benchmark
@@ -35,13 +36,15 @@ def test_small_step_random_schedule(benchmark):
     out = benchmark.pedantic(run_program, args=(PROG, "random:1"), rounds=2,
                              iterations=1)
     assert out.kind == "terminated" and out.globals["out"] == WANT
-    benchmark.extra_info.update(thread_steps_per_s=round(
-        out.steps / benchmark.stats.stats.min))
+    if benchmark.stats:
+        benchmark.extra_info.update(thread_steps_per_s=round(
+            out.steps / benchmark.stats.stats.min))
 
 
 @pytest.mark.benchmark
 def test_big_step_expressions_per_second(benchmark):
     out = benchmark.pedantic(run_big_step, args=(PROG,), rounds=10, iterations=1)
     assert out.kind == "terminated" and out.globals["out"] == WANT
-    benchmark.extra_info.update(expressions=out.exprs, expressions_per_s=round(
-        out.exprs / benchmark.stats.stats.min))
+    if benchmark.stats:
+        benchmark.extra_info.update(expressions=out.exprs, expressions_per_s=round(
+            out.exprs / benchmark.stats.stats.min))
