@@ -15,8 +15,9 @@ from .common import language_of
 @click.argument("file", type=click.Path())
 @click.option("--backend", type=click.Choice(["cpu", "cuda"]), default="cpu",
               show_default=True)
-@click.option("--schedules", default="0,1,2", show_default=True,
-              help="cpu harness fibre orders to try (0 forward, 1 reverse, >=2 random).")
+@click.option("--schedules", default="0,1,2,3", show_default=True,
+              help="cpu harness fibre orders to try (0 forward, 1 reverse, 2 random, "
+              "3 forward with eager wake, >= 4 random with eager wake).")
 @click.option("--no-sync-motion", is_flag=True, help="Compile without wait motion.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable verdict.")
 @click.option("-D", "defines", multiple=True, metavar="NAME=INT",

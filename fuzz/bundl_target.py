@@ -23,7 +23,7 @@ from gpusem.calculus.bundl import ast as B
 from gpusem.calculus.bundl.parser import parse_program
 from gpusem.calculus.bundl.printer import print_program
 
-from .bundl_compile import Verdict, check_program, reference
+from .bundl_compile import HARNESS_SEEDS, Verdict, check_program, reference
 from .campaign import CheckResult
 
 PROPERTIES = ("compile", "motion", "soundness", "printparse", "teeth", "determinism",
@@ -75,7 +75,7 @@ class BundlTarget:
         self._cache.clear()
         todo = list(dict.fromkeys(programs))
         outcomes = [reference(p) for p in todo]
-        verdicts = check_batch(todo, self.backend, (0, 1, 2), prop == "compile", outcomes)
+        verdicts = check_batch(todo, self.backend, HARNESS_SEEDS, prop == "compile", outcomes)
         for program, verdict in zip(todo, verdicts, strict=True):
             self._cache[(prop, program)] = verdict
 
@@ -102,7 +102,7 @@ class BundlTarget:
         prop = "compile" if sync_motion else "motion"
         verdict = self._cache.get((prop, program))
         if verdict is None:
-            verdict = check_program(program, self.backend, (0, 1, 2), sync_motion,
+            verdict = check_program(program, self.backend, HARNESS_SEEDS, sync_motion,
                                     outcome=reference(program))
         if verdict.kind in ("racy", "not-compared", "unsupported"):
             return CheckResult("invalid", kind=verdict.kind, detail=verdict.message)

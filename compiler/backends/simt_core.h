@@ -124,6 +124,10 @@ struct Runtime {
   size_t stacks_len = 0, stack_slot = 0;
   void (*thunk)(void**) = nullptr;
   void** args = nullptr;
+  // Schedule 3 and up ("eager wake"): fibres a barrier releases run next, before the
+  // rest of the round, so a thread that passes a too-weak barrier reads before the
+  // threads it should have waited for have written (see run_block).
+  std::vector<int> woken;
 };
 
 inline Runtime g_rt;
@@ -221,7 +225,11 @@ inline void switch_out(bool block) {
   gs_ctx_switch(&t->sp, g_rt.sched_sp);
 }
 inline void preempt() { switch_out(false); }
-inline void wake(Thread& t) { t.state = T_RUNNABLE; t.wait = W_NONE; }
+inline void wake(Thread& t) {
+  t.state = T_RUNNABLE;
+  t.wait = W_NONE;
+  if (g_rt.cfg.seed >= 3) g_rt.woken.push_back(t.linear);
+}
 
 // Where a shared-memory address lies, for messages: "dynamic+off", "static+off".
 inline const char* smem_where(const void* p, char* buf, size_t n) {

@@ -19,9 +19,10 @@ inline uint64_t next_rand() {
 inline void make_order(std::vector<int>& order, int n) {
   order.resize(n);
   for (int i = 0; i < n; i++) order[i] = i;
+  // 0 forward, 1 reverse, 2 random, 3 forward with eager wake, >= 4 random eager.
   if (g_rt.cfg.seed == 1) {
     for (int i = 0; i < n / 2; i++) { int t = order[i]; order[i] = order[n - 1 - i]; order[n - 1 - i] = t; }
-  } else if (g_rt.cfg.seed >= 2) {
+  } else if (g_rt.cfg.seed == 2 || g_rt.cfg.seed >= 4) {
     for (int i = n - 1; i > 0; i--) {
       int j = (int)(next_rand() % (uint64_t)(i + 1));
       int t = order[i]; order[i] = order[j]; order[j] = t;
@@ -94,11 +95,20 @@ inline void run_block(uint3 bidx) {
     t.pending.clear();
     init_fibre(t, rt.stacks + (size_t)(i + 1) * rt.stack_slot);
   }
-  std::vector<int> order;
+  std::vector<int> order, eager;
+  rt.woken.clear();
   for (;;) {
     make_order(order, rt.nthreads);
     bool ran = false, live = false;
-    for (int i : order) {
+    size_t next = 0;
+    for (;;) {
+      // Eager wake (schedules >= 3): fibres released by the last switch run first.
+      for (int w : rt.woken) eager.push_back(w);
+      rt.woken.clear();
+      int i;
+      if (!eager.empty()) { i = eager.back(); eager.pop_back(); }
+      else if (next < order.size()) i = order[next++];
+      else break;
       Thread& t = rt.threads[i];
       if (t.state != T_RUNNABLE) continue;
       rt.cur = &t;

@@ -190,6 +190,9 @@ inline u64 mbar_arrive(u64* bar, unsigned tx, unsigned count = 1) {
   u64 token = (u64)m->phase << 63;
   m->tx += tx;
   mbar_arrive_on(*m, count);
+  // An arrive is an atomic on the barrier word: under the eager schedules it is a
+  // preemption point, so the threads it releases may run before this one goes on.
+  if (g_rt.cfg.seed >= 3) preempt();
   return token;
 }
 
@@ -251,7 +254,12 @@ inline bool mbar_wait_parity(u64* bar, unsigned parity, bool suspend) {
   flush_for_mbar(bar);
   MBar* m = find_mbar(bar, "wait");
   // The phase with parity P is complete once the current phase's parity differs.
-  if (m->phase != (parity & 1)) { preempt(); return true; }
+  if (m->phase != (parity & 1)) {
+    // Eager schedules (>= 3) let a thread whose wait is already satisfied run on, so
+    // an arrive that came too early is seen (others may not have written yet).
+    if (g_rt.cfg.seed < 3) preempt();
+    return true;
+  }
   if (!suspend) { preempt(); return false; }
   Thread* me = g_rt.cur;
   me->wait = W_MBAR;

@@ -42,7 +42,7 @@ def load(path: Path):
 @pytest.mark.parametrize("sync_motion", [True, False], ids=["motion", "no-motion"])
 def test_example_agrees_with_interpreter_on_cpu(path, sync_motion):
     prog, source = load(path)
-    verdict = check_program(prog, "cpu", (0, 1, 2), sync_motion, source, path.name)
+    verdict = check_program(prog, "cpu", (0, 1, 2, 3), sync_motion, source, path.name)
     assert verdict.agree, verdict.describe()
 
 

@@ -17,12 +17,28 @@ def test_split_barrier_program_agrees_and_really_splits():
 
     source = compile_file(str(PROGRAM)).source
     assert "gs_mbar_arrive" in source and "// wait partition" in source
-    verdict = check_file(str(PROGRAM), "cpu", (0, 1, 2))
+    verdict = check_file(str(PROGRAM), "cpu", (0, 1, 2, 3))
     assert verdict.agree, verdict.describe()
 
 
 def test_mbarrier_phase_fault_is_detected(monkeypatch):
     monkeypatch.setitem(os.environ, "GPUSEM_FAULT", "mbarrier-phase")
-    verdict = check_file(str(PROGRAM), "cpu", (0, 1, 2))
+    verdict = check_file(str(PROGRAM), "cpu", (0, 1, 2, 3))
     assert not verdict.agree
     assert verdict.kind in ("kernel-failed", "disagree")
+
+
+def test_early_arrive_is_caught_by_the_eager_schedule(monkeypatch):
+    """Schedule 3 (eager wake) lets a thread whose wait is already satisfied run on:
+    an arrive hoisted above the writes it should follow shows as a stale read."""
+    monkeypatch.setitem(os.environ, "GPUSEM_FAULT", "arrive-above-last-use")
+    verdict = check_file(str(PROGRAM), "cpu", (0, 1, 2, 3))
+    assert verdict.kind == "disagree" and verdict.schedule == 3
+
+
+def test_warp_barrier_for_a_block_barrier_is_caught(monkeypatch):
+    program = PROGRAM.parent / "cross_warp_exchange.bundl"
+    assert check_file(str(program), "cpu", (0, 1, 2, 3)).agree
+    monkeypatch.setitem(os.environ, "GPUSEM_FAULT", "syncwarp-for-block")
+    verdict = check_file(str(program), "cpu", (0, 1, 2, 3))
+    assert not verdict.agree
