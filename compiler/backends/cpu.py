@@ -52,7 +52,12 @@ BASE_CXXFLAGS = (
     "-std=c++17",
     "-ffp-contract=off",
     "-fno-fast-math",
-    "-fwrapv",  # plain int overflow wraps, as GPU hardware does (helpers never rely on it)
+    # Signed overflow in generated code is undefined behaviour that nvcc may exploit on
+    # the GPU; here it traps (the launch ends as "crash"), so a compiler that emits
+    # plain signed arithmetic is caught on the cpu backend too. The gs_* helpers
+    # compute through uint32 and never overflow.
+    "-fsanitize=signed-integer-overflow",
+    "-fsanitize-undefined-trap-on-error",
     "-fno-strict-aliasing",
     "-fPIC",
     "-w",

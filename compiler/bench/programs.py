@@ -285,8 +285,7 @@ def sgemm_tiled(size: SgemmSize, small: bool = False, double_buffer: bool = Fals
         allocs, loop = _prefetch_loop(s, double_buffer)
         return _sgemm_text(s, head, allocs, decls, loop, stores, small)
     if double_buffer:
-        allocs = "\n".join(f"          alloc {x}{i} : float[{s.bm * s.bk}] in Shared;"
-                           for i in (0, 1) for x in ("As", "Bs"))
+        allocs = _pair_allocs(s)
         loop = (_stage(s, "As0", "Bs0", "k0", "0") + _compute(s, "As0", "Bs0", "0")
                 + _stage(s, "As1", "Bs1", f"k0 + {s.bk}", "1")
                 + _compute(s, "As1", "Bs1", "1")
@@ -561,8 +560,7 @@ def _prefetch_loop(s: SgemmSize, double_buffer: bool) -> tuple[str, str]:
                         + _outdent(_fenced(_compute(s, "As", "Bs", "E"), s.threads, "E")
                                    + _store_regs(s, "As", "Bs", "E")
                                    + _compute(s, "As", "Bs", "L")))
-    allocs = "\n".join(f"          alloc {x}{i} : float[{s.bm * s.bk}] in Shared;"
-                       for i in (0, 1) for x in ("As", "Bs"))
+    allocs = _pair_allocs(s)
     # pairs of k-tiles (even ones from pair 0, odd from pair 1); the last pair peeled
     body = (_compute(s, "As0", "Bs0", "0")
             + _store_regs(s, "As1", "Bs1", "1", f"k0 + {2 * s.bk}")
@@ -574,6 +572,12 @@ def _prefetch_loop(s: SgemmSize, double_buffer: bool) -> tuple[str, str]:
                     + _outdent(_compute(s, "As0", "Bs0", "E")
                                + _store_regs(s, "As1", "Bs1", "E")
                                + _compute(s, "As1", "Bs1", "L")))
+
+
+def _pair_allocs(s: SgemmSize) -> str:
+    """Two As/Bs pairs (double buffering): As is bm x bk, Bs bk x bn."""
+    return "\n".join(f"          alloc {x}{i} : float[{n}] in Shared;" for i in (0, 1)
+                     for x, n in (("As", s.bm * s.bk), ("Bs", s.bk * s.bn)))
 
 
 def _outdent(text: str) -> str:

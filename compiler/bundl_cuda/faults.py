@@ -28,8 +28,6 @@ FAULTS: dict[str, str] = {
     "wait-below-first-use":
         "place_sync: wait motion does not look inside nested blocks, sinking a wait "
         "past the reads they contain",
-    "barrier-before-last-use":
-        "lower_data: the partition barrier is placed before the body's last statement",
     "arrive-above-last-use":
         "place_sync: the arrive of a split barrier is hoisted above the construct's "
         "last statement",

@@ -10,7 +10,6 @@ instance that executed the construct (`KBarrier`), which `place_sync` may move o
 from __future__ import annotations
 
 from gpusem.calculus.bundl.ast import BaseType
-from gpusem.calculus.bundl.perspective import Level
 
 from . import kir as K
 from .faults import active
@@ -46,9 +45,6 @@ def _lower(s: K.KStmt) -> tuple:
             sync = K.KBarrier(persp, K.KPerspId(), f"partition {tgt}", span)
             if active("drop-partition-barrier"):
                 return (K.KBlock((*header, *body), span),)
-            if active("barrier-before-last-use") and body and persp.level == Level.THREAD:
-                pinned = K.KBarrier(persp, K.KPerspId(), f"partition {tgt} (pinned)", span)
-                return (K.KBlock((*header, *body[:-1], pinned, body[-1]), span),)
             return (K.KBlock((*header, *body), span), sync)
         case K.KClaim(src, tgt, at, src_len, elem, persp, body, span):
             cond = K.KBin("<", K.KPerspId(), K.KConst(at, INT), INT)

@@ -42,3 +42,13 @@ def test_warp_barrier_for_a_block_barrier_is_caught(monkeypatch):
     monkeypatch.setitem(os.environ, "GPUSEM_FAULT", "syncwarp-for-block")
     verdict = check_file(str(program), "cpu", (0, 1, 2, 3))
     assert not verdict.agree
+
+
+def test_named_barrier_counting_half_the_threads_is_caught(monkeypatch):
+    program = PROGRAM.parent / "half_block_exchange.bundl"
+    from gpusem.cli.compile import compile_file
+
+    assert "gs_bar_sync" in compile_file(str(program)).source  # the shape under test
+    assert check_file(str(program), "cpu", (0, 1, 2, 3)).agree
+    monkeypatch.setitem(os.environ, "GPUSEM_FAULT", "named-barrier-count")
+    assert not check_file(str(program), "cpu", (0, 1, 2, 3)).agree

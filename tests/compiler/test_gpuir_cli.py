@@ -33,7 +33,7 @@ def test_compile_writes_a_file(tmp_path):
 
 def test_exec_agrees_exit_0():
     r = run("exec", str(EX / "tmp_vector_copy.gpuir"), "--backend", "cpu")
-    assert r.exit_code == 0 and r.output.startswith("agree: 3 schedule(s)")
+    assert r.exit_code == 0 and r.output.startswith("agree: 4 schedule(s)")
 
 
 def test_exec_disagrees_exit_1_with_first_cell():
