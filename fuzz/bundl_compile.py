@@ -53,10 +53,10 @@ HARNESS_SEEDS = (0, 1, 2, 3)
 
 def reference(prog: B.Program, max_steps: int = 2_000_000):
     """The interpreter's outcome under several schedules (the small-step machine is the
-    living definition). A program whose schedules end in different memories is RACY:
-    its compiled result may legitimately be any of them, so it is not compared
-    (`outcome.racy`). Sampling finds races, it does not prove their absence; see
-    errata.md ("compiler oracle and races")."""
+    living definition). A program whose schedules end in different memories, or that
+    the z3 race analysis (`fuzz/race.py`) cannot prove race-free, is RACY: its compiled
+    result may legitimately be any of its memories, so it is not compared
+    (`outcome.racy`); see errata.md ("compiler oracle and races")."""
     from gpusem.interpreter.bundl_machine import run_program
 
     outcome = run_program(prog, schedule="rr", max_steps=max_steps)
@@ -70,7 +70,16 @@ def reference(prog: B.Program, max_steps: int = 2_000_000):
         if other.kind != "terminated" or other.globals != outcome.globals:
             outcome.racy = True
             outcome.message = f"schedules rr and {schedule} disagree"
-            break
+            return outcome
+    # Sampling schedules finds races, it cannot exclude them: only programs the z3
+    # race analysis proves race-free are compared (a racy program may legitimately
+    # end, compiled, in a memory no sampled schedule produced).
+    from .race import analyse
+
+    report = analyse(prog)
+    if not report.race_free:
+        outcome.racy = True
+        outcome.message = f"not proven race-free: {report.describe()[:160]}"
     return outcome
 
 

@@ -70,31 +70,29 @@ LB2 = CompileOptions(min_blocks_per_sm=2)
 LB4 = CompileOptions(min_blocks_per_sm=4)
 FMA, FMA_LB2, FMA_LB4 = (replace(o, fast_fma=True) for o in (CompileOptions(), LB2, LB4))
 SGEMM_VARIANTS = {
+    # The paper's variant 3 as written (BK = 8, one As/Bs pair, two barriers per k-tile).
     "strict": (P.SGEMM_GPU, CompileOptions(), False),
-    # Unrolled, the double-buffered kernels need ~168 registers (one block per SM).
+    # Register prefetch (programs._prefetch_loop): the next k-tile's loads are issued
+    # before the staging barrier and in flight during the inner product.
+    # __launch_bounds__(256, 2) (LB2) keeps two blocks (16 warps) per SM: unbounded,
+    # ptxas takes 154-168 registers (one block per SM).
+    "strict_pf": (P.SGEMM_GPU, LB2, False, True),
+    # split_n: bank-conflict-free Bs reads (programs.SgemmSize.split_n)
+    "strict_pf_split": (P.SGEMM_GPU_SPLIT, LB2, False, True),
+    "strict_pf_db_split": (P.SGEMM_GPU_SPLIT, LB2, True, True),
+    # 64 x 128 tiles, 128 threads: four blocks per SM (LB4)
+    "strict_pf_db_bm64": (P.SGEMM_GPU_BM64, LB4, True, True),
+    "strict_pf_db_bm64_split": (P.SGEMM_GPU_BM64_SPLIT, LB4, True, True),
+    # 16-byte aligned globals (emit._assume_aligned): 128-bit C loads and stores
+    "strict_pf_split_al": (P.SGEMM_GPU_SPLIT, replace(LB2, aligned_globals=True),
+                           False, True),
+    "strict_pf_db_bm64_split_al": (P.SGEMM_GPU_BM64_SPLIT,
+                                   replace(LB4, aligned_globals=True), True, True),
+    # Unrolled, the double-buffered kernel needs ~168 registers (one block per SM).
     "strict_db": (P.SGEMM_GPU, CompileOptions(unroll_hints=False), True),
     "fast_fma": (P.SGEMM_GPU, FMA, False),
     # unbounded, ptxas gives the contracted kernel 168 registers (one block per SM)
     "fast_fma_lb2": (P.SGEMM_GPU, FMA_LB2, False),
-    "fast_fma_db": (P.SGEMM_GPU, replace(FMA, unroll_hints=False), True),
-    # Register prefetch (programs._prefetch_loop): the next k-tile's loads are in
-    # flight during the inner product. __launch_bounds__(256, 2) keeps two blocks
-    # (16 warps) per SM: unbounded, ptxas takes 154-168 registers (one block per SM).
-    "strict_pf": (P.SGEMM_GPU, LB2, False, True),
-    "strict_pf_db": (P.SGEMM_GPU, LB2, True, True),
-    "strict_pf_1blk": (P.SGEMM_GPU, CompileOptions(), False, True),
-    "strict_pf_db_bm64": (P.SGEMM_GPU_BM64, LB4, True, True),
-    # split_n: bank-conflict-free Bs reads (programs.SgemmSize.split_n)
-    "strict_pf_split": (P.SGEMM_GPU_SPLIT, LB2, False, True),
-    "strict_pf_db_split": (P.SGEMM_GPU_SPLIT, LB2, True, True),
-    "strict_pf_db_bm64_split": (P.SGEMM_GPU_BM64_SPLIT, LB4, True, True),
-    # 16-byte aligned globals (emit._assume_aligned): 128-bit C loads and stores
-    "strict_pf_db_split_al": (P.SGEMM_GPU_SPLIT, replace(LB2, aligned_globals=True),
-                              True, True),
-    "fast_fma_pf": (P.SGEMM_GPU, FMA_LB2, False, True),
-    "fast_fma_pf_db": (P.SGEMM_GPU, FMA_LB2, True, True),
-    "fast_fma_pf_db_1blk": (P.SGEMM_GPU, FMA, True, True),
-    "fast_fma_pf_db_bm64": (P.SGEMM_GPU_BM64, FMA_LB4, True, True),
     "fast_fma_pf_split": (P.SGEMM_GPU_SPLIT, FMA_LB2, False, True),
     "fast_fma_pf_db_split": (P.SGEMM_GPU_SPLIT, FMA_LB2, True, True),
     "fast_fma_pf_db_bm64_split": (P.SGEMM_GPU_BM64_SPLIT, FMA_LB4, True, True),
@@ -264,7 +262,8 @@ def bench_sgemm(backend, kernels: dict, rng, warmup: int, iters: int,
                                  "tm": size.tm, "tn": size.tn,
                                  "unroll_hints": options.unroll_hints,
                                  "fast_fma": options.fast_fma, "double_buffer": db,
-                                 "register_prefetch": pf,
+                                 "register_prefetch": pf, "split_n": size.split_n,
+                                 "aligned_globals": options.aligned_globals,
                                  "min_blocks_per_sm": options.min_blocks_per_sm}
         try:
             _sgemm_variant(backend, kernels[f"sgemm_{variant}"], size, inputs, refs[

@@ -14,6 +14,7 @@ import re
 import shutil
 import sys
 import types
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -132,6 +133,10 @@ SGEMM_SMALL_KINDS = {
     # prefetch: as the paper's (the loop covers k-tiles 0 .. n-3; two are peeled)
     "pf": (False, True, P.SGEMM_SMALL_PF, 2),
     "pf_db": (True, True, P.SGEMM_SMALL_PF, 2),
+    # bm != bn (as SGEMM_GPU_BM64): As and Bs differ in size; with split columns
+    "pf_rect_split": (False, True, P.SgemmSize(32, 64, 16, 16, 32, 4, split_n=True), 2),
+    "pf_db_rect": (True, True, P.SgemmSize(32, 64, 16, 16, 32, 4), 2),
+    "db_rect": (True, False, P.SgemmSize(32, 64, 16, 16, 32, 4), 2),
 }
 
 
@@ -160,8 +165,6 @@ def test_sgemm_small_random_bit_exact_vs_same_order_reference(kind):
 def test_split_columns_product_and_layout():
     """split_n: each thread's columns are two runs of 4, bn/2 apart; the C layout
     changes (untile_c follows it) and the product stays bit-exact, in the same order."""
-    from dataclasses import replace
-
     s = replace(P.SGEMM_SMALL_PF, split_n=True)
     text = P.sgemm_tiled(s, small=True, prefetch=True, double_buffer=True)
     assert "n4 = Bs1[db1 + 8];" in text and "let bc1 : int @ thread[1] = (tc1 % 2) * 4;" in text
@@ -405,20 +408,22 @@ def test_harness_end_to_end_on_a_fake_gpu(monkeypatch, tmp_path):
     monkeypatch.setattr(P, "REDUCE_VARIANTS", {"small": (first, final)})
     monkeypatch.setattr(P, "SGEMM_GPU", P.SGEMM_SMALL)
     monkeypatch.setattr(H, "SGEMM_VARIANTS", {
-        k: (P.SGEMM_SMALL, *H.SGEMM_VARIANTS[k][1:])
-        for k in ("strict", "fast_fma_db", "strict_pf_db")})
+        k: (replace(P.SGEMM_SMALL, split_n=H.SGEMM_VARIANTS[k][0].split_n),
+            *H.SGEMM_VARIANTS[k][1:])
+        for k in ("strict", "fast_fma_lb2", "strict_pf_db_bm64_split")})
     report = H.run_benchmarks(tmp_path, H.compiled_kernels(), _CpuTimed(), 1, 1, {})
     assert json.loads((tmp_path / "bench.json").read_text())["sgemm"]["m"] == 16
     assert H.failed_checks(report) == []
     red, sg = report["reduce"], report["sgemm"]
     assert red["best"] == "small" and red["variants"]["small"]["ok"]
     assert red["variants"]["small"]["launch"]["blocks"] == 32
-    assert set(sg["check"]) == {"strict", "fast_fma_db", "strict_pf_db"}
-    assert sg["best_strict"] in ("strict", "strict_pf_db")  # equal (fake) times
-    assert sg["best_fast_fma"] == "fast_fma_db"
-    assert sg["tiles"]["fast_fma_db"]["double_buffer"]
-    assert sg["tiles"]["strict_pf_db"]["register_prefetch"]
-    assert sg["tiles"]["strict_pf_db"]["min_blocks_per_sm"] == 2
+    pf = "strict_pf_db_bm64_split"
+    assert set(sg["check"]) == {"strict", "fast_fma_lb2", pf}
+    assert sg["best_strict"] in ("strict", pf)  # equal (fake) times
+    assert sg["best_fast_fma"] == "fast_fma_lb2"
+    assert sg["tiles"][pf]["double_buffer"] and sg["tiles"][pf]["register_prefetch"]
+    assert sg["tiles"][pf]["min_blocks_per_sm"] == 4
+    assert sg["tiles"]["fast_fma_lb2"]["fast_fma"]
     for variant in sg["check"]:
         assert sg["check"][variant]["bit_exact_vs_same_order_reference"], variant
     assert sg["fast_fma_speedup_over_strict"] == 1.0  # the fake's times are constant
