@@ -28,10 +28,20 @@ timeout 180 python3 -m pytest -m gpu -q -p no:cacheprovider --benchmark-disable 
   -o addopts="" tests >"$OUT/gpu_tests.log" 2>&1
 tail -5 "$OUT/gpu_tests.log" | tee -a "$LOG"
 
-say "bundl compile campaign on cuda (${FUZZ_S}s)"
+say "bundl compile campaign on cuda (${FUZZ_S}s, 8 local jobs)"
 timeout $((FUZZ_S + 90)) $GPUSEM fuzz --target bundl --property compile --backend cuda \
-  --budget "${FUZZ_S}s" --out /tmp/bundles/bundl >>"$LOG" 2>&1
-tail -15 "$LOG"
+  --budget "${FUZZ_S}s" --jobs 8 --out /tmp/bundles/bundl >"$OUT/fuzz_bundl_cuda.log" 2>&1
+tail -12 "$OUT/fuzz_bundl_cuda.log" | tee -a "$LOG"
+
+say "gpuir seq = par on cuda (examples + 100 generated)"
+timeout 150 python3 -m gpusem.fuzz.gpuir_seqpar --generated 100 --seed 11 --backend cuda \
+  --json "$OUT/gpuir_seqpar_cuda.json" >>"$LOG" 2>&1
+tail -8 "$LOG"
+
+say "appy campaign on cuda (${FUZZ_S}s)"
+timeout $((FUZZ_S + 90)) $GPUSEM fuzz --target appy --backend cuda --budget "${FUZZ_S}s" \
+  --out /tmp/bundles/appy >"$OUT/fuzz_appy_cuda.log" 2>&1
+tail -25 "$OUT/fuzz_appy_cuda.log" | tee -a "$LOG"
 
 if [ -f scripts/gpu_bench.sh ]; then
   say "benchmarks"
