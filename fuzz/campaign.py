@@ -181,7 +181,7 @@ class Campaign:
             if hunting is not None and self._past_hard_stop():
                 return  # stop shrinking: the smallest failure so far is kept
 
-            res = target.check(program, self.prop)
+            res = _checked(target, program, self.prop)
             if hunting is None:
                 self.summary.programs += 1
                 if self.on_progress:
@@ -236,6 +236,21 @@ class Campaign:
             time.monotonic() - self.t0))
         if self.on_progress:
             self.on_progress(self.summary)
+
+
+def _checked(target, program, prop: str) -> CheckResult:
+    """target.check, with an error of our own tools on a generated program (a generator
+    that built an invalid program, an evaluator that rejects a valid one) turned into a
+    finding of kind `internal`: shrunk and bundled like any other, never a crash of
+    the campaign."""
+    try:
+        return target.check(program, prop)
+    except GpusemError as err:
+        rule = err.rule or type(err).__name__
+        return CheckResult("finding", signature=f"internal:{rule}:{err.prefix}",
+                           kind="internal error", detail=err.one_line()[:200],
+                           files={"trace.txt": err.one_line() + "\n"},
+                           size=target.size(program))
 
 
 def _round_seed(seed: int, r: int) -> int:
