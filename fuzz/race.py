@@ -453,8 +453,13 @@ def _eq_lists(xs, ys):
     return z3.And(*[x == y for x, y in zip(xs, ys, strict=True)]) if xs else z3.BoolVal(True)
 
 
-def analyse(prog: A.Program, timeout_ms: int = 2000, max_races: int = 1) -> RaceReport:
-    """Decide race freedom of `prog` (fixed semantics). Stops after `max_races`."""
+def analyse(prog: A.Program, timeout_ms: int = 2000, max_races: int = 1,
+            budget_s: float | None = None) -> RaceReport:
+    """Decide race freedom of `prog` (fixed semantics). Stops after `max_races`; with
+    `budget_s`, a program not decided in that time counts as racy (undecided)."""
+    import time
+
+    deadline = None if budget_s is None else time.monotonic() + budget_s
     c = Collector(prog)
     c.run()
     report = RaceReport(True)
@@ -473,6 +478,12 @@ def analyse(prog: A.Program, timeout_ms: int = 2000, max_races: int = 1) -> Race
             if "w" not in (a1.kind, a2.kind) or a1.view.key != a2.view.key:
                 continue
             report.pairs += 1
+            if deadline is not None and time.monotonic() > deadline:
+                report.undecided += 1
+                report.race_free = False
+                report.races.append(Race(a1.what, a2.what,
+                                         "undecided: analysis time budget exhausted"))
+                return report
             witness = _conflict(solver, c, prog.machine, a1, a2, f"{x}_{y}")
             if witness is not None:
                 report.undecided += witness.startswith("undecided")
