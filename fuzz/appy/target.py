@@ -20,7 +20,7 @@ import numpy as np
 from gpusem.calculus.appy import ast as A
 from gpusem.calculus.appy.parser import parse_program
 from gpusem.calculus.appy.printer import directive_text, print_program
-from gpusem.calculus.errors import BadInput
+from gpusem.calculus.errors import GpusemError, BadInput
 from gpusem.compiler.appy_target.driver import (
     AppycDriver,
     Case,
@@ -103,7 +103,10 @@ class AppyTarget:
                 cand = _drop_statement(program, k)
                 if cand is None:
                     continue
-                r = self.check(cand, prop)
+                try:
+                    r = self.check(cand, prop)
+                except GpusemError:  # the deletion left the program invalid
+                    continue         # (e.g. a name used but no longer defined)
                 if r.status == "finding" and r.signature == res.signature:
                     program, res, changed = cand, r, True
                     break
