@@ -28,9 +28,13 @@ def parse_shard(text: str) -> tuple[int, int]:
 
 
 @click.command()
-@click.option("--target", default="appy", show_default=True, help="Compiler under test.")
+@click.option("--target", default="bundl", show_default=True,
+              help="What is under test: bundl (our Bundl -> CUDA compiler and the "
+              "Bundl semantics), gpuir (AMIR seq = par), appy (appyc).")
 @click.option("--property", "props", multiple=True, help="Property (repeatable); "
-              "appy: compile, legality. Default: the target's first.")
+              "bundl: compile, motion, soundness, printparse, teeth, determinism, "
+              "bigsmall, soundness-paper; gpuir: seqpar; appy: compile, legality. "
+              "Default: the target's first.")
 @click.option("--backend", default="cpu", show_default=True,
               help="cpu, cuda (appy also: sm90, compile for sm_90 and run nothing).")
 @click.option("--budget", default="5m", show_default=True, help="Wall time: 90s, 5m...")
@@ -100,7 +104,7 @@ def _summary_table(console, total, out_dir: str) -> None:
     from rich.table import Table
 
     t = Table(title=f"{total.programs} programs, {len(total.findings)} finding classes, "
-              f"{total.rate_per_min:.0f}/min, {total.invalid} rejected as illegal, "
+              f"{total.rate_per_min:.0f}/min, {total.invalid} not compared (illegal, racy or unsupported), "
               f"{total.skipped} not runnable on this backend")
     for col in ("kind", "signature", "stmts", "shrunk", "after", "bundle"):
         t.add_column(col)

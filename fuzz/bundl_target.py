@@ -64,6 +64,8 @@ class BundlTarget:
         general = programs(max_blocks=self.max_blocks, max_threads=self.max_threads)
         if prop in ("compile", "motion"):
             return st.one_of(kernels(max_blocks=4, max_threads=128), general)
+        if prop == "determinism":  # small machines: exhaustive exploration stays cheap
+            return st.one_of(kernels(max_blocks=2, max_threads=8), general)
         return general
 
     def prefetch(self, programs: list, prop: str) -> None:
