@@ -147,7 +147,7 @@ def leaf(draw, env: dict, m: int, k: int, S: str | None, O: str) -> A.Stmt:
         stmts.append(A.Partition(None, S, s1, m, A.Group(m, fill)))
         top = S == "st"  # the whole (padded) staging array, not a group's piece
         env_u = {**env_u, "staged": (S, m + (env.get("pad", 0) if top else 0))}
-        if env["inputs"] and draw(st.booleans()):
+        if env["inputs"] and (env.get("force_w") or draw(st.booleans())):
             # Independent work between the fill and its readers: a read of an input
             # that nobody writes, so the barrier's wait can move below it (split).
             w = _fresh(env, "w")
@@ -204,6 +204,23 @@ def thread_tree(draw, env: dict, m: int, k: int, S: str | None, O: str,
     return draw(leaf(env, m, k, S, O))
 
 
+@st.composite
+def sub_block_exchange(draw, env: dict, m: int, k: int) -> A.Stmt:
+    """The barrier shapes a whole-block or single-warp program never has: each half of
+    the block (thread[m/2]: 48 or 64 threads, several warps) exchanges staged values, in
+    a loop (the same barriers reused: phases, generations), with independent work
+    between the fill and its readers (split barriers: arrive, then wait)."""
+    c = _fresh(env, "c")
+    env_c = {**env, "ints": env["ints"] + [c], "force_w": draw(st.booleans())}
+    S2, O2 = _fresh(env, "sg"), _fresh(env, "og")
+    inner = A.Group(2, draw(leaf(env_c, m // 2, k, S2, O2)))
+    step = A.Assign(c, A.BinOp("+", v(c), i(1)))
+    body = A.seq(A.Partition(None, "st", S2, 2, A.Partition(None, "ot", O2, 2, inner)),
+                 step)
+    return A.seq(A.Decl(c, INT, Perspective(Level.THREAD, m), i(0), A.Skip()),
+                 A.While(A.BinOp("<", v(c), i(2)), body))
+
+
 def _possible(form: str, m: int) -> bool:
     return m > 1
 
@@ -234,7 +251,9 @@ def kernels(draw, max_blocks: int = 2, max_threads: int = 128) -> A.Program:
 @st.composite
 def _kernels(draw, max_blocks: int = 2, max_threads: int = 128) -> A.Program:
     blocks = draw(st.sampled_from([b for b in (1, 2, 4) if b <= max_blocks]))
-    threads = draw(st.sampled_from([t for t in (2, 4, 8, 32, 64, 96, 128)
+    sub_block = max_threads >= 96 and draw(st.integers(0, 4)) == 4
+    threads = draw(st.sampled_from([96, 128] if sub_block else
+                                   [t for t in (2, 4, 8, 32, 64, 96, 128)
                                     if t <= max_threads]))
     k = draw(st.integers(1, 2))
     globals_: list[A.GlobalDecl] = []
@@ -248,7 +267,7 @@ def _kernels(draw, max_blocks: int = 2, max_threads: int = 128) -> A.Program:
         inputs.append((f"x{j}", length))
     globals_.append(A.GlobalDecl("out", INT, blocks * threads * k, None))
     env = {"ints": ["t", "b"], "inputs": inputs, "staged": None, "names": [0]}
-    if not draw(st.booleans()):  # False is what shrinking tends towards
+    if not sub_block and not draw(st.booleans()):  # False: what shrinking tends to
         # Flat: every thread writes the same values at grid[1] (uniform writes, read
         # up only): enough to expose arithmetic miscompilations in a few statements.
         flat = {**env, "ints": []}
@@ -259,11 +278,14 @@ def _kernels(draw, max_blocks: int = 2, max_threads: int = 128) -> A.Program:
             main = A.seq(main, *(A.ArrAssign(v("outf"), i(j), draw(float_expr()))
                                  for j in range(k)))
         return A.Program(A.Machine(blocks, threads), tuple(globals_), (), main)
-    staged = draw(st.booleans())
-    pad = draw(st.sampled_from([0, 4])) if staged else 0
+    staged = sub_block or draw(st.booleans())
+    pad = draw(st.sampled_from([0, 4])) if staged and not sub_block else 0
     env["pad"] = pad  # slots past the threads' own: never written, read as zero
-    tree = draw(thread_tree(env, threads, k, "st" if staged else None, "ot",
-                            draw(st.integers(0, 2))))
+    if sub_block:
+        tree = draw(sub_block_exchange(env, threads, k))
+    else:
+        tree = draw(thread_tree(env, threads, k, "st" if staged else None, "ot",
+                                draw(st.integers(0, 2))))
     threads_code = A.Destruct(A.seq(A.Decl("t", INT, THREAD1, A.PartitionId(), A.Skip()),
                                     tree))
     piece = "opiece" if blocks > 1 else "ob"
