@@ -12,12 +12,20 @@ import click
 @click.command()
 @click.argument("bundle_dir", type=click.Path())
 @click.option("--backend", default=None, help="Override the bundle's backend.")
-def command(bundle_dir: str, backend: str | None) -> None:
+@click.option("--step", "step", is_flag=True,
+              help="Then open the debugger (Bundl bundles) at the first divergence: "
+              "a watchpoint on the first cell where the backend and the interpreter "
+              "disagree, run to the interpreter's write of it.")
+@click.option("--commands", help='With --step: run these ";"-separated commands, exit.')
+def command(bundle_dir: str, backend: str | None, step: bool, commands) -> None:
     """Re-run a counterexample bundle; say whether it still reproduces."""
     from gpusem.fuzz.bundle import read_bundle
     from gpusem.fuzz.campaign import load_target
 
     b = read_bundle(bundle_dir)
+    if step:
+        _step_into(b, commands)
+        return
     target = load_target(b.target, backend or b.meta["backend"])
     try:
         res = target.replay(b.files, b.meta)
@@ -29,3 +37,36 @@ def command(bundle_dir: str, backend: str | None) -> None:
     now = res.signature if res.status == "finding" else res.status
     click.echo(f"does not reproduce: expected {b.signature}, now {now} {res.detail}")
     raise SystemExit(1)
+
+
+def _step_into(bundle, commands: str | None) -> None:
+    """The debugger on the bundle's program, stopped where the first differing cell
+    is written (or at the start, when the bundle records no memories)."""
+    import json
+
+    from gpusem.calculus.errors import BadInput
+
+    from .step import debug_bundl
+
+    if "program.bundl" not in bundle.files:
+        raise BadInput(f"replay --step: only Bundl bundles: {bundle.path}")
+    opening: tuple[str, ...] = ()
+    cell = _first_difference(json.loads(bundle.files.get("expected.json", "null")),
+                             json.loads(bundle.files.get("actual.json", "null")))
+    if cell is not None:
+        opening = (f"break write {cell[0]}[{cell[1]}]", "continue")
+    debug_bundl(bundle.files["program.bundl"], str(bundle.path / "program.bundl"),
+                commands=commands, opening=opening)
+
+
+def _first_difference(expected, actual) -> tuple[str, int] | None:
+    if not isinstance(expected, dict) or not isinstance(actual, dict):
+        return None
+    for name, values in expected.items():
+        got = actual.get(name)
+        if not isinstance(got, list):
+            continue
+        for i, (e, a) in enumerate(zip(values, got)):
+            if e != a:
+                return name, i
+    return None

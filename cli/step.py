@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import cmd
 import json
-import shlex
 import signal
 from pathlib import Path
 
@@ -23,9 +22,6 @@ from rich.table import Table
 from gpusem.calculus.errors import BadInput, GpusemError
 
 from .common import language_of, read_source
-
-RULE_NAMES: tuple[str, ...] = ()
-
 
 class Debugger(cmd.Cmd):
     prompt = "(gpusem) "
@@ -112,14 +108,11 @@ class Debugger(cmd.Cmd):
 
     def do_break(self, arg: str) -> None:
         """break RULE | LINE | thread T | write ARRAY[i]: stop when it happens."""
-        from gpusem.interpreter.bundl_debug import Breakpoint
-
         bp = _parse_break(arg.strip())
         if bp.kind == "write":
             self.session.global_cell(*bp.value)  # validates the array and index
         self.session.breakpoints.append(bp)
         self.console.print(f"breakpoint {len(self.session.breakpoints)}: {bp.describe()}")
-        assert isinstance(bp, Breakpoint)
 
     def do_delete(self, arg: str) -> None:
         """delete [N]: remove breakpoint N, or all of them."""
@@ -334,32 +327,37 @@ def command(file: str, blocks, threads, rules: str, schedule: str, commands, tra
         return
     if language_of(file) != "bundl":
         raise BadInput(f"step: only .bundl and .gpuir files: {file}")
+    debug_bundl(read_source(file), file, commands=commands, trace=trace, rules=rules,
+                blocks=blocks, threads=threads, schedule=schedule)
+
+
+def debug_bundl(source: str, file: str, *, commands: str | None = None,
+                trace: str | None = None, rules: str = "fixed", blocks=None,
+                threads=None, schedule: str = "rr", opening: tuple[str, ...] = ()):
+    """A debugging session over `source`; `opening` commands run first and are shown
+    (how `gpusem replay --step` opens the debugger at a bundle's divergence)."""
     from gpusem.calculus.bundl.parser import parse_program
     from gpusem.interpreter.bundl_debug import Session
 
-    source = read_source(file)
     session = Session(parse_program(source, file), rules, blocks, threads, schedule)
     console = Console(highlight=False)
     sink = open(trace, "w") if trace else None  # noqa: SIM115 - closed below
     if sink:
         session.trace_sink = lambda line: sink.write(line + "\n")
     debugger = Debugger(session, source, file, console)
+    scripted = [c.strip() for c in (commands or "").split(";") if c.strip()]
     try:
-        if commands is not None:
-            for line in commands.split(";"):
-                if line.strip():
-                    console.print(f"(gpusem) {line.strip()}", markup=False)
-                    if debugger.onecmd(line.strip()):
-                        break
-        else:
+        if commands is None:
             m = session.machine
             console.print(f"gpusem step: {file}: {len(m.threads())} threads "
                           f"(B={m.shape.blocks}, T={m.shape.threads}), rules "
                           f"{rules}, schedule {schedule}. Type help.")
+        for line in (*opening, *scripted):
+            console.print(f"(gpusem) {line}", markup=False)
+            if debugger.onecmd(line):
+                return
+        if commands is None:
             _loop(debugger)
     finally:
         if sink:
             sink.close()
-
-
-__all__ = ["command", "shlex"]

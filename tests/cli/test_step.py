@@ -177,3 +177,23 @@ def test_ctrl_c_at_the_prompt_keeps_the_session():
     child.expect(PROMPT)
     child.sendline("quit")
     child.expect(pexpect.EOF)
+
+
+def test_replay_opens_the_debugger_at_the_first_divergence(tmp_path):
+    """Issue 6: `gpusem replay --step` on a counterexample bundle stops where the first
+    cell on which the backend and the interpreter disagree is written."""
+    import json
+
+    from gpusem.fuzz.bundle import write_bundle
+
+    meta = {"target": "bundl", "backend": "cpu", "property": "compile",
+            "signature": "compile:disagree:disagree", "kind": "compile disagree"}
+    files = {"program.bundl": (EXAMPLES / "block_reduce_shared.bundl").read_text(),
+             "expected.json": json.dumps({"A": list(range(8)), "out": [6, 22]}),
+             "actual.json": json.dumps({"A": list(range(8)), "out": [6, 0]})}
+    bundle = write_bundle(tmp_path, meta, files)
+    out = pexpect.run(f"{GPUSEM} replay {bundle} --step --commands 'mem global'",
+                      encoding="utf-8", env=dict(os.environ, COLUMNS="120"))
+    assert "breakpoint 1: write out[1]" in out
+    assert "breakpoint: write out[1]" in out and "o[0] = acc;" in out
+    assert "out = [6, 22]" in out
