@@ -223,7 +223,7 @@ def lower_stmt(s: B.Stmt, env: Env, code: Perspective) -> tuple[K.KStmt, ...]:
             return (K.KAsyncCopy(info.cname, env.lookup(src, span).cname, info.elem, span),)
         case B.Memcpy(dst, src, span):
             d, r = env.lookup(dst, span), env.lookup(src, span)
-            count = K.KRaw(f"min({_len_text(d)}, {_len_text(r)})")
+            count = K.KRaw(f"gs_imin({_len_text(d)}, {_len_text(r)})")
             return (K.KCopy(K.KVar(d.cname), K.KVar(r.cname), count,
                             K.CTYPE[d.elem], span),)
         case B.Free(amount, span):

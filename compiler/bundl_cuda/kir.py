@@ -378,26 +378,4 @@ class KProgram:
     notes: tuple[str, ...] = ()
 
 
-def map_stmts(stmts: tuple[KStmt, ...], fn) -> tuple[KStmt, ...]:
-    """Apply `fn: KStmt -> tuple[KStmt, ...]` to each statement and concatenate."""
-    out: list[KStmt] = []
-    for s in stmts:
-        out.extend(fn(s))
-    return tuple(out)
-
-
-def with_bodies(s: KStmt, rewrite) -> KStmt:
-    """`s` with every nested statement tuple passed through `rewrite` (a generic
-    congruence, so that each pass only writes the cases it changes)."""
-    from dataclasses import fields, replace
-
-    changes = {}
-    for f in fields(s):
-        value = getattr(s, f.name)
-        if isinstance(value, tuple) and f.name in _BODY_FIELDS:
-            changes[f.name] = rewrite(value)
-    return replace(s, **changes) if changes else s
-
-
-_BODY_FIELDS = {"then", "orelse", "body", "left", "right"}
 __all__ = [name for name in dir() if name.startswith("K")] + ["CTYPE", "MemKind"]

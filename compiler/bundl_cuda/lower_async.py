@@ -22,7 +22,7 @@ from .traverse import map_bodies, rewrite_program
 
 
 def _copy_count(dst: str, src: str) -> K.KExpr:
-    return K.KRaw(f"min({dst}_len, {src}_len)")
+    return K.KRaw(f"gs_imin({dst}_len, {src}_len)")
 
 
 def _lower_scope(s: K.KAsyncScope, use_cp_async: bool, shared: set[str]) -> tuple:
