@@ -65,9 +65,7 @@ def reference(prog: B.Program, max_steps: int = 2_000_000,
     if outcome.kind != "terminated":
         return outcome
     for schedule in SCHEDULES[1:]:
-        other = (run_greedy(prog, schedule == "greedy-reverse", max_steps)
-                 if schedule.startswith("greedy")
-                 else run_program(prog, schedule=schedule, max_steps=max_steps))
+        other = run_program(prog, schedule=schedule, max_steps=max_steps)
         if other.kind != "terminated" or other.globals != outcome.globals:
             outcome.racy = True
             outcome.message = f"schedules rr and {schedule} disagree"
@@ -84,34 +82,6 @@ def reference(prog: B.Program, max_steps: int = 2_000_000,
         outcome.racy = True
         outcome.message = f"not proven race-free: {report.describe()[:160]}"
     return outcome
-
-
-def run_greedy(prog: B.Program, reverse: bool = False, max_steps: int = 2_000_000):
-    """Each thread runs until it blocks or ends, in thread order (or reversed): the
-    schedule the cpu harness uses, so races it exposes are seen here first."""
-    from gpusem.calculus.errors import Stuck, Trap
-    from gpusem.interpreter.bundl_machine import Machine
-    from gpusem.interpreter.bundl_small_step import step_thread
-
-    m = Machine(prog)
-    order = m.threads()[::-1] if reverse else m.threads()
-    steps = 0
-    while live := [th for th in order if not th.terminated]:
-        progressed = False
-        for th in live:
-            while not th.terminated:
-                try:
-                    rule = step_thread(m.cfg, th)
-                except (Stuck, Trap) as err:
-                    return m.outcome("stuck", err)
-                if rule == "S-Sync-Wait-Spin":
-                    break
-                progressed, steps = True, steps + 1
-                if steps >= max_steps:
-                    return m.outcome("budget", None)
-        if not progressed:
-            return m.outcome("deadlock", None)
-    return m.outcome("terminated")
 
 
 def check_program(prog: B.Program, backend: str = "cpu", seeds=HARNESS_SEEDS,

@@ -64,7 +64,7 @@ from .bundl_small_step import (
 )
 from .bundl_values import Binding, Ptr, Region, convert, to_python, zero
 
-SCHEDULES = ("rr", "random:SEED", "exhaustive")
+SCHEDULES = ("rr", "random:SEED", "greedy", "greedy-reverse", "exhaustive")
 
 
 class Config:
@@ -352,11 +352,13 @@ def run_program(prog: Program, schedule: str = "rr", max_steps: int = 1_000_000,
                 raise BadInput(f"bad schedule: {schedule} (expected random:SEED)"
                                ) from None
             return _run_random(m, max_steps, seed)
+        if schedule in ("greedy", "greedy-reverse"):
+            return _run_greedy(m, max_steps, reverse=schedule == "greedy-reverse")
         if schedule == "exhaustive":
             from .bundl_explore import explore
             return explore(m, max_steps)
-    raise BadInput(f"unknown schedule: {schedule} (expected rr, random:SEED or "
-                   "exhaustive)")
+    raise BadInput(f"unknown schedule: {schedule} (expected rr, random:SEED, greedy, "
+                   "greedy-reverse or exhaustive)")
 
 
 def _deadlock(m: Machine, live: list[int]) -> Outcome:
@@ -406,6 +408,35 @@ def _run_rr(m: Machine, max_steps: int) -> Outcome:
                 return _budget(m, max_steps)
         live = [th for th in live if not th.terminated]
         if not progressed and live:
+            m.steps = steps
+            return _deadlock(m, [th.t for th in live])
+    m.steps = steps
+    return m.outcome("terminated")
+
+
+def _run_greedy(m: Machine, max_steps: int, reverse: bool) -> Outcome:
+    """Each thread runs until it blocks or ends, in thread order (or reversed): the
+    order the cpu harness's first schedules use, so the races they expose are seen by
+    the compiler oracle's sampling too."""
+    cfg = m.cfg
+    order = m.threads()[::-1] if reverse else m.threads()
+    steps = 0
+    while live := [th for th in order if not th.terminated]:
+        progressed = False
+        for th in live:
+            while not th.terminated:
+                try:
+                    rule = step_thread(cfg, th)
+                except (Stuck, Trap) as err:
+                    m.steps = steps
+                    return m.outcome("stuck", err)
+                if rule == "S-Sync-Wait-Spin":
+                    break
+                progressed, steps = True, steps + 1
+                if steps >= max_steps:
+                    m.steps = steps
+                    return _budget(m, max_steps)
+        if not progressed:
             m.steps = steps
             return _deadlock(m, [th.t for th in live])
     m.steps = steps
