@@ -78,7 +78,8 @@ class Finding:
     size: int
     bundle: str
     shrunk: bool
-    found_after_s: float
+    found_after_s: float  # campaign time when the failure was first seen, before shrinking
+    shrink_s: float = 0.0  # time spent shrinking it afterwards
 
 
 @dataclass
@@ -130,6 +131,7 @@ class Campaign:
         self.summary = Summary()
         self.known: set[str] = set()
         self.pending: dict[str, CheckResult] = {}
+        self.first_seen: dict[str, float] = {}  # signature -> campaign seconds
         self.t0 = time.monotonic()
         try:
             r = self.shard[0]
@@ -143,6 +145,9 @@ class Campaign:
             target.close()
             self.summary.seconds = time.monotonic() - self.t0
         return self.summary
+
+    def _elapsed(self) -> float:
+        return time.monotonic() - self.t0
 
     def _out_of_budget(self) -> bool:
         if self.max_programs is not None and self.summary.programs >= self.max_programs:
@@ -194,6 +199,7 @@ class Campaign:
                 return
             if res.status != "finding" or res.signature in self.known:
                 return
+            self.first_seen.setdefault(res.signature, self._elapsed())
             if hunting is None:
                 state["hunting"] = res.signature
             if res.signature == state["hunting"]:
@@ -228,12 +234,15 @@ class Campaign:
         meta = {"target": self.target_name, "backend": self.backend,
                 "property": self.prop, "signature": res.signature, "kind": res.kind,
                 "detail": res.detail, "size": res.size, "shrunk": shrunk,
-                "seed": self.seed, "shard": list(self.shard)}
+                "seed": self.seed, "shard": list(self.shard),
+                "found_after_s": round(self.first_seen.get(res.signature,
+                                                           self._elapsed()), 2)}
         meta |= target.finding_meta(res)
         path = write_bundle(self.out_dir, meta, res.files)
+        found = self.first_seen.get(res.signature, self._elapsed())
         self.summary.findings.append(Finding(
             res.signature, res.kind, res.detail, res.size, str(path), shrunk,
-            time.monotonic() - self.t0))
+            found, self._elapsed() - found))
         if self.on_progress:
             self.on_progress(self.summary)
 
