@@ -1,0 +1,14 @@
+# Sourced by the device scripts: install the carried wheels (.whl, no network on the GPU
+# machine) into /tmp/site and gpusem itself (editable), and record the device line.
+export PYTHONUNBUFFERED=1 CUPY_TF32=0
+OUT=${OUT:-$PWD/gpu-out}
+mkdir -p "$OUT"
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+  --target /tmp/site .whl/*.whl >/tmp/pip-wheels.log 2>&1 && export PYTHONPATH=/tmp/site
+python3 -m pip install -q --no-deps --no-build-isolation -e . >/tmp/pip.log 2>&1
+{
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  nvcc --version | tail -1
+  python3 -c "import cupy, sys; print('cupy', cupy.__version__, 'python', sys.version.split()[0])"
+  nproc
+} >"$OUT/device.txt" 2>&1
