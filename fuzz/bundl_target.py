@@ -49,6 +49,8 @@ class BundlTarget:
         self.backend = backend
         self.max_blocks, self.max_threads = max_blocks, max_threads
         self._cache: dict = {}
+        self.shrink_budget_s, self.shrink_max_tried = 60.0, 400
+        self.shrink_stats: dict[str, dict] = {}  # signature -> ShrinkStats, for meta
 
     def close(self) -> None:
         self._cache.clear()
@@ -68,18 +70,38 @@ class BundlTarget:
             return st.one_of(kernels(max_blocks=2, max_threads=8), general)
         return general
 
-    def prefetch(self, programs: list, prop: str) -> None:
-        """Batch-check a round's programs (one backend build for all of them)."""
+    def prefetch(self, programs: list, prop: str) -> bool:
+        """Batch-check a round's programs (one backend build for all of them); True
+        when their verdicts are cached (the campaign then counts them directly)."""
         from .bundl_compile import check_batch
 
         if prop not in ("compile", "motion"):
-            return
+            return False
         self._cache.clear()
         todo = list(dict.fromkeys(programs))
         outcomes = [_reference(p) for p in todo]
         verdicts = check_batch(todo, self.backend, HARNESS_SEEDS, prop == "compile", outcomes)
         for program, verdict in zip(todo, verdicts, strict=True):
             self._cache[(prop, program)] = verdict
+        return True
+
+    def minimise(self, program: B.Program, res: CheckResult,
+                 prop: str = "compile") -> CheckResult:
+        """AST-level reduction after hypothesis's (`fuzz.bundl_shrink`): the kernel
+        templates' parts hang together, which choice shrinking cannot undo. Capped by
+        `shrink_budget_s` (env GPUSEM_SHRINK_S) and `shrink_max_tried` candidates."""
+        from .bundl_shrink import shrink
+        from .strategies import bundl_kernels
+
+        if res.status != "finding":
+            return res
+        budget = float(os.environ.get("GPUSEM_SHRINK_S", self.shrink_budget_s))
+        _, small_res, stats = shrink(
+            program, res.signature, lambda p: self.check(p, prop),
+            lambda ps: self.prefetch(ps, prop), budget, self.shrink_max_tried,
+            (bundl_kernels.race_free_by_construction, bundl_kernels._remember))
+        self.shrink_stats[res.signature] = stats.as_dict()
+        return small_res if small_res is not None else res
 
     def size(self, program: B.Program) -> int:
         return statement_count(program)
@@ -159,8 +181,11 @@ class BundlTarget:
     # --------------------------------------------------------------------- bundles
 
     def finding_meta(self, result: CheckResult) -> dict:
-        return {"versions": _versions(self.backend), "device": _device(self.backend),
+        meta = {"versions": _versions(self.backend), "device": _device(self.backend),
                 "fault": os.environ.get("GPUSEM_FAULT", "")}
+        if result.signature in self.shrink_stats:
+            meta["minimised"] = self.shrink_stats[result.signature]
+        return meta
 
     def replay(self, files: dict[str, str], meta: dict) -> CheckResult:
         """Re-run the bundle's property; a finding made with a seeded fault is replayed

@@ -1,0 +1,222 @@
+"""The AST-level reducer of Bundl counterexamples (fuzz/bundl_shrink.py, issue 5)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from gpusem.calculus.bundl import ast as B
+from gpusem.calculus.bundl.parser import parse_program
+from gpusem.fuzz import bundl_shrink as S
+from gpusem.fuzz.bundl_target import BundlTarget, statement_count
+from gpusem.fuzz.campaign import CheckResult
+from gpusem.fuzz.strategies import bundl_kernels
+from gpusem.typing_rules.bundl import check_program
+
+# A kernel the generator could have built (staging through shared memory, then every
+# thread reads a slot another thread wrote), bloated with code that has nothing to do
+# with the missing barrier: a loop, an if, extra writes, an unused input.
+BLOATED = """
+machine blocks = 1, threads = 2;
+
+global x0 : int[7] = [0, 0, 0, 1, 0, 0, 0];
+global x1 : int[2] = [4, 5];
+global out : int[4];
+
+main {
+  lower out into ob {
+    destruct {
+      alloc s : int[2] in Shared;
+      lower s into st {
+        lower ob into ot {
+          destruct {
+            partition st into s2 by 2 {
+              group 2 {
+                s2[0] = 3;
+              }
+            }
+            partition ot into o by 2 {
+              group 2 {
+                let acc : int @ thread[1] = 5;
+                let n : int @ thread[1] = 0;
+                while (n < 3) {
+                  acc = acc + x1[1];
+                  n = n + 1;
+                }
+                if (acc > 7) {
+                  o[1] = acc * 2;
+                } else {
+                  o[1] = 1;
+                }
+                o[0] = x0[(st[(0 % 2 + 2) % 2] % 7 + 7) % 7];
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+"""
+
+
+def test_bloated_kernel_shrinks_under_a_fault_with_the_same_signature(monkeypatch):
+    monkeypatch.setenv("GPUSEM_FAULT", "drop-partition-barrier")
+    program = bundl_kernels._remember(parse_program(BLOATED))  # as if generated
+    target = BundlTarget()
+    found = target.check(program)
+    assert found.status == "finding", found.detail
+    assert found.size == statement_count(program) >= 20
+
+    small = target.minimise(program, found, "compile")
+
+    assert small.signature == found.signature
+    assert small.size <= 10  # the staging skeleton, one fill, one read
+    final = parse_program(small.files["program.bundl"])  # the bundle shows the result
+    assert statement_count(final) == small.size
+    check_program(final, "fixed")
+    assert "while" not in small.files["program.bundl"]
+    assert "x1" not in small.files["program.bundl"]
+    assert target.check(final).signature == found.signature  # it replays
+    stats = target.shrink_stats[found.signature]
+    assert stats["before"] == found.size and stats["after"] == small.size
+    # ... and the campaign's bundle meta carries the statistics
+    assert target.finding_meta(small)["minimised"]["after"] == small.size
+    monkeypatch.delenv("GPUSEM_FAULT")
+    assert target.check(final).status == "pass"  # the fault, not the program, is to blame
+
+
+FLAT = """
+machine blocks = 1, threads = 2;
+global out : int[4];
+main {
+  out[0] = 3;
+  out[1] = 4;
+  out[2] = 5;
+}
+"""
+
+
+def _writes(p: B.Program) -> set[int]:
+    found: set[int] = set()
+
+    def visit(s):
+        if isinstance(s, B.ArrAssign) and isinstance(s.value, B.IntLit):
+            found.add(s.value.value)
+        for c in B.child_stmts(s):
+            visit(c)
+    visit(p.main)
+    return found
+
+
+def fake_oracle(p: B.Program) -> CheckResult:
+    """A finding A while 3 and 4 are both written; B with 3 alone."""
+    w = _writes(p)
+    if {3, 4} <= w:
+        return CheckResult("finding", signature="A", size=statement_count(p))
+    if 3 in w:
+        return CheckResult("finding", signature="B", size=statement_count(p))
+    return CheckResult("pass")
+
+
+def test_a_candidate_that_changes_the_signature_is_rejected():
+    program = parse_program(FLAT)
+    small, res, stats = S.shrink(program, "A", fake_oracle)
+    assert _writes(small) == {3, 4}  # deleting `out[1] = 4` would give B: kept
+    assert res.signature == "A" and statement_count(small) == 2
+    assert stats.before == 3 and stats.after == 2 and stats.kept >= 1
+    assert not stats.capped
+
+
+def test_no_candidate_is_kept_when_every_one_changes_the_signature():
+    program = parse_program(FLAT)
+    small, res, stats = S.shrink(program, "A", lambda p: CheckResult("finding",
+                                                                     signature="C"))
+    assert small == program and res is None and stats.kept == 0 and stats.tried > 0
+
+
+def test_the_time_cap_holds():
+    program = parse_program(BLOATED)
+
+    def slow(p):
+        time.sleep(0.05)
+        return CheckResult("pass")
+
+    t0 = time.monotonic()
+    _, res, stats = S.shrink(program, "A", slow, budget_s=0.3)
+    took = time.monotonic() - t0
+    assert stats.capped and res is None
+    assert took < 0.3 + S.BATCH * 0.05 + 1.0  # at most one batch past the cap
+
+
+def test_the_candidate_cap_holds():
+    program = parse_program(BLOATED)
+    _, _, stats = S.shrink(program, "A", lambda p: CheckResult("pass"), max_tried=5)
+    assert stats.capped and 5 <= stats.tried < 5 + S.BATCH
+
+
+def test_every_candidate_is_strictly_smaller_well_typed_and_canonical():
+    program = parse_program(BLOATED)
+    key = S.size_key(program)
+    cands = [c for batch, _ in S._batches(program, set()) for c in batch]
+    assert len(cands) > 20
+    for cand in cands:
+        assert S.size_key(cand) < key
+        assert B.is_canonical(cand.main)
+        check_program(cand, "fixed")
+    assert any(statement_count(c) < statement_count(program) - 1 for c in cands)
+
+
+def _sync_nodes(p: B.Program) -> list[str]:
+    out: list[str] = []
+
+    def visit(s):
+        if isinstance(s, S._SYNCING):
+            out.append(type(s).__name__)
+        for c in B.child_stmts(s):
+            visit(c)
+    visit(p.main)
+    return sorted(out)
+
+
+def test_race_safe_passes_move_no_barrier():
+    """Candidates inherit race-freedom by construction only from passes that keep every
+    synchronising construct; a deletion of a partition is not one of them."""
+    program = parse_program(BLOATED)
+    before = _sync_nodes(program)
+    unsafe_changes = 0
+    for make, safe in S.PASSES:
+        for cand in make(program):
+            if safe:
+                assert _sync_nodes(cand) == before
+            elif _sync_nodes(cand) != before:
+                unsafe_changes += 1
+    assert unsafe_changes > 0
+
+
+def test_trust_is_inherited_only_from_a_trusted_parent_through_safe_edits():
+    program = parse_program(FLAT)
+    remembered: list = []
+    S.shrink(program, "A", fake_oracle, trust=(lambda p: False, remembered.append))
+    assert remembered == []
+    S.shrink(program, "A", fake_oracle, trust=(lambda p: True, remembered.append))
+    assert remembered and all(_sync_nodes(p) == [] for p in remembered)
+
+
+def test_hoisting_a_view_renames_it_back():
+    program = parse_program(BLOATED)
+    part = next(c for c in S._in_program(program, S._hoist)
+                if "s2" not in str(c.main) and "st[0] = 3" in _print(c))
+    assert "st[0] = 3" in _print(part)
+
+
+def _print(p: B.Program) -> str:
+    from gpusem.calculus.bundl.printer import print_program
+
+    return print_program(p)
+
+
+@pytest.mark.parametrize("text,n", [(FLAT, 3), (BLOATED, statement_count(
+    parse_program(BLOATED)))])
+def test_size_counts_statements_first(text, n):
+    assert S.size_key(parse_program(text))[0] == n
