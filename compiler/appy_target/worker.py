@@ -20,6 +20,7 @@ import importlib.util
 import io
 import json
 import os
+import re
 import sys
 import traceback
 
@@ -52,12 +53,49 @@ def _is_triton_error(err: BaseException) -> bool:
 def _short(err: BaseException) -> str:
     """One line: the first line, and for multi-line compiler errors (Triton quotes the
     source) the last line too, which says what is wrong."""
+    if type(err).__name__ == "CompilationError":
+        return _compilation_error(err)
     lines = [ln.strip() for ln in f"{type(err).__name__}: {err}".splitlines() if ln.strip()]
     if not lines:
         return type(err).__name__
     tail = [ln for ln in lines[1:] if any(c.isalpha() for c in ln)]
     text = f"{lines[0]} ... {tail[-1]}" if tail else lines[0]
     return text[:400]
+
+
+def _compilation_error(err: BaseException) -> str:
+    """Triton's CompilationError quotes the user's source line and chains the real
+    error as __cause__ (through one CompilationError per inlined triton.language
+    function). The class of the failure is the innermost error and the library
+    function it was raised in; the user's line follows after " | at " as context, which
+    the finding's signature leaves out (else every expression is its own class)."""
+    where = _quoted_line(err)
+    chain, cur = [], err
+    while cur is not None and len(chain) < 16:
+        chain.append(cur)
+        cur = cur.__cause__ or (cur.__context__ if not cur.__suppress_context__ else None)
+    inner_ce = [e for e in chain if type(e).__name__ == "CompilationError"][-1]
+    root = chain[-1]
+    message = getattr(inner_ce, "error_message", None)
+    if root is not inner_ce:
+        first = (str(root).strip().splitlines() or [""])[0]
+        message = f"{type(root).__name__}: {first}"
+    fn = re.search(r"^def (\w+)\(", getattr(inner_ce, "src", "") or "", re.M)
+    place = f" in {fn.group(1)}" if fn and inner_ce is not err else ""
+    return f"CompilationError{place}: {message or '(no message)'} | at {where}"[:400]
+
+
+def _quoted_line(err: BaseException) -> str:
+    """`L:C: <the user's source line>` from the first lines of a CompilationError."""
+    lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
+    pos = lines[0].removeprefix("at ").rstrip(":") if lines else "?"
+    node = getattr(err, "node", None)
+    src = getattr(err, "src", None)
+    if node is not None and isinstance(src, str) and getattr(node, "lineno", None):
+        src_lines = src.splitlines()
+        if 0 < node.lineno <= len(src_lines):
+            return f"{pos}: {src_lines[node.lineno - 1].strip()}"
+    return pos
 
 
 GUARD = 4096  # elements of red zone on each side of every array (> any block size)

@@ -1,5 +1,6 @@
 """The APPy findings table:
-`python -m gpusem.fuzz.appy.report BUNDLES OUT [--sm90] [--minimise] [--backend B]`.
+`python -m gpusem.fuzz.appy.report BUNDLES OUT [--sm90] [--minimise] [--backend B]`;
+`... --resign BUNDLES NEW_BUNDLES --backend B` re-signs old bundles by a fresh replay.
 
 Reads every bundle under BUNDLES, keeps the smallest program per signature, replays each
 on `--backend` (default: the backend that found it; `cuda` on the H100 answers "does a
@@ -42,6 +43,33 @@ def minimise_bundle(target: AppyTarget, b) -> bool:
     meta = dict(b.meta, size=small.size, detail=small.detail)
     write_bundle(b.path.parent, meta, small.files)
     return True
+
+
+def resign(bundles_dir: str, out_dir: str, backend: str) -> dict[str, int]:
+    """Replay every bundle under `bundles_dir` on `backend` and write the ones that
+    still fail to `out_dir` under the signature the current target gives them (the
+    campaign's signature is kept as `signature_at_campaign`). For bundles made before a
+    change of the signature function: their classes are then counted the current way."""
+    from gpusem.fuzz.bundle import write_bundle
+
+    counts = {"bundles": 0, "still_failing": 0}
+    target = AppyTarget(backend)
+    try:
+        for b in list_bundles(bundles_dir):
+            if b.target != "appy":
+                continue
+            counts["bundles"] += 1
+            res = target.replay(b.files, b.meta)
+            if res.status != "finding":
+                continue
+            counts["still_failing"] += 1
+            meta = dict(b.meta, signature=res.signature, kind=res.kind or b.meta["kind"],
+                        detail=res.detail or b.meta.get("detail", ""),
+                        signature_at_campaign=b.signature)
+            write_bundle(out_dir, meta, dict(b.files, **res.files))
+    finally:
+        target.close()
+    return counts
 
 
 def build(bundles_dir: str, out_dir: str, sm90: bool = False,
@@ -118,9 +146,12 @@ if __name__ == "__main__":
         be = argv[k + 1]
         del argv[k:k + 2]
     args = [a for a in argv if not a.startswith("--")]
+    if "--resign" in argv and len(args) == 2:
+        print(json.dumps(resign(args[0], args[1], be or "cpu")))
+        sys.exit(0)
     if len(args) != 2:
         sys.exit("usage: python -m gpusem.fuzz.appy.report BUNDLES OUT [--sm90] "
-                 "[--backend cpu|cuda]")
+                 "[--backend cpu|cuda] [--minimise] | --resign BUNDLES NEW_BUNDLES")
     build(args[0], args[1], sm90="--sm90" in argv, backend=be,
           minimise="--minimise" in argv)
 

@@ -215,6 +215,7 @@ def _stmt_exprs(s: A.Stmt):
 
 
 def _normalise(text: str) -> str:
+    text = text.split(" | at ")[0]  # the user's source line is context, not the class
     text = re.sub(r"\b(fp|float|int|i|u|bf)(16|32|64|8|1)\b", "<ty>", text)
     text = re.sub(r"'[^']*'", "'…'", text) if len(text) > 160 else text
     text = re.sub(r"\d+", "N", text)

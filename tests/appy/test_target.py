@@ -90,3 +90,43 @@ def test_drop_statement_pass_removes_an_unrelated_kernel(target) -> None:
     small = target.minimise(big, res)
     assert small.signature == res.signature and small.size == 2  # loop + store
     assert "D" not in small.files["program.py"]
+
+
+def test_compilation_error_class_is_the_root_cause_not_the_quoted_line() -> None:
+    """Triton's CompilationError quotes the user's line and chains the real error; two
+    kernels failing the same way in different expressions are one class."""
+    from gpusem.compiler.appy_target.worker import _short
+    from gpusem.fuzz.appy.target import _normalise
+
+    class CompilationError(Exception):
+        def __init__(self, src, lineno, msg=None):
+            self.src, self.error_message = src, msg
+            self.node = type("Node", (), {"lineno": lineno})()
+            super().__init__(f"at {lineno}:4:\n{src}")
+
+    def failing(user_line: str) -> BaseException:
+        root = AttributeError("'dtype' object has no attribute 'numel'")
+        inner = CompilationError("def sum(input, axis=None):\n    return reduce(input)", 2)
+        inner.__cause__ = root
+        outer = CompilationError(f"def k(X):\n    {user_line}", 2)
+        outer.__cause__ = inner
+        return outer
+
+    a, b = (_short(failing(line)) for line in
+            ("tl.store(X, tl.sum(1 + 2))", "tl.atomic_add(X, tl.sum(tl.abs(3)))"))
+    assert a.startswith("CompilationError in sum: AttributeError: 'dtype' object")
+    assert "| at 2:4: tl.store(X, tl.sum(1 + 2))" in a
+    assert a != b and _normalise(a) == _normalise(b)
+
+
+def test_resign_replays_and_relabels(tmp_path) -> None:
+    from gpusem.fuzz.appy.report import resign
+
+    src = [b for b in list_bundles("results/appy/bundles") if b.meta["kind"] == "wrong"][0]
+    meta = dict(src.meta, signature="wrong:an-old-signature")
+    write_bundle(tmp_path / "old", meta, src.files)
+    counts = resign(str(tmp_path / "old"), str(tmp_path / "new"), "cpu")
+    assert counts == {"bundles": 1, "still_failing": 1}
+    (new,) = list_bundles(tmp_path / "new")
+    assert new.meta["signature_at_campaign"] == "wrong:an-old-signature"
+    assert new.signature == src.signature
