@@ -72,6 +72,13 @@ def command(target, props, backend, budget, seed, jobs, shard, out_dir, max_prog
                     "out_dir": out_dir, "round_size": round_size, "max_programs": max_programs}
         total.merge(_run_with_progress(console, base, jobs, p))
     _summary_table(console, total, out_dir)
+    if total.failed:  # the others' results are above; the run as a whole failed
+        from gpusem.fuzz.campaign import JobFailed
+
+        for line in total.failed:
+            console.print(f"[red]{line}[/]")
+        raise JobFailed(f"job failed: {len(total.failed)} of the --jobs processes "
+                        "ended without a result")
 
 
 def _run_with_progress(console, base: dict, jobs: int, prop: str):

@@ -10,11 +10,16 @@ behaviour is undefined, and the verdict says so.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpusem.calculus.bundl import ast as B
-from gpusem.compiler.bundl_cuda.launch import as_bundl_values, first_difference, jobs_for
+from gpusem.compiler.bundl_cuda.launch import (
+    as_bundl_values,
+    first_difference,
+    jobs_for,
+)
 from gpusem.compiler.bundl_cuda.pipeline import CompileOptions, compile_program
 
 
@@ -64,31 +69,41 @@ def reference(prog: B.Program, max_steps: int = 2_000_000,
     outcome.racy = False
     if outcome.kind != "terminated":
         return outcome
+    # Sampling schedules finds races, it cannot exclude them: only programs the z3
+    # race analysis proves race-free are compared (a racy program may legitimately
+    # end, compiled, in a memory no sampled schedule produced). The proof (about 5 ms)
+    # goes before the other schedules (about 50 ms each): a program it cannot prove is
+    # not compared whatever they say, so they need not run.
+    if prove_race_free:  # else the caller vouches for it (race-free by construction)
+        from .race import analyse
+
+        report = analyse(prog, timeout_ms=300, budget_s=1.5)  # undecided counts as racy
+        if not report.race_free:
+            outcome.racy = True
+            outcome.message = f"not proven race-free: {report.describe()[:160]}"
+            return outcome
     for schedule in SCHEDULES[1:]:
         other = run_program(prog, schedule=schedule, max_steps=max_steps)
         if other.kind != "terminated" or other.globals != outcome.globals:
             outcome.racy = True
             outcome.message = f"schedules rr and {schedule} disagree"
             return outcome
-    # Sampling schedules finds races, it cannot exclude them: only programs the z3
-    # race analysis proves race-free are compared (a racy program may legitimately
-    # end, compiled, in a memory no sampled schedule produced).
-    if not prove_race_free:  # the caller vouches for it (hand-written race-free tests)
-        return outcome
-    from .race import analyse
-
-    report = analyse(prog, timeout_ms=300, budget_s=1.5)  # undecided counts as racy
-    if not report.race_free:
-        outcome.racy = True
-        outcome.message = f"not proven race-free: {report.describe()[:160]}"
     return outcome
+
+
+@functools.cache
+def shared_backend(name: str):
+    """One backend per process and name, reused across rounds: its worker (a forked
+    harness process, or the spawned CUDA worker whose context start costs seconds)
+    then starts once per campaign, not once per batch."""
+    from gpusem.compiler.backends import get_backend
+
+    return get_backend(name)
 
 
 def check_program(prog: B.Program, backend: str = "cpu", seeds=HARNESS_SEEDS,
                   sync_motion: bool = True, source: str = "", file: str = "<input>",
                   outcome=None) -> Verdict:
-    from gpusem.compiler.backends import get_backend
-
     outcome = outcome if outcome is not None else reference(prog)
     if skip := _not_compared(outcome):
         return skip
@@ -97,7 +112,7 @@ def check_program(prog: B.Program, backend: str = "cpu", seeds=HARNESS_SEEDS,
                                  source, file)
     except Exception as err:
         return _compile_failure(err)
-    results = get_backend(backend).run(jobs_for(prog, kernel, seeds))
+    results = shared_backend(backend).run(jobs_for(prog, kernel, seeds))
     return compare(prog, outcome.globals, kernel.source, results, seeds)
 
 
@@ -151,8 +166,6 @@ def check_batch(progs: list[B.Program], backend: str = "cpu", seeds=HARNESS_SEED
                 sync_motion: bool = True, outcomes=None) -> list[Verdict]:
     """`check_program` for many programs with one backend call (one g++ build, one
     NVRTC module): the throughput path of the fuzzer."""
-    from gpusem.compiler.backends import get_backend
-
     outcomes = outcomes or [reference(p) for p in progs]
     verdicts: list[Verdict | None] = [None] * len(progs)
     jobs, owners, kernels = [], [], {}
@@ -169,7 +182,7 @@ def check_batch(progs: list[B.Program], backend: str = "cpu", seeds=HARNESS_SEED
         for job in jobs_for(prog, kernel, seeds):
             jobs.append(job)
             owners.append(i)
-    results = get_backend(backend).run(jobs) if jobs else []
+    results = shared_backend(backend).run(jobs) if jobs else []
     by_program: dict[int, list] = {}
     for i, result in zip(owners, results, strict=True):
         by_program.setdefault(i, []).append(result)

@@ -11,6 +11,8 @@ targets plug in without touching this file's logic) provides:
   replay(files, meta)       -> CheckResult, re-run from a bundle's files
   close()
   minimise(program, res, prop) -> CheckResult   (optional: passes after hypothesis's)
+  prefetch(programs, prop) -> bool   (optional: batch-check a round; True when `check`
+                            of those programs is now a cache look-up)
 
 How a campaign runs. Work is cut into *rounds*; round r is a hypothesis run of at most
 `round_size` programs seeded by hash(seed, r), so a campaign is deterministic from its
@@ -19,6 +21,10 @@ a shard further into J local processes, shard I*J+j of N*J). Within a round the 
 finding whose signature is new is *hunted*: the test raises for that signature only,
 hypothesis shrinks it, and the minimal program is written as a bundle. Other new
 signatures met meanwhile are kept unshrunk and written at the end if never hunted.
+A target that batch-checks (`prefetch`) has the round generated and checked once; only
+a round with a new signature is run again under hypothesis, to shrink (most rounds find
+nothing new: this halves generation and avoids re-checking programs hypothesis does not
+draw identically twice).
 Shrinking may overrun the budget by 10% + 30 s; past that the smallest failure found so
 far is written.
 """
@@ -28,8 +34,10 @@ from __future__ import annotations
 import hashlib
 import importlib
 import multiprocessing as mp
+import signal
 import time
 from dataclasses import dataclass, field
+from queue import Empty
 
 from gpusem.calculus.errors import BadInput, GpusemError
 from hypothesis import HealthCheck, Phase, given, settings
@@ -89,6 +97,7 @@ class Summary:
     skipped: int = 0
     findings: list[Finding] = field(default_factory=list)
     seconds: float = 0.0
+    failed: list[str] = field(default_factory=list)  # `--jobs` processes that died
 
     @property
     def rate_per_min(self) -> float:
@@ -99,6 +108,7 @@ class Summary:
         self.invalid += other.invalid
         self.skipped += other.skipped
         self.seconds = max(self.seconds, other.seconds)
+        self.failed += other.failed
         seen = {f.signature: f for f in self.findings}
         for f in other.findings:
             if f.signature not in seen or f.size < seen[f.signature].size:
@@ -154,11 +164,12 @@ class Campaign:
             return True
         return time.monotonic() - self.t0 >= self.budget_s
 
-    def _prefetch(self, target, r: int) -> None:
+    def _prefetch(self, target, r: int) -> list | None:
         """Targets whose checks are cheaper in batches (one g++ build or NVRTC module
         for many kernels) get the round's programs first: a generate-only run with the
-        round's seed draws the same sequence the checking run will, and the target
-        caches the batched verdicts that `check` then finds."""
+        round's seed draws (nearly always) the sequence the checking run would, and the
+        target caches the batched verdicts that `check` then finds. The programs, or
+        None when the target cached nothing for this property."""
         programs: list = []
 
         def collect(program) -> None:
@@ -168,7 +179,27 @@ class Campaign:
                         phases=[Phase.generate], suppress_health_check=list(HealthCheck))(
             given(target.strategy(self.prop))(collect))
         hseed(_round_seed(self.seed, r))(test)()
-        target.prefetch(programs, self.prop)
+        return programs if target.prefetch(programs, self.prop) else None
+
+    def _quiet_round(self, target, programs: list) -> bool:
+        """Count a prefetched round directly when it holds no new signature (the
+        verdicts are the same `check`s the hypothesis run would make). False, with the
+        new signature kept as pending, when it must be hunted by a shrinking run."""
+        results = [_checked(target, p, self.prop) for p in programs]
+        for res in results:
+            if res.status == "finding" and res.signature not in self.known:
+                self.first_seen.setdefault(res.signature, self._elapsed())
+                self.pending.setdefault(res.signature, res)  # if the rerun misses it
+                return False
+        for res in results:
+            if self.max_programs is not None and self.summary.programs >= self.max_programs:
+                break  # (all were checked in budget: only --max-programs cuts them)
+            self.summary.programs += 1
+            self.summary.invalid += res.status == "invalid"
+            self.summary.skipped += res.status == "skip"
+        if self.on_progress:
+            self.on_progress(self.summary)
+        return True
 
     def _past_hard_stop(self) -> bool:
         """Shrinking may run past the budget by 10% + 30 s, no more."""
@@ -177,7 +208,9 @@ class Campaign:
     def _round(self, target, r: int) -> None:
         state = {"hunting": None, "last": None}
         if hasattr(target, "prefetch"):
-            self._prefetch(target, r)
+            programs = self._prefetch(target, r)
+            if programs is not None and self._quiet_round(target, programs):
+                return
 
         def body(program) -> None:
             hunting = state["hunting"]
@@ -268,49 +301,134 @@ def _round_seed(seed: int, r: int) -> int:
 
 # ------------------------------------------------------------------------ jobs
 
+JOB_START = "spawn"  # never fork: the parent may hold threads (rich), z3 or a CUDA context
+JOB_GRACE_S = 120.0  # past a campaign's hard stop, before a silent job is given up
+
+
+class JobFailed(GpusemError):
+    """A `--jobs` process died or hung; the other jobs' results are still merged."""
+
 
 def run_jobs(base: dict, jobs: int, on_tick=None) -> Summary:
     """Run `jobs` local processes over disjoint sub-shards; merge their summaries.
 
-    Children report programs and findings through shared counters so that the parent's
-    progress bar moves; their summaries come back through a queue."""
+    Children are *spawned* (fresh interpreters that import what they need), so neither
+    the parent's threads and locks nor an initialised CUDA context can leak into them.
+    Each child writes its running counts into its own slots of a shared array (the
+    parent's progress bar sums them) and sends one message at the end: its Summary, or
+    the error that ended it. A child that exits without a message, or outlives its
+    campaign's hard stop by JOB_GRACE_S, is reported in `Summary.failed`, never waited
+    for forever. Ctrl-C in the parent stops every child."""
     if jobs <= 1:
         return Campaign(**base, on_progress=on_tick).run()
-    i, n = base["shard"]
-    ctx = mp.get_context("fork")
-    programs, findings = ctx.Value("l", 0), ctx.Value("l", 0)
+    ctx = mp.get_context(JOB_START)
+    counts = ctx.Array("q", 4 * jobs, lock=False)  # one writer per slot
     queue = ctx.Queue()
-    procs = [ctx.Process(target=_child, args=(
-        dict(base, shard=(i * jobs + j, n * jobs)), programs, findings, queue))
+    i, n = base["shard"]
+    factory = TARGETS.get(base["target_name"])
+    procs = [ctx.Process(target=_child, name=f"gpusem-job{j}", args=(
+        j, factory, dict(base, shard=(i * jobs + j, n * jobs)), counts, queue))
         for j in range(jobs)]
-    for p in procs:
-        p.start()
-    total, got = Summary(), 0
-    while got < jobs:
+    try:
+        for p in procs:
+            p.start()
+        return _collect(base, procs, counts, queue, on_tick)
+    finally:  # normal end: all have exited; Ctrl-C or an error here: stop them
+        _stop(procs)
+
+
+def _collect(base: dict, procs: list, counts, queue, on_tick) -> Summary:
+    total, pending = Summary(), set(range(len(procs)))
+    give_up = time.monotonic() + 1.1 * base["budget_s"] + 30 + JOB_GRACE_S
+
+    def take(msg) -> None:
+        kind, j, payload = msg
+        pending.discard(j)
+        if kind == "done":
+            total.merge(payload)
+        else:
+            total.failed.append(f"job {j} failed: {payload}")
+
+    while pending:
         try:
-            total.merge(queue.get(timeout=0.5))
-            got += 1
-        except Exception:  # noqa: BLE001 - queue.Empty: tick, notice a dead child
-            if not any(p.is_alive() for p in procs) and queue.empty():
-                break
+            take(queue.get(timeout=0.5))
+        except Empty:
+            pass
         if on_tick is not None:
-            snap = Summary(programs.value + 0, 0, [None] * findings.value)
-            on_tick(snap)
-    for p in procs:
-        p.join()
+            on_tick(_snapshot(counts, len(procs)))
+        for j in sorted(pending):
+            if procs[j].exitcode is None and time.monotonic() < give_up:
+                continue
+            while pending and (msg := _get_nowait(queue)) is not None:
+                take(msg)  # a child's message is flushed before it exits
+            if j in pending:
+                pending.discard(j)
+                total.failed.append(f"job {j} {_death(procs[j])}")
     # Bundle folders are named by signature, so jobs that meet one finding write one
     # folder; `merge` keeps the smallest program per signature in the summary.
     return total
 
 
-def _child(args: dict, programs, findings, queue) -> None:
-    last = {"p": 0, "f": 0}
+def _get_nowait(queue):
+    try:
+        return queue.get(timeout=0.05)
+    except Empty:
+        return None
+
+
+def _death(proc) -> str:
+    code = proc.exitcode
+    if code is None:
+        return "did not finish by its campaign's hard stop (stopped)"
+    if code < 0:
+        return f"died ({signal.Signals(-code).name}) without a result"
+    return f"exited with status {code} without a result"
+
+
+def _stop(procs: list) -> None:
+    """SIGTERM (a child runs its `finally`s: backend workers closed), then SIGKILL."""
+    for p in procs:
+        if p.is_alive():
+            p.terminate()
+    deadline = time.monotonic() + 5.0
+    for p in procs:
+        if p.pid is None:
+            continue  # never started
+        p.join(max(0.1, deadline - time.monotonic()))
+        if p.is_alive():
+            p.kill()
+            p.join(1.0)
+
+
+def _snapshot(counts, jobs: int) -> Summary:
+    col = [sum(counts[4 * j + k] for j in range(jobs)) for k in range(4)]
+    return Summary(programs=col[0], invalid=col[1], skipped=col[2],
+                   findings=[None] * col[3])  # type: ignore[list-item]
+
+
+def _child(j: int, factory, args: dict, counts, queue) -> None:
+    """One job. Ctrl-C goes to the whole process group: the parent alone handles it
+    (children and their harness workers ignore SIGINT; a kernel worker killed by it
+    would read as a crash finding). SIGTERM from the parent ends the campaign through
+    its `finally`."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _exit_on_term)
+    if factory is not None:  # a target registered at run time in the parent
+        register_target(args["target_name"], factory)
 
     def progress(s: Summary) -> None:
-        with programs.get_lock():
-            programs.value += s.programs - last["p"]
-        with findings.get_lock():
-            findings.value += len(s.findings) - last["f"]
-        last["p"], last["f"] = s.programs, len(s.findings)
+        for k, v in enumerate((s.programs, s.invalid, s.skipped, len(s.findings))):
+            counts[4 * j + k] = v
 
-    queue.put(Campaign(**args, on_progress=progress).run())
+    try:
+        summary = Campaign(**args, on_progress=progress).run()
+    except SystemExit:
+        raise
+    except BaseException as err:  # reported to the parent, then re-raised
+        queue.put(("error", j, f"{type(err).__name__}: {err}".replace("\n", " ")[:300]))
+        raise
+    queue.put(("done", j, summary))
+
+
+def _exit_on_term(signum, frame) -> None:
+    raise SystemExit(128 + signum)

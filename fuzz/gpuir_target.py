@@ -33,14 +33,15 @@ class GpuirTarget:
     def size(self, kernel) -> int:
         return kernel.source().count("\n")
 
-    def prefetch(self, kernels: list, prop: str) -> None:
-        """One backend build for the whole round."""
+    def prefetch(self, kernels: list, prop: str) -> bool:
+        """One backend build for the whole round; True: `check` finds the verdicts."""
         from .gpuir_seqpar import check_sources
 
         todo = list(dict.fromkeys(kernels))
         items = [(f"k{i}.gpuir", k.source(), {}) for i, k in enumerate(todo)]
         for kernel, outcome in zip(todo, check_sources(items, self.backend), strict=True):
             self._cache[kernel] = outcome
+        return True
 
     def check(self, kernel, prop: str = "seqpar") -> CheckResult:
         from .gpuir_seqpar import check_sources

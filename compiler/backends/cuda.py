@@ -41,6 +41,9 @@ NVRTC_OPTIONS = (
     f"-I{HERE}",
 )
 _MAX_DYN_SMEM_ATTR = 8  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+# A backend reused for a whole campaign loads one module per batch into its worker;
+# past this many the worker is replaced, to bound its memory (as cpu.py bounds dlopen).
+MAX_MODULES_PER_WORKER = 64
 
 
 # ---------------------------------------------------------------------- worker side
@@ -262,6 +265,9 @@ class CudaBackend:
     def _ensure_built(self, specs: list[KernelSpec]) -> dict[str, _Batch]:
         wanted = {s.code_key(): s for s in specs}
         missing = sorted(k for k in wanted if k not in self._built)
+        if missing and not self.in_process and self._modules() >= MAX_MODULES_PER_WORKER:
+            self.close()  # a fresh worker; every wanted kernel is built again below
+            missing = sorted(wanted)
         if missing:
             batch_key = hashlib.sha256("".join(missing).encode()).hexdigest()[:24]
             items = [
@@ -281,6 +287,9 @@ class CudaBackend:
                     batch.errors[k] = errors[i]
                 self._built[k] = batch
         return self._built
+
+    def _modules(self) -> int:
+        return len({batch.key for batch in self._built.values()})
 
     def run(self, jobs: list[Job]) -> list[Result]:
         prepared = [prepare_args(job) for job in jobs]

@@ -8,13 +8,24 @@ to a 2-element list with sum exactly 50; [0,0,0,0,0,0,0] to seven zeros."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import sys
+import types
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 from gpusem.cli.main import cli
 from gpusem.fuzz.bundle import list_bundles
-from gpusem.fuzz.campaign import Campaign, CheckResult, register_target, run_jobs
+from gpusem.fuzz.campaign import (
+    JOB_START,
+    Campaign,
+    CheckResult,
+    JobFailed,
+    register_target,
+    run_jobs,
+)
 from hypothesis import strategies as st
 
 
@@ -104,12 +115,106 @@ def test_shards_do_not_overlap(tmp_path) -> None:
     assert seen[0] != seen[1]
 
 
+def jobs_base(tmp_path, **kw) -> dict:
+    return {"target_name": "toy", "backend": "cpu", "prop": "compile", "budget_s": 60,
+            "seed": 3, "shard": (0, 1), "out_dir": str(tmp_path), "round_size": 40,
+            "max_programs": 200} | kw
+
+
 def test_jobs_merge_summaries(tmp_path) -> None:
-    base = {"target_name": "toy", "backend": "cpu", "prop": "compile", "budget_s": 60, "seed": 3,
-                "shard": (0, 1), "out_dir": str(tmp_path), "round_size": 40, "max_programs": 200}
-    total = run_jobs(base, jobs=2)
-    assert total.programs >= 400  # two processes, 200 programs each
-    assert {f.signature for f in total.findings} == {"wrong:big7", "crash:long0"}
+    ticks = []
+    total = run_jobs(jobs_base(tmp_path), jobs=2, on_tick=ticks.append)
+    assert total.programs == 400  # two processes, exactly 200 programs each
+    assert total.failed == []
+    # Both jobs meet both classes: one summary row and one bundle per signature.
+    assert [f.signature for f in total.findings] == ["crash:long0", "wrong:big7"]
+    assert len(list_bundles(tmp_path)) == 2
+    big = next(f for f in total.findings if f.signature == "wrong:big7")
+    assert big.size == 2  # the smaller of the two jobs' shrunk programs
+    # The children's counts reach the parent's progress callback.
+    assert ticks and ticks[-1].programs == 400
+    assert ticks[-1].invalid == total.invalid > 0
+
+
+class Crashy(ToyTarget):
+    """The first check in any process kills that process (a latch file picks one)."""
+
+    def check(self, program, prop="compile") -> CheckResult:
+        try:
+            os.close(os.open(os.environ["GPUSEM_TEST_LATCH"], os.O_CREAT | os.O_EXCL))
+        except FileExistsError:
+            return super().check(program, prop)
+        os.kill(os.getpid(), signal.SIGKILL)
+        raise AssertionError("unreachable")
+
+
+class CudaLeak(ToyTarget):
+    """A finding whenever the parent's (fake) CUDA module leaked into this process."""
+
+    def check(self, program, prop="compile") -> CheckResult:
+        if "cupy" in sys.modules:
+            return CheckResult("finding", "leak:cupy", "leak", "", {}, len(program))
+        return CheckResult("pass")
+
+
+register_target("crashy", Crashy)
+register_target("cudaleak", CudaLeak)
+
+
+def test_jobs_report_a_dead_child_and_keep_the_others(tmp_path, monkeypatch) -> None:
+    import time
+
+    monkeypatch.setenv("GPUSEM_TEST_LATCH", str(tmp_path / "latch"))
+    t0 = time.monotonic()
+    total = run_jobs(jobs_base(tmp_path, target_name="crashy"), jobs=2)
+    assert time.monotonic() - t0 < 40  # reported, not waited for until the hard stop
+    assert len(total.failed) == 1 and "SIGKILL" in total.failed[0]
+    assert total.programs == 200  # the survivor's programs are merged
+
+
+def test_jobs_report_a_child_error(tmp_path) -> None:
+    total = run_jobs(jobs_base(tmp_path, backend="nope"), jobs=2)
+    assert total.programs == 0
+    assert len(total.failed) == 2
+    assert all("BadInput: unknown backend" in line for line in total.failed)
+
+
+def test_jobs_do_not_inherit_the_parents_state(tmp_path, monkeypatch) -> None:
+    """Children start fresh (spawn): a CUDA context or lock in the parent (here a fake
+    `cupy` module) does not reach them, as it would through fork."""
+    assert JOB_START in ("spawn", "forkserver")
+    monkeypatch.setitem(sys.modules, "cupy", types.ModuleType("cupy"))
+    total = run_jobs(jobs_base(tmp_path, target_name="cudaleak", max_programs=20), jobs=2)
+    assert total.failed == [] and total.programs == 40
+    assert total.findings == []
+
+
+def test_cli_jobs_on_cuda_never_import_cupy_in_the_parent(tmp_path, monkeypatch) -> None:
+    """`gpusem fuzz --backend cuda --jobs 2`: the parent (progress bar, probe target)
+    must not import CuPy before or while it starts the children."""
+    tried = []
+
+    class Recorder:
+        def find_spec(self, name, path=None, target=None):
+            if name.split(".")[0] in ("cupy", "cupy_backends"):
+                tried.append(name)
+
+    monkeypatch.setattr(sys, "meta_path", [Recorder(), *sys.meta_path])
+    monkeypatch.delitem(sys.modules, "cupy", raising=False)
+    res = CliRunner().invoke(cli, ["fuzz", "--target", "bundl", "--backend", "cuda",
+                                   "--jobs", "2", "--max-programs", "0", "--out",
+                                   str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    assert tried == []
+
+
+def test_cli_reports_failed_jobs(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("GPUSEM_TEST_LATCH", str(tmp_path / "latch"))
+    res = CliRunner().invoke(cli, ["fuzz", "--target", "crashy", "--jobs", "2",
+                                   "--max-programs", "50", "--out", str(tmp_path)])
+    assert res.exit_code != 0
+    assert isinstance(res.exception, JobFailed)
+    assert "job failed: 1 of the --jobs processes" in str(res.exception)
 
 
 def test_cli_fuzz_and_replay(tmp_path) -> None:
