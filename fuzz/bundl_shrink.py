@@ -71,12 +71,14 @@ def _weight(x) -> int:
     match x:
         case B.Var():
             return 2
-        case B.IntLit(value=n) | B.FloatLit(value=n):
-            return 1 + len(str(abs(n)).rstrip("0").rstrip(".")) if n else 1
+        case B.IntLit(value=n) | B.FloatLit(value=n):  # 0, 1, -1 weigh least
+            return 1 + len(str(abs(n)).rstrip("0").rstrip(".")) if abs(n) > 1 else 1
         case tuple():
             return sum(_weight(y) for y in x)
         case B.Machine(blocks=b, threads=t):
             return b + t
+        case B.Alloc(size=n, body=b):
+            return 1 + n + _weight(b)
         case B.GlobalDecl(size=n, init=init):
             return 1 + n + (_weight(init) if isinstance(init, tuple) else 0)
     if hasattr(x, "__dataclass_fields__"):
@@ -199,16 +201,52 @@ def _hoist(s: B.Stmt) -> Iterator[B.Stmt]:
     """A compound statement replaced by a body (perspectives: the view renamed back to
     the array it was carved from; T-Partition / T-Lower / T-Claim undone)."""
     match s:
-        case B.Alloc(body=b) | B.Group(body=b) | B.Destruct(body=b):
+        case B.Alloc(body=b) | B.Destruct(body=b):
             yield b
+        case B.Group(q=q, body=b):
+            yield b
+            yield _scale(b, q)
         case B.Split(left=a, right=b):
             yield a
             yield b
         case B.Partition(source=x, target=y, body=b) | B.Claim(source=x, target=y, body=b):
             yield from _unview(x, y, b)
+            yield from _flatten_group(s)
         case B.Lower(source=x, target=y, body=b) | B.AsyncPartition(source=x, target=y,
                                                                       body=b):
             yield from _unview(x, y, b)
+
+
+def _flatten_group(s: B.Stmt) -> Iterator[B.Stmt]:
+    """`partition x1 into y1 by q { .. partition xk into yk by q { group q { s }}}}` by
+    s with each yi renamed xi and its counts scaled by q: one level of the thread
+    hierarchy gone (the kernel templates' `group` form, T-Group and T-Partition undone
+    together; one alone is ill-typed)."""
+    renames, cur = [], s
+    while isinstance(cur, B.Partition):
+        renames.append((cur.target, cur.source, cur.by))
+        cur = cur.body
+    if not isinstance(cur, B.Group) or any(by != cur.q for _, _, by in renames):
+        return
+    body = cur.body
+    for y, x, _ in renames:
+        body = rename(body, y, x)
+    yield _scale(body, cur.q)
+
+
+def _scale(s: B.Stmt, q: int) -> B.Stmt:
+    """The counts of `s`'s own thread level times q (a group, the next level, stops)."""
+    match s:
+        case B.Group(q=n):
+            return replace(s, q=n * q)
+        case B.Partition(by=n, body=b):
+            return replace(s, by=n * q, body=_scale(b, q))
+        case B.Claim(at=n, body=b):
+            return replace(s, at=n * q, body=_scale(b, q))
+        case B.Split(n1=a, n2=b, left=x, right=y):
+            return replace(s, n1=a * q, n2=b * q, left=_scale(x, q), right=_scale(y, q))
+    kids = B.child_stmts(s)
+    return _with_children(s, tuple(_scale(k, q) for k in kids)) if kids else s
 
 
 def _unview(x: str, y: str, body: B.Stmt) -> Iterator[B.Stmt]:
@@ -311,6 +349,22 @@ def _recount(s: B.Stmt, old: int, new: int) -> B.Stmt:
     return s
 
 
+def shrink_arrays(p: B.Program) -> Iterator[B.Program]:
+    """Shorter shared / global arrays (an initialised input keeps its first values).
+    Race-safe: each thread still owns its own piece of a partition."""
+    for j, g in enumerate(p.globals):
+        for n in _shorter(g.size):
+            init = g.init[:n] if isinstance(g.init, tuple) else g.init
+            yield replace(p, globals=p.globals[:j] + (replace(g, size=n, init=init),)
+                          + p.globals[j + 1:])
+    yield from _in_program(p, lambda s: (replace(s, size=n) for n in _shorter(s.size))
+                           if isinstance(s, B.Alloc) else iter(()))
+
+
+def _shorter(n: int) -> list[int]:
+    return [m for m in dict.fromkeys((1, 2, 4, n // 2)) if 0 < m < n]
+
+
 def _flat(p: B.Program) -> bool:
     return not p.fns and _sync_free(p.main)
 
@@ -337,6 +391,7 @@ PASSES: tuple[tuple[Callable[[B.Program], Iterator[B.Program]], bool], ...] = (
     (lambda p: _in_program(p, _simplify_exprs), True),
     (lambda p: shrink_machine(p) if _flat(p) else iter(()), True),  # uniform code
     (lambda p: iter(()) if _flat(p) else shrink_machine(p), False),
+    (shrink_arrays, True),
     (drop_globals, True),
     (shrink_globals, True),
 )
