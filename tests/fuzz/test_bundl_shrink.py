@@ -220,3 +220,47 @@ def _print(p: B.Program) -> str:
     parse_program(BLOATED)))])
 def test_size_counts_statements_first(text, n):
     assert S.size_key(parse_program(text))[0] == n
+
+
+SUB_BLOCK = """
+machine blocks = 1, threads = 96;
+global out : int[96];
+main {
+  lower out into ob {
+    destruct {
+      alloc s : int[96] in Shared;
+      lower s into st {
+        lower ob into ot {
+          destruct {
+            partition st into sg by 2 {
+              partition ot into og by 2 {
+                group 2 {
+                  partition sg into s1 by 48 {
+                    group 48 {
+                      s1[0] = 1;
+                    }
+                  }
+                  partition og into o by 48 {
+                    o[0] = sg[0];
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+"""
+
+
+def test_flattening_a_group_level_renames_the_views_and_scales_the_counts():
+    program = parse_program(SUB_BLOCK)
+    flat = [c for c in S._in_program(program, S._hoist)
+            if "group 2" not in _print(c) and S._typechecks(c)]
+    assert flat, "the partition-partition-group triple goes in one well-typed step"
+    text = _print(flat[0])
+    assert "partition st into s1 by 96" in text and "group 96" in text
+    assert "sg" not in text and "og" not in text
+    assert statement_count(flat[0]) == statement_count(program) - 3
