@@ -11,8 +11,11 @@
 #
 # Needs: python3 with CuPy and numpy (the image has them) and lark (not in the image:
 # carry the wheel, `python3 -m pip download --no-deps lark==1.3.1 -d .whl`, and name
-# .whl in carry; installed below into /tmp/site). Runs in about a minute.
-# $OUT holds 4 files (6 with GPU_BENCH_PYTEST=1; pip and import logs stay in $GPU_BENCH_WORK).
+# .whl in carry; installed below into /tmp/site). Runs in about 1.5-2 minutes.
+# $OUT holds 5 files (7 with GPU_BENCH_PYTEST=1; pip and import logs stay in $GPU_BENCH_WORK):
+# clocks.csv is the SM clock / power / throttle reasons sampled during the harness.
+# Optional: GPU_BENCH_ONLY=sgemm (or reduce) runs one benchmark; GPU_BENCH_VARIANTS=REGEX
+# only the SGEMM variants whose labels match.
 # Optional: GPU_BENCH_PYTEST=1 also runs `pytest -m gpu tests/compiler/test_bench_programs.py`.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -35,11 +38,23 @@ fi
   echo "cannot import the harness (lark missing?):"; cat "$WORK/import.log"; exit 3; }
 nvidia-smi >"$OUT/nvidia-smi.txt" 2>&1 || true
 
-# ~20 kernels compiled by NVRTC (1-2 s each: fully unrolled 8 x 8 tiles) plus the
-# timings: under a minute on an H100 (47 s for the whole script, 2026-11-22).
+# ~27 kernels compiled by NVRTC (1-3 s each: fully unrolled 8 x 8 tiles) plus the
+# timings (SGEMM: 5 interleaved cuBLAS/variant rounds per variant): 47 s for the
+# whole script with 16 variants and one timing each (2026-11-22 13:29); expect
+# about 1.5-2 minutes with 23 variants and the rounds.
+# SM clock, power and throttle reasons every 200 ms during the run (nvidia-smi's
+# sampler, killed by its pid): tells a power-capped clock from a slow kernel.
+nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,clocks_throttle_reasons.active \
+  --format=csv -lms 200 >"$OUT/clocks.csv" 2>&1 &
+smi_pid=$!
+only=()
+[ -n "${GPU_BENCH_ONLY:-}" ] && only=(--only "$GPU_BENCH_ONLY")  # reduce | sgemm
+# e.g. GPU_BENCH_VARIANTS='^strict_pf' (a regex over SGEMM_VARIANTS labels)
+[ -n "${GPU_BENCH_VARIANTS:-}" ] && only+=(--variants "$GPU_BENCH_VARIANTS")
 timeout "${GPU_BENCH_TIMEOUT:-230}" "$PY" -m gpusem.compiler.bench.harness --out "$WORK" \
-  2>&1 | tail -n 400 > "$OUT/harness.log"
+  "${only[@]}" 2>&1 | tail -n 400 > "$OUT/harness.log"
 rc=${PIPESTATUS[0]}
+kill "$smi_pid" 2>/dev/null
 cp "$WORK/bench.json" "$OUT/bench.json" 2>/dev/null || echo "no bench.json (see harness.log)"
 # clocks right after the run (the FP32 issue ceiling is 128 lanes x SMs x SM clock)
 nvidia-smi -q -d CLOCK,PERFORMANCE >>"$OUT/nvidia-smi.txt" 2>&1 || true
@@ -74,14 +89,26 @@ else:
 sg = r.get("sgemm", {})
 if "TFLOPs" in sg:
     t, q = sg["TFLOPs"], sg["ratio_vs_cublas"]
-    print(f"sgemm 4096^3: cuBLAS FP32 {t['cublas']:.1f} TFLOP/s; target 0.50 of it")
+    cs = sg.get("cublas_spread_TFLOPs", {})
+    print(f"sgemm 4096^3: cuBLAS FP32 {t['cublas']:.1f} TFLOP/s; target 0.50 of it; over "
+          f"{cs.get('rounds')} interleaved rounds cuBLAS min/median/max "
+          f"{cs.get('min', 0):.1f}/{cs.get('median', 0):.1f}/{cs.get('max', 0):.1f}")
+    print("  ratio = median over rounds of (cuBLAS ms / variant ms), each round timing "
+          "both back to back; [min..max] over rounds")
     for v, c in sg["check"].items():
         if v not in t:
             print(f"  {v}: {str(c)[:300]}")
             continue
-        print(f"  {v:22s} {t[v]:5.1f} TFLOP/s = {q[v]:.2f} x cuBLAS (with untile "
-              f"{q[v + '+untile']:.2f}); exact {c['bit_exact_vs_same_order_reference']}, "
+        rr = sg.get("rounds", {}).get(v, {})
+        print(f"  {v:26s} {t[v]:5.1f} TFLOP/s = {q[v]:.4f} x cuBLAS "
+              f"[{rr.get('ratio_min', 0):.4f}..{rr.get('ratio_max', 0):.4f}] (with untile "
+              f"{q[v + '+untile']:.3f}); exact {c['bit_exact_vs_same_order_reference']}, "
               f"within tol {c['within_tolerance_of_cublas']}")
+    bs = sg.get("best_strict")
+    if bs in sg.get("rounds", {}):
+        lo = sg["rounds"][bs]["ratio_min"]
+        print(f"  best strict {bs}: median {q[bs]:.4f} x cuBLAS, worst round {lo:.4f}: "
+              f"target 0.50 {'met in every round' if lo >= 0.5 else 'NOT met in every round'}")
     print(f"  best strict (the oracle's no-FMA semantics): {sg.get('best_strict')}; "
           f"best fast_fma (opt-in, not the reference semantics): {sg.get('best_fast_fma')}")
     if "fast_fma_speedup_over_strict" in sg:

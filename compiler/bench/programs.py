@@ -23,8 +23,11 @@ from pathlib import Path
 from .sgemm import (  # noqa: F401
     SGEMM_GPU,
     SGEMM_GPU_BK16,
+    SGEMM_GPU_BK16_KA_SPLIT,
+    SGEMM_GPU_BK16_SPLIT,
     SGEMM_GPU_BM64,
     SGEMM_GPU_BM64_SPLIT,
+    SGEMM_GPU_KA_SPLIT,
     SGEMM_GPU_SPLIT,
     SGEMM_SMALL,
     SGEMM_SMALL_PF,

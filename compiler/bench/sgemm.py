@@ -1,8 +1,8 @@
 """The SGEMM benchmark template of issue 4 (rendered by `programs.py`): the Prism
 paper's Appendix B.2 variant 3 (2D block tiling through shared memory, 8 x 8 results
 per thread) as Bundl text, and the variants past the paper that the harness measures:
-double buffering (two As/Bs pairs), register prefetch (`_prefetch_loop`), and split
-column runs (`SgemmSize.split_n`). Every variant computes each C element in the same
+double buffering (two As/Bs pairs), register prefetch (`_prefetch_loop`), split
+column runs (`SgemmSize.split_n`), and a k-major A tile (`SgemmSize.kmajor_a`). Every variant computes each C element in the same
 order of float operations (k ascending from 0.0, then alpha * acc + beta * C), so one
 same-order reference checks them all bit for bit (`reference.py`).
 """
@@ -31,6 +31,12 @@ class SgemmSize:
     # tile a quarter-warp's 128 bytes with no bank conflict (adjacent 8-column runs
     # put two threads of each quarter-warp on the same banks).
     split_n: bool = False
+    # kmajor_a: As holds the A tile k-major (As[d * bm + row], transposed while
+    # staging, as Boehm's kernel 6 does), so a thread's 8 rows at one k are adjacent:
+    # two 16-byte reads per k. Row-major, nvcc reads 4 k-steps of a row at once (one
+    # 16-byte read) and keeps 32 A values live, not 8: registers the BK = 16 and
+    # double-buffered kernels then spill.
+    kmajor_a: bool = False
 
     @property
     def threads(self) -> int:
@@ -56,6 +62,8 @@ class SgemmSize:
         # a thread's staged run stays in one tile row or covers whole rows (the
         # prefetched kernels address it as one base plus constant offsets)
         assert self.load_a % self.bk == 0 or self.bk % self.load_a == 0, self
+        # k-major As: a thread's run stays in one column of the tile (one k)
+        assert not self.kmajor_a or self.bm % self.load_a == 0, self
         assert self.load_b % self.bn == 0 or self.bn % self.load_b == 0, self
 
 
@@ -71,6 +79,15 @@ SGEMM_GPU_BM64 = SgemmSize(m=4096, n=4096, k=4096, bm=64, bn=128, bk=8)
 SGEMM_GPU_SPLIT = SgemmSize(m=4096, n=4096, k=4096, bm=128, bn=128, bk=8, split_n=True)
 SGEMM_GPU_BM64_SPLIT = SgemmSize(m=4096, n=4096, k=4096, bm=64, bn=128, bk=8,
                                  split_n=True)
+# BK = 16 with split columns: two barriers per 16 k-steps, not per 8 (needs
+# CompileOptions.unroll_max_trips = 16 for the dot loop to unroll).
+SGEMM_GPU_BK16_SPLIT = SgemmSize(m=4096, n=4096, k=4096, bm=128, bn=128, bk=16,
+                                 split_n=True)
+# ... and with As k-major (SgemmSize.kmajor_a): 8 live A values per k, not 32.
+SGEMM_GPU_KA_SPLIT = SgemmSize(m=4096, n=4096, k=4096, bm=128, bn=128, bk=8,
+                               split_n=True, kmajor_a=True)
+SGEMM_GPU_BK16_KA_SPLIT = SgemmSize(m=4096, n=4096, k=4096, bm=128, bn=128, bk=16,
+                                    split_n=True, kmajor_a=True)
 
 
 def sgemm_tiled(size: SgemmSize, small: bool = False, double_buffer: bool = False,
@@ -165,7 +182,7 @@ def _stage(s: SgemmSize, a_arr: str, b_arr: str, k: str, tag: str) -> str:
                       group {T} {{
                         let la{tag} : int @ thread[1] = 0;
                         while la{tag} < {s.load_a} {{
-                          ap{tag}[la{tag}] = A[ab + ((ta{tag} * {s.load_a} + la{tag}) / {s.bk}) * {s.k} + {k} + (ta{tag} * {s.load_a} + la{tag}) % {s.bk}];
+                          ap{tag}[la{tag}] = A[{_a_cell(s, f"ta{tag} * {s.load_a} + la{tag}", k)}];
                           la{tag} = la{tag} + 1;
                         }}
                         let lb{tag} : int @ thread[1] = 0;
@@ -182,18 +199,28 @@ def _stage(s: SgemmSize, a_arr: str, b_arr: str, k: str, tag: str) -> str:
 """
 
 
+def _a_cell(s: SgemmSize, i: str, k: str) -> str:
+    """The A element that As[i] holds for the k-tile at `k` (block row base `ab`):
+    row-major As[row * bk + d], or k-major As[d * bm + row]."""
+    if s.kmajor_a:
+        return f"ab + (({i}) % {s.bm}) * {s.k} + {k} + ({i}) / {s.bm}"
+    return f"ab + (({i}) / {s.bk}) * {s.k} + {k} + ({i}) % {s.bk}"
+
+
 def _compute(s: SgemmSize, a_arr: str, b_arr: str, tag: str) -> str:
     """The thread's 8 x 8 outer products over the k-tile (at thread[1])."""
     ind = " " * 20
     cols = [j + (s.bn // 2 - 4) * (j >= 4) for j in range(8)] if s.split_n else range(8)
-    regs = "\n".join([f"{ind}m{i} = {a_arr}[ar{tag} + {i * s.bk} + d{tag}];" for i in range(8)]
+    a_at = ([f"d{tag} * {s.bm} + ar{tag} + {i}" for i in range(8)] if s.kmajor_a
+            else [f"ar{tag} + {i * s.bk} + d{tag}" for i in range(8)])
+    regs = "\n".join([f"{ind}m{i} = {a_arr}[{at}];" for i, at in enumerate(a_at)]
                      + [f"{ind}n{j} = {b_arr}[db{tag} + {c}];" for j, c in enumerate(cols)])
     fmas = "\n".join(f"{ind}c{i}{j} = c{i}{j} + m{i} * n{j};"
                      for i in range(8) for j in range(8))
     return f"""            destruct {{
               let tc{tag} : int @ thread[1] = partition_id;
               group {s.threads} {{
-                let ar{tag} : int @ thread[1] = (tc{tag} / {s.bn // 8}) * {8 * s.bk};
+                let ar{tag} : int @ thread[1] = (tc{tag} / {s.bn // 8}) * {8 if s.kmajor_a else 8 * s.bk};
                 let bc{tag} : int @ thread[1] = (tc{tag} % {s.bn // 8}) * {4 if s.split_n else 8};
                 let d{tag} : int @ thread[1] = 0;
                 while d{tag} < {s.bk} {{
@@ -303,17 +330,26 @@ def _fetch_regs(s: SgemmSize, t: str, k: str, ind: str) -> str:
     keeps one address per matrix instead of one per element. Exact because a run of
     load_a elements starting at t * load_a stays in one row of the bm x bk tile or
     covers whole rows (SgemmSize.check): ((t*L + i) / bk, (t*L + i) % bk) =
-    ((t*L) / bk + i / bk, (t*L) % bk + i % bk) for 0 <= i < L."""
+    ((t*L) / bk + i / bk, (t*L) % bk + i % bk) for 0 <= i < L; k-major (kmajor_a),
+    the run stays in one column (bm % L == 0), so element i is i rows below."""
     tag = t[2:]
-    a = [f"{ind}r{i} = A[ga{tag} + {k} + {(i // s.bk) * s.k + i % s.bk}];\n"
-         for i in range(s.load_a)]
+    a = [f"{ind}r{i} = A[ga{tag} + {k} + {_a_offset(s, i)}];\n" for i in range(s.load_a)]
     b = [f"{ind}q{i} = B[gb{tag} + ({k}) * {s.n} + {(i // s.bn) * s.n + i % s.bn}];\n"
          for i in range(s.load_b)]
-    bases = (f"{ind}let ga{tag} : int @ thread[1] = ab + (({t} * {s.load_a}) / {s.bk}) * "
-             f"{s.k} + ({t} * {s.load_a}) % {s.bk};\n"
+    rows, cols = (f"({t} * {s.load_a}) % {s.bm}", f"({t} * {s.load_a}) / {s.bm}") \
+        if s.kmajor_a else (f"({t} * {s.load_a}) / {s.bk}", f"({t} * {s.load_a}) % {s.bk}")
+    bases = (f"{ind}let ga{tag} : int @ thread[1] = ab + ({rows}) * {s.k} + {cols};\n"
              f"{ind}let gb{tag} : int @ thread[1] = bb + (({t} * {s.load_b}) / {s.bn}) * "
              f"{s.n} + ({t} * {s.load_b}) % {s.bn};\n")
     return bases + "".join(a + b)
+
+
+def _a_offset(s: SgemmSize, i: int) -> int:
+    """A offset of the i-th element of a thread's As run from its first (`ga`): the
+    run is within one row (row-major; or whole rows) or one column (k-major)."""
+    if s.kmajor_a:
+        return i * s.k
+    return (i // s.bk) * s.k + i % s.bk
 
 
 def _store_regs(s: SgemmSize, a_arr: str, b_arr: str, tag: str, fetch: str = "") -> str:

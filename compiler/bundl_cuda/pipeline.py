@@ -31,6 +31,7 @@ from .lower_code import lower_code_perspectives
 from .lower_data import lower_data_perspectives
 from .smem import assign_smem_offsets
 from .speed import (
+    MAX_UNROLL_TRIPS,
     contract_fma,
     hint_unroll_counted_loops,
     merge_adjacent_syncthreads,
@@ -51,6 +52,9 @@ class CompileOptions:
     fast_fma: bool = False
     # `#pragma unroll` on short counted loops (speed.hint_unroll_counted_loops).
     unroll_hints: bool = True
+    # The longest loop (in trips) that gets the hint: 16 lets a BK = 16 SGEMM's dot
+    # loop unroll (its shared-memory reads then fold into LDS.128 with immediates).
+    unroll_max_trips: int = MAX_UNROLL_TRIPS
     # > 0: `__launch_bounds__(threads, n)` on the kernel (ptxas keeps registers low
     # enough for n blocks per SM; emit.emit_cuda). 0: none (the default).
     min_blocks_per_sm: int = 0
@@ -105,7 +109,7 @@ def compile_to_kir(prog: B.Program, options: CompileOptions = CompileOptions(),
     kp = merge_adjacent_syncthreads(kp)
     kp = restrict_kernel_pointers(kp)
     if options.unroll_hints:
-        kp = hint_unroll_counted_loops(kp)
+        kp = hint_unroll_counted_loops(kp, options.unroll_max_trips)
     if options.fast_fma:
         kp = contract_fma(kp)
     return assign_smem_offsets(kp, reserved=kp.smem_bytes)

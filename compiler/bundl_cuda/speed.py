@@ -129,15 +129,15 @@ def _assigns(body: tuple, name: str) -> bool:
     return found
 
 
-def _hint(body: tuple) -> tuple:
+def _hint(body: tuple, max_trips: int = MAX_UNROLL_TRIPS) -> tuple:
     out: list[K.KStmt] = []
     prev_decl = {}
     for s in body:
-        s = map_bodies(s, _hint)
+        s = map_bodies(s, lambda b: _hint(b, max_trips))
         if isinstance(s, K.KWhile) and isinstance(s.cond, K.KBin) \
                 and isinstance(s.cond.left, K.KVar) and s.cond.left.name in prev_decl:
             trips = _trip_count(prev_decl[s.cond.left.name], s)
-            if trips is not None and 1 < trips <= MAX_UNROLL_TRIPS:
+            if trips is not None and 1 < trips <= max_trips:
                 out.append(K.KPrim(UNROLL_PRAGMA, s.span))
         # a start value is known only while nothing has assigned the variable since
         for name in [n for n in prev_decl if _assigns((s,), n)]:
@@ -148,10 +148,11 @@ def _hint(body: tuple) -> tuple:
     return tuple(out)
 
 
-def hint_unroll_counted_loops(prog: K.KProgram) -> K.KProgram:
+def hint_unroll_counted_loops(prog: K.KProgram,
+                              max_trips: int = MAX_UNROLL_TRIPS) -> K.KProgram:
     """nvcc unrolls fully only what it is asked to; a short counted loop (the k-tile
     loads and the dot loop of SGEMM) unrolled keeps its loads ahead of their uses."""
-    return rewrite_program(prog, lambda f: replace(f, body=_hint(f.body)))
+    return rewrite_program(prog, lambda f: replace(f, body=_hint(f.body, max_trips)))
 
 
 # ------------------------------------------------------------------ fast FMA
