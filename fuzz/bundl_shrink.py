@@ -7,15 +7,17 @@ choices still leave a whole skeleton. This reducer edits the program itself, wit
 passes tried greedily, cheapest and largest first, to a fixpoint (delta debugging in
 the style of C-Reduce):
 
-  1. delete a statement (any position: a Seq element, a loop or branch body, a binder's
-     scope), outermost first: sync-free code first, then code that synchronises;
-  2. replace a compound statement by one of its bodies: a let by its scope, a loop by
-     its body, an if / split by an arm, a group / destruct / alloc by its body, a
-     perspective or claim (`partition x into y`, `lower`, `claim`, ...) by its body
-     with y renamed x, and two such at once where one alone is ill-typed (nested
-     perspectives: a lower of s around a lower of ob);
-  3. delete a function and its calls;
-  4. fewer blocks / threads (the counts that named them follow);
+  1. delete sync-free code (any position: a Seq element, a loop or branch body, a
+     binder's scope), outermost first; a let by its scope, a loop by its body, an if by
+     an arm;
+  2. fewer blocks / threads (the counts that named them follow), shorter arrays: early,
+     as the oracle's reference interpreter costs about linearly in threads;
+  3. delete a function and its calls, delete code that synchronises;
+  4. replace a compound statement by one of its bodies: a split by an arm, a group /
+     destruct / alloc by its body, a perspective or claim (`partition x into y`,
+     `lower`, `claim`, ...) by its body with y renamed x, a level of the thread
+     hierarchy (partitions + their group) by its body with the counts scaled, and two
+     hoists at once where one alone is ill-typed (a lower of s around a lower of ob);
   5. replace an expression by a sub-expression or a constant, shrink int literals
      (loop trip counts among them); drop unused globals, zero the inputs.
 
@@ -384,14 +386,16 @@ def hoist_pairs(p: B.Program) -> Iterator[B.Program]:
 PASSES: tuple[tuple[Callable[[B.Program], Iterator[B.Program]], bool], ...] = (
     (lambda p: _in_program(p, _delete_plain), True),  # first: no race analysis needed
     (lambda p: _in_program(p, _hoist_control), True),
+    # Early: the oracle's reference interpreter costs about linearly in threads, so
+    # every later candidate is cheaper on a smaller machine.
+    (lambda p: shrink_machine(p) if _flat(p) else iter(()), True),  # uniform code
+    (lambda p: iter(()) if _flat(p) else shrink_machine(p), False),
+    (shrink_arrays, True),
     (drop_functions, False),
     (lambda p: _in_program(p, _delete_synced), False),
     (lambda p: _in_program(p, _hoist), False),
     (hoist_pairs, False),
     (lambda p: _in_program(p, _simplify_exprs), True),
-    (lambda p: shrink_machine(p) if _flat(p) else iter(()), True),  # uniform code
-    (lambda p: iter(()) if _flat(p) else shrink_machine(p), False),
-    (shrink_arrays, True),
     (drop_globals, True),
     (shrink_globals, True),
 )
