@@ -64,6 +64,8 @@ def test_bloated_kernel_shrinks_under_a_fault_with_the_same_signature(monkeypatc
     monkeypatch.setenv("GPUSEM_FAULT", "drop-partition-barrier")
     program = bundl_kernels._remember(parse_program(BLOATED))  # as if generated
     target = BundlTarget()
+    target.shrink_budget_s = 300  # a loaded machine must not cut it short (cap: below)
+    monkeypatch.delenv("GPUSEM_SHRINK_S", raising=False)
     found = target.check(program)
     assert found.status == "finding", found.detail
     assert found.size == statement_count(program) >= 20
