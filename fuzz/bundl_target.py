@@ -91,13 +91,14 @@ class BundlTarget:
         templates' parts hang together, which choice shrinking cannot undo. Capped by
         `shrink_budget_s` (env GPUSEM_SHRINK_S) and `shrink_max_tried` candidates."""
         from .bundl_shrink import shrink
+        from .campaign import _checked
         from .strategies import bundl_kernels
 
         if res.status != "finding":
             return res
         budget = float(os.environ.get("GPUSEM_SHRINK_S", self.shrink_budget_s))
         _, small_res, stats = shrink(
-            program, res.signature, lambda p: self.check(p, prop),
+            program, res.signature, lambda p: _checked(self, p, prop),  # internal: too
             lambda ps: self.prefetch(ps, prop), budget, self.shrink_max_tried,
             (bundl_kernels.race_free_by_construction, bundl_kernels._remember))
         self.shrink_stats[res.signature] = stats.as_dict()
