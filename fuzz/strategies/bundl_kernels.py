@@ -18,14 +18,19 @@ change. These programs have the shape of real kernels:
 Every thread writes only its own piece of `out`; shared data staged by other threads is
 read only after the barrier that ends the partition which wrote it. So a correct
 compiler gives one answer under every schedule, and any difference is a finding.
+
+One kernel in five exchanges data among a part of the block only (thread[6] of 12,
+thread[48] of 96, thread[64] of 128): the named-barrier, mbarrier and split-barrier
+lowerings, built mostly by `bundl_barriers.barrier_exchange`.
 """
 
 from __future__ import annotations
 
-from hypothesis import strategies as st
-
 from gpusem.calculus.bundl import ast as A
 from gpusem.calculus.bundl.perspective import Level, Perspective
+from hypothesis import strategies as st
+
+from .bundl_barriers import SHAPES, barrier_exchange
 
 INT, FLOAT, BOOL = A.BaseType.INT, A.BaseType.FLOAT, A.BaseType.BOOL
 THREAD1 = Perspective(Level.THREAD, 1)
@@ -187,7 +192,7 @@ def thread_tree(draw, env: dict, m: int, k: int, S: str | None, O: str,
                                    if m % d == 0 and n1 % d == 0]))
         r = _fresh(env, "r")
         arm_env = {**env, "ints": ["b"], "staged": None}  # read up only: no thread data
-        arm = lambda: A.Assign(r, A.BinOp("+", A.BinOp("*", A.PartitionId(), i(  # noqa
+        arm = lambda: A.Assign(r, A.BinOp("+", A.BinOp("*", A.PartitionId(), i(
             draw(st.sampled_from([1, 3, 10])))), draw(int_expr(arm_env, 1))))
         split = A.Split(n1, n2, arm(), arm())
         env_r = {**env, "ints": env["ints"] + [r]}
@@ -252,7 +257,10 @@ def kernels(draw, max_blocks: int = 2, max_threads: int = 128) -> A.Program:
 def _kernels(draw, max_blocks: int = 2, max_threads: int = 128) -> A.Program:
     blocks = draw(st.sampled_from([b for b in (1, 2, 4) if b <= max_blocks]))
     sub_block = max_threads >= 96 and draw(st.integers(0, 4)) == 4
-    threads = draw(st.sampled_from([96, 128] if sub_block else
+    # Mostly the barrier shapes' template (bundl_barriers), sometimes the older exchange.
+    template = sub_block and draw(st.integers(0, 3)) > 0
+    threads = draw(st.sampled_from([t for t, _ in SHAPES] if template else
+                                   [96, 128] if sub_block else
                                    [t for t in (2, 4, 8, 32, 64, 96, 128)
                                     if t <= max_threads]))
     k = draw(st.integers(1, 2))
@@ -281,7 +289,9 @@ def _kernels(draw, max_blocks: int = 2, max_threads: int = 128) -> A.Program:
     staged = sub_block or draw(st.booleans())
     pad = draw(st.sampled_from([0, 4])) if staged and not sub_block else 0
     env["pad"] = pad  # slots past the threads' own: never written, read as zero
-    if sub_block:
+    if template:
+        tree = draw(barrier_exchange(env, threads, k, int_expr))
+    elif sub_block:
         tree = draw(sub_block_exchange(env, threads, k))
     else:
         tree = draw(thread_tree(env, threads, k, "st" if staged else None, "ot",

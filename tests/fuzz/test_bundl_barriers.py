@@ -1,0 +1,84 @@
+"""The kernel generator reaches the sub-block barrier shapes (issue 5): a named
+barrier (bar.sync id, 64), a plain mbarrier (thread[6] of 12, thread[48] of 96) and a
+split mbarrier (arrive motion), each often enough for a short campaign; those programs
+are well typed, terminate with one memory under every interpreter schedule, and the
+seeded fault of each shape shows on the cpu harness."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+from gpusem.calculus.bundl.printer import print_program
+from gpusem.compiler.bundl_cuda.pipeline import compile_program
+from gpusem.fuzz.bundl_compile import check_batch, reference
+from gpusem.fuzz.strategies.bundl_kernels import kernels, race_free_by_construction
+from gpusem.typing_rules.bundl import check_program as typecheck
+from hypothesis import HealthCheck, Phase, given, settings
+
+SHAPES = ("named", "mbarrier", "split")
+DRAWS = 300
+
+
+def shape(prog) -> str | None:
+    """Which sub-block barrier lowering the compiled kernel uses, if any."""
+    source = compile_program(prog).source
+    if "gs_bar_sync(" in source:
+        return "named"
+    if "(split barrier)" in source:
+        return "split"
+    if "gs_mbar_arrive" in source:
+        return "mbarrier"
+    return None
+
+
+@functools.cache
+def drawn() -> tuple:
+    """DRAWS derandomised draws of the campaign's kernel strategy, with their shapes."""
+    out = []
+
+    @settings(max_examples=DRAWS, derandomize=True, database=None,
+              phases=[Phase.generate], suppress_health_check=list(HealthCheck),
+              deadline=None)
+    @given(kernels(max_blocks=4, max_threads=128))
+    def draw(prog):
+        out.append((prog, shape(prog)))
+
+    draw()
+    return tuple(out)
+
+
+def test_each_shape_is_drawn_often():
+    """Every shape comes up in at least 2% of the draws (a 60 s campaign draws
+    hundreds of kernels)."""
+    counts = {s: sum(1 for _, got in drawn() if got == s) for s in SHAPES}
+    assert all(c >= 0.02 * len(drawn()) for c in counts.values()), counts
+
+
+# (shape, the fault that breaks it, whether observing it needs a loop: the phase bit
+# matters from the second wait on)
+CASES = [("named", "named-barrier-count", False), ("mbarrier", "mbarrier-phase", True),
+         ("split", "arrive-above-last-use", False)]
+
+
+@pytest.mark.parametrize("wanted, fault, loop", CASES)
+def test_shape_is_well_typed_race_free_and_its_fault_is_caught(wanted, fault, loop,
+                                                                monkeypatch):
+    """The three smallest drawn programs of the shape from the exchange template
+    (bundl_barriers): correct compiled, and the fault shows in at least one of them."""
+    fits = [p for p, got in drawn() if got == wanted
+            and "partition sg into s1" in (text := print_program(p))
+            and (not loop or "while" in text)]
+    progs = sorted(fits, key=lambda p: len(print_program(p)))[:3]
+    assert len(progs) == 3, wanted
+    outcomes = []
+    for prog in progs:
+        typecheck(prog)
+        assert race_free_by_construction(prog)
+        outcome = reference(prog, prove_race_free=False)  # 4 interpreter schedules
+        assert outcome.kind == "terminated" and not outcome.racy, outcome.message
+        outcomes.append(outcome)
+    assert all(v.agree for v in check_batch(progs, "cpu", outcomes=outcomes))
+    monkeypatch.setenv("GPUSEM_FAULT", fault)
+    verdicts = check_batch(progs, "cpu", outcomes=outcomes)
+    assert any(not v.agree for v in verdicts), [v.describe() for v in verdicts]
