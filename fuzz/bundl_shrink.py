@@ -353,7 +353,9 @@ def _recount(s: B.Stmt, old: int, new: int) -> B.Stmt:
 
 def shrink_arrays(p: B.Program) -> Iterator[B.Program]:
     """Shorter shared / global arrays (an initialised input keeps its first values).
-    Race-safe: each thread still owns its own piece of a partition."""
+    Race-safe only without partitions: a length the partition count does not divide
+    is well typed, and its pieces may overlap (len div c = 0), so the race analysis
+    decides."""
     for j, g in enumerate(p.globals):
         for n in _shorter(g.size):
             init = g.init[:n] if isinstance(g.init, tuple) else g.init
@@ -390,7 +392,8 @@ PASSES: tuple[tuple[Callable[[B.Program], Iterator[B.Program]], bool], ...] = (
     # every later candidate is cheaper on a smaller machine.
     (lambda p: shrink_machine(p) if _flat(p) else iter(()), True),  # uniform code
     (lambda p: iter(()) if _flat(p) else shrink_machine(p), False),
-    (shrink_arrays, True),
+    (lambda p: shrink_arrays(p) if _flat(p) else iter(()), True),
+    (lambda p: iter(()) if _flat(p) else shrink_arrays(p), False),
     (drop_functions, False),
     (lambda p: _in_program(p, _delete_synced), False),
     (lambda p: _in_program(p, _hoist), False),

@@ -266,3 +266,28 @@ def test_flattening_a_group_level_renames_the_views_and_scales_the_counts():
     assert "partition st into s1 by 96" in text and "group 96" in text
     assert "sg" not in text and "og" not in text
     assert statement_count(flat[0]) == statement_count(program) - 3
+
+
+def _sizes(p: B.Program) -> list[int]:
+    out = [g.size for g in p.globals]
+
+    def visit(s):
+        if isinstance(s, B.Alloc):
+            out.append(s.size)
+        for c in B.child_stmts(s):
+            visit(c)
+    visit(p.main)
+    return out
+
+
+def test_shorter_arrays_are_race_safe_only_without_partitions():
+    """A length the partition count does not divide is well typed: the pieces of a
+    partitioned program's shortened array go to the race analysis."""
+    kernel, flat = parse_program(BLOATED), parse_program(FLAT)
+    safe_kernel = [c for make, safe in S.PASSES if safe for c in make(kernel)]
+    assert all(_sizes(c) == _sizes(kernel) or len(_sizes(c)) < len(_sizes(kernel))
+               for c in safe_kernel)  # (dropping a global is safe: it is unused)
+    assert any(_sizes(c) != _sizes(kernel) for make, safe in S.PASSES if not safe
+               for c in make(kernel))
+    assert any(_sizes(c) < _sizes(flat) for make, safe in S.PASSES if safe
+               for c in make(flat))
