@@ -301,6 +301,19 @@ def _expr_variants(e: B.Expr) -> Iterator[B.Expr]:
             yield B.FloatLit(1.0)
         case B.Var() | B.PartitionId():
             yield from _constants(e)
+        case B.BoolLit():
+            return
+        case _:  # any other operator (e.g. an fma extension): operands, constants
+            yield from _generic_variants(e)
+
+
+def _generic_variants(e: B.Expr) -> Iterator[B.Expr]:
+    subs = [f.name for f in fields(e) if isinstance(getattr(e, f.name), B.EXPR_CLASSES)]
+    yield from (getattr(e, name) for name in subs)
+    yield from _constants(e)
+    for name in subs:
+        for v in _expr_variants(getattr(e, name)):
+            yield replace(e, **{name: v})
 
 
 def _constants(e: B.Expr) -> Iterator[B.Expr]:

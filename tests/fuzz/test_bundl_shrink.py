@@ -291,3 +291,18 @@ def test_shorter_arrays_are_race_safe_only_without_partitions():
                for c in make(kernel))
     assert any(_sizes(c) < _sizes(flat) for make, safe in S.PASSES if safe
                for c in make(flat))
+
+
+def test_an_operator_the_reducer_does_not_know_still_shrinks_to_its_operands():
+    from dataclasses import dataclass
+
+    @dataclass(frozen=True, slots=True)
+    class Op3:  # stands for an extension (e.g. an explicit fma)
+        a: B.Expr
+        b: B.Expr
+        c: B.Expr
+
+    e = Op3(B.IntLit(5), B.Var("x"), B.BinOp("+", B.IntLit(2), B.IntLit(3)))
+    variants = list(S._expr_variants(e))
+    assert e.a in variants and e.b in variants and e.c in variants
+    assert Op3(e.a, e.b, B.IntLit(2)) in variants  # and inside its operands
