@@ -402,6 +402,9 @@ class Collector:
                 return (lambda th: -f(th)), "int"
             case A.BinOp(op, left, right):
                 return self.binop(op, left, right, ctx)
+            case A.Fma(a, b, c):  # the extension: one rounding, as __fmaf_rn
+                fs = [self.expr(x, ctx)[0] for x in (a, b, c)]
+                return (lambda th: z3.fpFMA(RNE, *(f(th) for f in fs))), "float"
         raise AssertionError(e)
 
     def binop(self, op: str, left, right, ctx: Ctx):

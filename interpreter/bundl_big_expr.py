@@ -18,6 +18,7 @@ from gpusem.calculus.bundl.ast import (
     BinOp,
     BoolLit,
     FloatLit,
+    Fma,
     Index,
     IntLit,
     MemKind,
@@ -30,6 +31,7 @@ from gpusem.calculus.errors import Stuck, Trap
 from gpusem.calculus.span import NO_SPAN
 
 from .bundl_values import wrap32
+from .fma32 import fma32_vec
 
 DTYPE = {BaseType.INT: np.int32, BaseType.FLOAT: np.float32, BaseType.BOOL: np.bool_}
 I32, F32, BOOL = np.dtype(np.int32), np.dtype(np.float32), np.dtype(np.bool_)
@@ -122,6 +124,8 @@ class ExprCompiler:
                 return self._binop(e, op, self.compile(left), self.compile(right))
             case UnOp(op, operand):
                 return self._unop(e, op, self.compile(operand))
+            case Fma(a, b, c):
+                return self._fma(e, self.compile(a), self.compile(b), self.compile(c))
         raise TypeError(f"not an expression: {e!r}")
 
     def ptr(self, e, rule):
@@ -232,6 +236,18 @@ class ExprCompiler:
             return _apply(bs, e, idx, op, a, b)
         return ev
 
+    def _fma(self, e, fa, fb, fc):
+        bs, counter = self.bs, self.bs.exprs
+
+        def ev(idx, tgt):  # E-Fma (extension), lane-wise; exact as fma32.fma32
+            counter[0] += idx.size
+            x, y, z = fa(idx, tgt), fb(idx, tgt), fc(idx, tgt)
+            if not x.dtype == y.dtype == z.dtype == F32:
+                lane_error(bs, Stuck, "E-Fma", e, idx,
+                           f"type mismatch: fma({x.dtype}, {y.dtype}, {z.dtype})")
+            return fma32_vec(x, y, z)
+        return ev
+
     def _unop(self, e, op, f):
         bs, counter = self.bs, self.bs.exprs
 
@@ -254,6 +270,8 @@ def _has_index(e) -> bool:
             return _has_index(a) or _has_index(b)
         case UnOp(_, a):
             return _has_index(a)
+        case Fma(a, b, c):
+            return _has_index(a) or _has_index(b) or _has_index(c)
         case _:
             return False
 

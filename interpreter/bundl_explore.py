@@ -15,6 +15,7 @@ from gpusem.calculus.bundl.ast import (
     Assign,
     AsyncMemcpy,
     BinOp,
+    Fma,
     Call,
     Claim,
     Decl,
@@ -162,6 +163,10 @@ def _subexprs(e):
             yield from _subexprs(b)
         case UnOp(_, a):
             yield from _subexprs(a)
+        case Fma(a, b, c):
+            yield from _subexprs(a)
+            yield from _subexprs(b)
+            yield from _subexprs(c)
         case _:
             return
 

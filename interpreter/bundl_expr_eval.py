@@ -26,6 +26,7 @@ from gpusem.calculus.bundl.ast import (
     BoolLit,
     Expr,
     FloatLit,
+    Fma,
     Index,
     IntLit,
     MemKind,
@@ -37,6 +38,7 @@ from gpusem.calculus.bundl.perspective import BLOCK1, GRID1, Level, level_ratio
 from gpusem.calculus.errors import Stuck, Trap
 from gpusem.calculus.span import NO_SPAN
 
+from .fma32 import fma32
 from .bundl_values import F32, Ptr, c_div, c_rem, show_value, wrap32
 
 
@@ -92,6 +94,8 @@ def _compile(cfg, e: Expr):
             return _e_bop(cfg, e, op, left, right)
         case UnOp(op, operand):
             return _e_unop(cfg, e, op, operand)
+        case Fma(a, b, c):
+            return _e_fma(cfg, e, a, b, c)
         case _:
             raise TypeError(f"not an expression: {e!r}")
 
@@ -290,6 +294,19 @@ def _e_add(node, fl, fr):
         if type(a) is Ptr and type(b) is int:  # pointer offset (runtime form)
             return a.offset(b)
         return num(a, b, node, th)
+
+    return ev
+
+
+def _e_fma(cfg, node, a, b, c):
+    fa, fb, fc = compile_expr(cfg, a), compile_expr(cfg, b), compile_expr(cfg, c)
+
+    def ev(th, tgt):  # E-Fma (extension): a * b + c rounded once (fma32.py)
+        x, y, z = fa(th, tgt), fb(th, tgt), fc(th, tgt)
+        if not (type(x) is F32 and type(y) is F32 and type(z) is F32):
+            fail(Stuck, "E-Fma", node, th, f"type mismatch: fma({show_value(x)}, "
+                 f"{show_value(y)}, {show_value(z)})")
+        return fma32(x, y, z)
 
     return ev
 

@@ -30,6 +30,7 @@ from gpusem.calculus.bundl.ast import (
     BoolLit,
     Expr,
     FloatLit,
+    Fma,
     FunType,
     Index,
     IntLit,
@@ -117,6 +118,8 @@ def type_expr(j: Judge, ctx: Context, persp: Perspective, e: Expr) -> Type:
             return t_binop(j, ctx, persp, op, left, right, span)
         case UnOp(op, operand, span):
             return t_unop(j, ctx, persp, op, operand, span)
+        case Fma(a, b, c, span):
+            return t_fma(j, ctx, persp, (a, b, c), span)
         case _:
             assert_never(e)
 
@@ -228,6 +231,19 @@ def t_binop(
                         f"got {pair()}")
         return BOOL
     fail("T-Bop", span, f"unknown operator: {op}")
+
+
+def t_fma(
+    j: Judge, ctx: Context, persp: Perspective, operands: tuple[Expr, Expr, Expr],
+    span: Span,
+) -> Type:
+    # T-Fma (extension: explicit fused multiply-add; see errata): T-Bop's float case
+    # with three operands, each typed at the code perspective π as T-Bop's are.
+    tys = [type_expr(j, ctx, persp, x) for x in operands]
+    require(all(t is FLOAT for t in tys), "T-Fma", span,
+            lambda: "type mismatch: fma needs three floats, got "
+                    + ", ".join(show_type(t) for t in tys))
+    return FLOAT
 
 
 def t_unop(

@@ -145,7 +145,20 @@ class UnOp:
     span: Span = _SPAN
 
 
-Expr = Union[IntLit, FloatLit, BoolLit, Var, Index, PartitionId, BinOp, UnOp]
+@dataclass(frozen=True, slots=True)
+class Fma:
+    """`fma(a, b, c)`: float a * b + c rounded ONCE (IEEE 754 fusedMultiplyAdd,
+    round-to-nearest-even), as C's `fmaf` and CUDA's `__fmaf_rn`. An extension past the
+    paper (errata: "Extension: explicit fma"): every other float op rounds, and nothing
+    contracts a * b + c implicitly, so a fused product is only ever written."""
+
+    a: Expr
+    b: Expr
+    c: Expr
+    span: Span = _SPAN
+
+
+Expr = Union[IntLit, FloatLit, BoolLit, Var, Index, PartitionId, BinOp, UnOp, Fma]
 
 # ----------------------------------------------------------------------- statements
 
@@ -507,4 +520,4 @@ STMT_CLASSES = (
     Partition, Claim, Lower, AsyncPartition, AsyncMemcpy, Memcpy,
     SyncInit, SyncDec, SyncWait, Free, Call,
 )
-EXPR_CLASSES = (IntLit, FloatLit, BoolLit, Var, Index, PartitionId, BinOp, UnOp)
+EXPR_CLASSES = (IntLit, FloatLit, BoolLit, Var, Index, PartitionId, BinOp, UnOp, Fma)

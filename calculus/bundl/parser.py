@@ -424,6 +424,9 @@ class _ToAst(Transformer):
     def partition_id(self, meta):  # T-Partition-Id
         return ast.PartitionId(self._sp(meta))
 
+    def fma(self, meta, a, b, c):  # T-Fma (extension: explicit fused multiply-add)
+        return ast.Fma(a, b, c, self._sp(meta))
+
     def var(self, meta, name):  # T-Var
         return ast.Var(str(name), self._sp(meta))
 

@@ -78,6 +78,8 @@ def _expr(e: ast.Expr) -> tuple[str, int]:
             return f"{_paren(array, _POSTFIX)}[{print_expr(index)}]", _POSTFIX
         case ast.UnOp(op, operand):
             return f"{op}{_unary_operand(operand)}", _UNARY
+        case ast.Fma(a, b, c):
+            return f"fma({print_expr(a)}, {print_expr(b)}, {print_expr(c)})", _ATOM
         case ast.BinOp(op, left, right):
             prec = _BINARY_PREC[op]
             return f"{_paren(left, prec)} {op} {_paren(right, prec + 1)}", prec

@@ -106,6 +106,8 @@ def expr_type(e: B.Expr, env: Env) -> B.BaseType | B.ArrayType:
             return lt
         case B.UnOp(op, operand):
             return B.BaseType.BOOL if op == "!" else expr_type(operand, env)
+        case B.Fma():
+            return B.BaseType.FLOAT
     raise CompileError(f"unexpected expression {type(e).__name__}", span=e.span)
 
 
@@ -132,6 +134,8 @@ def lower_expr(e: B.Expr, env: Env, code: Perspective, target: Perspective) -> K
         case B.UnOp(op, operand):
             return K.KUn(op, lower_expr(operand, env, code, target),
                          expr_type(operand, env))
+        case B.Fma(a, b, c):  # explicit fma: __fmaf_rn on the device, fmaf on the cpu
+            return K.KFma(*(lower_expr(x, env, code, target) for x in (a, b, c)))
     raise CompileError(f"unexpected expression {type(e).__name__}", span=e.span)
 
 

@@ -98,8 +98,10 @@ class KSmemTop:
 
 @dataclass(frozen=True, slots=True)
 class KFma:
-    """float a * b + c with one rounding: only `speed.contract_fma` makes these, under
-    CompileOptions(fast_fma=True) (benchmarks; never the oracle's default)."""
+    """float a * b + c with one rounding (emitted as gs_ffma: `__fmaf_rn` on the device,
+    glibc's correctly rounded `fmaf` on the cpu backend). Made from Bundl's explicit
+    `fma(a, b, c)` (exact in the oracle), and by `speed.contract_fma` from a * b + c
+    under CompileOptions(fast_fma=True) (benchmarks; never the oracle's default)."""
 
     a: KExpr
     b: KExpr

@@ -42,6 +42,7 @@ def _extend_expr(inner):
         st.builds(ast.BinOp, st.sampled_from(ast.BINARY_OPS), inner, inner),
         st.builds(ast.UnOp, st.sampled_from(ast.UNARY_OPS), inner),
         st.builds(ast.Index, inner, inner),
+        st.builds(ast.Fma, inner, inner, inner),
     )
 
 

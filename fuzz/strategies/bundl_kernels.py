@@ -88,7 +88,9 @@ def float_expr(draw, depth: int = 2) -> A.Expr:
         lambda x: A.FloatLit(_f32(x)))
     if depth <= 0:
         return draw(leaf)
-    op = draw(st.sampled_from(["fma", "cancel", "+", "-", "*", "/"]))
+    op = draw(st.sampled_from(["fma", "cancel", "+", "-", "*", "/", "fma()"]))
+    if op == "fma()":  # the explicit fma (extension): must round once, not twice
+        return A.Fma(*(draw(float_expr(depth - 1)) for _ in range(3)))
     if op == "cancel":  # x*y - x*y: exactly 0 when each op rounds; an FMA keeps the
         # rounding error of the product (the classic test of contraction)
         x, y = draw(float_expr(depth - 1)), draw(float_expr(depth - 1))

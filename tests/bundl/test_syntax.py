@@ -356,6 +356,7 @@ SAMPLE_EXPRS = {
     ast.IntLit: I(-7), ast.FloatLit: ast.FloatLit(2.5), ast.BoolLit: ast.BoolLit(False),
     ast.Var: _E, ast.Index: ast.Index(_E, I(0)), ast.PartitionId: ast.PartitionId(),
     ast.BinOp: B("%", _E, I(3)), ast.UnOp: ast.UnOp("!", _E),
+    ast.Fma: ast.Fma(_E, ast.FloatLit(-0.5), B("*", _E, _E)),
 }
 
 
