@@ -49,6 +49,13 @@ SGEMM_CANDIDATE_TWINS = {
                                               kmajor_a=True),
     "strict_pf_db_bk16_ka_split_al": P.SgemmSize(32, 64, 64, 32, 32, 16, split_n=True,
                                                  kmajor_a=True),
+    "strict_pf_zz_split_al": replace(P.SGEMM_SMALL_PF, split_n=True, zigzag=True),
+    "strict_pf_ka_zz_split_al": P.SgemmSize(16, 32, 16, 16, 16, 4, split_n=True,
+                                            kmajor_a=True, zigzag=True),
+    "strict_pf_db_ka_split_al": P.SgemmSize(16, 32, 16, 16, 16, 4, split_n=True,
+                                            kmajor_a=True),
+    "strict_pf_db_ka_zz_split_al": P.SgemmSize(16, 32, 16, 16, 16, 4, split_n=True,
+                                               kmajor_a=True, zigzag=True),
 }
 
 
@@ -61,8 +68,8 @@ def test_candidate_twin_agrees_with_interpreter_and_reference(label):
 
     gpu, options, db, pf = sgemm_variant(label)
     s = SGEMM_CANDIDATE_TWINS[label]
-    assert (s.split_n, s.kmajor_a, s.bk == 16, s.bm < s.bn) == (
-        gpu.split_n, gpu.kmajor_a, gpu.bk == 16, gpu.bm < gpu.bn)
+    assert (s.split_n, s.kmajor_a, s.zigzag, s.bk == 16, s.bm < s.bn) == (
+        gpu.split_n, gpu.kmajor_a, gpu.zigzag, gpu.bk == 16, gpu.bm < gpu.bn)
     text = P.sgemm_tiled(s, small=True, double_buffer=db, prefetch=pf)
     prog = parse_program(text, f"{label}.bundl")
     kernel = compile_program(prog, options, text, f"{label}.bundl")
@@ -109,6 +116,24 @@ def test_kmajor_prefetch_loads_the_same_cells_as_staging():
         text = P.sgemm_tiled(s, prefetch=True)
         assert f"m7 = As[d * {s.bm} + ar + 7];" in text
         assert f"let ar : int @ thread[1] = (tc / {s.bn // 8}) * 8;" in text
+
+
+def test_zigzag_permutes_the_updates_of_a_k_step():
+    """SgemmSize.zigzag reorders a k-step's 64 updates (columns down and up), and
+    only that: the same update lines, each once, in the order c00, c10, .., c70, c71,
+    c61, ..; everything else in the text is unchanged."""
+    plain = P.sgemm_tiled(P.SGEMM_GPU_SPLIT, prefetch=True)
+    zz = P.sgemm_tiled(P.SGEMM_GPU_ZZ_SPLIT, prefetch=True)
+
+    def updates(text):
+        return [ln.strip() for ln in text.splitlines() if " + m" in ln and "* n" in ln]
+
+    a, b = updates(plain), updates(zz)
+    assert len(a) == len(b) == 3 * 64 and a != b and sorted(a) == sorted(b)
+    assert [u.split(" =")[0] for u in b[:10]] == [
+        "c00", "c10", "c20", "c30", "c40", "c50", "c60", "c70", "c71", "c61"]
+    rest = [ln for ln in plain.splitlines() if ln.strip() not in set(a)]
+    assert rest == [ln for ln in zz.splitlines() if ln.strip() not in set(b)]
 
 
 def test_interleaved_rounds_alternate_and_pair_up():
