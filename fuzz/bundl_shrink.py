@@ -18,7 +18,8 @@ the style of C-Reduce):
      `lower`, `claim`, ...) by its body with y renamed x, a level of the thread
      hierarchy (partitions + their group) by its body with the counts scaled, and two
      hoists at once where one alone is ill-typed (a lower of s around a lower of ob);
-  5. replace an expression by a sub-expression or a constant, shrink int literals
+  5. inline a let (its one assignment, or all its uses);
+  6. replace an expression by a sub-expression or a constant, shrink int literals
      (loop trip counts among them); drop unused globals, zero the inputs.
 
 A candidate is kept iff it type-checks under the fixed rules (`typing_rules.bundl`), is
@@ -197,6 +198,41 @@ def _hoist_control(s: B.Stmt) -> Iterator[B.Stmt]:
         case B.If(then=a, orelse=b):
             yield a
             yield b
+
+
+def _inline(s: B.Stmt) -> Iterator[B.Stmt]:
+    """`let x = e in x = f; s` as `let x = f[x := e] in s`, and `let x = e in s` with x
+    never assigned as `s[x := e]`. Reads move later (maybe past a barrier): the race
+    analysis decides."""
+    if not isinstance(s, B.Decl):
+        return
+    first, rest = (s.body.stmts[0], B.seq(*s.body.stmts[1:])) if isinstance(
+        s.body, B.Seq) else (s.body, B.Skip())
+    if isinstance(first, B.Assign) and first.name == s.name:
+        yield replace(s, init=substitute(first.value, s.name, s.init), body=rest)
+    if not _assigns(s.body, s.name):
+        yield substitute(s.body, s.name, s.init)
+
+
+def _assigns(s, name: str) -> bool:
+    if isinstance(s, B.Assign) and s.name == name:
+        return True
+    return any(_assigns(c, name) for c in B.child_stmts(s))
+
+
+def substitute(s, name: str, e: B.Expr):
+    """`s` with every variable `name` replaced by the expression `e`."""
+    match s:
+        case B.Var(name=n) if n == name:
+            return e
+        case tuple():
+            return tuple(substitute(x, name, e) for x in s)
+    if not hasattr(s, "__dataclass_fields__"):
+        return s
+    changes = {f.name: substitute(getattr(s, f.name), name, e) for f in fields(s)
+               if f.name != "span" and (hasattr(getattr(s, f.name), "__dataclass_fields__")
+                                        or isinstance(getattr(s, f.name), tuple))}
+    return replace(s, **changes) if changes else s
 
 
 def _hoist(s: B.Stmt) -> Iterator[B.Stmt]:
@@ -410,6 +446,7 @@ PASSES: tuple[tuple[Callable[[B.Program], Iterator[B.Program]], bool], ...] = (
     (drop_functions, False),
     (lambda p: _in_program(p, _delete_synced), False),
     (lambda p: _in_program(p, _hoist), False),
+    (lambda p: _in_program(p, _inline), False),
     (hoist_pairs, False),
     (lambda p: _in_program(p, _simplify_exprs), True),
     (drop_globals, True),

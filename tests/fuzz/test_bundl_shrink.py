@@ -7,6 +7,7 @@ import time
 import pytest
 from gpusem.calculus.bundl import ast as B
 from gpusem.calculus.bundl.parser import parse_program
+from gpusem.calculus.bundl.perspective import Level, Perspective
 from gpusem.fuzz import bundl_shrink as S
 from gpusem.fuzz.bundl_target import BundlTarget, statement_count
 from gpusem.fuzz.campaign import CheckResult
@@ -306,3 +307,14 @@ def test_an_operator_the_reducer_does_not_know_still_shrinks_to_its_operands():
     variants = list(S._expr_variants(e))
     assert e.a in variants and e.b in variants and e.c in variants
     assert Op3(e.a, e.b, B.IntLit(2)) in variants  # and inside its operands
+
+
+def test_a_let_assigned_once_is_inlined():
+    s = B.Decl("a", B.BaseType.INT, Perspective(Level.THREAD, 1), B.Var("t"), B.seq(
+        B.Assign("a", B.BinOp("+", B.Var("a"), B.IntLit(2))),
+        B.ArrAssign(B.Var("o"), B.IntLit(0), B.Var("a"))))
+    folded, = list(S._inline(s))  # `a` is assigned: only the first form applies
+    assert folded.init == B.BinOp("+", B.Var("t"), B.IntLit(2))
+    assert statement_count(folded) == statement_count(s) - 1
+    gone = list(S._inline(folded))
+    assert B.ArrAssign(B.Var("o"), B.IntLit(0), folded.init) in gone
