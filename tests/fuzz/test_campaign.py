@@ -89,6 +89,43 @@ def test_finds_and_shrinks_both_classes(tmp_path) -> None:
     assert summary.programs >= 400 and summary.rate_per_min > 0
 
 
+class PrefetchToy(ToyTarget):
+    """The toy with a batched path: `prefetch` caches the round's verdicts."""
+
+    def __init__(self, backend: str = "cpu"):
+        super().__init__(backend)
+        self.cache, self.strategies, self.uncached = {}, 0, 0
+
+    def strategy(self, prop):
+        self.strategies += 1
+        return super().strategy(prop)
+
+    def prefetch(self, programs, prop) -> bool:
+        self.cache = {tuple(p): self._verdict(list(p)) for p in programs}
+        return True
+
+    def check(self, program, prop="compile") -> CheckResult:
+        if tuple(program) in self.cache:
+            return self.cache[tuple(program)]
+        self.uncached += 1
+        return super().check(program, prop)
+
+
+def test_prefetched_rounds_are_counted_once_and_findings_still_shrink(tmp_path) -> None:
+    made = []
+    register_target("prefetchtoy", lambda backend: made.append(PrefetchToy()) or made[-1])
+    summary = campaign(tmp_path, target_name="prefetchtoy").run()
+    target = made[0]
+    rounds = 400 // 50
+    assert summary.programs == 400 and summary.invalid > 0
+    # Quiet rounds (no new signature) are not generated a second time by hypothesis.
+    assert rounds < target.strategies < 2 * rounds
+    sigs = {f.signature: f for f in summary.findings}
+    assert set(sigs) == {"wrong:big7", "crash:long0"} and all(f.shrunk for f in
+                                                                summary.findings)
+    assert sigs["wrong:big7"].size == 2 and sigs["crash:long0"].size == 7
+
+
 def test_deterministic_from_seed(tmp_path) -> None:
     a = campaign(tmp_path / "a", max_programs=120).run()
     b = campaign(tmp_path / "b", max_programs=120).run()
