@@ -38,8 +38,8 @@ from gpusem.calculus.bundl.perspective import BLOCK1, GRID1, Level, level_ratio
 from gpusem.calculus.errors import Stuck, Trap
 from gpusem.calculus.span import NO_SPAN
 
-from .fma32 import fma32
 from .bundl_values import F32, Ptr, c_div, c_rem, show_value, wrap32
+from .fma32 import fma32
 
 
 def fail(kind, rule: str, node, th, message: str, cell: str | None = None):

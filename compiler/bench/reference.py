@@ -9,6 +9,7 @@ a naive CUDA kernel (`SGEMM_REFERENCE_CU`) the harness runs with CuPy on the GPU
 from __future__ import annotations
 
 import numpy as np
+from gpusem.interpreter.fma32 import fma32_vec
 
 from .programs import ReduceSize, SgemmSize
 
@@ -55,8 +56,10 @@ def tile_c(c: np.ndarray, size: SgemmSize, xp=np):
 
 
 # The SGEMM's order per output: acc = 0; acc = acc + A[i,k] * B[k,j] for k ascending
-# (two roundings, or one fma under fast_fma); C = alpha * acc + beta * C (under
-# fast_fma: fma(alpha, acc, beta * C), as speed.contract_fma contracts it).
+# (two roundings, or one fma: `fused` bit 0, under fast_fma or the explicit
+# `fma(m, n, acc)` of SgemmSize.fma); C = alpha * acc + beta * C (`fused` bit 1, under
+# fast_fma only: fma(alpha, acc, beta * C), as speed.contract_fma contracts it).
+SGEMM_FUSED_DOT, SGEMM_FUSED_EPILOGUE = 1, 2
 SGEMM_REFERENCE_CU = r"""
 extern "C" __global__ void sgemm_reference(const float* A, const float* B,
                                            const float* AB, float* C,
@@ -67,23 +70,29 @@ extern "C" __global__ void sgemm_reference(const float* A, const float* B,
   float acc = 0.0f;
   for (int i = 0; i < k; ++i) {
     float a = A[(long long)row * k + i], b = B[(long long)i * n + col];
-    acc = fused ? __fmaf_rn(a, b, acc) : __fadd_rn(acc, __fmul_rn(a, b));
+    acc = (fused & 1) ? __fmaf_rn(a, b, acc) : __fadd_rn(acc, __fmul_rn(a, b));
   }
   long long at = (long long)row * n + col;
   float beta_c = __fmul_rn(AB[1], C[at]);
-  C[at] = fused ? __fmaf_rn(AB[0], acc, beta_c) : __fadd_rn(__fmul_rn(AB[0], acc), beta_c);
+  C[at] = (fused & 2) ? __fmaf_rn(AB[0], acc, beta_c)
+                      : __fadd_rn(__fmul_rn(AB[0], acc), beta_c);
 }
 """
 
 
 def sgemm_reference_cpu(a: np.ndarray, b: np.ndarray, ab: np.ndarray, c: np.ndarray,
                         size: SgemmSize) -> np.ndarray:
-    """The same order on the CPU (small sizes only): float32 ops, no fma."""
+    """The same order on the CPU (small sizes only): float32 ops; with `size.fma` the
+    dot product's explicit fma(a, b, acc), correctly rounded (interpreter.fma32)."""
     s = size
     A = a.reshape(s.m, s.k).astype(np.float32)
     B = b.reshape(s.k, s.n).astype(np.float32)
     acc = np.zeros((s.m, s.n), dtype=np.float32)
     for i in range(s.k):
-        acc = acc + np.outer(A[:, i], B[i, :]).astype(np.float32)
+        if s.fma:
+            col, row = np.broadcast_arrays(A[:, i:i + 1], B[i:i + 1, :])
+            acc = fma32_vec(col, row, acc)
+        else:
+            acc = acc + np.outer(A[:, i], B[i, :]).astype(np.float32)
     alpha, beta = np.float32(ab[0]), np.float32(ab[1])
     return alpha * acc + beta * c.reshape(s.m, s.n).astype(np.float32)

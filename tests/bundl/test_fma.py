@@ -6,7 +6,6 @@ round a * b + c ONCE to nearest-even, checked against exact rational arithmetic.
 from __future__ import annotations
 
 import math
-import struct
 from fractions import Fraction
 
 import numpy as np
