@@ -31,7 +31,9 @@ the result, and write `bench.json` (plus the programs and the emitted CUDA) unde
   paper's variant is reported as such (`SGEMM_VARIANTS`; "tiles" in bench.json).
   Measured on an H100 (results/bench_h100.json): cuBLAS 51.7 TFLOP/s; the paper's
   variant 0.42x; best strict `strict_pf_split_al` 0.498x; best fast_fma
-  `fast_fma_pf_db_split` 0.66x.
+  `fast_fma_pf_db_split` 0.66x; best explicit fma `fma_pf_db_split_al` 0.673x
+  (2026-11-22, 5 interleaved rounds, worst 0.672x; bit-exact vs the same-order
+  reference with a correctly rounded fma, so the oracle's semantics).
   Timing is interleaved (`_interleaved`): SGEMM_ROUNDS rounds of cuBLAS then the
   variant, the same number of launches each; "ratio_vs_cublas" is the median of the
   rounds' ratios, "rounds" keeps every round, and "cublas_spread_TFLOPs" says how far
