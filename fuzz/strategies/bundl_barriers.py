@@ -68,12 +68,14 @@ def _mod(e: A.Expr, n: int) -> A.Expr:
 
 
 @st.composite
-def barrier_exchange(draw, env: dict, threads: int, k: int, int_expr) -> A.Stmt:
+def barrier_exchange(draw, env: dict, threads: int, k: int, int_expr,
+                     loop: bool | None = None, between: bool | None = None) -> A.Stmt:
     """The exchange above at thread[threads] over views `st` (threads slots) and `ot`
-    (threads * k cells); `int_expr(env, depth)` draws the extra terms f and g."""
+    (threads * k cells); `int_expr(env, depth)` draws the extra terms f and g. `loop`
+    and `between` are drawn unless given (tests pin a shape)."""
     n = dict(SHAPES)[threads]
-    loop = draw(st.booleans())
-    between = draw(st.booleans())
+    loop = draw(st.booleans()) if loop is None else loop
+    between = draw(st.booleans()) if between is None else between
     fill = A.BinOp("*", _v("t"), _i(draw(st.sampled_from([1, 3, 10]))))
     if loop:  # the fill changes per iteration: a reused phase shows stale data
         fill = _add(fill, A.BinOp("*", _v("c"), _i(draw(st.sampled_from([1, 7, 100])))))

@@ -88,16 +88,14 @@ def float_expr(draw, depth: int = 2) -> A.Expr:
         lambda x: A.FloatLit(_f32(x)))
     if depth <= 0:
         return draw(leaf)
-    op = draw(st.sampled_from(["fma", "cancel", "+", "-", "*", "/", "fma()"]))
-    if op == "fma()":  # the explicit fma (extension): must round once, not twice
-        return A.Fma(*(draw(float_expr(depth - 1)) for _ in range(3)))
+    op = draw(st.sampled_from(["fma", "cancel", "+", "-", "*", "/"]))
     if op == "cancel":  # x*y - x*y: exactly 0 when each op rounds; an FMA keeps the
         # rounding error of the product (the classic test of contraction)
         x, y = draw(float_expr(depth - 1)), draw(float_expr(depth - 1))
         return A.BinOp("+", A.BinOp("*", x, y), A.UnOp("-", A.BinOp("*", x, y)))
-    if op == "fma":
-        product = A.BinOp("*", draw(float_expr(depth - 1)), draw(float_expr(depth - 1)))
-        return A.BinOp("+", product, draw(float_expr(depth - 1)))
+    if op == "fma":  # a * b + c, or the explicit fma(a, b, c) (extension: one rounding)
+        a, b, c = (draw(float_expr(depth - 1)) for _ in range(3))
+        return A.Fma(a, b, c) if draw(st.booleans()) else A.BinOp("+", A.BinOp("*", a, b), c)
     if op == "/":  # a divisor far from zero
         return A.BinOp("/", draw(float_expr(depth - 1)),
                        A.FloatLit(_f32(draw(st.sampled_from([3.0, -7.0, 0.1])))))
@@ -251,17 +249,23 @@ def _remember(prog: A.Program) -> A.Program:
 
 
 @st.composite
-def kernels(draw, max_blocks: int = 2, max_threads: int = 128) -> A.Program:
-    return _remember(draw(_kernels(max_blocks, max_threads)))
+def kernels(draw, max_blocks: int = 2, max_threads: int = 128,
+            exchange: tuple | None = None) -> A.Program:
+    """`exchange` = (threads choices, loop, between) pins the barrier template's shape
+    (tests); None: the campaign's mix."""
+    return _remember(draw(_kernels(max_blocks, max_threads, exchange)))
 
 
 @st.composite
-def _kernels(draw, max_blocks: int = 2, max_threads: int = 128) -> A.Program:
+def _kernels(draw, max_blocks: int = 2, max_threads: int = 128,
+             exchange: tuple | None = None) -> A.Program:
     blocks = draw(st.sampled_from([b for b in (1, 2, 4) if b <= max_blocks]))
-    sub_block = max_threads >= 96 and draw(st.integers(0, 4)) == 4
+    sub_block = exchange is not None or (max_threads >= 96
+                                         and draw(st.integers(0, 4)) == 4)
     # Mostly the barrier shapes' template (bundl_barriers), sometimes the older exchange.
-    template = sub_block and draw(st.integers(0, 3)) > 0
-    threads = draw(st.sampled_from([t for t, _ in SHAPES] if template else
+    template = exchange is not None or (sub_block and draw(st.integers(0, 3)) > 0)
+    shapes = exchange[0] if exchange else [t for t, _ in SHAPES]
+    threads = draw(st.sampled_from(shapes if template else
                                    [96, 128] if sub_block else
                                    [t for t in (2, 4, 8, 32, 64, 96, 128)
                                     if t <= max_threads]))
@@ -292,7 +296,8 @@ def _kernels(draw, max_blocks: int = 2, max_threads: int = 128) -> A.Program:
     pad = draw(st.sampled_from([0, 4])) if staged and not sub_block else 0
     env["pad"] = pad  # slots past the threads' own: never written, read as zero
     if template:
-        tree = draw(barrier_exchange(env, threads, k, int_expr))
+        pinned = exchange[1:] if exchange else (None, None)
+        tree = draw(barrier_exchange(env, threads, k, int_expr, *pinned))
     elif sub_block:
         tree = draw(sub_block_exchange(env, threads, k))
     else:
