@@ -17,6 +17,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -35,7 +36,8 @@ print(json.dumps({"programs": s.programs, "invalid": s.invalid, "seconds": s.sec
 """
 
 
-def run_one(fault: str, backend: str, budget: float, seed: int, rounds: int) -> dict:
+def run_one(fault: str, backend: str, budget: float, seed: int, rounds: int,
+            keep: str | None = None) -> dict:
     env = dict(os.environ, GPUSEM_FAULT=fault)
     with tempfile.TemporaryDirectory() as out:
         start = time.monotonic()
@@ -43,6 +45,8 @@ def run_one(fault: str, backend: str, budget: float, seed: int, rounds: int) -> 
                                str(seed), out, str(rounds)], env=env, text=True,
                               capture_output=True, timeout=budget * 3 + 300)
         wall = time.monotonic() - start
+        if keep:  # the counterexample bundles, one folder per fault
+            shutil.copytree(out, Path(keep) / (fault or "baseline"), dirs_exist_ok=True)
     if proc.returncode != 0:
         return {"fault": fault, "error": proc.stderr.strip().splitlines()[-1:]}
     data = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -71,6 +75,7 @@ def main() -> None:
     ap.add_argument("--round-size", type=int, default=40)
     ap.add_argument("--faults", default=",".join(FAULTS))
     ap.add_argument("--out", default="results/faults_cpu.json")
+    ap.add_argument("--keep", default=None, help="copy each campaign's bundles here")
     ap.add_argument("--parallel", type=int, default=1,
                     help="campaigns at once (each is one process; give it a core)")
     args = ap.parse_args()
@@ -79,7 +84,7 @@ def main() -> None:
     names = ["", *args.faults.split(",")]
     with ThreadPoolExecutor(max_workers=max(1, args.parallel)) as pool:
         futures = [pool.submit(run_one, f, args.backend, args.budget, args.seed,
-                               args.round_size) for f in names]
+                               args.round_size, args.keep) for f in names]
         rows = []
         for future in futures:
             rows.append(future.result())

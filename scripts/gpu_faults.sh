@@ -16,4 +16,6 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 python3 -m pip install -q --no-deps --no-build-isolation -e . >/dev/null 2>&1
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nproc; } >"$OUT/device.txt"
 python3 scripts/fault_table.py --backend "$BACKEND" --budget "$SECONDS_EACH" \
-  --parallel "$PARALLEL" --out "$OUT/faults_$BACKEND.json" 2>&1 | tee "$OUT/faults_$BACKEND.log"
+  --parallel "$PARALLEL" --out "$OUT/faults_$BACKEND.json" --keep /tmp/fault_bundles \
+  2>&1 | tee "$OUT/faults_$BACKEND.log"
+tar czf "$OUT/fault_bundles_$BACKEND.tgz" -C /tmp fault_bundles
