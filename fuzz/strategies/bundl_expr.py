@@ -165,8 +165,6 @@ def gen_expr(draw, g: Gen, env: Env, ty: BaseType, depth: int = 2,
         kinds.append("pid")  # T-Partition-Id: π < (Grid, 1)
     if depth > 0:
         kinds += ["unop", "binop"] if ty is not BOOL else ["unop", "binop", "cmp"]
-    if depth > 0 and ty is FLOAT:
-        kinds.append("fma")  # the explicit fused multiply-add (extension, T-Fma)
     match draw(st.sampled_from(kinds)):
         case "lit":
             return literal(draw, ty)
@@ -185,9 +183,6 @@ def gen_expr(draw, g: Gen, env: Env, ty: BaseType, depth: int = 2,
             return gen_binop(draw, g, env, ty, depth - 1, reads)
         case "cmp":
             return gen_cmp(draw, g, env, depth - 1, reads)
-        case "fma":
-            return ast.Fma(*(gen_expr(draw, g, env, FLOAT, depth - 1, reads)
-                             for _ in range(3)))
 
 
 def gen_binop(draw, g: Gen, env: Env, ty: BaseType, depth: int,
@@ -201,6 +196,9 @@ def gen_binop(draw, g: Gen, env: Env, ty: BaseType, depth: int,
         right = ast.IntLit(d) if ty is INT else ast.FloatLit(float(d))
     else:
         right = gen_expr(draw, g, env, ty, depth, reads)
+    if ty is FLOAT and op == "*" and draw(st.booleans()):
+        # the explicit fused multiply-add (extension, T-Fma): left * right + a third
+        return ast.Fma(left, right, gen_expr(draw, g, env, ty, depth, reads))
     return ast.BinOp(op, left, right)
 
 

@@ -95,7 +95,9 @@ def float_expr(draw, depth: int = 2) -> A.Expr:
         return A.BinOp("+", A.BinOp("*", x, y), A.UnOp("-", A.BinOp("*", x, y)))
     if op == "fma":  # a * b + c, or the explicit fma(a, b, c) (extension: one rounding)
         a, b, c = (draw(float_expr(depth - 1)) for _ in range(3))
-        return A.Fma(a, b, c) if draw(st.booleans()) else A.BinOp("+", A.BinOp("*", a, b), c)
+        if draw(st.booleans()):
+            return A.Fma(a, b, c)
+        return A.BinOp("+", A.BinOp("*", a, b), c)
     if op == "/":  # a divisor far from zero
         return A.BinOp("/", draw(float_expr(depth - 1)),
                        A.FloatLit(_f32(draw(st.sampled_from([3.0, -7.0, 0.1])))))

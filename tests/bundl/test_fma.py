@@ -75,13 +75,17 @@ F32S = st.one_of(F32_ANY, F32_NICE, st.sampled_from(
 def halfway_triples(draw):
     """a * b + c exactly halfway between two float32 (or a hair off it): a = 1 + 2^-k,
     b = 1 + 2^-j with k + j = 24 makes a * b = 1 + 2^-k + 2^-j + 2^-24, whose last term
-    is half an ulp of 1; c shifts it onto a tie, or one product bit past it."""
+    is half an ulp of 1; c shifts it onto a tie, or one product bit past it, or a hair
+    (2^-60, 2^-70: below binary64's ulp of 1) off the tie, where a plain binary64 sum
+    lands ON the tie and its cast rounds to even the wrong way (double rounding: what
+    the round-to-odd step of fma32 is for)."""
     k = draw(st.integers(1, 23))
     sign = draw(st.sampled_from([1.0, -1.0]))
     scale = 2.0 ** draw(st.integers(-60, 60))
     a = F32((1 + 2.0**-k) * sign * scale)
     b = F32(1 + 2.0 ** -(24 - k))
-    c = F32(draw(st.sampled_from([0.0, -1.0, 2.0**-23, -(2.0**-23), 2.0**-48, -(2.0**-48)]))
+    c = F32(draw(st.sampled_from([0.0, -1.0, 2.0**-23, -(2.0**-23), 2.0**-48, -(2.0**-48),
+                                  2.0**-60, -(2.0**-60), 2.0**-70, -(2.0**-70)]))
             * sign * scale)
     return a, b, c
 
@@ -111,6 +115,17 @@ def test_fma32_vec_lanes_independent():
     got = fma32_vec(a, b, c)
     for i in range(0, 4000, 7):
         assert _same(got[i], fma_exact(a[i], b[i], c[i]))
+
+
+def test_a_plain_binary64_sum_would_round_twice():
+    # (1 + 2^-12)^2 + 2^-60 = 1 + 2^-11 + 2^-24 + 2^-60: just above the tie between
+    # 1 + 2^-11 and its float32 successor, so up; binary64 drops the 2^-60, lands on the
+    # tie and rounds to even (down). Round-to-odd keeps the sticky bit.
+    a, c = F32(1 + 2.0**-12), F32(2.0**-60)
+    want = F32(1 + 2.0**-11 + 2.0**-23)
+    assert fma_exact(a, a, c) == want == fma32(a, a, c)
+    assert F32(float(a) * float(a) + float(c)) == F32(1 + 2.0**-11) != want
+    assert fma32_vec(np.array([a]), np.array([a]), np.array([c]))[0] == want
 
 
 def test_fma_differs_from_mul_add_in_the_last_bit():

@@ -9,6 +9,9 @@ an add (two roundings) would disagree with the interpreter.
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
 from gpusem.calculus.bundl import ast
 from gpusem.calculus.bundl.parser import parse_program
 from gpusem.compiler.backends import get_backend
@@ -94,3 +97,59 @@ def test_generated_fma_kernels_agree(progs):
     for verdict in verdicts:
         assert verdict.agree, verdict.describe()
     assert any(v.kind == "agree" for v in verdicts)  # compared, not skipped
+
+
+def _tricky_triples() -> list[tuple[float, float, float]]:
+    """Where a sloppy fma goes wrong: exact ties, a hair off a tie (a binary64 sum
+    would round twice), subnormal results, cancellation to a signed zero, overflow."""
+    a, tie_b = 1 + 2.0**-12, 1 + 2.0**-12
+    out = [(a, tie_b, c) for c in (0.0, 2.0**-60, -(2.0**-60), -(1 + 2.0**-11), 2.0**-70)]
+    out += [(2.0**-75, 2.0**-75, 2.0**-149), (-(2.0**-70), 2.0**-70, 0.0),
+            (1.0, -1.0, 1.0), (3.0e38, 2.0, -3.0e38), (-0.0, 1.0, -0.0),
+            (1 + 2.0**-23, 1 - 2.0**-24, -1.0), (0.1, 10.0, -1.0)]
+    return out
+
+
+def test_cpu_fmaf_matches_the_interpreter_on_tricky_triples():
+    from gpusem.calculus.bundl.printer import format_float
+    from gpusem.interpreter.fma32 import fma32
+
+    triples = [tuple(float(np.float32(x)) for x in t) for t in _tricky_triples()]
+    n = len(triples)
+
+    def lits(k):
+        return ", ".join(format_float(t[k]) for t in triples)
+
+    src = f"""machine blocks = 1, threads = {n};
+global A : float[{n}] = [{lits(0)}];
+global B : float[{n}] = [{lits(1)}];
+global out : float[{n}] = [{lits(2)}];
+main {{ lower out into ob {{ destruct {{ lower ob into ot {{ destruct {{
+  let t : int @ thread[1] = partition_id;
+  partition ot into o by {n} {{ group {n} {{ o[0] = fma(A[t], B[t], o[0]); }} }}
+}} }} }} }} }}
+"""
+    prog = parse_program(src, "tricky.bundl")
+    typecheck(prog)
+    got = reference(prog).globals["out"]
+    want = [float(fma32(*map(np.float32, t))) for t in triples]
+    assert np.array_equal(np.array(got, np.float32).view(np.uint32),
+                          np.array(want, np.float32).view(np.uint32))
+    assert want[1] == 1 + 2.0**-11 + 2.0**-23  # not the tie's even neighbour
+    assert want[8] == triples[8][0]  # 6e38 - 3e38 exactly: mul + add would overflow
+    assert math.copysign(1.0, want[9]) == -1.0 and want[9] == 0.0  # -0 * 1 + -0
+    verdict = check_program(prog, "cpu", source=src)
+    assert verdict.agree and verdict.kind == "agree", verdict.describe()
+
+
+
+def test_race_analysis_proves_fma_programs_race_free_quickly():
+    # race.py models fma as an uninterpreted function (no FMA circuit to bit-blast)
+    import time
+
+    from gpusem.fuzz import race
+
+    start = time.monotonic()
+    report = race.analyse(parse_program(LAST_BIT), timeout_ms=2000)
+    assert report.race_free and report.undecided == 0, report.races
+    assert time.monotonic() - start < 30
