@@ -82,6 +82,8 @@ def expr(e: K.KExpr) -> str:
             return f"({op}{_atom(operand)})"
         case K.KBin(op, left, right, ty):
             return _binary(op, left, right, ty)
+        case K.KFma(a, b, c) if active("fma-unfused"):
+            return f"{FLOAT_OPS['+']}({FLOAT_OPS['*']}({expr(a)}, {expr(b)}), {expr(c)})"
         case K.KFma(a, b, c):
             return f"gs_ffma({expr(a)}, {expr(b)}, {expr(c)})"
     raise CompileError(f"internal: cannot emit {type(e).__name__} (not lowered)")

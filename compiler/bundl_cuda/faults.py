@@ -41,6 +41,8 @@ FAULTS: dict[str, str] = {
         "emit: int + - * emitted as plain C++ signed arithmetic (undefined on overflow)",
     "fma-contraction":
         "emit: float a*b+c emitted as fmaf(a, b, c) (contracted, one rounding)",
+    "fma-unfused":
+        "emit: an explicit fma(a, b, c) emitted as a*b + c (two roundings)",
 }
 
 

@@ -153,3 +153,12 @@ def test_race_analysis_proves_fma_programs_race_free_quickly():
     report = race.analyse(parse_program(LAST_BIT), timeout_ms=2000)
     assert report.race_free and report.undecided == 0, report.races
     assert time.monotonic() - start < 30
+
+
+def test_seeded_fault_fma_unfused_is_caught(monkeypatch):
+    """GPUSEM_FAULT=fma-unfused (emit: fma as a*b + c) disagrees on the last-bit program."""
+    monkeypatch.setenv("GPUSEM_FAULT", "fma-unfused")
+    prog = parse_program(LAST_BIT, "last_bit.bundl")
+    verdict = check_program(prog, "cpu", source=LAST_BIT)
+    assert "gs_ffma(" not in verdict.kernel_source
+    assert not verdict.agree and verdict.kind == "disagree", verdict.describe()
