@@ -110,14 +110,15 @@ SGEMM_VARIANTS = {
     "fast_fma_pf_split": (P.SGEMM_GPU_SPLIT, FMA_LB2, False, True),
     "fast_fma_pf_db_split": (P.SGEMM_GPU_SPLIT, FMA_LB2, True, True),
     "fast_fma_pf_db_bm64_split": (P.SGEMM_GPU_BM64_SPLIT, FMA_LB4, True, True),
-    # Added after the 13:29 H100 run (results/bench_h100.json), not measured yet: the
-    # best kernels of each semantics with the 128-bit C epilogue (`_al`), which gave
-    # the strict kernel +5% there.
+    # The best kernels of each semantics with the 128-bit C epilogue (`_al`); H100
+    # (results/bench_h100.json, interleaved rounds): strict 0.4993x, fast_fma 0.668x.
     "strict_pf_db_split_al": (P.SGEMM_GPU_SPLIT, replace(LB2, aligned_globals=True),
                               True, True),
     "fast_fma_pf_db_split_al": (P.SGEMM_GPU_SPLIT, replace(FMA_LB2, aligned_globals=True),
                                 True, True),
-    # Candidates against the 0.4994x of strict_pf_split_al (not measured yet). SASS of
+    # Candidates against the 0.4985x of strict_pf_split_al; measured on the H100
+    # (results/bench_h100.json): none is faster (bk16 0.437x, db_bk16 0.457x, ka 0.498x,
+    # bk16_ka 0.484x, db_bk16_ka 0.426x, bm64 0.483x): barriers are not the limit. SASS of
     # its k-loop (nvcc 13, sm_90a): per 1024 FMUL+FADD, 32 LDS.128, 8 LDG, 2 STS.128,
     # 2 BAR, ~11 integer: 95% of issue slots are math, no spills; the candidates cut
     # barriers per FLOP (BK = 16: one per 1024 math, 0.5 double-buffered; the 16-trip
@@ -139,6 +140,7 @@ SGEMM_VARIANTS = {
     # double-buffered spills nothing; the zigzag update order (SgemmSize.zigzag) cuts
     # the same-parity no-reuse share (k-loop SASS, nvcc 13 sm_90a): pf_zz 9.3%,
     # pf_ka_zz 8.2%, pf_db_ka 19.1%, pf_db_ka_zz 15.5% (strict_pf_split_al 18.3%).
+    # Not measured on the H100 yet (the session's device time ran out).
     "strict_pf_zz_split_al": (P.SGEMM_GPU_ZZ_SPLIT, replace(LB2, aligned_globals=True),
                               False, True),
     "strict_pf_ka_zz_split_al": (P.SGEMM_GPU_KA_ZZ_SPLIT, replace(LB2, aligned_globals=True),
