@@ -20,7 +20,7 @@ import numpy as np
 from gpusem.calculus.appy import ast as A
 from gpusem.calculus.appy.parser import parse_program
 from gpusem.calculus.appy.printer import directive_text, print_program
-from gpusem.calculus.errors import GpusemError, BadInput
+from gpusem.calculus.errors import BadInput, GpusemError
 from gpusem.compiler.appy_target.driver import (
     AppycDriver,
     Case,

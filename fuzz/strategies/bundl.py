@@ -34,8 +34,6 @@ Conventions (paper -> Python): Γ -> `Env.vars`, π -> `Env.persp`, (B, T) ->
 
 from __future__ import annotations
 
-from hypothesis import strategies as st
-
 from gpusem.calculus.bundl import ast
 from gpusem.calculus.bundl.ast import ArrayType, AsyncType, BaseType, MemKind
 from gpusem.calculus.bundl.perspective import (
@@ -49,6 +47,7 @@ from gpusem.calculus.bundl.perspective import (
     destruct,
     size,
 )
+from hypothesis import strategies as st
 
 from .bundl_expr import (  # noqa: F401  (re-exported: the public strategy API)
     BASES,

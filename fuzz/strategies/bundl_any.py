@@ -11,11 +11,10 @@ never keywords.
 
 from __future__ import annotations
 
-from hypothesis import strategies as st
-
 from gpusem.calculus.bundl import ast
 from gpusem.calculus.bundl.ast import ArrayType, BaseType, MemKind
 from gpusem.calculus.bundl.perspective import Level, Perspective
+from hypothesis import strategies as st
 
 NAMES = st.from_regex(r"[a-z][0-9]?", fullmatch=True)
 LABELS = st.one_of(st.none(), NAMES)

@@ -11,8 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from hypothesis import strategies as st
-
 from gpusem.calculus.bundl import ast
 from gpusem.calculus.bundl.ast import ArrayType, AsyncType, BaseType, MemKind
 from gpusem.calculus.bundl.perspective import (
@@ -25,6 +23,7 @@ from gpusem.calculus.bundl.perspective import (
     lt,
     size,
 )
+from hypothesis import strategies as st
 
 INT, FLOAT, BOOL = BaseType.INT, BaseType.FLOAT, BaseType.BOOL
 BASES = (INT, BOOL, FLOAT)
