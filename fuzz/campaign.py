@@ -37,6 +37,7 @@ import multiprocessing as mp
 import signal
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from queue import Empty
 
 from gpusem.calculus.errors import BadInput, GpusemError
@@ -98,6 +99,7 @@ class Summary:
     findings: list[Finding] = field(default_factory=list)
     seconds: float = 0.0
     failed: list[str] = field(default_factory=list)  # `--jobs` processes that died
+    seen_elsewhere: int = 0  # findings another job of the campaign had already recorded
 
     @property
     def rate_per_min(self) -> float:
@@ -109,6 +111,7 @@ class Summary:
         self.skipped += other.skipped
         self.seconds = max(self.seconds, other.seconds)
         self.failed += other.failed
+        self.seen_elsewhere += other.seen_elsewhere
         seen = {f.signature: f for f in self.findings}
         for f in other.findings:
             if f.signature not in seen or f.size < seen[f.signature].size:
@@ -132,6 +135,7 @@ class Campaign:
     round_size: int = 25
     max_programs: int | None = None
     on_progress: object = None  # callable(Summary) or None
+    since: float | None = None  # wall-clock start shared by the jobs of one campaign
 
     def run(self) -> Summary:
         target = load_target(self.target_name, self.backend)
@@ -143,13 +147,14 @@ class Campaign:
         self.pending: dict[str, CheckResult] = {}
         self.first_seen: dict[str, float] = {}  # signature -> campaign seconds
         self.t0 = time.monotonic()
+        self.wall0 = self.since if self.since is not None else time.time()
         try:
             r = self.shard[0]
             while not self._out_of_budget():
                 self._round(target, r)
                 r += self.shard[1]
-            for sig, res in sorted(self.pending.items()):
-                if sig not in self.known:
+            for _sig, res in sorted(self.pending.items()):
+                if not self._is_known(res):
                     self._record(target, res, shrunk=False)
         finally:
             target.close()
@@ -158,6 +163,26 @@ class Campaign:
 
     def _elapsed(self) -> float:
         return time.monotonic() - self.t0
+
+    def _is_known(self, res: CheckResult) -> bool:
+        """Recorded by this job, or by another job of the same campaign (`--jobs`): its
+        bundle, written since the campaign began, is in the shared out dir, so this job
+        does not shrink the same finding again. (Older bundles in the out dir do not
+        count: a new campaign reports what it finds.)"""
+        from .bundle import bundle_name
+
+        if res.signature in self.known:
+            return True
+        meta = Path(self.out_dir) / bundle_name(self.target_name, res.kind,
+                                                res.signature) / "bundle.json"
+        try:
+            recorded = meta.stat().st_mtime >= self.wall0
+        except OSError:
+            return False
+        if recorded:
+            self.known.add(res.signature)
+            self.summary.seen_elsewhere += 1
+        return recorded
 
     def _out_of_budget(self) -> bool:
         if self.max_programs is not None and self.summary.programs >= self.max_programs:
@@ -187,7 +212,7 @@ class Campaign:
         new signature kept as pending, when it must be hunted by a shrinking run."""
         results = [_checked(target, p, self.prop) for p in programs]
         for res in results:
-            if res.status == "finding" and res.signature not in self.known:
+            if res.status == "finding" and not self._is_known(res):
                 self.first_seen.setdefault(res.signature, self._elapsed())
                 self.pending.setdefault(res.signature, res)  # if the rerun misses it
                 return False
@@ -230,7 +255,7 @@ class Campaign:
                 elif hunting is None:
                     self.summary.skipped += 1
                 return
-            if res.status != "finding" or res.signature in self.known:
+            if res.status != "finding" or self._is_known(res):
                 return
             self.first_seen.setdefault(res.signature, self._elapsed())
             if hunting is None:
@@ -326,8 +351,10 @@ def run_jobs(base: dict, jobs: int, on_tick=None) -> Summary:
     queue = ctx.Queue()
     i, n = base["shard"]
     factory = TARGETS.get(base["target_name"])
+    since = time.time()  # the jobs skip findings a sibling recorded after this
     procs = [ctx.Process(target=_child, name=f"gpusem-job{j}", args=(
-        j, factory, dict(base, shard=(i * jobs + j, n * jobs)), counts, queue))
+        j, factory, dict(base, shard=(i * jobs + j, n * jobs), since=since), counts,
+        queue))
         for j in range(jobs)]
     try:
         for p in procs:

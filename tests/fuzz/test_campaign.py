@@ -297,3 +297,24 @@ def test_shrinking_stops_at_the_hard_budget(tmp_path) -> None:
     summary = c.run()
     assert time.monotonic() - t0 < 6.0
     assert [f.signature for f in summary.findings] == ["wrong:any"]  # still written
+
+
+def test_a_finding_another_job_recorded_is_not_shrunk_again(tmp_path) -> None:
+    """With --jobs the out dir is shared: a signature whose bundle a sibling wrote
+    during this campaign is skipped; a bundle from an earlier campaign is not."""
+    import time
+
+    from gpusem.fuzz.bundle import write_bundle
+
+    meta = {"target": "toy", "backend": "cpu", "property": "compile",
+            "signature": "wrong:big7", "kind": "wrong"}
+    old, shared = tmp_path / "old", tmp_path / "shared"
+    write_bundle(old, meta, {"program.json": "[7, 43]"})
+    later = campaign(old, since=time.time() + 1).run()  # written before it began
+    assert "wrong:big7" in {f.signature for f in later.findings}
+
+    write_bundle(shared, meta, {"program.json": "[7, 43]"})
+    sibling = campaign(shared, since=time.time() - 60).run()  # written during it
+    assert "wrong:big7" not in {f.signature for f in sibling.findings}
+    assert "crash:long0" in {f.signature for f in sibling.findings}
+    assert sibling.seen_elsewhere == 1
