@@ -1,0 +1,35 @@
+"""Bounded `compile` campaigns of the Bundl target, as CI runs them (issue 5): the
+oracle raises no false alarm on generated programs, and a seeded compiler fault is
+found, shrunk, bundled and replayed."""
+
+from __future__ import annotations
+
+from click.testing import CliRunner
+from gpusem.cli.main import cli
+from gpusem.fuzz.bundle import list_bundles
+from gpusem.fuzz.campaign import Campaign
+
+
+def test_bounded_campaign_on_the_correct_compiler_finds_nothing(tmp_path) -> None:
+    summary = Campaign("bundl", prop="compile", budget_s=90, max_programs=200, seed=11,
+                       out_dir=str(tmp_path), round_size=100).run()
+    assert summary.programs >= 200
+    assert summary.programs - summary.invalid >= 150  # most were really compared
+    assert summary.findings == [], [f.detail for f in summary.findings]
+
+
+def test_bounded_campaign_finds_a_seeded_fault_and_the_bundle_replays(
+        tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("GPUSEM_FAULT", "floor-division")
+    monkeypatch.setenv("GPUSEM_SHRINK_S", "10")
+    summary = Campaign("bundl", prop="compile", budget_s=90, max_programs=300, seed=11,
+                       out_dir=str(tmp_path), round_size=100).run()
+    assert summary.findings, "floor division (C truncates) went unnoticed"
+    found = summary.findings[0]
+    assert found.kind == "compile disagree" and found.shrunk
+    assert found.size <= 4  # a wrong `/` or `%` needs no scaffolding
+    (bundle,) = list_bundles(tmp_path)
+    assert bundle.meta["fault"] == "floor-division"
+    monkeypatch.delenv("GPUSEM_FAULT")  # replay re-applies the bundle's fault itself
+    res = CliRunner().invoke(cli, ["replay", str(bundle.path)])
+    assert res.exit_code == 0 and res.output.startswith("reproduces"), res.output
