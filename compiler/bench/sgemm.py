@@ -209,15 +209,12 @@ main {{
 def _stage(s: SgemmSize, a_arr: str, b_arr: str, k: str, tag: str) -> str:
     """Each thread copies its contiguous run of the A and B k-tiles into shared memory;
     both partitions nest (as the paper's variant does), so their barriers merge."""
-    T = s.threads
-    return f"""            lower {a_arr} into al{tag} {{
-              lower {b_arr} into bl{tag} {{
-                destruct {{
-                  let ta{tag} : int @ thread[1] = partition_id;
-                  partition al{tag} into ap{tag} by {T} {{
-                    partition bl{tag} into bp{tag} by {T} {{
-                      group {T} {{
-                        let la{tag} : int @ thread[1] = 0;
+    return _staging(s, a_arr, b_arr, tag, _stage_loops(s, k, tag))
+
+
+def _stage_loops(s: SgemmSize, k: str, tag: str) -> str:
+    """The copy loops of `_stage` (inside `_staging`'s partitions of As/Bs)."""
+    return f"""                        let la{tag} : int @ thread[1] = 0;
                         while la{tag} < {s.load_a} {{
                           ap{tag}[la{tag}] = A[{_a_cell(s, f"ta{tag} * {s.load_a} + la{tag}", k)}];
                           la{tag} = la{tag} + 1;
@@ -227,12 +224,6 @@ def _stage(s: SgemmSize, a_arr: str, b_arr: str, k: str, tag: str) -> str:
                           bp{tag}[lb{tag}] = B[({k} + (ta{tag} * {s.load_b} + lb{tag}) / {s.bn}) * {s.n} + bb + (ta{tag} * {s.load_b} + lb{tag}) % {s.bn}];
                           lb{tag} = lb{tag} + 1;
                         }}
-                      }}
-                    }}
-                  }}
-                }}
-              }}
-            }}
 """
 
 
@@ -411,11 +402,8 @@ def _store_regs(s: SgemmSize, a_arr: str, b_arr: str, tag: str, fetch: str = "")
 
 def _stage_and_fetch(s: SgemmSize, a_arr: str, b_arr: str, tag: str, fetch: str) -> str:
     """`_stage` of k-tile 0 (from global memory), then k-tile `fetch` into registers."""
-    stage = _stage(s, a_arr, b_arr, "k0", tag)
-    body = stage[stage.index("                        let la"):
-                 stage.index("                      }\n                    }")]
-    return _staging(s, a_arr, b_arr, tag, body + _fetch_regs(s, f"ta{tag}", fetch,
-                                                             " " * 24))
+    body = _stage_loops(s, "k0", tag) + _fetch_regs(s, f"ta{tag}", fetch, " " * 24)
+    return _staging(s, a_arr, b_arr, tag, body)
 
 
 def _staging(s: SgemmSize, a_arr: str, b_arr: str, tag: str, body: str) -> str:
