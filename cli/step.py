@@ -10,30 +10,19 @@ program text. `--commands "step 10; threads; mem global"` runs a script instead,
 
 from __future__ import annotations
 
-import cmd
 import json
-import signal
 from pathlib import Path
 
 import click
+from gpusem.calculus.errors import BadInput
 from rich.console import Console
 from rich.table import Table
 
-from gpusem.calculus.errors import BadInput, GpusemError
-
 from .common import language_of, read_source
+from .debugger_shell import DebuggerShell, ints
 
-class Debugger(cmd.Cmd):
-    prompt = "(gpusem) "
-    intro = ""
 
-    def __init__(self, session, source: str, file: str, console: Console):
-        super().__init__()
-        self.session, self.source, self.file = session, source, file
-        self.lines = source.splitlines()
-        self.console = console
-        self._interrupt = False
-
+class Debugger(DebuggerShell):
     # ------------------------------------------------------------------ display
 
     def show_event(self, n: int, e) -> None:
@@ -82,7 +71,7 @@ class Debugger(cmd.Cmd):
 
     def do_step(self, arg: str) -> None:
         """step [N] [thread]: take N steps (default 1), of one thread if given."""
-        args = _ints(arg, "step [N] [thread]")
+        args = ints(arg, "step [N] [thread]")
         count = args[0] if args else 1
         thread = args[1] if len(args) > 1 else None
         self._run(self.session.run(count, thread, use_breaks=False))
@@ -94,17 +83,10 @@ class Debugger(cmd.Cmd):
     def do_continue(self, arg: str) -> None:
         """continue: run until a breakpoint, the end, a stuck state or a deadlock
         (Ctrl-C interrupts)."""
-        self._interrupt = False
-        previous = signal.signal(signal.SIGINT, self._on_sigint)
-        try:
-            self._run(self.session.run(None, interrupted=lambda: self._interrupt), 1)
-        finally:
-            signal.signal(signal.SIGINT, previous)
+        self._run(self.interruptible(
+            lambda interrupted: self.session.run(None, interrupted=interrupted)), 1)
 
     do_c = do_continue
-
-    def _on_sigint(self, *_):
-        self._interrupt = True
 
     def do_break(self, arg: str) -> None:
         """break RULE | LINE | thread T | write ARRAY[i]: stop when it happens."""
@@ -114,21 +96,9 @@ class Debugger(cmd.Cmd):
         self.session.breakpoints.append(bp)
         self.console.print(f"breakpoint {len(self.session.breakpoints)}: {bp.describe()}")
 
-    def do_delete(self, arg: str) -> None:
-        """delete [N]: remove breakpoint N, or all of them."""
-        bps = self.session.breakpoints
-        if not arg.strip():
-            bps.clear()
-            self.console.print("all breakpoints deleted")
-            return
-        (n,) = _ints(arg, "delete [N]")
-        if not 1 <= n <= len(bps):
-            raise BadInput(f"no breakpoint {n}")
-        self.console.print(f"deleted breakpoint {n}: {bps.pop(n - 1).describe()}")
-
     def do_back(self, arg: str) -> None:
         """back [N]: undo N steps (default 1), from the recorded history."""
-        args = _ints(arg, "back [N]")
+        args = ints(arg, "back [N]")
         undone = self.session.back(args[0] if args else 1)
         self.console.print(f"back {undone} step(s): now at step {len(self.session.history)}")
 
@@ -161,7 +131,7 @@ class Debugger(cmd.Cmd):
             return
         if kind not in ("local", "shared") or len(parts) != 2:
             raise BadInput("usage: mem [global | local T | shared B]")
-        (which,) = _ints(parts[1], "mem local T | shared B")
+        (which,) = ints(parts[1], "mem local T | shared B")
         if kind == "local":
             threads = m.threads()
             if not 0 <= which < len(threads):
@@ -212,28 +182,8 @@ class Debugger(cmd.Cmd):
         Path(arg.strip()).write_text(json.dumps({"schedule": self.session.history}) + "\n")
         self.console.print(f"saved {len(self.session.history)} steps to {arg.strip()}")
 
-    def do_quit(self, arg: str) -> bool:
-        """quit: leave the debugger."""
-        return True
-
-    do_q = do_quit
-
-    def do_EOF(self, arg: str) -> bool:  # noqa: N802 - cmd's name for end of input
-        self.console.print()
-        return True
-
-    def emptyline(self) -> None:
-        pass
-
     def default(self, line: str) -> None:
         self.console.print(f"unknown command: {line.split()[0]} (type help)")
-
-    def onecmd(self, line: str):
-        try:
-            return super().onecmd(line)
-        except GpusemError as err:
-            self.console.print(f"error: {err.message}", markup=False)
-        return None
 
     def complete_break(self, text, *_):
         from gpusem.interpreter.bundl_debug_rules import RULES
@@ -257,13 +207,6 @@ def _loop(debugger: Debugger) -> None:
         except KeyboardInterrupt:
             debugger.console.print("^C")
             debugger.intro = None
-
-
-def _ints(arg: str, usage: str) -> list[int]:
-    try:
-        return [int(x) for x in arg.split()]
-    except ValueError:
-        raise BadInput(f"usage: {usage}") from None
 
 
 def _parse_break(arg: str):

@@ -15,33 +15,21 @@ both conflicting accesses with their source lines.
 
 from __future__ import annotations
 
-import cmd
-import signal
-
+from gpusem.calculus.errors import BadInput
 from rich.console import Console
 
-from gpusem.calculus.errors import BadInput, GpusemError
+from .debugger_shell import DebuggerShell, ints
 
 SHOW_EACH = 20        # `step N` shows every step up to this many, else the last
 RECORD_GROUPS = 12    # `records VAR` shows this many cell groups unless `all`
 
 
-class AmirDebugger(cmd.Cmd):
-    prompt = "(gpusem) "
-    intro = ""
-
+class AmirDebugger(DebuggerShell):
     def __init__(self, session, source: str, file: str, console: Console):
-        super().__init__()
-        self.session, self.source, self.file = session, source, file
-        self.lines = source.splitlines()
-        self.console = console
-        self._interrupt = False
+        super().__init__(session, source, file, console)
         self._program = None  # the printed AMIR program, for `list`
 
     # ------------------------------------------------------------------ display
-
-    def say(self, text: str, style: str | None = None) -> None:
-        self.console.print(text, markup=False, highlight=False, style=style)
 
     def show_event(self, e) -> None:
         from gpusem.calculus.amir.printer import print_simple
@@ -86,7 +74,7 @@ class AmirDebugger(cmd.Cmd):
     def do_step(self, arg: str) -> None:
         """step [N]: execute N AMIR statements (default 1); shows each (the last of
         more than 20) with the ρ changes it made (Ctrl-C interrupts)."""
-        args = _ints(arg, "step [N]")
+        args = ints(arg, "step [N]")
         if len(args) > 1 or (args and args[0] < 1):
             raise BadInput("usage: step [N] (N >= 1)")
         count = args[0] if args else 1
@@ -120,17 +108,9 @@ class AmirDebugger(cmd.Cmd):
 
     do_c = do_continue
 
-    def _on_sigint(self, *_):
-        self._interrupt = True
-
     def _interruptible(self, go):
         """go(interrupted) with Ctrl-C turned into a clean stop (and `where`)."""
-        self._interrupt = False
-        previous = signal.signal(signal.SIGINT, self._on_sigint)
-        try:
-            shown, stop = go(lambda: self._interrupt)
-        finally:
-            signal.signal(signal.SIGINT, previous)
+        shown, stop = self.interruptible(go)
         if stop.reason == "interrupted":
             self.say(f"interrupted at step {self.session.steps}", "bold")
             self.do_where("")
@@ -139,7 +119,7 @@ class AmirDebugger(cmd.Cmd):
     def do_back(self, arg: str) -> None:
         """back [N]: undo N steps (default 1), from snapshots and deterministic
         replay."""
-        args = _ints(arg, "back [N]")
+        args = ints(arg, "back [N]")
         undone = self.session.back(args[0] if args else 1)
         self.say(f"back {undone} step(s): now at step {self.session.steps}")
 
@@ -161,19 +141,6 @@ class AmirDebugger(cmd.Cmd):
                            f"statement ({', '.join(STATEMENTS)})")
         self.session.breakpoints.append(bp)
         self.say(f"breakpoint {len(self.session.breakpoints)}: {bp.describe()}")
-
-    def do_delete(self, arg: str) -> None:
-        """delete [N]: remove breakpoint N, or all of them."""
-        bps = self.session.breakpoints
-        if not arg.strip():
-            bps.clear()
-            self.say("all breakpoints deleted")
-            return
-        args = _ints(arg, "delete [N]")
-        n = args[0] if len(args) == 1 else 0
-        if not 1 <= n <= len(bps):
-            raise BadInput(f"no breakpoint {n}")
-        self.say(f"deleted breakpoint {n}: {bps.pop(n - 1).describe()}")
 
     def do_records(self, arg: str) -> None:
         """records [VAR [all]]: the visibility records ρ(VAR), grouped by cells; with
@@ -226,7 +193,7 @@ class AmirDebugger(cmd.Cmd):
         (N lines either side, default 3), the next statement marked =>."""
         from gpusem.interpreter.amir_debug_show import program_lines
 
-        args = _ints(arg, "list [N]")
+        args = ints(arg, "list [N]")
         n = args[0] if args else 3
         s = self.session
         if s.pending is None:
@@ -247,29 +214,9 @@ class AmirDebugger(cmd.Cmd):
         for k in range(max(0, at - n), min(len(text), at + n + 1)):
             self.say(f"{'=>' if k == at else '  '} {text[k]}")
 
-    def do_quit(self, arg: str) -> bool:
-        """quit: leave the debugger."""
-        return True
-
-    do_q = do_quit
-
-    def do_EOF(self, arg: str) -> bool:  # cmd's name for end of input
-        self.console.print()
-        return True
-
-    def emptyline(self) -> None:
-        pass
-
     def default(self, line: str) -> None:
         self.say(f"unknown command: {line.split()[0]} (type help; commands: step, "
                  f"next, continue, back, break, delete, records, where, list, quit)")
-
-    def onecmd(self, line: str):
-        try:
-            return super().onecmd(line)
-        except GpusemError as err:
-            self.say(f"error: {err.message}")
-        return None
 
     def complete_break(self, text, *_):
         from gpusem.interpreter.amir_debug import CHECKS, STATEMENTS
@@ -278,13 +225,6 @@ class AmirDebugger(cmd.Cmd):
 
     def complete_records(self, text, *_):
         return [v for v in self.session.machine.vars if v.startswith(text)]
-
-
-def _ints(arg: str, usage: str) -> list[int]:
-    try:
-        return [int(x) for x in arg.split()]
-    except ValueError:
-        raise BadInput(f"usage: {usage}") from None
 
 
 def open_session(source: str, file: str, defines: dict[str, int], *,
