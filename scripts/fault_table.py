@@ -36,29 +36,55 @@ print(json.dumps({"programs": s.programs, "invalid": s.invalid, "seconds": s.sec
 """
 
 
+def hard_limit_s(budget: float) -> float:
+    """The campaign's own hard stop (budget + 10% + 30 s of shrinking), the AST
+    reducer's cap after it, and a minute for start-up: past this the child is killed
+    and its row is read from the bundles it wrote (each is written atomically)."""
+    return 1.1 * budget + 30 + float(os.environ.get("GPUSEM_SHRINK_S", 60)) + 60
+
+
 def run_one(fault: str, backend: str, budget: float, seed: int, rounds: int,
             keep: str | None = None) -> dict:
     env = dict(os.environ, GPUSEM_FAULT=fault)
     with tempfile.TemporaryDirectory() as out:
         start = time.monotonic()
-        proc = subprocess.run([sys.executable, "-c", CHILD, backend, str(budget),
-                               str(seed), out, str(rounds)], env=env, text=True,
-                              capture_output=True, timeout=budget * 3 + 300)
+        try:
+            proc = subprocess.run([sys.executable, "-c", CHILD, backend, str(budget),
+                                   str(seed), out, str(rounds)], env=env, text=True,
+                                  capture_output=True, timeout=hard_limit_s(budget))
+        except subprocess.TimeoutExpired:
+            proc = None
         wall = time.monotonic() - start
         if keep:  # the counterexample bundles, one folder per fault
             shutil.copytree(out, Path(keep) / (fault or "baseline"), dirs_exist_ok=True)
+        if proc is None:
+            return row_from_bundles(fault, out, wall)
     if proc.returncode != 0:
-        return {"fault": fault, "error": proc.stderr.strip().splitlines()[-1:]}
+        return {"fault": fault or "(none)", "error": proc.stderr.strip().splitlines()[-1:]}
     data = json.loads(proc.stdout.strip().splitlines()[-1])
-    findings = data["findings"]
+    return make_row(fault, data["findings"], wall, programs=data["programs"],
+                    rate=round(60 * data["programs"] / max(data["seconds"], 1e-9)))
+
+
+def row_from_bundles(fault: str, out: str, wall: float) -> dict:
+    """A killed campaign's row: its findings are the bundles it had written; how many
+    programs it checked is lost with it."""
+    metas = [json.loads(m.read_text()) for m in Path(out).glob("*/bundle.json")]
+    findings = [{"found_after_s": m.get("found_after_s", 0), "size": m.get("size"),
+                 "shrunk": m.get("shrunk", False), "kind": m["kind"]} for m in metas]
+    return make_row(fault, findings, wall, programs=None, rate=None) | {
+        "killed_after_s": round(wall, 1)}
+
+
+def make_row(fault: str, findings: list[dict], wall: float, programs, rate) -> dict:
     sizes = [f["size"] for f in findings if f["shrunk"]] or [f["size"] for f in findings]
     return {
         "fault": fault or "(none)",
         "found": bool(findings),
-        "first_s": round(min((f["found_after_s"] for f in findings), default=0), 1)
+        "first_s": round(min(f["found_after_s"] for f in findings), 1)
         if findings else None,
-        "programs": data["programs"],
-        "rate_per_min": round(60 * data["programs"] / max(data["seconds"], 1e-9)),
+        "programs": programs,
+        "rate_per_min": rate,
         "shrunk_statements": min(sizes) if sizes else None,
         "kinds": sorted({f["kind"] for f in findings}),
         "wall_s": round(wall, 1),
@@ -79,29 +105,38 @@ def main() -> None:
     ap.add_argument("--parallel", type=int, default=1,
                     help="campaigns at once (each is one process; give it a core)")
     args = ap.parse_args()
-    from concurrent.futures import ThreadPoolExecutor
+    from concurrent.futures import ThreadPoolExecutor, as_completed
 
     names = ["", *args.faults.split(",")]
+    rows: list[dict] = []
     with ThreadPoolExecutor(max_workers=max(1, args.parallel)) as pool:
         futures = [pool.submit(run_one, f, args.backend, args.budget, args.seed,
                                args.round_size, args.keep) for f in names]
-        rows = []
-        for future in futures:
-            rows.append(future.result())
+        for future in as_completed(futures):  # a row as each campaign ends, and the
+            rows.append(future.result())      # file rewritten, so a cut run keeps them
             print(json.dumps(rows[-1]), flush=True)
-    sizes = [r["shrunk_statements"] for r in rows[1:] if r.get("shrunk_statements")]
+            report = write_report(args, rows, len(names) - 1)
+    print(f"{report['found']}/{report['faults']} faults found; median shrunk size "
+          f"{report['median_shrunk_statements']}; written to {args.out}")
+
+
+def write_report(args, rows: list[dict], faults: int) -> dict:
+    order = {"(none)": -1} | {f: i for i, f in enumerate(args.faults.split(","))}
+    rows.sort(key=lambda r: order.get(r["fault"], len(order)))
+    found = [r for r in rows if r["fault"] != "(none)"]
+    sizes = [r["shrunk_statements"] for r in found if r.get("shrunk_statements")]
     report = {
         "command": " ".join([sys.executable, *sys.argv]),
         "machine": f"{platform.node()} {platform.machine()} {os.cpu_count()} cpus",
         "backend": args.backend, "budget_s": args.budget,
-        "found": sum(1 for r in rows[1:] if r.get("found")), "faults": len(rows) - 1,
+        "complete": len(found) == faults and any(r["fault"] == "(none)" for r in rows),
+        "found": sum(1 for r in found if r.get("found")), "faults": faults,
         "median_shrunk_statements": statistics.median(sizes) if sizes else None,
         "rows": rows,
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
-    print(f"{report['found']}/{report['faults']} faults found; median shrunk size "
-          f"{report['median_shrunk_statements']}; written to {args.out}")
+    return report
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 # in its own campaign, many at once (the machine has 16 cores).
 # Usage (device tool, carry .whl): bash scripts/gpu_faults.sh BACKEND SECONDS PARALLEL
 #   cpu  300 16   the SIMT harness, 5-minute campaigns (what the issue asks for)
-#   cuda  60  8   the same campaigns with kernels on the H100
+#   cuda 300 16   the same campaigns with kernels on the H100 (GPUSEM_SHRINK_S=30 keeps
+#                 the call under the device tool's 600 s; rows come as campaigns end)
 set -uo pipefail
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
