@@ -54,6 +54,14 @@ SCHEDULES = ("rr", "greedy", "greedy-reverse", "random:1")
 # The cpu harness's fibre orders: forward, reverse, random, forward with eager wake
 # (released threads run first: exposes barriers that release too early).
 HARNESS_SEEDS = (0, 1, 2, 3)
+# Per-launch watchdog: generated kernels run for microseconds on an H100, so 3 s only
+# ever ends a hang (a GPU deadlock), and a hang should cost seconds, not ten; the cpu
+# harness interprets every thread as a fibre and keeps the backends' default.
+LAUNCH_TIMEOUT_S = {"cuda": 3.0}
+
+
+def _jobs(prog, kernel, seeds, backend: str):
+    return jobs_for(prog, kernel, seeds, LAUNCH_TIMEOUT_S.get(backend, 10.0))
 
 
 def reference(prog: B.Program, max_steps: int = 2_000_000,
@@ -112,7 +120,7 @@ def check_program(prog: B.Program, backend: str = "cpu", seeds=HARNESS_SEEDS,
                                  source, file)
     except Exception as err:
         return _compile_failure(err)
-    results = shared_backend(backend).run(jobs_for(prog, kernel, seeds))
+    results = shared_backend(backend).run(_jobs(prog, kernel, seeds, backend))
     return compare(prog, outcome.globals, kernel.source, results, seeds)
 
 
@@ -179,7 +187,7 @@ def check_batch(progs: list[B.Program], backend: str = "cpu", seeds=HARNESS_SEED
             verdicts[i] = _compile_failure(err)
             continue
         kernels[i] = kernel
-        for job in jobs_for(prog, kernel, seeds):
+        for job in _jobs(prog, kernel, seeds, backend):
             jobs.append(job)
             owners.append(i)
     results = shared_backend(backend).run(jobs) if jobs else []

@@ -16,6 +16,19 @@ launch or synchronisation (illegal address, `__trap()`) is a "runtime_error"; it
 poisons the context, so the worker is replaced then too. CuPy is imported only inside
 the worker (it is not installed on the CI machines).
 
+Replacing a worker is made cheap, because a seeded fault can make most kernels of a
+batch trap or hang: the parent keeps every batch's cubin, so a new worker loads it
+(milliseconds) instead of running NVRTC again (seconds); after the first replacement a
+spare worker is kept warm (CUDA context made), so the next one is ready at once; and a
+launch that failed is not repeated within one `run` for jobs that differ only in the
+schedule seed (which this backend ignores: the launches would be the same).
+
+Shared memory is scribbled before every launch: a kernel fills each SM's whole shared
+memory with the byte 0xA5, which on an H100 the next kernel's blocks find in their
+uninitialised shared memory (measured: `tests/backends/test_cuda_gpu.py`). That is the
+cpu harness's poison byte, so a kernel that reads shared memory before writing it
+fails alike on both backends instead of reading a GPU's leftover zeros.
+
 `CudaBackend(in_process=True)` runs launches in the calling process instead (no
 watchdog), for benchmarks that compare with CuPy in the same process.
 """
@@ -25,7 +38,10 @@ from __future__ import annotations
 import hashlib
 import multiprocessing
 import time
+from collections import Counter
 from dataclasses import dataclass
+
+import numpy as np
 
 from gpusem.compiler.backends import cpu_source
 from gpusem.compiler.backends.cpu import HERE
@@ -47,13 +63,54 @@ MAX_MODULES_PER_WORKER = 64
 
 
 # ---------------------------------------------------------------------- worker side
+POISON = 0xA5  # the cpu harness's shared-memory poison byte (cpu.py)
+_SCRIBBLE_SRC = """
+extern "C" __global__ void gs_scribble(unsigned words, unsigned pattern) {
+  extern __shared__ unsigned gs_scribble_smem[];
+  volatile unsigned* s = gs_scribble_smem;  // volatile: the stores are the point
+  for (unsigned i = threadIdx.x; i < words; i += blockDim.x) s[i] = pattern;
+}
+"""
+_ATTR_SM_COUNT = 16  # cudaDevAttrMultiProcessorCount
+_ATTR_SMEM_OPTIN = 97  # cudaDevAttrMaxSharedMemoryPerBlockOptin
+
+
 class _Device:
     """What lives in the process that owns the CUDA context."""
 
     def __init__(self) -> None:
-        import cupy  # noqa: F401  (lazy: only on GPU machines)
+        import cupy  # lazy: only on GPU machines
 
         self.modules: dict[str, tuple[object, dict[int, str]]] = {}
+        cupy.asarray([0])  # make the context now: a spare worker is then ready
+        self.scribble_fn = self._scribbler()
+
+    def _scribbler(self):
+        """(function, grid, smem bytes): one block of the opt-in maximum per SM, twice
+        over, so every SM's whole shared memory is written."""
+        from cupy.cuda import runtime
+
+        binary, lowered, log = self.compile([(0, "gs_scribble", _SCRIBBLE_SRC)])
+        if binary is None:
+            raise RuntimeError(f"the shared-memory scribbler does not build: {log}")
+        self.load("gs_scribble", binary, lowered)
+        smem = runtime.deviceGetAttribute(_ATTR_SMEM_OPTIN, 0)
+        sms = runtime.deviceGetAttribute(_ATTR_SM_COUNT, 0)
+        return self._function("gs_scribble", 0, smem), 2 * sms, smem
+
+    def scribble(self) -> None:
+        import numpy as np
+
+        fn, grid, smem = self.scribble_fn
+        pattern = np.uint32(POISON * 0x01010101)
+        fn((grid,), (256,), (np.uint32(smem // 4), pattern), shared_mem=smem)
+
+    def load(self, key: str, binary: bytes, lowered: dict[int, str]) -> None:
+        from cupy.cuda import function
+
+        module = function.Module()
+        module.load(binary)
+        self.modules[key] = (module, lowered)
 
     def compile(
         self, items: list[tuple[int, str, str]]
@@ -89,19 +146,16 @@ class _Device:
         finally:
             nvrtc.destroyProgram(prog)
 
-    def build(self, key: str, items: list[tuple[int, str, str]]) -> dict[int, str]:
-        """Load a module for `items`; {index: error} for kernels that do not build."""
-        from cupy.cuda import function
-
+    def build(self, key: str, items: list[tuple[int, str, str]]):
+        """Build and load a module for `items`: ({index: error} for kernels that do
+        not build, the module's binary or None, {index: lowered name})."""
         errors: dict[int, str] = {}
         remaining = list(items)
         while remaining:
             binary, lowered, log = self.compile(remaining)
             if binary is not None:
-                module = function.Module()
-                module.load(binary)
-                self.modules[key] = (module, lowered)
-                return errors
+                self.load(key, binary, lowered)
+                return errors, binary, lowered
             blamed = cpu_source.blamed_kernels(log)
             suspects = [it for it in remaining if it[0] in blamed] or remaining
             failed = set()
@@ -115,9 +169,9 @@ class _Device:
                     errors[item[0]] = "build error: fails only when batched: " + _trim(
                         log
                     )
-                return errors
+                return errors, None, {}
             remaining = [it for it in remaining if it[0] not in failed]
-        return errors
+        return errors, None, {}
 
     def _function(self, key: str, index: int, dyn_smem: int):
         import cupy
@@ -140,6 +194,7 @@ class _Device:
             args = tuple(dev[n] if ptr else scalars[n] for n, _, ptr in params)
             if timing is not None:
                 return "ok", "", {}, _time(fn, grid, block, args, dyn, *timing)
+            self.scribble()  # same stream: it ends before the kernel starts
             start = time.perf_counter()
             fn(grid, block, args, shared_mem=dyn)
             cupy.cuda.runtime.deviceSynchronize()
@@ -175,15 +230,13 @@ def _trim(log: str, limit: int = 4000) -> str:
 
 def _serve(conn) -> None:
     device = _Device()
+    ops = {"build": device.build, "load": device.load, "launch": device.launch}
     while True:
         try:
             op, payload = conn.recv()
         except EOFError:
             return
-        if op == "build":
-            conn.send(device.build(*payload))
-        else:
-            conn.send(device.launch(*payload))
+        conn.send(ops[op](*payload))
 
 
 # ---------------------------------------------------------------------- parent side
@@ -192,6 +245,8 @@ class _Batch:
     key: str
     index: dict[str, int]  # code_key -> index in the module
     errors: dict[str, str]
+    binary: bytes | None = None  # kept here, so a new worker loads it without NVRTC
+    lowered: dict[int, str] | None = None
 
 
 class CudaBackend:
@@ -209,79 +264,109 @@ class CudaBackend:
         self.start_timeout_s = start_timeout_s  # worker start + NVRTC build
         self.watchdog_slack_s = watchdog_slack_s  # beyond a job's timeout_s
         self._device: _Device | None = None
-        self._proc = None
-        self._conn = None
-        self._built: dict[str, _Batch] = {}
+        self._worker: tuple | None = None  # (process, connection)
+        self._spare: tuple | None = None  # a started worker, once one was replaced
+        # builds (NVRTC), loads (a kept cubin into a new worker), replaced (workers
+        # ended after a hang, a CUDA error or a crash), repeats_skipped (see run)
+        self.stats = Counter()
+        self._built: dict[str, _Batch] = {}  # code_key -> batch; outlives workers
+        self._loaded: set[str] = set()  # batch keys the current worker has loaded
 
     # -------------------------------------------------------------- transport
     def _call(self, op: str, payload: tuple, timeout: float):
         if self.in_process:
             if self._device is None:
                 self._device = _Device()
-            fn = self._device.build if op == "build" else self._device.launch
-            return "ok", fn(*payload)
-        if self._proc is None or not self._proc.is_alive():
+            return "ok", getattr(self._device, op)(*payload)
+        if self._worker is None or not self._worker[0].is_alive():
             self._start()
-        assert self._conn is not None and self._proc is not None
-        proc = self._proc
+        assert self._worker is not None
+        proc, conn = self._worker
         try:
-            self._conn.send((op, payload))
+            conn.send((op, payload))
             deadline = time.monotonic() + timeout
-            while not self._conn.poll(0.05):
+            while not conn.poll(0.05):
                 if not proc.is_alive():
                     break
                 if time.monotonic() > deadline:
-                    self.close()
+                    self._replace()
                     return "hung", ""
             else:
-                return "ok", self._conn.recv()
+                return "ok", conn.recv()
         except (EOFError, OSError):
             pass
         proc.join(5.0)
-        self._forget()
+        self._replace()
         return "died", f"crash: the CUDA worker died (exit status {proc.exitcode})"
 
-    def _start(self) -> None:
+    @staticmethod
+    def _spawn() -> tuple:
         ctx = multiprocessing.get_context("spawn")
-        self._conn, child = ctx.Pipe()
-        self._proc = ctx.Process(target=_serve, args=(child,), daemon=True)
-        self._proc.start()
+        conn, child = ctx.Pipe()
+        proc = ctx.Process(target=_serve, args=(child,), daemon=True)
+        proc.start()
         child.close()
-        self._built.clear()  # modules live in the worker
+        return proc, conn
 
-    def _forget(self) -> None:
-        self._built.clear()
-        self._proc = None
-        self._conn = None
+    def _start(self) -> None:
+        spare, self._spare = self._spare, None
+        self._worker = spare if spare and spare[0].is_alive() else self._spawn()
+        self._loaded.clear()  # modules live in the worker
+        if self.stats["replaced"]:  # a backend that lost one worker is likely to lose more
+            self._spare = self._spawn()
+
+    def _replace(self) -> None:
+        """The worker hung, died or has a poisoned context: end it; the next call
+        starts the spare (or a new one)."""
+        self.stats["replaced"] += 1
+        self._end(self._worker)
+        self._worker = None
+        self._loaded.clear()
+
+    @staticmethod
+    def _end(worker: tuple | None) -> None:
+        if worker is not None:
+            proc, _ = worker
+            if proc.is_alive():
+                proc.kill()
+            proc.join(5.0)
 
     def close(self) -> None:
-        if self._proc is not None:
-            if self._proc.is_alive():
-                self._proc.kill()
-            self._proc.join(5.0)
-        self._forget()
+        for worker in (self._worker, self._spare):
+            self._end(worker)
+        self._worker = self._spare = None
+        self._loaded.clear()
+        self._built.clear()
 
     # -------------------------------------------------------------- build + run
     def _ensure_built(self, specs: list[KernelSpec]) -> dict[str, _Batch]:
         wanted = {s.code_key(): s for s in specs}
         missing = sorted(k for k in wanted if k not in self._built)
         if missing and not self.in_process and self._modules() >= MAX_MODULES_PER_WORKER:
-            self.close()  # a fresh worker; every wanted kernel is built again below
-            missing = sorted(wanted)
+            # bound the worker's and this cache's memory: keep only what is wanted
+            keep = {b.key for k, b in self._built.items() if k in wanted}
+            self._built = {k: b for k, b in self._built.items() if b.key in keep}
+            if len(self._loaded) >= MAX_MODULES_PER_WORKER:
+                self._end(self._worker)
+                self._worker = None
+                self._loaded.clear()
         if missing:
             batch_key = hashlib.sha256("".join(missing).encode()).hexdigest()[:24]
             items = [
                 (i, wanted[k].name, wanted[k].source) for i, k in enumerate(missing)
             ]
+            self.stats["builds"] += 1
             status, reply = self._call(
                 "build", (batch_key, items), self.start_timeout_s
             )
-            errors = (
-                reply
-                if status == "ok"
-                else {i: reply or "build timed out" for i, _ in enumerate(missing)}
-            )
-            batch = _Batch(batch_key, {k: i for i, k in enumerate(missing)}, {})
+            if status == "ok":
+                errors, binary, lowered = reply
+                self._loaded.add(batch_key)
+            else:
+                errors = {i: reply or "build timed out" for i, _ in enumerate(missing)}
+                binary, lowered = None, {}
+            batch = _Batch(batch_key, {k: i for i, k in enumerate(missing)}, {},
+                           binary, lowered)
             for i, k in enumerate(missing):
                 if i in errors:
                     batch.errors[k] = errors[i]
@@ -291,12 +376,36 @@ class CudaBackend:
     def _modules(self) -> int:
         return len({batch.key for batch in self._built.values()})
 
+    def _ensure_loaded(self, batch: _Batch) -> str | None:
+        """The batch's module in the current worker (a new one after a replacement);
+        None, or why it could not be loaded."""
+        if self.in_process or batch.key in self._loaded or batch.binary is None:
+            return None
+        self.stats["loads"] += 1
+        status, reply = self._call(
+            "load", (batch.key, batch.binary, batch.lowered), self.start_timeout_s
+        )
+        if status != "ok":
+            return reply or "loading the module timed out"
+        self._loaded.add(batch.key)
+        return None
+
     def run(self, jobs: list[Job]) -> list[Result]:
         prepared = [prepare_args(job) for job in jobs]
+        self._ensure_built([job.spec for job in jobs])
         results = []
+        failed: dict[tuple, Result] = {}  # same launch, failed: not repeated
         for job, (arrays, scalars) in zip(jobs, prepared, strict=True):
-            built = self._ensure_built([job.spec for job in jobs])
+            launch = _launch_key(job.spec, arrays, scalars)
+            if launch in failed:
+                self.stats["repeats_skipped"] += 1
+                results.append(failed[launch])
+                continue
+            # (a worker replaced meanwhile may have dropped an over-full cache)
+            built = self._ensure_built([job.spec])
             results.append(self._run_one(job, built, arrays, scalars))
+            if results[-1].kind in ("runtime_error", "timeout", "crash"):
+                failed[launch] = results[-1]
         return results
 
     def _payload(self, job: Job, batch: _Batch, arrays, scalars, timing=None) -> tuple:
@@ -319,6 +428,8 @@ class CudaBackend:
         batch = built[job.spec.code_key()]
         if job.spec.code_key() in batch.errors:
             return Result("build_error", {}, batch.errors[job.spec.code_key()], 0.0)
+        if (why := self._ensure_loaded(batch)) is not None:
+            return Result("crash", {}, f"crash: {why}", 0.0)
         payload = self._payload(job, batch, arrays, scalars)
         status, reply = self._call(
             "launch", payload, job.timeout_s + self.watchdog_slack_s
@@ -335,7 +446,7 @@ class CudaBackend:
             return Result("crash", {}, reply, 0.0)
         kind, message, outputs, elapsed = reply
         if kind != "ok" and not self.in_process:
-            self.close()  # the CUDA context is poisoned; start afresh
+            self._replace()  # the CUDA context is poisoned; start afresh
         return Result(kind, outputs, message, elapsed)
 
     def time_kernel(self, job: Job, warmup: int = 3, iters: int = 20) -> float:
@@ -345,6 +456,8 @@ class CudaBackend:
         batch = built[job.spec.code_key()]
         if job.spec.code_key() in batch.errors:
             raise RuntimeError(batch.errors[job.spec.code_key()])
+        if (why := self._ensure_loaded(batch)) is not None:
+            raise RuntimeError(f"timing failed: {why}")
         payload = self._payload(job, batch, arrays, scalars, (warmup, iters))
         status, reply = self._call(
             "launch", payload, job.timeout_s * (warmup + iters) + 60
@@ -352,3 +465,12 @@ class CudaBackend:
         if status != "ok" or reply[0] != "ok":
             raise RuntimeError(f"timing failed: {status} {reply}")
         return float(reply[3])
+
+
+def _launch_key(spec: KernelSpec, arrays: dict, scalars: dict) -> tuple:
+    """What a launch on this backend depends on (not the schedule seed)."""
+    digest = hashlib.sha256()
+    for name in sorted(arrays):
+        digest.update(name.encode() + b"\0" + arrays[name].tobytes())
+    scalar_bytes = tuple((k, np.asarray(v).tobytes()) for k, v in sorted(scalars.items()))
+    return spec.code_key(), digest.hexdigest(), scalar_bytes

@@ -110,3 +110,30 @@ def test_in_process_backend_agrees():
     (r,) = backend.run([case.job])
     assert r.kind == "ok", r.message
     assert cases.matches(case, r.outputs)
+
+
+POISON_WORD = np.frombuffer(bytes([0xA5] * 4), dtype=np.int32)[0]
+
+
+def test_uninitialised_shared_memory_reads_the_poison_on_both_backends(gpu, cpu):
+    """The cuda backend scribbles 0xA5 over every SM's shared memory before a launch
+    (the cpu harness's poison byte), and an H100 keeps it for the next kernel: a read
+    before any write gives the same word on both backends, not a GPU's leftovers."""
+    src = (
+        '#include "gpusem_rt.cuh"\n'
+        'extern "C" __global__ void peek_smem(int* out) {\n'
+        "  __shared__ int s[64];\n"
+        "  extern __shared__ int d[];\n"
+        "  out[blockIdx.x * 64 + threadIdx.x] = s[threadIdx.x] ^ d[threadIdx.x];\n"
+        "  out[4096 + blockIdx.x * 64 + threadIdx.x] = d[threadIdx.x];\n"
+        "}\n"
+    )
+    spec = cases.KernelSpec(
+        "peek_smem", src, 64, 64, 4096, (cases.ptr("out", "int32", 8192),)
+    )
+    for _ in range(3):  # again after other kernels have run
+        r_gpu, r_cpu = gpu.run([Job(spec)])[0], cpu.run([Job(spec)])[0]
+        assert r_gpu.kind == r_cpu.kind == "ok", (r_gpu.message, r_cpu.message)
+        assert r_gpu.outputs["out"].tobytes() == r_cpu.outputs["out"].tobytes()
+        assert np.all(r_gpu.outputs["out"][4096:] == POISON_WORD)
+        gpu.run([cases.reduce_case().job])

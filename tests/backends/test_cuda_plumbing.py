@@ -5,6 +5,7 @@ real `nvcc -c` for sm_90a; its "GPU" is the cpu harness); only the worker sees i
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from pathlib import Path
@@ -91,3 +92,50 @@ def test_cuda_error_is_a_runtime_error(fake_gpu):
 
 def test_time_kernel(fake_gpu):
     assert fake_gpu.time_kernel(cases.reduce_case().job, warmup=1, iters=2) > 0.0
+
+
+def _div0_job(seed: int = 0) -> Job:
+    div0 = cases.spec(
+        "div_by_zero",
+        1,
+        32,
+        (cases.ptr("a", "int32", 32), cases.ptr("out", "int32", 32)),
+    )
+    return Job(div0, {"a": np.zeros(32, np.int32)}, seed)
+
+
+def _fresh(job: Job, tag: str) -> Job:
+    """The same launch of a kernel no earlier test built (its code key differs)."""
+    spec = dataclasses.replace(job.spec, source=job.spec.source + f"// {tag}\n")
+    return dataclasses.replace(job, spec=spec)
+
+
+def test_a_new_worker_loads_the_kept_cubin_instead_of_building_again(fake_gpu):
+    before = dict(fake_gpu.stats)
+    good = [cases.reduce_case(), cases.shuffles_case()]
+    jobs = [_div0_job(), *(c.job for c in good)]
+    results = fake_gpu.run([_fresh(job, "kept-cubin") for job in jobs])
+    assert results[0].kind == "runtime_error"
+    for case, r in zip(good, results[1:], strict=True):
+        assert r.kind == "ok" and cases.matches(case, r.outputs), r.message
+    grew = {k: fake_gpu.stats[k] - before.get(k, 0) for k in ("builds", "loads", "replaced")}
+    assert grew == {"builds": 1, "loads": 1, "replaced": 1}
+
+
+def test_a_failed_launch_is_not_repeated_for_other_schedule_seeds(fake_gpu):
+    before = dict(fake_gpu.stats)
+    after = cases.reduce_case()
+    results = fake_gpu.run([_div0_job(0), _div0_job(1), _div0_job(2), after.job])
+    assert [r.kind for r in results[:3]] == ["runtime_error"] * 3
+    assert results[3].kind == "ok" and cases.matches(after, results[3].outputs)
+    assert fake_gpu.stats["replaced"] - before.get("replaced", 0) == 1
+    assert fake_gpu.stats["repeats_skipped"] - before.get("repeats_skipped", 0) == 2
+
+
+def test_after_a_replacement_a_warm_spare_takes_over(fake_gpu):
+    fake_gpu.run([_div0_job()])
+    spare = fake_gpu._spare
+    assert spare is not None and spare[0].is_alive()
+    (r,) = fake_gpu.run([cases.reduce_case().job])
+    assert r.kind == "ok", r.message
+    assert fake_gpu._worker is not None and fake_gpu._worker[0].pid == spare[0].pid
