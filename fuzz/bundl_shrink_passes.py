@@ -129,9 +129,17 @@ def _delete_synced(s: B.Stmt) -> Iterator[B.Stmt]:
 
 
 def _delete_plain(s: B.Stmt) -> Iterator[B.Stmt]:
-    """Deletions of sync-free code: accesses go, barriers stay (race-safe)."""
+    """Deletions of sync-free code: accesses go, barriers stay (race-safe). A long
+    Seq loses halves, quarters, ... of itself first (delta debugging's chunks), so a
+    generated block of hundreds of stores goes in a few steps, not one per store."""
     match s:
         case B.Seq(stmts):
+            size = len(stmts) // 2
+            while size >= 2:
+                for k in range(0, len(stmts), size):
+                    if all(_sync_free(x) for x in stmts[k:k + size]):
+                        yield B.seq(*stmts[:k], *stmts[k + size:])
+                size //= 2
             for k, x in enumerate(stmts):
                 if _sync_free(x):
                     yield B.seq(*stmts[:k], *stmts[k + 1:])

@@ -26,7 +26,8 @@ a round with a new signature is run again under hypothesis, to shrink (most roun
 nothing new: this halves generation and avoids re-checking programs hypothesis does not
 draw identically twice).
 Shrinking may overrun the budget by 10% + 30 s; past that the smallest failure found so
-far is written.
+far is written. Hypothesis shrinks one finding for at most a fifth of the budget (at
+least a minute) before the target's reducer takes over.
 """
 
 from __future__ import annotations
@@ -230,6 +231,13 @@ class Campaign:
         """Shrinking may run past the budget by 10% + 30 s, no more."""
         return time.monotonic() - self.t0 >= 1.1 * self.budget_s + 30
 
+    def _hunt_too_long(self, since: float) -> bool:
+        """Hypothesis's shrinking of one finding gets a fifth of the budget (at least a
+        minute): where every check is a compile (one NVRTC build per candidate on the
+        cuda backend), it would otherwise eat the campaign; the target's own reducer
+        (`minimise`, batched) takes over from the smallest failure so far."""
+        return time.monotonic() - since >= max(60.0, 0.2 * self.budget_s)
+
     def _round(self, target, r: int) -> None:
         state = {"hunting": None, "last": None}
         if hasattr(target, "prefetch"):
@@ -241,7 +249,8 @@ class Campaign:
             hunting = state["hunting"]
             if hunting is None and self._out_of_budget():
                 return
-            if hunting is not None and self._past_hard_stop():
+            if hunting is not None and (self._past_hard_stop()
+                                        or self._hunt_too_long(state["since"])):
                 return  # stop shrinking: the smallest failure so far is kept
 
             res = _checked(target, program, self.prop)
@@ -259,7 +268,7 @@ class Campaign:
                 return
             self.first_seen.setdefault(res.signature, self._elapsed())
             if hunting is None:
-                state["hunting"] = res.signature
+                state["hunting"], state["since"] = res.signature, time.monotonic()
             if res.signature == state["hunting"]:
                 state["last"] = (program, res)
                 raise _Hunted(res.signature)

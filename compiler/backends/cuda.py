@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import hashlib
 import multiprocessing
+import re
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -71,6 +72,7 @@ extern "C" __global__ void gs_scribble(unsigned words, unsigned pattern) {
   for (unsigned i = threadIdx.x; i < words; i += blockDim.x) s[i] = pattern;
 }
 """
+_STATIC_SHARED = re.compile(r"(?<!extern )__shared__")
 _ATTR_SM_COUNT = 16  # cudaDevAttrMultiProcessorCount
 _ATTR_SMEM_OPTIN = 97  # cudaDevAttrMaxSharedMemoryPerBlockOptin
 
@@ -183,9 +185,11 @@ class _Device:
         return fn
 
     def launch(
-        self, key, index, grid, block, dyn, params, arrays, scalars, timing=None
+        self, key, index, grid, block, dyn, params, arrays, scalars, timing=None,
+        scribble=True,
     ):
-        """Run once (or time: (warmup, iters) -> ms); (status, message, outputs, t)."""
+        """Run once (or time: (warmup, iters) -> ms); (status, message, outputs, t).
+        `scribble`: poison shared memory first (kernels that use none skip it)."""
         import cupy
 
         try:
@@ -194,7 +198,8 @@ class _Device:
             args = tuple(dev[n] if ptr else scalars[n] for n, _, ptr in params)
             if timing is not None:
                 return "ok", "", {}, _time(fn, grid, block, args, dyn, *timing)
-            self.scribble()  # same stream: it ends before the kernel starts
+            if scribble:
+                self.scribble()  # same stream: it ends before the kernel starts
             start = time.perf_counter()
             fn(grid, block, args, shared_mem=dyn)
             cupy.cuda.runtime.deviceSynchronize()
@@ -422,6 +427,7 @@ class CudaBackend:
             arrays,
             scalars,
             timing,
+            _uses_shared(spec),
         )
 
     def _run_one(self, job: Job, built: dict[str, _Batch], arrays, scalars) -> Result:
@@ -465,6 +471,12 @@ class CudaBackend:
         if status != "ok" or reply[0] != "ok":
             raise RuntimeError(f"timing failed: {status} {reply}")
         return float(reply[3])
+
+
+def _uses_shared(spec: KernelSpec) -> bool:
+    """Dynamic shared memory, or a static `__shared__` array (an `extern` one has
+    only the dynamic size: generated kernels declare it whether they use it or not)."""
+    return spec.dynamic_smem > 0 or _STATIC_SHARED.search(spec.source) is not None
 
 
 def _launch_key(spec: KernelSpec, arrays: dict, scalars: dict) -> tuple:

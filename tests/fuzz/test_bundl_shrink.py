@@ -318,3 +318,21 @@ def test_a_let_assigned_once_is_inlined():
     assert statement_count(folded) == statement_count(s) - 1
     gone = list(S._inline(folded))
     assert B.ArrAssign(B.Var("o"), B.IntLit(0), folded.init) in gone
+
+
+def test_a_long_block_of_stores_goes_in_chunks_not_one_by_one():
+    """A generated claim body of hundreds of stores (seen on the H100: 346 statements)
+    must not cost one oracle call per store: halves and quarters go first."""
+    stores = "\n".join(f"  out[{i}] = {1000 + i};" for i in range(256))
+    program = parse_program(f"machine blocks = 1, threads = 1;\n"
+                            f"global out : int[256];\nmain {{\n{stores}\n}}\n")
+    keeps = {1000 + 137, 1000 + 3}
+
+    def oracle(p):  # the finding needs two of the stores, far apart
+        if keeps <= _writes(p):
+            return CheckResult("finding", signature="A", size=statement_count(p))
+        return CheckResult("pass")
+
+    small, res, stats = S.shrink(program, "A", oracle, max_tried=10_000)
+    assert _writes(small) == keeps and statement_count(small) == 2
+    assert stats.tried < 400, stats  # 112; one store at a time: 254 batches of 6

@@ -299,6 +299,30 @@ def test_shrinking_stops_at_the_hard_budget(tmp_path) -> None:
     assert [f.signature for f in summary.findings] == ["wrong:any"]  # still written
 
 
+def test_hypothesis_shrinks_one_finding_for_a_bounded_time(tmp_path) -> None:
+    import time
+
+    class Slow(ToyTarget):
+        def strategy(self, prop):
+            return st.lists(st.integers(0, 10**6), max_size=30)
+
+        def check(self, program, prop="compile"):
+            time.sleep(0.02)  # every check a slow compile, as on the cuda backend
+            if sum(program) % 97 == 13 and len(program) > 3:  # ~375 shrink steps
+                return CheckResult("finding", "wrong:mod", "wrong", "", {
+                    "program.json": json.dumps(list(program))}, len(program))
+            return CheckResult("pass")
+
+    register_target("slow-hunt", Slow)
+    c = campaign(tmp_path, target_name="slow-hunt", budget_s=30.0, max_programs=None)
+    c._hunt_too_long = lambda since: time.monotonic() - since >= 1.0  # not a minute
+    c._out_of_budget = lambda: bool(c.summary.findings)  # one finding, then stop
+    t0 = time.monotonic()
+    summary = c.run()
+    assert time.monotonic() - t0 < 5.5  # uncapped: about 375 checks, 8 s
+    assert [f.signature for f in summary.findings] == ["wrong:mod"]  # still written
+
+
 def test_a_finding_another_job_recorded_is_not_shrunk_again(tmp_path) -> None:
     """With --jobs the out dir is shared: a signature whose bundle a sibling wrote
     during this campaign is skipped; a bundle from an earlier campaign is not."""
