@@ -55,8 +55,10 @@ def run_one(fault: str, backend: str, budget: float, seed: int, rounds: int,
         except subprocess.TimeoutExpired:
             proc = None
         wall = time.monotonic() - start
-        if keep:  # the counterexample bundles, one folder per fault
-            shutil.copytree(out, Path(keep) / (fault or "baseline"), dirs_exist_ok=True)
+        if keep:  # the counterexample bundles, one folder per fault (this run's only)
+            dest = Path(keep) / (fault or "baseline")
+            shutil.rmtree(dest, ignore_errors=True)
+            shutil.copytree(out, dest)
         if proc is None:
             return row_from_bundles(fault, out, wall)
     if proc.returncode != 0:

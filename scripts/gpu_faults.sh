@@ -16,6 +16,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
   --target /tmp/site .whl/*.whl >/dev/null 2>&1 && export PYTHONPATH=/tmp/site
 python3 -m pip install -q --no-deps --no-build-isolation -e . >/dev/null 2>&1
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nproc; } >"$OUT/device.txt"
+rm -rf /tmp/fault_bundles
 python3 scripts/fault_table.py --backend "$BACKEND" --budget "$SECONDS_EACH" \
   --parallel "$PARALLEL" --out "$OUT/faults_$BACKEND.json" --keep /tmp/fault_bundles \
   2>&1 | tee "$OUT/faults_$BACKEND.log"

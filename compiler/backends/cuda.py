@@ -44,6 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gpusem.calculus.errors import BadInput
 from gpusem.compiler.backends import cpu_source
 from gpusem.compiler.backends.cpu import HERE
 from gpusem.compiler.backends.kernel import Job, KernelSpec, Result, prepare_args
@@ -233,8 +234,19 @@ def _trim(log: str, limit: int = 4000) -> str:
     return ("\n".join(lines) or log)[:limit]
 
 
+@dataclass(frozen=True)
+class _Unavailable:
+    """The worker's answer to everything when it could not start (no CuPy, no GPU)."""
+
+    reason: str
+
+
 def _serve(conn) -> None:
-    device = _Device()
+    try:
+        device = _Device()
+    except Exception as err:  # noqa: BLE001 - no CuPy / driver / GPU: say so, once
+        _refuse(conn, f"{type(err).__name__}: {err}")
+        return
     ops = {"build": device.build, "load": device.load, "launch": device.launch}
     while True:
         try:
@@ -242,6 +254,15 @@ def _serve(conn) -> None:
         except EOFError:
             return
         conn.send(ops[op](*payload))
+
+
+def _refuse(conn, reason: str) -> None:
+    while True:
+        try:
+            conn.recv()
+        except EOFError:
+            return
+        conn.send(_Unavailable(reason))
 
 
 # ---------------------------------------------------------------------- parent side
@@ -297,7 +318,11 @@ class CudaBackend:
                     self._replace()
                     return "hung", ""
             else:
-                return "ok", conn.recv()
+                reply = conn.recv()
+                if isinstance(reply, _Unavailable):
+                    self.close()
+                    raise BadInput(f"the cuda backend cannot start here: {reply.reason}")
+                return "ok", reply
         except (EOFError, OSError):
             pass
         proc.join(5.0)
