@@ -40,7 +40,7 @@ def hard_limit_s(budget: float) -> float:
     """The campaign's own hard stop (budget + 10% + 30 s of shrinking), the AST
     reducer's cap after it, and a minute for start-up: past this the child is killed
     and its row is read from the bundles it wrote (each is written atomically)."""
-    return 1.1 * budget + 30 + float(os.environ.get("GPUSEM_SHRINK_S", 60)) + 60
+    return 1.1 * budget + 30 + float(os.environ.get("GPUSEM_SHRINK_S", "60")) + 60
 
 
 def run_one(fault: str, backend: str, budget: float, seed: int, rounds: int,
@@ -51,7 +51,8 @@ def run_one(fault: str, backend: str, budget: float, seed: int, rounds: int,
         try:
             proc = subprocess.run([sys.executable, "-c", CHILD, backend, str(budget),
                                    str(seed), out, str(rounds)], env=env, text=True,
-                                  capture_output=True, timeout=hard_limit_s(budget))
+                                  capture_output=True, timeout=hard_limit_s(budget),
+                                  check=False)
         except subprocess.TimeoutExpired:
             proc = None
         wall = time.monotonic() - start

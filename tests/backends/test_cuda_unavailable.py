@@ -34,9 +34,9 @@ def test_replaying_a_cuda_bundle_says_so_in_one_line():
     env = dict(os.environ, PYTHONPATH=str(BROKEN))
     proc = subprocess.run([sys.executable, "-m", "gpusem.cli.main", "replay",
                            str(bundle)], capture_output=True, text=True, env=env,
-                          timeout=120)
+                          timeout=120, check=False)
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.strip().splitlines() == [
-        "the cuda backend cannot start here: ImportError: simulated: libcuda.so.1 "
-        "not found"], proc.stderr
+        ("the cuda backend cannot start here: ImportError: simulated: libcuda.so.1 "
+         "not found")], proc.stderr
     assert "Traceback" not in proc.stdout + proc.stderr

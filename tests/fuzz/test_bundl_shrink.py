@@ -333,6 +333,6 @@ def test_a_long_block_of_stores_goes_in_chunks_not_one_by_one():
             return CheckResult("finding", signature="A", size=statement_count(p))
         return CheckResult("pass")
 
-    small, res, stats = S.shrink(program, "A", oracle, max_tried=10_000)
+    small, _, stats = S.shrink(program, "A", oracle, max_tried=10_000)
     assert _writes(small) == keeps and statement_count(small) == 2
     assert stats.tried < 400, stats  # 112; one store at a time: 254 batches of 6

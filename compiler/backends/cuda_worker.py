@@ -1,0 +1,228 @@
+"""The cuda backend's worker: what lives in the process that owns the CUDA context.
+
+`cuda.CudaBackend` spawns `serve` in a fresh process (CUDA must never be initialised
+in the parent) and sends it requests over a pipe: `build` (NVRTC a batch of kernels
+into one module and load it; the cubin goes back to the parent, which keeps it),
+`load` (a kept cubin, into a worker that replaced one), `launch` (scribble shared
+memory with the poison byte, run one kernel, bring its arrays back; or time it). A
+worker that cannot start (no CuPy, no driver, no GPU) answers every request with
+`Unavailable`. CuPy is imported only here.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from gpusem.compiler.backends import cpu_source
+from gpusem.compiler.backends.cpu import HERE
+
+NVRTC_OPTIONS = (
+    "--gpu-architecture=sm_90a",
+    "--fmad=false",
+    "--ftz=false",
+    "--prec-div=true",
+    "--prec-sqrt=true",
+    "-std=c++17",
+    f"-I{HERE}",
+)
+_MAX_DYN_SMEM_ATTR = 8  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+
+
+POISON = 0xA5  # the cpu harness's shared-memory poison byte (cpu.py)
+_SCRIBBLE_SRC = """
+extern "C" __global__ void gs_scribble(unsigned words, unsigned pattern) {
+  extern __shared__ unsigned gs_scribble_smem[];
+  volatile unsigned* s = gs_scribble_smem;  // volatile: the stores are the point
+  for (unsigned i = threadIdx.x; i < words; i += blockDim.x) s[i] = pattern;
+}
+"""
+_ATTR_SM_COUNT = 16  # cudaDevAttrMultiProcessorCount
+_ATTR_SMEM_OPTIN = 97  # cudaDevAttrMaxSharedMemoryPerBlockOptin
+
+
+class Device:
+    """What lives in the process that owns the CUDA context."""
+
+    def __init__(self) -> None:
+        import cupy  # lazy: only on GPU machines
+
+        self.modules: dict[str, tuple[object, dict[int, str]]] = {}
+        cupy.asarray([0])  # make the context now: a spare worker is then ready
+        self.scribble_fn = self._scribbler()
+
+    def _scribbler(self):
+        """(function, grid, smem bytes): one block of the opt-in maximum per SM, twice
+        over, so every SM's whole shared memory is written."""
+        from cupy.cuda import runtime
+
+        binary, lowered, log = self.compile([(0, "gs_scribble", _SCRIBBLE_SRC)])
+        if binary is None:
+            raise RuntimeError(f"the shared-memory scribbler does not build: {log}")
+        self.load("gs_scribble", binary, lowered)
+        smem = runtime.deviceGetAttribute(_ATTR_SMEM_OPTIN, 0)
+        sms = runtime.deviceGetAttribute(_ATTR_SM_COUNT, 0)
+        return self._function("gs_scribble", 0, smem), 2 * sms, smem
+
+    def scribble(self) -> None:
+        import numpy as np
+
+        fn, grid, smem = self.scribble_fn
+        pattern = np.uint32(POISON * 0x01010101)
+        fn((grid,), (256,), (np.uint32(smem // 4), pattern), shared_mem=smem)
+
+    def load(self, key: str, binary: bytes, lowered: dict[int, str]) -> None:
+        from cupy.cuda import function
+
+        module = function.Module()
+        module.load(binary)
+        self.modules[key] = (module, lowered)
+
+    def compile(
+        self, items: list[tuple[int, str, str]]
+    ) -> tuple[bytes | None, dict, str]:
+        """NVRTC over (index, kernel name, source); (cubin, {index: lowered}, log)."""
+        from cupy_backends.cuda.libs import nvrtc
+
+        unit = cpu_source.namespaced_unit(
+            [(i, f"k{i}_src", src, "") for i, _, src in items], for_cpu=False
+        )
+        # Older CuPy spells it addAddNameExpression and lacks getCUBIN (then: PTX for
+        # compute_90a, which the driver JIT-compiles on load).
+        add_name = (
+            getattr(nvrtc, "addNameExpression", None) or nvrtc.addAddNameExpression
+        )
+        cubin = hasattr(nvrtc, "getCUBIN")
+        options = list(NVRTC_OPTIONS)
+        if not cubin:
+            options[0] = "--gpu-architecture=compute_90a"
+        prog = nvrtc.createProgram(unit, "batch.cu", [], [])
+        try:
+            exprs = {i: f"gs_k{i}::{name}" for i, name, _ in items}
+            for expr in exprs.values():
+                add_name(prog, expr)
+            try:
+                nvrtc.compileProgram(prog, options)
+            except nvrtc.NVRTCError:
+                return None, {}, nvrtc.getProgramLog(prog)
+            lowered = {i: nvrtc.getLoweredName(prog, e) for i, e in exprs.items()}
+            if cubin:
+                return nvrtc.getCUBIN(prog), lowered, ""
+            return nvrtc.getPTX(prog).encode() + b"\0", lowered, ""
+        finally:
+            nvrtc.destroyProgram(prog)
+
+    def build(self, key: str, items: list[tuple[int, str, str]]):
+        """Build and load a module for `items`: ({index: error} for kernels that do
+        not build, the module's binary or None, {index: lowered name})."""
+        errors: dict[int, str] = {}
+        remaining = list(items)
+        while remaining:
+            binary, lowered, log = self.compile(remaining)
+            if binary is not None:
+                self.load(key, binary, lowered)
+                return errors, binary, lowered
+            blamed = cpu_source.blamed_kernels(log)
+            suspects = [it for it in remaining if it[0] in blamed] or remaining
+            failed = set()
+            for item in suspects:
+                alone, _, alone_log = self.compile([item])
+                if alone is None:
+                    errors[item[0]] = "build error: " + _trim(alone_log)
+                    failed.add(item[0])
+            if not failed:
+                for item in remaining:
+                    errors[item[0]] = "build error: fails only when batched: " + _trim(
+                        log
+                    )
+                return errors, None, {}
+            remaining = [it for it in remaining if it[0] not in failed]
+        return errors, None, {}
+
+    def _function(self, key: str, index: int, dyn_smem: int):
+        import cupy
+
+        module, lowered = self.modules[key]
+        fn = module.get_function(lowered[index])
+        if dyn_smem > 48 * 1024:
+            cupy.cuda.driver.funcSetAttribute(fn.ptr, _MAX_DYN_SMEM_ATTR, dyn_smem)
+        return fn
+
+    def launch(
+        self, key, index, grid, block, dyn, params, arrays, scalars, timing=None,
+        scribble=True,
+    ):
+        """Run once (or time: (warmup, iters) -> ms); (status, message, outputs, t).
+        `scribble`: poison shared memory first (kernels that use none skip it)."""
+        import cupy
+
+        try:
+            fn = self._function(key, index, dyn)
+            dev = {name: cupy.asarray(a) for name, a in arrays.items()}
+            args = tuple(dev[n] if ptr else scalars[n] for n, _, ptr in params)
+            if timing is not None:
+                return "ok", "", {}, _time(fn, grid, block, args, dyn, *timing)
+            if scribble:
+                self.scribble()  # same stream: it ends before the kernel starts
+            start = time.perf_counter()
+            fn(grid, block, args, shared_mem=dyn)
+            cupy.cuda.runtime.deviceSynchronize()
+            elapsed = time.perf_counter() - start
+            return "ok", "", {n: cupy.asnumpy(a) for n, a in dev.items()}, elapsed
+        except Exception as err:  # noqa: BLE001  (a CUDA error: the context is unusable)
+            return (
+                "runtime_error",
+                f"runtime error: {type(err).__name__}: {err}",
+                {},
+                0.0,
+            )
+
+
+def _time(fn, grid, block, args, dyn, warmup: int, iters: int) -> float:
+    import cupy
+
+    for _ in range(warmup):
+        fn(grid, block, args, shared_mem=dyn)
+    start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+    start.record()
+    for _ in range(iters):
+        fn(grid, block, args, shared_mem=dyn)
+    stop.record()
+    stop.synchronize()
+    return cupy.cuda.get_elapsed_time(start, stop) / max(1, iters)
+
+
+def _trim(log: str, limit: int = 4000) -> str:
+    lines = [ln for ln in log.splitlines() if "error" in ln.lower()]
+    return ("\n".join(lines) or log)[:limit]
+
+
+@dataclass(frozen=True)
+class Unavailable:
+    """The worker's answer to everything when it could not start (no CuPy, no GPU)."""
+
+    reason: str
+
+
+def serve(conn) -> None:
+    try:
+        device = Device()
+    except Exception as err:  # noqa: BLE001 - no CuPy / driver / GPU: say so, once
+        _refuse(conn, f"{type(err).__name__}: {err}")
+        return
+    ops = {"build": device.build, "load": device.load, "launch": device.launch}
+    while True:
+        try:
+            op, payload = conn.recv()
+        except EOFError:
+            return
+        conn.send(ops[op](*payload))
+
+
+def _refuse(conn, reason: str) -> None:
+    while True:
+        try:
+            conn.recv()
+        except EOFError:
+            return
+        conn.send(Unavailable(reason))
