@@ -296,6 +296,9 @@ class _Evaluator:
                     raise Trap(f"out of bounds: {r.name} window {lo}:{hi} in dimension "
                                f"{d} (extent {shape[d]})", rule="seq", span=span)
                 ix.append(slice(lo, hi))
+        if all(isinstance(i, int) for i in ix):  # points only: NumPy would copy the
+            cell = v.array[tuple(slice(i, i + 1) for i in ix)] if ix else v.array[...]
+            return cell.reshape(())  # cell out; a 0-d view aliases it, as windows do
         return v.array[tuple(ix)]
 
     def instr(self, s: A.InstrCall) -> None:
@@ -388,7 +391,9 @@ class _Batch:
                         if any(isinstance(c, A.WInterval) for c in r.coords):
                             return False
                         self.reads.setdefault(r.name, []).append(r.coords)
-                case A.Alloc(name=n):
+                case A.Alloc(name=n, shape=sh):
+                    if any(y in cvars(c) for c in sh):
+                        return False  # one extent per lane: not one NumPy array
                     self.private.add(n)
                 case A.For(var=v, lo=lo, hi=hi, body=b):
                     if y in cvars(lo) | cvars(hi):

@@ -205,6 +205,9 @@ def _loop(src: str) -> A.For:
     ("for k in seq(0, 4):\n            X[i * 4 + k] = Y[k]", True),   # tiles of 4
     ("for k in seq(0, 5):\n            X[i * 4 + k] = Y[k]", False),  # tiles overlap
     ("for k in seq(0, 4):\n            X[i * 4 + k] += X[i * 4 + k]", True),
+    # an allocation whose extent is the iterator: one array per lane (found by
+    # test_robustness on a clean clone: `int()` of a lane array)
+    ("t: f32[i + 1] @ DRAM\n        t[0] = Y[i]\n        X[i] = t[0]", False),
 ])
 def test_batching_only_when_iterations_are_independent(body: str, ok: bool) -> None:
     src = (f"proc p(X: f32[40] @ DRAM, Y: f32[40] @ DRAM):\n    for i in seq(0, 8):\n"
@@ -235,3 +238,13 @@ def test_warp_mma_gemm_is_float32_k_sequential() -> None:
     for k in range(64):
         acc = acc + np.multiply.outer(a[:, k], b[k, :])
     assert np.array_equal(c, acc)
+
+
+def test_a_window_of_one_cell_aliases_it() -> None:
+    """`w = X[1, 2]` names the cell, as every window names its cells: a write through
+    w is a write of X[1, 2] (NumPy indexing by points alone would copy the value out;
+    found by test_robustness: item assignment on a NumPy scalar)."""
+    src = ("proc p(X: f32[4, 3] @ DRAM):\n    w = X[1, 2] @ DRAM\n    w = 5.0\n"
+           "    X[0, 0] = w\n")
+    x = run_sequential(parse_proc(src), {}, {"X": np.zeros((4, 3), f32)})["X"]
+    assert x[1, 2] == 5.0 and x[0, 0] == 5.0 and np.count_nonzero(x) == 2
