@@ -138,6 +138,9 @@ class CudaBackend:
         """The worker hung, died or has a poisoned context: end it; the next call
         starts the spare (or a new one)."""
         self.stats["replaced"] += 1
+        self._retire()
+
+    def _retire(self) -> None:
         self._end(self._worker)
         self._worker = None
         self._loaded.clear()
@@ -166,9 +169,7 @@ class CudaBackend:
             keep = {b.key for k, b in self._built.items() if k in wanted}
             self._built = {k: b for k, b in self._built.items() if b.key in keep}
             if len(self._loaded) >= MAX_MODULES_PER_WORKER:
-                self._end(self._worker)
-                self._worker = None
-                self._loaded.clear()
+                self._retire()
         if missing:
             batch_key = hashlib.sha256("".join(missing).encode()).hexdigest()[:24]
             items = [
@@ -211,29 +212,37 @@ class CudaBackend:
 
     def run(self, jobs: list[Job]) -> list[Result]:
         prepared = [prepare_args(job) for job in jobs]
-        self._ensure_built([job.spec for job in jobs])
+        built = self._ensure_built([job.spec for job in jobs])  # kept across swaps
         results = []
         failed: dict[tuple, Result] = {}  # same launch, failed: not repeated
         for job, (arrays, scalars) in zip(jobs, prepared, strict=True):
-            launch = _launch_key(job.spec, arrays, scalars)
+            key = job.spec.code_key()
+            launch = _launch_key(key, arrays, scalars)
             if launch in failed:
                 self.stats["repeats_skipped"] += 1
                 results.append(failed[launch])
                 continue
-            # (a worker replaced meanwhile may have dropped an over-full cache)
-            built = self._ensure_built([job.spec])
-            results.append(self._run_one(job, built, arrays, scalars))
+            results.append(self._run_one(job, key, built[key], arrays, scalars))
             if results[-1].kind in ("runtime_error", "timeout", "crash"):
                 failed[launch] = results[-1]
         return results
 
-    def _payload(self, job: Job, batch: _Batch, arrays, scalars, timing=None) -> tuple:
+    def _not_ready(self, key: str, batch: _Batch) -> tuple[str, str] | None:
+        """("build_error", its message) or ("crash", why the module cannot be loaded
+        into the current worker) when the kernel cannot be launched; else None."""
+        if key in batch.errors:
+            return "build_error", batch.errors[key]
+        if (why := self._ensure_loaded(batch)) is not None:
+            return "crash", why
+        return None
+
+    def _payload(self, job: Job, key: str, batch: _Batch, arrays, scalars,
+                 timing=None) -> tuple:
         spec = job.spec
         params = [(p.name, p.dtype, p.pointer) for p in spec.params]
-        index = batch.index[spec.code_key()]
         return (
             batch.key,
-            index,
+            batch.index[key],
             spec.grid,
             spec.block,
             spec.dynamic_smem,
@@ -244,13 +253,12 @@ class CudaBackend:
             _uses_shared(spec),
         )
 
-    def _run_one(self, job: Job, built: dict[str, _Batch], arrays, scalars) -> Result:
-        batch = built[job.spec.code_key()]
-        if job.spec.code_key() in batch.errors:
-            return Result("build_error", {}, batch.errors[job.spec.code_key()], 0.0)
-        if (why := self._ensure_loaded(batch)) is not None:
-            return Result("crash", {}, f"crash: {why}", 0.0)
-        payload = self._payload(job, batch, arrays, scalars)
+    def _run_one(self, job: Job, key: str, batch: _Batch, arrays, scalars) -> Result:
+        if (why := self._not_ready(key, batch)) is not None:
+            kind, detail = why
+            message = detail if kind == "build_error" else f"crash: {detail}"
+            return Result(kind, {}, message, 0.0)
+        payload = self._payload(job, key, batch, arrays, scalars)
         status, reply = self._call(
             "launch", payload, job.timeout_s + self.watchdog_slack_s
         )
@@ -272,13 +280,12 @@ class CudaBackend:
     def time_kernel(self, job: Job, warmup: int = 3, iters: int = 20) -> float:
         """Mean milliseconds per launch over `iters` (CUDA events), after `warmup`."""
         arrays, scalars = prepare_args(job)
-        built = self._ensure_built([job.spec])
-        batch = built[job.spec.code_key()]
-        if job.spec.code_key() in batch.errors:
-            raise RuntimeError(batch.errors[job.spec.code_key()])
-        if (why := self._ensure_loaded(batch)) is not None:
-            raise RuntimeError(f"timing failed: {why}")
-        payload = self._payload(job, batch, arrays, scalars, (warmup, iters))
+        key = job.spec.code_key()
+        batch = self._ensure_built([job.spec])[key]
+        if (why := self._not_ready(key, batch)) is not None:
+            kind, detail = why
+            raise RuntimeError(detail if kind == "build_error" else f"timing failed: {detail}")
+        payload = self._payload(job, key, batch, arrays, scalars, (warmup, iters))
         status, reply = self._call(
             "launch", payload, job.timeout_s * (warmup + iters) + 60
         )
@@ -293,10 +300,10 @@ def _uses_shared(spec: KernelSpec) -> bool:
     return spec.dynamic_smem > 0 or _STATIC_SHARED.search(spec.source) is not None
 
 
-def _launch_key(spec: KernelSpec, arrays: dict, scalars: dict) -> tuple:
+def _launch_key(code_key: str, arrays: dict, scalars: dict) -> tuple:
     """What a launch on this backend depends on (not the schedule seed)."""
     digest = hashlib.sha256()
     for name in sorted(arrays):
         digest.update(name.encode() + b"\0" + arrays[name].tobytes())
     scalar_bytes = tuple((k, np.asarray(v).tobytes()) for k, v in sorted(scalars.items()))
-    return spec.code_key(), digest.hexdigest(), scalar_bytes
+    return code_key, digest.hexdigest(), scalar_bytes

@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+import numpy as np
 from gpusem.compiler.backends import cpu_source
 from gpusem.compiler.backends.cpu import HERE
 
@@ -52,8 +53,8 @@ class Device:
         self.scribble_fn = self._scribbler()
 
     def _scribbler(self):
-        """(function, grid, smem bytes): one block of the opt-in maximum per SM, twice
-        over, so every SM's whole shared memory is written."""
+        """(function, grid, arguments, smem bytes): one block of the opt-in maximum
+        per SM, twice over, so every SM's whole shared memory is written."""
         from cupy.cuda import runtime
 
         binary, lowered, log = self.compile([(0, "gs_scribble", _SCRIBBLE_SRC)])
@@ -62,14 +63,12 @@ class Device:
         self.load("gs_scribble", binary, lowered)
         smem = runtime.deviceGetAttribute(_ATTR_SMEM_OPTIN, 0)
         sms = runtime.deviceGetAttribute(_ATTR_SM_COUNT, 0)
-        return self._function("gs_scribble", 0, smem), 2 * sms, smem
+        args = (np.uint32(smem // 4), np.uint32(POISON * 0x01010101))
+        return self._function("gs_scribble", 0, smem), 2 * sms, args, smem
 
     def scribble(self) -> None:
-        import numpy as np
-
-        fn, grid, smem = self.scribble_fn
-        pattern = np.uint32(POISON * 0x01010101)
-        fn((grid,), (256,), (np.uint32(smem // 4), pattern), shared_mem=smem)
+        fn, grid, args, smem = self.scribble_fn
+        fn((grid,), (256,), args, shared_mem=smem)
 
     def load(self, key: str, binary: bytes, lowered: dict[int, str]) -> None:
         from cupy.cuda import function
