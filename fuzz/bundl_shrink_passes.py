@@ -134,14 +134,15 @@ def _delete_plain(s: B.Stmt) -> Iterator[B.Stmt]:
     generated block of hundreds of stores goes in a few steps, not one per store."""
     match s:
         case B.Seq(stmts):
+            free = [_sync_free(x) for x in stmts]  # once: every chunk size reads it
             size = len(stmts) // 2
             while size >= 2:
                 for k in range(0, len(stmts), size):
-                    if all(_sync_free(x) for x in stmts[k:k + size]):
+                    if all(free[k:k + size]):
                         yield B.seq(*stmts[:k], *stmts[k + size:])
                 size //= 2
-            for k, x in enumerate(stmts):
-                if _sync_free(x):
+            for k, is_free in enumerate(free):
+                if is_free:
                     yield B.seq(*stmts[:k], *stmts[k + 1:])
         case B.Skip():
             return
