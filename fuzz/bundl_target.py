@@ -40,6 +40,14 @@ def statement_count(s) -> int:
     return 1 + sum(statement_count(c) for c in B.child_stmts(s))
 
 
+SHRINK_BUDGET_S = 60.0  # the AST reducer's default time cap per finding
+
+
+def shrink_budget_s(default: float = SHRINK_BUDGET_S) -> float:
+    """The reducer's time cap per finding: env GPUSEM_SHRINK_S, else `default`."""
+    return float(os.environ.get("GPUSEM_SHRINK_S", default))
+
+
 class BundlTarget:
     name = "bundl"
     properties = PROPERTIES
@@ -49,7 +57,7 @@ class BundlTarget:
         self.backend = backend
         self.max_blocks, self.max_threads = max_blocks, max_threads
         self._cache: dict = {}
-        self.shrink_budget_s, self.shrink_max_tried = 60.0, 400
+        self.shrink_budget_s, self.shrink_max_tried = SHRINK_BUDGET_S, 400
         self.shrink_stats: dict[str, dict] = {}  # signature -> ShrinkStats, for meta
 
     def close(self) -> None:
@@ -96,7 +104,7 @@ class BundlTarget:
 
         if res.status != "finding":
             return res
-        budget = float(os.environ.get("GPUSEM_SHRINK_S", self.shrink_budget_s))
+        budget = shrink_budget_s(self.shrink_budget_s)
         _, small_res, stats = shrink(
             program, res.signature, lambda p: _checked(self, p, prop),  # internal: too
             lambda ps: self.prefetch(ps, prop), budget, self.shrink_max_tried,

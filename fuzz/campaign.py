@@ -120,6 +120,12 @@ class Summary:
         self.findings = sorted(seen.values(), key=lambda f: f.signature)
 
 
+def hard_stop_s(budget_s: float) -> float:
+    """Campaign seconds after which hypothesis stops shrinking: the budget + 10% + 30 s
+    (a target's own reducer may still run after it, within its own cap)."""
+    return 1.1 * budget_s + 30
+
+
 class _Hunted(Exception):
     """Raised inside the hypothesis test for the signature being shrunk."""
 
@@ -228,8 +234,7 @@ class Campaign:
         return True
 
     def _past_hard_stop(self) -> bool:
-        """Shrinking may run past the budget by 10% + 30 s, no more."""
-        return time.monotonic() - self.t0 >= 1.1 * self.budget_s + 30
+        return time.monotonic() - self.t0 >= hard_stop_s(self.budget_s)
 
     def _hunt_too_long(self, since: float) -> bool:
         """Hypothesis's shrinking of one finding gets a fifth of the budget (at least a
@@ -375,7 +380,7 @@ def run_jobs(base: dict, jobs: int, on_tick=None) -> Summary:
 
 def _collect(base: dict, procs: list, counts, queue, on_tick) -> Summary:
     total, pending = Summary(), set(range(len(procs)))
-    give_up = time.monotonic() + 1.1 * base["budget_s"] + 30 + JOB_GRACE_S
+    give_up = time.monotonic() + hard_stop_s(base["budget_s"]) + JOB_GRACE_S
 
     def take(msg) -> None:
         kind, j, payload = msg

@@ -37,10 +37,13 @@ print(json.dumps({"programs": s.programs, "invalid": s.invalid, "seconds": s.sec
 
 
 def hard_limit_s(budget: float) -> float:
-    """The campaign's own hard stop (budget + 10% + 30 s of shrinking), the AST
-    reducer's cap after it, and a minute for start-up: past this the child is killed
-    and its row is read from the bundles it wrote (each is written atomically)."""
-    return 1.1 * budget + 30 + float(os.environ.get("GPUSEM_SHRINK_S", "60")) + 60
+    """The campaign's own hard stop, the AST reducer's cap after it, and a minute for
+    start-up: past this the child is killed and its row is read from the bundles it
+    wrote (each is written atomically)."""
+    from gpusem.fuzz.bundl_target import shrink_budget_s
+    from gpusem.fuzz.campaign import hard_stop_s
+
+    return hard_stop_s(budget) + shrink_budget_s() + 60
 
 
 def run_one(fault: str, backend: str, budget: float, seed: int, rounds: int,

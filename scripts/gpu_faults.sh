@@ -6,16 +6,10 @@
 #   cuda 300 16   the same campaigns with kernels on the H100 (GPUSEM_SHRINK_S=30 keeps
 #                 the call under the device tool's 600 s; rows come as campaigns end)
 set -uo pipefail
-OUT=${OUT:-$PWD/gpu-out}
-mkdir -p "$OUT"
 BACKEND=${1:-cpu}
 SECONDS_EACH=${2:-300}
 PARALLEL=${3:-16}
-export PYTHONUNBUFFERED=1
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-  --target /tmp/site .whl/*.whl >/dev/null 2>&1 && export PYTHONPATH=/tmp/site
-python3 -m pip install -q --no-deps --no-build-isolation -e . >/dev/null 2>&1
-{ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nproc; } >"$OUT/device.txt"
+source "$(dirname "$0")/device_setup.sh"  # wheels, gpusem, $OUT/device.txt
 rm -rf /tmp/fault_bundles
 python3 scripts/fault_table.py --backend "$BACKEND" --budget "$SECONDS_EACH" \
   --parallel "$PARALLEL" --out "$OUT/faults_$BACKEND.json" --keep /tmp/fault_bundles \
