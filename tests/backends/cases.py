@@ -79,6 +79,12 @@ def reduce_case(name: str = "reduce_sync", seed: int = 0) -> Case:
     return Case(Job(s, {"in": x}, seed), {"out": expect})
 
 
+def div0_job(seed: int = 0) -> Job:
+    """`div_by_zero` on zero divisors: the launch traps (a CUDA error on a GPU)."""
+    s = spec("div_by_zero", 1, 32, (ptr("a", "int32", 32), ptr("out", "int32", 32)))
+    return Job(s, {"a": np.zeros(32, np.int32)}, seed)
+
+
 def named_barriers_case(seed: int = 0) -> Case:
     rounds = 3
     x = np.arange(rounds * 64, dtype=np.int32) * 7 - 100

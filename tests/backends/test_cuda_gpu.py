@@ -55,14 +55,8 @@ def test_hung_kernel_is_a_timeout_and_the_next_job_runs(gpu):
 
 
 def test_trap_is_a_runtime_error_and_the_next_job_runs(gpu):
-    div0 = cases.spec(
-        "div_by_zero",
-        1,
-        32,
-        (cases.ptr("a", "int32", 32), cases.ptr("out", "int32", 32)),
-    )
     after = cases.shuffles_case()
-    r1, r2 = gpu.run([Job(div0, {"a": np.zeros(32, np.int32)}), after.job])
+    r1, r2 = gpu.run([cases.div0_job(), after.job])
     assert r1.kind == "runtime_error", r1.message
     assert r2.kind == "ok" and cases.matches(after, r2.outputs), r2.message
 

@@ -10,7 +10,6 @@ import os
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 from gpusem.compiler.backends import nvcc
 from gpusem.compiler.backends.cuda import CudaBackend
@@ -79,29 +78,13 @@ def test_hung_kernel_times_out_and_a_new_worker_takes_over(fake_gpu):
 
 
 def test_cuda_error_is_a_runtime_error(fake_gpu):
-    div0 = cases.spec(
-        "div_by_zero",
-        1,
-        32,
-        (cases.ptr("a", "int32", 32), cases.ptr("out", "int32", 32)),
-    )
-    (r,) = fake_gpu.run([Job(div0, {"a": np.zeros(32, np.int32)})])
+    (r,) = fake_gpu.run([cases.div0_job()])
     assert r.kind == "runtime_error"
     assert r.message.startswith("runtime error: RuntimeError: CUDA_ERROR_LAUNCH_FAILED")
 
 
 def test_time_kernel(fake_gpu):
     assert fake_gpu.time_kernel(cases.reduce_case().job, warmup=1, iters=2) > 0.0
-
-
-def _div0_job(seed: int = 0) -> Job:
-    div0 = cases.spec(
-        "div_by_zero",
-        1,
-        32,
-        (cases.ptr("a", "int32", 32), cases.ptr("out", "int32", 32)),
-    )
-    return Job(div0, {"a": np.zeros(32, np.int32)}, seed)
 
 
 def _fresh(job: Job, tag: str) -> Job:
@@ -113,7 +96,7 @@ def _fresh(job: Job, tag: str) -> Job:
 def test_a_new_worker_loads_the_kept_cubin_instead_of_building_again(fake_gpu):
     before = dict(fake_gpu.stats)
     good = [cases.reduce_case(), cases.shuffles_case()]
-    jobs = [_div0_job(), *(c.job for c in good)]
+    jobs = [cases.div0_job(), *(c.job for c in good)]
     results = fake_gpu.run([_fresh(job, "kept-cubin") for job in jobs])
     assert results[0].kind == "runtime_error"
     for case, r in zip(good, results[1:], strict=True):
@@ -125,7 +108,7 @@ def test_a_new_worker_loads_the_kept_cubin_instead_of_building_again(fake_gpu):
 def test_a_failed_launch_is_not_repeated_for_other_schedule_seeds(fake_gpu):
     before = dict(fake_gpu.stats)
     after = cases.reduce_case()
-    results = fake_gpu.run([_div0_job(0), _div0_job(1), _div0_job(2), after.job])
+    results = fake_gpu.run([cases.div0_job(0), cases.div0_job(1), cases.div0_job(2), after.job])
     assert [r.kind for r in results[:3]] == ["runtime_error"] * 3
     assert results[3].kind == "ok" and cases.matches(after, results[3].outputs)
     assert fake_gpu.stats["replaced"] - before.get("replaced", 0) == 1
@@ -133,7 +116,7 @@ def test_a_failed_launch_is_not_repeated_for_other_schedule_seeds(fake_gpu):
 
 
 def test_after_a_replacement_a_warm_spare_takes_over(fake_gpu):
-    fake_gpu.run([_div0_job()])
+    fake_gpu.run([cases.div0_job()])
     spare = fake_gpu._spare
     assert spare is not None and spare[0].is_alive()
     (r,) = fake_gpu.run([cases.reduce_case().job])
