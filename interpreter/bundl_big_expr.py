@@ -25,6 +25,7 @@ from gpusem.calculus.bundl.ast import (
     PartitionId,
     UnOp,
     Var,
+    child_exprs,
 )
 from gpusem.calculus.bundl.perspective import BLOCK1, GRID1, Level, level_ratio
 from gpusem.calculus.errors import Stuck, Trap
@@ -263,17 +264,7 @@ class ExprCompiler:
 
 
 def _has_index(e) -> bool:
-    match e:
-        case Index():
-            return True
-        case BinOp(_, a, b):
-            return _has_index(a) or _has_index(b)
-        case UnOp(_, a):
-            return _has_index(a)
-        case Fma(a, b, c):
-            return _has_index(a) or _has_index(b) or _has_index(c)
-        case _:
-            return False
+    return isinstance(e, Index) or any(_has_index(c) for c in child_exprs(e))
 
 
 def _const(counter, v, dtype):

@@ -14,8 +14,6 @@ from gpusem.calculus.bundl.ast import (
     Alloc,
     Assign,
     AsyncMemcpy,
-    BinOp,
-    Fma,
     Call,
     Claim,
     Decl,
@@ -32,8 +30,8 @@ from gpusem.calculus.bundl.ast import (
     SyncDec,
     SyncInit,
     SyncWait,
-    UnOp,
     While,
+    child_exprs,
 )
 from gpusem.calculus.errors import BudgetExhausted, Stuck, Trap
 
@@ -154,21 +152,8 @@ def _reads_memory(cfg, e) -> bool:
 
 def _subexprs(e):
     yield e
-    match e:
-        case Index(a, i):
-            yield from _subexprs(a)
-            yield from _subexprs(i)
-        case BinOp(_, a, b):
-            yield from _subexprs(a)
-            yield from _subexprs(b)
-        case UnOp(_, a):
-            yield from _subexprs(a)
-        case Fma(a, b, c):
-            yield from _subexprs(a)
-            yield from _subexprs(b)
-            yield from _subexprs(c)
-        case _:
-            return
+    for c in child_exprs(e):
+        yield from _subexprs(c)
 
 
 def _bad(m: Machine, kind, err, path, states, transitions) -> Outcome:

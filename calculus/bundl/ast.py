@@ -515,6 +515,21 @@ def child_stmts(s: Stmt) -> tuple[Stmt, ...]:
             return ()
 
 
+def child_exprs(e: Expr) -> tuple[Expr, ...]:
+    """The expressions directly inside `e` (for generic traversals)."""
+    match e:
+        case Index(a, i):
+            return (a, i)
+        case BinOp(_, a, b):
+            return (a, b)
+        case UnOp(_, a):
+            return (a,)
+        case Fma(a, b, c):
+            return (a, b, c)
+        case _:
+            return ()
+
+
 STMT_CLASSES = (
     Skip, Seq, Decl, Alloc, Assign, ArrAssign, If, While, Split, Group, Destruct,
     Partition, Claim, Lower, AsyncPartition, AsyncMemcpy, Memcpy,
