@@ -14,7 +14,7 @@ lowercase prefix up to the first colon is stable, so tests match on it.
 
 from __future__ import annotations
 
-from .span import NO_SPAN, Span
+from gpusem.calculus.span import NO_SPAN, Span
 
 
 class GpusemError(Exception):

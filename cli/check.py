@@ -1,5 +1,5 @@
 """`gpusem check FILE`: type-check a `.bundl` file (Appendix A.2 of the Prism paper) or
-analyse a `.gpuir` file (delegated to `gpusem.typing_rules.gpuir.check_file`).
+analyse a `.gpuir` file (delegated to `gpusem.typing_rules.gpuir.frontend.check_file`).
 
 Exit codes (DESIGN.md): 0 well-typed, 1 ill-typed (one line per error:
 `file:line:col: [T-Rule] message`), 2 bad input (one line, no traceback).
@@ -12,8 +12,8 @@ import sys
 
 import click
 from gpusem.calculus.errors import BadInput, GpusemError, IllTyped
-
-from .common import language_of, parse_defines, read_source
+from gpusem.calculus.source import language_of, read_source
+from gpusem.cli.common import parse_defines
 
 
 @click.command(name="check")
@@ -40,14 +40,14 @@ def command(file: str, rules: str, as_json: bool, derivation: bool,
 
 def _check_bundl(file: str, rules: str, as_json: bool, derivation: bool) -> None:
     from gpusem.calculus.bundl.parser import parse_program
-    from gpusem.typing_rules.bundl import check_program, type_errors
+    from gpusem.typing_rules.bundl.stmt import check_program, type_errors
 
     prog = parse_program(read_source(file), file)
     if derivation and not as_json:
-        from gpusem.typing_rules.bundl_derivation import (
+        from gpusem.typing_rules.bundl.derivation import (
             derivation as derive,
         )
-        from gpusem.typing_rules.bundl_derivation import (
+        from gpusem.typing_rules.bundl.derivation import (
             format_derivation,
         )
 
@@ -93,12 +93,12 @@ def _error_json(e: GpusemError) -> dict:
 
 def _check_gpuir(file: str, defines: tuple[str, ...], as_json: bool) -> None:
     # ---- GPU IR branch: the analysis is owned by the GPU IR front-end engineer ------
-    # `gpusem.typing_rules.gpuir.check_file(path, defines)` returns a printable summary
+    # `gpusem.typing_rules.gpuir.frontend.check_file(path, defines)` returns a printable summary
     # or raises IllTyped (with every error in `.all`) or BadInput.
     try:
-        from gpusem.typing_rules.gpuir import check_file
+        from gpusem.typing_rules.gpuir.frontend import check_file
     except ImportError as err:
-        if err.name and err.name.startswith("gpusem.typing_rules.gpuir"):
+        if err.name and err.name.startswith("gpusem.typing_rules.gpuir.frontend"):
             raise BadInput("gpuir analysis is not available yet") from None
         raise
     try:

@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import click
-
 from gpusem.calculus.errors import BadInput
-
-from .common import language_of, read_source
+from gpusem.calculus.source import language_of, read_source
+from gpusem.cli.common import parse_defines
 
 
 def compile_file(path: str, sync_motion: bool = True, cp_async: bool = True):
     """Parse, type-check and compile a `.bundl` file; returns a CompiledKernel."""
     from gpusem.calculus.bundl.parser import parse_program
     from gpusem.compiler.bundl_cuda.pipeline import CompileOptions, compile_program
-    from gpusem.typing_rules.bundl import check_program
+    from gpusem.typing_rules.bundl.stmt import check_program
 
     source = read_source(path)
     prog = parse_program(source, path)
@@ -39,11 +39,7 @@ def command(file: str, output: str | None, no_sync_motion: bool, no_cp_async: bo
     launched with B blocks of T threads; its parameters are the program's globals in
     order. A .gpuir proc gives one kernel per CudaDeviceFunction, named after it."""
     if language_of(file) == "gpuir":
-        from gpusem.compiler.gpuir_cuda.cli import compile_command
-
-        from .common import parse_defines
-
-        return compile_command(file, parse_defines(defines), output, proc_name)
+        return compile_gpuir(file, parse_defines(defines), output, proc_name)
     if language_of(file) != "bundl":
         raise BadInput(f"compile: only .bundl files are compiled so far: {file}")
     kernel = compile_file(file, not no_sync_motion, not no_cp_async)
@@ -53,3 +49,20 @@ def command(file: str, output: str | None, no_sync_motion: bool, no_cp_async: bo
                    f"block {kernel.threads}, {kernel.smem_bytes} bytes shared memory")
     else:
         click.echo(kernel.source, nl=False)
+
+
+def compile_gpuir(path: str, defines: Mapping[str, int], output: str | None,
+                    proc_name: str | None = None) -> None:
+    from gpusem.compiler.gpuir_cuda.pipeline import compile_proc
+    from gpusem.typing_rules.gpuir.frontend import load_proc
+
+    proc, env, source = load_proc(path, defines, proc_name)
+    compiled = compile_proc(proc, env, source=source, file=Path(path).name)
+    if output:
+        Path(output).write_text(compiled.source)
+        for k in compiled.kernels:
+            click.echo(f"wrote {output}: kernel {k.name}, grid {k.grid}, block "
+                       f"{k.block}, cluster {k.cluster}, {k.smem_bytes} bytes shared "
+                       "memory")
+    else:
+        click.echo(compiled.source, nl=False)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from pathlib import Path
 
 import click
-
 from gpusem.calculus.errors import BadInput
-
-from .common import language_of
+from gpusem.calculus.source import language_of
+from gpusem.cli.common import parse_defines
 
 
 @click.command("exec")
@@ -29,25 +30,39 @@ def command(file: str, backend: str, schedules: str, no_sync_motion: bool,
     inputs; print agree / disagree with the first differing cell. Exit 0 agree, 1
     disagree (or the kernel failed), 2 bad input."""
     if language_of(file) == "gpuir":  # compared with the sequential reading
-        from gpusem.compiler.gpuir_cuda.cli import exec_command
-
-        from .common import parse_defines
-
         try:
             seeds = tuple(int(s) for s in schedules.split(","))
         except ValueError:
             raise BadInput(f"bad --schedules: {schedules}") from None
-        return exec_command(file, parse_defines(defines), backend, seeds, as_json,
+        return exec_gpuir(file, parse_defines(defines), backend, seeds, as_json,
                             proc_name)
     if language_of(file) != "bundl":
         raise BadInput(f"exec: only .bundl and .gpuir files: {file}")
-    from gpusem.fuzz.bundl_compile import check_file
+    from gpusem.fuzz.bundl.compile_property import check_file
 
     try:
         seeds = tuple(int(s) for s in schedules.split(","))
     except ValueError:
         raise BadInput(f"bad --schedules: {schedules}") from None
     verdict = check_file(file, backend, seeds, sync_motion=not no_sync_motion)
+    if as_json:
+        click.echo(json.dumps(verdict.as_dict(), indent=2))
+    else:
+        click.echo(verdict.describe())
+    raise SystemExit(0 if verdict.agree else 1)
+
+
+def exec_gpuir(path: str, defines: Mapping[str, int], backend: str,
+                 seeds: tuple[int, ...], as_json: bool,
+                 proc_name: str | None = None) -> None:
+    """Compile, run on `backend` under `seeds`, compare with the sequential reading;
+    exit 0 agree, 1 disagree or the kernel failed (unsupported included)."""
+    from gpusem.compiler.gpuir_cuda.run import check_proc
+    from gpusem.typing_rules.gpuir.frontend import load_proc
+
+    proc, env, source = load_proc(path, defines, proc_name)
+    verdict = check_proc(proc, env, backend, seeds, source=source,
+                         file=Path(path).name)
     if as_json:
         click.echo(json.dumps(verdict.as_dict(), indent=2))
     else:

@@ -51,7 +51,8 @@ def parse_shard(text: str) -> tuple[int, int]:
 def command(target, props, backend, budget, seed, jobs, shard, out_dir, max_programs,
             round_size) -> None:
     """Run a differential fuzzing campaign and write counterexample bundles."""
-    from gpusem.fuzz.campaign import Summary, load_target
+    from gpusem.fuzz.campaign import Summary
+    from gpusem.fuzz.targets import load_target
     from rich.console import Console
 
     seconds = parse_budget(budget)

@@ -11,7 +11,6 @@ import importlib
 import sys
 
 import click
-
 from gpusem.calculus.errors import GpusemError
 
 # verb -> (module under gpusem.cli, one-line help for `gpusem --help`)

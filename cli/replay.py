@@ -20,7 +20,7 @@ import click
 def command(bundle_dir: str, backend: str | None, step: bool, commands) -> None:
     """Re-run a counterexample bundle; say whether it still reproduces."""
     from gpusem.fuzz.bundle import read_bundle
-    from gpusem.fuzz.campaign import load_target
+    from gpusem.fuzz.targets import load_target
 
     b = read_bundle(bundle_dir)
     if step:
@@ -56,8 +56,7 @@ def _step_into(bundle, commands: str | None) -> None:
     import json
 
     from gpusem.calculus.errors import BadInput
-
-    from .step import debug_bundl
+    from gpusem.cli.step import debug_bundl
 
     if "program.bundl" not in bundle.files:
         raise BadInput(f"replay --step: only Bundl bundles: {bundle.path}")

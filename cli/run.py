@@ -12,8 +12,7 @@ import sys
 
 import click
 from gpusem.calculus.errors import BadInput
-
-from .common import language_of, read_source
+from gpusem.calculus.source import language_of, read_source
 
 EXIT = {"terminated": 0, "stuck": 1, "deadlock": 1, "budget": 2}
 
@@ -47,16 +46,16 @@ def command(file: str, schedule: str, max_steps: int, rules: str, blocks: int | 
 
     prog = parse_program(read_source(file), file)
     if big_step:
-        from gpusem.interpreter.bundl_big_step import run_big_step
+        from gpusem.interpreter.bundl.big_step import run_big_step
 
         out = run_big_step(prog, max_steps=max_steps, rules=rules, blocks=blocks,
                            threads=threads)
     else:
-        from gpusem.interpreter.bundl_machine import run_program
+        from gpusem.interpreter.bundl.schedulers import run_program
 
         check = None
         if check_preservation:
-            from gpusem.interpreter.bundl_preservation import preservation_check
+            from gpusem.interpreter.bundl.preservation import preservation_check
 
             check = preservation_check(prog, rules)
         out = run_program(prog, schedule, max_steps, rules, blocks=blocks,

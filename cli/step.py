@@ -15,11 +15,10 @@ from pathlib import Path
 
 import click
 from gpusem.calculus.errors import BadInput
+from gpusem.calculus.source import language_of, read_source
+from gpusem.cli.debugger_shell import DebuggerShell, ints
 from rich.console import Console
 from rich.table import Table
-
-from .common import language_of, read_source
-from .debugger_shell import DebuggerShell, ints
 
 
 class Debugger(DebuggerShell):
@@ -104,7 +103,7 @@ class Debugger(DebuggerShell):
 
     def do_threads(self, arg: str) -> None:
         """threads: every thread's state (running, spinning, stuck, done)."""
-        from gpusem.interpreter.bundl_small_step import blocked
+        from gpusem.interpreter.bundl.small_step import blocked
 
         m = self.session.machine
         table = Table("index", "t", "b", "p", "perspective", "state", "at line")
@@ -162,7 +161,7 @@ class Debugger(DebuggerShell):
 
     def do_schedule(self, arg: str) -> None:
         """schedule rr | random:SEED | replay FILE: how the next thread is chosen."""
-        from gpusem.interpreter.bundl_debug import Scheduler
+        from gpusem.interpreter.bundl.debug import Scheduler
 
         parts = arg.split()
         if not parts:
@@ -186,7 +185,7 @@ class Debugger(DebuggerShell):
         self.console.print(f"unknown command: {line.split()[0]} (type help)")
 
     def complete_break(self, text, *_):
-        from gpusem.interpreter.bundl_debug_rules import RULES
+        from gpusem.interpreter.bundl.debug_rules import RULES
 
         return [r for r in (*RULES, "thread", "write") if r.startswith(text)]
 
@@ -210,7 +209,7 @@ def _loop(debugger: Debugger) -> None:
 
 
 def _parse_break(arg: str):
-    from gpusem.interpreter.bundl_debug import Breakpoint
+    from gpusem.interpreter.bundl.debug import Breakpoint
 
     parts = arg.split()
     if not parts:
@@ -229,7 +228,7 @@ def _parse_break(arg: str):
 
 
 def _value(machine, value) -> str:
-    from gpusem.interpreter.bundl_values import Ptr
+    from gpusem.interpreter.bundl.values import Ptr
 
     if isinstance(value, Ptr):
         reg = machine.cfg.regions[value.region]
@@ -264,7 +263,7 @@ def command(file: str, blocks, threads, rules: str, schedule: str, commands, tra
     """Step through FILE's meaning: a .bundl file under the small-step semantics, rule
     by rule; a .gpuir file as its AMIR program (-D N=...), statement by statement."""
     if language_of(file) == "gpuir":  # the AMIR debugger (cli/step_amir.py)
-        from .step_amir import main as step_amir
+        from gpusem.cli.step_amir import main as step_amir
 
         step_amir(file, defines, proc_name, rules, commands, trace)
         return
@@ -280,7 +279,7 @@ def debug_bundl(source: str, file: str, *, commands: str | None = None,
     """A debugging session over `source`; `opening` commands run first and are shown
     (how `gpusem replay --step` opens the debugger at a bundle's divergence)."""
     from gpusem.calculus.bundl.parser import parse_program
-    from gpusem.interpreter.bundl_debug import Session
+    from gpusem.interpreter.bundl.debug import Session
 
     session = Session(parse_program(source, file), rules, blocks, threads, schedule)
     console = Console(highlight=False)

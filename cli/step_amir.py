@@ -16,9 +16,8 @@ both conflicting accesses with their source lines.
 from __future__ import annotations
 
 from gpusem.calculus.errors import BadInput
+from gpusem.cli.debugger_shell import DebuggerShell, ints
 from rich.console import Console
-
-from .debugger_shell import DebuggerShell, ints
 
 SHOW_EACH = 20        # `step N` shows every step up to this many, else the last
 RECORD_GROUPS = 12    # `records VAR` shows this many cell groups unless `all`
@@ -33,7 +32,7 @@ class AmirDebugger(DebuggerShell):
 
     def show_event(self, e) -> None:
         from gpusem.calculus.amir.printer import print_simple
-        from gpusem.interpreter.amir_debug import threads_text
+        from gpusem.interpreter.amir.debug import threads_text
 
         loops = ", ".join(f"{k}={y}" for k, y in e.loops) or "-"
         who = threads_text(e.threads) if e.threads is not None else "no thread mapping"
@@ -54,7 +53,7 @@ class AmirDebugger(DebuggerShell):
     def show_stop(self, stop) -> None:
         s = self.session
         if s.status == "rejected" and s.violation is not None:
-            from .synccheck import diagnostic
+            from gpusem.interpreter.amir.synccheck import diagnostic
 
             self.say(f"stopped: {s.violation.check} failed at step {s.steps}",
                      "bold red")
@@ -127,7 +126,7 @@ class AmirDebugger(DebuggerShell):
         """break LINE | CHECK | STATEMENT: stop after a statement from GPU IR line LINE,
         after a check of that kind (CheckReads, CheckMutates, CheckBarrier), or after
         any AMIR statement of that kind (Fence, Arrive, Await, RecordRead, ...)."""
-        from gpusem.interpreter.amir_debug import CHECKS, STATEMENTS, Breakpoint
+        from gpusem.interpreter.amir.debug import CHECKS, STATEMENTS, Breakpoint
 
         word = arg.strip()
         if word.isdigit():
@@ -191,7 +190,7 @@ class AmirDebugger(DebuggerShell):
     def do_list(self, arg: str) -> None:
         """list [N]: the GPU IR source and the AMIR program around the next statement
         (N lines either side, default 3), the next statement marked =>."""
-        from gpusem.interpreter.amir_debug_show import program_lines
+        from gpusem.interpreter.amir.debug_show import program_lines
 
         args = ints(arg, "list [N]")
         n = args[0] if args else 3
@@ -219,7 +218,7 @@ class AmirDebugger(DebuggerShell):
                  f"next, continue, back, break, delete, records, where, list, quit)")
 
     def complete_break(self, text, *_):
-        from gpusem.interpreter.amir_debug import CHECKS, STATEMENTS
+        from gpusem.interpreter.amir.debug import CHECKS, STATEMENTS
 
         return [c for c in (*CHECKS, *STATEMENTS) if c.startswith(text)]
 
@@ -233,9 +232,9 @@ def open_session(source: str, file: str, defines: dict[str, int], *,
     """Front end (Sections 3-4), conversion (Figure 5), and a session on the result:
     the same pipeline as `gpusem synccheck`."""
     from gpusem.calculus.gpuir.parser import parse_module
-    from gpusem.interpreter.amir_debug import Session
-    from gpusem.interpreter.gpuir_to_amir import convert
-    from gpusem.typing_rules.gpuir import check_proc
+    from gpusem.interpreter.amir.debug import Session
+    from gpusem.interpreter.amir.from_gpuir import convert
+    from gpusem.typing_rules.gpuir.frontend import check_proc
 
     procs = parse_module(source, file).procs
     proc = procs[-1]
@@ -257,9 +256,9 @@ def open_session(source: str, file: str, defines: dict[str, int], *,
 def main(file: str, defines: tuple[str, ...], proc_name: str | None, rules: str,
          commands: str | None, trace: str | None) -> None:
     """The `.gpuir` branch of `gpusem step`."""
-    from gpusem.typing_rules.gpuir import header_defines
-
-    from .common import parse_defines, read_source
+    from gpusem.calculus.source import read_source
+    from gpusem.cli.common import parse_defines
+    from gpusem.typing_rules.gpuir.frontend import header_defines
 
     source = read_source(file)
     env = {**header_defines(source), **parse_defines(defines)}

@@ -1,7 +1,7 @@
 """The generic campaign runner behind `gpusem fuzz`, for every target (issues 5 and 7).
 
-A target (registered in `TARGETS` by a lazy "module:Class" path, so Bundl and GPU IR
-targets plug in without touching this file's logic) provides:
+A target (`fuzz.targets.Target`, found through the `gpusem.targets` entry points)
+provides:
 
   name, properties, backends
   strategy(prop)            a hypothesis strategy of programs
@@ -33,7 +33,6 @@ least a minute) before the target's reducer takes over.
 from __future__ import annotations
 
 import hashlib
-import importlib
 import multiprocessing as mp
 import signal
 import time
@@ -42,42 +41,15 @@ from pathlib import Path
 from queue import Empty
 
 from gpusem.calculus.errors import BadInput, GpusemError
+from gpusem.fuzz.targets import (
+    RUNTIME_TARGETS,
+    CheckResult,
+    checked,
+    load_target,
+    register_target,
+)
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hseed
-
-TARGETS: dict[str, object] = {"appy": "gpusem.fuzz.appy.target:AppyTarget",
-                              "bundl": "gpusem.fuzz.bundl_target:BundlTarget",
-                              "gpuir": "gpusem.fuzz.gpuir_target:GpuirTarget"}
-
-
-def register_target(name: str, factory) -> None:
-    """Plug a target in: a lazy path `register_target("bundl", "gpusem.fuzz.x:Bundl")`
-    or a class / callable taking `backend=`."""
-    TARGETS[name] = factory
-
-
-def load_target(name: str, backend: str):
-    if name not in TARGETS:
-        raise BadInput(f"unknown target: {name} (known: {', '.join(sorted(TARGETS))})")
-    factory = TARGETS[name]
-    if isinstance(factory, str):
-        mod, _, cls = factory.partition(":")
-        factory = getattr(importlib.import_module(mod), cls)
-    target = factory(backend=backend)
-    if backend not in target.backends:
-        raise BadInput(f"unknown backend: {backend} for target {name}")
-    return target
-
-
-@dataclass
-class CheckResult:
-    status: str  # "pass" | "finding" | "invalid" (illegal) | "skip" (not runnable here)
-    signature: str = ""
-    kind: str = ""
-    detail: str = ""
-    files: dict[str, str] = field(default_factory=dict)
-    size: int = 0
-    seconds: float = 0.0
 
 
 @dataclass
@@ -176,7 +148,7 @@ class Campaign:
         bundle, written since the campaign began, is in the shared out dir, so this job
         does not shrink the same finding again. (Older bundles in the out dir do not
         count: a new campaign reports what it finds.)"""
-        from .bundle import bundle_name
+        from gpusem.fuzz.bundle import bundle_name
 
         if res.signature in self.known:
             return True
@@ -217,7 +189,7 @@ class Campaign:
         """Count a prefetched round directly when it holds no new signature (the
         verdicts are the same `check`s the hypothesis run would make). False, with the
         new signature kept as pending, when it must be hunted by a shrinking run."""
-        results = [_checked(target, p, self.prop) for p in programs]
+        results = [checked(target, p, self.prop) for p in programs]
         for res in results:
             if res.status == "finding" and not self._is_known(res):
                 self.first_seen.setdefault(res.signature, self._elapsed())
@@ -258,7 +230,7 @@ class Campaign:
                                         or self._hunt_too_long(state["since"])):
                 return  # stop shrinking: the smallest failure so far is kept
 
-            res = _checked(target, program, self.prop)
+            res = checked(target, program, self.prop)
             if hunting is None:
                 self.summary.programs += 1
                 if self.on_progress:
@@ -300,7 +272,7 @@ class Campaign:
             self._record(target, res, shrunk=True)
 
     def _record(self, target, res: CheckResult, shrunk: bool) -> None:
-        from .bundle import write_bundle
+        from gpusem.fuzz.bundle import write_bundle
 
         self.known.add(res.signature)
         meta = {"target": self.target_name, "backend": self.backend,
@@ -317,21 +289,6 @@ class Campaign:
             found, self._elapsed() - found))
         if self.on_progress:
             self.on_progress(self.summary)
-
-
-def _checked(target, program, prop: str) -> CheckResult:
-    """target.check, with an error of our own tools on a generated program (a generator
-    that built an invalid program, an evaluator that rejects a valid one) turned into a
-    finding of kind `internal`: shrunk and bundled like any other, never a crash of
-    the campaign."""
-    try:
-        return target.check(program, prop)
-    except GpusemError as err:
-        rule = err.rule or type(err).__name__
-        return CheckResult("finding", signature=f"internal:{rule}:{err.prefix}",
-                           kind="internal error", detail=err.one_line()[:200],
-                           files={"trace.txt": err.one_line() + "\n"},
-                           size=target.size(program))
 
 
 def _round_seed(seed: int, r: int) -> int:
@@ -364,7 +321,7 @@ def run_jobs(base: dict, jobs: int, on_tick=None) -> Summary:
     counts = ctx.Array("q", 4 * jobs, lock=False)  # one writer per slot
     queue = ctx.Queue()
     i, n = base["shard"]
-    factory = TARGETS.get(base["target_name"])
+    factory = RUNTIME_TARGETS.get(base["target_name"])
     since = time.time()  # the jobs skip findings a sibling recorded after this
     procs = [ctx.Process(target=_child, name=f"gpusem-job{j}", args=(
         j, factory, dict(base, shard=(i * jobs + j, n * jobs), since=since), counts,

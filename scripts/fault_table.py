@@ -40,7 +40,7 @@ def hard_limit_s(budget: float) -> float:
     """The campaign's own hard stop, the AST reducer's cap after it, and a minute for
     start-up: past this the child is killed and its row is read from the bundles it
     wrote (each is written atomically)."""
-    from gpusem.fuzz.bundl_target import shrink_budget_s
+    from gpusem.fuzz.bundl.target import shrink_budget_s
     from gpusem.fuzz.campaign import hard_stop_s
 
     return hard_stop_s(budget) + shrink_budget_s() + 60

@@ -34,7 +34,7 @@ if [ "${GPU_BENCH_SKIP_INSTALL:-0}" != 1 ]; then
   "$PY" -m pip install -q -e . --no-deps --no-build-isolation >"$WORK/pip.log" 2>&1 \
     || { echo "note: editable install failed:"; tail -5 "$WORK/pip.log"; }
 fi
-"$PY" -c 'import gpusem.compiler.bench.harness' 2>"$WORK/import.log" || {
+"$PY" -c 'import gpusem.compiler.bundl_cuda.bench.harness' 2>"$WORK/import.log" || {
   echo "cannot import the harness (lark missing?):"; cat "$WORK/import.log"; exit 3; }
 nvidia-smi >"$OUT/nvidia-smi.txt" 2>&1 || true
 
@@ -51,7 +51,7 @@ only=()
 [ -n "${GPU_BENCH_ONLY:-}" ] && only=(--only "$GPU_BENCH_ONLY")  # reduce | sgemm
 # e.g. GPU_BENCH_VARIANTS='^strict_pf' (a regex over SGEMM_VARIANTS labels)
 [ -n "${GPU_BENCH_VARIANTS:-}" ] && only+=(--variants "$GPU_BENCH_VARIANTS")
-timeout "${GPU_BENCH_TIMEOUT:-230}" "$PY" -m gpusem.compiler.bench.harness --out "$WORK" \
+timeout "${GPU_BENCH_TIMEOUT:-230}" "$PY" -m gpusem.compiler.bundl_cuda.bench.harness --out "$WORK" \
   "${only[@]}" 2>&1 | tail -n 400 > "$OUT/harness.log"
 rc=${PIPESTATUS[0]}
 kill "$smi_pid" 2>/dev/null

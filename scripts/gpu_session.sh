@@ -34,7 +34,7 @@ timeout $((FUZZ_S + 90)) $GPUSEM fuzz --target bundl --property compile --backen
 tail -12 "$OUT/fuzz_bundl_cuda.log" | tee -a "$LOG"
 
 say "gpuir seq = par on cuda (examples + 100 generated)"
-timeout 150 python3 -m gpusem.fuzz.gpuir_seqpar --generated 100 --seed 11 --backend cuda \
+timeout 150 python3 -m gpusem.fuzz.gpuir.seqpar --generated 100 --seed 11 --backend cuda \
   --json "$OUT/gpuir_seqpar_cuda.json" >>"$LOG" 2>&1
 tail -8 "$LOG"
 

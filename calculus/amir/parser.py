@@ -18,16 +18,14 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from lark import Lark, Token, Tree
-from lark.exceptions import UnexpectedInput
-from lark.indenter import Indenter
-
+from gpusem.calculus.amir import ast as A
 from gpusem.calculus.errors import BadInput
 from gpusem.calculus.gpuir import ast as G
 from gpusem.calculus.gpuir.timelines import VL, QualTL
 from gpusem.calculus.span import Span
-
-from . import ast as A
+from lark import Lark, Token, Tree
+from lark.exceptions import UnexpectedInput
+from lark.indenter import Indenter
 
 
 class _AmirIndenter(Indenter):

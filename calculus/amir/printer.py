@@ -18,10 +18,9 @@ from __future__ import annotations
 
 from typing import assert_never
 
+from gpusem.calculus.amir import ast as A
 from gpusem.calculus.gpuir.printer import print_bexpr, print_cexpr, print_wcoords
 from gpusem.calculus.gpuir.timelines import VL, QualTL
-
-from . import ast as A
 
 INDENT = "    "
 

@@ -21,10 +21,9 @@ import io
 import re
 import tokenize
 
+from gpusem.calculus.appy import ast as A
 from gpusem.calculus.errors import BadInput
 from gpusem.calculus.span import Span
-
-from . import ast as A
 
 _BINOPS = {pyast.Add: "+", pyast.Sub: "-", pyast.Mult: "*", pyast.Div: "/",
            pyast.FloorDiv: "//", pyast.Mod: "%"}

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import assert_never
 
-from . import ast as A
+from gpusem.calculus.appy import ast as A
 
 _PREC = {"+": 1, "-": 1, "*": 2, "/": 2, "//": 2, "%": 2}
 

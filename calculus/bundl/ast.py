@@ -31,9 +31,8 @@ import enum
 from dataclasses import dataclass, field
 from typing import Union
 
+from gpusem.calculus.bundl.perspective import Perspective
 from gpusem.calculus.span import NO_SPAN, Span
-
-from .perspective import Perspective
 
 # ---------------------------------------------------------------------------- types
 
@@ -536,3 +535,15 @@ STMT_CLASSES = (
     SyncInit, SyncDec, SyncWait, Free, Call,
 )
 EXPR_CLASSES = (IntLit, FloatLit, BoolLit, Var, Index, PartitionId, BinOp, UnOp, Fma)
+
+
+def statement_count(s) -> int:
+    """Statements of a program or statement, `skip` and sequencing not counted: the
+    size that reports and the shrinkers' `size_key` use."""
+    if isinstance(s, Program):
+        return statement_count(s.main) + sum(statement_count(f.body) for f in s.fns)
+    if isinstance(s, Seq):
+        return sum(statement_count(x) for x in s.stmts)
+    if isinstance(s, Skip):
+        return 0
+    return 1 + sum(statement_count(c) for c in child_stmts(s))

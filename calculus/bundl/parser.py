@@ -26,6 +26,10 @@ from pathlib import Path
 
 import lark
 import numpy as np
+from gpusem.calculus.bundl import ast
+from gpusem.calculus.bundl.perspective import Level, Perspective
+from gpusem.calculus.errors import BadInput
+from gpusem.calculus.span import Span
 from lark import Token, Transformer, v_args
 from lark.exceptions import (
     UnexpectedCharacters,
@@ -33,12 +37,6 @@ from lark.exceptions import (
     UnexpectedToken,
     VisitError,
 )
-
-from gpusem.calculus.errors import BadInput
-from gpusem.calculus.span import Span
-
-from . import ast
-from .perspective import Level, Perspective
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 _ENTRY = {"program": "start_program", "stmts": "start_stmts", "expr": "start_expr"}

@@ -24,9 +24,8 @@ import math
 from typing import assert_never
 
 import numpy as np
-
-from . import ast
-from .parser import float32_of
+from gpusem.calculus.bundl import ast
+from gpusem.calculus.bundl.parser import float32_of
 
 INDENT = "  "
 

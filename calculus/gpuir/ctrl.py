@@ -15,8 +15,17 @@ from typing import Mapping
 
 import numpy as np
 from gpusem.calculus.errors import BadInput, Trap
-
-from .ast import BConst, BExpr, BLog, BNot, BRel, CBin, CExpr, CInt, CVar
+from gpusem.calculus.gpuir.ast import (
+    BConst,
+    BExpr,
+    BLog,
+    BNot,
+    BRel,
+    CBin,
+    CExpr,
+    CInt,
+    CVar,
+)
 
 Env = Mapping[str, object]  # name -> int or np.ndarray of ints
 
@@ -159,7 +168,7 @@ def affine(c: CExpr, consts: Env = {}, opaque: bool = False) -> Affine | None:
                     f = cdiv if op == "/" else cmod
                     return _mk(f(a.const, b.const), {})
             if opaque:
-                from .printer import print_cexpr
+                from gpusem.calculus.gpuir.printer import print_cexpr
 
                 return _mk(0, {"#" + print_cexpr(c): 1})
             return None

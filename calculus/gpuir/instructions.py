@@ -45,9 +45,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Literal
 
 import numpy as np
-
-from .ast import DataType, UnitExpr
-from .memtypes import DataMemory
+from gpusem.calculus.gpuir.ast import DataType, UnitExpr
+from gpusem.calculus.gpuir.memtypes import DataMemory
 
 Access = Literal["read", "write", "readwrite"]
 

@@ -21,8 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpusem.calculus.errors import BadInput
-
-from .ast import MemExpr
+from gpusem.calculus.gpuir.ast import MemExpr
 
 # The owner levels, finest first.
 OWNERS = ("thread", "warp", "warpgroup", "cta", "cluster", "device", "host")

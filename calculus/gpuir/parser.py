@@ -16,6 +16,7 @@ import functools
 from pathlib import Path
 
 from gpusem.calculus.errors import BadInput
+from gpusem.calculus.gpuir import ast as A
 from gpusem.calculus.span import Span
 from lark import Lark, Token, Tree
 from lark.exceptions import (
@@ -25,8 +26,6 @@ from lark.exceptions import (
     UnexpectedToken,
 )
 from lark.indenter import Indenter
-
-from . import ast as A
 
 
 class _GpuirIndenter(Indenter):
@@ -88,7 +87,7 @@ def parse_proc(source: str, file: str = "<string>") -> A.Proc:
 
 
 def parse_file(path: str) -> A.Module:
-    from gpusem.cli.common import read_source
+    from gpusem.calculus.source import read_source
 
     return parse_module(read_source(path), path)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import assert_never
 
-from . import ast as A
+from gpusem.calculus.gpuir import ast as A
 
 INDENT = "    "
 

@@ -21,8 +21,7 @@ from math import prod
 from typing import Callable
 
 from gpusem.calculus.errors import BadInput
-
-from .ast import CudaDeviceFunction, UnitExpr, WarpConfig
+from gpusem.calculus.gpuir.ast import CudaDeviceFunction, UnitExpr, WarpConfig
 
 WARP = 32
 WARPGROUP = 128

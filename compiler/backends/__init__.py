@@ -21,10 +21,10 @@ from gpusem.compiler.backends.kernel import (
     KernelSpec,
     Param,
     Result,
-    get_backend,
     ptr,
     scalar,
 )
+from gpusem.compiler.backends.registry import get_backend
 
 __all__ = [
     "RESULT_KINDS",

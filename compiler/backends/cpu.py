@@ -10,7 +10,7 @@ Pipeline for `CpuBackend.run(jobs)`:
    spec's; when g++ fails, the kernels its diagnostics blame are built
    alone to confirm, the confirmed ones become "build_error" with their own messages,
    and the batch is rebuilt without them;
-3. the launches run in a forked worker process (`_worker`), one at a time, global
+3. the launches run in a forked worker process (`cpu_worker`), one at a time, global
    arrays flush against guard pages: a kernel that crashes the process ("crash"), or
    that outlives its time budget and the harness's own SIGALRM stop ("timeout", killed
    by the watchdog), costs a worker restart, and the batch goes on. The worker is
@@ -405,11 +405,11 @@ class _WorkerHandle:
     """
 
     def __init__(self) -> None:
-        from gpusem.compiler.backends import _worker
+        from gpusem.compiler.backends import cpu_worker
 
         ctx = multiprocessing.get_context("fork")
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_worker.serve, args=(child,), daemon=True)
+        self.proc = ctx.Process(target=cpu_worker.serve, args=(child,), daemon=True)
         self.proc.start()
         child.close()
         self.libraries: set[str] = set()

@@ -219,16 +219,3 @@ def _scalar_arg(p: Param, value: object, kernel: str) -> object:
             f"bad scalar: {kernel}.{p.name} = {value} out of {p.dtype} range"
         )
     return scalar_value
-
-
-def get_backend(name: str, **options: object) -> Backend:
-    """`cpu` (g++ + the SIMT harness) or `cuda` (CuPy / NVRTC; imported lazily)."""
-    if name == "cpu":
-        from gpusem.compiler.backends.cpu import CpuBackend
-
-        return CpuBackend(**options)  # type: ignore[arg-type]
-    if name == "cuda":
-        from gpusem.compiler.backends.cuda import CudaBackend
-
-        return CudaBackend(**options)  # type: ignore[arg-type]
-    raise BadInput(f"unknown backend: {name} (expected cpu or cuda)")

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import kir as K
-from .traverse import bodies, exprs_of, map_expr
+from gpusem.compiler.bundl_cuda import kir as K
+from gpusem.compiler.bundl_cuda.traverse import bodies, exprs_of, map_expr
 
 UNKNOWN = "?"
 

@@ -20,11 +20,10 @@ from dataclasses import dataclass, field, replace
 from itertools import count
 
 from gpusem.calculus.bundl.perspective import Level
-
-from . import kir as K
-from .faults import active
-from .errors import CompileError
-from .traverse import map_bodies
+from gpusem.compiler.bundl_cuda import kir as K
+from gpusem.compiler.bundl_cuda.errors import CompileError
+from gpusem.compiler.bundl_cuda.faults import active
+from gpusem.compiler.bundl_cuda.traverse import map_bodies
 
 NAMED_BARRIER_IDS = 15  # ids 1..15; id 0 is __syncthreads
 MBAR_BYTES = 8

@@ -13,10 +13,9 @@ import math
 import struct
 
 from gpusem.calculus.bundl.ast import BaseType
-
-from . import kir as K
-from .errors import CompileError
-from .faults import active
+from gpusem.compiler.bundl_cuda import kir as K
+from gpusem.compiler.bundl_cuda.errors import CompileError
+from gpusem.compiler.bundl_cuda.faults import active
 
 INT_OPS = {"+": "gs_add_i32", "-": "gs_sub_i32", "*": "gs_mul_i32",
            "/": "gs_div_i32", "%": "gs_rem_i32"}

@@ -59,7 +59,7 @@ def _enabled() -> set[str]:
              if n.strip() and not n.strip().startswith("gpuir-")}
     unknown = names - FAULTS.keys()
     if unknown:
-        from .errors import CompileError
+        from gpusem.compiler.bundl_cuda.errors import CompileError
 
         raise CompileError(f"unknown fault: {', '.join(sorted(unknown))} (known: "
                            f"{', '.join(FAULTS)})")

@@ -18,11 +18,15 @@ from dataclasses import dataclass, field, replace
 
 from gpusem.calculus.bundl import ast as B
 from gpusem.calculus.bundl.perspective import (
-    GRID1, Level, MachineShape, Perspective, destruct, level_ratio,
+    GRID1,
+    Level,
+    MachineShape,
+    Perspective,
+    destruct,
+    level_ratio,
 )
-
-from . import kir as K
-from .errors import CompileError
+from gpusem.compiler.bundl_cuda import kir as K
+from gpusem.compiler.bundl_cuda.errors import CompileError
 
 # ------------------------------------------------------------------ environments
 

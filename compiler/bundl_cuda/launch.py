@@ -8,11 +8,9 @@ literal list.
 from __future__ import annotations
 
 import numpy as np
-
 from gpusem.calculus.bundl import ast as B
 from gpusem.compiler.backends.kernel import Job, KernelSpec, ptr
-
-from .pipeline import CompiledKernel
+from gpusem.compiler.bundl_cuda.pipeline import CompiledKernel
 
 DTYPES = {B.BaseType.INT: "int32", B.BaseType.FLOAT: "float32", B.BaseType.BOOL: "bool"}
 

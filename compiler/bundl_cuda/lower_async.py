@@ -16,9 +16,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from gpusem.calculus.bundl.ast import BaseType
-
-from . import kir as K
-from .traverse import map_bodies, rewrite_program
+from gpusem.compiler.bundl_cuda import kir as K
+from gpusem.compiler.bundl_cuda.traverse import map_bodies, rewrite_program
 
 
 def _copy_count(dst: str, src: str) -> K.KExpr:

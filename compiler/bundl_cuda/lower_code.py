@@ -17,10 +17,9 @@ from itertools import count
 
 from gpusem.calculus.bundl.ast import BaseType
 from gpusem.calculus.bundl.perspective import Level
-
-from . import kir as K
-from .faults import active
-from .traverse import map_bodies, map_stmt_exprs
+from gpusem.compiler.bundl_cuda import kir as K
+from gpusem.compiler.bundl_cuda.faults import active
+from gpusem.compiler.bundl_cuda.traverse import map_bodies, map_stmt_exprs
 
 INT = BaseType.INT
 

@@ -10,10 +10,9 @@ instance that executed the construct (`KBarrier`), which `place_sync` may move o
 from __future__ import annotations
 
 from gpusem.calculus.bundl.ast import BaseType
-
-from . import kir as K
-from .faults import active
-from .traverse import map_bodies, rewrite_program
+from gpusem.compiler.bundl_cuda import kir as K
+from gpusem.compiler.bundl_cuda.faults import active
+from gpusem.compiler.bundl_cuda.traverse import map_bodies, rewrite_program
 
 INT = BaseType.INT
 

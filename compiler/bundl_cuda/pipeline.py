@@ -20,25 +20,24 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from gpusem.calculus.bundl import ast as B
-
-from . import kir as K
-from .barriers import lower_barriers
-from .emit import emit_cuda
-from .faults import active
-from .from_bundl import from_bundl
-from .lower_async import lower_async_copies
-from .lower_code import lower_code_perspectives
-from .lower_data import lower_data_perspectives
-from .smem import assign_smem_offsets
-from .speed import (
+from gpusem.compiler.bundl_cuda import kir as K
+from gpusem.compiler.bundl_cuda.barriers import lower_barriers
+from gpusem.compiler.bundl_cuda.emit import emit_cuda
+from gpusem.compiler.bundl_cuda.faults import active
+from gpusem.compiler.bundl_cuda.from_bundl import from_bundl
+from gpusem.compiler.bundl_cuda.lower_async import lower_async_copies
+from gpusem.compiler.bundl_cuda.lower_code import lower_code_perspectives
+from gpusem.compiler.bundl_cuda.lower_data import lower_data_perspectives
+from gpusem.compiler.bundl_cuda.smem import assign_smem_offsets
+from gpusem.compiler.bundl_cuda.speed import (
     MAX_UNROLL_TRIPS,
     contract_fma,
     hint_unroll_counted_loops,
     merge_adjacent_syncthreads,
     restrict_kernel_pointers,
 )
-from .sync import place_sync
-from .traverse import map_bodies, rewrite_program
+from gpusem.compiler.bundl_cuda.sync import place_sync
+from gpusem.compiler.bundl_cuda.traverse import map_bodies, rewrite_program
 
 KERNEL_NAME = "bundl_main"
 

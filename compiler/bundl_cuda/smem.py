@@ -12,10 +12,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from gpusem.calculus.bundl.ast import BaseType
-
-from . import kir as K
-from .errors import CompileError
-from .traverse import bodies, map_bodies, map_stmt_exprs
+from gpusem.compiler.bundl_cuda import kir as K
+from gpusem.compiler.bundl_cuda.errors import CompileError
+from gpusem.compiler.bundl_cuda.traverse import bodies, map_bodies, map_stmt_exprs
 
 ELEM_BYTES = {BaseType.INT: 4, BaseType.FLOAT: 4, BaseType.BOOL: 1}
 ALIGN = 16

@@ -17,9 +17,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 from gpusem.calculus.bundl.ast import BaseType
-
-from . import kir as K
-from .traverse import exprs_of, map_bodies, map_stmt_exprs, rewrite_program
+from gpusem.compiler.bundl_cuda import kir as K
+from gpusem.compiler.bundl_cuda.traverse import (
+    exprs_of,
+    map_bodies,
+    map_stmt_exprs,
+    rewrite_program,
+)
 
 SYNC = "__syncthreads();"
 MAX_UNROLL_TRIPS = 8

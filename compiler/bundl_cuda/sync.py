@@ -28,11 +28,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from gpusem.calculus.bundl.perspective import Level
-
-from . import kir as K
-from .accesses import Accesses, Roots, accesses
-from .faults import active
-from .traverse import bodies, map_bodies
+from gpusem.compiler.bundl_cuda import kir as K
+from gpusem.compiler.bundl_cuda.accesses import Accesses, Roots, accesses
+from gpusem.compiler.bundl_cuda.faults import active
+from gpusem.compiler.bundl_cuda.traverse import bodies, map_bodies
 
 
 def _splittable(b: K.KBarrier, threads: int) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import fields, is_dataclass, replace
 from typing import Callable
 
-from . import kir as K
+from gpusem.compiler.bundl_cuda import kir as K
 
 _EXPR_TYPES = (K.KConst, K.KVar, K.KPerspId, K.KBuiltin, K.KBin, K.KUn, K.KLoad,
                K.KPtrAdd, K.KRaw, K.KSmemTop, K.KFma)

@@ -2,7 +2,7 @@
 
 Control expressions (Figure 1, quasi-affine over 32-bit control values) and data
 expressions are printed through the wrapping / rounding helpers of `gpusem_rt.cuh`, so
-the C++ means what `interpreter/gpuir_seq.py` computes: int32 arithmetic wraps and
+the C++ means what `interpreter/gpuir/sequential.py` computes: int32 arithmetic wraps and
 divides truncating toward zero (ctrl.cdiv), float32 arithmetic rounds after every
 operation and is never contracted into an FMA.
 
@@ -17,8 +17,7 @@ from collections.abc import Callable
 
 import numpy as np
 from gpusem.calculus.gpuir import ast as A
-
-from .errors import unsupported
+from gpusem.compiler.gpuir_cuda.errors import unsupported
 
 CTYPES = {A.DataType.F32: "float", A.DataType.I32: "int"}
 NP_DTYPES = {A.DataType.F32: "float32", A.DataType.I32: "int32"}
@@ -89,7 +88,7 @@ def convert(text: str, src: A.DataType, dst: A.DataType) -> str:
 
 
 def _fault(name: str) -> bool:
-    from .faults import active
+    from gpusem.compiler.gpuir_cuda.faults import active
 
     return active(name)
 

@@ -9,7 +9,7 @@ is preceded, where its source line changes, by a comment quoting that line.
 
 from __future__ import annotations
 
-from . import kir as K
+from gpusem.compiler.gpuir_cuda import kir as K
 
 PRELUDE = """\
 #include "gpusem_rt.cuh"

@@ -39,7 +39,7 @@ def enabled() -> set[str]:
     names = {n.strip() for n in raw.split(",") if n.strip().startswith("gpuir-")}
     unknown = names - FAULTS.keys()
     if unknown:
-        from .errors import CompileError
+        from gpusem.compiler.gpuir_cuda.errors import CompileError
 
         raise CompileError(f"unknown fault: {', '.join(sorted(unknown))} (known: "
                            f"{', '.join(FAULTS)})")

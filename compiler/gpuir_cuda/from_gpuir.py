@@ -33,13 +33,17 @@ from math import prod
 
 from gpusem.calculus.gpuir import ast as A
 from gpusem.calculus.gpuir.ctrl import affine, eval_c
-from gpusem.typing_rules.gpuir_collective import Analysis, ThreadMapping, derive_warps
-
-from . import kir as K
-from .cexpr import NP_DTYPES, c_bool, c_data, c_int, ctype
-from .errors import unsupported
-from .faults import active
-from .storage import BarrierStorage, Storage, barrier_storage, data_storage
+from gpusem.compiler.gpuir_cuda import kir as K
+from gpusem.compiler.gpuir_cuda.cexpr import NP_DTYPES, c_bool, c_data, c_int, ctype
+from gpusem.compiler.gpuir_cuda.errors import unsupported
+from gpusem.compiler.gpuir_cuda.faults import active
+from gpusem.compiler.gpuir_cuda.storage import (
+    BarrierStorage,
+    Storage,
+    barrier_storage,
+    data_storage,
+)
+from gpusem.typing_rules.gpuir.collective import Analysis, ThreadMapping, derive_warps
 
 C_RESERVED = {"int", "float", "double", "char", "void", "for", "if", "else", "while",
               "do", "return", "const", "static", "auto", "unsigned", "signed", "long",

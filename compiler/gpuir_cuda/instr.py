@@ -27,12 +27,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from gpusem.typing_rules.gpuir_collective import ThreadMapping
-
-from . import kir as K
-from .errors import unsupported
-from .from_gpuir import offset_c
-from .sync import leader
+from gpusem.compiler.gpuir_cuda import kir as K
+from gpusem.compiler.gpuir_cuda.errors import unsupported
+from gpusem.compiler.gpuir_cuda.from_gpuir import offset_c
+from gpusem.compiler.gpuir_cuda.sync import leader
+from gpusem.typing_rules.gpuir.collective import ThreadMapping
 
 
 def lower_instructions(kernel: K.GKernel, env: dict[str, int]) -> K.GKernel:

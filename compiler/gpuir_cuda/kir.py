@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gpusem.calculus.span import NO_SPAN, Span
-from gpusem.typing_rules.gpuir_collective import ThreadMapping
+from gpusem.typing_rules.gpuir.collective import ThreadMapping
 
 _SPAN = field(default=NO_SPAN, compare=False, repr=False)
 

@@ -22,13 +22,12 @@ from dataclasses import dataclass
 
 from gpusem.calculus.gpuir import ast as A
 from gpusem.compiler.backends import KernelSpec, ptr, scalar
-
-from . import kir as K
-from .emit import emit_cuda
-from .from_gpuir import from_gpuir
-from .instr import lower_instructions
-from .smem import assign_smem
-from .sync import lower_sync
+from gpusem.compiler.gpuir_cuda import kir as K
+from gpusem.compiler.gpuir_cuda.emit import emit_cuda
+from gpusem.compiler.gpuir_cuda.from_gpuir import from_gpuir
+from gpusem.compiler.gpuir_cuda.instr import lower_instructions
+from gpusem.compiler.gpuir_cuda.smem import assign_smem
+from gpusem.compiler.gpuir_cuda.sync import lower_sync
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +50,7 @@ class CompiledProc:
 
 def lower(proc: A.Proc, defines: Mapping[str, int], analysis=None) -> list[K.GKernel]:
     """Every pass but the text: the lowered GKIR kernels."""
-    from gpusem.typing_rules.gpuir import check_proc
+    from gpusem.typing_rules.gpuir.frontend import check_proc
 
     env = dict(defines)
     an = analysis if analysis is not None else check_proc(proc, env)

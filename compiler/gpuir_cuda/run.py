@@ -15,9 +15,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from gpusem.calculus.gpuir import ast as A
 from gpusem.compiler.backends import Job, get_backend
-
-from .errors import CompileError
-from .pipeline import CompiledProc, compile_proc
+from gpusem.compiler.gpuir_cuda.errors import CompileError
+from gpusem.compiler.gpuir_cuda.pipeline import CompiledProc, compile_proc
 
 
 @dataclass
@@ -60,7 +59,7 @@ def make_inputs(proc: A.Proc, defines: Mapping[str, int], seed: int = 0
     (so wrap-around happens); a value read from the wrong cell or at the wrong time
     shows too."""
     from gpusem.calculus.gpuir.ctrl import eval_c
-    from gpusem.interpreter.gpuir_seq import DTYPES
+    from gpusem.interpreter.gpuir.sequential import DTYPES
 
     rng = np.random.default_rng(seed)
     out = {}
@@ -105,7 +104,7 @@ class Case:
 
 def prepare(case: Case, analysis=None) -> None:
     """Compile and compute the sequential reading; sets `verdict` on failure."""
-    from gpusem.interpreter.gpuir_seq import run_sequential
+    from gpusem.interpreter.gpuir.sequential import run_sequential
 
     try:
         case.compiled = compile_proc(case.proc, case.defines, analysis=analysis,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from . import kir as K
+from gpusem.compiler.gpuir_cuda import kir as K
 
 ALIGN = 16
 SIZES = {"float": 4, "int": 4, "gs_u64": 8}

@@ -25,9 +25,8 @@ from math import prod
 
 from gpusem.calculus.gpuir import ast as A
 from gpusem.calculus.gpuir import memtypes
-from gpusem.typing_rules.gpuir_collective import ThreadMapping
-
-from .errors import unsupported
+from gpusem.compiler.gpuir_cuda.errors import unsupported
+from gpusem.typing_rules.gpuir.collective import ThreadMapping
 
 OWNER_THREADS = {"thread": 1, "warp": 32, "warpgroup": 128}
 

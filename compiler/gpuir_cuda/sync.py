@@ -37,12 +37,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 from gpusem.calculus.gpuir.timelines import QualTL, sync_tl
-from gpusem.typing_rules.gpuir_collective import ThreadMapping
-
-from . import kir as K
-from .errors import unsupported
-from .faults import active
-from .from_gpuir import offset_c
+from gpusem.compiler.gpuir_cuda import kir as K
+from gpusem.compiler.gpuir_cuda.errors import unsupported
+from gpusem.compiler.gpuir_cuda.faults import active
+from gpusem.compiler.gpuir_cuda.from_gpuir import offset_c
+from gpusem.typing_rules.gpuir.collective import ThreadMapping
 
 ASYNC_PROXY = {QualTL.TMA_TO_SMEM_ASYNC, QualTL.TMA_TO_GMEM_ASYNC,
                QualTL.WGMMA_ASYNC_SMEM}

@@ -1,6 +1,6 @@
 """Mutators that make a legal APPy program illegal, to test the legality checker.
 
-Each mutator breaks exactly one rule of `typing_rules/appy.py`, in a way that the rule
+Each mutator breaks exactly one rule of `typing_rules/appy/legality.py`, in a way that the rule
 must catch whenever the mutated loop runs at least two iterations (the property only
 counts mutants whose loops do; a one-iteration loop has no second worker to race with):
 
@@ -14,8 +14,7 @@ from __future__ import annotations
 import dataclasses
 
 from gpusem.calculus.appy import ast as A
-
-from .strategies import AppyProgram
+from gpusem.fuzz.appy.strategies import AppyProgram
 
 
 def _trips(prog: AppyProgram, loop: A.For) -> bool:

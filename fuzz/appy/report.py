@@ -17,20 +17,18 @@ import shutil
 import sys
 from pathlib import Path
 
+from gpusem.fuzz.appy.target import AppyTarget, read_inputs
 from gpusem.fuzz.bundle import list_bundles, read_bundle
-
-from .target import AppyTarget, _read_inputs
 
 
 def minimise_bundle(target: AppyTarget, b) -> bool:
     """Re-shrink a bundle's program with the target's `drop_statement` pass; rewrite
     the bundle in place when that finds a smaller program with the same signature."""
     from gpusem.calculus.appy.parser import parse_program
+    from gpusem.fuzz.appy.strategies import AppyProgram
     from gpusem.fuzz.bundle import write_bundle
 
-    from .strategies import AppyProgram
-
-    arrays, scalars = _read_inputs(b.files["inputs.json"])
+    arrays, scalars = read_inputs(b.files["inputs.json"])
     fn = parse_program(b.files["program.py"])
     prog = AppyProgram(fn, tuple((k, str(v.dtype), v.shape) for k, v in arrays.items()),
                        tuple(scalars.items()), fixed=arrays)
@@ -103,7 +101,7 @@ def build(bundles_dir: str, out_dir: str, sm90: bool = False,
                    "h100": (h100 or {}).get(sig, "not run"),
                    "program": b.files.get("program.py", "")}
             if sm90:
-                arrays, scalars = _read_inputs(b.files["inputs.json"])
+                arrays, scalars = read_inputs(b.files["inputs.json"])
                 r = target.confirm_sm90(b.files["program.py"], arrays, scalars)
                 row["sm90_compile"] = ("ok" if not r["errors"] else
                                        "fails: " + r["errors"][0][:120])
@@ -162,8 +160,7 @@ def listings(examples_dir: str, out_file: str, backend: str = "cpu") -> list[dic
     import re
 
     from gpusem.calculus.appy.parser import parse_program
-
-    from .inputs import make_inputs
+    from gpusem.fuzz.appy.inputs import make_inputs
 
     target = AppyTarget(backend)
     rows = []

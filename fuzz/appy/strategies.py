@@ -1,7 +1,7 @@
 """Hypothesis strategies for legal APPy programs (issue 7), legal by construction.
 
 A program is one function made of 1-3 *kernels* (top-level loop nests or tensor
-statements). Each kernel family keeps the legality rules of `typing_rules/appy.py` by
+statements). Each kernel family keeps the legality rules of `typing_rules/appy/legality.py` by
 construction: workers write only cells indexed by their own iteration, cells another
 worker may read are never written in that kernel, reductions go through `#pragma atomic`
 or the `reduction(+:x)` clause, simd loops carry scalars only as reductions.

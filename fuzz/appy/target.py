@@ -3,7 +3,7 @@
 Properties:
   compile   (default) a legal program compiled by appyc computes its sequential reading
   legality  a mutant that breaks a directive rule is rejected by the legality checker
-            (the teeth of `typing_rules/appy.py`; no compiler involved)
+            (the teeth of `typing_rules/appy/legality.py`; no compiler involved)
 
 Signatures (de-duplication): `<kind>:<normalised first error line>` for errors, and
 `wrong:<directive path of the loop nest writing the first bad array>` for wrong results.
@@ -21,7 +21,7 @@ from gpusem.calculus.appy import ast as A
 from gpusem.calculus.appy.parser import parse_program
 from gpusem.calculus.appy.printer import directive_text, print_program
 from gpusem.calculus.errors import BadInput, GpusemError
-from gpusem.compiler.appy_target.driver import (
+from gpusem.compiler.appy_triton.driver import (
     AppycDriver,
     Case,
     Outcome,
@@ -29,15 +29,14 @@ from gpusem.compiler.appy_target.driver import (
     ensure_appyc,
     versions,
 )
-from gpusem.fuzz.campaign import CheckResult
-from gpusem.typing_rules.appy import check_legal
+from gpusem.fuzz.appy.mutators import mutants
+from gpusem.fuzz.appy.strategies import AppyProgram, programs
+from gpusem.fuzz.targets import CheckResult, Target
+from gpusem.interpreter.appy.legality import check_legal
 from hypothesis import strategies as st
 
-from .mutators import mutants
-from .strategies import AppyProgram, programs
 
-
-class AppyTarget:
+class AppyTarget(Target):
     name = "appy"
     properties = ("compile", "legality")
     backends = ("cpu", "cuda", "sm90")  # sm90: compile for sm_90 with ptxas, run nothing
@@ -171,10 +170,10 @@ class AppyTarget:
             return d.compile_sm90(case)
 
     def finding_meta(self, result: CheckResult) -> dict:
-        return {"versions": versions(), "device": _device(self.backend)}
+        return {"versions": versions(), "device": device_name(self.backend)}
 
     def replay(self, files: dict[str, str], meta: dict) -> CheckResult:
-        arrays, scalars = _read_inputs(files["inputs.json"])
+        arrays, scalars = read_inputs(files["inputs.json"])
         if meta.get("property") == "legality":
             fn = parse_program(files["program.py"])
             v = check_legal(fn, arrays, scalars)
@@ -278,7 +277,7 @@ def _inputs_json(arrays: dict, scalars: dict) -> str:
                        "scalars": scalars}, indent=1) + "\n"
 
 
-def _read_inputs(text: str) -> tuple[dict, dict]:
+def read_inputs(text: str) -> tuple[dict, dict]:
     d = json.loads(text)
     arrays = {k: np.asarray(v["data"], dtype=v["dtype"]).reshape(v["shape"])
               for k, v in d["arrays"].items()}
@@ -303,7 +302,7 @@ def _trace(fn: A.Function, out: Outcome) -> str:
             f"seconds: {out.seconds:.3f}\n")
 
 
-def _device(backend: str) -> str:
+def device_name(backend: str) -> str:
     if backend == "cpu":
         return "Triton interpreter (TRITON_INTERPRET=1), torch CPU"
     try:

@@ -6,15 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
 from gpusem.calculus.amir import ast as A
 from gpusem.calculus.amir.parser import parse_file, parse_proc
 from gpusem.calculus.amir.printer import print_proc
 from gpusem.calculus.errors import BadInput
 from gpusem.calculus.gpuir import ast as G
 from gpusem.calculus.gpuir.timelines import VL, QualTL
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from .gemm_amir import gemm_amir
 

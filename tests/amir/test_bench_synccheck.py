@@ -17,11 +17,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from gpusem.calculus.amir.parser import parse_proc
 from gpusem.calculus.gpuir.parser import parse_module
-from gpusem.interpreter.amir_machine import check_amir
-from gpusem.interpreter.gpuir_to_amir import convert
+from gpusem.interpreter.amir.from_gpuir import convert
+from gpusem.interpreter.amir.machine import check_amir
 
 from .gemm_amir import gemm_amir
 

@@ -16,7 +16,7 @@ from gpusem.calculus.gpuir import ast as G
 from gpusem.calculus.gpuir.parser import parse_proc
 from gpusem.calculus.gpuir.timelines import QualTL, sync_tl
 from gpusem.calculus.span import NO_SPAN
-from gpusem.interpreter.gpuir_to_amir import convert
+from gpusem.interpreter.amir.from_gpuir import convert
 
 PARAMS = "N: size, A: f32[N] @ CudaGmemLinear, B: f32[N] @ CudaGmemLinear"
 

@@ -11,7 +11,7 @@ from gpusem.calculus.amir import ast as M
 from gpusem.calculus.gpuir import ast as G
 from gpusem.calculus.gpuir.instructions import INSTRUCTIONS, InstrParam
 from gpusem.calculus.gpuir.timelines import VL, QualTL
-from gpusem.interpreter.gpuir_to_amir_args import (
+from gpusem.interpreter.amir.from_gpuir_args import (
     Scope,
     VarInfo,
     arg_case,

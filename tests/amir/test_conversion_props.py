@@ -13,8 +13,8 @@ from gpusem.calculus.amir import ast as M
 from gpusem.calculus.errors import IllTyped
 from gpusem.calculus.gpuir import ast as G
 from gpusem.calculus.gpuir.parser import parse_proc
-from gpusem.cli.synccheck import synccheck_proc
-from gpusem.interpreter.gpuir_to_amir import convert
+from gpusem.interpreter.amir.from_gpuir import convert
+from gpusem.interpreter.amir.synccheck import synccheck_proc
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

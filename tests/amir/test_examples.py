@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 from gpusem.calculus.errors import IllTyped
-from gpusem.cli.synccheck import synccheck
-from gpusem.typing_rules.gpuir import header_defines
+from gpusem.interpreter.amir.synccheck import synccheck
+from gpusem.typing_rules.gpuir.frontend import header_defines
 
 EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples" / "gpuir"
 EXAMPLES = sorted(EXAMPLES_DIR.glob("*.gpuir"))
@@ -70,8 +70,8 @@ def test_converted_example_prints_and_parses_back(path):
     from gpusem.calculus.amir.parser import parse_proc as parse_amir
     from gpusem.calculus.amir.printer import print_proc
     from gpusem.calculus.gpuir.parser import parse_module
-    from gpusem.interpreter.gpuir_to_amir import convert
-    from gpusem.typing_rules.gpuir_collective import analyse_collectives
+    from gpusem.interpreter.amir.from_gpuir import convert
+    from gpusem.typing_rules.gpuir.collective import analyse_collectives
 
     text = path.read_text()
     proc = parse_module(text, str(path)).procs[-1]

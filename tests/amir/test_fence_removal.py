@@ -14,8 +14,8 @@ import pytest
 from gpusem.calculus.errors import BudgetExhausted, IllTyped
 from gpusem.calculus.gpuir import ast as G
 from gpusem.calculus.gpuir.parser import parse_module
-from gpusem.cli.synccheck import synccheck_proc
-from gpusem.typing_rules.gpuir import header_defines
+from gpusem.interpreter.amir.synccheck import synccheck_proc
+from gpusem.typing_rules.gpuir.frontend import header_defines
 
 EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples" / "gpuir")
                   .glob("*.gpuir"))

@@ -14,10 +14,9 @@ import re
 from pathlib import Path
 
 import pytest
-
 from gpusem.calculus.amir.parser import parse_file
 from gpusem.calculus.errors import Trap
-from gpusem.interpreter.amir_machine import check_amir
+from gpusem.interpreter.amir.machine import check_amir
 
 PROGRAMS = sorted((Path(__file__).parent / "programs").glob("*.amir"))
 

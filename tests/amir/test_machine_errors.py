@@ -4,10 +4,9 @@ with its stable message prefix and rule (never a verdict, never a traceback)."""
 from __future__ import annotations
 
 import pytest
-
 from gpusem.calculus.amir.parser import parse_proc
 from gpusem.calculus.errors import BadInput, BudgetExhausted, Trap
-from gpusem.interpreter.amir_machine import check_amir
+from gpusem.interpreter.amir.machine import check_amir
 
 
 def run(src: str, defines=None, **kw):

@@ -1,12 +1,12 @@
 """The machine's representation choices keep the semantics exact while bounding its
-work (interpreter/amir_machine.py docstring; errata "AMIR Free and record
+work (interpreter/amir/machine.py docstring; errata "AMIR Free and record
 representation"): records shared by a window, families split only when a lift
 separates their threads, dominated records dropped, dead records skipped."""
 
 from __future__ import annotations
 
 from gpusem.calculus.amir.parser import parse_proc
-from gpusem.interpreter.amir_machine import Machine
+from gpusem.interpreter.amir.machine import Machine
 
 
 def machine(src: str, defines=None) -> Machine:

@@ -13,13 +13,12 @@ exact, and that synchronisation is monotone:
 
 from __future__ import annotations
 
-from hypothesis import example, given, settings
-from hypothesis import strategies as st
-
 from gpusem.calculus.amir import ast as A
 from gpusem.calculus.gpuir import ast as G
 from gpusem.calculus.gpuir.timelines import VL, QualTL
-from gpusem.interpreter.amir_machine import check_amir
+from gpusem.interpreter.amir.machine import check_amir
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 Q = (QualTL.CUDA_IN_ORDER_RAM, QualTL.SM80_CP_ASYNC)
 QSETS = st.frozensets(st.sampled_from(Q))

@@ -5,7 +5,7 @@ threads (task, thread) on both sides, and the source lines of both accesses (iss
 from __future__ import annotations
 
 from gpusem.calculus.amir.parser import parse_proc
-from gpusem.interpreter.amir_machine import check_amir
+from gpusem.interpreter.amir.machine import check_amir
 
 RACE = """\
 proc race(N):

@@ -15,7 +15,7 @@ from types import SimpleNamespace
 import pytest
 from gpusem.calculus.amir.parser import parse_proc as parse_amir
 from gpusem.cli.main import main
-from gpusem.cli.synccheck import synccheck
+from gpusem.interpreter.amir.synccheck import synccheck
 
 FENCED = """\
 # defines: N=128

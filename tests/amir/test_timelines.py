@@ -5,11 +5,19 @@ independently of the module's row builder."""
 from __future__ import annotations
 
 import pytest
-
-from gpusem.calculus.gpuir.timelines import (ALL_QUALS, PAPER_SYNC_TIMELINES,
-                                             SYNC_TIMELINE_NAMES, VL, QualTL,
-                                             is_sync_tl, sync_tl, t_qarr, t_qfull,
-                                             t_qtmp, t_tr)
+from gpusem.calculus.gpuir.timelines import (
+    ALL_QUALS,
+    PAPER_SYNC_TIMELINES,
+    SYNC_TIMELINE_NAMES,
+    VL,
+    QualTL,
+    is_sync_tl,
+    sync_tl,
+    t_qarr,
+    t_qfull,
+    t_qtmp,
+    t_tr,
+)
 
 Q = QualTL
 

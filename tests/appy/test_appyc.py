@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from gpusem.compiler.appy_target.driver import AppycDriver, Case, appyc_available
+from gpusem.compiler.appy_triton.driver import AppycDriver, Case, appyc_available
 
 ok, why = appyc_available()
 pytestmark = pytest.mark.skipif(not ok, reason=why)

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from gpusem.calculus.appy.parser import parse_program
 from gpusem.calculus.appy.printer import print_program
-from gpusem.interpreter.appy_machine import run_machine
-from gpusem.typing_rules.appy import check_legal
+from gpusem.interpreter.appy.legality import check_legal
+from gpusem.interpreter.appy.machine import run_machine
 
 SOFTMAX = """def softmax(a, b, M, N):
     #pragma parallel for

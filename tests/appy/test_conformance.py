@@ -12,8 +12,8 @@ import pytest
 from gpusem.calculus.appy.parser import parse_program
 from gpusem.calculus.errors import BadInput
 from gpusem.fuzz.appy.inputs import make_inputs
-from gpusem.interpreter.appy_machine import run_machine
-from gpusem.typing_rules.appy import check_legal
+from gpusem.interpreter.appy.legality import check_legal
+from gpusem.interpreter.appy.machine import run_machine
 
 ROOT = Path(__file__).resolve().parents[2]
 FILES = sorted((ROOT / "tests/appy/conformance").glob("*.py")) + sorted(

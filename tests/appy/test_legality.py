@@ -6,7 +6,7 @@ import numpy as np
 from gpusem.calculus.appy.parser import parse_program
 from gpusem.fuzz.appy.mutators import mutants
 from gpusem.fuzz.appy.strategies import programs
-from gpusem.typing_rules.appy import check_legal
+from gpusem.interpreter.appy.legality import check_legal
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 from gpusem.calculus.appy.parser import parse_program
-from gpusem.compiler.appy_target.compare import compare_outputs
+from gpusem.compiler.appy_triton.compare import compare_outputs
 from gpusem.fuzz.appy.strategies import programs
-from gpusem.interpreter.appy_machine import run_machine
-from gpusem.interpreter.appy_seq import run_sequential
-from gpusem.typing_rules.appy import check_legal
+from gpusem.interpreter.appy.legality import check_legal
+from gpusem.interpreter.appy.machine import run_machine
+from gpusem.interpreter.appy.sequential import run_sequential
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from gpusem.calculus.appy.parser import parse_program
 from gpusem.calculus.errors import BudgetExhausted, Trap
-from gpusem.interpreter.appy_seq import run_sequential
+from gpusem.interpreter.appy.sequential import run_sequential
 
 
 def run(src: str, arrays: dict, scalars: dict | None = None, **kw):

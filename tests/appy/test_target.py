@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from gpusem.calculus.appy import ast as A
-from gpusem.compiler.appy_target.driver import appyc_available
+from gpusem.compiler.appy_triton.driver import appyc_available
 from gpusem.fuzz.appy.strategies import AppyProgram
 from gpusem.fuzz.appy.target import AppyTarget
 from gpusem.fuzz.bundle import list_bundles, read_bundle, write_bundle
@@ -95,7 +95,7 @@ def test_drop_statement_pass_removes_an_unrelated_kernel(target) -> None:
 def test_compilation_error_class_is_the_root_cause_not_the_quoted_line() -> None:
     """Triton's CompilationError quotes the user's line and chains the real error; two
     kernels failing the same way in different expressions are one class."""
-    from gpusem.compiler.appy_target.worker import _short
+    from gpusem.compiler.appy_triton.worker import _short
     from gpusem.fuzz.appy.target import _normalise
 
     class CompilationError(Exception):

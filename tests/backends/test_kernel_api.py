@@ -9,11 +9,11 @@ from gpusem.compiler.backends import cpu_source
 from gpusem.compiler.backends.kernel import (
     Job,
     KernelSpec,
-    get_backend,
     prepare_args,
     ptr,
     scalar,
 )
+from gpusem.compiler.backends.registry import get_backend
 
 SPEC = KernelSpec(
     "k", "", 2, (32, 2), 0, (ptr("a", "float32", 4), scalar("n", "int32"))

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from gpusem.calculus.bundl.parser import parse_program
 from gpusem.calculus.errors import BadInput
-from gpusem.fuzz.strategies.bundl import programs
-from gpusem.interpreter.bundl_big_step import run_big_step
-from gpusem.interpreter.bundl_machine import run_program
+from gpusem.fuzz.bundl.strategies.programs import programs
+from gpusem.interpreter.bundl.big_step import run_big_step
+from gpusem.interpreter.bundl.schedulers import run_program
 from hypothesis import HealthCheck, given, settings
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -2,7 +2,7 @@
 what must happen (format: examples/bundl/README.md); this checks it.
 
 Parsing is always checked. Type checking and running use
-`gpusem.typing_rules.bundl.check_program` and the small-step interpreter's
+`gpusem.typing_rules.bundl.stmt.check_program` and the small-step interpreter's
 `run_program`; a part is skipped only while its module does not exist yet
 (ImportError), never because it fails.
 """
@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-
 from gpusem.calculus.bundl.parser import parse_program
 from gpusem.calculus.errors import BadInput, IllTyped
 
@@ -78,9 +77,9 @@ def _module(name: str, attr: str):
 
 def _run_program():
     try:  # the interface named in the brief; the machine module is where it lives
-        return _module("gpusem.interpreter.bundl_small_step", "run_program")
+        return _module("gpusem.interpreter.bundl.small_step", "run_program")
     except pytest.skip.Exception:
-        return _module("gpusem.interpreter.bundl_machine", "run_program")
+        return _module("gpusem.interpreter.bundl.machine", "run_program")
 
 
 def _cases():
@@ -118,7 +117,7 @@ def test_example(path: Path, mode: str):
             assert info.value.prefix == exp.detail
         return
     prog = parse_program(text, file=path.name)
-    check_program = _module("gpusem.typing_rules.bundl", "check_program")
+    check_program = _module("gpusem.typing_rules.bundl.stmt", "check_program")
     if exp.kind == "ill-typed":
         with pytest.raises(IllTyped) as info:
             check_program(prog, rules=mode)

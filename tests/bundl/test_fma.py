@@ -14,10 +14,10 @@ from gpusem.calculus.bundl import ast
 from gpusem.calculus.bundl.parser import parse_expr, parse_program, parse_stmt
 from gpusem.calculus.bundl.printer import print_expr
 from gpusem.calculus.errors import BadInput
-from gpusem.interpreter.bundl_big_step import run_big_step
-from gpusem.interpreter.bundl_machine import run_program
+from gpusem.interpreter.bundl.big_step import run_big_step
+from gpusem.interpreter.bundl.schedulers import run_program
 from gpusem.interpreter.fma32 import fma32, fma32_vec
-from gpusem.typing_rules.bundl import check_program
+from gpusem.typing_rules.bundl.stmt import check_program
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -4,9 +4,6 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from gpusem.calculus.bundl.perspective import (
     BLOCK1,
     GRID1,
@@ -23,6 +20,8 @@ from gpusem.calculus.bundl.perspective import (
     scale,
     size,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 
 def th(n):

@@ -4,13 +4,12 @@ print/parse oracle), on generated well-typed programs and on arbitrary syntax tr
 
 from __future__ import annotations
 
-from hypothesis import HealthCheck, given, settings
-
 from gpusem.calculus.bundl import ast
 from gpusem.calculus.bundl.parser import parse_expr, parse_program, parse_stmt
 from gpusem.calculus.bundl.printer import print_expr, print_program, print_stmt
-from gpusem.fuzz.strategies.bundl import programs
-from gpusem.fuzz.strategies.bundl_any import EXPRS, STMTS, syntax_programs
+from gpusem.fuzz.bundl.strategies.anything import EXPRS, STMTS, syntax_programs
+from gpusem.fuzz.bundl.strategies.programs import programs
+from hypothesis import HealthCheck, given, settings
 
 FAST = settings(max_examples=300, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow])

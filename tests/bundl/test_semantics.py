@@ -9,8 +9,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from gpusem.calculus.bundl.parser import parse_program
-from gpusem.interpreter.bundl_machine import Machine, run_program
-from gpusem.interpreter.bundl_values import INT_MAX, INT_MIN, c_div, c_rem, wrap32
+from gpusem.interpreter.bundl.machine import Machine
+from gpusem.interpreter.bundl.schedulers import run_program
+from gpusem.interpreter.bundl.values import INT_MAX, INT_MIN, c_div, c_rem, wrap32
 
 # A skeleton: `out` narrowed to one element per thread, code at thread[1], with
 # t = the thread's index in its block and b = the block's index.
@@ -439,7 +440,7 @@ def test_unknown_schedule_is_bad_input():
 
 def test_every_statement_form_has_a_step_rule():
     from gpusem.calculus.bundl.ast import STMT_CLASSES, Skip
-    from gpusem.interpreter.bundl_small_step import AXIOMS, ENTER
+    from gpusem.interpreter.bundl.small_step import AXIOMS, ENTER
 
     for cls in STMT_CLASSES:
         assert cls is Skip or cls in AXIOMS or cls in ENTER, cls.__name__
@@ -481,7 +482,7 @@ def test_the_corpus_fires_every_rule():
     "main { let x : int @ grid[1] = out[0]; out[0] = x + 1; out[1] = out[0]; }",
 ])
 def test_partial_order_reduction_keeps_every_final_memory(src):
-    from gpusem.interpreter.bundl_explore import explore
+    from gpusem.interpreter.bundl.explore import explore
 
     finals = []
     for reduce in (True, False):

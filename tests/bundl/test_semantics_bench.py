@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 from gpusem.calculus.bundl.parser import parse_program
-from gpusem.interpreter.bundl_big_step import run_big_step
-from gpusem.interpreter.bundl_machine import run_program
+from gpusem.interpreter.bundl.big_step import run_big_step
+from gpusem.interpreter.bundl.schedulers import run_program
 
 PROG = parse_program((Path(__file__).parent / "semantics" /
                       "block_reduce_tree.bundl").read_text(), "block_reduce_tree.bundl")

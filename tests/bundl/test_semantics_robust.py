@@ -1,13 +1,13 @@
 """Robustness: on ARBITRARY syntax (ill-typed, ill-scoped, runtime forms anywhere;
-`gpusem.fuzz.strategies.bundl_any`), both interpreters end in an Outcome naming a rule,
+`gpusem.fuzz.bundl.strategies.anything`), both interpreters end in an Outcome naming a rule,
 or raise BadInput: never a Python exception (DESIGN: "never a traceback")."""
 
 from __future__ import annotations
 
 from gpusem.calculus.errors import BadInput
-from gpusem.fuzz.strategies.bundl_any import syntax_programs
-from gpusem.interpreter.bundl_big_step import run_big_step
-from gpusem.interpreter.bundl_machine import run_program
+from gpusem.fuzz.bundl.strategies.anything import syntax_programs
+from gpusem.interpreter.bundl.big_step import run_big_step
+from gpusem.interpreter.bundl.schedulers import run_program
 from hypothesis import HealthCheck, given, settings
 
 KINDS = {"terminated", "stuck", "deadlock", "budget"}

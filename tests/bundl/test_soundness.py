@@ -2,7 +2,7 @@
 Lemma A.8 (preservation) on generated well-typed programs under `--rules fixed`, each
 explored with a seeded random schedule (proofs_notes/soundness.md maps each lemma).
 
-The generator (`gpusem.fuzz.strategies.bundl.programs`) builds well-typed, terminating,
+The generator (`gpusem.fuzz.bundl.strategies.programs.programs`) builds well-typed, terminating,
 in-bounds programs, so every run must terminate: a stuck state or a deadlock is a
 soundness bug (or a generator bug), and the failing program shrinks.
 """
@@ -13,10 +13,11 @@ import pytest
 from gpusem.calculus.bundl.ast import Assign, BoolLit
 from gpusem.calculus.bundl.parser import parse_program
 from gpusem.calculus.errors import IllTyped
-from gpusem.fuzz.strategies.bundl import programs
-from gpusem.interpreter.bundl_machine import Machine, run_program
-from gpusem.interpreter.bundl_preservation import preservation_check
-from gpusem.typing_rules.bundl import check_program
+from gpusem.fuzz.bundl.strategies.programs import programs
+from gpusem.interpreter.bundl.machine import Machine
+from gpusem.interpreter.bundl.preservation import preservation_check
+from gpusem.interpreter.bundl.schedulers import run_program
+from gpusem.typing_rules.bundl.stmt import check_program
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

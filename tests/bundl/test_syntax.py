@@ -7,7 +7,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from gpusem.calculus.bundl import ast
 from gpusem.calculus.bundl.parser import parse_expr, parse_program, parse_stmt
 from gpusem.calculus.bundl.perspective import BLOCK1, GRID1, THREAD1, Level, Perspective

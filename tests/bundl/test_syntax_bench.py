@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from gpusem.calculus.bundl.parser import parse_program
 from gpusem.calculus.bundl.printer import print_program
 

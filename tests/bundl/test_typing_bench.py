@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from gpusem.calculus.bundl.parser import parse_program
 from gpusem.calculus.bundl.perspective import GRID1
-from gpusem.typing_rules.bundl import check_program, check_stmt, program_context
+from gpusem.typing_rules.bundl.stmt import check_program, check_stmt, program_context
 
 # A block-wide tree reduction through shared memory, B = 4, T = 128.
 REDUCE = """machine blocks = 4, threads = 128;

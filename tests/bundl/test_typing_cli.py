@@ -137,9 +137,9 @@ def test_gpuir_errors_are_all_printed(tmp_path, monkeypatch, capsys):
         errs[0].all = errs
         raise errs[0]
 
-    fake = types.ModuleType("gpusem.typing_rules.gpuir")
+    fake = types.ModuleType("gpusem.typing_rules.gpuir.frontend")
     fake.check_file = check_file
-    monkeypatch.setitem(sys.modules, "gpusem.typing_rules.gpuir", fake)
+    monkeypatch.setitem(sys.modules, "gpusem.typing_rules.gpuir.frontend", fake)
     path = tmp_path / "k.gpuir"
     path.write_text("")
     code, _, err = run(["check", str(path), "-D", "N=8"], monkeypatch, capsys)

@@ -4,7 +4,7 @@ would draw it (rule names, code perspectives, synthesised m, failures)."""
 from __future__ import annotations
 
 from gpusem.calculus.bundl.parser import parse_program
-from gpusem.typing_rules.bundl_derivation import derivation, format_derivation
+from gpusem.typing_rules.bundl.derivation import derivation, format_derivation
 
 SRC = """machine blocks = 2, threads = 4;
 global out : int[8];

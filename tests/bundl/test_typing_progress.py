@@ -11,13 +11,11 @@ from __future__ import annotations
 import pytest
 from gpusem.calculus.bundl.parser import parse_program
 from gpusem.calculus.errors import BadInput, IllTyped
-from gpusem.fuzz.strategies.bundl_any import syntax_programs
-from gpusem.typing_rules.bundl import check_program, type_errors
+from gpusem.fuzz.bundl.strategies.anything import syntax_programs
+from gpusem.interpreter.bundl import preservation
+from gpusem.interpreter.bundl.schedulers import run_program
+from gpusem.typing_rules.bundl.stmt import check_program, type_errors
 from hypothesis import HealthCheck, given, settings
-
-run_program = pytest.importorskip(
-    "gpusem.interpreter.bundl_machine", reason="interpreter not present"
-).run_program
 
 HEAD = ("machine blocks = 2, threads = 4;\nglobal A : int[8] = iota;\n"
         "global out : int[8];\n")
@@ -153,7 +151,6 @@ def test_whatever_the_checker_accepts_makes_progress(prog):
 
 
 def test_sibling_rebinding_passes_the_preservation_check():
-    preservation = pytest.importorskip("gpusem.interpreter.bundl_preservation")
     prog = parse_program("machine blocks = 1, threads = 2;\nglobal out : float[2];\n"
                          "main { if true { let x : int @ grid[1] = 1; } "
                          "let x : float @ grid[1] = 2.5; }\n")

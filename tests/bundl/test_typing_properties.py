@@ -17,11 +17,11 @@ from __future__ import annotations
 from gpusem.calculus.bundl.parser import parse_program
 from gpusem.calculus.bundl.perspective import Level, Perspective, leq
 from gpusem.calculus.errors import BadInput, IllTyped
-from gpusem.fuzz.strategies.bundl import programs
-from gpusem.fuzz.strategies.bundl_any import syntax_programs
-from gpusem.typing_rules.bundl import check_program, type_errors
-from gpusem.typing_rules.bundl_context import FIXED, PAPER, with_flag
-from gpusem.typing_rules.bundl_context import RULE_SETS as RULES
+from gpusem.fuzz.bundl.strategies.anything import syntax_programs
+from gpusem.fuzz.bundl.strategies.programs import programs
+from gpusem.typing_rules.bundl.context import FIXED, PAPER, with_flag
+from gpusem.typing_rules.bundl.context import RULE_SETS as RULES
+from gpusem.typing_rules.bundl.stmt import check_program, type_errors
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

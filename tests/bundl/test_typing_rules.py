@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 from gpusem.calculus.bundl.parser import parse_program
 from gpusem.calculus.errors import IllTyped
-from gpusem.typing_rules.bundl import check_program, type_errors
+from gpusem.typing_rules.bundl.stmt import check_program, type_errors
 
 B, T = 2, 8
 GLOBALS = "global A : int[16] = iota;\nglobal F : float[16];\nglobal out : int[16];\n"

@@ -21,15 +21,16 @@ from gpusem.calculus.bundl.ast import (
 from gpusem.calculus.bundl.parser import parse_program, parse_stmt
 from gpusem.calculus.bundl.perspective import BLOCK1, GRID1, THREAD1, Level, Perspective
 from gpusem.calculus.errors import BadInput, IllTyped
-from gpusem.typing_rules import bundl, bundl_expr
-from gpusem.typing_rules.bundl import (
+from gpusem.typing_rules.bundl import expr as bundl_expr
+from gpusem.typing_rules.bundl import stmt as bundl
+from gpusem.typing_rules.bundl.context import FIXED, Context, rule_set, type_size
+from gpusem.typing_rules.bundl.stmt import (
     check_expr,
     check_program,
     check_stmt,
     program_context,
     type_errors,
 )
-from gpusem.typing_rules.bundl_context import FIXED, Context, rule_set, type_size
 
 GINT = ArrayType(BaseType.INT, MemKind.GLOBAL)
 MACHINE = ast.Machine(2, 8)

@@ -11,10 +11,9 @@ from pathlib import Path
 
 import pexpect
 import pytest
-from rich.console import Console
-
 from gpusem.calculus.bundl.parser import parse_program
-from gpusem.interpreter.bundl_debug import Session
+from gpusem.interpreter.bundl.debug import Session
+from rich.console import Console
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "bundl"
@@ -122,7 +121,7 @@ def test_saved_schedule_replays_to_the_same_memory(tmp_path):
     prog = parse_program(source, "x")
     first = Session(prog, schedule="random:5")
     first.run(None)
-    from gpusem.interpreter.bundl_debug import Scheduler
+    from gpusem.interpreter.bundl.debug import Scheduler
 
     again = Session(prog)
     again.scheduler = Scheduler.parse("replay", first.history)

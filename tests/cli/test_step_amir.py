@@ -1,6 +1,6 @@
 """`gpusem step FILE.gpuir` (issue 6, the AMIR part): the debugger driven through a
 pseudo-terminal as a person would, plus the session it presents
-(interpreter/amir_debug.py) held to the machine's verdicts.
+(interpreter/amir/debug.py) held to the machine's verdicts.
 
 Expected screens come from the programs, not from this implementation's output:
 fence_broadcast.gpuir (Section 2.1 of Exo-GPU) has every thread tid of the task write
@@ -22,12 +22,11 @@ from pathlib import Path
 
 import pexpect
 import pytest
-
 from gpusem.calculus.amir.parser import parse_file
 from gpusem.calculus.errors import Trap
-from gpusem.interpreter import amir_debug
-from gpusem.interpreter.amir_debug import Session
-from gpusem.interpreter.amir_machine import check_amir
+from gpusem.interpreter.amir import debug as amir_debug
+from gpusem.interpreter.amir.debug import Session
+from gpusem.interpreter.amir.machine import check_amir
 
 ROOT = Path(__file__).resolve().parents[2]
 GPUIR = ROOT / "examples" / "gpuir"
@@ -343,8 +342,8 @@ def test_detailed_stepping_on_examples_matches_synccheck(name):
     """Every step with its ρ diff computed (the interactive path) on programs with
     async copies, wgmma and TMA, to the same verdict as `gpusem synccheck`."""
     from gpusem.cli.step_amir import open_session
-    from gpusem.cli.synccheck import synccheck
-    from gpusem.typing_rules.gpuir import header_defines
+    from gpusem.interpreter.amir.synccheck import synccheck
+    from gpusem.typing_rules.gpuir.frontend import header_defines
 
     path = str(GPUIR / f"{name}.gpuir")
     source = Path(path).read_text()

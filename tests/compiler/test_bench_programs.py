@@ -1,4 +1,4 @@
-"""The issue-4 benchmark programs (examples/bundl/bench, compiler/bench) and the
+"""The issue-4 benchmark programs (examples/bundl/bench, compiler/bundl_cuda/bench) and the
 compiler's speed passes (compiler/bundl_cuda/speed.py).
 
 CI: the small twins are the rendered template (so the GPU programs are the same text
@@ -19,16 +19,16 @@ from dataclasses import replace
 import numpy as np
 import pytest
 from gpusem.calculus.bundl.parser import parse_program
-from gpusem.compiler.bench import programs as P
-from gpusem.compiler.bench import reference as R
-from gpusem.compiler.bench.harness import compile_text, compiled_kernels
 from gpusem.compiler.bundl_cuda import kir as K
+from gpusem.compiler.bundl_cuda.bench import programs as P
+from gpusem.compiler.bundl_cuda.bench import reference as R
+from gpusem.compiler.bundl_cuda.bench.harness import compile_text, compiled_kernels
 from gpusem.compiler.bundl_cuda.pipeline import CompileOptions, compile_program
 from gpusem.compiler.bundl_cuda.speed import (
     _merge,
     _trip_count,
 )
-from gpusem.fuzz.bundl_compile import check_program
+from gpusem.fuzz.bundl.compile_property import check_program
 
 NUMBER = re.compile(r"\d+")
 
@@ -403,7 +403,7 @@ class _CpuTimed:
 def test_harness_end_to_end_on_a_fake_gpu(monkeypatch, tmp_path):
     import json
 
-    from gpusem.compiler.bench import harness as H
+    from gpusem.compiler.bundl_cuda.bench import harness as H
 
     first, final = P.ReduceSize(32, 4, 8), P.ReduceSize(1, 4, 8)  # 32 partial sums
     monkeypatch.setitem(sys.modules, "cupy", _FakeCupy())
@@ -449,7 +449,7 @@ def test_gpu_bench_reduce_and_sgemm(benchmark, tmp_path):
     ones reported, go into extra_info): every check passes."""
     import json
 
-    from gpusem.compiler.bench.harness import main
+    from gpusem.compiler.bundl_cuda.bench.harness import main
 
     rc = benchmark.pedantic(main, args=(["--out", str(tmp_path), "--quick"],),
                             rounds=1, iterations=1)

@@ -1,4 +1,4 @@
-"""The SGEMM candidates past the paper's variant (compiler/bench/sgemm.py,
+"""The SGEMM candidates past the paper's variant (compiler/bundl_cuda/bench/sgemm.py,
 harness.SGEMM_VARIANTS) and the harness's interleaved timing: each candidate's small
 twin, compiled with the candidate's own CompileOptions, agrees bit for bit with the
 interpreter and with the same-order reference on the cpu backend.
@@ -11,9 +11,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 from gpusem.calculus.bundl.parser import parse_program
-from gpusem.compiler.bench import programs as P
-from gpusem.compiler.bench import reference as R
-from gpusem.compiler.bench.harness import compile_text
+from gpusem.compiler.bundl_cuda.bench import programs as P
+from gpusem.compiler.bundl_cuda.bench import reference as R
+from gpusem.compiler.bundl_cuda.bench.harness import compile_text
 from gpusem.compiler.bundl_cuda.pipeline import compile_program
 
 
@@ -62,9 +62,9 @@ SGEMM_CANDIDATE_TWINS = {
 @pytest.mark.parametrize("label", sorted(SGEMM_CANDIDATE_TWINS))
 def test_candidate_twin_agrees_with_interpreter_and_reference(label):
     from gpusem.compiler.backends import get_backend
-    from gpusem.compiler.bench.harness import sgemm_variant
+    from gpusem.compiler.bundl_cuda.bench.harness import sgemm_variant
     from gpusem.compiler.bundl_cuda.launch import jobs_for
-    from gpusem.fuzz.bundl_compile import compare, reference
+    from gpusem.fuzz.bundl.compile_property import compare, reference
 
     gpu, options, db, pf = sgemm_variant(label)
     s = SGEMM_CANDIDATE_TWINS[label]
@@ -100,7 +100,7 @@ def test_kmajor_prefetch_loads_the_same_cells_as_staging():
     """k-major As (SgemmSize.kmajor_a): As[j] holds A-tile row j % bm, column j / bm;
     the prefetch (`_fetch_regs`: base plus i * k) loads exactly those cells, and the
     rendered texts say so (As index `d * bm + ar + i` in the dot loop)."""
-    from gpusem.compiler.bench.sgemm import _a_cell, _a_offset
+    from gpusem.compiler.bundl_cuda.bench.sgemm import _a_cell, _a_offset
 
     for s in (P.SGEMM_GPU_KA_SPLIT, P.SGEMM_GPU_BK16_KA_SPLIT,
               P.SgemmSize(32, 64, 64, 32, 32, 16, split_n=True, kmajor_a=True)):
@@ -137,7 +137,7 @@ def test_zigzag_permutes_the_updates_of_a_k_step():
 
 
 def test_interleaved_rounds_alternate_and_pair_up():
-    from gpusem.compiler.bench import harness as H
+    from gpusem.compiler.bundl_cuda.bench import harness as H
 
     calls = []
 

@@ -12,9 +12,13 @@ from dataclasses import replace
 import numpy as np
 import pytest
 from gpusem.calculus.bundl.parser import parse_program
-from gpusem.compiler.bench import programs as P
-from gpusem.compiler.bench import reference as R
-from gpusem.compiler.bench.harness import SGEMM_VARIANTS, sgemm_fused, sgemm_variant
+from gpusem.compiler.bundl_cuda.bench import programs as P
+from gpusem.compiler.bundl_cuda.bench import reference as R
+from gpusem.compiler.bundl_cuda.bench.harness import (
+    SGEMM_VARIANTS,
+    sgemm_fused,
+    sgemm_variant,
+)
 from gpusem.compiler.bundl_cuda.pipeline import CompileOptions, compile_program
 
 FMA_LABELS = sorted(v for v in SGEMM_VARIANTS if v.startswith("fma_"))
@@ -54,7 +58,7 @@ def test_fma_twin_agrees_with_interpreter_and_reference(label):
     from gpusem.compiler.backends import get_backend
     from gpusem.compiler.backends.kernel import Job
     from gpusem.compiler.bundl_cuda.launch import jobs_for, kernel_spec
-    from gpusem.fuzz.bundl_compile import compare, reference
+    from gpusem.fuzz.bundl.compile_property import compare, reference
 
     _, options, db, pf = sgemm_variant(label)
     s = _twin(label)

@@ -9,12 +9,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from gpusem.calculus.bundl.parser import parse_program
 from gpusem.calculus.errors import IllTyped
 from gpusem.compiler.bundl_cuda.pipeline import CompileOptions, compile_program
-from gpusem.fuzz.bundl_compile import check_program
-from gpusem.typing_rules.bundl import check_program as typecheck
+from gpusem.fuzz.bundl.compile_property import check_program
+from gpusem.typing_rules.bundl.stmt import check_program as typecheck
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "bundl"
 

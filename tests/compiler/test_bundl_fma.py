@@ -17,9 +17,14 @@ from gpusem.calculus.bundl.parser import parse_program
 from gpusem.compiler.backends import get_backend
 from gpusem.compiler.bundl_cuda.launch import jobs_for
 from gpusem.compiler.bundl_cuda.pipeline import CompileOptions, compile_program
-from gpusem.fuzz.bundl_compile import check_batch, check_program, compare, reference
-from gpusem.fuzz.strategies.bundl_kernels import kernels
-from gpusem.typing_rules.bundl import check_program as typecheck
+from gpusem.fuzz.bundl.compile_property import (
+    check_batch,
+    check_program,
+    compare,
+    reference,
+)
+from gpusem.fuzz.bundl.strategies.kernels import kernels
+from gpusem.typing_rules.bundl.stmt import check_program as typecheck
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -147,7 +152,7 @@ def test_race_analysis_proves_fma_programs_race_free_quickly():
     # race.py models fma as an uninterpreted function (no FMA circuit to bit-blast)
     import time
 
-    from gpusem.fuzz import race
+    from gpusem.fuzz.bundl import race
 
     start = time.monotonic()
     report = race.analyse(parse_program(LAST_BIT), timeout_ms=2000)

@@ -6,7 +6,6 @@ import struct
 from dataclasses import replace
 
 import pytest
-
 from gpusem.calculus.bundl.ast import BaseType
 from gpusem.calculus.bundl.perspective import Level, Perspective
 from gpusem.compiler.bundl_cuda import kir as K

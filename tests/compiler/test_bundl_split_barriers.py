@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from gpusem.fuzz.bundl_compile import check_file
+from gpusem.fuzz.bundl.compile_property import check_file
 
 # These hand-written programs are race-free by construction (each thread writes only
 # its own partition piece; staged data is read after the barrier that ends the writing

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from gpusem.compiler.backends.nvcc import compile_check, nvcc_available
 from gpusem.compiler.gpuir_cuda.run import Case, check_batch, make_inputs, prepare
-from gpusem.fuzz.gpuir_seqpar import EXAMPLES, example_items
+from gpusem.fuzz.gpuir.seqpar import EXAMPLES, example_items
 
 ITEMS = example_items()
 NAMES = [name for name, _, _ in ITEMS]
@@ -101,8 +101,8 @@ ACCEPTED_CONFORMANCE = sorted(
 def test_accepted_conformance_program_agrees_on_cpu(name):
     """The front end's accepted conformance programs (Sm80 mma.sync GEMM, warp MMA
     tiles, ...) are compiled and run too."""
-    from gpusem.compiler.gpuir_cuda.cli import load
     from gpusem.compiler.gpuir_cuda.run import check_proc
+    from gpusem.typing_rules.gpuir.frontend import load_proc as load
 
     proc, env, source = load(str(CONFORMANCE / name), {})
     v = check_proc(proc, env, "cpu", (0, 1), source=source)

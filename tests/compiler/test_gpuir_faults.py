@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import pytest
 from gpusem.calculus.gpuir.parser import parse_module
-from gpusem.compiler.gpuir_cuda.cli import load
 from gpusem.compiler.gpuir_cuda.errors import CompileError
 from gpusem.compiler.gpuir_cuda.faults import FAULTS, enabled
 from gpusem.compiler.gpuir_cuda.run import Case, check_batch, make_inputs, prepare
-from gpusem.fuzz.gpuir_seqpar import EXAMPLES
+from gpusem.fuzz.gpuir.seqpar import EXAMPLES
+from gpusem.typing_rules.gpuir.frontend import load_proc as load
 
 # the example each fault is expected to break (an independent reason per line)
 TARGETS = {

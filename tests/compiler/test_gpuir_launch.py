@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 from gpusem.calculus.gpuir.parser import parse_module
-from gpusem.compiler.gpuir_cuda.cli import load
 from gpusem.compiler.gpuir_cuda.pipeline import compile_proc
 from gpusem.compiler.gpuir_cuda.run import (
     Case,
@@ -18,6 +17,7 @@ from gpusem.compiler.gpuir_cuda.run import (
     make_inputs,
     prepare,
 )
+from gpusem.typing_rules.gpuir.frontend import load_proc as load
 
 EX = Path(__file__).resolve().parents[2] / "examples" / "gpuir"
 

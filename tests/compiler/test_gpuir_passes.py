@@ -18,8 +18,8 @@ from gpusem.compiler.gpuir_cuda.instr import lower_instructions
 from gpusem.compiler.gpuir_cuda.pipeline import compile_proc, lower
 from gpusem.compiler.gpuir_cuda.smem import assign_smem
 from gpusem.compiler.gpuir_cuda.sync import lower_sync
-from gpusem.typing_rules.gpuir import check_proc
-from gpusem.typing_rules.gpuir_collective import ThreadMapping
+from gpusem.typing_rules.gpuir.collective import ThreadMapping
+from gpusem.typing_rules.gpuir.frontend import check_proc
 
 L256 = Launch(256, 1)
 

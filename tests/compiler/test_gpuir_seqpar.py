@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 from gpusem.calculus.gpuir.parser import parse_module
 from gpusem.compiler.gpuir_cuda.run import check_proc
-from gpusem.fuzz.gpuir_seqpar import (
+from gpusem.fuzz.gpuir.seqpar import (
     check_sources,
     example_items,
     generated_items,
     summary,
 )
-from gpusem.fuzz.strategies.gpuir import kernels
+from gpusem.fuzz.gpuir.strategies import kernels
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -69,7 +69,7 @@ def test_seeded_campaign_holds_and_finds_witnesses():
 def test_generator_makes_both_accepted_and_rejected_programs():
     """The generator's programs parse, pass the front end, and split between the
     checker's verdicts (both occur among the first 20 of a fixed seed)."""
-    from gpusem.cli.synccheck import synccheck
+    from gpusem.interpreter.amir.synccheck import synccheck
 
     verdicts = {synccheck(src, name, d).verdict.accepted
                 for name, src, d in generated_items(20, 9)}
@@ -111,7 +111,7 @@ def test_arithmetic_is_bit_identical_with_the_sequential_reading():
     assert v.agree, v.describe()
     # the inputs do overflow int32 and are not exactly representable sums
     from gpusem.compiler.gpuir_cuda.run import make_inputs
-    from gpusem.interpreter.gpuir_seq import run_sequential
+    from gpusem.interpreter.gpuir.sequential import run_sequential
 
     ins = make_inputs(proc, {})
     out = run_sequential(proc, {}, ins)
@@ -124,7 +124,7 @@ def test_removing_a_fence_never_breaks_the_compiler():
     compiler does not depend on synchronisation being right)."""
     from gpusem.calculus.gpuir import ast as A
     from gpusem.compiler.gpuir_cuda.pipeline import compile_proc
-    from gpusem.typing_rules.gpuir import analyse
+    from gpusem.typing_rules.gpuir.frontend import analyse
 
     names = ("fence_broadcast.gpuir", "gemv_shfl.gpuir", "producer_consumer.gpuir")
     for name, source, defines in (x for n in names for x in example_items(n)):
@@ -158,7 +158,7 @@ def _without(proc, victim):
 def test_a_violation_becomes_a_replayable_bundle(tmp_path, monkeypatch):
     """A seeded miscompilation (the Fence dropped) turns an accepted example into a
     VIOLATION; its bundle replays while the fault is on, and not once it is off."""
-    from gpusem.fuzz.gpuir_seqpar import replay_finding, write_finding
+    from gpusem.fuzz.gpuir.seqpar import replay_finding, write_finding
 
     monkeypatch.setenv("GPUSEM_FAULT", "gpuir-fence-dropped")
     (o,) = check_sources(example_items("fence_broadcast.gpuir"), "cpu")
@@ -175,7 +175,7 @@ def test_generated_kernels_build_with_nvcc():
     """CUDA the fuzzer generates must build for sm_90a too (batched nvcc -c)."""
     from gpusem.compiler.backends.nvcc import compile_check, nvcc_available
     from gpusem.compiler.gpuir_cuda.pipeline import compile_proc
-    from gpusem.typing_rules.gpuir import analyse
+    from gpusem.typing_rules.gpuir.frontend import analyse
 
     if not nvcc_available():
         pytest.skip("nvcc not on PATH")
@@ -199,7 +199,7 @@ def test_a_generated_violation_shrinks_to_a_small_program(monkeypatch):
     """With a seeded miscompilation (every Fence dropped) some generated kernel
     violates seq = par; greedy shrinking leaves one phase (a handful of statements)
     that still does."""
-    from gpusem.fuzz.gpuir_seqpar import generated_kernels, shrink_violation
+    from gpusem.fuzz.gpuir.seqpar import generated_kernels, shrink_violation
 
     monkeypatch.setenv("GPUSEM_FAULT", "gpuir-fence-dropped")
     ks = generated_kernels(8, 3)

@@ -7,10 +7,10 @@ first differing array."""
 from __future__ import annotations
 
 from gpusem.calculus.bundl.parser import parse_program
-from gpusem.fuzz import bundl_properties as props
+from gpusem.fuzz.bundl import properties as props
+from gpusem.fuzz.bundl.strategies.programs import programs
 from gpusem.fuzz.campaign import Campaign
-from gpusem.fuzz.strategies.bundl import programs
-from gpusem.interpreter import bundl_big_step
+from gpusem.interpreter.bundl import big_step as bundl_big_step
 from hypothesis import HealthCheck, given, settings
 
 SRC = """machine blocks = 1, threads = 2;

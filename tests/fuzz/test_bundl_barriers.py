@@ -10,9 +10,9 @@ import functools
 
 import pytest
 from gpusem.compiler.bundl_cuda.pipeline import compile_program
-from gpusem.fuzz.bundl_compile import check_batch, reference
-from gpusem.fuzz.strategies.bundl_kernels import kernels, race_free_by_construction
-from gpusem.typing_rules.bundl import check_program as typecheck
+from gpusem.fuzz.bundl.compile_property import check_batch, reference
+from gpusem.fuzz.bundl.strategies.kernels import kernels, race_free_by_construction
+from gpusem.typing_rules.bundl.stmt import check_program as typecheck
 from hypothesis import HealthCheck, Phase, given, settings
 
 SHAPES = ("named", "mbarrier", "split")

@@ -1,4 +1,4 @@
-"""The AST-level reducer of Bundl counterexamples (fuzz/bundl_shrink.py, issue 5)."""
+"""The AST-level reducer of Bundl counterexamples (fuzz/bundl/shrink.py, issue 5)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ import pytest
 from gpusem.calculus.bundl import ast as B
 from gpusem.calculus.bundl.parser import parse_program
 from gpusem.calculus.bundl.perspective import Level, Perspective
-from gpusem.fuzz import bundl_shrink as S
-from gpusem.fuzz.bundl_target import BundlTarget, statement_count
-from gpusem.fuzz.campaign import CheckResult
-from gpusem.fuzz.strategies import bundl_kernels
-from gpusem.typing_rules.bundl import check_program
+from gpusem.fuzz.bundl import shrink as S
+from gpusem.fuzz.bundl import shrink_passes as P
+from gpusem.fuzz.bundl.strategies import kernels as bundl_kernels
+from gpusem.fuzz.bundl.target import BundlTarget
+from gpusem.fuzz.targets import CheckResult
+from gpusem.typing_rules.bundl.stmt import check_program
 
 # A kernel the generator could have built (staging through shared memory, then every
 # thread reads a slot another thread wrote), bloated with code that has nothing to do
@@ -69,14 +70,14 @@ def test_bloated_kernel_shrinks_under_a_fault_with_the_same_signature(monkeypatc
     monkeypatch.delenv("GPUSEM_SHRINK_S", raising=False)
     found = target.check(program)
     assert found.status == "finding", found.detail
-    assert found.size == statement_count(program) >= 20
+    assert found.size == B.statement_count(program) >= 20
 
     small = target.minimise(program, found, "compile")
 
     assert small.signature == found.signature
     assert small.size <= 10  # the staging skeleton, one fill, one read
     final = parse_program(small.files["program.bundl"])  # the bundle shows the result
-    assert statement_count(final) == small.size
+    assert B.statement_count(final) == small.size
     check_program(final, "fixed")
     assert "while" not in small.files["program.bundl"]
     assert "x1" not in small.files["program.bundl"]
@@ -116,9 +117,9 @@ def fake_oracle(p: B.Program) -> CheckResult:
     """A finding A while 3 and 4 are both written; B with 3 alone."""
     w = _writes(p)
     if {3, 4} <= w:
-        return CheckResult("finding", signature="A", size=statement_count(p))
+        return CheckResult("finding", signature="A", size=B.statement_count(p))
     if 3 in w:
-        return CheckResult("finding", signature="B", size=statement_count(p))
+        return CheckResult("finding", signature="B", size=B.statement_count(p))
     return CheckResult("pass")
 
 
@@ -126,7 +127,7 @@ def test_a_candidate_that_changes_the_signature_is_rejected():
     program = parse_program(FLAT)
     small, res, stats = S.shrink(program, "A", fake_oracle)
     assert _writes(small) == {3, 4}  # deleting `out[1] = 4` would give B: kept
-    assert res.signature == "A" and statement_count(small) == 2
+    assert res.signature == "A" and B.statement_count(small) == 2
     assert stats.before == 3 and stats.after == 2 and stats.kept >= 1
     assert not stats.capped
 
@@ -160,21 +161,21 @@ def test_the_candidate_cap_holds():
 
 def test_every_candidate_is_strictly_smaller_well_typed_and_canonical():
     program = parse_program(BLOATED)
-    key = S.size_key(program)
+    key = P.size_key(program)
     cands = [c for batch, _ in S._batches(program, set()) for c in batch]
     assert len(cands) > 20
     for cand in cands:
-        assert S.size_key(cand) < key
+        assert P.size_key(cand) < key
         assert B.is_canonical(cand.main)
         check_program(cand, "fixed")
-    assert any(statement_count(c) < statement_count(program) - 1 for c in cands)
+    assert any(B.statement_count(c) < B.statement_count(program) - 1 for c in cands)
 
 
 def _sync_nodes(p: B.Program) -> list[str]:
     out: list[str] = []
 
     def visit(s):
-        if isinstance(s, S._SYNCING):
+        if isinstance(s, P.SYNCING):
             out.append(type(s).__name__)
         for c in B.child_stmts(s):
             visit(c)
@@ -188,7 +189,7 @@ def test_race_safe_passes_move_no_barrier():
     program = parse_program(BLOATED)
     before = _sync_nodes(program)
     unsafe_changes = 0
-    for make, safe in S.PASSES:
+    for make, safe in P.PASSES:
         for cand in make(program):
             if safe:
                 assert _sync_nodes(cand) == before
@@ -208,7 +209,7 @@ def test_trust_is_inherited_only_from_a_trusted_parent_through_safe_edits():
 
 def test_hoisting_a_view_renames_it_back():
     program = parse_program(BLOATED)
-    part = next(c for c in S._in_program(program, S._hoist)
+    part = next(c for c in P.in_program(program, P.hoist)
                 if "s2" not in str(c.main) and "st[0] = 3" in _print(c))
     assert "st[0] = 3" in _print(part)
 
@@ -219,10 +220,10 @@ def _print(p: B.Program) -> str:
     return print_program(p)
 
 
-@pytest.mark.parametrize("text,n", [(FLAT, 3), (BLOATED, statement_count(
+@pytest.mark.parametrize("text,n", [(FLAT, 3), (BLOATED, B.statement_count(
     parse_program(BLOATED)))])
 def test_size_counts_statements_first(text, n):
-    assert S.size_key(parse_program(text))[0] == n
+    assert P.size_key(parse_program(text))[0] == n
 
 
 SUB_BLOCK = """
@@ -260,13 +261,13 @@ main {
 
 def test_flattening_a_group_level_renames_the_views_and_scales_the_counts():
     program = parse_program(SUB_BLOCK)
-    flat = [c for c in S._in_program(program, S._hoist)
-            if "group 2" not in _print(c) and S._typechecks(c)]
+    flat = [c for c in P.in_program(program, P.hoist)
+            if "group 2" not in _print(c) and P.typechecks(c)]
     assert flat, "the partition-partition-group triple goes in one well-typed step"
     text = _print(flat[0])
     assert "partition st into s1 by 96" in text and "group 96" in text
     assert "sg" not in text and "og" not in text
-    assert statement_count(flat[0]) == statement_count(program) - 3
+    assert B.statement_count(flat[0]) == B.statement_count(program) - 3
 
 
 def _sizes(p: B.Program) -> list[int]:
@@ -285,12 +286,12 @@ def test_shorter_arrays_are_race_safe_only_without_partitions():
     """A length the partition count does not divide is well typed: the pieces of a
     partitioned program's shortened array go to the race analysis."""
     kernel, flat = parse_program(BLOATED), parse_program(FLAT)
-    safe_kernel = [c for make, safe in S.PASSES if safe for c in make(kernel)]
+    safe_kernel = [c for make, safe in P.PASSES if safe for c in make(kernel)]
     assert all(_sizes(c) == _sizes(kernel) or len(_sizes(c)) < len(_sizes(kernel))
                for c in safe_kernel)  # (dropping a global is safe: it is unused)
-    assert any(_sizes(c) != _sizes(kernel) for make, safe in S.PASSES if not safe
+    assert any(_sizes(c) != _sizes(kernel) for make, safe in P.PASSES if not safe
                for c in make(kernel))
-    assert any(_sizes(c) < _sizes(flat) for make, safe in S.PASSES if safe
+    assert any(_sizes(c) < _sizes(flat) for make, safe in P.PASSES if safe
                for c in make(flat))
 
 
@@ -304,7 +305,7 @@ def test_an_operator_the_reducer_does_not_know_still_shrinks_to_its_operands():
         c: B.Expr
 
     e = Op3(B.IntLit(5), B.Var("x"), B.BinOp("+", B.IntLit(2), B.IntLit(3)))
-    variants = list(S._expr_variants(e))
+    variants = list(P.expr_variants(e))
     assert e.a in variants and e.b in variants and e.c in variants
     assert Op3(e.a, e.b, B.IntLit(2)) in variants  # and inside its operands
 
@@ -313,10 +314,10 @@ def test_a_let_assigned_once_is_inlined():
     s = B.Decl("a", B.BaseType.INT, Perspective(Level.THREAD, 1), B.Var("t"), B.seq(
         B.Assign("a", B.BinOp("+", B.Var("a"), B.IntLit(2))),
         B.ArrAssign(B.Var("o"), B.IntLit(0), B.Var("a"))))
-    folded, = list(S._inline(s))  # `a` is assigned: only the first form applies
+    folded, = list(P.inline(s))  # `a` is assigned: only the first form applies
     assert folded.init == B.BinOp("+", B.Var("t"), B.IntLit(2))
-    assert statement_count(folded) == statement_count(s) - 1
-    gone = list(S._inline(folded))
+    assert B.statement_count(folded) == B.statement_count(s) - 1
+    gone = list(P.inline(folded))
     assert B.ArrAssign(B.Var("o"), B.IntLit(0), folded.init) in gone
 
 
@@ -330,9 +331,9 @@ def test_a_long_block_of_stores_goes_in_chunks_not_one_by_one():
 
     def oracle(p):  # the finding needs two of the stores, far apart
         if keeps <= _writes(p):
-            return CheckResult("finding", signature="A", size=statement_count(p))
+            return CheckResult("finding", signature="A", size=B.statement_count(p))
         return CheckResult("pass")
 
     small, _, stats = S.shrink(program, "A", oracle, max_tried=10_000)
-    assert _writes(small) == keeps and statement_count(small) == 2
+    assert _writes(small) == keeps and B.statement_count(small) == 2
     assert stats.tried < 400, stats  # 112; one store at a time: 254 batches of 6

@@ -18,14 +18,8 @@ import pytest
 from click.testing import CliRunner
 from gpusem.cli.main import cli
 from gpusem.fuzz.bundle import list_bundles
-from gpusem.fuzz.campaign import (
-    JOB_START,
-    Campaign,
-    CheckResult,
-    JobFailed,
-    register_target,
-    run_jobs,
-)
+from gpusem.fuzz.campaign import JOB_START, Campaign, JobFailed, run_jobs
+from gpusem.fuzz.targets import CheckResult, register_target
 from hypothesis import strategies as st
 
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import pytest
 from gpusem.calculus.bundl.parser import parse_program
-from gpusem.fuzz import bundl_properties as props
-from gpusem.fuzz import race
+from gpusem.fuzz.bundl import properties as props
+from gpusem.fuzz.bundl import race
+from gpusem.fuzz.bundl.strategies.kernels import kernels
+from gpusem.fuzz.bundl.strategies.programs import programs
 from gpusem.fuzz.campaign import Campaign
-from gpusem.fuzz.strategies.bundl import programs
-from gpusem.fuzz.strategies.bundl_kernels import kernels
-from gpusem.interpreter.bundl_machine import run_program
-from gpusem.typing_rules.bundl import check_program
+from gpusem.interpreter.bundl.schedulers import run_program
+from gpusem.typing_rules.bundl.stmt import check_program
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

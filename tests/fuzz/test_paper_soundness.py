@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 from gpusem.calculus.bundl.parser import parse_program
-from gpusem.fuzz import bundl_properties as props
+from gpusem.fuzz.bundl import properties as props
 from gpusem.fuzz.campaign import Campaign
-from gpusem.interpreter.bundl_machine import run_program
-from gpusem.typing_rules.bundl import check_program, type_errors
+from gpusem.interpreter.bundl.schedulers import run_program
+from gpusem.typing_rules.bundl.stmt import check_program, type_errors
 
 ROOT = Path(__file__).resolve().parents[2]
 UNSOUND = ROOT / "examples" / "bundl" / "paper_unsound"

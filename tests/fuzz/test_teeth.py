@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 from gpusem.calculus.bundl.parser import parse_program
-from gpusem.fuzz import bundl_properties as props
+from gpusem.fuzz.bundl import properties as props
+from gpusem.fuzz.bundl.mutators import MUTATORS, mutants, mutate, sites
+from gpusem.fuzz.bundl.strategies.programs import programs
 from gpusem.fuzz.campaign import Campaign
-from gpusem.fuzz.mutators.bundl import MUTATORS, mutants, mutate, sites
-from gpusem.fuzz.strategies.bundl import programs
-from gpusem.typing_rules.bundl import check_program, type_errors
-from gpusem.typing_rules.bundl_context import FIXED, with_flag
+from gpusem.typing_rules.bundl.context import FIXED, with_flag
+from gpusem.typing_rules.bundl.stmt import check_program, type_errors
 from hypothesis import HealthCheck, given, settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -144,7 +144,7 @@ def test_a_checker_missing_a_premise_is_caught():
     assert m is not None
     weak = with_flag(FIXED, alloc_shared_block=False)
     check_program(m.program, rules=weak)  # accepted by the weakened checker
-    from gpusem.typing_rules import bundl as typing
+    from gpusem.typing_rules.bundl import stmt as typing
 
     real = typing.check_program
     try:

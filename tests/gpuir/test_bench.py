@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from gpusem.calculus.gpuir.parser import parse_proc
-from gpusem.interpreter.gpuir_seq import run_sequential
-from gpusem.typing_rules.gpuir import check_proc
+from gpusem.interpreter.gpuir.sequential import run_sequential
+from gpusem.typing_rules.gpuir.frontend import check_proc
 
 GEMM = Path(__file__).parents[2] / "examples" / "gpuir" / "gemm_tiled.gpuir"
 

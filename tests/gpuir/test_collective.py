@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from gpusem.calculus.gpuir import ast as A
 from gpusem.calculus.gpuir.parser import parse_proc
-from gpusem.typing_rules.gpuir import analyse, check_proc
+from gpusem.typing_rules.gpuir.frontend import analyse, check_proc
 
 NEST = """
 proc p(Out: f32[8] @ CudaGmemLinear):

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from gpusem.calculus.errors import BadInput, IllTyped
-from gpusem.typing_rules.gpuir import check_file
+from gpusem.typing_rules.gpuir.frontend import check_file
 
 ROOT = Path(__file__).parents[2]
 FILES = sorted((Path(__file__).parent / "conformance").glob("*.gpuir")) + \

@@ -8,7 +8,7 @@ import pytest
 from gpusem.calculus.errors import IllTyped
 from gpusem.calculus.gpuir import ast as A
 from gpusem.calculus.gpuir.parser import parse_proc
-from gpusem.typing_rules.gpuir import analyse, check_proc
+from gpusem.typing_rules.gpuir.frontend import analyse, check_proc
 
 TEMPLATE = """
 proc p(A: f32[64] @ CudaGmemLinear, Out: f32[64] @ CudaGmemLinear):

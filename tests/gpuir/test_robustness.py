@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 from gpusem.calculus.errors import GpusemError
 from gpusem.calculus.gpuir import ast as A
-from gpusem.interpreter.gpuir_seq import run_sequential
-from gpusem.typing_rules.gpuir import analyse
+from gpusem.interpreter.gpuir.sequential import run_sequential
+from gpusem.typing_rules.gpuir.frontend import analyse
 from hypothesis import HealthCheck, given, settings
 
 from .strategies import procs

@@ -1,4 +1,4 @@
-"""The sequential reading seq⟦p⟧ (interpreter/gpuir_seq.py). Expected values come from
+"""The sequential reading seq⟦p⟧ (interpreter/gpuir/sequential.py). Expected values come from
 what each example computes (its header comment), written independently in NumPy with
 the float32 operation order the sequential reading prescribes."""
 
@@ -12,8 +12,8 @@ import pytest
 from gpusem.calculus.errors import BadInput, BudgetExhausted, Trap
 from gpusem.calculus.gpuir import ast as A
 from gpusem.calculus.gpuir.parser import parse_proc
-from gpusem.interpreter.gpuir_seq import _Batch, run_sequential
-from gpusem.typing_rules.gpuir import header_defines
+from gpusem.interpreter.gpuir.sequential import _Batch, run_sequential
+from gpusem.typing_rules.gpuir.frontend import header_defines
 
 EX = Path(__file__).parents[2] / "examples" / "gpuir"
 RNG = np.random.default_rng(3)

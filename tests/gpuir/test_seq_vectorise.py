@@ -10,7 +10,7 @@ import itertools
 import numpy as np
 from gpusem.calculus.errors import GpusemError
 from gpusem.calculus.gpuir import ast as A
-from gpusem.interpreter.gpuir_seq import run_sequential
+from gpusem.interpreter.gpuir.sequential import run_sequential
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -13,8 +13,8 @@ import pytest
 from gpusem.calculus.gpuir import ast as A
 from gpusem.calculus.gpuir.ctrl import eval_c
 from gpusem.calculus.gpuir.parser import parse_proc
-from gpusem.interpreter.gpuir_seq import run_sequential
-from gpusem.typing_rules.gpuir import check_proc
+from gpusem.interpreter.gpuir.sequential import run_sequential
+from gpusem.typing_rules.gpuir.frontend import check_proc
 
 EX = Path(__file__).parents[2] / "examples" / "gpuir"
 SMALL = {"N": 512, "T": 1, "M": 8, "K": 64}

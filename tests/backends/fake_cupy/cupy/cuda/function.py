@@ -5,7 +5,7 @@ import pickle
 import time
 
 import numpy as np
-from gpusem.compiler.backends import _worker
+from gpusem.compiler.backends import cpu_worker
 from gpusem.compiler.backends.cpu import CpuBackend
 from gpusem.compiler.backends.kernel import Job, KernelSpec, prepare_args, ptr, scalar
 
@@ -48,7 +48,7 @@ class _Function:
         cfg = (spec.grid, spec.block, shared_mem, 0, 10**8, 1.0, 65536, 0xA5)
         params = [(p.name, p.dtype, p.pointer) for p in spec.params]
         request = (built.library, built.symbol, cfg, params, arrays, scalars)
-        status, message, outputs, _ = _worker.launch(_LIBS, request)
+        status, message, outputs, _ = cpu_worker.launch(_LIBS, request)
         if status == 3:
             time.sleep(10**6)  # a hung GPU kernel: only the watchdog ends this
         if status != 0:

@@ -1,1 +1,0 @@
-"""gpusem.compiler.appy_target: appyc (APPy -> Triton) as a compiler under test."""

@@ -1,0 +1,263 @@
+"""Drive appyc (APPy -> Triton) in a worker subprocess and classify each case.
+
+A worker (`worker.py`) serves a batch of cases from one process, in a scratch directory,
+so the import cost of torch/triton/appyc is paid once per batch rather than per case. The
+driver owns the clocks: a case that does not answer in `timeout` seconds is a `hang`
+(the worker is killed and a fresh one serves the rest); a worker that dies is a `crash`
+(with its signal). Outcomes (issue 7):
+
+  generation  appyc raised while generating Triton code
+  host        the generated module or its host code failed
+  triton      Triton rejected a kernel (compile error, interpreter type error)
+  runtime     another error while running the kernels
+  oob         a kernel wrote outside an array (caught in a red zone around it)
+  crash       the worker died (signal or exit) on this case
+  hang        no answer within the time limit
+  wrong       outputs differ from the sequential reading (first cell, max error)
+  agree       outputs match within the dtype-aware tolerance (`compare.py`)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Self
+
+import numpy as np
+from gpusem.compiler.appy_triton.compare import Mismatch, compare_outputs
+
+FAILURE_KINDS = ("generation", "host", "triton", "runtime", "oob", "crash", "hang",
+                 "wrong")
+
+
+@dataclass
+class Case:
+    """One program on one input: APPy source plus arrays and scalar arguments."""
+
+    id: str
+    source: str
+    func: str
+    params: list[str]
+    arrays: dict[str, np.ndarray]
+    scalars: dict[str, int | float]
+    options: dict = field(default_factory=dict)
+
+    def to_wire(self, sm90: bool = False) -> dict:
+        from gpusem.compiler.appy_triton.worker import encode
+
+        return {"id": self.id, "source": self.source, "func": self.func,
+                "params": self.params, "scalars": self.scalars, "options": self.options,
+                "arrays": {k: encode(v) for k, v in self.arrays.items()}, "sm90": sm90}
+
+
+@dataclass
+class Outcome:
+    kind: str  # one of FAILURE_KINDS or "agree"
+    detail: str = ""
+    module: str = ""
+    outputs: dict[str, np.ndarray] = field(default_factory=dict)
+    mismatch: Mismatch | None = None
+    sm90: dict | None = None
+    seconds: float = 0.0
+    array: str = ""  # for `oob`: the array written out of bounds
+
+    @property
+    def failed(self) -> bool:
+        return self.kind != "agree"
+
+
+def find_wheel_dir() -> Path | None:
+    """A vendored wheel folder (`$GPUSEM_APPY_WHEELS`, else `.whl` in the working
+    directory): where the device machine, without network, finds appyc."""
+    for cand in (os.environ.get("GPUSEM_APPY_WHEELS"), ".whl"):
+        if cand and Path(cand).is_dir() and any(Path(cand).glob("appyc-*.whl")):
+            return Path(cand)
+    return None
+
+
+def appyc_available() -> tuple[bool, str]:
+    """Whether appyc, torch and triton are installed (found, not imported: importing
+    torch costs seconds, and the worker process imports them anyway)."""
+    from importlib.util import find_spec
+
+    missing = [m for m in ("appy", "torch", "triton") if find_spec(m) is None]
+    if missing:
+        return False, (f"the appy extra is not installed (no {', '.join(missing)}): "
+                       "pip install -e '.[appy]'")
+    return True, ""
+
+
+def ensure_appyc() -> None:
+    """Install appyc from a vendored wheel folder if it is missing (no network)."""
+    if appyc_available()[0]:
+        return
+    wheels = find_wheel_dir()
+    if wheels is None:
+        return
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-index", "--find-links",
+                    str(wheels), "appyc==0.2.0"], check=False, capture_output=True)
+
+
+def versions() -> dict[str, str]:
+    from importlib.metadata import version
+
+    out = {}
+    for dist in ("appyc", "triton", "torch", "numpy"):
+        try:
+            out[dist] = version(dist)
+        except Exception:  # noqa: BLE001 - not installed: say so in the bundle
+            out[dist] = "absent"
+    return out
+
+
+class AppycDriver:
+    """A pool of one worker process; `run(case)` answers one case at a time.
+
+    Backends: `cpu` (Triton's interpreter, torch CPU tensors), `cuda` (real kernels),
+    `sm90` (compile every launched kernel for sm_90 with ptxas, run nothing)."""
+
+    def __init__(self, backend: str = "cpu", timeout: float = 20.0,
+                 recycle_after: int = 200):
+        if backend not in ("cpu", "cuda", "sm90"):
+            raise ValueError(f"unknown backend: {backend}")
+        self.backend = backend
+        self.timeout = timeout
+        self.recycle_after = recycle_after
+        self.proc: subprocess.Popen | None = None
+        self.served = 0
+        self.workdir = tempfile.mkdtemp(prefix="gpusem-appy-")
+
+    # ------------------------------------------------------------------ lifecycle
+    def _start(self) -> None:
+        env = dict(os.environ)
+        if self.backend == "cpu":
+            env["TRITON_INTERPRET"] = "1"
+        else:
+            env.pop("TRITON_INTERPRET", None)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "gpusem.compiler.appy_triton.worker", self.backend],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            cwd=self.workdir, env=env, text=True, bufsize=1)
+        self.served = 0
+        ready = self._read_line(120.0)
+        if ready is None or not ready.get("ready"):
+            self._kill()
+            raise RuntimeError("appyc worker did not start (is the appy extra "
+                               "installed? pip install -e '.[appy]')")
+
+    def _kill(self) -> None:
+        if self.proc is not None:
+            try:
+                self.proc.kill()
+                self.proc.wait(timeout=5)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+            for stream in (self.proc.stdin, self.proc.stdout):
+                try:
+                    stream.close()
+                except OSError:
+                    pass
+        self.proc = None
+
+    def close(self) -> None:
+        self._kill()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _read_line(self, timeout: float) -> dict | None:
+        """One JSON answer, or None on timeout / EOF."""
+        assert self.proc is not None and self.proc.stdout is not None
+        sel = selectors.DefaultSelector()
+        sel.register(self.proc.stdout, selectors.EVENT_READ)
+        try:
+            if not sel.select(timeout):
+                return None
+            line = self.proc.stdout.readline()
+        finally:
+            sel.close()
+        return json.loads(line) if line else None
+
+    # ----------------------------------------------------------------------- run
+    def raw(self, case: Case, sm90: bool = False) -> tuple[dict | None, str]:
+        """Send one case; the worker's answer, or None with `crash`/`hang`."""
+        if self.proc is None or self.proc.poll() is not None or (
+                self.served >= self.recycle_after):
+            self._kill()
+            self._start()
+        assert self.proc is not None and self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(json.dumps(case.to_wire(sm90)) + "\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            pass
+        answer = self._read_line(self.timeout)
+        self.served += 1
+        if answer is not None:
+            return answer, ""
+        try:  # EOF: the worker is dying, reap it; no EOF: it is still running
+            code = self.proc.wait(timeout=2.0)
+        except subprocess.TimeoutExpired:
+            self._kill()
+            return None, "hang"
+        self._kill()
+        return None, f"crash:{_signal_name(code)}"
+
+    def run(self, case: Case, expected: dict[str, np.ndarray] | None) -> Outcome:
+        """Compile and run `case`; compare with `expected` (the sequential reading)."""
+        t0 = time.perf_counter()
+        answer, why = self.raw(case)
+        dt = time.perf_counter() - t0
+        if answer is None:
+            kind, _, sig = why.partition(":")
+            detail = (f"no answer within {self.timeout:g}s" if kind == "hang"
+                      else f"worker died ({sig})")
+            return Outcome(kind, detail, seconds=dt)
+        if answer["stage"] != "ok":
+            out = Outcome(answer["stage"], answer.get("error", ""), answer["module"],
+                          seconds=dt)
+            out.array = answer.get("array", "")
+            return out
+        from gpusem.compiler.appy_triton.worker import decode
+
+        outputs = {k: decode(v) for k, v in answer["outputs"].items()}
+        out = Outcome("agree", "", answer["module"], outputs, seconds=dt)
+        if expected is not None:
+            mm = compare_outputs(expected, outputs)
+            if mm is not None:
+                out.kind, out.detail, out.mismatch = "wrong", mm.describe(), mm
+        return out
+
+    def compile_sm90(self, case: Case) -> dict:
+        """Compile the case's kernels for sm_90 without running them (CPU only)."""
+        answer, why = self.raw(case, sm90=True)
+        if answer is None:
+            return {"kernels": 0, "errors": [why]}
+        if answer["stage"] != "ok":
+            return {"kernels": 0, "errors": [f"{answer['stage']}: {answer.get('error')}"]}
+        return answer.get("sm90", {"kernels": 0, "errors": []})
+
+
+def _signal_name(code: int | None) -> str:
+    if code is None:
+        return "unknown"
+    if code < 0:
+        import signal
+
+        try:
+            return signal.Signals(-code).name
+        except ValueError:
+            return f"signal {-code}"
+    return f"exit {code}"

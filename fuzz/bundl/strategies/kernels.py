@@ -1,0 +1,363 @@
+"""Kernel-shaped Bundl programs for the compiler properties (race-free by construction).
+
+The general generator (`strategies.bundl`) covers every statement form, but most of its
+programs observe little in global memory. A compiler bug shows when threads write
+distinct, data-dependent values that a wrong index, offset, guard or barrier would
+change. These programs have the shape of real kernels:
+
+    lower out into ob { destruct {                       grid[1] -> block[B]
+      partition ob into opiece by B { group B {          one piece of out per block
+        [stage: alloc s in Shared; threads fill s; barrier]
+        lower opiece into ot { destruct {               block[1] -> thread[T]
+          let t : int @ thread[1] = partition_id;
+          partition ot into o by T { group T {          one cell range per thread
+            <thread body: reads of inputs / staged shared data, splits, claims,
+             loops, ifs; writes o[0 .. k)>
+    }}}}}}}}
+
+Every thread writes only its own piece of `out`; shared data staged by other threads is
+read only after the barrier that ends the partition which wrote it. So a correct
+compiler gives one answer under every schedule, and any difference is a finding.
+
+One kernel in five exchanges data among a part of the block only (thread[6] of 12,
+thread[48] of 96, thread[64] of 128): the named-barrier, mbarrier and split-barrier
+lowerings, built mostly by `bundl_barriers.barrier_exchange`.
+"""
+
+from __future__ import annotations
+
+from gpusem.calculus.bundl import ast as A
+from gpusem.calculus.bundl.perspective import Level, Perspective
+from gpusem.fuzz.bundl.strategies.barriers import SHAPES, barrier_exchange
+from hypothesis import strategies as st
+
+INT, FLOAT, BOOL = A.BaseType.INT, A.BaseType.FLOAT, A.BaseType.BOOL
+THREAD1 = Perspective(Level.THREAD, 1)
+BLOCK1 = Perspective(Level.BLOCK, 1)
+
+
+def v(name: str) -> A.Var:
+    return A.Var(name)
+
+
+def i(n: int) -> A.IntLit:
+    return A.IntLit(n)
+
+
+def mod(e: A.Expr, n: int) -> A.Expr:
+    """((e % n) + n) % n: an index in [0, n) whatever e is (C remainder may be < 0)."""
+    return A.BinOp("%", A.BinOp("+", A.BinOp("%", e, i(n)), i(n)), i(n))
+
+
+@st.composite
+def int_expr(draw, env: dict, depth: int = 2) -> A.Expr:
+    """An int expression over the thread's scalars and the input arrays (in bounds)."""
+    leaves = [st.builds(i, st.integers(-9, 9))]
+    if env["ints"]:
+        leaves.append(st.sampled_from([v(x) for x in env["ints"]]))
+    if depth <= 0:
+        return draw(st.one_of(*leaves))
+    choice = draw(st.integers(0, 4))
+    if choice == 0:
+        return draw(st.one_of(*leaves))
+    if choice == 1 and env["inputs"]:
+        name, length = draw(st.sampled_from(env["inputs"]))
+        return A.Index(v(name), mod(draw(int_expr(env, depth - 1)), length))
+    if choice == 2 and env.get("staged"):
+        name, length = env["staged"]
+        return A.Index(v(name), mod(draw(int_expr(env, depth - 1)), length))
+    op = draw(st.sampled_from(["+", "-", "*", "/", "%"]))
+    left = draw(int_expr(env, depth - 1))
+    if op in "/%":  # a nonzero literal divisor: no trap, C rounding still exercised
+        return A.BinOp(op, left, i(draw(st.sampled_from([-7, -3, 2, 3, 5]))))
+    return A.BinOp(op, left, draw(int_expr(env, depth - 1)))
+
+
+def _f32(x: float) -> float:
+    import numpy as np
+
+    return float(np.float32(x))
+
+
+@st.composite
+def float_expr(draw, depth: int = 2) -> A.Expr:
+    """Float32 arithmetic where each operation rounds: `a * b + c` shapes (an FMA would
+    round once), divisions and sums of values of different magnitudes."""
+    leaf = st.floats(-1e6, 1e6, allow_nan=False, width=32).map(
+        lambda x: A.FloatLit(_f32(x)))
+    if depth <= 0:
+        return draw(leaf)
+    op = draw(st.sampled_from(["fma", "cancel", "+", "-", "*", "/"]))
+    if op == "cancel":  # x*y - x*y: exactly 0 when each op rounds; an FMA keeps the
+        # rounding error of the product (the classic test of contraction)
+        x, y = draw(float_expr(depth - 1)), draw(float_expr(depth - 1))
+        return A.BinOp("+", A.BinOp("*", x, y), A.UnOp("-", A.BinOp("*", x, y)))
+    if op == "fma":  # a * b + c, or the explicit fma(a, b, c) (extension: one rounding)
+        a, b, c = (draw(float_expr(depth - 1)) for _ in range(3))
+        if draw(st.booleans()):
+            return A.Fma(a, b, c)
+        return A.BinOp("+", A.BinOp("*", a, b), c)
+    if op == "/":  # a divisor far from zero
+        return A.BinOp("/", draw(float_expr(depth - 1)),
+                       A.FloatLit(_f32(draw(st.sampled_from([3.0, -7.0, 0.1])))))
+    return A.BinOp(op, draw(float_expr(depth - 1)), draw(float_expr(depth - 1)))
+
+
+@st.composite
+def cond_expr(draw, env: dict) -> A.Expr:
+    op = draw(st.sampled_from(["<", "<=", "==", "!=", ">"]))
+    return A.BinOp(op, draw(int_expr(env, 1)), draw(int_expr(env, 1)))
+
+
+@st.composite
+def writes(draw, env: dict, k: int) -> A.Stmt:
+    """At thread[1]: write every cell o[0 .. k), each through a plain store, an if /
+    else on thread data, or a bounded loop accumulating into a local."""
+    stmts: list[A.Stmt] = []
+    for j in range(k):
+        value = draw(int_expr(env))
+        write = A.ArrAssign(v("o"), i(j), value)
+        form = draw(st.integers(0, 3))
+        if form == 1:
+            other = A.ArrAssign(v("o"), i(j), draw(int_expr(env)))
+            write = A.If(draw(cond_expr(env)), write, other)
+        elif form == 2:
+            acc, ctr = _fresh(env, "acc"), _fresh(env, "n")
+            inner = {**env, "ints": env["ints"] + [acc, ctr]}
+            body = A.seq(A.Assign(acc, A.BinOp("+", v(acc), draw(int_expr(inner)))),
+                         A.Assign(ctr, A.BinOp("+", v(ctr), i(1))))
+            write = A.seq(A.Decl(acc, INT, THREAD1, value, A.Skip()),
+                          A.Decl(ctr, INT, THREAD1, i(0), A.Skip()),
+                          A.While(A.BinOp("<", v(ctr), i(draw(st.integers(0, 3)))), body),
+                          A.ArrAssign(v("o"), i(j), v(acc)))
+        stmts.append(write)
+    return A.seq(*stmts)
+
+
+def _fresh(env: dict, base: str) -> str:
+    env["names"][0] += 1
+    return f"{base}{env['names'][0]}"
+
+
+@st.composite
+def leaf(draw, env: dict, m: int, k: int, S: str | None, O: str) -> A.Stmt:
+    """At thread[m]: fill the staging view S (one slot per thread), barrier (the end of
+    its partition), then each thread writes its k output cells, reading S's slots of
+    the other threads of this thread[m] instance."""
+    u = _fresh(env, "u")
+    env_u = {**env, "ints": env["ints"] + [u]}
+    stmts: list[A.Stmt] = [A.Decl(u, INT, THREAD1, A.PartitionId(), A.Skip())]
+    if S is not None:
+        s1 = _fresh(env, "s")
+        fill = A.ArrAssign(v(s1), i(0), draw(int_expr({**env_u, "staged": None})))
+        stmts.append(A.Partition(None, S, s1, m, A.Group(m, fill)))
+        top = S == "st"  # the whole (padded) staging array, not a group's piece
+        env_u = {**env_u, "staged": (S, m + (env.get("pad", 0) if top else 0))}
+        if env["inputs"] and (env.get("force_w") or draw(st.booleans())):
+            # Independent work between the fill and its readers: a read of an input
+            # that nobody writes, so the barrier's wait can move below it (split).
+            w = _fresh(env, "w")
+            name, length = draw(st.sampled_from(env["inputs"]))
+            read = A.Index(v(name), mod(A.BinOp("+", v("b"), i(draw(st.integers(0, 9)))),
+                                        length))
+            stmts.append(A.Decl(w, INT, THREAD1, read, A.Skip()))
+            env_u = {**env_u, "ints": env_u["ints"] + [w]}
+    body = A.Group(m, draw(writes({**env_u, "ints": env_u["ints"]}, k)))
+    stmts.append(A.Partition(None, O, "o", m, body))
+    return A.seq(*stmts)
+
+
+@st.composite
+def thread_tree(draw, env: dict, m: int, k: int, S: str | None, O: str,
+                depth: int) -> A.Stmt:
+    """Code at thread[m] owning views S (staging, m slots) and O (output, m·k cells)."""
+    options = ["leaf"]
+    if depth > 0:
+        options += [q for q in ("group", "claim", "split", "loop") if _possible(q, m)]
+    form = draw(st.sampled_from(options))
+    if form == "group":  # partition both views by q, then group q: thread[m/q]
+        q = draw(st.sampled_from([d for d in range(2, m + 1) if m % d == 0]))
+        S2 = _fresh(env, "sg") if S else None
+        O2 = _fresh(env, "og")
+        inner = A.Group(q, draw(thread_tree(env, m // q, k, S2, O2, depth - 1)))
+        node = A.Partition(None, O, O2, q, inner)
+        return A.Partition(None, S, S2, q, node) if S else node
+    if form == "claim":  # the first n threads get all of O (T-Claim at n, n | m)
+        n = draw(st.sampled_from([d for d in range(1, m) if m % d == 0]))
+        Oc = _fresh(env, "oc")
+        body = A.Partition(None, Oc, "o", n, A.Group(n, draw(writes(env, k * (m // n)))))
+        return A.Claim(None, O, Oc, n, body)
+    if form == "split":  # each arm computes a local from its own partition_id
+        n1 = draw(st.sampled_from([d for d in range(1, m) if m % d == 0]))
+        n2 = draw(st.sampled_from([d for d in range(1, m - n1 + 1)
+                                   if m % d == 0 and n1 % d == 0]))
+        r = _fresh(env, "r")
+        arm_env = {**env, "ints": ["b"], "staged": None}  # read up only: no thread data
+        arm = lambda: A.Assign(r, A.BinOp("+", A.BinOp("*", A.PartitionId(), i(
+            draw(st.sampled_from([1, 3, 10])))), draw(int_expr(arm_env, 1))))
+        split = A.Split(n1, n2, arm(), arm())
+        env_r = {**env, "ints": env["ints"] + [r]}
+        rest = draw(thread_tree(env_r, m, k, S, O, depth - 1))
+        return A.seq(A.Decl(r, INT, THREAD1, i(-1), A.Skip()), split, rest)
+    if form == "loop":  # the same barriers twice: reuse (phases, generations)
+        c = _fresh(env, "c")
+        persp = Perspective(Level.THREAD, m)
+        env_c = {**env, "ints": env["ints"] + [c]}
+        body = A.seq(draw(thread_tree(env_c, m, k, S, O, depth - 1)),
+                     A.Assign(c, A.BinOp("+", v(c), i(1))))
+        return A.seq(A.Decl(c, INT, persp, i(0), A.Skip()),
+                     A.While(A.BinOp("<", v(c), i(2)), body))
+    return draw(leaf(env, m, k, S, O))
+
+
+@st.composite
+def sub_block_exchange(draw, env: dict, m: int, k: int) -> A.Stmt:
+    """The barrier shapes a whole-block or single-warp program never has: each half of
+    the block (thread[m/2]: 48 or 64 threads, several warps) exchanges staged values, in
+    a loop (the same barriers reused: phases, generations), with independent work
+    between the fill and its readers (split barriers: arrive, then wait)."""
+    c = _fresh(env, "c")
+    env_c = {**env, "ints": env["ints"] + [c], "force_w": draw(st.booleans())}
+    S2, O2 = _fresh(env, "sg"), _fresh(env, "og")
+    inner = A.Group(2, draw(leaf(env_c, m // 2, k, S2, O2)))
+    step = A.Assign(c, A.BinOp("+", v(c), i(1)))
+    body = A.seq(A.Partition(None, "st", S2, 2, A.Partition(None, "ot", O2, 2, inner)),
+                 step)
+    return A.seq(A.Decl(c, INT, Perspective(Level.THREAD, m), i(0), A.Skip()),
+                 A.While(A.BinOp("<", v(c), i(2)), body))
+
+
+def _possible(form: str, m: int) -> bool:
+    return m > 1
+
+
+# Programs this generator built: race-free by construction (see the module docstring),
+# so the compiler oracle need not ask the (conservative) z3 race analysis to prove it.
+# Bounded, as a campaign draws programs without end.
+_BY_CONSTRUCTION: dict[A.Program, None] = {}
+_REMEMBER = 200_000
+
+
+def race_free_by_construction(prog: A.Program) -> bool:
+    return prog in _BY_CONSTRUCTION
+
+
+def _remember(prog: A.Program) -> A.Program:
+    if len(_BY_CONSTRUCTION) >= _REMEMBER:
+        _BY_CONSTRUCTION.pop(next(iter(_BY_CONSTRUCTION)))
+    _BY_CONSTRUCTION[prog] = None
+    return prog
+
+
+@st.composite
+def kernels(draw, max_blocks: int = 2, max_threads: int = 128,
+            exchange: tuple | None = None) -> A.Program:
+    """`exchange` = (threads choices, loop, between) pins the barrier template's shape
+    (tests); None: the campaign's mix."""
+    return _remember(draw(_kernels(max_blocks, max_threads, exchange)))
+
+
+@st.composite
+def _kernels(draw, max_blocks: int = 2, max_threads: int = 128,
+             exchange: tuple | None = None) -> A.Program:
+    blocks = draw(st.sampled_from([b for b in (1, 2, 4) if b <= max_blocks]))
+    sub_block = exchange is not None or (max_threads >= 96
+                                         and draw(st.integers(0, 4)) == 4)
+    # Mostly the barrier shapes' template (bundl_barriers), sometimes the older exchange.
+    template = exchange is not None or (sub_block and draw(st.integers(0, 3)) > 0)
+    shapes = exchange[0] if exchange else [t for t, _ in SHAPES]
+    threads = draw(st.sampled_from(shapes if template else
+                                   [96, 128] if sub_block else
+                                   [t for t in (2, 4, 8, 32, 64, 96, 128)
+                                    if t <= max_threads]))
+    k = draw(st.integers(1, 2))
+    globals_: list[A.GlobalDecl] = []
+    inputs = []
+    for j in range(draw(st.integers(1, 2))):
+        length = draw(st.sampled_from([threads, blocks * threads, 7]))
+        values = tuple(A.IntLit(x) for x in draw(
+            st.lists(st.integers(-2**31, 2**31 - 1) | st.integers(-50, 50),
+                     min_size=length, max_size=length)))
+        globals_.append(A.GlobalDecl(f"x{j}", INT, length, values))
+        inputs.append((f"x{j}", length))
+    globals_.append(A.GlobalDecl("out", INT, blocks * threads * k, None))
+    env = {"ints": ["t", "b"], "inputs": inputs, "staged": None, "names": [0]}
+    if not sub_block and not draw(st.booleans()):  # False: what shrinking tends to
+        # Flat: every thread writes the same values at grid[1] (uniform writes, read
+        # up only): enough to expose arithmetic miscompilations in a few statements.
+        flat = {**env, "ints": []}
+        main = A.seq(*(A.ArrAssign(v("out"), i(j), draw(int_expr(flat)))
+                       for j in range(k)))
+        if draw(st.booleans()):  # float32 arithmetic: rounding of every operation
+            globals_.append(A.GlobalDecl("outf", FLOAT, k, None))
+            main = A.seq(main, *(A.ArrAssign(v("outf"), i(j), draw(float_expr()))
+                                 for j in range(k)))
+        return A.Program(A.Machine(blocks, threads), tuple(globals_), (), main)
+    staged = sub_block or draw(st.booleans())
+    pad = draw(st.sampled_from([0, 4])) if staged and not sub_block else 0
+    env["pad"] = pad  # slots past the threads' own: never written, read as zero
+    if template:
+        pinned = exchange[1:] if exchange else (None, None)
+        tree = draw(barrier_exchange(env, threads, k, int_expr, *pinned))
+    elif sub_block:
+        tree = draw(sub_block_exchange(env, threads, k))
+    else:
+        tree = draw(thread_tree(env, threads, k, "st" if staged else None, "ot",
+                                draw(st.integers(0, 2))))
+    threads_code = A.Destruct(A.seq(A.Decl("t", INT, THREAD1, A.PartitionId(), A.Skip()),
+                                    tree))
+    piece = "opiece" if blocks > 1 else "ob"
+    block_code = A.Lower(None, piece, "ot", threads_code)
+    if staged:
+        block_code = A.seq(A.Alloc("s", INT, threads + pad, A.MemKind.SHARED, A.Skip()),
+                           A.Lower(None, "s", "st", block_code))
+    if blocks > 1:  # one piece of `out` per block
+        block_code = A.Partition(None, "ob", "opiece", blocks, A.Group(blocks, block_code))
+    grid = A.Lower(None, "out", "ob", A.Destruct(A.seq(
+        A.Decl("b", INT, BLOCK1, A.PartitionId(), A.Skip()), block_code)))
+    return A.Program(A.Machine(blocks, threads), tuple(globals_), (), drop_dead_lets(grid))
+
+
+def drop_dead_lets(s: A.Stmt) -> A.Stmt:
+    """Remove `let x ... in body` where body never mentions x (the skeleton declares
+    `b`, `t`, `u` for the expressions that may use them): shrunk counterexamples then
+    show only what matters. The initialisers have no effects (partition_id, reads)."""
+    match s:
+        case A.Decl(name, ty, persp, init, body, span):
+            body = drop_dead_lets(body)
+            if not _mentions(body, name):
+                return body
+            return A.Decl(name, ty, persp, init, body, span)
+        case A.Seq(stmts):
+            return A.seq(*(drop_dead_lets(x) for x in stmts))
+    children = A.child_stmts(s)
+    if not children:
+        return s
+    return _rebuild(s, tuple(drop_dead_lets(c) for c in children))
+
+
+def _mentions(s, name: str) -> bool:
+    from dataclasses import fields
+
+    if isinstance(s, A.Var):
+        return s.name == name
+    if isinstance(s, (A.Assign,)) and s.name == name:
+        return True
+    if isinstance(s, tuple):
+        return any(_mentions(x, name) for x in s)
+    if not hasattr(s, "__dataclass_fields__"):
+        return False
+    return any(_mentions(getattr(s, f.name), name) for f in fields(s)
+               if f.name != "span")
+
+
+def _rebuild(s: A.Stmt, children: tuple) -> A.Stmt:
+    from dataclasses import replace
+
+    match s:
+        case A.If():
+            return replace(s, then=children[0], orelse=children[1])
+        case A.Split():
+            return replace(s, left=children[0], right=children[1])
+        case _:
+            return replace(s, body=children[0])

@@ -1,0 +1,79 @@
+"""The GPU IR target of `gpusem fuzz`: the seq = par property of AMIR (DESIGN.md).
+
+A generated GPU IR kernel (`fuzz.strategies.gpuir`) is sync-checked (GPU IR -> AMIR),
+compiled to CUDA and run on a backend; `fuzz.gpuir_seqpar` classifies it. Only a
+VIOLATION (the checker accepts, yet a schedule disagrees with the sequential reading)
+is a finding; witnesses (rejected, and a schedule shows why) pass; false positives
+(rejected, no schedule shows a difference) and unsupported programs are counted as
+`invalid`, apart.
+"""
+
+from __future__ import annotations
+
+from gpusem.fuzz.environment import device_name, tool_versions
+from gpusem.fuzz.targets import CheckResult, Target
+
+
+class GpuirTarget(Target):
+    name = "gpuir"
+    properties = ("seqpar",)
+    backends = ("cpu", "cuda")
+
+    def __init__(self, backend: str = "cpu"):
+        self.backend = backend
+        self._cache: dict = {}
+
+    def close(self) -> None:
+        self._cache.clear()
+
+    def strategy(self, prop: str):
+        from gpusem.fuzz.gpuir.strategies import kernels
+
+        return kernels()
+
+    def size(self, kernel) -> int:
+        return kernel.source().count("\n")
+
+    def prefetch(self, kernels: list, prop: str) -> bool:
+        """One backend build for the whole round; True: `check` finds the verdicts."""
+        from gpusem.fuzz.gpuir.seqpar import check_sources
+
+        todo = list(dict.fromkeys(kernels))
+        items = [(f"k{i}.gpuir", k.source(), {}) for i, k in enumerate(todo)]
+        for kernel, outcome in zip(todo, check_sources(items, self.backend), strict=True):
+            self._cache[kernel] = outcome
+        return True
+
+    def check(self, kernel, prop: str = "seqpar") -> CheckResult:
+        from gpusem.fuzz.gpuir.seqpar import check_sources
+
+        outcome = self._cache.get(kernel)
+        if outcome is None:
+            (outcome,) = check_sources([("k.gpuir", kernel.source(), {})], self.backend)
+        kind = outcome.classification
+        if kind in ("holds", "witness"):
+            return CheckResult("pass")
+        if kind != "VIOLATION":
+            return CheckResult("invalid", kind=kind, detail=outcome.verdict.describe())
+        v = outcome.verdict
+        files = {"program.gpuir": outcome.source, "kernel.cu": v.kernel_source,
+                 "trace.txt": f"sync check: {outcome.sync}\nschedule: {v.schedule}\n"
+                              f"{v.describe()}\n"}
+        first = (v.difference or ("",))[0]
+        return CheckResult("finding", signature=f"seqpar:{v.kind}:{first}",
+                           kind=f"seqpar {v.kind}", detail=v.describe()[:200],
+                           files=files, size=self.size(kernel))
+
+    def finding_meta(self, result: CheckResult) -> dict:
+
+        return {"versions": tool_versions(self.backend), "device": device_name(self.backend)}
+
+    def replay(self, files: dict[str, str], meta: dict) -> CheckResult:
+        from gpusem.fuzz.gpuir.seqpar import check_sources
+
+        (o,) = check_sources([("program.gpuir", files["program.gpuir"], {})],
+                             meta["backend"])
+        if o.classification == "VIOLATION":
+            return CheckResult("finding", signature=meta["signature"], kind="seqpar",
+                               detail=o.verdict.describe())
+        return CheckResult("pass")

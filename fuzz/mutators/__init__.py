@@ -1,1 +1,0 @@
-"""Mutators: programs that break exactly one rule (the type-system-teeth property)."""

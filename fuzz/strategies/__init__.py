@@ -1,1 +1,0 @@
-"""Hypothesis strategies for the calculi (`bundl`: well-typed Bundl programs)."""

@@ -1,0 +1,331 @@
+"""Storage of the synchronization environment ρ (Definition 5.3 of Exo-GPU) for the AMIR
+machine: per variable, dense NumPy arrays of interned record-set ids.
+
+Conventions (paper -> Python):
+  ρ(x, n).r, ρ(x, n).m   -> `Var.rd[n]`, `Var.mu[n]`: ids into `SetTable.sets`
+  ρ(z, n).b = (a, w)      -> `Var.arr[n]`, `Var.awt[n]` (barriers only)
+  W_{e#} (a window)       -> a NumPy index (ints and slices) and its key: a (lo, hi)
+                             pair per dimension
+
+Why arrays of set ids: a window access (a TMA tile, a wgmma operand) touches thousands
+of cells that all receive the same record, so one NumPy fill records it; set ids are
+interned so equal sets are one id, and set operations are memoised per id.
+
+Uniform windows. Checks and records on a window first ask whether every cell holds
+the same set (then one set is tested or extended). `Var.uc` remembers, per array,
+pairwise disjoint windows known to hold one set id since they were last written, so
+the common sequences (check, clear, record on one tile; a TMA write of a stage then
+wgmma reads of its sub-tiles; a stage rewritten after its sub-tiles were read: known
+pieces that tile it) skip the NumPy scan. Entries overlapping a later write are
+dropped.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from gpusem.interpreter.amir.records import Rec, dominates
+
+_UC_LIMIT = 16
+
+
+class Var:
+    """ρ restricted to one variable. `allocated` is False for a variable first met in an
+    access (a procedure argument): its arrays then grow to fit."""
+
+    __slots__ = ("name", "shape", "rd", "mu", "arr", "awt", "key", "allocated", "uc")
+
+    def __init__(self, name: str, shape: tuple[int, ...], barrier: bool, key: tuple,
+                 allocated: bool):
+        self.name, self.shape, self.key, self.allocated = name, shape, key, allocated
+        self.rd = np.zeros(shape, dtype=np.int32)
+        self.mu = np.zeros(shape, dtype=np.int32)
+        self.arr = np.zeros(shape, dtype=np.int64) if barrier else None
+        self.awt = np.zeros(shape, dtype=np.int64) if barrier else None
+        whole = tuple((0, n) for n in shape)
+        self.uc: dict[str, dict[tuple, int]] = {"rd": {whole: 0}, "mu": {whole: 0}}
+
+    def grow(self, need: tuple[int, ...]) -> None:
+        shape = tuple(max(n, 2 * o if n > o else o) for n, o in zip(need, self.shape))
+        for attr in ("rd", "mu", "arr", "awt"):
+            old = getattr(self, attr)
+            if old is not None:
+                new = np.zeros(shape, dtype=old.dtype)
+                new[tuple(slice(0, n) for n in self.shape)] = old
+                setattr(self, attr, new)
+        self.shape = shape
+
+    def known(self, attr: str, key: tuple) -> int | None:
+        """The one set id of window `key` of array `attr`, if known without a scan."""
+        uc = self.uc[attr]
+        sid = uc.get(key)
+        if sid is not None or not key:
+            return sid
+        lo0, hi0 = key[0]
+        for k, sid in uc.items():
+            a, b = k[0]
+            if lo0 < a or hi0 > b:                    # cheap first-dimension filter
+                continue
+            for (a, b), (lo, hi) in zip(k, key):
+                if lo < a or hi > b:
+                    break
+            else:
+                return sid
+        return None
+
+    def parts(self, attr: str, key: tuple) -> list[tuple[tuple, int]] | None:
+        """Known uniform windows that tile window `key` exactly (the entries are
+        pairwise disjoint, so contained volumes summing to key's volume tile it)."""
+        want, got, out = _volume(key), 0, []
+        for k, sid in self.uc[attr].items():
+            for (a, b), (lo, hi) in zip(k, key):
+                if a < lo or b > hi:
+                    break
+            else:
+                out.append((k, sid))
+                got += _volume(k)
+        return out if got == want else None
+
+    def learn(self, attr: str, key: tuple, sid: int) -> None:
+        """A scan found window `key` uniform (nothing was written). Entries stay
+        pairwise disjoint: a window overlapping a known one is not added."""
+        uc = self.uc[attr]
+        for k in uc:
+            if not _disjoint(k, key):
+                return
+        if len(uc) >= _UC_LIMIT:
+            uc.pop(next(iter(uc)))
+        uc[key] = sid
+
+    def note(self, attr: str, key: tuple, sid: int | None) -> None:
+        """Window `key` of `attr` was just written: to one set id `sid`, or unevenly."""
+        old = self.uc[attr]
+        new = {}
+        if key:
+            lo0, hi0 = key[0]
+            for k, s in old.items():
+                a, b = k[0]
+                if hi0 <= a or b <= lo0 or (k != key and _disjoint(k, key)):
+                    new[k] = s
+        if sid is not None:
+            new[key] = sid
+        if len(new) > _UC_LIMIT:
+            new.pop(next(iter(new)))
+        self.uc[attr] = new
+
+
+def _volume(key: tuple) -> int:
+    n = 1
+    for lo, hi in key:
+        n *= max(0, hi - lo)
+    return n
+
+
+def _index(key: tuple) -> tuple:
+    return tuple(slice(lo, hi) for lo, hi in key)
+
+
+def _disjoint(a: tuple, b: tuple) -> bool:
+    for (alo, ahi), (blo, bhi) in zip(a, b):
+        if bhi <= alo or ahi <= blo:
+            return True
+    return False
+
+
+class SetTable:
+    """Interned sets of records: id 0 is ∅. `union(sid, recs)` is memoised.
+
+    `ref[sid]` counts the cells holding set sid; a record's `live` counts the sets with
+    ref > 0 that contain it. A record with live == 0 is in no cell, so no judgment can
+    observe it and lifts skip it (that keeps a Fence's work proportional to the
+    records that exist, not to every record ever made)."""
+
+    def __init__(self) -> None:
+        self.sets: list[tuple[Rec, ...] | None] = [()]   # None: collected
+        self.ids: dict[frozenset[int], int] = {frozenset(): 0}
+        self.memo: dict[tuple[int, int], int] = {}
+        self.ref: list[int] = [0]
+        self.dead: list[int] = []
+
+    def union(self, sid: int, key: int, recs: tuple[Rec, ...]) -> int:
+        """The id of ρ(x, n).r ∪ R(...) (dominated records of the same statement and
+        threads dropped, see amir_records.dominates)."""
+        out = self.memo.get((sid, key))
+        if out is None:
+            old = self.sets[sid]
+            if old:
+                have = {r.id for r in old}
+                stmts = {n.stmt for n in recs}
+                kept = tuple(r for r in old if r.stmt not in stmts
+                             or not any(dominates(r, n) for n in recs))
+                merged = kept + tuple(r for r in recs if r.id not in have)
+            else:
+                merged = recs
+            ident = frozenset(r.id for r in merged)
+            out = self.ids.get(ident)
+            if out is None:
+                out = self.ids[ident] = len(self.sets)
+                self.sets.append(merged)
+                self.ref.append(0)
+                for r in merged:
+                    r.sids.append(out)
+            self.memo[(sid, key)] = out
+        return out
+
+    def add_member(self, sid: int, r: Rec) -> None:
+        """A family split: set sid now also holds r (its other part is already in)."""
+        old = self.sets[sid]
+        if old is None:
+            return
+        ident = frozenset(x.id for x in old)
+        if self.ids.get(ident) == sid:
+            del self.ids[ident]
+        self.sets[sid] = old + (r,)
+        self.ids.setdefault(ident | {r.id}, sid)
+
+    def inc(self, sid: int, n: int) -> None:
+        if sid:
+            if self.ref[sid] == 0:
+                for r in self.sets[sid]:
+                    r.live += 1
+            self.ref[sid] += n
+
+    def dec(self, sid: int, n: int) -> None:
+        if sid:
+            self.ref[sid] -= n
+            if self.ref[sid] == 0:
+                for r in self.sets[sid]:
+                    r.live -= 1
+                self.dead.append(sid)
+
+    def collect(self) -> None:
+        """Forget sets no cell holds any more. Only between epochs: `memo` (cleared
+        with them) is the only other way to reach a set id."""
+        self.memo.clear()
+        sets, ids, ref = self.sets, self.ids, self.ref
+        for sid in self.dead:
+            members = sets[sid]
+            if ref[sid] == 0 and members is not None:
+                ident = frozenset(r.id for r in members)
+                if ids.get(ident) == sid:
+                    del ids[ident]
+                sets[sid] = None  # type: ignore[call-overload]
+        self.dead.clear()
+
+    def release(self, arr: np.ndarray, known: int | None = None) -> None:
+        """The cells of `arr` stop holding their sets (cleared, or their variable
+        dies)."""
+        if arr.size == 0:
+            return
+        if known is not None:
+            self.dec(known, arr.size)
+            return
+        first = arr.item(0)
+        if (arr == first).all():
+            self.dec(first, arr.size)
+            return
+        uniq, counts = np.unique(arr, return_counts=True)
+        for u, c in zip(uniq.tolist(), counts.tolist()):
+            self.dec(u, c)
+
+
+def add_to_window(sets: SetTable, v: Var, attr: str, idx: tuple, key, hit) -> int:
+    """RecordRead / RecordMutate on a window: ρ(x, n) ∪= R for every cell. Returns the
+    number of cells (recorded accesses)."""
+    recs, rkey = hit
+    arr = getattr(v, attr)
+    if key is None:                                   # a single cell
+        old = int(arr[idx])
+        new = sets.union(old, rkey, recs)
+        if new != old:
+            arr[idx] = new
+            sets.inc(new, 1)
+            sets.dec(old, 1)
+            uc = v.uc[attr]
+            if uc:
+                uc.clear()
+        return 1
+    sub = arr[idx]
+    size = sub.size
+    if size == 0:
+        return 0
+    first = v.known(attr, key)
+    if first is None:
+        pieces = v.parts(attr, key)
+        if pieces is not None:                        # known sub-windows tile it
+            uc = v.uc[attr]
+            for k, old in pieces:
+                new = sets.union(old, rkey, recs)
+                if new != old:
+                    arr[_index(k)].fill(new)
+                    n = _volume(k)
+                    sets.inc(new, n)
+                    sets.dec(old, n)
+                    uc[k] = new
+            return size
+        first = sub.item(0)
+        if not (sub == first).all():
+            _add_uneven(sets, sub, rkey, recs)
+            v.note(attr, key, None)
+            return size
+    new = sets.union(first, rkey, recs)
+    if new != first:
+        sub.fill(new)
+        sets.inc(new, size)
+        sets.dec(first, size)
+        v.note(attr, key, new)
+    return size
+
+
+def _add_uneven(sets: SetTable, sub: np.ndarray, rkey: int, recs) -> None:
+    uniq, inv, counts = np.unique(sub, return_inverse=True, return_counts=True)
+    new = [sets.union(u, rkey, recs) for u in uniq.tolist()]
+    sub[...] = np.asarray(new, dtype=np.int32)[inv].reshape(sub.shape)
+    for u, n, c in zip(uniq.tolist(), new, counts.tolist()):
+        sets.inc(n, c)
+        sets.dec(u, c)
+
+
+def clear_window(sets: SetTable, v: Var, attr: str, idx: tuple, key) -> None:
+    """ClearReads / ClearMutates: ρ(x, n).r (or .m) = ∅ on the window."""
+    arr = getattr(v, attr)
+    if key is None:
+        old = int(arr[idx])
+        if old:
+            sets.dec(old, 1)
+            arr[idx] = 0
+            uc = v.uc[attr]
+            if uc:
+                uc.clear()
+        return
+    known = v.known(attr, key)
+    if known == 0:
+        return
+    sub = arr[idx]
+    if known is None and (pieces := v.parts(attr, key)) is not None:
+        for k, old in pieces:
+            sets.dec(old, _volume(k))
+    else:
+        sets.release(sub, known)
+    sub.fill(0)
+    v.note(attr, key, 0)
+
+
+def window_sets(v: Var, attr: str, idx: tuple, key) -> list[int]:
+    """The distinct set ids on the window (for the checks)."""
+    arr = getattr(v, attr)
+    if key is None:
+        return [int(arr[idx])]
+    known = v.known(attr, key)
+    if known is not None:
+        return [known]
+    pieces = v.parts(attr, key)
+    if pieces is not None:
+        return list(dict.fromkeys(sid for _, sid in pieces))
+    sub = arr[idx]
+    if sub.size == 0:
+        return []
+    first = sub.item(0)
+    if (sub == first).all():
+        v.learn(attr, key, first)
+        return [first]
+    return np.unique(sub).tolist()

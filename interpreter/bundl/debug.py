@@ -1,0 +1,242 @@
+"""The model behind `gpusem step`: a debugging session over the Bundl machine.
+
+The small-step machine (bundl_machine.Machine) is the living definition; the session
+only drives it and remembers what happened, so the debugger shows exactly the rule
+trace the semantics produces (STYLE 14). No I/O here: `cli/step.py` presents it.
+
+History and `back`: every step records which thread moved; a snapshot of the whole
+configuration is kept every SNAPSHOT_EVERY steps, and going back N steps restores the
+nearest earlier snapshot and replays the recorded steps up to the target. Steps are
+deterministic given the thread, so the replayed configuration is the one left.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+from gpusem.calculus.bundl.ast import Program
+from gpusem.calculus.errors import BadInput, Stuck, Trap
+from gpusem.interpreter.bundl.machine import Machine, StepEvent
+from gpusem.interpreter.bundl.small_step import blocked
+
+SNAPSHOT_EVERY = 256
+
+
+@dataclass(frozen=True, slots=True)
+class Breakpoint:
+    """`break RULE`, `break LINE`, `break thread T` or `break write A[i]`."""
+
+    kind: str  # rule | line | thread | write
+    value: object  # rule name | line | thread index | (array, index)
+
+    def describe(self) -> str:
+        match self.kind:
+            case "write":
+                return f"write {self.value[0]}[{self.value[1]}]"
+            case _:
+                return f"{self.kind} {self.value}"
+
+
+@dataclass
+class Stop:
+    """Why a run of steps ended: None (all requested steps taken) or a reason."""
+
+    reason: str = ""
+    breakpoint: Breakpoint | None = None
+
+
+@dataclass
+class Scheduler:
+    """Which thread steps next: round-robin, seeded random, or a recorded replay."""
+
+    kind: str = "rr"
+    seed: int = 0
+    replay: list[int] = field(default_factory=list)
+    cursor: int = 0
+    rng: random.Random = field(default_factory=random.Random)
+
+    @staticmethod
+    def parse(text: str, replay: list[int] | None = None) -> Scheduler:
+        if text == "rr":
+            return Scheduler("rr")
+        if text.startswith("random:"):
+            try:
+                seed = int(text.split(":", 1)[1])
+            except ValueError:
+                raise BadInput(f"bad schedule: {text} (expected random:SEED)") from None
+            return Scheduler("random", seed, rng=random.Random(seed))
+        if text == "replay":
+            return Scheduler("replay", replay=list(replay or []))
+        raise BadInput(f"unknown schedule: {text} (expected rr, random:SEED or replay FILE)")
+
+    def choose(self, machine: Machine) -> int | None:
+        threads, cfg = machine.threads(), machine.cfg
+        n = len(threads)
+
+        def runnable(i: int) -> bool:
+            th = threads[i]
+            return not th.terminated and not blocked(cfg, th)
+
+        if self.kind == "replay":
+            while self.cursor < len(self.replay):
+                i = self.replay[self.cursor]
+                self.cursor += 1
+                if 0 <= i < n and runnable(i):
+                    return i
+            return None
+        if self.kind == "random":
+            live = [i for i in range(n) if runnable(i)]
+            return self.rng.choice(live) if live else None
+        for k in range(n):  # round-robin from the cursor: O(1) when threads run
+            i = (self.cursor + k) % n
+            if runnable(i):
+                self.cursor = (i + 1) % n
+                return i
+        return None
+
+
+class Session:
+    def __init__(self, prog: Program, rules: str = "fixed", blocks: int | None = None,
+                 threads: int | None = None, schedule: str = "rr"):
+        self.prog, self.rules = prog, rules
+        self.machine = Machine(prog, rules, blocks=blocks, threads=threads)
+        self.scheduler = Scheduler.parse(schedule)
+        self.history: list[int] = []
+        self.events: list[StepEvent] = []  # the last few, for display
+        self.snapshots: dict[int, object] = {0: self.machine.snapshot()}
+        self.breakpoints: list[Breakpoint] = []
+        self.status = "running"  # running | terminated | stuck | deadlock
+        self.error: Exception | None = None
+        self.current: int | None = None
+        self.trace_sink = None  # callable(str) for --trace
+
+    # ------------------------------------------------------------------ stepping
+
+    def step_once(self, thread: int | None = None) -> StepEvent | Stop:
+        if self.status != "running":
+            return Stop(f"the machine is {self.status}")
+        m = self.machine
+        if thread is None:
+            thread = self.scheduler.choose(m)
+            if thread is None:
+                return self._no_thread()
+        elif not 0 <= thread < len(m.threads()):
+            raise BadInput(f"no thread {thread} (0 .. {len(m.threads()) - 1})")
+        elif m.threads()[thread].terminated:
+            return Stop(f"thread {thread} has terminated")
+        try:
+            event = m.step(thread)
+        except (Stuck, Trap) as err:
+            self.status, self.error = "stuck", err
+            return Stop(f"stuck: {getattr(err, 'message', err)}")
+        self.current = thread
+        self.history.append(thread)
+        self.events = (self.events + [event])[-64:]
+        if len(self.history) % SNAPSHOT_EVERY == 0:
+            self.snapshots[len(self.history)] = m.snapshot()
+        if self.trace_sink is not None:
+            self.trace_sink(describe_event(len(self.history), event))
+        if all(th.terminated for th in m.threads()):
+            self.status = "terminated"
+        return event
+
+    def _no_thread(self) -> Stop:
+        if all(th.terminated for th in self.machine.threads()):
+            self.status = "terminated"
+            return Stop("terminated: every thread is skip")
+        if self.scheduler.kind == "replay":
+            return Stop("the replayed schedule is exhausted")
+        self.status = "deadlock"
+        return Stop("deadlock: every live thread spins in wait")
+
+    def run(self, count: int | None, thread: int | None = None, use_breaks=True,
+            interrupted=lambda: False) -> tuple[list[StepEvent], Stop]:
+        """Up to `count` steps (None: until something stops it)."""
+        events: list[StepEvent] = []
+        while count is None or len(events) < count:
+            if interrupted():
+                return events, Stop("interrupted")
+            before = self._watched_values() if use_breaks else None
+            out = self.step_once(thread)
+            if isinstance(out, Stop):
+                return events, out
+            events.append(out)
+            hit = self._hit(out, before) if use_breaks else None
+            if hit is not None:
+                return events, Stop(f"breakpoint: {hit.describe()}", hit)
+        return events, Stop()
+
+    def next(self) -> tuple[list[StepEvent], Stop]:
+        """Step the current thread until its redex is on another source line (gdb's
+        `next`), or it blocks or ends."""
+        thread = self.current if self.current is not None else self.scheduler.choose(
+            self.machine)
+        if thread is None:
+            return [], self._no_thread()
+        events: list[StepEvent] = []
+        start_line = None
+        while True:
+            th = self.machine.threads()[thread]
+            if th.terminated or blocked(self.machine.cfg, th):
+                return events, Stop(f"thread {thread} "
+                                    f"{'ended' if th.terminated else 'waits'}")
+            out = self.step_once(thread)
+            if isinstance(out, Stop):
+                return events, out
+            events.append(out)
+            line = out.span.line if out.span else None
+            start_line = start_line if start_line is not None else line
+            if line is not None and line != start_line:
+                return events, Stop()
+
+    def back(self, n: int) -> int:
+        """Undo `n` steps; returns how many were undone."""
+        before = len(self.history)
+        target = max(0, before - n)
+        base = max(k for k in self.snapshots if k <= target)
+        replay = self.history[base:target]
+        self.machine.restore(self.snapshots[base])
+        self.history = self.history[:base]
+        self.snapshots = {k: v for k, v in self.snapshots.items() if k <= base}
+        self.status, self.error, self.events = "running", None, []
+        sink, self.trace_sink = self.trace_sink, None
+        for thread in replay:
+            self.step_once(thread)
+        self.trace_sink = sink
+        self.current = self.history[-1] if self.history else None
+        return before - len(self.history)
+
+    # --------------------------------------------------------------- breakpoints
+
+    def _watched_values(self) -> dict:
+        return {bp: self.global_cell(*bp.value) for bp in self.breakpoints
+                if bp.kind == "write"}
+
+    def _hit(self, event: StepEvent, before: dict) -> Breakpoint | None:
+        for bp in self.breakpoints:
+            match bp.kind:
+                case "rule" if bp.value in event.rules:
+                    return bp
+                case "line" if event.span is not None and event.span.line == bp.value:
+                    return bp
+                case "thread" if event.index == bp.value:
+                    return bp
+                case "write" if self.global_cell(*bp.value) != before.get(bp):
+                    return bp
+        return None
+
+    def global_cell(self, name: str, index: int):
+        cfg = self.machine.cfg
+        if name not in cfg.globals:
+            raise BadInput(f"no global array {name}")
+        ptr = cfg.globals[name].value
+        if not 0 <= index < ptr.length:
+            raise BadInput(f"index out of range: {name}[{index}] (length {ptr.length})")
+        return cfg.regions[ptr.region].cells[ptr.off + index]
+
+
+def describe_event(n: int, e: StepEvent) -> str:
+    t, b, p = e.thread
+    where = f" line {e.span.line}" if e.span is not None and e.span.line else ""
+    return f"{n:6d} {' > '.join(e.rules)}  (t={t}, b={b}, p={p}) at {e.persp}{where}"

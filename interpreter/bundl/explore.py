@@ -1,0 +1,167 @@
+"""Exhaustive exploration of S-Program's nondeterminism (Appendix A.3.1, seed 004).
+
+Depth-first search over every interleaving of the enabled threads, visiting each
+configuration once (state hashing: `Machine.key()` covers every thread's term,
+environment and position, the memories, Ψ and Φ). Finds every distinct final global
+memory, and the first schedule that gets stuck or deadlocks (as a list of thread
+indices to replay with `Machine.step`). For small programs: the state space grows with
+the product of the threads' lengths.
+"""
+
+from __future__ import annotations
+
+from gpusem.calculus.bundl.ast import (
+    Alloc,
+    Assign,
+    AsyncMemcpy,
+    Call,
+    Claim,
+    Decl,
+    Destruct,
+    Free,
+    Group,
+    If,
+    Index,
+    Lower,
+    Partition,
+    Seq,
+    Skip,
+    Split,
+    SyncDec,
+    SyncInit,
+    SyncWait,
+    While,
+    child_exprs,
+)
+from gpusem.calculus.errors import BudgetExhausted, Stuck, Trap
+from gpusem.interpreter.bundl.machine import Machine, Outcome, deadlock_error
+from gpusem.interpreter.bundl.thread import ASYNC
+
+
+def explore(m: Machine, max_steps: int = 1_000_000, reduce: bool = True) -> Outcome:
+    """All interleavings of `m` (from its current configuration).
+
+    Depth-first, with a partial-order reduction: where some thread's next step touches
+    only its own state (`_is_local`), that step alone is explored (an ample set of
+    one), except when it closes a cycle through the DFS stack (the stack proviso), where
+    every enabled thread is expanded. Equal configurations are explored once.
+    """
+    seen: set = set()
+    finals: dict = {}
+    on_stack: set = set()
+    stack: list[list] = []  # [key, snapshot, todo, path, reduced, enabled]
+    transitions = 0
+
+    def arrive(path: tuple):
+        """Classify the current configuration; push it if it needs exploring.
+        Returns (whether it closes a cycle through the DFS stack, a bad outcome)."""
+        enabled = m.enabled_threads()  # descends: frames pushed, term unchanged
+        key = m.key()
+        if key in seen:
+            return key in on_stack, None
+        seen.add(key)
+        live = m.live()
+        if not live:
+            mem = m.globals()
+            finals.setdefault(_freeze(mem), mem)
+            return False, None
+        if not enabled:
+            err = deadlock_error(f"deadlock: {len(live)} live threads all wait",
+                                  m.threads()[live[0]])
+            return False, _bad(m, "deadlock", err, list(path), len(seen), transitions)
+        local = _local_thread(m, enabled) if reduce else None
+        todo = [local] if local is not None else list(reversed(enabled))
+        stack.append([key, m.snapshot(), todo, path, local is not None, enabled])
+        on_stack.add(key)
+        return False, None
+
+    _, bad = arrive(())
+    if bad is not None:
+        return bad
+    while stack:
+        top = stack[-1]
+        key, snap, todo, path, reduced, enabled = top
+        if not todo:
+            stack.pop()
+            on_stack.discard(key)
+            continue
+        i = todo.pop()
+        m.restore(snap)
+        try:
+            m.step(i)
+        except (Stuck, Trap) as err:
+            return _bad(m, "stuck", err, list(path) + [i], len(seen), transitions)
+        transitions += 1
+        if transitions >= max_steps:
+            err = BudgetExhausted(f"step budget exhausted: {max_steps} transitions "
+                                  f"explored ({len(seen)} states)", rule="S-Program")
+            return _bad(m, "budget", err, None, len(seen), transitions)
+        cycle, bad = arrive(path + (i,))
+        if bad is not None:
+            return bad
+        if reduced and cycle:
+            top[2] = [j for j in reversed(enabled) if j != i]  # stack proviso
+            top[4] = False
+    mems = list(finals.values())
+    return Outcome("terminated", mems[0] if mems else m.globals(), transitions,
+                   final_memories=mems, states=len(seen))
+
+
+def _local_thread(m: Machine, enabled: list[int]) -> int | None:
+    """An enabled thread whose next step reads and writes only its own state."""
+    cfg, ths = m.cfg, m.threads()
+    for i in enabled:
+        if _is_local(cfg, ths[i]):
+            return i
+    return None
+
+
+def _is_local(cfg, th) -> bool:
+    s = th.focus  # after descend (enabled_threads descended every thread)
+    match s:
+        case Skip():
+            return cfg.fixed or th.frames[-1][0] != ASYNC  # paper: Φ is shared
+        case Decl(init=e) | If(cond=e):
+            return not _reads_memory(cfg, e)
+        case Assign(name=x, value=e):
+            return x in th.env and not _reads_memory(cfg, e)
+        case While() | Seq() | Split() | Group() | Destruct() | Free():
+            return True
+        case Partition() | Claim() | Lower():
+            return True  # rename: names are per thread; no cell is touched
+        case Alloc():
+            return True  # commutes up to the numbering of regions
+        case Call(args=args):
+            return not any(_reads_memory(cfg, a) for a in args)
+        case SyncInit() | SyncDec() | SyncWait() | AsyncMemcpy():
+            # fixed: a Ψ counter is keyed by its barrier generation, so init / dec of
+            # one generation commute and a zero counter stays zero; Φ is per thread.
+            return cfg.fixed
+        case _:
+            return False
+
+
+def _reads_memory(cfg, e) -> bool:
+    hit = cfg.reads_cache.get(id(e))
+    if hit is None:
+        hit = any(isinstance(x, Index) for x in _subexprs(e))
+        cfg.reads_cache[id(e)] = hit
+    return hit
+
+
+def _subexprs(e):
+    yield e
+    for c in child_exprs(e):
+        yield from _subexprs(c)
+
+
+def _bad(m: Machine, kind, err, path, states, transitions) -> Outcome:
+    m.steps = transitions
+    out = m.outcome(kind, err)
+    out.bad_schedule = path
+    out.states = states
+    return out
+
+
+def _freeze(mem: dict) -> tuple:
+    return tuple((k, tuple(v)) for k, v in sorted(mem.items()))

@@ -1,0 +1,111 @@
+"""Plugging an evaluation context: the paper's term P(t, b) from a thread's frames.
+
+The small-step interpreter keeps each thread's term as a stack of frames (one per
+congruence rule) and a focus (see bundl_small_step). `plug` rebuilds the statement s'
+that the rules of Appendix A.3 would have produced, for printing, for the debugger and
+for the preservation check (Lemma A.8: Γ' ⊢^π s').
+
+S-Partition's substitution s[(y + k)/y] is applied here, on demand: the interpreter
+binds y to the offset pointer instead (the same value at every occurrence of y).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from gpusem.calculus.bundl.ast import (
+    AsyncPartition,
+    BinOp,
+    Decl,
+    Destruct,
+    Group,
+    IntLit,
+    Seq,
+    Skip,
+    Split,
+    Stmt,
+    Var,
+)
+from gpusem.interpreter.bundl.thread import (
+    ASYNC,
+    CALL,
+    CLAIM,
+    DESTRUCT,
+    GROUP,
+    SCOPE,
+    SEQ,
+    SPLIT,
+    ClaimBody,
+)
+
+
+def plug(cfg, th, for_typing: bool = False) -> Stmt:
+    """The thread's whole current statement (runtime forms included).
+
+    `for_typing`: show the fixed S-Claim's runtime body as the claim it came from (the
+    typing rules have no form for "the first n' units run s"; T-Claim types exactly
+    that body at (h, n'))."""
+    render = _for_typing if for_typing else _for_display
+    cur = render(th.focus)
+    for f in reversed(th.frames):
+        kind = f[0]
+        if kind == SEQ:
+            stmts, i = f[1], f[2]
+            rest = [render(x) for x in stmts[i + 1:]]
+            if len(f) > 3:  # S-Partition's body, index 1: s[(y + k)/y]
+                y, off = f[3]
+                if i == 1:
+                    cur = subst(cur, y, off)
+                elif i == 0:
+                    rest[0] = subst(rest[0], y, off)
+            cur = Seq((cur, *rest))
+        elif kind == SPLIT:
+            node = f[1]
+            cur = dataclasses.replace(node, left=cur) if f[2] == 0 else \
+                dataclasses.replace(node, right=cur)
+        elif kind == GROUP:
+            cur = Group(f[1].q, cur, f[1].span)
+        elif kind == DESTRUCT:
+            cur = Destruct(cur, f[1].span)
+        elif kind == ASYNC:
+            cur = dataclasses.replace(f[1], label=f[2], body=cur)
+        elif kind == CLAIM:
+            c = f[1]
+            cur = dataclasses.replace(c.claim, body=cur) if for_typing else \
+                Split(c.claim.at, c.n - c.claim.at, cur, Skip(), c.span)
+        else:
+            assert kind in (SCOPE, CALL)
+    return cur
+
+
+def _for_display(s):
+    """A runtime form of this interpreter as the AST the printer knows."""
+    if isinstance(s, ClaimBody):
+        return Split(s.claim.at, s.n - s.claim.at, s.claim.body, Skip(), s.span)
+    return s
+
+
+def _for_typing(s):
+    return s.claim if isinstance(s, ClaimBody) else s
+
+
+def subst(s, y: str, off: int):
+    """s[(y + off)/y] on every expression inside `s` (stops where y is rebound)."""
+    if isinstance(s, Var):
+        return BinOp("+", s, IntLit(off)) if s.name == y else s
+    if isinstance(s, Decl) and s.name == y:
+        return dataclasses.replace(s, init=subst(s.init, y, off))
+    if isinstance(s, AsyncPartition | Seq) or dataclasses.is_dataclass(s):
+        changes = {}
+        for fld in dataclasses.fields(s):
+            v = getattr(s, fld.name)
+            if isinstance(v, tuple):
+                nv = tuple(subst(x, y, off) for x in v)
+            elif dataclasses.is_dataclass(v) and not isinstance(v, type):
+                nv = subst(v, y, off)
+            else:
+                continue
+            if nv is not v:
+                changes[fld.name] = nv
+        return dataclasses.replace(s, **changes) if changes else s
+    return s

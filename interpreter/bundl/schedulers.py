@@ -1,0 +1,164 @@
+"""The schedulers of the Bundl machine: which thread of the pool P takes the next step
+of S-Program (Appendix A.3.1 of the Prism paper, seed 004). The rule leaves the choice
+open; each scheduler here is one way to make it:
+
+  rr              round-robin: each live thread one step per round, in thread order
+  random:SEED     a uniformly chosen runnable thread (seeded: replayable)
+  greedy[-reverse] each thread runs until it blocks, in (reverse) thread order (the
+                  order of the cpu harness's first fibre schedules)
+  exhaustive      every interleaving, with a partial-order reduction (`explore`)
+
+Note: a thread spinning in S-Sync-Wait-Spin does not change the configuration, so the
+schedulers do not count spins as steps; "every live thread only spins" is a deadlock
+(errata "spinning is not a step").
+"""
+
+from __future__ import annotations
+
+import random as _random
+
+import numpy as np
+from gpusem.calculus.bundl.ast import Program
+from gpusem.calculus.errors import BadInput, BudgetExhausted, Stuck, Trap
+from gpusem.interpreter.bundl.explore import explore
+from gpusem.interpreter.bundl.machine import Machine, Outcome, deadlock_error
+from gpusem.interpreter.bundl.small_step import step_thread
+
+SCHEDULES = ("rr", "random:SEED", "greedy", "greedy-reverse", "exhaustive")
+
+
+def run_program(prog: Program, schedule: str = "rr", max_steps: int = 1_000_000,
+                rules: str = "fixed", *, blocks: int | None = None,
+                threads: int | None = None, check=None) -> Outcome:
+    """Run `prog` to an outcome under `schedule` (rr | random:SEED | exhaustive)."""
+    m = Machine(prog, rules, blocks=blocks, threads=threads, check=check)
+    with np.errstate(all="ignore"):
+        if schedule == "rr":
+            return _run_rr(m, max_steps)
+        if schedule.startswith("random:"):
+            try:
+                seed = int(schedule.split(":", 1)[1])
+            except ValueError:
+                raise BadInput(f"bad schedule: {schedule} (expected random:SEED)"
+                               ) from None
+            return _run_random(m, max_steps, seed)
+        if schedule in ("greedy", "greedy-reverse"):
+            return _run_greedy(m, max_steps, reverse=schedule == "greedy-reverse")
+        if schedule == "exhaustive":
+            return explore(m, max_steps)
+    raise BadInput(f"unknown schedule: {schedule} (expected rr, random:SEED, greedy, "
+                   "greedy-reverse or exhaustive)")
+
+
+def _deadlock(m: Machine, live: list[int]) -> Outcome:
+    ths = m.threads()
+    where = ", ".join(f"t={ths[i].t} at wait {ths[i].focus.label}" for i in live[:4])
+    err = deadlock_error(f"deadlock: {len(live)} live threads all wait ({where}"
+                          f"{', ...' if len(live) > 4 else ''})", ths[live[0]])
+    return m.outcome("deadlock", err)
+
+
+def _budget(m: Machine, max_steps: int) -> Outcome:
+    err = BudgetExhausted(f"step budget exhausted: {max_steps} steps", rule="S-Program")
+    return m.outcome("budget", err)
+
+
+def _run_rr(m: Machine, max_steps: int) -> Outcome:
+    """Round-robin: each live thread takes one step per round, in thread order."""
+    cfg, ths = m.cfg, m.threads()
+    live = [th for th in ths if not th.terminated]
+    steps, check = 0, m.check
+    while live:
+        progressed = False
+        for i, th in enumerate(live):
+            try:
+                rule = step_thread(cfg, th)
+            except (Stuck, Trap) as err:
+                m.steps = steps
+                return m.outcome("stuck", err)
+            if rule != "S-Sync-Wait-Spin":
+                progressed = True
+                steps += 1
+                if check is not None:
+                    m.steps = steps
+                    check(m, th.t)
+            if steps >= max_steps:
+                m.steps = steps
+                return _budget(m, max_steps)
+        live = [th for th in live if not th.terminated]
+        if not progressed and live:
+            m.steps = steps
+            return _deadlock(m, [th.t for th in live])
+    m.steps = steps
+    return m.outcome("terminated")
+
+
+def _run_greedy(m: Machine, max_steps: int, reverse: bool) -> Outcome:
+    """Each thread runs until it blocks or ends, in thread order (or reversed): the
+    order the cpu harness's first schedules use, so the races they expose are seen by
+    the compiler oracle's sampling too."""
+    cfg = m.cfg
+    order = m.threads()[::-1] if reverse else m.threads()
+    steps = 0
+    while live := [th for th in order if not th.terminated]:
+        progressed = False
+        for th in live:
+            while not th.terminated:
+                try:
+                    rule = step_thread(cfg, th)
+                except (Stuck, Trap) as err:
+                    m.steps = steps
+                    return m.outcome("stuck", err)
+                if rule == "S-Sync-Wait-Spin":
+                    break
+                progressed, steps = True, steps + 1
+                if steps >= max_steps:
+                    m.steps = steps
+                    return _budget(m, max_steps)
+        if not progressed:
+            m.steps = steps
+            return _deadlock(m, [th.t for th in live])
+    m.steps = steps
+    return m.outcome("terminated")
+
+
+def _run_random(m: Machine, max_steps: int, seed: int) -> Outcome:
+    """Seeded random: a uniformly chosen runnable thread steps. A thread found spinning
+    sleeps until some counter of Ψ reaches zero (`cfg.wakeups` changes)."""
+    rng = _random.Random(seed)
+    cfg, ths = m.cfg, m.threads()
+    runnable = [th for th in ths if not th.terminated]
+    sleeping: list = []
+    steps, wake, check = 0, cfg.wakeups, m.check
+    while runnable or sleeping:
+        if cfg.wakeups != wake:
+            wake = cfg.wakeups
+            runnable.extend(sleeping)
+            sleeping.clear()
+        if not runnable:
+            m.steps = steps
+            return _deadlock(m, [th.t for th in sleeping])
+        j = rng.randrange(len(runnable))
+        th = runnable[j]
+        try:
+            rule = step_thread(cfg, th)
+        except (Stuck, Trap) as err:
+            m.steps = steps
+            return m.outcome("stuck", err)
+        if rule == "S-Sync-Wait-Spin":
+            sleeping.append(th)
+        else:
+            steps += 1
+            if check is not None:
+                m.steps = steps
+                check(m, th.t)
+            if steps >= max_steps:
+                m.steps = steps
+                return _budget(m, max_steps)
+            if not th.terminated:
+                continue
+        runnable[j] = runnable[-1]
+        runnable.pop()
+    m.steps = steps
+    return m.outcome("terminated")
+

@@ -1,0 +1,395 @@
+"""The Bundl thread judgment η, σ, Σ, t, b, p, Ψ, Φ ⊢^π_m s ⇝ s' ⊣ η', σ', Σ', Ψ', Φ'.
+
+Appendix A.3.2-A.3.6 of the Prism paper (seed 004) and Figure 15: one function per
+rule, named after it. Here: the step function, the perspective-management rules
+(A.3.2), variables and control flow; the data-perspective, memory, sync, async and call
+rules are in `bundl_small_step_data`; expressions (A.3.7) in `bundl_expr_eval`.
+
+Conventions (paper -> Python):
+  η, σ, Σ               -> `th.env` (names) and `cfg.regions` (cells; see bundl_values)
+  t, b, p               -> `th.t` (grid-wide id, as the paper's "simplified" t), `th.b`,
+                           `th.p`
+  π = (h, n)            -> `th.persp` (the code perspective at the redex)
+  Ψ                     -> `cfg.psi`; Φ -> `cfg.phi` (paper) or `th.phi` (fixed)
+  m                     -> `th.m` (memory in use, in bytes: typing's `type_size`)
+  s (the thread's term) -> `th.frames` + `th.focus`: an evaluation context as a stack
+                           of frames, and the subterm that holds the redex
+
+How a step mirrors the rules. The paper rewrites the whole term s to s'. Here the
+congruence rules (S-Seq-First, S-Split-Left/Right, S-Group, S-Destruct-Block/Grid,
+S-Async-Partition-Congr) are frames: `descend` pushes one frame per congruence rule
+on the way to the redex (checking that rule's premises: they narrow π and p), and the
+axiom at the top rewrites `th.focus` in O(1). The "-Done" rules pop a frame. So a step
+touches O(1) frames, and `plug(th)` rebuilds the paper's s' for printing, the debugger
+and the preservation check. Two kinds of frame have no rule of their own: SCOPE (lexical
+scope of a `let`, fixed only) and CALL (a function body's environment, fixed only).
+"""
+
+from __future__ import annotations
+
+from gpusem.calculus.bundl.ast import (
+    Assign,
+    AsyncPartition,
+    Decl,
+    Destruct,
+    Group,
+    If,
+    Seq,
+    Skip,
+    Split,
+    SyncWait,
+    While,
+)
+from gpusem.calculus.bundl.perspective import (
+    BLOCK1,
+    GRID1,
+    THREAD1,
+    Level,
+    align_to,
+)
+from gpusem.calculus.bundl.perspective import (
+    destruct as persp_destruct,
+)
+from gpusem.calculus.errors import Stuck, Trap
+from gpusem.interpreter.bundl.expr_eval import compile_expr, lookup
+from gpusem.interpreter.bundl.small_step_data import DATA_AXIOMS
+from gpusem.interpreter.bundl.thread import (
+    ASYNC,
+    CLAIM,
+    DESTRUCT,
+    GROUP,
+    SCOPE,
+    SEQ,
+    SKIP,
+    SPLIT,
+    TRANSPARENT,
+    ClaimBody,
+    ThreadState,
+    bind,
+    check_value,
+    label_of,
+    rename_var,
+    require_leq,
+    require_persp,
+    stuck,
+    sync_key,
+)
+from gpusem.interpreter.bundl.values import Binding, show_value
+
+# ------------------------------------------------------------------ the step function
+
+
+def step_thread(cfg, th: ThreadState, trace: list | None = None) -> str:
+    """Apply one rule to thread `th`; return the rule's name.
+
+    `trace`, when given, receives the congruence chain (outermost first) and the redex:
+    [chain, redex, persp, p]. Raises Stuck or Trap (with .thread, .persp, .cell).
+    """
+    descend(cfg, th)
+    s = th.focus
+    if trace is not None:
+        trace.extend((chain(th.frames), s, th.persp, th.p))
+    cls = type(s)
+    if cls is Skip:
+        rule = _done(cfg, th)
+    else:
+        rule = AXIOMS[cls](cfg, th, s)
+    _normalise(cfg, th)
+    return rule
+
+
+def descend(cfg, th: ThreadState) -> None:
+    """Push the frames of the congruence rules leading to the redex (no step)."""
+    while True:
+        s = th.focus
+        enter = ENTER.get(type(s))
+        if enter is None or not enter(cfg, th, s):
+            return
+
+
+def chain(frames) -> tuple[str, ...]:
+    names = []
+    for f in frames:
+        kind = f[0]
+        if kind == SEQ:
+            names.append("S-Seq-First")
+        elif kind == SPLIT:
+            names.append("S-Split-Left" if f[2] == 0 else "S-Split-Right")
+        elif kind == GROUP:
+            names.append("S-Group")
+        elif kind == DESTRUCT:
+            names.append("S-Destruct-Grid" if f[2].level == Level.GRID
+                         else "S-Destruct-Block")
+        elif kind == ASYNC:
+            names.append("S-Async-Partition-Congr")
+        elif kind == CLAIM:
+            names.append("S-Claim-Body")
+    return tuple(names)
+
+
+def _normalise(cfg, th: ThreadState) -> None:
+    """Pop finished SCOPE / CALL frames: they are no rule, so popping is no step."""
+    frames = th.frames
+    while frames and type(th.focus) is Skip and frames[-1][0] in TRANSPARENT:
+        f = frames.pop()
+        if f[0] == SCOPE:  # leave a `let`'s scope: restore the shadowed binding
+            name, old = f[1], f[2]
+            if old is None:
+                th.env.pop(name, None)
+            else:
+                th.env[name] = old
+        else:  # CALL: return to the caller's environment
+            th.env = f[2]
+
+
+def _push(th, frame, focus, persp=None, p=None, unit=None):
+    th.frames.append(frame)
+    th.focus = focus
+    if persp is not None:
+        th.persp, th.p = persp, p
+        if unit is not None:
+            th.unit = unit
+
+
+# ------------------------------------------------------------ congruence: entering
+
+
+def _enter_seq(cfg, th, s: Seq) -> bool:
+    # S-Seq-First (its frame); S-Seq-Done fires when the head is skip
+    if type(s.stmts[0]) is Skip:
+        return False
+    _push(th, (SEQ, s.stmts, 0), s.stmts[0])
+    return True
+
+
+def _split_side(cfg, th, s: Split):
+    """0 (left), 1 (right) or None (S-Split-None), after the shared premises."""
+    n = th.persp.n
+    if not align_to(s.n1, s.n2, n):
+        stuck("S-Split", s, th, f"perspective mismatch: split({s.n1}, {s.n2}) does "
+               f"not align to {th.persp}")
+    if th.p < s.n1:
+        return 0
+    if th.p < s.n1 + s.n2:
+        return 1
+    return None
+
+
+def _enter_split(cfg, th, s: Split) -> bool:
+    side = _split_side(cfg, th, s)
+    if side is None or type(s.right if side else s.left) is Skip:
+        return False
+    h = th.persp.level
+    if side == 0:  # S-Split-Left
+        _push(th, (SPLIT, s, 0, th.persp, th.p, th.unit), s.left,
+              cfg.persp(h, s.n1), th.p, th.unit + ("L",))
+    else:  # S-Split-Right
+        _push(th, (SPLIT, s, 1, th.persp, th.p, th.unit), s.right,
+              cfg.persp(h, s.n2), th.p - s.n1, th.unit + ("R",))
+    return True
+
+
+def _step_split(cfg, th, s: Split) -> str:
+    side = _split_side(cfg, th, s)
+    th.focus = SKIP
+    if side is None:
+        return "S-Split-None"
+    return "S-Split-Left-Done" if side == 0 else "S-Split-Right-Done"
+
+
+def _enter_group(cfg, th, s: Group) -> bool:
+    # S-Group: (h, q·n) narrows to (h, n) with p mod n
+    if type(s.body) is Skip:
+        return False
+    if s.q <= 0 or th.persp.n % s.q:
+        stuck("S-Group", s, th, f"perspective mismatch: group {s.q} needs a code "
+               f"perspective (h, {s.q}·n), code is at {th.persp}")
+    n = th.persp.n // s.q
+    _push(th, (GROUP, s, th.persp, th.p, th.unit), s.body,
+          cfg.persp(th.persp.level, n), th.p % n, th.unit + (th.p // n,))
+    return True
+
+
+def _step_group(cfg, th, s: Group) -> str:
+    th.focus = SKIP  # S-Group-Done (the body is skip)
+    return "S-Group-Done"
+
+
+def _enter_destruct(cfg, th, s: Destruct) -> bool:
+    if type(s.body) is Skip:
+        return False
+    if th.p != 0 or th.persp not in (BLOCK1, GRID1):
+        stuck("S-Destruct-Block" if th.persp.level == Level.BLOCK else
+               "S-Destruct-Grid", s, th, f"perspective mismatch: destruct needs "
+               f"{BLOCK1} or {GRID1} with p = 0, code is at {th.persp} with p = {th.p}")
+    inner = cfg.persp_of(persp_destruct(th.persp, cfg.shape))
+    # S-Destruct-Block: p := t mod T; S-Destruct-Grid: p := b mod B
+    p = th.t % cfg.shape.threads if th.persp == BLOCK1 else th.b % cfg.shape.blocks
+    _push(th, (DESTRUCT, s, th.persp, th.p, th.unit), s.body, inner, p)
+    return True
+
+
+def _step_destruct(cfg, th, s: Destruct) -> str:
+    if th.p != 0:
+        stuck("S-Destruct-Done", s, th, f"perspective mismatch: destruct needs p = 0, "
+               f"got p = {th.p}")
+    th.focus = SKIP
+    return "S-Destruct-Done"
+
+
+def _enter_async(cfg, th, s: AsyncPartition) -> bool:
+    # S-Async-Partition-Congr: the body steps with x renamed to y at (Thread, 1)
+    if type(s.body) is Skip:
+        return False
+    require_persp(th, s, THREAD1, "S-Async-Partition-Congr")
+    rename_var(cfg, th, s, s.source, s.target, THREAD1, "S-Async-Partition-Congr",
+            async_=True)
+    _push(th, (ASYNC, s, label_of(cfg, s)), s.body)
+    return True
+
+
+def _step_async(cfg, th, s: AsyncPartition) -> str:
+    # async_partition_φ x into y in skip: Unwind if Φ(φ) ≠ ∅, else Done
+    require_persp(th, s, THREAD1, "S-Async-Partition-Done")
+    label = label_of(cfg, s)
+    pending = (th.phi if cfg.fixed else cfg.phi).get(label)
+    if pending:
+        rename_var(cfg, th, s, s.source, s.target, THREAD1, "S-Async-Partition-Unwind",
+                async_=True)
+        _push(th, (ASYNC, s, label), pending.pop(0))
+        return "S-Async-Partition-Unwind"
+    th.focus = SKIP
+    return "S-Async-Partition-Done"
+
+
+def _enter_claim_body(cfg, th, s: ClaimBody) -> bool:
+    n1 = s.claim.at
+    if th.p >= n1 or type(s.claim.body) is Skip:
+        return False
+    _push(th, (CLAIM, s, th.persp, th.p, th.unit), s.claim.body,
+          cfg.persp(th.persp.level, n1), th.p, th.unit + ("C",))
+    return True
+
+
+def _step_claim_body(cfg, th, s: ClaimBody) -> str:
+    th.focus = SKIP
+    return "S-Claim-Skip" if th.p >= s.claim.at else "S-Claim-Done"
+
+
+# ----------------------------------------------------------------- the -Done rules
+
+
+def _done(cfg, th) -> str:
+    """The redex is `skip` directly under the top frame: that frame's -Done rule."""
+    if not th.frames:
+        raise Stuck("stuck: the thread has terminated", rule="S-Program")
+    f = th.frames[-1]
+    kind = f[0]
+    if kind == SEQ:  # S-Seq-Done: skip; s2 ⇝ s2
+        stmts, i = f[1], f[2] + 1
+        if i == len(stmts) - 1:
+            th.frames.pop()
+        else:
+            th.frames[-1] = (SEQ, stmts, i) + f[3:]
+        th.focus = stmts[i]
+        return "S-Seq-Done"
+    if kind == ASYNC:
+        return _async_unwind(cfg, th, f)
+    th.frames.pop()
+    if kind == SPLIT:
+        th.persp, th.p, th.unit = f[3], f[4], f[5]
+        return "S-Split-Left-Done" if f[2] == 0 else "S-Split-Right-Done"
+    th.persp, th.p, th.unit = f[2], f[3], f[4]
+    if kind == GROUP:
+        return "S-Group-Done"
+    if kind == DESTRUCT:
+        return "S-Destruct-Done"
+    return "S-Claim-Done"  # CLAIM
+
+
+def _async_unwind(cfg, th, f) -> str:
+    label = f[2]
+    phi = th.phi if cfg.fixed else cfg.phi
+    pending = phi.get(label)
+    if pending:  # S-Async-Partition-Unwind: run one deferred statement
+        # Note: Φ(φ) is a set in the paper and the rule picks any element; here a FIFO
+        # list (two equal memcpys are two copies). See errata ("Φ").
+        th.focus = pending.pop(0)
+        return "S-Async-Partition-Unwind"
+    th.frames.pop()  # S-Async-Partition-Done
+    return "S-Async-Partition-Done"
+
+
+# ----------------------------------------------------------------------- axioms
+
+
+def s_decl(cfg, th, s: Decl) -> str:
+    # S-Decl: e ⇓ v at target π', π' ≤ π; x ↦^π' v in η
+    tgt = cfg.persp_of(s.persp)
+    require_leq(cfg, th, s, tgt, th.persp, "S-Decl", f"declaring {s.name}")
+    v = compile_expr(cfg, s.init)(th, tgt)
+    check_value(th, s, "S-Decl", s.type, v, s.name)
+    bind(cfg, th, s.name, Binding(v, tgt, s.type), s.body)
+    return "S-Decl"
+
+
+def s_assn(cfg, th, s: Assign) -> str:
+    # S-Assn: x ∈^π' η,σ,Σ; π' ≤ π (write down); e ⇓ v at π'
+    b = lookup(cfg, th, s.name, s, "S-Assn")
+    require_leq(cfg, th, s, b.persp, th.persp, "S-Assn", f"writing {s.name}")
+    v = compile_expr(cfg, s.value)(th, b.persp)
+    check_value(th, s, "S-Assn", b.type, v, s.name)
+    if s.name in th.env:
+        th.env[s.name] = Binding(v, b.persp, b.type)
+    else:
+        cfg.globals[s.name] = Binding(v, b.persp, b.type)
+    th.focus = SKIP
+    return "S-Assn"
+
+
+def s_if(cfg, th, s: If) -> str:
+    v = compile_expr(cfg, s.cond)(th, th.persp)
+    if v is True:
+        th.focus = s.then
+        return "S-If-True"
+    if v is False:
+        th.focus = s.orelse
+        return "S-If-False"
+    stuck("S-If", s, th, f"type mismatch: condition is {show_value(v)}, not bool")
+
+
+def s_while(cfg, th, s: While) -> str:
+    # S-While: while e do s ⇝ if e then (s; while e do s) else skip
+    th.focus = cfg.unrolled(s)
+    return "S-While"
+
+
+def s_skip_seq(cfg, th, s: Seq) -> str:  # a Seq whose head is skip: S-Seq-Done
+    rest = s.stmts[1:]
+    th.focus = rest[0] if len(rest) == 1 else Seq(rest, s.span)
+    return "S-Seq-Done"
+
+
+def blocked(cfg, th) -> bool:
+    """Whether the thread can only spin (S-Sync-Wait-Spin) right now."""
+    try:
+        descend(cfg, th)
+    except (Stuck, Trap):
+        return False
+    s = th.focus
+    return type(s) is SyncWait and cfg.psi.get(sync_key(cfg, th, s.label), 0) != 0
+
+
+ENTER = {
+    Seq: _enter_seq, Split: _enter_split, Group: _enter_group,
+    Destruct: _enter_destruct, AsyncPartition: _enter_async,
+    ClaimBody: _enter_claim_body,
+}
+
+AXIOMS = {
+    Seq: s_skip_seq, Split: _step_split, Group: _step_group, Destruct: _step_destruct,
+    AsyncPartition: _step_async, ClaimBody: _step_claim_body,
+    Decl: s_decl, Assign: s_assn, If: s_if, While: s_while,
+}
+
+AXIOMS.update(DATA_AXIOMS)

@@ -1,0 +1,137 @@
+"""The layout's invariants, checked (ARCHITECTURE.md, "Invariants"; issue 13):
+
+- import-linter's contracts in pyproject.toml: imports run down the stages (calculus ->
+  typing_rules -> interpreter -> compiler -> fuzz -> cli), no language reads another
+  below fuzz/, interpreters never import compilers, targets are independent;
+- no import cycle between any two modules (a strongly connected component of the
+  module graph, function-level imports included);
+- no underscore name imported from another module;
+- every module under 500 lines;
+- mypy: strict for calculus/, typing_rules/, interpreter/, the default elsewhere.
+
+import-linter and mypy read the package as it installs (`installed_tree`).
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.layout.installed_tree import FOLDERS, ROOT, build
+
+MAX_LINES = 500
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory) -> Path:
+    return build(tmp_path_factory.mktemp("installed"))
+
+
+def _tool(name: str, args: list[str], tree: Path) -> subprocess.CompletedProcess:
+    exe = Path(sys.executable).parent / name
+    env = dict(os.environ, PYTHONPATH=str(tree))
+    return subprocess.run([str(exe), *args], cwd=tree, env=env, capture_output=True,
+                          text=True, timeout=600)
+
+
+def test_import_contracts_are_kept(tree):
+    out = _tool("lint-imports", ["--config", str(ROOT / "pyproject.toml")], tree)
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+    assert "0 broken" in out.stdout
+
+
+def test_mypy_is_clean(tree):
+    out = _tool("mypy", ["--config-file", str(ROOT / "pyproject.toml"), "-p", "gpusem"],
+                tree)
+    assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-2000:]
+
+
+def _modules() -> dict[str, tuple[Path, bool]]:
+    mods: dict[str, tuple[Path, bool]] = {}
+    for folder in FOLDERS:
+        for path in (ROOT / folder).rglob("*.py"):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            is_package = parts[-1] == "__init__"
+            name = ".".join(["gpusem", *(parts[:-1] if is_package else parts)])
+            mods[name] = (path, is_package)
+    return mods
+
+
+def _imports(name: str, path: Path, is_package: bool, known) -> list[tuple[str, str]]:
+    """(module imported, name imported from it or "") for every gpusem import."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found += [(a.name, "") for a in node.names if a.name.startswith("gpusem.")]
+        elif isinstance(node, ast.ImportFrom):
+            base = name.split(".") if is_package else name.split(".")[:-1]
+            if node.level:
+                base = base[: len(base) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            if not module.startswith("gpusem"):
+                continue
+            for alias in node.names:
+                sub = f"{module}.{alias.name}"
+                found.append((sub, "") if sub in known else (module, alias.name))
+    return found
+
+
+def test_no_import_cycles_between_modules():
+    mods = _modules()
+    graph = {m: {dep for dep, _ in _imports(m, p, pkg, mods) if dep in mods and dep != m}
+             for m, (p, pkg) in mods.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(v: str) -> None:  # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+    for v in graph:
+        if v not in index:
+            visit(v)
+    assert len(graph) > 150  # the walk saw the package
+    assert cycles == []
+
+
+def test_no_underscore_names_imported_across_modules():
+    mods = _modules()
+    bad = [f"{m} imports {name} from {dep}"
+           for m, (p, pkg) in mods.items()
+           for dep, name in _imports(m, p, pkg, mods)
+           if name.startswith("_") and not name.startswith("__")]
+    assert bad == []
+
+
+def test_modules_are_short():
+    long = {str(p.relative_to(ROOT)): n for p, _ in _modules().values()
+            if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert long == {}

@@ -1,0 +1,337 @@
+"""Distributed memory analysis of GPU IR: Section 4.1 of Exo-GPU.
+
+Every CUDA-scoped data or barrier variable has an owner level (δ_{π_d}: one copy per
+thread for CudaRmem, per warp / warpgroup for the MMA register tiles, per CTA for
+shared memory and mbarriers, per arriving collective for commit groups). A variable
+allocated in a collective larger than its owner is *distributed*: its leading
+dimensions select the owner, and must be indexed by the cuda_threads iterators that
+select it. The analysis (steps 3 and 4 of Section 4.1) collects, for each use site,
+which owner uses which leading index, and requires one consistent assignment.
+
+Conventions (paper -> Python):
+  access triple (n*, ω, c*)  -> `_Site` (the statement, its mapping ω, its coordinates;
+                               n* = `_Site.ndist`, the number of distributed dims)
+  T_v                        -> the sites collected for variable v
+  δ_{π_d}                    -> `owner_size(decl)` (threads per owner)
+
+Note: Section 4.1 states the three requirements in prose only ("consistency of the
+allocation", "consistency of accesses across sites", "one and only one thread pitch
+tuple"). We check them extensionally for the concrete -D sizes: every (allocating
+instance, leading index) pair must be owned by exactly one owner over all sites and
+all cuda_threads iterations, which is what "one pitch tuple" guarantees. See
+proofs_notes/errata.md "distributed memory analysis".
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+from gpusem.calculus.errors import IllTyped
+from gpusem.calculus.gpuir import ast as A
+from gpusem.calculus.gpuir import memtypes
+from gpusem.calculus.gpuir.ctrl import bvars, cvars, eval_b, eval_c
+from gpusem.calculus.gpuir.instructions import INSTRUCTIONS
+from gpusem.typing_rules.gpuir.collective import Analysis, Decl, StmtInfo
+
+RULE = "DistributedMemory"
+
+
+@dataclass(frozen=True, slots=True)
+class _Site:
+    stmt: A.Stmt
+    info: StmtInfo
+    coords: tuple[A.WCoord, ...]
+    mode: str                      # "read" | "write" | "use"
+    dist_intervals: int            # leading intervals an instruction distributes
+    guards: tuple[A.BExpr, ...]
+    text: str
+
+    @property
+    def line(self) -> int:
+        return self.stmt.span.line
+
+
+def owner_size(d: Decl, info: StmtInfo) -> int | None:
+    """Threads per owner of `d`, or None (not distributed: global/host/exempt) or 0
+    (a commit group: owned by whichever collective uses it)."""
+    launch = d.mapping.launch if d.mapping is not None else None
+    if launch is None:
+        return None
+    if d.kind == "barrier":
+        owner = memtypes.BARRIER_MEMORIES[d.mem.name].owner
+        return {"cta": launch.block_dim, "cluster": launch.cluster_threads,
+                "collective": 0}[owner]
+    mem = memtypes.DATA_MEMORIES[d.mem.name]
+    return {"thread": 1, "warp": 32, "warpgroup": 128,
+            "cta": launch.block_dim}.get(mem.owner)
+
+
+def _level(size: int, info: StmtInfo) -> str:
+    b = info.launch.block_dim if info.launch else 0
+    return {1: "thread", 32: "warp", 128: "warpgroup", b: "CTA"}.get(size, "collective")
+
+
+def check_memory(an: Analysis) -> list[IllTyped]:
+    """Steps 3-4 of Section 4.1 over every variable of `an.proc`."""
+    sites: dict[int, list[_Site]] = {}
+    decl_of: dict[int, Decl] = {}
+    errors: list[IllTyped] = []
+    _collect(an, an.proc.body, (), sites, decl_of)
+    for key, ss in sites.items():
+        d = decl_of[key]
+        err = _check_alloc(an, d) or _check_var(an, d, ss)
+        if err is not None:
+            errors.append(err)
+    return errors
+
+
+# ------------------------------------------------------------ step 3: collection
+
+
+def _collect(an, body, guards, sites, decl_of) -> None:
+    for s in body:
+        info = an.infos.get(id(s))
+        if info is None:
+            continue
+        for name, coords, mode, ndi in _uses(s):
+            d = info.decls.get(name)
+            if d is None or d.kind not in ("data", "barrier") or d.mapping is None:
+                continue
+            if info.mapping is None:
+                continue
+            sites.setdefault(id(d.node), []).append(
+                _Site(s, info, coords, mode, ndi, guards, _text(s)))
+            decl_of[id(d.node)] = d
+        if isinstance(s, (A.Alloc, A.BarrierAlloc)) and info.mapping is not None:
+            kind = "data" if isinstance(s, A.Alloc) else "barrier"
+            dtype = s.dtype if isinstance(s, A.Alloc) else None
+            sites.setdefault(id(s), [])
+            decl_of[id(s)] = Decl(s.name, kind, s, dtype, s.shape, s.mem, info.mapping,
+                                  info.loops)
+        match s:
+            case A.If(cond=c, body=b):
+                _collect(an, b, guards + (c,), sites, decl_of)
+            case A.For(body=b) | A.CudaWarps(body=b) | A.CudaDeviceFunction(body=b):
+                _collect(an, b, guards, sites, decl_of)
+
+
+def _uses(s: A.Stmt):
+    """(name, coords, mode, distributed intervals) for each variable use of `s`."""
+    match s:
+        case A.Assign(name=n, idx=idx, rhs=e) | A.Reduce(name=n, idx=idx, rhs=e):
+            for r in A.data_reads(e):
+                yield r.name, r.coords, "read", 0
+            pts = tuple(A.WPoint(c) for c in idx)
+            yield n, pts, ("write" if isinstance(s, A.Assign) else "read"), 0
+        case A.InstrCall(instr=g, args=args, barrier=z):
+            instr = INSTRUCTIONS.get(g)
+            params = instr.params if instr else ()
+            for a, p in zip(args, params):
+                if isinstance(a, A.DRead):
+                    mode = "read" if p.access == "read" else "write"
+                    yield a.name, a.coords, mode, len(p.dist_units)
+            if z is not None:
+                # an instruction that distributes its data over owners also signals
+                # every owner's barrier: the barrier's intervals follow the same owners
+                dist = instr is not None and any(p.dist_units for p in params)
+                ndi = sum(isinstance(c, A.WInterval) for c in z.coords) if dist else 0
+                yield z.name, z.coords, "use", ndi
+        case A.Arrive(barriers=zs):
+            for z in zs:
+                yield z.name, z.coords, "use", 0
+        case A.Await(barrier=z):
+            yield z.name, z.coords, "use", 0
+
+
+def _text(s: A.Stmt) -> str:
+    from gpusem.calculus.gpuir.printer import print_stmt
+
+    return print_stmt(s).strip()
+
+
+# ---------------------------------------------------------- step 4: the triples
+
+
+def _check_alloc(an: Analysis, d: Decl) -> IllTyped | None:
+    """(i) the allocation agrees with its memory's owner level."""
+    node = d.node
+    if not isinstance(node, (A.Alloc, A.BarrierAlloc)) or d.mapping is None:
+        return None
+    g = owner_size(d, an.infos[id(node)])
+    if g is None or g == 0:
+        return None
+    if d.mapping.length < g and d.mapping.size < g:
+        return IllTyped(
+            f"allocation scope: {d.name} @ {d.mem.name} has one copy per "
+            f"{_level(g, an.infos[id(node)])}, but is allocated in a "
+            f"{d.mapping.describe()} scope", rule=RULE, span=node.span)
+    return None
+
+
+def _thread_loops(info: StmtInfo, d: Decl) -> tuple[A.For, ...]:
+    """cuda_threads loops enclosing the site but not the allocation."""
+    outer = {id(f) for f in d.loops}
+    return tuple(f for f in info.loops if f.mode is A.LoopMode.CUDA_THREADS
+                 and id(f) not in outer)
+
+
+def _outer_thread_vars(d: Decl) -> tuple[str, ...]:
+    return tuple(f.var for f in d.loops if f.mode is A.LoopMode.CUDA_THREADS)
+
+
+def _ndist(an: Analysis, site: _Site, d: Decl, g: int) -> int:
+    """How many leading coordinates of the site select an owner."""
+    loops = _thread_loops(site.info, d)
+    dist_vars = {f.var for f in loops
+                 if id(f) in an.tilings and (g == 0 or an.tilings[id(f)].stride >= g)}
+    n, intervals = 0, site.dist_intervals
+    for c in site.coords:
+        if isinstance(c, A.WPoint):
+            vs = cvars(c.index) - set(an.defines)
+            if not vs or not vs <= dist_vars:
+                break
+        elif intervals > 0:
+            intervals -= 1
+        else:
+            break
+        n += 1
+    return n
+
+
+def _extra_iterator(an: Analysis, d: Decl, site: _Site, g: int) -> IllTyped | None:
+    if not site.coords or not isinstance(site.coords[0], A.WPoint):
+        return None
+    outer = [f for f in d.loops if f.mode is A.LoopMode.CUDA_THREADS
+             and id(f) in an.tilings and an.tilings[id(f)].stride >= max(g, 1)]
+    used = cvars(site.coords[0].index)
+    for f in outer:
+        if f.var in used:
+            return IllTyped(
+                f"extra thread iterator: {d.name} is allocated inside the cuda_threads "
+                f"loop over {f.var} (one copy per "
+                f"{_level(an.tilings[id(f)].stride, site.info)}), so line {site.line} "
+                f"({site.text}) must not index it by {f.var}",
+                rule=RULE, span=site.stmt.span)
+    return None
+
+
+def _check_var(an: Analysis, d: Decl, sites: list[_Site]) -> IllTyped | None:
+    if not sites:
+        return None
+    g = owner_size(d, sites[0].info)
+    if g is None:
+        return None
+    distributed = g == 0 or d.mapping.size > g
+    if not distributed:
+        for s in sites:
+            err = _extra_iterator(an, d, s, g)
+            if err is not None:
+                return err
+        return None
+    ks = [(s, _ndist(an, s, d, g)) for s in sites]
+    (s0, k0) = ks[0]
+    for s, k in ks[1:]:
+        if k != k0:
+            return IllTyped(
+                f"inconsistent indexing: {d.name} is distributed, but line {s0.line} "
+                f"({s0.text}) indexes {k0} leading dimension(s) by thread iterators "
+                f"and "
+                f"line {s.line} ({s.text}) indexes {k}", rule=RULE, span=s.stmt.span)
+    owners: dict[tuple, tuple[object, _Site, int]] = {}
+    for s in sites:
+        err = _owners(an, d, s, k0, g, owners)
+        if err is not None:
+            return err
+    return None
+
+
+def _iterations(an: Analysis, info: StmtInfo):
+    """Every assignment of the enclosing cuda_threads iterators (with the defines)."""
+    loops = [f for f in info.loops if f.mode is A.LoopMode.CUDA_THREADS
+             and id(f) in an.tilings]
+    ranges = [range(an.tilings[id(f)].lo, an.tilings[id(f)].hi) for f in loops]
+    for values in itertools.product(*ranges):
+        env = dict(an.defines)
+        env.update(zip((f.var for f in loops), values))
+        yield env
+
+
+def _guards_hold(s: _Site, env) -> bool:
+    for b in s.guards:
+        if bvars(b) <= set(env) and not eval_b(b, env):
+            return False
+    return True
+
+
+def _owners(an, d: Decl, s: _Site, k: int, g: int, owners: dict) -> IllTyped | None:
+    outer = _outer_thread_vars(d)
+    for env in _iterations(an, s.info):
+        if not _guards_hold(s, env):
+            continue
+        threads = s.info.mapping.threads(env)
+        key0 = tuple(env[v] for v in outer)
+        for idx, owner in _site_owners(s, env, threads, k, g):
+            if owner is None:
+                return _conflict(an, d, s, s, env, idx, None, None, g)
+            prev = owners.setdefault(key0 + idx, (owner, s, threads[0]))
+            if prev[0] != owner:
+                return _conflict(an, d, prev[1], s, env, idx, prev[2], threads[0], g)
+    return None
+
+
+def _site_owners(s: _Site, env, threads, k: int, g: int):
+    """(leading index, owner) pairs of one executing collective."""
+    if g == 0:
+        owner_of = lambda ts: frozenset(ts)  # noqa: E731  (commit group: the collective)
+    else:
+        owner_of = lambda ts: frozenset(t // g for t in ts)  # noqa: E731
+    points, spans = [], []
+    for c in s.coords[:k]:
+        if isinstance(c, A.WPoint):
+            points.append([int(eval_c(c.index, env))])
+        else:
+            lo = 0 if c.lo is None else int(eval_c(c.lo, env))
+            hi = int(eval_c(c.hi, env)) if c.hi is not None else None
+            points.append(("interval", lo, hi))
+            spans.append(len(points) - 1)
+    if not spans:
+        idx = tuple(p[0] for p in points)
+        owner = owner_of(threads)
+        yield idx, (owner if g == 0 or len(owner) == 1 else None)
+        return
+    # An instruction distributes its interval dims: element j <-> the j-th owner.
+    groups = sorted({t // max(g, 1) for t in threads})
+    elems = itertools.product(*[
+        range(p[1], p[2] if p[2] is not None else p[1] + len(groups))
+        if isinstance(p, tuple) else p for p in points])
+    for j, idx in enumerate(elems):
+        yield tuple(idx), (frozenset({groups[j]}) if j < len(groups) else None)
+
+
+def _conflict(an, d, s1: _Site, s2: _Site, env, idx, t1, t2, g) -> IllTyped:
+    mem = d.mem.name
+    shown = f"{d.name}[{', '.join(map(str, idx))}]" if idx else d.name
+    level = _level(g, s2.info) if g else "arriving collective"
+    where = f"line {s1.line} ({s1.text})"
+    if s1 is not s2:
+        where += f" and line {s2.line} ({s2.text})"
+    loops = ", ".join(f.var for f in _thread_loops(s2.info, d)) or "none"
+    if memtypes.DATA_MEMORIES.get(mem) is not None and \
+            memtypes.DATA_MEMORIES[mem].owner == "thread":
+        return IllTyped(
+            f"cross-thread register access: {d.name} @ {mem} has one copy per thread "
+            f"(allocated at line {d.node.span.line} in a {d.mapping.describe()} "
+            f"scope), "
+            f"but {shown} is used by different threads at {where}; a register value "
+            f"cannot be read across threads (distribute it, e.g. {d.name}[tid], or use "
+            f"a warp shuffle)", rule=RULE, span=s2.stmt.span)
+    if s1 is s2:
+        return IllTyped(
+            f"missing thread iterator: {shown} @ {mem} (one copy per {level}) is used "
+            f"by more than one {level} at {where}; index its leading dimension(s) by "
+            f"the cuda_threads iterator(s) in scope ({loops})",
+            rule=RULE, span=s2.stmt.span)
+    return IllTyped(
+        f"inconsistent indexing: {shown} @ {mem} (one copy per {level}) is owned by "
+        f"different {level}s at {where}", rule=RULE, span=s2.stmt.span)
