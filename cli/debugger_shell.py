@@ -14,7 +14,7 @@ from rich.console import Console
 
 class DebuggerShell(cmd.Cmd):
     prompt = "(gpusem) "
-    intro = ""
+    intro: str | None = ""
 
     def __init__(self, session, source: str, file: str, console: Console):
         super().__init__()
@@ -47,8 +47,8 @@ class DebuggerShell(cmd.Cmd):
             self.say(f"error: {err.message}")
         return None
 
-    def emptyline(self) -> None:
-        pass
+    def emptyline(self) -> bool:
+        return False  # an empty line repeats nothing and does not stop
 
     def do_delete(self, arg: str) -> None:
         """delete [N]: remove breakpoint N, or all of them."""

@@ -15,9 +15,14 @@ both conflicting accesses with their source lines.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
 from gpusem.calculus.errors import BadInput
 from gpusem.cli.debugger_shell import DebuggerShell, ints
 from rich.console import Console
+
+if TYPE_CHECKING:
+    from gpusem.calculus.gpuir.timelines import Rules
 
 SHOW_EACH = 20        # `step N` shows every step up to this many, else the last
 RECORD_GROUPS = 12    # `records VAR` shows this many cell groups unless `all`
@@ -26,7 +31,8 @@ RECORD_GROUPS = 12    # `records VAR` shows this many cell groups unless `all`
 class AmirDebugger(DebuggerShell):
     def __init__(self, session, source: str, file: str, console: Console):
         super().__init__(session, source, file, console)
-        self._program = None  # the printed AMIR program, for `list`
+        # the printed AMIR program and each statement's line, for `list`
+        self._program: tuple[list[str], dict[int, int]] | None = None
 
     # ------------------------------------------------------------------ display
 
@@ -249,7 +255,7 @@ def open_session(source: str, file: str, defines: dict[str, int], *,
         raise BadInput(f"{file}: missing definition: {', '.join(missing)} has no "
                        f"value (pass -D {missing[0]}=...)")
     analysis = check_proc(proc, dict(defines))
-    amir = convert(proc, defines, rules=rules, analysis=analysis)
+    amir = convert(proc, defines, rules=cast("Rules", rules), analysis=analysis)
     return Session(amir, defines, max_steps=max_steps)
 
 

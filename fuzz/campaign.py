@@ -36,9 +36,11 @@ import hashlib
 import multiprocessing as mp
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from queue import Empty
+from typing import Any, Final
 
 from gpusem.calculus.errors import BadInput, GpusemError
 from gpusem.fuzz.targets import (
@@ -113,7 +115,7 @@ class Campaign:
     out_dir: str = "fuzz-out"
     round_size: int = 25
     max_programs: int | None = None
-    on_progress: object = None  # callable(Summary) or None
+    on_progress: Callable[[Summary], None] | None = None
     since: float | None = None  # wall-clock start shared by the jobs of one campaign
 
     def run(self) -> Summary:
@@ -216,7 +218,7 @@ class Campaign:
         return time.monotonic() - since >= max(60.0, 0.2 * self.budget_s)
 
     def _round(self, target, r: int) -> None:
-        state = {"hunting": None, "last": None}
+        state: dict[str, Any] = {"hunting": None, "last": None}
         if hasattr(target, "prefetch"):
             programs = self._prefetch(target, r)
             if programs is not None and self._quiet_round(target, programs):
@@ -297,7 +299,7 @@ def _round_seed(seed: int, r: int) -> int:
 
 # ------------------------------------------------------------------------ jobs
 
-JOB_START = "spawn"  # never fork: the parent may hold threads (rich), z3 or a CUDA context
+JOB_START: Final = "spawn"  # never fork: the parent may hold threads (rich), z3 or a CUDA context
 JOB_GRACE_S = 120.0  # past a campaign's hard stop, before a silent job is given up
 
 

@@ -29,7 +29,8 @@ import numpy as np
 F32 = np.float32
 
 
-def fma32(a, b, c) -> np.float32:
+def fma32(a: np.float32 | float, b: np.float32 | float,
+          c: np.float32 | float) -> np.float32:
     """fma of three float32 scalars, correctly rounded (scalar path, small-step)."""
     p = float(a) * float(b)
     cc = float(c)

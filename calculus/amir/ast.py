@@ -45,7 +45,7 @@ from gpusem.calculus.gpuir.timelines import VL, QualTL
 from gpusem.calculus.span import NO_SPAN, Span
 
 
-def _loc():
+def _loc() -> Span:
     """A source location field: not part of equality, hashing or repr."""
     return field(default=NO_SPAN, compare=False, repr=False)
 

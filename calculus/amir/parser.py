@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
+from typing import Any, Callable, Union, cast
 
 from gpusem.calculus.amir import ast as A
 from gpusem.calculus.errors import BadInput
@@ -26,6 +27,16 @@ from gpusem.calculus.span import Span
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedInput
 from lark.indenter import Indenter
+
+# A parse-tree node as the builder meets it: a `Tree`, a `Token`, or `None` for an
+# absent optional part (the parser keeps placeholders). Lark types children as
+# `Token | Tree[Token]` without the `None`; which one a child is, the grammar says, and
+# the builder checks it where the source decides it.
+Node = Any
+
+# A statement argument, by kind (see _SIGNATURES): VL, bool, access, QualTL, QualTL set,
+# barrier access set, integer.
+ArgValue = Union[VL, bool, A.Access, QualTL, frozenset[QualTL], tuple[A.Access, ...], int]
 
 
 class _AmirIndenter(Indenter):
@@ -86,12 +97,12 @@ _SIGNATURES: dict[str, tuple[str, bool]] = {
 
 
 class _Builder:
-    def __init__(self, file: str, proc_tree: Tree):
+    def __init__(self, file: str, proc_tree: Node):
         self.file = file
         self.barriers = self._barrier_names(proc_tree)
 
     @staticmethod
-    def _barrier_names(proc_tree: Tree) -> set[str]:
+    def _barrier_names(proc_tree: Node) -> set[str]:
         names: set[str] = set()
         for t in proc_tree.iter_subtrees():
             if t.data != "simple" or str(t.children[0]) != "Alloc":
@@ -101,30 +112,31 @@ class _Builder:
                 names.add(_head_name(args[0]))
         return names
 
-    def span(self, node: Tree | Token) -> Span:
+    def span(self, node: Tree[Token] | Token) -> Span:
         if isinstance(node, Token):
-            return Span(self.file, node.line, node.column, node.end_line,
-                        node.end_column)
+            # The tokens of a parse always carry their position (lark: Optional).
+            return Span(self.file, cast(int, node.line), cast(int, node.column),
+                        cast(int, node.end_line), cast(int, node.end_column))
         m = node.meta
         if getattr(m, "empty", True):
             return Span(self.file, 0, 0, 0, 0)
         return Span(self.file, m.line, m.column, m.end_line, m.end_column)
 
-    def fail(self, node: Tree | Token, msg: str) -> BadInput:
+    def fail(self, node: Tree[Token] | Token, msg: str) -> BadInput:
         sp = self.span(node)
         return BadInput(f"{sp}: {msg}", span=sp)
 
     # ------------------------------------------------------------------ structure
 
-    def proc(self, t: Tree) -> A.AProc:
+    def proc(self, t: Node) -> A.AProc:
         name, *rest = t.children
         params = tuple(str(p) for p in rest[:-1] if p is not None)
         return A.AProc(str(name), params, self.suite(rest[-1]), span=self.span(t))
 
-    def suite(self, t: Tree) -> tuple[A.AStmt, ...]:
+    def suite(self, t: Node) -> tuple[A.AStmt, ...]:
         return tuple(s for c in t.children if (s := self.stmt(c)) is not None)
 
-    def stmt(self, t: Tree) -> A.AStmt | None:
+    def stmt(self, t: Node) -> A.AStmt | None:
         sp = self.span(t)
         match t.data:
             case "pass_":
@@ -140,7 +152,7 @@ class _Builder:
                 return self.simple(t)
         raise self.fail(t, f"unknown statement form: {t.data}")
 
-    def simple(self, t: Tree) -> A.AStmt:
+    def simple(self, t: Node) -> A.AStmt:
         head, *args, th = t.children
         name = str(head)
         args = [a for a in args if a is not None]
@@ -156,15 +168,15 @@ class _Builder:
         if th is not None and not takes_threads:
             raise self.fail(th, f"thread mapping: {name} takes no thread mapping")
         vals = [self.arg(k, a) for k, a in zip(kinds, args)]
-        extra = {"origin": sp, "span": sp}
+        extra: dict[str, Span | A.ThreadMap] = {"origin": sp, "span": sp}
         if takes_threads:
             extra["threads"] = self.threads(th) if th is not None else A.THREAD0
-        cls = getattr(A, name)
+        cls: Callable[..., A.AStmt] = getattr(A, name)
         if name == "Free":
-            return A.Free(vals[0].name, origin=sp, span=sp)
+            return A.Free(cast(A.Access, vals[0]).name, origin=sp, span=sp)
         return cls(*vals, **extra)
 
-    def alloc(self, t: Tree, args: list, th) -> A.Alloc:
+    def alloc(self, t: Node, args: list[Node], th: Node) -> A.Alloc:
         sp = self.span(t)
         if th is not None or not 1 <= len(args) <= 2:
             raise self.fail(t, "arity: Alloc(x[c, ...]) or Alloc(z[c, ...], barrier)")
@@ -185,7 +197,7 @@ class _Builder:
 
     # ------------------------------------------------------------------ arguments
 
-    def arg(self, kind: str, t) -> object:
+    def arg(self, kind: str, t: Node) -> ArgValue:
         match kind:
             case "v":
                 try:
@@ -212,23 +224,23 @@ class _Builder:
                 return c.value
         raise AssertionError(kind)
 
-    def word(self, t) -> str:
+    def word(self, t: Node) -> str:
         if isinstance(t, Tree) and t.data == "name":
             return str(t.children[0])
         raise self.fail(t, "expected a name")
 
-    def qual(self, t) -> QualTL:
+    def qual(self, t: Node) -> QualTL:
         try:
             return QualTL.parse(self.word(t))
         except ValueError as err:
             raise self.fail(t, str(err)) from None
 
-    def set_items(self, t) -> list:
+    def set_items(self, t: Node) -> list[Node]:
         if not (isinstance(t, Tree) and t.data == "set_"):
             raise self.fail(t, "expected a set {...}")
         return [c for c in t.children if c is not None]
 
-    def access(self, t, barrier: bool) -> A.Access:
+    def access(self, t: Node, barrier: bool) -> A.Access:
         if not (isinstance(t, Tree) and t.data in ("name", "index")):
             raise self.fail(t, "expected an access x[w, ...]")
         name = str(t.children[0])
@@ -237,7 +249,7 @@ class _Builder:
         return A.Access(name, coords, barrier or name in self.barriers,
                         span=self.span(t))
 
-    def wcoord(self, t) -> G.WCoord:
+    def wcoord(self, t: Node) -> G.WCoord:
         sp = self.span(t)
         if isinstance(t, Tree) and t.data == "interval":
             lo, hi = t.children
@@ -245,7 +257,7 @@ class _Builder:
                                None if hi is None else self.cexpr(hi), span=sp)
         return G.WPoint(self.cexpr(t), span=sp)
 
-    def threads(self, t: Tree) -> A.ThreadMap:
+    def threads(self, t: Node) -> A.ThreadMap:
         if t.data == "cpu":
             return A.CPU
         dims = []
@@ -260,7 +272,7 @@ class _Builder:
 
     _COPS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%"}
 
-    def cexpr(self, t) -> G.CExpr:
+    def cexpr(self, t: Node) -> G.CExpr:
         sp = self.span(t)
         kind = t.data if isinstance(t, Tree) else None
         if kind == "int_lit":
@@ -277,7 +289,7 @@ class _Builder:
             return G.CBin("-", G.CInt(0), inner, span=sp)
         raise self.fail(t, "expected a control expression")
 
-    def bexpr(self, t) -> G.BExpr:
+    def bexpr(self, t: Node) -> G.BExpr:
         sp = self.span(t)
         kind = t.data if isinstance(t, Tree) else None
         if kind == "name" and str(t.children[0]) in ("True", "False", "true", "false"):
@@ -293,9 +305,9 @@ class _Builder:
         raise self.fail(t, "expected a boolean expression")
 
 
-def _is_name(t, word: str) -> bool:
+def _is_name(t: Node, word: str) -> bool:
     return isinstance(t, Tree) and t.data == "name" and str(t.children[0]) == word
 
 
-def _head_name(t) -> str:
+def _head_name(t: Node) -> str:
     return str(t.children[0]) if isinstance(t, Tree) else str(t)

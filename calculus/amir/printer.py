@@ -68,8 +68,9 @@ def print_simple(s: A.AStmt) -> str:
             return f"Free({n})"
         case A.RecordRead() | A.RecordMutate():
             head = "RecordRead" if isinstance(s, A.RecordRead) else "RecordMutate"
-            args = (_vl(s.vl), _bool(s.t), print_access(s.access), s.qual.value,
-                    _quals(s.atomic), _accesses(s.barriers))
+            args: tuple[str, ...] = (_vl(s.vl), _bool(s.t), print_access(s.access),
+                                     s.qual.value, _quals(s.atomic),
+                                     _accesses(s.barriers))
             return f"{head}({', '.join(args)}){_threads(s.threads)}"
         case A.ClearReads(access=a):
             return f"ClearReads({print_access(a)})"

@@ -20,6 +20,7 @@ Conventions (paper -> Python):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Iterator
 
 from gpusem.calculus.span import NO_SPAN, Span
 
@@ -249,7 +250,7 @@ class Function:
     span: Span = _SPAN
 
 
-def walk_stmts(body: tuple[Stmt, ...]):
+def walk_stmts(body: tuple[Stmt, ...]) -> Iterator[Stmt]:
     """Every statement of `body`, depth first, outer before inner."""
     for stmt in body:
         yield stmt
@@ -263,7 +264,7 @@ def walk_stmts(body: tuple[Stmt, ...]):
                 pass
 
 
-def walk_expr(e: Expr):
+def walk_expr(e: Expr) -> Iterator[Expr]:
     """`e` and every sub-expression."""
     yield e
     match e:

@@ -20,6 +20,7 @@ import ast as pyast
 import io
 import re
 import tokenize
+from typing import Any, Iterator, cast
 
 from gpusem.calculus.appy import ast as A
 from gpusem.calculus.errors import BadInput
@@ -30,6 +31,9 @@ _BINOPS = {pyast.Add: "+", pyast.Sub: "-", pyast.Mult: "*", pyast.Div: "/",
 _CMPOPS = {pyast.Lt: "<", pyast.LtE: "<=", pyast.Gt: ">", pyast.GtE: ">=",
            pyast.Eq: "==", pyast.NotEq: "!="}
 _FUNC_MODULES = ("np", "numpy", "appy", "torch")
+
+# A Python syntax node that has a source position.
+Located = pyast.stmt | pyast.expr | pyast.arg
 
 
 def parse_program(source: str, filename: str = "<appy>") -> A.Function:
@@ -76,11 +80,11 @@ class _Parser:
         self.pragmas = pragmas
         self.used: set[int] = set()
 
-    def span(self, n: pyast.AST) -> Span:
+    def span(self, n: Located) -> Span:
         return Span(self.filename, n.lineno, n.col_offset + 1,
                     n.end_lineno or n.lineno, (n.end_col_offset or 0))
 
-    def bad(self, n: pyast.AST, msg: str) -> BadInput:
+    def bad(self, n: Located, msg: str) -> BadInput:
         return BadInput(f"unsupported syntax: {self.span(n)}: {msg}")
 
     # ------------------------------------------------------------------- program
@@ -133,7 +137,8 @@ class _Parser:
             case _:
                 raise self.bad(s, type(s).__name__.lower())
 
-    def stmt_pragma(self, pragma, sp: Span) -> tuple[bool, A.TensorPragma | None]:
+    def stmt_pragma(self, pragma: tuple[int, str] | None,
+                    sp: Span) -> tuple[bool, A.TensorPragma | None]:
         if pragma is None:
             return False, None
         return parse_stmt_directive(pragma[1], sp)
@@ -204,7 +209,9 @@ class _Parser:
         kw = {k.arg: k.value for k in e.keywords}
         if name == "float" and len(e.args) == 1 and isinstance(e.args[0], pyast.Constant):
             try:
-                return A.Const(float(e.args[0].value), sp)
+                # any constant: float() of a non-number raises, reported below
+                value = e.args[0].value
+                return A.Const(float(value), sp)  # type: ignore[arg-type]
             except (TypeError, ValueError):
                 raise self.bad(e, "float() of a non-number") from None
         args = tuple(self.expr(a) for a in e.args)
@@ -240,7 +247,7 @@ def _func_name(f: pyast.expr) -> str | None:
     return None
 
 
-def _subscripts(stmt: A.Stmt):
+def _subscripts(stmt: A.Stmt) -> Iterator[A.Subscript]:
     exprs: list[A.Expr] = []
     match stmt:
         case A.Assign(target=t, value=v):
@@ -304,7 +311,7 @@ def parse_stmt_directive(text: str, sp: Span) -> tuple[bool, A.TensorPragma | No
 def _dim_props(word: str, sp: Span) -> A.DimProps:
     sl_text, _, props_text = word.partition("=>")
     try:
-        sl = pyast.parse(f"_[{sl_text}]", mode="eval").body.slice
+        sl = cast(pyast.Subscript, pyast.parse(f"_[{sl_text}]", mode="eval").body).slice
     except SyntaxError:
         sl = None
     if not isinstance(sl, pyast.Slice) or sl.upper is None or sl.step is not None:
@@ -312,7 +319,7 @@ def _dim_props(word: str, sp: Span) -> A.DimProps:
     p = _Parser(sp.file, {})
     lo = None if sl.lower is None else p.expr(sl.lower)
     slice_ = A.Slice(lo, p.expr(sl.upper))
-    kw: dict = {}
+    kw: dict[str, Any] = {}
     for prop in re.split(r",(?![^(]*\))", props_text) if props_text else []:
         m = _PROP.match(prop.strip())
         if m is None:

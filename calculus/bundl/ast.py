@@ -23,6 +23,8 @@ cannot tell `(a; b); c` from `a; (b; c)`, nor where a `let`'s scope ends inside 
     binder whose body is `Skip` takes them as its whole body (`skip; s` would not
     survive printing then parsing, which reads `let x ...; s` as `... in s`).
 See proofs_notes/errata.md ("sequencing and scope") for why this is sound.
+The generic tree walkers (`child_stmts`, `child_exprs`, `is_canonical`,
+`statement_count`) are in `calculus.bundl.walk`.
 """
 
 from __future__ import annotations
@@ -483,67 +485,9 @@ def _with_body(binder: Decl | Alloc, body: Stmt) -> Decl | Alloc:
             return Alloc(name, elem, size, mem, body, span)
 
 
-def is_canonical(s: Stmt) -> bool:
-    """Whether `s` (and every statement inside it) is in the shape `seq` builds."""
-    match s:
-        case Seq(stmts):
-            return (
-                len(stmts) >= 2
-                and not any(isinstance(x, Seq) for x in stmts)
-                and not any(isinstance(x, BINDERS) for x in stmts[:-1])
-                and all(is_canonical(x) for x in stmts)
-            )
-        case _:
-            return all(is_canonical(c) for c in child_stmts(s))
-
-
-def child_stmts(s: Stmt) -> tuple[Stmt, ...]:
-    """The statements directly inside `s` (for generic traversals)."""
-    match s:
-        case Seq(stmts):
-            return stmts
-        case Decl(body=b) | Alloc(body=b) | While(body=b) | Group(body=b):
-            return (b,)
-        case Destruct(body=b) | Partition(body=b) | Claim(body=b) | Lower(body=b):
-            return (b,)
-        case AsyncPartition(body=b):
-            return (b,)
-        case If(then=a, orelse=b) | Split(left=a, right=b):
-            return (a, b)
-        case _:
-            return ()
-
-
-def child_exprs(e: Expr) -> tuple[Expr, ...]:
-    """The expressions directly inside `e` (for generic traversals)."""
-    match e:
-        case Index(a, i):
-            return (a, i)
-        case BinOp(_, a, b):
-            return (a, b)
-        case UnOp(_, a):
-            return (a,)
-        case Fma(a, b, c):
-            return (a, b, c)
-        case _:
-            return ()
-
-
 STMT_CLASSES = (
     Skip, Seq, Decl, Alloc, Assign, ArrAssign, If, While, Split, Group, Destruct,
     Partition, Claim, Lower, AsyncPartition, AsyncMemcpy, Memcpy,
     SyncInit, SyncDec, SyncWait, Free, Call,
 )
 EXPR_CLASSES = (IntLit, FloatLit, BoolLit, Var, Index, PartitionId, BinOp, UnOp, Fma)
-
-
-def statement_count(s) -> int:
-    """Statements of a program or statement, `skip` and sequencing not counted: the
-    size that reports and the shrinkers' `size_key` use."""
-    if isinstance(s, Program):
-        return statement_count(s.main) + sum(statement_count(f.body) for f in s.fns)
-    if isinstance(s, Seq):
-        return sum(statement_count(x) for x in s.stmts)
-    if isinstance(s, Skip):
-        return 0
-    return 1 + sum(statement_count(c) for c in child_stmts(s))

@@ -1,6 +1,6 @@
 """Pretty-printer for Bundl (`shared/spec/bundl-syntax.md`): the inverse of `parser.py`.
 
-For every canonical AST `x` (`ast.is_canonical`), `parse(print(x)) == x` (spans aside);
+For every canonical AST `x` (`walk.is_canonical`), `parse(print(x)) == x` (spans aside);
 the property test `tests/bundl/test_print_parse.py` checks it on generated programs.
 
 Layout: 2-space indent, one statement per line, a block whose body is `skip` as `{}`,
@@ -25,7 +25,7 @@ from typing import assert_never
 
 import numpy as np
 from gpusem.calculus.bundl import ast
-from gpusem.calculus.bundl.parser import float32_of
+from gpusem.calculus.bundl.to_ast import float32_of
 
 INDENT = "  "
 

@@ -33,13 +33,15 @@ Note: `seq`, `cuda_tasks` and `cuda_threads` loops are one class `For` with a `m
 they share every field but the unit, and T_s (Figure 5) normalises all three to
 `loop`. Windows are half-open, `lo:hi`, as in the paper's concrete examples (Figure 6's
 W-RANGE writes the inclusive set of the already-decremented bound).
+
+The generic walkers (`sub_bodies`, `walk`, `data_reads`) are in `calculus.gpuir.walk`.
 """
 
 from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Iterator, Union
+from typing import Union
 
 from gpusem.calculus.span import NO_SPAN, Span
 
@@ -476,37 +478,3 @@ class Module:
 
     procs: tuple[Proc, ...]
     span: Span = _SPAN
-
-
-# ------------------------------------------------------------------------ helpers
-
-
-def sub_bodies(stmt: Stmt) -> tuple[tuple[Stmt, ...], ...]:
-    """The nested statement blocks of `stmt` (empty for simple statements)."""
-    match stmt:
-        case For(body=b) | CudaDeviceFunction(body=b) | CudaWarps(body=b) | If(body=b):
-            return (b,)
-        case _:
-            return ()
-
-
-def walk(body: tuple[Stmt, ...]) -> Iterator[Stmt]:
-    """Every statement of `body`, pre-order, including nested ones."""
-    for stmt in body:
-        yield stmt
-        for inner in sub_bodies(stmt):
-            yield from walk(inner)
-
-
-def data_reads(e: DExpr) -> Iterator[DRead]:
-    """The reads in a data expression, left to right (T_e of Figure 17, as a list)."""
-    match e:
-        case DConst():
-            return
-        case DRead():
-            yield e
-        case DBin(lhs=a, rhs=b):
-            yield from data_reads(a)
-            yield from data_reads(b)
-        case DNeg(arg=a):
-            yield from data_reads(a)

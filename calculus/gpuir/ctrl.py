@@ -11,9 +11,10 @@ C. (The affine normal form below is exact: the analyses reason about sizes that 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Any, Mapping, Union, cast, overload
 
 import numpy as np
+import numpy.typing as npt
 from gpusem.calculus.errors import BadInput, Trap
 from gpusem.calculus.gpuir.ast import (
     BConst,
@@ -28,28 +29,51 @@ from gpusem.calculus.gpuir.ast import (
 )
 
 Env = Mapping[str, object]  # name -> int or np.ndarray of ints
+IntArray = npt.NDArray[np.integer[Any]]
+CValue = Union[int, IntArray]  # a control value: an int, or one per vectorised lane
+BValue = Union[bool, npt.NDArray[np.bool_]]
 
 
-def cdiv(a, b):
+@overload
+def cdiv(a: int, b: int) -> int: ...
+@overload
+def cdiv(a: IntArray, b: CValue) -> IntArray: ...
+@overload
+def cdiv(a: CValue, b: IntArray) -> IntArray: ...
+@overload
+def cdiv(a: CValue, b: CValue) -> CValue: ...
+def cdiv(a: CValue, b: CValue) -> CValue:
     """C's truncating division (also on NumPy arrays)."""
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         q = np.abs(a) // np.abs(b)
         return np.where((np.asarray(a) < 0) != (np.asarray(b) < 0), -q, q)
-    q = abs(a) // abs(b)
-    return -q if (a < 0) != (b < 0) else q
+    n = abs(a) // abs(b)
+    return -n if (a < 0) != (b < 0) else n
 
 
-def cmod(a, b):
+@overload
+def cmod(a: int, b: int) -> int: ...
+@overload
+def cmod(a: CValue, b: CValue) -> CValue: ...
+def cmod(a: CValue, b: CValue) -> CValue:
     """C's remainder: sign of the dividend."""
     return a - b * cdiv(a, b)
 
 
-def wrap32(x):
+@overload
+def wrap32(x: int) -> int: ...
+@overload
+def wrap32(x: CValue) -> CValue: ...
+def wrap32(x: CValue) -> CValue:
     """Two's-complement wrap to int32 (control values are 32-bit ints in CUDA C++)."""
     return ((x + 2**31) % 2**32) - 2**31
 
 
-def eval_c(c: CExpr, env: Env):
+@overload
+def eval_c(c: CExpr, env: Mapping[str, int]) -> int: ...
+@overload
+def eval_c(c: CExpr, env: Env) -> CValue: ...
+def eval_c(c: CExpr, env: Env) -> CValue:
     """⟨c, σ⟩ ⇓_ℤ n, with 32-bit wrapping arithmetic as in the generated C++."""
     match c:
         case CInt(value=v):  # C-Int
@@ -58,7 +82,7 @@ def eval_c(c: CExpr, env: Env):
             if n not in env:
                 raise BadInput(f"missing definition: {n} has no value "
                                f"(pass -D {n}=...)", span=c.span)
-            return env[n]
+            return cast(CValue, env[n])
         case CBin(op=op, lhs=l, rhs=r):  # C-Aff
             a, b = eval_c(l, env), eval_c(r, env)
             match op:
@@ -76,7 +100,11 @@ def eval_c(c: CExpr, env: Env):
     raise AssertionError(f"not a control expression: {c!r}")
 
 
-def eval_b(b: BExpr, env: Env):
+@overload
+def eval_b(b: BExpr, env: Mapping[str, int]) -> bool: ...
+@overload
+def eval_b(b: BExpr, env: Env) -> BValue: ...
+def eval_b(b: BExpr, env: Env) -> BValue:
     """⟨b, σ⟩ ⇓ t."""
     match b:
         case BConst(value=v):  # B-Const
@@ -88,9 +116,9 @@ def eval_b(b: BExpr, env: Env):
             x = eval_b(a, env)
             return ~x if isinstance(x, np.ndarray) else not x
         case BRel(op=op, lhs=l, rhs=r):  # B-Rel
-            x, y = eval_c(l, env), eval_c(r, env)
-            return {"==": x == y, "!=": x != y, "<": x < y, "<=": x <= y,
-                    ">": x > y, ">=": x >= y}[op]
+            cx, cy = eval_c(l, env), eval_c(r, env)
+            return {"==": cx == cy, "!=": cx != cy, "<": cx < cy, "<=": cx <= cy,
+                    ">": cx > cy, ">=": cx >= cy}[op]
     raise AssertionError(f"not a boolean expression: {b!r}")
 
 
@@ -148,7 +176,7 @@ def affine(c: CExpr, consts: Env = {}, opaque: bool = False) -> Affine | None:
             return _mk(v, {})
         case CVar(name=n):
             if n in consts and isinstance(consts[n], int):
-                return _mk(consts[n], {})
+                return _mk(cast(int, consts[n]), {})
             return _mk(0, {n: 1})
         case CBin(op=op, lhs=l, rhs=r):
             a, b = affine(l, consts, opaque), affine(r, consts, opaque)

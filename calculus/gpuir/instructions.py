@@ -42,9 +42,10 @@ accumulation) may differ in the last bits. See errata "MMA rounding".
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Literal
+from typing import Any, Callable, Iterable, Literal
 
 import numpy as np
+import numpy.typing as npt
 from gpusem.calculus.gpuir.ast import DataType, UnitExpr
 from gpusem.calculus.gpuir.memtypes import DataMemory
 
@@ -124,40 +125,43 @@ def ext_quals(p: InstrParam, memory: DataMemory) -> frozenset[str]:
     return frozenset({initial_qual(p, memory)})
 
 
-def _data(name, shape, mems=ANY_CUDA, access="read", **kw) -> InstrParam:
+def _data(name: str, shape: Iterable[int | str], mems: Iterable[str] = ANY_CUDA,
+          access: Access = "read", **kw: Any) -> InstrParam:
     return InstrParam(name, "data", DataType.F32, tuple(shape), tuple(mems), access,
                       **kw)
 
 
-def _ctrl(name, values=()) -> InstrParam:
+def _ctrl(name: str, values: Iterable[int] = ()) -> InstrParam:
     return InstrParam(name, "ctrl", None, (), (), "read", values=tuple(values))
 
 
-def _async(qual: str) -> dict:
+def _async(qual: str) -> dict[str, Any]:
     return dict(out_of_order=True, initial_qual_tl=qual, ext_qual_tl=frozenset({qual}))
 
 
-def _warp_sync(qual: str = RMEM) -> dict:
+def _warp_sync(qual: str = RMEM) -> dict[str, Any]:
     return dict(convergent=True, initial_qual_tl=qual, ext_qual_tl=frozenset({qual}))
 
 
 # ------------------------------------------------------------------- behaviours
 # Each mutates its output views in place; every arithmetic step stays in float32.
 
+View = npt.NDArray[Any]  # a window of a data argument, written in place
 
-def _copy(dst, src):
+
+def _copy(dst: View, src: View) -> None:
     dst[...] = src
 
 
-def _store(dst, d):
+def _store(dst: View, d: View) -> None:
     dst[...] = d
 
 
-def _multicast(dst, src):
+def _multicast(dst: View, src: View) -> None:
     dst[...] = src[np.newaxis]
 
 
-def _mma_nt(d, a, b):
+def _mma_nt(d: View, a: View, b: View) -> None:
     """d[m, n] += sum_k a[m, k] * b[n, k], one k at a time, float32 throughout."""
     acc = d.astype(np.float32)
     for k in range(a.shape[1]):
@@ -165,21 +169,21 @@ def _mma_nt(d, a, b):
     d[...] = acc
 
 
-def _zero(d):
+def _zero(d: View) -> None:
     d[...] = 0
 
 
-def _load_transposed(dst, src):
+def _load_transposed(dst: View, src: View) -> None:
     dst[...] = src.T
 
 
-def _shfl_down(dst, src, delta):
+def _shfl_down(dst: View, src: View, delta: int) -> None:
     lane = np.arange(src.shape[0])
     srcl = np.where(lane + delta < src.shape[0], lane + delta, lane)
     dst[...] = src[srcl]
 
 
-def _shfl_xor(dst, src, mask):
+def _shfl_xor(dst: View, src: View, mask: int) -> None:
     lane = np.arange(src.shape[0])
     dst[...] = src[lane ^ mask]
 

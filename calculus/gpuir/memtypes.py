@@ -19,6 +19,7 @@ Conventions (paper -> Python):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Iterable
 
 from gpusem.calculus.errors import BadInput
 from gpusem.calculus.gpuir.ast import MemExpr
@@ -51,7 +52,8 @@ class DataMemory:
         return self.physical != "host"
 
 
-def _m(name, params, parent, physical, owner, **kw) -> DataMemory:
+def _m(name: str, params: Iterable[str], parent: str | None, physical: str,
+       owner: str, **kw: Any) -> DataMemory:
     return DataMemory(name, tuple(params), parent, physical, owner, **kw)
 
 

@@ -120,7 +120,8 @@ class UnitDef:
     geometry: Geometry
 
 
-def _u(name, nargs, counted, within_cta, geometry) -> UnitDef:
+def _u(name: str, nargs: int, counted: bool, within_cta: bool,
+       geometry: Geometry) -> UnitDef:
     return UnitDef(name, nargs, counted, within_cta, geometry)
 
 

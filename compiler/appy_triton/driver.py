@@ -161,6 +161,7 @@ class AppycDriver:
             except (OSError, subprocess.TimeoutExpired):
                 pass
             for stream in (self.proc.stdin, self.proc.stdout):
+                assert stream is not None  # both are pipes (`_start`)
                 try:
                     stream.close()
                 except OSError:

@@ -70,7 +70,8 @@ def _compilation_error(err: BaseException) -> str:
     function it was raised in; the user's line follows after " | at " as context, which
     the finding's signature leaves out (else every expression is its own class)."""
     where = _quoted_line(err)
-    chain, cur = [], err
+    chain: list[BaseException] = []
+    cur: BaseException | None = err
     while cur is not None and len(chain) < 16:
         chain.append(cur)
         cur = cur.__cause__ or (cur.__context__ if not cur.__suppress_context__ else None)
@@ -167,6 +168,7 @@ def run_case(case: dict, backend: str, counter: list[int]) -> dict:
         f.write(module_text)
     try:
         spec = importlib.util.spec_from_file_location(f"appy_case_{counter[0]}", path)
+        assert spec is not None and spec.loader is not None  # a .py file has both
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)
         for k, v in {"appy": appy, "np": np, "torch": torch}.items():

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import mmap
 import time
+from typing import Any
 
 import numpy as np
 
@@ -58,7 +59,7 @@ class _LaunchCfg(ctypes.Structure):
     ]
 
 
-_CTYPES = {
+_CTYPES: dict[str, type[ctypes._SimpleCData[Any]]] = {
     "int8": ctypes.c_int8,
     "uint8": ctypes.c_uint8,
     "int16": ctypes.c_int16,
@@ -103,6 +104,7 @@ def launch(cache: dict, request) -> tuple[int, str, dict[str, np.ndarray], float
     guarded = {name: _Guarded(a) for name, a in arrays.items()}
     argv = (ctypes.c_void_p * max(1, len(params)))()
     for k, (name, dtype, pointer) in enumerate(params):
+        cell: ctypes._SimpleCData[Any]
         if pointer:
             cell = ctypes.c_void_p(guarded[name].address)
         else:

@@ -42,6 +42,7 @@ import re
 import time
 from collections import Counter
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 from gpusem.calculus.errors import BadInput
@@ -83,7 +84,7 @@ class CudaBackend:
         self._spare: tuple | None = None  # a started worker, once one was replaced
         # builds (NVRTC), loads (a kept cubin into a new worker), replaced (workers
         # ended after a hang, a CUDA error or a crash), repeats_skipped (see run)
-        self.stats = Counter()
+        self.stats: Counter[str] = Counter()
         self._built: dict[str, _Batch] = {}  # code_key -> batch; outlives workers
         self._loaded: set[str] = set()  # batch keys the current worker has loaded
 
@@ -227,7 +228,8 @@ class CudaBackend:
                 failed[launch] = results[-1]
         return results
 
-    def _not_ready(self, key: str, batch: _Batch) -> tuple[str, str] | None:
+    def _not_ready(self, key: str,
+                   batch: _Batch) -> tuple[Literal["build_error", "crash"], str] | None:
         """("build_error", its message) or ("crash", why the module cannot be loaded
         into the current worker) when the kernel cannot be launched; else None."""
         if key in batch.errors:

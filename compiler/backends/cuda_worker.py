@@ -12,7 +12,9 @@ worker that cannot start (no CuPy, no driver, no GPU) answers every request with
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from gpusem.compiler.backends import cpu_source
@@ -48,7 +50,8 @@ class Device:
     def __init__(self) -> None:
         import cupy  # lazy: only on GPU machines
 
-        self.modules: dict[str, tuple[object, dict[int, str]]] = {}
+        # key -> (cupy.RawModule: CuPy has no type information, lowered names)
+        self.modules: dict[str, tuple[Any, dict[int, str]]] = {}
         cupy.asarray([0])  # make the context now: a spare worker is then ready
         self.scribble_fn = self._scribbler()
 
@@ -209,7 +212,8 @@ def serve(conn) -> None:
     except Exception as err:  # noqa: BLE001 - no CuPy / driver / GPU: say so, once
         _refuse(conn, f"{type(err).__name__}: {err}")
         return
-    ops = {"build": device.build, "load": device.load, "launch": device.launch}
+    ops: dict[str, Callable[..., object]] = {
+        "build": device.build, "load": device.load, "launch": device.launch}
     while True:
         try:
             op, payload = conn.recv()

@@ -17,7 +17,7 @@ when the launch stopped; otherwise empty).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -98,7 +98,7 @@ def scalar(name: str, dtype: str) -> Param:
     return Param(name, dtype, False)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class KernelSpec:
     """One kernel of a `.cu` text: `name` is its `extern "C"` name in `source`."""
 
@@ -108,6 +108,18 @@ class KernelSpec:
     block: Dim3
     dynamic_smem: int = 0
     params: tuple[Param, ...] = ()
+
+    def __init__(self, name: str, source: str, grid: int | tuple[int, ...],
+                 block: int | tuple[int, ...], dynamic_smem: int = 0,
+                 params: Iterable[Param] = ()) -> None:
+        """`grid` and `block`: 1 to 3 positive ints, an int n meaning (n, 1, 1)."""
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "source", source)
+        object.__setattr__(self, "grid", grid)
+        object.__setattr__(self, "block", block)
+        object.__setattr__(self, "dynamic_smem", dynamic_smem)
+        object.__setattr__(self, "params", params)
+        self.__post_init__()
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier():

@@ -138,7 +138,7 @@ def lower_barriers(prog: K.KProgram) -> K.KProgram:
     kernel_index = next(i for i, f in enumerate(functions) if f.is_kernel)
     kernel = functions[kernel_index]
     if plan.mbar_inits:
-        prologue = (
+        prologue: tuple[K.KStmt, ...] = (
             K.KComment("mbarriers of the split barriers: initialised once per block"),
             *(K.KDecl(v, "unsigned", K.KRaw("0u")) for v in plan.phase_vars),
             K.KIf(K.KRaw("threadIdx.x == 0"),

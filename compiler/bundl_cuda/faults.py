@@ -2,7 +2,10 @@
 
 They measure whether the fuzzer finds real compiler bugs (issue 5): each is a mistake a
 person writing this compiler could make, planted at the pass where it would live. The
-README lists them; `gpusem fuzz --fault NAME` sets the variable for a campaign.
+README lists them. There is no command-line option: set the environment variable,
+e.g. `GPUSEM_FAULT=floor-division gpusem fuzz --target bundl`; a bundle records the
+fault it was found with, and `gpusem replay` switches it on again (unless the
+variable is already set).
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ and re-declarations never collide in C++. Arrays carry a length expression: Bund
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import cast
 
 from gpusem.calculus.bundl import ast as B
 from gpusem.calculus.bundl.perspective import (
@@ -101,7 +102,7 @@ def expr_type(e: B.Expr, env: Env) -> B.BaseType | B.ArrayType:
             if not isinstance(t, B.ArrayType):
                 raise CompileError("index into a non-array", span=e.span)
             return t.elem
-        case B.BinOp(op, left, right):
+        case B.BinOp(op, left, _):
             lt = expr_type(left, env)
             if isinstance(lt, B.ArrayType):
                 return lt
@@ -115,12 +116,18 @@ def expr_type(e: B.Expr, env: Env) -> B.BaseType | B.ArrayType:
     raise CompileError(f"unexpected expression {type(e).__name__}", span=e.span)
 
 
+def scalar_type(e: B.Expr, env: Env) -> B.BaseType:
+    """`expr_type` of a literal or an operand of T-Bop / T-Uop, which the typing rules
+    give a base type (a pointer offset `x + k` is lowered on its own)."""
+    return cast(B.BaseType, expr_type(e, env))
+
+
 def lower_expr(e: B.Expr, env: Env, code: Perspective, target: Perspective) -> K.KExpr:
     """Lower `e`, read at code perspective `code` for a variable at `target` (the π and
     π' of the expression judgment ⊢^π_π' e ⇓ v; only `partition_id` depends on π')."""
     match e:
         case B.IntLit(v) | B.FloatLit(v) | B.BoolLit(v):
-            return K.KConst(v, expr_type(e, env))
+            return K.KConst(v, scalar_type(e, env))
         case B.Var(name, span):
             return K.KVar(env.lookup(name, span).cname)
         case B.Index(array, index):
@@ -132,12 +139,12 @@ def lower_expr(e: B.Expr, env: Env, code: Perspective, target: Perspective) -> K
             return K.KPtrAdd(lower_expr(left, env, code, target),
                              lower_expr(right, env, code, code))
         case B.BinOp(op, left, right):
-            operand_type = expr_type(left, env)
+            operand_type = scalar_type(left, env)
             return K.KBin(op, lower_expr(left, env, code, target),
                           lower_expr(right, env, code, target), operand_type)
         case B.UnOp(op, operand):
             return K.KUn(op, lower_expr(operand, env, code, target),
-                         expr_type(operand, env))
+                         scalar_type(operand, env))
         case B.Fma(a, b, c):  # explicit fma: __fmaf_rn on the device, fmaf on the cpu
             return K.KFma(*(lower_expr(x, env, code, target) for x in (a, b, c)))
     raise CompileError(f"unexpected expression {type(e).__name__}", span=e.span)
@@ -318,16 +325,19 @@ def _lower_data_persp(s, env: Env, code: Perspective) -> tuple[K.KStmt, ...]:
     inner = env.hide(s.source).bind(s.target, info)
     body = lower_stmt(s.body, inner, body_code)
     elem = src.elem
+    src_length = src.length
+    assert src_length is not None  # every array is bound with its length
+    node: K.KStmt
     match s:
         case B.Partition(by=c):
-            node = K.KPartition(src.cname, cname, c, src.length, elem, code, body,
+            node = K.KPartition(src.cname, cname, c, src_length, elem, code, body,
                                 s.span)
         case B.Claim(at=n1):
-            node = K.KClaim(src.cname, cname, n1, src.length, elem, code, body, s.span)
+            node = K.KClaim(src.cname, cname, n1, src_length, elem, code, body, s.span)
         case B.Lower():
-            node = K.KLower(src.cname, cname, src.length, elem, code, body, s.span)
+            node = K.KLower(src.cname, cname, src_length, elem, code, body, s.span)
         case B.AsyncPartition():
-            node = K.KAsyncScope(src.cname, cname, src.length, elem, body, s.span)
+            node = K.KAsyncScope(src.cname, cname, src_length, elem, body, s.span)
     return (node,)
 
 

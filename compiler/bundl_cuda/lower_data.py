@@ -46,7 +46,7 @@ def _lower(s: K.KStmt) -> tuple:
                 return (K.KBlock((*header, *body), span),)
             return (K.KBlock((*header, *body), span), sync)
         case K.KClaim(src, tgt, at, src_len, elem, persp, body, span):
-            cond = K.KBin("<", K.KPerspId(), K.KConst(at, INT), INT)
+            cond: K.KExpr = K.KBin("<", K.KPerspId(), K.KConst(at, INT), INT)
             if active("claim-all-threads"):
                 cond = K.KConst(True, BaseType.BOOL)
             guarded = K.KIf(cond, (*_view(tgt, elem, K.KVar(src), src_len, span), *body),

@@ -115,7 +115,7 @@ def _trip_count(init: K.KStmt, loop: K.KWhile) -> int | None:
             return None
     if _assigns(loop.body[:-1], v):
         return None
-    return max(0, -(-(c1 - c0) // step))
+    return max(0, -(-(int(c1) - int(c0)) // int(step)))  # int constants (INT)
 
 
 def _assigns(body: tuple, name: str) -> bool:
@@ -135,7 +135,7 @@ def _assigns(body: tuple, name: str) -> bool:
 
 def _hint(body: tuple, max_trips: int = MAX_UNROLL_TRIPS) -> tuple:
     out: list[K.KStmt] = []
-    prev_decl = {}
+    prev_decl: dict[str, K.KDecl] = {}
     for s in body:
         s = map_bodies(s, lambda b: _hint(b, max_trips))
         if isinstance(s, K.KWhile) and isinstance(s.cond, K.KBin) \

@@ -69,14 +69,14 @@ def _sink(stmts: tuple, roots: Roots, threads: int = 0, in_kernel: bool = False)
     covered, origin = Accesses(), 0
     last = Accesses()  # the accesses of the statement just before a barrier
 
-    def place() -> None:
-        split = in_kernel and _splittable(pending, threads)
-        _place(out, pending, origin, split)
+    def place(barrier: K.KBarrier) -> None:
+        split = in_kernel and _splittable(barrier, threads)
+        _place(out, barrier, origin, split)
 
     for s in stmts:
         if isinstance(s, K.KBarrier):
             if pending is not None and not _same_instance(pending, s):
-                place()
+                place(pending)
                 pending, covered = None, Accesses()
             # A hand-written `init; dec; wait` orders everything before it: immovable.
             immovable = s.site.startswith("init/dec/wait") or s.site.endswith("(pinned)")
@@ -88,12 +88,12 @@ def _sink(stmts: tuple, roots: Roots, threads: int = 0, in_kernel: bool = False)
         if active("wait-below-first-use") and isinstance(s, K.KBlock):
             here = Accesses()  # the seeded fault: nested blocks are not looked into
         if pending is not None and covered.conflicts(here):
-            place()
+            place(pending)
             pending, covered = None, Accesses()
         out.append(s)
         last = here
     if pending is not None:
-        place()
+        place(pending)
     return tuple(out)
 
 

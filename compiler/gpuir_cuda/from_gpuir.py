@@ -33,6 +33,7 @@ from math import prod
 
 from gpusem.calculus.gpuir import ast as A
 from gpusem.calculus.gpuir.ctrl import affine, eval_c
+from gpusem.calculus.gpuir.walk import walk
 from gpusem.compiler.gpuir_cuda import kir as K
 from gpusem.compiler.gpuir_cuda.cexpr import NP_DTYPES, c_bool, c_data, c_int, ctype
 from gpusem.compiler.gpuir_cuda.errors import unsupported
@@ -109,6 +110,14 @@ def warp_branch(m: ThreadMapping, env: dict[str, int]) -> str:
     return f"(unsigned)({rel}) < {n}u"
 
 
+def mapping_of(an: Analysis, s: A.Stmt) -> ThreadMapping:
+    """The collective that runs `s`: the analysis gives one to every statement of the
+    device code it accepted."""
+    m = an.mapping(s)
+    assert m is not None, f"no thread mapping for {type(s).__name__}"
+    return m
+
+
 class _Lowerer:
     def __init__(self, proc: A.Proc, an: Analysis, dev: A.CudaDeviceFunction,
                  name: str):
@@ -136,7 +145,7 @@ class _Lowerer:
                     self.vars[p.name] = st
                     params.append(K.KParam(p.name, NP_DTYPES[t], ctype(t),
                                            max(1, prod(shape))))
-        launch = self.an.mapping(self.dev.body[0]).launch
+        launch = mapping_of(self.an, self.dev.body[0]).launch
         tasks, inner = self.task_nest()
         ntasks = prod(hi - lo for _, lo, hi in tasks)
         if ntasks * launch.cluster_dim >= 2**31:
@@ -199,7 +208,7 @@ class _Lowerer:
             case A.For():
                 raise unsupported("cuda_tasks inside a task body", sp)
             case A.CudaWarps(body=b):
-                m = derive_warps(self.an.mapping(s), s)
+                m = derive_warps(mapping_of(self.an, s), s)
                 note = f"CudaWarps: warp(s) {m.base // 32} .. " \
                     f"{(m.base + m.length) // 32 - 1} of {s.name or 'the CTA'}"
                 return [K.GIf(warp_branch(m, self.env), tuple(self.block(b)), sp,
@@ -216,8 +225,8 @@ class _Lowerer:
                 add = "gs_fadd" if st.dtype is A.DataType.F32 else "gs_add_i32"
                 if active("gpuir-fma-contraction") and st.dtype is A.DataType.F32 \
                         and isinstance(e, A.DBin) and e.op == "*":
-                    a, b = (c_data(x, st.dtype, self.read) for x in (e.lhs, e.rhs))
-                    return [K.GPrim(f"{lhs} = gs_ffma({a}, {b}, {lhs});", sp)]
+                    fa, fb = (c_data(x, st.dtype, self.read) for x in (e.lhs, e.rhs))
+                    return [K.GPrim(f"{lhs} = gs_ffma({fa}, {fb}, {lhs});", sp)]
                 return [K.GPrim(f"{lhs} = {add}({lhs}, "
                                 f"{c_data(e, st.dtype, self.read)});", sp)]
             case A.Alloc():
@@ -229,15 +238,15 @@ class _Lowerer:
             case A.Free():
                 return []
             case A.Fence(pre=pre, post=post):
-                return [K.GFence(self.an.mapping(s), pre, post, sp)]
+                return [K.GFence(mapping_of(self.an, s), pre, post, sp)]
             case A.Arrive(tl=tl, n=n, barriers=zs):
                 refs = tuple(self.bar_ref(z) for z in zs)
                 tx = 0
                 if tl == "tma_to_smem_async":
                     tx = sum(self.pending_tx.pop(z.name, 0) for z in zs)
-                return [K.GArrive(self.an.mapping(s), tl, n, refs, tx, sp)]
+                return [K.GArrive(mapping_of(self.an, s), tl, n, refs, tx, sp)]
             case A.Await(barrier=z, tl=tl, n=n):
-                return [K.GAwait(self.an.mapping(s), self.bar_ref(z), tl, n, sp)]
+                return [K.GAwait(mapping_of(self.an, s), self.bar_ref(z), tl, n, sp)]
             case A.InstrCall():
                 return [self.instr(s)]
         raise AssertionError(s)
@@ -281,7 +290,7 @@ class _Lowerer:
     def barrier_alloc(self, s: A.BarrierAlloc) -> list[K.GStmt]:
         name = _check_name(s.name, s.span)
         shape = tuple(self.const(c, s.span) for c in s.shape)
-        m = self.an.mapping(s)
+        m = mapping_of(self.an, s)
         bs = barrier_storage(name, shape, s.mem, m, s.span)
         self.bars[name] = bs
         if bs.kind != "mbarrier":
@@ -359,7 +368,7 @@ class _Lowerer:
             return K.BarRef(z.name, bs.kind, "0")
         if any(isinstance(c, A.WInterval) for c in coords):
             return K.BarRef(z.name, bs.kind, None if bs.cells > 1 else "0")
-        pts = [c.index for c in coords]
+        pts = [c.index for c in coords if isinstance(c, A.WPoint)]  # all of them
         return K.BarRef(z.name, bs.kind, c_int(self.flat(pts, bs.strides())))
 
     def instr(self, s: A.InstrCall) -> K.GInstr:
@@ -379,7 +388,7 @@ class _Lowerer:
             bytes_ = prod(e for e, _ in dst.dims) * 4
             self.pending_tx[s.barrier.name] = \
                 self.pending_tx.get(s.barrier.name, 0) + bytes_
-        return K.GInstr(self.an.mapping(s), s.instr, tuple(args), ref, s.span)
+        return K.GInstr(mapping_of(self.an, s), s.instr, tuple(args), ref, s.span)
 
 
 def _extent(lo: A.CExpr, hi: A.CExpr, env) -> int | None:
@@ -401,10 +410,10 @@ def _barrier_usage(dev: A.CudaDeviceFunction, an: Analysis):
     it (by the timeline of its Arrives)."""
     arrivals: dict[str, int] = {}
     commits: dict[str, str] = {}
-    for s in A.walk(dev.body):
+    for s in walk(dev.body):
         if not isinstance(s, A.Arrive):
             continue
-        m = an.mapping(s)
+        m = mapping_of(an, s)
         per_cta = m.length if m.ctas > 1 else min(m.length, m.launch.block_dim)
         for z in s.barriers:
             decl = an.decl(s, z.name)

@@ -9,7 +9,7 @@ stage (one g++ build / one NVRTC module).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -36,6 +36,7 @@ class Verdict:
 
     def describe(self) -> str:
         if self.kind == "disagree":
+            assert self.difference is not None  # a disagreement names its cell
             name, idx, e, a = self.difference
             return (f"disagree: {name}{list(idx)} is {a!r} on the backend (schedule "
                     f"{self.schedule}), the sequential reading says {e!r}")
@@ -66,6 +67,7 @@ def make_inputs(proc: A.Proc, defines: Mapping[str, int], seed: int = 0
     for p in proc.data_params:
         shape = tuple(int(eval_c(c, dict(defines))) for c in p.shape)
         dt = DTYPES[p.dtype]
+        vals: np.ndarray
         if np.issubdtype(dt, np.floating):
             vals = rng.uniform(-2.0, 2.0, size=shape)
         else:
@@ -101,6 +103,12 @@ class Case:
     source: str = ""
     file: str = "<input>"
 
+    def ready(self) -> tuple[CompiledProc, dict[str, np.ndarray]]:
+        """The compiled proc and the expected outputs of a case `prepare` set up
+        (every case without a verdict)."""
+        assert self.compiled is not None and self.expected is not None, self.verdict
+        return self.compiled, self.expected
+
 
 def prepare(case: Case, analysis=None) -> None:
     """Compile and compute the sequential reading; sets `verdict` on failure."""
@@ -124,20 +132,21 @@ def check_batch(cases: list[Case], backend: str = "cpu", seeds=(0, 1, 2),
     be = get_backend(backend)
     live = [(c, s) for c in cases if c.verdict is None for s in seeds]
     state = {(id(c), s): {k: v.copy() for k, v in c.inputs.items()} for c, s in live}
-    failed: dict[tuple, tuple] = {}
+    failed: dict[tuple[int, int], tuple[str, str]] = {}
     stage = 0
     while True:
-        todo = [(c, s) for c, s in live if stage < len(c.compiled.kernels)
+        todo = [(c, s) for c, s in live if stage < len(c.ready()[0].kernels)
                 and (id(c), s) not in failed]
         if not todo:
             break
         jobs = []
         for c, s in todo:
-            spec = c.compiled.specs()[stage]
+            compiled, _ = c.ready()
+            spec = compiled.specs()[stage]
             inputs = {p.name: (np.asarray(state[id(c), s][p.name]).reshape(-1)
                                if p.pointer else c.defines[p.name])
                       for p in spec.params}
-            if c.compiled.kernels[stage].grid == 0:
+            if compiled.kernels[stage].grid == 0:
                 continue
             jobs.append((c, s, Job(spec, inputs, s, timeout_s)))
         results = be.run([j for _, _, j in jobs]) if jobs else []
@@ -148,24 +157,29 @@ def check_batch(cases: list[Case], backend: str = "cpu", seeds=(0, 1, 2),
             for name, arr in r.outputs.items():
                 state[id(c), s][name] = arr.reshape(c.inputs[name].shape)
         stage += 1
+    verdicts: list[Verdict] = []
     for c in cases:
         if c.verdict is None:
             c.verdict = _verdict(c, seeds, state, failed)
-    return [c.verdict for c in cases]
+        verdicts.append(c.verdict)
+    return verdicts
 
 
-def _verdict(c: Case, seeds, state, failed) -> Verdict:
-    src = c.compiled.source
+def _verdict(c: Case, seeds: Sequence[int],
+             state: dict[tuple[int, int], dict[str, np.ndarray]],
+             failed: dict[tuple[int, int], tuple[str, str]]) -> Verdict:
+    compiled, expected = c.ready()
+    src = compiled.source
     for s in seeds:
         if (id(c), s) in failed:
             kind, msg = failed[id(c), s]
             if kind == "unsupported":
                 return Verdict("unsupported", msg, s, kernel_source=src)
             return Verdict("kernel-failed", f"{kind}: {msg}", s, kernel_source=src)
-        diff = first_difference(c.expected, state[id(c), s])
+        diff = first_difference(expected, state[id(c), s])
         if diff is not None:
             return Verdict("disagree", "", s, diff, src)
-    cells = sum(v.size for v in c.expected.values())
+    cells = sum(v.size for v in expected.values())
     return Verdict("agree", f"{len(seeds)} schedule(s), {cells} cells", None,
                    kernel_source=src)
 

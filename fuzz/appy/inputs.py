@@ -23,6 +23,7 @@ def make_inputs(spec: str, seed: int = 0):
             continue
         dtype, shape = m[1], tuple(int(x) for x in m[2].split(","))
         gen = m[3] or ""
+        data: np.ndarray
         if gen == "csr":  # row starts with two non-zeros per row
             data = np.arange(shape[0]) * 2
         elif gen.startswith("col"):

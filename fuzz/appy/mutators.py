@@ -12,6 +12,7 @@ counts mutants whose loops do; a one-iteration loop has no second worker to race
 from __future__ import annotations
 
 import dataclasses
+from typing import cast
 
 from gpusem.calculus.appy import ast as A
 from gpusem.fuzz.appy.strategies import AppyProgram
@@ -43,7 +44,8 @@ def collapse_store(s: A.Stmt):
                 body[-1], A.Assign) and isinstance(body[-1].target, A.Subscript) and len(
                 body[-1].target.indices) == 1 and not body[-1].atomic:
             st = body[-1]
-            tgt = dataclasses.replace(st.target, indices=(A.Const(0),))
+            tgt = dataclasses.replace(cast(A.Subscript, st.target),  # (the guard)
+                                      indices=(A.Const(0),))
             return dataclasses.replace(s, body=body[:-1] + (
                 dataclasses.replace(st, target=tgt, op=None),))
     return None

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from gpusem.fuzz.appy.target import AppyTarget, read_inputs
-from gpusem.fuzz.bundle import list_bundles, read_bundle
+from gpusem.fuzz.bundle import Bundle, list_bundles, read_bundle
 
 
 def minimise_bundle(target: AppyTarget, b) -> bool:
@@ -75,7 +75,7 @@ def build(bundles_dir: str, out_dir: str, sm90: bool = False,
           minimise: bool = False) -> list[dict]:
     out = Path(out_dir)
     (out / "bundles").mkdir(parents=True, exist_ok=True)
-    best: dict[str, object] = {}
+    best: dict[str, Bundle] = {}
     for b in list_bundles(bundles_dir):
         if b.target != "appy":
             continue

@@ -221,7 +221,7 @@ def grid2d(draw, ctx: _Ctx) -> list[A.Stmt]:
     x = ctx.new_array(("N",), "X")
     c = ctx.new_array(("M", "N"), "C")
     i, j = _n("i"), _n("j")
-    leaves = [A.Subscript(a, (i, j)), A.Subscript(x, (j,))]
+    leaves: list[A.Expr] = [A.Subscript(a, (i, j)), A.Subscript(x, (j,))]
     store = A.Assign(A.Subscript(c, (i, j)), draw(expr(ctx, leaves)))
     inner_d = draw(st.sampled_from((A.Simd(), A.ParallelFor(), A.ParallelFor(simd=True),
                                     None)))

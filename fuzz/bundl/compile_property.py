@@ -39,6 +39,7 @@ class Verdict:
         if self.kind == "agree":
             return f"agree: {self.message}"
         if self.kind == "disagree":
+            assert self.difference is not None  # a disagreement names its cell
             name, i, e, a = self.difference
             return (f"disagree: {name}[{i}] is {a!r} on the backend (schedule "
                     f"{self.schedule}), the interpreter says {e!r}")
@@ -74,7 +75,8 @@ def reference(prog: B.Program, max_steps: int = 2_000_000,
     from gpusem.interpreter.bundl.schedulers import run_program
 
     outcome = run_program(prog, schedule="rr", max_steps=max_steps)
-    outcome.racy = False
+    # `racy`: the oracle's mark on the interpreter's Outcome, which has no such field
+    outcome.racy = False  # type: ignore[attr-defined]
     if outcome.kind != "terminated":
         return outcome
     # Sampling schedules finds races, it cannot exclude them: only programs the z3
@@ -87,13 +89,13 @@ def reference(prog: B.Program, max_steps: int = 2_000_000,
 
         report = analyse(prog, timeout_ms=300, budget_s=1.5)  # undecided counts as racy
         if not report.race_free:
-            outcome.racy = True
+            outcome.racy = True  # type: ignore[attr-defined]  # (see above)
             outcome.message = f"not proven race-free: {report.describe()[:160]}"
             return outcome
     for schedule in SCHEDULES[1:]:
         other = run_program(prog, schedule=schedule, max_steps=max_steps)
         if other.kind != "terminated" or other.globals != outcome.globals:
-            outcome.racy = True
+            outcome.racy = True  # type: ignore[attr-defined]  # (see above)
             outcome.message = f"schedules rr and {schedule} disagree"
             return outcome
     return outcome

@@ -10,7 +10,7 @@ has no dynamic counterpart: types of values, the memory bound m, hiding).
 
 Conventions (paper -> Python): Γ -> `Site.env` (name -> `Bind`), π -> `Site.persp`,
 (B, T) -> `Site.shape`; a site is a statement addressed by `Site.path` (child indices
-through `ast.child_stmts`) inside `main` or a function body (`Site.owner`).
+through `walk.child_stmts`) inside `main` or a function body (`Site.owner`).
 Insertions put the new statement *before* the site's statement in the same scope
 (`seq(new, s)`), so it sees exactly the site's Γ and π.
 """
@@ -20,6 +20,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
+from typing import cast
 
 from gpusem.calculus.bundl import ast as A
 from gpusem.calculus.bundl.perspective import (
@@ -31,8 +32,12 @@ from gpusem.calculus.bundl.perspective import (
     destruct,
     leq,
 )
+from gpusem.calculus.bundl.walk import child_stmts
 
 INT = A.BaseType.INT
+# The statements with one child statement, their `body` (`walk.child_stmts`).
+Scoped = (A.Decl | A.Alloc | A.While | A.Group | A.Destruct | A.Partition | A.Claim
+          | A.Lower | A.AsyncPartition)
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,22 +132,25 @@ def _children(s, persp: Perspective, env: dict, shape):
             return [(body, persp, _hide(env, x, "T-Async-Partition") | {
                 y: Bind(persp, A.AsyncType(env[x].type))})]
         case _:
-            return [(c, persp, env) for c in A.child_stmts(s)]
+            return [(c, persp, env) for c in child_stmts(s)]
 
 
 # --------------------------------------------------------------------- rewriting
 
 
 def with_children(s: A.Stmt, kids: tuple[A.Stmt, ...]) -> A.Stmt:
-    """`s` with its child statements (ast.child_stmts order) replaced."""
+    """`s` with its child statements (walk.child_stmts order) replaced."""
     match s:
         case A.Seq():
             return A.seq(*kids)
-        case A.If() | A.Split():
-            names = ("then", "orelse") if isinstance(s, A.If) else ("left", "right")
-            return replace(s, **dict(zip(names, kids, strict=True)))
-        case _ if A.child_stmts(s):
-            return replace(s, body=kids[0])
+        case A.If():
+            then, orelse = kids
+            return replace(s, then=then, orelse=orelse)
+        case A.Split():
+            left, right = kids
+            return replace(s, left=left, right=right)
+        case _ if child_stmts(s):
+            return replace(cast(Scoped, s), body=kids[0])  # child_stmts(s) == (body,)
         case _:
             return s
 
@@ -151,7 +159,7 @@ def rewrite_at(prog: A.Program, site: Site, fn: Callable[[A.Stmt], A.Stmt]) -> A
     def go(s: A.Stmt, path: tuple[int, ...]) -> A.Stmt:
         if not path:
             return fn(s)
-        kids = list(A.child_stmts(s))
+        kids = list(child_stmts(s))
         kids[path[0]] = go(kids[path[0]], path[1:])
         return with_children(s, tuple(kids))
 
@@ -193,14 +201,16 @@ def _is_array(b: Bind) -> bool:
 
 
 def _literal(ty: A.BaseType) -> A.Expr:
-    return {A.BaseType.INT: A.IntLit(1), A.BaseType.FLOAT: A.FloatLit(1.0),
-            A.BaseType.BOOL: A.BoolLit(True)}[ty]
+    ones: dict[A.BaseType, A.Expr] = {A.BaseType.INT: A.IntLit(1),
+                                      A.BaseType.FLOAT: A.FloatLit(1.0),
+                                      A.BaseType.BOOL: A.BoolLit(True)}
+    return ones[ty]
 
 
 def _assigned(s: A.Stmt, name: str) -> bool:
     if isinstance(s, A.Assign) and s.name == name:
         return True
-    return any(_assigned(c, name) for c in A.child_stmts(s))
+    return any(_assigned(c, name) for c in child_stmts(s))
 
 
 def _nondivisor(n: int) -> int:
@@ -221,7 +231,8 @@ def t_decl(prog, site: Site) -> list:
     s = site.stmt
     if not isinstance(s, A.Decl) or site.persp == GRID1 or _assigned(s.body, s.name):
         return []
-    return [lambda p: rewrite_at(p, site, lambda d: replace(d, persp=GRID1))]
+    return [lambda p: rewrite_at(p, site, lambda d: replace(cast(A.Decl, d),
+                                                            persp=GRID1))]
 
 
 def t_assn(prog, site: Site) -> list:
@@ -272,8 +283,11 @@ def t_split(prog, site: Site) -> list:
     if not isinstance(s, A.Split) or isinstance(s.left, A.Skip) and isinstance(
             s.right, A.Skip):
         return []
-    return [lambda p: rewrite_at(p, site, lambda x: replace(
-        x, n1=site.persp.n, n2=max(x.n2, 1)))]
+
+    def left_takes_all(x: A.Stmt) -> A.Stmt:
+        split = cast(A.Split, x)  # the site's statement
+        return replace(split, n1=site.persp.n, n2=max(split.n2, 1))
+    return [lambda p: rewrite_at(p, site, left_takes_all)]
 
 
 def t_group(prog, site: Site) -> list:
@@ -282,7 +296,7 @@ def t_group(prog, site: Site) -> list:
     if not isinstance(s, A.Group) or isinstance(s.body, A.Skip):
         return []
     return [lambda p: rewrite_at(p, site, lambda g: replace(
-        g, q=_nondivisor(site.persp.n)))]
+        cast(A.Group, g), q=_nondivisor(site.persp.n)))]
 
 
 def t_destruct(prog, site: Site) -> list:
@@ -374,7 +388,8 @@ def t_if(prog, site: Site) -> list:
     """T-If: a condition that is not bool."""
     if not isinstance(site.stmt, A.If):
         return []
-    return [lambda p: rewrite_at(p, site, lambda s: replace(s, cond=A.IntLit(1)))]
+    return [lambda p: rewrite_at(p, site, lambda s: replace(cast(A.If, s),
+                                                            cond=A.IntLit(1)))]
 
 
 def t_partition_id(prog, site: Site) -> list:
@@ -414,7 +429,7 @@ MUTATORS: dict[str, tuple] = {
 
 def candidates(prog: A.Program, name: str) -> list[tuple[Site, Callable]]:
     finder = MUTATORS[name][0]
-    out = []
+    out: list[tuple[Site, Callable]] = []
     for site in sites(prog):
         out.extend((site, make) for make in finder(prog, site))
     return out

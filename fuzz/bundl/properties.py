@@ -21,6 +21,7 @@ import hashlib
 
 from gpusem.calculus.bundl import ast as A
 from gpusem.calculus.bundl.printer import print_program
+from gpusem.calculus.bundl.walk import statement_count
 from gpusem.calculus.errors import IllTyped
 from gpusem.fuzz.targets import CheckResult
 
@@ -35,7 +36,7 @@ def _seed(program: A.Program) -> int:
 
 def _size(program) -> int:
 
-    return A.statement_count(program)
+    return statement_count(program)
 
 
 def _finding(program, signature: str, kind: str, detail: str, trace: str,

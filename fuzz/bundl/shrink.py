@@ -1,7 +1,7 @@
 """AST-level reduction of a Bundl counterexample, after hypothesis's shrinking (issue 5).
 
 Hypothesis shrinks the generator's choices, but the kernel generator
-(`strategies.bundl_kernels`) builds templates whose parts hang together (a partition and
+(`strategies/kernels.py`) builds templates whose parts hang together (a partition and
 its group, a lower and its destruct, a staging array and its readers), so the shrunk
 choices still leave a whole skeleton. This reducer edits the program itself, with
 passes tried greedily, cheapest and largest first, to a fixpoint (delta debugging in
@@ -33,23 +33,31 @@ Races. The oracle compares only race-free programs: kernel-shaped ones are race-
 construction, the others must be proved so by the z3 analysis (slow, and it rejects
 uniform writes). A *race-safe* edit (deleting sync-free code, an if by an arm, a loop by
 its body, a simpler expression) moves no barrier and keeps each thread's accesses in
-its own data, so a kernel's race-safe descendants inherit its race-freedom (`trust`);
-any other edit is proved again by the analysis.
+its own data, so a kernel's race-safe descendants inherit its race-freedom (each
+candidate is a `Generated` whose `race_free_by_construction` is its parent's on a
+race-safe edit, False otherwise); any other edit is proved again by the analysis.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields
+from typing import Any
 
 from gpusem.calculus.bundl import ast as B
+from gpusem.calculus.bundl.walk import statement_count
 from gpusem.calculus.errors import GpusemError
+from gpusem.fuzz.bundl.generated import Generated
 from gpusem.fuzz.bundl.shrink_passes import (
     PASSES,
     size_key,
     typechecks,
 )
+from gpusem.fuzz.targets import CheckResult
+
+Check = Callable[[Generated], CheckResult]
+Prefetch = Callable[[list[Generated]], object]
 
 BATCH = 6  # candidates per backend build: one g++ run amortised, little wasted work
 
@@ -63,33 +71,33 @@ class ShrinkStats:
     seconds: float
     capped: bool     # stopped by the time / candidate cap, not at a fixpoint
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 # --------------------------------------------------------------------------- driver
 
 
-def shrink(program: B.Program, signature: str, check, prefetch=None,
-           budget_s: float = 60.0, max_tried: int = 400, trust=None):
-    """Greedy reduction to a fixpoint. `check(p)` -> CheckResult; `prefetch(ps)` warms
-    the oracle for a batch; `trust` = (is_trusted(p), remember(p)): race-freedom by
-    construction, inherited through race-safe edits. Returns (program, result or
-    None, ShrinkStats)."""
+def shrink(start: Generated, signature: str, check: Check,
+           prefetch: Prefetch | None = None, budget_s: float = 60.0,
+           max_tried: int = 400) -> tuple[Generated, CheckResult | None, ShrinkStats]:
+    """Greedy reduction to a fixpoint. `check(g)` -> CheckResult; `prefetch(gs)` warms
+    the oracle for a batch. A candidate is race-free by construction iff its parent is
+    and the edit is race-safe. Returns (program, result or None, ShrinkStats)."""
     t0 = time.monotonic()
-    seen = {program}
-    best, best_res, tried, kept, capped = program, None, 0, 0, False
-    before = B.statement_count(program)
+    seen = {start.program}
+    best, tried, kept, capped = start, 0, 0, False
+    best_res: CheckResult | None = None
+    before = statement_count(start.program)
     while True:
         step = None
-        trusted = trust is not None and trust[0](best)
-        for candidates, safe in _batches(best, seen):
+        for programs, safe in _batches(best.program, seen):
             if time.monotonic() - t0 > budget_s or tried >= max_tried:
                 capped = True
                 break
-            if safe and trusted:
-                for cand in candidates:
-                    trust[1](cand)
+            trusted = safe and best.race_free_by_construction
+            candidates = [Generated(p, race_free_by_construction=trusted)
+                          for p in programs]
             tried += len(candidates)
             step = _first_keeping(candidates, signature, check, prefetch)
             if step is not None:
@@ -98,12 +106,13 @@ def shrink(program: B.Program, signature: str, check, prefetch=None,
             break
         best, best_res = step
         kept += 1
-    stats = ShrinkStats(before, B.statement_count(best), tried, kept,
+    stats = ShrinkStats(before, statement_count(best.program), tried, kept,
                         round(time.monotonic() - t0, 2), capped)
     return best, best_res, stats
 
 
-def _batches(p: B.Program, seen: set) -> Iterator[tuple[list[B.Program], bool]]:
+def _batches(p: B.Program,
+             seen: set[B.Program]) -> Iterator[tuple[list[B.Program], bool]]:
     """Candidates of every pass in order, filtered (new, strictly smaller, well typed),
     cut into batches that never mix passes (a cheap pass's hit ends the round)."""
     key = size_key(p)
@@ -123,7 +132,8 @@ def _batches(p: B.Program, seen: set) -> Iterator[tuple[list[B.Program], bool]]:
             yield batch, safe
 
 
-def _first_keeping(cands, signature, check, prefetch):
+def _first_keeping(cands: list[Generated], signature: str, check: Check,
+                   prefetch: Prefetch | None) -> tuple[Generated, CheckResult] | None:
     if prefetch is not None and len(cands) > 1:
         try:
             prefetch(cands)

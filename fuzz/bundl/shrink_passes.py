@@ -7,9 +7,19 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import fields, replace
 from functools import partial
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from gpusem.calculus.bundl import ast as B
+from gpusem.calculus.bundl.walk import child_stmts, statement_count
 from gpusem.calculus.errors import GpusemError
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+N = TypeVar("N", bound="DataclassInstance")
+# The statements with one child statement, their `body` (`walk.child_stmts`).
+Scoped = (B.Decl | B.Alloc | B.While | B.Group | B.Destruct | B.Partition | B.Claim
+          | B.Lower | B.AsyncPartition)
 
 
 def typechecks(p: B.Program) -> bool:
@@ -49,10 +59,15 @@ def _weight(x) -> int:
 
 
 def size_key(p: B.Program) -> tuple[int, int]:
-    return (B.statement_count(p), _weight(p))
+    return (statement_count(p), _weight(p))
 
 
 # --------------------------------------------------------------------------- rewrite
+
+
+def with_field(node: N, name: str, value: object) -> N:
+    """`node` with its field `name` (chosen at run time) set to `value`."""
+    return replace(node, **{name: value})
 
 
 def _with_children(s: B.Stmt, kids: tuple[B.Stmt, ...]) -> B.Stmt:
@@ -63,13 +78,13 @@ def _with_children(s: B.Stmt, kids: tuple[B.Stmt, ...]) -> B.Stmt:
             return replace(s, then=kids[0], orelse=kids[1])
         case B.Split():
             return replace(s, left=kids[0], right=kids[1])
-    return replace(s, body=kids[0])
+    return replace(cast(Scoped, s), body=kids[0])  # child_stmts(s) == (body,)
 
 
 def _everywhere(s: B.Stmt, local: Callable[[B.Stmt], Iterator[B.Stmt]]) -> Iterator[B.Stmt]:
     """Every one-step variant of `s`: `local` applied at one position, outermost first."""
     yield from local(s)
-    kids = B.child_stmts(s)
+    kids = child_stmts(s)
     for k, kid in enumerate(kids):
         for v in _everywhere(kid, local):
             yield _with_children(s, kids[:k] + (v,) + kids[k + 1:])
@@ -97,7 +112,7 @@ def drop_functions(p: B.Program) -> Iterator[B.Program]:
 
 
 def _map_stmts(s: B.Stmt, fn) -> B.Stmt:
-    kids = B.child_stmts(s)
+    kids = child_stmts(s)
     if kids:
         s = _with_children(s, tuple(_map_stmts(k, fn) for k in kids))
     return fn(s)
@@ -154,7 +169,7 @@ SYNCING = (B.Partition, B.Claim, B.Lower, B.AsyncPartition, B.Destruct, B.Group,
 
 
 def _sync_free(s: B.Stmt) -> bool:
-    return not isinstance(s, SYNCING) and all(_sync_free(c) for c in B.child_stmts(s))
+    return not isinstance(s, SYNCING) and all(_sync_free(c) for c in child_stmts(s))
 
 
 def _hoist_control(s: B.Stmt) -> Iterator[B.Stmt]:
@@ -185,7 +200,7 @@ def inline(s: B.Stmt) -> Iterator[B.Stmt]:
 def _assigns(s, name: str) -> bool:
     if isinstance(s, B.Assign) and s.name == name:
         return True
-    return any(_assigns(c, name) for c in B.child_stmts(s))
+    return any(_assigns(c, name) for c in child_stmts(s))
 
 
 def substitute(s, name: str, e: B.Expr):
@@ -251,7 +266,7 @@ def _scale(s: B.Stmt, q: int) -> B.Stmt:
             return replace(s, at=n * q, body=_scale(b, q))
         case B.Split(n1=a, n2=b, left=x, right=y):
             return replace(s, n1=a * q, n2=b * q, left=_scale(x, q), right=_scale(y, q))
-    kids = B.child_stmts(s)
+    kids = child_stmts(s)
     return _with_children(s, tuple(_scale(k, q) for k in kids)) if kids else s
 
 
@@ -267,7 +282,7 @@ def _simplify_exprs(s: B.Stmt) -> Iterator[B.Stmt]:
     for name in _EXPR_FIELDS.get(type(s), ()):
         e = getattr(s, name)
         for v in expr_variants(e):
-            yield replace(s, **{name: v})
+            yield with_field(s, name, v)
     if isinstance(s, B.Call):
         for k, e in enumerate(s.args):
             for v in expr_variants(e):
@@ -317,7 +332,7 @@ def _generic_variants(e: B.Expr) -> Iterator[B.Expr]:
     yield from _constants(e)
     for name in subs:
         for v in expr_variants(getattr(e, name)):
-            yield replace(e, **{name: v})
+            yield with_field(e, name, v)
 
 
 def _constants(e: B.Expr) -> Iterator[B.Expr]:
@@ -329,6 +344,17 @@ def _constants(e: B.Expr) -> Iterator[B.Expr]:
     yield B.FloatLit(1.0)
 
 
+def _zero(x: B.IntLit | B.FloatLit | B.BoolLit) -> B.IntLit | B.FloatLit | B.BoolLit:
+    """The literal 0 of `x`'s type (False for a bool)."""
+    match x:
+        case B.IntLit():
+            return B.IntLit(0)
+        case B.FloatLit():
+            return B.FloatLit(0.0)
+        case B.BoolLit():
+            return B.BoolLit(False)
+
+
 def drop_globals(p: B.Program) -> Iterator[B.Program]:
     for g in p.globals:
         yield replace(p, globals=tuple(h for h in p.globals if h is not g))
@@ -338,7 +364,7 @@ def shrink_globals(p: B.Program) -> Iterator[B.Program]:
     """Initialised inputs: every value set to 0 (fewer digits to read), one at a time."""
     for j, g in enumerate(p.globals):
         if isinstance(g.init, tuple) and any(x.value for x in g.init):
-            zero = tuple(type(x)(type(x.value)(0)) for x in g.init)
+            zero = tuple(_zero(x) for x in g.init)
             yield replace(p, globals=p.globals[:j] + (replace(g, init=zero),)
                           + p.globals[j + 1:])
 

@@ -1,5 +1,5 @@
 """The Bundl target of `gpusem fuzz`: the oracle properties of DESIGN.md over
-generated well-typed programs (`fuzz.strategies.bundl`).
+generated well-typed programs (`fuzz/bundl/strategies/`).
 
 Properties:
   compile     compiled CUDA (cpu harness or a GPU) ends in the interpreter's memory
@@ -9,24 +9,38 @@ Properties:
 
 A finding's signature is the property, the verdict kind and its class (the backend
 result kind, the exception type, or the rule), so one bug class yields one bundle.
+
+The compiler properties draw `Generated` programs (`fuzz/bundl/generated.py`): whether
+a program is race-free by construction (kernel-shaped) or must be proved so by the z3
+analysis before it is compared is part of the drawn value, not remembered elsewhere.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from gpusem.calculus.bundl import ast as B
 from gpusem.calculus.bundl.parser import parse_program
 from gpusem.calculus.bundl.printer import print_program
+from gpusem.calculus.bundl.walk import statement_count
 from gpusem.fuzz.bundl.compile_property import (
     HARNESS_SEEDS,
     Verdict,
     check_program,
     reference,
 )
+from gpusem.fuzz.bundl.generated import Generated, as_generated
 from gpusem.fuzz.environment import device_name, tool_versions
 from gpusem.fuzz.targets import CheckResult, Target, checked
+
+if TYPE_CHECKING:
+    from gpusem.interpreter.bundl.machine import Outcome
+    from hypothesis.strategies import SearchStrategy
+
+BundlProgram = B.Program | Generated  # a plain program is not race-free by construction
 
 PROPERTIES = ("compile", "motion", "soundness", "printparse", "teeth", "determinism",
               "bigsmall", "soundness-paper")
@@ -48,28 +62,33 @@ class BundlTarget(Target):
     def __init__(self, backend: str = "cpu", max_blocks: int = 2, max_threads: int = 8):
         self.backend = backend
         self.max_blocks, self.max_threads = max_blocks, max_threads
-        self._cache: dict = {}
+        self._cache: dict[tuple[str, Generated], Verdict] = {}
         self.shrink_budget_s, self.shrink_max_tried = SHRINK_BUDGET_S, 400
-        self.shrink_stats: dict[str, dict] = {}  # signature -> ShrinkStats, for meta
+        # signature -> ShrinkStats.as_dict(), for the bundle's meta
+        self.shrink_stats: dict[str, dict[str, Any]] = {}
 
     def close(self) -> None:
         self._cache.clear()
 
-    def strategy(self, prop: str):
-        """Compiler properties mix kernel-shaped programs (race-free, observable) with
-        the general well-typed generator (every statement form)."""
-        from gpusem.fuzz.bundl.strategies.kernels import kernels
-        from gpusem.fuzz.bundl.strategies.programs import programs
+    def strategy(self, prop: str) -> SearchStrategy[BundlProgram]:
+        """Compiler properties mix kernel-shaped programs (race-free by construction,
+        observable) with the general well-typed generator (every statement form), each
+        drawn as a `Generated` that says which it is; the other properties draw plain
+        programs of the general generator."""
+        from gpusem.fuzz.bundl.strategies.kernels import generated_kernels
+        from gpusem.fuzz.bundl.strategies.programs import generated_programs, programs
         from hypothesis import strategies as st
 
-        general = programs(max_blocks=self.max_blocks, max_threads=self.max_threads)
+        machine = {"max_blocks": self.max_blocks, "max_threads": self.max_threads}
         if prop in ("compile", "motion"):
-            return st.one_of(kernels(max_blocks=4, max_threads=128), general)
+            return st.one_of(generated_kernels(max_blocks=4, max_threads=128),
+                             generated_programs(**machine))
         if prop == "determinism":  # small machines: exhaustive exploration stays cheap
-            return st.one_of(kernels(max_blocks=2, max_threads=8), general)
-        return general
+            return st.one_of(generated_kernels(max_blocks=2, max_threads=8),
+                             generated_programs(**machine))
+        return programs(**machine)
 
-    def prefetch(self, programs: list, prop: str) -> bool:
+    def prefetch(self, programs: Sequence[BundlProgram], prop: str) -> bool:
         """Batch-check a round's programs (one backend build for all of them); True
         when their verdicts are cached (the campaign then counts them directly)."""
         from gpusem.fuzz.bundl.compile_property import check_batch
@@ -77,61 +96,67 @@ class BundlTarget(Target):
         if prop not in ("compile", "motion"):
             return False
         self._cache.clear()
-        todo = list(dict.fromkeys(programs))
-        outcomes = [_reference(p) for p in todo]
-        verdicts = check_batch(todo, self.backend, HARNESS_SEEDS, prop == "compile", outcomes)
-        for program, verdict in zip(todo, verdicts, strict=True):
-            self._cache[(prop, program)] = verdict
+        todo = list(dict.fromkeys(as_generated(p) for p in programs))
+        outcomes = [_reference(g) for g in todo]
+        verdicts = check_batch([g.program for g in todo], self.backend, HARNESS_SEEDS,
+                               prop == "compile", outcomes)
+        for generated, verdict in zip(todo, verdicts, strict=True):
+            self._cache[(prop, generated)] = verdict
         return True
 
-    def minimise(self, program: B.Program, res: CheckResult,
+    def minimise(self, program: BundlProgram, res: CheckResult,
                  prop: str = "compile") -> CheckResult:
-        """AST-level reduction after hypothesis's (`fuzz.bundl_shrink`): the kernel
+        """AST-level reduction after hypothesis's (`fuzz/bundl/shrink.py`): the kernel
         templates' parts hang together, which choice shrinking cannot undo. Capped by
         `shrink_budget_s` (env GPUSEM_SHRINK_S) and `shrink_max_tried` candidates."""
         from gpusem.fuzz.bundl.shrink import shrink
-        from gpusem.fuzz.bundl.strategies import kernels as bundl_kernels
 
         if res.status != "finding":
             return res
         budget = shrink_budget_s(self.shrink_budget_s)
         _, small_res, stats = shrink(
-            program, res.signature, lambda p: checked(self, p, prop),  # internal: too
-            lambda ps: self.prefetch(ps, prop), budget, self.shrink_max_tried,
-            (bundl_kernels.race_free_by_construction, bundl_kernels._remember))
+            as_generated(program), res.signature,
+            lambda g: checked(self, g, prop),  # internal: too
+            lambda gs: self.prefetch(gs, prop), budget, self.shrink_max_tried)
         self.shrink_stats[res.signature] = stats.as_dict()
         return small_res if small_res is not None else res
 
-    def size(self, program: B.Program) -> int:
-        return B.statement_count(program)
+    def size(self, program: BundlProgram) -> int:
+        return statement_count(as_generated(program).program)
 
-    def check(self, program: B.Program, prop: str = "compile") -> CheckResult:
+    def check(self, program: BundlProgram, prop: str = "compile") -> CheckResult:
+        """The verdict of `prop` on a program: a `Generated` one (the compiler
+        properties' strategy) or a plain one (not race-free by construction)."""
+        generated = as_generated(program)
         match prop:
             case "compile" | "motion":
-                return self._compile(program, sync_motion=prop == "compile")
+                return self._compile(generated, sync_motion=prop == "compile")
             case "soundness":
-                return self._soundness(program)
+                return self._soundness(generated.program)
             case "printparse":
-                return self._printparse(program)
+                return self._printparse(generated.program)
             case "teeth" | "determinism" | "bigsmall" | "soundness-paper":
                 from gpusem.fuzz.bundl import properties as bundl_properties
 
-                return getattr(bundl_properties, prop.replace("-", "_"))(program)
+                verdict: CheckResult = getattr(bundl_properties, prop.replace("-", "_"))(
+                    generated.program)
+                return verdict
         raise AssertionError(prop)
 
     # ------------------------------------------------------------------ properties
 
-    def _compile(self, program: B.Program, sync_motion: bool) -> CheckResult:
+    def _compile(self, generated: Generated, sync_motion: bool) -> CheckResult:
         prop = "compile" if sync_motion else "motion"
-        verdict = self._cache.get((prop, program))
+        verdict = self._cache.get((prop, generated))
         if verdict is None:
-            verdict = check_program(program, self.backend, HARNESS_SEEDS, sync_motion,
-                                    outcome=_reference(program))
+            verdict = check_program(generated.program, self.backend, HARNESS_SEEDS,
+                                    sync_motion, outcome=_reference(generated))
         if verdict.kind in ("racy", "not-compared", "unsupported"):
             return CheckResult("invalid", kind=verdict.kind, detail=verdict.message)
         if verdict.agree:
             return CheckResult("pass")
-        return self._finding(program, verdict, "compile" if sync_motion else "motion")
+        return self._finding(generated.program, verdict,
+                             "compile" if sync_motion else "motion")
 
     def _finding(self, program: B.Program, v: Verdict, prop: str) -> CheckResult:
         klass = v.message.split(":", 1)[0] if v.message else v.kind
@@ -186,21 +211,22 @@ class BundlTarget(Target):
             meta["minimised"] = self.shrink_stats[result.signature]
         return meta
 
-    def replay(self, files: dict[str, str], meta: dict) -> CheckResult:
+    def replay(self, files: dict[str, str], meta: dict[str, Any]) -> CheckResult:
         """Re-run the bundle's property; a finding made with a seeded fault is replayed
-        with that fault on again (the bundle records it), unless one is already set."""
+        with that fault on again (the bundle records it), unless one is already set. A
+        bundle's program is not race-free by construction: the oracle proves it."""
         program = parse_program(files["program.bundl"], "program.bundl")
         if meta.get("fault") and not os.environ.get("GPUSEM_FAULT"):
             os.environ["GPUSEM_FAULT"] = meta["fault"]
-        return self.check(program, meta["property"])
+        return self.check(Generated(program, race_free_by_construction=False),
+                          meta["property"])
 
 
-def _reference(program: B.Program):
+def _reference(generated: Generated) -> Outcome:
     """The interpreter's outcome; kernel-shaped programs are race-free by construction,
     the others must be proved race-free by the z3 analysis before they are compared."""
-    from gpusem.fuzz.bundl.strategies.kernels import race_free_by_construction
-
-    return reference(program, prove_race_free=not race_free_by_construction(program))
+    return reference(generated.program,
+                     prove_race_free=not generated.race_free_by_construction)
 
 
 def _inputs_json(program: B.Program) -> str:

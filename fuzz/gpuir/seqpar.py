@@ -79,8 +79,7 @@ def _sync_verdict(proc, defines) -> tuple[str, str, object]:
     v = result.verdict
     if v.accepted:
         return "accepted", "", None
-    return "rejected", str(v.violation.message if hasattr(v.violation, "message")
-                           else v.violation), None
+    return "rejected", str(getattr(v.violation, "message", v.violation)), None
 
 
 def check_sources(items: list[tuple[str, str, dict]], backend: str = "cpu",

@@ -39,7 +39,8 @@ class GpuirTarget(Target):
         from gpusem.fuzz.gpuir.seqpar import check_sources
 
         todo = list(dict.fromkeys(kernels))
-        items = [(f"k{i}.gpuir", k.source(), {}) for i, k in enumerate(todo)]
+        items: list[tuple[str, str, dict]] = [(f"k{i}.gpuir", k.source(), {})
+                                              for i, k in enumerate(todo)]
         for kernel, outcome in zip(todo, check_sources(items, self.backend), strict=True):
             self._cache[kernel] = outcome
         return True

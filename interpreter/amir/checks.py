@@ -75,6 +75,10 @@ def lacking(r: Rec, vl: int, qm: int, exec_: Threads) -> Threads:
     return (task, mask & ~cov) if mask & ~cov else exec_
 
 
+# Threads as a report shows them: (task, thread) pairs, "all" (𝔾), or () (none).
+ShownThreads = list[tuple[int, int]] | str | tuple[()]
+
+
 @dataclass(frozen=True, slots=True)
 class Violation:
     """The first failing check: the rejection report of `gpusem synccheck`."""
@@ -84,8 +88,8 @@ class Violation:
     index: tuple[int, ...]
     timelines: tuple[str, ...]        # the required timelines (paper names)
     required: str | None              # the required visibility level
-    threads: object                   # (task, thread) pairs of the checking side
-    other_threads: object             # (task, thread) pairs of the earlier access
+    threads: ShownThreads             # (task, thread) pairs of the checking side
+    other_threads: ShownThreads       # (task, thread) pairs of the earlier access
     span: Span                        # GPU IR line of the checking (second) access
     other_span: Span                  # GPU IR line of the recorded (first) access
     other_timeline: str | None        # the timeline of the earlier access

@@ -14,7 +14,7 @@ writes the inclusive set of an already-decremented bound).
 
 from __future__ import annotations
 
-from typing import Callable, assert_never
+from typing import Any, Callable, Protocol, assert_never
 
 from gpusem.calculus.amir import ast as A
 from gpusem.calculus.errors import BadInput
@@ -35,6 +35,26 @@ def _mod(a: int, b: int) -> int:
     if a >= 0 and b > 0:
         return a % b
     return a - b * _div(a, b)
+
+
+Env = dict[str, int]                       # σ: control variable -> value
+CFn = Callable[[Env], int]                 # a compiled control expression
+BFn = Callable[[Env], bool]                # a compiled boolean expression
+ThreadsFn = Callable[[Env], int | None]    # f_{s#}: thread mask, None for 𝔾
+Shape = tuple[int, ...]
+Index = tuple[int | slice, ...]            # a NumPy index of a window: ints, slices
+Box = tuple[tuple[int, int], ...]          # a window's key: (lo, hi) per dimension
+
+
+class Window(Protocol):
+    """A compiled window W_{e#} (see `compile_window`)."""
+
+    points: bool                           # every coordinate a point
+    ndim: int
+    raw: Callable[[Env, Shape], Index]     # the index, unchecked
+
+    def __call__(self, e: Env, s: Shape, /) -> tuple[int, ...] | tuple[Index, Box] \
+            | None: ...
 
 
 _GLOBALS = {"_div": _div, "_mod": _mod, "__builtins__": {}}
@@ -77,19 +97,21 @@ def b_source(b: G.BExpr, bound: frozenset[str], span: Span = NO_SPAN) -> str:
             assert_never(b)
 
 
-def _compile(src: str) -> Callable:
-    return eval(f"lambda e: {src}", _GLOBALS)  # noqa: S307 - generated from an AST
+def _compile(src: str) -> Callable[[Env], Any]:
+    # generated from an AST
+    fn: Callable[[Env], Any] = eval(f"lambda e: {src}", _GLOBALS)  # noqa: S307
+    return fn
 
 
-def compile_c(c: G.CExpr, bound: frozenset[str], span: Span = NO_SPAN) -> Callable:
+def compile_c(c: G.CExpr, bound: frozenset[str], span: Span = NO_SPAN) -> CFn:
     return _compile(c_source(c, bound, span))
 
 
-def compile_b(b: G.BExpr, bound: frozenset[str], span: Span = NO_SPAN) -> Callable:
+def compile_b(b: G.BExpr, bound: frozenset[str], span: Span = NO_SPAN) -> BFn:
     return _compile(b_source(b, bound, span))
 
 
-def compile_window(acc: A.Access, bound: frozenset[str], span: Span) -> Callable:
+def compile_window(acc: A.Access, bound: frozenset[str], span: Span) -> Window:
     """E#-Acc with W-Point / W-Range / W-Tuple: a function (env, shape) -> a tuple of
     ints (every coordinate a point: `.points`) or, for a box, the pair (index of ints
     and slices, key: a (lo, hi) pair per dimension); None when the window leaves
@@ -118,19 +140,19 @@ def compile_window(acc: A.Access, bound: frozenset[str], span: Span) -> Callable
     src = (f"lambda e, s: ({out} if ({test}) else None) "
            f"if ((_t := {tup}) or True) else 0")
     env = {**_GLOBALS, "slice": slice}
-    fn = eval(src, env)  # noqa: S307 - generated from an AST
-    fn.raw = eval(f"lambda e, s: {tup}", env)  # type: ignore[attr-defined]  # noqa: S307
-    fn.points = points  # type: ignore[attr-defined]
-    fn.ndim = len(acc.coords)  # type: ignore[attr-defined]
+    fn: Window = eval(src, env)  # noqa: S307 - generated from an AST
+    fn.raw = eval(f"lambda e, s: {tup}", env)  # noqa: S307
+    fn.points = points
+    fn.ndim = len(acc.coords)
     return fn
 
 
-def box_key(idx: tuple) -> tuple:
+def box_key(idx: Index) -> Box:
     """The (lo, hi) per dimension of an index of ints and slices."""
     return tuple((i, i + 1) if isinstance(i, int) else (i.start, i.stop) for i in idx)
 
 
-def compile_threads(th: A.ThreadMap, bound: frozenset[str], span: Span) -> Callable:
+def compile_threads(th: A.ThreadMap, bound: frozenset[str], span: Span) -> ThreadsFn:
     """f_{s#}: a function env -> mask of natural thread indices, or None for 𝔾
     (a CPU-scoped statement, Definition 5.2)."""
     if th.cpu:
@@ -139,7 +161,7 @@ def compile_threads(th: A.ThreadMap, bound: frozenset[str], span: Span) -> Calla
     if len(th.dims) == 1 and th.dims[0].stride == 1:
         start, width = starts[0], (1 << th.dims[0].count) - 1
 
-        def one(e):
+        def one(e: Env) -> int:
             s = start(e)
             if s < 0:
                 raise BadInput(f"thread mapping: negative thread index {s} at {span}")
@@ -147,7 +169,7 @@ def compile_threads(th: A.ThreadMap, bound: frozenset[str], span: Span) -> Calla
         return one
     dims = [(f, r.count, r.stride) for f, r in zip(starts, th.dims)]
 
-    def box(e):
+    def box(e: Env) -> int:
         idx = {0}
         for f, n, stride in dims:
             s = f(e)

@@ -30,11 +30,19 @@ from __future__ import annotations
 import pickle
 import time
 from dataclasses import dataclass
+from typing import Callable, Mapping, cast
 
 from gpusem.calculus.amir import ast as A
-from gpusem.calculus.errors import BadInput, BudgetExhausted, Trap
+from gpusem.calculus.errors import BadInput, BudgetExhausted, GpusemError, Trap
 from gpusem.interpreter.amir.checks import Violation
-from gpusem.interpreter.amir.ctrl import compile_b, compile_c, compile_threads
+from gpusem.interpreter.amir.ctrl import (
+    BFn,
+    CFn,
+    ThreadsFn,
+    compile_b,
+    compile_c,
+    compile_threads,
+)
 from gpusem.interpreter.amir.debug_rho import Rho
 from gpusem.interpreter.amir.debug_show import Event, describe_event, threads_text
 from gpusem.interpreter.amir.machine import DEFAULT_MAX_STEPS, Machine
@@ -47,6 +55,12 @@ _NOT_STATE = ("prog", "body")  # shared, immutable (the AST) or unused (closures
 CHECKS = ("CheckReads", "CheckMutates", "CheckBarrier")
 STATEMENTS = ("Alloc", "Free", "IncTaskID", "RecordRead", "RecordMutate", "ClearReads",
               "ClearMutates", "Fence", "Arrive", "Await")
+
+# The statements with a thread mapping, and what `_compiled` makes of a statement.
+Threaded = (A.RecordRead | A.RecordMutate | A.Fence | A.Arrive | A.Await | A.CheckReads
+            | A.CheckMutates)
+Ctrl = tuple[CFn, CFn] | BFn | ThreadsFn
+Pending = tuple[A.AStmt, frozenset[str]]     # the next statement and its bound names
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +93,9 @@ class _Frame:
 
     __slots__ = ("body", "i", "bound", "var", "y", "hi", "saved")
 
-    def __init__(self, body, bound, var=None, y=0, hi=0, saved=None):
+    def __init__(self, body: tuple[A.AStmt, ...], bound: frozenset[str],
+                 var: str | None = None, y: int = 0, hi: int = 0,
+                 saved: int | None = None):
         self.body, self.i, self.bound = body, 0, bound
         self.var, self.y, self.hi, self.saved = var, y, hi, saved
 
@@ -89,27 +105,34 @@ class _Frame:
         return f
 
 
+# A snapshot: the pickled machine state, frames, pending, steps, status, violation,
+# error (see `_keep_snapshot`).
+Snapshot = tuple[bytes, list[_Frame], Pending | None, int, str, Violation | None,
+                 GpusemError | None]
+
+
 class Session:
-    def __init__(self, prog: A.AProc, defines, *, max_steps: int = DEFAULT_MAX_STEPS):
+    def __init__(self, prog: A.AProc, defines: Mapping[str, int], *,
+                 max_steps: int = DEFAULT_MAX_STEPS):
         self.prog, self.max_steps = prog, max_steps
         self.machine = Machine(prog, defines, max_steps=max_steps)
         self.frames = [_Frame(prog.body, frozenset(prog.params))]
         self.steps = 0
         self.status = "running"  # running | accepted | rejected | error
         self.violation: Violation | None = None
-        self.error: Exception | None = None
+        self.error: GpusemError | None = None
         self.breakpoints: list[Breakpoint] = []
-        self.trace_sink = None  # callable(str) for --trace
+        self.trace_sink: Callable[[str], object] | None = None  # for --trace
         self.last: Event | None = None
-        self._leaf: dict[int, object] = {}
-        self._ctrl: dict[int, object] = {}
+        self._leaf: dict[int, Callable[[], Violation | None]] = {}
+        self._ctrl: dict[int, Ctrl] = {}
         self.rho = Rho(self)  # ρ for people: `records`, a step's changes
-        self.pending = None
+        self.pending: Pending | None = None
         self._advance()
         if self.pending is None:            # nothing to run (say, a zero-trip loop)
             self.status = "accepted"
         self._snap_cost, self._since = 0.0, time.perf_counter()
-        self.snapshots: dict[int, tuple] = {}
+        self.snapshots: dict[int, Snapshot] = {}
         self._keep_snapshot()
 
     # ------------------------------------------------------------------ stepping
@@ -117,6 +140,7 @@ class Session:
     def step_once(self, detail: bool = False) -> Event | Stop:
         if self.status != "running":
             return Stop(self.finished())
+        assert self.pending is not None                  # running: a next statement
         s, bound = self.pending
         m = self.machine
         loops, task = self.loops(), m.task
@@ -167,13 +191,16 @@ class Session:
                 return (f"accepted: the program ended after {self.steps} AMIR "
                         f"statements and every check passed")
             case "rejected":
+                assert self.violation is not None
                 return f"rejected: {self.violation.check} failed at step {self.steps}"
             case "error":
+                assert self.error is not None
                 return f"the machine stopped: {self.error.one_line()}"
         return ""
 
     def run(self, count: int | None, *, use_breaks: bool = True, show: int = 1,
-            interrupted=lambda: False) -> tuple[list[Event], Stop]:
+            interrupted: Callable[[], bool] = lambda: False
+            ) -> tuple[list[Event], Stop]:
         """Up to `count` steps (None: until the end, a failing check or a breakpoint).
         The ρ changes are computed for the last `show` steps of a counted run and for
         a step that hits a breakpoint; only those events are returned, plus the last."""
@@ -184,6 +211,7 @@ class Session:
                 return shown, Stop("interrupted")
             if self.status != "running":
                 return shown, Stop(self.finished())
+            assert self.pending is not None              # running: a next statement
             hit = self._hit(self.pending[0]) if use_breaks else None
             detail = hit is not None or (count is not None and count - taken <= show)
             out = self.step_once(detail)
@@ -196,13 +224,14 @@ class Session:
                 return shown, Stop(f"breakpoint: {hit.describe()}", hit)
         return shown, Stop(self.finished() if self.status != "running" else "")
 
-    def next_line(self, keep: int = 20,
-                  interrupted=lambda: False) -> tuple[list[Event], Stop]:
+    def next_line(self, keep: int = 20, interrupted: Callable[[], bool] = lambda: False
+                  ) -> tuple[list[Event], Stop]:
         """gdb's `next` at GPU IR granularity: execute statements until the next one
         comes from another GPU IR line (a loop over this line runs to its end). The
         last `keep` events are returned, with their ρ changes."""
         if self.status != "running":
             return [], Stop(self.finished())
+        assert self.pending is not None                  # running: a next statement
         line = self.pending[0].origin.line
         shown: list[Event] = []
         while True:
@@ -216,6 +245,7 @@ class Session:
                 del shown[:-keep]
             if self.status != "running":
                 return shown[-keep:], Stop(self.finished())
+            assert self.pending is not None              # running: a next statement
             if self.pending[0].origin.line != line:
                 return shown[-keep:], Stop()
 
@@ -238,7 +268,7 @@ class Session:
                 f.i += 1
                 match s:
                     case A.Loop():
-                        lo, hi = self._compiled(s, f.bound)
+                        lo, hi = cast(tuple[CFn, CFn], self._compiled(s, f.bound))
                         m, n = lo(env), hi(env)
                         if m < n:                                    # LoopStep
                             frames.append(_Frame(s.body, f.bound | {s.var}, s.var, m,
@@ -246,7 +276,7 @@ class Session:
                             env[s.var] = m
                         # LoopDone: nothing to run
                     case A.Guard():
-                        if self._compiled(s, f.bound)(env):       # If-True
+                        if cast(BFn, self._compiled(s, f.bound))(env):  # If-True
                             frames.append(_Frame(s.body, f.bound))
                         # If-False: no effect
                     case _:
@@ -266,7 +296,7 @@ class Session:
                     env[f.var] = f.saved
         self.pending = None
 
-    def _compiled(self, s, bound):
+    def _compiled(self, s: A.Loop | A.Guard | Threaded, bound: frozenset[str]) -> Ctrl:
         fn = self._ctrl.get(id(s))
         if fn is None:
             if isinstance(s, A.Loop):
@@ -279,10 +309,11 @@ class Session:
             self._ctrl[id(s)] = fn
         return fn
 
-    def _threads(self, s, bound) -> Threads | None:
+    def _threads(self, s: A.AStmt, bound: frozenset[str]) -> Threads | None:
         if not hasattr(s, "threads"):
             return None
-        mask = self._compiled(s, bound)(self.machine.env)
+        compiled = self._compiled(cast(Threaded, s), bound)
+        mask = cast(ThreadsFn, compiled)(self.machine.env)
         return ALL if mask is None else (self.machine.task, mask)
 
     def records(self, name: str) -> list[str]:
@@ -315,7 +346,7 @@ class Session:
         self._since = time.perf_counter()
         self._snap_cost = self._since - start
 
-    def _restore(self, snap: tuple) -> None:
+    def _restore(self, snap: Snapshot) -> None:
         blob, frames, self.pending, self.steps, self.status, self.violation, \
             self.error = snap
         old = self.machine

@@ -14,6 +14,8 @@ Conventions: as in interpreter/amir/records.py and amir_store.py (ρ(x, n).r / .
 
 from __future__ import annotations
 
+from typing import Iterator, Protocol, cast
+
 import numpy as np
 from gpusem.calculus.amir import ast as A
 from gpusem.calculus.amir.printer import print_access
@@ -27,17 +29,38 @@ from gpusem.interpreter.amir.debug_show import (
     levels_text,
     threads_text,
 )
-from gpusem.interpreter.amir.records import Rec
+from gpusem.interpreter.amir.records import BarrierCell, Levels, Rec, Threads
+from gpusem.interpreter.amir.state import MachineState
 
 _ACCESS = (A.RecordRead, A.RecordMutate, A.ClearReads, A.ClearMutates)
 _LIFTS = (A.Fence, A.Arrive, A.Await)
 _QUALS = list(QualTL)
 
+CellAccess = A.RecordRead | A.RecordMutate | A.ClearReads | A.ClearMutates
+Windowed = CellAccess | A.CheckReads | A.CheckMutates | A.CheckBarrier
+# What `before` takes: a Record*/Clear*'s array (attr, set ids), a lift's records
+# (id -> (record, its blocks, its p)) and barrier counts (name -> (a, w)), or ι.
+CellsBefore = tuple[str, np.ndarray | None]
+RecsBefore = dict[int, tuple[Rec, dict[Threads, Levels], dict[BarrierCell, int]]]
+BarsBefore = dict[str, tuple[np.ndarray, np.ndarray]]
+LiftBefore = tuple[RecsBefore, BarsBefore]
+Before = CellsBefore | LiftBefore | int
+
+
+class SessionView(Protocol):
+    """What Rho reads of the session (interpreter/amir/debug.py's `Session`)."""
+
+    @property
+    def machine(self) -> MachineState: ...
+
+    @property
+    def prog(self) -> A.AProc: ...
+
 
 class Rho:
     """ρ of a session's current machine (`session.machine`, replaced by `back`)."""
 
-    def __init__(self, session):
+    def __init__(self, session: SessionView):
         self.s = session
         self._stmts = {id(s): s for s in _leaves(session.prog.body)}
 
@@ -52,7 +75,7 @@ class Rho:
             out.append(f"{name}: {kind} {shape}, {len(n)} record(s)")
         return out
 
-    def before(self, s: A.AStmt):
+    def before(self, s: A.AStmt) -> Before:
         """What `changes` compares against, taken just before s runs."""
         m = self.s.machine
         if isinstance(s, _ACCESS):
@@ -61,19 +84,21 @@ class Rho:
             return attr, (None if v is None else getattr(v, attr).copy())
         if isinstance(s, _LIFTS):
             recs = {r.id: (r, dict(r.blocks), dict(r.p)) for r in self.live_records()}
-            bars = {n: (v.arr.copy(), v.awt.copy()) for n, v in m.vars.items()
-                    if v.arr is not None}
+            bars = {n: (v.arr.copy(), cast(np.ndarray, v.awt).copy())
+                    for n, v in m.vars.items() if v.arr is not None}
             return recs, bars
         return m.task
 
-    def changes(self, s: A.AStmt, bound, before) -> tuple[str, ...]:
+    def changes(self, s: A.AStmt, bound: frozenset[str],
+                before: Before | None) -> tuple[str, ...]:
         """One line per change statement s made to ρ (or ι), for people."""
         m = self.s.machine
         match s:
             case A.RecordRead() | A.RecordMutate() | A.ClearReads() | A.ClearMutates():
-                return self._cell_changes(s, self.window_text(s, bound), *before)
+                return self._cell_changes(s, self.window_text(s, bound),
+                                          *cast(CellsBefore, before))
             case A.Fence() | A.Arrive() | A.Await():
-                return self._lift_changes(*before)
+                return self._lift_changes(*cast(LiftBefore, before))
             case A.CheckReads() | A.CheckMutates() | A.CheckBarrier():
                 return (f"check passed on {self.window_text(s, bound)}; ρ unchanged",)
             case A.Alloc(name=n):
@@ -87,7 +112,8 @@ class Rho:
                 return (f"ι: {before} -> {m.task}",)
         return ()
 
-    def _cell_changes(self, s, window: str, attr: str, old) -> tuple[str, ...]:
+    def _cell_changes(self, s: CellAccess, window: str, attr: str,
+                      old: np.ndarray | None) -> tuple[str, ...]:
         name = s.access.name
         v = self.s.machine.vars[name]
         new = getattr(v, attr)
@@ -116,7 +142,7 @@ class Rho:
                 out.append(f"ρ({cells}).{part}: - #{rid} {why}")
         return tuple(out)
 
-    def _lift_changes(self, recs: dict, bars: dict) -> tuple[str, ...]:
+    def _lift_changes(self, recs: RecsBefore, bars: BarsBefore) -> tuple[str, ...]:
         """What λ did, records with the same provenance and change grouped."""
         groups: dict[str, list[int]] = {}
         for rid, (r, blocks, p) in recs.items():
@@ -139,13 +165,14 @@ class Rho:
             v = self.s.machine.vars.get(n)
             if v is None or v.arr is None or v.arr.shape != arr.shape:
                 continue
+            assert v.awt is not None                     # a barrier has both counts
             for idx in np.argwhere((v.arr != arr) | (v.awt != awt)).tolist():
                 i = tuple(idx)
                 out.append(f"{cell_name(n, i)}: (a, w) = ({arr[i]}, {awt[i]}) -> "
                            f"({v.arr[i]}, {v.awt[i]})")
         return tuple(out) or ("no record changed (λ(r) = r for every live record)",)
 
-    def window_text(self, s, bound) -> str:
+    def window_text(self, s: Windowed, bound: frozenset[str]) -> str:
         """The cells statement s accesses now (W_{e#} under σ), as `buf[3]` or
         `buf[0:128]`; its printed access where the window cannot be evaluated."""
         acc = s.access
@@ -211,6 +238,7 @@ class Rho:
                         out.append(f"      observed {cell_name(cell[0][0], cell[1])} "
                                    f"arrive count {a}")
         if v.arr is not None:                 # a barrier: its counts, cells grouped
+            assert v.awt is not None
             pairs = np.stack([v.arr, v.awt], axis=-1).reshape(-1, 2)
             for a, w in np.unique(pairs, axis=0).tolist():
                 where = np.argwhere((v.arr == a) & (v.awt == w))
@@ -219,7 +247,7 @@ class Rho:
         return out
 
 
-def _leaves(body):
+def _leaves(body: tuple[A.AStmt, ...]) -> Iterator[A.RecordRead | A.RecordMutate]:
     for s in body:
         if isinstance(s, (A.Loop, A.Guard)):
             yield from _leaves(s.body)

@@ -16,7 +16,7 @@ from gpusem.calculus.amir import ast as A
 from gpusem.calculus.amir.printer import print_simple
 from gpusem.calculus.gpuir.timelines import VL, QualTL
 from gpusem.interpreter.amir.checks import Violation
-from gpusem.interpreter.amir.records import Threads, level_of
+from gpusem.interpreter.amir.records import Levels, Threads, level_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +36,7 @@ class Event:
 _QUALS = list(QualTL)
 
 
-def cell_name(name: str, idx: tuple) -> str:
+def cell_name(name: str, idx: tuple[int, ...]) -> str:
     return f"{name}[{', '.join(map(str, idx))}]" if idx else name
 
 
@@ -68,7 +68,7 @@ def threads_text(ts: Threads | None) -> str:
     return f"task {task} thread{'s' if many else ''} {shown or 'none'}"
 
 
-def levels_text(lv) -> str:
+def levels_text(lv: Levels) -> str:
     """A map QualTL -> VL as `fully_ordered on {cuda2}; unordered on {...}`."""
     parts = []
     for level in (4, 3, 2, 1):
@@ -102,7 +102,7 @@ def describe_event(e: Event) -> str:
             + (f"  FAILED: {e.violation.message}" if e.violation else ""))
 
 
-def program_lines(prog) -> tuple[list[str], dict[int, int]]:
+def program_lines(prog: A.AProc) -> tuple[list[str], dict[int, int]]:
     """The AMIR program as printed (calculus/amir/printer's layout), and for every
     statement (by id) its line index: `list` marks the next statement in it."""
     from gpusem.calculus.amir import ast as A
@@ -110,7 +110,7 @@ def program_lines(prog) -> tuple[list[str], dict[int, int]]:
     lines = [f"proc {prog.name}({', '.join(prog.params)}):"]
     index: dict[int, int] = {}
 
-    def walk(body, depth: int) -> None:
+    def walk(body: tuple[A.AStmt, ...], depth: int) -> None:
         for s in body:
             index[id(s)] = len(lines)
             lines.append("    " * depth + print_simple(s))

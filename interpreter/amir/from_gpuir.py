@@ -130,6 +130,8 @@ def _stmt(s: G.Stmt, scope: Scope) -> list[M.AStmt]:
             return [M.Loop(s.var, s.lo, s.hi, tuple(body), origin=o)]
         case G.For(mode=G.LoopMode.CUDA_THREADS):  # cuda_threads loop
             return [M.Loop(s.var, s.lo, s.hi, tuple(_block(s.body, scope)), origin=o)]
+        case G.For():  # unreachable: LoopMode has the three modes above
+            raise AssertionError(f"unknown loop mode: {s.mode}")
         case G.If(cond=b):  # if b then s
             return [M.Guard(b, tuple(_block(s.body, scope)), origin=o)]
         case G.Assign() | G.Reduce():  # x[c*] ◇ e
@@ -153,8 +155,9 @@ def _stmt(s: G.Stmt, scope: Scope) -> list[M.AStmt]:
             scope.windows[s.name] = resolve(s.source, scope)
             return []
         case G.Fence(pre=pre, post=post):  # Fence(τ_s^pre, τ_s^post)
-            a, b = _sync_tl(pre, s, scope), _sync_tl(post, s, scope)
-            return [M.Fence(t_tr(a), t_qfull(a), t_qfull(b), t_qtmp(b), th, origin=o)]
+            a_tl, b_tl = _sync_tl(pre, s, scope), _sync_tl(post, s, scope)
+            return [M.Fence(t_tr(a_tl), t_qfull(a_tl), t_qfull(b_tl), t_qtmp(b_tl), th,
+                            origin=o)]
         case G.Arrive():  # Arrive(τ_s, n) >> e_z*
             return _arrive(s, scope)
         case G.Await():  # Await(e_z, τ_s, n)
@@ -167,6 +170,7 @@ def _at(s: G.Stmt, scope: Scope) -> Scope:
     """The scope with f_{s#} of statement s: the thread mapping the collective
     analysis (typing_rules/gpuir/collective.py, Section 4) derived for it. The dicts
     are shared, so declarations made through the result stay visible."""
+    assert scope.analysis is not None                    # convert always sets it
     return Scope(scope.vars, scope.windows, thread_map(scope.analysis.mapping(s)),
                  scope.rules, scope.analysis)
 
@@ -339,6 +343,7 @@ def _free(alloc: G.Alloc | G.BarrierAlloc, scope: Scope) -> list[M.AStmt]:
     over-conservative for CTA-local variables). See errata "where frees are
     inserted"."""
     o = alloc.span
+    assert scope.analysis is not None                    # convert always sets it
     mapping = scope.analysis.mapping(alloc)
     th = M.CPU if mapping is None else thread_map(root_mapping(mapping.launch))
     at = Scope(scope.vars, scope.windows, th, scope.rules, scope.analysis)

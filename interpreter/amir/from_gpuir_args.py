@@ -20,7 +20,7 @@ Conventions (paper -> Python):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, overload
 
 from gpusem.calculus.amir import ast as M
 from gpusem.calculus.errors import BadInput
@@ -28,6 +28,8 @@ from gpusem.calculus.gpuir import ast as G
 from gpusem.calculus.gpuir import memtypes
 from gpusem.calculus.gpuir.instructions import InstrParam, ext_quals, initial_qual
 from gpusem.calculus.gpuir.timelines import VL, QualTL, Rules
+from gpusem.calculus.gpuir.walk import data_reads
+from gpusem.calculus.span import Span
 from gpusem.typing_rules.gpuir.collective import Analysis
 
 # ------------------------------------------------------------------------ the scope
@@ -68,6 +70,10 @@ class Scope:
 # ------------------------------------------------------------- windows (§5.2 (i))
 
 
+@overload
+def _shift(base: G.CExpr | None, off: G.CExpr) -> G.CExpr: ...
+@overload
+def _shift(base: G.CExpr | None, off: G.CExpr | None) -> G.CExpr | None: ...
 def _shift(base: G.CExpr | None, off: G.CExpr | None) -> G.CExpr | None:
     """base + off, where a missing base is 0 and a missing offset is the base."""
     if off is None:
@@ -135,7 +141,7 @@ def access(read: G.DRead | G.ZRead, scope: Scope) -> M.Access:
 def t_e(e: G.DExpr | G.ZRead, scope: Scope) -> tuple[M.Access, ...]:
     """T_e (Figure 17): d -> {}, x -> {x[<>]}, x[w*] -> {x[w*]}, e1 op e2 -> union;
     z -> {z[<>]}, z[w*] -> {z[w*]}."""
-    reads = (e,) if isinstance(e, G.ZRead) else tuple(G.data_reads(e))
+    reads = (e,) if isinstance(e, G.ZRead) else tuple(data_reads(e))
     out: list[M.Access] = []
     for r in reads:
         a = access(r, scope)
@@ -147,7 +153,7 @@ def t_e(e: G.DExpr | G.ZRead, scope: Scope) -> tuple[M.Access, ...]:
 # ---------------------------------------------------------------- Fig. 18 helpers
 
 
-def _info(name: str, span, scope: Scope) -> VarInfo:
+def _info(name: str, span: Span, scope: Scope) -> VarInfo:
     info = scope.vars.get(name)
     if info is None:
         raise BadInput(f"{span}: unknown variable: {name}")
@@ -252,7 +258,7 @@ def arg_case(p: InstrParam) -> ArgCase:
 
 
 def t_arg(p: InstrParam, arg: G.DRead, ez: G.ZRead | None, scope: Scope,
-          origin) -> list[M.AStmt]:
+          origin: Span) -> list[M.AStmt]:
     """T_arg(g.p_i, e_i, e_z) (Figure 19): for each non-exempt e# ∈ T_ex(e_i), the
     checks and records of p's row; τ_v^post = unordered if T_ooo(g.p_i) else
     fully_ordered."""

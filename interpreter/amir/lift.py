@@ -19,9 +19,11 @@ from __future__ import annotations
 from gpusem.interpreter.amir.records import (
     ALL,
     NQ,
+    BarrierCell,
     Levels,
     Rec,
     Threads,
+    VarKey,
     augment,
     below,
     passing,
@@ -36,7 +38,7 @@ class Lifts:
         self.sets = sets
         self.task_recs: dict[int, list[list[Rec]]] = {}
         self.all_recs: list[Rec] = []
-        self.bar_recs: dict[tuple, dict[int, Rec]] = {}
+        self.bar_recs: dict[BarrierCell, dict[int, Rec]] = {}
 
     # ------------------------------------------------------------------ the lifts
 
@@ -52,7 +54,8 @@ class Lifts:
                 if augment(r, g, levels) and g[0] not in r.tasks:
                     self.register(r)
 
-    def arrive(self, t: bool, g: Threads, pre: int, counts: dict[tuple, int]) -> None:
+    def arrive(self, t: bool, g: Threads, pre: int,
+               counts: dict[BarrierCell, int]) -> None:
         """Arrive: λ adds the arrive count a(z, n) to r.p(z, n) for every accessed
         barrier cell when W(t, g, pre*, r).
 
@@ -69,7 +72,7 @@ class Lifts:
                         r.p[cell] = a
                         self.index_barrier(cell, r)
 
-    def await_(self, cell: tuple, top: int, g: Threads, levels: Levels) -> None:
+    def await_(self, cell: BarrierCell, top: int, g: Threads, levels: Levels) -> None:
         """Await: λ(r) = A(r, g, full*, temp*) if some i ∈ r.p(z, n) has i <= Max."""
         regs = self.bar_recs.get(cell)
         if not regs:
@@ -82,7 +85,7 @@ class Lifts:
                     and g[0] not in r.tasks:
                 self.register(r)
 
-    def forget_barrier(self, key: tuple) -> None:
+    def forget_barrier(self, key: VarKey) -> None:
         """A barrier's lifetime ended: its cells' registrations go."""
         for k in [k for k in self.bar_recs if k[0] == key]:
             del self.bar_recs[k]
@@ -105,7 +108,7 @@ class Lifts:
                     byq = self.task_recs[task] = [[] for _ in range(NQ)]
                 byq[r.q].append(r)
 
-    def index_barrier(self, cell: tuple, r: Rec) -> None:
+    def index_barrier(self, cell: BarrierCell, r: Rec) -> None:
         self.bar_recs.setdefault(cell, {})[r.id] = r
 
     def split(self, r: Rec, part: int) -> Rec:
@@ -138,9 +141,11 @@ class Lifts:
         self.all_recs[:] = [r for r in self.all_recs
                             if r.live > 0 and not _saturated(r)]
         out += [r for r in self.all_recs if t or pre >> r.q & 1]
-        if g[0] == -1:
-            seen: set[int] = set()
-            out = [r for r in out if not (r.id in seen or seen.add(r.id))]
+        if g[0] == -1:                   # once each, in order of first appearance
+            first: dict[int, Rec] = {}
+            for r in out:
+                first.setdefault(r.id, r)
+            out = list(first.values())
         return out
 
 

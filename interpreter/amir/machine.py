@@ -3,7 +3,8 @@ Appendix B, run with concrete control values (Section 5.3). Entry: `check_amir`.
 
 Judgment ⟨s#, ι, σ, ρ⟩ ⇓ ι', σ', ρ' (or a violation). Each rule is one `_rule_*`
 compiler below, named after it; the checks are in interpreter/amir/checks.py, records
-(R, W, A) in interpreter/amir/records.py.
+(R, W, A) in interpreter/amir/records.py, the configuration ⟨σ, ι, ρ⟩ and E#-Acc in
+interpreter/amir/state.py (`MachineState`, which `Machine` extends).
 
 Conventions (paper -> Python):
   σ (control environment)     -> `Machine.env` (dict)
@@ -40,14 +41,12 @@ one core), and why:
 from __future__ import annotations
 
 import gc
-from typing import Callable, Mapping
+from typing import Callable, Mapping, Sequence, cast
 
 import numpy as np
 from gpusem.calculus.amir import ast as A
-from gpusem.calculus.errors import BadInput, BudgetExhausted, Trap
-from gpusem.calculus.span import Span
+from gpusem.calculus.errors import BadInput, BudgetExhausted
 from gpusem.interpreter.amir.checks import (
-    Stats,
     Verdict,
     Violation,
     access_violation,
@@ -55,23 +54,25 @@ from gpusem.interpreter.amir.checks import (
     record_visible,
 )
 from gpusem.interpreter.amir.ctrl import (
-    box_key,
+    Box,
+    Index,
+    Window,
     compile_b,
     compile_c,
     compile_threads,
     compile_window,
 )
-from gpusem.interpreter.amir.lift import Lifts
 from gpusem.interpreter.amir.records import (
     ALL,
+    BarrierCell,
     Rec,
     Threads,
     make_levels,
     new_records,
     qmask,
 )
+from gpusem.interpreter.amir.state import MachineState, RecKey, absolute_cell
 from gpusem.interpreter.amir.store import (
-    SetTable,
     Var,
     add_to_window,
     clear_window,
@@ -81,6 +82,10 @@ from gpusem.interpreter.amir.store import (
 DEFAULT_MAX_STEPS = 200_000_000
 _ACCESS_OPS = (A.RecordRead, A.RecordMutate, A.ClearReads, A.ClearMutates,
                A.CheckReads, A.CheckMutates)
+AccessStmt = (A.RecordRead | A.RecordMutate | A.ClearReads | A.ClearMutates
+              | A.CheckReads | A.CheckMutates)
+Run = Callable[[], None]                       # a compiled statement
+AccessOp = Callable[[Var, Index, Box | None], None]  # one judgment on resolved cells
 
 
 def check_amir(prog: A.AProc, defines: Mapping[str, int], *,
@@ -97,24 +102,10 @@ class _Reject(Exception):
         self.violation = violation
 
 
-class Machine:
+class Machine(MachineState):
     def __init__(self, prog: A.AProc, defines: Mapping[str, int], *,
                  max_steps: int = DEFAULT_MAX_STEPS):
-        missing = [p for p in prog.params if p not in defines]
-        if missing:
-            raise BadInput(f"missing definition: -D {missing[0]}=... "
-                           f"(procedure {prog.name} takes {', '.join(prog.params)})")
-        self.prog = prog
-        self.env: dict[str, int] = {p: int(defines[p]) for p in prog.params}
-        self.task = 0
-        self.vars: dict[str, Var] = {}
-        self.sets = SetTable()
-        self.lifts = Lifts(self.sets)
-        self.rec_cache: dict[tuple, tuple[tuple[Rec, ...], int]] = {}
-        self.check_memo: dict[tuple, Rec | None] = {}
-        self.incarnations = 0
-        self.stats = Stats()
-        self.max_steps = max_steps
+        super().__init__(prog, defines, max_steps=max_steps)
         self.body = self.compile_body(prog.body, frozenset(prog.params))
 
     def run(self) -> Verdict:
@@ -135,11 +126,12 @@ class Machine:
 
     # ------------------------------------------------------------------ compiling
 
-    def compile_body(self, body: tuple[A.AStmt, ...], bound: frozenset[str]) -> list:
+    def compile_body(self, body: tuple[A.AStmt, ...],
+                     bound: frozenset[str]) -> list[Run]:
         """One closure per statement, except that a run of consecutive checks, clears
         and records of the same access (what Figures 5 and 19 emit per access) shares
         one evaluation of the window: the same judgments in the same order."""
-        out: list[Callable[[], None]] = []
+        out: list[Run] = []
         i = 0
         while i < len(body):
             s = body[i]
@@ -148,33 +140,33 @@ class Machine:
                 i += 1
                 continue
             j = i + 1
-            while j < len(body) and isinstance(body[j], _ACCESS_OPS) \
-                    and body[j].access == s.access:
+            while j < len(body) and isinstance(nxt := body[j], _ACCESS_OPS) \
+                    and nxt.access == s.access:
                 j += 1
-            out.append(self._access_run(body[i:j], bound))
+            out.append(self._access_run(cast(Sequence[AccessStmt], body[i:j]), bound))
             i = j
         return out
 
-    def _access_run(self, run, bound: frozenset[str]) -> Callable[[], None]:
+    def _access_run(self, run: Sequence[AccessStmt], bound: frozenset[str]) -> Run:
         s = run[0]
         win = compile_window(s.access, bound, s.origin)
         ops = [self._access_op(x, win, bound) for x in run]
         name, ndim, origin = s.access.name, len(s.access.coords), s.origin
-        resolve = self._resolve
+        resolve = self.resolve
         if len(ops) == 1:
             op = ops[0]
 
-            def single():
+            def single() -> None:
                 op(*resolve(name, ndim, win, origin))
             return single
 
-        def fused():
+        def fused() -> None:
             v, idx, box = resolve(name, ndim, win, origin)
             for op in ops:
                 op(v, idx, box)
         return fused
 
-    def _access_op(self, s, win, bound: frozenset[str]):
+    def _access_op(self, s: AccessStmt, win: Window, bound: frozenset[str]) -> AccessOp:
         match s:
             case A.RecordRead() | A.RecordMutate():
                 return self._rule_record(s, win, bound)
@@ -184,7 +176,7 @@ class Machine:
                 return self._rule_check_access(s, win, bound)
         raise AssertionError(s)
 
-    def compile_stmt(self, s: A.AStmt, bound: frozenset[str]) -> Callable[[], None]:
+    def compile_stmt(self, s: A.AStmt, bound: frozenset[str]) -> Run:
         match s:
             case A.Loop():
                 return self._rule_loop(s, bound)
@@ -211,13 +203,13 @@ class Machine:
 
     # ------------------------------------------------------- Figure 21 (structure)
 
-    def _rule_loop(self, s: A.Loop, bound: frozenset[str]):
+    def _rule_loop(self, s: A.Loop, bound: frozenset[str]) -> Run:
         # LoopStep / LoopDone: the body runs for y = m, m+1, ..., n-1.
         lo, hi = compile_c(s.lo, bound, s.origin), compile_c(s.hi, bound, s.origin)
         body = self.compile_body(s.body, bound | {s.var})
         var, width, env = s.var, max(1, len(s.body)), self.env
 
-        def loop():
+        def loop() -> None:
             m, n = lo(env), hi(env)
             if m >= n:
                 return                                   # LoopDone
@@ -237,29 +229,29 @@ class Machine:
                 env[var] = saved
         return loop
 
-    def _rule_if(self, s: A.Guard, bound: frozenset[str]):
+    def _rule_if(self, s: A.Guard, bound: frozenset[str]) -> Run:
         cond, body, env = compile_b(s.cond, bound, s.origin), \
             self.compile_body(s.body, bound), self.env
 
-        def guard():
+        def guard() -> None:
             if cond(env):                                # If-True
                 for st in body:
                     st()
             # If-False: no effect
         return guard
 
-    def _rule_inc_task_id(self):
-        def inc_task_id():                               # InctaskID: ι' = ι + 1
+    def _rule_inc_task_id(self) -> Run:
+        def inc_task_id() -> None:                       # InctaskID: ι' = ι + 1
             self.task += 1
         return inc_task_id
 
     # --------------------------------------------------------- Figure 22 (effects)
 
-    def _rule_alloc(self, s: A.Alloc, bound: frozenset[str]):
+    def _rule_alloc(self, s: A.Alloc, bound: frozenset[str]) -> Run:
         # Alloc: ρ(x, n) = (∅, ∅, (0, 0)) for every n in the box [0, n_i).
         dims = [compile_c(c, bound, s.origin) for c in s.shape]
 
-        def alloc():
+        def alloc() -> None:
             shape = tuple(d(self.env) for d in dims)
             if any(n < 0 for n in shape):
                 raise BadInput(f"alloc: negative extent {shape} for {s.name} "
@@ -268,28 +260,19 @@ class Machine:
             key = (s.name, self.incarnations)
             old = self.vars.get(s.name)
             if old is not None:
-                self._drop(old)
+                self.drop(old)
             self.vars[s.name] = Var(s.name, shape, s.barrier, key, True)
         return alloc
 
-    def _rule_free(self, s: A.Free):
-        def free():                                      # extension: drop x's records
+    def _rule_free(self, s: A.Free) -> Run:
+        def free() -> None:                              # extension: drop x's records
             old = self.vars.pop(s.name, None)
             if old is not None:
-                self._drop(old)
+                self.drop(old)
         return free
 
-    def _drop(self, v: Var) -> None:
-        """A variable's lifetime ends: its cells release their record sets, and a
-        barrier's arrive-count registrations are forgotten."""
-        whole = tuple((0, n) for n in v.shape)
-        self.sets.release(v.rd, v.known("rd", whole))
-        self.sets.release(v.mu, v.known("mu", whole))
-        if v.arr is not None:
-            self.lifts.forget_barrier(v.key)
-
-    def _rule_record(self, s: A.RecordRead | A.RecordMutate, win,
-                     bound: frozenset[str]):
+    def _rule_record(self, s: A.RecordRead | A.RecordMutate, win: Window,
+                     bound: frozenset[str]) -> AccessOp:
         # RecordRead / RecordMutate: ρ'(x, n).r (or .m) = ... ∪ R(τ_v, t, τ_q, τ_q*,
         # W_{e_z#}, ρ, g_{s#}(σ, ι)) for every (x, n) ∈ W_{e#}.
         kind = "read" if isinstance(s, A.RecordRead) else "mutate"
@@ -298,11 +281,13 @@ class Machine:
         vl, atomic, q, t = int(s.vl), qmask(s.atomic), s.qual.index, s.t
         ident, attr, env = id(s), ("rd" if kind == "read" else "mu"), self.env
 
-        def record(v, idx, box):
+        def record(v: Var, idx: Index, box: Box | None) -> None:
             mask = threads(env)
             who = ALL if mask is None else (self.task, mask)
+            p: dict[BarrierCell, int]
+            key: RecKey
             if bars:
-                p = self._p_of(bars)
+                p = self.p_of(bars)
                 key = (ident, who, tuple(p.items()))
             else:
                 p, key = {}, (ident, who)
@@ -318,28 +303,28 @@ class Machine:
                                                           hit)
         return record
 
-    def _rule_clear(self, s: A.ClearReads | A.ClearMutates):
+    def _rule_clear(self, s: A.ClearReads | A.ClearMutates) -> AccessOp:
         # ClearReads: ρ(x, n).r = ∅; ClearMutates: ρ(x, n).m = ∅, for (x, n) ∈ W_{e#}.
         attr, sets = ("rd" if isinstance(s, A.ClearReads) else "mu"), self.sets
 
-        def clear(v, idx, box):
+        def clear(v: Var, idx: Index, box: Box | None) -> None:
             clear_window(sets, v, attr, idx, box)
         return clear
 
-    def _rule_fence(self, s: A.Fence, bound: frozenset[str]):
+    def _rule_fence(self, s: A.Fence, bound: frozenset[str]) -> Run:
         # Fence: ρ' = lift(ρ, λ), λ(r) = A(r, g, full*, temp*) if W(t, g, pre*, r).
         threads = compile_threads(s.threads, bound, s.origin)
         pre, levels, t = qmask(s.pre), make_levels(qmask(s.full), qmask(s.temp)), s.t
 
-        def fence():
+        def fence() -> None:
             self.stats.lifts += 1
-            self.lifts.fence(t, self._who(threads), pre, levels)
+            self.lifts.fence(t, self.who(threads), pre, levels)
             # Note: always a new epoch, even if no live record rose: a dead record
             # skipped here must not be handed out again by the record cache.
-            self._new_epoch()
+            self.new_epoch()
         return fence
 
-    def _rule_arrive(self, s: A.Arrive, bound: frozenset[str]):
+    def _rule_arrive(self, s: A.Arrive, bound: frozenset[str]) -> Run:
         # Arrive: home {(z, n)} = ∩ W_{e_zi#}; λ adds a(z', n') to r.p(z', n') for every
         # (z', n') ∈ ∪ W_{e_zi#} when W(t, g, pre*, r); then the home count a += 1.
         threads = compile_threads(s.threads, bound, s.origin)
@@ -347,11 +332,12 @@ class Machine:
                 for z in s.barriers]
         pre, t = qmask(s.pre), s.t
 
-        def arrive():
-            g = self._who(threads)
+        def arrive() -> None:
+            g = self.who(threads)
             self.stats.lifts += 1
-            cells = [self._barrier_cells(n, d, w, s.origin) for n, d, w in wins]
-            home = set.intersection(*[set(c) for c in cells]) if cells else set()
+            cells = [self.barrier_cells(n, d, w, s.origin) for n, d, w in wins]
+            home: set[BarrierCell] = set.intersection(*[set(c) for c in cells]) \
+                if cells else set()
             if len(home) != 1:
                 raise BadInput(f"arrive: no unique home barrier among "
                                f"{[str(z.name) for z in s.barriers]} at {s.origin}",
@@ -359,11 +345,13 @@ class Machine:
             union = {c: a for cs in cells for c, a in cs.items()}
             self.lifts.arrive(t, g, pre, union)
             (hk, hidx), = home
-            self._bar_var(hk[0]).arr[hidx] += 1
-            self._new_epoch()
+            arr = self.bar_var(hk[0]).arr
+            assert arr is not None                       # bar_var checked it
+            arr[hidx] += 1
+            self.new_epoch()
         return arrive
 
-    def _rule_await(self, s: A.Await, bound: frozenset[str]):
+    def _rule_await(self, s: A.Await, bound: frozenset[str]) -> Run:
         # Await: Max = a-(n+1) if n >= 0 else w+n+1; λ(r) = A(r, g, full*, temp*) if
         # some i ∈ r.p(z, n) has i <= Max; then w := New.
         threads = compile_threads(s.threads, bound, s.origin)
@@ -371,26 +359,28 @@ class Machine:
         name, ndim, n = s.barrier.name, len(s.barrier.coords), s.n
         levels = make_levels(qmask(s.full), qmask(s.temp))
 
-        def await_():
-            g = self._who(threads)
+        def await_() -> None:
+            g = self.who(threads)
             self.stats.lifts += 1
-            cells = self._barrier_cells(name, ndim, win, s.origin)
+            cells = self.barrier_cells(name, ndim, win, s.origin)
             if len(cells) != 1:
                 raise BadInput(f"await: {name} must name one barrier cell at "
                                f"{s.origin}", rule="Await", span=s.origin)
             (cell, a), = cells.items()
-            v = self._bar_var(name)
-            w = int(v.awt[cell[1]])
+            awt = self.bar_var(name).awt
+            assert awt is not None                       # a barrier: bar_var checked
+            w = int(awt[cell[1]])
             top = a - (n + 1) if n >= 0 else w + n + 1
             new = max(w, top + 1) if n >= 0 else w + 1
             self.lifts.await_(cell, top, g, levels)
-            v.awt[cell[1]] = new
-            self._new_epoch()
+            awt[cell[1]] = new
+            self.new_epoch()
         return await_
 
     # ------------------------------------------------------------ Figure 7 (checks)
 
-    def _rule_check_access(self, s: A.CheckReads | A.CheckMutates, win, bound):
+    def _rule_check_access(self, s: A.CheckReads | A.CheckMutates, win: Window,
+                           bound: frozenset[str]) -> AccessOp:
         # CheckReads / CheckMutates (see interpreter/amir/checks.py for the rule).
         check = type(s).__name__
         attr = "rd" if isinstance(s, A.CheckReads) else "mu"
@@ -398,48 +388,54 @@ class Machine:
         vl, t, qm = int(s.vl), s.t, qmask(s.quals)
         name = s.access.name
 
-        def check_access(v, idx, box):
-            g, failing = None, {}
+        def check_access(v: Var, idx: Index, box: Box | None) -> None:
+            g: Threads | None = None
+            failing: dict[int, Rec] = {}
             for sid in window_sets(v, attr, idx, box):
                 if sid == 0:
                     continue
-                g = g or self._who(threads)
+                g = g or self.who(threads)
                 bad = self._first_invisible(sid, vl, t, qm, g, attr)
                 if bad is not None:
                     failing[sid] = bad
             if failing:     # report the first failing cell in row-major order
-                at, sid = self._first_cell(getattr(v, attr), idx, win.points, failing)
+                assert g is not None                     # set with the first failure
+                at, sid = self.first_cell(getattr(v, attr), idx, win.points, failing)
                 raise _Reject(access_violation(check, name, at, failing[sid], vl, qm,
                                                g, s.origin))
         return check_access
 
-    def _first_invisible(self, sid, vl, t, qm, g, attr) -> Rec | None:
+    def _first_invisible(self, sid: int, vl: int, t: bool, qm: int, g: Threads,
+                         attr: str) -> Rec | None:
         key = (sid, vl, t, qm, g)
         if key in self.check_memo:
             return self.check_memo[key]
         bad = None
-        for r in self.sets.sets[sid]:
+        members = self.sets.sets[sid]
+        assert members is not None                       # held by a cell
+        for r in members:
             if not record_visible(r, vl, t, qm, g):
                 bad = r
                 break
         self.check_memo[key] = bad
         return bad
 
-    def _rule_check_barrier(self, s: A.CheckBarrier, bound: frozenset[str]):
+    def _rule_check_barrier(self, s: A.CheckBarrier, bound: frozenset[str]) -> Run:
         # CheckBarrier: error iff some (a, w) ∈ ρ(W_{e_z#}).b has a != w.
         win = compile_window(s.access, bound, s.origin)
         name, ndim = s.access.name, len(s.access.coords)
 
-        def check_barrier():
-            v, idx, _ = self._resolve(name, ndim, win, s.origin)
+        def check_barrier() -> None:
+            v, idx, _ = self.resolve(name, ndim, win, s.origin)
             if v.arr is None:
                 raise BadInput(f"check barrier: {name} is not a barrier at {s.origin}",
                                rule="CheckBarrier", span=s.origin)
+            assert v.awt is not None                     # a barrier has both counts
             a, w = np.asarray(v.arr[idx]), np.asarray(v.awt[idx])
             bad = np.argwhere(a != w)
             if len(bad):
                 pos = tuple(int(i) for i in bad[0])
-                at = _absolute(idx, pos, win.points)
+                at = absolute_cell(idx, pos, win.points)
                 raise _Reject(barrier_violation(name, at, int(a[pos]), int(w[pos]),
                                                 s.origin))
         return check_barrier
@@ -462,104 +458,3 @@ class Machine:
                 return rej.violation
             return None
         return step
-
-    # --------------------------------------------------------------------- helpers
-
-    def _who(self, threads) -> Threads:
-        mask = threads(self.env)
-        return ALL if mask is None else (self.task, mask)
-
-    def _new_epoch(self) -> None:
-        self.rec_cache.clear()
-        self.check_memo.clear()
-        self.sets.collect()
-
-    def _p_of(self, bars) -> dict:
-        """P_{E#, ρ}: the current arrive count of each barrier cell in E#."""
-        p: dict[tuple, int] = {}
-        for name, w in bars:
-            v = self.vars.get(name)
-            idx = None if v is None or v.arr is None or not w.points \
-                else w(self.env, v.shape)
-            if idx is not None:                          # one cell, in bounds
-                p[(v.key, idx)] = int(v.arr[idx])
-            else:
-                p.update(self._barrier_cells(name, None, w, None))
-        return p
-
-    def _bar_var(self, name: str) -> Var:
-        v = self.vars.get(name)
-        if v is None or v.arr is None:
-            raise BadInput(f"barrier: {name} is not an allocated barrier",
-                           rule="E#-Acc")
-        return v
-
-    def _barrier_cells(self, name, ndim, win, origin) -> dict[tuple, int]:
-        """{(barrier key, cell index): arrive count} for a barrier access."""
-        v = self._bar_var(name)
-        if len(v.shape) != win.ndim:
-            raise BadInput(f"access: barrier {name} has {len(v.shape)} dimensions, "
-                           f"accessed with {win.ndim} at {origin}", rule="E#-Acc")
-        idx = win.raw(self.env, v.shape)
-        self._check_bounds(v, idx, win.points, origin)
-        if win.points:
-            return {(v.key, idx): int(v.arr[idx])}
-        ranges = [range(*sl.indices(n)) for sl, n in zip(idx, v.shape)]
-        return {(v.key, c): int(v.arr[c]) for c in np.ndindex(*map(len, ranges))
-                for c in [tuple(r[i] for r, i in zip(ranges, c))]}
-
-    def _resolve(self, name: str, ndim: int, win, origin: Span):
-        """E#-Acc: the variable, the NumPy index of the accessed cells, and the box key
-        of a window (None for a single cell)."""
-        v = self.vars.get(name)
-        if v is None:
-            v = self.vars[name] = Var(name, (0,) * ndim, False, (name, 0), False)
-        elif len(v.shape) != ndim:
-            raise BadInput(f"access: {name} has {len(v.shape)} dimensions, accessed "
-                           f"with {ndim} at {origin}", rule="E#-Acc", span=origin)
-        got = win(self.env, v.shape)
-        if got is None:
-            idx = win.raw(self.env, v.shape)
-            self._check_bounds(v, idx, win.points, origin)
-            return v, idx, (None if win.points else box_key(idx))
-        return (v, got, None) if win.points else (v, got[0], got[1])
-
-    def _check_bounds(self, v: Var, idx: tuple, points: bool, origin) -> None:
-        """Out of [0, shape): a trap for an allocated variable; an unallocated one (a
-        procedure argument) grows to fit."""
-        need = []
-        for i, n in zip(idx, v.shape):
-            lo, hi = (i, i + 1) if isinstance(i, int) else (i.start, max(i.start,
-                                                                         i.stop))
-            if lo < 0 or (hi > n and v.allocated):
-                raise Trap(f"out of bounds: {v.name}{_show(idx)} outside shape "
-                           f"{v.shape} at {origin}", rule="E#-Acc",
-                           span=origin or Span("<amir>", 0, 0, 0, 0))
-            need.append(max(hi, n))
-        if not v.allocated and tuple(need) != v.shape:
-            v.grow(tuple(need))
-
-    def _first_cell(self, arr, idx, points: bool, sids) -> tuple[tuple, int]:
-        """The first cell (row-major) of the window holding one of `sids`."""
-        if points:
-            return tuple(int(i) for i in idx), int(arr[idx])
-        sub = arr[idx]
-        hit = np.isin(sub, list(sids))
-        pos = np.unravel_index(int(np.argmax(hit)), sub.shape)
-        return _absolute(idx, tuple(int(i) for i in pos), False), int(sub[pos])
-
-
-def _show(idx: tuple) -> str:
-    parts = [str(i) if isinstance(i, int) else f"{i.start}:{i.stop}" for i in idx]
-    return f"[{', '.join(parts)}]"
-
-
-def _absolute(idx: tuple, pos: tuple, points: bool) -> tuple[int, ...]:
-    """Cell coordinates from a box index and a position inside it."""
-    if points:
-        return tuple(int(i) for i in idx)
-    it = iter(pos)
-    out = []
-    for i in idx:
-        out.append(int(i) if isinstance(i, int) else i.start + next(it))
-    return tuple(out)

@@ -32,6 +32,7 @@ record whole windows in O(1) records (see interpreter/amir/machine.py).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from itertools import count
 
@@ -40,11 +41,13 @@ from gpusem.calculus.span import NO_SPAN, Span
 
 Threads = tuple[int, int]
 ALL: Threads = (-1, -1)
+VarKey = tuple[str, int]                 # a variable's lifetime: (name, Alloc count)
+BarrierCell = tuple[VarKey, tuple[int, ...]]  # a barrier cell (z, n)
 NQ = len(QualTL)
 _ATOM = int(VL.ATOMIC_ONLY)
 
 
-def qmask(quals) -> int:
+def qmask(quals: Iterable[QualTL]) -> int:
     """A set of timelines as a bit mask."""
     m = 0
     for q in quals:
@@ -97,7 +100,8 @@ def thread_list(ts: Threads, limit: int = 8) -> list[tuple[int, int]] | str:
     task, mask = ts
     if task == -1:
         return "all"
-    out, t = [], 0
+    out: list[tuple[int, int]] = []
+    t = 0
     while mask and len(out) < limit:
         if mask & 1:
             out.append((task, t))
@@ -117,7 +121,7 @@ class Rec:
     q: int                                   # QualTL.index of the access
     blocks: dict[Threads, Levels]            # ∫ as blocks of levels
     own: Levels | None                       # a family's diagonal block, else None
-    p: dict[tuple, int]                      # min observed arrive count, per cell
+    p: dict[BarrierCell, int]                # min observed arrive count, per cell
     kind: str                                # "read" | "mutate"
     who: Threads                             # the accessing threads (family members)
     stmt: int = 0                            # the Record* statement that made it
@@ -179,8 +183,8 @@ def make_levels(full: int, temp: int) -> Levels:
     return (both, both, both, full)
 
 
-def new_records(vl: int, t: bool, q: int, atomic: int, p: dict, who: Threads,
-                kind: str, stmt: int, origin: Span) -> Rec:
+def new_records(vl: int, t: bool, q: int, atomic: int, p: dict[BarrierCell, int],
+                who: Threads, kind: str, stmt: int, origin: Span) -> Rec:
     """R(τ_v, t, τ_q, τ_q*, E#, ρ, G) (Definition B.1), as one record (t = true) or one
     family (t = false).
 

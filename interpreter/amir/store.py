@@ -23,7 +23,8 @@ dropped.
 from __future__ import annotations
 
 import numpy as np
-from gpusem.interpreter.amir.records import Rec, dominates
+from gpusem.interpreter.amir.ctrl import Box, Index, Shape
+from gpusem.interpreter.amir.records import Rec, VarKey, dominates
 
 _UC_LIMIT = 16
 
@@ -34,7 +35,7 @@ class Var:
 
     __slots__ = ("name", "shape", "rd", "mu", "arr", "awt", "key", "allocated", "uc")
 
-    def __init__(self, name: str, shape: tuple[int, ...], barrier: bool, key: tuple,
+    def __init__(self, name: str, shape: Shape, barrier: bool, key: VarKey,
                  allocated: bool):
         self.name, self.shape, self.key, self.allocated = name, shape, key, allocated
         self.rd = np.zeros(shape, dtype=np.int32)
@@ -42,9 +43,9 @@ class Var:
         self.arr = np.zeros(shape, dtype=np.int64) if barrier else None
         self.awt = np.zeros(shape, dtype=np.int64) if barrier else None
         whole = tuple((0, n) for n in shape)
-        self.uc: dict[str, dict[tuple, int]] = {"rd": {whole: 0}, "mu": {whole: 0}}
+        self.uc: dict[str, dict[Box, int]] = {"rd": {whole: 0}, "mu": {whole: 0}}
 
-    def grow(self, need: tuple[int, ...]) -> None:
+    def grow(self, need: Shape) -> None:
         shape = tuple(max(n, 2 * o if n > o else o) for n, o in zip(need, self.shape))
         for attr in ("rd", "mu", "arr", "awt"):
             old = getattr(self, attr)
@@ -54,7 +55,7 @@ class Var:
                 setattr(self, attr, new)
         self.shape = shape
 
-    def known(self, attr: str, key: tuple) -> int | None:
+    def known(self, attr: str, key: Box) -> int | None:
         """The one set id of window `key` of array `attr`, if known without a scan."""
         uc = self.uc[attr]
         sid = uc.get(key)
@@ -72,10 +73,11 @@ class Var:
                 return sid
         return None
 
-    def parts(self, attr: str, key: tuple) -> list[tuple[tuple, int]] | None:
+    def parts(self, attr: str, key: Box) -> list[tuple[Box, int]] | None:
         """Known uniform windows that tile window `key` exactly (the entries are
         pairwise disjoint, so contained volumes summing to key's volume tile it)."""
-        want, got, out = _volume(key), 0, []
+        want, got = _volume(key), 0
+        out: list[tuple[Box, int]] = []
         for k, sid in self.uc[attr].items():
             for (a, b), (lo, hi) in zip(k, key):
                 if a < lo or b > hi:
@@ -85,7 +87,7 @@ class Var:
                 got += _volume(k)
         return out if got == want else None
 
-    def learn(self, attr: str, key: tuple, sid: int) -> None:
+    def learn(self, attr: str, key: Box, sid: int) -> None:
         """A scan found window `key` uniform (nothing was written). Entries stay
         pairwise disjoint: a window overlapping a known one is not added."""
         uc = self.uc[attr]
@@ -96,7 +98,7 @@ class Var:
             uc.pop(next(iter(uc)))
         uc[key] = sid
 
-    def note(self, attr: str, key: tuple, sid: int | None) -> None:
+    def note(self, attr: str, key: Box, sid: int | None) -> None:
         """Window `key` of `attr` was just written: to one set id `sid`, or unevenly."""
         old = self.uc[attr]
         new = {}
@@ -113,18 +115,18 @@ class Var:
         self.uc[attr] = new
 
 
-def _volume(key: tuple) -> int:
+def _volume(key: Box) -> int:
     n = 1
     for lo, hi in key:
         n *= max(0, hi - lo)
     return n
 
 
-def _index(key: tuple) -> tuple:
+def _index(key: Box) -> tuple[slice, ...]:
     return tuple(slice(lo, hi) for lo, hi in key)
 
 
-def _disjoint(a: tuple, b: tuple) -> bool:
+def _disjoint(a: Box, b: Box) -> bool:
     for (alo, ahi), (blo, bhi) in zip(a, b):
         if bhi <= alo or ahi <= blo:
             return True
@@ -185,7 +187,9 @@ class SetTable:
     def inc(self, sid: int, n: int) -> None:
         if sid:
             if self.ref[sid] == 0:
-                for r in self.sets[sid]:
+                members = self.sets[sid]
+                assert members is not None    # a set some cell is about to hold
+                for r in members:
                     r.live += 1
             self.ref[sid] += n
 
@@ -193,7 +197,9 @@ class SetTable:
         if sid:
             self.ref[sid] -= n
             if self.ref[sid] == 0:
-                for r in self.sets[sid]:
+                members = self.sets[sid]
+                assert members is not None    # held by a cell until now
+                for r in members:
                     r.live -= 1
                 self.dead.append(sid)
 
@@ -208,7 +214,7 @@ class SetTable:
                 ident = frozenset(r.id for r in members)
                 if ids.get(ident) == sid:
                     del ids[ident]
-                sets[sid] = None  # type: ignore[call-overload]
+                sets[sid] = None
         self.dead.clear()
 
     def release(self, arr: np.ndarray, known: int | None = None) -> None:
@@ -228,11 +234,12 @@ class SetTable:
             self.dec(u, c)
 
 
-def add_to_window(sets: SetTable, v: Var, attr: str, idx: tuple, key, hit) -> int:
+def add_to_window(sets: SetTable, v: Var, attr: str, idx: Index, key: Box | None,
+                  hit: tuple[tuple[Rec, ...], int]) -> int:
     """RecordRead / RecordMutate on a window: ρ(x, n) ∪= R for every cell. Returns the
     number of cells (recorded accesses)."""
     recs, rkey = hit
-    arr = getattr(v, attr)
+    arr: np.ndarray = getattr(v, attr)
     if key is None:                                   # a single cell
         old = int(arr[idx])
         new = sets.union(old, rkey, recs)
@@ -244,7 +251,7 @@ def add_to_window(sets: SetTable, v: Var, attr: str, idx: tuple, key, hit) -> in
             if uc:
                 uc.clear()
         return 1
-    sub = arr[idx]
+    sub: np.ndarray = arr[idx]
     size = sub.size
     if size == 0:
         return 0
@@ -276,7 +283,8 @@ def add_to_window(sets: SetTable, v: Var, attr: str, idx: tuple, key, hit) -> in
     return size
 
 
-def _add_uneven(sets: SetTable, sub: np.ndarray, rkey: int, recs) -> None:
+def _add_uneven(sets: SetTable, sub: np.ndarray, rkey: int,
+                recs: tuple[Rec, ...]) -> None:
     uniq, inv, counts = np.unique(sub, return_inverse=True, return_counts=True)
     new = [sets.union(u, rkey, recs) for u in uniq.tolist()]
     sub[...] = np.asarray(new, dtype=np.int32)[inv].reshape(sub.shape)
@@ -285,7 +293,8 @@ def _add_uneven(sets: SetTable, sub: np.ndarray, rkey: int, recs) -> None:
         sets.dec(u, c)
 
 
-def clear_window(sets: SetTable, v: Var, attr: str, idx: tuple, key) -> None:
+def clear_window(sets: SetTable, v: Var, attr: str, idx: Index,
+                 key: Box | None) -> None:
     """ClearReads / ClearMutates: ρ(x, n).r (or .m) = ∅ on the window."""
     arr = getattr(v, attr)
     if key is None:
@@ -310,7 +319,7 @@ def clear_window(sets: SetTable, v: Var, attr: str, idx: tuple, key) -> None:
     v.note(attr, key, 0)
 
 
-def window_sets(v: Var, attr: str, idx: tuple, key) -> list[int]:
+def window_sets(v: Var, attr: str, idx: Index, key: Box | None) -> list[int]:
     """The distinct set ids on the window (for the checks)."""
     arr = getattr(v, attr)
     if key is None:
@@ -328,4 +337,5 @@ def window_sets(v: Var, attr: str, idx: tuple, key) -> list[int]:
     if (sub == first).all():
         v.learn(attr, key, first)
         return [first]
-    return np.unique(sub).tolist()
+    sids: list[int] = np.unique(sub).tolist()
+    return sids

@@ -13,28 +13,37 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, cast
 
 from gpusem.calculus.errors import BadInput
 from gpusem.calculus.span import NO_SPAN, Span
+
+if TYPE_CHECKING:  # imported where used: the machine loads only when a check runs
+    from gpusem.calculus.amir.ast import AProc
+    from gpusem.calculus.gpuir.ast import Proc
+    from gpusem.calculus.gpuir.timelines import Rules
+    from gpusem.interpreter.amir.checks import ShownThreads, Verdict, Violation
+    from gpusem.typing_rules.gpuir.collective import Analysis
 
 
 class SyncResult:
     """The outcome of one sync check: the AMIR program and the machine's verdict."""
 
-    def __init__(self, file: str, proc: str, defines: Mapping[str, int], amir,
-                 verdict, seconds: float = 0.0):
+    def __init__(self, file: str, proc: str, defines: Mapping[str, int], amir: AProc,
+                 verdict: Verdict, seconds: float = 0.0):
         self.file, self.proc, self.defines = file, proc, dict(defines)
         self.amir, self.verdict, self.seconds = amir, verdict, seconds
 
-    def as_json(self) -> dict:
+    def as_json(self) -> dict[str, object]:
         v, st = self.verdict.violation, self.verdict.stats
-        out = {"file": self.file, "proc": self.proc, "defines": self.defines,
-               "verdict": "accepted" if v is None else "rejected",
-               "seconds": round(self.seconds, 4),
-               "stats": {"statements": st.statements,
-                         "recorded_accesses": st.recorded_accesses,
-                         "records": st.records, "lifts": st.lifts}}
+        out: dict[str, object] = {
+            "file": self.file, "proc": self.proc, "defines": self.defines,
+            "verdict": "accepted" if v is None else "rejected",
+            "seconds": round(self.seconds, 4),
+            "stats": {"statements": st.statements,
+                      "recorded_accesses": st.recorded_accesses,
+                      "records": st.records, "lifts": st.lifts}}
         if v is not None:
             out["violation"] = {
                 "check": v.check, "variable": v.variable, "index": list(v.index),
@@ -66,7 +75,7 @@ def synccheck(source: str, file: str, defines: Mapping[str, int], *,
     return synccheck_proc(proc, defines, rules=rules, max_steps=max_steps, file=file)
 
 
-def synccheck_proc(proc, defines: Mapping[str, int], *, rules: str = "fixed",
+def synccheck_proc(proc: Proc, defines: Mapping[str, int], *, rules: str = "fixed",
                    max_steps: int = 200_000_000, file: str = "") -> SyncResult:
     """Analyse (front end), convert (Figure 5) and run the machine on `proc`. Raises
     BadInput (malformed input, missing sizes), IllTyped (a front-end analysis error)
@@ -79,7 +88,8 @@ def synccheck_proc(proc, defines: Mapping[str, int], *, rules: str = "fixed",
         raise BadInput(f"{file or proc.span.file}: missing definition: "
                        f"{', '.join(missing)} has no value (pass -D {missing[0]}=...)")
     analysis = _front_end(proc, defines)
-    amir = convert(proc, defines, rules=rules, analysis=analysis)
+    # rules: "fixed" or "paper" (the CLI's choice; convert's `Rules`)
+    amir = convert(proc, defines, rules=cast("Rules", rules), analysis=analysis)
     start = time.perf_counter()
     verdict = check_amir(amir, defines, max_steps=max_steps)
     seconds = time.perf_counter() - start
@@ -87,7 +97,7 @@ def synccheck_proc(proc, defines: Mapping[str, int], *, rules: str = "fixed",
                       seconds)
 
 
-def _pick(procs, name: str | None, file: str):
+def _pick(procs: Sequence[Proc], name: str | None, file: str) -> Proc:
     if name is None:
         return procs[-1]
     for p in procs:
@@ -97,7 +107,7 @@ def _pick(procs, name: str | None, file: str):
                    f"{', '.join(p.name for p in procs)})")
 
 
-def _front_end(proc, defines: Mapping[str, int]):
+def _front_end(proc: Proc, defines: Mapping[str, int]) -> Analysis:
     """The front end's analyses (well-formedness, collective and distributed memory
     analysis, Sections 3-4) must accept before a sync check means anything: their
     first error is raised (IllTyped, exit 1). Returns the analysis, whose thread
@@ -110,7 +120,7 @@ def _front_end(proc, defines: Mapping[str, int]):
 # ------------------------------------------------------------------ the diagnostic
 
 
-def diagnostic(v, source: str, file: str) -> str:
+def diagnostic(v: Violation, source: str, file: str) -> str:
     """The rejection as a compiler diagnostic with both source lines shown."""
     lines = [f"{_where(v.span, file)}: error: {v.message}"]
     cell = f"{v.variable}[{', '.join(map(str, v.index))}]" if v.index else v.variable
@@ -128,7 +138,7 @@ def diagnostic(v, source: str, file: str) -> str:
     return "\n".join(lines)
 
 
-def _this_label(source: str, v) -> str:
+def _this_label(source: str, v: Violation) -> str:
     """An inserted free carries its allocation's span: say so rather than pointing at
     the declaration as if it were an access."""
     text = _line(source, v.span)
@@ -161,7 +171,7 @@ def _where(span: Span, file: str) -> str:
     return str(span) if span is not NO_SPAN else file
 
 
-def _threads(ts) -> str:
+def _threads(ts: ShownThreads) -> str:
     if ts == "all" or ts == ():
         return "all threads" if ts == "all" else "-"
     pairs = list(ts)
@@ -169,11 +179,11 @@ def _threads(ts) -> str:
     return shown + (", ..." if len(pairs) >= 8 else "")
 
 
-def _jsonable(ts):
+def _jsonable(ts: ShownThreads) -> str | list[list[int]]:
     return ts if isinstance(ts, str) else [list(p) for p in ts]
 
 
-def _span_json(span: Span) -> dict | None:
+def _span_json(span: Span) -> dict[str, object] | None:
     if span is NO_SPAN:
         return None
     return {"file": span.file, "line": span.line, "column": span.column}

@@ -21,6 +21,7 @@ from gpusem.interpreter.appy.sequential import AccessHooks, run_sequential
 from gpusem.typing_rules.appy.legality import MVL, check_static, lane_reduction
 
 _MANY = object()  # "read by more than one worker"
+Cell = tuple[str, int]  # (array, flat cell number)
 
 
 @dataclass
@@ -30,9 +31,9 @@ class _Frame:
     width: int
     worker: int = 0
     chunk: int = -1
-    writes: dict = field(default_factory=dict)
-    reads: dict = field(default_factory=dict)
-    atomics: dict = field(default_factory=dict)
+    writes: dict[Cell, int] = field(default_factory=dict)      # cell -> worker
+    reads: dict[Cell, object] = field(default_factory=dict)    # -> worker or _MANY
+    atomics: dict[Cell, object] = field(default_factory=dict)  # -> worker or _MANY
 
 
 class LegalityHooks(AccessHooks):
@@ -67,7 +68,8 @@ class LegalityHooks(AccessHooks):
         else:
             f.worker = value
 
-    def access(self, kind, array, cells, stmt, atomic) -> None:
+    def access(self, kind: str, array: str, cells: tuple[int, ...],
+               stmt: A.Assign | None, atomic: bool) -> None:
         for f in self.frames:
             if f.rule:
                 red = atomic or (f.rule == "Legal-SimdLanes" and lane_reduction(
@@ -75,7 +77,8 @@ class LegalityHooks(AccessHooks):
                 for c in cells:
                     self._check(f, kind, (array, c), stmt, red)
 
-    def _check(self, f: _Frame, kind: str, cell, stmt, atomic: bool) -> None:
+    def _check(self, f: _Frame, kind: str, cell: Cell, stmt: A.Assign | None,
+               atomic: bool) -> None:
         w = f.worker
         if atomic:
             other = f.writes.get(cell, w)
@@ -100,7 +103,7 @@ class LegalityHooks(AccessHooks):
             prev = f.reads.get(cell, w)
             f.reads[cell] = w if prev == w else _MANY
 
-    def _fail(self, f: _Frame, cell, stmt, why: str) -> None:
+    def _fail(self, f: _Frame, cell: Cell, stmt: A.Assign | None, why: str) -> None:
         arr, flat = cell
         who = "lane" if f.rule == "Legal-SimdLanes" else "worker"
         raise IllTyped(f"conflict: {who} {f.loop.var}={f.worker} and another touch "

@@ -73,6 +73,8 @@ class Machine:
                 self.chunks(s, st)
             case A.For(directive=A.SequentialFor() | None):
                 self.sequential(s, st)
+            case A.For():  # unreachable: the three directives above
+                raise AssertionError(f"unknown loop directive: {s.directive}")
             case A.If(cond=c, body=body, orelse=orelse):
                 self.block(body if bool(S.eval_expr(c, st)) else orelse, st)
             case A.Assign():
@@ -127,7 +129,7 @@ class Machine:
                     outer[x] = _combine(op, outer[x], env[x])
 
 
-    def lockstep(self, loop: A.For, stmt: A.Stmt, lanes: list[dict],
+    def lockstep(self, loop: A.For, stmt: A.Stmt, lanes: list[dict[str, S.Value]],
                  st: S.SeqState) -> None:
         """One statement on every lane of a chunk: a vector store evaluates all lanes'
         values before any lane stores (a vector instruction reads, then writes)."""
@@ -138,12 +140,13 @@ class Machine:
                 st.env = env
                 self.stmt(stmt, st)
             return
+        assert isinstance(stmt, A.Assign) and isinstance(stmt.target, A.Subscript)
         values = []
         for env in lanes:
             st.env = env
             v = S.eval_expr(stmt.value, st)
             if stmt.op is not None:
-                v = S._binop(stmt.op, S.eval_expr(stmt.target, st), v, stmt)
+                v = S.binop(stmt.op, S.eval_expr(stmt.target, st), v, stmt)
             values.append(v)
         plain = dataclasses.replace(stmt, op=None)
         for env, v in zip(lanes, values, strict=True):
@@ -151,7 +154,7 @@ class Machine:
             S.store(stmt.target, v, plain, st)
 
 
-def _carried(s: A.For, env: dict) -> dict[str, str]:
+def _carried(s: A.For, env: dict[str, S.Value]) -> dict[str, str]:
     """Scalars defined outside the simd loop and reduced in it -> their operator."""
     out: dict[str, str] = {}
     for st in A.walk_stmts(s.body):
@@ -169,7 +172,7 @@ def _carried(s: A.For, env: dict) -> dict[str, str]:
     return out
 
 
-def _identity(op: str, like):
+def _identity(op: str, like: S.Value) -> int | float:
     is_float = np.issubdtype(np.asarray(like).dtype, np.floating)
     if op == "+":
         return 0
@@ -177,7 +180,7 @@ def _identity(op: str, like):
     return -big if op == "maximum" else big
 
 
-def _combine(op: str, a, b):
+def _combine(op: str, a: S.Value, b: S.Value) -> S.Value:
     if op == "+":
         return a + b
     return np.maximum(a, b) if op == "maximum" else np.minimum(a, b)

@@ -18,7 +18,7 @@ Conventions: `mem` (array name -> ndarray, the shared global memory), `env` (sca
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import assert_never
+from typing import Any, Callable, assert_never, cast
 
 import numpy as np
 from gpusem.calculus.appy import ast as A
@@ -27,10 +27,19 @@ from gpusem.calculus.errors import BadInput, BudgetExhausted, Trap
 DEFAULT_MAX_STEPS = 2_000_000
 SEQ_MVL = 128  # the value `appy.MVL` reads as (any consistent value gives one result)
 
-_UNARY = {"exp": np.exp, "log": np.log, "sqrt": np.sqrt, "abs": np.abs, "sin": np.sin,
-          "cos": np.cos, "tanh": np.tanh}
-_BINARY = {"maximum": np.maximum, "minimum": np.minimum}
-_REDUCE = {"sum": np.sum, "max": np.max, "min": np.min}
+# A run-time value: a Python or NumPy scalar, a NumPy array, or the slice a vidx
+# denotes; dynamic as in the Python program (NumPy's operations are typed Any).
+Value = Any
+# A NumPy index of an array: ints, slices and np.newaxis (None).
+Key = tuple[int | slice | None, ...]
+
+NumPyFn = Callable[..., Value]
+
+_UNARY: dict[str, NumPyFn] = {"exp": np.exp, "log": np.log, "sqrt": np.sqrt,
+                              "abs": np.abs, "sin": np.sin, "cos": np.cos,
+                              "tanh": np.tanh}
+_BINARY: dict[str, NumPyFn] = {"maximum": np.maximum, "minimum": np.minimum}
+_REDUCE: dict[str, NumPyFn] = {"sum": np.sum, "max": np.max, "min": np.min}
 
 
 class AccessHooks:
@@ -48,7 +57,7 @@ class AccessHooks:
 @dataclass
 class SeqState:
     mem: dict[str, np.ndarray]
-    env: dict[str, object]
+    env: dict[str, Value]
     hooks: AccessHooks = field(default_factory=AccessHooks)
     budget: int = DEFAULT_MAX_STEPS
     stmt: A.Assign | None = None  # the statement being executed (for hooks)
@@ -121,14 +130,14 @@ def exec_assign(s: A.Assign, st: SeqState) -> None:
     match s.target:
         case A.Name(id=n):
             if s.op is not None:
-                value = _binop(s.op, eval_expr(s.target, st), value, s)
+                value = binop(s.op, eval_expr(s.target, st), value, s)
             st.env[n] = value
         case A.Subscript():
             store(s.target, value, s, st)
     st.stmt = None
 
 
-def store(t: A.Subscript, value, s: A.Assign, st: SeqState) -> None:
+def store(t: A.Subscript, value: Value, s: A.Assign, st: SeqState) -> None:
     arr = _array(t.array, t, st)
     key = _index(t, st)
     cells = _cells(arr, key, t) if st.hooks.active else ()
@@ -136,7 +145,7 @@ def store(t: A.Subscript, value, s: A.Assign, st: SeqState) -> None:
         old = arr[key]
         if st.hooks.active:
             st.hooks.access("read", t.array, cells, s, s.atomic)
-        value = _binop(s.op, old, value, s)
+        value = binop(s.op, old, value, s)
     if st.hooks.active:
         st.hooks.access("write", t.array, cells, s, s.atomic)
     arr[key] = value  # NumPy casts to the array's dtype (the store's conversion)
@@ -145,7 +154,7 @@ def store(t: A.Subscript, value, s: A.Assign, st: SeqState) -> None:
 # --------------------------------------------------------------------- expressions
 
 
-def eval_expr(e: A.Expr, st: SeqState):
+def eval_expr(e: A.Expr, st: SeqState) -> Value:
     match e:
         case A.Const(value=v):
             return v
@@ -163,10 +172,10 @@ def eval_expr(e: A.Expr, st: SeqState):
             key = _index(e, st)
             if st.hooks.active:
                 st.hooks.access("read", a, _cells(arr, key, e), st.stmt, False)
-            v = arr[key]
-            return v.copy() if isinstance(v, np.ndarray) else v
+            val = arr[key]
+            return val.copy() if isinstance(val, np.ndarray) else val
         case A.BinOp(op=op, left=x, right=y):
-            return _binop(op, eval_expr(x, st), eval_expr(y, st), e)
+            return binop(op, eval_expr(x, st), eval_expr(y, st), e)
         case A.Neg(operand=x):
             return -eval_expr(x, st)
         case A.Compare(op=op, left=x, right=y):
@@ -195,7 +204,7 @@ def eval_expr(e: A.Expr, st: SeqState):
             assert_never(e)
 
 
-def _binop(op: str, a, b, node):
+def binop(op: str, a: Value, b: Value, node: A.Expr | A.Stmt) -> Value:
     # Note: C semantics would truncate; APPy's sequential reading is Python's, so `//`
     # and `%` floor (the generated kernels must match Python, not C).
     match op:
@@ -215,24 +224,24 @@ def _binop(op: str, a, b, node):
     raise BadInput(f"unknown operator: {op}")
 
 
-def _compare(op: str, a, b):
+def _compare(op: str, a: Value, b: Value) -> Value:
     return {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal,
             "==": np.equal, "!=": np.not_equal}[op](a, b)
 
 
-def _is_int(v) -> bool:
+def _is_int(v: Value) -> bool:
     return np.issubdtype(np.asarray(v).dtype, np.integer)
 
 
-def _array(name: str, node, st: SeqState) -> np.ndarray:
+def _array(name: str, node: A.Subscript, st: SeqState) -> np.ndarray:
     if name not in st.mem:
         raise Trap(f"unknown array: {name}", rule="Seq-Array", span=node.span)
     return st.mem[name]
 
 
-def _index(t: A.Subscript, st: SeqState):
+def _index(t: A.Subscript, st: SeqState) -> Key:
     arr = st.mem[t.array]
-    key: list = []
+    key: list[int | slice | None] = []
     dim = 0
     for ix in t.indices:
         match ix:
@@ -246,12 +255,13 @@ def _index(t: A.Subscript, st: SeqState):
                     raise _oob(t, f"slice {lov}:{hiv}", arr)
                 key.append(slice(lov, hiv))
             case A.Vidx(start=s0, step=sz, bound=b):
-                lo = int(eval_expr(s0, st))
+                vlo = int(eval_expr(s0, st))
                 width = int(eval_expr(sz, st))
-                hi = lo + width if b is None else min(lo + width, int(eval_expr(b, st)))
-                if dim >= arr.ndim or not (0 <= lo <= hi <= arr.shape[dim]):
-                    raise _oob(t, f"vidx {lo}..{hi}", arr)
-                key.append(slice(lo, hi))
+                vhi = vlo + width if b is None else min(vlo + width,
+                                                        int(eval_expr(b, st)))
+                if dim >= arr.ndim or not (0 <= vlo <= vhi <= arr.shape[dim]):
+                    raise _oob(t, f"vidx {vlo}..{vhi}", arr)
+                key.append(slice(vlo, vhi))
             case _:
                 v = eval_expr(ix, st)
                 if isinstance(v, slice):  # a name bound to appy.vidx(...)
@@ -278,9 +288,9 @@ def _oob(t: A.Subscript, what: str, arr: np.ndarray) -> Trap:
                 rule="Seq-Index", span=t.span)
 
 
-def _cells(arr: np.ndarray, key: tuple, node) -> tuple[int, ...]:
+def _cells(arr: np.ndarray, key: Key, node: A.Subscript) -> tuple[int, ...]:
     """The flat cell numbers a key touches (for the legality hooks)."""
     plain = tuple(k for k in key if k is not np.newaxis)
     if all(isinstance(k, int) for k in plain):
-        return (int(np.ravel_multi_index(plain, arr.shape)),)
+        return (int(np.ravel_multi_index(cast(tuple[int, ...], plain), arr.shape)),)
     return tuple(np.arange(arr.size).reshape(arr.shape)[plain].ravel().tolist())

@@ -13,12 +13,18 @@ deterministic given the thread, so the replayed configuration is the one left.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import cast
 
 from gpusem.calculus.bundl.ast import Program
 from gpusem.calculus.errors import BadInput, Stuck, Trap
-from gpusem.interpreter.bundl.machine import Machine, StepEvent
+from gpusem.interpreter.bundl.machine import Machine, MachineSnapshot, StepEvent
 from gpusem.interpreter.bundl.small_step import blocked
+from gpusem.interpreter.bundl.values import Ptr, Value
+
+# What a `write` breakpoint watches: a cell of a global array.
+Cell = tuple[str, int]
 
 SNAPSHOT_EVERY = 256
 
@@ -28,12 +34,13 @@ class Breakpoint:
     """`break RULE`, `break LINE`, `break thread T` or `break write A[i]`."""
 
     kind: str  # rule | line | thread | write
-    value: object  # rule name | line | thread index | (array, index)
+    value: str | int | Cell  # rule name | line | thread index | (array, index)
 
     def describe(self) -> str:
         match self.kind:
             case "write":
-                return f"write {self.value[0]}[{self.value[1]}]"
+                cell = cast(Cell, self.value)
+                return f"write {cell[0]}[{cell[1]}]"
             case _:
                 return f"{self.kind} {self.value}"
 
@@ -104,12 +111,12 @@ class Session:
         self.scheduler = Scheduler.parse(schedule)
         self.history: list[int] = []
         self.events: list[StepEvent] = []  # the last few, for display
-        self.snapshots: dict[int, object] = {0: self.machine.snapshot()}
+        self.snapshots: dict[int, MachineSnapshot] = {0: self.machine.snapshot()}
         self.breakpoints: list[Breakpoint] = []
         self.status = "running"  # running | terminated | stuck | deadlock
         self.error: Exception | None = None
         self.current: int | None = None
-        self.trace_sink = None  # callable(str) for --trace
+        self.trace_sink: Callable[[str], object] | None = None  # for --trace
 
     # ------------------------------------------------------------------ stepping
 
@@ -150,8 +157,9 @@ class Session:
         self.status = "deadlock"
         return Stop("deadlock: every live thread spins in wait")
 
-    def run(self, count: int | None, thread: int | None = None, use_breaks=True,
-            interrupted=lambda: False) -> tuple[list[StepEvent], Stop]:
+    def run(self, count: int | None, thread: int | None = None, use_breaks: bool = True,
+            interrupted: Callable[[], bool] = lambda: False,
+            ) -> tuple[list[StepEvent], Stop]:
         """Up to `count` steps (None: until something stops it)."""
         events: list[StepEvent] = []
         while count is None or len(events) < count:
@@ -162,7 +170,7 @@ class Session:
             if isinstance(out, Stop):
                 return events, out
             events.append(out)
-            hit = self._hit(out, before) if use_breaks else None
+            hit = self._hit(out, before) if before is not None else None  # use_breaks
             if hit is not None:
                 return events, Stop(f"breakpoint: {hit.describe()}", hit)
         return events, Stop()
@@ -209,11 +217,12 @@ class Session:
 
     # --------------------------------------------------------------- breakpoints
 
-    def _watched_values(self) -> dict:
-        return {bp: self.global_cell(*bp.value) for bp in self.breakpoints
+    def _watched_values(self) -> dict[Breakpoint, Value]:
+        return {bp: self.global_cell(*cast(Cell, bp.value)) for bp in self.breakpoints
                 if bp.kind == "write"}
 
-    def _hit(self, event: StepEvent, before: dict) -> Breakpoint | None:
+    def _hit(self, event: StepEvent, before: dict[Breakpoint, Value],
+             ) -> Breakpoint | None:
         for bp in self.breakpoints:
             match bp.kind:
                 case "rule" if bp.value in event.rules:
@@ -222,15 +231,16 @@ class Session:
                     return bp
                 case "thread" if event.index == bp.value:
                     return bp
-                case "write" if self.global_cell(*bp.value) != before.get(bp):
+                case "write" if (self.global_cell(*cast(Cell, bp.value))
+                                 != before.get(bp)):
                     return bp
         return None
 
-    def global_cell(self, name: str, index: int):
+    def global_cell(self, name: str, index: int) -> Value:
         cfg = self.machine.cfg
         if name not in cfg.globals:
             raise BadInput(f"no global array {name}")
-        ptr = cfg.globals[name].value
+        ptr = cast(Ptr, cfg.globals[name].value)  # a global is an array
         if not 0 <= index < ptr.length:
             raise BadInput(f"index out of range: {name}[{index}] (length {ptr.length})")
         return cfg.regions[ptr.region].cells[ptr.off + index]

@@ -10,6 +10,9 @@ the product of the threads' lengths.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
 from gpusem.calculus.bundl.ast import (
     Alloc,
     Assign,
@@ -18,6 +21,7 @@ from gpusem.calculus.bundl.ast import (
     Claim,
     Decl,
     Destruct,
+    Expr,
     Free,
     Group,
     If,
@@ -31,11 +35,16 @@ from gpusem.calculus.bundl.ast import (
     SyncInit,
     SyncWait,
     While,
-    child_exprs,
 )
+from gpusem.calculus.bundl.walk import child_exprs
 from gpusem.calculus.errors import BudgetExhausted, Stuck, Trap
+from gpusem.interpreter.bundl.config import Config, ThreadState
 from gpusem.interpreter.bundl.machine import Machine, Outcome, deadlock_error
 from gpusem.interpreter.bundl.thread import ASYNC
+from gpusem.interpreter.bundl.values import GlobalMemory, PyValue
+
+# A global memory as a hashable key (`_freeze`).
+FrozenMemory = tuple[tuple[str, tuple[PyValue, ...]], ...]
 
 
 def explore(m: Machine, max_steps: int = 1_000_000, reduce: bool = True) -> Outcome:
@@ -46,13 +55,13 @@ def explore(m: Machine, max_steps: int = 1_000_000, reduce: bool = True) -> Outc
     one), except when it closes a cycle through the DFS stack (the stack proviso), where
     every enabled thread is expanded. Equal configurations are explored once.
     """
-    seen: set = set()
-    finals: dict = {}
-    on_stack: set = set()
-    stack: list[list] = []  # [key, snapshot, todo, path, reduced, enabled]
+    seen: set[tuple[object, ...]] = set()
+    finals: dict[FrozenMemory, GlobalMemory] = {}
+    on_stack: set[tuple[object, ...]] = set()
+    stack: list[list[Any]] = []  # [key, snapshot, todo, path, reduced, enabled]
     transitions = 0
 
-    def arrive(path: tuple):
+    def arrive(path: tuple[int, ...]) -> tuple[bool, Outcome | None]:
         """Classify the current configuration; push it if it needs exploring.
         Returns (whether it closes a cycle through the DFS stack, a bad outcome)."""
         enabled = m.enabled_threads()  # descends: frames pushed, term unchanged
@@ -93,9 +102,9 @@ def explore(m: Machine, max_steps: int = 1_000_000, reduce: bool = True) -> Outc
             return _bad(m, "stuck", err, list(path) + [i], len(seen), transitions)
         transitions += 1
         if transitions >= max_steps:
-            err = BudgetExhausted(f"step budget exhausted: {max_steps} transitions "
-                                  f"explored ({len(seen)} states)", rule="S-Program")
-            return _bad(m, "budget", err, None, len(seen), transitions)
+            budget = BudgetExhausted(f"step budget exhausted: {max_steps} transitions "
+                                     f"explored ({len(seen)} states)", rule="S-Program")
+            return _bad(m, "budget", budget, None, len(seen), transitions)
         cycle, bad = arrive(path + (i,))
         if bad is not None:
             return bad
@@ -116,7 +125,7 @@ def _local_thread(m: Machine, enabled: list[int]) -> int | None:
     return None
 
 
-def _is_local(cfg, th) -> bool:
+def _is_local(cfg: Config, th: ThreadState) -> bool:
     s = th.focus  # after descend (enabled_threads descended every thread)
     match s:
         case Skip():
@@ -141,7 +150,7 @@ def _is_local(cfg, th) -> bool:
             return False
 
 
-def _reads_memory(cfg, e) -> bool:
+def _reads_memory(cfg: Config, e: Expr) -> bool:
     hit = cfg.reads_cache.get(id(e))
     if hit is None:
         hit = any(isinstance(x, Index) for x in _subexprs(e))
@@ -149,13 +158,14 @@ def _reads_memory(cfg, e) -> bool:
     return hit
 
 
-def _subexprs(e):
+def _subexprs(e: Expr) -> Iterator[Expr]:
     yield e
     for c in child_exprs(e):
         yield from _subexprs(c)
 
 
-def _bad(m: Machine, kind, err, path, states, transitions) -> Outcome:
+def _bad(m: Machine, kind: str, err: Exception, path: list[int] | None, states: int,
+         transitions: int) -> Outcome:
     m.steps = transitions
     out = m.outcome(kind, err)
     out.bad_schedule = path
@@ -163,5 +173,5 @@ def _bad(m: Machine, kind, err, path, states, transitions) -> Outcome:
     return out
 
 
-def _freeze(mem: dict) -> tuple:
+def _freeze(mem: GlobalMemory) -> FrozenMemory:
     return tuple((k, tuple(v)) for k, v in sorted(mem.items()))

@@ -20,6 +20,9 @@ A.3.7 (E-Var has none; E-Arr-Access checks π' ≤ π; E-Partition-Id π < (Grid
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, NoReturn, cast
+
 import numpy as np
 from gpusem.calculus.bundl.ast import (
     BinOp,
@@ -34,25 +37,50 @@ from gpusem.calculus.bundl.ast import (
     UnOp,
     Var,
 )
-from gpusem.calculus.bundl.perspective import BLOCK1, GRID1, Level, level_ratio
-from gpusem.calculus.errors import Stuck, Trap
+from gpusem.calculus.bundl.perspective import (
+    BLOCK1,
+    GRID1,
+    Level,
+    Perspective,
+    level_ratio,
+)
+from gpusem.calculus.errors import GpusemError, Stuck, Trap
 from gpusem.calculus.span import NO_SPAN
-from gpusem.interpreter.bundl.values import F32, Ptr, c_div, c_rem, show_value, wrap32
+from gpusem.interpreter.bundl.config import Config, Eval, ThreadState
+from gpusem.interpreter.bundl.values import (
+    F32,
+    Binding,
+    Ptr,
+    Region,
+    Value,
+    c_div,
+    c_rem,
+    located,
+    show_value,
+    wrap32,
+)
 from gpusem.interpreter.fma32 import fma32
 
+# The array operand of E-Arr-Access / S-Arr-Assn: (⟨l, n⟩, the array's π'), compiled.
+PtrAt = tuple[Ptr, Perspective]
+PtrEval = Callable[[ThreadState, Perspective], PtrAt]
 
-def fail(kind, rule: str, node, th, message: str, cell: str | None = None):
+
+def fail(kind: type[GpusemError], rule: str, node: object, th: ThreadState,
+         message: str, cell: str | None = None) -> NoReturn:
     """Raise `kind` (Stuck or Trap) naming the rule, span, thread, perspective, cell."""
     where = f" (thread t={th.t} b={th.b} p={th.p}, perspective {th.persp}"
     where += f", cell {cell})" if cell else ")"
     err = kind(message + where, rule=rule, span=getattr(node, "span", NO_SPAN))
-    err.thread = (th.t, th.b, th.p)
-    err.persp = th.persp
-    err.cell = cell
+    loc = located(err)
+    loc.thread = (th.t, th.b, th.p)
+    loc.persp = th.persp
+    loc.cell = cell
     raise err
 
 
-def lookup(cfg, th, name: str, node, rule: str):
+def lookup(cfg: Config, th: ThreadState, name: str, node: object,
+           rule: str) -> Binding:
     """get(η, σ, Σ, x): the binding of x (thread environment first, then Σ)."""
     b = th.env.get(name)
     if b is None:
@@ -62,7 +90,7 @@ def lookup(cfg, th, name: str, node, rule: str):
     return b
 
 
-def compile_expr(cfg, e: Expr):
+def compile_expr(cfg: Config, e: Expr) -> Eval:
     """The closure for `e` (cached per node: the program is compiled once)."""
     hit = cfg.ecache.get(id(e))
     if hit is not None:
@@ -72,7 +100,7 @@ def compile_expr(cfg, e: Expr):
     return f
 
 
-def _compile(cfg, e: Expr):
+def _compile(cfg: Config, e: Expr) -> Eval:
     match e:
         case IntLit(value):  # E-Int
             v = wrap32(value)
@@ -99,12 +127,12 @@ def _compile(cfg, e: Expr):
             raise TypeError(f"not an expression: {e!r}")
 
 
-def _e_var(cfg, node, name):
+def _e_var(cfg: Config, node: Var, name: str) -> Eval:
     # E-Var
     check = cfg.fixed
     leq = cfg.leq
 
-    def ev(th, tgt):
+    def ev(th: ThreadState, tgt: Perspective) -> Value:
         b = th.env.get(name)
         if b is None:
             b = lookup(cfg, th, name, node, "E-Var")
@@ -117,12 +145,12 @@ def _e_var(cfg, node, name):
     return ev
 
 
-def compile_ptr(cfg, e: Expr, rule: str):
+def compile_ptr(cfg: Config, e: Expr, rule: str) -> PtrEval:
     """The array operand of E-Arr-Access / S-Arr-Assn: a closure giving (⟨l, n⟩, π')
     where π' is the perspective of the array variable (carried through `x + k`)."""
     match e:
         case Var(name):
-            def var_ptr(th, tgt):
+            def var_ptr(th: ThreadState, tgt: Perspective) -> PtrAt:
                 b = th.env.get(name)
                 if b is None:
                     b = lookup(cfg, th, name, e, rule)
@@ -136,7 +164,7 @@ def compile_ptr(cfg, e: Expr, rule: str):
             fb = compile_ptr(cfg, base, rule)
             fo = compile_expr(cfg, off)
 
-            def off_ptr(th, tgt):
+            def off_ptr(th: ThreadState, tgt: Perspective) -> PtrAt:
                 ptr, persp = fb(th, tgt)
                 k = fo(th, tgt)
                 if type(k) is not int:
@@ -146,7 +174,7 @@ def compile_ptr(cfg, e: Expr, rule: str):
         case _:
             f = compile_expr(cfg, e)
 
-            def any_ptr(th, tgt):
+            def any_ptr(th: ThreadState, tgt: Perspective) -> PtrAt:
                 v = f(th, tgt)
                 if type(v) is not Ptr:
                     fail(Stuck, rule, e, th, "type mismatch: not an array")
@@ -154,14 +182,14 @@ def compile_ptr(cfg, e: Expr, rule: str):
             return any_ptr
 
 
-def _e_arr_access(cfg, node, array, index):
+def _e_arr_access(cfg: Config, node: Index, array: Expr, index: Expr) -> Eval:
     # E-Arr-Access
     fa = compile_ptr(cfg, array, "E-Arr-Access")
     fi = compile_expr(cfg, index)
     regions = cfg.regions
     fixed, leq = cfg.fixed, cfg.leq
 
-    def ev(th, tgt):
+    def ev(th: ThreadState, tgt: Perspective) -> Value:
         ptr, apersp = fa(th, tgt)
         i = fi(th, tgt)
         if type(i) is not int:
@@ -188,16 +216,16 @@ def _e_arr_access(cfg, node, array, index):
     return ev
 
 
-def _cell(reg, ptr: Ptr, i: int) -> str:
+def _cell(reg: Region, ptr: Ptr, i: int) -> str:
     return f"{reg.where()} {reg.name}[{ptr.off + i}]"
 
 
-def _e_partition_id(cfg, node):
+def _e_partition_id(cfg: Config, node: PartitionId) -> Eval:
     # E-Partition-Id
     shape, fixed, leq, lt = cfg.shape, cfg.fixed, cfg.leq, cfg.lt
     T = shape.threads
 
-    def ev(th, tgt):
+    def ev(th: ThreadState, tgt: Perspective) -> Value:
         code = th.persp
         if not lt(code, GRID1) or not leq(tgt, code):
             fail(Stuck, "E-Partition-Id", node, th,
@@ -221,11 +249,10 @@ def _e_partition_id(cfg, node):
     return ev
 
 
-def _arith(op: str):
+def _arith(op: str) -> Callable[[Value, Value, BinOp, ThreadState], Value]:
     """The int32 / float32 meaning of one binary operator (E-Bop, E-Cmp)."""
-    def num(a, b, node, th):
-        ta, tb = type(a), type(b)
-        if ta is int and tb is int:
+    def num(a: Value, b: Value, node: BinOp, th: ThreadState) -> Value:
+        if type(a) is int and type(b) is int:
             match op:
                 case "+":
                     return wrap32(a + b)
@@ -238,7 +265,7 @@ def _arith(op: str):
                         fail(Trap, "E-Bop", node, th,
                              f"division by zero: {a} {op} 0")
                     return c_div(a, b) if op == "/" else c_rem(a, b)
-        elif ta is F32 and tb is F32:
+        elif type(a) is F32 and type(b) is F32:
             # IEEE results (inf, nan) are values, not errors: no NumPy warnings, even
             # when a caller steps threads outside Machine's errstate
             with np.errstate(all="ignore"):
@@ -252,20 +279,21 @@ def _arith(op: str):
                     case "/":
                         return a / b
                     case "%":
-                        return np.fmod(a, b)
+                        return cast(F32, np.fmod(a, b))  # float32 in, float32 out
         fail(Stuck, "E-Bop", node, th, f"type mismatch: {show_value(a)} {op} "
              f"{show_value(b)}")
     return num
 
 
-_CMP = {
+# the operands' types are checked first (`_e_cmp`): equal, and not arrays
+_CMP: dict[str, Callable[[Any, Any], Any]] = {
     "<": lambda a, b: a < b, "<=": lambda a, b: a <= b,
     ">": lambda a, b: a > b, ">=": lambda a, b: a >= b,
     "==": lambda a, b: a == b, "!=": lambda a, b: a != b,
 }
 
 
-def _e_bop(cfg, node, op, left, right):
+def _e_bop(cfg: Config, node: BinOp, op: str, left: Expr, right: Expr) -> Eval:
     fl, fr = compile_expr(cfg, left), compile_expr(cfg, right)
     if op in ("&&", "||"):
         return _e_logic(cfg, node, op, fl, fr)
@@ -275,16 +303,17 @@ def _e_bop(cfg, node, op, left, right):
         return _e_add(node, fl, fr)
     num = _arith(op)
 
-    def ev(th, tgt):  # E-Bop
+    def ev(th: ThreadState, tgt: Perspective) -> Value:  # E-Bop
         return num(fl(th, tgt), fr(th, tgt), node, th)
 
     return ev
 
 
-def _e_add(node, fl, fr):
+def _e_add(node: BinOp, fl: Eval, fr: Eval) -> Eval:
     num = _arith("+")
 
-    def ev(th, tgt):  # E-Bop (fast path for int + int)
+    def ev(th: ThreadState, tgt: Perspective) -> Value:
+        # E-Bop (fast path for int + int)
         a = fl(th, tgt)
         b = fr(th, tgt)
         if type(a) is int and type(b) is int:
@@ -297,10 +326,11 @@ def _e_add(node, fl, fr):
     return ev
 
 
-def _e_fma(cfg, node, a, b, c):
+def _e_fma(cfg: Config, node: Fma, a: Expr, b: Expr, c: Expr) -> Eval:
     fa, fb, fc = compile_expr(cfg, a), compile_expr(cfg, b), compile_expr(cfg, c)
 
-    def ev(th, tgt):  # E-Fma (extension): a * b + c rounded once (fma32.py)
+    def ev(th: ThreadState, tgt: Perspective) -> Value:
+        # E-Fma (extension): a * b + c rounded once (fma32.py)
         x, y, z = fa(th, tgt), fb(th, tgt), fc(th, tgt)
         if not (type(x) is F32 and type(y) is F32 and type(z) is F32):
             fail(Stuck, "E-Fma", node, th, f"type mismatch: fma({show_value(x)}, "
@@ -310,11 +340,11 @@ def _e_fma(cfg, node, a, b, c):
     return ev
 
 
-def _e_cmp(node, op, fl, fr):
+def _e_cmp(node: BinOp, op: str, fl: Eval, fr: Eval) -> Eval:
     cmp = _CMP[op]
     ordered = op not in ("==", "!=")
 
-    def ev(th, tgt):  # E-Cmp
+    def ev(th: ThreadState, tgt: Perspective) -> Value:  # E-Cmp
         a = fl(th, tgt)
         b = fr(th, tgt)
         ta, tb = type(a), type(b)
@@ -326,14 +356,14 @@ def _e_cmp(node, op, fl, fr):
     return ev
 
 
-def _e_logic(cfg, node, op, fl, fr):
+def _e_logic(cfg: Config, node: BinOp, op: str, fl: Eval, fr: Eval) -> Eval:
     # Note: E-Bop evaluates both operands; `fixed` short-circuits like C, so that a
     # trap in the right operand is not reached when C would not evaluate it (errata,
     # "&& and || short-circuit").
     short = cfg.fixed
     is_and = op == "&&"
 
-    def ev(th, tgt):  # E-Bop on bool
+    def ev(th: ThreadState, tgt: Perspective) -> Value:  # E-Bop on bool
         a = fl(th, tgt)
         if type(a) is not bool:
             fail(Stuck, "E-Bop", node, th, f"type mismatch: {op} on {show_value(a)}")
@@ -347,17 +377,17 @@ def _e_logic(cfg, node, op, fl, fr):
     return ev
 
 
-def _e_unop(cfg, node, op, operand):
+def _e_unop(cfg: Config, node: UnOp, op: str, operand: Expr) -> Eval:
     f = compile_expr(cfg, operand)
 
-    def ev(th, tgt):  # E-Unop (extension, errata "T-Bop/T-Cmp extensions")
+    def ev(th: ThreadState, tgt: Perspective) -> Value:
+        # E-Unop (extension, errata "T-Bop/T-Cmp extensions")
         v = f(th, tgt)
-        t = type(v)
-        if op == "-" and t is int:
+        if op == "-" and type(v) is int:
             return wrap32(-v)
-        if op == "-" and t is F32:
+        if op == "-" and type(v) is F32:
             return -v
-        if op == "!" and t is bool:
+        if op == "!" and type(v) is bool:
             return not v
         fail(Stuck, "E-Unop", node, th, f"type mismatch: {op}{show_value(v)}")
 

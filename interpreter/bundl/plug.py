@@ -12,6 +12,7 @@ binds y to the offset pointer instead (the same value at every occurrence of y).
 from __future__ import annotations
 
 import dataclasses
+from typing import Any, cast
 
 from gpusem.calculus.bundl.ast import (
     AsyncPartition,
@@ -26,6 +27,7 @@ from gpusem.calculus.bundl.ast import (
     Stmt,
     Var,
 )
+from gpusem.interpreter.bundl.config import ClaimBody, Config, Term, ThreadState
 from gpusem.interpreter.bundl.thread import (
     ASYNC,
     CALL,
@@ -35,11 +37,10 @@ from gpusem.interpreter.bundl.thread import (
     SCOPE,
     SEQ,
     SPLIT,
-    ClaimBody,
 )
 
 
-def plug(cfg, th, for_typing: bool = False) -> Stmt:
+def plug(cfg: Config, th: ThreadState, for_typing: bool = False) -> Stmt:
     """The thread's whole current statement (runtime forms included).
 
     `for_typing`: show the fixed S-Claim's runtime body as the claim it came from (the
@@ -78,18 +79,18 @@ def plug(cfg, th, for_typing: bool = False) -> Stmt:
     return cur
 
 
-def _for_display(s):
+def _for_display(s: Term) -> Stmt:
     """A runtime form of this interpreter as the AST the printer knows."""
     if isinstance(s, ClaimBody):
         return Split(s.claim.at, s.n - s.claim.at, s.claim.body, Skip(), s.span)
     return s
 
 
-def _for_typing(s):
+def _for_typing(s: Term) -> Stmt:
     return s.claim if isinstance(s, ClaimBody) else s
 
 
-def subst(s, y: str, off: int):
+def subst(s: Any, y: str, off: int) -> Any:
     """s[(y + off)/y] on every expression inside `s` (stops where y is rebound)."""
     if isinstance(s, Var):
         return BinOp("+", s, IntLit(off)) if s.name == y else s
@@ -107,5 +108,6 @@ def subst(s, y: str, off: int):
                 continue
             if nv is not v:
                 changes[fld.name] = nv
-        return dataclasses.replace(s, **changes) if changes else s
+        # (is_dataclass would also accept a class: `s` is a node, never one)
+        return dataclasses.replace(cast(Any, s), **changes) if changes else s
     return s

@@ -8,18 +8,20 @@ IllTyped whose message starts `preservation:` and names the thread and the last 
 
 from __future__ import annotations
 
+from gpusem.calculus.bundl.ast import Program
 from gpusem.calculus.bundl.perspective import GRID1
 from gpusem.calculus.errors import IllTyped
+from gpusem.interpreter.bundl.machine import Check, Machine
 from gpusem.interpreter.bundl.plug import plug
 from gpusem.interpreter.bundl.thread import CALL
 from gpusem.typing_rules.bundl.stmt import check_stmt, program_context
 
 
-def preservation_check(prog, rules: str = "fixed"):
+def preservation_check(prog: Program, rules: str = "fixed") -> Check:
     """A `check(machine, index)` hook for `Machine` / `run_program`."""
     base = program_context(prog)
 
-    def check(m, index: int) -> None:
+    def check(m: Machine, index: int) -> None:
         th = m.threads()[index]
         if th.terminated:
             return

@@ -16,12 +16,14 @@ schedulers do not count spins as steps; "every live thread only spins" is a dead
 from __future__ import annotations
 
 import random as _random
+from typing import cast
 
 import numpy as np
-from gpusem.calculus.bundl.ast import Program
+from gpusem.calculus.bundl.ast import Program, SyncWait
 from gpusem.calculus.errors import BadInput, BudgetExhausted, Stuck, Trap
+from gpusem.interpreter.bundl.config import ThreadState
 from gpusem.interpreter.bundl.explore import explore
-from gpusem.interpreter.bundl.machine import Machine, Outcome, deadlock_error
+from gpusem.interpreter.bundl.machine import Check, Machine, Outcome, deadlock_error
 from gpusem.interpreter.bundl.small_step import step_thread
 
 SCHEDULES = ("rr", "random:SEED", "greedy", "greedy-reverse", "exhaustive")
@@ -29,7 +31,7 @@ SCHEDULES = ("rr", "random:SEED", "greedy", "greedy-reverse", "exhaustive")
 
 def run_program(prog: Program, schedule: str = "rr", max_steps: int = 1_000_000,
                 rules: str = "fixed", *, blocks: int | None = None,
-                threads: int | None = None, check=None) -> Outcome:
+                threads: int | None = None, check: Check | None = None) -> Outcome:
     """Run `prog` to an outcome under `schedule` (rr | random:SEED | exhaustive)."""
     m = Machine(prog, rules, blocks=blocks, threads=threads, check=check)
     with np.errstate(all="ignore"):
@@ -52,7 +54,9 @@ def run_program(prog: Program, schedule: str = "rr", max_steps: int = 1_000_000,
 
 def _deadlock(m: Machine, live: list[int]) -> Outcome:
     ths = m.threads()
-    where = ", ".join(f"t={ths[i].t} at wait {ths[i].focus.label}" for i in live[:4])
+    # every live thread spins in S-Sync-Wait-Spin: its focus is a `wait`
+    where = ", ".join(f"t={ths[i].t} at wait {cast(SyncWait, ths[i].focus).label}"
+                      for i in live[:4])
     err = deadlock_error(f"deadlock: {len(live)} live threads all wait ({where}"
                           f"{', ...' if len(live) > 4 else ''})", ths[live[0]])
     return m.outcome("deadlock", err)
@@ -128,7 +132,7 @@ def _run_random(m: Machine, max_steps: int, seed: int) -> Outcome:
     rng = _random.Random(seed)
     cfg, ths = m.cfg, m.threads()
     runnable = [th for th in ths if not th.terminated]
-    sleeping: list = []
+    sleeping: list[ThreadState] = []
     steps, wake, check = 0, cfg.wakeups, m.check
     while runnable or sleeping:
         if cfg.wakeups != wake:

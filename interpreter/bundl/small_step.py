@@ -27,6 +27,9 @@ scope of a `let`, fixed only) and CALL (a function body's environment, fixed onl
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from gpusem.calculus.bundl.ast import (
     Assign,
     AsyncPartition,
@@ -45,12 +48,21 @@ from gpusem.calculus.bundl.perspective import (
     GRID1,
     THREAD1,
     Level,
+    Perspective,
     align_to,
 )
 from gpusem.calculus.bundl.perspective import (
     destruct as persp_destruct,
 )
 from gpusem.calculus.errors import Stuck, Trap
+from gpusem.interpreter.bundl.config import (
+    ClaimBody,
+    Config,
+    Frame,
+    Term,
+    ThreadState,
+    Unit,
+)
 from gpusem.interpreter.bundl.expr_eval import compile_expr, lookup
 from gpusem.interpreter.bundl.small_step_data import DATA_AXIOMS
 from gpusem.interpreter.bundl.thread import (
@@ -63,8 +75,7 @@ from gpusem.interpreter.bundl.thread import (
     SKIP,
     SPLIT,
     TRANSPARENT,
-    ClaimBody,
-    ThreadState,
+    Axiom,
     bind,
     check_value,
     label_of,
@@ -79,7 +90,8 @@ from gpusem.interpreter.bundl.values import Binding, show_value
 # ------------------------------------------------------------------ the step function
 
 
-def step_thread(cfg, th: ThreadState, trace: list | None = None) -> str:
+def step_thread(cfg: Config, th: ThreadState,
+                trace: list[Any] | None = None) -> str:
     """Apply one rule to thread `th`; return the rule's name.
 
     `trace`, when given, receives the congruence chain (outermost first) and the redex:
@@ -98,7 +110,7 @@ def step_thread(cfg, th: ThreadState, trace: list | None = None) -> str:
     return rule
 
 
-def descend(cfg, th: ThreadState) -> None:
+def descend(cfg: Config, th: ThreadState) -> None:
     """Push the frames of the congruence rules leading to the redex (no step)."""
     while True:
         s = th.focus
@@ -107,7 +119,7 @@ def descend(cfg, th: ThreadState) -> None:
             return
 
 
-def chain(frames) -> tuple[str, ...]:
+def chain(frames: list[Frame]) -> tuple[str, ...]:
     names = []
     for f in frames:
         kind = f[0]
@@ -127,7 +139,7 @@ def chain(frames) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _normalise(cfg, th: ThreadState) -> None:
+def _normalise(cfg: Config, th: ThreadState) -> None:
     """Pop finished SCOPE / CALL frames: they are no rule, so popping is no step."""
     frames = th.frames
     while frames and type(th.focus) is Skip and frames[-1][0] in TRANSPARENT:
@@ -142,10 +154,13 @@ def _normalise(cfg, th: ThreadState) -> None:
             th.env = f[2]
 
 
-def _push(th, frame, focus, persp=None, p=None, unit=None):
+def _push(th: ThreadState, frame: Frame, focus: Term,
+          persp: Perspective | None = None, p: int | None = None,
+          unit: Unit | None = None) -> None:
     th.frames.append(frame)
     th.focus = focus
     if persp is not None:
+        assert p is not None  # given with `persp`
         th.persp, th.p = persp, p
         if unit is not None:
             th.unit = unit
@@ -154,7 +169,7 @@ def _push(th, frame, focus, persp=None, p=None, unit=None):
 # ------------------------------------------------------------ congruence: entering
 
 
-def _enter_seq(cfg, th, s: Seq) -> bool:
+def _enter_seq(cfg: Config, th: ThreadState, s: Seq) -> bool:
     # S-Seq-First (its frame); S-Seq-Done fires when the head is skip
     if type(s.stmts[0]) is Skip:
         return False
@@ -162,7 +177,7 @@ def _enter_seq(cfg, th, s: Seq) -> bool:
     return True
 
 
-def _split_side(cfg, th, s: Split):
+def _split_side(cfg: Config, th: ThreadState, s: Split) -> int | None:
     """0 (left), 1 (right) or None (S-Split-None), after the shared premises."""
     n = th.persp.n
     if not align_to(s.n1, s.n2, n):
@@ -175,7 +190,7 @@ def _split_side(cfg, th, s: Split):
     return None
 
 
-def _enter_split(cfg, th, s: Split) -> bool:
+def _enter_split(cfg: Config, th: ThreadState, s: Split) -> bool:
     side = _split_side(cfg, th, s)
     if side is None or type(s.right if side else s.left) is Skip:
         return False
@@ -189,7 +204,7 @@ def _enter_split(cfg, th, s: Split) -> bool:
     return True
 
 
-def _step_split(cfg, th, s: Split) -> str:
+def _step_split(cfg: Config, th: ThreadState, s: Split) -> str:
     side = _split_side(cfg, th, s)
     th.focus = SKIP
     if side is None:
@@ -197,7 +212,7 @@ def _step_split(cfg, th, s: Split) -> str:
     return "S-Split-Left-Done" if side == 0 else "S-Split-Right-Done"
 
 
-def _enter_group(cfg, th, s: Group) -> bool:
+def _enter_group(cfg: Config, th: ThreadState, s: Group) -> bool:
     # S-Group: (h, q·n) narrows to (h, n) with p mod n
     if type(s.body) is Skip:
         return False
@@ -210,12 +225,12 @@ def _enter_group(cfg, th, s: Group) -> bool:
     return True
 
 
-def _step_group(cfg, th, s: Group) -> str:
+def _step_group(cfg: Config, th: ThreadState, s: Group) -> str:
     th.focus = SKIP  # S-Group-Done (the body is skip)
     return "S-Group-Done"
 
 
-def _enter_destruct(cfg, th, s: Destruct) -> bool:
+def _enter_destruct(cfg: Config, th: ThreadState, s: Destruct) -> bool:
     if type(s.body) is Skip:
         return False
     if th.p != 0 or th.persp not in (BLOCK1, GRID1):
@@ -229,7 +244,7 @@ def _enter_destruct(cfg, th, s: Destruct) -> bool:
     return True
 
 
-def _step_destruct(cfg, th, s: Destruct) -> str:
+def _step_destruct(cfg: Config, th: ThreadState, s: Destruct) -> str:
     if th.p != 0:
         stuck("S-Destruct-Done", s, th, f"perspective mismatch: destruct needs p = 0, "
                f"got p = {th.p}")
@@ -237,7 +252,7 @@ def _step_destruct(cfg, th, s: Destruct) -> str:
     return "S-Destruct-Done"
 
 
-def _enter_async(cfg, th, s: AsyncPartition) -> bool:
+def _enter_async(cfg: Config, th: ThreadState, s: AsyncPartition) -> bool:
     # S-Async-Partition-Congr: the body steps with x renamed to y at (Thread, 1)
     if type(s.body) is Skip:
         return False
@@ -248,7 +263,7 @@ def _enter_async(cfg, th, s: AsyncPartition) -> bool:
     return True
 
 
-def _step_async(cfg, th, s: AsyncPartition) -> str:
+def _step_async(cfg: Config, th: ThreadState, s: AsyncPartition) -> str:
     # async_partition_φ x into y in skip: Unwind if Φ(φ) ≠ ∅, else Done
     require_persp(th, s, THREAD1, "S-Async-Partition-Done")
     label = label_of(cfg, s)
@@ -262,7 +277,7 @@ def _step_async(cfg, th, s: AsyncPartition) -> str:
     return "S-Async-Partition-Done"
 
 
-def _enter_claim_body(cfg, th, s: ClaimBody) -> bool:
+def _enter_claim_body(cfg: Config, th: ThreadState, s: ClaimBody) -> bool:
     n1 = s.claim.at
     if th.p >= n1 or type(s.claim.body) is Skip:
         return False
@@ -271,7 +286,7 @@ def _enter_claim_body(cfg, th, s: ClaimBody) -> bool:
     return True
 
 
-def _step_claim_body(cfg, th, s: ClaimBody) -> str:
+def _step_claim_body(cfg: Config, th: ThreadState, s: ClaimBody) -> str:
     th.focus = SKIP
     return "S-Claim-Skip" if th.p >= s.claim.at else "S-Claim-Done"
 
@@ -279,7 +294,7 @@ def _step_claim_body(cfg, th, s: ClaimBody) -> str:
 # ----------------------------------------------------------------- the -Done rules
 
 
-def _done(cfg, th) -> str:
+def _done(cfg: Config, th: ThreadState) -> str:
     """The redex is `skip` directly under the top frame: that frame's -Done rule."""
     if not th.frames:
         raise Stuck("stuck: the thread has terminated", rule="S-Program")
@@ -307,7 +322,7 @@ def _done(cfg, th) -> str:
     return "S-Claim-Done"  # CLAIM
 
 
-def _async_unwind(cfg, th, f) -> str:
+def _async_unwind(cfg: Config, th: ThreadState, f: Frame) -> str:
     label = f[2]
     phi = th.phi if cfg.fixed else cfg.phi
     pending = phi.get(label)
@@ -323,7 +338,7 @@ def _async_unwind(cfg, th, f) -> str:
 # ----------------------------------------------------------------------- axioms
 
 
-def s_decl(cfg, th, s: Decl) -> str:
+def s_decl(cfg: Config, th: ThreadState, s: Decl) -> str:
     # S-Decl: e ⇓ v at target π', π' ≤ π; x ↦^π' v in η
     tgt = cfg.persp_of(s.persp)
     require_leq(cfg, th, s, tgt, th.persp, "S-Decl", f"declaring {s.name}")
@@ -333,7 +348,7 @@ def s_decl(cfg, th, s: Decl) -> str:
     return "S-Decl"
 
 
-def s_assn(cfg, th, s: Assign) -> str:
+def s_assn(cfg: Config, th: ThreadState, s: Assign) -> str:
     # S-Assn: x ∈^π' η,σ,Σ; π' ≤ π (write down); e ⇓ v at π'
     b = lookup(cfg, th, s.name, s, "S-Assn")
     require_leq(cfg, th, s, b.persp, th.persp, "S-Assn", f"writing {s.name}")
@@ -347,7 +362,7 @@ def s_assn(cfg, th, s: Assign) -> str:
     return "S-Assn"
 
 
-def s_if(cfg, th, s: If) -> str:
+def s_if(cfg: Config, th: ThreadState, s: If) -> str:
     v = compile_expr(cfg, s.cond)(th, th.persp)
     if v is True:
         th.focus = s.then
@@ -358,19 +373,20 @@ def s_if(cfg, th, s: If) -> str:
     stuck("S-If", s, th, f"type mismatch: condition is {show_value(v)}, not bool")
 
 
-def s_while(cfg, th, s: While) -> str:
+def s_while(cfg: Config, th: ThreadState, s: While) -> str:
     # S-While: while e do s ⇝ if e then (s; while e do s) else skip
     th.focus = cfg.unrolled(s)
     return "S-While"
 
 
-def s_skip_seq(cfg, th, s: Seq) -> str:  # a Seq whose head is skip: S-Seq-Done
+def s_skip_seq(cfg: Config, th: ThreadState, s: Seq) -> str:
+    # a Seq whose head is skip: S-Seq-Done
     rest = s.stmts[1:]
     th.focus = rest[0] if len(rest) == 1 else Seq(rest, s.span)
     return "S-Seq-Done"
 
 
-def blocked(cfg, th) -> bool:
+def blocked(cfg: Config, th: ThreadState) -> bool:
     """Whether the thread can only spin (S-Sync-Wait-Spin) right now."""
     try:
         descend(cfg, th)
@@ -380,13 +396,13 @@ def blocked(cfg, th) -> bool:
     return type(s) is SyncWait and cfg.psi.get(sync_key(cfg, th, s.label), 0) != 0
 
 
-ENTER = {
+ENTER: dict[type, Callable[[Config, ThreadState, Any], bool]] = {
     Seq: _enter_seq, Split: _enter_split, Group: _enter_group,
     Destruct: _enter_destruct, AsyncPartition: _enter_async,
     ClaimBody: _enter_claim_body,
 }
 
-AXIOMS = {
+AXIOMS: dict[type, Axiom] = {
     Seq: s_skip_seq, Split: _step_split, Group: _step_group, Destruct: _step_destruct,
     AsyncPartition: _step_async, ClaimBody: _step_claim_body,
     Decl: s_decl, Assign: s_assn, If: s_if, While: s_while,

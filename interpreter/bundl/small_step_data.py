@@ -20,7 +20,6 @@ from gpusem.calculus.bundl.ast import (
     Memcpy,
     MemKind,
     Partition,
-    Stmt,
     SyncDec,
     SyncInit,
     SyncWait,
@@ -33,12 +32,20 @@ from gpusem.calculus.bundl.perspective import (
 from gpusem.calculus.bundl.perspective import destruct as persp_destruct
 from gpusem.calculus.bundl.perspective import size as persp_size
 from gpusem.calculus.errors import Trap
+from gpusem.interpreter.bundl.config import (
+    AllocSite,
+    Config,
+    Term,
+    ThreadState,
+    Unit,
+)
 from gpusem.interpreter.bundl.expr_eval import compile_expr, compile_ptr, fail, lookup
 from gpusem.interpreter.bundl.thread import (
     ASYNC,
     CALL,
     SEQ,
     SKIP,
+    Axiom,
     bind,
     check_value,
     label_of,
@@ -51,7 +58,7 @@ from gpusem.interpreter.bundl.thread import (
 from gpusem.interpreter.bundl.values import Binding, Ptr, show_value
 
 
-def s_arr_assn(cfg, th, s: ArrAssign) -> str:
+def s_arr_assn(cfg: Config, th: ThreadState, s: ArrAssign) -> str:
     # S-Arr-Assn: e1 ⇓ ⟨l, n⟩, e2 ⇓ i, i < n, π' ≤ π, e3 ⇓ v at π', update l + i
     ptr, apersp = compile_ptr(cfg, s.array, "S-Arr-Assn")(th, th.persp)
     i = compile_expr(cfg, s.index)(th, th.persp)
@@ -76,7 +83,7 @@ def s_arr_assn(cfg, th, s: ArrAssign) -> str:
     return "S-Arr-Assn"
 
 
-def s_free(cfg, th, s: Free) -> str:
+def s_free(cfg: Config, th: ThreadState, s: Free) -> str:
     # S-Free: m - n (n ≤ m, as T-Free)
     if s.amount > th.m:
         stuck("S-Free", s, th, f"memory bound: free {s.amount} with {th.m} in use")
@@ -85,7 +92,7 @@ def s_free(cfg, th, s: Free) -> str:
     return "S-Free"
 
 
-def s_alloc(cfg, th, s: Alloc) -> str:
+def s_alloc(cfg: Config, th: ThreadState, s: Alloc) -> str:
     from gpusem.typing_rules.bundl.context import type_size
 
     amount = s.size * type_size(s.elem)
@@ -114,10 +121,12 @@ def s_alloc(cfg, th, s: Alloc) -> str:
     return rule
 
 
-def _shared_instance(cfg, th, s: Alloc, where, space, owner) -> int:
+def _shared_instance(cfg: Config, th: ThreadState, s: Alloc,
+                     where: tuple[str, int | Unit], space: MemKind,
+                     owner: int | None) -> int:
     """The region of this dynamic instance of alloc site `s` for this block / unit: the
     k-th execution of the site by a thread meets the k-th execution by its peers."""
-    site = (id(s), where)
+    site: AllocSite = (id(s), where)
     k = th.allocs.get(site, 0)
     th.allocs[site] = k + 1
     key = site + (k,)
@@ -129,14 +138,15 @@ def _shared_instance(cfg, th, s: Alloc, where, space, owner) -> int:
     return rid
 
 
-def _sync_block(cfg, th, s, body: Stmt, label: str) -> None:
+def _sync_block(cfg: Config, th: ThreadState, s: Partition | Claim | Lower,
+                body: Term, label: str) -> None:
     """⇝ init_ψ; s; dec_ψ; wait_ψ (S-Partition, S-Claim, S-Lower)."""
     stmts = cfg.sync_block(s, body, label)
     th.frames.append((SEQ, stmts, 0))
     th.focus = stmts[0]
 
 
-def s_partition(cfg, th, s: Partition) -> str:
+def s_partition(cfg: Config, th: ThreadState, s: Partition) -> str:
     x = lookup(cfg, th, s.source, s, "S-Partition")
     h, n = th.persp.level, th.persp.n
     if cfg.fixed:
@@ -148,6 +158,7 @@ def s_partition(cfg, th, s: Partition) -> str:
         # Note: the chunk comes from the view's extent, not from its bounds, so that
         # nested partitions divide the piece (errata "S-Partition").
         _require_source_at_code(cfg, th, s, "S-Partition")
+        assert isinstance(x.value, Ptr)  # checked by _require_source_at_code
         k = th.p // (n // s.by)
         chunk = x.value.extent // s.by
         off = k * chunk
@@ -162,7 +173,7 @@ def s_partition(cfg, th, s: Partition) -> str:
     return "S-Partition"
 
 
-def s_claim(cfg, th, s: Claim) -> str:
+def s_claim(cfg: Config, th: ThreadState, s: Claim) -> str:
     h, n = th.persp.level, th.persp.n
     label = label_of(cfg, s)
     if cfg.fixed:
@@ -179,7 +190,7 @@ def s_claim(cfg, th, s: Claim) -> str:
     return "S-Claim"
 
 
-def s_lower(cfg, th, s: Lower) -> str:
+def s_lower(cfg: Config, th: ThreadState, s: Lower) -> str:
     if th.persp.n != 1 or th.persp.level == Level.THREAD:
         stuck("S-Lower", s, th, f"perspective mismatch: lower needs ↓π defined, code "
                f"is at {th.persp}")
@@ -191,7 +202,8 @@ def s_lower(cfg, th, s: Lower) -> str:
     return "S-Lower"
 
 
-def _require_source_at_code(cfg, th, s, rule: str) -> None:
+def _require_source_at_code(cfg: Config, th: ThreadState,
+                            s: Partition | Claim | Lower, rule: str) -> None:
     """T-Claim / T-Lower's x :^π τ[]^l with l ≠ Local, checked at run time (fixed)."""
     x = lookup(cfg, th, s.source, s, rule)
     reg = cfg.regions[x.value.region] if type(x.value) is Ptr else None
@@ -201,7 +213,7 @@ def _require_source_at_code(cfg, th, s, rule: str) -> None:
                f"{where if x.persp == th.persp else ''}, code is at {th.persp}")
 
 
-def s_sync_init(cfg, th, s: SyncInit) -> str:
+def s_sync_init(cfg: Config, th: ThreadState, s: SyncInit) -> str:
     key = sync_key(cfg, th, s.label)
     th.focus = SKIP
     if cfg.psi.get(key, 0) == 0:  # S-Sync-Init-Zero: Ψ(ψ)(p) := size(π)
@@ -210,7 +222,7 @@ def s_sync_init(cfg, th, s: SyncInit) -> str:
     return "S-Sync-Init-Nonzero"
 
 
-def s_sync_dec(cfg, th, s: SyncDec) -> str:
+def s_sync_dec(cfg: Config, th: ThreadState, s: SyncDec) -> str:
     key = sync_key(cfg, th, s.label)
     c = cfg.psi.get(key, 0)
     if c == 0:  # Ψ : ψ → ℕ → ℕ: no rule decrements 0
@@ -223,17 +235,18 @@ def s_sync_dec(cfg, th, s: SyncDec) -> str:
     return "S-Sync-Dec"
 
 
-def s_sync_wait(cfg, th, s: SyncWait) -> str:
+def s_sync_wait(cfg: Config, th: ThreadState, s: SyncWait) -> str:
     key = sync_key(cfg, th, s.label)
     if cfg.psi.get(key, 0) != 0:
         return "S-Sync-Wait-Spin"  # wait_ψ ⇝ wait_ψ
     if cfg.fixed:
+        assert len(key) == 3  # fixed: (ψ, unit, barrier generation)
         th.waits[(s.label, th.unit)] = key[2] + 1
     th.focus = SKIP
     return "S-Sync-Wait-Done"
 
 
-def s_async_memcpy(cfg, th, s: AsyncMemcpy) -> str:
+def s_async_memcpy(cfg: Config, th: ThreadState, s: AsyncMemcpy) -> str:
     # S-Async-Memcpy: Φ(φ) ∪ {memcpy(x, y)}, φ of the innermost async_partition
     require_persp(th, s, THREAD1, "S-Async-Memcpy")
     label = next((f[2] for f in reversed(th.frames) if f[0] == ASYNC), None)
@@ -245,7 +258,7 @@ def s_async_memcpy(cfg, th, s: AsyncMemcpy) -> str:
     return "S-Async-Memcpy"
 
 
-def s_memcpy(cfg, th, s: Memcpy) -> str:
+def s_memcpy(cfg: Config, th: ThreadState, s: Memcpy) -> str:
     dst = lookup(cfg, th, s.dst, s, "S-Memcpy")
     src = lookup(cfg, th, s.src, s, "S-Memcpy")
     if not cfg.fixed:
@@ -269,7 +282,7 @@ def s_memcpy(cfg, th, s: Memcpy) -> str:
     return "S-Memcpy"
 
 
-def s_call(cfg, th, s: Call) -> str:
+def s_call(cfg: Config, th: ThreadState, s: Call) -> str:
     # S-Function-Call: Σ(f) = {[x_i : τ_i], s}; e_i ⇓ v_i; ⇝ s with η[x_i ↦ v_i]
     fn = cfg.fns.get(s.fn)
     if fn is None:
@@ -295,7 +308,7 @@ def s_call(cfg, th, s: Call) -> str:
     return "S-Function-Call"
 
 
-DATA_AXIOMS = {
+DATA_AXIOMS: dict[type, Axiom] = {
     ArrAssign: s_arr_assn, Free: s_free, Alloc: s_alloc, Partition: s_partition,
     Claim: s_claim, Lower: s_lower, SyncInit: s_sync_init, SyncDec: s_sync_dec,
     SyncWait: s_sync_wait, AsyncMemcpy: s_async_memcpy, Memcpy: s_memcpy, Call: s_call,

@@ -1,123 +1,75 @@
-"""The state of one Bundl thread, P(t, b) with its local memory and position, and the
-helpers that every rule of the thread judgment uses (Appendix A.3 of the Prism paper,
-seed 004): the frame kinds of the evaluation context, stuck states, the perspective and
-type premises, binding and renaming (rename(η, σ, Σ, x, y, π') of S-Partition, S-Lower,
-S-Claim), Ψ's keys and labels ψ / φ. The rules themselves are in `small_step` (A.3.2)
-and `small_step_data` (A.3.3-A.3.6); both read these, neither reads the other's
-internals.
+"""The helpers that every rule of the Bundl thread judgment uses (Appendix A.3 of the
+Prism paper, seed 004): the frame kinds of the evaluation context, stuck states, the
+perspective and type premises, binding and renaming (rename(η, σ, Σ, x, y, π') of
+S-Partition, S-Lower, S-Claim), Ψ's keys and labels ψ / φ. The state of one thread,
+P(t, b) with its local memory and position, is `config.ThreadState`. The rules
+themselves are in `small_step` (A.3.2) and `small_step_data` (A.3.3-A.3.6); both read
+these, neither reads the other's internals.
+
+Frames (`ThreadState.frames`), by kind:
+  (SEQ, stmts, i) or (SEQ, stmts, i, (y, k))   S-Seq-First at stmts[i] (S-Partition's
+                                               body shows as s[(y + k)/y])
+  (SPLIT, split, side, π, p, unit)             S-Split-Left (side 0) / -Right (1)
+  (GROUP | DESTRUCT | CLAIM, node, π, p, unit) S-Group, S-Destruct-*, S-Claim's body
+  (ASYNC, async_partition, φ)                  S-Async-Partition-Congr
+  (SCOPE, x, shadowed binding or None)         a `let`'s scope (fixed)
+  (CALL, fn, the caller's η)                   a function body (fixed)
+where π, p, unit are the thread's before the frame narrowed them.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from typing import Any, NoReturn
 
-from gpusem.calculus.bundl.ast import ArrayType, AsyncType, Claim, Skip, Stmt
-from gpusem.calculus.bundl.perspective import GRID1, Perspective
+from gpusem.calculus.bundl.ast import ArrayType, AsyncType, Skip, Type
+from gpusem.calculus.bundl.perspective import Perspective
 from gpusem.calculus.errors import Stuck
-from gpusem.calculus.span import NO_SPAN
+from gpusem.interpreter.bundl.config import (
+    Config,
+    Labelled,
+    SyncKey,
+    Term,
+    ThreadState,
+)
 from gpusem.interpreter.bundl.expr_eval import fail, lookup
-from gpusem.interpreter.bundl.values import Binding, Ptr, show_value, type_of_value
+from gpusem.interpreter.bundl.values import (
+    Binding,
+    Ptr,
+    Value,
+    show_value,
+    type_of_value,
+)
 
 SEQ, SPLIT, GROUP, DESTRUCT, ASYNC, CLAIM, SCOPE, CALL = range(8)
 TRANSPARENT = (SCOPE, CALL)
 SKIP = Skip()
 
-
-@dataclass(frozen=True, slots=True)
-class ClaimBody:
-    """Runtime form of S-Claim (fixed): the body runs for p < n' at (h, n'), the other
-    threads skip it. Printed as `split(n', n - n') {s} {skip}` (see `plug`)."""
-
-    claim: Claim
-    n: int  # the code perspective (h, n) at the claim: static per program point
-    span: object = NO_SPAN
+# The rule for one class of statement (the AXIOMS tables of `small_step` and
+# `small_step_data`), applied to a thread whose focus is of that class; returns the
+# rule's name. Each rule annotates the class it takes.
+Axiom = Callable[[Config, ThreadState, Any], str]
 
 
-class ThreadState:
-    """One entry P(t, b) of the thread pool, with its local memory and position."""
-
-    __slots__ = (
-        "allocs",
-        "b",
-        "env",
-        "focus",
-        "frames",
-        "m",
-        "p",
-        "persp",
-        "phi",
-        "t",
-        "unit",
-        "waits",
-    )
-
-    def __init__(self, t: int, b: int, main: Stmt):
-        self.t, self.b = t, b
-        self.frames: list[tuple] = []
-        self.focus: Stmt = main
-        self.persp: Perspective = GRID1  # S-Program starts every thread at (Grid, 1)
-        self.p = 0
-        self.unit: tuple = ()  # which unit of `persp` this thread is in (fixed Ψ keys)
-        self.env: dict[str, Binding] = {}
-        self.m = 0
-        self.waits: dict = {}  # completed waits per (ψ, unit): the barrier generation
-        self.phi: dict[str, list] = {}  # Φ, per thread (fixed)
-        self.allocs: dict = {}  # dynamic instance count per alloc site (fixed)
-
-    def copy(self) -> ThreadState:
-        c = ThreadState.__new__(ThreadState)
-        c.t, c.b, c.frames, c.focus = self.t, self.b, list(self.frames), self.focus
-        c.persp, c.p, c.unit, c.m = self.persp, self.p, self.unit, self.m
-        c.env = dict(self.env)
-        c.waits, c.allocs = dict(self.waits), dict(self.allocs)
-        c.phi = {k: list(v) for k, v in self.phi.items()}
-        return c
-
-    @property
-    def terminated(self) -> bool:
-        return not self.frames and type(self.focus) is Skip
-
-    def key(self) -> tuple:
-        """A hashable summary of the whole thread state (exhaustive exploration)."""
-        frames = tuple(tuple(map(_key_part, f)) for f in self.frames)
-        return (id(self.focus), frames, self.persp, self.p, self.unit,
-                _env_key(self.env), self.m, tuple(sorted(self.waits.items())),
-                tuple(sorted((k, tuple(map(id, v))) for k, v in self.phi.items())),
-                tuple(sorted(self.allocs.items())))
-
-
-def _key_part(x):
-    if x is None or isinstance(x, (int, str, Perspective)):
-        return x
-    if isinstance(x, dict):
-        return _env_key(x)
-    if isinstance(x, tuple) and all(isinstance(e, (int, str)) for e in x):
-        return x
-    if isinstance(x, Binding):
-        return (x.value, x.persp)
-    return id(x)
-
-
-def _env_key(env: dict) -> tuple:
-    return tuple(sorted((k, v.value, v.persp) for k, v in env.items()))
-
-
-def stuck(rule: str, node, th, message: str, cell=None):
+def stuck(rule: str, node: object, th: ThreadState, message: str,
+          cell: str | None = None) -> NoReturn:
     fail(Stuck, rule, node, th, message, cell)
 
 
-def require_persp(th, node, want: Perspective, rule: str):
+def require_persp(th: ThreadState, node: object, want: Perspective, rule: str) -> None:
     if th.persp != want:
         stuck(rule, node, th, f"perspective mismatch: {rule} needs code at {want}, "
                f"code is at {th.persp}")
 
 
-def require_leq(cfg, th, node, a, b, rule: str, what: str):
+def require_leq(cfg: Config, th: ThreadState, node: object, a: Perspective,
+                b: Perspective, rule: str, what: str) -> None:
     if not cfg.leq(a, b):
         stuck(rule, node, th, f"perspective mismatch: {what}: {a} is not <= {b}")
 
 
-def check_value(th, node, rule, want, v, name):
+def check_value(th: ThreadState, node: object, rule: str, want: Type, v: Value,
+                name: str) -> None:
     """Dynamic type check of a value (never fires for a well-typed program)."""
     got = type_of_value(v)
     ok = got is want if got is not None else isinstance(want, ArrayType | AsyncType)
@@ -126,7 +78,7 @@ def check_value(th, node, rule, want, v, name):
                f"{getattr(want, 'value', want)}, got {show_value(v)}")
 
 
-def bind(cfg, th, name: str, binding: Binding, body: Stmt):
+def bind(cfg: Config, th: ThreadState, name: str, binding: Binding, body: Term) -> None:
     """Extend η and continue with the binder's body; `fixed` scopes the binding."""
     if cfg.fixed and type(body) is not Skip:
         th.frames.append((SCOPE, name, th.env.get(name)))
@@ -134,8 +86,9 @@ def bind(cfg, th, name: str, binding: Binding, body: Stmt):
     th.focus = body
 
 
-def rename_var(cfg, th, node, x: str, y: str, persp: Perspective, rule: str,
-            offset: int = 0, async_=False, chunk: int | None = None):
+def rename_var(cfg: Config, th: ThreadState, node: object, x: str, y: str,
+               persp: Perspective, rule: str, offset: int = 0, async_: bool = False,
+               chunk: int | None = None) -> Binding:
     """rename(η, σ, Σ, x, y, π'): y ↦^π' the value of x (offset for S-Partition)."""
     b = lookup(cfg, th, x, node, rule)
     if type(b.value) is not Ptr:
@@ -153,7 +106,7 @@ def rename_var(cfg, th, node, x: str, y: str, persp: Perspective, rule: str,
     return b
 
 
-def sync_key(cfg, th, label):
+def sync_key(cfg: Config, th: ThreadState, label: str) -> SyncKey:
     if not cfg.fixed:
         return (label, th.p)  # as printed: Ψ(ψ)(p)
     # Note: Ψ is keyed by the unit of π the thread is in and the barrier generation,
@@ -162,7 +115,7 @@ def sync_key(cfg, th, label):
     return (label, th.unit, gen)
 
 
-def label_of(cfg, s) -> str:
+def label_of(cfg: Config, s: Labelled) -> str:
     """ψ / φ: the statement's label, or a fresh one per statement."""
     if s.label is not None:
         return s.label

@@ -26,10 +26,12 @@ name would race on the binding itself; see errata.md ("names are thread-local").
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol, cast
 
 import numpy as np
-from gpusem.calculus.bundl.ast import ArrayType, BaseType, MemKind
+from gpusem.calculus.bundl.ast import ArrayType, BaseType, MemKind, Type
 from gpusem.calculus.bundl.perspective import Perspective
+from gpusem.calculus.errors import GpusemError
 
 INT_MIN = -(2**31)
 INT_MAX = 2**31 - 1
@@ -84,15 +86,17 @@ class Ptr:
 
 
 Value = int | np.float32 | bool | Ptr
+PyValue = int | float | bool | list[int]  # a value as plain Python (`to_python`)
+GlobalMemory = dict[str, list[PyValue]]  # the global arrays by name, as Python values
 
 
 @dataclass(frozen=True, slots=True)
 class Binding:
     """x ↦^π v: a name's value, the perspective it lives at, and its type."""
 
-    value: object
+    value: Value
     persp: Perspective
-    type: object  # BaseType | ArrayType | FunType
+    type: Type
 
 
 class Region:
@@ -100,8 +104,8 @@ class Region:
 
     __slots__ = ("cells", "elem", "name", "owner", "persp", "space")
 
-    def __init__(self, cells: list, elem: BaseType, space: MemKind, owner, name: str,
-                 persp: Perspective):
+    def __init__(self, cells: list[Value], elem: BaseType, space: MemKind,
+                 owner: int | None, name: str, persp: Perspective):
         self.cells = cells
         self.elem = elem
         self.space = space
@@ -134,7 +138,7 @@ def zero(elem: BaseType) -> Value:
             return False
 
 
-def convert(elem: BaseType, v) -> Value:
+def convert(elem: BaseType, v: int | float | bool) -> Value:
     """A literal or iota index as a value of type `elem`."""
     match elem:
         case BaseType.INT:
@@ -145,7 +149,7 @@ def convert(elem: BaseType, v) -> Value:
             return bool(v)
 
 
-def to_python(v) -> int | float | bool:
+def to_python(v: Value) -> PyValue:
     """The JSON-friendly form of a value (float32 -> the exact Python float)."""
     if isinstance(v, np.floating):
         return float(v)
@@ -154,7 +158,7 @@ def to_python(v) -> int | float | bool:
     return v
 
 
-def type_of_value(v) -> BaseType | None:
+def type_of_value(v: Value) -> BaseType | None:
     if isinstance(v, bool):
         return BaseType.BOOL
     if isinstance(v, int):
@@ -168,7 +172,7 @@ def array_type(elem: BaseType, mem: MemKind) -> ArrayType:
     return ArrayType(elem, mem)
 
 
-def show_value(v) -> str:
+def show_value(v: Value) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, np.float32):
@@ -176,3 +180,19 @@ def show_value(v) -> str:
     if isinstance(v, Ptr):
         return f"⟨r{v.region}+{v.off}, {v.length}⟩"
     return str(v)
+
+
+class Located(Protocol):
+    """Where a runtime error (Stuck, Trap, Deadlock) happened: the interpreters attach
+    the thread (t, b, p), its perspective and the memory cell to the error, and
+    `Machine.outcome` reads them back (`getattr`, as not every error has them)."""
+
+    thread: tuple[int, int, int] | None
+    persp: Perspective | None
+    cell: str | None
+
+
+def located(err: GpusemError) -> Located:
+    """`err`, to attach where it happened (calculus.errors does not declare the
+    attributes of `Located`: they exist once set)."""
+    return cast(Located, err)

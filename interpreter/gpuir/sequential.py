@@ -29,20 +29,35 @@ the parallel program, zero makes the sequential reading deterministic.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, assert_never
+from typing import Any, Mapping, assert_never, cast
 
 import numpy as np
 from gpusem.calculus.errors import BadInput, BudgetExhausted, Trap
 from gpusem.calculus.gpuir import ast as A
-from gpusem.calculus.gpuir.ctrl import affine, bvars, cdiv, cvars, eval_b, eval_c
+from gpusem.calculus.gpuir.ctrl import (
+    CValue,
+    affine,
+    bvars,
+    cdiv,
+    cvars,
+    eval_b,
+    eval_c,
+)
 from gpusem.calculus.gpuir.instructions import INSTRUCTIONS
+from gpusem.calculus.gpuir.walk import data_reads
+from gpusem.calculus.span import Span
 
-DTYPES = {A.DataType.F32: np.float32, A.DataType.F64: np.float64,
-          A.DataType.F16: np.float16, A.DataType.I32: np.int32,
-          A.DataType.UI16: np.uint16, A.DataType.I8: np.int8, A.DataType.UI8: np.uint8}
+DTYPES: dict[A.DataType, type[np.generic]] = {
+    A.DataType.F32: np.float32, A.DataType.F64: np.float64,
+    A.DataType.F16: np.float16, A.DataType.I32: np.int32,
+    A.DataType.UI16: np.uint16, A.DataType.I8: np.int8, A.DataType.UI8: np.uint8}
 
 DEFAULT_MAX_STEPS = 200_000_000
 MAX_ELEMENTS = 1 << 27  # one allocation (4 GiB of f64 is past any test machine)
+
+# A data value: a NumPy scalar of its variable's dtype, or an array of them (one per
+# lane). NumPy's ufuncs are typed to return Any, so this is Any too.
+Value = Any
 
 
 def run_sequential(proc: A.Proc, defines: Mapping[str, int],
@@ -57,7 +72,7 @@ def run_sequential(proc: A.Proc, defines: Mapping[str, int],
     return {p.name: ev.vars[p.name].array.copy() for p in proc.data_params}
 
 
-def _check_size(name: str, shape: tuple[int, ...], span) -> None:
+def _check_size(name: str, shape: tuple[int, ...], span: Span) -> None:
     n = 1
     for k in shape:
         n *= k
@@ -70,7 +85,7 @@ def _check_size(name: str, shape: tuple[int, ...], span) -> None:
 class _Var:
     array: np.ndarray
     depth: int       # lane axes the variable has (allocated inside that many batches)
-    dtype: type
+    dtype: type[np.generic]
 
 
 class _Evaluator:
@@ -93,10 +108,10 @@ class _Evaluator:
             if name not in known:
                 raise BadInput(f"unknown input: {name} is not a data parameter of "
                                f"{self.proc.name}")
-        for p in self.proc.ctrl_params:
-            if p.name not in self.env:
-                raise BadInput(f"missing definition: {p.name} (pass -D "
-                               f"{p.name}=...)", span=p.span)
+        for cp in self.proc.ctrl_params:
+            if cp.name not in self.env:
+                raise BadInput(f"missing definition: {cp.name} (pass -D "
+                               f"{cp.name}=...)", span=cp.span)
         for p in self.proc.data_params:
             shape = tuple(int(eval_c(c, self.env)) for c in p.shape)
             if any(k < 0 for k in shape):
@@ -114,7 +129,7 @@ class _Evaluator:
             self.vars[p.name] = _Var(arr, 0, dt)
 
     # ------------------------------------------------------------ statements
-    def tick(self, span) -> None:
+    def tick(self, span: Span) -> None:
         n = 1
         for k in self.lanes:
             n *= k
@@ -191,7 +206,8 @@ class _Evaluator:
             self.env.pop(f.var, None)
 
     # ------------------------------------------------------------ data access
-    def index(self, v: _Var, name: str, idx: tuple, span) -> tuple:
+    def index(self, v: _Var, name: str, idx: tuple[CValue, ...],
+              span: Span) -> tuple[CValue, ...]:
         """The full NumPy index of `name[idx]` in the current lanes, bounds-checked."""
         shape = v.array.shape[v.depth:]
         if len(idx) != len(shape):
@@ -219,14 +235,16 @@ class _Evaluator:
             lane_ix.append(grid)
         return tuple(lane_ix) + tuple(out)
 
-    def read(self, r: A.DRead, dtype, span):
+    def read(self, r: A.DRead, dtype: type[np.generic], span: Span) -> Value:
         v = self.vars[r.name]
-        idx = tuple(eval_c(c.index, self.env) for c in r.coords)
+        # points only: the front end rejects a window read in an expression
+        idx = tuple(eval_c(cast(A.WPoint, c).index, self.env) for c in r.coords)
         full = self.index(v, r.name, idx, span)
         val = v.array[full] if full else v.array
         return val.astype(dtype, copy=False) if val.dtype != dtype else val
 
-    def write(self, s, name: str, idx, e: A.DExpr, reduce: bool) -> None:
+    def write(self, s: A.Assign | A.Reduce, name: str, idx: tuple[A.CExpr, ...],
+              e: A.DExpr, reduce: bool) -> None:
         v = self.vars[name]
         value = self.dexpr(e, v.dtype, s.span)
         full = self.index(v, name, tuple(eval_c(c, self.env) for c in idx), s.span)
@@ -243,7 +261,7 @@ class _Evaluator:
         else:
             v.array[()] = value
 
-    def dexpr(self, e: A.DExpr, dtype, span):
+    def dexpr(self, e: A.DExpr, dtype: type[np.generic], span: Span) -> Value:
         match e:
             case A.DConst(value=c):
                 return np.asarray(c).astype(dtype)[()]
@@ -256,7 +274,7 @@ class _Evaluator:
                 return np.negative(self.dexpr(a, dtype, span))
         raise AssertionError(e)
 
-    def _arith(self, op: str, a, b, span):
+    def _arith(self, op: str, a: Value, b: Value, span: Span) -> Value:
         if op == "+":
             return np.add(a, b)
         if op == "-":
@@ -271,7 +289,7 @@ class _Evaluator:
         return np.divide(a, b)
 
     # ------------------------------------------------------------ instructions
-    def view(self, r: A.DRead, span) -> np.ndarray:
+    def view(self, r: A.DRead, span: Span) -> np.ndarray:
         """A NumPy view of window `r` (points drop their dimension)."""
         v = self.vars[r.name]
         if v.depth:
@@ -281,7 +299,7 @@ class _Evaluator:
         if len(coords) != len(shape):
             raise Trap(f"shape mismatch: {r.name} has {len(shape)} dimension(s), "
                        f"windowed with {len(coords)}", rule="seq", span=span)
-        ix = []
+        ix: list[int | slice] = []
         for d, c in enumerate(coords):
             if isinstance(c, A.WPoint):
                 i = int(eval_c(c.index, self.env))
@@ -297,9 +315,11 @@ class _Evaluator:
                                f"{d} (extent {shape[d]})", rule="seq", span=span)
                 ix.append(slice(lo, hi))
         if all(isinstance(i, int) for i in ix):  # points only: NumPy would copy the
-            cell = v.array[tuple(slice(i, i + 1) for i in ix)] if ix else v.array[...]
+            pts = cast(list[int], ix)
+            cell = v.array[tuple(slice(i, i + 1) for i in pts)] if ix else v.array[...]
             return cell.reshape(())  # cell out; a 0-d view aliases it, as windows do
-        return v.array[tuple(ix)]
+        window: np.ndarray = v.array[tuple(ix)]
+        return window
 
     def instr(self, s: A.InstrCall) -> None:
         g = INSTRUCTIONS.get(s.instr)
@@ -308,7 +328,7 @@ class _Evaluator:
         if len(s.args) != len(g.params):
             raise BadInput(f"bad call: {g.name} takes {len(g.params)} "
                            "argument(s)", span=s.span)
-        kwargs = {}
+        kwargs: dict[str, object] = {}
         for p, a in zip(g.params, s.args):
             match a:
                 case A.DRead():
@@ -367,7 +387,7 @@ class _Batch:
             a = affine(c, self.consts)
             if a is None or a.coeff(y) == 0:
                 continue
-            spread = 0
+            spread: int | None = 0
             for v, k in a.coeffs:
                 if v in self.inner:
                     trips = self.inner[v]
@@ -377,7 +397,7 @@ class _Batch:
                 return True
         return False
 
-    def scan(self, body) -> bool:
+    def scan(self, body: tuple[A.Stmt, ...]) -> bool:
         y = self.f.var
         for s in body:
             match s:
@@ -387,7 +407,7 @@ class _Batch:
                     if isinstance(s, A.Reduce):
                         pts = tuple(A.WPoint(c) for c in idx)
                         self.reads.setdefault(n, []).append(pts)
-                    for r in A.data_reads(e):
+                    for r in data_reads(e):
                         if any(isinstance(c, A.WInterval) for c in r.coords):
                             return False
                         self.reads.setdefault(r.name, []).append(r.coords)
@@ -399,9 +419,8 @@ class _Batch:
                     if y in cvars(lo) | cvars(hi):
                         return False
                     la, ha = affine(lo, self.consts), affine(hi, self.consts)
-                    const = la is not None and ha is not None and la.is_const \
-                        and ha.is_const
-                    self.inner[v] = ha.const - la.const if const else None
+                    self.inner[v] = ha.const - la.const if la is not None \
+                        and ha is not None and la.is_const and ha.is_const else None
                     if not self.scan(b):
                         return False
                 case A.If(cond=c, body=b):

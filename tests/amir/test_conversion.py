@@ -15,6 +15,7 @@ from gpusem.calculus.errors import BadInput, IllTyped
 from gpusem.calculus.gpuir import ast as G
 from gpusem.calculus.gpuir.parser import parse_proc
 from gpusem.calculus.gpuir.timelines import QualTL, sync_tl
+from gpusem.calculus.gpuir.walk import walk
 from gpusem.calculus.span import NO_SPAN
 from gpusem.interpreter.amir.from_gpuir import convert
 
@@ -537,7 +538,7 @@ def test_every_statement_class_converts(cls):
     from gpusem.calculus.amir.printer import print_proc
 
     text = kernel_source(SAMPLES[cls] or "Fence(cuda_in_order, cuda_in_order)")
-    assert any(isinstance(s, cls) for s in G.walk(parse_proc(text, "t.gpuir").body))
+    assert any(isinstance(s, cls) for s in walk(parse_proc(text, "t.gpuir").body))
     prog = convert_src(text)
     assert parse_amir(print_proc(prog)) == prog
 

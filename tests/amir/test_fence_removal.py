@@ -14,6 +14,7 @@ import pytest
 from gpusem.calculus.errors import BudgetExhausted, IllTyped
 from gpusem.calculus.gpuir import ast as G
 from gpusem.calculus.gpuir.parser import parse_module
+from gpusem.calculus.gpuir.walk import sub_bodies
 from gpusem.interpreter.amir.synccheck import synccheck_proc
 from gpusem.typing_rules.gpuir.frontend import header_defines
 
@@ -30,7 +31,7 @@ def sync_sites(body: tuple[G.Stmt, ...], at: Path_ = ()) -> list[Path_]:
     for i, s in enumerate(body):
         if isinstance(s, SYNC):
             out.append(at + (i,))
-        for inner in G.sub_bodies(s):
+        for inner in sub_bodies(s):
             out += sync_sites(inner, at + (i,))
     return out
 

@@ -9,7 +9,6 @@ Parsing is always checked. Type checking and running use
 
 from __future__ import annotations
 
-import importlib
 import math
 import re
 from dataclasses import dataclass, field
@@ -18,6 +17,8 @@ from pathlib import Path
 import pytest
 from gpusem.calculus.bundl.parser import parse_program
 from gpusem.calculus.errors import BadInput, IllTyped
+from gpusem.interpreter.bundl.schedulers import run_program
+from gpusem.typing_rules.bundl.stmt import check_program
 
 ROOT = Path(__file__).resolve().parents[2] / "examples" / "bundl"
 FILES = sorted(ROOT.rglob("*.bundl"))
@@ -64,24 +65,6 @@ def _value(text: str):
     return float(text) if any(c in text for c in ".eE") else int(text)
 
 
-def _module(name: str, attr: str):
-    """`name.attr`, or skip while the module is not written yet (only ImportError)."""
-    try:
-        module = importlib.import_module(name)
-    except ImportError as err:
-        pytest.skip(f"{name} not importable yet ({err})")
-    if not hasattr(module, attr):
-        pytest.skip(f"{name}.{attr} not written yet")
-    return getattr(module, attr)
-
-
-def _run_program():
-    try:  # the interface named in the brief; the machine module is where it lives
-        return _module("gpusem.interpreter.bundl.small_step", "run_program")
-    except pytest.skip.Exception:
-        return _module("gpusem.interpreter.bundl.machine", "run_program")
-
-
 def _cases():
     for path in FILES:
         header = read_header(path.read_text(), path.name)
@@ -117,7 +100,6 @@ def test_example(path: Path, mode: str):
             assert info.value.prefix == exp.detail
         return
     prog = parse_program(text, file=path.name)
-    check_program = _module("gpusem.typing_rules.bundl.stmt", "check_program")
     if exp.kind == "ill-typed":
         with pytest.raises(IllTyped) as info:
             check_program(prog, rules=mode)
@@ -127,7 +109,7 @@ def test_example(path: Path, mode: str):
         check_program(prog, rules=mode)
     except IllTyped as err:
         pytest.fail(f"expected well-typed under {mode}: {err.one_line()}")
-    run = _run_program()
+    run = run_program
     outcome = run(prog, schedule="rr", max_steps=MAX_STEPS, rules=mode)
     if exp.kind == "ok":
         assert outcome.kind == "terminated", f"{outcome.kind}: {outcome.message}"

@@ -4,9 +4,9 @@ print/parse oracle), on generated well-typed programs and on arbitrary syntax tr
 
 from __future__ import annotations
 
-from gpusem.calculus.bundl import ast
 from gpusem.calculus.bundl.parser import parse_expr, parse_program, parse_stmt
 from gpusem.calculus.bundl.printer import print_expr, print_program, print_stmt
+from gpusem.calculus.bundl.walk import is_canonical
 from gpusem.fuzz.bundl.strategies.anything import EXPRS, STMTS, syntax_programs
 from gpusem.fuzz.bundl.strategies.programs import programs
 from hypothesis import HealthCheck, given, settings
@@ -18,7 +18,7 @@ FAST = settings(max_examples=300, deadline=None,
 @FAST
 @given(programs())
 def test_print_parse_identity_on_well_typed_programs(prog):
-    assert ast.is_canonical(prog.main)
+    assert is_canonical(prog.main)
     text = print_program(prog)
     again = parse_program(text)
     assert again == prog
@@ -34,7 +34,7 @@ def test_print_parse_identity_on_any_program(prog):
 @FAST
 @given(STMTS)
 def test_print_parse_identity_on_any_statement(stmt):
-    assert ast.is_canonical(stmt)
+    assert is_canonical(stmt)
     assert parse_stmt(print_stmt(stmt)) == stmt
 
 

@@ -16,6 +16,7 @@ from gpusem.calculus.bundl.printer import (
     print_program,
     print_stmt,
 )
+from gpusem.calculus.bundl.walk import child_stmts, is_canonical
 from gpusem.calculus.errors import BadInput
 
 I, V = ast.IntLit, ast.Var
@@ -145,7 +146,7 @@ def test_let_scopes_to_end_of_block():
     decl = s.stmts[1]
     assert isinstance(decl, ast.Decl) and decl.persp == THREAD1
     assert decl.body == ast.Seq((ast.Assign("b", V("x")), ast.Assign("c", V("x"))))
-    assert ast.is_canonical(s)
+    assert is_canonical(s)
 
 
 def test_seq_binder_with_skip_body_absorbs_rest():
@@ -184,7 +185,7 @@ def test_every_statement_form_parses_to_its_node():
 
     def walk(s):
         kinds.append(type(s).__name__)
-        for c in ast.child_stmts(s):
+        for c in child_stmts(s):
             walk(c)
 
     walk(parse_stmt(src))

@@ -4,11 +4,9 @@ and stay small enough to shrink well."""
 
 from __future__ import annotations
 
-import importlib
-
-import pytest
 from gpusem.calculus.bundl import ast
 from gpusem.calculus.bundl.perspective import GRID1, THREAD1, MachineShape, size
+from gpusem.calculus.bundl.walk import child_stmts, is_canonical
 from gpusem.fuzz.bundl.strategies.programs import (
     BASES,
     Env,
@@ -17,22 +15,16 @@ from gpusem.fuzz.bundl.strategies.programs import (
     memory_need,
     programs,
 )
+from gpusem.typing_rules.bundl import stmt as typing_rules
 from hypothesis import HealthCheck, find, given, settings
 from hypothesis import strategies as st
 
 SURFACE = set(ast.STMT_CLASSES) - {ast.SyncInit, ast.SyncDec, ast.SyncWait, ast.Free}
 
 
-def _typing():
-    try:
-        return importlib.import_module("gpusem.typing_rules.bundl.stmt")
-    except ImportError as err:  # the checker is another engineer's; skip until it lands
-        pytest.skip(f"typing_rules.bundl not importable yet ({err})")
-
-
 def stmt_classes(s: ast.Stmt, acc: set) -> set:
     acc.add(type(s))
-    for c in ast.child_stmts(s):
+    for c in child_stmts(s):
         stmt_classes(c, acc)
     return acc
 
@@ -48,9 +40,8 @@ def program_classes(p: ast.Program) -> set:
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(programs())
 def test_generated_programs_type_check_fixed(prog):
-    typing = _typing()
-    used = typing.check_program(prog, rules="fixed")
-    assert ast.is_canonical(prog.main)
+    used = typing_rules.check_program(prog, rules="fixed")
+    assert is_canonical(prog.main)
     for f in prog.fns:  # V-Function: the declared `uses` bounds the body's need
         assert used[f.name] <= f.uses
 
@@ -86,7 +77,7 @@ def test_generator_respects_its_size_parameters():
 
 
 def count_stmts(s: ast.Stmt) -> int:
-    return 1 + sum(count_stmts(c) for c in ast.child_stmts(s))
+    return 1 + sum(count_stmts(c) for c in child_stmts(s))
 
 
 def test_generator_shrinks_to_a_small_witness():
@@ -104,16 +95,15 @@ def test_generator_shrinks_to_a_small_witness():
 @settings(max_examples=100, deadline=None)
 @given(st.data(), st.sampled_from(BASES))
 def test_expressions_are_well_typed_in_their_context(data, ty):
-    typing = _typing()
     env = Env(THREAD1, (VarInfo("x", GRID1, ast.BaseType.INT),
                         VarInfo("a", GRID1, ast.ArrayType(ast.BaseType.FLOAT,
                                                           ast.MemKind.GLOBAL), 4)))
     shape = MachineShape(2, 4)
-    ctx = typing.Context().extend("x", GRID1, ast.BaseType.INT).extend(
+    ctx = typing_rules.Context().extend("x", GRID1, ast.BaseType.INT).extend(
         "a", GRID1, ast.ArrayType(ast.BaseType.FLOAT, ast.MemKind.GLOBAL))
     for source in (env, ctx):  # the generator's Env, or the type checker's Context
         e = data.draw(expressions(source, ty, shape, persp=THREAD1))
-        assert typing.check_expr(ctx, THREAD1, e, machine=shape) == ty
+        assert typing_rules.check_expr(ctx, THREAD1, e, machine=shape) == ty
 
 
 def test_memory_need_follows_t_alloc_and_t_seq():
@@ -143,7 +133,7 @@ def branch_inputs(s: ast.Stmt, shape: MachineShape, out: list) -> list:
             out.append(cond)
         case ast.Decl(persp=p, init=e) if size(p, shape) > 1:
             out.append(e)
-    for c in ast.child_stmts(s):
+    for c in child_stmts(s):
         branch_inputs(c, shape, out)
     return out
 

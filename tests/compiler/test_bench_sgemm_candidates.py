@@ -1,7 +1,7 @@
 """The SGEMM candidates past the paper's variant (compiler/bundl_cuda/bench/sgemm.py,
-harness.SGEMM_VARIANTS) and the harness's interleaved timing: each candidate's small
-twin, compiled with the candidate's own CompileOptions, agrees bit for bit with the
-interpreter and with the same-order reference on the cpu backend.
+sgemm_variants.SGEMM_VARIANTS) and the harness's interleaved timing: each candidate's
+small twin, compiled with the candidate's own CompileOptions, agrees bit for bit with
+the interpreter and with the same-order reference on the cpu backend.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def _run_sgemm_cpu(options, a, b, ab, double_buffer, prefetch, size):
     return R.untile_c(res.outputs["g_C"], s), kernel
 
 
-# Small twins of the session-2 strict candidates (harness.SGEMM_VARIANTS): each
+# Small twins of the session-2 strict candidates (sgemm_variants.SGEMM_VARIANTS): each
 # compiled with its variant's exact CompileOptions (launch bounds, alignment, the
 # 16-trip unroll) and checked bit for bit against the interpreter and the same-order
 # reference. BK = 16 candidates keep BK = 16 in the twin (k = 64: four k-tiles, so

@@ -14,11 +14,8 @@ import pytest
 from gpusem.calculus.bundl.parser import parse_program
 from gpusem.compiler.bundl_cuda.bench import programs as P
 from gpusem.compiler.bundl_cuda.bench import reference as R
-from gpusem.compiler.bundl_cuda.bench.harness import (
-    SGEMM_VARIANTS,
-    sgemm_fused,
-    sgemm_variant,
-)
+from gpusem.compiler.bundl_cuda.bench.harness import sgemm_fused, sgemm_variant
+from gpusem.compiler.bundl_cuda.bench.sgemm_variants import SGEMM_VARIANTS
 from gpusem.compiler.bundl_cuda.pipeline import CompileOptions, compile_program
 
 FMA_LABELS = sorted(v for v in SGEMM_VARIANTS if v.startswith("fma_"))

@@ -123,13 +123,14 @@ def test_removing_a_fence_never_breaks_the_compiler():
     """Every single-Fence deletion of the accepted cpu examples still compiles (the
     compiler does not depend on synchronisation being right)."""
     from gpusem.calculus.gpuir import ast as A
+    from gpusem.calculus.gpuir.walk import walk
     from gpusem.compiler.gpuir_cuda.pipeline import compile_proc
     from gpusem.typing_rules.gpuir.frontend import analyse
 
     names = ("fence_broadcast.gpuir", "gemv_shfl.gpuir", "producer_consumer.gpuir")
     for name, source, defines in (x for n in names for x in example_items(n)):
         proc = parse_module(source, name).procs[-1]
-        syncs = [s for s in A.walk(proc.body) if isinstance(s, (A.Fence, A.Await))]
+        syncs = [s for s in walk(proc.body) if isinstance(s, (A.Fence, A.Await))]
         assert syncs
         for victim in syncs:
             mutated = _without(proc, victim)

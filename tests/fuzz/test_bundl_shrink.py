@@ -8,9 +8,10 @@ import pytest
 from gpusem.calculus.bundl import ast as B
 from gpusem.calculus.bundl.parser import parse_program
 from gpusem.calculus.bundl.perspective import Level, Perspective
+from gpusem.calculus.bundl.walk import child_stmts, is_canonical, statement_count
 from gpusem.fuzz.bundl import shrink as S
 from gpusem.fuzz.bundl import shrink_passes as P
-from gpusem.fuzz.bundl.strategies import kernels as bundl_kernels
+from gpusem.fuzz.bundl.generated import Generated
 from gpusem.fuzz.bundl.target import BundlTarget
 from gpusem.fuzz.targets import CheckResult
 from gpusem.typing_rules.bundl.stmt import check_program
@@ -64,20 +65,21 @@ main {
 
 def test_bloated_kernel_shrinks_under_a_fault_with_the_same_signature(monkeypatch):
     monkeypatch.setenv("GPUSEM_FAULT", "drop-partition-barrier")
-    program = bundl_kernels._remember(parse_program(BLOATED))  # as if generated
+    # as the kernel generator would have drawn it: race-free by construction
+    program = Generated(parse_program(BLOATED), race_free_by_construction=True)
     target = BundlTarget()
     target.shrink_budget_s = 300  # a loaded machine must not cut it short (cap: below)
     monkeypatch.delenv("GPUSEM_SHRINK_S", raising=False)
     found = target.check(program)
     assert found.status == "finding", found.detail
-    assert found.size == B.statement_count(program) >= 20
+    assert found.size == statement_count(program.program) >= 20
 
     small = target.minimise(program, found, "compile")
 
     assert small.signature == found.signature
     assert small.size <= 10  # the staging skeleton, one fill, one read
     final = parse_program(small.files["program.bundl"])  # the bundle shows the result
-    assert B.statement_count(final) == small.size
+    assert statement_count(final) == small.size
     check_program(final, "fixed")
     assert "while" not in small.files["program.bundl"]
     assert "x1" not in small.files["program.bundl"]
@@ -107,7 +109,7 @@ def _writes(p: B.Program) -> set[int]:
     def visit(s):
         if isinstance(s, B.ArrAssign) and isinstance(s.value, B.IntLit):
             found.add(s.value.value)
-        for c in B.child_stmts(s):
+        for c in child_stmts(s):
             visit(c)
     visit(p.main)
     return found
@@ -117,26 +119,35 @@ def fake_oracle(p: B.Program) -> CheckResult:
     """A finding A while 3 and 4 are both written; B with 3 alone."""
     w = _writes(p)
     if {3, 4} <= w:
-        return CheckResult("finding", signature="A", size=B.statement_count(p))
+        return CheckResult("finding", signature="A", size=statement_count(p))
     if 3 in w:
-        return CheckResult("finding", signature="B", size=B.statement_count(p))
+        return CheckResult("finding", signature="B", size=statement_count(p))
     return CheckResult("pass")
+
+
+def _plain(p: B.Program) -> Generated:
+    return Generated(p, race_free_by_construction=False)
+
+
+def _of_program(oracle):
+    """An oracle of programs as the reducer calls it, on `Generated` candidates."""
+    return lambda g: oracle(g.program)
 
 
 def test_a_candidate_that_changes_the_signature_is_rejected():
     program = parse_program(FLAT)
-    small, res, stats = S.shrink(program, "A", fake_oracle)
-    assert _writes(small) == {3, 4}  # deleting `out[1] = 4` would give B: kept
-    assert res.signature == "A" and B.statement_count(small) == 2
+    small, res, stats = S.shrink(_plain(program), "A", _of_program(fake_oracle))
+    assert _writes(small.program) == {3, 4}  # deleting `out[1] = 4` would give B: kept
+    assert res.signature == "A" and statement_count(small.program) == 2
     assert stats.before == 3 and stats.after == 2 and stats.kept >= 1
     assert not stats.capped
 
 
 def test_no_candidate_is_kept_when_every_one_changes_the_signature():
     program = parse_program(FLAT)
-    small, res, stats = S.shrink(program, "A", lambda p: CheckResult("finding",
+    small, res, stats = S.shrink(_plain(program), "A", lambda p: CheckResult("finding",
                                                                      signature="C"))
-    assert small == program and res is None and stats.kept == 0 and stats.tried > 0
+    assert small.program == program and res is None and stats.kept == 0 and stats.tried > 0
 
 
 def test_the_time_cap_holds():
@@ -147,7 +158,7 @@ def test_the_time_cap_holds():
         return CheckResult("pass")
 
     t0 = time.monotonic()
-    _, res, stats = S.shrink(program, "A", slow, budget_s=0.3)
+    _, res, stats = S.shrink(_plain(program), "A", slow, budget_s=0.3)
     took = time.monotonic() - t0
     assert stats.capped and res is None
     assert took < 0.3 + S.BATCH * 0.05 + 1.0  # at most one batch past the cap
@@ -155,7 +166,8 @@ def test_the_time_cap_holds():
 
 def test_the_candidate_cap_holds():
     program = parse_program(BLOATED)
-    _, _, stats = S.shrink(program, "A", lambda p: CheckResult("pass"), max_tried=5)
+    _, _, stats = S.shrink(_plain(program), "A", lambda p: CheckResult("pass"),
+                           max_tried=5)
     assert stats.capped and 5 <= stats.tried < 5 + S.BATCH
 
 
@@ -166,9 +178,9 @@ def test_every_candidate_is_strictly_smaller_well_typed_and_canonical():
     assert len(cands) > 20
     for cand in cands:
         assert P.size_key(cand) < key
-        assert B.is_canonical(cand.main)
+        assert is_canonical(cand.main)
         check_program(cand, "fixed")
-    assert any(B.statement_count(c) < B.statement_count(program) - 1 for c in cands)
+    assert any(statement_count(c) < statement_count(program) - 1 for c in cands)
 
 
 def _sync_nodes(p: B.Program) -> list[str]:
@@ -177,7 +189,7 @@ def _sync_nodes(p: B.Program) -> list[str]:
     def visit(s):
         if isinstance(s, P.SYNCING):
             out.append(type(s).__name__)
-        for c in B.child_stmts(s):
+        for c in child_stmts(s):
             visit(c)
     visit(p.main)
     return sorted(out)
@@ -199,12 +211,28 @@ def test_race_safe_passes_move_no_barrier():
 
 
 def test_trust_is_inherited_only_from_a_trusted_parent_through_safe_edits():
-    program = parse_program(FLAT)
-    remembered: list = []
-    S.shrink(program, "A", fake_oracle, trust=(lambda p: False, remembered.append))
-    assert remembered == []
-    S.shrink(program, "A", fake_oracle, trust=(lambda p: True, remembered.append))
-    assert remembered and all(_sync_nodes(p) == [] for p in remembered)
+    """A candidate is race-free by construction iff its parent is and the pass that
+    made it is race-safe (it moves no barrier)."""
+    checked: list[Generated] = []
+
+    def oracle(g: Generated) -> CheckResult:
+        checked.append(g)
+        return fake_oracle(g.program)
+
+    S.shrink(_plain(parse_program(FLAT)), "A", oracle)
+    assert checked and not any(g.race_free_by_construction for g in checked)
+    checked.clear()
+    S.shrink(Generated(parse_program(FLAT), race_free_by_construction=True), "A", oracle)
+    trusted = [g.program for g in checked if g.race_free_by_construction]
+    assert trusted and all(_sync_nodes(p) == [] for p in trusted)
+    # a kernel whose candidates are never kept: every one's parent is the kernel
+    kernel = parse_program(BLOATED)
+    checked.clear()
+    S.shrink(Generated(kernel, race_free_by_construction=True), "A", oracle,
+             max_tried=10_000)
+    assert all(_sync_nodes(g.program) == _sync_nodes(kernel) for g in checked
+               if g.race_free_by_construction)
+    assert any(not g.race_free_by_construction for g in checked)  # unsafe passes
 
 
 def test_hoisting_a_view_renames_it_back():
@@ -220,7 +248,7 @@ def _print(p: B.Program) -> str:
     return print_program(p)
 
 
-@pytest.mark.parametrize("text,n", [(FLAT, 3), (BLOATED, B.statement_count(
+@pytest.mark.parametrize("text,n", [(FLAT, 3), (BLOATED, statement_count(
     parse_program(BLOATED)))])
 def test_size_counts_statements_first(text, n):
     assert P.size_key(parse_program(text))[0] == n
@@ -267,7 +295,7 @@ def test_flattening_a_group_level_renames_the_views_and_scales_the_counts():
     text = _print(flat[0])
     assert "partition st into s1 by 96" in text and "group 96" in text
     assert "sg" not in text and "og" not in text
-    assert B.statement_count(flat[0]) == B.statement_count(program) - 3
+    assert statement_count(flat[0]) == statement_count(program) - 3
 
 
 def _sizes(p: B.Program) -> list[int]:
@@ -276,7 +304,7 @@ def _sizes(p: B.Program) -> list[int]:
     def visit(s):
         if isinstance(s, B.Alloc):
             out.append(s.size)
-        for c in B.child_stmts(s):
+        for c in child_stmts(s):
             visit(c)
     visit(p.main)
     return out
@@ -316,7 +344,7 @@ def test_a_let_assigned_once_is_inlined():
         B.ArrAssign(B.Var("o"), B.IntLit(0), B.Var("a"))))
     folded, = list(P.inline(s))  # `a` is assigned: only the first form applies
     assert folded.init == B.BinOp("+", B.Var("t"), B.IntLit(2))
-    assert B.statement_count(folded) == B.statement_count(s) - 1
+    assert statement_count(folded) == statement_count(s) - 1
     gone = list(P.inline(folded))
     assert B.ArrAssign(B.Var("o"), B.IntLit(0), folded.init) in gone
 
@@ -331,9 +359,10 @@ def test_a_long_block_of_stores_goes_in_chunks_not_one_by_one():
 
     def oracle(p):  # the finding needs two of the stores, far apart
         if keeps <= _writes(p):
-            return CheckResult("finding", signature="A", size=B.statement_count(p))
+            return CheckResult("finding", signature="A", size=statement_count(p))
         return CheckResult("pass")
 
-    small, _, stats = S.shrink(program, "A", oracle, max_tried=10_000)
-    assert _writes(small) == keeps and B.statement_count(small) == 2
+    small, _, stats = S.shrink(_plain(program), "A", _of_program(oracle),
+                               max_tried=10_000)
+    assert _writes(small.program) == keeps and statement_count(small.program) == 2
     assert stats.tried < 400, stats  # 112; one store at a time: 254 batches of 6

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 from gpusem.calculus.gpuir import ast as A
 from gpusem.calculus.gpuir.parser import parse_proc
+from gpusem.calculus.gpuir.walk import walk
 from gpusem.typing_rules.gpuir.frontend import analyse, check_proc
 
 NEST = """
@@ -26,7 +27,7 @@ proc p(Out: f32[8] @ CudaGmemLinear):
 
 
 def _stmts(proc: A.Proc, cls) -> list:
-    return [s for s in A.walk(proc.body) if isinstance(s, cls)]
+    return [s for s in walk(proc.body) if isinstance(s, cls)]
 
 
 @pytest.fixture(scope="module")

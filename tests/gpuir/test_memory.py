@@ -8,6 +8,7 @@ import pytest
 from gpusem.calculus.errors import IllTyped
 from gpusem.calculus.gpuir import ast as A
 from gpusem.calculus.gpuir.parser import parse_proc
+from gpusem.calculus.gpuir.walk import walk
 from gpusem.typing_rules.gpuir.frontend import analyse, check_proc
 
 TEMPLATE = """
@@ -63,7 +64,7 @@ proc p(Out: f32[64] @ CudaGmemLinear):
 def test_analysis_exposes_declarations() -> None:
     proc = parse_proc(TEMPLATE.replace("{READ}", "acc[t]"))
     an = check_proc(proc, {})
-    write = next(s for s in A.walk(proc.body) if isinstance(s, A.Assign))
+    write = next(s for s in walk(proc.body) if isinstance(s, A.Assign))
     d = an.decl(write, "acc")
     assert d.kind == "data" and d.mem.name == "CudaRmem" and d.mapping.size == 64
     assert an.decl(write, "A").kind == "data" and an.decl(write, "t").kind == "control"

@@ -10,6 +10,7 @@ import pytest
 from gpusem.calculus.gpuir import ast as A
 from gpusem.calculus.gpuir.parser import parse_module
 from gpusem.calculus.gpuir.printer import print_module
+from gpusem.calculus.gpuir.walk import walk
 from hypothesis import HealthCheck, given, settings
 
 from .strategies import modules
@@ -43,7 +44,7 @@ def test_every_statement_form_is_generated() -> None:
 
     def record(m: A.Module) -> bool:
         for p in m.procs:
-            seen.update(type(s) for s in A.walk(p.body))
+            seen.update(type(s) for s in walk(p.body))
         return seen >= set(A.Stmt.__args__)
 
     find(modules(), record, settings=settings(max_examples=5000, deadline=None,

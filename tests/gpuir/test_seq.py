@@ -12,6 +12,7 @@ import pytest
 from gpusem.calculus.errors import BadInput, BudgetExhausted, Trap
 from gpusem.calculus.gpuir import ast as A
 from gpusem.calculus.gpuir.parser import parse_proc
+from gpusem.calculus.gpuir.walk import walk
 from gpusem.interpreter.gpuir.sequential import _Batch, run_sequential
 from gpusem.typing_rules.gpuir.frontend import header_defines
 
@@ -190,7 +191,7 @@ def test_bad_inputs() -> None:
 
 
 def _loop(src: str) -> A.For:
-    return next(s for s in A.walk(parse_proc(src).body) if isinstance(s, A.For))
+    return next(s for s in walk(parse_proc(src).body) if isinstance(s, A.For))
 
 
 @pytest.mark.parametrize("body,ok", [

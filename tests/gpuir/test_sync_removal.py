@@ -13,6 +13,7 @@ import pytest
 from gpusem.calculus.gpuir import ast as A
 from gpusem.calculus.gpuir.ctrl import eval_c
 from gpusem.calculus.gpuir.parser import parse_proc
+from gpusem.calculus.gpuir.walk import sub_bodies, walk
 from gpusem.interpreter.gpuir.sequential import run_sequential
 from gpusem.typing_rules.gpuir.frontend import check_proc
 
@@ -29,7 +30,7 @@ def drop(body: tuple[A.Stmt, ...], target: int, counter: list[int]) -> tuple:
             counter[0] += 1
             if counter[0] - 1 == target:
                 continue
-        if A.sub_bodies(s):
+        if sub_bodies(s):
             inner = drop(s.body, target, counter)
             if not inner:  # a block that held only the dropped statement goes too
                 continue
@@ -53,10 +54,10 @@ def test_removing_one_sync_statement(path: Path) -> None:
     inputs = {p.name: rng.standard_normal([int(eval_c(c, defines)) for c in p.shape])
               .astype(np.float32) for p in proc.data_params}
     base = run_sequential(proc, defines, inputs)
-    n = sum(isinstance(s, SYNC) for s in A.walk(proc.body))
+    n = sum(isinstance(s, SYNC) for s in walk(proc.body))
     for i in range(n):
         variant = dataclasses.replace(proc, body=drop(proc.body, i, [0]))
-        assert sum(isinstance(s, SYNC) for s in A.walk(variant.body)) == n - 1
+        assert sum(isinstance(s, SYNC) for s in walk(variant.body)) == n - 1
         check_proc(variant, defines)
         out = run_sequential(variant, defines, inputs)
         assert all(np.array_equal(out[k], base[k]) for k in base)

@@ -131,6 +131,40 @@ def test_no_underscore_names_imported_across_modules():
     assert bad == []
 
 
+def _module_aliases(name: str, path: Path, is_package: bool, known) -> set[str]:
+    """Local names bound to a gpusem module: `from gpusem.x import y [as M]` where
+    gpusem.x.y is a module, and `import gpusem.x.y as M`."""
+    tree = ast.parse(path.read_text())
+    local: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            local |= {a.asname for a in node.names if a.asname and a.name in known}
+        elif isinstance(node, ast.ImportFrom):
+            base = name.split(".") if is_package else name.split(".")[:-1]
+            if node.level:
+                base = base[: len(base) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            local |= {a.asname or a.name for a in node.names
+                      if f"{module}.{a.name}" in known}
+    return local
+
+
+def test_no_underscore_attributes_of_imported_modules():
+    """`from gpusem.x import y as M` then `M._name`: the same breach by another road."""
+    mods = _modules()
+    bad = []
+    for m, (path, pkg) in mods.items():
+        local = _module_aliases(m, path, pkg, mods)
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                    and node.value.id in local and node.attr.startswith("_")
+                    and not node.attr.startswith("__")):
+                bad.append(f"{m}: {node.value.id}.{node.attr}")
+    assert bad == []
+
+
 def test_modules_are_short():
     long = {str(p.relative_to(ROOT)): n for p, _ in _modules().values()
             if (n := len(p.read_text().splitlines())) > MAX_LINES}

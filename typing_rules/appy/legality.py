@@ -32,11 +32,12 @@ from __future__ import annotations
 
 from gpusem.calculus.appy import ast as A
 from gpusem.calculus.errors import IllTyped
+from gpusem.calculus.span import Span
 
 MVL = 1024  # the largest block size appyc may choose (seed 003, Section 5: 128..1024)
 
 
-def require(cond: bool, rule: str, span, msg: str) -> None:
+def require(cond: bool, rule: str, span: Span, msg: str) -> None:
     if not cond:
         raise IllTyped(msg, rule=rule, span=span)
 
@@ -78,12 +79,12 @@ def legal_range(s: A.For) -> None:
                 f"dynamic parallelism: the bounds of parallel loop '{s.var}' read memory")
 
 
-def _assigned(body) -> set[str]:
+def _assigned(body: tuple[A.Stmt, ...]) -> set[str]:
     return {st.target.id for st in A.walk_stmts(body)
             if isinstance(st, A.Assign) and isinstance(st.target, A.Name)}
 
 
-def _read(body) -> set[str]:
+def _read(body: tuple[A.Stmt, ...]) -> set[str]:
     names: set[str] = set()
     for st in A.walk_stmts(body):
         exprs = {A.Assign: lambda x: [x.value, x.target] if isinstance(
@@ -95,7 +96,8 @@ def _read(body) -> set[str]:
     return names
 
 
-def legal_private(s: A.For, before, after) -> None:
+def legal_private(s: A.For, before: tuple[A.Stmt, ...],
+                  after: tuple[A.Stmt, ...]) -> None:
     # Legal-Private
     red = set(s.directive.reduction) if isinstance(s.directive, A.ParallelFor) else set()
     inside = _assigned(s.body) - red
@@ -120,7 +122,7 @@ def _is_reduction(st: A.Assign, x: str) -> bool:
     return False
 
 
-def legal_simd_scalar(s: A.For, before) -> None:
+def legal_simd_scalar(s: A.For, before: tuple[A.Stmt, ...]) -> None:
     # Legal-SimdScalar
     outer = _assigned(before) | {p for p in _read(before)}
     for st in A.walk_stmts(s.body):

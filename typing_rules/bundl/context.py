@@ -16,14 +16,16 @@ corrected rules (`FIXED`). Every flag is one entry of proofs_notes/errata.md (se
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
+from typing import Union
 
 from gpusem.calculus.bundl.ast import (
     ArrayType,
     BaseType,
     FunType,
+    Machine,
     MemKind,
     Program,
     Type,
@@ -175,7 +177,7 @@ class Context:
     def __contains__(self, name: str) -> bool:
         return name in self._env
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[tuple[str, Binding]]:
         return iter(self._env.items())
 
     def __len__(self) -> int:
@@ -204,7 +206,11 @@ def program_context(prog: Program) -> Context:
     return Context(env)
 
 
-def machine_shape(machine) -> MachineShape:
+# What names a machine: an ast.Machine, a MachineShape, or a (B, T) pair.
+MachineLike = Union[Machine, MachineShape, tuple[int, int]]
+
+
+def machine_shape(machine: MachineLike) -> MachineShape:
     """A MachineShape from an ast.Machine, a MachineShape, or a (B, T) pair."""
     match machine:
         case MachineShape():

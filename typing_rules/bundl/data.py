@@ -12,6 +12,9 @@ Every partition-like rule drops x from its premise context: x stays in Γ, hidde
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
+
 from gpusem.calculus.bundl.ast import (
     ArrayType,
     AsyncMemcpy,
@@ -22,6 +25,8 @@ from gpusem.calculus.bundl.ast import (
     Memcpy,
     MemKind,
     Partition,
+    Stmt,
+    Type,
 )
 from gpusem.calculus.bundl.perspective import (
     BLOCK1,
@@ -32,15 +37,29 @@ from gpusem.calculus.bundl.perspective import (
 )
 from gpusem.calculus.span import Span
 from gpusem.typing_rules.bundl.context import Context, show_type
-from gpusem.typing_rules.bundl.expr import require, visible
+from gpusem.typing_rules.bundl.expr import Judge, require, visible
+
+R = TypeVar("R")
 
 
 class DataRules:
-    def shared_source(self, ctx, persp, name: str, rule: str, span: Span) -> ArrayType:
+    if TYPE_CHECKING:  # what the mixin uses of `bundl.StmtChecker`
+        j: Judge
+
+        def attempt(self, fn: Callable[[], R], default: R) -> R: ...
+
+        def bind(self, ctx: Context, name: str, persp: Perspective, ty: Type,
+                 rule: str, span: Span) -> Context: ...
+
+        def stmt(self, ctx: Context, persp: Perspective, s: Stmt) -> int: ...
+
+    def shared_source(self, ctx: Context, persp: Perspective, name: str, rule: str,
+                      span: Span) -> ArrayType:
         """The premise `x :^π τ[]^l, l ≠ Local` of T-Partition / T-Claim / T-Lower."""
         b = visible(ctx, name, rule, span)
         require(isinstance(b.type, ArrayType), rule, span,
                 lambda: f"not an array: {name} has type {show_type(b.type)}")
+        assert isinstance(b.type, ArrayType)  # require raised otherwise
         require(b.type.mem is not MemKind.LOCAL, rule, span,
                 lambda: f"local array: {name} is Local; only Shared or Global arrays "
                         "have a perspective to narrow")
@@ -100,12 +119,14 @@ class DataRules:
 
     # --------------------------------------------------------------- asynchrony
 
-    def at_thread1(self, persp: Perspective, what: str, rule: str, span: Span):
+    def at_thread1(self, persp: Perspective, what: str, rule: str,
+                   span: Span) -> None:
         require(persp == THREAD1, rule, span,
                 lambda: f"perspective mismatch: {what} needs code at {THREAD1}; code "
                         f"is at {persp}")
 
-    def t_async_partition(self, ctx, persp, s: AsyncPartition) -> int:
+    def t_async_partition(self, ctx: Context, persp: Perspective,
+                          s: AsyncPartition) -> int:
         # T-Async-Partition: x :^(Thread,1) τ[]^l  gives  y :^(Thread,1) async τ[]^l
         rule = "T-Async-Partition"
 
@@ -118,19 +139,20 @@ class DataRules:
         body_ctx = self.attempt(head, poisoned(ctx, s.source, s.target))
         return self.stmt(body_ctx, persp, s.body)
 
-    def array_at(self, ctx, name: str, data_persp, rule: str, span: Span,
-                 async_ok: bool = False) -> ArrayType:
+    def array_at(self, ctx: Context, name: str, data_persp: Perspective, rule: str,
+                 span: Span, async_ok: bool = False) -> ArrayType:
         """x :^π' τ[]^l ∈ Γ at exactly π' (the async ↔ memcpy rules), as ArrayType."""
         b = visible(ctx, name, rule, span)
         ty = b.type.inner if async_ok and isinstance(b.type, AsyncType) else b.type
         require(isinstance(ty, ArrayType), rule, span,
                 lambda: f"not an array: {name} has type {show_type(b.type)}")
+        assert isinstance(ty, ArrayType)  # require raised otherwise
         require(b.persp == data_persp, rule, span,
                 lambda: f"perspective mismatch: {rule} needs {name} at exactly "
                         f"{data_persp}; {name} is at {b.persp}")
         return ty
 
-    def t_async_memcpy(self, ctx, persp, s: AsyncMemcpy) -> int:
+    def t_async_memcpy(self, ctx: Context, persp: Perspective, s: AsyncMemcpy) -> int:
         # T-Async-Memcpy: x :^(Thread,1) async τ[]^l,  y :^(Thread,1) τ[]^l'
         rule = "T-Async-Memcpy"
         self.at_thread1(persp, "async_memcpy", rule, s.span)
@@ -143,7 +165,7 @@ class DataRules:
         self.same_elem(dst, src, s, rule)
         return 0
 
-    def t_memcpy(self, ctx, persp, s: Memcpy) -> int:
+    def t_memcpy(self, ctx: Context, persp: Perspective, s: Memcpy) -> int:
         # T-Memcpy: x :^π τ[]^l,  y :^π τ[]^l'
         rule = "T-Memcpy"
         # Note: fixed also accepts an async destination: S-Async-Memcpy defers exactly
@@ -154,7 +176,8 @@ class DataRules:
         self.same_elem(dst, src, s, rule)
         return 0
 
-    def same_elem(self, dst: ArrayType, src: ArrayType, s, rule: str) -> None:
+    def same_elem(self, dst: ArrayType, src: ArrayType, s: AsyncMemcpy | Memcpy,
+                  rule: str) -> None:
         require(dst.elem == src.elem, rule, s.span,
                 lambda: f"type mismatch: cannot copy {show_type(src)} {s.src} into "
                         f"{show_type(dst)} {s.dst}")

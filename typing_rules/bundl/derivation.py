@@ -41,7 +41,7 @@ from gpusem.calculus.bundl.perspective import GRID1, Perspective
 from gpusem.calculus.errors import IllTyped
 from gpusem.calculus.span import NO_SPAN, Span
 from gpusem.typing_rules.bundl.context import Context, RuleSet, program_context
-from gpusem.typing_rules.bundl.expr import array_of
+from gpusem.typing_rules.bundl.expr import Judge, array_of
 from gpusem.typing_rules.bundl.stmt import StmtChecker, check_fn, judge
 
 RULE_OF = {
@@ -69,7 +69,9 @@ class Step:
 class TracingChecker(StmtChecker):
     """The statement judgment, recording each rule application in pre-order."""
 
-    def __init__(self, judge):
+    errors: list[IllTyped]  # always collecting
+
+    def __init__(self, judge: Judge) -> None:
         super().__init__(judge, [], source=True)  # the judgment of check_program
         self.steps: list[Step] = []
         self.depth = 0

@@ -153,6 +153,7 @@ def array_of(
             b = visible(ctx, name, rule, span)
             require(isinstance(b.type, ArrayType), rule, span,
                     lambda: f"not an array: {name} has type {show_type(b.type)}")
+            assert isinstance(b.type, ArrayType)  # require raised otherwise
             return b.type, b.persp
         case BinOp("+", base, offset, span):  # T-Ptr-Offset (runtime form)
             ty, data_persp = array_of(j, ctx, persp, base, rule)
@@ -184,7 +185,8 @@ def t_arr_access(
     return ty.elem
 
 
-def check_index(j: Judge, ctx: Context, persp: Perspective, index: Expr, rule: str):
+def check_index(j: Judge, ctx: Context, persp: Perspective, index: Expr,
+                rule: str) -> None:
     ty = type_expr(j, ctx, persp, index)
     require(ty is INT, rule, index.span,
             lambda: f"type mismatch: an array index must be int, got {show_type(ty)}")

@@ -45,6 +45,7 @@ from gpusem.calculus.bundl.ast import (
     Lower,
     Memcpy,
     MemKind,
+    Param,
     Partition,
     Program,
     Seq,
@@ -68,6 +69,7 @@ from gpusem.calculus.errors import IllTyped
 from gpusem.calculus.span import Span
 from gpusem.typing_rules.bundl.context import (
     Context,
+    MachineLike,
     RuleSet,
     machine_shape,
     program_context,
@@ -159,11 +161,12 @@ class StmtChecker(DataRules):
             case ArrAssign():
                 return self.t_arr_assn(ctx, persp, s)
             case If(cond, then, orelse, span):  # T-If: max(m1, m2)
-                self.attempt(lambda: self.condition(ctx, persp, cond, "T-If", "if"), 0)
+                self.attempt(lambda: self.condition(ctx, persp, cond, "T-If", "if"),
+                             None)
                 return max(self.stmt(ctx, persp, then), self.stmt(ctx, persp, orelse))
             case While(cond, body, span):  # T-While
                 self.attempt(
-                    lambda: self.condition(ctx, persp, cond, "T-While", "while"), 0)
+                    lambda: self.condition(ctx, persp, cond, "T-While", "while"), None)
                 return self.stmt(ctx, persp, body)
             case Split():
                 return self.t_split(ctx, persp, s)
@@ -205,7 +208,8 @@ class StmtChecker(DataRules):
                         f"whole barrier `init {s.label}; dec {s.label}; wait "
                         f"{s.label};` in one sequence")
 
-    def condition(self, ctx, persp, cond: Expr, rule: str, what: str) -> None:
+    def condition(self, ctx: Context, persp: Perspective, cond: Expr, rule: str,
+                  what: str) -> None:
         ty = type_expr(self.j, ctx, persp, cond)
         require(ty is BaseType.BOOL, rule, cond.span,
                 lambda: f"type mismatch: {what} condition must be bool, got "
@@ -266,7 +270,8 @@ class StmtChecker(DataRules):
 
     # ------------------------------------------------------------------ writes
 
-    def write_down(self, persp, data_persp, name: str, rule: str, span: Span) -> None:
+    def write_down(self, persp: Perspective, data_persp: Perspective, name: str,
+                   rule: str, span: Span) -> None:
         """π' ≤ π: code may write only data at its own perspective or narrower."""
         require(self.j.leq(data_persp, persp), rule, span,
                 lambda: f"perspective mismatch: code at {persp} cannot write {name} at "
@@ -341,6 +346,7 @@ class StmtChecker(DataRules):
         ft = b.type
         require(isinstance(ft, FunType), rule, s.span,
                 lambda: f"not a function: {s.fn} has type {show_type(ft)}")
+        assert isinstance(ft, FunType)  # require raised otherwise
         require(ft.persp == persp, rule, s.span,
                 lambda: f"perspective mismatch: {s.fn} is declared at {ft.persp}; code "
                         f"at {persp} cannot call it")
@@ -348,13 +354,14 @@ class StmtChecker(DataRules):
                 lambda: f"arity mismatch: {s.fn} takes {len(ft.params)} arguments, got "
                         f"{len(s.args)}")
         for i, (param, arg) in enumerate(zip(ft.params, s.args, strict=True), 1):
-            def check(i=i, param=param, arg=arg) -> None:
+            def check(i: int = i, param: Param = param, arg: Expr = arg) -> None:
                 self.argument(ctx, persp, s.fn, i, param, arg)
 
             self.attempt(check, None)
         return ft.uses
 
-    def argument(self, ctx, persp, fn: str, i: int, param, arg: Expr) -> None:
+    def argument(self, ctx: Context, persp: Perspective, fn: str, i: int, param: Param,
+                 arg: Expr) -> None:
         rule, where = "T-Function-Call", f"argument {i} ({param.name}) of {fn}"
         if not self.j.rules.param_persp:  # as printed: Γ ⊢^π e_i : τ_i
             ty = type_expr(self.j, ctx, persp, arg)
@@ -382,7 +389,7 @@ class StmtChecker(DataRules):
 # --------------------------------------------------------------------- programs
 
 
-def judge(rules: str | RuleSet, machine) -> Judge:
+def judge(rules: str | RuleSet, machine: MachineLike) -> Judge:
     return Judge(rule_set(rules), machine_shape(machine))
 
 
@@ -390,7 +397,7 @@ def check_fn(checker: StmtChecker, ctx: Context, f: FnDef) -> int:
     """V-Function: Γ, x_i :^π_i τ_i ⊢^π_m s with m the declared `uses`."""
     body_ctx = ctx
     for p in f.params:
-        def bind(p=p, c=body_ctx) -> Context:
+        def bind(p: Param = p, c: Context = body_ctx) -> Context:
             require(sum(q.name == p.name for q in f.params) == 1, "V-Function",
                     p.span, lambda: f"redeclaration: parameter {p.name} of {f.name} is "
                                     "declared twice")
@@ -405,7 +412,8 @@ def check_fn(checker: StmtChecker, ctx: Context, f: FnDef) -> int:
     return used
 
 
-def _check(prog: Program, rules, errors: list[IllTyped] | None) -> dict[str, int]:
+def _check(prog: Program, rules: str | RuleSet,
+           errors: list[IllTyped] | None) -> dict[str, int]:
     checker = StmtChecker(judge(rules, prog.machine), errors, source=True)
     ctx = program_context(prog)
     uses = {f.name: check_fn(checker, ctx, f) for f in prog.fns}
@@ -430,7 +438,7 @@ def type_errors(prog: Program, rules: str | RuleSet = "fixed") -> list[IllTyped]
 
 def check_stmt(
     ctx: Context, persp: Perspective, stmt: Stmt, rules: str | RuleSet = "fixed",
-    machine=DEFAULT_MACHINE,
+    machine: MachineLike = DEFAULT_MACHINE,
 ) -> int:
     """Γ ⊢^π_m s for a statement in any runtime state (the preservation check):
     return the least m, or raise IllTyped. Runtime forms (free, init/dec/wait, pointer
@@ -443,7 +451,7 @@ def check_stmt(
 
 def check_expr(
     ctx: Context, persp: Perspective, expr: Expr, rules: str | RuleSet = "fixed",
-    machine=DEFAULT_MACHINE,
+    machine: MachineLike = DEFAULT_MACHINE,
 ) -> Type:
     """Γ ⊢^π e : τ."""
     return type_expr(judge(rules, machine), ctx, persp, expr)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from math import gcd
-from typing import Mapping
+from typing import Mapping, Union, cast
 
 from gpusem.calculus.errors import IllTyped
 from gpusem.calculus.gpuir import ast as A
@@ -196,13 +196,17 @@ def _unit_text(u: A.UnitExpr) -> str:
 # ------------------------------------------------------------------ the analysis
 
 
+# The node that binds a variable.
+Binder = Union[A.CtrlParam, A.DataParam, A.Alloc, A.BarrierAlloc, A.WindowStmt, A.For]
+
+
 @dataclass(frozen=True, slots=True)
 class Decl:
     """A variable visible at a statement: where it was bound and what it is."""
 
     name: str
     kind: str                      # "control" | "data" | "barrier" | "window"
-    node: object                   # the Param / Alloc / BarrierAlloc / WindowStmt / For
+    node: Binder                   # the Param / Alloc / BarrierAlloc / WindowStmt / For
     dtype: A.DataType | None = None
     shape: tuple[A.CExpr, ...] = ()
     mem: A.MemExpr | None = None   # for a window: the source variable's memory
@@ -274,7 +278,7 @@ class Analysis:
 
 
 def param_decls(proc: A.Proc) -> dict[str, Decl]:
-    out = {}
+    out: dict[str, Decl] = {}
     for p in proc.params:
         match p:
             case A.CtrlParam(name=n):
@@ -304,12 +308,16 @@ class _Walker:
             return None
         return int(eval_c(c, self.an.defines))
 
-    def body(self, body, mapping, device, loops, decls) -> None:
+    def body(self, body: tuple[A.Stmt, ...], mapping: ThreadMapping | None,
+             device: A.CudaDeviceFunction | None, loops: tuple[A.For, ...],
+             decls: Mapping[str, Decl]) -> None:
         decls = dict(decls)
         for s in body:
             self.stmt(s, mapping, device, loops, decls)
 
-    def stmt(self, s: A.Stmt, mapping, device, loops, decls: dict) -> None:
+    def stmt(self, s: A.Stmt, mapping: ThreadMapping | None,
+             device: A.CudaDeviceFunction | None, loops: tuple[A.For, ...],
+             decls: dict[str, Decl]) -> None:
         self.an.infos[id(s)] = StmtInfo(mapping, device, loops, dict(decls))
         match s:
             case A.CudaDeviceFunction():
@@ -341,8 +349,9 @@ class _Walker:
                                 base.mapping if base else None,
                                 base.loops if base else loops)
 
-    def device_function(self, s: A.CudaDeviceFunction, mapping, device, loops,
-                        decls) -> None:
+    def device_function(self, s: A.CudaDeviceFunction, mapping: ThreadMapping | None,
+                        device: A.CudaDeviceFunction | None, loops: tuple[A.For, ...],
+                        decls: dict[str, Decl]) -> None:
         from gpusem.calculus.gpuir.units import launch_of, validate_launch
 
         if mapping is not None:
@@ -363,7 +372,9 @@ class _Walker:
         self.device_depth = len(loops)
         self.body(s.body, root_mapping(launch), s, loops, decls)
 
-    def loop(self, f: A.For, mapping, device, loops, decls) -> None:
+    def loop(self, f: A.For, mapping: ThreadMapping | None,
+             device: A.CudaDeviceFunction | None, loops: tuple[A.For, ...],
+             decls: dict[str, Decl]) -> None:
         inner = dict(decls)
         inner[f.var] = Decl(f.var, "control", f, loops=loops)
         child = mapping
@@ -376,7 +387,8 @@ class _Walker:
                 child = self.thread_loop(f, mapping)
         self.body(f.body, child, device, loops + (f,), inner)
 
-    def check_tasks_placement(self, f: A.For, device, loops) -> None:
+    def check_tasks_placement(self, f: A.For, device: A.CudaDeviceFunction | None,
+                              loops: tuple[A.For, ...]) -> None:
         ok = device is not None and all(
             f.mode is A.LoopMode.CUDA_TASKS for f in loops[self.device_depth:])
         if not ok:
@@ -387,7 +399,8 @@ class _Walker:
             self.error(IllTyped("scope error: a cuda_tasks nest must be perfect",
                                 rule=RULE, span=f.span))
 
-    def thread_loop(self, f: A.For, mapping):
+    def thread_loop(self, f: A.For,
+                    mapping: ThreadMapping | None) -> ThreadMapping | None:
         if mapping is None:
             self.error(IllTyped("scope error: cuda_threads loop outside a "
                                 "CudaDeviceFunction", rule=RULE, span=f.span))
@@ -397,7 +410,8 @@ class _Walker:
         if lo is None or hi is None:
             return mapping
         try:
-            child = derive(mapping, f.unit, f.var, f.lo, max(hi - lo, 0), f.span)
+            unit = cast(A.UnitExpr, f.unit)  # a cuda_threads loop has its unit
+            child = derive(mapping, unit, f.var, f.lo, max(hi - lo, 0), f.span)
         except IllTyped as err:
             self.error(err)
             return replace(mapping, poisoned=True)

@@ -19,17 +19,19 @@ Conventions: σ -> `env` (control values: the -D definitions plus iterators),
 from __future__ import annotations
 
 import re
-from typing import Mapping, assert_never
+from typing import Iterable, Mapping, assert_never, cast
 
 from gpusem.calculus.errors import BadInput, IllTyped
 from gpusem.calculus.gpuir import ast as A
 from gpusem.calculus.gpuir import memtypes
-from gpusem.calculus.gpuir.ctrl import affine, cvars, eval_c
+from gpusem.calculus.gpuir.ctrl import Affine, affine, cvars, eval_c
 from gpusem.calculus.gpuir.instructions import INSTRUCTIONS, Instr, InstrParam
 from gpusem.calculus.gpuir.printer import print_unit
 from gpusem.calculus.gpuir.timelines import is_sync_tl
 from gpusem.calculus.gpuir.units import unit_def
+from gpusem.calculus.gpuir.walk import data_reads
 from gpusem.calculus.source import read_source
+from gpusem.calculus.span import Span
 from gpusem.typing_rules.gpuir.collective import (
     Analysis,
     Decl,
@@ -53,7 +55,8 @@ def header_defines(source: str) -> dict[str, int]:
     return out
 
 
-def load_proc(path: str, defines: Mapping[str, int], proc_name: str | None = None):
+def load_proc(path: str, defines: Mapping[str, int],
+              proc_name: str | None = None) -> tuple[A.Proc, dict[str, int], str]:
     """(proc, defines, source) of a `.gpuir` file, every size defined."""
     from gpusem.calculus.gpuir.parser import parse_module
 
@@ -141,7 +144,7 @@ class _Checker:
         self.sizes = {p.name for p in an.proc.ctrl_params if p.kind is A.CtrlKind.SIZE}
         self.consts = {k: v for k, v in an.defines.items()}
 
-    def err(self, rule: str, span, msg: str) -> None:
+    def err(self, rule: str, span: Span, msg: str) -> None:
         if any(e.rule == rule and e.span == span and e.message == msg
                for e in self.an.errors):
             return  # one report per site (two parameters may share a size symbol)
@@ -199,7 +202,8 @@ class _Checker:
             case _:
                 assert_never(s)
 
-    def assignment(self, s, info: StmtInfo, n, idx, e) -> None:
+    def assignment(self, s: A.Assign | A.Reduce, info: StmtInfo, n: str,
+                   idx: tuple[A.CExpr, ...], e: A.DExpr) -> None:
         d = info.decls[n]
         self.cexprs(idx, s.span)
         if d.kind == "window":
@@ -210,7 +214,7 @@ class _Checker:
             self.err("Shape", s.span, f"shape mismatch: {n} has {len(d.shape)} "
                      f"dimension(s), written with {len(idx)} index(es)")
         self.accessible(d, info, s.span)
-        for r in A.data_reads(e):
+        for r in data_reads(e):
             self.read(r, info, s.span, windows=False)
         m = info.mapping
         if m is not None and m.size != 1 and not m.poisoned:
@@ -219,7 +223,7 @@ class _Checker:
                      f"here "
                      f"it runs on {m.describe()}")
 
-    def read(self, r: A.DRead, info: StmtInfo, span, windows: bool) -> None:
+    def read(self, r: A.DRead, info: StmtInfo, span: Span, windows: bool) -> None:
         d = info.decls[r.name]
         for c in r.coords:
             match c:
@@ -238,7 +242,7 @@ class _Checker:
                      "an element")
         self.accessible(d, info, span)
 
-    def accessible(self, d: Decl, info: StmtInfo, span) -> None:
+    def accessible(self, d: Decl, info: StmtInfo, span: Span) -> None:
         if d.mem is None or d.kind != "data":
             return
         mem = memtypes.data_memory(d.mem)
@@ -249,7 +253,8 @@ class _Checker:
             self.err("Scope", span, f"memory not accessible: {d.name} @ {mem.name} is "
                      "host memory, used in CUDA code")
 
-    def alloc_scope(self, s: A.Alloc, info: StmtInfo, mem) -> None:
+    def alloc_scope(self, s: A.Alloc, info: StmtInfo,
+                    mem: memtypes.DataMemory) -> None:
         if info.mapping is None and mem.physical in ("rmem", "smem"):
             self.err("Scope", s.span, f"scope error: {s.name} @ {mem.name} must be "
                      "allocated in CUDA code")
@@ -261,7 +266,7 @@ class _Checker:
             self.err("Scope", s.span, f"scope error: {mem.name} is a base type; "
                      "allocate in a concrete memory")
 
-    def tile_shape(self, s: A.Alloc, m: A.MemExpr, shape) -> None:
+    def tile_shape(self, s: A.Alloc, m: A.MemExpr, shape: tuple[A.CExpr, ...]) -> None:
         tile = memtypes.matrix_tile(m)
         if tile is None:
             return
@@ -271,12 +276,12 @@ class _Checker:
             self.err("Shape", s.span, f"shape mismatch: {s.name} @ {m.name}"
                      f"{tile} must end in dimensions {list(tile)}")
 
-    def timelines(self, names, span) -> None:
+    def timelines(self, names: Iterable[str], span: Span) -> None:
         for n in names:
             if not is_sync_tl(n):
                 raise BadInput(f"unknown sync timeline: {n}", span=span)
 
-    def barrier(self, z: A.ZRead, info: StmtInfo, span) -> None:
+    def barrier(self, z: A.ZRead, info: StmtInfo, span: Span) -> None:
         d = info.decls[z.name]
         if len(z.coords) not in (0, len(d.shape)) or (not z.coords and d.shape):
             self.err("Shape", span, f"shape mismatch: barrier {z.name} has "
@@ -286,11 +291,11 @@ class _Checker:
                 self.cexprs((c.index,), span)
 
     # ----------------------------------------------------------- expressions
-    def cexprs(self, cs, span) -> None:
+    def cexprs(self, cs: Iterable[A.CExpr], span: Span) -> None:
         for c in cs:
             self.quasi_affine(c, span)
 
-    def bexpr_vars(self, b: A.BExpr, span) -> None:
+    def bexpr_vars(self, b: A.BExpr, span: Span) -> None:
         match b:
             case A.BRel(lhs=l, rhs=r):
                 self.cexprs((l, r), span)
@@ -303,7 +308,7 @@ class _Checker:
     def constant(self, c: A.CExpr) -> bool:
         return cvars(c) <= self.sizes
 
-    def quasi_affine(self, c: A.CExpr, span) -> None:
+    def quasi_affine(self, c: A.CExpr, span: Span) -> None:
         if isinstance(c, A.CBin):
             self.quasi_affine(c.lhs, span)
             self.quasi_affine(c.rhs, span)
@@ -340,7 +345,8 @@ class _Checker:
             self.instr_arg(s, g, p, a, info, symbols)
         self.call_barrier(s, g, info)
 
-    def instr_arg(self, s, g: Instr, p: InstrParam, a, info, symbols) -> None:
+    def instr_arg(self, s: A.InstrCall, g: Instr, p: InstrParam, a: A.InstrArg,
+                  info: StmtInfo, symbols: dict[str, int]) -> None:
         what = f"{g.name} argument {p.name}"
         if p.kind == "ctrl":
             if isinstance(a, (A.DRead, A.DConst)):
@@ -371,14 +377,16 @@ class _Checker:
 
     def arg_memory(self, d: Decl) -> str | None:
         if d.kind == "window":
-            return d.node.mem.name  # the window type (e.g. Sm90_tensorMap)
+            # the window type (e.g. Sm90_tensorMap)
+            return cast(A.WindowStmt, d.node).mem.name
         return d.mem.name if d.mem is not None else None
 
-    def window_shape(self, s, g: Instr, p: InstrParam, a: A.DRead, d: Decl, symbols):
-        extents = []
+    def window_shape(self, s: A.InstrCall, g: Instr, p: InstrParam, a: A.DRead, d: Decl,
+                     symbols: dict[str, int]) -> None:
+        extents: list[int] = []
         coords = a.coords or tuple(A.WInterval(None, None) for _ in d.shape)
         if d.kind == "window":  # a window variable's extents are its source window's
-            coords = a.coords or d.node.source.coords
+            coords = a.coords or cast(A.WindowStmt, d.node).source.coords
         for dim, c in enumerate(coords):
             if isinstance(c, A.WPoint):
                 continue
@@ -425,15 +433,13 @@ class _Checker:
                          f"barrier @ {g.barrier}, {d.name} is @ {d.mem.name}")
 
 
-def _sub(a, b):
-    from gpusem.calculus.gpuir.ctrl import Affine
-
+def _sub(a: Affine, b: Affine) -> Affine:
     keys = set(dict(a.coeffs)) | set(dict(b.coeffs))
     co = tuple(sorted((k, a.coeff(k) - b.coeff(k)) for k in keys
                       if a.coeff(k) != b.coeff(k)))
     return Affine(a.const - b.const, co)
 
 
-def _shape_text(shape, symbols) -> str:
+def _shape_text(shape: tuple[int | str, ...], symbols: dict[str, int]) -> str:
     return "[" + ", ".join(str(symbols.get(x, x)) if isinstance(x, str) else str(x)
                            for x in shape) + "]"

@@ -26,13 +26,20 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from typing import Callable, Iterator, cast
 
 from gpusem.calculus.errors import IllTyped
 from gpusem.calculus.gpuir import ast as A
 from gpusem.calculus.gpuir import memtypes
 from gpusem.calculus.gpuir.ctrl import bvars, cvars, eval_b, eval_c
 from gpusem.calculus.gpuir.instructions import INSTRUCTIONS
-from gpusem.typing_rules.gpuir.collective import Analysis, Decl, StmtInfo
+from gpusem.calculus.gpuir.walk import data_reads
+from gpusem.typing_rules.gpuir.collective import (
+    Analysis,
+    Decl,
+    StmtInfo,
+    ThreadMapping,
+)
 
 RULE = "DistributedMemory"
 
@@ -58,11 +65,12 @@ def owner_size(d: Decl, info: StmtInfo) -> int | None:
     launch = d.mapping.launch if d.mapping is not None else None
     if launch is None:
         return None
+    mem_name = cast(A.MemExpr, d.mem).name  # data and barrier variables have one
     if d.kind == "barrier":
-        owner = memtypes.BARRIER_MEMORIES[d.mem.name].owner
+        owner = memtypes.BARRIER_MEMORIES[mem_name].owner
         return {"cta": launch.block_dim, "cluster": launch.cluster_threads,
                 "collective": 0}[owner]
-    mem = memtypes.DATA_MEMORIES[d.mem.name]
+    mem = memtypes.DATA_MEMORIES[mem_name]
     return {"thread": 1, "warp": 32, "warpgroup": 128,
             "cta": launch.block_dim}.get(mem.owner)
 
@@ -89,7 +97,8 @@ def check_memory(an: Analysis) -> list[IllTyped]:
 # ------------------------------------------------------------ step 3: collection
 
 
-def _collect(an, body, guards, sites, decl_of) -> None:
+def _collect(an: Analysis, body: tuple[A.Stmt, ...], guards: tuple[A.BExpr, ...],
+             sites: dict[int, list[_Site]], decl_of: dict[int, Decl]) -> None:
     for s in body:
         info = an.infos.get(id(s))
         if info is None:
@@ -116,11 +125,15 @@ def _collect(an, body, guards, sites, decl_of) -> None:
                 _collect(an, b, guards, sites, decl_of)
 
 
-def _uses(s: A.Stmt):
+# A variable use: (name, coordinates, mode, distributed intervals).
+Use = tuple[str, tuple[A.WCoord, ...], str, int]
+
+
+def _uses(s: A.Stmt) -> Iterator[Use]:
     """(name, coords, mode, distributed intervals) for each variable use of `s`."""
     match s:
         case A.Assign(name=n, idx=idx, rhs=e) | A.Reduce(name=n, idx=idx, rhs=e):
-            for r in A.data_reads(e):
+            for r in data_reads(e):
                 yield r.name, r.coords, "read", 0
             pts = tuple(A.WPoint(c) for c in idx)
             yield n, pts, ("write" if isinstance(s, A.Assign) else "read"), 0
@@ -152,6 +165,9 @@ def _text(s: A.Stmt) -> str:
 
 # ---------------------------------------------------------- step 4: the triples
 
+# (allocating instance, leading index) -> (its owner, the first site, its first thread)
+Owners = dict[tuple[int, ...], tuple[frozenset[int], _Site, int]]
+
 
 def _check_alloc(an: Analysis, d: Decl) -> IllTyped | None:
     """(i) the allocation agrees with its memory's owner level."""
@@ -163,8 +179,8 @@ def _check_alloc(an: Analysis, d: Decl) -> IllTyped | None:
         return None
     if d.mapping.length < g and d.mapping.size < g:
         return IllTyped(
-            f"allocation scope: {d.name} @ {d.mem.name} has one copy per "
-            f"{_level(g, an.infos[id(node)])}, but is allocated in a "
+            f"allocation scope: {d.name} @ {cast(A.MemExpr, d.mem).name} has one copy "
+            f"per {_level(g, an.infos[id(node)])}, but is allocated in a "
             f"{d.mapping.describe()} scope", rule=RULE, span=node.span)
     return None
 
@@ -222,7 +238,7 @@ def _check_var(an: Analysis, d: Decl, sites: list[_Site]) -> IllTyped | None:
     g = owner_size(d, sites[0].info)
     if g is None:
         return None
-    distributed = g == 0 or d.mapping.size > g
+    distributed = g == 0 or cast(ThreadMapping, d.mapping).size > g
     if not distributed:
         for s in sites:
             err = _extra_iterator(an, d, s, g)
@@ -238,7 +254,7 @@ def _check_var(an: Analysis, d: Decl, sites: list[_Site]) -> IllTyped | None:
                 f"({s0.text}) indexes {k0} leading dimension(s) by thread iterators "
                 f"and "
                 f"line {s.line} ({s.text}) indexes {k}", rule=RULE, span=s.stmt.span)
-    owners: dict[tuple, tuple[object, _Site, int]] = {}
+    owners: Owners = {}
     for s in sites:
         err = _owners(an, d, s, k0, g, owners)
         if err is not None:
@@ -246,7 +262,7 @@ def _check_var(an: Analysis, d: Decl, sites: list[_Site]) -> IllTyped | None:
     return None
 
 
-def _iterations(an: Analysis, info: StmtInfo):
+def _iterations(an: Analysis, info: StmtInfo) -> Iterator[dict[str, int]]:
     """Every assignment of the enclosing cuda_threads iterators (with the defines)."""
     loops = [f for f in info.loops if f.mode is A.LoopMode.CUDA_THREADS
              and id(f) in an.tilings]
@@ -257,19 +273,20 @@ def _iterations(an: Analysis, info: StmtInfo):
         yield env
 
 
-def _guards_hold(s: _Site, env) -> bool:
+def _guards_hold(s: _Site, env: dict[str, int]) -> bool:
     for b in s.guards:
         if bvars(b) <= set(env) and not eval_b(b, env):
             return False
     return True
 
 
-def _owners(an, d: Decl, s: _Site, k: int, g: int, owners: dict) -> IllTyped | None:
+def _owners(an: Analysis, d: Decl, s: _Site, k: int, g: int,
+            owners: Owners) -> IllTyped | None:
     outer = _outer_thread_vars(d)
     for env in _iterations(an, s.info):
         if not _guards_hold(s, env):
             continue
-        threads = s.info.mapping.threads(env)
+        threads = cast(ThreadMapping, s.info.mapping).threads(env)  # a CUDA site
         key0 = tuple(env[v] for v in outer)
         for idx, owner in _site_owners(s, env, threads, k, g):
             if owner is None:
@@ -280,13 +297,16 @@ def _owners(an, d: Decl, s: _Site, k: int, g: int, owners: dict) -> IllTyped | N
     return None
 
 
-def _site_owners(s: _Site, env, threads, k: int, g: int):
+def _site_owners(s: _Site, env: dict[str, int], threads: tuple[int, ...], k: int,
+                 g: int) -> Iterator[tuple[tuple[int, ...], frozenset[int] | None]]:
     """(leading index, owner) pairs of one executing collective."""
+    owner_of: Callable[[tuple[int, ...]], frozenset[int]]
     if g == 0:
         owner_of = lambda ts: frozenset(ts)  # noqa: E731  (commit group: the collective)
     else:
         owner_of = lambda ts: frozenset(t // g for t in ts)  # noqa: E731
-    points, spans = [], []
+    points: list[list[int] | tuple[str, int, int | None]] = []
+    spans: list[int] = []
     for c in s.coords[:k]:
         if isinstance(c, A.WPoint):
             points.append([int(eval_c(c.index, env))])
@@ -296,7 +316,7 @@ def _site_owners(s: _Site, env, threads, k: int, g: int):
             points.append(("interval", lo, hi))
             spans.append(len(points) - 1)
     if not spans:
-        idx = tuple(p[0] for p in points)
+        idx = tuple(cast(int, p[0]) for p in points)  # points only
         owner = owner_of(threads)
         yield idx, (owner if g == 0 or len(owner) == 1 else None)
         return
@@ -309,8 +329,10 @@ def _site_owners(s: _Site, env, threads, k: int, g: int):
         yield tuple(idx), (frozenset({groups[j]}) if j < len(groups) else None)
 
 
-def _conflict(an, d, s1: _Site, s2: _Site, env, idx, t1, t2, g) -> IllTyped:
-    mem = d.mem.name
+def _conflict(an: Analysis, d: Decl, s1: _Site, s2: _Site, env: dict[str, int],
+              idx: tuple[int, ...], t1: int | None, t2: int | None,
+              g: int) -> IllTyped:
+    mem = cast(A.MemExpr, d.mem).name
     shown = f"{d.name}[{', '.join(map(str, idx))}]" if idx else d.name
     level = _level(g, s2.info) if g else "arriving collective"
     where = f"line {s1.line} ({s1.text})"
@@ -321,7 +343,8 @@ def _conflict(an, d, s1: _Site, s2: _Site, env, idx, t1, t2, g) -> IllTyped:
             memtypes.DATA_MEMORIES[mem].owner == "thread":
         return IllTyped(
             f"cross-thread register access: {d.name} @ {mem} has one copy per thread "
-            f"(allocated at line {d.node.span.line} in a {d.mapping.describe()} "
+            f"(allocated at line {d.node.span.line} in a "
+            f"{cast(ThreadMapping, d.mapping).describe()} "
             f"scope), "
             f"but {shown} is used by different threads at {where}; a register value "
             f"cannot be read across threads (distribute it, e.g. {d.name}[tid], or use "

@@ -28,7 +28,7 @@ the result, and write `bench.json` (plus the programs and the emitted CUDA) unde
   (`_split`), 64 x 128 tiles (`_bm64`), 16-byte aligned globals (`_al`: 128-bit C
   epilogue), BK = 16 (`_bk16`), the A tile stored k-major in shared memory (`_ka`),
   and `__launch_bounds__` (`_lb2`, and every `_pf`); everything past the
-  paper's variant is reported as such (`SGEMM_VARIANTS`; "tiles" in bench.json).
+  paper's variant is reported as such (`sgemm_variants.py`; "tiles" in bench.json).
   Measured on an H100 (results/bench_h100.json): cuBLAS 51.7 TFLOP/s; the paper's
   variant 0.42x; best strict `strict_pf_split_al` 0.498x; best fast_fma
   `fast_fma_pf_db_split` 0.66x; best explicit fma `fma_pf_db_split_al` 0.673x
@@ -52,122 +52,43 @@ import platform
 import re
 import sys
 import time
-from dataclasses import replace
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from gpusem.calculus.bundl.parser import parse_program
 from gpusem.compiler.backends.kernel import Job
 from gpusem.compiler.bundl_cuda.bench import programs as P
 from gpusem.compiler.bundl_cuda.bench import reference as R
+from gpusem.compiler.bundl_cuda.bench.sgemm import SgemmSize
+from gpusem.compiler.bundl_cuda.bench.sgemm_variants import SGEMM_VARIANTS
 from gpusem.compiler.bundl_cuda.launch import kernel_spec
-from gpusem.compiler.bundl_cuda.pipeline import CompileOptions, compile_program
+from gpusem.compiler.bundl_cuda.pipeline import (
+    CompiledKernel,
+    CompileOptions,
+    compile_program,
+)
 from gpusem.typing_rules.bundl.stmt import check_program
 
 GB = 1e9
 
 
-def compile_text(name: str, text: str, options: CompileOptions | None = None):
+def compile_text(name: str, text: str,
+                 options: CompileOptions | None = None) -> CompiledKernel:
     """Parse, type-check (fixed rules) and compile one program."""
     prog = parse_program(text, f"{name}.bundl")
     check_program(prog)
     return compile_program(prog, options or CompileOptions(), text, f"{name}.bundl")
 
 
-# label -> (tile sizes, compile options, double buffering[, register prefetch]).
-# Labels start with the semantics: `strict` (the compiler's default, the oracle's) or
-# `fast_fma` (opt-in contraction). Without `_db` / `_pf` the program is the paper's
-# variant 3 as written.
-LB2 = CompileOptions(min_blocks_per_sm=2)
-LB4 = CompileOptions(min_blocks_per_sm=4)
-FMA, FMA_LB2, FMA_LB4 = (replace(o, fast_fma=True) for o in (CompileOptions(), LB2, LB4))
-AL2_U16 = replace(LB2, aligned_globals=True, unroll_max_trips=16)
-SGEMM_VARIANTS = {
-    # The paper's variant 3 as written (BK = 8, one As/Bs pair, two barriers per k-tile).
-    "strict": (P.SGEMM_GPU, CompileOptions(), False),
-    # Register prefetch (programs._prefetch_loop): the next k-tile's loads are issued
-    # before the staging barrier and in flight during the inner product.
-    # __launch_bounds__(256, 2) (LB2) keeps two blocks (16 warps) per SM: unbounded,
-    # ptxas takes 154-168 registers (one block per SM).
-    "strict_pf": (P.SGEMM_GPU, LB2, False, True),
-    # split_n: bank-conflict-free Bs reads (programs.SgemmSize.split_n)
-    "strict_pf_split": (P.SGEMM_GPU_SPLIT, LB2, False, True),
-    "strict_pf_db_split": (P.SGEMM_GPU_SPLIT, LB2, True, True),
-    # 64 x 128 tiles, 128 threads: four blocks per SM (LB4)
-    "strict_pf_db_bm64": (P.SGEMM_GPU_BM64, LB4, True, True),
-    "strict_pf_db_bm64_split": (P.SGEMM_GPU_BM64_SPLIT, LB4, True, True),
-    # 16-byte aligned globals (emit._assume_aligned): 128-bit C loads and stores
-    "strict_pf_split_al": (P.SGEMM_GPU_SPLIT, replace(LB2, aligned_globals=True),
-                           False, True),
-    "strict_pf_db_bm64_split_al": (P.SGEMM_GPU_BM64_SPLIT,
-                                   replace(LB4, aligned_globals=True), True, True),
-    # Unrolled, the double-buffered kernel needs ~168 registers (one block per SM).
-    "strict_db": (P.SGEMM_GPU, CompileOptions(unroll_hints=False), True),
-    "fast_fma": (P.SGEMM_GPU, FMA, False),
-    # unbounded, ptxas gives the contracted kernel 168 registers (one block per SM)
-    "fast_fma_lb2": (P.SGEMM_GPU, FMA_LB2, False),
-    "fast_fma_pf_split": (P.SGEMM_GPU_SPLIT, FMA_LB2, False, True),
-    "fast_fma_pf_db_split": (P.SGEMM_GPU_SPLIT, FMA_LB2, True, True),
-    "fast_fma_pf_db_bm64_split": (P.SGEMM_GPU_BM64_SPLIT, FMA_LB4, True, True),
-    # The best kernels of each semantics with the 128-bit C epilogue (`_al`); H100
-    # (results/bench_h100.json, interleaved rounds): strict 0.4993x, fast_fma 0.668x.
-    "strict_pf_db_split_al": (P.SGEMM_GPU_SPLIT, replace(LB2, aligned_globals=True),
-                              True, True),
-    "fast_fma_pf_db_split_al": (P.SGEMM_GPU_SPLIT, replace(FMA_LB2, aligned_globals=True),
-                                True, True),
-    # Candidates against the 0.4985x of strict_pf_split_al; measured on the H100
-    # (results/bench_h100.json): none is faster (bk16 0.437x, db_bk16 0.457x, ka 0.498x,
-    # bk16_ka 0.484x, db_bk16_ka 0.426x, bm64 0.483x): barriers are not the limit. SASS of
-    # its k-loop (nvcc 13, sm_90a): per 1024 FMUL+FADD, 32 LDS.128, 8 LDG, 2 STS.128,
-    # 2 BAR, ~11 integer: 95% of issue slots are math, no spills; the candidates cut
-    # barriers per FLOP (BK = 16: one per 1024 math, 0.5 double-buffered; the 16-trip
-    # dot loop unrolled by unroll_max_trips=16) at the price of a few spills
-    # (16 prefetch registers under the 128-register cap of 2 blocks per SM),
-    "strict_pf_bk16_split_al": (P.SGEMM_GPU_BK16_SPLIT, AL2_U16, False, True),
-    "strict_pf_db_bk16_split_al": (P.SGEMM_GPU_BK16_SPLIT, AL2_U16, True, True),
-    # ... and with As k-major (SgemmSize.kmajor_a), which keeps 8 A values live per
-    # k, not 32: spills 104 -> 32 bytes (BK = 16), 76 -> 64 (double-buffered).
-    "strict_pf_ka_split_al": (P.SGEMM_GPU_KA_SPLIT, AL2_U16, False, True),
-    "strict_pf_bk16_ka_split_al": (P.SGEMM_GPU_BK16_KA_SPLIT, AL2_U16, False, True),
-    "strict_pf_db_bk16_ka_split_al": (P.SGEMM_GPU_BK16_KA_SPLIT, AL2_U16, True, True),
-    # 64 x 128 tiles, register prefetch without double buffering, 4 blocks per SM.
-    "strict_pf_bm64_split_al": (P.SGEMM_GPU_BM64_SPLIT, replace(LB4, aligned_globals=True),
-                                False, True),
-    # Against strict_pf_db_split_al's 0.4993x (H100, 110 interleaved rounds), which
-    # spills in its k-loop (4 STL + 2 LDL per 2048 FMUL/FADD at 128 registers) and has
-    # 17% of FMUL/FADDs with two same-parity source registers and no .reuse. k-major As
-    # double-buffered spills nothing; the zigzag update order (SgemmSize.zigzag) cuts
-    # the same-parity no-reuse share (k-loop SASS, nvcc 13 sm_90a): pf_zz 9.3%,
-    # pf_ka_zz 8.2%, pf_db_ka 19.1%, pf_db_ka_zz 15.5% (strict_pf_split_al 18.3%).
-    # Measured on the H100 (results/bench_h100_zigzag.json): pf_ka_zz 0.5121x cuBLAS,
-    # pf_db_ka_zz 0.5084x, pf_db_ka 0.5036x, pf_zz 0.4939x (pf_db 0.4994x alongside).
-    "strict_pf_zz_split_al": (P.SGEMM_GPU_ZZ_SPLIT, replace(LB2, aligned_globals=True),
-                              False, True),
-    "strict_pf_ka_zz_split_al": (P.SGEMM_GPU_KA_ZZ_SPLIT, replace(LB2, aligned_globals=True),
-                                 False, True),
-    "strict_pf_db_ka_split_al": (P.SGEMM_GPU_KA_SPLIT, replace(LB2, aligned_globals=True),
-                                 True, True),
-    "strict_pf_db_ka_zz_split_al": (P.SGEMM_GPU_KA_ZZ_SPLIT,
-                                    replace(LB2, aligned_globals=True), True, True),
-    # The explicit fma (SgemmSize.fma): the fast_fma kernels' FFMA dot product under
-    # strict CompileOptions() (no contraction; fma only where the program writes it),
-    # so the oracle still checks them bit for bit; the epilogue stays mul + add.
-    "fma_pf_split": (replace(P.SGEMM_GPU_SPLIT, fma=True), LB2, False, True),
-    "fma_pf_db_split": (replace(P.SGEMM_GPU_SPLIT, fma=True), LB2, True, True),
-    "fma_pf_db_split_al": (replace(P.SGEMM_GPU_SPLIT, fma=True),
-                           replace(LB2, aligned_globals=True), True, True),
-    "fma_pf_split_al": (replace(P.SGEMM_GPU_SPLIT, fma=True),
-                        replace(LB2, aligned_globals=True), False, True),
-}
-
-
-def sgemm_variant(label: str):
+def sgemm_variant(label: str) -> tuple[SgemmSize, CompileOptions, bool, bool]:
     """(size, options, double_buffer, prefetch) of one SGEMM_VARIANTS entry."""
     size, options, db, *pf = SGEMM_VARIANTS[label]
     return size, options, db, bool(pf and pf[0])
 
 
-def compiled_kernels() -> dict[str, object]:
+def compiled_kernels() -> dict[str, CompiledKernel]:
     """Every kernel the benchmark launches, by label: `reduce_<grid>` and
     `reduce_<grid>_final` per P.REDUCE_VARIANTS, `sgemm_<label>` per SGEMM_VARIANTS."""
     out = {}
@@ -175,20 +96,20 @@ def compiled_kernels() -> dict[str, object]:
         out[f"reduce_{label}"] = compile_text("reduce_sum", P.reduce_sum(size))
         out[f"reduce_{label}_final"] = compile_text("reduce_sum_final", P.reduce_sum(final))
     for label in SGEMM_VARIANTS:
-        size, options, db, pf = sgemm_variant(label)
+        tiles, options, db, pf = sgemm_variant(label)
         out[f"sgemm_{label}"] = compile_text("sgemm_tiled", P.sgemm_tiled(
-            size, double_buffer=db, prefetch=pf), options)
+            tiles, double_buffer=db, prefetch=pf), options)
     return out
 
 
-def write_sources(out: Path, kernels: dict) -> None:
+def write_sources(out: Path, kernels: dict[str, CompiledKernel]) -> None:
     P.write_gpu_programs(out / "programs")
     for label, k in kernels.items():
         (out / "programs" / f"{label}.cu").write_text(k.source)
 
 
 # ------------------------------------------------------------------ timing helpers
-def time_cupy(fn, warmup: int, iters: int) -> float:
+def time_cupy(fn: Callable[[], object], warmup: int, iters: int) -> float:
     """Mean ms per call of `fn` over `iters` (CUDA events), after `warmup`."""
     import cupy
 
@@ -203,11 +124,12 @@ def time_cupy(fn, warmup: int, iters: int) -> float:
     return cupy.cuda.get_elapsed_time(start, stop) / iters
 
 
-def _job(kernel, inputs: dict) -> Job:
+def _job(kernel: CompiledKernel, inputs: dict[str, np.ndarray]) -> Job:
     return Job(kernel_spec(kernel), inputs, 0, timeout_s=30.0)
 
 
-def _run(backend, kernel, inputs: dict) -> dict:
+def _run(backend: Any, kernel: CompiledKernel,
+         inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     (result,) = backend.run([_job(kernel, inputs)])
     if not result.ok:
         raise RuntimeError(f"{kernel.name}: {result.kind}: {result.message[:2000]}")
@@ -215,7 +137,8 @@ def _run(backend, kernel, inputs: dict) -> dict:
 
 
 # ------------------------------------------------------------------ reduction
-def bench_reduce(backend, kernels: dict, rng, warmup: int, iters: int) -> dict:
+def bench_reduce(backend: Any, kernels: dict[str, CompiledKernel],
+                 rng: np.random.Generator, warmup: int, iters: int) -> dict[str, Any]:
     import cupy
 
     n = P.REDUCE_GPU.n
@@ -228,7 +151,7 @@ def bench_reduce(backend, kernels: dict, rng, warmup: int, iters: int) -> dict:
     # each pairwise/blocked order errs by at most ~ (log2 n + per-thread chain) * eps *
     # sum|x|; 1e-5 * sum|x| is ~ 80 eps * sum|x| and far above either.
     tol = 1e-5 * float(np.sum(np.abs(x), dtype=np.float64))
-    out = {"n": n, "bytes": bytes_read, "ms": {"cupy_sum": tc},
+    out: dict[str, Any] = {"n": n, "bytes": bytes_read, "ms": {"cupy_sum": tc},
            "GBps": {"cupy_sum": bytes_read / (tc * 1e-3) / GB},
            "cupy_sum": cupy_total, "float64_sum": float(np.sum(x, dtype=np.float64)),
            "tolerance": tol, "target": ">= 0.80 of cupy.sum's bandwidth",
@@ -282,7 +205,7 @@ def _reduce_variant(backend, k1, k2, size, final, x, warmup, iters, tc, cupy_tot
 
 
 # ------------------------------------------------------------------ SGEMM
-def sgemm_fused(size, options: CompileOptions) -> int:
+def sgemm_fused(size: SgemmSize, options: CompileOptions) -> int:
     """Which of the reference's operations round once (reference.SGEMM_FUSED_*)."""
     if options.fast_fma:
         return R.SGEMM_FUSED_DOT | R.SGEMM_FUSED_EPILOGUE
@@ -302,8 +225,10 @@ def _sgemm_reference(a, b, ab, c0, size, fused: int):
     return c
 
 
-def bench_sgemm(backend, kernels: dict, rng, warmup: int, iters: int,
-                save=lambda partial: None) -> dict:
+def bench_sgemm(backend: Any, kernels: dict[str, CompiledKernel],
+                rng: np.random.Generator, warmup: int, iters: int,
+                save: Callable[[dict[str, Any]], None] = lambda partial: None
+                ) -> dict[str, Any]:
     """`save(partial)` is called after each variant (a timeout keeps what is done)."""
     import cupy
 
@@ -320,7 +245,7 @@ def bench_sgemm(backend, kernels: dict, rng, warmup: int, iters: int,
         return time_cupy(lambda: cupy.matmul(ad, bd), warm, n)
 
     flops = 2.0 * s.m * s.n * s.k
-    out = {"m": s.m, "n": s.n, "k": s.k,
+    out: dict[str, Any] = {"m": s.m, "n": s.n, "k": s.k,
            "tiles": {},
            "ms": {"cublas": t_cublas}, "TFLOPs": {"cublas": flops / (t_cublas * 1e-3) / 1e12},
            "ratio_vs_cublas": {}, "check": {}, "target": ">= 0.50 of cuBLAS FP32",
@@ -427,7 +352,7 @@ def _median(xs: list[float]) -> float:
     return ys[mid] if len(ys) % 2 else (ys[mid - 1] + ys[mid]) / 2
 
 
-def cublas_spread(sg: dict) -> dict:
+def cublas_spread(sg: dict[str, Any]) -> dict[str, Any]:
     """cuBLAS TFLOP/s over every round of every variant: how much the reference
     itself moves (power capping, clocks) during one harness run."""
     flops = 2.0 * sg["m"] * sg["n"] * sg["k"]
@@ -439,7 +364,7 @@ def cublas_spread(sg: dict) -> dict:
 
 
 # ------------------------------------------------------------------ main
-def device_info() -> dict:
+def device_info() -> dict[str, Any]:
     try:
         import cupy
 
@@ -470,7 +395,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     kernels = compiled_kernels()
     write_sources(out, kernels)
-    report: dict = {"compile_s": time.perf_counter() - t0,
+    report: dict[str, Any] = {"compile_s": time.perf_counter() - t0,
                     "launch": {k: [v.blocks, v.threads, v.smem_bytes]
                                for k, v in kernels.items()}}
     (out / "bench.json").write_text(json.dumps(report, indent=2))
@@ -491,16 +416,19 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if problems else 0
 
 
-def run_benchmarks(out: Path, kernels: dict, backend, warmup: int, iters: int,
-                   report: dict, only: str | None = None) -> dict:
+def run_benchmarks(out: Path, kernels: dict[str, CompiledKernel], backend: Any,
+                   warmup: int, iters: int, report: dict[str, Any],
+                   only: str | None = None) -> dict[str, Any]:
     """Both benchmarks into `report` (bench.json rewritten after each). `backend` is
     anything with the cuda backend's `run` and `time_kernel`."""
     rng = np.random.default_rng(20261122)
-    def save(name: str, partial: dict) -> None:
+    def save(name: str, partial: dict[str, Any]) -> None:
         (out / "bench.json").write_text(json.dumps({**report, name: partial}, indent=2,
                                                    default=str))
 
-    for name, fn in (("reduce", bench_reduce), ("sgemm", bench_sgemm)):
+    benches: tuple[tuple[str, Callable[..., dict[str, Any]]], ...] = (
+        ("reduce", bench_reduce), ("sgemm", bench_sgemm))
+    for name, fn in benches:
         if only and only != name:
             continue
         try:
@@ -515,11 +443,11 @@ def run_benchmarks(out: Path, kernels: dict, backend, warmup: int, iters: int,
     return report
 
 
-def failed_checks(report: dict) -> list[str]:
+def failed_checks(report: dict[str, Any]) -> list[str]:
     """Every error and every false check in a report, as `path: what`."""
-    problems = []
+    problems: list[str] = []
 
-    def visit(node, path):
+    def visit(node: object, path: str) -> None:
         if isinstance(node, dict):
             for key, value in node.items():
                 where = f"{path}.{key}" if path else key

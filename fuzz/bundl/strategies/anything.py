@@ -4,7 +4,7 @@ included, labels, negative and extreme literals, any float32. They exercise the 
 and printer (print-then-parse is the identity) where the well-typed generator
 (`fuzz.strategies.bundl`) never goes.
 
-Trees are built with `ast.seq`, so they are canonical (`ast.is_canonical`), the shape in
+Trees are built with `ast.seq`, so they are canonical (`walk.is_canonical`), the shape in
 which the identity is promised. Names are one letter and an optional digit, so they are
 never keywords.
 """
@@ -91,7 +91,7 @@ def _lit_of(elem: BaseType):
 def global_decls(draw, name: str) -> ast.GlobalDecl:
     elem, n = draw(BASES), draw(st.integers(1, 6))
     kind = draw(st.sampled_from(["none", "iota", "list"]))
-    init = {"none": None, "iota": ast.Iota()}.get(kind)
+    init: ast.GlobalInit = {"none": None, "iota": ast.Iota()}.get(kind)
     if kind == "list":
         init = tuple(draw(_lit_of(elem)) for _ in range(n))
     return ast.GlobalDecl(name, elem, n, init)

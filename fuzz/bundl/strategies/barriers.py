@@ -76,13 +76,13 @@ def barrier_exchange(draw, env: dict, threads: int, k: int, int_expr,
     n = dict(SHAPES)[threads]
     loop = draw(st.booleans()) if loop is None else loop
     between = draw(st.booleans()) if between is None else between
-    fill = A.BinOp("*", _v("t"), _i(draw(st.sampled_from([1, 3, 10]))))
+    fill: A.Expr = A.BinOp("*", _v("t"), _i(draw(st.sampled_from([1, 3, 10]))))
     if loop:  # the fill changes per iteration: a reused phase shows stale data
         fill = _add(fill, A.BinOp("*", _v("c"), _i(draw(st.sampled_from([1, 7, 100])))))
     if draw(st.booleans()):
         fill = _add(fill, draw(int_expr({**env, "staged": None}, 1)))
     readers = draw(_readers(env, n, k, between, int_expr))
-    inner = [A.Decl("u", INT, THREAD1, A.PartitionId(), A.Skip()),
+    inner: list[A.Stmt] = [A.Decl("u", INT, THREAD1, A.PartitionId(), A.Skip()),
              A.Partition(None, "sg", "s1", n,
                          A.Group(n, A.ArrAssign(_v("s1"), _i(0), fill)))]
     if between:  # independent of s: the barrier's wait sinks below it (split)
@@ -105,7 +105,7 @@ def _readers(draw, env: dict, n: int, k: int, between: bool, int_expr) -> A.Stmt
     writes = []
     for j in range(k):
         d = draw(st.integers(1, n - 1))
-        value = A.Index(_v("sg"), _mod(_add(_v("u"), _i(d)), n))
+        value: A.Expr = A.Index(_v("sg"), _mod(_add(_v("u"), _i(d)), n))
         if between:  # w is used, so `drop_dead_lets` keeps the independent work
             value = _add(value, _v("w"))
         if draw(st.booleans()):

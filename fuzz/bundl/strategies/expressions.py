@@ -42,6 +42,12 @@ class VarInfo:
     length: int = 0
     readonly: bool = False
 
+    @property
+    def array(self) -> ArrayType:
+        """`type`, of an array (what `arrays` yields)."""
+        assert isinstance(self.type, ArrayType), self
+        return self.type
+
 
 @dataclass(frozen=True, slots=True)
 class FnInfo:
@@ -132,7 +138,7 @@ EXACT_FLOATS = st.sampled_from([0.0, 1.0, 0.5, -2.0, 1.25, 3.0, -0.75])
 ANY_FLOATS = st.floats(width=32, allow_nan=False, allow_infinity=False)
 
 
-def literal(draw, ty: BaseType) -> ast.Expr:
+def literal(draw, ty: BaseType) -> ast.IntLit | ast.FloatLit | ast.BoolLit:
     match ty:
         case BaseType.INT:
             return ast.IntLit(draw(st.one_of(SMALL_INTS, EDGE_INTS)))
@@ -157,7 +163,7 @@ def gen_expr(draw, g: Gen, env: Env, ty: BaseType, depth: int = 2,
     names = [v for v in env.visible() if v.type == ty and readable(g, env, v)]
     if names:
         kinds.append("var")
-    elems = arrays(env, lambda v: v.type.elem == ty and readable(g, env, v))
+    elems = arrays(env, lambda v: v.array.elem == ty and readable(g, env, v))
     if elems and depth > 0 and reads:
         kinds.append("index")
     if ty is INT and lt(env.persp, GRID1, "fixed", g.shape):
@@ -182,6 +188,7 @@ def gen_expr(draw, g: Gen, env: Env, ty: BaseType, depth: int = 2,
             return gen_binop(draw, g, env, ty, depth - 1, reads)
         case "cmp":
             return gen_cmp(draw, g, env, depth - 1, reads)
+    raise AssertionError("every kind drawn is a case above")
 
 
 def gen_binop(draw, g: Gen, env: Env, ty: BaseType, depth: int,
@@ -192,7 +199,7 @@ def gen_binop(draw, g: Gen, env: Env, ty: BaseType, depth: int,
     left = gen_expr(draw, g, env, ty, depth, reads)
     if op in ("/", "%"):  # a positive literal divisor: no trap, no INT_MIN / -1
         d = draw(st.integers(1, 7))
-        right = ast.IntLit(d) if ty is INT else ast.FloatLit(float(d))
+        right: ast.Expr = ast.IntLit(d) if ty is INT else ast.FloatLit(float(d))
     else:
         right = gen_expr(draw, g, env, ty, depth, reads)
     if ty is FLOAT and op == "*" and draw(st.booleans()):

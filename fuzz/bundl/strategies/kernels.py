@@ -28,6 +28,8 @@ from __future__ import annotations
 
 from gpusem.calculus.bundl import ast as A
 from gpusem.calculus.bundl.perspective import Level, Perspective
+from gpusem.calculus.bundl.walk import child_stmts
+from gpusem.fuzz.bundl.generated import Generated
 from gpusem.fuzz.bundl.strategies.barriers import SHAPES, barrier_exchange
 from hypothesis import strategies as st
 
@@ -116,7 +118,7 @@ def writes(draw, env: dict, k: int) -> A.Stmt:
     stmts: list[A.Stmt] = []
     for j in range(k):
         value = draw(int_expr(env))
-        write = A.ArrAssign(v("o"), i(j), value)
+        write: A.Stmt = A.ArrAssign(v("o"), i(j), value)
         form = draw(st.integers(0, 3))
         if form == 1:
             other = A.ArrAssign(v("o"), i(j), draw(int_expr(env)))
@@ -181,11 +183,15 @@ def thread_tree(draw, env: dict, m: int, k: int, S: str | None, O: str,
         O2 = _fresh(env, "og")
         inner = A.Group(q, draw(thread_tree(env, m // q, k, S2, O2, depth - 1)))
         node = A.Partition(None, O, O2, q, inner)
-        return A.Partition(None, S, S2, q, node) if S else node
+        if not S:
+            return node
+        assert S2 is not None  # the staging view's piece
+        return A.Partition(None, S, S2, q, node)
     if form == "claim":  # the first n threads get all of O (T-Claim at n, n | m)
         n = draw(st.sampled_from([d for d in range(1, m) if m % d == 0]))
         Oc = _fresh(env, "oc")
-        body = A.Partition(None, Oc, "o", n, A.Group(n, draw(writes(env, k * (m // n)))))
+        body: A.Stmt = A.Partition(None, Oc, "o", n,
+                                   A.Group(n, draw(writes(env, k * (m // n)))))
         return A.Claim(None, O, Oc, n, body)
     if form == "split":  # each arm computes a local from its own partition_id
         n1 = draw(st.sampled_from([d for d in range(1, m) if m % d == 0]))
@@ -231,30 +237,22 @@ def _possible(form: str, m: int) -> bool:
     return m > 1
 
 
-# Programs this generator built: race-free by construction (see the module docstring),
-# so the compiler oracle need not ask the (conservative) z3 race analysis to prove it.
-# Bounded, as a campaign draws programs without end.
-_BY_CONSTRUCTION: dict[A.Program, None] = {}
-_REMEMBER = 200_000
-
-
-def race_free_by_construction(prog: A.Program) -> bool:
-    return prog in _BY_CONSTRUCTION
-
-
-def _remember(prog: A.Program) -> A.Program:
-    if len(_BY_CONSTRUCTION) >= _REMEMBER:
-        _BY_CONSTRUCTION.pop(next(iter(_BY_CONSTRUCTION)))
-    _BY_CONSTRUCTION[prog] = None
-    return prog
-
-
 @st.composite
 def kernels(draw, max_blocks: int = 2, max_threads: int = 128,
             exchange: tuple | None = None) -> A.Program:
     """`exchange` = (threads choices, loop, between) pins the barrier template's shape
     (tests); None: the campaign's mix."""
-    return _remember(draw(_kernels(max_blocks, max_threads, exchange)))
+    return draw(_kernels(max_blocks, max_threads, exchange))
+
+
+@st.composite
+def generated_kernels(draw, max_blocks: int = 2, max_threads: int = 128,
+                      exchange: tuple | None = None) -> Generated:
+    """`kernels()` as the compiler properties draw them: race-free by construction
+    (the module docstring says why), so the oracle need not ask the (conservative) z3
+    race analysis to prove it."""
+    return Generated(draw(_kernels(max_blocks, max_threads, exchange)),
+                     race_free_by_construction=True)
 
 
 @st.composite
@@ -307,7 +305,7 @@ def _kernels(draw, max_blocks: int = 2, max_threads: int = 128,
     threads_code = A.Destruct(A.seq(A.Decl("t", INT, THREAD1, A.PartitionId(), A.Skip()),
                                     tree))
     piece = "opiece" if blocks > 1 else "ob"
-    block_code = A.Lower(None, piece, "ot", threads_code)
+    block_code: A.Stmt = A.Lower(None, piece, "ot", threads_code)
     if staged:
         block_code = A.seq(A.Alloc("s", INT, threads + pad, A.MemKind.SHARED, A.Skip()),
                            A.Lower(None, "s", "st", block_code))
@@ -330,7 +328,7 @@ def drop_dead_lets(s: A.Stmt) -> A.Stmt:
             return A.Decl(name, ty, persp, init, body, span)
         case A.Seq(stmts):
             return A.seq(*(drop_dead_lets(x) for x in stmts))
-    children = A.child_stmts(s)
+    children = child_stmts(s)
     if not children:
         return s
     return _rebuild(s, tuple(drop_dead_lets(c) for c in children))

@@ -47,6 +47,8 @@ from gpusem.calculus.bundl.perspective import (
     destruct,
     size,
 )
+from gpusem.calculus.bundl.walk import child_stmts
+from gpusem.fuzz.bundl.generated import Generated
 from gpusem.fuzz.bundl.strategies.expressions import (  # noqa: F401  (re-exported: the public strategy API)
     BASES,
     BOOL,
@@ -102,7 +104,7 @@ def applicable(g: Gen, env: Env, depth: int) -> list[str]:
         forms.append("destruct")
     if _partitionable(env):
         forms.append("partition")
-    if arrays(env, lambda v: v.persp == p and v.type.mem is not MemKind.LOCAL):
+    if arrays(env, lambda v: v.persp == p and v.array.mem is not MemKind.LOCAL):
         forms.append("claim")
         if p in (GRID1, BLOCK1):
             forms.append("lower")
@@ -232,7 +234,7 @@ def _descend(draw, g: Gen, env: Env, depth: int, steps: int) -> ast.Stmt:
     move, q = draw(st.sampled_from(moves))
     p = env.persp
     inner = destruct(p, g.shape) if move == "destruct" else Perspective(p.level, p.n // q)
-    carry = arrays(env, lambda v: v.persp == p and v.type.mem is not MemKind.LOCAL
+    carry = arrays(env, lambda v: v.persp == p and v.array.mem is not MemKind.LOCAL
                    and (move == "destruct" or v.length % q == 0))
     x = draw(st.sampled_from(carry)) if carry and draw(st.booleans()) else None
     body_env = env.at(inner)
@@ -256,7 +258,7 @@ def _label(draw, g: Gen) -> str | None:
 def _partitionable(env: Env) -> list[tuple[VarInfo, int]]:
     p = env.persp
     return [(v, c) for v in arrays(env, lambda v: v.persp == p
-                                   and v.type.mem is not MemKind.LOCAL)
+                                   and v.array.mem is not MemKind.LOCAL)
             for c in divisors(p.n) if v.length % c == 0]
 
 
@@ -297,8 +299,8 @@ def _async_sources(env: Env) -> list[VarInfo]:
 def _twin(draw, g: Gen, env: Env, like: VarInfo) -> tuple[ast.Alloc, VarInfo]:
     """A fresh Local or Global array at π shaped like `like` (for the copy forms)."""
     mem = draw(st.sampled_from([MemKind.LOCAL, MemKind.GLOBAL]))
-    z = VarInfo(g.fresh(), env.persp, ArrayType(like.type.elem, mem), like.length)
-    return ast.Alloc(z.name, like.type.elem, like.length, mem, ast.Skip()), z
+    z = VarInfo(g.fresh(), env.persp, ArrayType(like.array.elem, mem), like.length)
+    return ast.Alloc(z.name, like.array.elem, like.length, mem, ast.Skip()), z
 
 
 def s_async(draw, g, env, depth):  # T-Async-Partition + T-Async-Memcpy
@@ -385,7 +387,7 @@ def memory_need(s: ast.Stmt, fns: dict[str, int]) -> int:
         case ast.Free(amount=n):
             return n
         case _:
-            return max((memory_need(c, fns) for c in ast.child_stmts(s)), default=0)
+            return max((memory_need(c, fns) for c in child_stmts(s)), default=0)
 
 
 def reachable_persps(shape: MachineShape) -> list[Perspective]:
@@ -422,7 +424,7 @@ def gen_global(draw, g: Gen) -> ast.GlobalDecl:
     elem = draw(st.sampled_from(BASES))
     n = size(GRID1, g.shape) * draw(st.sampled_from([1, 2]))
     kind = draw(st.sampled_from(["none", "iota", "list"]))
-    init = {"none": None, "iota": ast.Iota()}.get(kind)
+    init: ast.GlobalInit = {"none": None, "iota": ast.Iota()}.get(kind)
     if kind == "list":
         init = tuple(literal(draw, elem) for _ in range(n))
     return ast.GlobalDecl(g.fresh("g"), elem, n, init)
@@ -431,6 +433,22 @@ def gen_global(draw, g: Gen) -> ast.GlobalDecl:
 @st.composite
 def programs(draw, max_blocks: int = 2, max_threads: int = 4, max_depth: int = 3,
              max_stmts: int = 3, max_fns: int = 2) -> ast.Program:
+    """Well-typed Bundl programs: `gen_program`."""
+    return gen_program(draw, max_blocks, max_threads, max_depth, max_stmts, max_fns)
+
+
+@st.composite
+def generated_programs(draw, max_blocks: int = 2, max_threads: int = 4,
+                       max_depth: int = 3, max_stmts: int = 3,
+                       max_fns: int = 2) -> Generated:
+    """`programs()` as the compiler properties draw them: not race-free by
+    construction (the oracle has the z3 analysis prove it first)."""
+    return Generated(gen_program(draw, max_blocks, max_threads, max_depth, max_stmts,
+                                 max_fns), race_free_by_construction=False)
+
+
+def gen_program(draw, max_blocks: int = 2, max_threads: int = 4, max_depth: int = 3,
+                max_stmts: int = 3, max_fns: int = 2) -> ast.Program:
     """Well-typed (rules="fixed") Bundl programs that terminate, index in bounds and do
     not deadlock under any schedule (see `gen_expr`'s note on racy reads).
 

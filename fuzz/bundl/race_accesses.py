@@ -1,0 +1,422 @@
+"""The access collector of the Bundl race analysis (`fuzz/bundl/race.py`): one walk
+of a program that records, symbolically in z3 terms, every access a thread makes to
+Shared or Global memory, with the path condition that reaches it, the region instance
+(unit) it touches, and its position among the barriers of each statement sequence.
+
+It implements the symbolic side of the analysis described in `race.py`: the thread and
+perspective ids of the fixed small-step rules (S-Destruct-Grid / -Block, S-Group,
+S-Split-Left / -Right, S-Claim), views of arrays (S-Partition fixed, S-Lower,
+S-Claim, async_partition), 32-bit C arithmetic and float32 values for indices and
+stored values. `race.py` then decides, pair by pair, whether two distinct threads can
+make conflicting unordered accesses. Conventions (paper -> Python): π -> `Ctx.persp`,
+p -> `Ctx.p` (a builder th -> term), (t, b) -> `Th.t`, `Th.b`; a builder is a
+function of one symbolic thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+import z3
+from gpusem.calculus.bundl import ast as A
+from gpusem.calculus.bundl.perspective import BLOCK1, GRID1, Level, Perspective
+from gpusem.calculus.bundl.printer import print_expr as _show
+from gpusem.calculus.bundl.walk import child_stmts
+
+BV = 32
+F32 = z3.Float32()
+RNE = z3.RNE()  # float32 arithmetic rounds to nearest even, like numpy.float32 ops
+PARTITION_LIKE = (A.Partition, A.Claim, A.Lower)
+
+Term = Any  # a z3 expression (z3 ships no type information)
+Builder = Callable[["Th"], Term]  # a term of one symbolic thread
+UnitBuilder = Callable[["Th"], list[Term]]  # the unit / region instance of a thread
+ValueBuilder = Callable[["Th", Term], Term]  # the value a thread stores at an address
+Item = tuple[str, A.Stmt]  # ("header" | "stmt", statement): see `flatten`
+
+
+class Th:
+    """One symbolic thread: its grid-wide id and the unknowns it draws."""
+
+    def __init__(self, name: str, threads: int):
+        self.name = name
+        self.t = z3.BitVec(f"t_{name}", BV)
+        self.b = z3.UDiv(self.t, threads)
+        self.tid = z3.URem(self.t, threads)
+        self.count = 0
+        self.cons: list[Term] = []
+
+    def fresh(self, kind: str) -> Term:
+        self.count += 1
+        label = f"u_{self.name}_{self.count}"
+        if kind == "float":
+            return z3.FP(label, F32)
+        return z3.Bool(label) if kind == "bool" else z3.BitVec(label, BV)
+
+
+def bv(v: int) -> Term:
+    """A 32-bit constant."""
+    return z3.BitVecVal(v, BV)
+
+
+@dataclass(frozen=True)
+class View:
+    """An array name's value: a window of a region."""
+
+    key: tuple[object, ...]  # static region identity: ("g", name) | ("a", site) |
+    # ("local",)
+    unit: UnitBuilder  # th -> list of terms: which dynamic instance of the region
+    off: Builder  # th -> term
+    extent: int
+    size: int  # the region's length (bounds keep the array's end, errata S-Partition)
+    elem: str = "int"  # int | float | bool
+
+
+@dataclass(frozen=True)
+class Scalar:
+    kind: str  # int | float | bool
+    value: Builder | None  # th -> term, or None: unknown (fresh per use)
+
+
+@dataclass(frozen=True)
+class Access:
+    kind: str  # "r" | "w"
+    view: View
+    addr: Builder  # th -> term (absolute cell index in the region)
+    value: ValueBuilder | None  # (th, addr) -> term | None (writes only)
+    path: tuple[Builder, ...]  # builders th -> Bool
+    pos: tuple[tuple[int, int], ...]  # ((seq uid, item index), ...)
+    what: str
+
+
+@dataclass(frozen=True)
+class SeqInfo:
+    unit: UnitBuilder  # th -> list of terms (the unit of the code perspective)
+    loop: bool
+    barriers: frozenset[int]
+    n: int
+
+
+@dataclass(frozen=True)
+class Ctx:
+    persp: Perspective
+    p: Builder
+    unit: UnitBuilder
+    path: tuple[Builder, ...]
+    pos: tuple[tuple[int, int], ...]
+    loop: bool
+    env: dict[str, View | Scalar]
+    depth: int = 0
+
+
+def _assigned(s: A.Stmt, out: set[str]) -> set[str]:
+    if isinstance(s, A.Assign):
+        out.add(s.name)
+    for c in child_stmts(s):
+        _assigned(c, out)
+    return out
+
+
+def flatten(s: A.Stmt) -> list[Item]:
+    """Items of a statement list: a let/alloc is a header item followed by its scope."""
+    match s:
+        case A.Skip():
+            return []
+        case A.Seq(stmts):
+            return [it for x in stmts for it in flatten(x)]
+        case A.Decl(body=b) | A.Alloc(body=b):
+            return [("header", s)] + flatten(b)
+        case _:
+            return [("stmt", s)]
+
+
+class Collector:
+    """Walks a program once, recording every access to Shared/Global memory."""
+
+    def __init__(self, prog: A.Program) -> None:
+        self.prog = prog
+        self.T = prog.machine.threads
+        self.B = prog.machine.blocks
+        self.fns = {f.name: f for f in prog.fns}
+        self.assigned = _assigned(prog.main, set())
+        for f in prog.fns:
+            _assigned(f.body, self.assigned)
+        self.accesses: list[Access] = []
+        self.seqs: dict[int, SeqInfo] = {}
+        self.sites = 0
+        self.memories: dict[tuple[tuple[object, ...], str], Term] = {}
+        self.incomplete = ""  # why the walk may have missed accesses, if it may have
+        self._written: set[tuple[object, ...]] | None = None  # computed once the walk is over
+
+    def run(self) -> None:
+        env: dict[str, View | Scalar] = {
+            g.name: View(("g", g.name), lambda th: [], lambda th: bv(0), g.size, g.size,
+                         g.elem.value) for g in self.prog.globals}
+        ctx = Ctx(GRID1, lambda th: bv(0), lambda th: [], (), (), False, env)
+        self.block(self.prog.main, ctx)
+
+    # ------------------------------------------------------------- statements
+
+    def block(self, s: A.Stmt, ctx: Ctx) -> None:
+        items = flatten(s)
+        uid = len(self.seqs)
+        barriers = frozenset(k for k, (tag, x) in enumerate(items)
+                             if tag == "stmt" and isinstance(x, PARTITION_LIKE))
+        self.seqs[uid] = SeqInfo(ctx.unit, ctx.loop, barriers, len(items))
+        env = dict(ctx.env)
+        for k, (tag, x) in enumerate(items):
+            c = replace(ctx, pos=ctx.pos + ((uid, k),), env=env)
+            if tag == "header":
+                self.header(x, c, env)
+            else:
+                self.stmt(x, c)
+
+    def header(self, s: A.Stmt, ctx: Ctx, env: dict[str, View | Scalar]) -> None:
+        match s:
+            case A.Decl(name, ty, _, init):  # S-Decl
+                val, _ = self.expr(init, ctx)
+                known = name not in self.assigned
+                env[name] = Scalar(ty.value, val if known else None)
+            case A.Alloc(name, elem, size, mem):  # S-Alloc-*
+                self.sites += 1
+                key: tuple[object, ...]
+                unit: UnitBuilder
+                match mem:
+                    case A.MemKind.LOCAL:
+                        key, unit = ("local",), (lambda th: [])
+                    case A.MemKind.SHARED:
+                        key, unit = ("a", self.sites), (lambda th: [th.b])
+                    case _:  # Global: once per unit of the code perspective
+                        key, unit = ("a", self.sites), ctx.unit
+                env[name] = View(key, unit, lambda th: bv(0), size, size, elem.value)
+
+    def stmt(self, s: A.Stmt, ctx: Ctx) -> None:
+        h, n = ctx.persp.level, ctx.persp.n
+        p = ctx.p
+        match s:
+            case A.Assign(_, value):
+                self.expr(value, ctx)
+            case A.ArrAssign(arr, idx, value):
+                i, _ = self.expr(idx, ctx)
+                v, _ = self.expr(value, ctx)
+                self.access("w", arr, i, lambda th, _addr: v(th), ctx, "store")
+            case A.If(cond, then, orelse):  # both branches may run
+                self.expr(cond, ctx)
+                self.block(then, ctx)
+                self.block(orelse, ctx)
+            case A.While(cond, body):
+                self.expr(cond, ctx)
+                self.block(body, replace(ctx, loop=True))
+            case A.Split(n1, n2, left, right):  # S-Split-Left / S-Split-Right
+                self.block(left, replace(ctx, persp=Perspective(h, n1), path=ctx.path + (
+                    lambda th: z3.ULT(p(th), bv(n1)),)))
+                self.block(right, replace(
+                    ctx, persp=Perspective(h, n2), p=lambda th: p(th) - bv(n1),
+                    path=ctx.path + (lambda th: z3.And(z3.UGE(p(th), bv(n1)),
+                                                       z3.ULT(p(th), bv(n1 + n2))),)))
+            case A.Group(q, body) if q >= 1 and n % q == 0:  # S-Group
+                m, unit = n // q, ctx.unit
+                self.block(body, replace(
+                    ctx, persp=Perspective(h, m), p=lambda th: z3.URem(p(th), bv(m)),
+                    unit=lambda th: unit(th) + [z3.UDiv(p(th), bv(m))]))
+            case A.Destruct(body) if ctx.persp in (GRID1, BLOCK1):
+                unit = ctx.unit
+                if ctx.persp == GRID1:  # S-Destruct-Grid: p := b
+                    self.block(body, replace(ctx, persp=Perspective(Level.BLOCK, self.B),
+                                             p=lambda th: th.b))
+                else:  # S-Destruct-Block: p := t mod T, one unit per block
+                    self.block(body, replace(
+                        ctx, persp=Perspective(Level.THREAD, self.T),
+                        p=lambda th: th.tid, unit=lambda th: unit(th) + [th.b]))
+            case A.Partition(_, x, y, c, body) if isinstance(ctx.env.get(x), View):
+                view = ctx.env[x]
+                assert isinstance(view, View)  # the guard
+                m = max(n // max(c, 1), 1)
+                chunk = view.extent // max(c, 1)
+                off = view.off
+                piece = replace(view, off=lambda th: off(th) + z3.UDiv(p(th), bv(m)) * chunk,
+                                extent=chunk)
+                self.block(body, replace(ctx, env=ctx.env | {y: piece}))
+            case A.Claim(_, x, y, at, body) if x in ctx.env:  # S-Claim (fixed)
+                self.block(body, replace(
+                    ctx, persp=Perspective(h, max(at, 1)), env=ctx.env | {y: ctx.env[x]},
+                    path=ctx.path + (lambda th: z3.ULT(p(th), bv(at)),)))
+            case A.Lower(_, x, y, body) | A.AsyncPartition(_, x, y, body) if x in ctx.env:
+                self.block(body, replace(ctx, env=ctx.env | {y: ctx.env[x]}))
+            case A.Memcpy(dst, src) | A.AsyncMemcpy(dst, src):
+                self.range_access("r", src, ctx)
+                self.range_access("w", dst, ctx, src)
+            case A.Call(fn, args) if fn in self.fns and ctx.depth < 8:
+                self.call(self.fns[fn], args, ctx)
+            case _:
+                # An ill-typed shape or a call nested too deep: accesses could be
+                # missed, so nothing is proved (soundness over precision).
+                if child_stmts(s) or isinstance(s, A.Call):
+                    self.incomplete = f"{type(s).__name__} not analysed"
+                for child in child_stmts(s):
+                    self.block(child, ctx)
+
+    def call(self, f: A.FnDef, args: tuple[A.Expr, ...], ctx: Ctx) -> None:
+        env: dict[str, View | Scalar] = {g.name: ctx.env[g.name] for g in self.prog.globals
+               if isinstance(ctx.env.get(g.name), View)}
+        for param, arg in zip(f.params, args, strict=False):
+            if isinstance(param.type, A.ArrayType):
+                view = self.view_of(arg, ctx)
+                if view is not None:
+                    env[param.name] = view
+            else:
+                val, _ = self.expr(arg, ctx)
+                known = param.name not in self.assigned
+                env[param.name] = Scalar(param.type.value, val if known else None)
+        self.block(f.body, replace(ctx, env=env, depth=ctx.depth + 1))
+
+    # ------------------------------------------------------------- accesses
+
+    def view_of(self, arr: A.Expr, ctx: Ctx) -> View | None:
+        match arr:
+            case A.Var(name):
+                found = ctx.env.get(name)
+                return found if isinstance(found, View) else None
+            case A.BinOp("+", base, offset):  # a pointer offset (runtime form)
+                v = self.view_of(base, ctx)
+                o, _ = self.expr(offset, ctx)
+                if v is None:
+                    return None
+                off = v.off
+                return replace(v, off=lambda th: off(th) + o(th))
+        return None
+
+    def access(self, kind: str, arr: A.Expr, idx: Builder, value: ValueBuilder | None,
+               ctx: Ctx, what: str) -> None:
+        v = self.view_of(arr, ctx)
+        if v is None:
+            self.incomplete = f"unknown array {_show(arr)}"
+        if v is None or v.key == ("local",):
+            return
+        off = v.off
+        self.accesses.append(Access(kind, v, lambda th: off(th) + idx(th), value,
+                                    ctx.path, ctx.pos, f"{what} {_show(arr)}"))
+
+    def range_access(self, kind: str, name: str, ctx: Ctx, src: str = "") -> None:
+        """memcpy: any cell from the view's start to the region's end; a write stores
+        the source cell at the same distance from the source view's start."""
+        v = ctx.env.get(name)
+        if not isinstance(v, View):
+            self.incomplete = f"unknown array {name}"
+        if not isinstance(v, View) or v.key == ("local",):
+            return
+        off, size = v.off, v.size
+
+        def addr(th: Th) -> Term:
+            u = th.fresh("int")
+            th.cons += [z3.UGE(u, off(th)), z3.ULT(u, bv(size))]
+            return u
+
+        value: ValueBuilder | None = None
+        s = ctx.env.get(src)
+        if isinstance(s, View):
+            def copied(th: Th, a: Term, s: View = s) -> Term:
+                return self.read_at(s, s.off(th) + (a - off(th)), s.elem, th)
+            value = copied
+
+        self.accesses.append(Access(kind, v, addr, value, ctx.path, ctx.pos,
+                                    f"memcpy {'into' if kind == 'w' else 'from'} {name}"))
+
+    def read_value(self, v: View | None, idx: Builder, kind: str, th: Th) -> Term:
+        if v is None:
+            return th.fresh(kind)
+        return self.read_at(v, v.off(th) + idx(th), kind, th)
+
+    def read_at(self, v: View, addr: Term, kind: str, th: Th) -> Term:
+        """A read of a region that nothing writes is a function of its cell (the
+        same for every thread); any other read is an unknown of this thread."""
+        if v.key == ("local",) or v.key in self.written():
+            return th.fresh(kind)
+        key = (v.key, kind)
+        if key not in self.memories:
+            rng = {"bool": z3.BoolSort(), "float": F32}.get(kind, z3.BitVecSort(BV))
+            self.memories[key] = z3.Function(f"mem_{len(self.memories)}",
+                                             z3.BitVecSort(BV), rng)
+        return self.memories[key](addr)
+
+    def written(self) -> set[tuple[object, ...]]:
+        if self._written is None:
+            self._written = {a.view.key for a in self.accesses if a.kind == "w"}
+        return self._written
+
+    # ------------------------------------------------------------ expressions
+
+    def expr(self, e: A.Expr, ctx: Ctx) -> tuple[Builder, str]:
+        """(builder th -> term, kind); records the reads of arrays it makes."""
+        match e:
+            case A.IntLit(v):
+                return (lambda th: bv(v & 0xFFFFFFFF)), "int"
+            case A.FloatLit(v):
+                return (lambda th: z3.FPVal(v, F32)), "float"
+            case A.BoolLit(v):
+                return (lambda th: z3.BoolVal(v)), "bool"
+            case A.Var(name):
+                b = ctx.env.get(name)
+                if isinstance(b, Scalar) and b.value is not None:
+                    return b.value, b.kind
+                kind = b.kind if isinstance(b, Scalar) else "int"
+                return (lambda th: th.fresh(kind)), kind
+            case A.PartitionId():
+                return (lambda th: th.fresh("int")), "int"
+            case A.Index(arr, idx):
+                i, _ = self.expr(idx, ctx)
+                self.access("r", arr, i, None, ctx, "read")
+                view = self.view_of(arr, ctx)
+                kind = view.elem if view is not None else "int"
+                return (lambda th: self.read_value(view, i, kind, th)), kind
+            case A.UnOp(op, operand):
+                f, kind = self.expr(operand, ctx)
+                if op == "!":
+                    return (lambda th: z3.Not(f(th))), "bool"
+                if kind == "float":
+                    return (lambda th: z3.fpNeg(f(th))), "float"
+                return (lambda th: -f(th)), "int"
+            case A.BinOp(op, left, right):
+                return self.binop(op, left, right, ctx)
+            case A.Fma(a, b, c):  # the extension (errata, "Extension: explicit fma")
+                # Values only serve the same-value-writes exemption, which needs fma to
+                # be a function, not its bits: an uninterpreted one is sound and spares
+                # z3 bit-blasting an FMA circuit (2 s timeouts on a loaded machine).
+                fs = [self.expr(x, ctx)[0] for x in (a, b, c)]
+                return (lambda th: _FMA(*(f(th) for f in fs))), "float"
+        raise AssertionError(e)
+
+    def binop(self, op: str, left: A.Expr, right: A.Expr,
+              ctx: Ctx) -> tuple[Builder, str]:
+        f, kind = self.expr(left, ctx)
+        g, _ = self.expr(right, ctx)
+        if op in ("&&", "||"):
+            z = z3.And if op == "&&" else z3.Or
+            return (lambda th: z(f(th), g(th))), "bool"
+        if op in ("==", "!=", "<", "<=", ">", ">="):
+            table = _FCMP if kind == "float" else _CMP
+            return (lambda th: table[op](f(th), g(th))), "bool"
+        if kind == "float" and op in _FARITH:
+            return (lambda th: _FARITH[op](RNE, f(th), g(th))), "float"
+        if kind != "int":
+            return (lambda th: th.fresh(kind)), kind
+        return (lambda th: _ARITH[op](f(th), g(th))), "int"
+
+
+Op2 = Callable[[Term, Term], Term]
+_CMP: dict[str, Op2] = {
+    "==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b}
+# C semantics on 32 bits: wrapping + - *, truncating / and % (bvsdiv, bvsrem).
+# C's float comparisons: NaN is unordered and != everything (fpEQ, not SMT =).
+_FCMP: dict[str, Op2] = {
+    "==": z3.fpEQ, "!=": lambda a, b: z3.Not(z3.fpEQ(a, b)), "<": z3.fpLT,
+    "<=": z3.fpLEQ, ">": z3.fpGT, ">=": z3.fpGEQ}
+_FARITH = {"+": z3.fpAdd, "-": z3.fpSub, "*": z3.fpMul, "/": z3.fpDiv}
+_FMA = z3.Function("fma32", F32, F32, F32, F32)  # some function: see A.Fma in expr
+_ARITH: dict[str, Op2] = {
+    "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+    "/": lambda a, b: a / b, "%": lambda a, b: z3.SRem(a, b)}
+

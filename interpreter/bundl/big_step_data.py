@@ -1,0 +1,280 @@
+"""Big-step Bundl, part 2: data perspectives, memory, synchronisation, asynchrony and
+calls (Appendix A.3.3-A.3.6 of the Prism paper, seed 004), in lockstep over all lanes.
+
+The rules S-Partition, S-Claim, S-Lower, init/dec/wait, S-Free, S-Alloc-*, S-Memcpy,
+S-Async-Partition-*, S-Async-Memcpy and S-Function-Call as methods of `DataRules`, a
+base class of `big_step.BigStep`: the machine, its driver and the rules of A.3.2 and
+control flow are there (same conventions). `Var` is a name's binding over all lanes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import cast
+
+import numpy as np
+from gpusem.calculus.bundl.ast import (
+    Alloc,
+    AsyncMemcpy,
+    AsyncPartition,
+    Call,
+    Claim,
+    FnDef,
+    Free,
+    Lower,
+    Memcpy,
+    MemKind,
+    Partition,
+    Stmt,
+    SyncDec,
+    SyncInit,
+    SyncWait,
+    Type,
+)
+from gpusem.calculus.bundl.perspective import (
+    BLOCK1,
+    THREAD1,
+    Level,
+    MachineShape,
+    Perspective,
+)
+from gpusem.calculus.bundl.perspective import (
+    destruct as persp_destruct,
+)
+from gpusem.calculus.bundl.perspective import (
+    size as persp_size,
+)
+from gpusem.calculus.errors import Deadlock, Stuck
+from gpusem.interpreter.bundl.big_expr import (
+    DTYPE,
+    ExprCompiler,
+    Idx,
+    Vec,
+    VPtr,
+    lane_error,
+)
+from gpusem.interpreter.bundl.values import located
+from gpusem.typing_rules.bundl.context import RuleSet
+
+
+@dataclass
+class Var:
+    vec: Vec | VPtr  # one value per lane, or ⟨l, n⟩ per lane for an array
+    persp: Perspective
+    type: Type
+
+
+class DataRules:
+    """The rules of A.3.3-A.3.6 for `BigStep`, which sets the state and provides the
+    helpers declared here (declarations only: they add nothing at run time)."""
+
+    N: int
+    shape: MachineShape
+    rules: RuleSet
+    persp: Perspective
+    tid: Idx
+    bid: Idx
+    P: Idx
+    unit: Idx
+    env: dict[str, Var]
+    store: list[Vec]
+    store_kind: dict[int, MemKind]
+    fns: dict[str, FnDef]
+    exprs: list[int]
+    psi: dict[tuple[str, int], int]
+    deferred: list[list[tuple[Memcpy, Idx]]]  # Φ: one FIFO per async_partition
+    ex: ExprCompiler
+    lookup: Callable[[str, object, Idx], Var]
+    leq: Callable[[Perspective, Perspective], bool]
+    run: Callable[[Stmt, Idx], None]
+    _require: Callable[[object, str, object, Idx, str], None]
+    _scoped: Callable[[str, Var, Stmt, Idx], None]
+    _narrow: Callable[[Perspective, Idx, Idx, Stmt, Idx], None]
+
+    def _sync(self, s: Partition | Claim | Lower, idx: Idx) -> None:
+        """init_ψ; …; dec_ψ; wait_ψ in lockstep: every thread of each unit must be
+        here, or the small-step wait would never open (a deadlock)."""
+        size = persp_size(self.persp, self.shape)
+        _, counts = np.unique(self.unit[idx], return_counts=True)
+        if (counts != size).any():
+            err = Deadlock(f"deadlock: {int(counts.min())} of {size} threads of a unit "
+                           f"reach the barrier of {type(s).__name__.lower()}",
+                           rule="S-Sync-Wait-Spin", span=s.span)
+            i = idx[0]
+            located(err).thread = (int(self.tid[i]), int(self.bid[i]), int(self.P[i]))
+            raise err
+
+    def _renamed(self, s: Partition | Claim | Lower | AsyncPartition, x: str,
+                 persp: Perspective, idx: Idx,
+                 piece: tuple[Idx, Idx] | None = None) -> Var:
+        var = self.lookup(x, s, idx)
+        ptr = var.vec
+        rule = "S-" + type(s).__name__
+        if not isinstance(ptr, VPtr):
+            lane_error(self, Stuck, rule, s, idx, f"type mismatch: {x} is not an array")
+        if not isinstance(s, AsyncPartition):  # T-Partition / T-Claim / T-Lower
+            local = self.store_kind.get(ptr.storage) is MemKind.LOCAL
+            self._require(var.persp == self.persp and not local, rule, s, idx,
+                          f"perspective mismatch: {x} lives at {var.persp}"
+                          f"{' in Local memory' if local else ''}, code is at "
+                          f"{self.persp}")
+        if piece is not None:
+            k, chunk = piece
+            i = k * chunk
+            ptr = VPtr(ptr.storage, ptr.off + i, ptr.length - i, chunk)
+        return Var(ptr, persp, var.type)
+
+    def x_partition(self, s: Partition, idx: Idx) -> None:  # S-Partition (fixed)
+        from gpusem.calculus.bundl.perspective import Perspective
+        x = self.lookup(s.source, s, idx)
+        n = self.persp.n
+        self._require(x.persp == self.persp and s.by > 0 and n % s.by == 0,
+                      "S-Partition", s, idx, f"perspective mismatch: partition of "
+                      f"{s.source} at {x.persp} by {s.by} from code at {self.persp}")
+        k = self.P[idx] // (n // s.by)
+        # not an array: `_renamed` (below) would say so; this fails first, with an
+        # AttributeError
+        chunk = cast(VPtr, x.vec).extent[idx] // s.by
+        full_k = np.zeros(self.N, np.int64)
+        full_c = np.zeros(self.N, np.int64)
+        full_k[idx], full_c[idx] = k, chunk
+        y = self._renamed(s, s.source, Perspective(self.persp.level, n // s.by), idx,
+                          (full_k, full_c))
+        self._sync(s, idx)
+        self._scoped(s.target, y, s.body, idx)
+
+    def x_claim(self, s: Claim, idx: Idx) -> None:
+        # S-Claim (fixed: the first n' units run s)
+        from gpusem.calculus.bundl.perspective import Perspective
+        n = self.persp.n
+        self._require(s.at > 0 and n % s.at == 0, "S-Claim", s, idx,
+                      f"perspective mismatch: claim at {s.at} from code at "
+                      f"{self.persp}")
+        inner = Perspective(self.persp.level, s.at)
+        y = self._renamed(s, s.source, inner, idx)
+        self._sync(s, idx)
+        sub = idx[self.P[idx] < s.at]
+        if sub.size:
+            old = self.env.get(s.target)
+            self.env[s.target] = y
+            try:
+                self._narrow(inner, self.P[sub], self.unit[sub] * 3 + 1, s.body, sub)
+            finally:
+                self.env.pop(s.target) if old is None else self.env.__setitem__(
+                    s.target, old)
+
+    def x_lower(self, s: Lower, idx: Idx) -> None:  # S-Lower
+        self._require(self.persp.n == 1 and self.persp.level != Level.THREAD, "S-Lower",
+                      s, idx, "perspective mismatch: lower needs ↓π defined, code is "
+                      f"at {self.persp}")
+        y = self._renamed(s, s.source, persp_destruct(self.persp, self.shape), idx)
+        self._sync(s, idx)
+        self._scoped(s.target, y, s.body, idx)
+
+    def x_sync(self, s: SyncInit | SyncDec | SyncWait, idx: Idx) -> None:
+        """init / dec / wait written by hand (runtime forms), per unit of π: in lockstep
+        the k lanes of a unit run each form together (S-Sync-Init-Zero/-Nonzero,
+        S-Sync-Dec k times, S-Sync-Wait-Done or a deadlock)."""
+        units, counts = np.unique(self.unit[idx], return_counts=True)
+        size = persp_size(self.persp, self.shape)
+        for u, k in zip(units.tolist(), counts.tolist()):
+            key = (s.label, u)
+            c = self.psi.get(key, 0)
+            if isinstance(s, SyncInit):
+                self.psi[key] = c or size
+            elif isinstance(s, SyncDec):
+                if c < k:
+                    lane_error(self, Stuck, "S-Sync-Dec", s, idx,
+                               f"sync underflow: dec {s.label} with counter {c} by {k} "
+                               f"threads")
+                self.psi[key] = c - k
+            elif c:
+                err = Deadlock(f"deadlock: wait {s.label} with counter {c}",
+                               rule="S-Sync-Wait-Spin", span=s.span)
+                located(err).thread = (int(self.tid[idx[0]]), int(self.bid[idx[0]]),
+                                       int(self.P[idx[0]]))
+                raise err
+            else:
+                self.psi.pop(key, None)  # the next init starts a new generation
+
+    def x_free(self, s: Free, idx: Idx) -> None:
+        # S-Free (the memory bound is checked statically)
+        pass
+
+    def x_alloc(self, s: Alloc, idx: Idx) -> None:
+        # S-Alloc-Local / -Shared / -Global (fixed)
+        from gpusem.calculus.bundl.ast import ArrayType
+        n, N = s.size, self.N
+        if s.mem is MemKind.SHARED:
+            self._require(self.persp == BLOCK1, "S-Alloc-Shared", s, idx,
+                          f"perspective mismatch: S-Alloc-Shared needs code at "
+                          f"{BLOCK1}, code is at {self.persp}")
+            owners, persp = self.bid, BLOCK1
+        elif s.mem is MemKind.LOCAL:
+            owners, persp = self.tid, self.persp
+        else:  # once per unit of the code perspective
+            _, inv = np.unique(self.unit, return_inverse=True)
+            owners, persp = inv.astype(np.int64), self.persp
+        count = int(owners.max()) + 1
+        self.store.append(np.zeros(count * n, dtype=DTYPE[s.elem]))
+        self.store_kind[len(self.store) - 1] = s.mem
+        ptr = VPtr(len(self.store) - 1, owners * n, np.full(N, n, np.int64),
+                   np.full(N, n, np.int64))
+        self._scoped(s.name, Var(ptr, persp, ArrayType(s.elem, s.mem)), s.body, idx)
+
+    def x_memcpy(self, s: Memcpy, idx: Idx) -> None:  # S-Memcpy (fixed: element-wise)
+        d, r = self.lookup(s.dst, s, idx), self.lookup(s.src, s, idx)
+        self._require(self.leq(d.persp, self.persp) and self.leq(self.persp, r.persp),
+                      "S-Memcpy", s, idx, "perspective mismatch: memcpy")
+        # not checked to be arrays: a scalar fails with an AttributeError
+        dp, rp = cast(VPtr, d.vec), cast(VPtr, r.vec)
+        dst, src = self.store[dp.storage], self.store[rp.storage]
+        for lane in idx:
+            k = int(min(dp.length[lane], rp.length[lane]))
+            a, b = int(dp.off[lane]), int(rp.off[lane])
+            dst[a:a + k] = src[b:b + k]
+        self.exprs[0] += idx.size
+
+    def x_async(self, s: AsyncPartition, idx: Idx) -> None:
+        # S-Async-Partition-Congr/-Unwind/-Done
+        self._require(self.persp == THREAD1, "S-Async-Partition-Congr", s, idx,
+                      f"perspective mismatch: needs {THREAD1}, code is at {self.persp}")
+        from gpusem.calculus.bundl.ast import ArrayType, AsyncType
+        y = self._renamed(s, s.source, THREAD1, idx)
+        if isinstance(y.type, ArrayType):
+            y = Var(y.vec, y.persp, AsyncType(y.type))
+        self.deferred.append([])
+        old = self.env.get(s.target)
+        self.env[s.target] = y
+        try:
+            self.run(s.body, idx)
+            for st, lanes in self.deferred[-1]:  # Φ(φ), per thread, FIFO
+                self.run(st, lanes)
+        finally:
+            self.deferred.pop()
+            self.env.pop(s.target) if old is None else self.env.__setitem__(
+                s.target, old)
+
+    def x_async_memcpy(self, s: AsyncMemcpy, idx: Idx) -> None:  # S-Async-Memcpy
+        self._require(self.persp == THREAD1 and self.deferred, "S-Async-Memcpy", s, idx,
+                      "perspective mismatch: async_memcpy needs thread[1] inside "
+                      "async_partition")
+        self.deferred[-1].append((Memcpy(s.dst, s.src, s.span), idx.copy()))
+
+    def x_call(self, s: Call, idx: Idx) -> None:
+        # S-Function-Call (fixed: the body's own η)
+        fn = self.fns.get(s.fn)
+        self._require(fn is not None and fn.persp == self.persp and
+                      len(fn.params) == len(s.args), "S-Function-Call", s, idx,
+                      f"perspective mismatch: cannot call {s.fn} from {self.persp}")
+        assert fn is not None  # `_require` raised otherwise
+        new: dict[str, Var] = {}
+        for prm, arg in zip(fn.params, s.args):
+            v = self.ex.value(arg, idx, prm.persp)
+            new[prm.name] = Var(v, prm.persp, prm.type)
+        saved, self.env = self.env, new
+        try:
+            self.run(fn.body, idx)
+        finally:
+            self.env = saved
