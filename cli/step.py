@@ -1,7 +1,7 @@
 """`gpusem step FILE`: the step-through semantic debugger (issue 6).
 
 An interactive session (the standard library's `cmd`, with readline history and
-completion) over `interpreter.bundl_debug.Session`. After every step it shows the rule
+completion) over `interpreter/bundl/debug.Session`. After every step it shows the rule
 applied with its congruence chain (`S-Destruct-Grid > S-Group > S-Arr-Assn`), the
 thread (t, b, p) and its perspective, and the redex before and after, marked in the
 program text. `--commands "step 10; threads; mem global"` runs a script instead, and

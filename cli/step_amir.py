@@ -2,7 +2,7 @@
 converts to (Exo-GPU Figure 5), one statement at a time (issue 6, the AMIR part).
 
 `cli/step.py` dispatches here on the `.gpuir` suffix. The session is
-`interpreter.amir_debug.Session`; this module only presents it, in the style of the
+`interpreter/amir/debug.Session`; this module only presents it, in the style of the
 Bundl debugger (the standard library's `cmd`, readline history and completion,
 `--commands "step 10; records buf"` for scripts, `--trace FILE` for the full trace).
 

@@ -2,7 +2,7 @@
 
 The seq = par oracle (DESIGN.md): the kernels of a proc, launched in program order on
 the `cpu` harness (under several fibre schedules) or on a GPU, must end with every data
-parameter bit-identical to `interpreter.gpuir_seq.run_sequential` on the same inputs.
+parameter bit-identical to `interpreter/gpuir/sequential.run_sequential` on the same inputs.
 `check_batch` runs many (program, schedule) pairs through one backend call per launch
 stage (one g++ build / one NVRTC module).
 """

@@ -1,16 +1,16 @@
 """The Bundl oracle properties beyond compile/soundness (DESIGN.md's table, issue 5):
 
-  teeth            mutants breaking one typing rule (fuzz.mutators.bundl) are rejected
+  teeth            mutants breaking one typing rule (fuzz/bundl/mutators) are rejected
                    naming THAT rule, and where the rule has a dynamic counterpart the
                    small-step check fires whenever the broken site is reached
-  determinism      programs the z3 race analysis (fuzz.race) proves race-free end in one
+  determinism      programs the z3 race analysis (fuzz/bundl/race) proves race-free end in one
                    memory under several random schedules (and exhaustively when tiny)
   bigsmall         big-step (lockstep) = small-step round-robin: kind and global memory
   soundness-paper  programs well-typed under `--rules paper` (the generated ones, and
                    errata-directed mutants of them) run under `--rules paper` with
                    random schedules; stuck states and deadlocks are findings (errata)
 
-Each function takes a program and returns a `campaign.CheckResult`; `bundl_target`
+Each function takes a program and returns a `campaign.CheckResult`; `bundl/target`
 dispatches to them. Signatures name the property, the verdict and the rule, so one
 class of finding yields one bundle.
 """

@@ -22,7 +22,7 @@ the style of C-Reduce):
   6. replace an expression by a sub-expression or a constant, shrink int literals
      (loop trip counts among them); drop unused globals, zero the inputs.
 
-A candidate is kept iff it type-checks under the fixed rules (`typing_rules.bundl`), is
+A candidate is kept iff it type-checks under the fixed rules (`typing_rules/bundl/stmt`), is
 strictly smaller (`size_key`: statements first), and the oracle gives the SAME
 signature as the original finding (so it is still a valid program to compare: a race
 or a stuck program is `invalid`, never a finding). Candidates are checked in batches

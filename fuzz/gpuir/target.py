@@ -1,7 +1,7 @@
 """The GPU IR target of `gpusem fuzz`: the seq = par property of AMIR (DESIGN.md).
 
-A generated GPU IR kernel (`fuzz.strategies.gpuir`) is sync-checked (GPU IR -> AMIR),
-compiled to CUDA and run on a backend; `fuzz.gpuir_seqpar` classifies it. Only a
+A generated GPU IR kernel (`fuzz/gpuir/strategies`) is sync-checked (GPU IR -> AMIR),
+compiled to CUDA and run on a backend; `fuzz/gpuir/seqpar` classifies it. Only a
 VIOLATION (the checker accepts, yet a schedule disagrees with the sequential reading)
 is a finding; witnesses (rejected, and a schedule shows why) pass; false positives
 (rejected, no schedule shows a difference) and unsupported programs are counted as

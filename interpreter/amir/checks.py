@@ -27,7 +27,7 @@ from gpusem.interpreter.amir.records import Rec, Threads, ge, thread_list
 
 def record_visible(r: Rec, vl: int, t: bool, qm: int, exec_: Threads) -> bool:
     """Does record r give every executing thread visibility >= vl on every timeline of
-    qm (bit mask)? For a family (amir_records) every member must pass; member g also
+    qm (bit mask)? For a family (amir/records) every member must pass; member g also
     sees itself through its diagonal block `own`.
 
     Note: `t` (convergence) does not weaken the check: an ∃-reading for convergent

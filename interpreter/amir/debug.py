@@ -1,7 +1,7 @@
 """The model behind `gpusem step FILE.gpuir`: a debugging session over the AMIR machine
 (Exo-GPU Figures 21, 22 and 7, Appendix B), one statement at a time.
 
-The machine (interpreter/amir_machine.Machine) stays the definition: the session walks
+The machine (interpreter/amir/machine.Machine) stays the definition: the session walks
 the structure itself (LoopStep / LoopDone and If-True / If-False of Figure 21, exactly
 as `Machine._rule_loop` / `_rule_if` do: bounds evaluated once, the loop variable bound
 in σ and restored after) and runs every non-compound statement through
@@ -12,7 +12,7 @@ A step is one execution of a non-compound statement (Alloc, Record*, Clear*, Che
 Fence, Arrive, Await, IncTaskID, Free). When asked (`detail`), a step also reports
 what it changed in ρ: the record added to or cleared from which cells, the records a
 lift raised (and to whom, at which level), the barrier counts (computed by
-interpreter/amir/debug_rho.py; text helpers in amir_debug_show.py).
+interpreter/amir/debug_rho.py; text helpers in amir/debug_show.py).
 
 History and `back`: the machine is deterministic, so the session keeps snapshots of
 the machine state (pickled: several times faster and smaller than a deep copy of its
@@ -22,7 +22,7 @@ time (and are a multiple of 256 steps apart), and the older half is thinned when
 are more than MAX_SNAPSHOTS: memory stays bounded and a short `back` replays little.
 
 Conventions (paper -> Python): σ -> `machine.env`, ι -> `machine.task`,
-ρ -> `machine.vars` (see amir_machine), g_{s#}(σ, ι) -> `Event.threads`.
+ρ -> `machine.vars` (see amir/machine), g_{s#}(σ, ι) -> `Event.threads`.
 """
 
 from __future__ import annotations

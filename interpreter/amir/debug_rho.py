@@ -8,7 +8,7 @@ errata "record dominance"); for Fence/Arrive/Await every live record's blocks �
 observed arrive counts p, and the barrier counts (a, w) (lift, Definition B.2).
 Records with the same provenance and change are reported as one line.
 
-Conventions: as in interpreter/amir/records.py and amir_store.py (ρ(x, n).r / .m ->
+Conventions: as in interpreter/amir/records.py and amir/store.py (ρ(x, n).r / .m ->
 `Var.rd` / `Var.mu` set ids; a record's ∫ -> `Rec.blocks`, p -> `Rec.p`).
 """
 

@@ -19,7 +19,7 @@ Representation (the speed target of issue 3: the tiled GEMM at N = 1024 in <= 2 
 one core), and why:
   - one Python object per element access is ~10^8 objects at N = 1024: out. Instead a
     Record* statement makes ONE record (t = true) or one *family* of per-thread records
-    (t = false, see amir_records) per execution, shared by every cell of its window;
+    (t = false, see amir/records) per execution, shared by every cell of its window;
   - cells hold small integer ids of interned record *sets* in dense NumPy arrays
     (interpreter/amir/store.py): a window whose cells share one set id is extended with
     one memoised union and one `fill`; windows known to be uniform (or tiled by known

@@ -150,7 +150,7 @@ class SetTable:
 
     def union(self, sid: int, key: int, recs: tuple[Rec, ...]) -> int:
         """The id of ρ(x, n).r ∪ R(...) (dominated records of the same statement and
-        threads dropped, see amir_records.dominates)."""
+        threads dropped, see amir/records.dominates)."""
         out = self.memo.get((sid, key))
         if out is None:
             old = self.sets[sid]

@@ -2,10 +2,10 @@
 Prism paper, seed 004, over all active lanes at once).
 
 Every E- rule is one closure `f(idx, tgt) -> np.ndarray` over the active lanes `idx`
-(int32, float32 or bool arrays: the exact arithmetic of bundl_values, vectorised):
+(int32, float32 or bool arrays: the exact arithmetic of bundl/values, vectorised):
 int32 wraps (NumPy's array arithmetic), `/` and `%` truncate like C (computed in int64),
 float32 rounds every operation (no float64 intermediates), `&&` / `||` short-circuit per
-lane. The perspective checks are the `fixed` ones of bundl_expr_eval; π is one value.
+lane. The perspective checks are the `fixed` ones of bundl/expr_eval; π is one value.
 The machine they read (`Lanes`) is `big_step.BigStep`.
 """
 

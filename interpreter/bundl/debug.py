@@ -1,6 +1,6 @@
 """The model behind `gpusem step`: a debugging session over the Bundl machine.
 
-The small-step machine (bundl_machine.Machine) is the living definition; the session
+The small-step machine (bundl/machine.Machine) is the living definition; the session
 only drives it and remembers what happened, so the debugger shows exactly the rule
 trace the semantics produces (STYLE 14). No I/O here: `cli/step.py` presents it.
 

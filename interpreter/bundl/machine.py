@@ -100,7 +100,7 @@ class Machine:
     """A configuration (L, S, Σ, P, Ψ, Φ) and its stepping API (for `run` and `step`).
 
     `check` (optional) is called as check(machine, index) after every step: the
-    preservation hook (see bundl_preservation)."""
+    preservation hook (see bundl/preservation)."""
 
     def __init__(self, prog: Program, rules: str = "fixed", *,
                  blocks: int | None = None, threads: int | None = None,

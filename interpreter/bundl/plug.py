@@ -1,7 +1,7 @@
 """Plugging an evaluation context: the paper's term P(t, b) from a thread's frames.
 
 The small-step interpreter keeps each thread's term as a stack of frames (one per
-congruence rule) and a focus (see bundl_small_step). `plug` rebuilds the statement s'
+congruence rule) and a focus (see bundl/small_step). `plug` rebuilds the statement s'
 that the rules of Appendix A.3 would have produced, for printing, for the debugger and
 for the preservation check (Lemma A.8: Γ' ⊢^π s').
 

@@ -3,10 +3,10 @@
 Appendix A.3.2-A.3.6 of the Prism paper (seed 004) and Figure 15: one function per
 rule, named after it. Here: the step function, the perspective-management rules
 (A.3.2), variables and control flow; the data-perspective, memory, sync, async and call
-rules are in `bundl_small_step_data`; expressions (A.3.7) in `bundl_expr_eval`.
+rules are in `bundl/small_step_data`; expressions (A.3.7) in `bundl/expr_eval`.
 
 Conventions (paper -> Python):
-  η, σ, Σ               -> `th.env` (names) and `cfg.regions` (cells; see bundl_values)
+  η, σ, Σ               -> `th.env` (names) and `cfg.regions` (cells; see bundl/values)
   t, b, p               -> `th.t` (grid-wide id, as the paper's "simplified" t), `th.b`,
                            `th.p`
   π = (h, n)            -> `th.persp` (the code perspective at the redex)

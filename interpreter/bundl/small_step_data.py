@@ -2,7 +2,7 @@
 asynchrony and calls (Appendix A.3.3-A.3.6 of the Prism paper, seed 004).
 
 One function per rule, named after it; the step function, the congruence rules and the
-frames are in `bundl_small_step` (same conventions: `th` the thread, `cfg` the shared
+frames are in `bundl/small_step` (same conventions: `th` the thread, `cfg` the shared
 configuration σ, Σ, Ψ, Φ).
 """
 

@@ -1,4 +1,4 @@
-"""`typing_rules.bundl_derivation`: the derivation tree, rule by rule, as the appendix
+"""`typing_rules/bundl/derivation`: the derivation tree, rule by rule, as the appendix
 would draw it (rule names, code perspectives, synthesised m, failures)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Determinism (DESIGN.md): the z3 race analysis (`fuzz.race`) and the property that
+"""Determinism (DESIGN.md): the z3 race analysis (`fuzz/bundl/race`) and the property that
 programs it proves race-free end in one memory under every explored schedule.
 
 Hand-written cases have independently known answers: a staged exchange through Shared

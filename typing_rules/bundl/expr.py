@@ -1,7 +1,7 @@
 """Expression typing Γ ⊢^π e : τ (Prism, seed 004, Appendix A.2.1 and Figure 14).
 
 Conventions (paper -> Python):
-  Γ -> `ctx` (bundl_context.Context), π -> `persp` (the code perspective),
+  Γ -> `ctx` (bundl/context.Context), π -> `persp` (the code perspective),
   π' -> `data_persp` (the perspective a datum lives at), τ -> `ty`,
   B, T -> `j.shape`, the rule set (`--rules fixed|paper`) -> `j.rules`.
 

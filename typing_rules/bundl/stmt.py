@@ -1,6 +1,6 @@
 """Statement typing Γ ⊢^π_m s and program typing (Prism, seed 004, Appendix A.2.2,
 Figure 14, Sec 3.3-3.7). Expressions are in `bundl_expr`, contexts and rule sets in
-`bundl_context`, the rules on data perspectives and asynchrony in `bundl_data`.
+`bundl/context`, the rules on data perspectives and asynchrony in `bundl/data`.
 
 Conventions (paper -> Python):
   Γ -> `ctx`, π = (h, n) -> `persp`, m -> the int each check returns, ψ/φ -> labels,
@@ -15,7 +15,7 @@ parts, alloc its body's m plus n·size(τ). A function's body must need at most 
 declared `uses m` (V-Function). See errata ("memory bound m").
 
 Every rule is one function or match arm named after it; `--rules paper|fixed` differ
-only through the flags of `bundl_context.RuleSet` (each one an errata entry).
+only through the flags of `bundl/context.RuleSet` (each one an errata entry).
 """
 
 from __future__ import annotations

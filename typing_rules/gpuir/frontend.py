@@ -1,6 +1,6 @@
 """Static checks of GPU IR: the front end's well-formedness rules (Section 3), the
-collective analysis (Section 4, `gpuir_collective`) and the distributed memory
-analysis (Section 4.1, `gpuir_memory`). `gpusem check FILE.gpuir` runs `check_file`.
+collective analysis (Section 4, `gpuir/collective`) and the distributed memory
+analysis (Section 4.1, `gpuir/memory`). `gpusem check FILE.gpuir` runs `check_file`.
 
 Checks here, each named in its errors (`rule`) and with a stable message prefix:
   QuasiAffine      control expressions: `*` by a constant, `/` `%` by a constant

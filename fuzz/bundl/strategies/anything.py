@@ -2,7 +2,7 @@
 well-typed): every AST class, runtime forms (`init/dec/wait`, `free`, pointer offsets)
 included, labels, negative and extreme literals, any float32. They exercise the parser
 and printer (print-then-parse is the identity) where the well-typed generator
-(`fuzz.strategies.bundl`) never goes.
+(`fuzz/bundl/strategies/programs`) never goes.
 
 Trees are built with `ast.seq`, so they are canonical (`walk.is_canonical`), the shape in
 which the identity is promised. Names are one letter and an optional digit, so they are

@@ -1,6 +1,6 @@
 """Sub-block exchanges: the barrier shapes that only a part of a block synchronises.
 
-`bundl_kernels` builds whole-block or in-warp programs, whose barriers lower to
+`strategies/kernels` builds whole-block or in-warp programs, whose barriers lower to
 __syncthreads / __syncwarp. Three lowerings need a perspective instance of several
 warps that is not the whole block (compiler/bundl_cuda/barriers.py, sync.py):
 

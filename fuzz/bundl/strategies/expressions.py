@@ -1,6 +1,6 @@
 """The generator's state (Γ, π, the machine) and well-typed Bundl expressions
 (Appendix A.2.1: T-Var, T-Int, T-Float, T-Bool, T-Partition-Id, T-Arr-Access(-Shared),
-T-Bop, T-Cmp and the spec's extensions), for `fuzz.strategies.bundl`.
+T-Bop, T-Cmp and the spec's extensions), for `fuzz/bundl/strategies/programs`.
 
 Conventions (paper -> Python): Γ -> `Env.vars` (minus `Env.hidden`), π -> `Env.persp`,
 (B, T) -> `Gen.shape`, x :^π τ -> `VarInfo`.
@@ -233,7 +233,7 @@ def expressions(draw, ctx, ty: BaseType, shape: MachineShape | None = None,
     """Expressions e with Γ ⊢^π e : ty.
 
     `ctx` is the generator's `Env` (Γ and π), or a typing context
-    (`typing_rules.bundl_context.Context`: items `(name, Binding)`) together with the
+    (`typing_rules/bundl/context.Context`: items `(name, Binding)`) together with the
     code perspective `persp`. Arrays from a typing context have no known length, so
     they are read only at index 0 (every array has at least one element).
     """

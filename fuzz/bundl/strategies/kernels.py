@@ -1,6 +1,6 @@
 """Kernel-shaped Bundl programs for the compiler properties (race-free by construction).
 
-The general generator (`strategies.bundl`) covers every statement form, but most of its
+The general generator (`bundl/strategies/programs`) covers every statement form, but most of its
 programs observe little in global memory. A compiler bug shows when threads write
 distinct, data-dependent values that a wrong index, offset, guard or barrier would
 change. These programs have the shape of real kernels:
@@ -21,7 +21,7 @@ compiler gives one answer under every schedule, and any difference is a finding.
 
 One kernel in five exchanges data among a part of the block only (thread[6] of 12,
 thread[48] of 96, thread[64] of 128): the named-barrier, mbarrier and split-barrier
-lowerings, built mostly by `bundl_barriers.barrier_exchange`.
+lowerings, built mostly by `strategies/barriers.barrier_exchange`.
 """
 
 from __future__ import annotations
@@ -261,7 +261,7 @@ def _kernels(draw, max_blocks: int = 2, max_threads: int = 128,
     blocks = draw(st.sampled_from([b for b in (1, 2, 4) if b <= max_blocks]))
     sub_block = exchange is not None or (max_threads >= 96
                                          and draw(st.integers(0, 4)) == 4)
-    # Mostly the barrier shapes' template (bundl_barriers), sometimes the older exchange.
+    # Mostly the barrier shapes' template (strategies/barriers), sometimes the older exchange.
     template = exchange is not None or (sub_block and draw(st.integers(0, 3)) > 0)
     shapes = exchange[0] if exchange else [t for t, _ in SHAPES]
     threads = draw(st.sampled_from(shapes if template else
