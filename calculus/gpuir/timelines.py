@@ -113,10 +113,6 @@ _BY_SHORT = {s: q for q, s in _SHORT.items()}
 
 ALL_QUALS: frozenset[QualTL] = frozenset(QualTL)
 # Every timeline a CUDA device instruction can be on (Figure 15 minus cpu and strm).
-CUDA_DEVICE_QUALS: frozenset[QualTL] = ALL_QUALS - {
-    QualTL.CPU_IN_ORDER,
-    QualTL.CPU_CUDA_STREAM,
-}
 
 
 @dataclass(frozen=True, slots=True)

@@ -169,7 +169,3 @@ def coll_type(u: UnitExpr, launch: Launch) -> CollType:
     """δ of unit `u` under `launch` (Figure 11)."""
     return unit_def(u).geometry(launch.block_dim, launch.cluster_dim, u.count, u.args)
 
-
-def unit_size(name: str, count: int, launch: Launch) -> int:
-    """Threads in one collective of `count * name` (for the simple, 1-D units)."""
-    return coll_type(UnitExpr(name, count), launch).size

@@ -118,17 +118,6 @@ def _map_stmts(s: B.Stmt, fn) -> B.Stmt:
     return fn(s)
 
 
-def _delete(s: B.Stmt) -> Iterator[B.Stmt]:
-    match s:
-        case B.Skip():
-            return
-        case B.Seq(stmts):  # one element at a time (the whole Seq: its parent's turn)
-            for k in range(len(stmts)):
-                yield B.seq(*stmts[:k], *stmts[k + 1:])
-        case _:
-            yield B.Skip()
-
-
 def _delete_synced(s: B.Stmt) -> Iterator[B.Stmt]:
     """Deletions of code that synchronises: a barrier may go (the oracle's race
     analysis decides whether the rest is still race-free)."""

@@ -69,11 +69,6 @@ def level_of(lv: Levels, q: int) -> int:
     return sum(m >> q & 1 for m in lv)
 
 
-def vis_of(lv: Levels) -> int:
-    """The timelines on which `lv` is at least unordered (what W looks at)."""
-    return lv[1]
-
-
 def ge(lv: Levels, vl: int) -> int:
     """The timelines on which `lv` is at least vl."""
     return lv[vl - 1] if vl > 0 else -1

@@ -67,12 +67,6 @@ class StepEvent:
         """The redex's source span (before the step)."""
         return getattr(self.redex, "span", None)
 
-    @property
-    def span_after(self) -> Span | None:
-        """The span of the subterm the redex became (None for skip)."""
-        return getattr(self.after, "span", None)
-
-
 @dataclass
 class Outcome:
     kind: str  # terminated | stuck | deadlock | budget

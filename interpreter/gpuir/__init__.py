@@ -1,0 +1,1 @@
+"""The sequential reading of GPU IR (Exo-GPU, seed 000, Section 2.3)."""

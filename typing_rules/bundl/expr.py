@@ -24,7 +24,6 @@ from typing import NoReturn, assert_never
 
 from gpusem.calculus.bundl.ast import (
     ArrayType,
-    AsyncType,
     BaseType,
     BinOp,
     BoolLit,
@@ -274,6 +273,3 @@ def describe(e: Expr) -> str:
         case _:
             return "the array"
 
-
-def is_async(ty: Type) -> bool:
-    return isinstance(ty, AsyncType)

@@ -1,0 +1,1 @@
+"""The speed benchmarks of the Bundl -> CUDA compiler (reduction and SGEMM against CuPy)."""

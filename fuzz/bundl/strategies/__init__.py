@@ -1,0 +1,3 @@
+"""Hypothesis strategies of Bundl programs: well-typed by construction (programs), kernel-
+shaped and race-free by construction (kernels, barriers), any canonical syntax tree
+(anything), and well-typed expressions (expressions)."""
