@@ -5,8 +5,9 @@ The program is read as text, never imported or executed: `ast` gives the stateme
 statement that follows it (Alg. 3 of seed 003, "link a pragma to the node following
 it"). Directive grammar (Sections 3.1-3.4 and 4.2):
 
-  loop    ::= 'parallel' 'for' ['simd' ['(' INT ')']] ['reduction' '(' '+' ':' names ')']
-            | 'simd' ['(' INT ')'] | 'sequential' 'for'
+  loop    ::= 'parallel' 'for' clause* | 'simd' ['(' INT ')'] | 'sequential' 'for'
+  clause  ::= 'simd' ['(' INT ')'] | 'reduction' '(' '+' ':' names ')'
+            | 'to' '(' names ')' | 'from' '(' names ')'       (each at most once)
   stmt    ::= ['atomic'] {slice '=>' prop (',' prop)*}
   prop    ::= 'parallel' | 'simd' | 'reduce' '(' 'sum' ')'
             | 'reduction' '(' 'sum' ':' name ')' | 'le' '(' INT ')'
@@ -27,7 +28,7 @@ from gpusem.calculus.errors import BadInput
 from gpusem.calculus.span import Span
 
 _BINOPS = {pyast.Add: "+", pyast.Sub: "-", pyast.Mult: "*", pyast.Div: "/",
-           pyast.FloorDiv: "//", pyast.Mod: "%"}
+           pyast.FloorDiv: "//", pyast.Mod: "%", pyast.BitAnd: "&", pyast.BitOr: "|"}
 _CMPOPS = {pyast.Lt: "<", pyast.LtE: "<=", pyast.Gt: ">", pyast.GtE: ">=",
            pyast.Eq: "==", pyast.NotEq: "!="}
 _FUNC_MODULES = ("np", "numpy", "appy", "torch")
@@ -134,6 +135,10 @@ class _Parser:
                 if pragma is not None:
                     raise BadInput(f"misplaced pragma: {sp}: a directive on an 'if'")
                 return A.If(self.expr(test), self.block(body), self.block(orelse), sp)
+            case pyast.Return(value=value):
+                if pragma is not None:
+                    raise BadInput(f"misplaced pragma: {sp}: a directive on a 'return'")
+                return A.Return(None if value is None else self.expr(value), sp)
             case _:
                 raise self.bad(s, type(s).__name__.lower())
 
@@ -184,7 +189,7 @@ class _Parser:
             case pyast.Compare(left=a, ops=[op], comparators=[b]) if type(op) in _CMPOPS:
                 return A.Compare(_CMPOPS[type(op)], self.expr(a), self.expr(b), sp)
             case pyast.IfExp(test=c, body=t, orelse=o):
-                return A.Where(self.expr(c), self.expr(t), self.expr(o), sp)
+                return A.Where(self.expr(c), self.expr(t), self.expr(o), True, sp)
             case pyast.Subscript(value=pyast.Name(id=arr), slice=ix):
                 elts = ix.elts if isinstance(ix, pyast.Tuple) else [ix]
                 return A.Subscript(arr, tuple(self.index(i) for i in elts), sp)
@@ -221,6 +226,8 @@ class _Parser:
             bound = args[2] if len(args) == 3 else (
                 self.expr(kw["bound"]) if "bound" in kw else None)
             return A.Vidx(args[0], args[1], bound, sp)
+        if name in A.PRODUCT_FUNS and len(args) == 2 and not kw:
+            return A.Call(name, args, None, sp)
         if name in A.UNARY_FUNS and len(args) == 1 and not kw:
             return A.Call(name, args, None, sp)
         if name in A.BINARY_FUNS and len(args) == 2 and not kw:
@@ -256,6 +263,8 @@ def _subscripts(stmt: A.Stmt) -> Iterator[A.Subscript]:
             exprs = [c]
         case A.For(start=a, stop=b, step=c):
             exprs = [a, b, c]
+        case A.Return(value=v):
+            exprs = [] if v is None else [v]
     for e in exprs:
         for sub in A.walk_expr(e):
             if isinstance(sub, A.Subscript):
@@ -264,11 +273,17 @@ def _subscripts(stmt: A.Stmt) -> Iterator[A.Subscript]:
 
 # ------------------------------------------------------------------- directives
 
-_WIDTH = r"(?:\s*\(\s*(\d+)\s*\))?"
-_LOOP = re.compile(
-    r"^(?:(?P<par>parallel\s+for)(?P<simd>\s+simd" + _WIDTH + r")?"
-    r"(?:\s+reduction\s*\(\s*\+\s*:\s*(?P<red>[A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s*\))?"
-    r"|(?P<seq>sequential\s+for)|simd" + _WIDTH.replace("(\\d+)", "(?P<w2>\\d+)") + r")$")
+_LOOP = re.compile(r"^(?:(?P<par>parallel\s+for)(?P<clauses>(?:\s.*)?)|(?P<seq>sequential\s+for)"
+                   r"|simd(?:\s*\(\s*(?P<w2>\d+)\s*\))?)$")
+_NAMES = r"[A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*"
+_CLAUSE = re.compile(r"\s*(?:(?P<simd>simd)(?:\s*\(\s*(?P<w>\d+)\s*\))?"
+                     r"|reduction\s*\(\s*\+\s*:\s*(?P<red>" + _NAMES + r")\s*\)"
+                     r"|to\s*\(\s*(?P<to>" + _NAMES + r")\s*\)"
+                     r"|from\s*\(\s*(?P<frm>" + _NAMES + r")\s*\))")
+
+
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(r.strip() for r in text.split(","))
 
 
 def parse_loop_directive(text: str, sp: Span) -> A.LoopDirective:
@@ -278,12 +293,26 @@ def parse_loop_directive(text: str, sp: Span) -> A.LoopDirective:
         raise BadInput(f"unknown directive: {sp}: '#pragma {text}' on a loop")
     if m["seq"]:
         return A.SequentialFor(sp)
-    if m["par"]:
-        width = m.group(3)
-        red = tuple(r.strip() for r in m["red"].split(",")) if m["red"] else ()
-        return A.ParallelFor(bool(m["simd"]), int(width) if width else None, red, sp)
-    w = m["w2"]
-    return A.Simd(int(w) if w else None, sp)
+    if not m["par"]:
+        w = m["w2"]
+        return A.Simd(int(w) if w else None, sp)
+    rest, kw = m["clauses"] or "", dict[str, object]()
+    while rest.strip():
+        c = _CLAUSE.match(rest)
+        if c is None:
+            raise BadInput(f"unknown directive: {sp}: '#pragma {text}' on a loop")
+        key = next(k for k in ("simd", "red", "to", "frm") if c[k])
+        if key in kw:
+            raise BadInput(f"malformed directive: {sp}: clause '{key}' given twice")
+        if key == "simd":
+            kw["simd"], kw["width"] = True, int(c["w"]) if c["w"] else None
+        else:
+            kw[key] = _names(c[key])
+        rest = rest[c.end():]
+    return A.ParallelFor(bool(kw.get("simd")), cast(int | None, kw.get("width")),
+                         cast(tuple[str, ...], kw.get("red", ())),
+                         cast(tuple[str, ...], kw.get("to", ())),
+                         cast(tuple[str, ...], kw.get("frm", ())), sp)
 
 
 _PROP = re.compile(r"^(parallel|simd|reduce\(\s*sum\s*\)|reduction\(\s*sum\s*:\s*\w+\s*\)"
