@@ -82,7 +82,9 @@ def directive_text(d: A.LoopDirective) -> str:
 def _dim(d: A.DimProps) -> str:
     props = (["parallel"] if d.parallel else []) + (["simd"] if d.simd else []) + (
         ["reduce(sum)"] if d.reduce else []) + ([f"le({d.le})"] if d.le else [])
-    return f"{_slice(d.slice)}=>{','.join(props)}"
+    # One word per dimension, as the paper writes them (`1:M-1=>parallel`): a pragma's
+    # dimensions are separated by spaces
+    return f"{_slice(d.slice).replace(' ', '')}=>{','.join(props)}"
 
 
 def _slice(s: A.Slice) -> str:
