@@ -42,11 +42,14 @@ def parse_program(source: str, filename: str = "<appy>") -> A.Function:
     try:
         tree = pyast.parse(source, filename)
     except SyntaxError as err:
-        raise BadInput(f"syntax error: {filename}:{err.lineno}: {err.msg}") from None
+        raise BadInput(f"syntax error: {err.msg}", span=Span(
+            filename, err.lineno or 1, err.offset or 1, err.lineno or 1,
+            err.offset or 1)) from None
     pragmas = _pragma_lines(source, filename)
     funcs = [n for n in tree.body if isinstance(n, pyast.FunctionDef)]
     if not funcs:
-        raise BadInput(f"no function: {filename} defines no APPy function")
+        raise BadInput("no function: the file defines no APPy function",
+                       span=Span(filename, 1, 1, 1, 1))
     p = _Parser(filename, pragmas)
     fn = p.function(funcs[0])
     later = [n.lineno for n in tree.body if n.lineno > funcs[0].lineno]
@@ -54,8 +57,8 @@ def parse_program(source: str, filename: str = "<appy>") -> A.Function:
     stray = sorted(ln for ln in pragmas if ln not in p.used
                    and funcs[0].lineno <= ln < end)
     if stray:
-        raise BadInput(f"dangling pragma: {filename}:{stray[0]}: "
-                       f"'{pragmas[stray[0]]}' precedes no loop or assignment")
+        raise BadInput(f"dangling pragma: '{pragmas[stray[0]]}' precedes no loop or "
+                       "assignment", span=Span(filename, stray[0], 1, stray[0], 1))
     return fn
 
 
@@ -68,10 +71,14 @@ def _pragma_lines(source: str, filename: str) -> dict[int, str]:
                 text = tok.string[1:].strip()
                 if text.startswith("pragma"):
                     if not re.match(r"pragma\s", text + " "):
-                        raise BadInput(f"malformed pragma: {filename}:{tok.start[0]}")
+                        raise BadInput("malformed pragma: '#pragma' needs a space",
+                                       span=Span(filename, tok.start[0],
+                                                 tok.start[1] + 1, tok.start[0],
+                                                 tok.start[1] + 1))
                     out[tok.start[0]] = text[len("pragma"):].strip()
     except tokenize.TokenError as err:
-        raise BadInput(f"syntax error: {filename}: {err}") from None
+        raise BadInput(f"syntax error: {err.args[0] if err.args else err}",
+                       span=Span(filename, 1, 1, 1, 1)) from None
     return out
 
 
@@ -86,7 +93,7 @@ class _Parser:
                     n.end_lineno or n.lineno, (n.end_col_offset or 0))
 
     def bad(self, n: Located, msg: str) -> BadInput:
-        return BadInput(f"unsupported syntax: {self.span(n)}: {msg}")
+        return BadInput(f"unsupported syntax: {msg}", span=self.span(n))
 
     # ------------------------------------------------------------------- program
     def function(self, f: pyast.FunctionDef) -> A.Function:
@@ -133,11 +140,11 @@ class _Parser:
                                 _BINOPS[type(op)], atomic, tp, sp)
             case pyast.If(test=test, body=body, orelse=orelse):
                 if pragma is not None:
-                    raise BadInput(f"misplaced pragma: {sp}: a directive on an 'if'")
+                    raise BadInput(f"misplaced pragma: a directive on an 'if'", span=sp)
                 return A.If(self.expr(test), self.block(body), self.block(orelse), sp)
             case pyast.Return(value=value):
                 if pragma is not None:
-                    raise BadInput(f"misplaced pragma: {sp}: a directive on a 'return'")
+                    raise BadInput(f"misplaced pragma: a directive on a 'return'", span=sp)
                 return A.Return(None if value is None else self.expr(value), sp)
             case _:
                 raise self.bad(s, type(s).__name__.lower())
@@ -242,7 +249,7 @@ class _Parser:
             return A.Call(name, args, axis, sp)
         if name in ("max", "min") and len(args) == 2 and not kw:
             return A.Call("maximum" if name == "max" else "minimum", args, None, sp)
-        raise BadInput(f"unknown function: {sp}: {name}/{len(args)}")
+        raise BadInput(f"unknown function: {name}/{len(args)}", span=sp)
 
 
 def _func_name(f: pyast.expr) -> str | None:
@@ -290,7 +297,7 @@ def parse_loop_directive(text: str, sp: Span) -> A.LoopDirective:
     """A loop directive (Sections 3.1-3.2), or BadInput naming what is wrong."""
     m = _LOOP.match(text.strip())
     if m is None:
-        raise BadInput(f"unknown directive: {sp}: '#pragma {text}' on a loop")
+        raise BadInput(f"unknown directive: '#pragma {text}' on a loop", span=sp)
     if m["seq"]:
         return A.SequentialFor(sp)
     if not m["par"]:
@@ -300,10 +307,10 @@ def parse_loop_directive(text: str, sp: Span) -> A.LoopDirective:
     while rest.strip():
         c = _CLAUSE.match(rest)
         if c is None:
-            raise BadInput(f"unknown directive: {sp}: '#pragma {text}' on a loop")
+            raise BadInput(f"unknown directive: '#pragma {text}' on a loop", span=sp)
         key = next(k for k in ("simd", "red", "to", "frm") if c[k])
         if key in kw:
-            raise BadInput(f"malformed directive: {sp}: clause '{key}' given twice")
+            raise BadInput(f"malformed directive: clause '{key}' given twice", span=sp)
         if key == "simd":
             kw["simd"], kw["width"] = True, int(c["w"]) if c["w"] else None
         else:
@@ -326,13 +333,13 @@ def parse_stmt_directive(text: str, sp: Span) -> tuple[bool, A.TensorPragma | No
     words = words[1:] if atomic else words
     if not words:
         if not atomic:
-            raise BadInput(f"unknown directive: {sp}: empty '#pragma'")
+            raise BadInput(f"unknown directive: empty '#pragma'", span=sp)
         return True, None
     dims = []
     for w in words:
         if "=>" not in w:
-            raise BadInput(f"unknown directive: {sp}: '{w}' on an assignment "
-                           "(expected 'atomic' or slice=>properties)")
+            raise BadInput(f"unknown directive: '{w}' on an assignment "
+                           "(expected 'atomic' or slice=>properties)", span=sp)
         dims.append(_dim_props(w, sp))
     return atomic, A.TensorPragma(tuple(dims), sp)
 
@@ -344,7 +351,7 @@ def _dim_props(word: str, sp: Span) -> A.DimProps:
     except SyntaxError:
         sl = None
     if not isinstance(sl, pyast.Slice) or sl.upper is None or sl.step is not None:
-        raise BadInput(f"malformed directive: {sp}: '{sl_text}' is not a slice lo:hi")
+        raise BadInput(f"malformed directive: '{sl_text}' is not a slice lo:hi", span=sp)
     p = _Parser(sp.file, {})
     lo = None if sl.lower is None else p.expr(sl.lower)
     slice_ = A.Slice(lo, p.expr(sl.upper))
@@ -352,8 +359,8 @@ def _dim_props(word: str, sp: Span) -> A.DimProps:
     for prop in re.split(r",(?![^(]*\))", props_text) if props_text else []:
         m = _PROP.match(prop.strip())
         if m is None:
-            raise BadInput(f"unknown directive: {sp}: property '{prop}' "
-                           "(parallel, simd, reduce(sum), le(C))")
+            raise BadInput(f"unknown directive: property '{prop}' "
+                           "(parallel, simd, reduce(sum), le(C))", span=sp)
         key = prop.strip().split("(")[0]
         if key in ("parallel", "simd"):
             kw[key] = True
@@ -362,10 +369,10 @@ def _dim_props(word: str, sp: Span) -> A.DimProps:
         else:
             kw["le"] = int(m.group(2))
             if kw["le"] <= 0 or kw["le"] & (kw["le"] - 1):
-                raise BadInput(f"malformed directive: {sp}: le({kw['le']}) must be a "
-                               "positive power of two")
+                raise BadInput(f"malformed directive: le({kw['le']}) must be a "
+                               "positive power of two", span=sp)
     if not props_text:
-        raise BadInput(f"malformed directive: {sp}: '{word}' has no properties")
+        raise BadInput(f"malformed directive: '{word}' has no properties", span=sp)
     return A.DimProps(slice_, span=sp, **kw)
 
 

@@ -69,11 +69,24 @@ def _short(err: BaseException) -> str:
     if type(err).__name__ == "CompilationError":
         return _compilation_error(err)
     lines = [ln.strip() for ln in f"{type(err).__name__}: {err}".splitlines() if ln.strip()]
+    if isinstance(err, AssertionError) and lines:
+        # A bare `assert` says nothing: where it failed is the cause (appyc's pass)
+        lines[0] += f" at {_innermost(err)}"
     if not lines:
         return type(err).__name__
     tail = [ln for ln in lines[1:] if any(c.isalpha() for c in ln)]
     text = f"{lines[0]} ... {tail[-1]}" if tail else lines[0]
     return text[:400]
+
+
+def _innermost(err: BaseException) -> str:
+    """`module.py:function` of the frame that raised (no line number: it moves between
+    versions of a file without changing the cause)."""
+    frames = traceback.extract_tb(err.__traceback__) if err.__traceback__ else []
+    if not frames:
+        return "?"
+    f = frames[-1]
+    return f"{os.path.basename(f.filename)}:{f.name}"
 
 
 def _compilation_error(err: BaseException) -> str:
@@ -219,7 +232,7 @@ _ENV_ERRORS = ("only 0-dimensional arrays can be converted to Python scalars",
                "only length-1 arrays can be converted to Python scalars")
 
 
-def _environmental(err_text: str, module: str) -> str:
+def environmental(err_text: str, module: str) -> str:
     """Why an error is the stand-in's, not the compiler's ("" when it is not)."""
     if any(e in err_text for e in _ENV_ERRORS):
         return (f"environment: NumPy {_np_version()} and Triton's interpreter: "
@@ -296,7 +309,7 @@ def run_case(case: dict, backend: str, counter: list[int]) -> dict:
             raise
         stage = "triton" if _is_triton_error(err) else "host"
         msg = _short(err)
-        env = _environmental(msg, module_text)
+        env = environmental(msg, module_text)
         if env:
             return out | {"stage": "environment", "error": env}
         # A CUDA error at launch may leave the context broken: restart to be safe.

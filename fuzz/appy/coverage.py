@@ -22,6 +22,7 @@ CONSTRUCTS: dict[str, str] = {
     "sequential_for": "3.1 `#pragma sequential for` (trisolv)",
     "loop_step": "a loop step other than 1",
     "loop_offset": "a loop starting elsewhere than 0 (stencils: range(1, N-1))",
+    "simd_step": "a simd loop with a step (`parallel for simd` over range(0, N, 2))",
     "nested_parallel": "5.3 nested `parallel for` (a 2-D grid)",
     "host_loop_around_parallel": "a host loop around kernels (time steps: jacobi_2d, "
                                  "heat_3d, fdtd_2d)",
@@ -160,6 +161,8 @@ def _loop(s: A.For, out: set[str], sizes: dict[str, int], scalars: set[str],
         out.add("plain_loop_in_worker")
     if s.step != A.Const(1):
         out.add("loop_step")
+        if _is_simd(s):
+            out.add("simd_step")
     if s.start != A.Const(0):
         out.add("loop_offset")
     names = {n.id for e in (s.start, s.stop) for n in A.walk_expr(e)

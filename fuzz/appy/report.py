@@ -17,7 +17,8 @@ import shutil
 import sys
 from pathlib import Path
 
-from gpusem.fuzz.appy.target import AppyTarget, read_inputs
+from gpusem.fuzz.appy.files import read_inputs
+from gpusem.fuzz.appy.target import AppyTarget
 from gpusem.fuzz.bundle import Bundle, list_bundles, read_bundle
 
 
