@@ -60,7 +60,7 @@ def tensor_stmt(draw, ctx: Ctx) -> list[A.Stmt]:
                                                                     le=_le(draw, n))))
     if kind == "mv":
         x = ctx.new_array(("N",), "X")
-        arg = A.Subscript(a, (M, N))
+        arg: A.Expr = A.Subscript(a, (M, N))
         if draw(st.booleans()):
             arg = A.BinOp("*", ctx.param(1.5), arg)  # gesummv's alpha * A[:M, :N]
         return [A.Assign(A.Subscript(y, (M,)), A.Call("mv", (arg, A.Subscript(x, (N,)))),
@@ -107,7 +107,7 @@ def tensor_worker(draw, ctx: Ctx) -> list[A.Stmt]:
     m, s = n_(ctx.fresh("m")), n_(ctx.fresh("s"))
     shifted = A.BinOp("-", row, m)
     if ctx.is_float:
-        e = A.Call("exp", (shifted,))
+        e: A.Expr = A.Call("exp", (shifted,))
         last: A.Expr = A.BinOp("/", e, s)
     else:
         e, last = shifted, A.BinOp("+", shifted, s)

@@ -125,10 +125,10 @@ def merge(folder: str, start: float | None = None) -> dict[str, Any]:
     total: dict[str, Any] = {k: sum(p[k] for p in parts) for k in (
         "programs", "compared", "kernels", "kernels_compared")}
     for key in ("status", "outcomes", "invalid", "coverage"):
-        c: Counter[str] = Counter()
+        counts: Counter[str] = Counter()
         for p in parts:
-            c.update(p[key])
-        total[key] = dict(sorted(c.items()))
+            counts.update(p[key])
+        total[key] = dict(sorted(counts.items()))
     causes: dict[str, dict[str, Any]] = {}
     for p in parts:
         for sig, c in p["causes"].items():
