@@ -36,7 +36,7 @@ from gpusem.compiler.appy_triton.driver import (
     ensure_appyc,
     versions,
 )
-from gpusem.fuzz.appy.causes import normalise, trigger_of
+from gpusem.fuzz.appy.causes import STRUCTURAL, normalise, trigger_of
 from gpusem.fuzz.appy.files import (
     actual_json,
     arrays_json,
@@ -139,9 +139,8 @@ class AppyTarget(Target):
         """Remember the trigger of every cause seen (steered away from next round)."""
         for k in run.kernels if run else []:
             if k.failed and k.signature not in self.triggers:
-                trig = trigger_of(k.signature) or frozenset(
-                    f for f in k.feats if not f.startswith("dtype_"))
-                self.triggers[k.signature] = trig
+                self.triggers[k.signature] = trigger_of(k.signature) or frozenset(
+                    f for f in k.feats if f in STRUCTURAL)
 
     def _check_compile(self, program: AppyProgram) -> tuple[CheckResult, ProgramRun | None]:
         arrays, scalars = program.inputs()
@@ -222,6 +221,14 @@ class AppyTarget(Target):
                 if r.status == "finding" and r.signature == res.signature:
                     program, res, changed = cand, r, True
                     break
+        if prop == "compile" and trigger_of(res.signature) is None:
+            # The smallest failing kernel's constructs are a sharper trigger than
+            # those of the first program that showed the cause.
+            _, run = self._check_compile(program)
+            k = reported(run) if run else None
+            if k is not None and k.signature == res.signature:
+                self.triggers[res.signature] = frozenset(
+                    f for f in k.feats if f in STRUCTURAL)
         return res
 
     def check_source(self, source: str, arrays: dict, scalars: dict,
