@@ -117,7 +117,7 @@ class AppyTarget(Target):
         self._cache.clear()
         new = False
         for p in progs:
-            res, run = self._check_compile(p)
+            res, run = self.check_program(p)
             self._cache[_key(p)] = (res, run)
             new |= self.stats.record(p, run, res, self.triggers)
             self._learn(run)
@@ -133,7 +133,7 @@ class AppyTarget(Target):
         hit = self._cache.get(_key(program))
         if hit is not None:
             return hit[0]
-        return self._check_compile(program)[0]
+        return self.check_program(program)[0]
 
     def _learn(self, run: ProgramRun | None) -> None:
         """Remember the trigger of every cause seen (steered away from next round)."""
@@ -142,7 +142,7 @@ class AppyTarget(Target):
                 self.triggers[k.signature] = trigger_of(k.signature) or frozenset(
                     f for f in k.feats if f in STRUCTURAL)
 
-    def _check_compile(self, program: AppyProgram) -> tuple[CheckResult, ProgramRun | None]:
+    def check_program(self, program: AppyProgram) -> tuple[CheckResult, ProgramRun | None]:
         arrays, scalars = program.inputs()
         t0 = time.perf_counter()
         run = read_kernels(program.fn, program.kernel_slices(), arrays, scalars)
@@ -224,7 +224,7 @@ class AppyTarget(Target):
         if prop == "compile" and trigger_of(res.signature) is None:
             # The smallest failing kernel's constructs are a sharper trigger than
             # those of the first program that showed the cause.
-            _, run = self._check_compile(program)
+            _, run = self.check_program(program)
             k = reported(run) if run else None
             if k is not None and k.signature == res.signature:
                 self.triggers[res.signature] = frozenset(
@@ -239,7 +239,7 @@ class AppyTarget(Target):
         prog = AppyProgram(fn, tuple((k, str(v.dtype), v.shape) for k, v in arrays.items()
                                      if k in {p.name for p in fn.params}),
                            tuple((k, v) for k, v in scalars.items()), fixed=arrays)
-        return self._check_compile(prog)[0]
+        return self.check_program(prog)[0]
 
     def _check_sm90(self, fn: A.Function, arrays: dict, scalars: dict) -> CheckResult:
         """Compile-only: every kernel the host code launches must build for sm_90."""

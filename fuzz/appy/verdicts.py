@@ -135,11 +135,11 @@ def run_program(driver: AppycDriver, prog: ProgramRun, whole_fn: A.Function,
                 normalise(prog.whole.detail) if prog.whole.kind != "wrong" else "")
     for k in prog.kernels:
         if k.failed:
-            _sign(k, interp, driver.backend)
+            sign_kernel(k, interp, driver.backend)
     return prog
 
 
-def _sign(k: KernelRun, interp: AppycDriver | None, backend: str) -> None:
+def sign_kernel(k: KernelRun, interp: AppycDriver | None, backend: str) -> None:
     assert k.outcome is not None
     k.signature, k.cause = classify(k.outcome.kind, k.outcome.detail, k.feats)
     k.blame = k.cause.blame if k.cause else "appyc"

@@ -79,7 +79,7 @@ def test_each_kernel_gets_its_own_verdict(target) -> None:
                                A.Param("N", False)), (seq, add))
     prog = AppyProgram(fn, (("P", "float32", (8,)), ("C", "float32", (8,))),
                        (("N", 8),), 1, kernels=(1, 1))
-    res, run = target._check_compile(prog)
+    res, run = target.check_program(prog)
     assert res.status == "finding" and res.signature == "cause:sequential-for"
     assert run.whole.kind == "generation"
     assert [k.outcome.kind for k in run.kernels] == ["generation", "agree"]

@@ -169,3 +169,30 @@ def test_a_known_cause_does_not_hide_an_unknown_one() -> None:
     from gpusem.interpreter.appy.legality import Verdict
 
     assert reported(ProgramRun([known, unknown], Verdict(True))) is unknown
+
+
+def test_the_gpu_interpreter_differential_says_who_is_at_fault() -> None:
+    """On the cuda backend a failing kernel's module also runs in Triton's interpreter:
+    the same failure there blames appyc's code; the interpreter agreeing blames Triton
+    (its GPU compiler or back end)."""
+    from gpusem.compiler.appy_triton.driver import Outcome
+    from gpusem.fuzz.appy.verdicts import KernelRun, sign_kernel
+
+    class FakeInterp:
+        def __init__(self, kind: str):
+            self.kind, self.cases = kind, []
+
+        def run(self, case, expected):
+            self.cases.append(case)
+            return Outcome(self.kind)
+
+    fn = A.Function("k", (A.Param("C", True),), ())
+    for interp_kind, blame in (("wrong", "appyc"), ("agree", "triton"),
+                               ("environment", "undecided")):
+        k = KernelRun(fn, "def k(C):\n    pass\n", {}, {}, {}, {"parallel_for"},
+                      Outcome("wrong", "C[0]: expected 1, got 2", module="MODULE"))
+        fake = FakeInterp(interp_kind)
+        sign_kernel(k, fake, "cuda")  # type: ignore[arg-type]
+        assert fake.cases[0].module == "MODULE"  # the same generated code, not appyc again
+        assert k.blame == blame and k.differential["interpreter"] == interp_kind
+        assert k.signature.endswith("@triton") == (blame == "triton")
