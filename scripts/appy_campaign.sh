@@ -23,13 +23,19 @@ PY=${PYTHON:-python3}
 NICE=${NICE:-nice -n 10}
 mkdir -p "$OUTDIR/stats" "$OUTDIR/bundles"
 START=$(date +%s)
+PIDS=()
 for ((I = 0; I < SHARDS; I++)); do
   GPUSEM_APPY_STATS="$OUTDIR/stats/shard_$I" $NICE $PY -m gpusem.cli.main fuzz \
     --target appy --backend "$BACKEND" --budget "$BUDGET" --seed "$SEED" \
     --shard "$I/$SHARDS" --round-size 25 --out "$OUTDIR/bundles" \
     >"$OUTDIR/shard_$I.log" 2>&1 &
+  PIDS+=($!)
 done
-wait
+# Stopped early (a timeout around this script, Ctrl-C): stop the shards (each writes
+# its summary and statistics on SIGTERM), then merge what they wrote.
+trap 'kill -TERM "${PIDS[@]}" 2>/dev/null' TERM INT
+wait "${PIDS[@]}"
+wait "${PIDS[@]}" 2>/dev/null
 END=$(date +%s)
 MACHINE=${MACHINE:-$(uname -n), $(nproc) cores}
 $PY -m gpusem.fuzz.appy.stats "$OUTDIR/stats" "$OUTDIR/$NAME.json" \

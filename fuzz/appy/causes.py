@@ -5,7 +5,7 @@ fail because appyc mishandles `#pragma atomic` are one class wherever the atomic
 and a wrong result inside `parallel for simd` is not one class just because of the
 directive above it. Three sources, in this order:
 
-1. The catalogue below: causes found and confirmed by hand (results/appy/README.md,
+1. The catalogue below: causes found and confirmed by hand (results/appy/issue7/README.md,
    causes A-L, and those found since), each with its *trigger* (the constructs of
    `coverage.py` whose presence makes appyc fail that way) and the outcomes it
    produces. A failing kernel whose constructs include a trigger and whose outcome is

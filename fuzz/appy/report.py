@@ -124,7 +124,7 @@ def build(bundles_dir: str, out_dir: str, sm90: bool = False,
 def markdown(rows: list[dict]) -> str:
     lines = ["# appyc findings (gpusem APPy target)", "",
              ("One row per finding class (signature); the smallest program found; "
-             "`reproduces` is a fresh replay (`gpusem replay results/appy/bundles/<bundle>`)."),
+             "`reproduces` is a fresh replay (`gpusem replay <folder>/bundles/<bundle>`)."),
              "", ("| # | kind | signature | stmts | reproduces | sm_90 compile | H100 | appyc | "
              "bundle |"), "|---|---|---|---|---|---|---|---|---|"]
     for k, r in enumerate(rows, 1):

@@ -130,7 +130,12 @@ def test_compilation_error_class_is_the_root_cause_not_the_quoted_line() -> None
 def test_resign_replays_and_relabels(tmp_path) -> None:
     from gpusem.fuzz.appy.report import resign
 
-    src = [b for b in list_bundles("results/appy/bundles") if b.meta["kind"] == "wrong"][0]
+    from pathlib import Path
+
+    found = [b for d in sorted(Path("results/appy").glob("cpu*/bundles"))
+             for b in list_bundles(d) if b.meta["kind"] == "wrong"]
+    assert found, "no committed wrong-result bundle of the cpu campaign"
+    src = found[0]
     meta = dict(src.meta, signature="wrong:an-old-signature")
     write_bundle(tmp_path / "old", meta, src.files)
     counts = resign(str(tmp_path / "old"), str(tmp_path / "new"), "cpu")
