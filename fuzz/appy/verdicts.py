@@ -142,7 +142,10 @@ def run_program(driver: AppycDriver, prog: ProgramRun, whole_fn: A.Function,
 def sign_kernel(k: KernelRun, interp: AppycDriver | None, backend: str) -> None:
     assert k.outcome is not None
     k.signature, k.cause = classify(k.outcome.kind, k.outcome.detail, k.feats)
-    k.blame = k.cause.blame if k.cause else "appyc"
+    # Without a GPU beside it, an uncatalogued failure could be appyc's code or Triton's
+    # interpreter running it: only the differential (cuda backend) decides.
+    k.blame = k.cause.blame if k.cause else (
+        "appyc" if backend == "cuda" else "undecided (no GPU run)")
     if interp is None or backend != "cuda" or not k.outcome.module:
         return
     # The differential: the same generated module in Triton's interpreter.
