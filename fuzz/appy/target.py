@@ -225,10 +225,10 @@ class AppyTarget(Target):
             # The smallest failing kernel's constructs are a sharper trigger than
             # those of the first program that showed the cause.
             _, run = self.check_program(program)
-            k = reported(run) if run else None
-            if k is not None and k.signature == res.signature:
+            bad = reported(run) if run else None
+            if bad is not None and bad.signature == res.signature:
                 self.triggers[res.signature] = frozenset(
-                    f for f in k.feats if f in STRUCTURAL)
+                    f for f in bad.feats if f in STRUCTURAL)
         return res
 
     def check_source(self, source: str, arrays: dict, scalars: dict,
