@@ -49,18 +49,22 @@ CATALOGUE: tuple[Cause, ...] = (
           r"parallel"),
     Cause("mvl-missing", "`appy.MVL` (Section 3.2) does not exist in appyc 0.2.0",
           frozenset({"mvl"}), ("host", "generation", "triton"), r"MVL"),
-    Cause("atomic-linked-to-loop", "`#pragma atomic` is linked as a loop pragma (to "
-          "the next `for`), so the update is not atomic, or hoisted to a host scalar "
-          "(Listing 5's vector_sum)", frozenset({"atomic"}), _ANY_FAIL),
+    Cause("atomic-linked-to-loop", "`#pragma atomic` on an update of one fixed cell "
+          "(Listing 5's vector_sum, `s[0] += A[i]`) is linked as a loop pragma (to the "
+          "next `for`), and the update is hoisted to a host scalar passed by value: "
+          "lost (int) or a Triton type error (float); indirect and row atomics "
+          "(histogram, Listing 2's group_by_sum) compile right",
+          frozenset({"atomic_fixed_cell"}), _ANY_FAIL),
     Cause("vidx-bound-dropped", "the bound of `appy.vidx(i, w, N)` is dropped: loads "
           "and stores of a named vidx vector have no mask", frozenset({"vidx"}),
           ("oob", "wrong", "triton", "host", "runtime")),
     Cause("simd-step-ignored", "a `simd` loop ignores its step: range(0, N, 2) "
           "computes every cell of each block", frozenset({"simd_step"}),
           ("wrong", "oob", "triton")),
-    Cause("simd-augassign-as-reduction", "every augmented assignment in a `simd` "
-          "loop is read as a reduction (BlockLoop wraps the RHS in appy.sum), even "
-          "`C[i] += A[i]`", frozenset({"simd_augassign"}), ("wrong", "triton", "oob")),
+    Cause("simd-augassign-as-reduction", "`C[i] += e` in a `simd` loop is read as a "
+          "reduction (BlockLoop wraps the RHS in appy.sum): C[i] gets the block's sum "
+          "(`*=`, `-=` and `C[i] = C[i] + e` compile right)",
+          frozenset({"simd_add_augassign"}), ("wrong", "triton", "oob")),
     Cause("simd-if-on-block", "an `if` inside a `simd` loop is emitted as a Python "
           "`if` on a block (compile error on a GPU, garbage in the interpreter)",
           frozenset({"simd_if"}), ("wrong", "triton", "oob", "runtime")),
@@ -79,8 +83,9 @@ STRUCTURAL = (
     "parallel_for", "parallel_for_simd", "simd_loop", "sequential_for", "loop_step",
     "loop_offset", "nested_parallel", "host_loop_around_parallel",
     "plain_loop_in_worker", "triangular_bounds", "bounds_from_array", "private_scalar",
-    "reduction_clause", "atomic", "simd_scalar_sum", "simd_scalar_maxmin",
-    "simd_cell_reduction", "simd_augassign", "simd_if", "simd_step", "in_place_update",
+    "reduction_clause", "atomic", "atomic_fixed_cell", "atomic_indirect",
+    "atomic_tensor", "simd_scalar_sum", "simd_scalar_maxmin",
+    "simd_cell_reduction", "simd_augassign", "simd_add_augassign", "simd_if", "simd_step", "in_place_update",
     "shifted_self_assign", "if_in_loop", "conditional_expr", "where", "bitwise_logic",
     "indirect_read", "negative_index", "vidx", "tensor_top", "tensor_in_worker",
     "tensor_parallel_dim", "tensor_simd_dim", "tensor_reduce_dim", "le_prop",

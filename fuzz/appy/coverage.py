@@ -34,11 +34,13 @@ CONSTRUCTS: dict[str, str] = {
     "reduction_nonliteral_init": "a reduction whose initial value is not a literal",
     "atomic": "3.4 `#pragma atomic` (Listing 5)",
     "atomic_indirect": "3.4 an atomic update at an indirect index (histogram)",
+    "atomic_fixed_cell": "Listing 5: an atomic update of one fixed cell (`s[0] += A[i]`)",
     "atomic_tensor": "Listing 2: `#pragma atomic` on a tensor statement (group_by_sum)",
     "simd_scalar_sum": "Listing 6: a scalar sum carried across simd lanes",
     "simd_scalar_maxmin": "Listing 6: a scalar maximum/minimum across simd lanes",
     "simd_cell_reduction": "Listing 4: `y[i] += ...` in a simd loop (spmv)",
     "simd_augassign": "an in-place update `C[i] op= e` in a simd loop",
+    "simd_add_augassign": "`C[i] += e` in a simd loop",
     "simd_if": "an `if` inside a simd loop",
     "masked_tail": "3.2 a trip count that is not a multiple of the chunk (a masked tail)",
     "shifted_read": "a read at a shifted index A[i+k] (stencils)",
@@ -189,6 +191,8 @@ def _loop(s: A.For, out: set[str], sizes: dict[str, int], scalars: set[str],
                 idx = {n.id for i in st.target.indices for n in A.walk_expr(i)
                        if isinstance(n, A.Name)}
                 out.add("simd_augassign" if s.var in idx else "simd_cell_reduction")
+                if s.var in idx and st.op == "+":
+                    out.add("simd_add_augassign")
 
 
 def _trip(s: A.For, sizes: dict[str, int]) -> int | None:
@@ -232,6 +236,9 @@ def _assign(s: A.Assign, out: set[str], scalars: set[str], loops: tuple[A.For, .
             out.add("atomic_indirect")
         if tensor:
             out.add("atomic_tensor")
+        if isinstance(s.target, A.Subscript) and all(
+                isinstance(i, A.Const) for i in s.target.indices):
+            out.add("atomic_fixed_cell")
     if tensor:
         out.add("tensor_top" if not loops else "tensor_in_worker")
     if s.pragma is not None:

@@ -145,3 +145,36 @@ def test_run_without_inputs_is_bad_input(tmp_path) -> None:
     rc, out = gpusem("run", str(f), "--inputs", "A=float32[2] N=2")
     assert rc == 0 and "A = [1.0," in out
     assert parse_program(f.read_text()).name == "k"
+
+
+@pytest.mark.parametrize(("src", "arrays", "scalars", "signature"), [
+    ("def kernel(A, S, N):\n    #pragma parallel for\n    for i in range(N):\n"
+     "        #pragma atomic\n        S[0] += A[i]\n",
+     {"A": np.arange(300).astype(np.int32), "S": np.zeros(1, np.int32)}, {"N": 300},
+     "cause:atomic-linked-to-loop"),
+    ("def kernel(I, H, N):\n    #pragma parallel for\n    for i in range(N):\n"
+     "        #pragma atomic\n        H[I[i]] += 1.0\n",
+     {"I": (np.arange(300) % 5).astype(np.int32), "H": np.zeros(5, np.float32)},
+     {"N": 300}, ""),
+    ("def kernel(L, X, G, M, N):\n    #pragma parallel for\n    for i in range(M):\n"
+     "        l = L[i]\n        #pragma atomic\n        G[l, :N] += X[i, :N]\n",
+     {"L": np.array([0, 1, 0, 1], np.int32), "X": np.ones((4, 8), np.float32),
+      "G": np.zeros((2, 8), np.float32)}, {"M": 4, "N": 8}, ""),
+    ("def kernel(A, C, N):\n    #pragma parallel for simd\n    for i in range(N):\n"
+     "        C[i] += A[i]\n", {"A": np.arange(300).astype(np.float32) / 4,
+                                "C": np.ones(300, np.float32)}, {"N": 300},
+     "cause:simd-augassign-as-reduction"),
+    ("def kernel(A, C, N):\n    #pragma parallel for simd\n    for i in range(N):\n"
+     "        C[i] *= A[i]\n", {"A": np.arange(300).astype(np.float32) / 4,
+                                "C": np.ones(300, np.float32)}, {"N": 300}, ""),
+    ("def kernel(A, B, N):\n    #pragma parallel for\n    for i in range(N):\n"
+     "        B[i] = A[i] // 2\n", {"A": np.arange(-8, 8).astype(np.int32),
+                                    "B": np.zeros(16, np.int32)}, {"N": 16},
+     "cause:floor-div-mod"),
+])
+def test_catalogued_causes_are_as_narrow_as_appyc_bug(target, src, arrays, scalars,
+                                                      signature) -> None:
+    """Each catalogue entry's trigger, checked against appyc 0.2.0: the construct that
+    fails is named, and its neighbours that compile right are not."""
+    res = target.check_source(src, arrays, scalars)
+    assert (res.signature if res.status == "finding" else "") == signature, res.detail

@@ -51,14 +51,15 @@ def test_every_construct_of_the_paper_is_generated() -> None:
 def test_generation_steers_away_from_a_known_trigger() -> None:
     trig = frozenset({"atomic"})
     base = sum("atomic" in feats(p) for p in draw_programs(400, seed=3))
-    steered = sum("atomic" in feats(p) for p in draw_programs(400, avoid=(trig,), seed=3))
+    steered = sum("atomic" in feats(p) for p in draw_programs(400, avoid=(trig,),
+                                                             seed=3))
     assert base >= 40  # the construct is common without steering...
     assert 0 < steered < base / 3  # ...rare with it, yet still watched (not 0)
 
 
 def test_signatures_name_causes_not_directive_paths() -> None:
-    sig, cause = classify("wrong", "C[1]: expected 1, got 2", {"simd_step", "atomic",
-                                                                "parallel_for_simd"})
+    sig, cause = classify("wrong", "C[1]: expected 1, got 2", {
+        "simd_step", "atomic", "atomic_fixed_cell", "parallel_for_simd"})
     assert sig == "cause:atomic-linked-to-loop" and cause is not None
     sig2, _ = classify("wrong", "x", {"simd_step", "parallel_for_simd"})
     assert sig2 == "cause:simd-step-ignored"
