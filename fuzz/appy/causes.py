@@ -49,12 +49,13 @@ CATALOGUE: tuple[Cause, ...] = (
           r"parallel"),
     Cause("mvl-missing", "`appy.MVL` (Section 3.2) does not exist in appyc 0.2.0",
           frozenset({"mvl"}), ("host", "generation", "triton"), r"MVL"),
-    Cause("atomic-linked-to-loop", "`#pragma atomic` on an update of one fixed cell "
-          "(Listing 5's vector_sum, `s[0] += A[i]`) is linked as a loop pragma (to the "
-          "next `for`), and the update is hoisted to a host scalar passed by value: "
-          "lost (int) or a Triton type error (float); indirect and row atomics "
-          "(histogram, Listing 2's group_by_sum) compile right",
-          frozenset({"atomic_fixed_cell"}), _ANY_FAIL),
+    Cause("atomic-linked-to-loop", "`#pragma atomic` on an update whose index names "
+          "no loop variable (Listing 5's `s[0] += A[i]`, or `H[l] += 1` through a "
+          "private label) is linked as a loop pragma (to the next `for`) and the "
+          "update is hoisted out of the kernel: lost (int), a Triton type error "
+          "(float) or a host NameError (the label); `H[I[i]]` and Listing 2's row "
+          "update `G[l, :N]` compile right", frozenset({"atomic_invariant_index"}),
+          _ANY_FAIL),
     Cause("vidx-bound-dropped", "the bound of `appy.vidx(i, w, N)` is dropped: loads "
           "and stores of a named vidx vector have no mask", frozenset({"vidx"}),
           ("oob", "wrong", "triton", "host", "runtime")),
@@ -83,7 +84,8 @@ STRUCTURAL = (
     "parallel_for", "parallel_for_simd", "simd_loop", "sequential_for", "loop_step",
     "loop_offset", "nested_parallel", "host_loop_around_parallel",
     "plain_loop_in_worker", "triangular_bounds", "bounds_from_array", "private_scalar",
-    "reduction_clause", "atomic", "atomic_fixed_cell", "atomic_indirect",
+    "reduction_clause", "atomic", "atomic_fixed_cell", "atomic_invariant_index",
+    "atomic_indirect",
     "atomic_tensor", "simd_scalar_sum", "simd_scalar_maxmin",
     "simd_cell_reduction", "simd_augassign", "simd_add_augassign", "simd_if", "simd_step", "in_place_update",
     "shifted_self_assign", "if_in_loop", "conditional_expr", "where", "bitwise_logic",

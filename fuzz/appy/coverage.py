@@ -35,6 +35,8 @@ CONSTRUCTS: dict[str, str] = {
     "atomic": "3.4 `#pragma atomic` (Listing 5)",
     "atomic_indirect": "3.4 an atomic update at an indirect index (histogram)",
     "atomic_fixed_cell": "Listing 5: an atomic update of one fixed cell (`s[0] += A[i]`)",
+    "atomic_invariant_index": "an atomic update whose index names no loop variable "
+                              "(`s[0]`, or `H[l]` through a private label)",
     "atomic_tensor": "Listing 2: `#pragma atomic` on a tensor statement (group_by_sum)",
     "simd_scalar_sum": "Listing 6: a scalar sum carried across simd lanes",
     "simd_scalar_maxmin": "Listing 6: a scalar maximum/minimum across simd lanes",
@@ -239,6 +241,10 @@ def _assign(s: A.Assign, out: set[str], scalars: set[str], loops: tuple[A.For, .
         if isinstance(s.target, A.Subscript) and all(
                 isinstance(i, A.Const) for i in s.target.indices):
             out.add("atomic_fixed_cell")
+        names = {n.id for i in s.target.indices for n in A.walk_expr(i)
+                 if isinstance(n, A.Name)} if isinstance(s.target, A.Subscript) else set()
+        if not tensor and not names & {x.var for x in loops}:
+            out.add("atomic_invariant_index")
     if tensor:
         out.add("tensor_top" if not loops else "tensor_in_worker")
     if s.pragma is not None:

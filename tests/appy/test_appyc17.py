@@ -156,6 +156,10 @@ def test_run_without_inputs_is_bad_input(tmp_path) -> None:
      "        #pragma atomic\n        H[I[i]] += 1.0\n",
      {"I": (np.arange(300) % 5).astype(np.int32), "H": np.zeros(5, np.float32)},
      {"N": 300}, ""),
+    ("def kernel(I, H, N):\n    #pragma parallel for\n    for i in range(N):\n"
+     "        l = I[i]\n        #pragma atomic\n        H[l] += 1.0\n",
+     {"I": (np.arange(300) % 5).astype(np.int32), "H": np.zeros(5, np.float32)},
+     {"N": 300}, "cause:atomic-linked-to-loop"),
     ("def kernel(L, X, G, M, N):\n    #pragma parallel for\n    for i in range(M):\n"
      "        l = L[i]\n        #pragma atomic\n        G[l, :N] += X[i, :N]\n",
      {"L": np.array([0, 1, 0, 1], np.int32), "X": np.ones((4, 8), np.float32),

@@ -59,7 +59,7 @@ def test_generation_steers_away_from_a_known_trigger() -> None:
 
 def test_signatures_name_causes_not_directive_paths() -> None:
     sig, cause = classify("wrong", "C[1]: expected 1, got 2", {
-        "simd_step", "atomic", "atomic_fixed_cell", "parallel_for_simd"})
+        "simd_step", "atomic", "atomic_invariant_index", "parallel_for_simd"})
     assert sig == "cause:atomic-linked-to-loop" and cause is not None
     sig2, _ = classify("wrong", "x", {"simd_step", "parallel_for_simd"})
     assert sig2 == "cause:simd-step-ignored"
