@@ -27,6 +27,7 @@ GOLDEN_DIR = Path(__file__).resolve().parent / "outputs"
 VERBS_BY_SUFFIX = {
     ".bundl": ("check", "run", "compile"),
     ".gpuir": ("check", "synccheck", "compile"),
+    ".py": ("check", "run"),  # APPy (issue 17): parse + legality; the sequential reading
 }
 # The folders whose programs are pinned: every example, plus the conformance programs.
 PROGRAM_DIRS = ("examples", "tests/gpuir/conformance", "tests/compiler/programs",
