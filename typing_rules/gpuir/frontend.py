@@ -5,6 +5,7 @@ analysis (Section 4.1, `gpuir/memory`). `gpusem check FILE.gpuir` runs `check_fi
 Checks here, each named in its errors (`rule`) and with a stable message prefix:
   QuasiAffine      control expressions: `*` by a constant, `/` `%` by a constant
   Scope            CPU vs CUDA scope: allocations, memories touched, frees
+  ReadOnly         device code never writes a CudaGridConstant (issue 14 item 6)
   ThreadScope      a write/reduce in CUDA code is executed by one thread
   Shape            index ranks; reads are points; windows have constant extents
   InstrCall        Section 3.4 "Proc & Instruction Calls": at τ_u-scope, argument
@@ -214,6 +215,7 @@ class _Checker:
             self.err("Shape", s.span, f"shape mismatch: {n} has {len(d.shape)} "
                      f"dimension(s), written with {len(idx)} index(es)")
         self.accessible(d, info, s.span)
+        self.writable(d, info, s.span)
         for r in data_reads(e):
             self.read(r, info, s.span, windows=False)
         m = info.mapping
@@ -246,12 +248,28 @@ class _Checker:
         if d.mem is None or d.kind != "data":
             return
         mem = memtypes.data_memory(d.mem)
-        if info.mapping is None and mem.is_cuda and mem.physical != "gmem":
+        # the host reaches global memory (our model, errata "host code") and sets
+        # grid constants (Figure 12: copied into the launch's arguments)
+        if info.mapping is None and mem.is_cuda and mem.physical not in (
+                "gmem", "grid_constant"):
             self.err("Scope", span, f"memory not accessible: {d.name} @ {mem.name} is "
                      "CUDA memory, used in CPU code")
         if info.mapping is not None and not mem.is_cuda:
             self.err("Scope", span, f"memory not accessible: {d.name} @ {mem.name} is "
                      "host memory, used in CUDA code")
+
+    def writable(self, d: Decl, info: StmtInfo, span: Span) -> None:
+        """A grid constant is copied by value into the kernel's arguments at launch
+        (Figure 12: "CUDA grid constant memory", `__grid_constant__`): device code
+        reads it and never writes it. Since grid constants are sync-exempt (Section
+        5.2.2), a device write would also be a race no check sees."""
+        if d.mem is None or d.kind not in ("data", "window"):
+            return
+        if info.mapping is not None and d.mem.name == "CudaGridConstant":
+            self.err("ReadOnly", span, f"read-only memory: {d.name} @ "
+                     "CudaGridConstant is written in CUDA code; grid constants are "
+                     "read-only on the device (write them in CPU code, before the "
+                     "launch)")
 
     def alloc_scope(self, s: A.Alloc, info: StmtInfo,
                     mem: memtypes.DataMemory) -> None:
@@ -364,6 +382,8 @@ class _Checker:
             return
         d = info.decls[a.name]
         self.read(a, info, s.span, windows=True)
+        if p.access != "read":
+            self.writable(d, info, s.span)
         if p.dtype is not None and d.dtype is not p.dtype:
             self.err("InstrCall", s.span, f"type mismatch: {what} must be "
                      f"{p.dtype.value}, {a.name} is "
