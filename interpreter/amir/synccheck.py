@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from gpusem.calculus.errors import BadInput
 from gpusem.calculus.span import NO_SPAN, Span
@@ -25,6 +25,9 @@ if TYPE_CHECKING:  # imported where used: the machine loads only when a check ru
     from gpusem.calculus.gpuir.timelines import Rules
     from gpusem.interpreter.amir.checks import ShownThreads, Verdict, Violation
     from gpusem.typing_rules.gpuir.collective import Analysis
+
+
+P = TypeVar("P", "Proc", "AProc")
 
 
 class SyncResult:
@@ -75,6 +78,34 @@ def synccheck(source: str, file: str, defines: Mapping[str, int], *,
     return synccheck_proc(proc, defines, rules=rules, max_steps=max_steps, file=file)
 
 
+def synccheck_amir(source: str, file: str, defines: Mapping[str, int], *,
+                   proc_name: str | None = None,
+                   max_steps: int = 200_000_000) -> SyncResult:
+    """Sync-check an AMIR-level program (a `.amir` file in the printed form of
+    calculus/amir/printer.py, Figure 4): parse it and run the machine (Section 5.3)
+    on one of its procedures (the last by default). There is no front end and no
+    conversion: the file *is* the abstract-machine program, and each statement's own
+    line is the provenance a rejection shows. Raises BadInput (malformed program,
+    missing sizes), Trap and BudgetExhausted as `check_amir` does."""
+    from gpusem.calculus.amir.parser import parse_procs
+    from gpusem.interpreter.amir.machine import check_amir
+
+    procs = parse_procs(source, file)
+    if not procs:
+        raise BadInput(f"{file}: no procedure")
+    amir = _pick(procs, proc_name, file)
+    missing = [p for p in amir.params if p not in defines]
+    if missing:
+        raise BadInput(f"{file}: missing definition: {', '.join(missing)} has no "
+                       f"value (pass -D {missing[0]}=...)")
+    start = time.perf_counter()
+    verdict = check_amir(amir, {p: defines[p] for p in amir.params},
+                         max_steps=max_steps)
+    seconds = time.perf_counter() - start
+    return SyncResult(file, amir.name, {p: defines[p] for p in amir.params}, amir,
+                      verdict, seconds)
+
+
 def synccheck_proc(proc: Proc, defines: Mapping[str, int], *, rules: str = "fixed",
                    max_steps: int = 200_000_000, file: str = "") -> SyncResult:
     """Analyse (front end), convert (Figure 5) and run the machine on `proc`. Raises
@@ -97,7 +128,7 @@ def synccheck_proc(proc: Proc, defines: Mapping[str, int], *, rules: str = "fixe
                       seconds)
 
 
-def _pick(procs: Sequence[Proc], name: str | None, file: str) -> Proc:
+def _pick(procs: Sequence[P], name: str | None, file: str) -> P:
     if name is None:
         return procs[-1]
     for p in procs:
