@@ -265,6 +265,14 @@ def _instr_call(s: G.InstrCall, scope: Scope) -> list[M.AStmt]:
         raise BadInput(f"{o}: {g.name} takes {len(g.params)} argument(s), "
                        f"got {len(s.args)}")
     out: list[M.AStmt] = []
+    if g.stream:
+        # Note: a stream-ordered API call (cudaMemcpyAsync) runs on the stream after
+        # everything the host did before issuing it, as a kernel launch does (Figure
+        # 5's bracket puts cpu_in_order_qual in its pre-set): the CPU -> stream
+        # ordering of the call. See errata "Stream-ordered host copies".
+        strm = frozenset({QualTL.CPU_CUDA_STREAM})
+        out.append(M.Fence(True, frozenset({QualTL.CPU_IN_ORDER}), strm, strm, M.CPU,
+                           origin=o))
     if s.barrier is not None:
         zs = t_e(s.barrier, scope)
         for z in t_ex(s.barrier, scope):

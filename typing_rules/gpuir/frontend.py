@@ -349,6 +349,10 @@ class _Checker:
                      "instruction, "
                      "called in CPU code")
             return
+        if not g.device and info.mapping is not None:
+            self.err("InstrCall", s.span, f"scope error: {where} is a CPU "
+                     "instruction (a host API call), called in CUDA code")
+            return
         if info.mapping is not None and not info.mapping.poisoned \
                 and not info.mapping.is_unit(g.unit):
             self.err("InstrCall", s.span, f"collective unit mismatch: {where} must be "
@@ -361,7 +365,23 @@ class _Checker:
         symbols: dict[str, int] = {}
         for a, p in zip(s.args, g.params):
             self.instr_arg(s, g, p, a, info, symbols)
+        for a, p in zip(s.args, g.params):
+            self.size_arg(s, g, p, a, symbols)
         self.call_barrier(s, g, info)
+
+    def size_arg(self, s: A.InstrCall, g: Instr, p: InstrParam, a: A.InstrArg,
+                 symbols: dict[str, int]) -> None:
+        """A size argument (Exo-GPU style, `cudaMemcpyAsync_htod_1f32(n, dst, src)`)
+        must equal the extent its windows give the symbol."""
+        if p.size_of is None or isinstance(a, (A.DRead, A.DConst)):
+            return
+        if not self.constant(a) or p.size_of not in symbols:
+            return
+        got = eval_c(a, self.consts)
+        if got != symbols[p.size_of]:
+            self.err("InstrCall", s.span, f"shape mismatch: {g.name} argument "
+                     f"{p.name} = {got}, but its windows have extent "
+                     f"{symbols[p.size_of]}")
 
     def instr_arg(self, s: A.InstrCall, g: Instr, p: InstrParam, a: A.InstrArg,
                   info: StmtInfo, symbols: dict[str, int]) -> None:
