@@ -181,6 +181,8 @@ def thread_map(m: ThreadMapping | None) -> M.ThreadMap:
     -> 𝔾."""
     if m is None:
         return M.CPU
+    if not m.simple:
+        return _box_map(m)
     start: G.CExpr = G.CInt(m.base)
     for y, lo, stride in m.terms:  # offset(σ) = base + Σ (σ[y] - lo_y) * stride_y
         it: G.CExpr = G.CVar(y)
@@ -193,6 +195,24 @@ def thread_map(m: ThreadMapping | None) -> M.ThreadMap:
     if m.ctas == 1:
         return M.ThreadMap((run,))
     return M.ThreadMap((M.ThreadRange(G.CInt(0), m.ctas, m.launch.block_dim), run))
+
+
+def _box_map(m: ThreadMapping) -> M.ThreadMap:
+    """A strided collective (quadpair, cuda_threads_strided, ...): one AMIR thread
+    range per dimension of its box, the offset on the first (Section 4: the threads
+    Σ_m (o_m(σ) + k_m) * P_m)."""
+    start: G.CExpr = G.CInt(m.base)
+    for y, lo, stride in m.terms:
+        it: G.CExpr = G.CVar(y)
+        if not (isinstance(lo, G.CInt) and lo.value == 0):
+            it = G.CBin("-", it, lo)
+        if stride != 1:
+            it = G.CBin("*", it, G.CInt(stride))
+        start = it if start == G.CInt(0) else G.CBin("+", start, it)
+    dims = [d for d in m.dims if d.box > 1] or [m.dims[-1]]
+    ranges = [M.ThreadRange(start if k == 0 else G.CInt(0), d.box, d.pitch)
+              for k, d in enumerate(dims)]
+    return M.ThreadMap(tuple(ranges))
 
 
 def _sync_tl(name: str, s: G.Stmt, scope: Scope) -> SyncTL:

@@ -106,8 +106,30 @@ def test_accepted_conformance_program_agrees_on_cpu(name):
 
     proc, env, source = load(str(CONFORMANCE / name), {})
     v = check_proc(proc, env, "cpu", (0, 1), source=source)
-    assert v.agree or (v.kind == "unsupported" and "cluster" in v.message), \
-        v.describe()
+    assert v.agree or (v.kind == "unsupported" and
+                       any(k in v.message for k in COMPILER_LIMITS)), v.describe()
+
+
+# What the GPU IR -> CUDA compiler does not lower (errata: host code, the TMA store and
+# reduction); a program using them is "unsupported", never passed silently.
+COMPILER_LIMITS = ("cluster", "CPU code outside a CudaDeviceFunction",
+                   "instruction Sm90_tma_store_2d_f32",
+                   "instruction Sm90_tma_reduce_add_2d_f32", "strided collective")
+
+
+def test_most_accepted_conformance_programs_run():
+    """The limits above must not swallow the suite: the device-only programs compile
+    and agree (the rest use host code, which the compiler does not lower)."""
+    from gpusem.compiler.gpuir_cuda.run import check_proc
+    from gpusem.typing_rules.gpuir.frontend import load_proc as load
+
+    agree = set()
+    for name in ACCEPTED_CONFORMANCE:
+        proc, env, source = load(str(CONFORMANCE / name), {})
+        if check_proc(proc, env, "cpu", (0,), source=source).agree:
+            agree.add(name)
+    assert {"gemm_sm80_mma.gpuir", "warp_mma_tile.gpuir", "atomic_sum_in_cta.gpuir"} \
+        <= agree, agree
 
 
 @pytest.mark.skipif(not nvcc_available(), reason="nvcc not on PATH")
