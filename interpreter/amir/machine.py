@@ -318,6 +318,7 @@ class Machine(MachineState):
 
         def fence() -> None:
             self.stats.lifts += 1
+            self.stats.exercised.add("Fence")
             self.lifts.fence(t, self.who(threads), pre, levels)
             # Note: always a new epoch, even if no live record rose: a dead record
             # skipped here must not be handed out again by the record cache.
@@ -335,6 +336,7 @@ class Machine(MachineState):
         def arrive() -> None:
             g = self.who(threads)
             self.stats.lifts += 1
+            self.stats.exercised.add("Arrive")
             cells = [self.barrier_cells(n, d, w, s.origin) for n, d, w in wins]
             home: set[BarrierCell] = set.intersection(*[set(c) for c in cells]) \
                 if cells else set()
@@ -362,6 +364,7 @@ class Machine(MachineState):
         def await_() -> None:
             g = self.who(threads)
             self.stats.lifts += 1
+            self.stats.exercised.add("Await")
             cells = self.barrier_cells(name, ndim, win, s.origin)
             if len(cells) != 1:
                 raise BadInput(f"await: {name} must name one barrier cell at "
@@ -394,7 +397,9 @@ class Machine(MachineState):
             for sid in window_sets(v, attr, idx, box):
                 if sid == 0:
                     continue
-                g = g or self.who(threads)
+                if g is None:
+                    g = self.who(threads)
+                    self.stats.exercised.add(check)
                 bad = self._first_invisible(sid, vl, t, qm, g, attr)
                 if bad is not None:
                     failing[sid] = bad
@@ -431,6 +436,7 @@ class Machine(MachineState):
                 raise BadInput(f"check barrier: {name} is not a barrier at {s.origin}",
                                rule="CheckBarrier", span=s.origin)
             assert v.awt is not None                     # a barrier has both counts
+            self.stats.exercised.add("CheckBarrier")
             a, w = np.asarray(v.arr[idx]), np.asarray(v.awt[idx])
             bad = np.argwhere(a != w)
             if len(bad):
