@@ -12,7 +12,8 @@ Conventions (paper -> Python):
   initial_qual_tl (T_init)      -> `InstrParam.initial_qual_tl` (a QualTL name)
   ext_qual_tl (T_ext)           -> `InstrParam.ext_qual_tl`
   atomic_qual_tl (T_atom)       -> `InstrParam.atomic_qual_tl`
-  g.τ_u, g.π_z, t (CPU/CUDA)    -> `Instr.unit`, `Instr.barrier`, `Instr.device`
+  g.τ_u, g.π_z, t (CPU/CUDA)    -> `Instr.unit` (`unit_for(args)`), `Instr.barrier`,
+                                   `Instr.device`
 """
 
 from __future__ import annotations
@@ -89,6 +90,16 @@ class Instr:
     sizes: dict[str, tuple[int, ...]] = field(default_factory=dict)  # symbol -> allowed
     doc: str = ""
     stream: bool = False
+    unit_params: tuple[str, ...] = ()  # control parameters giving n_1 and the args
+
+    def unit_for(self, values: dict[str, int]) -> UnitExpr:
+        """τ_u for a call: `unit`, whose count n_1 and numeric arguments come from
+        the call's control arguments named by `unit_params` (Exo-GPU's TMA multicast
+        runs on `ncta * cuda_warp_in_cluster_strided(cta_stride)`)."""
+        if not self.unit_params:
+            return self.unit
+        count, *args = (values[p] for p in self.unit_params)
+        return UnitExpr(self.unit.name, count, tuple(args), span=self.unit.span)
 
     def param(self, name: str) -> InstrParam:
         return next(p for p in self.params if p.name == name)

@@ -16,6 +16,12 @@ includes them. Names and argument orders follow Exo-GPU's (branch akeley98/pldi2
       one thread's atomicAdd of each element of src into dst (global or shared
       memory): Figure 19's atomic case, atomic on cuda_in_order_ram_qual, as Exo-GPU's
       atomic reductions (`Sm80_mma_atomic_reduce_d_*`) declare theirs.
+  Sm90_tma_multicast_warps_2d_f32(ncta, cta_stride, dst, src) >> z
+      the TMA multicast as Exo-GPU's Hopper GEMM issues it: run by one warp in each of
+      ncta CTAs, cta_stride apart (unit `ncta * cuda_warp_in_cluster_strided
+      (cta_stride)`); each loads its share of the tile and multicasts it, so every
+      CTA's dst receives the whole src (dst's leading dimension is distributed over
+      the CTAs); completes on the mbarrier.
   Sm90_tma_reduce_add_2d_f32
       cp.reduce.async.bulk.tensor .add: an asynchronous SMEM -> GMEM tile reduction,
       atomic on tma_to_gmem_async_qual (Exo-GPU's `Sm90_reduce_tensor_to_gmem_*`);
@@ -32,6 +38,7 @@ from gpusem.calculus.gpuir.ast import DataType, UnitExpr
 from gpusem.calculus.gpuir.instr_decl import (
     ANY_CUDA,
     GMEM,
+    TMA_S,
     HOST,
     RAM,
     SMEM,
@@ -130,6 +137,29 @@ def _atomic_add(ty: str) -> Instr:
     )
 
 
+def _multicast(dst: View, src: View, **_sizes: int) -> None:
+    dst[...] = src[None]
+
+
+_TMA_DECLS: tuple[Instr, ...] = (
+    Instr(
+        "Sm90_tma_multicast_warps_2d_f32",
+        (ctrl_param("ncta", size_of="c"), ctrl_param("cta_stride", (1, 2, 4, 8)),
+         data_param("dst", ("c", "m", "n"), SMEM, "write", convergent=True,
+                    dist_units=("cuda_cta_in_cluster",), **async_quals(TMA_S)),
+         data_param("src", ("m", "n"), GMEM + ("Sm90_tensorMap",), convergent=True,
+                    **async_quals(TMA_S))),
+        UnitExpr("cuda_warp_in_cluster_strided", 1, (1,)), _multicast,
+        cuda="cp_async_bulk_tensor_2d_global_to_shared_multicast({dst}, &{src_map}, "
+             "{src_c1}, {src_c0}, {barrier}, {cta_mask});",
+        ptx="cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+            ".multicast::cluster [dst], [tmap, {c1, c0}], [mbar], mask;",
+        barrier="CudaMbarrier", unit_params=("ncta", "cta_stride"),
+        doc="TMA multicast issued by one warp in each of ncta CTAs (Exo-GPU's "
+            "Sm90_multicast_copy_tensor_to_smem_swizzled_2f32)",
+    ),
+)
+
 _ATOMIC_DECLS: tuple[Instr, ...] = (
     _atomic_add("f32"),
     _atomic_add("i32"),
@@ -148,4 +178,4 @@ _ATOMIC_DECLS: tuple[Instr, ...] = (
     ),
 )
 
-EXT_DECLS: tuple[Instr, ...] = _HOST_DECLS + _ATOMIC_DECLS
+EXT_DECLS: tuple[Instr, ...] = _HOST_DECLS + _TMA_DECLS + _ATOMIC_DECLS

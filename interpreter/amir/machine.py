@@ -344,7 +344,15 @@ class Machine(MachineState):
                 raise BadInput(f"arrive: no unique home barrier among "
                                f"{[str(z.name) for z in s.barriers]} at {s.origin}",
                                rule="Arrive", span=s.origin)
-            union = {c: a for cs in cells for c, a in cs.items()}
+            # Note: every cell of the union observes the *home's* arrive count: the
+            # arrival's phase is the home's, whose count it raises (Figure 22's
+            # "(a, _) = ρ(z, n)" read with (z, n) the home, as the authors'
+            # implementation does). Each cell's own count would make a multicast
+            # arrive depend on the order in which the machine runs the arriving
+            # CTAs (errata "Arrive's home barrier").
+            (home_cell,) = home
+            a_home = next(cs[home_cell] for cs in cells if home_cell in cs)
+            union = {c: a_home for cs in cells for c in cs}
             self.lifts.arrive(t, g, pre, union)
             (hk, hidx), = home
             arr = self.bar_var(hk[0]).arr

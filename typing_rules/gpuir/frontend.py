@@ -353,10 +353,11 @@ class _Checker:
             self.err("InstrCall", s.span, f"scope error: {where} is a CPU "
                      "instruction (a host API call), called in CUDA code")
             return
-        if info.mapping is not None and not info.mapping.poisoned \
-                and not info.mapping.is_unit(g.unit):
+        unit = self.call_unit(s, g)
+        if unit is not None and info.mapping is not None and \
+                not info.mapping.poisoned and not info.mapping.is_unit(unit):
             self.err("InstrCall", s.span, f"collective unit mismatch: {where} must be "
-                     f"called by one {print_unit(g.unit)}, but here it runs on "
+                     f"called by one {print_unit(unit)}, but here it runs on "
                      f"{info.mapping.describe()}")
         if len(s.args) != len(g.params):
             self.err("InstrCall", s.span, f"bad call: {where} takes {len(g.params)} "
@@ -368,6 +369,24 @@ class _Checker:
         for a, p in zip(s.args, g.params):
             self.size_arg(s, g, p, a, symbols)
         self.call_barrier(s, g, info)
+
+    def call_unit(self, s: A.InstrCall, g: Instr) -> A.UnitExpr | None:
+        """τ_u of this call (its control arguments may set it: `Instr.unit_params`);
+        None when one of them is not a constant (reported by the argument checks)."""
+        values: dict[str, int] = {}
+        for p, a in zip(g.params, s.args):
+            if p.name in g.unit_params:
+                if isinstance(a, (A.DRead, A.DConst)) or not self.constant(a):
+                    return None
+                values[p.name] = eval_c(a, self.consts)
+        if len(values) != len(g.unit_params):
+            return None
+        try:
+            unit_def(g.unit_for(values))
+        except BadInput as err:
+            self.err("InstrCall", s.span, f"bad argument: {g.name}: {err.message}")
+            return None
+        return g.unit_for(values)
 
     def size_arg(self, s: A.InstrCall, g: Instr, p: InstrParam, a: A.InstrArg,
                  symbols: dict[str, int]) -> None:

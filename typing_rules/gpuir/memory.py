@@ -152,6 +152,14 @@ def _uses(s: A.Stmt) -> Iterator[Use]:
                 yield z.name, z.coords, "use", ndi
         case A.Arrive(barriers=zs):
             for z in zs:
+                # Note: an Arrive on several barriers signals all of them (Figure 22:
+                # records observe every cell of the union, the count rises at the one
+                # common home). A window of other CTAs' barriers (raw[0:2] in the
+                # paper's GEMM) is such a remote signal, not a use by its owner:
+                # ownership applies to the point-indexed barriers (errata
+                # "Distributed memory analysis").
+                if len(zs) > 1 and any(isinstance(c, A.WInterval) for c in z.coords):
+                    continue
                 yield z.name, z.coords, "use", 0
         case A.Await(barrier=z):
             yield z.name, z.coords, "use", 0
