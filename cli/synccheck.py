@@ -39,8 +39,12 @@ from gpusem.interpreter.amir.synccheck import synccheck, synccheck_amir
 @click.option("--max-steps", type=int, default=200_000_000, show_default=True,
               help="Budget of AMIR statement executions.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable verdict.")
+@click.option("--reference", is_flag=True,
+              help="Run the reference machine on every task (the definition; the "
+                   "default machine decides symmetric kernels from their first task, "
+                   "with the same verdict).")
 def command(file: str, defines: tuple[str, ...], proc_name: str | None, rules: str,
-            print_amir: bool, max_steps: int, as_json: bool) -> None:
+            print_amir: bool, max_steps: int, as_json: bool, reference: bool) -> None:
     """GPU IR (or AMIR) -> synchronisation check (exit 0 accepted, 1 rejected)."""
     language = language_of(file)
     if language not in ("gpuir", "amir"):
@@ -53,10 +57,10 @@ def command(file: str, defines: tuple[str, ...], proc_name: str | None, rules: s
     env = {**header_defines(source), **parse_defines(defines)}
     if language == "amir":
         result = synccheck_amir(source, file, env, proc_name=proc_name,
-                                max_steps=max_steps)
+                                max_steps=max_steps, reference=reference)
     else:
         result = synccheck(source, file, env, proc_name=proc_name, rules=rules,
-                           max_steps=max_steps)
+                           max_steps=max_steps, reference=reference)
     if print_amir:
         from gpusem.calculus.amir.printer import print_proc
 

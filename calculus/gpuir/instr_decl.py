@@ -18,8 +18,9 @@ Conventions (paper -> Python):
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Literal
+from typing import Any, Literal
 
 import numpy.typing as npt
 from gpusem.calculus.gpuir.ast import DataType, UnitExpr
@@ -138,9 +139,9 @@ def ctrl_param(name: str, values: Iterable[int] = (),
 
 def async_quals(qual: str) -> dict[str, Any]:
     """An asynchronous parameter on timeline `qual` (T_ooo, T_init, T_ext)."""
-    return dict(out_of_order=True, initial_qual_tl=qual, ext_qual_tl=frozenset({qual}))
+    return {"out_of_order": True, "initial_qual_tl": qual, "ext_qual_tl": frozenset({qual})}
 
 
 def warp_sync(qual: str = RMEM) -> dict[str, Any]:
     """A convergent (collective) parameter on timeline `qual`."""
-    return dict(convergent=True, initial_qual_tl=qual, ext_qual_tl=frozenset({qual}))
+    return {"convergent": True, "initial_qual_tl": qual, "ext_qual_tl": frozenset({qual})}

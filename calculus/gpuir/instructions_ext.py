@@ -38,12 +38,12 @@ from gpusem.calculus.gpuir.ast import DataType, UnitExpr
 from gpusem.calculus.gpuir.instr_decl import (
     ANY_CUDA,
     GMEM,
-    TMA_S,
     HOST,
     RAM,
     SMEM,
     STRM,
     TMA_G,
+    TMA_S,
     Access,
     Instr,
     InstrParam,

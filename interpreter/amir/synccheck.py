@@ -69,18 +69,34 @@ class SyncResult:
 
 def synccheck(source: str, file: str, defines: Mapping[str, int], *,
               proc_name: str | None = None, rules: str = "fixed",
-              max_steps: int = 200_000_000) -> SyncResult:
+              max_steps: int = 200_000_000, reference: bool = False) -> SyncResult:
     """Parse `source` and sync-check one of its procedures (the last by default)."""
     from gpusem.calculus.gpuir.parser import parse_module
 
     module = parse_module(source, file)
     proc = _pick(module.procs, proc_name, file)
-    return synccheck_proc(proc, defines, rules=rules, max_steps=max_steps, file=file)
+    return synccheck_proc(proc, defines, rules=rules, max_steps=max_steps, file=file,
+                          reference=reference)
+
+
+def run_machine(amir: AProc, defines: Mapping[str, int], max_steps: int,
+                reference: bool) -> Verdict:
+    """The abstract machine: the reference (interpreter/amir/machine.py, the
+    definition) or, by default, the fast machine that decides symmetric task nests
+    from their first task and gives exactly the reference's verdict and statistics
+    (interpreter/amir/fast.py; proofs_notes/fast_checker.md)."""
+    if reference:
+        from gpusem.interpreter.amir.machine import check_amir
+
+        return check_amir(amir, defines, max_steps=max_steps)
+    from gpusem.interpreter.amir.fast import check_amir_fast
+
+    return check_amir_fast(amir, defines, max_steps=max_steps)
 
 
 def synccheck_amir(source: str, file: str, defines: Mapping[str, int], *,
-                   proc_name: str | None = None,
-                   max_steps: int = 200_000_000) -> SyncResult:
+                   proc_name: str | None = None, max_steps: int = 200_000_000,
+                   reference: bool = False) -> SyncResult:
     """Sync-check an AMIR-level program (a `.amir` file in the printed form of
     calculus/amir/printer.py, Figure 4): parse it and run the machine (Section 5.3)
     on one of its procedures (the last by default). There is no front end and no
@@ -88,7 +104,6 @@ def synccheck_amir(source: str, file: str, defines: Mapping[str, int], *,
     line is the provenance a rejection shows. Raises BadInput (malformed program,
     missing sizes), Trap and BudgetExhausted as `check_amir` does."""
     from gpusem.calculus.amir.parser import parse_procs
-    from gpusem.interpreter.amir.machine import check_amir
 
     procs = parse_procs(source, file)
     if not procs:
@@ -99,20 +114,20 @@ def synccheck_amir(source: str, file: str, defines: Mapping[str, int], *,
         raise BadInput(f"{file}: missing definition: {', '.join(missing)} has no "
                        f"value (pass -D {missing[0]}=...)")
     start = time.perf_counter()
-    verdict = check_amir(amir, {p: defines[p] for p in amir.params},
-                         max_steps=max_steps)
+    verdict = run_machine(amir, {p: defines[p] for p in amir.params}, max_steps,
+                          reference)
     seconds = time.perf_counter() - start
     return SyncResult(file, amir.name, {p: defines[p] for p in amir.params}, amir,
                       verdict, seconds)
 
 
 def synccheck_proc(proc: Proc, defines: Mapping[str, int], *, rules: str = "fixed",
-                   max_steps: int = 200_000_000, file: str = "") -> SyncResult:
+                   max_steps: int = 200_000_000, file: str = "",
+                   reference: bool = False) -> SyncResult:
     """Analyse (front end), convert (Figure 5) and run the machine on `proc`. Raises
     BadInput (malformed input, missing sizes), IllTyped (a front-end analysis error)
     and BudgetExhausted (more than `max_steps` AMIR statement executions)."""
     from gpusem.interpreter.amir.from_gpuir import convert
-    from gpusem.interpreter.amir.machine import check_amir
 
     missing = [p.name for p in proc.ctrl_params if p.name not in defines]
     if missing:
@@ -122,7 +137,7 @@ def synccheck_proc(proc: Proc, defines: Mapping[str, int], *, rules: str = "fixe
     # rules: "fixed" or "paper" (the CLI's choice; convert's `Rules`)
     amir = convert(proc, defines, rules=cast("Rules", rules), analysis=analysis)
     start = time.perf_counter()
-    verdict = check_amir(amir, defines, max_steps=max_steps)
+    verdict = run_machine(amir, defines, max_steps, reference)
     seconds = time.perf_counter() - start
     return SyncResult(file or proc.span.file, proc.name, defines, amir, verdict,
                       seconds)

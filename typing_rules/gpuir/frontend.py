@@ -33,6 +33,7 @@ from gpusem.calculus.gpuir.units import unit_def
 from gpusem.calculus.gpuir.walk import data_reads
 from gpusem.calculus.source import read_source
 from gpusem.calculus.span import Span
+from gpusem.typing_rules.gpuir.calls import call_unit, size_arg_problem
 from gpusem.typing_rules.gpuir.collective import (
     Analysis,
     Decl,
@@ -371,36 +372,16 @@ class _Checker:
         self.call_barrier(s, g, info)
 
     def call_unit(self, s: A.InstrCall, g: Instr) -> A.UnitExpr | None:
-        """τ_u of this call (its control arguments may set it: `Instr.unit_params`);
-        None when one of them is not a constant (reported by the argument checks)."""
-        values: dict[str, int] = {}
-        for p, a in zip(g.params, s.args):
-            if p.name in g.unit_params:
-                if isinstance(a, (A.DRead, A.DConst)) or not self.constant(a):
-                    return None
-                values[p.name] = eval_c(a, self.consts)
-        if len(values) != len(g.unit_params):
-            return None
-        try:
-            unit_def(g.unit_for(values))
-        except BadInput as err:
-            self.err("InstrCall", s.span, f"bad argument: {g.name}: {err.message}")
-            return None
-        return g.unit_for(values)
+        unit, problem = call_unit(s, g, self.consts, self.sizes)
+        if problem is not None:
+            self.err("InstrCall", s.span, problem)
+        return unit
 
     def size_arg(self, s: A.InstrCall, g: Instr, p: InstrParam, a: A.InstrArg,
                  symbols: dict[str, int]) -> None:
-        """A size argument (Exo-GPU style, `cudaMemcpyAsync_htod_1f32(n, dst, src)`)
-        must equal the extent its windows give the symbol."""
-        if p.size_of is None or isinstance(a, (A.DRead, A.DConst)):
-            return
-        if not self.constant(a) or p.size_of not in symbols:
-            return
-        got = eval_c(a, self.consts)
-        if got != symbols[p.size_of]:
-            self.err("InstrCall", s.span, f"shape mismatch: {g.name} argument "
-                     f"{p.name} = {got}, but its windows have extent "
-                     f"{symbols[p.size_of]}")
+        problem = size_arg_problem(g, p, a, symbols, self.consts, self.sizes)
+        if problem is not None:
+            self.err("InstrCall", s.span, problem)
 
     def instr_arg(self, s: A.InstrCall, g: Instr, p: InstrParam, a: A.InstrArg,
                   info: StmtInfo, symbols: dict[str, int]) -> None:

@@ -37,9 +37,9 @@ before; errata "Collective tilings").
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from math import gcd, prod
-from typing import Iterator, Mapping
 
 from gpusem.calculus.errors import IllTyped
 from gpusem.calculus.gpuir import ast as A
@@ -99,7 +99,7 @@ class ThreadMapping:
 
     @staticmethod
     def run(launch: Launch, ctas: int, length: int, base: int,
-            terms: tuple[tuple[str, A.CExpr, int], ...] = ()) -> "ThreadMapping":
+            terms: tuple[tuple[str, A.CExpr, int], ...] = ()) -> ThreadMapping:
         """The common shape: `ctas` runs of `length` threads, blockDim apart, the first
         at base + Σ (y - lo) * stride (each iterator taken over one iteration)."""
         ts = tuple(Term(y, lo, int(eval_c(lo, {})) if isinstance(lo, A.CInt) else 0,
@@ -345,7 +345,7 @@ def align(m: ThreadMapping, dom: tuple[int, ...], box: Box,
     dom, box = tuple(dom[i] for i in keep), tuple(box[i] for i in keep)
     cuts = _boundaries(tuple(d.extent for d in m.dims)) | _boundaries(dom)
     chain = sorted(cuts)
-    if any(b % a for a, b in zip(chain, chain[1:])):
+    if any(b % a for a, b in itertools.pairwise(chain)):
         raise _bad(span, f"the unit's domain {dom} and the enclosing tiling's "
                    f"{tuple(d.extent for d in m.dims)} have no common refinement")
     dims = _refine(m.dims, cuts, span)
