@@ -151,7 +151,8 @@ def main(argv: list[str] | None = None) -> int:
                                   "=n, K_split=1"},
                 "timing": "seconds per sync check, mean of the timed repeats after "
                           "one warm-up; ratio = Exo-GPU mean / gpusem mean",
-                "results": rows}
+                "results": rows,
+                "load_after": os.getloadavg() if hasattr(os, "getloadavg") else None}
         Path(args.json).write_text(json.dumps(data, indent=2) + "\n")
     return 0
 
