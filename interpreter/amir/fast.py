@@ -92,6 +92,7 @@ class FastMachine(Machine):
         self._t1 = _Task1()                   # the last first task run
         self._outside: set[str] = set()
         self.fast_nests = 0                   # nests decided by symmetry (tests)
+        self.skipped_statements = 0           # counted, not interpreted (tests)
         bound = frozenset(prog.params)
         body: list[Run] = []
         segment: list[A.AStmt] = []
@@ -277,6 +278,7 @@ class FastMachine(Machine):
         if st.statements + total > self.max_steps:
             self._replay_budget(nest, ranges, tasks)     # raises where the reference does
         st.statements += total
+        self.skipped_statements += total
         n = len(tasks) - 1
         st.recorded_accesses += n * d_acc
         st.records += n * d_rec

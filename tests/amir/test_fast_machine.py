@@ -192,3 +192,20 @@ def test_same_as_reference_on_thousands_of_generated_kernels():
     fast_taken, fell_back, kinds = _generated(5000, 1616)
     assert fast_taken >= 1000 and fell_back >= 500, (fast_taken, fell_back)
     assert {"accepted", "rejected", "Trap", "BudgetExhausted"} <= kinds, kinds
+
+
+def test_interpreted_work_grows_linearly_on_the_gemm():
+    """The algorithmic win, pinned deterministically (no clock): from N = 512 to 1024
+    the work the reference interprets grows 8x (tasks x k-steps, cubic), the work the
+    fast machine interprets 2x (one task's k-steps, linear)."""
+    text = (ROOT / "examples" / "gpuir" / "gemm_hopper.gpuir").read_text()
+    work = {}
+    for n in (512, 1024):
+        prog, env = converted(text, "gemm_hopper.gpuir", {"N": n})
+        m = FastMachine(prog, env)
+        v = m.run()
+        assert v.accepted
+        work[n] = (v.stats.statements, v.stats.statements - m.skipped_statements)
+    total = work[1024][0] / work[512][0]
+    interpreted = work[1024][1] / work[512][1]
+    assert 7.5 <= total <= 8.5 and 1.8 <= interpreted <= 2.3, work

@@ -132,7 +132,7 @@ def test_vectorised_equals_plain_on_every_example(path: Path) -> None:
     from gpusem.calculus.gpuir.ctrl import eval_c
 
     proc = parse_proc(path.read_text(), str(path))
-    defines = SMALL.get(path.stem, {})
+    defines = SMALL.get(path.stem, header_defines(path.read_text()))
     inputs = {p.name: RNG.standard_normal(
         [int(eval_c(c, defines)) for c in p.shape]).astype(f32) for p in proc.data_params}
     run_both(proc, defines, inputs)
