@@ -21,9 +21,10 @@ def read_source(path: str) -> str:
 
 
 def language_of(path: str) -> str:
-    """`bundl`, `gpuir` or `appy`, by the file's suffix."""
+    """`bundl`, `gpuir`, `amir` or `appy`, by the file's suffix."""
     suffix = Path(path).suffix
-    languages = {".bundl": "bundl", ".gpuir": "gpuir", ".py": "appy"}
+    languages = {".bundl": "bundl", ".gpuir": "gpuir", ".amir": "amir", ".py": "appy"}
     if suffix not in languages:
-        raise BadInput(f"unknown file kind: {path} (expected .bundl, .gpuir or .py)")
+        raise BadInput(f"unknown file kind: {path} (expected .bundl, .gpuir, .amir "
+                       f"or .py)")
     return languages[suffix]

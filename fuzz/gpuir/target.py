@@ -34,6 +34,21 @@ class GpuirTarget(Target):
     def size(self, kernel) -> int:
         return kernel.source().count("\n")
 
+    def coverage(self, kernel) -> set[str]:
+        """The AMIR rules this program reaches (fuzz/gpuir/coverage.py; issue 14 item
+        7): Figure 5 rows, Figure 19 cases, Figure 16 rows, the checks of Figure 7
+        that met a record, the failing check of a rejection."""
+        from gpusem.fuzz.gpuir.coverage import coverage_of
+
+        return coverage_of(kernel.source())
+
+    def coverage_labels(self) -> tuple[str, ...]:
+        """Every label `coverage` can give: a label at 0 in a campaign is a blind
+        spot of the generator."""
+        from gpusem.fuzz.gpuir.coverage import LABELS
+
+        return LABELS
+
     def prefetch(self, kernels: list, prop: str) -> bool:
         """One backend build for the whole round; True: `check` finds the verdicts."""
         from gpusem.fuzz.gpuir.seqpar import check_sources

@@ -97,9 +97,17 @@ def b_source(b: G.BExpr, bound: frozenset[str], span: Span = NO_SPAN) -> str:
             assert_never(b)
 
 
+# Compiled closures are pure functions of σ (and a shape): one per source text, shared
+# by every statement that has it (a kernel repeats its windows and bounds many times).
+_COMPILED: dict[str, Callable[[Env], Any]] = {}
+_WINDOWS: dict[str, Window] = {}
+
+
 def _compile(src: str) -> Callable[[Env], Any]:
-    # generated from an AST
-    fn: Callable[[Env], Any] = eval(f"lambda e: {src}", _GLOBALS)  # noqa: S307
+    fn = _COMPILED.get(src)
+    if fn is None:
+        # generated from an AST
+        fn = _COMPILED[src] = eval(f"lambda e: {src}", _GLOBALS)  # noqa: S307
     return fn
 
 
@@ -139,11 +147,15 @@ def compile_window(acc: A.Access, bound: frozenset[str], span: Span) -> Window:
     out = "_t" if points else f"(_t, {key})"
     src = (f"lambda e, s: ({out} if ({test}) else None) "
            f"if ((_t := {tup}) or True) else 0")
+    cached = _WINDOWS.get(src)
+    if cached is not None:
+        return cached
     env = {**_GLOBALS, "slice": slice}
     fn: Window = eval(src, env)  # noqa: S307 - generated from an AST
     fn.raw = eval(f"lambda e, s: {tup}", env)  # noqa: S307
     fn.points = points
     fn.ndim = len(acc.coords)
+    _WINDOWS[src] = fn
     return fn
 
 

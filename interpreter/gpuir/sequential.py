@@ -330,6 +330,12 @@ class _Evaluator:
                            "argument(s)", span=s.span)
         kwargs: dict[str, object] = {}
         for p, a in zip(g.params, s.args):
+            # the argument kinds the front end's InstrCall rule demands: a data
+            # parameter takes a window, a control parameter a control value
+            if (p.kind == "data") != isinstance(a, A.DRead):
+                want = "a window x[...]" if p.kind == "data" else "a control value"
+                raise BadInput(f"bad argument: {g.name} argument {p.name} must be "
+                               f"{want}", span=s.span)
             match a:
                 case A.DRead():
                     kwargs[p.name] = self.view(a, s.span)
@@ -339,7 +345,7 @@ class _Evaluator:
                     kwargs[p.name] = int(eval_c(a, self.env))
         try:
             g.behaviour(**kwargs)
-        except (ValueError, IndexError) as err:
+        except (ValueError, IndexError, TypeError) as err:
             raise Trap(f"bad instruction arguments: {g.name}: {err}", rule="seq",
                        span=s.span) from None
 

@@ -5,6 +5,7 @@ analysis (Section 4.1, `gpuir/memory`). `gpusem check FILE.gpuir` runs `check_fi
 Checks here, each named in its errors (`rule`) and with a stable message prefix:
   QuasiAffine      control expressions: `*` by a constant, `/` `%` by a constant
   Scope            CPU vs CUDA scope: allocations, memories touched, frees
+  ReadOnly         device code never writes a CudaGridConstant (issue 14 item 6)
   ThreadScope      a write/reduce in CUDA code is executed by one thread
   Shape            index ranks; reads are points; windows have constant extents
   InstrCall        Section 3.4 "Proc & Instruction Calls": at τ_u-scope, argument
@@ -32,6 +33,7 @@ from gpusem.calculus.gpuir.units import unit_def
 from gpusem.calculus.gpuir.walk import data_reads
 from gpusem.calculus.source import read_source
 from gpusem.calculus.span import Span
+from gpusem.typing_rules.gpuir.calls import call_unit, size_arg_problem
 from gpusem.typing_rules.gpuir.collective import (
     Analysis,
     Decl,
@@ -214,6 +216,7 @@ class _Checker:
             self.err("Shape", s.span, f"shape mismatch: {n} has {len(d.shape)} "
                      f"dimension(s), written with {len(idx)} index(es)")
         self.accessible(d, info, s.span)
+        self.writable(d, info, s.span)
         for r in data_reads(e):
             self.read(r, info, s.span, windows=False)
         m = info.mapping
@@ -246,12 +249,28 @@ class _Checker:
         if d.mem is None or d.kind != "data":
             return
         mem = memtypes.data_memory(d.mem)
-        if info.mapping is None and mem.is_cuda and mem.physical != "gmem":
+        # the host reaches global memory (our model, errata "host code") and sets
+        # grid constants (Figure 12: copied into the launch's arguments)
+        if info.mapping is None and mem.is_cuda and mem.physical not in (
+                "gmem", "grid_constant"):
             self.err("Scope", span, f"memory not accessible: {d.name} @ {mem.name} is "
                      "CUDA memory, used in CPU code")
         if info.mapping is not None and not mem.is_cuda:
             self.err("Scope", span, f"memory not accessible: {d.name} @ {mem.name} is "
                      "host memory, used in CUDA code")
+
+    def writable(self, d: Decl, info: StmtInfo, span: Span) -> None:
+        """A grid constant is copied by value into the kernel's arguments at launch
+        (Figure 12: "CUDA grid constant memory", `__grid_constant__`): device code
+        reads it and never writes it. Since grid constants are sync-exempt (Section
+        5.2.2), a device write would also be a race no check sees."""
+        if d.mem is None or d.kind not in ("data", "window"):
+            return
+        if info.mapping is not None and d.mem.name == "CudaGridConstant":
+            self.err("ReadOnly", span, f"read-only memory: {d.name} @ "
+                     "CudaGridConstant is written in CUDA code; grid constants are "
+                     "read-only on the device (write them in CPU code, before the "
+                     "launch)")
 
     def alloc_scope(self, s: A.Alloc, info: StmtInfo,
                     mem: memtypes.DataMemory) -> None:
@@ -331,10 +350,15 @@ class _Checker:
                      "instruction, "
                      "called in CPU code")
             return
-        if info.mapping is not None and not info.mapping.poisoned \
-                and not info.mapping.is_unit(g.unit):
+        if not g.device and info.mapping is not None:
+            self.err("InstrCall", s.span, f"scope error: {where} is a CPU "
+                     "instruction (a host API call), called in CUDA code")
+            return
+        unit = self.call_unit(s, g)
+        if unit is not None and info.mapping is not None and \
+                not info.mapping.poisoned and not info.mapping.is_unit(unit):
             self.err("InstrCall", s.span, f"collective unit mismatch: {where} must be "
-                     f"called by one {print_unit(g.unit)}, but here it runs on "
+                     f"called by one {print_unit(unit)}, but here it runs on "
                      f"{info.mapping.describe()}")
         if len(s.args) != len(g.params):
             self.err("InstrCall", s.span, f"bad call: {where} takes {len(g.params)} "
@@ -343,7 +367,21 @@ class _Checker:
         symbols: dict[str, int] = {}
         for a, p in zip(s.args, g.params):
             self.instr_arg(s, g, p, a, info, symbols)
+        for a, p in zip(s.args, g.params):
+            self.size_arg(s, g, p, a, symbols)
         self.call_barrier(s, g, info)
+
+    def call_unit(self, s: A.InstrCall, g: Instr) -> A.UnitExpr | None:
+        unit, problem = call_unit(s, g, self.consts, self.sizes)
+        if problem is not None:
+            self.err("InstrCall", s.span, problem)
+        return unit
+
+    def size_arg(self, s: A.InstrCall, g: Instr, p: InstrParam, a: A.InstrArg,
+                 symbols: dict[str, int]) -> None:
+        problem = size_arg_problem(g, p, a, symbols, self.consts, self.sizes)
+        if problem is not None:
+            self.err("InstrCall", s.span, problem)
 
     def instr_arg(self, s: A.InstrCall, g: Instr, p: InstrParam, a: A.InstrArg,
                   info: StmtInfo, symbols: dict[str, int]) -> None:
@@ -364,6 +402,8 @@ class _Checker:
             return
         d = info.decls[a.name]
         self.read(a, info, s.span, windows=True)
+        if p.access != "read":
+            self.writable(d, info, s.span)
         if p.dtype is not None and d.dtype is not p.dtype:
             self.err("InstrCall", s.span, f"type mismatch: {what} must be "
                      f"{p.dtype.value}, {a.name} is "
