@@ -51,7 +51,7 @@ def parse_shard(text: str) -> tuple[int, int]:
 def command(target, props, backend, budget, seed, jobs, shard, out_dir, max_programs,
             round_size) -> None:
     """Run a differential fuzzing campaign and write counterexample bundles."""
-    from gpusem.fuzz.campaign import Summary
+    from gpusem.fuzz.summary import Summary
     from gpusem.fuzz.targets import load_target
     from rich.console import Console
 
@@ -77,7 +77,7 @@ def command(target, props, backend, budget, seed, jobs, shard, out_dir, max_prog
         total.merge(_run_with_progress(console, base, jobs, p))
     _summary_table(console, total, out_dir)
     if total.failed:  # the others' results are above; the run as a whole failed
-        from gpusem.fuzz.campaign import JobFailed
+        from gpusem.fuzz.client import JobFailed
 
         for line in total.failed:
             console.print(f"[red]{line}[/]")
@@ -86,7 +86,7 @@ def command(target, props, backend, budget, seed, jobs, shard, out_dir, max_prog
 
 
 def _run_with_progress(console, base: dict, jobs: int, prop: str):
-    from gpusem.fuzz.campaign import run_jobs
+    from gpusem.fuzz.client import run_jobs
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     columns = [TextColumn(f"[bold]{base['target_name']}:{prop}[/]"), BarColumn(),
@@ -103,7 +103,7 @@ def _run_with_progress(console, base: dict, jobs: int, prop: str):
         def tick(s) -> None:
             elapsed = time.monotonic() - t0
             bar.update(task, completed=min(elapsed, base["budget_s"]),
-                       programs=s.programs, findings=len(s.findings),
+                       programs=s.programs, findings=s.finding_count,
                        rate=60 * s.programs / elapsed if elapsed else 0.0)
 
         summary = run_jobs(base, jobs, on_tick=tick)

@@ -33,65 +33,17 @@ least a minute) before the target's reducer takes over.
 from __future__ import annotations
 
 import hashlib
-import multiprocessing as mp
-import signal
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from queue import Empty
-from typing import Any, Final
+from typing import Any
 
 from gpusem.calculus.errors import BadInput, GpusemError
-from gpusem.fuzz.targets import (
-    RUNTIME_TARGETS,
-    CheckResult,
-    checked,
-    load_target,
-    register_target,
-)
+from gpusem.fuzz.summary import Finding, Summary
+from gpusem.fuzz.targets import CheckResult, checked, load_target
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hseed
-
-
-@dataclass
-class Finding:
-    signature: str
-    kind: str
-    detail: str
-    size: int
-    bundle: str
-    shrunk: bool
-    found_after_s: float  # campaign time when the failure was first seen, before shrinking
-    shrink_s: float = 0.0  # time spent shrinking it afterwards
-
-
-@dataclass
-class Summary:
-    programs: int = 0
-    invalid: int = 0
-    skipped: int = 0
-    findings: list[Finding] = field(default_factory=list)
-    seconds: float = 0.0
-    failed: list[str] = field(default_factory=list)  # `--jobs` processes that died
-    seen_elsewhere: int = 0  # findings another job of the campaign had already recorded
-
-    @property
-    def rate_per_min(self) -> float:
-        return 60.0 * self.programs / self.seconds if self.seconds else 0.0
-
-    def merge(self, other: Summary) -> None:
-        self.programs += other.programs
-        self.invalid += other.invalid
-        self.skipped += other.skipped
-        self.seconds = max(self.seconds, other.seconds)
-        self.failed += other.failed
-        self.seen_elsewhere += other.seen_elsewhere
-        seen = {f.signature: f for f in self.findings}
-        for f in other.findings:
-            if f.signature not in seen or f.size < seen[f.signature].size:
-                seen[f.signature] = f
-        self.findings = sorted(seen.values(), key=lambda f: f.signature)
 
 
 def hard_stop_s(budget_s: float) -> float:
@@ -295,140 +247,3 @@ class Campaign:
 
 def _round_seed(seed: int, r: int) -> int:
     return int.from_bytes(hashlib.sha256(f"{seed}:{r}".encode()).digest()[:8], "little")
-
-
-# ------------------------------------------------------------------------ jobs
-
-JOB_START: Final = "spawn"  # never fork: the parent may hold threads (rich), z3 or a CUDA context
-JOB_GRACE_S = 120.0  # past a campaign's hard stop, before a silent job is given up
-
-
-class JobFailed(GpusemError):
-    """A `--jobs` process died or hung; the other jobs' results are still merged."""
-
-
-def run_jobs(base: dict, jobs: int, on_tick=None) -> Summary:
-    """Run `jobs` local processes over disjoint sub-shards; merge their summaries.
-
-    Children are *spawned* (fresh interpreters that import what they need), so neither
-    the parent's threads and locks nor an initialised CUDA context can leak into them.
-    Each child writes its running counts into its own slots of a shared array (the
-    parent's progress bar sums them) and sends one message at the end: its Summary, or
-    the error that ended it. A child that exits without a message, or outlives its
-    campaign's hard stop by JOB_GRACE_S, is reported in `Summary.failed`, never waited
-    for forever. Ctrl-C in the parent stops every child."""
-    if jobs <= 1:
-        return Campaign(**base, on_progress=on_tick).run()
-    ctx = mp.get_context(JOB_START)
-    counts = ctx.Array("q", 4 * jobs, lock=False)  # one writer per slot
-    queue = ctx.Queue()
-    i, n = base["shard"]
-    factory = RUNTIME_TARGETS.get(base["target_name"])
-    since = time.time()  # the jobs skip findings a sibling recorded after this
-    procs = [ctx.Process(target=_child, name=f"gpusem-job{j}", args=(
-        j, factory, dict(base, shard=(i * jobs + j, n * jobs), since=since), counts,
-        queue))
-        for j in range(jobs)]
-    try:
-        for p in procs:
-            p.start()
-        return _collect(base, procs, counts, queue, on_tick)
-    finally:  # normal end: all have exited; Ctrl-C or an error here: stop them
-        _stop(procs)
-
-
-def _collect(base: dict, procs: list, counts, queue, on_tick) -> Summary:
-    total, pending = Summary(), set(range(len(procs)))
-    give_up = time.monotonic() + hard_stop_s(base["budget_s"]) + JOB_GRACE_S
-
-    def take(msg) -> None:
-        kind, j, payload = msg
-        pending.discard(j)
-        if kind == "done":
-            total.merge(payload)
-        else:
-            total.failed.append(f"job {j} failed: {payload}")
-
-    while pending:
-        try:
-            take(queue.get(timeout=0.5))
-        except Empty:
-            pass
-        if on_tick is not None:
-            on_tick(_snapshot(counts, len(procs)))
-        for j in sorted(pending):
-            if procs[j].exitcode is None and time.monotonic() < give_up:
-                continue
-            while pending and (msg := _get_nowait(queue)) is not None:
-                take(msg)  # a child's message is flushed before it exits
-            if j in pending:
-                pending.discard(j)
-                total.failed.append(f"job {j} {_death(procs[j])}")
-    # Bundle folders are named by signature, so jobs that meet one finding write one
-    # folder; `merge` keeps the smallest program per signature in the summary.
-    return total
-
-
-def _get_nowait(queue):
-    try:
-        return queue.get(timeout=0.05)
-    except Empty:
-        return None
-
-
-def _death(proc) -> str:
-    code = proc.exitcode
-    if code is None:
-        return "did not finish by its campaign's hard stop (stopped)"
-    if code < 0:
-        return f"died ({signal.Signals(-code).name}) without a result"
-    return f"exited with status {code} without a result"
-
-
-def _stop(procs: list) -> None:
-    """SIGTERM (a child runs its `finally`s: backend workers closed), then SIGKILL."""
-    for p in procs:
-        if p.is_alive():
-            p.terminate()
-    deadline = time.monotonic() + 5.0
-    for p in procs:
-        if p.pid is None:
-            continue  # never started
-        p.join(max(0.1, deadline - time.monotonic()))
-        if p.is_alive():
-            p.kill()
-            p.join(1.0)
-
-
-def _snapshot(counts, jobs: int) -> Summary:
-    col = [sum(counts[4 * j + k] for j in range(jobs)) for k in range(4)]
-    return Summary(programs=col[0], invalid=col[1], skipped=col[2],
-                   findings=[None] * col[3])  # type: ignore[list-item]
-
-
-def _child(j: int, factory, args: dict, counts, queue) -> None:
-    """One job. Ctrl-C goes to the whole process group: the parent alone handles it
-    (children and their harness workers ignore SIGINT; a kernel worker killed by it
-    would read as a crash finding). SIGTERM from the parent ends the campaign through
-    its `finally`."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, _exit_on_term)
-    if factory is not None:  # a target registered at run time in the parent
-        register_target(args["target_name"], factory)
-
-    def progress(s: Summary) -> None:
-        for k, v in enumerate((s.programs, s.invalid, s.skipped, len(s.findings))):
-            counts[4 * j + k] = v
-
-    try:
-        summary = Campaign(**args, on_progress=progress).run()
-    except SystemExit:
-        raise
-    except BaseException as err:  # reported to the parent, then re-raised
-        queue.put(("error", j, f"{type(err).__name__}: {err}".replace("\n", " ")[:300]))
-        raise
-    queue.put(("done", j, summary))
-
-
-def _exit_on_term(signum, frame) -> None:
-    raise SystemExit(128 + signum)

@@ -18,7 +18,9 @@ import pytest
 from click.testing import CliRunner
 from gpusem.cli.main import cli
 from gpusem.fuzz.bundle import list_bundles
-from gpusem.fuzz.campaign import JOB_START, Campaign, JobFailed, run_jobs
+from gpusem.fuzz.campaign import Campaign
+from gpusem.fuzz.client import JobFailed, run_jobs
+from gpusem.fuzz.engines.local import JOB_START
 from gpusem.fuzz.targets import CheckResult, register_target
 from hypothesis import strategies as st
 
