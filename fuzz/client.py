@@ -12,7 +12,7 @@ from typing import Any
 
 from gpusem.calculus.errors import GpusemError
 from gpusem.fuzz.engines.base import Engine, ShardTask
-from gpusem.fuzz.summary import Summary
+from gpusem.fuzz.summary import Interrupted, Summary
 
 Tick = Callable[[Summary], None]
 
@@ -58,6 +58,9 @@ def run_campaign(spec: dict[str, Any], engine: Engine, jobs: int = 1,
                 total.failed.append(event.error or f"{event.task.label} failed")
             if on_tick is not None:
                 on_tick(total)
+    except KeyboardInterrupt as stop:  # the shards that reported are merged above
+        total.interrupted = (stop.signal_name if isinstance(stop, Interrupted)
+                             else "SIGINT")
     finally:
         events.close()  # stops the shards still running (Ctrl-C, SIGTERM)
         engine.close()

@@ -104,3 +104,25 @@ class Summary:
         n = self.coverage_programs.get(prop, 0)
         return {rule: round(1e4 * k / n, 1) for rule, k in
                 sorted(self.coverage.get(prop, {}).items())} if n else {}
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM while a campaign runs: raised by the signal handler the caller
+    installs (`install_signal_handlers`), caught by `Campaign.run`, which returns what
+    it has. A KeyboardInterrupt, so hypothesis and every `except Exception` let it
+    through."""
+
+    def __init__(self, signal_name: str = "SIGINT") -> None:
+        super().__init__(signal_name)
+        self.signal_name = signal_name
+
+
+def install_signal_handlers() -> None:
+    """SIGTERM raises `Interrupted("SIGTERM")` (SIGINT already raises a
+    KeyboardInterrupt, which `Campaign.run` takes as SIGINT)."""
+    import signal
+
+    def on_term(signum: int, frame: Any) -> None:
+        raise Interrupted("SIGTERM")
+
+    signal.signal(signal.SIGTERM, on_term)

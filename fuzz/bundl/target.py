@@ -121,6 +121,29 @@ class BundlTarget(Target):
         self.shrink_stats[res.signature] = stats.as_dict()
         return small_res if small_res is not None else res
 
+    def confirm(self, program: BundlProgram, result: CheckResult,
+                prop: str = "compile") -> CheckResult:
+        """A `timeout` is checked again with four times the launch limit, in a fresh
+        backend worker (issue 15: a watchdog under load is not a bug)."""
+        if prop not in ("compile", "motion"):
+            return self.check(program, prop)
+        from gpusem.compiler.backends import get_backend
+
+        generated = as_generated(program)
+        runner = get_backend(self.backend)
+        try:
+            verdict = check_program(generated.program, self.backend, HARNESS_SEEDS,
+                                    prop == "compile", outcome=_reference(generated),
+                                    timeout_scale=4.0, runner=runner)
+        finally:
+            getattr(runner, "close", lambda: None)()
+        if verdict.agree or verdict.kind in ("racy", "not-compared", "unsupported"):
+            return CheckResult("pass", detail=verdict.message)
+        return self._finding(generated.program, verdict, prop)
+
+    def program_files(self, program: BundlProgram) -> dict[str, str]:
+        return {"program.bundl": print_program(as_generated(program).program)}
+
     def size(self, program: BundlProgram) -> int:
         return statement_count(as_generated(program).program)
 

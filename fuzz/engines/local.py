@@ -22,11 +22,12 @@ from typing import Any, Final
 
 from gpusem.fuzz.campaign import Campaign, hard_stop_s
 from gpusem.fuzz.engines.base import Engine, Progress, ShardEvent, ShardTask
-from gpusem.fuzz.summary import Summary
+from gpusem.fuzz.summary import Interrupted, Summary
 from gpusem.fuzz.targets import RUNTIME_TARGETS, register_target
 
 JOB_START: Final = "spawn"  # never fork: the parent may hold threads (rich), z3 or a CUDA context
 JOB_GRACE_S = 120.0  # past a campaign's hard stop, before a silent job is given up
+DRAIN_S = 15.0  # after Ctrl-C/SIGTERM: how long the shards get to send their summaries
 SLOTS = 4  # programs, invalid, skipped, findings
 
 
@@ -74,6 +75,25 @@ def _collect(tasks: Sequence[ShardTask], procs: list, counts: Any, queue: Any,
             return ShardEvent(tasks[j], "done", payload)
         return ShardEvent(tasks[j], "failed", None, f"job {j} failed: {payload}")
 
+    try:
+        yield from _poll(procs, pending, counts, queue, tasks, take, give_up, on_progress)
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM here: the shards stop and report
+        for p in procs:
+            if p.is_alive():
+                p.terminate()  # a child's campaign takes SIGTERM as `Interrupted`
+        deadline = time.monotonic() + DRAIN_S
+        while pending and time.monotonic() < deadline:
+            msg = _get_nowait(queue)
+            if msg is not None:
+                yield take(msg)
+            elif all(p.exitcode is not None for p in procs):
+                break
+        raise
+
+
+def _poll(procs: list, pending: set[int], counts: Any, queue: Any,
+          tasks: Sequence[ShardTask], take: Any, give_up: float,
+          on_progress: Progress | None) -> Iterator[ShardEvent]:
     while pending:
         try:
             yield take(queue.get(timeout=0.5))
@@ -154,4 +174,4 @@ def _child(j: int, factory: Any, task: ShardTask, counts: Any, queue: Any) -> No
 
 
 def _exit_on_term(signum: int, frame: Any) -> None:
-    raise SystemExit(128 + signum)
+    raise Interrupted("SIGTERM")
