@@ -203,7 +203,7 @@ class Campaign:
         for o in opened:
             self._shrink(target, strategy, seed, o)
 
-    def _check(self, target: Target, program: Any) -> CheckResult:
+    def _check(self, target: Target, program: Any, count: bool = True) -> CheckResult:
         res = checked(target, program, self.prop)
         if not is_timeout(res):
             return res
@@ -213,7 +213,7 @@ class Campaign:
             return internal_result(err, stage="confirm")
         if again.status == "finding" and again.signature == res.signature:
             return again
-        self.summary.unconfirmed += 1  # a watchdog under load, not a bug
+        self.summary.unconfirmed += count  # a watchdog under load, not a bug
         return CheckResult("pass", detail=f"timeout not confirmed: {res.detail}")
 
     def _cover(self, target: Target, program: Any) -> None:
@@ -281,8 +281,8 @@ class Campaign:
         best = [o.res]
         since = time.monotonic()
 
-        def fails(program: Any) -> bool:
-            res = checked(target, program, self.prop)
+        def fails(program: Any) -> bool:  # a shrunk timeout must be confirmed too
+            res = self._check(target, program, count=False)
             if res.status == "finding" and res.signature == o.res.signature:
                 best[0] = res
                 return True

@@ -32,4 +32,4 @@ def test_bounded_campaign_finds_a_seeded_fault_and_the_bundle_replays(
     assert bundle.meta["fault"] == "floor-division"
     monkeypatch.delenv("GPUSEM_FAULT")  # replay re-applies the bundle's fault itself
     res = CliRunner().invoke(cli, ["replay", str(bundle.path)])
-    assert res.exit_code == 0 and res.output.startswith("reproduces"), res.output
+    assert res.exit_code == 1 and res.output.startswith("reproduces"), res.output
