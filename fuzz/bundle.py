@@ -194,7 +194,7 @@ def readme(meta: dict, names: list[str]) -> str:
         "Replay (from this folder): `gpusem replay .` (exit 1 while it reproduces)\n")
 
 
-REPRO_NVCC = "nvcc -arch=sm_90a -std=c++17 --fmad=false -o repro repro.cu"
+REPRO_NVCC = "nvcc -arch=sm_90a -std=c++17 --fmad=false -w -o repro repro.cu"
 
 
 def read_bundle(path: str | Path) -> Bundle:

@@ -24,7 +24,9 @@ reducer) becomes a finding of kind `internal` (exit 3), bundled like any other.
 
 Budgets. No new program is checked past `budget_s` (or `max_programs`); hypothesis
 shrinks one finding for at most a fifth of the budget (at least a minute) and never
-past the hard stop (budget + 10% + 30 s); the target's reducer has its own cap.
+past the hard stop (budget + 10% + 30 s); the target's reducer has its own cap; past
+the budget one shrink still runs, later findings are kept as first seen (so a campaign
+ends within its budget plus one shrink).
 
 Interruption. Ctrl-C (KeyboardInterrupt) or SIGTERM (raised as `Interrupted` by the
 caller's handler) ends the shard with `Summary.interrupted` set and its summary
@@ -99,6 +101,7 @@ class Campaign:
         self.summary = Summary()
         self.store = BundleStore(self.out_dir)
         self.found: dict[str, Finding] = {}  # signature -> this shard's finding
+        self.overtime_shrinks = 0  # shrinks begun past the budget (at most one runs)
         self.t0 = time.monotonic()
         r = self._start_round()
         try:
@@ -238,6 +241,8 @@ class Campaign:
                 "property": self.prop, "signature": res.signature, "kind": res.kind,
                 "detail": res.detail, "size": res.size, "seed": self.seed,
                 "shard": list(self.shard)} | extra
+        if res.program_file:
+            meta |= {"program_file": res.program_file, "line": max(1, res.line)}
         try:
             meta |= target.finding_meta(res)
         except Exception as err:  # noqa: BLE001 - metadata is best effort
@@ -291,6 +296,11 @@ class Campaign:
         def stop() -> bool:
             return self._past_hard_stop() or self._hunt_too_long(since)
 
+        if self._out_of_budget():  # past the budget: one shrink, no more
+            self.overtime_shrinks += 1
+            if self.overtime_shrinks > 1:
+                self._finish(target, finding, o.res, shrunk=False, state="done")
+                return
         program = o.drawn.program
         if o.index >= 0 and not stop():
             try:

@@ -41,6 +41,8 @@ class CheckResult:
     files: dict[str, str] = field(default_factory=dict)
     size: int = 0
     seconds: float = 0.0
+    program_file: str = ""  # the bundle file holding the program, and the line the
+    line: int = 0  # finding points at (reports: SARIF locations)
 
 
 class Target:

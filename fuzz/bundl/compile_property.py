@@ -145,7 +145,10 @@ def _compile_failure(err: Exception) -> Verdict:
 
     if isinstance(err, CompileError) and err.message.startswith("unsupported:"):
         return Verdict(True, "unsupported", err.message)
-    return Verdict(False, "compile-error", f"{type(err).__name__}: {err}")
+    from gpusem.fuzz.bundl.signature import compile_pass
+
+    return Verdict(False, "compile-error", f"{type(err).__name__}: {err}",
+                   details={"pass": compile_pass(err)})
 
 
 def compare(prog, expected: dict, source: str, results, seeds) -> Verdict:
