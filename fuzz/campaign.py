@@ -91,6 +91,8 @@ class Campaign:
     since: float | None = None  # wall-clock start shared by the shards of one campaign
     resume: bool = False  # continue from the shard's progress record in out_dir
     coverage: bool = False  # count the rules/constructs each program exercises
+    on_finding: Callable[[Finding], None] | None = None  # each finding, once, when final
+    hunt_cap_s: float | None = None  # hypothesis's time per finding (None: the rule below)
 
     def run(self) -> Summary:
         target = load_target(self.target_name, self.backend)
@@ -139,7 +141,9 @@ class Campaign:
         minute): where every check is a compile (one NVRTC build per candidate on the
         cuda backend), it would otherwise eat the campaign; the target's own reducer
         (`minimise`, batched) takes over from the smallest failure so far."""
-        return time.monotonic() - since >= max(60.0, 0.2 * self.budget_s)
+        cap = self.hunt_cap_s if self.hunt_cap_s is not None else max(
+            60.0, 0.2 * self.budget_s)
+        return time.monotonic() - since >= cap
 
     # ------------------------------------------------------------------ progress
 
@@ -268,6 +272,7 @@ class Campaign:
         if not created:
             self.summary.seen_elsewhere += 1
             self.store.sighting(path, self._sighting())
+            self._announce(finding)
             return None
         return _Open(res, d, i, path, at, res.size)
 
@@ -328,7 +333,13 @@ class Campaign:
                           found_after_s=round(finding.found_after_s, 2),
                           shrink_s=round(finding.shrink_s, 2))
         self.store.update(Path(finding.bundle), meta, res.files)
+        if meta["state"] == "done":
+            self._announce(finding)
         self._tick()
+
+    def _announce(self, finding: Finding) -> None:
+        if self.on_finding is not None:
+            self.on_finding(finding)
 
 
 def round_seed(seed: int, r: int) -> int:

@@ -120,9 +120,16 @@ class Interrupted(KeyboardInterrupt):
 def install_signal_handlers() -> None:
     """SIGTERM raises `Interrupted("SIGTERM")` (SIGINT already raises a
     KeyboardInterrupt, which `Campaign.run` takes as SIGINT)."""
+    import os
     import signal
 
+    owner = os.getpid()
+
     def on_term(signum: int, frame: Any) -> None:
+        if os.getpid() != owner:  # a forked worker (the cpu harness's): die as usual
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
         raise Interrupted("SIGTERM")
 
     signal.signal(signal.SIGTERM, on_term)

@@ -11,8 +11,8 @@ class; the signature now also says
   wrote another: a lost or late write), `misplaced` (the value the interpreter puts
   in another cell of the array: an offset or index bug), `value` (anything else: an
   arithmetic bug);
-- for a `value` divergence, the strongest operator of the stored expression (fma >
-  div > mul > add > shift > cmp), which arithmetic bugs hinge on;
+- for a `value` divergence, whether the writing statement divides or fuses a
+  multiply-add (`div`, `fma`, else `arith`), which arithmetic bugs hinge on;
 - for a crash of the compiler, the pass that raised (the compiler module: `lower_data`,
   `sync`, ...).
 
@@ -41,8 +41,7 @@ POISON_BYTE = 0xA5
 CONSTRUCTS = {B.Partition: "partition", B.Claim: "claim", B.Lower: "lower",
               B.Split: "split", B.Group: "group", B.Destruct: "destruct",
               B.While: "while", B.If: "if", B.AsyncPartition: "async"}
-OPS = (("fma", "fma"), ("/", "div"), ("%", "div"), ("*", "mul"), ("+", "add"),
-       ("-", "add"), ("<<", "shift"), (">>", "shift"))
+OPS = (("fma", "fma"), ("/", "div"), ("%", "div"))
 
 
 def divergence(prog: B.Program, difference: tuple, expected: dict,
@@ -61,7 +60,7 @@ def divergence(prog: B.Program, difference: tuple, expected: dict,
     construct = f"{around}>{what}" if around else what
     tail = f"{name}:{kind}"
     if kind == "value" and isinstance(stmt, B.ArrAssign):
-        tail += f":{_strongest_op(stmt.value)}"
+        tail += f":{_op_class(stmt)}"
     return tail, construct, stmt.span.line
 
 
@@ -147,12 +146,16 @@ def _base(e: B.Expr) -> str:
     return e.name if isinstance(e, B.Var) else ""
 
 
-def _strongest_op(e: B.Expr) -> str:
-    ops = set(_ops(e))
+def _op_class(s: B.ArrAssign) -> str:
+    """`fma` or `div` when the writing statement (index or value) has one (the
+    operations whose C/CUDA semantics compilers get wrong: rounding, truncation),
+    else `arith`: finer classes split one bug over the expressions a generator
+    happens to draw."""
+    ops = set(_ops(s.index)) | set(_ops(s.value))
     for op, cls in OPS:
         if op in ops:
             return cls
-    return "cmp" if ops else "none"
+    return "arith"
 
 
 def _ops(e: B.Expr) -> Iterator[str]:
