@@ -75,82 +75,56 @@ def parse_shard(text: str) -> tuple[int, int]:
 def command(target, props, backend, budget, seed, jobs, shard, out_dir, max_programs,
             round_size, json_path, sarif_path, junit_path, resume, coverage) -> None:
     """Run a differential fuzzing campaign and write counterexample bundles."""
-    from gpusem.fuzz import manifest
-    from gpusem.fuzz.reports import Report
-    from gpusem.fuzz.summary import Summary, install_signal_handlers
+    from gpusem import api
+    from gpusem.fuzz.summary import install_signal_handlers
     from rich.console import Console
 
     seconds = parse_budget(budget)
-    if resume:
-        rec = manifest.read_campaign(out_dir)
-        target, backend, seed, jobs, round_size = (
-            rec["target"], rec["backend"], rec["seed"], rec["jobs"], rec["round_size"])
-        props, shard_t = tuple(rec["properties"]), tuple(rec["shard"])
-    else:
-        shard_t = parse_shard(shard)
-    if jobs < 1:
-        raise BadInput(f"bad jobs: {jobs} (must be >= 1)")
-    props = _check_target(target, backend, props)
-    params = {"target": target, "backend": backend, "properties": list(props),
-              "seed": seed, "shard": list(shard_t), "jobs": jobs,
-              "round_size": round_size, "budget_s": seconds,
-              "max_programs": max_programs, "out_dir": out_dir, "resumed": resume}
-    if not resume:
-        manifest.write_campaign(out_dir, params)
+    shard_t = parse_shard(shard)
     console = Console(stderr=True)
     install_signal_handlers()
-    total, started = Summary(), time.time()
-    for p in props:
-        base = {"target_name": target, "backend": backend, "prop": p,
-                "budget_s": seconds / len(props), "seed": seed, "shard": shard_t,
-                "out_dir": out_dir, "round_size": round_size,
-                "max_programs": max_programs, "resume": resume, "coverage": coverage}
-        total.merge(_run_with_progress(console, base, jobs, p))
-        if total.interrupted:
-            break
-    report = Report(total, params, started)
-    report.write(json_path, sarif_path, junit_path, out_dir)
-    _show(console, report, coverage)
-    raise SystemExit(report.code)
+    with _Bar(console, seconds / max(1, len(props) or 1), target) as bar:
+        result = api.fuzz(target, props, budget_s=seconds, backend=backend, seed=seed,
+                          jobs=jobs, shard=shard_t, out_dir=out_dir,
+                          round_size=round_size, max_programs=max_programs,
+                          resume=resume, coverage=coverage, on_progress=bar.tick)
+    result.report.write(json_path, sarif_path, junit_path, out_dir)
+    _show(console, result.report, coverage)
+    raise SystemExit(result.exit_code)
 
 
-def _check_target(target: str, backend: str, props: tuple[str, ...]) -> tuple[str, ...]:
-    from gpusem.fuzz.targets import load_target
+class _Bar:
+    """One rich progress bar per property (programs, findings, rate)."""
 
-    probe = load_target(target, backend)
-    try:
-        props = props or (probe.properties[0],)
-        for p in props:
-            if p not in probe.properties:
-                raise BadInput(f"unknown property: {p} (target {target}: "
-                               f"{', '.join(probe.properties)})")
-    finally:
-        probe.close()
-    return props
+    def __init__(self, console, budget_s: float, target: str) -> None:
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+        self.budget_s, self.target = budget_s, target
+        self.tasks: dict[str, tuple] = {}
+        self.progress = Progress(
+            TextColumn("[bold]{task.description}[/]"), BarColumn(),
+            TextColumn("{task.fields[programs]} programs"),
+            TextColumn("{task.fields[findings]} findings"),
+            TextColumn("{task.fields[rate]:.0f}/min"), TimeElapsedColumn(),
+            console=console, transient=False)
 
-def _run_with_progress(console, base: dict, jobs: int, prop: str):
-    from gpusem.fuzz.client import run_jobs
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    def __enter__(self) -> _Bar:
+        self.progress.__enter__()
+        return self
 
-    columns = [TextColumn(f"[bold]{base['target_name']}:{prop}[/]"), BarColumn(),
-               TextColumn("{task.fields[programs]} programs"),
-               TextColumn("{task.fields[findings]} findings"),
-               TextColumn("{task.fields[rate]:.0f}/min"), TimeElapsedColumn()]
-    with Progress(*columns, console=console, transient=False) as bar:
-        task = bar.add_task("fuzz", total=base["budget_s"], programs=0, findings=0,
-                            rate=0.0)
-        t0 = time.monotonic()
+    def __exit__(self, *exc) -> None:
+        self.progress.__exit__(*exc)
 
-        def tick(s) -> None:
-            elapsed = time.monotonic() - t0
-            bar.update(task, completed=min(elapsed, base["budget_s"]),
-                       programs=s.programs, findings=s.finding_count,
-                       rate=60 * s.programs / elapsed if elapsed else 0.0)
-
-        summary = run_jobs(base, jobs, on_tick=tick)
-        tick(summary)
-    return summary
+    def tick(self, prop: str, s) -> None:
+        if prop not in self.tasks:
+            self.tasks[prop] = (self.progress.add_task(
+                f"{self.target}:{prop}", total=self.budget_s, programs=0, findings=0,
+                rate=0.0), time.monotonic())
+        task, t0 = self.tasks[prop]
+        elapsed = time.monotonic() - t0
+        self.progress.update(task, completed=min(elapsed, self.budget_s),
+                             programs=s.programs, findings=s.finding_count,
+                             rate=60 * s.programs / elapsed if elapsed else 0.0)
 
 
 def _show(console, report, coverage: bool) -> None:

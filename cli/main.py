@@ -23,6 +23,9 @@ VERBS: dict[str, tuple[str, str]] = {
     "fuzz": ("fuzz", "Run a differential fuzzing campaign."),
     "replay": ("replay", "Re-run a counterexample bundle."),
     "step": ("step", "The step-through semantic debugger."),
+    "triage": ("triage", "Group counterexample bundles by signature."),
+    "reduce": ("reduce", "Shrink a failing program with the fuzzer's passes."),
+    "gen": ("gen", "Write generated well-typed programs."),
 }
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import click
 
-
 EXIT_CODES = """\b
 Exit codes (for `git bisect run gpusem replay DIR`):
   0  does not reproduce (fixed)
@@ -30,25 +29,22 @@ Exit codes (for `git bisect run gpusem replay DIR`):
 @click.option("--commands", help='With --step: run these ";"-separated commands, exit.')
 def command(bundle_dir: str, backend: str | None, step: bool, commands) -> None:
     """Re-run a counterexample bundle; say whether it still reproduces."""
+    from gpusem import api
     from gpusem.fuzz.bundle import read_bundle
-    from gpusem.fuzz.targets import INTERNAL, load_target, replayed, same_finding
+    from gpusem.fuzz.targets import INTERNAL
 
-    b = read_bundle(bundle_dir)
     if step:
-        _step_into(b, commands)
+        _step_into(read_bundle(bundle_dir), commands)
         return
-    target = load_target(b.target, backend or b.meta["backend"])
-    try:
-        res = replayed(target, b.files, b.meta)
-    finally:
-        target.close()
-    if res.status == "finding" and same_finding(b.signature, res.signature):
-        click.echo(f"reproduces: {b.signature}: {res.detail}")
-        raise SystemExit(1)
-    if (res.status == "finding" and target.backend == "cuda"
-            and _deadlock_as_timeout(b.signature, res.signature)):
+    r = api.replay(bundle_dir, backend)
+    b, res = r.bundle, r.now
+    if r.reproduces and res.signature != b.signature and _deadlock_as_timeout(
+            b.signature, res.signature):
         click.echo(f"reproduces: {b.signature} as {res.signature} (a GPU cannot tell a "
                    f"deadlock from a hang; the cpu harness can): {res.detail}")
+        raise SystemExit(1)
+    if r.reproduces:
+        click.echo(f"reproduces: {b.signature}: {res.detail}")
         raise SystemExit(1)
     now = res.signature if res.status == "finding" else res.status
     click.echo(f"does not reproduce: expected {b.signature}, now {now} {res.detail}")

@@ -233,6 +233,8 @@ class Campaign:
             self._internal(target, internal_result(err, stage="coverage"))
             return
         table = self.summary.coverage.setdefault(self.prop, {})
+        if not table and hasattr(target, "coverage_labels"):  # rules at 0 show too
+            table.update(dict.fromkeys(target.coverage_labels(), 0))
         for rule in rules:
             table[rule] = table.get(rule, 0) + 1
         self.summary.coverage_programs[self.prop] = (

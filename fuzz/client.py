@@ -10,17 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from gpusem.calculus.errors import GpusemError
 from gpusem.fuzz.engines.base import Engine, ShardTask
 from gpusem.fuzz.summary import Interrupted, Summary
 
 Tick = Callable[[Summary], None]
-
-
-class JobFailed(GpusemError):
-    """A shard (a `--jobs` process) died or hung; the others' results are still merged."""
-
-    exit_code = 3
 
 
 def shard_tasks(spec: dict[str, Any], jobs: int) -> list[ShardTask]:
@@ -62,7 +55,9 @@ def run_campaign(spec: dict[str, Any], engine: Engine, jobs: int = 1,
         total.interrupted = (stop.signal_name if isinstance(stop, Interrupted)
                              else "SIGINT")
     finally:
-        events.close()  # stops the shards still running (Ctrl-C, SIGTERM)
+        close = getattr(events, "close", None)  # a generator: stops its shards
+        if close is not None:
+            close()
         engine.close()
     return total
 

@@ -100,25 +100,26 @@ def shrink_from(strategy: Any, seed: int, example: Drawn, index: int, round_size
             smallest[0] = program
             raise _Found
 
-    common = dict(deadline=None, report_multiple_bugs=False,
-                  suppress_health_check=list(HealthCheck))
     if example.choices is not None:
         from hypothesis.database import choices_to_bytes
 
         db = _OneExample(choices_to_bytes(example.choices))
-        test = settings(max_examples=round_size, database=db,
-                        phases=[Phase.reuse, Phase.shrink], **common)(given(strategy)(body))
+        test = settings(max_examples=round_size, database=db, deadline=None,
+                        report_multiple_bugs=False,
+                        suppress_health_check=list(HealthCheck),
+                        phases=[Phase.reuse, Phase.shrink])(given(strategy)(body))
     else:
         seen = [0]
 
         def late(program: Any) -> None:  # the examples before `index` passed already
             seen[0] += 1
-            if seen[0] > index + 1 or seen[0] == index + 1:
+            if seen[0] >= index + 1:
                 body(program)
 
-        test = settings(max_examples=round_size, database=None,
-                        phases=[Phase.generate, Phase.shrink], **common)(
-            given(strategy)(late))
+        test = settings(max_examples=round_size, database=None, deadline=None,
+                        report_multiple_bugs=False,
+                        suppress_health_check=list(HealthCheck),
+                        phases=[Phase.generate, Phase.shrink])(given(strategy)(late))
     try:
         with warnings.catch_warnings():  # hypothesis's "overly large repr" of a big
             warnings.simplefilter("ignore")  # failing program, when it reports it

@@ -97,7 +97,9 @@ class Target:
 
     # Optional: `coverage(program) -> set[str]`, the rules and constructs a program
     # exercises (typing rules, step rules, compiler paths), for the campaign's
-    # coverage table (`gpusem fuzz --coverage`); a target without it reports none.
+    # coverage table (`gpusem fuzz --coverage`: programs per 10,000 per label, in the
+    # JSON report too); a target without it reports none. `coverage_labels() ->
+    # tuple[str, ...]`, if present, lists every label, so the table shows those at 0.
 
     def finding_meta(self, result: CheckResult) -> dict:
         """Extra bundle metadata: tool versions, the device, the fault switched on."""

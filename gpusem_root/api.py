@@ -283,10 +283,12 @@ def reduce(program: Any, prop: str | None = None, command: str | None = None,
 
             prefetch: Callable[[list[Generated]], object] | None = batch
         else:
+            shell = str(command)
+
             def test(g: Generated) -> CheckResult:
                 (scratch / file_name).write_text(print_program(g.program))
                 try:
-                    rc = subprocess.run(command, shell=True, cwd=scratch,
+                    rc = subprocess.run(shell, shell=True, cwd=scratch,
                                         capture_output=True, timeout=600).returncode
                 except subprocess.TimeoutExpired:
                     rc = 1

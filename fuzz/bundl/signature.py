@@ -51,7 +51,7 @@ def divergence(prog: B.Program, difference: tuple, expected: dict,
     not part of the signature: see below) and the line of the statement it names."""
     name, i, want, got = difference
     kind = _kind(name, i, want, got, expected, initial)
-    writer = _last_writer(prog, name)
+    writer = _last_writer(prog, name, i)
     if writer is None:
         return f"{name}:{kind}", "none", 0
     stmt, around = writer
@@ -107,16 +107,21 @@ def _is_poison(v: object) -> bool:
     return False
 
 
-def _last_writer(prog: B.Program, array: str) -> tuple[B.Stmt, str] | None:
+def _last_writer(prog: B.Program, array: str, cell: int) -> tuple[B.Stmt, str] | None:
     """The last statement of `main` (program order) that writes global `array`
     through a name bound to it (lower/partition/claim targets), with its innermost
     enclosing construct. (Writes through a function's array parameter are not
-    followed: the call is the construct then, one level up.)"""
-    last = None
+    followed: the call is the construct then, one level up.) A store whose index is
+    the literal `cell` of the global itself is preferred: it wrote that cell."""
+    last = exact = None
     for stmt, around, aliases in _walk(prog.main, "", {array}):
         if _writes(stmt, aliases):
             last = (stmt, around)
-    return last
+            if isinstance(stmt, B.ArrAssign) and isinstance(stmt.array, B.Var) \
+                    and stmt.array.name == array and isinstance(stmt.index, B.IntLit) \
+                    and stmt.index.value == cell:
+                exact = (stmt, around)
+    return exact or last
 
 
 def _walk(s: B.Stmt, around: str,

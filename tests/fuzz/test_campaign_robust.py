@@ -70,7 +70,7 @@ def test_coverage_is_counted_per_property(tmp_path) -> None:
     s = run(tmp_path, "toy-cover", coverage=True, max_programs=100)
     table = s.coverage["compile"]
     assert s.coverage_programs["compile"] == 100 and sum(table.values()) == 100
-    assert set(table) == {"empty", "nonempty"}
+    assert set(table) == {"empty", "nonempty", "never"} and table["never"] == 0
     per = s.coverage_per_10k("compile")
     assert abs(sum(per.values()) - 10_000) < 1
     assert run(tmp_path / "b", "toys", coverage=True, max_programs=50).coverage == {}

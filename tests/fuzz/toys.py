@@ -86,6 +86,9 @@ class Covering(Toy):
     def coverage(self, program) -> set[str]:
         return {"nonempty"} if program else {"empty"}
 
+    def coverage_labels(self) -> tuple[str, ...]:
+        return ("empty", "nonempty", "never")
+
 
 TOYS = {"toys": Toy, "toy-raises": AlwaysRaises, "toy-sometimes": SometimesRaises,
         "toy-prefetch-crash": PrefetchCrashes, "toy-timeout": FlakyTimeout,
