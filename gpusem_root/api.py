@@ -120,13 +120,16 @@ def fuzz(target: str = "bundl", props: Sequence[str] = (), *, budget_s: float = 
          shard: tuple[int, int] = (0, 1), out_dir: str = "fuzz-out",
          round_size: int = 100, max_programs: int | None = None,
          resume: bool = False, coverage: bool = False,
+         hunt_cap_s: float | None = None,
          on_finding: Callable[[Finding], None] | None = None,
          on_progress: Callable[[str, Summary], None] | None = None) -> CampaignResult:
     """A campaign: findings are bundles under `out_dir`; `on_finding(f)` is called once
     per finding when its bundle is final (with jobs > 1: after the campaign);
     `on_progress(prop, running_summary)` while it runs. `resume`: continue the
     campaign in `out_dir` with its recorded parameters (the arguments given for them
-    are ignored). Writes no report: `result.report.write(...)` does."""
+    are ignored). `hunt_cap_s`: seconds hypothesis shrinks one finding (default: a
+    fifth of the budget, at least 60). Writes no report: `result.report.write(...)`
+    does."""
     import time
 
     from gpusem.calculus.errors import BadInput
@@ -156,7 +159,8 @@ def fuzz(target: str = "bundl", props: Sequence[str] = (), *, budget_s: float = 
         spec = {"target_name": target, "backend": backend, "prop": p,
                 "budget_s": budget_s / len(props), "seed": seed, "shard": shard,
                 "out_dir": out_dir, "round_size": round_size,
-                "max_programs": max_programs, "resume": resume, "coverage": coverage}
+                "max_programs": max_programs, "resume": resume, "coverage": coverage,
+                "hunt_cap_s": hunt_cap_s}
         if jobs == 1 and on_finding is not None:
             spec["on_finding"] = on_finding
         tick = (lambda s, p=p: on_progress(p, s)) if on_progress else None
