@@ -43,6 +43,8 @@ def command(file: str, output: str | None, no_sync_motion: bool, no_cp_async: bo
     launched with B blocks of T threads; its parameters are the program's globals in
     order. A .gpuir proc gives one kernel per CudaDeviceFunction, named after it."""
     if language_of(file) == "gpuir":
+        if standalone:
+            return _standalone_gpuir(file, parse_defines(defines), output, proc_name)
         return compile_gpuir(file, parse_defines(defines), output, proc_name)
     if language_of(file) != "bundl":
         raise BadInput(f"compile: only .bundl files are compiled so far: {file}")
@@ -62,6 +64,21 @@ def _standalone(file: str, output: str | None, sync_motion: bool) -> None:
     from gpusem.compiler.bundl_cuda.standalone import NVCC_COMMAND
 
     text = api.standalone(api.load(file), sync_motion, title=Path(file).name)
+    if output:
+        Path(output).write_text(text)
+        click.echo(f"wrote {output}: build with {NVCC_COMMAND.replace('repro.cu', output)}")
+    else:
+        click.echo(text, nl=False)
+
+
+def _standalone_gpuir(path: str, defines: Mapping[str, int], output: str | None,
+                      proc_name: str | None) -> None:
+    from gpusem.compiler.backends.standalone import NVCC_COMMAND
+    from gpusem.compiler.gpuir_cuda.standalone import standalone_proc
+    from gpusem.typing_rules.gpuir.frontend import load_proc
+
+    _, env, source = load_proc(path, defines, proc_name)
+    text = standalone_proc(source, Path(path).name, env, proc_name)
     if output:
         Path(output).write_text(text)
         click.echo(f"wrote {output}: build with {NVCC_COMMAND.replace('repro.cu', output)}")

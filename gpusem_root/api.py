@@ -171,7 +171,28 @@ def fuzz(target: str = "bundl", props: Sequence[str] = (), *, budget_s: float = 
         total.merge(part)
         if total.interrupted:
             break
+    if resume:  # what the campaign found before it was resumed counts too
+        total.merge(_earlier_findings(out_dir, target, props, total))
     return CampaignResult(total, params, Report(total, params, started))
+
+
+def _earlier_findings(out_dir: str, target: str, props: Sequence[str],
+                      now: Summary) -> Summary:
+    from gpusem.fuzz.bundle import list_bundles
+
+    have = {f.signature for f in now.findings}
+    earlier = Summary()
+    for b in list_bundles(out_dir):
+        m = b.meta
+        if b.target != target or m["property"] not in props or b.signature in have:
+            continue
+        size = int(m.get("size", 0) or 0)
+        earlier.findings.append(Finding(
+            b.signature, str(m["kind"]), str(m.get("detail", "")), size, str(b.path),
+            bool(m.get("shrunk")), float(m.get("found_after_s", 0.0) or 0.0),
+            size_before=int(m.get("size_before", size) or size), prop=m["property"],
+            target=target, duplicates=b.sightings - 1, new=False))
+    return earlier
 
 
 def target_properties(target: str, backend: str = "cpu") -> tuple[str, ...]:

@@ -8,9 +8,11 @@ class; the signature now also says
 - the kind of divergence of that cell: `poison` (the backend's uninitialised shared
   memory, byte 0xA5, reached global memory: a read before a write or a missing
   barrier), `stale` (the cell still holds its initial value where the interpreter
-  wrote another: a lost or late write), `misplaced` (the value the interpreter puts
-  in another cell of the array: an offset or index bug), `value` (anything else: an
-  arithmetic bug);
+  wrote another: a lost or late write), `value` (anything else: an arithmetic, offset
+  or ordering bug). (A `misplaced` class, the value of another cell of the array, was
+  tried and dropped: with the small values generated programs hold it is a coincidence
+  more often than an offset bug, and shrinking could not keep it: a floor-division
+  finding classed so shrank from 24 statements to 23 instead of 1);
 - for a `value` divergence, whether the writing statement divides or fuses a
   multiply-add (`div`, `fma`, else `arith`), which arithmetic bugs hinge on;
 - for a crash of the compiler, the pass that raised (the compiler module: `lower_data`,
@@ -84,9 +86,6 @@ def _kind(name: str, i: int, want: object, got: object, expected: dict,
     if start is not None and i < len(start) and _same(start[i].item(), got) \
             and not _same(start[i].item(), want):
         return "stale"
-    others = expected.get(name, [])
-    if any(_same(v, got) for j, v in enumerate(others) if j != i):
-        return "misplaced"
     return "value"
 
 

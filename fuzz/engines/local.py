@@ -22,7 +22,7 @@ from typing import Any, Final
 
 from gpusem.fuzz.campaign import Campaign, hard_stop_s
 from gpusem.fuzz.engines.base import Engine, Progress, ShardEvent, ShardTask
-from gpusem.fuzz.summary import Interrupted, Summary
+from gpusem.fuzz.summary import Summary, install_signal_handlers
 from gpusem.fuzz.targets import RUNTIME_TARGETS, register_target
 
 JOB_START: Final = "spawn"  # never fork: the parent may hold threads (rich), z3 or a CUDA context
@@ -155,7 +155,7 @@ def _child(j: int, factory: Any, task: ShardTask, counts: Any, queue: Any) -> No
     would read as a crash finding). SIGTERM from the parent ends the campaign through
     its `finally`."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, _exit_on_term)
+    install_signal_handlers()  # SIGTERM: `Interrupted` here, not in forked workers
     if factory is not None:  # a target registered at run time in the parent
         register_target(task.spec["target_name"], factory)
 
@@ -172,6 +172,3 @@ def _child(j: int, factory: Any, task: ShardTask, counts: Any, queue: Any) -> No
         raise
     queue.put(("done", j, summary))
 
-
-def _exit_on_term(signum: int, frame: Any) -> None:
-    raise Interrupted("SIGTERM")

@@ -40,7 +40,7 @@ def test_the_reproducer_is_self_contained() -> None:
     text = repro("block_reduce_shared.bundl")
     assert '#include "gpusem_rt.cuh"' not in text and "gs_div_i32" in text
     assert "int main()" in text and "return 1;" in text and NVCC_COMMAND in text
-    assert "want_out" in text and "in_A" in text
+    assert "want_g_out" in text and "in_g_A" in text
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
@@ -61,3 +61,19 @@ def test_the_plainest_nvcc_command_builds_it(tmp_path) -> None:
     res = nvcc(["nvcc", "-arch=sm_90a", "repro.cu"], tmp_path)
     assert res.returncode == 0, res.stderr[-3000:]
     assert (tmp_path / "a.out").is_file()
+
+
+@pytest.mark.parametrize("name", ["fence_broadcast", "mbarrier_broadcast"])
+def test_gpuir_reproducers_build_too(tmp_path, name) -> None:
+    """GPU IR: every kernel of the proc launched in order on shared buffers, the
+    sequential reading embedded (`gpusem compile FILE.gpuir --standalone`)."""
+    from click.testing import CliRunner
+    from gpusem.cli.main import cli
+
+    out = tmp_path / "repro.cu"
+    res = CliRunner().invoke(cli, ["compile", str(ROOT / f"examples/gpuir/{name}.gpuir"),
+                                   "--standalone", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "want_" in out.read_text() and "int main()" in out.read_text()
+    built = nvcc(NVCC_COMMAND.split(), tmp_path)
+    assert built.returncode == 0, built.stderr[-3000:]

@@ -89,13 +89,15 @@ def wait_for(cond, timeout: float = 60.0) -> None:
         time.sleep(0.1)
 
 
-@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_a_signal_writes_the_summary_and_the_reports(tmp_path, sig, code) -> None:
+@pytest.mark.parametrize(("sig", "code", "jobs"), [
+    (signal.SIGINT, 130, "1"), (signal.SIGTERM, 143, "1"), (signal.SIGTERM, 143, "2")])
+def test_a_signal_writes_the_summary_and_the_reports(tmp_path, sig, code, jobs) -> None:
     out = tmp_path / "out"
     p = gpusem("fuzz", "--target", "toys", "--budget", "10m", "--out", str(out),
                "--round-size", "5", "--json", str(tmp_path / "r.json"), "--junit",
-               str(tmp_path / "r.xml"), env={"TOY_SLOW": "0.05", "TOY_NO7": "1"})
-    wait_for(lambda: (out / ".gpusem" / "progress").is_dir())
+               str(tmp_path / "r.xml"), "--jobs", jobs, env={"TOY_SLOW": "0.05"})
+    wait_for(lambda: len(list((out / ".gpusem" / "progress").glob("*.json")))
+             >= int(jobs))
     p.send_signal(sig)
     stdout, stderr = p.communicate(timeout=60)
     report = json.loads((tmp_path / "r.json").read_text())
@@ -104,6 +106,7 @@ def test_a_signal_writes_the_summary_and_the_reports(tmp_path, sig, code) -> Non
     assert (tmp_path / "r.xml").read_text().startswith("<?xml")
     expected = 1 if report["findings"] else code
     assert p.returncode == expected == report["exit_code"], stderr
+    assert report["counts"]["programs"] >= 5 * int(jobs)  # every shard's part merged
     assert "Traceback" not in stderr
 
 
