@@ -165,6 +165,9 @@ def _child(j: int, factory: Any, task: ShardTask, counts: Any, queue: Any) -> No
 
     try:
         summary = Campaign(**task.spec, shard=task.shard, on_progress=progress).run()
+        # done: a second SIGTERM (the parent stopping stragglers) must not interrupt
+        # the flush of the message below (the queue's feeder thread, at exit)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     except SystemExit:
         raise
     except BaseException as err:  # reported to the parent, then re-raised
