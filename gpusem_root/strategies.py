@@ -23,6 +23,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpusem.fuzz.bundl.pretty import register
+
+register()  # a failing example prints as Bundl text (fuzz/bundl/pretty.py)
+
 
 def bundl_programs(max_blocks: int = 2, max_threads: int = 4, max_depth: int = 3,
                    max_stmts: int = 3, max_fns: int = 2) -> Any:

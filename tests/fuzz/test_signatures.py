@@ -8,8 +8,8 @@ from click.testing import CliRunner
 from gpusem.calculus.bundl.parser import parse_program
 from gpusem.cli.main import cli
 from gpusem.compiler.bundl_cuda.launch import initial_globals
-from gpusem.fuzz.bundle import list_bundles
 from gpusem.fuzz.bundl.signature import divergence
+from gpusem.fuzz.bundle import list_bundles
 from gpusem.fuzz.campaign import Campaign
 
 FAULTS = ("floor-division", "drop-partition-barrier")
