@@ -39,7 +39,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +56,8 @@ from gpusem.fuzz.targets import (
     is_timeout,
     load_target,
 )
+
+TIMEOUT = "timeout"  # the kind of a timeout that happened again with a longer limit
 
 
 def hard_stop_s(budget_s: float) -> float:
@@ -219,7 +221,7 @@ class Campaign:
         except Exception as err:  # noqa: BLE001
             return internal_result(err, stage="confirm")
         if again.status == "finding" and again.signature == res.signature:
-            return again
+            return replace(again, kind=TIMEOUT)  # confirmed: classified `timeout`
         self.summary.unconfirmed += count  # a watchdog under load, not a bug
         return CheckResult("pass", detail=f"timeout not confirmed: {res.detail}")
 

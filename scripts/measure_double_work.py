@@ -66,6 +66,7 @@ def old_campaign():
     path.write_text(text)
     spec = importlib.util.spec_from_file_location("old_campaign", path)
     mod = importlib.util.module_from_spec(spec)
+    sys.modules["old_campaign"] = mod  # dataclasses look their module up
     spec.loader.exec_module(mod)
     return mod.Campaign
 

@@ -51,12 +51,12 @@ itself fails):
 
 ```
 $ GPUSEM_FAULT=floor-division gpusem fuzz --target bundl --budget 60s --out fuzz-out
-bundl:compile ━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━ 100 programs 1 findings 89/min 0:01:07
-100 programs, 1 finding classes (1 new), 85/min, 6 not compared (illegal, racy or unsupported), 0 not runnable on this backend
-compile disagree	compile:disagree:disagree:out:value:div	4->1 stmts	shrunk	4s	x3	new	fuzz-out/bundl-compile-disagree-ae04a89fb1
+bundl:compile ━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━╸   200 programs 1 findings 211/min 0:00:56
+200 programs, 1 finding classes (1 new), 191/min, 14 not compared (illegal, racy or unsupported), 0 not runnable on this backend
+compile disagree	compile:disagree:disagree:out:int:value	4->1 stmts	shrunk	7s	x10	new	fuzz-out/bundl-compile-disagree-88ee4cd7c9
 exit 1
 bundles in fuzz-out: 1
-$ cat fuzz-out/bundl-compile-disagree-ae04a89fb1/program.bundl
+$ cat fuzz-out/bundl-compile-disagree-88ee4cd7c9/program.bundl
 machine blocks = 1, threads = 1;
 
 global out : int[1];
@@ -64,12 +64,13 @@ global out : int[1];
 main {
   out[0] = -5 / 2;
 }
-$ gpusem replay fuzz-out/bundl-compile-disagree-ae04a89fb1
-reproduces: compile:disagree:disagree:out:value:div: disagree: out[0] is -3 on the backend (schedule 0), the interpreter says -2
+$ gpusem replay fuzz-out/bundl-compile-disagree-88ee4cd7c9
+reproduces: compile:disagree:disagree:out:int:value: disagree: out[0] is -3 on the backend (schedule 0), the interpreter says -2
 ```
 
 `-5 / 2` is -2 in C and in Bundl, -3 under floor division. The signature says where it
-diverged (`out`, a wrong `value` from a statement that divides); the bundle holds the
+diverged (a wrong `value` in the `int` array `out`; the trace names the construct: a
+store that divides); the bundle holds the
 program, the kernel, `repro.cu` (a standalone CUDA program that `nvcc -arch=sm_90a
 repro.cu` builds, exiting 1 while the bug reproduces), the inputs, the expected and
 actual memories, the trace and a README with the tool versions. `replay` exits 1 while

@@ -13,20 +13,22 @@ class; the signature now also says
   tried and dropped: with the small values generated programs hold it is a coincidence
   more often than an offset bug, and shrinking could not keep it: a floor-division
   finding classed so shrank from 24 statements to 23 instead of 1);
-- for a `value` divergence, whether the writing statement divides or fuses a
-  multiply-add (`div`, `fma`, else `arith`), which arithmetic bugs hinge on;
+- the element type of that array (`int`, `float`, `bool`): integer and floating-point
+  arithmetic bugs (C division, FMA contraction) stay apart;
 - for a crash of the compiler, the pass that raised (the compiler module: `lower_data`,
   `sync`, ...).
 
 The construct nearest the divergence (the innermost partition, claim, lower, split,
-group, destruct, while, if or async around the last statement that writes the array,
-and that statement's kind: store, memcpy, async-memcpy) is computed too, on the shrunk
-program, and written to the bundle and the reports, but it is not part of the
-signature: a signature is fixed when a finding is first seen and every shrinking step
-must keep it, and the construct around the write is mostly the generator's choice, not
-the bug's. With it in the signature, a campaign with two seeded faults
-(floor-division, split-offset-off-by-one; 400 programs, seed 11) wrote 6 bundles;
-without it, see tests/fuzz/test_signatures.py.
+group, destruct, while, if or async around the statement that wrote the cell, that
+statement's kind: store, memcpy, async-memcpy, and whether it divides or fuses a
+multiply-add) is computed too and written to the bundle's trace and the reports, but it
+is not part of the signature. A signature is fixed when a finding is first seen and
+every shrinking step must keep it, and the shape around the write is mostly the
+generator's choice, not the bug's: with the construct in the signature, a campaign with
+two seeded faults (floor-division, split-offset-off-by-one; 400 programs, seed 11)
+wrote 6 bundles for 2 bugs; with the writing statement's operator class (div / arith),
+a floor division computed in a `let` and stored by an addition could not be inlined
+by shrinking (28 statements left instead of 1; scripts/measure_double_work.py).
 The old signature is a prefix of the new one: bundles written before replay as before
 (`fuzz.targets.same_finding`).
 """
@@ -48,21 +50,22 @@ OPS = (("fma", "fma"), ("/", "div"), ("%", "div"))
 
 def divergence(prog: B.Program, difference: tuple, expected: dict,
                initial: dict) -> tuple[str, str, int]:
-    """For a disagreement: the signature's tail (`ARRAY:KIND`, plus `:OP` for a `value`
-    divergence), the construct nearest the divergence (`partition>store`; reported,
-    not part of the signature: see below) and the line of the statement it names."""
+    """For a disagreement: the signature's tail (`ARRAY:TYPE:KIND`), the construct
+    nearest the divergence (`partition>store[div]`; reported, not part of the
+    signature: see above) and the line of the statement it names."""
     name, i, want, got = difference
     kind = _kind(name, i, want, got, expected, initial)
+    elem = next((g.elem.name.lower() for g in prog.globals if g.name == name), "?")
+    tail = f"{name}:{elem}:{kind}"
     writer = _last_writer(prog, name, i)
     if writer is None:
-        return f"{name}:{kind}", "none", 0
+        return tail, "none", 0
     stmt, around = writer
     what = {B.ArrAssign: "store", B.Memcpy: "memcpy",
             B.AsyncMemcpy: "async-memcpy"}.get(type(stmt), "write")
     construct = f"{around}>{what}" if around else what
-    tail = f"{name}:{kind}"
-    if kind == "value" and isinstance(stmt, B.ArrAssign):
-        tail += f":{_op_class(stmt)}"
+    if isinstance(stmt, B.ArrAssign):
+        construct += f"[{_op_class(stmt)}]"
     return tail, construct, stmt.span.line
 
 

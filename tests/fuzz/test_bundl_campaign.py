@@ -28,7 +28,7 @@ def test_bounded_campaign_finds_a_seeded_fault_and_the_bundle_replays(
     found = min(summary.findings, key=lambda f: f.size)
     assert found.kind == "compile disagree" and found.shrunk
     assert found.size <= 4  # a wrong `/` or `%` needs no scaffolding
-    assert ":value:div" in found.signature
+    assert found.signature.endswith(":out:int:value")
     bundle = next(b for b in list_bundles(tmp_path) if b.signature == found.signature)
     assert bundle.meta["fault"] == "floor-division"
     monkeypatch.delenv("GPUSEM_FAULT")  # replay re-applies the bundle's fault itself

@@ -62,6 +62,7 @@ def test_timeouts_are_reported_only_when_they_happen_again(tmp_path) -> None:
     assert s.unconfirmed > 0  # the flaky ones: re-checked, passed, not reported
     timeouts = [f for f in s.findings if "timeout" in f.signature]
     assert len(timeouts) == 1  # the real hang (a 42 in the list), shrunk to [42]
+    assert timeouts[0].kind == "timeout"  # confirmed, and classified so
     program = json.loads(read_bundle(timeouts[0].bundle).files["program.json"])
     assert program == [42]
 

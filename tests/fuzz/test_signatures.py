@@ -55,8 +55,8 @@ def test_the_kind_of_divergence() -> None:
     def sig(got: int) -> str:
         return divergence(prog, ("out", 0, 3, got), expected, init)[0]
 
-    assert sig(0) == "out:stale"  # the initial value: the write was lost
-    assert sig(-1515870811) == "out:poison"  # 0xA5A5A5A5: unwritten shared memory
-    assert sig(4) == "out:value:div"  # an arithmetic bug in a division
+    assert sig(0) == "out:int:stale"  # the initial value: the write was lost
+    assert sig(-1515870811) == "out:int:poison"  # 0xA5A5A5A5: unwritten shared memory
+    assert sig(4) == "out:int:value"  # anything else
     tail, construct, line = divergence(prog, ("out", 0, 3, 4), expected, init)
-    assert construct == "store" and line == 7
+    assert construct == "store[div]" and line == 7  # reported, not in the signature
