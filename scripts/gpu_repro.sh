@@ -11,6 +11,7 @@
 #   BACKEND defaults to cuda; with cpu (no GPU) the logic runs and each repro exits 2.
 set -uo pipefail
 BACKEND=${1:-cuda}
+GPUSEM=${GPUSEM:-python3 -m gpusem}  # the installed gpusem (device_setup.sh installs it)
 if [ -f "$(dirname "$0")/device_setup.sh" ] && [ -d .whl ]; then
   source "$(dirname "$0")/device_setup.sh"
 fi
@@ -18,6 +19,7 @@ OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT/clean" "$OUT/faults"
 ROWS="$OUT/rows.jsonl"
 : >"$ROWS"
+: >"$OUT/faults/exits.txt"
 row() {  # file expected exit stdout
   python3 - "$@" >>"$ROWS" <<'PY'
 import json, sys
@@ -35,11 +37,11 @@ build_run() {  # dir expected
 for ex in block_reduce_shared map_double float_affine async_copy claim_mask \
           producer_consumer_split while_triangle split_arms; do
   mkdir -p "$OUT/clean/$ex"
-  gpusem compile "examples/bundl/$ex.bundl" --standalone -o "$OUT/clean/$ex/repro.cu" \
+  $GPUSEM compile "examples/bundl/$ex.bundl" --standalone -o "$OUT/clean/$ex/repro.cu" \
     >/dev/null && build_run "$OUT/clean/$ex" 0
 done
 for fault in floor-division drop-partition-barrier syncwarp-for-block; do
-  GPUSEM_FAULT=$fault GPUSEM_SHRINK_S=20 timeout 300 gpusem fuzz --target bundl \
+  GPUSEM_FAULT=$fault GPUSEM_SHRINK_S=20 timeout 300 $GPUSEM fuzz --target bundl \
     --backend "$BACKEND" --seed 11 --budget 60s --max-programs 400 --shrink-time 20 \
     --out "$OUT/faults/$fault" --json "$OUT/faults/$fault.json" \
     --sarif "$OUT/faults/$fault.sarif" >"$OUT/faults/$fault.log" 2>&1
