@@ -23,6 +23,9 @@ VERBS: dict[str, tuple[str, str]] = {
     "fuzz": ("fuzz", "Run a differential fuzzing campaign."),
     "replay": ("replay", "Re-run a counterexample bundle."),
     "step": ("step", "The step-through semantic debugger."),
+    "triage": ("triage", "Group counterexample bundles by signature."),
+    "reduce": ("reduce", "Shrink a failing program with the fuzzer's passes."),
+    "gen": ("gen", "Write generated well-typed programs."),
 }
 
 
@@ -57,7 +60,12 @@ class LazyGroup(click.Group):
 @click.version_option(package_name="gpusem")
 def cli() -> None:
     """gpusem: reference semantics, checkers and differential fuzzer for GPU calculi
-    (Bundl from Prism, AMIR from Exo-GPU)."""
+    (Bundl from Prism, AMIR from Exo-GPU).
+
+    \b
+    Exit codes (every verb): 0 ok / nothing found, 1 a finding (a rejection, a bug
+    found, `replay`: the bug still reproduces), 2 bad input or usage, 3 an internal
+    error of gpusem."""
 
 
 def main() -> None:
@@ -77,6 +85,18 @@ def main() -> None:
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
         sys.exit(130)
+    except Exception as err:  # noqa: BLE001 - a bug of gpusem: exit 3, say so
+        import os
+        import traceback
+
+        if os.environ.get("GPUSEM_TRACEBACK"):
+            traceback.print_exc()
+        where = traceback.extract_tb(err.__traceback__)[-1:]
+        at = f" at {where[0].filename}:{where[0].lineno}" if where else ""
+        click.echo(f"internal error: {type(err).__name__}: {err}{at} (a bug of "
+                   "gpusem; GPUSEM_TRACEBACK=1 shows the traceback)".replace("\n", " "),
+                   err=True)
+        sys.exit(3)
 
 
 if __name__ == "__main__":

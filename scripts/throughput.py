@@ -29,7 +29,7 @@ import time
 
 def measure(target: str, prop: str, backend: str, jobs: int, seconds: float,
             seed: int, round_size: int) -> dict:
-    from gpusem.fuzz.campaign import run_jobs
+    from gpusem.fuzz.client import run_jobs
 
     load, cpu0 = os.getloadavg(), _cpu_seconds()
     with tempfile.TemporaryDirectory(prefix="gpusem-throughput-") as out:

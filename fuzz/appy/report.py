@@ -43,7 +43,7 @@ def minimise_bundle(target: AppyTarget, b) -> bool:
     if small.size >= b.meta.get("size", 10**9):
         return False
     meta = dict(b.meta, size=small.size, detail=small.detail)
-    write_bundle(b.path.parent, meta, small.files)
+    write_bundle(b.path.parent, meta, small.files, replace=True)
     return True
 
 

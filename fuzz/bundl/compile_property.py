@@ -61,8 +61,8 @@ HARNESS_SEEDS = (0, 1, 2, 3)
 LAUNCH_TIMEOUT_S = {"cuda": 3.0}
 
 
-def _jobs(prog, kernel, seeds, backend: str):
-    return jobs_for(prog, kernel, seeds, LAUNCH_TIMEOUT_S.get(backend, 10.0))
+def _jobs(prog, kernel, seeds, backend: str, scale: float = 1.0):
+    return jobs_for(prog, kernel, seeds, scale * LAUNCH_TIMEOUT_S.get(backend, 10.0))
 
 
 def reference(prog: B.Program, max_steps: int = 2_000_000,
@@ -113,7 +113,9 @@ def shared_backend(name: str):
 
 def check_program(prog: B.Program, backend: str = "cpu", seeds=HARNESS_SEEDS,
                   sync_motion: bool = True, source: str = "", file: str = "<input>",
-                  outcome=None) -> Verdict:
+                  outcome=None, timeout_scale: float = 1.0, runner=None) -> Verdict:
+    """The verdict on one program; `timeout_scale` stretches the launch watchdog and
+    `runner` replaces the shared backend (a timeout's re-check in a fresh worker)."""
     outcome = outcome if outcome is not None else reference(prog)
     if skip := _not_compared(outcome):
         return skip
@@ -122,7 +124,8 @@ def check_program(prog: B.Program, backend: str = "cpu", seeds=HARNESS_SEEDS,
                                  source, file)
     except Exception as err:
         return _compile_failure(err)
-    results = shared_backend(backend).run(_jobs(prog, kernel, seeds, backend))
+    runner = runner if runner is not None else shared_backend(backend)
+    results = runner.run(_jobs(prog, kernel, seeds, backend, timeout_scale))
     return compare(prog, outcome.globals, kernel.source, results, seeds)
 
 
@@ -142,7 +145,10 @@ def _compile_failure(err: Exception) -> Verdict:
 
     if isinstance(err, CompileError) and err.message.startswith("unsupported:"):
         return Verdict(True, "unsupported", err.message)
-    return Verdict(False, "compile-error", f"{type(err).__name__}: {err}")
+    from gpusem.fuzz.bundl.signature import compile_pass
+
+    return Verdict(False, "compile-error", f"{type(err).__name__}: {err}",
+                   details={"pass": compile_pass(err)})
 
 
 def compare(prog, expected: dict, source: str, results, seeds) -> Verdict:

@@ -121,6 +121,29 @@ class BundlTarget(Target):
         self.shrink_stats[res.signature] = stats.as_dict()
         return small_res if small_res is not None else res
 
+    def confirm(self, program: BundlProgram, result: CheckResult,
+                prop: str = "compile") -> CheckResult:
+        """A `timeout` is checked again with four times the launch limit, in a fresh
+        backend worker (issue 15: a watchdog under load is not a bug)."""
+        if prop not in ("compile", "motion"):
+            return self.check(program, prop)
+        from gpusem.compiler.backends import get_backend
+
+        generated = as_generated(program)
+        runner = get_backend(self.backend)
+        try:
+            verdict = check_program(generated.program, self.backend, HARNESS_SEEDS,
+                                    prop == "compile", outcome=_reference(generated),
+                                    timeout_scale=4.0, runner=runner)
+        finally:
+            getattr(runner, "close", lambda: None)()
+        if verdict.agree or verdict.kind in ("racy", "not-compared", "unsupported"):
+            return CheckResult("pass", detail=verdict.message)
+        return self._finding(generated.program, verdict, prop)
+
+    def program_files(self, program: BundlProgram) -> dict[str, str]:
+        return {"program.bundl": print_program(as_generated(program).program)}
+
     def size(self, program: BundlProgram) -> int:
         return statement_count(as_generated(program).program)
 
@@ -159,20 +182,26 @@ class BundlTarget(Target):
                              "compile" if sync_motion else "motion")
 
     def _finding(self, program: B.Program, v: Verdict, prop: str) -> CheckResult:
+        text = print_program(program)
         klass = v.message.split(":", 1)[0] if v.message else v.kind
+        tail, construct, line = _signature_tail(text, v)
         files = {
-            "program.bundl": print_program(program),
+            "program.bundl": text,
             "kernel.cu": v.kernel_source,
             "inputs.json": _inputs_json(program),
             "expected.json": json.dumps(v.expected, indent=1) + "\n",
             "actual.json": json.dumps(v.actual if v.actual is not None
                                       else {"error": v.message}, indent=1) + "\n",
             "trace.txt": (f"property {prop}; backend {self.backend}; harness schedule "
-                          f"{v.schedule}\n{v.describe()}\n"),
+                          f"{v.schedule}\n{v.describe()}\n"
+                          f"construct nearest the divergence: {construct}\n"),
         }
-        return CheckResult("finding", signature=f"{prop}:{v.kind}:{klass}",
+        if v.kernel_source:
+            files["repro.cu"] = _repro(program, v, prop)
+        return CheckResult("finding", signature=f"{prop}:{v.kind}:{klass}{tail}",
                            kind=f"{prop} {v.kind}", detail=v.describe(), files=files,
-                           size=self.size(program))
+                           size=self.size(program), program_file="program.bundl",
+                           line=line)
 
     def _soundness(self, program: B.Program) -> CheckResult:
         from gpusem.interpreter.bundl.schedulers import run_program
@@ -207,6 +236,10 @@ class BundlTarget(Target):
     def finding_meta(self, result: CheckResult) -> dict:
         meta = {"versions": tool_versions(self.backend), "device": device_name(self.backend),
                 "fault": os.environ.get("GPUSEM_FAULT", "")}
+        if "repro.cu" in result.files:
+            from gpusem.compiler.bundl_cuda.standalone import NVCC_COMMAND
+
+            meta["nvcc_command"] = NVCC_COMMAND
         if result.signature in self.shrink_stats:
             meta["minimised"] = self.shrink_stats[result.signature]
         return meta
@@ -220,6 +253,36 @@ class BundlTarget(Target):
             os.environ["GPUSEM_FAULT"] = meta["fault"]
         return self.check(Generated(program, race_free_by_construction=False),
                           meta["property"])
+
+
+def _repro(program: B.Program, v: Verdict, prop: str) -> str:
+    """The standalone reproducer (`compiler/bundl_cuda/standalone.py`): the kernel
+    compiled as the finding's was, the runtime inlined, the interpreter's output
+    embedded; `nvcc` alone builds it."""
+    from gpusem.compiler.bundl_cuda.launch import initial_globals
+    from gpusem.compiler.bundl_cuda.pipeline import CompileOptions, compile_program
+    from gpusem.compiler.bundl_cuda.standalone import standalone_source
+
+    kernel = compile_program(program, CompileOptions(sync_motion=prop == "compile"))
+    return standalone_source(kernel, initial_globals(program), v.expected,
+                             f"a `{prop}` finding ({v.kind})")
+
+
+def _signature_tail(text: str, v: Verdict) -> tuple[str, str, int]:
+    """What separates one bug from another beyond `PROP:KIND:CLASS`
+    (`fuzz/bundl/signature.py`), and the program line it points at; computed on the
+    printed program re-read, so the line is the bundle file's."""
+    from gpusem.compiler.bundl_cuda.launch import initial_globals
+    from gpusem.fuzz.bundl.signature import divergence
+
+    if v.kind == "compile-error":
+        return f":{v.details.get('pass', '?')}", v.details.get("pass", "?"), 0
+    if v.kind != "disagree" or v.difference is None or v.expected is None:
+        return "", "", 0
+    printed = parse_program(text, "program.bundl")
+    tail, construct, line = divergence(printed, v.difference, v.expected,
+                                       initial_globals(printed))
+    return ":" + tail, construct, line
 
 
 def _reference(generated: Generated) -> Outcome:

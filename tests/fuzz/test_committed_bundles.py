@@ -26,5 +26,5 @@ def test_there_are_bundles_to_replay():
 def test_committed_bundle_reproduces(bundle, monkeypatch):
     monkeypatch.setenv("GPUSEM_FAULT", "")  # replay sets the bundle's; undone after
     res = CliRunner().invoke(cli, ["replay", str(bundle)])
-    assert res.exit_code == 0, res.output
+    assert res.exit_code == 1, res.output  # 1: still reproduces (git bisect's "bad")
     assert res.output.startswith("reproduces: ")
