@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import cast
 
 import numpy as np
 from gpusem.calculus.bundl.ast import (
@@ -132,10 +131,11 @@ class DataRules:
         self._require(x.persp == self.persp and s.by > 0 and n % s.by == 0,
                       "S-Partition", s, idx, f"perspective mismatch: partition of "
                       f"{s.source} at {x.persp} by {s.by} from code at {self.persp}")
+        if not isinstance(x.vec, VPtr):  # small-step's rename_var says the same
+            lane_error(self, Stuck, "S-Partition", s, idx,
+                       f"type mismatch: {s.source} is not an array")
         k = self.P[idx] // (n // s.by)
-        # not an array: `_renamed` (below) would say so; this fails first, with an
-        # AttributeError
-        chunk = cast(VPtr, x.vec).extent[idx] // s.by
+        chunk = x.vec.extent[idx] // s.by
         full_k = np.zeros(self.N, np.int64)
         full_c = np.zeros(self.N, np.int64)
         full_k[idx], full_c[idx] = k, chunk
@@ -225,10 +225,12 @@ class DataRules:
 
     def x_memcpy(self, s: Memcpy, idx: Idx) -> None:  # S-Memcpy (fixed: element-wise)
         d, r = self.lookup(s.dst, s, idx), self.lookup(s.src, s, idx)
+        dp, rp = d.vec, r.vec
+        if not (isinstance(dp, VPtr) and isinstance(rp, VPtr)):  # as small-step's
+            lane_error(self, Stuck, "S-Memcpy", s, idx,
+                       "type mismatch: memcpy needs two arrays")
         self._require(self.leq(d.persp, self.persp) and self.leq(self.persp, r.persp),
                       "S-Memcpy", s, idx, "perspective mismatch: memcpy")
-        # not checked to be arrays: a scalar fails with an AttributeError
-        dp, rp = cast(VPtr, d.vec), cast(VPtr, r.vec)
         dst, src = self.store[dp.storage], self.store[rp.storage]
         for lane in idx:
             k = int(min(dp.length[lane], rp.length[lane]))
@@ -271,7 +273,8 @@ class DataRules:
         assert fn is not None  # `_require` raised otherwise
         new: dict[str, Var] = {}
         for prm, arg in zip(fn.params, s.args):
-            v = self.ex.value(arg, idx, prm.persp)
+            # ⊢^π_π: at the caller's perspective, ambient and target (S-Function-Call)
+            v = self.ex.value(arg, idx, self.persp)
             new[prm.name] = Var(v, prm.persp, prm.type)
         saved, self.env = self.env, new
         try:

@@ -206,11 +206,13 @@ def _require_source_at_code(cfg: Config, th: ThreadState,
                             s: Partition | Claim | Lower, rule: str) -> None:
     """T-Claim / T-Lower's x :^π τ[]^l with l ≠ Local, checked at run time (fixed)."""
     x = lookup(cfg, th, s.source, s, rule)
-    reg = cfg.regions[x.value.region] if type(x.value) is Ptr else None
-    if x.persp != th.persp or reg is None or reg.space is MemKind.LOCAL:
-        where = " in Local memory" if reg is not None else ""
+    if type(x.value) is not Ptr:
+        stuck(rule, s, th, f"type mismatch: {s.source} is not an array")
+    reg = cfg.regions[x.value.region]
+    if x.persp != th.persp or reg.space is MemKind.LOCAL:
+        where = " in Local memory" if x.persp == th.persp else ""
         stuck(rule, s, th, f"perspective mismatch: {s.source} lives at {x.persp}"
-               f"{where if x.persp == th.persp else ''}, code is at {th.persp}")
+               f"{where}, code is at {th.persp}")
 
 
 def s_sync_init(cfg: Config, th: ThreadState, s: SyncInit) -> str:
@@ -283,7 +285,12 @@ def s_memcpy(cfg: Config, th: ThreadState, s: Memcpy) -> str:
 
 
 def s_call(cfg: Config, th: ThreadState, s: Call) -> str:
-    # S-Function-Call: Σ(f) = {[x_i : τ_i], s}; e_i ⇓ v_i; ⇝ s with η[x_i ↦ v_i]
+    # S-Function-Call: Σ(f) = {[x_i : τ_i], s};  σ, Σ ⊢^π_π e_i ⇓ v_i;  ⇝ s with
+    # η[x_i ↦ v_i]. The arguments are evaluated at the CALLER's perspective, ambient and
+    # target alike (⊢^π_π, as printed and in Lemma A.8's case): a parameter's own
+    # perspective (our extension, errata "function types and call arguments") says
+    # where the value is bound, not where it is computed, so `f(partition_id)` passes the
+    # caller's partition_id whatever the parameter's perspective is.
     fn = cfg.fns.get(s.fn)
     if fn is None:
         stuck("S-Function-Call", s, th, f"unbound variable: no function {s.fn}")
@@ -295,9 +302,8 @@ def s_call(cfg: Config, th: ThreadState, s: Call) -> str:
                f"{fn.persp}, called from code at {th.persp}")
     vals = []
     for prm, arg in zip(fn.params, s.args):
-        tgt = cfg.persp_of(prm.persp)
-        v = compile_expr(cfg, arg)(th, tgt)
-        vals.append(Binding(v, tgt, prm.type))
+        v = compile_expr(cfg, arg)(th, th.persp)
+        vals.append(Binding(v, cfg.persp_of(prm.persp), prm.type))
     if cfg.fixed:
         # Note: the body gets its own η (errata "function calls clobber η")
         th.frames.append((CALL, fn, th.env))
