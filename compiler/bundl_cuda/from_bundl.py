@@ -28,6 +28,7 @@ from gpusem.calculus.bundl.perspective import (
 )
 from gpusem.compiler.bundl_cuda import kir as K
 from gpusem.compiler.bundl_cuda.errors import CompileError
+from gpusem.compiler.bundl_cuda.faults import active
 
 # ------------------------------------------------------------------ environments
 
@@ -131,13 +132,19 @@ def lower_expr(e: B.Expr, env: Env, code: Perspective, target: Perspective) -> K
         case B.Var(name, span):
             return K.KVar(env.lookup(name, span).cname)
         case B.Index(array, index):
+            # E-Arr-Access: η, σ, Σ ⊢^π_π' e1 ⇓ ⟨l, n⟩ and ⊢^π_π' e2 ⇓ i: the index is
+            # evaluated against the enclosing target π', like the array operand (a
+            # `partition_id` in it counts π' units, as the interpreter's does)
+            at = code if active("index-at-code-perspective") else target
             return K.KLoad(lower_expr(array, env, code, target),
-                           lower_expr(index, env, code, code))
+                           lower_expr(index, env, code, at))
         case B.PartitionId():
             return partition_id(code, target, env.shape)
         case B.BinOp("+", left, right) if isinstance(expr_type(left, env), B.ArrayType):
+            # a pointer offset `y + k` (S-Partition's runtime form): both operands at
+            # the enclosing target, as E-Bop's are
             return K.KPtrAdd(lower_expr(left, env, code, target),
-                             lower_expr(right, env, code, code))
+                             lower_expr(right, env, code, target))
         case B.BinOp(op, left, right):
             operand_type = scalar_type(left, env)
             return K.KBin(op, lower_expr(left, env, code, target),
@@ -176,16 +183,17 @@ def _position_within_unit(upper: Level, lower: Level, shape: MachineShape):
     return K.KRaw(f"(blockIdx.x * {shape.threads} + threadIdx.x)")  # Grid -> Thread
 
 
-def array_length(e: B.Expr, env: Env) -> K.KExpr:
-    """The `n` of ⟨l, n⟩ for an array-valued expression (pointer + int shrinks it)."""
+def array_length(e: B.Expr, env: Env, code: Perspective) -> K.KExpr:
+    """The `n` of ⟨l, n⟩ for an array-valued expression at code perspective `code`
+    (pointer + int shrinks it by the offset, evaluated as the pointer's is)."""
     match e:
         case B.Var(name, span):
             info = env.lookup(name, span)
             assert info.length is not None
             return info.length
         case B.BinOp("+", left, right):
-            off = lower_expr(right, env, GRID1, GRID1)
-            return K.KBin("-", array_length(left, env), off, B.BaseType.INT)
+            off = lower_expr(right, env, code, code)
+            return K.KBin("-", array_length(left, env, code), off, B.BaseType.INT)
     raise CompileError("array argument must be a variable or a pointer offset",
                        span=e.span)
 
@@ -302,7 +310,11 @@ def _lower_alloc(s: B.Alloc, env: Env, code: Perspective) -> tuple[K.KStmt, ...]
     body = lower_stmt(s.body, env.bind(s.name, info), code)
     if mem == B.MemKind.SHARED:
         return (K.KSharedAlloc(cname, s.elem, s.size, body, s.span),)
-    # Local and Global allocations live in η (S-Alloc-Local/-Global): per thread.
+    if mem == B.MemKind.GLOBAL and not active("global-alloc-per-thread"):
+        # S-Alloc-Global (fixed): one array in Σ per unit of the code perspective, so
+        # the unit's threads share it (x :^π τ[]^Global of T-Alloc; errata)
+        return (K.KGlobalAlloc(cname, s.elem, s.size, code, body, s.span),)
+    # S-Alloc-Local: in η, per thread
     return (K.KLocalArray(cname, K.CTYPE[s.elem], s.size, s.span), *body)
 
 
@@ -347,9 +359,11 @@ def _lower_call(fn: str, args, env: Env, code: Perspective, span) -> K.KCall:
         raise CompileError(f"unknown function: {fn}", span=span)
     out: list[K.KExpr] = []
     for param, arg in zip(fdef.params, args, strict=True):
-        out.append(lower_expr(arg, env, code, param.persp))
+        # S-Function-Call evaluates every argument at the caller's perspective, ambient
+        # and target (⊢^π_π), whatever the parameter's own perspective
+        out.append(lower_expr(arg, env, code, code))
         if isinstance(param.type, B.ArrayType):
-            out.append(array_length(arg, env))
+            out.append(array_length(arg, env, code))
     out += [K.KVar(f"g_{g}") for g in env.global_names]
     out += [K.KPerspId(), K.KBuiltin("blockIdx.x"), K.KSmemTop()]
     return K.KCall(f"fn_{fn}", tuple(out), span)

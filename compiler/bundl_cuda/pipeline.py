@@ -1,6 +1,7 @@
 """The Bundl -> CUDA pipeline: named passes, each KIR -> KIR and testable alone.
 
     from_bundl                  erase perspectives on data; KIR with perspective nodes
+    place_global_allocations    galloc.py: `alloc in Global` -> one scratch slot per unit
     lower_data_perspectives     partition / claim / lower -> pointer offsets + barriers
     lower_async_copies          async_partition / async_memcpy -> cp.async or copies
     lower_code_perspectives     destruct / group / split -> perspective ids + guards
@@ -25,6 +26,7 @@ from gpusem.compiler.bundl_cuda.barriers import lower_barriers
 from gpusem.compiler.bundl_cuda.emit import emit_cuda
 from gpusem.compiler.bundl_cuda.faults import active
 from gpusem.compiler.bundl_cuda.from_bundl import from_bundl
+from gpusem.compiler.bundl_cuda.galloc import place_global_allocations
 from gpusem.compiler.bundl_cuda.lower_async import lower_async_copies
 from gpusem.compiler.bundl_cuda.lower_code import lower_code_perspectives
 from gpusem.compiler.bundl_cuda.lower_data import lower_data_perspectives
@@ -65,7 +67,8 @@ class CompileOptions:
 @dataclass(frozen=True, slots=True)
 class CompiledKernel:
     """The CUDA text and how to launch it: grid (B), block (T), dynamic shared memory,
-    and the kernel parameters (one pointer per Bundl global, in declaration order)."""
+    and the kernel parameters: one pointer per Bundl global, in declaration order,
+    then the zero-filled scratch arrays of `alloc ... in Global` (galloc.py)."""
 
     source: str
     name: str
@@ -73,6 +76,7 @@ class CompiledKernel:
     threads: int
     smem_bytes: int
     globals: tuple[tuple[str, B.BaseType, int], ...]
+    scratch: tuple[tuple[str, B.BaseType, int], ...] = ()
 
 
 def zero_shared_allocations(prog: K.KProgram) -> K.KProgram:
@@ -99,6 +103,7 @@ def compile_to_kir(prog: B.Program, options: CompileOptions = CompileOptions(),
                    source: str = "") -> K.KProgram:
     kp = from_bundl(prog)
     kp = replace(kp, source_lines=tuple(source.splitlines()))
+    kp = place_global_allocations(kp)
     kp = lower_data_perspectives(kp)
     kp = lower_async_copies(kp, options.cp_async)
     kp = zero_shared_allocations(kp)
@@ -123,4 +128,4 @@ def compile_program(prog: B.Program, options: CompileOptions = CompileOptions(),
               f"{'; FAST FMA (not the reference semantics)' if options.fast_fma else ''}.")
     text = emit_cuda(kp, header, options.min_blocks_per_sm, options.aligned_globals)
     return CompiledKernel(text, KERNEL_NAME, kp.blocks, kp.threads, kp.smem_bytes,
-                          kp.globals)
+                          kp.globals, kp.scratch)
