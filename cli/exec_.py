@@ -31,8 +31,10 @@ def command(file: str, backend: str, schedules: str, no_sync_motion: bool,
             as_json: bool, defines: tuple[str, ...] = (), proc_name: str | None = None,
             inputs: str | None = None):
     """Run FILE's compiled kernel on BACKEND and the reference interpreter on the same
-    inputs; print agree / disagree with the first differing cell. Exit 0 agree, 1
-    disagree (or the kernel failed, or it could not be compared), 2 bad input.
+    inputs; print agree / disagree with the first differing cell. Exit 0 agree; 1
+    disagree, the kernel failed, or not compared because the program traps,
+    deadlocks or is not proved race-free; 2 bad input or the step budget ran out; 3
+    the interpreter got stuck on a well-typed program (a soundness bug of gpusem).
     APPy (.py): appyc on the cpu backend (Triton's interpreter) vs the sequential
     reading."""
     if language_of(file) == "appy":
@@ -63,7 +65,7 @@ def command(file: str, backend: str, schedules: str, no_sync_motion: bool,
         click.echo(json.dumps(verdict.as_dict(), indent=2))
     else:
         click.echo(verdict.describe())
-    raise SystemExit(0 if verdict.agree else 1)
+    raise SystemExit(verdict.exit_code())
 
 
 def exec_gpuir(path: str, defines: Mapping[str, int], backend: str,

@@ -4,8 +4,10 @@ interpreter computes (DESIGN.md, `test_compile_correct`).
 One check compiles a well-typed program, runs the kernel on a backend under one or more
 schedules, runs the reference interpreter on the same initial globals, and compares the
 final global memories cell by cell (floats bit for bit). Programs the interpreter does
-not run to termination (stuck, deadlock, budget) are not compared: their compiled
-behaviour is undefined, and the verdict says so.
+not run to termination (a trap, a deadlock, the step budget) are not compared: their
+compiled behaviour is undefined, and the verdict says so. A well-typed program the
+interpreter gets STUCK on is a finding of its own (kind `stuck`): Theorem 4.1 says no
+well-typed program gets stuck, so it is a soundness bug of gpusem, never a skip.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gpusem.calculus.bundl import ast as B
 from gpusem.compiler.bundl_cuda.launch import (
@@ -22,11 +25,40 @@ from gpusem.compiler.bundl_cuda.launch import (
 )
 from gpusem.compiler.bundl_cuda.pipeline import CompileOptions, compile_program
 
+if TYPE_CHECKING:
+    from gpusem.interpreter.bundl.machine import Outcome
+
+
+@dataclass
+class Reference:
+    """The oracle's reference result for one program: the interpreter's outcome
+    (round-robin) and the race verdict. `racy` is True when the z3 analysis could not
+    prove the program race-free or two sampled schedules ended in different memories
+    (`why` says which): such a program may legitimately end, compiled, in another
+    memory, so it is not compared."""
+
+    outcome: Outcome
+    racy: bool = False
+    why: str = ""
+
+    @property
+    def kind(self) -> str:
+        """The outcome's kind: terminated | stuck | deadlock | budget."""
+        return self.outcome.kind
+
+    @property
+    def globals(self) -> dict:
+        return self.outcome.globals
+
 
 @dataclass
 class Verdict:
     agree: bool
-    kind: str  # agree | disagree | kernel-failed | not-compared | compile-error
+    # agree | disagree | kernel-failed | compile-error | stuck (the interpreter is stuck
+    # on a well-typed program: a soundness bug of ours) | not-compared (the program
+    # traps, deadlocks or runs out of steps: `details["outcome"]` says which) | racy |
+    # unsupported
+    kind: str
     message: str = ""
     expected: dict | None = None
     actual: dict | None = None
@@ -44,6 +76,18 @@ class Verdict:
             return (f"disagree: {name}[{i}] is {a!r} on the backend (schedule "
                     f"{self.schedule}), the interpreter says {e!r}")
         return f"{self.kind}: {self.message}"
+
+    def exit_code(self) -> int:
+        """`gpusem exec`'s exit code: 0 agree; 1 disagree, a failed kernel, or a program
+        not compared (traps, deadlocks, racy, unsupported); 2 the step budget ran out
+        (a budget, like bad input); 3 stuck (an internal error: a soundness bug)."""
+        if self.kind == "agree":
+            return 0
+        if self.kind == "stuck":
+            return 3
+        if self.kind == "not-compared" and self.details.get("outcome") == "budget":
+            return 2
+        return 1
 
     def as_dict(self) -> dict:
         return {"agree": self.agree, "kind": self.kind, "message": self.message,
@@ -66,19 +110,17 @@ def _jobs(prog, kernel, seeds, backend: str, scale: float = 1.0):
 
 
 def reference(prog: B.Program, max_steps: int = 2_000_000,
-              prove_race_free: bool = True):
+              prove_race_free: bool = True) -> Reference:
     """The interpreter's outcome under several schedules (the small-step machine is the
     living definition). A program whose schedules end in different memories, or that
-    the z3 race analysis (`fuzz/bundl/race.py`) cannot prove race-free, is RACY: its compiled
-    result may legitimately be any of its memories, so it is not compared
-    (`outcome.racy`); see errata.md ("compiler oracle and races")."""
+    the z3 race analysis (`fuzz/bundl/race.py`) cannot prove race-free, is RACY: its
+    compiled result may legitimately be any of its memories, so it is not compared;
+    see errata.md ("compiler oracle and races")."""
     from gpusem.interpreter.bundl.schedulers import run_program
 
     outcome = run_program(prog, schedule="rr", max_steps=max_steps)
-    # `racy`: the oracle's mark on the interpreter's Outcome, which has no such field
-    outcome.racy = False  # type: ignore[attr-defined]
     if outcome.kind != "terminated":
-        return outcome
+        return Reference(outcome)
     # Sampling schedules finds races, it cannot exclude them: only programs the z3
     # race analysis proves race-free are compared (a racy program may legitimately
     # end, compiled, in a memory no sampled schedule produced). The proof (~1.5 ms a
@@ -89,16 +131,13 @@ def reference(prog: B.Program, max_steps: int = 2_000_000,
 
         report = analyse(prog, timeout_ms=300, budget_s=1.5)  # undecided counts as racy
         if not report.race_free:
-            outcome.racy = True  # type: ignore[attr-defined]  # (see above)
-            outcome.message = f"not proven race-free: {report.describe()[:160]}"
-            return outcome
+            return Reference(outcome, True,
+                             f"not proven race-free: {report.describe()[:160]}")
     for schedule in SCHEDULES[1:]:
         other = run_program(prog, schedule=schedule, max_steps=max_steps)
         if other.kind != "terminated" or other.globals != outcome.globals:
-            outcome.racy = True  # type: ignore[attr-defined]  # (see above)
-            outcome.message = f"schedules rr and {schedule} disagree"
-            return outcome
-    return outcome
+            return Reference(outcome, True, f"schedules rr and {schedule} disagree")
+    return Reference(outcome)
 
 
 @functools.cache
@@ -113,11 +152,12 @@ def shared_backend(name: str):
 
 def check_program(prog: B.Program, backend: str = "cpu", seeds=HARNESS_SEEDS,
                   sync_motion: bool = True, source: str = "", file: str = "<input>",
-                  outcome=None, timeout_scale: float = 1.0, runner=None) -> Verdict:
+                  ref: Reference | None = None, timeout_scale: float = 1.0,
+                  runner=None) -> Verdict:
     """The verdict on one program; `timeout_scale` stretches the launch watchdog and
     `runner` replaces the shared backend (a timeout's re-check in a fresh worker)."""
-    outcome = outcome if outcome is not None else reference(prog)
-    if skip := _not_compared(outcome):
+    ref = ref if ref is not None else reference(prog)
+    if skip := _not_compared(ref):
         return skip
     try:
         kernel = compile_program(prog, CompileOptions(sync_motion=sync_motion),
@@ -126,15 +166,25 @@ def check_program(prog: B.Program, backend: str = "cpu", seeds=HARNESS_SEEDS,
         return _compile_failure(err)
     runner = runner if runner is not None else shared_backend(backend)
     results = runner.run(_jobs(prog, kernel, seeds, backend, timeout_scale))
-    return compare(prog, outcome.globals, kernel.source, results, seeds)
+    return compare(prog, ref.globals, kernel.source, results, seeds)
 
 
-def _not_compared(outcome) -> Verdict | None:
-    if outcome.kind != "terminated":
+def _not_compared(ref: Reference) -> Verdict | None:
+    """Programs the interpreter does not run to termination are not compared; one it is
+    STUCK on is a well-typed program that gets stuck (Theorem 4.1 says none does): a
+    soundness bug of ours, never a silent skip."""
+    out = ref.outcome
+    if out.kind == "stuck" and not out.trap:
+        return Verdict(False, "stuck", f"the interpreter is stuck on a well-typed "
+                       f"program (a soundness bug of gpusem): [{out.rule}] "
+                       f"{out.message}", details={"outcome": "stuck", "rule": out.rule})
+    if out.kind != "terminated":
+        what = "trap" if out.trap else out.kind
         return Verdict(True, "not-compared",
-                       f"the interpreter ends {outcome.kind}: {outcome.message}")
-    if getattr(outcome, "racy", False):
-        return Verdict(True, "racy", outcome.message)
+                       f"the interpreter ends in a {what}: [{out.rule}] {out.message}",
+                       details={"outcome": what, "rule": out.rule})
+    if ref.racy:
+        return Verdict(True, "racy", ref.why)
     return None
 
 
@@ -173,20 +223,21 @@ def check_file(path: str, backend: str = "cpu", seeds=HARNESS_SEEDS,
     source = Path(path).read_text()
     prog = parse_program(source, path)
     typecheck(prog)
-    outcome = reference(prog, prove_race_free=prove_race_free)
+    ref = reference(prog, prove_race_free=prove_race_free)
     return check_program(prog, backend, seeds, sync_motion, source, Path(path).name,
-                         outcome)
+                         ref)
 
 
 def check_batch(progs: list[B.Program], backend: str = "cpu", seeds=HARNESS_SEEDS,
-                sync_motion: bool = True, outcomes=None) -> list[Verdict]:
+                sync_motion: bool = True,
+                refs: list[Reference] | None = None) -> list[Verdict]:
     """`check_program` for many programs with one backend call (one g++ build, one
     NVRTC module): the throughput path of the fuzzer."""
-    outcomes = outcomes or [reference(p) for p in progs]
+    refs = refs or [reference(p) for p in progs]
     verdicts: list[Verdict | None] = [None] * len(progs)
     jobs, owners, kernels = [], [], {}
-    for i, (prog, outcome) in enumerate(zip(progs, outcomes, strict=True)):
-        if skip := _not_compared(outcome):
+    for i, (prog, ref) in enumerate(zip(progs, refs, strict=True)):
+        if skip := _not_compared(ref):
             verdicts[i] = skip
             continue
         try:
@@ -203,5 +254,9 @@ def check_batch(progs: list[B.Program], backend: str = "cpu", seeds=HARNESS_SEED
     for i, result in zip(owners, results, strict=True):
         by_program.setdefault(i, []).append(result)
     for i, rs in by_program.items():
-        verdicts[i] = compare(progs[i], outcomes[i].globals, kernels[i].source, rs, seeds)
-    return verdicts  # type: ignore[return-value]
+        verdicts[i] = compare(progs[i], refs[i].globals, kernels[i].source, rs, seeds)
+    done: list[Verdict] = []
+    for v in verdicts:
+        assert v is not None  # every program got a verdict above
+        done.append(v)
+    return done

@@ -28,6 +28,7 @@ from gpusem.calculus.bundl.printer import print_program
 from gpusem.calculus.bundl.walk import statement_count
 from gpusem.fuzz.bundl.compile_property import (
     HARNESS_SEEDS,
+    Reference,
     Verdict,
     check_program,
     reference,
@@ -37,7 +38,6 @@ from gpusem.fuzz.environment import device_name, tool_versions
 from gpusem.fuzz.targets import CheckResult, Target, checked
 
 if TYPE_CHECKING:
-    from gpusem.interpreter.bundl.machine import Outcome
     from hypothesis.strategies import SearchStrategy
 
 BundlProgram = B.Program | Generated  # a plain program is not race-free by construction
@@ -97,9 +97,9 @@ class BundlTarget(Target):
             return False
         self._cache.clear()
         todo = list(dict.fromkeys(as_generated(p) for p in programs))
-        outcomes = [_reference(g) for g in todo]
+        refs = [_reference(g) for g in todo]
         verdicts = check_batch([g.program for g in todo], self.backend, HARNESS_SEEDS,
-                               prop == "compile", outcomes)
+                               prop == "compile", refs)
         for generated, verdict in zip(todo, verdicts, strict=True):
             self._cache[(prop, generated)] = verdict
         return True
@@ -133,7 +133,7 @@ class BundlTarget(Target):
         runner = get_backend(self.backend)
         try:
             verdict = check_program(generated.program, self.backend, HARNESS_SEEDS,
-                                    prop == "compile", outcome=_reference(generated),
+                                    prop == "compile", ref=_reference(generated),
                                     timeout_scale=4.0, runner=runner)
         finally:
             getattr(runner, "close", lambda: None)()
@@ -173,7 +173,7 @@ class BundlTarget(Target):
         verdict = self._cache.get((prop, generated))
         if verdict is None:
             verdict = check_program(generated.program, self.backend, HARNESS_SEEDS,
-                                    sync_motion, outcome=_reference(generated))
+                                    sync_motion, ref=_reference(generated))
         if verdict.kind in ("racy", "not-compared", "unsupported"):
             return CheckResult("invalid", kind=verdict.kind, detail=verdict.message)
         if verdict.agree:
@@ -183,7 +183,8 @@ class BundlTarget(Target):
 
     def _finding(self, program: B.Program, v: Verdict, prop: str) -> CheckResult:
         text = print_program(program)
-        klass = v.message.split(":", 1)[0] if v.message else v.kind
+        klass = (v.details.get("rule") or v.kind if v.kind == "stuck"
+                 else v.message.split(":", 1)[0] if v.message else v.kind)
         tail, construct, line = _signature_tail(text, v)
         files = {
             "program.bundl": text,
@@ -285,7 +286,7 @@ def _signature_tail(text: str, v: Verdict) -> tuple[str, str, int]:
     return ":" + tail, construct, line
 
 
-def _reference(generated: Generated) -> Outcome:
+def _reference(generated: Generated) -> Reference:
     """The interpreter's outcome; kernel-shaped programs are race-free by construction,
     the others must be proved race-free by the z3 analysis before they are compared."""
     return reference(generated.program,

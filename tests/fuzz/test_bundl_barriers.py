@@ -79,13 +79,13 @@ def test_shape_is_well_typed_race_free_and_its_fault_is_caught(wanted, fault, pi
 
     draw()
     assert len(progs) == 3 and all(shape(p) == wanted for p in progs), wanted
-    outcomes = []
+    refs = []
     for prog in progs:
         typecheck(prog)
-        outcome = reference(prog, prove_race_free=False)  # 4 interpreter schedules
-        assert outcome.kind == "terminated" and not outcome.racy, outcome.message
-        outcomes.append(outcome)
-    assert all(v.agree for v in check_batch(progs, "cpu", outcomes=outcomes))
+        ref = reference(prog, prove_race_free=False)  # 4 interpreter schedules
+        assert ref.kind == "terminated" and not ref.racy, ref.why
+        refs.append(ref)
+    assert all(v.agree for v in check_batch(progs, "cpu", refs=refs))
     monkeypatch.setenv("GPUSEM_FAULT", fault)
-    verdicts = check_batch(progs, "cpu", outcomes=outcomes)
+    verdicts = check_batch(progs, "cpu", refs=refs)
     assert any(not v.agree for v in verdicts), [v.describe() for v in verdicts]
