@@ -230,33 +230,33 @@ class Collector:
                         ctx, persp=Perspective(Level.THREAD, self.T),
                         p=lambda th: th.tid, unit=lambda th: unit(th) + [th.b]))
             case A.Partition(_, x, y, c, body) if isinstance(ctx.env.get(x), View):
-                view = ctx.env[x]
-                assert isinstance(view, View)  # the guard
+                whole = ctx.env[x]
+                assert isinstance(whole, View)  # the guard
                 m = max(n // max(c, 1), 1)
-                chunk = view.extent // max(c, 1)
-                off = view.off
-                piece = replace(view, off=lambda th: off(th) + z3.UDiv(p(th), bv(m)) * chunk,
+                chunk = whole.extent // max(c, 1)
+                off = whole.off
+                piece = replace(whole, off=lambda th: off(th) + z3.UDiv(p(th), bv(m)) * chunk,
                                 extent=chunk, persp=Perspective(h, m))
                 self.block(body, replace(ctx, env=ctx.env | {y: piece}), crossing=True)
             case A.Claim(_, x, y, at, body) if isinstance(ctx.env.get(x), View):
-                view = ctx.env[x]  # S-Claim (fixed)
-                assert isinstance(view, View)  # the guard
+                claimed = ctx.env[x]  # S-Claim (fixed)
+                assert isinstance(claimed, View)  # the guard
                 sub = Perspective(h, max(at, 1))
                 self.block(body, replace(
-                    ctx, persp=sub, env=ctx.env | {y: replace(view, persp=sub)},
+                    ctx, persp=sub, env=ctx.env | {y: replace(claimed, persp=sub)},
                     path=ctx.path + (lambda th: z3.ULT(p(th), bv(at)),)), crossing=True,
                     narrower=at < n)
             case A.Lower(_, x, y, body) if isinstance(ctx.env.get(x), View):
-                view = ctx.env[x]  # S-Lower: y at ↓π
-                assert isinstance(view, View)  # the guard
+                lowered = ctx.env[x]  # S-Lower: y at ↓π
+                assert isinstance(lowered, View)  # the guard
                 down = Perspective(Level.BLOCK, self.B) if ctx.persp == GRID1 else \
                     Perspective(Level.THREAD, self.T)
-                self.block(body, replace(ctx, env=ctx.env | {y: replace(view, persp=down)}),
-                           crossing=True)
+                self.block(body, replace(
+                    ctx, env=ctx.env | {y: replace(lowered, persp=down)}), crossing=True)
             case A.AsyncPartition(_, x, y, body) if x in ctx.env:
                 self.block(body, replace(ctx, env=ctx.env | {y: ctx.env[x]}))
             case A.Memcpy(dst, src) | A.AsyncMemcpy(dst, src):
-                self.range_access("r", src, ctx)
+                self.range_access("r", src, ctx, dst)
                 self.range_access("w", dst, ctx, src)
             case A.Call(fn, args) if fn in self.fns and ctx.depth < 8:
                 self.call(self.fns[fn], args, ctx)
@@ -312,25 +312,30 @@ class Collector:
         self.accesses.append(Access(kind, v, lambda th: off(th) + idx(th), value,
                                     ctx.path, ctx.pos, f"{what} {_show(arr)}"))
 
-    def range_access(self, kind: str, name: str, ctx: Ctx, src: str = "") -> None:
-        """memcpy: any cell from the view's start to the region's end; a write stores
-        the source cell at the same distance from the source view's start."""
+    def range_access(self, kind: str, name: str, ctx: Ctx, other: str) -> None:
+        """memcpy(x, y) (S-Memcpy, fixed): the first min(len x, len y) cells from each
+        view's start (a view's length runs to its region's end, errata S-Partition);
+        a write stores the source cell at the same distance from the source's start.
+        `other` is the copy's other array."""
         v = ctx.env.get(name)
         if not isinstance(v, View):
             self.incomplete = f"unknown array {name}"
         if not isinstance(v, View) or self.local(v, kind):
             return
         off, size = v.off, v.size
+        o = ctx.env.get(other)
+        peer = o if isinstance(o, View) else None
 
         def addr(th: Th) -> Term:
             u = th.fresh("int")
             th.cons += [z3.UGE(u, off(th)), z3.ULT(u, bv(size))]
+            if peer is not None:  # within the other view's length too
+                th.cons.append(z3.ULT(u - off(th), bv(peer.size) - peer.off(th)))
             return u
 
         value: ValueBuilder | None = None
-        s = ctx.env.get(src)
-        if isinstance(s, View):
-            def copied(th: Th, a: Term, s: View = s) -> Term:
+        if kind == "w" and peer is not None:
+            def copied(th: Th, a: Term, s: View = peer) -> Term:
                 return self.read_at(s, s.off(th) + (a - off(th)), s.elem, th)
             value = copied
 

@@ -126,7 +126,7 @@ def any_barrier(s: A.Stmt, fns: dict[str, A.FnDef], depth: int) -> bool:
 def _triple(items: Sequence[Item], label: str) -> bool:
     kinds = (A.SyncInit, A.SyncDec, A.SyncWait)
     return len(items) == 3 and all(
-        tag == "stmt" and isinstance(x, kind) and x.label == label
+        tag == "stmt" and isinstance(x, kind) and getattr(x, "label", None) == label
         for (tag, x), kind in zip(items, kinds, strict=True))
 
 
