@@ -29,6 +29,7 @@ from gpusem.calculus.bundl.perspective import (
 from gpusem.compiler.bundl_cuda import kir as K
 from gpusem.compiler.bundl_cuda.errors import CompileError
 from gpusem.compiler.bundl_cuda.faults import active
+from gpusem.compiler.bundl_cuda.paths import note
 
 # ------------------------------------------------------------------ environments
 
@@ -136,6 +137,8 @@ def lower_expr(e: B.Expr, env: Env, code: Perspective, target: Perspective) -> K
             # evaluated against the enclosing target π', like the array operand (a
             # `partition_id` in it counts π' units, as the interpreter's does)
             at = code if active("index-at-code-perspective") else target
+            if target != code:
+                note("compile:from_bundl:index at a narrower target")
             return K.KLoad(lower_expr(array, env, code, target),
                            lower_expr(index, env, code, at))
         case B.PartitionId():
@@ -143,6 +146,7 @@ def lower_expr(e: B.Expr, env: Env, code: Perspective, target: Perspective) -> K
         case B.BinOp("+", left, right) if isinstance(expr_type(left, env), B.ArrayType):
             # a pointer offset `y + k` (S-Partition's runtime form): both operands at
             # the enclosing target, as E-Bop's are
+            note("compile:from_bundl:pointer offset")
             return K.KPtrAdd(lower_expr(left, env, code, target),
                              lower_expr(right, env, code, target))
         case B.BinOp(op, left, right):
@@ -162,6 +166,10 @@ def partition_id(code: Perspective, target: Perspective, shape: MachineShape) ->
     holds this resource inside the code perspective: (p·(h/h') + r) div n'."""
     # Index arithmetic on ids below B·T: plain C (`KRaw` via KPerspId text later).
     ratio = level_ratio(code.level, target.level, shape)
+    if code.level != Level.GRID:  # T-Partition-Id: grid code never evaluates one
+        note("compile:from_bundl:partition_id " + (
+            "same level" if code.level == target.level
+            else f"{code.level.keyword}->{target.level.keyword}"))
     r = _position_within_unit(code.level, target.level, shape)
     scaled = (K.KPerspId() if ratio == 1
               else K.KBin("*", K.KPerspId(), K.KConst(ratio, B.BaseType.INT),
@@ -242,9 +250,11 @@ def lower_stmt(s: B.Stmt, env: Env, code: Perspective) -> tuple[K.KStmt, ...]:
         case B.Partition() | B.Claim() | B.Lower() | B.AsyncPartition():
             return _lower_data_persp(s, env, code)
         case B.AsyncMemcpy(dst, src, span):
+            note("compile:from_bundl:async_memcpy")
             info = env.lookup(dst, span)
             return (K.KAsyncCopy(info.cname, env.lookup(src, span).cname, info.elem, span),)
         case B.Memcpy(dst, src, span):
+            note("compile:from_bundl:memcpy")
             d, r = env.lookup(dst, span), env.lookup(src, span)
             count = K.KRaw(f"gs_imin({_len_text(d)}, {_len_text(r)})")
             return (K.KCopy(K.KVar(d.cname), K.KVar(r.cname), count,
@@ -273,6 +283,7 @@ def _lower_seq(stmts, env: Env, code: Perspective) -> tuple[K.KStmt, ...]:
                 and isinstance(triple[2], B.SyncWait)
                 and len({t.label for t in triple}) == 1):
             label = triple[0].label
+            note("compile:from_bundl:barrier written by hand")
             out.append(K.KBarrier(code, K.KPerspId(), f"init/dec/wait {label}",
                                   triple[0].span))
             i += 3
@@ -308,6 +319,7 @@ def _lower_alloc(s: B.Alloc, env: Env, code: Perspective) -> tuple[K.KStmt, ...]
     info = VarInfo(cname, B.ArrayType(s.elem, mem), persp,
                    K.KConst(s.size, B.BaseType.INT))
     body = lower_stmt(s.body, env.bind(s.name, info), code)
+    note(f"compile:from_bundl:alloc {mem.value}")
     if mem == B.MemKind.SHARED:
         return (K.KSharedAlloc(cname, s.elem, s.size, body, s.span),)
     if mem == B.MemKind.GLOBAL and not active("global-alloc-per-thread"):
@@ -357,8 +369,11 @@ def _lower_call(fn: str, args, env: Env, code: Perspective, span) -> K.KCall:
     fdef = env.fns.get(fn)
     if fdef is None:
         raise CompileError(f"unknown function: {fn}", span=span)
+    note("compile:from_bundl:call")
     out: list[K.KExpr] = []
     for param, arg in zip(fdef.params, args, strict=True):
+        if param.persp != code:
+            note("compile:from_bundl:call argument at another perspective")
         # S-Function-Call evaluates every argument at the caller's perspective, ambient
         # and target (⊢^π_π), whatever the parameter's own perspective
         out.append(lower_expr(arg, env, code, code))

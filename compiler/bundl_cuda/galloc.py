@@ -29,6 +29,7 @@ from gpusem.calculus.bundl.ast import BaseType
 from gpusem.calculus.bundl.perspective import Level, Perspective
 from gpusem.compiler.bundl_cuda import kir as K
 from gpusem.compiler.bundl_cuda.errors import CompileError
+from gpusem.compiler.bundl_cuda.paths import note
 from gpusem.compiler.bundl_cuda.traverse import bodies, map_bodies, walk
 
 TRAILING_PARAMS = 3  # gs_p, gs_block, gs_smem_off (from_bundl._lower_fn / _lower_call)
@@ -126,6 +127,8 @@ class _Placer:
                     s.span)]
         if repeats:
             out += self._fresh(s)
+        note("compile:galloc:zeroed between barriers" if repeats
+             else "compile:galloc:zeroed by the launch")
         return K.KBlock((*out, *self.stmts(s.body, repeats)), s.span)
 
     def _fresh(self, s: K.KGlobalAlloc) -> list[K.KStmt]:

@@ -30,6 +30,7 @@ from gpusem.compiler.bundl_cuda.galloc import place_global_allocations
 from gpusem.compiler.bundl_cuda.lower_async import lower_async_copies
 from gpusem.compiler.bundl_cuda.lower_code import lower_code_perspectives
 from gpusem.compiler.bundl_cuda.lower_data import lower_data_perspectives
+from gpusem.compiler.bundl_cuda.paths import note
 from gpusem.compiler.bundl_cuda.smem import assign_smem_offsets
 from gpusem.compiler.bundl_cuda.speed import (
     MAX_UNROLL_TRIPS,
@@ -89,6 +90,7 @@ def zero_shared_allocations(prog: K.KProgram) -> K.KProgram:
         for s in body:
             s = map_bodies(s, stmts)
             if isinstance(s, K.KSharedAlloc) and not active("shared-not-zeroed"):
+                note("compile:pipeline:shared array zeroed")
                 zero = (K.KPrim(f"for (int gs_i = threadIdx.x; gs_i < {s.size}; gs_i += "
                                 f"blockDim.x) {s.name}[gs_i] = 0;", s.span),
                         K.KPrim("__syncthreads();", s.span))

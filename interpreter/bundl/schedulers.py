@@ -31,9 +31,12 @@ SCHEDULES = ("rr", "random:SEED", "greedy", "greedy-reverse", "exhaustive")
 
 def run_program(prog: Program, schedule: str = "rr", max_steps: int = 1_000_000,
                 rules: str = "fixed", *, blocks: int | None = None,
-                threads: int | None = None, check: Check | None = None) -> Outcome:
-    """Run `prog` to an outcome under `schedule` (rr | random:SEED | exhaustive)."""
+                threads: int | None = None, check: Check | None = None,
+                seen: set[str] | None = None) -> Outcome:
+    """Run `prog` to an outcome under `schedule` (rr | random:SEED | exhaustive).
+    `seen`: a set that receives the name of every rule applied (coverage.py)."""
     m = Machine(prog, rules, blocks=blocks, threads=threads, check=check)
+    m.cfg.seen = seen
     with np.errstate(all="ignore"):
         if schedule == "rr":
             return _run_rr(m, max_steps)
