@@ -34,18 +34,12 @@ def shape(prog) -> str | None:
 
 @functools.cache
 def drawn() -> tuple:
-    """DRAWS derandomised draws of the campaign's kernel strategy, with their shapes."""
-    out = []
+    """DRAWS draws of the campaign's kernel strategy (seeded as a campaign's rounds:
+    `fuzz/bundl/sample.draw`), with their shapes."""
+    from gpusem.fuzz.bundl.sample import draw
 
-    @settings(max_examples=DRAWS, derandomize=True, database=None,
-              phases=[Phase.generate], suppress_health_check=list(HealthCheck),
-              deadline=None)
-    @given(kernels(max_blocks=4, max_threads=128))
-    def draw(prog):
-        out.append((prog, shape(prog)))
-
-    draw()
-    return tuple(out)
+    return tuple((prog, shape(prog))
+                 for prog in draw(kernels(max_blocks=4, max_threads=128), DRAWS, 1))
 
 
 def test_each_shape_is_drawn_often():

@@ -20,8 +20,9 @@ read only after the barrier that ends the partition which wrote it. So a correct
 compiler gives one answer under every schedule, and any difference is a finding.
 
 One kernel in five exchanges data among a part of the block only (thread[6] of 12,
-thread[48] of 96, thread[64] of 128): the named-barrier, mbarrier and split-barrier
-lowerings, built mostly by `strategies/barriers.barrier_exchange`.
+thread[48] of 96, thread[64] of 128, thread[32] of 64): the named-barrier, mbarrier,
+split-barrier and whole-warp (__syncwarp()) lowerings, built mostly by
+`strategies/barriers.barrier_exchange`.
 """
 
 from __future__ import annotations
@@ -265,7 +266,7 @@ def _kernels(draw, max_blocks: int = 2, max_threads: int = 128,
     template = exchange is not None or (sub_block and draw(st.integers(0, 3)) > 0)
     shapes = exchange[0] if exchange else [t for t, _ in SHAPES]
     threads = draw(st.sampled_from(shapes if template else
-                                   [96, 128] if sub_block else
+                                   [96, 128, 64] if sub_block else
                                    [t for t in (2, 4, 8, 32, 64, 96, 128)
                                     if t <= max_threads]))
     k = draw(st.integers(1, 2))
