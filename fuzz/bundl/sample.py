@@ -23,20 +23,25 @@ def round_seed(seed: int, r: int) -> int:
     return int.from_bytes(hashlib.sha256(f"{seed}:{r}".encode()).digest()[:8], "little")
 
 
+def draw_round(strategy: Any, seed: int, r: int, size: int = ROUND) -> list[Any]:
+    """Round r of a run seeded `seed`: up to `size` values."""
+    got: list[Any] = []
+
+    def collect(value: Any) -> None:
+        got.append(value)
+
+    test = settings(max_examples=size, database=None, deadline=None,
+                    phases=[Phase.generate],
+                    suppress_health_check=list(HealthCheck))(given(strategy)(collect))
+    hseed(round_seed(seed, r))(test)()
+    return got
+
+
 def rounds(strategy: Any, seed: int, size: int = ROUND) -> Iterator[list[Any]]:
     """Round after round of drawn values (each round up to `size` values)."""
     r = 0
     while True:
-        got: list[Any] = []
-
-        def collect(value: Any) -> None:
-            got.append(value)
-
-        test = settings(max_examples=size, database=None, deadline=None,
-                        phases=[Phase.generate],
-                        suppress_health_check=list(HealthCheck))(given(strategy)(collect))
-        hseed(round_seed(seed, r))(test)()
-        yield got
+        yield draw_round(strategy, seed, r, size)
         r += 1
 
 
