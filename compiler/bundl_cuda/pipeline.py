@@ -26,7 +26,7 @@ from gpusem.compiler.bundl_cuda.barriers import lower_barriers
 from gpusem.compiler.bundl_cuda.emit import emit_cuda
 from gpusem.compiler.bundl_cuda.faults import active
 from gpusem.compiler.bundl_cuda.from_bundl import from_bundl
-from gpusem.compiler.bundl_cuda.galloc import place_global_allocations
+from gpusem.compiler.bundl_cuda.galloc import once_per_launch, place_global_allocations
 from gpusem.compiler.bundl_cuda.lower_async import lower_async_copies
 from gpusem.compiler.bundl_cuda.lower_code import lower_code_perspectives
 from gpusem.compiler.bundl_cuda.lower_data import lower_data_perspectives
@@ -83,22 +83,41 @@ class CompiledKernel:
 def zero_shared_allocations(prog: K.KProgram) -> K.KProgram:
     """A shared array is zeroed by its block before use, then the block synchronises:
     S-Alloc-Shared allocates a fresh (zeroed) array; GPU shared memory holds garbage.
-    Every thread of the block executes the allocation (it is typed at (Block, 1))."""
+    Every thread of the block executes the allocation (it is typed at (Block, 1)).
 
-    def stmts(body: tuple) -> tuple:
-        out = []
-        for s in body:
-            s = map_bodies(s, stmts)
-            if isinstance(s, K.KSharedAlloc) and not active("shared-not-zeroed"):
-                note("compile:pipeline:shared array zeroed")
-                zero = (K.KPrim(f"for (int gs_i = threadIdx.x; gs_i < {s.size}; gs_i += "
-                                f"blockDim.x) {s.name}[gs_i] = 0;", s.span),
-                        K.KPrim("__syncthreads();", s.span))
-                s = replace(s, body=(*zero, *s.body))
-            out.append(s)
-        return tuple(out)
+    Where the array's bytes may still be in use when a fast thread starts zeroing
+    them, the block synchronises first: a site met again (a loop, a function called
+    twice: the previous instance's readers), or one after an allocation whose scope has
+    ended (siblings share offsets, `assign_smem_offsets`). The interpreter gives every
+    instance fresh cells, so without that barrier a slow thread could read zeros, or the
+    next instance's values, where it should read its own instance's."""
+    once = once_per_launch(prog)
 
-    return rewrite_program(prog, lambda f: replace(f, body=stmts(f.body)))
+    def per_function(f: K.KFunction) -> K.KFunction:
+        ended = [False]  # some allocation's scope ended earlier in program order
+
+        def stmts(body: tuple, again: bool) -> tuple:
+            out = []
+            for s in body:
+                inner = again or isinstance(s, K.KWhile)
+                reused = again or ended[0]  # decided before the body's allocations
+                s = map_bodies(s, lambda b: stmts(b, inner))
+                if isinstance(s, K.KSharedAlloc) and not active("shared-not-zeroed"):
+                    note("compile:pipeline:shared array zeroed")
+                    first = (K.KPrim("__syncthreads();", s.span),) if reused else ()
+                    zero = (*first,
+                            K.KPrim(f"for (int gs_i = threadIdx.x; gs_i < {s.size}; "
+                                    f"gs_i += blockDim.x) {s.name}[gs_i] = 0;", s.span),
+                            K.KPrim("__syncthreads();", s.span))
+                    s = replace(s, body=(*zero, *s.body))
+                if isinstance(s, K.KSharedAlloc):
+                    ended[0] = True
+                out.append(s)
+            return tuple(out)
+
+        return replace(f, body=stmts(f.body, f.name not in once))
+
+    return rewrite_program(prog, per_function)
 
 
 def compile_to_kir(prog: B.Program, options: CompileOptions = CompileOptions(),

@@ -106,3 +106,33 @@ def test_programs_not_compared_exit_nonzero(ref, kind, code):
 def test_racy_is_not_an_agreement():
     v = Verdict(True, "racy", "not proven race-free")
     assert v.exit_code() == 1
+
+
+# A shared array allocated in a loop: every iteration's instance is fresh (S-Alloc-Shared
+# allocates new cells each time), so a fast thread must not zero the slot while a slow
+# one still reads the previous instance. The cpu harness switches fibres only at
+# barriers, so it cannot show the missing barrier: the shape of the code is checked.
+SHARED_LOOP = """machine blocks = 1, threads = 2;
+global out : int[2];
+main { lower out into ob { destruct {
+  alloc l : int[1] in Local;
+  let i : int @ block[1] = 0;
+  while i < 3 { alloc s : int[1] in Shared; s[0] = i + 1; l[0] = l[0] * 10 + s[0];
+                i = i + 1; }
+  lower ob into ot { destruct { partition ot into o by 2 { group 2 { o[0] = l[0]; } } } }
+} } }
+"""
+
+
+def test_shared_allocation_met_again_is_zeroed_between_barriers():
+    from gpusem.compiler.bundl_cuda.pipeline import compile_program
+
+    prog = parse_program(SHARED_LOOP)
+    typecheck(prog)
+    body = compile_program(prog).source.split("while (v_i < 3)")[1]
+    zero = body.index("v_s[gs_i] = 0;")
+    assert "__syncthreads();" in body[:zero]  # before the zeroing, inside the loop
+    assert verdict(SHARED_LOOP).kind in ("agree", "racy")
+    once = compile_program(parse_program(SHARED_LOOP.replace(
+        "while i < 3 {", "if i < 3 {"))).source.split("if (v_i < 3)")[1]
+    assert "__syncthreads();" not in once[:once.index("v_s[gs_i] = 0;")]
