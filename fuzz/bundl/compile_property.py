@@ -110,15 +110,17 @@ def _jobs(prog, kernel, seeds, backend: str, scale: float = 1.0):
 
 
 def reference(prog: B.Program, max_steps: int = 2_000_000,
-              prove_race_free: bool = True) -> Reference:
+              prove_race_free: bool = True,
+              seen: set[str] | None = None) -> Reference:
     """The interpreter's outcome under several schedules (the small-step machine is the
     living definition). A program whose schedules end in different memories, or that
     the z3 race analysis (`fuzz/bundl/race.py`) cannot prove race-free, is RACY: its
     compiled result may legitimately be any of its memories, so it is not compared;
-    see errata.md ("compiler oracle and races")."""
+    see errata.md ("compiler oracle and races"). `seen` receives the rules the
+    round-robin run applies (coverage)."""
     from gpusem.interpreter.bundl.schedulers import run_program
 
-    outcome = run_program(prog, schedule="rr", max_steps=max_steps)
+    outcome = run_program(prog, schedule="rr", max_steps=max_steps, seen=seen)
     if outcome.kind != "terminated":
         return Reference(outcome)
     # Sampling schedules finds races, it cannot exclude them: only programs the z3

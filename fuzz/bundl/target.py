@@ -63,12 +63,16 @@ class BundlTarget(Target):
         self.backend = backend
         self.max_blocks, self.max_threads = max_blocks, max_threads
         self._cache: dict[tuple[str, Generated], Verdict] = {}
+        # the semantic rules a property's own run of a program applied, for coverage
+        # (so a campaign's table costs no second interpreter run): (prop, program)
+        self._seen: dict[tuple[str, Generated], frozenset[str]] = {}
         self.shrink_budget_s, self.shrink_max_tried = SHRINK_BUDGET_S, 400
         # signature -> ShrinkStats.as_dict(), for the bundle's meta
         self.shrink_stats: dict[str, dict[str, Any]] = {}
 
     def close(self) -> None:
         self._cache.clear()
+        self._seen.clear()
 
     def strategy(self, prop: str) -> SearchStrategy[BundlProgram]:
         """Compiler properties mix kernel-shaped programs (race-free by construction,
@@ -96,8 +100,9 @@ class BundlTarget(Target):
         if prop not in ("compile", "motion"):
             return False
         self._cache.clear()
+        self._seen.clear()
         todo = list(dict.fromkeys(as_generated(p) for p in programs))
-        refs = [_reference(g) for g in todo]
+        refs = [self._reference(g, prop) for g in todo]
         verdicts = check_batch([g.program for g in todo], self.backend, HARNESS_SEEDS,
                                prop == "compile", refs)
         for generated, verdict in zip(todo, verdicts, strict=True):
@@ -133,7 +138,7 @@ class BundlTarget(Target):
         runner = get_backend(self.backend)
         try:
             verdict = check_program(generated.program, self.backend, HARNESS_SEEDS,
-                                    prop == "compile", ref=_reference(generated),
+                                    prop == "compile", ref=self._reference(generated, prop),
                                     timeout_scale=4.0, runner=runner)
         finally:
             getattr(runner, "close", lambda: None)()
@@ -158,9 +163,18 @@ class BundlTarget(Target):
         (at most 200,000 steps) and, for the compiler properties, one compilation to
         KIR (no backend run), about as much as the property's own reference run.
         Deterministic: the same program gives the same set."""
-        from gpusem.fuzz.bundl.coverage import coverage
+        from gpusem.fuzz.bundl.coverage import coverage, judgments, typing_rules
 
-        return coverage(as_generated(program).program, prop)
+        generated = as_generated(program)
+        ran = self._seen.get((prop or "", generated))
+        if ran is None or "semantics" not in judgments(prop):
+            return coverage(generated.program, prop)
+        out = set(ran) | typing_rules(generated.program)
+        if "compiler" in judgments(prop):
+            from gpusem.fuzz.bundl.coverage import lowering_paths
+
+            out |= lowering_paths(generated.program, sync_motion=prop != "motion")
+        return out
 
     def coverage_universe(self, prop: str | None = None) -> tuple[str, ...]:
         """Every name `coverage(_, prop)` can return, in table order (typing rules,
@@ -178,7 +192,7 @@ class BundlTarget(Target):
             case "compile" | "motion":
                 return self._compile(generated, sync_motion=prop == "compile")
             case "soundness":
-                return self._soundness(generated.program)
+                return self._soundness(generated)
             case "printparse":
                 return self._printparse(generated.program)
             case "teeth" | "determinism" | "bigsmall" | "soundness-paper":
@@ -196,7 +210,7 @@ class BundlTarget(Target):
         verdict = self._cache.get((prop, generated))
         if verdict is None:
             verdict = check_program(generated.program, self.backend, HARNESS_SEEDS,
-                                    sync_motion, ref=_reference(generated))
+                                    sync_motion, ref=self._reference(generated, prop))
         if verdict.kind in ("racy", "not-compared", "unsupported"):
             return CheckResult("invalid", kind=verdict.kind, detail=verdict.message)
         if verdict.agree:
@@ -227,10 +241,12 @@ class BundlTarget(Target):
                            size=self.size(program), program_file="program.bundl",
                            line=line)
 
-    def _soundness(self, program: B.Program) -> CheckResult:
+    def _soundness(self, generated: Generated) -> CheckResult:
         from gpusem.interpreter.bundl.schedulers import run_program
 
-        outcome = run_program(program, schedule="random:7", max_steps=200_000)
+        program, seen = generated.program, set[str]()
+        outcome = run_program(program, schedule="random:7", max_steps=200_000, seen=seen)
+        self._remember(("soundness", generated), seen)
         if outcome.kind in ("terminated", "budget") or getattr(outcome, "trap", False):
             return CheckResult("pass")
         files = {"program.bundl": print_program(program),
@@ -254,6 +270,22 @@ class BundlTarget(Target):
                            kind="printparse", detail=why,
                            files={"program.bundl": text, "trace.txt": why + "\n"},
                            size=self.size(program))
+
+    def _reference(self, generated: Generated, prop: str) -> Reference:
+        """The interpreter's outcome; kernel-shaped programs are race-free by
+        construction, the others must be proved race-free by the z3 analysis before
+        they are compared. The rules its round-robin run applies are remembered for
+        `coverage`."""
+        seen: set[str] = set()
+        ref = reference(generated.program, seen=seen,
+                        prove_race_free=not generated.race_free_by_construction)
+        self._remember((prop, generated), seen)
+        return ref
+
+    def _remember(self, key: tuple[str, Generated], seen: set[str]) -> None:
+        if len(self._seen) >= 4096:  # a campaign asks about the round it just checked
+            self._seen.clear()
+        self._seen[key] = frozenset(seen)
 
     # --------------------------------------------------------------------- bundles
 
@@ -307,13 +339,6 @@ def _signature_tail(text: str, v: Verdict) -> tuple[str, str, int]:
     tail, construct, line = divergence(printed, v.difference, v.expected,
                                        initial_globals(printed))
     return ":" + tail, construct, line
-
-
-def _reference(generated: Generated) -> Reference:
-    """The interpreter's outcome; kernel-shaped programs are race-free by construction,
-    the others must be proved race-free by the z3 analysis before they are compared."""
-    return reference(generated.program,
-                     prove_race_free=not generated.race_free_by_construction)
 
 
 def _inputs_json(program: B.Program) -> str:

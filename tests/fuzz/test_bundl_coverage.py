@@ -103,3 +103,17 @@ def test_compile_generators_reach_every_typing_rule_and_lowering_path():
 @pytest.mark.slow
 def test_compile_generators_reach_every_rule():
     assert not _zero("compile", 1000, 11)
+
+
+def test_coverage_after_a_check_reuses_the_propertys_own_run(monkeypatch):
+    """A campaign asks for coverage of the program it just checked: the semantic rules
+    come from the property's own run, not a second interpreter run."""
+    from gpusem.fuzz.bundl import coverage as cov
+
+    target = BundlTarget()
+    prog = parse_program((EXAMPLES / "alloc_global_per_unit.bundl").read_text())
+    assert target.check(prog, "soundness").status == "pass"
+    monkeypatch.setattr(cov, "semantic_rules", lambda *a: (_ for _ in ()).throw(
+        AssertionError("ran the program again")))
+    got = target.coverage(prog, "soundness")
+    assert {"S-Alloc-Global", "S-Lower", "E-Partition-Id", "T-Alloc"} <= got
