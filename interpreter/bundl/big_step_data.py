@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from gpusem.calculus.bundl.ast import (
     Alloc,
+    ArrayType,
     AsyncMemcpy,
     AsyncPartition,
     Call,
@@ -204,7 +205,6 @@ class DataRules:
 
     def x_alloc(self, s: Alloc, idx: Idx) -> None:
         # S-Alloc-Local / -Shared / -Global (fixed)
-        from gpusem.calculus.bundl.ast import ArrayType
         n, N = s.size, self.N
         if s.mem is MemKind.SHARED:
             self._require(self.persp == BLOCK1, "S-Alloc-Shared", s, idx,
@@ -242,7 +242,7 @@ class DataRules:
         # S-Async-Partition-Congr/-Unwind/-Done
         self._require(self.persp == THREAD1, "S-Async-Partition-Congr", s, idx,
                       f"perspective mismatch: needs {THREAD1}, code is at {self.persp}")
-        from gpusem.calculus.bundl.ast import ArrayType, AsyncType
+        from gpusem.calculus.bundl.ast import AsyncType
         y = self._renamed(s, s.source, THREAD1, idx)
         if isinstance(y.type, ArrayType):
             y = Var(y.vec, y.persp, AsyncType(y.type))
@@ -264,6 +264,13 @@ class DataRules:
                       "async_partition")
         self.deferred[-1].append((Memcpy(s.dst, s.src, s.span), idx.copy()))
 
+    def _all_lanes(self, ptr: VPtr, idx: Idx) -> VPtr:
+        """⟨l, n⟩ on the active lanes `idx`, as a binding over all lanes."""
+        full = [np.zeros(self.N, np.int64) for _ in range(3)]
+        for vec, part in zip(full, (ptr.off, ptr.length, ptr.extent), strict=True):
+            vec[idx] = part
+        return VPtr(ptr.storage, *full)
+
     def x_call(self, s: Call, idx: Idx) -> None:
         # S-Function-Call (fixed: the body's own η)
         fn = self.fns.get(s.fn)
@@ -273,6 +280,13 @@ class DataRules:
         assert fn is not None  # `_require` raised otherwise
         new: dict[str, Var] = {}
         for prm, arg in zip(fn.params, s.args):
+            if isinstance(prm.type, ArrayType):  # passed, not read (as small-step)
+                ptr, apersp = self.ex.ptr(arg, "S-Function-Call")(idx, self.persp)
+                self._require(apersp == prm.persp, "S-Function-Call", s, idx,
+                              f"perspective mismatch: {prm.name} of {s.fn} is a "
+                              f"pointer at {prm.persp}; the argument lives at {apersp}")
+                new[prm.name] = Var(self._all_lanes(ptr, idx), prm.persp, prm.type)
+                continue
             # ⊢^π_π: at the caller's perspective, ambient and target (S-Function-Call)
             v = self.ex.value(arg, idx, self.persp)
             new[prm.name] = Var(v, prm.persp, prm.type)

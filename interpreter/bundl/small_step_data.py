@@ -302,11 +302,22 @@ def s_call(cfg: Config, th: ThreadState, s: Call) -> str:
                f"{fn.persp}, called from code at {th.persp}")
     vals = []
     for prm, arg in zip(fn.params, s.args):
+        tgt = cfg.persp_of(prm.persp)
+        if isinstance(prm.type, ArrayType) and cfg.fixed:
+            # a pointer argument is passed, not read: the array operand's value, which
+            # T-Function-Call (fixed) requires to live at exactly the parameter's π_i,
+            # whatever the code's π (read up would reject a narrower one)
+            ptr, apersp = compile_ptr(cfg, arg, "S-Function-Call")(th, th.persp)
+            if apersp != tgt:
+                stuck("S-Function-Call", s, th, f"perspective mismatch: {prm.name} of "
+                       f"{s.fn} is a pointer at {tgt}; the argument lives at {apersp}")
+            vals.append(Binding(ptr, tgt, prm.type))
+            continue
         v = compile_expr(cfg, arg)(th, th.persp)
-        vals.append(Binding(v, cfg.persp_of(prm.persp), prm.type))
+        vals.append(Binding(v, tgt, prm.type))
     if cfg.fixed:
         # Note: the body gets its own η (errata "function calls clobber η")
-        th.frames.append((CALL, fn, th.env))
+        th.frames.append((CALL, fn, th.env, s))
         th.env = {}
     for prm, b in zip(fn.params, vals):
         th.env[prm.name] = b

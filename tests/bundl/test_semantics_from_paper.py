@@ -118,3 +118,22 @@ def test_big_step_reports_the_small_step_stuck_state(name):
     assert small.rule == big.rule == rule
     assert small.message.startswith("type mismatch:")
     assert big.message.startswith("type mismatch:")
+
+
+# Found by the 100,000-program soundness run (scripts/soundness_run.py): a pointer
+# argument living at a perspective narrower than the code (T-Function-Call, fixed: a
+# pointer must live at exactly the parameter's perspective) was evaluated as a read of
+# the variable, whose read-up check (E-Var, fixed) failed: stuck on every schedule.
+NARROW_POINTER = """machine blocks = 1, threads = 1;
+global g1 : int[2];
+fn f(a : Global int[] @ block[1]) at grid[1] uses 0 {
+  lower g1 into gb { destruct { (a + 1)[0] = 7; } }
+}
+main { lower g1 into v { f(v); } }
+"""
+
+
+def test_a_pointer_argument_is_passed_not_read():
+    small, big = both(NARROW_POINTER)
+    assert small.kind == big.kind == "terminated", small.message
+    assert small.globals["g1"] == big.globals["g1"] == [0, 7]

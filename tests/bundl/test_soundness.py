@@ -114,3 +114,21 @@ def test_progress_catches_a_stuck_state():
     out = run_program(parse_program(src % body))
     assert out.kind == "stuck" and out.rule == "S-Destruct-Block"
     assert out.message.startswith("perspective mismatch") and "block[2]" in out.message
+
+
+# Found by the 100,000-program soundness run: the preservation check typed a running
+# function body inside its caller's term, where a claim hides the global the body uses
+# by name (globals are visible in every function, our extension). The body is typed on
+# its own, as V-Function types it (Lemma A.8's `call s with ...`).
+CALL_UNDER_CLAIM = """machine blocks = 1, threads = 2;
+global g1 : int[2];
+fn f() at grid[1] uses 0 { partition g1 into p by 1 { skip; } }
+main { f(); claim g1 into c at 1 { partition c into q by 1 { f(); } } }
+"""
+
+
+def test_a_running_body_is_typed_in_its_functions_context():
+    prog = parse_program(CALL_UNDER_CLAIM)
+    check_program(prog, "fixed")
+    out = run_program(prog, "rr", check=preservation_check(prog))
+    assert out.kind == "terminated", out.message
