@@ -98,7 +98,7 @@ def exec(program: Any, backend: str = "cpu", schedules: Sequence[int] = (0, 1, 2
 
     typecheck(program)
     return check_program(program, backend, tuple(schedules), sync_motion,
-                         outcome=reference(program))
+                         ref=reference(program))
 
 
 # ------------------------------------------------------------------------ campaigns

@@ -50,6 +50,11 @@ class Reference:
     def globals(self) -> dict:
         return self.outcome.globals
 
+    @property
+    def message(self) -> str:
+        """Why it is racy, else the outcome's message."""
+        return self.why or self.outcome.message
+
 
 @dataclass
 class Verdict:

@@ -66,6 +66,7 @@ class BundlTarget(Target):
         # the semantic rules a property's own run of a program applied, for coverage
         # (so a campaign's table costs no second interpreter run): (prop, program)
         self._seen: dict[tuple[str, Generated], frozenset[str]] = {}
+        self._prop: str | None = None  # the property of the last `check`
         self.shrink_budget_s, self.shrink_max_tried = SHRINK_BUDGET_S, 400
         # signature -> ShrinkStats.as_dict(), for the bundle's meta
         self.shrink_stats: dict[str, dict[str, Any]] = {}
@@ -138,7 +139,8 @@ class BundlTarget(Target):
         runner = get_backend(self.backend)
         try:
             verdict = check_program(generated.program, self.backend, HARNESS_SEEDS,
-                                    prop == "compile", ref=self._reference(generated, prop),
+                                    prop == "compile",
+                                    ref=self._reference(generated, prop),
                                     timeout_scale=4.0, runner=runner)
         finally:
             getattr(runner, "close", lambda: None)()
@@ -153,18 +155,22 @@ class BundlTarget(Target):
         return statement_count(as_generated(program).program)
 
     def coverage(self, program: BundlProgram, prop: str | None = None) -> set[str]:
-        """The rules and lowering paths `program` exercises under property `prop`
-        (None: all three judgments), for a campaign's coverage table (issue 14, item
-        7). Names: typing rules `T-*` / `V-Function`, semantic rules `S-*` / `E-*`,
-        compiler paths `compile:<pass>:<case>`; every one is in
-        `coverage_universe(prop)`. A campaign counts, per property, the programs that
-        exercised each name and reports them per 10,000 programs; a name at 0 is a
-        blind spot of the generators. Costs one typing derivation, one round-robin run
-        (at most 200,000 steps) and, for the compiler properties, one compilation to
-        KIR (no backend run), about as much as the property's own reference run.
-        Deterministic: the same program gives the same set."""
+        """The rules and lowering paths `program` exercises under property `prop`, for
+        a campaign's coverage table (issue 14, item 7; `fuzz/targets.py`: the campaign
+        calls `coverage(program)` after `check(program, prop)`, so `prop` defaults to
+        the property of the last check, and to all three judgments before any).
+        Names: typing rules `T-*` / `V-Function`, semantic rules `S-*` / `E-*`, compiler
+        paths `compile:<pass>:<case>`; every one is in `coverage_labels(prop)`. A
+        campaign counts, per property, the programs that exercised each name and
+        reports them per 10,000 programs; a name at 0 is a blind spot of the
+        generators. After a check of the same program the semantic rules are those the
+        property's own run applied (no second run); otherwise this costs one
+        round-robin run (at most 200,000 steps). Typing costs one derivation, the
+        compiler properties one compilation to KIR (no backend run). Deterministic: the
+        same program gives the same set."""
         from gpusem.fuzz.bundl.coverage import coverage, judgments, typing_rules
 
+        prop = prop if prop is not None else self._prop
         generated = as_generated(program)
         ran = self._seen.get((prop or "", generated))
         if ran is None or "semantics" not in judgments(prop):
@@ -176,18 +182,21 @@ class BundlTarget(Target):
             out |= lowering_paths(generated.program, sync_motion=prop != "motion")
         return out
 
-    def coverage_universe(self, prop: str | None = None) -> tuple[str, ...]:
+    def coverage_labels(self, prop: str | None = None) -> tuple[str, ...]:
         """Every name `coverage(_, prop)` can return, in table order (typing rules,
         semantic rules, compiler paths): the rows of the coverage table, zeros
-        included."""
+        included. `prop` defaults as `coverage`'s does."""
         from gpusem.fuzz.bundl.coverage import universe
 
-        return universe(prop)
+        return universe(prop if prop is not None else self._prop)
+
+    coverage_universe = coverage_labels
 
     def check(self, program: BundlProgram, prop: str = "compile") -> CheckResult:
         """The verdict of `prop` on a program: a `Generated` one (the compiler
         properties' strategy) or a plain one (not race-free by construction)."""
         generated = as_generated(program)
+        self._prop = prop
         match prop:
             case "compile" | "motion":
                 return self._compile(generated, sync_motion=prop == "compile")
@@ -245,7 +254,8 @@ class BundlTarget(Target):
         from gpusem.interpreter.bundl.schedulers import run_program
 
         program, seen = generated.program, set[str]()
-        outcome = run_program(program, schedule="random:7", max_steps=200_000, seen=seen)
+        outcome = run_program(program, schedule="random:7", max_steps=200_000,
+                              seen=seen)
         self._remember(("soundness", generated), seen)
         if outcome.kind in ("terminated", "budget") or getattr(outcome, "trap", False):
             return CheckResult("pass")
