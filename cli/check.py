@@ -17,7 +17,7 @@ from gpusem.cli.common import parse_defines
 
 
 @click.command(name="check")
-@click.argument("file", type=click.Path(dir_okay=False))
+@click.argument("file", type=click.Path())
 @click.option("--rules", type=click.Choice(["fixed", "paper"]), default="fixed",
               show_default=True,
               help="Typing rules: corrected (fixed) or as printed in the paper.")

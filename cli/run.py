@@ -18,7 +18,7 @@ EXIT = {"terminated": 0, "stuck": 1, "deadlock": 1, "budget": 2}
 
 
 @click.command(name="run")
-@click.argument("file", type=click.Path(dir_okay=False))
+@click.argument("file", type=click.Path())
 @click.option("--schedule", default="rr", show_default=True,
               metavar="rr|random:SEED|exhaustive",
               help="Which thread S-Program steps next.")

@@ -11,11 +11,11 @@ program text. `--commands "step 10; threads; mem global"` runs a script instead,
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import click
 from gpusem.calculus.errors import BadInput
 from gpusem.calculus.source import language_of, read_source
+from gpusem.cli.common import open_output, write_output
 from gpusem.cli.debugger_shell import DebuggerShell, ints
 from rich.console import Console
 from rich.table import Table
@@ -178,7 +178,7 @@ class Debugger(DebuggerShell):
         """save FILE: write the schedule so far (thread indices), for `schedule replay`."""
         if not arg.strip():
             raise BadInput("usage: save FILE")
-        Path(arg.strip()).write_text(json.dumps({"schedule": self.session.history}) + "\n")
+        write_output(arg.strip(), json.dumps({"schedule": self.session.history}) + "\n")
         self.console.print(f"saved {len(self.session.history)} steps to {arg.strip()}")
 
     def default(self, line: str) -> None:
@@ -238,9 +238,9 @@ def _value(machine, value) -> str:
 
 def _read_schedule(path: str) -> list[int]:
     try:
-        data = json.loads(Path(path).read_text())
+        data = json.loads(read_source(path))
         return [int(i) for i in data["schedule"]]
-    except (OSError, ValueError, KeyError, TypeError) as err:
+    except (ValueError, KeyError, TypeError, RecursionError) as err:
         raise BadInput(f"cannot read schedule {path}: {err}") from None
 
 
@@ -283,7 +283,7 @@ def debug_bundl(source: str, file: str, *, commands: str | None = None,
 
     session = Session(parse_program(source, file), rules, blocks, threads, schedule)
     console = Console(highlight=False)
-    sink = open(trace, "w") if trace else None  # noqa: SIM115 - closed below
+    sink = open_output(trace) if trace else None  # closed below
     if sink:
         session.trace_sink = lambda line: sink.write(line + "\n")
     debugger = Debugger(session, source, file, console)

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, cast
 
 from gpusem.calculus.errors import BadInput
+from gpusem.cli.common import open_output
 from gpusem.cli.debugger_shell import DebuggerShell, ints
 from rich.console import Console
 
@@ -267,10 +268,10 @@ def main(file: str, defines: tuple[str, ...], proc_name: str | None, rules: str,
     from gpusem.typing_rules.gpuir.frontend import header_defines
 
     source = read_source(file)
-    env = {**header_defines(source), **parse_defines(defines)}
+    env = {**header_defines(source, file), **parse_defines(defines)}
     session = open_session(source, file, env, proc_name=proc_name, rules=rules)
     console = Console(highlight=False, soft_wrap=True)
-    sink = open(trace, "w") if trace else None  # closed below
+    sink = open_output(trace) if trace else None  # closed below
     if sink:
         session.trace_sink = lambda line: sink.write(line + "\n")
     debugger = AmirDebugger(session, source, file, console)

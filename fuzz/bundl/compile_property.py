@@ -168,9 +168,10 @@ def compare(prog, expected: dict, source: str, results, seeds) -> Verdict:
 def check_file(path: str, backend: str = "cpu", seeds=HARNESS_SEEDS,
                sync_motion: bool = True, prove_race_free: bool = True) -> Verdict:
     from gpusem.calculus.bundl.parser import parse_program
+    from gpusem.calculus.source import read_source
     from gpusem.typing_rules.bundl.stmt import check_program as typecheck
 
-    source = Path(path).read_text()
+    source = read_source(path)
     prog = parse_program(source, path)
     typecheck(prog)
     outcome = reference(prog, prove_race_free=prove_race_free)

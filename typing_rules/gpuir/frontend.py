@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from typing import Iterable, Mapping, assert_never, cast
 
+from gpusem.calculus.budgets import check_int_literal
 from gpusem.calculus.errors import BadInput, IllTyped
 from gpusem.calculus.gpuir import ast as A
 from gpusem.calculus.gpuir import memtypes
@@ -46,14 +47,23 @@ __all__ = ["analyse", "check_proc", "check_file", "header_defines", "load_proc",
            "Analysis", "FileCheck"]
 
 
-def header_defines(source: str) -> dict[str, int]:
-    """`# defines: N=256 M=64` header lines (defaults; -D overrides them)."""
+def header_defines(source: str, file: str = "<input>") -> dict[str, int]:
+    """`# defines: N=256 M=64` header lines (defaults; -D overrides them). A value
+    must be a 32-bit int, as a control value of the generated code."""
     out: dict[str, int] = {}
     for m in re.finditer(r"^#\s*defines:\s*(.*)$", source, re.MULTILINE):
         for item in m.group(1).replace(",", " ").split():
             name, _, value = item.partition("=")
-            if name.isidentifier() and value.lstrip("-").isdigit():
-                out[name] = int(value)
+            number = re.fullmatch(r"(-?)([0-9]+)", value)
+            if not name.isidentifier() or number is None:
+                continue
+            line = source.count("\n", 0, m.start()) + 1
+            span = Span(file, line, 1, line, 1)
+            n = check_int_literal(number.group(2), span)
+            out[name] = -n if number.group(1) else n
+            if not -(2**31) <= out[name] < 2**31:
+                raise BadInput(f"bad definition: {name} = {value} is out of range "
+                               "(control values are 32-bit ints)", span=span)
     return out
 
 
@@ -69,7 +79,7 @@ def load_proc(path: str, defines: Mapping[str, int],
         raise BadInput(f"{path}: no procedure named {proc_name} (have: "
                        f"{', '.join(procs)})")
     proc = procs[proc_name] if proc_name else module.procs[-1]
-    env = {**header_defines(source), **dict(defines)}
+    env = {**header_defines(source, path), **dict(defines)}
     missing = [p.name for p in proc.ctrl_params if p.name not in env]
     if missing:
         raise BadInput(f"{path}: missing definition: {missing[0]} has no value "
@@ -126,7 +136,7 @@ def check_file(path: str, defines: Mapping[str, int] | None = None) -> FileCheck
 
     source = read_source(path)
     module = parse_module(source, path)
-    env = {**header_defines(source), **dict(defines or {})}
+    env = {**header_defines(source, path), **dict(defines or {})}
     return FileCheck(path, [check_proc(p, env) for p in module.procs])
 
 
