@@ -38,6 +38,7 @@ from typing import Iterator
 
 from gpusem.calculus.errors import BadInput, BudgetExhausted
 from gpusem.calculus.span import NO_SPAN, Span
+from lark import Token, Tree
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,32 @@ def check_int_literal(digits: str, span: Span = NO_SPAN) -> int:
                        f"the literal_digits budget of {limit} "
                        f"({FLAGS['literal_digits']})", span=span)
     return int(digits)
+
+
+def check_nesting(tree: Tree[Token], file: str) -> None:
+    """Refuse a parse tree deeper than the `nesting` budget, before any recursive walk
+    (the tree builders, the checks, the interpreters, the compilers) meets it. The
+    walk here is iterative; the error points at the first node past the budget."""
+    limit = current().nesting
+    stack: list[tuple[Tree[Token], int]] = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            line, column = _position(node)
+            raise BadInput(f"nesting too deep: more than {limit} levels of nested "
+                           f"statements and expressions, the nesting budget "
+                           f"({FLAGS['nesting']})",
+                           rule="Budget", span=Span(file, line, column, line, column))
+        stack.extend((c, depth + 1) for c in node.children if isinstance(c, Tree))
+
+
+def _position(node: Tree[Token]) -> tuple[int, int]:
+    meta = node.meta
+    if not meta.empty:
+        return meta.line, meta.column
+    for token in node.scan_values(lambda v: isinstance(v, Token)):
+        return token.line or 1, token.column or 1
+    return 1, 1
 
 
 # ------------------------------------------------------------------------ memory

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Callable, Literal, cast, overload
 
 import lark
+from gpusem.calculus.budgets import check_nesting
 from gpusem.calculus.bundl import ast
 from gpusem.calculus.bundl.to_ast import Parsed, ToAst
 from gpusem.calculus.errors import BadInput
@@ -81,6 +82,7 @@ def _parse(text: str, file: str, entry: Literal["expr"]) -> ast.Expr: ...
 def _parse(text: str, file: str, entry: str) -> Parsed:
     try:
         tree = _lark().parse(text, start=_ENTRY[entry])
+        check_nesting(tree, file)
         builder = ToAst(file)
         result = builder.transform(tree)
     except UnexpectedInput as err:
