@@ -83,8 +83,7 @@ def using(**changes: int) -> Iterator[Budgets]:
         _CURRENT.reset(token)
 
 
-def over(name: str, what: str, value: int, span: Span = NO_SPAN,
-         rule: str = "Budget") -> BadInput:
+def over(name: str, what: str, span: Span = NO_SPAN, rule: str = "Budget") -> BadInput:
     """The static error for `what` (e.g. "global A holds 2147483647 elements") past
     the budget `name`, naming its flag."""
     limit = getattr(current(), name)

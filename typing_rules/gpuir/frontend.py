@@ -11,6 +11,8 @@ Checks here, each named in its errors (`rule`) and with a stable message prefix:
   InstrCall        Section 3.4 "Proc & Instruction Calls": at τ_u-scope, argument
                    kinds, precision τ_x, memory π_d, window shapes, trailing barrier π_z
   Barrier          Arrive/Await name barriers; sync timelines exist (Figure 16)
+  Limits           control values fit int32, extents are positive, parallel loops
+                   are not empty, the arrays fit the elements budget (limits.py)
 Unknown names (memories, units, timelines, instructions) are BadInput (exit 2).
 
 Conventions: σ -> `env` (control values: the -D definitions plus iterators),
@@ -41,6 +43,7 @@ from gpusem.typing_rules.gpuir.collective import (
     StmtInfo,
     analyse_collectives,
 )
+from gpusem.typing_rules.gpuir.limits import check_limits
 from gpusem.typing_rules.gpuir.memory import check_memory
 
 __all__ = ["analyse", "check_proc", "check_file", "header_defines", "load_proc",
@@ -69,7 +72,8 @@ def header_defines(source: str, file: str = "<input>") -> dict[str, int]:
 
 def load_proc(path: str, defines: Mapping[str, int],
               proc_name: str | None = None) -> tuple[A.Proc, dict[str, int], str]:
-    """(proc, defines, source) of a `.gpuir` file, every size defined."""
+    """(proc, defines, source) of a `.gpuir` file, every size defined and every
+    value in range (`limits.check_limits`)."""
     from gpusem.calculus.gpuir.parser import parse_module
 
     source = read_source(path)
@@ -84,6 +88,8 @@ def load_proc(path: str, defines: Mapping[str, int],
     if missing:
         raise BadInput(f"{path}: missing definition: {missing[0]} has no value "
                        f"(pass -D {missing[0]}=...)")
+    _check_defines(proc, env)
+    check_limits(proc, env)  # before anything sizes an array by them
     return proc, env, source
 
 
@@ -92,6 +98,7 @@ def analyse(proc: A.Proc, defines: Mapping[str, int]) -> Analysis:
     BadInput (unknown names, missing definitions) is raised."""
     defines = dict(defines)
     _check_defines(proc, defines)
+    check_limits(proc, defines)
     an = analyse_collectives(proc, defines)
     checker = _Checker(an)
     for p in proc.data_params:
