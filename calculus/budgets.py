@@ -32,9 +32,9 @@ from __future__ import annotations
 import contextlib
 import os
 import resource
+from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, fields, replace
-from typing import Iterator
 
 from gpusem.calculus.errors import BadInput, BudgetExhausted
 from gpusem.calculus.span import NO_SPAN, Span
@@ -60,7 +60,8 @@ FLAGS = {"source_bytes": "--max-source-bytes", "nesting": "--max-nesting",
          "memory_mb": "--max-memory"}
 assert set(FLAGS) == {f.name for f in fields(Budgets)}
 
-_CURRENT: ContextVar[Budgets] = ContextVar("gpusem_budgets", default=Budgets())
+DEFAULTS = Budgets()
+_CURRENT: ContextVar[Budgets] = ContextVar("gpusem_budgets", default=DEFAULTS)
 
 
 def current() -> Budgets:

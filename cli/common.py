@@ -19,7 +19,7 @@ def parse_defines(defines: tuple[str, ...]) -> dict[str, int]:
         name, sep, value = item.partition("=")
         if not sep or not name.isidentifier():
             raise BadInput(f"bad definition: -D {item} (expected NAME=INT)")
-        digits = value[1:] if value.startswith("-") else value
+        digits = value.removeprefix("-")
         if not (digits.isascii() and digits.isdigit()):
             raise BadInput(f"bad definition: -D {item} (value is not an integer)")
         number = budgets.check_int_literal(digits)
@@ -43,6 +43,6 @@ def write_output(path: str, text: str) -> None:
 def open_output(path: str) -> TextIO:
     """A file the user named, open for writing (the caller closes it)."""
     try:
-        return open(path, "w")  # noqa: SIM115 - the caller closes it
+        return open(path, "w")
     except OSError as err:
         raise BadInput(f"cannot write {path}: {err.strerror or err}") from None

@@ -62,6 +62,7 @@ from gpusem.calculus.bundl.ast import (
     Type,
     While,
 )
+from gpusem.calculus.bundl.limits import check_limits
 from gpusem.calculus.bundl.perspective import (
     BLOCK1,
     GRID1,
@@ -362,8 +363,7 @@ def run_big_step(prog: Program, max_steps: int = 100_000_000, rules: str = "fixe
                        "interpreter for --rules paper)")
     B = blocks if blocks is not None else prog.machine.blocks
     T = threads if threads is not None else prog.machine.threads
-    if B <= 0 or T <= 0:
-        raise BadInput(f"machine size out of range: blocks={B}, threads={T}")
+    check_limits(prog, blocks, threads)  # B, T and the arrays fit the budgets
     bs = BigStep(prog, MachineShape(B, T), max_steps)
     err: GpusemError | None
     kind, err = "terminated", None

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 from gpusem.calculus.bundl.ast import Program, Skip, Stmt
+from gpusem.calculus.bundl.limits import check_limits
 from gpusem.calculus.bundl.perspective import MachineShape, Perspective
 from gpusem.calculus.errors import BadInput, GpusemError, Trap
 from gpusem.calculus.span import Span
@@ -101,8 +102,7 @@ class Machine:
                  check: Check | None = None):
         B = blocks if blocks is not None else prog.machine.blocks
         T = threads if threads is not None else prog.machine.threads
-        if B <= 0 or T <= 0:
-            raise BadInput(f"machine size out of range: blocks={B}, threads={T}")
+        check_limits(prog, blocks, threads)  # B, T and the arrays fit the budgets
         self.prog = prog
         self.shape = MachineShape(B, T)
         self.cfg = Config(prog, self.shape, rules)

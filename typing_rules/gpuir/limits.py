@@ -22,7 +22,8 @@ variable; `None` is an unknown value.
 
 from __future__ import annotations
 
-from typing import Mapping, assert_never
+from collections.abc import Mapping
+from typing import assert_never
 
 from gpusem.calculus import budgets
 from gpusem.calculus.errors import BadInput
@@ -61,8 +62,8 @@ class _Limits:
                 self.loop(s)
             case A.CudaDeviceFunction(body=b) | A.CudaWarps(body=b):
                 self.body(b)
-            case A.If(cond=c, body=b):
-                self.bexpr(c, s.span)
+            case A.If(cond=cond, body=b):
+                self.bexpr(cond, s.span)
                 self.body(b)
             case A.Assign(idx=idx, rhs=e) | A.Reduce(idx=idx, rhs=e):
                 for c in idx:
@@ -135,9 +136,9 @@ class _Limits:
                 case A.WPoint(index=c):
                     self.value(c, span)
                 case A.WInterval(lo=lo, hi=hi):
-                    for c in (lo, hi):
-                        if c is not None:
-                            self.value(c, span)
+                    for bound in (lo, hi):
+                        if bound is not None:
+                            self.value(bound, span)
 
     def dexpr(self, e: A.DExpr, span: Span) -> None:
         match e:
