@@ -149,13 +149,16 @@ class MemoryGuard:
     """The memory budget of one run: `check(span)` raises BudgetExhausted once the
     process's resident memory has grown by more than the budget since the guard was
     made. Reading it costs a system call, so interpreters call `check` every
-    `EVERY` steps (`tick`); a run cannot allocate much between two checks, since the
-    static budgets bound every single allocation."""
+    `every` steps (`tick`): fewer where one step can allocate much (a transition of
+    the exhaustive explorer keeps a snapshot). The static budgets bound every single
+    allocation, so a run cannot grow by much between two checks."""
 
     EVERY = 4096
 
-    def __init__(self, file: str = "", budget_mb: int | None = None):
+    def __init__(self, file: str = "", budget_mb: int | None = None,
+                 every: int = EVERY):
         self.limit_mb = current().memory_mb if budget_mb is None else budget_mb
+        self.every = every
         self.base = resident_bytes()
         self.file = file
         self.count = 0
@@ -163,16 +166,29 @@ class MemoryGuard:
     def tick(self, span: Span = NO_SPAN, rule: str = "") -> None:
         """Count one step; every EVERY steps, `check`."""
         self.count += 1
-        if self.count >= self.EVERY:
+        if self.count >= self.every:
             self.count = 0
             self.check(span, rule)
 
     def check(self, span: Span = NO_SPAN, rule: str = "") -> None:
+        err = self.exceeded(span, rule)
+        if err is not None:
+            raise err
+
+    def exceeded(self, span: Span = NO_SPAN, rule: str = "") -> BudgetExhausted | None:
+        """The error to report if the budget is exhausted now, else None."""
         grown = resident_bytes() - self.base
-        if grown > self.limit_mb << 20:
-            where = span if span is not NO_SPAN else Span(self.file or "<input>",
-                                                          1, 1, 1, 1)
-            raise BudgetExhausted(
-                f"memory budget exhausted: the run grew by {grown >> 20} MiB, more "
-                f"than the memory_mb budget of {self.limit_mb} ({FLAGS['memory_mb']})",
-                rule=rule, span=where)
+        if grown <= self.limit_mb << 20:
+            return None
+        where = span if span.line else Span(self.file or "<input>", 1, 1, 1, 1)
+        return BudgetExhausted(
+            f"memory budget exhausted: the run grew by {grown >> 20} MiB, more than "
+            f"the memory_mb budget of {self.limit_mb} ({FLAGS['memory_mb']})",
+            rule=rule, span=where)
+
+
+def step_budget(limit: int, what: str, span: Span, rule: str) -> BudgetExhausted:
+    """The error of a step budget `limit` of `what` ("steps", "transitions ...")
+    exhausted at the statement `span`."""
+    return BudgetExhausted(f"step budget exhausted: {limit} {what}", rule=rule,
+                           span=span)

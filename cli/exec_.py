@@ -32,8 +32,8 @@ def command(file: str, backend: str, schedules: str, no_sync_motion: bool,
             inputs: str | None = None):
     """Run FILE's compiled kernel on BACKEND and the reference interpreter on the same
     inputs; print agree / disagree with the first differing cell. Exit 0 agree, 1
-    disagree (or the kernel failed, or it could not be compared), 2 bad input.
-    APPy (.py): appyc on the cpu backend (Triton's interpreter) vs the sequential
+    disagree, the kernel failed, or not compared (the reference is stuck, racy or
+    unsupported), 2 bad input or a budget exhausted. APPy (.py): appyc on the cpu backend (Triton's interpreter) vs the sequential
     reading."""
     if language_of(file) == "appy":
         if backend != "cpu":
@@ -63,7 +63,17 @@ def command(file: str, backend: str, schedules: str, no_sync_motion: bool,
         click.echo(json.dumps(verdict.as_dict(), indent=2))
     else:
         click.echo(verdict.describe())
-    raise SystemExit(0 if verdict.agree else 1)
+    raise SystemExit(exit_code(verdict.kind, verdict.details.get("outcome")))
+
+
+def exit_code(kind: str, outcome: str | None = None) -> int:
+    """0 only when the kernel and the reference were compared and agree. A run that
+    could not be compared is not a pass: the interpreter's step or memory budget ran
+    out (2, as `run`), or it ended stuck or in a deadlock, the program is racy, or the
+    compiler does not support it (1)."""
+    if kind == "agree":
+        return 0
+    return 2 if outcome == "budget" else 1
 
 
 def exec_gpuir(path: str, defines: Mapping[str, int], backend: str,

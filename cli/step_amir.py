@@ -261,7 +261,7 @@ def open_session(source: str, file: str, defines: dict[str, int], *,
 
 
 def main(file: str, defines: tuple[str, ...], proc_name: str | None, rules: str,
-         commands: str | None, trace: str | None) -> None:
+         commands: str | None, trace: str | None, max_steps: int | None = None) -> None:
     """The `.gpuir` branch of `gpusem step`."""
     from gpusem.calculus.source import read_source
     from gpusem.cli.common import parse_defines
@@ -269,7 +269,8 @@ def main(file: str, defines: tuple[str, ...], proc_name: str | None, rules: str,
 
     source = read_source(file)
     env = {**header_defines(source, file), **parse_defines(defines)}
-    session = open_session(source, file, env, proc_name=proc_name, rules=rules)
+    session = open_session(source, file, env, proc_name=proc_name, rules=rules,
+                           **({} if max_steps is None else {"max_steps": max_steps}))
     console = Console(highlight=False, soft_wrap=True)
     sink = open_output(trace) if trace else None  # closed below
     if sink:

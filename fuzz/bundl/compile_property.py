@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpusem.calculus.bundl import ast as B
+from gpusem.calculus.errors import GpusemError
 from gpusem.compiler.bundl_cuda.launch import (
     as_bundl_values,
     first_difference,
@@ -131,8 +132,10 @@ def check_program(prog: B.Program, backend: str = "cpu", seeds=HARNESS_SEEDS,
 
 def _not_compared(outcome) -> Verdict | None:
     if outcome.kind != "terminated":
-        return Verdict(True, "not-compared",
-                       f"the interpreter ends {outcome.kind}: {outcome.message}")
+        where = outcome.error.one_line() if isinstance(outcome.error, GpusemError) \
+            else outcome.message
+        return Verdict(True, "not-compared", f"the interpreter ends {outcome.kind}: "
+                       f"{where}", details={"outcome": outcome.kind})
     if getattr(outcome, "racy", False):
         return Verdict(True, "racy", outcome.message)
     return None

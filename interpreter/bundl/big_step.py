@@ -32,6 +32,7 @@ from collections.abc import Callable
 from typing import Any, cast
 
 import numpy as np
+from gpusem.calculus.budgets import MemoryGuard
 from gpusem.calculus.bundl.ast import (
     Alloc,
     ArrAssign,
@@ -82,6 +83,7 @@ from gpusem.calculus.errors import (
     Stuck,
     Trap,
 )
+from gpusem.calculus.span import Span
 from gpusem.interpreter.bundl.big_expr import (
     DTYPE,
     ExprCompiler,
@@ -100,6 +102,7 @@ from gpusem.typing_rules.bundl.context import rule_set
 class BigStep(DataRules):
     def __init__(self, prog: Program, shape: MachineShape, max_steps: int):
         self.prog, self.shape, self.max_steps = prog, shape, max_steps
+        self.guard = MemoryGuard(prog.span.file)
         self.rules = rule_set("fixed")
         N = shape.blocks * shape.threads
         self.N = N
@@ -168,8 +171,12 @@ class BigStep(DataRules):
         self.steps += idx.size
         if self.steps > self.max_steps:
             raise BudgetExhausted(f"step budget exhausted: {self.max_steps} lane-steps",
-                                  rule="S-Program")
+                                  rule="S-Program", span=self._at(s))
+        self.guard.tick(self._at(s), "S-Program")
         EXEC[type(s)](self, s, idx)
+
+    def _at(self, s: Stmt) -> Span:
+        return s.span if s.span.line else self.prog.span
 
     def x_seq(self, s: Seq, idx: Idx) -> None:  # S-Seq-First / S-Seq-Done, in lockstep
         for st in s.stmts:
