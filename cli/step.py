@@ -290,7 +290,7 @@ def debug_bundl(source: str, file: str, *, commands: str | None = None,
 
     session = Session(parse_program(source, file), rules, blocks, threads, schedule,
                       **({} if max_steps is None else {"max_steps": max_steps}))
-    console = Console(highlight=False)
+    console = Console(highlight=False, soft_wrap=True)  # one line per message
     sink = open_output(trace) if trace else None  # closed below
     if sink:
         session.trace_sink = lambda line: sink.write(line + "\n")
