@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.robust.harness import Tally  # noqa: E402 - after the path
+from tests.robust.harness import Tally  # after the path
 
 
 class Worker:
@@ -122,7 +122,8 @@ def main() -> None:
         "issue": 15,
         "command": " ".join(["python", "scripts/robust_campaign.py", *sys.argv[1:]]),
         "commit": subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT,
-                                 capture_output=True, text=True).stdout.strip(),
+                                 capture_output=True, text=True, check=False
+                                 ).stdout.strip(),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                     "platform": platform.platform()},
         "jobs": args.jobs, "seed": args.seed, "deadline_s": args.deadline,
