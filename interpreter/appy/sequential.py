@@ -22,6 +22,7 @@ from typing import Any, Callable, assert_never, cast
 
 import numpy as np
 from gpusem.calculus.appy import ast as A
+from gpusem.calculus.budgets import MemoryGuard
 from gpusem.calculus.errors import BadInput, BudgetExhausted, Trap
 
 DEFAULT_MAX_STEPS = 2_000_000
@@ -68,6 +69,7 @@ class SeqState:
     hooks: AccessHooks = field(default_factory=AccessHooks)
     budget: int = DEFAULT_MAX_STEPS
     stmt: A.Assign | None = None  # the statement being executed (for hooks)
+    guard: MemoryGuard = field(default_factory=MemoryGuard)  # the memory budget
 
 
 def run_sequential(fn: A.Function, arrays: dict[str, np.ndarray],
@@ -103,6 +105,7 @@ def exec_stmt(s: A.Stmt, st: SeqState) -> None:
     if st.budget < 0:
         raise BudgetExhausted("step budget exhausted: the sequential reading ran too "
                               "long", rule="Seq-Step", span=s.span)
+    st.guard.tick(s.span, "Seq-Step")
     match s:
         case A.For():
             exec_for(s, st)
