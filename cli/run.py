@@ -52,6 +52,9 @@ def command(file: str, schedule: str, max_steps: int, rules: str, blocks: int | 
     if language_of(file) != "bundl":
         raise BadInput(f"run interprets .bundl and .py (APPy) files only: {file}")
     from gpusem.calculus.bundl.parser import parse_program
+    from gpusem.interpreter.bundl.schedulers import check_schedule
+
+    check_schedule(schedule)
 
     prog = parse_program(read_source(file), file)
     if big_step:

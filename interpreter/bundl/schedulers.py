@@ -36,12 +36,27 @@ from gpusem.interpreter.bundl.small_step import step_thread
 SCHEDULES = ("rr", "random:SEED", "greedy", "greedy-reverse", "exhaustive")
 
 
+def check_schedule(schedule: str) -> None:
+    """BadInput unless `schedule` names one of SCHEDULES (checked before anything
+    runs, also where a run ignores it, as the big-step evaluator does)."""
+    if schedule in ("rr", "greedy", "greedy-reverse", "exhaustive"):
+        return
+    if schedule.startswith("random:"):
+        seed = schedule.split(":", 1)[1]
+        if seed.isascii() and seed.isdigit() and len(seed) <= 20:
+            return
+        raise BadInput(f"bad schedule: {schedule} (expected random:SEED)")
+    raise BadInput(f"unknown schedule: {schedule} (expected rr, random:SEED, greedy, "
+                   "greedy-reverse or exhaustive)")
+
+
 def run_program(prog: Program, schedule: str = "rr", max_steps: int = 1_000_000,
                 rules: str = "fixed", *, blocks: int | None = None,
                 threads: int | None = None, check: Check | None = None) -> Outcome:
     """Run `prog` to an outcome under `schedule` (rr | random:SEED | exhaustive).
     Every schedule stops at `max_steps` steps and at the memory budget (outcome
     `budget`, naming the statement the last step ran)."""
+    check_schedule(schedule)
     m = Machine(prog, rules, blocks=blocks, threads=threads, check=check)
     guard = MemoryGuard(prog.span.file)
     with np.errstate(all="ignore"):

@@ -24,10 +24,12 @@ DEADLINE_S = 60.0
 
 
 def run_campaign(n: int, rng_seed: int = 0, deadline_s: float = DEADLINE_S,
-                 workdir: Path | None = None, progress: Path | None = None) -> Tally:
+                 workdir: Path | None = None, progress: Path | None = None,
+                 checkpoint: Path | None = None, every: int = 200) -> Tally:
     """Run `n` generated inputs; the tally of what happened. `progress`: a file
     rewritten before each input with that input (what the driver reports if the
-    process must be killed) and the count so far."""
+    process must be killed) and the count so far; `checkpoint`: the tally so far,
+    written every `every` inputs (what a killed worker leaves)."""
     tally = Tally()
     with tempfile.TemporaryDirectory(prefix="gpusem-robust-") as tmp:
         work = workdir or Path(tmp)
@@ -42,9 +44,18 @@ def run_campaign(n: int, rng_seed: int = 0, deadline_s: float = DEADLINE_S,
                 progress.write_text(json.dumps(
                     {"done": tally.runs, "input": describe(inp, _NOTHING)}))
             tally.add(inp, run_one(inp, work, deadline_s))
+            if checkpoint is not None and tally.runs % every == 0:
+                write_json(checkpoint, tally.as_dict())
 
         one()
     return tally
+
+
+def write_json(path: Path, doc: dict) -> None:
+    """Atomically: a reader never sees half a file."""
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(doc, indent=1))
+    tmp.replace(path)
 
 
 class _Nothing:
@@ -63,10 +74,11 @@ def main() -> None:
     ap.add_argument("--deadline", type=float, default=DEADLINE_S)
     args = ap.parse_args()
     start = time.perf_counter()
-    tally = run_campaign(args.inputs, args.seed, args.deadline, progress=args.progress)
+    tally = run_campaign(args.inputs, args.seed, args.deadline, progress=args.progress,
+                         checkpoint=args.out)
     doc = tally.as_dict()
     doc["wall_s"] = round(time.perf_counter() - start, 1)
-    args.out.write_text(json.dumps(doc, indent=1))
+    write_json(args.out, doc)
 
 
 if __name__ == "__main__":
