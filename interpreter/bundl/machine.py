@@ -174,7 +174,7 @@ def where(m: Machine, th: ThreadState) -> Span:
     budget ran out (issue 15: budget messages name the file and the statement)."""
     candidates: list[object] = [th.focus]
     for frame in reversed(th.frames):  # the innermost enclosing statement
-        if frame[0] == SEQ:
+        if frame[0] == SEQ and 0 <= frame[2] < len(frame[1]):
             candidates.append(frame[1][frame[2]])
         candidates.extend(frame[1:])
     for node in candidates:
