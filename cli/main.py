@@ -127,6 +127,10 @@ def main() -> None:
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
         sys.exit(130)
+    except MemoryError:  # only past budgets raised beyond what this machine holds
+        click.echo("out of memory: the program needs more than this machine holds "
+                   "(were --max-elements or --max-threads raised?)", err=True)
+        sys.exit(2)
     except Exception as err:  # noqa: BLE001 - a bug of gpusem: exit 3, say so
         import os
         import traceback
