@@ -8,7 +8,9 @@ A run fails when
   - it runs past its deadline (`hang`: every interpreter has step and memory budgets,
     so nothing may run for long);
   - the input is known to be invalid and the exit code is 0 (`exit-0-on-invalid`);
-  - it exits 2 without saying why in one line (`silent-2`).
+  - it exits 2 without saying why in one line (`silent-2`);
+  - it ran out of memory under the default element and thread budgets
+    (`out-of-memory`: a static check missed a size).
 The deadline is SIGALRM raising `Hang`, a BaseException that no `except Exception`
 swallows; a hang inside C code that never returns to Python is the campaign driver's
 business (scripts/robust_campaign.py kills and restarts its worker).
@@ -25,7 +27,8 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
-FAILURES = ("traceback", "bad-exit", "hang", "exit-0-on-invalid", "silent-2")
+FAILURES = ("traceback", "bad-exit", "hang", "exit-0-on-invalid", "silent-2",
+            "out-of-memory")
 
 
 class Hang(BaseException):
@@ -186,6 +189,9 @@ def classify(inp: Input, out: Outcome) -> Outcome:
         out.failure, out.detail = "exit-0-on-invalid", inp.why
     elif out.code == 2 and not stderr.strip():
         out.failure = "silent-2"
+    elif "out of memory:" in stderr and not {"--max-elements", "--max-threads"} & set(
+            inp.argv):
+        out.failure, out.detail = "out-of-memory", stderr[-2000:]
     return out
 
 
