@@ -187,8 +187,9 @@ def classify(inp: Input, out: Outcome) -> Outcome:
         out.failure = "bad-exit"
     elif out.code == 0 and inp.invalid:
         out.failure, out.detail = "exit-0-on-invalid", inp.why
-    elif out.code == 2 and not stderr.strip():
-        out.failure = "silent-2"
+    elif out.code == 2 and not stderr.strip() and not (
+            "--json" in inp.argv and out.stdout.lstrip().startswith("{")):
+        out.failure = "silent-2"  # (--json: the reason is in the document)
     elif "out of memory:" in stderr and not {"--max-elements", "--max-threads"} & set(
             inp.argv):
         out.failure, out.detail = "out-of-memory", stderr[-2000:]

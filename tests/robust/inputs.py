@@ -197,7 +197,9 @@ def _verb_options(r: random.Random, verb: str, suffix: str) -> tuple[list[str], 
         if int(b) <= 0 or int(t) <= 0 or int(b) * int(t) > 65536:
             why = why or "--blocks/--threads out of range"
     if verb == "synccheck":
-        opts += ["--max-steps", "2000000"]
+        # an AMIR statement records a whole window: ~0.5 ms at N = 1024 (the step
+        # budget bounds work, and the campaign's deadline time)
+        opts += ["--max-steps", "20000"]
         for flag in ("--print-amir", "--json"):
             if maybe(0.15):
                 opts.append(flag)
