@@ -82,8 +82,10 @@ def command(file: str, schedule: str, max_steps: int, rules: str, blocks: int | 
 def _as_json(out) -> dict:
     doc = {"outcome": out.kind, "globals": out.globals, "steps": out.steps}
     if out.kind != "terminated":
+        span = getattr(out.error, "span", None)
         doc.update(rule=out.rule, message=out.message,
-                   thread=list(out.thread) if out.thread else None, trap=out.trap)
+                   thread=list(out.thread) if out.thread else None, trap=out.trap,
+                   where=str(span) if span is not None and span.line else None)
     if out.final_memories:
         doc["final_memories"] = out.final_memories
         doc["states"] = out.states
