@@ -111,6 +111,14 @@ def cli(**limits: int | None) -> None:
 
 
 def main() -> None:
+    saved = budgets.current()  # one command's flags end with it (in-process callers)
+    try:
+        _main()
+    finally:
+        budgets.install(saved)
+
+
+def _main() -> None:
     try:
         cli.main(standalone_mode=False)
     except click.exceptions.Abort:
