@@ -48,10 +48,12 @@ def command(file: str, rules: str, as_json: bool, derivation: bool,
 
 
 def _check_bundl(file: str, rules: str, as_json: bool, derivation: bool) -> None:
+    from gpusem.calculus.bundl.limits import check_limits
     from gpusem.calculus.bundl.parser import parse_program
     from gpusem.typing_rules.bundl.stmt import check_program, type_errors
 
     prog = parse_program(read_source(file), file)
+    check_limits(prog, machine=False)  # the arrays: `check` decides for run, exec
     if derivation and not as_json:
         from gpusem.typing_rules.bundl.derivation import (
             derivation as derive,

@@ -241,7 +241,7 @@ def open_session(source: str, file: str, defines: dict[str, int], *,
     from gpusem.calculus.gpuir.parser import parse_module
     from gpusem.interpreter.amir.debug import Session
     from gpusem.interpreter.amir.from_gpuir import convert
-    from gpusem.typing_rules.gpuir.frontend import check_proc
+    from gpusem.typing_rules.gpuir.frontend import check_elements, check_proc
 
     procs = parse_module(source, file).procs
     proc = procs[-1]
@@ -255,6 +255,7 @@ def open_session(source: str, file: str, defines: dict[str, int], *,
     if missing:
         raise BadInput(f"{file}: missing definition: {', '.join(missing)} has no "
                        f"value (pass -D {missing[0]}=...)")
+    check_elements(proc, defines)
     analysis = check_proc(proc, dict(defines))
     amir = convert(proc, defines, rules=cast("Rules", rules), analysis=analysis)
     return Session(amir, defines, max_steps=max_steps)

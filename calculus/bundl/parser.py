@@ -15,8 +15,8 @@ exit 2, one line):
     `partition ... by c` are positive; every size fits int32;
   - a `global` initializer list has exactly `size` literals of the element type;
   - no two globals, functions, or parameters of one function share a name;
-  - the nesting, literal_digits, threads and elements budgets
-    (`gpusem.calculus.budgets`, `calculus.bundl.limits`).
+  - the nesting and literal_digits budgets (`gpusem.calculus.budgets`; the threads
+    and elements budgets, `calculus.bundl.limits`, are the interpreters' and `check`'s).
 
 Negative literals. `-1` parses as `IntLit(-1)`, `-(1)` as `UnOp("-", IntLit(1))`: the
 printer prints each back the same way, so print-then-parse is the identity on both.
@@ -31,7 +31,6 @@ from typing import Callable, Literal, cast, overload
 import lark
 from gpusem.calculus.budgets import check_nesting
 from gpusem.calculus.bundl import ast
-from gpusem.calculus.bundl.limits import check_limits
 from gpusem.calculus.bundl.to_ast import Parsed, ToAst
 from gpusem.calculus.errors import BadInput
 from gpusem.calculus.span import Span
@@ -99,8 +98,6 @@ def _parse(text: str, file: str, entry: str) -> Parsed:
     except RecursionError:  # the tree walk is recursive; say so in one line
         raise _too_deep(file) from None
     builder.finish()
-    if isinstance(result, ast.Program):
-        check_limits(result)
     return result
 
 

@@ -158,13 +158,23 @@ def test_an_inconsistent_dedent_is_a_syntax_error_at_its_line(tmp_path):
     ("1000000000000000000000000000000", "int literal out of range"),
     ("1099511627776", "int literal out of range"),
     ("0 - 4", "bad extent"), ("0", "bad extent"),
-    ("65536 * 65536", "control value out of range"),
-    ("2147483647", "elements budget")])
+    ("65536 * 65536", "control value out of range")])
 def test_gpuir_extents_out_of_range_are_refused_statically(tmp_path, verb, extent,
                                                            prefix):
     """10^30 and 2^40 passed check and crashed NumPy later; negative and zero extents
     passed check and compile (exit 0)."""
     assert_one_line(gpusem(tmp_path, verb, kernel(extent=extent), ".gpuir"), prefix)
+
+
+@pytest.mark.parametrize("verb", ["check", "synccheck", "exec", "step"])
+def test_gpuir_arrays_past_the_elements_budget_are_not_interpreted(tmp_path, verb):
+    """The verbs that interpret refuse (check decides for them); `compile` emits code
+    for a GPU, which may hold 2^31 cells."""
+    out = gpusem(tmp_path, verb, kernel(extent="2147483647"), ".gpuir",
+                 *(["--commands", "continue"] if verb == "step" else []))
+    assert_one_line(out, "elements budget")
+    out = gpusem(tmp_path, "compile", kernel(extent="2147483647"), ".gpuir", valid=True)
+    assert out.code == 0, out.stderr
 
 
 @pytest.mark.parametrize("verb", GPUIR_VERBS)
@@ -189,11 +199,20 @@ def test_gpuir_min_int_is_one_literal(tmp_path):
     assert out.code == 0, out.stderr
 
 
-@pytest.mark.parametrize("verb", BUNDL_VERBS)
+@pytest.mark.parametrize("verb", ["check", "run", "exec", "step"])
 def test_bundl_arrays_past_the_elements_budget(tmp_path, verb):
-    """int[2147483647] passed check and died with MemoryError."""
+    """int[2147483647] passed check and died with MemoryError in `run` (`compile`
+    emits code for a GPU, which may hold it)."""
     text = b"global A : int[2147483647];\nmain { skip; }\n"
-    assert_one_line(gpusem(tmp_path, verb, text, ".bundl"), "elements budget")
+    extra = ["--commands", "continue"] if verb == "step" else []
+    assert_one_line(gpusem(tmp_path, verb, text, ".bundl", *extra), "elements budget")
+
+
+def test_a_gpu_sized_machine_is_compiled_but_not_interpreted(tmp_path):
+    text = (ROOT / "examples" / "bundl" / "map_double.bundl").read_bytes().replace(
+        b"machine blocks = 2, threads = 4;", b"machine blocks = 2048, threads = 256;")
+    assert gpusem(tmp_path, "compile", text, ".bundl", valid=True).code in (0, 1)
+    assert_one_line(gpusem(tmp_path, "run", text, ".bundl"), "threads budget")
 
 
 @pytest.mark.parametrize("blocks,threads", [("1", str(1 << 30)), ("0", "4"),

@@ -12,7 +12,8 @@ Checks here, each named in its errors (`rule`) and with a stable message prefix:
                    kinds, precision τ_x, memory π_d, window shapes, trailing barrier π_z
   Barrier          Arrive/Await name barriers; sync timelines exist (Figure 16)
   Limits           control values fit int32, extents are positive, parallel loops
-                   are not empty, the arrays fit the elements budget (limits.py)
+                   are not empty; for `check`, the arrays fit the elements budget
+                   (limits.py)
 Unknown names (memories, units, timelines, instructions) are BadInput (exit 2).
 
 Conventions: σ -> `env` (control values: the -D definitions plus iterators),
@@ -43,10 +44,11 @@ from gpusem.typing_rules.gpuir.collective import (
     StmtInfo,
     analyse_collectives,
 )
-from gpusem.typing_rules.gpuir.limits import check_limits
+from gpusem.typing_rules.gpuir.limits import check_elements, check_limits
 from gpusem.typing_rules.gpuir.memory import check_memory
 
 __all__ = ["analyse", "check_proc", "check_file", "header_defines", "load_proc",
+           "check_elements",
            "Analysis", "FileCheck"]
 
 
@@ -144,7 +146,11 @@ def check_file(path: str, defines: Mapping[str, int] | None = None) -> FileCheck
     source = read_source(path)
     module = parse_module(source, path)
     env = {**header_defines(source, path), **dict(defines or {})}
-    return FileCheck(path, [check_proc(p, env) for p in module.procs])
+    analyses = []
+    for p in module.procs:
+        check_elements(p, env)  # `check` decides for the verbs that interpret
+        analyses.append(check_proc(p, env))
+    return FileCheck(path, analyses)
 
 
 def _check_defines(proc: A.Proc, defines: dict[str, int]) -> None:

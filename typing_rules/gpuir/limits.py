@@ -10,8 +10,9 @@ expression:
   - a constant divisor is not zero;
   - every extent (data parameters, allocations, barrier arrays) is positive;
   - a parallel loop (cuda_tasks, cuda_threads) runs at least one task or thread;
-  - all the arrays together hold at most the `elements` budget of cells (an array
-    allocated in a loop counts once: it is freed at the end of each iteration).
+  - (`check_elements`, for the verbs that interpret) all the arrays together hold at
+    most the `elements` budget of cells (an array allocated in a loop counts once: it
+    is freed at the end of each iteration).
 
 Values that depend on a size with no definition (`check` without -D) are unknown and
 not checked: the verbs that run a program need every size defined (`load_proc`).
@@ -35,13 +36,21 @@ Interval = tuple[int, int] | None
 
 
 def check_limits(proc: A.Proc, defines: Mapping[str, int]) -> None:
-    """Raise BadInput at the first value out of range or budget exceeded."""
-    _Limits(proc, defines).run()
+    """Raise BadInput at the first value out of range (every verb: a compiler needs
+    them in range as much as an interpreter)."""
+    _Limits(proc, defines, elements=False).run()
+
+
+def check_elements(proc: A.Proc, defines: Mapping[str, int]) -> None:
+    """`check_limits`, and the arrays within the elements budget: for the verbs that
+    interpret (`check` decides for them, synccheck, step, exec's sequential reading).
+    A program compiled for a GPU may hold more (`compile`)."""
+    _Limits(proc, defines, elements=True).run()
 
 
 class _Limits:
-    def __init__(self, proc: A.Proc, defines: Mapping[str, int]):
-        self.proc = proc
+    def __init__(self, proc: A.Proc, defines: Mapping[str, int], elements: bool):
+        self.proc, self.count_elements = proc, elements
         self.env: dict[str, Interval] = {
             p.name: (defines[p.name], defines[p.name]) if p.name in defines else None
             for p in proc.ctrl_params}
@@ -121,7 +130,7 @@ class _Limits:
                                f"{d} (extents are positive)", rule="Limits",
                                span=_at(c, span))
             cells = None if cells is None else cells * iv[1]
-        if cells is None:
+        if cells is None or not self.count_elements:
             return
         self.elements += cells
         if self.elements > budgets.current().elements:
