@@ -1,10 +1,12 @@
 """What the robustness campaign feeds `gpusem` (issue 15): hypothesis strategies of
 `harness.Input`s, over every verb that reads a program (check, run, synccheck, compile,
-exec, step; fuzz and replay read campaign directories and bundles: their robustness is
-the campaign's and the bundle store's, tests/fuzz).
+exec, step; on .bundl, .gpuir and APPy .py files; fuzz and replay read campaign
+directories and bundles: their robustness is the campaign's and the bundle store's,
+tests/fuzz).
 
 Programs come from
-  - `from_lark` on both grammars (syntactically plausible, semantically anything);
+  - `from_lark` on both grammars of ours (syntactically plausible, semantically
+    anything; APPy is Python, mutants only);
   - mutants of every example and conformance program: truncation, byte flips, lines
     deleted / duplicated / swapped / re-indented, grammar tokens inserted, splices of
     two programs, non-UTF-8 bytes, integer literals made huge or boundary values, and
@@ -33,13 +35,14 @@ from .harness import Input
 
 ROOT = Path(__file__).resolve().parents[2]
 FOLDERS = ("examples", "tests/bundl/semantics", "tests/gpuir/conformance",
-           "tests/compiler/programs", "tests/bundl/conformance")
+           "tests/compiler/programs", "tests/bundl/conformance", "tests/appy/conformance")
 VERBS = {".bundl": ("check", "run", "compile", "exec", "step"),
-         ".gpuir": ("check", "synccheck", "compile", "exec", "step")}
+         ".gpuir": ("check", "synccheck", "compile", "exec", "step"),
+         ".py": ("check", "run", "exec")}
 # exec builds C++ with g++ (a second a program): rarer than the rest
 VERB_WEIGHTS = {"check": 6, "run": 5, "synccheck": 5, "compile": 5, "step": 3,
                 "exec": 1}
-COMMENT = {".bundl": "//", ".gpuir": "#"}
+COMMENT = {".bundl": "//", ".gpuir": "#", ".py": "#"}
 TOKENS = {".bundl": ["{", "}", "(", ")", ";", "[", "]", ",", "=", "==", "-", "!",
                      "main", "let", "x", ":", "int", "@", "thread[1]", "grid[1]",
                      "block[2]", "split(1, 1)", "group 2", "destruct", "partition",
@@ -55,7 +58,13 @@ TOKENS = {".bundl": ["{", "}", "(", ")", ";", "[", "]", ",", "=", "==", "-", "!"
                      "Fence(cuda_in_order, cuda_in_order)",
                      "Arrive(cuda_in_order, 1) >> z", "Await(z, cuda_in_order, 0)",
                      "CudaDeviceFunction(blockDim=0)", "free x",
-                     "1e400", "2147483647", "-2147483648", "N", "x[:, 0]"]}
+                     "1e400", "2147483647", "-2147483648", "N", "x[:, 0]"],
+          ".py": ["(", ")", "[", "]", ":", ",", "=", "+=", "\n", "    ", "for", "in",
+                  "range(", "if", "else", "while", "return", "#pragma parallel for",
+                  "#pragma simd", "#pragma parallel for simd", "#pragma atomic",
+                  "#pragma sequential for", "# inputs: A=float32[99999999999]",
+                  "# inputs: N=1e999", "lambda", "import os", "def f():", "0.5",
+                  "2147483647", "N", "A[i]", "i"]}
 INT_LITERAL = re.compile(rb"(?<![A-Za-z0-9_.\"])[0-9]+(?![A-Za-z0-9_.\"])")
 HUGE = [b"2147483648", b"4294967296", b"1099511627776", b"1" + b"0" * 30,
         b"9" * 5000]
@@ -212,9 +221,15 @@ def _verb_options(r: random.Random, verb: str, suffix: str) -> tuple[list[str], 
              "break [/b]", "schedule random:3", "schedule nonsense"])
             for _ in range(r.randint(1, 6))]
         opts += ["--commands", "; ".join(cmds)]
-    if verb == "exec":
+    if verb == "exec" and suffix != ".py":
         opts += ["--schedules", r.choice(["0", "0,1", "x"])]
         why = why or ("bad --schedules" if opts[-1] == "x" else "")
+    if suffix == ".py" and maybe(0.2):
+        spec = r.choice(["A=float32[8] N=8", "A=float32[0] N=0", "N=x", "A=int8[4]",
+                         "A=float32[99999999999]", "N=" + "9" * 5000])
+        opts += ["--inputs", spec]
+        if spec in ("N=x", "A=int8[4]", "A=float32[99999999999]", "N=" + "9" * 5000):
+            why = why or f"--inputs {spec[:20]}"
     if verb in ("check", "run", "step") and maybe(0.2):
         opts += ["--rules", "paper"]
     if suffix == ".gpuir" and verb != "run" and maybe():
@@ -263,7 +278,7 @@ def _lark_strategy(suffix: str):
 
 def program(draw, r: random.Random, suffix: str) -> tuple[bytes, str, str]:
     """(content, why invalid, origin)."""
-    if chance(r, 0.15):
+    if suffix != ".py" and chance(r, 0.15):  # APPy is Python: no grammar of ours
         text = draw(_lark_strategy(suffix))
         return text.encode("utf-8", "surrogatepass"), "", "from_lark"
     content = r.choice([p for s, p in programs() if s == suffix])
