@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import signal
 import subprocess
 import sys
@@ -37,9 +38,11 @@ from tests.robust.harness import Tally  # after the path
 
 
 class Worker:
-    def __init__(self, index: int, share: int, seed: int, tmp: Path, deadline: float):
+    def __init__(self, index: int, share: int, seed: int, tmp: Path, deadline: float,
+                 memory_gb: float):
         self.index, self.left, self.seed = index, share, seed
         self.tmp, self.deadline, self.restarts = tmp, deadline, 0
+        self.memory = int(memory_gb * (1 << 30))
         self.proc: subprocess.Popen | None = None
         self.results: list[Path] = []
         self.start()
@@ -57,7 +60,14 @@ class Worker:
              "--seed", str(self.seed + 7919 * self.restarts), "--out", str(out),
              "--progress", str(self.progress), "--deadline", str(self.deadline)],
             cwd=ROOT, start_new_session=True, stdout=subprocess.DEVNULL,
-            stderr=open(self.tmp / f"w{self.index}.err", "a"))  # noqa: SIM115
+            stderr=open(self.tmp / f"w{self.index}.err", "a"),  # noqa: SIM115
+            preexec_fn=self.cap)  # noqa: PLW1509 - the driver runs no threads
+
+    def cap(self) -> None:
+        """An address-space limit: a run that allocates past every budget meets a
+        MemoryError (an `out-of-memory` failure, with its input) instead of the
+        machine's OOM killer (a lost worker, or someone else's process)."""
+        resource.setrlimit(resource.RLIMIT_AS, (self.memory, self.memory))
         self.last_change, self.last_mtime = time.monotonic(), 0.0
 
     def stalled(self) -> bool:
@@ -81,21 +91,40 @@ class Worker:
         assert state is not None  # stalled: it had started an input
         hangs.append({**state["input"], "failure": "hang",
                       "detail": "killed by the driver: no progress"})
-        self.left -= state["done"] + 1  # the inputs after its checkpoint are lost
+        self.restart(state["done"])
+
+    def restart(self, done: int) -> None:
+        self.left -= done + 1  # the inputs after its last checkpoint are lost
         self.restarts += 1
         if self.left > 0:
             self.start()
+
+    def ended(self, crashes: list[dict]) -> None:
+        """The worker exited: done, or (no final tally) it died during an input."""
+        assert self.proc is not None
+        code, self.proc = self.proc.returncode, None
+        result = self.results[-1]
+        runs = json.loads(result.read_text())["runs"] if result.exists() else 0
+        if code == 0 and runs >= self.left:
+            return
+        state = (json.loads(self.progress.read_text()) if self.progress.exists()
+                 else {"done": runs, "input": {}})
+        err = (self.tmp / f"w{self.index}.err").read_text()[-1500:]
+        crashes.append({**state["input"], "failure": "crash",
+                        "detail": f"worker exit {code}: {err}"})
+        self.restart(state["done"])
 
 
 def run(args: argparse.Namespace) -> dict:
     start = time.time()
     hangs: list[dict] = []
+    crashes: list[dict] = []
     stopped = False
     with tempfile.TemporaryDirectory(prefix="gpusem-robust-driver-") as tmp:
         shares = [args.inputs // args.jobs + (j < args.inputs % args.jobs)
                   for j in range(args.jobs)]
-        workers = [Worker(j, n, args.seed * 1000 + j, Path(tmp), args.deadline)
-                   for j, n in enumerate(shares)]
+        workers = [Worker(j, n, args.seed * 1000 + j, Path(tmp), args.deadline,
+                          args.memory_gb) for j, n in enumerate(shares)]
         while any(w.proc is not None for w in workers):
             time.sleep(2)
             if args.time_limit and time.time() - start > args.time_limit:
@@ -108,7 +137,7 @@ def run(args: argparse.Namespace) -> dict:
                 if w.proc is None:
                     continue
                 if w.proc.poll() is not None:
-                    w.proc = None
+                    w.ended(crashes)
                 elif w.stalled():
                     w.kill_and_restart(hangs)
         tally = Tally()
@@ -118,9 +147,10 @@ def run(args: argparse.Namespace) -> dict:
                     tally.merge(json.loads(result.read_text()))
         errors = {str(w.index): (Path(tmp) / f"w{w.index}.err").read_text()[-1500:]
                   for w in workers if (Path(tmp) / f"w{w.index}.err").exists()}
-    tally.runs += len(hangs)
+    tally.runs += len(hangs) + len(crashes)
     tally.failures["hang"] += len(hangs)
-    tally.examples.extend(hangs[:5])
+    tally.failures["crash"] += len(crashes)
+    tally.examples.extend(hangs[:5] + crashes[:5])
     wall = time.time() - start
     return {
         "issue": 15,
@@ -130,11 +160,15 @@ def run(args: argparse.Namespace) -> dict:
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                     "platform": platform.platform()},
         "jobs": args.jobs, "seeds": [args.seed], "deadline_s": args.deadline,
+        "memory_gb_per_worker": args.memory_gb,
         "stopped_at_time_limit": stopped,
         "wall_s": round(wall, 1), "inputs_per_s": round(tally.runs / wall, 2),
         **tally.as_dict(),
-        "worker_stderr": {k: v for k, v in errors.items()
-                          if v.strip() and "HypothesisWarning" not in v},
+        "worker_stderr": {k: "\n".join(ln for ln in v.splitlines()
+                                       if "HypothesisWarning" not in ln
+                                       and "ensure_free_stackframes" not in ln
+                                       and "unwrap_markers_from_group" not in ln)
+                          for k, v in errors.items()},
     }
 
 
@@ -161,6 +195,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--deadline", type=float, default=60.0)
     ap.add_argument("--time-limit", type=float, default=0.0)
+    ap.add_argument("--memory-gb", type=float, default=8.0,
+                    help="address-space limit of each worker")
     ap.add_argument("--merge", type=Path, nargs="+")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()

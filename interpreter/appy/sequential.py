@@ -212,6 +212,10 @@ def eval_expr(e: A.Expr, st: SeqState) -> Value:
                     raise Trap(f"shape mismatch: {f} of shapes {np.shape(vals[0])} and "
                                f"{np.shape(vals[1])}", rule="Seq-Call",
                                span=e.span) from None
+            if axis is not None and not -np.ndim(vals[0]) <= axis < np.ndim(vals[0]):
+                raise Trap(f"axis out of range: {f}(..., axis={axis}) of a "
+                           f"{np.ndim(vals[0])}-dimensional value", rule="Seq-Call",
+                           span=e.span)  # NumPy's AxisError, as Python would raise
             return _REDUCE[f](vals[0], axis=axis)
         case A.Where(cond=c, then=t, orelse=o, ternary=True):
             # Python's `x if c else y`: evaluates only the branch taken; an array

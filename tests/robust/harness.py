@@ -10,7 +10,9 @@ A run fails when
   - the input is known to be invalid and the exit code is 0 (`exit-0-on-invalid`);
   - it exits 2 without saying why in one line (`silent-2`);
   - it ran out of memory under the default element and thread budgets
-    (`out-of-memory`: a static check missed a size).
+    (`out-of-memory`: a static check missed a size);
+  - (the driver) the worker process died during it (`crash`: killed by the kernel,
+    a segfault, an exception past the campaign).
 The deadline is SIGALRM raising `Hang`, a BaseException that no `except Exception`
 swallows; a hang inside C code that never returns to Python is the campaign driver's
 business (scripts/robust_campaign.py kills and restarts its worker).
@@ -28,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 FAILURES = ("traceback", "bad-exit", "hang", "exit-0-on-invalid", "silent-2",
-            "out-of-memory")
+            "out-of-memory", "crash")
 
 
 class Hang(BaseException):

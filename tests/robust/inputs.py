@@ -126,6 +126,8 @@ def m_number(r: random.Random, c: bytes, suffix: str) -> tuple[bytes, str]:
     a, b = r.choice(spans)
     if r.random() < 0.5:
         new = r.choice(HUGE)
+        if suffix == ".py" and len(new) < 100:  # Python's ints are unbounded
+            return c[:a] + new + c[b:], ""
         return c[:a] + new + c[b:], f"integer literal {new[:12]!r}... of 2^31 or more"
     return c[:a] + r.choice(BOUNDARY) + c[b:], ""
 
@@ -187,7 +189,7 @@ def _verb_options(r: random.Random, verb: str, suffix: str) -> tuple[list[str], 
         cap = r.choice(["20000", "20000", "1000", "0", "-5"])
         opts += ["--max-steps", cap]
         why = why or ("--max-steps out of range" if int(cap) <= 0 else "")
-    if verb == "run":
+    if verb == "run" and suffix == ".bundl":  # (APPy's run has one reading)
         opts += ["--schedule", r.choice(
             ["rr", "random:1", "greedy", "greedy-reverse", "exhaustive", "random:x",
              "nonsense"])]

@@ -57,6 +57,11 @@ class _Limits:
         self.elements = 0
 
     def run(self) -> None:
+        for c in self.proc.ctrl_params:  # (the front end's rule, checked first here too)
+            iv = self.env.get(c.name)
+            if c.kind is A.CtrlKind.SIZE and iv is not None and iv[0] < 0:
+                raise BadInput(f"bad definition: size {c.name} = {iv[0]} is negative",
+                               span=c.span)
         for p in self.proc.data_params:
             self.extents(p.name, p.shape, p.span)
         self.body(self.proc.body)
