@@ -17,7 +17,7 @@ from gpusem.cli.common import parse_defines
 
 
 @click.command(name="check")
-@click.argument("file", type=click.Path(dir_okay=False))
+@click.argument("file", type=click.Path())
 @click.option("--rules", type=click.Choice(["fixed", "paper"]), default="fixed",
               show_default=True,
               help="Typing rules: corrected (fixed) or as printed in the paper.")
@@ -48,10 +48,12 @@ def command(file: str, rules: str, as_json: bool, derivation: bool,
 
 
 def _check_bundl(file: str, rules: str, as_json: bool, derivation: bool) -> None:
+    from gpusem.calculus.bundl.limits import check_limits
     from gpusem.calculus.bundl.parser import parse_program
     from gpusem.typing_rules.bundl.stmt import check_program, type_errors
 
     prog = parse_program(read_source(file), file)
+    check_limits(prog, machine=False)  # the arrays: `check` decides for run, exec
     if derivation and not as_json:
         from gpusem.typing_rules.bundl.derivation import (
             derivation as derive,

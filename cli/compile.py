@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 from gpusem.calculus.errors import BadInput
 from gpusem.calculus.source import language_of, read_source
-from gpusem.cli.common import parse_defines
+from gpusem.cli.common import parse_defines, write_output
 
 
 def compile_file(path: str, sync_motion: bool = True, cp_async: bool = True):
@@ -52,7 +52,7 @@ def command(file: str, output: str | None, no_sync_motion: bool, no_cp_async: bo
         return _standalone(file, output, not no_sync_motion)
     kernel = compile_file(file, not no_sync_motion, not no_cp_async)
     if output:
-        Path(output).write_text(kernel.source)
+        write_output(output, kernel.source)
         click.echo(f"wrote {output}: kernel {kernel.name}, grid {kernel.blocks}, "
                    f"block {kernel.threads}, {kernel.smem_bytes} bytes shared memory")
     else:
@@ -94,7 +94,7 @@ def compile_gpuir(path: str, defines: Mapping[str, int], output: str | None,
     proc, env, source = load_proc(path, defines, proc_name)
     compiled = compile_proc(proc, env, source=source, file=Path(path).name)
     if output:
-        Path(output).write_text(compiled.source)
+        write_output(output, compiled.source)
         for k in compiled.kernels:
             click.echo(f"wrote {output}: kernel {k.name}, grid {k.grid}, block "
                        f"{k.block}, cluster {k.cluster}, {k.smem_bytes} bytes shared "

@@ -33,7 +33,7 @@ def command(file: str, backend: str, schedules: str, no_sync_motion: bool,
     """Run FILE's compiled kernel on BACKEND and the reference interpreter on the same
     inputs; print agree / disagree with the first differing cell. Exit 0 agree; 1
     disagree, the kernel failed, or not compared because the program traps,
-    deadlocks or is not proved race-free; 2 bad input or the step budget ran out; 3
+    deadlocks or is not proved race-free; 2 bad input or a budget exhausted; 3
     the interpreter got stuck on a well-typed program (a soundness bug of gpusem).
     APPy (.py): appyc on the cpu backend (Triton's interpreter) vs the sequential
     reading."""

@@ -18,7 +18,7 @@ EXIT = {"terminated": 0, "stuck": 1, "deadlock": 1, "budget": 2}
 
 
 @click.command(name="run")
-@click.argument("file", type=click.Path(dir_okay=False))
+@click.argument("file", type=click.Path())
 @click.option("--schedule", default="rr", show_default=True,
               metavar="rr|random:SEED|exhaustive",
               help="Which thread S-Program steps next.")
@@ -52,6 +52,9 @@ def command(file: str, schedule: str, max_steps: int, rules: str, blocks: int | 
     if language_of(file) != "bundl":
         raise BadInput(f"run interprets .bundl and .py (APPy) files only: {file}")
     from gpusem.calculus.bundl.parser import parse_program
+    from gpusem.interpreter.bundl.schedulers import check_schedule
+
+    check_schedule(schedule)
 
     prog = parse_program(read_source(file), file)
     if big_step:
@@ -79,8 +82,10 @@ def command(file: str, schedule: str, max_steps: int, rules: str, blocks: int | 
 def _as_json(out) -> dict:
     doc = {"outcome": out.kind, "globals": out.globals, "steps": out.steps}
     if out.kind != "terminated":
+        span = getattr(out.error, "span", None)
         doc.update(rule=out.rule, message=out.message,
-                   thread=list(out.thread) if out.thread else None, trap=out.trap)
+                   thread=list(out.thread) if out.thread else None, trap=out.trap,
+                   where=str(span) if span is not None and span.line else None)
     if out.final_memories:
         doc["final_memories"] = out.final_memories
         doc["states"] = out.states

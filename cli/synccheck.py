@@ -26,7 +26,7 @@ from gpusem.interpreter.amir.synccheck import synccheck, synccheck_amir
 
 
 @click.command(name="synccheck")
-@click.argument("file", type=click.Path(dir_okay=False))
+@click.argument("file", type=click.Path())
 @click.option("-D", "defines", multiple=True, metavar="NAME=INT",
               help="Control values (over the file's `# defines:` header).")
 @click.option("--proc", "proc_name", default=None, metavar="NAME",
@@ -54,7 +54,7 @@ def command(file: str, defines: tuple[str, ...], proc_name: str | None, rules: s
     from gpusem.typing_rules.gpuir.frontend import header_defines
 
     source = read_source(file)
-    env = {**header_defines(source), **parse_defines(defines)}
+    env = {**header_defines(source, file), **parse_defines(defines)}
     if language == "amir":
         result = synccheck_amir(source, file, env, proc_name=proc_name,
                                 max_steps=max_steps, reference=reference)

@@ -8,12 +8,14 @@ a float (`alpha=1.5`)."""
 
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
+from gpusem.calculus.budgets import check_int_literal
 from gpusem.calculus.errors import BadInput
 
-_ARRAY = re.compile(r"(\w+)\[([\d,]+)\](?::(\w+))?")
+_ARRAY = re.compile(r"(\w+)\[([0-9,]+)\](?::(\w+))?")
 DTYPES = ("float32", "float64", "int32", "int64")
 MAX_ELEMENTS = 1 << 24  # an input larger than this is a typo, not a test
 
@@ -40,8 +42,9 @@ def make_inputs(spec: str, seed: int = 0) -> tuple[dict[str, np.ndarray],
         if m is None:
             scalars[name] = _scalar(item, rhs)
             continue
-        dtype, shape = m[1], tuple(int(x) for x in m[2].split(",") if x)
-        if dtype not in DTYPES or not shape or int(np.prod(shape)) > MAX_ELEMENTS:
+        dtype = m[1]
+        shape = tuple(check_int_literal(x) for x in m[2].split(",") if x)
+        if dtype not in DTYPES or not shape or math.prod(shape) > MAX_ELEMENTS:
             raise BadInput(f"bad inputs: '{item}' (dtype one of {', '.join(DTYPES)}, "
                            f"at most {MAX_ELEMENTS} elements)")
         gen = m[3] or ""
@@ -60,11 +63,13 @@ def make_inputs(spec: str, seed: int = 0) -> tuple[dict[str, np.ndarray],
 
 
 def _scalar(item: str, rhs: str) -> int | float:
+    if re.fullmatch(r"-?[0-9]+", rhs):
+        value = check_int_literal(rhs.lstrip("-"))
+        return -value if rhs.startswith("-") else value
     try:
-        return int(rhs)
-    except ValueError:
-        pass
-    try:
-        return float(rhs)
+        value_f = float(rhs)
     except ValueError:
         raise BadInput(f"bad inputs: '{item}' (expected a number or dtype[shape])") from None
+    if not math.isfinite(value_f):
+        raise BadInput(f"bad inputs: '{item}' (a finite number)")
+    return value_f

@@ -23,6 +23,7 @@ import re
 import tokenize
 from typing import Any, Iterator, cast
 
+from gpusem.calculus import budgets
 from gpusem.calculus.appy import ast as A
 from gpusem.calculus.errors import BadInput
 from gpusem.calculus.span import Span
@@ -45,6 +46,10 @@ def parse_program(source: str, filename: str = "<appy>") -> A.Function:
         raise BadInput(f"syntax error: {err.msg}", span=Span(
             filename, err.lineno or 1, err.offset or 1, err.lineno or 1,
             err.offset or 1)) from None
+    except (ValueError, RecursionError, MemoryError) as err:  # NUL bytes, nesting
+        raise BadInput(f"syntax error: {type(err).__name__}: {err}",
+                       span=Span(filename, 1, 1, 1, 1)) from None
+    _check_depth(tree, filename)
     pragmas = _pragma_lines(source, filename)
     funcs = [n for n in tree.body if isinstance(n, pyast.FunctionDef)]
     if not funcs:
@@ -60,6 +65,22 @@ def parse_program(source: str, filename: str = "<appy>") -> A.Function:
         raise BadInput(f"dangling pragma: '{pragmas[stray[0]]}' precedes no loop or "
                        "assignment", span=Span(filename, stray[0], 1, stray[0], 1))
     return fn
+
+
+def _check_depth(tree: pyast.AST, filename: str) -> None:
+    """The nesting budget (`gpusem.calculus.budgets`) over Python's syntax tree,
+    walked iteratively before the recursive reading of it."""
+    limit = budgets.current().nesting
+    stack: list[tuple[pyast.AST, int]] = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            line, col = getattr(node, "lineno", 1), getattr(node, "col_offset", 0) + 1
+            raise BadInput(f"nesting too deep: more than {limit} levels of nested "
+                           f"statements and expressions, the nesting budget "
+                           f"({budgets.FLAGS['nesting']})", rule="Budget",
+                           span=Span(filename, line, col, line, col))
+        stack.extend((c, depth + 1) for c in pyast.iter_child_nodes(node))
 
 
 def _pragma_lines(source: str, filename: str) -> dict[int, str]:
@@ -140,11 +161,11 @@ class _Parser:
                                 _BINOPS[type(op)], atomic, tp, sp)
             case pyast.If(test=test, body=body, orelse=orelse):
                 if pragma is not None:
-                    raise BadInput(f"misplaced pragma: a directive on an 'if'", span=sp)
+                    raise BadInput("misplaced pragma: a directive on an 'if'", span=sp)
                 return A.If(self.expr(test), self.block(body), self.block(orelse), sp)
             case pyast.Return(value=value):
                 if pragma is not None:
-                    raise BadInput(f"misplaced pragma: a directive on a 'return'", span=sp)
+                    raise BadInput("misplaced pragma: a directive on a 'return'", span=sp)
                 return A.Return(None if value is None else self.expr(value), sp)
             case _:
                 raise self.bad(s, type(s).__name__.lower())
@@ -333,7 +354,7 @@ def parse_stmt_directive(text: str, sp: Span) -> tuple[bool, A.TensorPragma | No
     words = words[1:] if atomic else words
     if not words:
         if not atomic:
-            raise BadInput(f"unknown directive: empty '#pragma'", span=sp)
+            raise BadInput("unknown directive: empty '#pragma'", span=sp)
         return True, None
     dims = []
     for w in words:

@@ -123,7 +123,7 @@ def zero_shared_allocations(prog: K.KProgram) -> K.KProgram:
 def compile_to_kir(prog: B.Program, options: CompileOptions = CompileOptions(),
                    source: str = "") -> K.KProgram:
     kp = from_bundl(prog)
-    kp = replace(kp, source_lines=tuple(source.splitlines()))
+    kp = replace(kp, source_lines=tuple(source.split("\n")))  # as the parser counts
     kp = place_global_allocations(kp)
     kp = lower_data_perspectives(kp)
     kp = lower_async_copies(kp, options.cp_async)

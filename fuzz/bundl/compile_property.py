@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpusem.calculus.bundl import ast as B
+from gpusem.calculus.errors import GpusemError
 from gpusem.compiler.bundl_cuda.launch import (
     as_bundl_values,
     first_difference,
@@ -187,8 +188,9 @@ def _not_compared(ref: Reference) -> Verdict | None:
                        f"{out.message}", details={"outcome": "stuck", "rule": out.rule})
     if out.kind != "terminated":
         what = "trap" if out.trap else out.kind
-        return Verdict(True, "not-compared",
-                       f"the interpreter ends in a {what}: [{out.rule}] {out.message}",
+        where = out.error.one_line() if isinstance(out.error, GpusemError) \
+            else f"[{out.rule}] {out.message}"
+        return Verdict(True, "not-compared", f"the interpreter ends in a {what}: {where}",
                        details={"outcome": what, "rule": out.rule})
     if ref.racy:
         return Verdict(True, "racy", ref.why)
@@ -225,9 +227,10 @@ def compare(prog, expected: dict, source: str, results, seeds) -> Verdict:
 def check_file(path: str, backend: str = "cpu", seeds=HARNESS_SEEDS,
                sync_motion: bool = True, prove_race_free: bool = True) -> Verdict:
     from gpusem.calculus.bundl.parser import parse_program
+    from gpusem.calculus.source import read_source
     from gpusem.typing_rules.bundl.stmt import check_program as typecheck
 
-    source = Path(path).read_text()
+    source = read_source(path)
     prog = parse_program(source, path)
     typecheck(prog)
     ref = reference(prog, prove_race_free=prove_race_free)

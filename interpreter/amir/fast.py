@@ -217,6 +217,7 @@ class FastMachine(Machine):
         if self.stats.statements > self.max_steps:
             raise BudgetExhausted(f"step budget exhausted: more than {self.max_steps} "
                                   f"statements", rule="LoopStep", span=loop.origin)
+        self.guard.tick(loop.origin, "LoopStep")  # the memory budget (issue 15)
 
     def _first_task(self, body: list[Run], names: set[str]) -> None:
         st0 = self.stats

@@ -207,7 +207,7 @@ class Machine(MachineState):
         # LoopStep / LoopDone: the body runs for y = m, m+1, ..., n-1.
         lo, hi = compile_c(s.lo, bound, s.origin), compile_c(s.hi, bound, s.origin)
         body = self.compile_body(s.body, bound | {s.var})
-        var, width, env = s.var, max(1, len(s.body)), self.env
+        var, width, env, guard = s.var, max(1, len(s.body)), self.env, self.guard
 
         def loop() -> None:
             m, n = lo(env), hi(env)
@@ -218,9 +218,13 @@ class Machine(MachineState):
                 raise BudgetExhausted(f"step budget exhausted: more than "
                                       f"{self.max_steps} statements", rule="LoopStep",
                                       span=s.origin)
+            guard.tick(s.origin, "LoopStep")             # the memory budget: a long
+            every = guard.every if n - m > guard.every else 0  # loop checks as it runs
             saved = env.get(var)
             for y in range(m, n):                        # LoopStep
                 env[var] = y
+                if every and (y - m) % every == every - 1:
+                    guard.check(s.origin, "LoopStep")
                 for st in body:
                     st()
             if saved is None:

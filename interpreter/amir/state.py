@@ -23,6 +23,7 @@ from typing import Mapping, cast
 
 import numpy as np
 from gpusem.calculus.amir import ast as A
+from gpusem.calculus.budgets import MemoryGuard
 from gpusem.calculus.errors import BadInput, Trap
 from gpusem.calculus.span import Span
 from gpusem.interpreter.amir.checks import Stats
@@ -57,6 +58,7 @@ class MachineState:
         self.incarnations = 0
         self.stats = Stats()
         self.max_steps = max_steps
+        self.guard = MemoryGuard(prog.span.file)  # the memory budget (issue 15)
 
     def drop(self, v: Var) -> None:
         """A variable's lifetime ends: its cells release their record sets, and a

@@ -158,8 +158,9 @@ def _front_end(proc: Proc, defines: Mapping[str, int]) -> Analysis:
     analysis, Sections 3-4) must accept before a sync check means anything: their
     first error is raised (IllTyped, exit 1). Returns the analysis, whose thread
     mappings the conversion uses."""
-    from gpusem.typing_rules.gpuir.frontend import check_proc
+    from gpusem.typing_rules.gpuir.frontend import check_elements, check_proc
 
+    check_elements(proc, defines)  # the machine keeps a record set per cell
     return check_proc(proc, dict(defines))
 
 

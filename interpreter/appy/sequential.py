@@ -22,6 +22,7 @@ from typing import Any, Callable, assert_never, cast
 
 import numpy as np
 from gpusem.calculus.appy import ast as A
+from gpusem.calculus.budgets import MemoryGuard
 from gpusem.calculus.errors import BadInput, BudgetExhausted, Trap
 
 DEFAULT_MAX_STEPS = 2_000_000
@@ -68,6 +69,7 @@ class SeqState:
     hooks: AccessHooks = field(default_factory=AccessHooks)
     budget: int = DEFAULT_MAX_STEPS
     stmt: A.Assign | None = None  # the statement being executed (for hooks)
+    guard: MemoryGuard = field(default_factory=MemoryGuard)  # the memory budget
 
 
 def run_sequential(fn: A.Function, arrays: dict[str, np.ndarray],
@@ -103,6 +105,7 @@ def exec_stmt(s: A.Stmt, st: SeqState) -> None:
     if st.budget < 0:
         raise BudgetExhausted("step budget exhausted: the sequential reading ran too "
                               "long", rule="Seq-Step", span=s.span)
+    st.guard.tick(s.span, "Seq-Step")
     match s:
         case A.For():
             exec_for(s, st)
@@ -209,6 +212,10 @@ def eval_expr(e: A.Expr, st: SeqState) -> Value:
                     raise Trap(f"shape mismatch: {f} of shapes {np.shape(vals[0])} and "
                                f"{np.shape(vals[1])}", rule="Seq-Call",
                                span=e.span) from None
+            if axis is not None and not -np.ndim(vals[0]) <= axis < np.ndim(vals[0]):
+                raise Trap(f"axis out of range: {f}(..., axis={axis}) of a "
+                           f"{np.ndim(vals[0])}-dimensional value", rule="Seq-Call",
+                           span=e.span)  # NumPy's AxisError, as Python would raise
             return _REDUCE[f](vals[0], axis=axis)
         case A.Where(cond=c, then=t, orelse=o, ternary=True):
             # Python's `x if c else y`: evaluates only the branch taken; an array

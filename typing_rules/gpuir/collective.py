@@ -207,18 +207,24 @@ class _Walker:
                                 rule=RULE, span=s.span))
             self.body(s.body, replace(mapping, poisoned=True), device, loops, decls)
             return
-        for problem in validate_launch(s):
+        problems = list(validate_launch(s))
+        for problem in problems:
             self.error(IllTyped(f"bad launch: {problem}", rule=RULE, span=s.span))
         launch = launch_of(s)
         if launch.block_dim <= 0:
             return
+        # a launch out of range tiles nothing: its body is analysed under a poisoned
+        # mapping (which reports nothing more), not over up to 2^31 threads (issue 15)
+        poison = bool(problems)
         if not (len(s.body) == 1 and isinstance(s.body[0], A.For)
                 and s.body[0].mode is A.LoopMode.CUDA_TASKS):
             self.error(IllTyped("scope error: a CudaDeviceFunction body must be one "
                                 "nest of cuda_tasks loops (Section 3.4)", rule=RULE,
                                 span=s.span))
         self.device_depth = len(loops)
-        self.body(s.body, root_mapping(launch), s, loops, decls)
+        root = root_mapping(launch)
+        self.body(s.body, replace(root, poisoned=True) if poison else root, s, loops,
+                  decls)
 
     def loop(self, f: A.For, mapping: ThreadMapping | None,
              device: A.CudaDeviceFunction | None, loops: tuple[A.For, ...],

@@ -11,6 +11,9 @@ Checks here, each named in its errors (`rule`) and with a stable message prefix:
   InstrCall        Section 3.4 "Proc & Instruction Calls": at τ_u-scope, argument
                    kinds, precision τ_x, memory π_d, window shapes, trailing barrier π_z
   Barrier          Arrive/Await name barriers; sync timelines exist (Figure 16)
+  Limits           control values fit int32, extents are positive, parallel loops
+                   are not empty; for `check`, the arrays fit the elements budget
+                   (limits.py)
 Unknown names (memories, units, timelines, instructions) are BadInput (exit 2).
 
 Conventions: σ -> `env` (control values: the -D definitions plus iterators),
@@ -22,6 +25,7 @@ from __future__ import annotations
 import re
 from typing import Iterable, Mapping, assert_never, cast
 
+from gpusem.calculus.budgets import check_int_literal
 from gpusem.calculus.errors import BadInput, IllTyped
 from gpusem.calculus.gpuir import ast as A
 from gpusem.calculus.gpuir import memtypes
@@ -40,26 +44,38 @@ from gpusem.typing_rules.gpuir.collective import (
     StmtInfo,
     analyse_collectives,
 )
+from gpusem.typing_rules.gpuir.limits import check_elements, check_limits
 from gpusem.typing_rules.gpuir.memory import check_memory
 
 __all__ = ["analyse", "check_proc", "check_file", "header_defines", "load_proc",
+           "check_elements",
            "Analysis", "FileCheck"]
 
 
-def header_defines(source: str) -> dict[str, int]:
-    """`# defines: N=256 M=64` header lines (defaults; -D overrides them)."""
+def header_defines(source: str, file: str = "<input>") -> dict[str, int]:
+    """`# defines: N=256 M=64` header lines (defaults; -D overrides them). A value
+    must be a 32-bit int, as a control value of the generated code."""
     out: dict[str, int] = {}
     for m in re.finditer(r"^#\s*defines:\s*(.*)$", source, re.MULTILINE):
         for item in m.group(1).replace(",", " ").split():
             name, _, value = item.partition("=")
-            if name.isidentifier() and value.lstrip("-").isdigit():
-                out[name] = int(value)
+            number = re.fullmatch(r"(-?)([0-9]+)", value)
+            if not name.isidentifier() or number is None:
+                continue
+            line = source.count("\n", 0, m.start()) + 1
+            span = Span(file, line, 1, line, 1)
+            n = check_int_literal(number.group(2), span)
+            out[name] = -n if number.group(1) else n
+            if not -(2**31) <= out[name] < 2**31:
+                raise BadInput(f"bad definition: {name} = {value} is out of range "
+                               "(control values are 32-bit ints)", span=span)
     return out
 
 
 def load_proc(path: str, defines: Mapping[str, int],
               proc_name: str | None = None) -> tuple[A.Proc, dict[str, int], str]:
-    """(proc, defines, source) of a `.gpuir` file, every size defined."""
+    """(proc, defines, source) of a `.gpuir` file, every size defined and every
+    value in range (`limits.check_limits`)."""
     from gpusem.calculus.gpuir.parser import parse_module
 
     source = read_source(path)
@@ -69,11 +85,13 @@ def load_proc(path: str, defines: Mapping[str, int],
         raise BadInput(f"{path}: no procedure named {proc_name} (have: "
                        f"{', '.join(procs)})")
     proc = procs[proc_name] if proc_name else module.procs[-1]
-    env = {**header_defines(source), **dict(defines)}
+    env = {**header_defines(source, path), **dict(defines)}
     missing = [p.name for p in proc.ctrl_params if p.name not in env]
     if missing:
         raise BadInput(f"{path}: missing definition: {missing[0]} has no value "
                        f"(pass -D {missing[0]}=...)")
+    _check_defines(proc, env)
+    check_limits(proc, env)  # before anything sizes an array by them
     return proc, env, source
 
 
@@ -82,6 +100,7 @@ def analyse(proc: A.Proc, defines: Mapping[str, int]) -> Analysis:
     BadInput (unknown names, missing definitions) is raised."""
     defines = dict(defines)
     _check_defines(proc, defines)
+    check_limits(proc, defines)
     an = analyse_collectives(proc, defines)
     checker = _Checker(an)
     for p in proc.data_params:
@@ -126,8 +145,12 @@ def check_file(path: str, defines: Mapping[str, int] | None = None) -> FileCheck
 
     source = read_source(path)
     module = parse_module(source, path)
-    env = {**header_defines(source), **dict(defines or {})}
-    return FileCheck(path, [check_proc(p, env) for p in module.procs])
+    env = {**header_defines(source, path), **dict(defines or {})}
+    analyses = []
+    for p in module.procs:
+        check_elements(p, env)  # `check` decides for the verbs that interpret
+        analyses.append(check_proc(p, env))
+    return FileCheck(path, analyses)
 
 
 def _check_defines(proc: A.Proc, defines: dict[str, int]) -> None:

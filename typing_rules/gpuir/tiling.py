@@ -343,6 +343,10 @@ def align(m: ThreadMapping, dom: tuple[int, ...], box: Box,
     """Step (1): the common refinement of the tiling's and the unit's dimensions."""
     keep = [i for i, n in enumerate(dom) if n != 1]
     dom, box = tuple(dom[i] for i in keep), tuple(box[i] for i in keep)
+    if not dom and all(d.extent == 1 for d in m.dims):
+        # one thread on both sides (a launch of blockDim=1): nothing to refine; the
+        # unit's box is that one element in every dimension
+        return m.dims, tuple(1 for _ in m.dims)
     cuts = _boundaries(tuple(d.extent for d in m.dims)) | _boundaries(dom)
     chain = sorted(cuts)
     if any(b % a for a, b in itertools.pairwise(chain)):
