@@ -11,8 +11,10 @@ behaviour is undefined, and the verdict says so.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gpusem.calculus.bundl import ast as B
 from gpusem.compiler.bundl_cuda.launch import (
@@ -21,6 +23,9 @@ from gpusem.compiler.bundl_cuda.launch import (
     jobs_for,
 )
 from gpusem.compiler.bundl_cuda.pipeline import CompileOptions, compile_program
+
+if TYPE_CHECKING:
+    from gpusem.interpreter.bundl.machine import Outcome
 
 
 @dataclass
@@ -84,14 +89,11 @@ def reference(prog: B.Program, max_steps: int = 2_000_000,
     # end, compiled, in a memory no sampled schedule produced). The proof (~1.5 ms a
     # program) goes before the other three schedules (~8 ms each, measured on fuzzed
     # programs): a program it cannot prove is not compared whatever they say.
-    if prove_race_free:  # else the caller vouches for it (race-free by construction)
-        from gpusem.fuzz.bundl.race import analyse
-
-        report = analyse(prog, timeout_ms=300, budget_s=1.5)  # undecided counts as racy
-        if not report.race_free:
-            outcome.racy = True  # type: ignore[attr-defined]  # (see above)
-            outcome.message = f"not proven race-free: {report.describe()[:160]}"
-            return outcome
+    # (without prove_race_free the caller vouches for it: race-free by construction)
+    if prove_race_free and (why := unproven_race_freedom(prog)) is not None:
+        outcome.racy = True  # type: ignore[attr-defined]  # (see above)
+        outcome.message = why
+        return outcome
     for schedule in SCHEDULES[1:]:
         other = run_program(prog, schedule=schedule, max_steps=max_steps)
         if other.kind != "terminated" or other.globals != outcome.globals:
@@ -99,6 +101,17 @@ def reference(prog: B.Program, max_steps: int = 2_000_000,
             outcome.message = f"schedules rr and {schedule} disagree"
             return outcome
     return outcome
+
+
+def unproven_race_freedom(prog: B.Program) -> str | None:
+    """None when the z3 race analysis proves `prog` race-free; else why it does not
+    (the message of the `racy` verdict). Undecided counts as racy."""
+    from gpusem.fuzz.bundl.race import analyse
+
+    report = analyse(prog, timeout_ms=300, budget_s=1.5)
+    if report.race_free:
+        return None
+    return f"not proven race-free: {report.describe()[:160]}"
 
 
 @functools.cache
@@ -113,9 +126,12 @@ def shared_backend(name: str):
 
 def check_program(prog: B.Program, backend: str = "cpu", seeds=HARNESS_SEEDS,
                   sync_motion: bool = True, source: str = "", file: str = "<input>",
-                  outcome=None, timeout_scale: float = 1.0, runner=None) -> Verdict:
-    """The verdict on one program; `timeout_scale` stretches the launch watchdog and
-    `runner` replaces the shared backend (a timeout's re-check in a fresh worker)."""
+                  outcome=None, timeout_scale: float = 1.0, runner=None,
+                  confirm: Confirm | None = None) -> Verdict:
+    """The verdict on one program. `outcome`: the reference outcome if the caller has
+    it; `timeout_scale` stretches the launch watchdog and `runner` replaces the shared
+    backend (a timeout's re-check in a fresh worker); `confirm` (see `check_batch`)
+    gives the full reference when `outcome` came from the fast path."""
     outcome = outcome if outcome is not None else reference(prog)
     if skip := _not_compared(outcome):
         return skip
@@ -123,10 +139,14 @@ def check_program(prog: B.Program, backend: str = "cpu", seeds=HARNESS_SEEDS,
         kernel = compile_program(prog, CompileOptions(sync_motion=sync_motion),
                                  source, file)
     except Exception as err:
-        return _compile_failure(err)
+        return _confirmed(_compile_failure(err), prog, kernel_source="", results=None,
+                          seeds=seeds, full=confirm() if confirm else None)
     runner = runner if runner is not None else shared_backend(backend)
     results = runner.run(_jobs(prog, kernel, seeds, backend, timeout_scale))
-    return compare(prog, outcome.globals, kernel.source, results, seeds)
+    verdict = compare(prog, outcome.globals, kernel.source, results, seeds)
+    if verdict.kind == "agree" or confirm is None:
+        return verdict
+    return _confirmed(verdict, prog, kernel.source, results, seeds, confirm())
 
 
 def _not_compared(outcome) -> Verdict | None:
@@ -179,9 +199,18 @@ def check_file(path: str, backend: str = "cpu", seeds=HARNESS_SEEDS,
 
 
 def check_batch(progs: list[B.Program], backend: str = "cpu", seeds=HARNESS_SEEDS,
-                sync_motion: bool = True, outcomes=None) -> list[Verdict]:
+                sync_motion: bool = True, outcomes=None,
+                confirm: Callable[[int], Outcome | None] | None = None
+                ) -> list[Verdict]:
     """`check_program` for many programs with one backend call (one g++ build, one
-    NVRTC module): the throughput path of the fuzzer."""
+    NVRTC module): the throughput path of the fuzzer.
+
+    `confirm(i)`: the full reference outcome of program i when `outcomes[i]` came from
+    the fast path (`fast_reference.py`), else None. A verdict that is a finding is then
+    decided again against the full reference, from the same backend results, so the
+    fast path never reports a finding the full reference would not (and says racy or
+    not-compared where the full reference does). Only "agree" is taken from the fast
+    outcome unconfirmed (see `fast_reference.py` for why that is sound)."""
     outcomes = outcomes or [reference(p) for p in progs]
     verdicts: list[Verdict | None] = [None] * len(progs)
     jobs, owners, kernels = [], [], {}
@@ -192,7 +221,8 @@ def check_batch(progs: list[B.Program], backend: str = "cpu", seeds=HARNESS_SEED
         try:
             kernel = compile_program(prog, CompileOptions(sync_motion=sync_motion))
         except Exception as err:
-            verdicts[i] = _compile_failure(err)
+            full = confirm(i) if confirm else None
+            verdicts[i] = _confirmed(_compile_failure(err), prog, "", None, seeds, full)
             continue
         kernels[i] = kernel
         for job in _jobs(prog, kernel, seeds, backend):
@@ -203,5 +233,27 @@ def check_batch(progs: list[B.Program], backend: str = "cpu", seeds=HARNESS_SEED
     for i, result in zip(owners, results, strict=True):
         by_program.setdefault(i, []).append(result)
     for i, rs in by_program.items():
-        verdicts[i] = compare(progs[i], outcomes[i].globals, kernels[i].source, rs, seeds)
+        verdict = compare(progs[i], outcomes[i].globals, kernels[i].source, rs, seeds)
+        if verdict.kind != "agree" and confirm is not None:
+            verdict = _confirmed(verdict, progs[i], kernels[i].source, rs, seeds,
+                                 confirm(i))
+        verdicts[i] = verdict
     return verdicts  # type: ignore[return-value]
+
+
+Confirm = Callable[[], "Outcome | None"]
+
+
+def _confirmed(verdict: Verdict, prog: B.Program, kernel_source: str, results,
+               seeds, full) -> Verdict:
+    """`verdict` (not "agree": decided against a fast reference outcome) decided again
+    against `full`, the full reference outcome (None: the outcome was the full one).
+    The order is the full pipeline's: not compared first, then the compile failure,
+    then the comparison of the same results."""
+    if full is None:
+        return verdict
+    if skip := _not_compared(full):
+        return skip
+    if results is None:  # the compiler failed: that does not depend on the outcome
+        return verdict
+    return compare(prog, full.globals, kernel_source, results, seeds)

@@ -32,6 +32,13 @@ from gpusem.fuzz.bundl.compile_property import (
     check_program,
     reference,
 )
+from gpusem.fuzz.bundl.fast_reference import (
+    Auditor,
+    Reference,
+    fast_enabled,
+    fast_reference,
+    outcome_difference,
+)
 from gpusem.fuzz.bundl.generated import Generated, as_generated
 from gpusem.fuzz.environment import device_name, tool_versions
 from gpusem.fuzz.targets import CheckResult, Target, checked
@@ -62,7 +69,8 @@ class BundlTarget(Target):
     def __init__(self, backend: str = "cpu", max_blocks: int = 2, max_threads: int = 8):
         self.backend = backend
         self.max_blocks, self.max_threads = max_blocks, max_threads
-        self._cache: dict[tuple[str, Generated], Verdict] = {}
+        self._cache: dict[tuple[str, Generated], Verdict | CheckResult] = {}
+        self._auditor = Auditor()  # the fast reference's audit (fast_reference.py)
         self.shrink_budget_s, self.shrink_max_tried = SHRINK_BUDGET_S, 400
         # signature -> ShrinkStats.as_dict(), for the bundle's meta
         self.shrink_stats: dict[str, dict[str, Any]] = {}
@@ -97,11 +105,12 @@ class BundlTarget(Target):
             return False
         self._cache.clear()
         todo = list(dict.fromkeys(as_generated(p) for p in programs))
-        outcomes = [_reference(g) for g in todo]
+        refs = [self._reference(g) for g in todo]
         verdicts = check_batch([g.program for g in todo], self.backend, HARNESS_SEEDS,
-                               prop == "compile", outcomes)
-        for generated, verdict in zip(todo, verdicts, strict=True):
-            self._cache[(prop, generated)] = verdict
+                               prop == "compile", [r.outcome for r, _ in refs],
+                               confirm=lambda i: _full_if_fast(todo[i], refs[i][0]))
+        for generated, verdict, (_, mismatch) in zip(todo, verdicts, refs, strict=True):
+            self._cache[(prop, generated)] = mismatch or verdict
         return True
 
     def minimise(self, program: BundlProgram, res: CheckResult,
@@ -133,7 +142,7 @@ class BundlTarget(Target):
         runner = get_backend(self.backend)
         try:
             verdict = check_program(generated.program, self.backend, HARNESS_SEEDS,
-                                    prop == "compile", outcome=_reference(generated),
+                                    prop == "compile", outcome=_full_reference(generated),
                                     timeout_scale=4.0, runner=runner)
         finally:
             getattr(runner, "close", lambda: None)()
@@ -172,8 +181,14 @@ class BundlTarget(Target):
         prop = "compile" if sync_motion else "motion"
         verdict = self._cache.get((prop, generated))
         if verdict is None:
+            ref, mismatch = self._reference(generated)
+            if mismatch is not None:
+                return mismatch
             verdict = check_program(generated.program, self.backend, HARNESS_SEEDS,
-                                    sync_motion, outcome=_reference(generated))
+                                    sync_motion, outcome=ref.outcome,
+                                    confirm=lambda: _full_if_fast(generated, ref))
+        if isinstance(verdict, CheckResult):  # an audit difference (see _reference)
+            return verdict
         if verdict.kind in ("racy", "not-compared", "unsupported"):
             return CheckResult("invalid", kind=verdict.kind, detail=verdict.message)
         if verdict.agree:
@@ -231,6 +246,28 @@ class BundlTarget(Target):
                            files={"program.bundl": text, "trace.txt": why + "\n"},
                            size=self.size(program))
 
+    def _reference(self, generated: Generated) -> tuple[Reference, CheckResult | None]:
+        """The reference outcome (`fast_reference.py`: big-step where the program is
+        race-free, unless GPUSEM_REFERENCE=full), and for an audited program whose two
+        outcomes differ, the `internal` finding that reports it (its verdict is then
+        taken from the full outcome)."""
+        if not fast_enabled():
+            return Reference(_full_reference(generated), fast=False), None
+        ref = fast_reference(generated.program,
+                             prove_race_free=not generated.race_free_by_construction)
+        if not ref.fast or not self._auditor.due():
+            return ref, None
+        full = _full_reference(generated)
+        if (why := outcome_difference(ref.outcome, full)) is None:
+            return Reference(full, fast=False), None
+        self._auditor.seen()
+        text = print_program(generated.program)
+        return Reference(full, fast=False), CheckResult(
+            "finding", signature=f"internal:fast-reference:{why.split(':')[0]}",
+            kind="internal error", detail=f"fast and full reference differ: {why}"[:200],
+            files={"program.bundl": text, "trace.txt": f"fast reference: {why}\n"},
+            size=self.size(generated.program))
+
     # --------------------------------------------------------------------- bundles
 
     def finding_meta(self, result: CheckResult) -> dict:
@@ -285,11 +322,16 @@ def _signature_tail(text: str, v: Verdict) -> tuple[str, str, int]:
     return ":" + tail, construct, line
 
 
-def _reference(generated: Generated) -> Outcome:
+def _full_reference(generated: Generated) -> Outcome:
     """The interpreter's outcome; kernel-shaped programs are race-free by construction,
     the others must be proved race-free by the z3 analysis before they are compared."""
     return reference(generated.program,
                      prove_race_free=not generated.race_free_by_construction)
+
+
+def _full_if_fast(generated: Generated, ref: Reference) -> Outcome | None:
+    """The full reference outcome to confirm a verdict with, if `ref` is a fast one."""
+    return _full_reference(generated) if ref.fast else None
 
 
 def _inputs_json(program: B.Program) -> str:
