@@ -150,22 +150,13 @@ def _cpu_seconds() -> float:
 
 
 def _round_programs(target, seed: int, r: int, round_size: int) -> list:
-    """The programs of round r, drawn as the campaign's prefetch draws them."""
+    """The programs of round r, drawn as the campaign draws them."""
     from gpusem.fuzz.bundl.generated import as_generated
-    from gpusem.fuzz.campaign import _round_seed
-    from hypothesis import HealthCheck, Phase, given, settings
-    from hypothesis import seed as hseed
+    from gpusem.fuzz.campaign import round_seed
+    from gpusem.fuzz.hunt import generate_round
 
-    out: list = []
-
-    def collect(program) -> None:
-        out.append(program)
-
-    test = settings(max_examples=round_size, database=None, deadline=None,
-                    phases=[Phase.generate], suppress_health_check=list(HealthCheck))(
-        given(target.strategy("compile"))(collect))
-    hseed(_round_seed(seed, r))(test)()
-    return [as_generated(p) for p in out]
+    drawn = generate_round(target.strategy("compile"), round_seed(seed, r), round_size)
+    return [as_generated(d.program) for d in drawn]
 
 
 def _timed_full_reference(prog, prove_race_free: bool, t: Counter) -> None:
