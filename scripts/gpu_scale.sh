@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Issue 19 (and 20) on a GPU machine, in ONE command of at most 9 minutes:
-#   1. the per-stage profile of the compile property (scripts/profile_stages.py);
+#   1. the per-stage profile of the compile property (scripts/profile_stages.py) and
+#      NVRTC's cost per kernel by batch size (scripts/nvrtc_probe.py);
 #   2. the 1-GPU throughput, local engine, one process per core, several windows;
 #   3. with 2+ GPUs: the same campaign through Dask on 1 GPU and on all GPUs of the
 #      machine (the same cores per GPU in both), and the scaling efficiency
@@ -80,6 +81,11 @@ say "device: $GPUSEM_DEVICE; backend $BACKEND; $PER_GPU processes per GPU"
 [ -z "${SKIP_PROFILE:-}" ] && run 150 profile python3 scripts/profile_stages.py --backend "$BACKEND" --rounds 3 \
   --json "$OUT/profile_$BACKEND.json"
 
+# 1b. NVRTC per kernel by batch size (the cuda backend's build stage): its floor
+if [ "$BACKEND" = cuda ] && [ -z "${SKIP_PROFILE:-}" ]; then
+  run 90 nvrtc_probe python3 scripts/nvrtc_probe.py --json "$OUT/nvrtc_probe.json"
+fi
+
 # 2. one GPU, the local engine (GPU 0 only, whatever the machine has); on a one-GPU
 # machine also with CUDA's default host wait (auto: spins) instead of the blocking wait
 # the cuda backend sets (cuda_worker.schedule_blocking_sync), the A/B of that choice
@@ -134,6 +140,10 @@ if one:
     summary["efficiency"] = {str(g): round(r["programs_per_min"] / (g * one), 3)
                              for g, r in dask.items()
                              if g > 1 and r.get("programs_per_min")}
+probe = os.path.join(out, "nvrtc_probe.json")
+if os.path.exists(probe):
+    with open(probe) as f:
+        summary["nvrtc"] = json.load(f).get("fit_ms")
 prof = os.path.join(out, f"profile_{backend}.json")
 if os.path.exists(prof):
     with open(prof) as f:
