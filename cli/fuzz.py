@@ -74,9 +74,17 @@ def parse_shard(text: str) -> tuple[int, int]:
               "programs exercise (targets that measure it) and print the table.")
 @click.option("--shrink-time", type=float, default=None, help="Seconds hypothesis "
               "shrinks one finding (default: a fifth of the budget, at least 60).")
+@click.option("--engine", default="local", show_default=True, help="Who runs the "
+              "shards: local (--jobs processes of this machine), dask (a Dask cluster: "
+              "--scheduler, or this machine's GPUs/cores with --jobs workers per GPU, "
+              "or in all for cpu; needs gpusem[dask]), or a plugin engine.")
+@click.option("--scheduler", default=None, help="dask: the scheduler's address "
+              "(tcp://HOST:8786); without it a local cluster is started.")
+@click.option("--gpus", default=None, help="dask, cuda, local cluster: the GPUs to use "
+              "(all, a count, or ids 0,1); default all.")
 def command(target, props, backend, budget, seed, jobs, shard, out_dir, max_programs,
             round_size, json_path, sarif_path, junit_path, resume, coverage,
-            shrink_time) -> None:
+            shrink_time, engine, scheduler, gpus) -> None:
     """Run a differential fuzzing campaign and write counterexample bundles."""
     from gpusem import api
     from gpusem.fuzz.summary import install_signal_handlers
@@ -91,7 +99,8 @@ def command(target, props, backend, budget, seed, jobs, shard, out_dir, max_prog
                           jobs=jobs, shard=shard_t, out_dir=out_dir,
                           round_size=round_size, max_programs=max_programs,
                           resume=resume, coverage=coverage, on_progress=bar.tick,
-                          hunt_cap_s=shrink_time)
+                          hunt_cap_s=shrink_time, engine=engine, scheduler=scheduler,
+                          gpus=gpus)
     result.report.write(json_path, sarif_path, junit_path, out_dir)
     _show(console, result.report, coverage)
     raise SystemExit(result.exit_code)

@@ -95,6 +95,10 @@ class Campaign:
     coverage: bool = False  # count the rules/constructs each program exercises
     on_finding: Callable[[Finding], None] | None = None  # each finding, once, when final
     hunt_cap_s: float | None = None  # hypothesis's time per finding (None: the rule below)
+    # (k0, k1): only the shard's rounds k0 <= k < k1 (round r = I + k·N), a *piece* of
+    # the shard that an engine runs as one task (fuzz/engines/pieces.py); the engine
+    # keeps the record of finished pieces, so no progress record is written
+    window: tuple[int, int] | None = None
 
     def run(self) -> Summary:
         target = load_target(self.target_name, self.backend)
@@ -108,11 +112,14 @@ class Campaign:
         self.overtime_shrinks = 0  # shrinks begun past the budget (at most one runs)
         self.t0 = time.monotonic()
         r = self._start_round()
+        end = (None if self.window is None
+               else self.shard[0] + self.window[1] * self.shard[1])
         try:
-            while not self._out_of_budget():
+            while not self._out_of_budget() and (end is None or r < end):
                 self._round(target, r)
                 r += self.shard[1]
-                self._save_progress(r)
+                if self.window is None:
+                    self._save_progress(r)
         except KeyboardInterrupt as stop:  # SIGINT, or SIGTERM raised as Interrupted
             self.summary.interrupted = (stop.signal_name if isinstance(stop, Interrupted)
                                         else "SIGINT")
@@ -150,6 +157,8 @@ class Campaign:
     # ------------------------------------------------------------------ progress
 
     def _start_round(self) -> int:
+        if self.window is not None:
+            return self.shard[0] + self.window[0] * self.shard[1]
         if not self.resume:
             return self.shard[0]
         done = manifest.load_progress(self.out_dir, self.prop, self.shard)

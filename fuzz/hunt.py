@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from gpusem.fuzz.reproducible import stable_constants
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis.database import ExampleDatabase
 
@@ -55,7 +56,8 @@ def generate_round(strategy: Any, seed: int, n: int) -> list[Drawn]:
     test = settings(max_examples=n, database=None, deadline=None,
                     phases=[Phase.generate], suppress_health_check=list(HealthCheck))(
         given(strategy)(collect))
-    _seeded(test, seed)()
+    with stable_constants():  # the same programs in every process (reproducible.py)
+        _seeded(test, seed)()
     return drawn
 
 
@@ -123,7 +125,8 @@ def shrink_from(strategy: Any, seed: int, example: Drawn, index: int, round_size
     try:
         with warnings.catch_warnings():  # hypothesis's "overly large repr" of a big
             warnings.simplefilter("ignore")  # failing program, when it reports it
-            _seeded(test, seed)()
+            with stable_constants():  # the programs depend on the seed alone
+                _seeded(test, seed)()
     except _Found:
         pass
     except Exception:  # noqa: BLE001 - hypothesis's Flaky when `stop` cut the replay:

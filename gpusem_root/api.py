@@ -122,27 +122,36 @@ def fuzz(target: str = "bundl", props: Sequence[str] = (), *, budget_s: float = 
          resume: bool = False, coverage: bool = False,
          hunt_cap_s: float | None = None,
          on_finding: Callable[[Finding], None] | None = None,
-         on_progress: Callable[[str, Summary], None] | None = None) -> CampaignResult:
+         on_progress: Callable[[str, Summary], None] | None = None,
+         engine: str = "local", scheduler: str | None = None,
+         gpus: str | None = None) -> CampaignResult:
     """A campaign: findings are bundles under `out_dir`; `on_finding(f)` is called once
     per finding when its bundle is final (with jobs > 1: after the campaign);
     `on_progress(prop, running_summary)` while it runs. `resume`: continue the
     campaign in `out_dir` with its recorded parameters (the arguments given for them
     are ignored). `hunt_cap_s`: seconds hypothesis shrinks one finding (default: a
     fifth of the budget, at least 60). Writes no report: `result.report.write(...)`
-    does."""
+    does. `engine`: who runs the shards (`fuzz/engines/registry.py`): "local"
+    (`jobs` processes), "dask" (`scheduler` ADDR or a local cluster of `jobs` workers
+    per GPU among `gpus`, or in all for cpu) or a plugin; a resumed campaign keeps the
+    engine it was started with."""
     import time
 
     from gpusem.calculus.errors import BadInput
     from gpusem.fuzz import manifest
-    from gpusem.fuzz.client import run_jobs
+    from gpusem.fuzz.client import run_campaign, run_jobs
+    from gpusem.fuzz.engines.registry import load_engine
 
     if resume:
         rec = manifest.read_campaign(out_dir)
         target, backend, seed, jobs, round_size = (
             rec["target"], rec["backend"], rec["seed"], rec["jobs"], rec["round_size"])
         props, shard = tuple(rec["properties"]), (rec["shard"][0], rec["shard"][1])
+        engine = rec.get("engine", "local")  # its record of finished work is its own
     if jobs < 1:
         raise BadInput(f"bad jobs: {jobs} (must be >= 1)")
+    if engine == "local" and (scheduler or gpus):
+        raise BadInput("--scheduler and --gpus are for a cluster engine (--engine dask)")
     props = tuple(props) or (target_properties(target, backend)[0],)
     known = target_properties(target, backend)
     for p in props:
@@ -151,7 +160,7 @@ def fuzz(target: str = "bundl", props: Sequence[str] = (), *, budget_s: float = 
     params = {"target": target, "backend": backend, "properties": list(props),
               "seed": seed, "shard": list(shard), "jobs": jobs, "round_size": round_size,
               "budget_s": budget_s, "max_programs": max_programs, "out_dir": out_dir,
-              "resumed": resume}
+              "resumed": resume, "engine": engine}
     if not resume:
         manifest.write_campaign(out_dir, params)
     total, started = Summary(), time.time()
@@ -164,8 +173,13 @@ def fuzz(target: str = "bundl", props: Sequence[str] = (), *, budget_s: float = 
         if jobs == 1 and on_finding is not None:
             spec["on_finding"] = on_finding
         tick = (lambda s, p=p: on_progress(p, s)) if on_progress else None
-        part = run_jobs(spec, jobs, on_tick=tick)
-        if jobs > 1 and on_finding is not None:
+        if engine == "local":
+            part = run_jobs(spec, jobs, on_tick=tick)
+        else:
+            runner, shards = load_engine(engine, backend, jobs, scheduler, gpus)
+            spec.pop("on_finding", None)  # called below, on this side
+            part = run_campaign(spec, runner, shards, on_tick=tick)
+        if (jobs > 1 or engine != "local") and on_finding is not None:
             for f in part.findings:
                 on_finding(f)
         total.merge(part)

@@ -13,6 +13,7 @@ well-typed program gets stuck, so it is a soundness bug of gpusem, never a skip.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
 @dataclass
 class Reference:
     """The oracle's reference result for one program: the interpreter's outcome
-    (round-robin) and the race verdict. `racy` is True when the z3 analysis could not
+    (round-robin, or big-step where `fast`) and the race verdict. `racy` is True when the z3 analysis could not
     prove the program race-free or two sampled schedules ended in different memories
     (`why` says which): such a program may legitimately end, compiled, in another
     memory, so it is not compared."""
@@ -41,6 +42,9 @@ class Reference:
     outcome: Outcome
     racy: bool = False
     why: str = ""
+    # from the fast path (fast_reference.py: big-step): a verdict other than agree
+    # must be confirmed against the full reference
+    fast: bool = False
 
     @property
     def kind(self) -> str:
@@ -134,18 +138,25 @@ def reference(prog: B.Program, max_steps: int = 2_000_000,
     # end, compiled, in a memory no sampled schedule produced). The proof (~1.5 ms a
     # program) goes before the other three schedules (~8 ms each, measured on fuzzed
     # programs): a program it cannot prove is not compared whatever they say.
-    if prove_race_free:  # else the caller vouches for it (race-free by construction)
-        from gpusem.fuzz.bundl.race import analyse
-
-        report = analyse(prog, timeout_ms=300, budget_s=1.5)  # undecided counts as racy
-        if not report.race_free:
-            return Reference(outcome, True,
-                             f"not proven race-free: {report.describe()[:160]}")
+    # (without prove_race_free the caller vouches for it: race-free by construction)
+    if prove_race_free and (why := unproven_race_freedom(prog)) is not None:
+        return Reference(outcome, True, why)
     for schedule in SCHEDULES[1:]:
         other = run_program(prog, schedule=schedule, max_steps=max_steps)
         if other.kind != "terminated" or other.globals != outcome.globals:
             return Reference(outcome, True, f"schedules rr and {schedule} disagree")
     return Reference(outcome)
+
+
+def unproven_race_freedom(prog: B.Program) -> str | None:
+    """None when the z3 race analysis proves `prog` race-free; else why it does not
+    (the message of the `racy` verdict). Undecided counts as racy."""
+    from gpusem.fuzz.bundl.race import analyse
+
+    report = analyse(prog, timeout_ms=300, budget_s=1.5)
+    if report.race_free:
+        return None
+    return f"not proven race-free: {report.describe()[:160]}"
 
 
 @functools.cache
@@ -160,10 +171,11 @@ def shared_backend(name: str):
 
 def check_program(prog: B.Program, backend: str = "cpu", seeds=HARNESS_SEEDS,
                   sync_motion: bool = True, source: str = "", file: str = "<input>",
-                  ref: Reference | None = None, timeout_scale: float = 1.0,
-                  runner=None) -> Verdict:
-    """The verdict on one program; `timeout_scale` stretches the launch watchdog and
-    `runner` replaces the shared backend (a timeout's re-check in a fresh worker)."""
+                  ref: Reference | None = None, timeout_scale: float = 1.0, runner=None,
+                  confirm: Confirm | None = None) -> Verdict:
+    """The verdict on one program. `ref`: the reference if the caller has it; `timeout_scale` stretches the launch watchdog and `runner` replaces the shared
+    backend (a timeout's re-check in a fresh worker); `confirm` (see `check_batch`)
+    gives the full reference when `ref` came from the fast path."""
     ref = ref if ref is not None else reference(prog)
     if skip := _not_compared(ref):
         return skip
@@ -171,10 +183,14 @@ def check_program(prog: B.Program, backend: str = "cpu", seeds=HARNESS_SEEDS,
         kernel = compile_program(prog, CompileOptions(sync_motion=sync_motion),
                                  source, file)
     except Exception as err:
-        return _compile_failure(err)
+        return _confirmed(_compile_failure(err), prog, kernel_source="", results=None,
+                          seeds=seeds, full=confirm() if confirm else None)
     runner = runner if runner is not None else shared_backend(backend)
     results = runner.run(_jobs(prog, kernel, seeds, backend, timeout_scale))
-    return compare(prog, ref.globals, kernel.source, results, seeds)
+    verdict = compare(prog, ref.globals, kernel.source, results, seeds)
+    if verdict.kind == "agree" or confirm is None:
+        return verdict
+    return _confirmed(verdict, prog, kernel.source, results, seeds, confirm())
 
 
 def _not_compared(ref: Reference) -> Verdict | None:
@@ -239,10 +255,18 @@ def check_file(path: str, backend: str = "cpu", seeds=HARNESS_SEEDS,
 
 
 def check_batch(progs: list[B.Program], backend: str = "cpu", seeds=HARNESS_SEEDS,
-                sync_motion: bool = True,
-                refs: list[Reference] | None = None) -> list[Verdict]:
+                sync_motion: bool = True, refs: list[Reference] | None = None,
+                confirm: Callable[[int], Reference | None] | None = None
+                ) -> list[Verdict]:
     """`check_program` for many programs with one backend call (one g++ build, one
-    NVRTC module): the throughput path of the fuzzer."""
+    NVRTC module): the throughput path of the fuzzer.
+
+    `confirm(i)`: the full reference of program i when `refs[i]` came from
+    the fast path (`fast_reference.py`), else None. A verdict that is a finding is then
+    decided again against the full reference, from the same backend results, so the
+    fast path never reports a finding the full reference would not (and says racy or
+    not-compared where the full reference does). Only "agree" is taken from the fast
+    outcome unconfirmed (see `fast_reference.py` for why that is sound)."""
     refs = refs or [reference(p) for p in progs]
     verdicts: list[Verdict | None] = [None] * len(progs)
     jobs, owners, kernels = [], [], {}
@@ -253,7 +277,8 @@ def check_batch(progs: list[B.Program], backend: str = "cpu", seeds=HARNESS_SEED
         try:
             kernel = compile_program(prog, CompileOptions(sync_motion=sync_motion))
         except Exception as err:
-            verdicts[i] = _compile_failure(err)
+            full = confirm(i) if confirm else None
+            verdicts[i] = _confirmed(_compile_failure(err), prog, "", None, seeds, full)
             continue
         kernels[i] = kernel
         for job in _jobs(prog, kernel, seeds, backend):
@@ -264,9 +289,27 @@ def check_batch(progs: list[B.Program], backend: str = "cpu", seeds=HARNESS_SEED
     for i, result in zip(owners, results, strict=True):
         by_program.setdefault(i, []).append(result)
     for i, rs in by_program.items():
-        verdicts[i] = compare(progs[i], refs[i].globals, kernels[i].source, rs, seeds)
-    done: list[Verdict] = []
-    for v in verdicts:
-        assert v is not None  # every program got a verdict above
-        done.append(v)
-    return done
+        verdict = compare(progs[i], refs[i].globals, kernels[i].source, rs, seeds)
+        if verdict.kind != "agree" and confirm is not None:
+            verdict = _confirmed(verdict, progs[i], kernels[i].source, rs, seeds,
+                                 confirm(i))
+        verdicts[i] = verdict
+    return verdicts  # type: ignore[return-value]
+
+
+Confirm = Callable[[], "Reference | None"]
+
+
+def _confirmed(verdict: Verdict, prog: B.Program, kernel_source: str, results,
+               seeds, full) -> Verdict:
+    """`verdict` (not "agree": decided against a fast reference outcome) decided again
+    against `full`, the full reference (None: the reference was the full one).
+    The order is the full pipeline's: not compared first, then the compile failure,
+    then the comparison of the same results."""
+    if full is None:
+        return verdict
+    if skip := _not_compared(full):
+        return skip
+    if results is None:  # the compiler failed: that does not depend on the outcome
+        return verdict
+    return compare(prog, full.globals, kernel_source, results, seeds)

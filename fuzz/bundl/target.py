@@ -33,6 +33,12 @@ from gpusem.fuzz.bundl.compile_property import (
     check_program,
     reference,
 )
+from gpusem.fuzz.bundl.fast_reference import (
+    Auditor,
+    fast_enabled,
+    fast_reference,
+    outcome_difference,
+)
 from gpusem.fuzz.bundl.generated import Generated, as_generated
 from gpusem.fuzz.environment import device_name, tool_versions
 from gpusem.fuzz.targets import CheckResult, Target, checked
@@ -62,11 +68,12 @@ class BundlTarget(Target):
     def __init__(self, backend: str = "cpu", max_blocks: int = 2, max_threads: int = 8):
         self.backend = backend
         self.max_blocks, self.max_threads = max_blocks, max_threads
-        self._cache: dict[tuple[str, Generated], Verdict] = {}
+        self._cache: dict[tuple[str, Generated], Verdict | CheckResult] = {}
         # the semantic rules a property's own run of a program applied, for coverage
         # (so a campaign's table costs no second interpreter run): (prop, program)
         self._seen: dict[tuple[str, Generated], frozenset[str]] = {}
         self._prop: str | None = None  # the property of the last `check`
+        self._auditor = Auditor()  # the fast reference's audit (fast_reference.py)
         self.shrink_budget_s, self.shrink_max_tried = SHRINK_BUDGET_S, 400
         # signature -> ShrinkStats.as_dict(), for the bundle's meta
         self.shrink_stats: dict[str, dict[str, Any]] = {}
@@ -105,9 +112,11 @@ class BundlTarget(Target):
         todo = list(dict.fromkeys(as_generated(p) for p in programs))
         refs = [self._reference(g, prop) for g in todo]
         verdicts = check_batch([g.program for g in todo], self.backend, HARNESS_SEEDS,
-                               prop == "compile", refs)
-        for generated, verdict in zip(todo, verdicts, strict=True):
-            self._cache[(prop, generated)] = verdict
+                               prop == "compile", [r for r, _ in refs],
+                               confirm=lambda i: self._full_if_fast(todo[i], refs[i][0],
+                                                                    prop))
+        for generated, verdict, (_, mismatch) in zip(todo, verdicts, refs, strict=True):
+            self._cache[(prop, generated)] = mismatch or verdict
         return True
 
     def minimise(self, program: BundlProgram, res: CheckResult,
@@ -140,7 +149,7 @@ class BundlTarget(Target):
         try:
             verdict = check_program(generated.program, self.backend, HARNESS_SEEDS,
                                     prop == "compile",
-                                    ref=self._reference(generated, prop),
+                                    ref=self._full_reference(generated, prop),
                                     timeout_scale=4.0, runner=runner)
         finally:
             getattr(runner, "close", lambda: None)()
@@ -218,8 +227,15 @@ class BundlTarget(Target):
         prop = "compile" if sync_motion else "motion"
         verdict = self._cache.get((prop, generated))
         if verdict is None:
+            ref, mismatch = self._reference(generated, prop)
+            if mismatch is not None:
+                return mismatch
             verdict = check_program(generated.program, self.backend, HARNESS_SEEDS,
-                                    sync_motion, ref=self._reference(generated, prop))
+                                    sync_motion, ref=ref,
+                                    confirm=lambda: self._full_if_fast(generated, ref,
+                                                                       prop))
+        if isinstance(verdict, CheckResult):  # an audit difference (see _reference)
+            return verdict
         if verdict.kind in ("racy", "not-compared", "unsupported"):
             return CheckResult("invalid", kind=verdict.kind, detail=verdict.message)
         if verdict.agree:
@@ -281,16 +297,45 @@ class BundlTarget(Target):
                            files={"program.bundl": text, "trace.txt": why + "\n"},
                            size=self.size(program))
 
-    def _reference(self, generated: Generated, prop: str) -> Reference:
-        """The interpreter's outcome; kernel-shaped programs are race-free by
+    def _reference(self, generated: Generated, prop: str
+                   ) -> tuple[Reference, CheckResult | None]:
+        """The reference (`fast_reference.py`: big-step where the program is
+        race-free, unless GPUSEM_REFERENCE=full), and for an audited program whose two
+        references differ, the `internal` finding that reports it (its verdict is then
+        taken from the full reference)."""
+        if not fast_enabled():
+            return self._full_reference(generated, prop), None
+        ref = fast_reference(generated.program,
+                             prove_race_free=not generated.race_free_by_construction)
+        if not ref.fast or not self._auditor.due():
+            return ref, None
+        full = self._full_reference(generated, prop)
+        if (why := outcome_difference(ref, full)) is None:
+            return full, None
+        self._auditor.seen()
+        text = print_program(generated.program)
+        return full, CheckResult(
+            "finding", signature=f"internal:fast-reference:{why.split(':')[0]}",
+            kind="internal error", detail=f"fast and full reference differ: {why}"[:200],
+            files={"program.bundl": text, "trace.txt": f"fast reference: {why}\n"},
+            size=self.size(generated.program))
+
+    def _full_reference(self, generated: Generated, prop: str) -> Reference:
+        """The interpreter's reference; kernel-shaped programs are race-free by
         construction, the others must be proved race-free by the z3 analysis before
         they are compared. The rules its round-robin run applies are remembered for
-        `coverage`."""
+        `coverage` (a fast reference runs no small-step machine: coverage then runs
+        the program itself)."""
         seen: set[str] = set()
         ref = reference(generated.program, seen=seen,
                         prove_race_free=not generated.race_free_by_construction)
         self._remember((prop, generated), seen)
         return ref
+
+    def _full_if_fast(self, generated: Generated, ref: Reference,
+                      prop: str) -> Reference | None:
+        """The full reference to confirm a verdict with, if `ref` is a fast one."""
+        return self._full_reference(generated, prop) if ref.fast else None
 
     def _remember(self, key: tuple[str, Generated], seen: set[str]) -> None:
         if len(self._seen) >= 4096:  # a campaign asks about the round it just checked
