@@ -47,8 +47,9 @@ def standalone_source(source: str, launches: Sequence[KernelSpec],
     body = source.replace(INCLUDE, "// ---- gpusem_rt.cuh, inlined ----\n"
                           f"{RUNTIME.read_text()}\n// ---- end of gpusem_rt.cuh ----", 1)
     return "\n".join([_header(launches, title, expected is not None), body,
-                      _data(buffers, inputs, expected), _main(launches, buffers, inputs,
-                                                              expected is not None)])
+                      _data(buffers, inputs, expected),
+                      _main(launches, buffers, inputs, None if expected is None
+                            else set(expected))])
 
 
 def _buffers(launches: Sequence[KernelSpec]) -> dict[str, tuple[str, int]]:
@@ -92,14 +93,18 @@ def _data(buffers: Mapping[str, tuple[str, int]], inputs: Mapping[str, object],
     for name, (dtype, count) in buffers.items():
         init = np.asarray(inputs[name], dtype=dtype).reshape(-1)[:count]
         out.append(f"static const unsigned char in_{name}[] = {_bytes(init)};")
-        if expected is not None:
+        if expected is not None and name in expected:  # else scratch: not an output
             want = np.asarray(expected[name], dtype=dtype).reshape(-1)[:count]
             out.append(f"static const unsigned char want_{name}[] = {_bytes(want)};")
     return "\n".join(out) + "\n"
 
 
 def _main(launches: Sequence[KernelSpec], buffers: Mapping[str, tuple[str, int]],
-          inputs: Mapping[str, object], compares: bool) -> str:
+          inputs: Mapping[str, object], outputs: set[str] | None) -> str:
+    """`outputs`: the buffers compared with the embedded reference (None: print every
+    buffer); a buffer outside it (a compiler's scratch) is neither compared nor
+    printed."""
+    compares = outputs is not None
     allocs, checks, frees = [], [], []
     for name, (dtype, count) in buffers.items():
         ct = C_TYPES[dtype]
@@ -119,11 +124,12 @@ def _main(launches: Sequence[KernelSpec], buffers: Mapping[str, tuple[str, int]]
                 f"        printf(\"{name}[%d] = \" {fmt} \"\\n\", i, {cast}a);\n")
         test = (f"memcmp(got + i * sizeof({ct}), want_{name} + i * sizeof({ct}), "
                 f"sizeof({ct})) != 0" if compares else "true")
-        checks.append(f"  {{\n    static unsigned char got[{size} + 1];\n"
-                      f"    CHECK(cudaMemcpy(got, d_{name}, {size}, "
-                      "cudaMemcpyDeviceToHost));\n"
-                      f"    for (int i = 0; i < {count}; ++i) {{\n"
-                      f"      if ({test}) {{\n{show}      }}\n    }}\n  }}")
+        if outputs is None or name in outputs:
+            checks.append(f"  {{\n    static unsigned char got[{size} + 1];\n"
+                          f"    CHECK(cudaMemcpy(got, d_{name}, {size}, "
+                          "cudaMemcpyDeviceToHost));\n"
+                          f"    for (int i = 0; i < {count}; ++i) {{\n"
+                          f"      if ({test}) {{\n{show}      }}\n    }}\n  }}")
         frees.append(f"  cudaFree(d_{name});")
     calls = []
     for k in launches:

@@ -24,4 +24,7 @@ def standalone_source(kernel: CompiledKernel, inputs: Mapping[str, np.ndarray],
     want = None if expected is None else {
         f"g_{name}": np.asarray(expected[name], dtype=DTYPES[elem])
         for name, elem, _ in kernel.globals}
+    inputs = dict(inputs)
+    for name, elem, size in kernel.scratch:  # `alloc in Global` arrays start zeroed
+        inputs[name] = np.zeros(size, dtype=DTYPES[elem])
     return write_standalone(kernel.source, [kernel_spec(kernel)], inputs, want, title)

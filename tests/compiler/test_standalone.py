@@ -18,7 +18,7 @@ from gpusem.interpreter.bundl.schedulers import run_program
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ["block_reduce_shared.bundl", "float_affine.bundl", "async_copy.bundl",
-            "claim_mask.bundl"]
+            "claim_mask.bundl", "alloc_global_per_unit.bundl"]
 
 
 def repro(name: str) -> str:
@@ -41,6 +41,15 @@ def test_the_reproducer_is_self_contained() -> None:
     assert '#include "gpusem_rt.cuh"' not in text and "gs_div_i32" in text
     assert "int main()" in text and "return 1;" in text and NVCC_COMMAND in text
     assert "want_g_out" in text and "in_g_A" in text
+
+
+def test_scratch_of_alloc_in_global_starts_zeroed_and_is_not_an_output() -> None:
+    """`alloc in Global` lowers to a scratch parameter (galloc.py): the reproducer
+    gives it zeroed bytes and compares only the program's globals (a campaign's
+    reproducer of such a program was an internal KeyError)."""
+    text = repro("alloc_global_per_unit.bundl")
+    assert "in_gs_gscratch_int" in text and "want_gs_gscratch" not in text
+    assert "want_g_" in text
 
 
 @pytest.mark.parametrize("name", EXAMPLES)

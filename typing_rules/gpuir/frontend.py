@@ -22,14 +22,13 @@ Conventions: σ -> `env` (control values: the -D definitions plus iterators),
 
 from __future__ import annotations
 
-import re
 from typing import Iterable, Mapping, assert_never, cast
 
-from gpusem.calculus.budgets import check_int_literal
 from gpusem.calculus.errors import BadInput, IllTyped
 from gpusem.calculus.gpuir import ast as A
 from gpusem.calculus.gpuir import memtypes
 from gpusem.calculus.gpuir.ctrl import Affine, affine, cvars, eval_c
+from gpusem.calculus.gpuir.defines import header_defines
 from gpusem.calculus.gpuir.instructions import INSTRUCTIONS, Instr, InstrParam
 from gpusem.calculus.gpuir.printer import print_unit
 from gpusem.calculus.gpuir.timelines import is_sync_tl
@@ -50,26 +49,6 @@ from gpusem.typing_rules.gpuir.memory import check_memory
 __all__ = ["analyse", "check_proc", "check_file", "header_defines", "load_proc",
            "check_elements",
            "Analysis", "FileCheck"]
-
-
-def header_defines(source: str, file: str = "<input>") -> dict[str, int]:
-    """`# defines: N=256 M=64` header lines (defaults; -D overrides them). A value
-    must be a 32-bit int, as a control value of the generated code."""
-    out: dict[str, int] = {}
-    for m in re.finditer(r"^#\s*defines:\s*(.*)$", source, re.MULTILINE):
-        for item in m.group(1).replace(",", " ").split():
-            name, _, value = item.partition("=")
-            number = re.fullmatch(r"(-?)([0-9]+)", value)
-            if not name.isidentifier() or number is None:
-                continue
-            line = source.count("\n", 0, m.start()) + 1
-            span = Span(file, line, 1, line, 1)
-            n = check_int_literal(number.group(2), span)
-            out[name] = -n if number.group(1) else n
-            if not -(2**31) <= out[name] < 2**31:
-                raise BadInput(f"bad definition: {name} = {value} is out of range "
-                               "(control values are 32-bit ints)", span=span)
-    return out
 
 
 def load_proc(path: str, defines: Mapping[str, int],
