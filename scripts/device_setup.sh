@@ -3,6 +3,10 @@
 export PYTHONUNBUFFERED=1 CUPY_TF32=0
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
+if [ -f /tmp/gpusem-setup.done ]; then  # a script run by another one: installed once
+  export PYTHONPATH=/tmp/site
+  return 0 2>/dev/null || exit 0
+fi
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
   --target /tmp/site .whl/*.whl >/tmp/pip-wheels.log 2>&1 && export PYTHONPATH=/tmp/site
 python3 -m pip install -q --no-deps --no-build-isolation -e . >/tmp/pip.log 2>&1
@@ -12,3 +16,4 @@ python3 -m pip install -q --no-deps --no-build-isolation -e . >/tmp/pip.log 2>&1
   python3 -c "import cupy, sys; print('cupy', cupy.__version__, 'python', sys.version.split()[0])"
   nproc
 } >"$OUT/device.txt" 2>&1
+touch /tmp/gpusem-setup.done

@@ -91,9 +91,29 @@ def sites(prog: A.Program) -> Iterator[Site]:
 
 def _walk(owner, path, s, persp, env, shape, in_fn) -> Iterator[Site]:
     yield Site(owner, path, s, persp, env, shape, in_fn)
+    inside = _inside_barriers(s)
     for i, (child, p2, env2) in enumerate(_children(s, persp, env, shape)):
-        if p2 is not None:
+        if p2 is not None and i not in inside:
             yield from _walk(owner, path + (i,), child, p2, env2, shape, in_fn)
+
+
+def _inside_barriers(s: A.Stmt) -> set[int]:
+    """The positions of a sequence that lie inside a hand-written barrier (after its
+    `init ψ`, up to its `wait ψ`): not sites, since a statement inserted there would
+    also break T-Sync-Init's whole-barrier premise (errata "Runtime forms in source
+    programs"), a second broken rule that hides the mutator's."""
+    if not isinstance(s, A.Seq):
+        return set()
+    inside, open_labels = set(), set()
+    for i, child in enumerate(s.stmts):
+        if open_labels:
+            inside.add(i)
+        match child:
+            case A.SyncInit(label=label):
+                open_labels.add(label)
+            case A.SyncWait(label=label):
+                open_labels.discard(label)
+    return inside
 
 
 def _hide(env: dict, x: str, rule: str) -> dict:

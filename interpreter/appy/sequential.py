@@ -17,8 +17,9 @@ Conventions: `mem` (array name -> ndarray, the shared global memory), `env` (sca
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, assert_never, cast
+from typing import Any, assert_never, cast
 
 import numpy as np
 from gpusem.calculus.appy import ast as A
@@ -243,6 +244,17 @@ def eval_expr(e: A.Expr, st: SeqState) -> Value:
 
 
 def binop(op: str, a: Value, b: Value, node: A.Expr | A.Stmt) -> Value:
+    """`a op b` as Python/NumPy evaluates it; operands Python refuses (a vector of
+    indices in arithmetic, shapes that do not broadcast, an int out of its dtype's
+    range, a float divided by zero) trap as Python would raise."""
+    try:
+        return arithmetic(op, a, b, node)
+    except (TypeError, ValueError, OverflowError, ZeroDivisionError) as err:
+        raise Trap(f"bad operands of '{op}': {type(err).__name__}: {err}"[:200],
+                   rule="Seq-BinOp", span=node.span) from err
+
+
+def arithmetic(op: str, a: Value, b: Value, node: A.Expr | A.Stmt) -> Value:
     # Note: C semantics would truncate; APPy's sequential reading is Python's, so `//`
     # and `%` floor (the generated kernels must match Python, not C).
     match op:

@@ -81,3 +81,19 @@ def test_vidx_vectors_are_bounded_slices() -> None:
               "        v = appy.vidx(i, 4, N)\n        A[v] = A[v] + i\n",
               {"A": np.zeros(10, np.int32)}, {"N": 10})
     assert out["A"].tolist() == [0, 0, 0, 0, 4, 4, 4, 4, 8, 8]  # the tail strip is short
+
+
+@pytest.mark.parametrize("src,arrays", [
+    # a vector of indices in arithmetic outside an index (TypeError in Python)
+    ("def k(A, N):\n    A[0] = appy.vidx(0, 4, N) + 1\n", {"A": np.zeros(8, np.float32)}),
+    # slices that do not broadcast (ValueError in NumPy)
+    ("def k(A):\n    A[0:2] = A[0:2] + A[0:3]\n", {"A": np.zeros(8, np.float32)}),
+    # a Python float divided by zero (ZeroDivisionError)
+    ("def k(A):\n    A[0] = 1.0 / 0.0\n", {"A": np.zeros(8, np.float32)}),
+])
+def test_operands_python_refuses_trap_naming_the_rule(src, arrays) -> None:
+    """Found by the robustness campaign: such an operation escaped the sequential
+    reading as an internal error (exit 3) instead of a trap (exit 1)."""
+    with pytest.raises(Trap) as err:
+        run(src, arrays, {"N": 8})
+    assert err.value.rule == "Seq-BinOp"

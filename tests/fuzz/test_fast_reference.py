@@ -25,6 +25,7 @@ from gpusem.fuzz.bundl.compile_property import (
 )
 from gpusem.fuzz.bundl.generated import Generated
 from gpusem.fuzz.bundl.target import BundlTarget
+from gpusem.fuzz.reproducible import stable_constants
 from gpusem.interpreter.bundl.big_step import run_big_step
 from gpusem.interpreter.bundl.schedulers import run_program
 from hypothesis import HealthCheck, Phase, given, settings
@@ -44,7 +45,8 @@ def drawn() -> tuple[Generated, ...]:
     def draw(g):
         out.append(g)
 
-    draw()
+    with stable_constants():  # the same draws whatever the suite imported before
+        draw()
     return tuple(dict.fromkeys(out))
 
 

@@ -18,7 +18,7 @@ FAULTS = ("floor-division", "drop-partition-barrier")
 def test_two_seeded_faults_give_separate_bundles(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("GPUSEM_FAULT", ",".join(FAULTS))
     monkeypatch.setenv("GPUSEM_SHRINK_S", "3")
-    s = Campaign("bundl", prop="compile", budget_s=600, max_programs=300, seed=11,
+    s = Campaign("bundl", prop="compile", budget_s=600, max_programs=300, seed=1,
                  out_dir=str(tmp_path), round_size=100, hunt_cap_s=5).run()
     bundles = list_bundles(tmp_path)
     assert len(bundles) == len(s.findings) >= 2

@@ -31,7 +31,7 @@ DYNAMIC = {name for name, entry in MUTATORS.items() if entry[2]}
 
 
 @cache
-def corpus(n: int = 40) -> tuple:
+def corpus(n: int = 60) -> tuple:
     out: list = []
 
     @settings(max_examples=n, database=None, derandomize=True, deadline=None,

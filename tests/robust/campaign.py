@@ -15,6 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from gpusem.fuzz.reproducible import stable_constants
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
 from .harness import Input, Tally, describe, run_one
@@ -47,7 +48,8 @@ def run_campaign(n: int, rng_seed: int = 0, deadline_s: float = DEADLINE_S,
             if checkpoint is not None and tally.runs % every == 0:
                 write_json(checkpoint, tally.as_dict())
 
-        one()
+        with stable_constants():  # the draws depend on the seed alone (reproducible.py)
+            one()
     return tally
 
 
