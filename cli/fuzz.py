@@ -30,10 +30,12 @@ def parse_shard(text: str) -> tuple[int, int]:
 @click.command()
 @click.option("--target", default="bundl", show_default=True,
               help="What is under test: bundl (our Bundl -> CUDA compiler and the "
-              "Bundl semantics), gpuir (AMIR seq = par), appy (appyc).")
+              "Bundl semantics), gpuir (AMIR seq = par), appy (appyc), exo (Exo-GPU's "
+              "sync checker and CUDA).")
 @click.option("--property", "props", multiple=True, help="Property (repeatable); "
               "bundl: compile, motion, soundness, printparse, teeth, determinism, "
-              "bigsmall, soundness-paper; gpuir: seqpar; appy: compile, legality. "
+              "bigsmall, soundness-paper; gpuir: seqpar; appy: compile, legality; "
+              "exo: verdict, compile. "
               "Default: the target's first.")
 @click.option("--backend", default="cpu", show_default=True,
               help="cpu, cuda (appy also: sm90, compile for sm_90 and run nothing).")
@@ -44,13 +46,19 @@ def parse_shard(text: str) -> tuple[int, int]:
 @click.option("--out", "out_dir", default="fuzz-out", show_default=True,
               type=click.Path(file_okay=False))
 @click.option("--max-programs", type=int, default=None, help="Stop after N programs.")
+@click.option("--exo-python", default=None, help="target exo: the Python of an "
+              "installed Exo-GPU (else $GPUSEM_EXO_PYTHON, else this interpreter).")
 @click.option("--round-size", type=int, default=100, show_default=True,
               help="Programs per round: one g++ build or NVRTC module checks a "
               "round (g++ costs ~0.7 s a build + ~10 ms a kernel: 100 a round is "
               "16 ms a program, 25 is 40).")
 def command(target, props, backend, budget, seed, jobs, shard, out_dir, max_programs,
-            round_size) -> None:
+            exo_python, round_size) -> None:
     """Run a differential fuzzing campaign and write counterexample bundles."""
+    if exo_python:  # read by the exo target in this process and in --jobs children
+        import os
+
+        os.environ["GPUSEM_EXO_PYTHON"] = exo_python
     from gpusem.fuzz.campaign import Summary
     from gpusem.fuzz.targets import load_target
     from rich.console import Console
