@@ -228,6 +228,18 @@ class ExoDriver:
                                 "stem": proc})
         return ExoAnswer(classify(answer, why), answer, time.perf_counter() - t0)
 
+    def compile_batch(self, items: list[tuple[str, str]], stem: str = "batch"
+                      ) -> tuple[dict[str, str] | None, str]:
+        """Exo's code for many (source, proc) pairs compiled together: the files
+        (extension -> text), or None and why."""
+        answer, why = self.raw({"op": "compile_batch", "stem": stem, "items": [
+            {"source": s, "proc": p} for s, p in items]})
+        if answer is None:
+            return None, why
+        if answer.get("stage") != "ok":
+            return None, f"{answer.get('exc_class')}: {answer.get('message', '')[:500]}"
+        return answer["code"], ""
+
     def explain(self, source: str, proc: str, sizes: dict[str, int]) -> str:
         """Exo's debug-log account of a rejection (`*-sync-error.py`), or why none."""
         answer, why = self.raw({"op": "explain", "source": source, "proc": proc,

@@ -187,6 +187,22 @@ def check(req: dict, workdir: str) -> dict:
     return out
 
 
+def compile_batch(req: dict, workdir: str) -> dict:
+    """One `ext_compile_procs_to_strings` over the procs of many sources (distinct
+    names): one set of files, one nvcc build, for a batch of kernels."""
+    import exo
+
+    procs = []
+    try:
+        for item in req["items"]:
+            mod, _ = _load(item["source"], workdir)
+            procs.append(getattr(mod, item["proc"]))
+        code = exo.ext_compile_procs_to_strings(procs, req.get("stem", "batch"))
+    except BaseException as err:  # noqa: BLE001 - a failing batch is an answer
+        return _error("compile", err, "")
+    return {"stage": "ok", "outcome": "accept", "code": code}
+
+
 def explain(req: dict, workdir: str) -> dict:
     """sync_check again with the debug log on; the `*-sync-error.py` text."""
     import exo.core.LoopIR as L
@@ -277,6 +293,8 @@ def main() -> None:
             t0 = time.perf_counter()
             if req.get("op") == "explain":
                 out = explain(req, workdir)
+            elif req.get("op") == "compile_batch":
+                out = compile_batch(req, workdir)
             else:
                 out = check(req, workdir)
             out["id"] = req.get("id")

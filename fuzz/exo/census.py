@@ -145,6 +145,13 @@ def main(argv: list[str] | None = None) -> None:
     a = ap.parse_args(argv)
     if a.exo_python:
         os.environ["GPUSEM_EXO_PYTHON"] = a.exo_python
+    from gpusem.calculus.errors import GpusemError
+    from gpusem.compiler.gpuir_exo.driver import ExoDriver
+
+    try:  # no Exo: one line, exit 2 (before any job starts)
+        ExoDriver().close()
+    except GpusemError as err:
+        raise SystemExit(f"gpusem: {err.one_line()}") from None
     total = run(a.programs, a.seed, a.jobs)
     with open(a.out, "w") as f:
         json.dump(total, f, indent=1, sort_keys=True, default=dict)

@@ -35,6 +35,7 @@ class ExoTarget(Target):
 
     def __init__(self, backend: str = "cpu", timeout: float = 60.0):
         self.backend = backend
+        self._cache: dict = {}
         self.driver = ExoDriver(timeout=timeout)
         self.install = self.driver.install  # starts the worker: unavailable -> exit 2
         self._harness = None
@@ -52,7 +53,35 @@ class ExoTarget(Target):
         return program.source().count("\n")
 
     # ------------------------------------------------------------------ check
+    def prefetch(self, programs: list, prop: str) -> bool:
+        """compile: one Exo compile, one nvcc build and one runner for the round's
+        accepted programs; `check` then finds the verdicts."""
+        if prop != "compile":
+            return False
+        from gpusem.fuzz.exo.compile_property import compile_batch
+
+        todo = [p for p in dict.fromkeys(programs) if p not in self._cache]
+        checked = {p: check_program(self.driver, p) for p in todo}
+        run = [p for p, c in checked.items() if c.both_accept and not c.unexpressible]
+        results = compile_batch(self.driver, self.harness, [checked[p] for p in run]) \
+            if run else []
+        for p, c in checked.items():
+            self._cache[p] = self._result(c, "verdict-only", 0.0)
+        for p, r in zip(run, results, strict=True):
+            self._cache[p] = r.result()
+        return True
+
+    @property
+    def harness(self):
+        if self._harness is None:
+            from gpusem.compiler.gpuir_exo.harness import Harness
+
+            self._harness = Harness(self.backend)
+        return self._harness
+
     def check(self, program: ExoProgram, prop: str = "verdict") -> CheckResult:
+        if prop == "compile" and program in self._cache:
+            return self._cache[program]
         t0 = time.perf_counter()
         c = check_program(self.driver, program)
         return self._result(c, prop, t0)
@@ -62,6 +91,9 @@ class ExoTarget(Target):
             return CheckResult("invalid", kind="unexpressible", detail=c.unexpressible)
         if prop == "compile":
             return self._compile(c, t0)
+        if prop == "verdict-only":  # compile: a program not both accept is not compared
+            return CheckResult("invalid", kind="not accepted by both",
+                               detail=c.comparison.signature or "rejected")
         res = c.result()
         res.seconds = time.perf_counter() - t0
         return res
@@ -72,11 +104,7 @@ class ExoTarget(Target):
         if not c.both_accept:
             return CheckResult("invalid", kind="not accepted by both",
                                detail=c.comparison.signature or "rejected")
-        if self._harness is None:
-            from gpusem.compiler.gpuir_exo.harness import Harness
-
-            self._harness = Harness(self.backend)
-        res = check_compiled(self.driver, self._harness, c)
+        res = check_compiled(self.driver, self.harness, c)
         res.seconds = time.perf_counter() - t0
         return res
 
