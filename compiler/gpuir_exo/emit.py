@@ -113,9 +113,10 @@ class _Emitter:
     def text(self) -> str:
         head = ["from __future__ import annotations", "from exo import *",
                 "from exo.platforms.cuda import *"]
-        if self.names & SM80_NAMES or self.cg_tl:
+        mems = {m.name for m in _memories(self.proc)}
+        if self.names & SM80_NAMES or self.cg_tl or any(m.startswith("Sm80") for m in mems):
             head.append("from exo.platforms.Sm80 import *")
-        if self.names & SM90_NAMES:
+        if self.names & SM90_NAMES or any(m.startswith("Sm90") for m in mems):
             head.append("from exo.platforms.Sm90 import *")
         if self.dialect == "endgame" and self.mbarriers:
             head.append("from exo import ring_buffer_by")
@@ -312,6 +313,13 @@ class _Emitter:
                                 self.dialect)
         self.line(f"for i_copy in seq(0, {n}):", sp, d)
         self.line(f"{_at(dst, 'i_copy')} = {_at(src, 'i_copy')}", sp, d + 1)
+
+
+def _memories(proc: A.Proc) -> list[A.MemExpr]:
+    out = [p.mem for p in proc.data_params]
+    out += [s.mem for s in walk(proc.body) if isinstance(s, A.Alloc | A.BarrierAlloc |
+                                                         A.WindowStmt)]
+    return out
 
 
 def _vars(c: A.CExpr) -> set[str]:
