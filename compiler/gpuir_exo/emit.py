@@ -147,6 +147,27 @@ class _Emitter:
                 case A.InstrCall(instr=g):
                     self.names.add(g)
         self.mbarriers = {n for n, m in kinds.items() if m == "CudaMbarrier"}
+        if self.dialect == "endgame":
+            self._one_shot(self.proc.body, 0, {})
+
+    def _one_shot(self, body: tuple[A.Stmt, ...], loops: int, seen: dict) -> None:
+        """endgame's mbarriers are one-shot ring-buffer slots (REPORT 6.5); GPU IR
+        has no `ring_buffer_by`, so only an mbarrier arrived on once (outside any
+        seq loop) maps: reuse, the paper's `~0` phases, is unexpressible there."""
+        for s in body:
+            if isinstance(s, A.Arrive):
+                for z in s.barriers:
+                    if z.name in self.mbarriers:
+                        seen[z.name] = seen.get(z.name, 0) + 1 + loops
+                        if seen[z.name] > 1:
+                            raise Unexpressible(
+                                f"mbarrier {z.name} arrived on more than once (endgame: "
+                                "one-shot ring-buffer slots; GPU IR has no "
+                                "ring_buffer_by)", s.span, self.dialect)
+            inner = getattr(s, "body", None)
+            if inner:
+                seq = isinstance(s, A.For) and s.mode is A.LoopMode.SEQ
+                self._one_shot(inner, loops + (1 if seq else 0), seen)
 
     def _divisors(self) -> set[tuple[str, int]]:
         sizes = {p.name for p in self.proc.ctrl_params if p.kind is A.CtrlKind.SIZE}

@@ -92,7 +92,11 @@ def read_file(source: str, file: str = "<exo>") -> list[ReadResult]:
         try:
             from gpusem.calculus.gpuir.parser import parse_module
 
-            r.proc = parse_module(r.text, f"{file}:{inst.proc.name}").procs[-1]
+            from gpusem.calculus.gpuir.printer import print_proc
+
+            name = f"{file}:{inst.proc.name}"
+            r.text = print_proc(parse_module(r.text, name).procs[-1])  # canonical
+            r.proc = parse_module(r.text, name).procs[-1]
         except GpusemError as err:
             r.reason = f"gpusem parser: {err.one_line()}"
         out.append(r)
@@ -134,8 +138,13 @@ class _Translator:
         return "\n".join([head] + body) + "\n", self.defines(), self.dropped
 
     def defines(self) -> dict[str, int]:
+        """The sizes to check with: the test's own `sync_check(N=...)`, else the
+        smallest multiple of every divisor the asserts and loop bounds need."""
         out = {}
         for n, ds in self.sizes.items():
+            if isinstance(self.inst.sizes.get(n), int):
+                out[n] = self.inst.sizes[n]
+                continue
             step = math.lcm(*ds) if ds else 64
             v = step
             while v <= self.lower.get(n, 0) or v < 2 * step and step < 16:
@@ -194,9 +203,13 @@ class _Translator:
 
     # ------------------------------------------------------------- statements
     def block(self, body: list[ast.stmt], d: int) -> list[str]:
+        """A block's declarations scope over its rest only: siblings may reuse a
+        name (GPU IR forbids shadowing, not reuse)."""
+        saved = set(self.local)
         out: list[str] = []
         for s in body:
             out += self.stmt(s, d)
+        self.local = saved | set(self.sizes)
         return out
 
     def stmt(self, s: ast.stmt, d: int) -> list[str]:
@@ -216,9 +229,12 @@ class _Translator:
                     self.renames[v] = name
                 else:
                     self.renames.pop(v, None)
+                had = v in self.local
                 self.local.add(v)
                 inner = self.block(b, d + 1)
                 self.renames = saved
+                if not had:
+                    self.local.discard(v)
                 return [f"{pad}for {name} in {head}:"] + inner if inner else []
             case ast.With(items=[ast.withitem(context_expr=ast.Name(id=n) as c)],
                           body=b) if isinstance(self.env.get(n), Call):
@@ -260,7 +276,8 @@ class _Translator:
         mode = it.func.id if isinstance(it.func, ast.Name) else ""
         if mode not in LOOPS or len(it.args) != 2:
             raise Unreadable(f"loop over {ast.unparse(it)}", it)
-        lo, hi = (self.cexpr(a) for a in it.args)
+        lo, hi = ((self.folded(a) if mode == "cuda_threads" else self.cexpr(a))
+                  for a in it.args)
         for a in it.args:
             self.divisors(a)
         if mode != "cuda_threads":
@@ -417,11 +434,16 @@ class _Translator:
     def bexpr(self, node: ast.expr) -> str:
         return self.expr(node, control=True)
 
-    def expr(self, node: ast.expr, control: bool) -> str:
+    def folded(self, node: ast.expr) -> str:
+        """A constant expression as a literal: the `simplify(...)` Exo's tests apply
+        to procs whose cuda_threads bounds are written as sums."""
         if isinstance(node, ast.BinOp | ast.UnaryOp) and not self._mentions_local(node):
-            v = evaluate(node, self.env)  # fold: Exo wants literal loop bounds
+            v = evaluate(node, self.env)
             if isinstance(v, int) and not isinstance(v, bool):
                 return str(v) if v >= 0 else f"-({-v})"
+        return self.cexpr(node)
+
+    def expr(self, node: ast.expr, control: bool) -> str:
         match node:
             case ast.Constant(value=bool() as b):
                 return "True" if b else "False"

@@ -95,6 +95,9 @@ def evaluate(node: ast.expr | None, env: Env) -> Any:
             if isinstance(a, int | str | type(None)) and isinstance(b, int | str | type(
                     None)):
                 return _compare(a, op, b)
+            if isinstance(a, Sym | Call) and isinstance(b, Sym | Call) and isinstance(
+                    op, ast.Eq | ast.NotEq | ast.Is | ast.IsNot):
+                return (a == b) == isinstance(op, ast.Eq | ast.Is)
             return Unknown(ast.unparse(node))
         case ast.List(elts=es) | ast.Tuple(elts=es):
             return [evaluate(e, env) for e in es]
@@ -174,6 +177,7 @@ class Instance:
     expects_error: bool            # inside `with pytest.raises(...)`
     match: list[str] = field(default_factory=list)  # texts the test asserts
     runs: str = ""                 # what the test does with it: sync_check, compile, run
+    sizes: dict = field(default_factory=dict)  # the test's own sync_check(N=...)
 
 
 def is_proc(fn: ast.AST) -> bool:
@@ -198,7 +202,8 @@ def instances(module: ast.Module) -> list[Instance]:
         if outer.name.startswith("test"):
             env = _env_along(chain, menv, fn, {})
             out.append(Instance(fn, env, outer.name, fn.lineno,
-                                *_expectation(outer, fn.lineno), _runs(outer)))
+                                *_expectation(outer, fn.lineno), _runs(outer),
+                                _sync_sizes(outer, menv)))
             continue
         sites = _call_sites(module, outer.name, parents)
         for call, test in sites or [(None, None)]:
@@ -207,7 +212,8 @@ def instances(module: ast.Module) -> list[Instance]:
             where = call.lineno if call is not None else fn.lineno
             exp = _expectation(test, where) if test is not None else (False, [])
             out.append(Instance(fn, env, test.name if test else outer.name, where,
-                                *exp, _runs(test) if test is not None else ""))
+                                *exp, _runs(test) if test is not None else "",
+                                _sync_sizes(test, menv) if test is not None else {}))
     return out
 
 
@@ -310,3 +316,16 @@ def _runs(test: ast.FunctionDef) -> str:
     if "cuda_cpu_test" in text or "ext_compile_procs" in text:
         return "compile"
     return "?"
+
+
+def _sync_sizes(test: ast.FunctionDef, env: Env) -> dict:
+    """The integer keyword arguments of the test's `.sync_check(...)` calls."""
+    out: dict = {}
+    for n in ast.walk(test):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and \
+                n.func.attr == "sync_check":
+            for k in n.keywords:
+                v = evaluate(k.value, env)
+                if k.arg is not None and isinstance(v, int):
+                    out[k.arg] = v
+    return out

@@ -46,6 +46,10 @@ RULES = {
     "await-phase": (
         "Figure 22, Await(e_z, tau_s, N): N < 0 (~lag) waits for all but the last "
         "`lag` arrivals; records with an arrive count above Max are not lifted."),
+    "check-barrier": (
+        "Figure 7, CheckBarrier: when a barrier is freed its arrive and await counts "
+        "must agree (Figure 5's free z row). pldi26 checks it ('Arrive count (a) != "
+        "Await count (w)'); endgame dropped the check (one-shot ring-buffer slots)."),
     "generic": "Figure 7, CheckReads / CheckMutates of the statement named.",
     "static": "Exo-GPU's static checks (Sections 3-4 of the paper, or beyond them).",
 }
@@ -61,6 +65,8 @@ def rule_key(c: Checked) -> str:
         v = next(iter(g.values()))
         if v.kind == "static":
             return "static"
+        if v.hazard == "barrier":
+            return "check-barrier"
         if only_paper and _is_barrier(c, v.line):
             return "barrier-convergent"
         if only_paper:
@@ -70,6 +76,8 @@ def rule_key(c: Checked) -> str:
         if v.at == "free":
             return "free"
         return "generic"
+    if "Arrive count" in cmp.signature or "Await count" in cmp.signature:
+        return "check-barrier"
     if c.exo_at == "=" and "WAW" in cmp.signature:
         return "assign-temporal"
     if only_paper and c.exo_at == "read":

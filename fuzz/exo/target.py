@@ -33,10 +33,11 @@ class ExoTarget(Target):
     properties = ("verdict", "compile")
     backends = ("cpu", "cuda")
 
-    def __init__(self, backend: str = "cpu", timeout: float = 60.0):
+    def __init__(self, backend: str = "cpu", timeout: float = 60.0,
+                 driver: ExoDriver | None = None):
         self.backend = backend
         self._cache: dict = {}
-        self.driver = ExoDriver(timeout=timeout)
+        self.driver = driver if driver is not None else ExoDriver(timeout=timeout)
         self.install = self.driver.install  # starts the worker: unavailable -> exit 2
         self._harness = None
 
