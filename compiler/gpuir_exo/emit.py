@@ -317,7 +317,7 @@ class _Emitter:
             self._copy_loop(dst, src, d, sp)
             return
         dst, src = s.args
-        assert isinstance(dst, A.DRead)
+        assert isinstance(dst, A.DRead) and isinstance(src, A.DRead)
         n = _extent(dst)
         if n is None:
             raise Unexpressible("a cp.async window of non-constant extent", sp,

@@ -132,13 +132,12 @@ def _case_fn(i: int, c: HarnessCase) -> list[str]:
     lines.append(f"  {c.entry}(nullptr{''.join(', ' + a for a in ordered)});")
     lines += ["  CK(cudaGetLastError());", "  CK(cudaDeviceSynchronize());"]
     for g in gmem:
-        j, n, ty = g.split(":")
-        lines.append(f"  CK(cudaMemcpy(h{j}, d{j}, {n} * sizeof({ty}), "
-                     "cudaMemcpyDeviceToHost)); CK(cudaFree(d" + j + "));")
-    for j in range(k):
-        p, shape = c.shapes()[j]
-        n = int(np.prod(shape)) if shape else 1
-        lines.append(f"  wr(dir, \"out{j}_\", idx, h{j}, {n} * sizeof({CTYPES[p.dtype]}));"
+        gj, gn, gty = g.split(":")
+        lines.append(f"  CK(cudaMemcpy(h{gj}, d{gj}, {gn} * sizeof({gty}), "
+                     f"cudaMemcpyDeviceToHost)); CK(cudaFree(d{gj}));")
+    for j, (q, qshape) in enumerate(c.shapes()):
+        m = int(np.prod(qshape)) if qshape else 1
+        lines.append(f"  wr(dir, \"out{j}_\", idx, h{j}, {m} * sizeof({CTYPES[q.dtype]}));"
                      f" free(h{j});")
     return lines + ["  return 0;", "}", ""]
 

@@ -28,11 +28,11 @@ from gpusem.compiler.gpuir_exo.read_env import (
     Call,
     Env,
     Instance,
-    Scaled,
     Sym,
     Unknown,
     evaluate,
     instances,
+    unit_text,
 )
 
 INDENT = "    "
@@ -167,7 +167,8 @@ class _Translator:
     def data_type(self, ann: ast.expr, default_mem: str | None) -> str:
         mem = None
         if isinstance(ann, ast.BinOp) and isinstance(ann.op, ast.MatMult):
-            ann, mem = ann.left, self.memory(ann.right)
+            mem = self.memory(ann.right)
+            ann = ann.left
         if isinstance(ann, ast.List):
             raise Unreadable("a window parameter ([T][..]): instr-only in Exo", ann)
         shape = ""
@@ -298,8 +299,10 @@ class _Translator:
     def unit(self, node: ast.expr | None) -> str:
         if node is None:
             return "cuda_thread"
-        v = evaluate(node, self.env)
-        return _unit_text(v, node)
+        text = unit_text(evaluate(node, self.env), node)
+        if text is None:
+            raise Unreadable(f"collective unit {ast.unparse(node)}", node)
+        return text
 
     def with_value(self, v: Call, node: ast.expr) -> str:
         """`with device_fn:` where `device_fn = CudaDeviceFunction(...)` earlier."""
@@ -348,10 +351,10 @@ class _Translator:
             for w in wc:
                 if not (isinstance(w, Call) and w.name == "CudaWarpConfig"):
                     raise Unreadable(f"warp_config entry {w!r}", c)
-                k = dict(w.kwargs)
-                name, count = (list(w.args) + [k.get("name"), k.get("count")])[:2]
-                dec = k.get("setmaxnreg_dec") or 0
-                inc = k.get("setmaxnreg_inc") or 0
+                kws = dict(w.kwargs)
+                name, count = (list(w.args) + [kws.get("name"), kws.get("count")])[:2]
+                dec = kws.get("setmaxnreg_dec") or 0
+                inc = kws.get("setmaxnreg_inc") or 0
                 ws.append(f'CudaWarpConfig("{name}", {count}, {dec}, {inc})')
             parts.append(f"warp_config=[{', '.join(ws)}]")
         return f"CudaDeviceFunction({', '.join(parts)})"
@@ -491,14 +494,3 @@ class _Translator:
             hi = "" if node.upper is None else self.cexpr(node.upper)
             return f"{lo}:{hi}"
         return self.cexpr(node)
-
-
-def _unit_text(v: Any, node: ast.expr) -> str:
-    match v:
-        case Sym(name=n):
-            return n
-        case Scaled(count=k, unit=u):
-            return f"{k} * {_unit_text(u, node)}"
-        case Call(name=n, args=args) if all(isinstance(a, int) for a in args):
-            return f"{n}({', '.join(map(str, args))})"
-    raise Unreadable(f"collective unit {ast.unparse(node)}", node)

@@ -82,14 +82,14 @@ def evaluate(node: ast.expr | None, env: Env) -> Any:
                 return evaluate(b if c else o, env)
             return Unknown(f"condition {ast.unparse(t)}")
         case ast.BoolOp(op=op, values=vs):  # Python's: the deciding operand
-            v: Any = None
+            cur: Any = None
             for x in vs:
-                v = evaluate(x, env)
-                if isinstance(v, Unknown):
-                    return v
-                if bool(v) == isinstance(op, ast.Or):
-                    return v
-            return v
+                cur = evaluate(x, env)
+                if isinstance(cur, Unknown):
+                    return cur
+                if bool(cur) == isinstance(op, ast.Or):
+                    return cur
+            return cur
         case ast.Compare(left=l, ops=[op], comparators=[r]):
             a, b = evaluate(l, env), evaluate(r, env)
             if isinstance(a, int | str | type(None)) and isinstance(b, int | str | type(
@@ -193,7 +193,8 @@ def instances(module: ast.Module) -> list[Instance]:
             parents[child] = node
     menv = straight_line_env(module.body, {})
     out: list[Instance] = []
-    for fn in [n for n in ast.walk(module) if is_proc(n)]:
+    for fn in [n for n in ast.walk(module) if isinstance(n, ast.FunctionDef)
+               and is_proc(n)]:
         chain = _enclosing(fn, parents)
         if not chain:  # a module-level proc
             out.append(Instance(fn, menv, "<module>", fn.lineno, False))
@@ -205,8 +206,9 @@ def instances(module: ast.Module) -> list[Instance]:
                                 *_expectation(outer, fn.lineno), _runs(outer),
                                 _sync_sizes(outer, menv)))
             continue
-        sites = _call_sites(module, outer.name, parents)
-        for call, test in sites or [(None, None)]:
+        sites: list[tuple[ast.Call | None, ast.FunctionDef | None]] = list(
+            _call_sites(module, outer.name, parents)) or [(None, None)]
+        for call, test in sites:
             bind = _bindings(outer, call, menv) if call is not None else {}
             env = _env_along(chain, menv, fn, bind)
             where = call.lineno if call is not None else fn.lineno
@@ -329,3 +331,16 @@ def _sync_sizes(test: ast.FunctionDef, env: Env) -> dict:
                 if k.arg is not None and isinstance(v, int):
                     out[k.arg] = v
     return out
+
+
+def unit_text(v: Any, node: ast.expr) -> str | None:
+    """A collective unit value as GPU IR writes it (None: not a unit)."""
+    match v:
+        case Sym(name=n):
+            return n
+        case Scaled(count=k, unit=u):
+            inner = unit_text(u, node)
+            return None if inner is None else f"{k} * {inner}"
+        case Call(name=n, args=args) if all(isinstance(a, int) for a in args):
+            return f"{n}({', '.join(map(str, args))})"
+    return None

@@ -95,7 +95,7 @@ def info() -> dict:
     import exo
 
     pkg = os.path.dirname(exo.__file__)
-    probes = {
+    probes: dict[str, object] = {
         "camspork_error_module": None,
         "ring_buffer_by": hasattr(exo, "ring_buffer_by"),
     }
@@ -169,22 +169,22 @@ def check(req: dict, workdir: str) -> dict:
         out["seconds"] = seconds
         return out
     seconds["sync_check"] = time.perf_counter() - t1
-    out: dict = {"stage": "ok", "outcome": "accept"}
+    ok: dict = {"stage": "ok", "outcome": "accept"}
     if req.get("compile", True):
         t2 = time.perf_counter()
         try:
             code = exo.ext_compile_procs_to_strings([p], req.get("stem", "exo_out"))
         except BaseException as err:  # noqa: BLE001
-            out = _error("compile", err, path)
+            bad = _error("compile", err, path)
             seconds["compile"] = time.perf_counter() - t2
-            out["seconds"] = seconds
-            return out
+            bad["seconds"] = seconds
+            return bad
         seconds["compile"] = time.perf_counter() - t2
         if req.get("code"):
-            out["code"] = code
-        out["extensions"] = sorted(code)
-    out["seconds"] = seconds
-    return out
+            ok["code"] = code
+        ok["extensions"] = sorted(code)
+    ok["seconds"] = seconds
+    return ok
 
 
 def compile_batch(req: dict, workdir: str) -> dict:

@@ -21,7 +21,6 @@ from gpusem.fuzz.exo.verdicts import (
     gpusem_verdict,
     statement_kind,
 )
-from gpusem.fuzz.targets import CheckResult
 
 FILE = "program.gpuir"
 
@@ -49,15 +48,6 @@ class Checked:
         return (self.exo is not None and self.exo.verdict.kind == "accept"
                 and self.gpusem.get("fixed") is not None
                 and self.gpusem["fixed"].kind == "accept")
-
-    def result(self) -> CheckResult:
-        if self.comparison.agree:
-            return CheckResult("pass")
-        from gpusem.fuzz.exo.findings import describe, files_of
-
-        return CheckResult("finding", self.comparison.signature, self.comparison.kind,
-                           describe(self), files_of(self),
-                           self.source.count("\n"))
 
 
 def check_program(driver: ExoDriver, program) -> Checked:

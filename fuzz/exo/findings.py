@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 
 from gpusem.fuzz.exo.checking import Checked
+from gpusem.fuzz.targets import CheckResult
 
 # (key, the rule of the paper it turns on)
 RULES = {
@@ -176,3 +177,12 @@ def files_of(c: Checked) -> dict[str, str]:
             "defines.json": json.dumps(c.defines) + "\n",
             "verdicts.json": json.dumps(verdicts, indent=1) + "\n",
             "trace.txt": trace(c)}
+
+
+def result_of(c: Checked) -> CheckResult:
+    """The campaign's verdict on a checked program: pass, or the finding with its
+    bundle files."""
+    if c.comparison.agree:
+        return CheckResult("pass")
+    return CheckResult("finding", c.comparison.signature, c.comparison.kind,
+                       describe(c), files_of(c), c.source.count("\n"))

@@ -18,6 +18,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
+from typing import Any, cast
 
 from gpusem.calculus.errors import GpusemError
 from gpusem.calculus.gpuir import ast as A
@@ -77,7 +78,8 @@ def _inner(s: A.Stmt) -> Body | None:
 
 
 def _with_body(s: A.Stmt, body: Body) -> A.Stmt:
-    return replace(s, body=body)  # type: ignore[type-var]
+    rebuilt: A.Stmt = cast(Any, replace)(s, body=body)
+    return rebuilt
 
 
 def _each(body: Body, edit: Callable[[A.Stmt], Iterator[Body]]) -> Iterator[Body]:

@@ -24,6 +24,7 @@ import time
 from gpusem.calculus.errors import GpusemError
 from gpusem.compiler.gpuir_exo.driver import ExoDriver
 from gpusem.fuzz.exo.checking import Checked, check_program, check_text
+from gpusem.fuzz.exo.findings import result_of
 from gpusem.fuzz.exo.strategies import ExoProgram, programs
 from gpusem.fuzz.targets import CheckResult, Target
 
@@ -95,7 +96,7 @@ class ExoTarget(Target):
         if prop == "verdict-only":  # compile: a program not both accept is not compared
             return CheckResult("invalid", kind="not accepted by both",
                                detail=c.comparison.signature or "rejected")
-        res = c.result()
+        res = result_of(c)
         res.seconds = time.perf_counter() - t0
         return res
 
@@ -125,7 +126,7 @@ class ExoTarget(Target):
         if smaller is None:
             return res
         c = check_text(self.driver, smaller, program.defines())
-        new = c.result()
+        new = result_of(c)
         return new if new.signature == res.signature else res
 
     def finding_meta(self, result: CheckResult) -> dict:
@@ -143,4 +144,4 @@ class ExoTarget(Target):
             return CheckResult("invalid", kind="unexpressible", detail=c.unexpressible)
         if meta.get("property") == "compile":
             return self._compile(c, time.perf_counter())
-        return c.result()
+        return result_of(c)

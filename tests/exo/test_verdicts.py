@@ -11,6 +11,7 @@ import pytest
 from gpusem.compiler.gpuir_exo.verdict import classify, hazard_location, normalise
 from gpusem.fuzz.bundle import read_bundle, write_bundle
 from gpusem.fuzz.exo.checking import check_text
+from gpusem.fuzz.exo.findings import result_of
 from gpusem.fuzz.exo.target import ExoTarget
 from gpusem.fuzz.exo.verdicts import compare, statement_kind
 from gpusem.calculus.gpuir.parser import parse_module
@@ -70,10 +71,10 @@ def test_divergence_table(dialect, name):
     assert (c.exo.verdict.kind, c.exo.verdict.name) == (kind, exo_name)
     if signature == "agree":
         assert c.comparison.agree
-        assert c.result().status == "pass"
+        assert result_of(c).status == "pass"
         return
     assert c.comparison.signature == signature
-    res = c.result()
+    res = result_of(c)
     assert res.status == "finding" and res.signature == signature
     from gpusem.fuzz.exo.findings import rule_key
 
@@ -84,7 +85,7 @@ def test_divergence_table(dialect, name):
 def test_bundle_replays(tmp_path, exo):
     target = ExoTarget(driver=exo)
     c = check_text(exo, (PROGRAMS / "reduce_after_temporal.gpuir").read_text(), {})
-    res = c.result()
+    res = result_of(c)
     meta = {"target": "exo", "backend": "cpu", "property": "verdict",
             "signature": res.signature, "kind": res.kind} | target.finding_meta(res)
     b = read_bundle(write_bundle(tmp_path, meta, res.files))
