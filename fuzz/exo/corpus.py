@@ -124,6 +124,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--exo-python")
     ap.add_argument("--out", required=True)
     ap.add_argument("--md")
+    ap.add_argument("--with-programs", action="store_true", help="keep each proc's "
+                    "GPU IR text in the JSON (a translation of Exo's test code: off by "
+                    "default for files committed here; file:line names each proc)")
     a = ap.parse_args(argv)
     if a.exo_python:
         os.environ["GPUSEM_EXO_PYTHON"] = a.exo_python
@@ -131,6 +134,9 @@ def main(argv: list[str] | None = None) -> None:
         d = run(a.tests)
     except GpusemError as err:
         raise SystemExit(f"gpusem: {err.one_line()}") from None
+    if not a.with_programs:
+        for r in d["read"]:
+            r.pop("gpuir", None)
     Path(a.out).write_text(json.dumps(d, indent=1) + "\n")
     if a.md:
         Path(a.md).write_text(markdown(d))

@@ -30,7 +30,7 @@ Body = tuple[A.Stmt, ...]
 
 
 def reduce_source(driver: ExoDriver, source: str, defines: dict[str, int],
-                  signature: str, budget_s: float = 90.0) -> str | None:
+                  signature: str, budget_s: float = 20.0) -> str | None:
     """The smallest program found with the same finding signature (None: no
     smaller one)."""
     from gpusem.calculus.gpuir.parser import parse_module
