@@ -40,12 +40,22 @@ EXPECTED = {
                                  "Distributed memory deduction for cg failed:|"
                                  "paper=accept|fixed=accept", "static"),
         "uneven_setmaxnreg": ("static", "ValueError", "agree", ""),
+        "read_after_temporal": ("hazard", "RAW HAZARD", "exo-rejects:exo=hazard:"
+                                "RAW@read|paper=accept|fixed=reject", "paper-reads"),
+        "await_lag_mixed": ("static", "ValueError", "exo-static:exo=static:incompatible "
+                            "N (CudaMbarrier uniform-N requirement) with previous Await|"
+                            "paper=reject|fixed=accept", "static"),
+        "two_commit_groups": ("compile-static", "TypeError", "exo-compile-static:exo="
+                              "compile-static:Invalid '…' of lowered barrier type "
+                              "LoweredBarrierType.Sm80_commit_group due to another such "
+                              "live ba|paper=accept|fixed=accept", "static"),
     },
 }
 EXPECTED["endgame"] = dict(EXPECTED["pldi26"]) | {
     "free_temporal": ("accept", "", "agree", ""),
     "unwaited_group": ("accept", "", "gpusem-rejects:exo=accept|paper=reject:barrier@"
                        "free|fixed=reject:barrier@free", "check-barrier"),
+    "await_lag_mixed": ("unexpressible", "", "", ""),
 }
 CASES = [(d, name) for d in EXPECTED for name in EXPECTED[d]]
 
@@ -67,6 +77,9 @@ def test_divergence_table(dialect, name):
     exo = RecordedExo(dialect)
     kind, exo_name, signature, rule = EXPECTED[dialect][name]
     c = check_text(exo, (PROGRAMS / f"{name}.gpuir").read_text(), {})
+    if kind == "unexpressible":
+        assert "arrived on more than once" in c.unexpressible
+        return
     assert c.exo is not None
     assert (c.exo.verdict.kind, c.exo.verdict.name) == (kind, exo_name)
     if signature == "agree":
