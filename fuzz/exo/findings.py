@@ -53,6 +53,8 @@ RULES = {
         "Await count (w)'); endgame dropped the check (one-shot ring-buffer slots)."),
     "generic": "Figure 7, CheckReads / CheckMutates of the statement named.",
     "static": "Exo-GPU's static checks (Sections 3-4 of the paper, or beyond them).",
+    "exo-bug": ("No rule: Exo-GPU broke (an internal error, a crash or a hang) instead "
+                "of giving a verdict; whatever the program's status, that is a bug."),
 }
 
 
@@ -60,6 +62,8 @@ def rule_key(c: Checked) -> str:
     cmp = c.comparison
     g = {r: c.gpusem[r] for r in cmp.disagree_under}
     only_paper = cmp.disagree_under == ("paper",)
+    if cmp.kind in ("exo-error", "exo-crash", "exo-hang", "exo-internal"):
+        return "exo-bug"
     if cmp.kind.startswith("exo-") and cmp.kind != "exo-rejects":
         return "static"
     if cmp.kind == "gpusem-rejects":

@@ -160,8 +160,8 @@ def compare(exo: ExoVerdict, gpusem: Mapping[str, GpusemVerdict],
     statement kind at Exo's hazard (from its debug log), part of the signature."""
     ex = exo_class(exo)
     if exo.kind in BROKEN:
-        return Comparison(False, f"exo-{exo.kind}" if not exo.kind.startswith("exo")
-                          else exo.kind, f"exo-{exo.kind}:{ex}", RULES)
+        kind = exo.kind if exo.kind.startswith("exo") else f"exo-{exo.kind}"
+        return Comparison(False, kind, f"{kind}:{ex}", RULES)
     bad = tuple(r for r in RULES
                 if (gpusem[r].kind == "accept") != (exo.kind == "accept"))
     if not bad:

@@ -23,6 +23,8 @@ from tests.exo.goldens import DATA, PROGRAMS
 # rule key) per branch
 EXPECTED = {
     "pldi26": {
+        "threads_outside_device": ("exo-error", "AssertionError", "exo-error:exo-error:"
+                                   "AssertionError Need CollAnalysis", "exo-bug"),
         "accept": ("accept", "", "agree", ""),
         "raw": ("hazard", "RAW HAZARD", "agree", ""),
         "two_kernels": ("accept", "", "gpusem-rejects:exo=accept|paper=reject:RAW@read|"
