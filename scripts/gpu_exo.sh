@@ -6,7 +6,8 @@
 #
 # run with carry [".whl", ".exo_whl"] (lark for gpusem; the Exo-GPU wheels of both
 # branches and their dependencies, /work/exo/REPORT.md section 5; both folders are
-# ignored in the repository). Each call, in about 5-7 minutes on 16 CPUs:
+# ignored in the repository). Each call, in at most about 9.5 minutes (the steps have
+# time limits: 90 + 200 + 260 s, each writing what finished) on 16 CPUs:
 #   1. installs that branch's wheels into /tmp/exo-BRANCH and writes a `python` wrapper
 #      for it (Exo runs in its own worker process: GPUSEM_EXO_PYTHON);
 #   2. the verdict census: EXO_PROGRAMS (5000) generated programs checked by Exo-GPU's
@@ -43,16 +44,16 @@ chmod +x "/tmp/exo-$B/python"
 export GPUSEM_EXO_PYTHON=/tmp/exo-$B/python
 # The checker's C++ (endgame JIT-builds it on first use; pldi26 ships it built), and
 # what the worker reports it found (branch, commit, source fingerprint):
-timeout 300 python3 -c "
+timeout 90 python3 -c "
 from gpusem.compiler.gpuir_exo.driver import ExoDriver
 with ExoDriver() as d:
     print(d.install.describe())" 2>&1 | tee "$OUT/install_$B.txt"
 
 timeout 200 python3 -m gpusem.fuzz.exo.census --programs "${EXO_PROGRAMS:-5000}" \
-  --jobs "$JOBS" --out "$OUT/census_$B.json" 2>&1 | tail -5 | tee "$WORK/census.log"
+  --jobs "$JOBS" --seconds 150 --out "$OUT/census_$B.json" 2>&1 | tail -5 | tee "$WORK/census.log"
 
-timeout 270 python3 -m gpusem.fuzz.exo.compile_census --kernels "${EXO_KERNELS:-1000}" \
-  --jobs "$JOBS" --batch 40 --backend "${EXO_BACKEND:-cuda}" --bundles "$WORK/bundles_compile" \
+timeout 260 python3 -m gpusem.fuzz.exo.compile_census --kernels "${EXO_KERNELS:-1000}" \
+  --jobs "$JOBS" --seconds 150 --batch 40 --backend "${EXO_BACKEND:-cuda}" --bundles "$WORK/bundles_compile" \
   --out "$OUT/compile_$B.json" 2>&1 | tail -5 | tee "$WORK/compile.log"
 
 tar czf "$OUT/exo_$B.tgz" -C /tmp "gpu_exo_$B" 2>/dev/null

@@ -46,8 +46,10 @@ def round_programs(seed: int, r: int, n: int = ROUND) -> list:
     return out[:n]
 
 
-def census_rounds(rounds: list[int], seed: int, per_round: int = ROUND) -> dict:
-    """Check the programs of `rounds`; the tallies (mergeable with `merge`)."""
+def census_rounds(rounds: list[int], seed: int, per_round: int = ROUND,
+                  deadline: float = float("inf")) -> dict:
+    """Check the programs of `rounds` (none started after `deadline`, a time.time());
+    the tallies (mergeable with `merge`)."""
     from gpusem.compiler.gpuir_exo.driver import ExoDriver
     from gpusem.fuzz.exo.checking import check_program
     from gpusem.fuzz.exo.findings import rule_key
@@ -58,6 +60,8 @@ def census_rounds(rounds: list[int], seed: int, per_round: int = ROUND) -> dict:
     with ExoDriver() as driver:
         tally["install"] = driver.install.as_json()
         for r in rounds:
+            if time.time() >= deadline:
+                break
             for k in round_programs(seed, r, per_round):
                 c = check_program(driver, k)
                 tally["programs"] += 1
@@ -106,20 +110,22 @@ def merge(a: dict, b: dict) -> dict:
 
 
 def _job(args: tuple) -> dict:
-    rounds, seed, per_round = args
+    rounds, seed, per_round, deadline = args
     os.nice(5)
-    return census_rounds(rounds, seed, per_round)
+    return census_rounds(rounds, seed, per_round, deadline)
 
 
-def run(programs: int, seed: int, jobs: int) -> dict:
+def run(programs: int, seed: int, jobs: int, seconds: float = 1e9) -> dict:
+    """`seconds`: no round starts after that long (a device call's hard limit)."""
     nrounds = -(-programs // ROUND)
     shards = [[r for r in range(nrounds) if r % jobs == j] for j in range(jobs)]
     t0 = time.time()
+    deadline = t0 + seconds
     if jobs == 1:
-        parts = [census_rounds(shards[0], seed)]
+        parts = [census_rounds(shards[0], seed, ROUND, deadline)]
     else:
         with mp.get_context("spawn").Pool(jobs) as pool:
-            parts = pool.map(_job, [(s, seed, ROUND) for s in shards if s])
+            parts = pool.map(_job, [(s, seed, ROUND, deadline) for s in shards if s])
     total: dict = {}
     for p in parts:
         total = merge(total, p) if total else p
@@ -141,6 +147,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--exo-python")
+    ap.add_argument("--seconds", type=float, default=1e9,
+                    help="start no new round after this long")
     ap.add_argument("--out", required=True)
     a = ap.parse_args(argv)
     if a.exo_python:
@@ -152,7 +160,7 @@ def main(argv: list[str] | None = None) -> None:
         ExoDriver().close()
     except GpusemError as err:
         raise SystemExit(f"gpusem: {err.one_line()}") from None
-    total = run(a.programs, a.seed, a.jobs)
+    total = run(a.programs, a.seed, a.jobs, a.seconds)
     with open(a.out, "w") as f:
         json.dump(total, f, indent=1, sort_keys=True, default=dict)
         f.write("\n")

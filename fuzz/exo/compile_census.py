@@ -23,7 +23,7 @@ from collections import Counter
 
 
 def _job(args: tuple) -> dict:
-    j, jobs, quota, seed, batch, backend, bundles = args
+    j, jobs, quota, seed, batch, backend, bundles, deadline = args
     from gpusem.compiler.gpuir_exo.driver import ExoDriver
     from gpusem.compiler.gpuir_exo.harness import Harness
     from gpusem.fuzz.bundle import write_bundle
@@ -38,7 +38,7 @@ def _job(args: tuple) -> dict:
     with ExoDriver() as driver:
         tally["install"] = driver.install.as_json()
         pending: list = []
-        while tally["kernels"] < quota:
+        while tally["kernels"] < quota and time.time() < deadline:
             t0 = time.perf_counter()
             for k in round_programs(seed, r):
                 c = check_program(driver, k)
@@ -103,9 +103,13 @@ def device_info() -> dict:
 
 
 def run(kernels: int, seed: int, jobs: int, batch: int, backend: str,
-        bundles: str) -> dict:
+        bundles: str, seconds: float = 1e9) -> dict:
+    """`seconds`: no job starts a new round after that long (the JSON is written
+    whatever is done: a device call has a hard time limit)."""
     quota = -(-kernels // jobs)
-    args = [(j, jobs, quota, seed, batch, backend, bundles) for j in range(jobs)]
+    deadline = time.time() + seconds
+    args = [(j, jobs, quota, seed, batch, backend, bundles, deadline)
+            for j in range(jobs)]
     t0 = time.time()
     if jobs == 1:
         parts = [_job(args[0])]
@@ -127,6 +131,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--backend", default="cpu", choices=("cpu", "cuda"))
     ap.add_argument("--exo-python")
     ap.add_argument("--bundles", default="")
+    ap.add_argument("--seconds", type=float, default=1e9,
+                    help="start no new round after this long")
     ap.add_argument("--out", required=True)
     a = ap.parse_args(argv)
     if a.exo_python:
@@ -138,7 +144,7 @@ def main(argv: list[str] | None = None) -> None:
         ExoDriver().close()
     except GpusemError as err:
         raise SystemExit(f"gpusem: {err.one_line()}") from None
-    total = run(a.kernels, a.seed, a.jobs, a.batch, a.backend, a.bundles)
+    total = run(a.kernels, a.seed, a.jobs, a.batch, a.backend, a.bundles, a.seconds)
     with open(a.out, "w") as f:
         json.dump(total, f, indent=1, sort_keys=True, default=dict)
         f.write("\n")
