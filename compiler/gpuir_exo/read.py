@@ -26,7 +26,6 @@ from gpusem.calculus.gpuir import ast as A
 from gpusem.compiler.gpuir_exo.dialect import INSTR_TO_EXO, SYNC_TL_FROM_EXO
 from gpusem.compiler.gpuir_exo.read_env import (
     Call,
-    Env,
     Instance,
     Sym,
     Unknown,
@@ -91,7 +90,6 @@ def read_file(source: str, file: str = "<exo>") -> list[ReadResult]:
             continue
         try:
             from gpusem.calculus.gpuir.parser import parse_module
-
             from gpusem.calculus.gpuir.printer import print_proc
 
             name = f"{file}:{inst.proc.name}"

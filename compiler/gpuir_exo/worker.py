@@ -81,9 +81,11 @@ def _git_info(pkg_dir: str) -> dict:
         if os.path.exists(os.path.join(d, ".git")):
             try:
                 rev = subprocess.run(["git", "-C", d, "rev-parse", "HEAD"],
-                                     capture_output=True, text=True, timeout=10)
+                                     capture_output=True, text=True, timeout=10,
+                                     check=False)
                 br = subprocess.run(["git", "-C", d, "rev-parse", "--abbrev-ref",
-                                     "HEAD"], capture_output=True, text=True, timeout=10)
+                                     "HEAD"], capture_output=True, text=True, timeout=10,
+                                     check=False)
                 return {"commit": rev.stdout.strip(), "branch": br.stdout.strip()}
             except Exception:  # noqa: BLE001 - no git: no metadata
                 return {}

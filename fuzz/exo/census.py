@@ -29,10 +29,9 @@ def _round_seed(seed: int, r: int) -> int:
 
 
 def round_programs(seed: int, r: int, n: int = ROUND) -> list:
+    from gpusem.fuzz.exo.strategies import programs
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as hseed
-
-    from gpusem.fuzz.exo.strategies import programs
 
     out: list = []
 

@@ -95,7 +95,8 @@ def device_info() -> dict:
                               "--format=csv,noheader"]),
                      ("nvcc", [os.environ.get("GPUSEM_NVCC", "nvcc"), "--version"])):
         try:
-            text = subprocess.run(cmd, capture_output=True, text=True, timeout=30).stdout
+            text = subprocess.run(cmd, capture_output=True, text=True, timeout=30,
+                                  check=False).stdout
             out[key] = text.strip().splitlines()[-1] if text.strip() else "none"
         except (OSError, subprocess.TimeoutExpired):
             out[key] = "none"

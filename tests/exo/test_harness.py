@@ -9,7 +9,12 @@ import numpy as np
 import pytest
 from gpusem.calculus.gpuir.parser import parse_module
 from gpusem.compiler.gpuir_cuda.run import make_inputs
-from gpusem.compiler.gpuir_exo.harness import Harness, HarnessCase, main_source, nvcc_available
+from gpusem.compiler.gpuir_exo.harness import (
+    Harness,
+    HarnessCase,
+    main_source,
+    nvcc_available,
+)
 
 PROC = """proc k0(N: size, A: f32[N] @ CudaGmemLinear, B: f32[N] @ CudaGmemLinear):
     with CudaDeviceFunction(blockDim=32):

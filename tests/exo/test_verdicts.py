@@ -8,13 +8,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from gpusem.calculus.gpuir.parser import parse_module
 from gpusem.compiler.gpuir_exo.verdict import classify, hazard_location, normalise
 from gpusem.fuzz.bundle import read_bundle, write_bundle
 from gpusem.fuzz.exo.checking import check_text
 from gpusem.fuzz.exo.findings import result_of
 from gpusem.fuzz.exo.target import ExoTarget
 from gpusem.fuzz.exo.verdicts import compare, statement_kind
-from gpusem.calculus.gpuir.parser import parse_module
 
 from tests.exo.fake import RecordedExo
 from tests.exo.goldens import DATA, PROGRAMS
