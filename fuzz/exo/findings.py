@@ -51,6 +51,13 @@ RULES = {
         "Figure 7, CheckBarrier: when a barrier is freed its arrive and await counts "
         "must agree (Figure 5's free z row). pldi26 checks it ('Arrive count (a) != "
         "Await count (w)'); endgame dropped the check (one-shot ring-buffer slots)."),
+    "async-war": (
+        "Figures 19-20 (T_arg of an out-of-order write): an asynchronous copy's write "
+        "(Sm80_cp_async_qual) checks the earlier reads of its cells at "
+        "temporally_ordered on its own timeline; a thread's earlier in-order read is "
+        "not ordered there without a Fence(.., Sm80_cp_async) or Sm80_generic. pldi26 "
+        "agrees; endgame records cp.async on [Sm80_cp_async_qual, "
+        "cuda_in_order_ram_qual] and lets the thread's program order cover it."),
     "generic": "Figure 7, CheckReads / CheckMutates of the statement named.",
     "static": "Exo-GPU's static checks (Sections 3-4 of the paper, or beyond them).",
     "exo-bug": ("No rule: Exo-GPU broke (an internal error, a crash or a hang) instead "
@@ -78,6 +85,8 @@ def rule_key(c: Checked) -> str:
             return "stream-sync"
         if v.at == "+=":
             return "reduce-full"
+        if v.hazard == "WAR" and v.at == "instr":
+            return "async-war"
         if v.at == "free":
             return "free"
         return "generic"

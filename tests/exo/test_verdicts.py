@@ -23,6 +23,7 @@ from tests.exo.goldens import DATA, PROGRAMS
 # rule key) per branch
 EXPECTED = {
     "pldi26": {
+        "own_read_then_cp_async": ("hazard", "WAR HAZARD", "agree", ""),
         "threads_outside_device": ("exo-error", "AssertionError", "exo-error:exo-error:"
                                    "AssertionError Need CollAnalysis", "exo-bug"),
         "accept": ("accept", "", "agree", ""),
@@ -58,6 +59,8 @@ EXPECTED["endgame"] = dict(EXPECTED["pldi26"]) | {
     "unwaited_group": ("accept", "", "gpusem-rejects:exo=accept|paper=reject:barrier@"
                        "free|fixed=reject:barrier@free", "check-barrier"),
     "await_lag_mixed": ("unexpressible", "", "", ""),
+    "own_read_then_cp_async": ("accept", "", "gpusem-rejects:exo=accept|paper=reject:"
+                               "WAR@instr|fixed=reject:WAR@instr", "async-war"),
 }
 CASES = [(d, name) for d in EXPECTED for name in EXPECTED[d]]
 
