@@ -35,6 +35,8 @@ def test_recorded_answers_still_hold(driver):
     recorded = RecordedExo(driver.install.dialect)
     for p in sorted(PROGRAMS.glob("*.gpuir")):
         live = check_text(driver, p.read_text(), {})
+        if live.unexpressible:  # not sent to Exo: nothing recorded either
+            continue
         old = check_text(recorded, p.read_text(), {})
         assert live.exo is not None and old.exo is not None
         assert (live.exo.verdict.kind, live.exo.verdict.name) == (
