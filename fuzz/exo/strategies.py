@@ -6,7 +6,10 @@ parallel statement followed by a synchronisation:
 
   compute  every thread (or the warps of a `CudaWarps` block) writes one cell of a
            buffer, `=` or `+=`, from cells of the previous buffer read at a permuted
-           index that stays in the thread's own cell, its warp, or anywhere in the CTA
+           index that stays in the thread's own cell, its warp, or anywhere in the CTA;
+           or it *overwrites* the buffer the previous phase wrote, at such a permuted
+           index (a write after another thread's write: `=` needs it temporally
+           ordered, `+=` fully, Figure 5)
   sum      every thread sums a run of the previous buffer in a register
            (`acc: f32 @ CudaRmem`, a seq loop): Section 2.1's broadcast
   copy     every thread copies one cell of `A` with Sm80 cp.async (then waits with a
@@ -187,6 +190,8 @@ def _phase(p: Phase, b: int, cur: int, nxt: int, src: str, last: bool,
     pad = "            "
     head, inner, t = _loop_head(p, b, pad)
     dst = f"B[task * {b} + {t}]" if last else f"buf[{nxt}, {t}]"
+    if p.overwrite and not last:  # another thread's cell: a WAW across threads
+        dst = f"buf[{nxt}, {_perm(p, b, t)}]"
     read = f"buf[{cur}, {_perm(p, b, t)}]"
     match p.kind:
         case "copy" if not last:
