@@ -114,6 +114,8 @@ class _Emitter:
         head = ["from __future__ import annotations", "from exo import *",
                 "from exo.platforms.cuda import *"]
         mems = {m.name for m in _memories(self.proc)}
+        if "CudaCommitGroup" in mems and self.dialect == "endgame":
+            mems |= {"Sm80_CommitGroup", "Sm90_CommitGroup"}  # where endgame has them
         if self.names & SM80_NAMES or self.cg_tl or any(m.startswith("Sm80") for m in mems):
             head.append("from exo.platforms.Sm80 import *")
         if self.names & SM90_NAMES or any(m.startswith("Sm90") for m in mems):

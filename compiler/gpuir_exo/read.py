@@ -400,6 +400,8 @@ class _Translator:
         name, args = v.func.id, v.args
         zs = ", ".join(self.dexpr(z) for z in targets)
         match name:
+            case "Fence" if targets:
+                raise Unreadable("Fence(...) >> z: a Fence names no barrier", v)
             case "Fence" if len(args) == 2:
                 return [f"Fence({self.sync_tl(args[0])}, {self.sync_tl(args[1])})"]
             case "Arrive":
@@ -462,6 +464,9 @@ class _Translator:
             case ast.BinOp(left=l, op=op, right=r):
                 sym = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/",
                        ast.FloorDiv: "/", ast.Mod: "%"}.get(type(op))
+                if isinstance(op, ast.MatMult):
+                    raise Unreadable("a ring-buffer dimension `n @ ring_buffer_by(d)` "
+                                     "(endgame)", node)
                 if sym is None:
                     raise Unreadable(f"operator {type(op).__name__}", node)
                 return f"({self.expr(l, control)} {sym} {self.expr(r, control)})"
