@@ -58,6 +58,10 @@ RULES = {
         "not ordered there without a Fence(.., Sm80_cp_async) or Sm80_generic. pldi26 "
         "agrees; endgame records cp.async on [Sm80_cp_async_qual, "
         "cuda_in_order_ram_qual] and lets the thread's program order cover it."),
+    "one-shot": (
+        "Figure 22: Arrive and Await count phases on any barrier, which may be reused; "
+        "endgame made mbarriers and cluster syncs one-shot per (ring-buffer) slot "
+        "('Arrived twice on one-shot arrive barrier')."),
     "generic": "Figure 7, CheckReads / CheckMutates of the statement named.",
     "static": "Exo-GPU's static checks (Sections 3-4 of the paper, or beyond them).",
     "exo-bug": ("No rule: Exo-GPU broke (an internal error, a crash or a hang) instead "
@@ -90,6 +94,8 @@ def rule_key(c: Checked) -> str:
         if v.at == "free":
             return "free"
         return "generic"
+    if "one-shot" in cmp.signature:
+        return "one-shot"
     if "Arrive count" in cmp.signature or "Await count" in cmp.signature:
         return "check-barrier"
     if c.exo_at == "=" and "WAW" in cmp.signature:

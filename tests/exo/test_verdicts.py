@@ -24,6 +24,7 @@ from tests.exo.goldens import DATA, PROGRAMS
 EXPECTED = {
     "pldi26": {
         "own_read_then_cp_async": ("hazard", "WAR HAZARD", "agree", ""),
+        "cluster_sync_twice": ("accept", "", "agree", ""),
         "threads_outside_device": ("exo-error", "AssertionError", "exo-error:exo-error:"
                                    "AssertionError Need CollAnalysis", "exo-bug"),
         "accept": ("accept", "", "agree", ""),
@@ -59,6 +60,9 @@ EXPECTED["endgame"] = dict(EXPECTED["pldi26"]) | {
     "unwaited_group": ("accept", "", "gpusem-rejects:exo=accept|paper=reject:barrier@"
                        "free|fixed=reject:barrier@free", "check-barrier"),
     "await_lag_mixed": ("unexpressible", "", "", ""),
+    "cluster_sync_twice": ("hazard", "Arrived twice on one-shot arrive barrier",
+                           "exo-rejects:exo=hazard:Arrived twice on one-shot arrive "
+                           "barrier|paper=accept|fixed=accept", "one-shot"),
     "own_read_then_cp_async": ("accept", "", "gpusem-rejects:exo=accept|paper=reject:"
                                "WAR@instr|fixed=reject:WAR@instr", "async-war"),
 }
