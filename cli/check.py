@@ -17,7 +17,7 @@ from gpusem.cli.common import parse_defines
 
 
 @click.command(name="check")
-@click.argument("file", type=click.Path(dir_okay=False))
+@click.argument("file", type=click.Path())
 @click.option("--rules", type=click.Choice(["fixed", "paper"]), default="fixed",
               show_default=True,
               help="Typing rules: corrected (fixed) or as printed in the paper.")
@@ -26,10 +26,19 @@ from gpusem.cli.common import parse_defines
               help="Print the typing derivation, one rule application per line.")
 @click.option("-D", "defines", multiple=True, metavar="NAME=INT",
               help="Size definitions for .gpuir files.")
+@click.option("--inputs", "inputs", default=None, metavar="SPEC",
+              help=".py (APPy): inputs for the dynamic legality rules, e.g. "
+              "'A=float32[8] N=8' (default: the file's '# inputs:' header).")
 def command(file: str, rules: str, as_json: bool, derivation: bool,
-            defines: tuple[str, ...]) -> None:
-    """Type-check a .bundl file or analyse a .gpuir file."""
+            defines: tuple[str, ...], inputs: str | None = None) -> None:
+    """Type-check a .bundl file, analyse a .gpuir file, or check an APPy (.py)
+    file's directives (parse + legality)."""
     language = language_of(file)
+    if language == "appy":
+        from gpusem.cli.appy_verbs import check_appy
+
+        check_appy(file, inputs, as_json)
+        return
     if language == "gpuir":
         _check_gpuir(file, defines, as_json)
         return
@@ -39,10 +48,12 @@ def command(file: str, rules: str, as_json: bool, derivation: bool,
 
 
 def _check_bundl(file: str, rules: str, as_json: bool, derivation: bool) -> None:
+    from gpusem.calculus.bundl.limits import check_limits
     from gpusem.calculus.bundl.parser import parse_program
     from gpusem.typing_rules.bundl.stmt import check_program, type_errors
 
     prog = parse_program(read_source(file), file)
+    check_limits(prog, machine=False)  # the arrays: `check` decides for run, exec
     if derivation and not as_json:
         from gpusem.typing_rules.bundl.derivation import (
             derivation as derive,

@@ -24,11 +24,27 @@ from gpusem.cli.common import parse_defines
 @click.option("-D", "defines", multiple=True, metavar="NAME=INT",
               help=".gpuir: control values (over the file's `# defines:` header).")
 @click.option("--proc", "proc_name", default=None, help=".gpuir: the procedure.")
+@click.option("--inputs", "inputs", default=None, metavar="SPEC",
+              help=".py (APPy): the inputs, e.g. 'A=float32[8] N=8' (default: the "
+              "file's '# inputs:' header).")
 def command(file: str, backend: str, schedules: str, no_sync_motion: bool,
-            as_json: bool, defines: tuple[str, ...] = (), proc_name: str | None = None):
+            as_json: bool, defines: tuple[str, ...] = (), proc_name: str | None = None,
+            inputs: str | None = None):
     """Run FILE's compiled kernel on BACKEND and the reference interpreter on the same
-    inputs; print agree / disagree with the first differing cell. Exit 0 agree, 1
-    disagree (or the kernel failed), 2 bad input."""
+    inputs; print agree / disagree with the first differing cell. Exit 0 agree; 1
+    disagree, the kernel failed, or not compared because the program traps,
+    deadlocks or is not proved race-free; 2 bad input or a budget exhausted; 3
+    the interpreter got stuck on a well-typed program (a soundness bug of gpusem).
+    APPy (.py): appyc on the cpu backend (Triton's interpreter) vs the sequential
+    reading."""
+    if language_of(file) == "appy":
+        if backend != "cpu":
+            raise BadInput(f"exec: APPy files run on the cpu backend here (the cuda "
+                           f"backend is the campaign's: gpusem fuzz --target appy "
+                           f"--backend cuda): {file}")
+        from gpusem.cli.appy_verbs import exec_appy
+
+        return exec_appy(file, inputs, as_json)
     if language_of(file) == "gpuir":  # compared with the sequential reading
         try:
             seeds = tuple(int(s) for s in schedules.split(","))
@@ -37,7 +53,7 @@ def command(file: str, backend: str, schedules: str, no_sync_motion: bool,
         return exec_gpuir(file, parse_defines(defines), backend, seeds, as_json,
                             proc_name)
     if language_of(file) != "bundl":
-        raise BadInput(f"exec: only .bundl and .gpuir files: {file}")
+        raise BadInput(f"exec: only .bundl, .gpuir and .py (APPy) files: {file}")
     from gpusem.fuzz.bundl.compile_property import check_file
 
     try:
@@ -49,7 +65,7 @@ def command(file: str, backend: str, schedules: str, no_sync_motion: bool,
         click.echo(json.dumps(verdict.as_dict(), indent=2))
     else:
         click.echo(verdict.describe())
-    raise SystemExit(0 if verdict.agree else 1)
+    raise SystemExit(verdict.exit_code())
 
 
 def exec_gpuir(path: str, defines: Mapping[str, int], backend: str,

@@ -1,15 +1,28 @@
-"""`gpusem fuzz`: a differential fuzzing campaign (issues 5 and 7).
+"""`gpusem fuzz`: a differential fuzzing campaign (issues 5, 7, 15, 18).
 
-Shows a rich progress bar (programs, findings, rate) and ends with a summary table; every
-finding is shrunk and written as a bundle under --out (replay: `gpusem replay DIR`).
+Shows a progress bar (programs, findings, rate) and ends with a summary; every finding
+is written as a bundle under --out the moment it is seen, then shrunk in place
+(replay: `gpusem replay DIR`); reports on request (--json, --sarif, --junit) and
+always OUT/summary.json and OUT/summary.txt, also when interrupted.
 """
 
 from __future__ import annotations
 
 import re
+import sys
+import time
 
 import click
 from gpusem.calculus.errors import BadInput
+
+EXIT_CODES = """\b
+Exit codes:
+  0  nothing found
+  1  findings (bundles under --out; an interrupted campaign too, if it found any)
+  2  bad input or usage (one line on stderr)
+  3  an internal error of gpusem (a finding of kind `internal`, a dead --jobs process)
+  130 / 143  interrupted by SIGINT / SIGTERM with nothing found (reports written)
+"""
 
 
 def parse_budget(text: str) -> float:
@@ -27,11 +40,11 @@ def parse_shard(text: str) -> tuple[int, int]:
     return int(m[1]), int(m[2])
 
 
-@click.command()
+@click.command(epilog=EXIT_CODES)
 @click.option("--target", default="bundl", show_default=True,
               help="What is under test: bundl (our Bundl -> CUDA compiler and the "
               "Bundl semantics), gpuir (AMIR seq = par), appy (appyc), exo (Exo-GPU's "
-              "sync checker and CUDA).")
+              "sync checker and CUDA), or a plugin.")
 @click.option("--property", "props", multiple=True, help="Property (repeatable); "
               "bundl: compile, motion, soundness, printparse, teeth, determinism, "
               "bigsmall, soundness-paper; gpuir: seqpar; appy: compile, legality; "
@@ -39,7 +52,8 @@ def parse_shard(text: str) -> tuple[int, int]:
               "Default: the target's first.")
 @click.option("--backend", default="cpu", show_default=True,
               help="cpu, cuda (appy also: sm90, compile for sm_90 and run nothing).")
-@click.option("--budget", default="5m", show_default=True, help="Wall time: 90s, 5m...")
+@click.option("--budget", default="5m", show_default=True,
+              help="Wall time: 90s, 5m... (kept within 10% plus one shrink).")
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--jobs", default=1, show_default=True, type=int)
 @click.option("--shard", default="0/1", show_default=True, help="I/N: this machine's part.")
@@ -52,83 +66,107 @@ def parse_shard(text: str) -> tuple[int, int]:
               help="Programs per round: one g++ build or NVRTC module checks a "
               "round (g++ costs ~0.7 s a build + ~10 ms a kernel: 100 a round is "
               "16 ms a program, 25 is 40).")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False),
+              help="Write the JSON report here (docs/reports.md: the schema).")
+@click.option("--sarif", "sarif_path", type=click.Path(dir_okay=False),
+              help="Write a SARIF 2.1.0 report here (GitHub code scanning).")
+@click.option("--junit", "junit_path", type=click.Path(dir_okay=False),
+              help="Write a JUnit XML report here.")
+@click.option("--resume", is_flag=True, help="Continue the campaign in --out: its "
+              "target, properties, seed, shard and jobs, from the rounds it finished.")
+@click.option("--coverage", is_flag=True, help="Count the rules and constructs the "
+              "programs exercise (targets that measure it) and print the table.")
+@click.option("--shrink-time", type=float, default=None, help="Seconds hypothesis "
+              "shrinks one finding (default: a fifth of the budget, at least 60).")
+@click.option("--engine", default="local", show_default=True, help="Who runs the "
+              "shards: local (--jobs processes of this machine), dask (a Dask cluster: "
+              "--scheduler, or this machine's GPUs/cores with --jobs workers per GPU, "
+              "or in all for cpu; needs gpusem[dask]), or a plugin engine.")
+@click.option("--scheduler", default=None, help="dask: the scheduler's address "
+              "(tcp://HOST:8786); without it a local cluster is started.")
+@click.option("--gpus", default=None, help="dask, cuda, local cluster: the GPUs to use "
+              "(all, a count, or ids 0,1); default all.")
 def command(target, props, backend, budget, seed, jobs, shard, out_dir, max_programs,
-            exo_python, round_size) -> None:
+            exo_python, round_size, json_path, sarif_path, junit_path, resume, coverage,
+            shrink_time, engine, scheduler, gpus) -> None:
     """Run a differential fuzzing campaign and write counterexample bundles."""
     if exo_python:  # read by the exo target in this process and in --jobs children
         import os
 
         os.environ["GPUSEM_EXO_PYTHON"] = exo_python
-    from gpusem.fuzz.campaign import Summary
-    from gpusem.fuzz.targets import load_target
+    from gpusem import api
+    from gpusem.fuzz.summary import install_signal_handlers
     from rich.console import Console
 
     seconds = parse_budget(budget)
     shard_t = parse_shard(shard)
-    if jobs < 1:
-        raise BadInput(f"bad jobs: {jobs} (must be >= 1)")
-    probe = load_target(target, backend)
-    props = props or (probe.properties[0],)
-    for p in props:
-        if p not in probe.properties:
-            raise BadInput(f"unknown property: {p} (target {target}: "
-                           f"{', '.join(probe.properties)})")
-    probe.close()
     console = Console(stderr=True)
-    if not console.is_terminal:  # logs: wide enough for the summary table's columns
-        console = Console(stderr=True, width=160)
-    total = Summary()
-    for p in props:
-        base = {"target_name": target, "backend": backend, "prop": p,
-                    "budget_s": seconds / len(props), "seed": seed, "shard": shard_t,
-                    "out_dir": out_dir, "round_size": round_size, "max_programs": max_programs}
-        total.merge(_run_with_progress(console, base, jobs, p))
-    _summary_table(console, total, out_dir)
-    if total.failed:  # the others' results are above; the run as a whole failed
-        from gpusem.fuzz.campaign import JobFailed
+    install_signal_handlers()
+    with _Bar(console, seconds / max(1, len(props) or 1), target) as bar:
+        result = api.fuzz(target, props, budget_s=seconds, backend=backend, seed=seed,
+                          jobs=jobs, shard=shard_t, out_dir=out_dir,
+                          round_size=round_size, max_programs=max_programs,
+                          resume=resume, coverage=coverage, on_progress=bar.tick,
+                          hunt_cap_s=shrink_time, engine=engine, scheduler=scheduler,
+                          gpus=gpus)
+    result.report.write(json_path, sarif_path, junit_path, out_dir)
+    _show(console, result.report, coverage)
+    raise SystemExit(result.exit_code)
 
+
+class _Bar:
+    """One rich progress bar per property (programs, findings, rate)."""
+
+    def __init__(self, console, budget_s: float, target: str) -> None:
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.budget_s, self.target = budget_s, target
+        self.tasks: dict[str, tuple] = {}
+        self.progress = Progress(
+            TextColumn("[bold]{task.description}[/]"), BarColumn(),
+            TextColumn("{task.fields[programs]} programs"),
+            TextColumn("{task.fields[findings]} findings"),
+            TextColumn("{task.fields[rate]:.0f}/min"), TimeElapsedColumn(),
+            console=console, transient=False)
+
+    def __enter__(self) -> _Bar:
+        self.progress.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.progress.__exit__(*exc)
+
+    def tick(self, prop: str, s) -> None:
+        if prop not in self.tasks:
+            self.tasks[prop] = (self.progress.add_task(
+                f"{self.target}:{prop}", total=self.budget_s, programs=0, findings=0,
+                rate=0.0), time.monotonic())
+        task, t0 = self.tasks[prop]
+        elapsed = time.monotonic() - t0
+        self.progress.update(task, completed=min(elapsed, self.budget_s),
+                             programs=s.programs, findings=s.finding_count,
+                             rate=60 * s.programs / elapsed if elapsed else 0.0)
+
+
+def _show(console, report, coverage: bool) -> None:
+    """On a terminal a table; otherwise (logs, CI) the plain summary on stdout, whole:
+    no line is cut to a width."""
+    total = report.summary
+    if console.is_terminal:
+        from rich.table import Table
+
+        t = Table(title=report.as_text().splitlines()[0])
+        for col in ("kind", "signature", "stmts", "shrunk", "after", "seen", "bundle"):
+            t.add_column(col, overflow="fold")
+        for f in total.findings:
+            t.add_row(f.kind, f.signature, f"{f.size_before or f.size}->{f.size}",
+                      "yes" if f.shrunk else "no", f"{f.found_after_s:.0f}s",
+                      f"{1 + f.duplicates}" + ("" if f.new else " (known)"), f.bundle)
+        console.print(t)
         for line in total.failed:
             console.print(f"[red]{line}[/]")
-        raise JobFailed(f"job failed: {len(total.failed)} of the --jobs processes "
-                        "ended without a result")
-
-
-def _run_with_progress(console, base: dict, jobs: int, prop: str):
-    from gpusem.fuzz.campaign import run_jobs
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    columns = [TextColumn(f"[bold]{base['target_name']}:{prop}[/]"), BarColumn(),
-               TextColumn("{task.fields[programs]} programs"),
-               TextColumn("{task.fields[findings]} findings"),
-               TextColumn("{task.fields[rate]:.0f}/min"), TimeElapsedColumn()]
-    with Progress(*columns, console=console, transient=False) as bar:
-        task = bar.add_task("fuzz", total=base["budget_s"], programs=0, findings=0,
-                            rate=0.0)
-        import time
-
-        t0 = time.monotonic()
-
-        def tick(s) -> None:
-            elapsed = time.monotonic() - t0
-            bar.update(task, completed=min(elapsed, base["budget_s"]),
-                       programs=s.programs, findings=len(s.findings),
-                       rate=60 * s.programs / elapsed if elapsed else 0.0)
-
-        summary = run_jobs(base, jobs, on_tick=tick)
-        tick(summary)
-    return summary
-
-
-def _summary_table(console, total, out_dir: str) -> None:
-    from rich.table import Table
-
-    t = Table(title=f"{total.programs} programs, {len(total.findings)} finding classes, "
-              f"{total.rate_per_min:.0f}/min, {total.invalid} not compared (illegal, racy or unsupported), "
-              f"{total.skipped} not runnable on this backend")
-    for col in ("kind", "signature", "stmts", "shrunk", "after", "bundle"):
-        t.add_column(col)
-    for f in total.findings:
-        t.add_row(f.kind, f.signature[:70], str(f.size), "yes" if f.shrunk else "no",
-                  f"{f.found_after_s:.0f}s", f.bundle)
-    console.print(t)
-    click.echo(f"bundles in {out_dir}: {len(total.findings)}")
+    else:
+        sys.stdout.write(report.as_text())
+    if coverage:
+        sys.stdout.write(report.coverage_text() or "coverage: the target measures none\n")
+    click.echo(f"bundles in {report.campaign['out_dir']}: {len(total.findings)}")

@@ -3,6 +3,10 @@
 Lazy loading keeps `gpusem --help` and the quick verbs fast (the compiler and fuzzer
 pull in hypothesis, z3 and NumPy). Every verb turns a `GpusemError` into one line on
 stderr and its exit code; malformed input never shows a traceback (DESIGN.md).
+
+The top-level flags `--max-nesting`, `--max-elements`, ... set the resource budgets of
+`gpusem.calculus.budgets` for the one command. Anything else that escapes a verb is a
+bug of gpusem: one line and exit 3 (`GPUSEM_TRACEBACK=1` shows the traceback).
 """
 
 from __future__ import annotations
@@ -11,7 +15,8 @@ import importlib
 import sys
 
 import click
-from gpusem.calculus.errors import GpusemError
+from gpusem.calculus import budgets
+from gpusem.calculus.errors import BadInput, GpusemError
 
 # verb -> (module under gpusem.cli, one-line help for `gpusem --help`)
 VERBS: dict[str, tuple[str, str]] = {
@@ -23,6 +28,9 @@ VERBS: dict[str, tuple[str, str]] = {
     "fuzz": ("fuzz", "Run a differential fuzzing campaign."),
     "replay": ("replay", "Re-run a counterexample bundle."),
     "step": ("step", "The step-through semantic debugger."),
+    "triage": ("triage", "Group counterexample bundles by signature."),
+    "reduce": ("reduce", "Shrink a failing program with the fuzzer's passes."),
+    "gen": ("gen", "Write generated well-typed programs."),
 }
 
 
@@ -53,14 +61,64 @@ class LazyGroup(click.Group):
             raise
 
 
+_BUDGET_HELP = {
+    "source_bytes": "Bytes of one source file.",
+    "nesting": "Depth of nested statements and expressions.",
+    "literal_digits": "Digits of one integer literal.",
+    "elements": "Cells of all the arrays a program declares.",
+    "threads": "Threads of one machine (Bundl B x T).",
+    "iterations": "Iterations of one loop times the lanes it runs on.",
+    "memory_mb": "MiB the process may grow by during one run.",
+}
+# Python frames per nesting level the deepest stage (the Bundl compiler) needs, and
+# the frames below the first level; the recursion limit follows --max-nesting.
+_FRAMES_PER_LEVEL, _FRAMES_BASE = 5, 1000
+_MAX_NESTING = 5000  # every verb measured to work at 4000 (tests/robust)
+
+
+def _budget_options(f):
+    for name in reversed(budgets.FLAGS):
+        f = click.option(budgets.FLAGS[name], name, type=int, default=None,
+                         metavar="N", show_default=False,
+                         help=f"{_BUDGET_HELP[name]} [default: "
+                         f"{getattr(budgets.Budgets(), name)}]")(f)
+    return f
+
+
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="gpusem")
-def cli() -> None:
+@_budget_options
+def cli(**limits: int | None) -> None:
     """gpusem: reference semantics, checkers and differential fuzzer for GPU calculi
-    (Bundl from Prism, AMIR from Exo-GPU)."""
+    (Bundl from Prism, AMIR from Exo-GPU).
+
+    \b
+    Exit codes (every verb): 0 ok / nothing found, 1 a finding (a rejection, a bug
+    found, `replay`: the bug still reproduces), 2 bad input or usage, 3 an internal
+    error of gpusem."""
+    chosen = {k: v for k, v in limits.items() if v is not None}
+    for name, value in chosen.items():
+        if value <= 0:
+            raise BadInput(f"{budgets.FLAGS[name]} out of range: {value} (must be "
+                           "positive)")
+    if chosen.get("nesting", 0) > _MAX_NESTING:
+        raise BadInput(f"--max-nesting out of range: {chosen['nesting']} (at most "
+                       f"{_MAX_NESTING}: deeper recursion would overflow the C stack)")
+    installed = budgets.Budgets(**chosen)
+    budgets.install(installed)
+    sys.setrecursionlimit(max(sys.getrecursionlimit(),
+                              _FRAMES_BASE + _FRAMES_PER_LEVEL * installed.nesting))
 
 
 def main() -> None:
+    saved = budgets.current()  # one command's flags end with it (in-process callers)
+    try:
+        _main()
+    finally:
+        budgets.install(saved)
+
+
+def _main() -> None:
     try:
         cli.main(standalone_mode=False)
     except click.exceptions.Abort:
@@ -77,6 +135,23 @@ def main() -> None:
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
         sys.exit(130)
+    except MemoryError:  # only past budgets raised beyond what this machine holds
+        click.echo("out of memory: the program needs more than this machine holds "
+                   "(were --max-elements or --max-threads raised?)", err=True)
+        sys.exit(2)
+    except Exception as err:  # noqa: BLE001 - a bug of gpusem: exit 3, say so
+        import os
+        import traceback
+
+        if os.environ.get("GPUSEM_TRACEBACK"):
+            traceback.print_exc()
+        where = traceback.extract_tb(err.__traceback__)[-1:]
+        at = f" at {where[0].filename}:{where[0].lineno}" if where else ""
+        message = " ".join(str(err).split())[:300]
+        click.echo(f"internal error: {type(err).__name__}: {message}{at} (a bug of "
+                   "gpusem; GPUSEM_TRACEBACK=1 shows the traceback)".replace("\n", " "),
+                   err=True)
+        sys.exit(3)
 
 
 if __name__ == "__main__":

@@ -1,15 +1,25 @@
 """`gpusem replay DIR`: re-run a counterexample bundle of any target.
 
-Exit 0 when the finding still reproduces (same signature), 1 when it no longer does
-(fixed, or it depended on something else), 2 for a malformed bundle.
+Exit 1 while the finding still reproduces (same signature, or one that refines it), 0
+when it no longer does (fixed), 2 for a malformed bundle, 3 when gpusem itself fails
+on it: `git bisect run gpusem replay DIR` finds the commit that introduced (or, with
+the terms swapped, fixed) a bug.
 """
 
 from __future__ import annotations
 
 import click
 
+EXIT_CODES = """\b
+Exit codes (for `git bisect run gpusem replay DIR`):
+  0  does not reproduce (fixed)
+  1  still reproduces
+  2  malformed bundle or usage
+  3  gpusem itself failed on it (an internal error; bisect: skip with 125)
+"""
 
-@click.command()
+
+@click.command(epilog=EXIT_CODES)
 @click.argument("bundle_dir", type=click.Path())
 @click.option("--backend", default=None, help="Override the bundle's backend.")
 @click.option("--step", "step", is_flag=True,
@@ -26,29 +36,26 @@ def command(bundle_dir: str, backend: str | None, step: bool, commands,
         import os
 
         os.environ["GPUSEM_EXO_PYTHON"] = exo_python
+    from gpusem import api
     from gpusem.fuzz.bundle import read_bundle
-    from gpusem.fuzz.targets import load_target
+    from gpusem.fuzz.targets import INTERNAL
 
-    b = read_bundle(bundle_dir)
     if step:
-        _step_into(b, commands)
+        _step_into(read_bundle(bundle_dir), commands)
         return
-    target = load_target(b.target, backend or b.meta["backend"])
-    try:
-        res = target.replay(b.files, b.meta)
-    finally:
-        target.close()
-    if res.status == "finding" and res.signature == b.signature:
-        click.echo(f"reproduces: {b.signature}: {res.detail}")
-        raise SystemExit(0)
-    if (res.status == "finding" and target.backend == "cuda"
-            and _deadlock_as_timeout(b.signature, res.signature)):
+    r = api.replay(bundle_dir, backend)
+    b, res = r.bundle, r.now
+    if r.reproduces and res.signature != b.signature and _deadlock_as_timeout(
+            b.signature, res.signature):
         click.echo(f"reproduces: {b.signature} as {res.signature} (a GPU cannot tell a "
                    f"deadlock from a hang; the cpu harness can): {res.detail}")
-        raise SystemExit(0)
+        raise SystemExit(1)
+    if r.reproduces:
+        click.echo(f"reproduces: {b.signature}: {res.detail}")
+        raise SystemExit(1)
     now = res.signature if res.status == "finding" else res.status
     click.echo(f"does not reproduce: expected {b.signature}, now {now} {res.detail}")
-    raise SystemExit(1)
+    raise SystemExit(3 if res.kind == INTERNAL else 0)
 
 
 def _deadlock_as_timeout(expected: str, now: str) -> bool:

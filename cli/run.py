@@ -18,7 +18,7 @@ EXIT = {"terminated": 0, "stuck": 1, "deadlock": 1, "budget": 2}
 
 
 @click.command(name="run")
-@click.argument("file", type=click.Path(dir_okay=False))
+@click.argument("file", type=click.Path())
 @click.option("--schedule", default="rr", show_default=True,
               metavar="rr|random:SEED|exhaustive",
               help="Which thread S-Program steps next.")
@@ -34,15 +34,27 @@ EXIT = {"terminated": 0, "stuck": 1, "deadlock": 1, "budget": 2}
 @click.option("--check-preservation", is_flag=True,
               help="Re-type-check each thread's term after every step (Lemma A.8).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--inputs", "inputs", default=None, metavar="SPEC",
+              help=".py (APPy): the inputs, e.g. 'A=float32[8] N=8' (default: the "
+              "file's '# inputs:' header).")
 def command(file: str, schedule: str, max_steps: int, rules: str, blocks: int | None,
             threads: int | None, big_step: bool, check_preservation: bool,
-            as_json: bool) -> None:
-    """Interpret a program and print its final global memory."""
-    if language_of(file) != "bundl":
-        raise BadInput(f"run interprets .bundl files only: {file}")
+            as_json: bool, inputs: str | None = None) -> None:
+    """Interpret a program and print its final global memory (.bundl: the small-step
+    semantics; .py: APPy's sequential reading)."""
     if max_steps <= 0:
         raise BadInput(f"--max-steps out of range: {max_steps}")
+    if language_of(file) == "appy":
+        from gpusem.cli.appy_verbs import run_appy
+
+        run_appy(file, inputs, max_steps, as_json)
+        return
+    if language_of(file) != "bundl":
+        raise BadInput(f"run interprets .bundl and .py (APPy) files only: {file}")
     from gpusem.calculus.bundl.parser import parse_program
+    from gpusem.interpreter.bundl.schedulers import check_schedule
+
+    check_schedule(schedule)
 
     prog = parse_program(read_source(file), file)
     if big_step:
@@ -70,8 +82,10 @@ def command(file: str, schedule: str, max_steps: int, rules: str, blocks: int | 
 def _as_json(out) -> dict:
     doc = {"outcome": out.kind, "globals": out.globals, "steps": out.steps}
     if out.kind != "terminated":
+        span = getattr(out.error, "span", None)
         doc.update(rule=out.rule, message=out.message,
-                   thread=list(out.thread) if out.thread else None, trap=out.trap)
+                   thread=list(out.thread) if out.thread else None, trap=out.trap,
+                   where=str(span) if span is not None and span.line else None)
     if out.final_memories:
         doc["final_memories"] = out.final_memories
         doc["states"] = out.states

@@ -11,13 +11,14 @@ program text. `--commands "step 10; threads; mem global"` runs a script instead,
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import click
 from gpusem.calculus.errors import BadInput
 from gpusem.calculus.source import language_of, read_source
+from gpusem.cli.common import open_output, write_output
 from gpusem.cli.debugger_shell import DebuggerShell, ints
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 
@@ -50,20 +51,20 @@ class Debugger(DebuggerShell):
 
     def show_stop(self, stop) -> None:
         if stop.reason:
-            self.console.print(f"[bold red]{stop.reason}[/]")
+            self.console.print(f"[bold red]{escape(stop.reason)}[/]")
         if self.session.status == "stuck" and self.session.error is not None:
             err = self.session.error
             self.console.print(f"  rule {getattr(err, 'rule', '?')}: "
                                f"{getattr(err, 'message', err)}", markup=False)
 
     def _run(self, events_stop, show_each: int = 20) -> None:
-        events, stop = events_stop
-        start = len(self.session.history) - len(events)
-        shown = events if len(events) <= show_each else events[-1:]
-        if len(events) > show_each:
-            self.console.print(f"({len(events)} steps; the last:)")
+        events, stop = events_stop  # the last events of the run (a long one keeps few)
+        taken = max(stop.taken, len(events))
+        shown = events if taken <= show_each else events[-1:]
+        if taken > show_each:
+            self.console.print(f"({taken} steps; the last:)")
         for k, e in enumerate(shown):
-            self.show_event(start + len(events) - len(shown) + k + 1, e)
+            self.show_event(len(self.session.history) - len(shown) + k + 1, e)
         self.show_stop(stop)
 
     # ----------------------------------------------------------------- commands
@@ -93,7 +94,7 @@ class Debugger(DebuggerShell):
         if bp.kind == "write":
             self.session.global_cell(*bp.value)  # validates the array and index
         self.session.breakpoints.append(bp)
-        self.console.print(f"breakpoint {len(self.session.breakpoints)}: {bp.describe()}")
+        self.say(f"breakpoint {len(self.session.breakpoints)}: {bp.describe()}")
 
     def do_back(self, arg: str) -> None:
         """back [N]: undo N steps (default 1), from the recorded history."""
@@ -172,17 +173,17 @@ class Debugger(DebuggerShell):
                 raise BadInput("usage: schedule replay FILE")
             replay = _read_schedule(parts[1])
         self.session.scheduler = Scheduler.parse(parts[0], replay)
-        self.console.print(f"schedule: {arg.strip()}")
+        self.say(f"schedule: {arg.strip()}")
 
     def do_save(self, arg: str) -> None:
         """save FILE: write the schedule so far (thread indices), for `schedule replay`."""
         if not arg.strip():
             raise BadInput("usage: save FILE")
-        Path(arg.strip()).write_text(json.dumps({"schedule": self.session.history}) + "\n")
-        self.console.print(f"saved {len(self.session.history)} steps to {arg.strip()}")
+        write_output(arg.strip(), json.dumps({"schedule": self.session.history}) + "\n")
+        self.say(f"saved {len(self.session.history)} steps to {arg.strip()}")
 
     def default(self, line: str) -> None:
-        self.console.print(f"unknown command: {line.split()[0]} (type help)")
+        self.say(f"unknown command: {line.split()[0]} (type help)")
 
     def complete_break(self, text, *_):
         from gpusem.interpreter.bundl.debug_rules import RULES
@@ -238,9 +239,9 @@ def _value(machine, value) -> str:
 
 def _read_schedule(path: str) -> list[int]:
     try:
-        data = json.loads(Path(path).read_text())
+        data = json.loads(read_source(path))
         return [int(i) for i in data["schedule"]]
-    except (OSError, ValueError, KeyError, TypeError) as err:
+    except (ValueError, KeyError, TypeError, RecursionError) as err:
         raise BadInput(f"cannot read schedule {path}: {err}") from None
 
 
@@ -258,32 +259,39 @@ def _read_schedule(path: str) -> list[int]:
               help=".gpuir: control values (over the file's `# defines:` header).")
 @click.option("--proc", "proc_name", default=None, metavar="NAME",
               help=".gpuir: the procedure to step (default: the file's last one).")
+@click.option("--max-steps", type=int, default=None,
+              help="Step budget of the session (default: as `run`, 1000000 for a "
+              ".bundl; as `synccheck`, 200000000 AMIR statements for a .gpuir).")
 def command(file: str, blocks, threads, rules: str, schedule: str, commands, trace,
-            defines, proc_name):
+            defines, proc_name, max_steps):
     """Step through FILE's meaning: a .bundl file under the small-step semantics, rule
     by rule; a .gpuir file as its AMIR program (-D N=...), statement by statement."""
+    if max_steps is not None and max_steps <= 0:
+        raise BadInput(f"--max-steps out of range: {max_steps}")
     if language_of(file) == "gpuir":  # the AMIR debugger (cli/step_amir.py)
         from gpusem.cli.step_amir import main as step_amir
 
-        step_amir(file, defines, proc_name, rules, commands, trace)
+        step_amir(file, defines, proc_name, rules, commands, trace, max_steps)
         return
     if language_of(file) != "bundl":
         raise BadInput(f"step: only .bundl and .gpuir files: {file}")
     debug_bundl(read_source(file), file, commands=commands, trace=trace, rules=rules,
-                blocks=blocks, threads=threads, schedule=schedule)
+                blocks=blocks, threads=threads, schedule=schedule, max_steps=max_steps)
 
 
 def debug_bundl(source: str, file: str, *, commands: str | None = None,
                 trace: str | None = None, rules: str = "fixed", blocks=None,
-                threads=None, schedule: str = "rr", opening: tuple[str, ...] = ()):
+                threads=None, schedule: str = "rr", opening: tuple[str, ...] = (),
+                max_steps: int | None = None):
     """A debugging session over `source`; `opening` commands run first and are shown
     (how `gpusem replay --step` opens the debugger at a bundle's divergence)."""
     from gpusem.calculus.bundl.parser import parse_program
     from gpusem.interpreter.bundl.debug import Session
 
-    session = Session(parse_program(source, file), rules, blocks, threads, schedule)
-    console = Console(highlight=False)
-    sink = open(trace, "w") if trace else None  # noqa: SIM115 - closed below
+    session = Session(parse_program(source, file), rules, blocks, threads, schedule,
+                      **({} if max_steps is None else {"max_steps": max_steps}))
+    console = Console(highlight=False, soft_wrap=True)  # one line per message
+    sink = open_output(trace) if trace else None  # closed below
     if sink:
         session.trace_sink = lambda line: sink.write(line + "\n")
     debugger = Debugger(session, source, file, console)
@@ -291,7 +299,7 @@ def debug_bundl(source: str, file: str, *, commands: str | None = None,
     try:
         if commands is None:
             m = session.machine
-            console.print(f"gpusem step: {file}: {len(m.threads())} threads "
+            console.print(f"gpusem step: {escape(file)}: {len(m.threads())} threads "
                           f"(B={m.shape.blocks}, T={m.shape.threads}), rules "
                           f"{rules}, schedule {schedule}. Type help.")
         for line in (*opening, *scripted):

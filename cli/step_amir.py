@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, cast
 
 from gpusem.calculus.errors import BadInput
+from gpusem.cli.common import open_output
 from gpusem.cli.debugger_shell import DebuggerShell, ints
 from rich.console import Console
 
@@ -240,7 +241,7 @@ def open_session(source: str, file: str, defines: dict[str, int], *,
     from gpusem.calculus.gpuir.parser import parse_module
     from gpusem.interpreter.amir.debug import Session
     from gpusem.interpreter.amir.from_gpuir import convert
-    from gpusem.typing_rules.gpuir.frontend import check_proc
+    from gpusem.typing_rules.gpuir.frontend import check_elements, check_proc
 
     procs = parse_module(source, file).procs
     proc = procs[-1]
@@ -254,23 +255,25 @@ def open_session(source: str, file: str, defines: dict[str, int], *,
     if missing:
         raise BadInput(f"{file}: missing definition: {', '.join(missing)} has no "
                        f"value (pass -D {missing[0]}=...)")
+    check_elements(proc, defines)
     analysis = check_proc(proc, dict(defines))
     amir = convert(proc, defines, rules=cast("Rules", rules), analysis=analysis)
     return Session(amir, defines, max_steps=max_steps)
 
 
 def main(file: str, defines: tuple[str, ...], proc_name: str | None, rules: str,
-         commands: str | None, trace: str | None) -> None:
+         commands: str | None, trace: str | None, max_steps: int | None = None) -> None:
     """The `.gpuir` branch of `gpusem step`."""
     from gpusem.calculus.source import read_source
     from gpusem.cli.common import parse_defines
     from gpusem.typing_rules.gpuir.frontend import header_defines
 
     source = read_source(file)
-    env = {**header_defines(source), **parse_defines(defines)}
-    session = open_session(source, file, env, proc_name=proc_name, rules=rules)
+    env = {**header_defines(source, file), **parse_defines(defines)}
+    session = open_session(source, file, env, proc_name=proc_name, rules=rules,
+                           **({} if max_steps is None else {"max_steps": max_steps}))
     console = Console(highlight=False, soft_wrap=True)
-    sink = open(trace, "w") if trace else None  # closed below
+    sink = open_output(trace) if trace else None  # closed below
     if sink:
         session.trace_sink = lambda line: sink.write(line + "\n")
     debugger = AmirDebugger(session, source, file, console)

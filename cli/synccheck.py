@@ -1,5 +1,7 @@
 """`gpusem synccheck FILE -D N=256`: GPU IR -> AMIR (Figure 5) -> the abstract machine
 (Section 5.3 of Exo-GPU): does the program's parallel reading equal its sequential one?
+A `.amir` file (an AMIR-level program, Figure 4's printed form) goes to the machine
+directly, with the same exit codes and diagnostics.
 
 Exit codes (DESIGN.md): 0 accepted, 1 rejected (a failing Check, or a front-end
 analysis error), 2 bad input (one line, no traceback).
@@ -20,35 +22,45 @@ import click
 from gpusem.calculus.errors import BadInput
 from gpusem.calculus.source import language_of, read_source
 from gpusem.cli.common import parse_defines
-from gpusem.interpreter.amir.synccheck import synccheck
+from gpusem.interpreter.amir.synccheck import synccheck, synccheck_amir
 
 
 @click.command(name="synccheck")
-@click.argument("file", type=click.Path(dir_okay=False))
+@click.argument("file", type=click.Path())
 @click.option("-D", "defines", multiple=True, metavar="NAME=INT",
               help="Control values (over the file's `# defines:` header).")
 @click.option("--proc", "proc_name", default=None, metavar="NAME",
               help="The procedure to check (default: the file's last one).")
 @click.option("--rules", type=click.Choice(["fixed", "paper"]), default="fixed",
               show_default=True,
-              help="Corrected (fixed) conversion and timelines, or as printed (paper).")
+              help="Corrected (fixed) conversion and timelines, or as printed (paper); "
+                   ".amir files have no conversion and ignore it.")
 @click.option("--print-amir", is_flag=True, help="Print the AMIR program first.")
 @click.option("--max-steps", type=int, default=200_000_000, show_default=True,
               help="Budget of AMIR statement executions.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable verdict.")
+@click.option("--reference", is_flag=True,
+              help="Run the reference machine on every task (the definition; the "
+                   "default machine decides symmetric kernels from their first task, "
+                   "with the same verdict).")
 def command(file: str, defines: tuple[str, ...], proc_name: str | None, rules: str,
-            print_amir: bool, max_steps: int, as_json: bool) -> None:
-    """GPU IR -> AMIR -> synchronisation check (exit 0 accepted, 1 rejected)."""
-    if language_of(file) != "gpuir":
-        raise BadInput(f"synccheck checks .gpuir files only: {file}")
+            print_amir: bool, max_steps: int, as_json: bool, reference: bool) -> None:
+    """GPU IR (or AMIR) -> synchronisation check (exit 0 accepted, 1 rejected)."""
+    language = language_of(file)
+    if language not in ("gpuir", "amir"):
+        raise BadInput(f"synccheck checks .gpuir and .amir files only: {file}")
     if max_steps <= 0:
         raise BadInput(f"--max-steps out of range: {max_steps}")
     from gpusem.typing_rules.gpuir.frontend import header_defines
 
     source = read_source(file)
-    env = {**header_defines(source), **parse_defines(defines)}
-    result = synccheck(source, file, env, proc_name=proc_name, rules=rules,
-                       max_steps=max_steps)
+    env = {**header_defines(source, file), **parse_defines(defines)}
+    if language == "amir":
+        result = synccheck_amir(source, file, env, proc_name=proc_name,
+                                max_steps=max_steps, reference=reference)
+    else:
+        result = synccheck(source, file, env, proc_name=proc_name, rules=rules,
+                           max_steps=max_steps, reference=reference)
     if print_amir:
         from gpusem.calculus.amir.printer import print_proc
 

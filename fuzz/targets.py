@@ -21,6 +21,7 @@ import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
+from pathlib import Path
 from typing import Any
 
 from gpusem.calculus.errors import BadInput, GpusemError
@@ -40,6 +41,8 @@ class CheckResult:
     files: dict[str, str] = field(default_factory=dict)
     size: int = 0
     seconds: float = 0.0
+    program_file: str = ""  # the bundle file holding the program, and the line the
+    line: int = 0  # finding points at (reports: SARIF locations)
 
 
 class Target:
@@ -79,6 +82,24 @@ class Target:
     def minimise(self, program: Any, result: CheckResult, prop: str) -> CheckResult:
         """Shrink a finding beyond hypothesis's shrinking (default: as it is)."""
         return result
+
+    def confirm(self, program: Any, result: CheckResult, prop: str) -> CheckResult:
+        """Check a `timeout` finding again, with a longer limit and a fresh worker
+        where the target has them (default: check it again). The campaign reports a
+        timeout only when this gives the same signature (issue 15: a watchdog under
+        load is not a bug)."""
+        return self.check(program, prop)
+
+    def program_files(self, program: Any) -> dict[str, str]:
+        """The program as bundle files, for findings the target did not describe
+        itself (internal errors): its text, so the bundle replays."""
+        return {"program.txt": repr(program) + "\n"}
+
+    # Optional: `coverage(program) -> set[str]`, the rules and constructs a program
+    # exercises (typing rules, step rules, compiler paths), for the campaign's
+    # coverage table (`gpusem fuzz --coverage`: programs per 10,000 per label, in the
+    # JSON report too); a target without it reports none. `coverage_labels() ->
+    # tuple[str, ...]`, if present, lists every label, so the table shows those at 0.
 
     def finding_meta(self, result: CheckResult) -> dict:
         """Extra bundle metadata: tool versions, the device, the fault switched on."""
@@ -123,15 +144,84 @@ def load_target(name: str, backend: str) -> Target:
 
 
 def checked(target: Target, program: Any, prop: str) -> CheckResult:
-    """target.check, with an error of our own tools on a generated program (a generator
-    that built an invalid program, an evaluator that rejects a valid one) turned into a
-    finding of kind `internal`: shrunk and bundled like any other, never a crash of
-    the campaign."""
+    """target.check, with any exception out of it (a generator that built an invalid
+    program, an evaluator that rejects a valid one, a crash of gpusem's own code) turned
+    into a finding of kind `internal`: counted, shrunk and bundled like any other,
+    never a crash of the campaign and never silently dropped (issue 15; exit code 3)."""
     try:
         return target.check(program, prop)
-    except GpusemError as err:
-        rule = err.rule or type(err).__name__
-        return CheckResult("finding", signature=f"internal:{rule}:{err.prefix}",
-                           kind="internal error", detail=err.one_line()[:200],
-                           files={"trace.txt": err.one_line() + "\n"},
-                           size=target.size(program))
+    except Exception as err:  # noqa: BLE001 - every error is reported as a finding
+        return internal_result(err, _program_files(target, program), _size(target,
+                                                                           program))
+
+
+def _program_files(target: Any, program: Any) -> dict[str, str]:
+    try:
+        files = target.program_files(program) if hasattr(target, "program_files") else {}
+        return dict(files) or {"program.txt": repr(program) + "\n"}
+    except Exception:  # noqa: BLE001 - the error being reported comes first
+        return {"program.txt": repr(program) + "\n"}
+
+
+def _size(target: Any, program: Any) -> int:
+    try:
+        return int(target.size(program))
+    except Exception:  # noqa: BLE001
+        return 0
+
+
+INTERNAL = "internal"
+
+
+def internal_result(err: BaseException, files: dict[str, str] | None = None,
+                    size: int = 0, stage: str = "") -> CheckResult:
+    """A finding of kind `internal` for an exception of gpusem (or of a target's
+    code): signature `internal:[STAGE:]CLASS:WHERE`, WHERE the rule and message prefix
+    of a GpusemError or the innermost frame that raised, so distinct crash sites stay
+    apart; the traceback goes in `trace.txt`."""
+    import traceback
+
+    if isinstance(err, GpusemError):
+        where = f"{err.rule or type(err).__name__}:{err.prefix}"
+        detail = err.one_line()
+    else:
+        frames = traceback.extract_tb(err.__traceback__)
+        last = frames[-1] if frames else None
+        where = (f"{type(err).__name__}:{Path(last.filename).stem}.{last.name}"
+                 if last else type(err).__name__)
+        detail = f"{type(err).__name__}: {err}".replace("\n", " ")
+    trace = "".join(traceback.format_exception(err))
+    sig = f"{INTERNAL}:{stage + ':' if stage else ''}{where}"
+    return CheckResult("finding", signature=sig, kind=INTERNAL, detail=detail[:200],
+                       files=dict(files or {}) | {"trace.txt": trace}, size=size)
+
+
+def is_timeout(res: CheckResult) -> bool:
+    """A finding that says only "it took too long" (a watchdog, a hang)."""
+    parts = res.signature.split(":")
+    return res.status == "finding" and any(p in ("timeout", "hang") for p in parts)
+
+
+def same_finding(expected: str, now: str) -> bool:
+    """`now` is the bundle's signature, or refines it (a bundle written before the
+    signature gained parts: `compile:disagree:disagree` is refined by
+    `compile:disagree:disagree:out:...`)."""
+    return now == expected or now.startswith(expected + ":")
+
+
+def replayed(target: Target, files: dict[str, str], meta: dict) -> CheckResult:
+    """target.replay, with an exception out of it an `internal` finding (as `checked`);
+    a bundle that lacks a file the target needs, or names a property the target does
+    not have, is BadInput (a malformed bundle: exit 2, one line)."""
+    prop = meta.get("property")
+    if prop not in target.properties:
+        raise BadInput(f"malformed bundle: unknown property {prop!r} for target "
+                       f"{target.name} ({', '.join(target.properties)})")
+    try:
+        return target.replay(files, meta)
+    except BadInput:
+        raise
+    except KeyError as err:
+        raise BadInput(f"malformed bundle: missing file or key {err}") from None
+    except Exception as err:  # noqa: BLE001
+        return internal_result(err)

@@ -45,32 +45,38 @@ STEPS = [
 ]
 
 FUZZ = '''Fuzz the compiler. With a seeded fault switched on (here C division miscompiled as
-floor division), the campaign finds it, shrinks it to one statement and writes a
-replayable counterexample bundle:
+floor division), the campaign finds it, writes a bundle the moment it sees it, shrinks
+it in place to one statement, and exits 1 (0 when it finds nothing, 3 when gpusem
+itself fails):
 
 ```
 $ GPUSEM_FAULT=floor-division gpusem fuzz --target bundl --budget 60s --out fuzz-out
-bundl:compile ━━━━━━━━━━━━━━━━━━━━━━━━ 33 programs 1 findings 32/min 0:01:02
- kind             signature                  stmts  shrunk  after  bundle
- compile disagree compile:disagree:disagree  1      yes     57s    fuzz-out/bundl-compile-disagree-08ea27ea97
-$ cat fuzz-out/bundl-compile-disagree-08ea27ea97/program.bundl
-machine blocks = 1, threads = 4;
+bundl:compile ━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━╸   200 programs 1 findings 211/min 0:00:56
+200 programs, 1 finding classes (1 new), 191/min, 14 not compared (illegal, racy or unsupported), 0 not runnable on this backend
+compile disagree	compile:disagree:disagree:out:int:value	4->1 stmts	shrunk	7s	x10	new	fuzz-out/bundl-compile-disagree-88ee4cd7c9
+exit 1
+bundles in fuzz-out: 1
+$ cat fuzz-out/bundl-compile-disagree-88ee4cd7c9/program.bundl
+machine blocks = 1, threads = 1;
 
-global x0 : int[4] = [0, 0, 0, 1];
-global x1 : int[4] = [0, 0, 0, 0];
-global out : int[4];
+global out : int[1];
 
 main {
-  out[0] = x0[(-1 / 2 % 4 + 4) % 4];
+  out[0] = -5 / 2;
 }
-$ gpusem replay fuzz-out/bundl-compile-disagree-08ea27ea97
-reproduces: compile:disagree:disagree: disagree: out[0] is 1 on the backend (schedule 0), the interpreter says 0
+$ gpusem replay fuzz-out/bundl-compile-disagree-88ee4cd7c9
+reproduces: compile:disagree:disagree:out:int:value: disagree: out[0] is -3 on the backend (schedule 0), the interpreter says -2
 ```
 
-`-1 / 2` is 0 in C and in Bundl, -1 under floor division. The bundle holds the program,
-the kernel, the inputs, the expected and actual memories, the trace and a README with
-the tool versions; `gpusem fuzz --target gpuir` runs the AMIR seq = par property the
-same way, and `--target appy` aims at APPy's compiler.
+`-5 / 2` is -2 in C and in Bundl, -3 under floor division. The signature says where it
+diverged (a wrong `value` in the `int` array `out`; the trace names the construct: a
+store that divides); the bundle holds the
+program, the kernel, `repro.cu` (a standalone CUDA program that `nvcc -arch=sm_90a
+repro.cu` builds, exiting 1 while the bug reproduces), the inputs, the expected and
+actual memories, the trace and a README with the tool versions. `replay` exits 1 while
+the bug reproduces (`git bisect run gpusem replay DIR`). `gpusem fuzz --target gpuir`
+runs the AMIR seq = par property the same way, and `--target appy` aims at APPy's
+compiler.
 '''
 
 

@@ -1,61 +1,149 @@
-"""Programs checked per minute, end to end, for a fuzz property (issue 5).
+"""Programs checked per minute, end to end, for a fuzz property (issues 5 and 19).
 
-Runs one campaign of `--seconds` with `--jobs` local processes, exactly as `gpusem fuzz`
-does (same `run_jobs`, no progress bar), and writes one JSON object:
+Runs one campaign of `--seconds` exactly as `gpusem fuzz` does (the same client and
+engine: `--engine local` with `--jobs` processes, or `--engine dask` with `--jobs`
+workers per GPU, `--gpus` GPUs, or `--jobs` workers in all for the cpu backend) and
+writes one JSON object:
 
-  {programs, seconds, rate_per_min, campaign_seconds, cpu_seconds, cpu_ms_per_program,
-   backend, jobs, cores, loadavg, target, property, seed, invalid, findings, failed,
-   command}
+  {programs_per_min, windows: {seconds, per_min: [...], min, median, max},
+   overall_per_min, programs, seconds, gpus, engine, jobs, workers, backend, property,
+   target, seed, round_size, invalid, findings, failed, cpu_utilisation, cores,
+   loadavg, reference, device, command}
 
-`seconds` is the wall time of the whole run (process start-up, the last round's
-overrun and the merge included), so `rate_per_min` is what a person waiting sees.
-`loadavg` is taken at the start: on a shared machine, say so when comparing, and
-compare `cpu_ms_per_program` (CPU time of this process and every process it reaped:
-jobs, g++, harness workers), which other load barely moves.
+`programs_per_min` is the median over the windows of `--window` seconds that follow
+`--warmup` seconds of start-up (processes, CUDA contexts, the first builds), each
+read off the campaign's running count; `overall_per_min` divides all programs by the
+whole wall time (start-up, the last pieces and the merge included): what a person
+waiting sees. `cpu_utilisation` is the busy share of all the host's cores over the
+run (/proc/stat): whether the cores or the GPUs are the limit. `cpu_ms_per_program`
+is the CPU time of this process and all it started, per program: what other load on
+a shared machine barely moves. `loadavg` is taken at the start.
 
   python scripts/throughput.py --backend cpu --jobs 2 --seconds 120 --json out.json
+  python scripts/throughput.py --engine dask --backend cuda --gpus 2 --jobs 16 ...
 """
 
 from __future__ import annotations
 
 import argparse
+import bisect
 import json
 import os
 import shlex
+import statistics
 import sys
 import tempfile
 import time
 
 
 def measure(target: str, prop: str, backend: str, jobs: int, seconds: float,
-            seed: int, round_size: int) -> dict:
-    from gpusem.fuzz.campaign import run_jobs
+            seed: int, round_size: int, engine_name: str = "local",
+            gpus: str | None = None, window: float = 30.0, warmup: float = 20.0,
+            scheduler: str | None = None) -> dict:
+    from gpusem.fuzz.client import run_campaign
+    from gpusem.fuzz.engines.registry import load_engine
 
-    load, cpu0 = os.getloadavg(), _cpu_seconds()
+    load, busy0, cpu0 = os.getloadavg(), _host_busy(), _cpu_seconds()
+    samples: list[tuple[float, int]] = []
     with tempfile.TemporaryDirectory(prefix="gpusem-throughput-") as out:
         base = {"target_name": target, "backend": backend, "prop": prop,
                 "budget_s": seconds, "seed": seed, "shard": (0, 1), "out_dir": out,
                 "round_size": round_size, "max_programs": None}
+        engine, shards = load_engine(engine_name, backend, jobs, scheduler, gpus)
+        workers = _workers(engine, engine_name, jobs, shards)
         t0 = time.monotonic()
-        summary = run_jobs(base, jobs)
+
+        def tick(s) -> None:
+            samples.append((time.monotonic() - t0, s.programs))
+
+        summary = run_campaign(base, engine, shards, on_tick=tick)
         wall = time.monotonic() - t0
-    cpu = _cpu_seconds() - cpu0
-    return {"programs": summary.programs, "seconds": round(wall, 2),
-            "rate_per_min": round(60 * summary.programs / wall, 1),
-            "campaign_seconds": round(summary.seconds, 2), "cpu_seconds": round(cpu, 1),
-            "cpu_ms_per_program": round(1000 * cpu / max(1, summary.programs), 1),
-            "backend": backend,
-            "jobs": jobs, "cores": os.cpu_count(),
-            "loadavg": [round(x, 2) for x in load], "target": target,
-            "property": prop, "seed": seed, "round_size": round_size,
+    busy, cpu = _host_busy(), _cpu_seconds() - cpu0
+    rates = window_rates(samples, warmup, window)
+    utilisation = None
+    if busy0 is not None and busy is not None and busy[1] > busy0[1]:
+        utilisation = round((busy[0] - busy0[0]) / (busy[1] - busy0[1]), 3)
+    return {"programs_per_min": round(statistics.median(rates), 1) if rates else None,
+            "windows": {"seconds": window, "warmup_s": warmup,
+                        "per_min": [round(r, 1) for r in rates],
+                        "min": round(min(rates), 1) if rates else None,
+                        "median": round(statistics.median(rates), 1) if rates else None,
+                        "max": round(max(rates), 1) if rates else None},
+            "overall_per_min": round(60 * summary.programs / wall, 1),
+            "programs": summary.programs, "seconds": round(wall, 2),
+            "gpus": _gpu_count(engine, backend), "engine": engine_name, "jobs": jobs,
+            "workers": workers, "backend": backend, "property": prop,
+            "target": target, "seed": seed, "round_size": round_size,
             "invalid": summary.invalid, "findings": len(summary.findings),
-            "failed": summary.failed,
+            "failed": summary.failed, "cpu_utilisation": utilisation,
+            "cpu_ms_per_program": round(1000 * cpu / max(1, summary.programs), 1),
+            "cores": os.cpu_count(), "loadavg": [round(x, 2) for x in load],
+            "reference": os.environ.get("GPUSEM_REFERENCE", "fast"),
+            "cuda_sync": (os.environ.get("GPUSEM_CUDA_SYNC", "blocking")
+                          if backend == "cuda" else None),
+            "device": os.environ.get("GPUSEM_DEVICE", ""),
             "command": shlex.join([os.path.basename(sys.executable), *sys.argv])}
 
 
+def window_rates(samples: list[tuple[float, int]], warmup: float,
+                 window: float) -> list[float]:
+    """Programs per minute in each whole window [warmup + k·w, warmup + (k+1)·w)
+    inside the sampled span, the running count interpolated at the window edges."""
+    if len(samples) < 2:
+        return []
+    samples = sorted(samples)
+    times = [t for t, _ in samples]
+
+    def count_at(t: float) -> float:
+        i = bisect.bisect_left(times, t)
+        if i <= 0:
+            return samples[0][1]
+        if i >= len(samples):
+            return samples[-1][1]
+        (ta, ca), (tb, cb) = samples[i - 1], samples[i]
+        return ca + (cb - ca) * (t - ta) / (tb - ta) if tb > ta else cb
+
+    rates, start = [], warmup
+    while start + window <= times[-1]:
+        rates.append(60.0 * (count_at(start + window) - count_at(start)) / window)
+        start += window
+    return rates
+
+
+def _workers(engine, name: str, jobs: int, shards: int) -> int:
+    if name == "local":
+        return shards
+    return int(getattr(engine, "workers_started", 0) or jobs)
+
+
+def _gpu_count(engine, backend: str) -> int:
+    if backend != "cuda":
+        return 0
+    gpus = getattr(engine, "gpus", None)
+    if gpus is not None:  # dask: the GPUs its workers were pinned to
+        from gpusem.fuzz.engines.dask import gpu_ids
+
+        return len(gpu_ids(gpus))
+    return 1  # the local engine's processes share the one GPU CUDA gives them
+
+
 def _cpu_seconds() -> float:
-    t = os.times()  # children: only those already waited for (all, once run_jobs ends)
+    """CPU time of this process and of every process it reaped (jobs, workers, g++,
+    harness and CUDA workers): all of them, once the engine has closed."""
+    t = os.times()
     return t.user + t.system + t.children_user + t.children_system
+
+
+def _host_busy() -> tuple[float, float] | None:
+    """(busy jiffies, all jiffies) of the whole host, from /proc/stat."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [float(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0.0)  # idle + iowait
+    total = sum(fields[:8])
+    return total - idle, total
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -63,14 +151,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--target", default="bundl")
     ap.add_argument("--property", dest="prop", default="compile")
     ap.add_argument("--backend", default="cpu")
+    ap.add_argument("--engine", default="local")
+    ap.add_argument("--scheduler", default=None)
+    ap.add_argument("--gpus", default=None, help="dask + cuda: all, a count, or ids")
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--seconds", type=float, default=120.0)
+    ap.add_argument("--window", type=float, default=30.0)
+    ap.add_argument("--warmup", type=float, default=20.0)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--round-size", type=int, default=100)  # as gpusem fuzz
     ap.add_argument("--json", help="write the result here (also printed)")
     args = ap.parse_args(argv)
     result = measure(args.target, args.prop, args.backend, args.jobs, args.seconds,
-                     args.seed, args.round_size)
+                     args.seed, args.round_size, args.engine, args.gpus, args.window,
+                     args.warmup, args.scheduler)
     text = json.dumps(result, indent=1)
     print(text)
     if args.json:

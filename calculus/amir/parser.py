@@ -75,7 +75,9 @@ def parse_proc(source: str, file: str = "<string>") -> A.AProc:
 
 
 def parse_file(path: str) -> A.AProc:
-    return parse_proc(Path(path).read_text(), path)
+    from gpusem.calculus.source import read_source
+
+    return parse_proc(read_source(path), path)
 
 
 # (parameter kinds per statement: v=VL, b=bool, a=access, z=barrier access,

@@ -28,7 +28,7 @@ _SPAN = field(default=NO_SPAN, compare=False, repr=False)
 
 # ---------------------------------------------------------------------- expressions
 
-BIN_OPS = ("+", "-", "*", "/", "//", "%")
+BIN_OPS = ("+", "-", "*", "/", "//", "%", "&", "|")
 CMP_OPS = ("<", "<=", ">", ">=", "==", "!=")
 # Elementwise functions of the abstract machine (Section 2: "basic mathematical unary and
 # binary operations"), written `np.<f>` so that the sequential reading is plain NumPy.
@@ -36,6 +36,9 @@ UNARY_FUNS = ("exp", "log", "sqrt", "abs", "sin", "cos", "tanh")
 BINARY_FUNS = ("maximum", "minimum")
 # Reductions over a vector or tensor (Section 4.1: sum(A[:M, :N], axis=1), max(...)).
 REDUCE_FUNS = ("sum", "max", "min")
+# Products the tensor model writes as calls (Listing 7's gesummv: `mv(alpha * A[:M, :N],
+# x[:N])`; appyc 0.2.0 reads `appy.mv` / `appy.dot` as `appy.sum(a * b)`).
+PRODUCT_FUNS = ("mv", "dot")
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,11 +120,13 @@ class Call:
 
 @dataclass(frozen=True, slots=True)
 class Where:
-    """`appy.where(cond, x, y)` (Section 2) or the ternary `x if cond else y`."""
+    """`appy.where(cond, x, y)` (Section 2), or with `ternary` Python's conditional
+    expression `x if cond else y` (kept as written: appyc reads it by its own pass)."""
 
     cond: Expr
     then: Expr
     orelse: Expr
+    ternary: bool = False
     span: Span = _SPAN
 
 
@@ -143,12 +148,17 @@ Expr = (Const | Name | Mvl | Slice | NewAxis | Subscript | BinOp | Neg | Compare
 
 @dataclass(frozen=True, slots=True)
 class ParallelFor:
-    """`#pragma parallel for [simd[(w)]] [reduction(+:x,...)]`: one worker per
-    iteration (Section 3.1); with `simd`, each worker takes a chunk (Section 3.2)."""
+    """`#pragma parallel for [simd[(w)]] [reduction(+:x,...)] [to(A,..)] [from(A,..)]`:
+    one worker per iteration (Section 3.1); with `simd`, each worker takes a chunk
+    (Section 3.2). `to`/`from` are appyc's data clauses: host arrays copied to the
+    device before the loop, and back (rebinding the name) after it; the sequential
+    reading ignores them (errata: "data clauses")."""
 
     simd: bool = False
     width: int | None = None
     reduction: tuple[str, ...] = ()
+    to: tuple[str, ...] = ()
+    from_: tuple[str, ...] = ()
     span: Span = _SPAN
 
 
@@ -225,7 +235,15 @@ class For:
     span: Span = _SPAN
 
 
-Stmt = Assign | If | For
+@dataclass(frozen=True, slots=True)
+class Return:
+    """`return [e]`: ends the function (host code only: Legal-Return)."""
+
+    value: Expr | None = None
+    span: Span = _SPAN
+
+
+Stmt = Assign | If | For | Return
 
 # -------------------------------------------------------------------------- program
 
@@ -260,7 +278,7 @@ def walk_stmts(body: tuple[Stmt, ...]) -> Iterator[Stmt]:
             case If(body=then, orelse=orelse):
                 yield from walk_stmts(then)
                 yield from walk_stmts(orelse)
-            case Assign():
+            case Assign() | Return():
                 pass
 
 
@@ -296,3 +314,16 @@ def walk_expr(e: Expr) -> Iterator[Expr]:
 def stmt_count(body: tuple[Stmt, ...]) -> int:
     """Size of a program for shrinking reports: statements, loops included."""
     return sum(1 for _ in walk_stmts(body))
+
+
+def stmt_exprs(s: Stmt) -> tuple[Expr, ...]:
+    """The expressions a statement holds itself (not those of nested statements)."""
+    match s:
+        case Assign(target=t, value=v):
+            return (t, v)
+        case If(cond=c):
+            return (c,)
+        case For(start=a, stop=b, step=c):
+            return (a, b, c)
+        case Return(value=v):
+            return () if v is None else (v,)

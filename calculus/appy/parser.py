@@ -5,8 +5,9 @@ The program is read as text, never imported or executed: `ast` gives the stateme
 statement that follows it (Alg. 3 of seed 003, "link a pragma to the node following
 it"). Directive grammar (Sections 3.1-3.4 and 4.2):
 
-  loop    ::= 'parallel' 'for' ['simd' ['(' INT ')']] ['reduction' '(' '+' ':' names ')']
-            | 'simd' ['(' INT ')'] | 'sequential' 'for'
+  loop    ::= 'parallel' 'for' clause* | 'simd' ['(' INT ')'] | 'sequential' 'for'
+  clause  ::= 'simd' ['(' INT ')'] | 'reduction' '(' '+' ':' names ')'
+            | 'to' '(' names ')' | 'from' '(' names ')'       (each at most once)
   stmt    ::= ['atomic'] {slice '=>' prop (',' prop)*}
   prop    ::= 'parallel' | 'simd' | 'reduce' '(' 'sum' ')'
             | 'reduction' '(' 'sum' ':' name ')' | 'le' '(' INT ')'
@@ -22,12 +23,13 @@ import re
 import tokenize
 from typing import Any, Iterator, cast
 
+from gpusem.calculus import budgets
 from gpusem.calculus.appy import ast as A
 from gpusem.calculus.errors import BadInput
 from gpusem.calculus.span import Span
 
 _BINOPS = {pyast.Add: "+", pyast.Sub: "-", pyast.Mult: "*", pyast.Div: "/",
-           pyast.FloorDiv: "//", pyast.Mod: "%"}
+           pyast.FloorDiv: "//", pyast.Mod: "%", pyast.BitAnd: "&", pyast.BitOr: "|"}
 _CMPOPS = {pyast.Lt: "<", pyast.LtE: "<=", pyast.Gt: ">", pyast.GtE: ">=",
            pyast.Eq: "==", pyast.NotEq: "!="}
 _FUNC_MODULES = ("np", "numpy", "appy", "torch")
@@ -41,11 +43,18 @@ def parse_program(source: str, filename: str = "<appy>") -> A.Function:
     try:
         tree = pyast.parse(source, filename)
     except SyntaxError as err:
-        raise BadInput(f"syntax error: {filename}:{err.lineno}: {err.msg}") from None
+        raise BadInput(f"syntax error: {err.msg}", span=Span(
+            filename, err.lineno or 1, err.offset or 1, err.lineno or 1,
+            err.offset or 1)) from None
+    except (ValueError, RecursionError, MemoryError) as err:  # NUL bytes, nesting
+        raise BadInput(f"syntax error: {type(err).__name__}: {err}",
+                       span=Span(filename, 1, 1, 1, 1)) from None
+    _check_depth(tree, filename)
     pragmas = _pragma_lines(source, filename)
     funcs = [n for n in tree.body if isinstance(n, pyast.FunctionDef)]
     if not funcs:
-        raise BadInput(f"no function: {filename} defines no APPy function")
+        raise BadInput("no function: the file defines no APPy function",
+                       span=Span(filename, 1, 1, 1, 1))
     p = _Parser(filename, pragmas)
     fn = p.function(funcs[0])
     later = [n.lineno for n in tree.body if n.lineno > funcs[0].lineno]
@@ -53,9 +62,25 @@ def parse_program(source: str, filename: str = "<appy>") -> A.Function:
     stray = sorted(ln for ln in pragmas if ln not in p.used
                    and funcs[0].lineno <= ln < end)
     if stray:
-        raise BadInput(f"dangling pragma: {filename}:{stray[0]}: "
-                       f"'{pragmas[stray[0]]}' precedes no loop or assignment")
+        raise BadInput(f"dangling pragma: '{pragmas[stray[0]]}' precedes no loop or "
+                       "assignment", span=Span(filename, stray[0], 1, stray[0], 1))
     return fn
+
+
+def _check_depth(tree: pyast.AST, filename: str) -> None:
+    """The nesting budget (`gpusem.calculus.budgets`) over Python's syntax tree,
+    walked iteratively before the recursive reading of it."""
+    limit = budgets.current().nesting
+    stack: list[tuple[pyast.AST, int]] = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            line, col = getattr(node, "lineno", 1), getattr(node, "col_offset", 0) + 1
+            raise BadInput(f"nesting too deep: more than {limit} levels of nested "
+                           f"statements and expressions, the nesting budget "
+                           f"({budgets.FLAGS['nesting']})", rule="Budget",
+                           span=Span(filename, line, col, line, col))
+        stack.extend((c, depth + 1) for c in pyast.iter_child_nodes(node))
 
 
 def _pragma_lines(source: str, filename: str) -> dict[int, str]:
@@ -67,10 +92,14 @@ def _pragma_lines(source: str, filename: str) -> dict[int, str]:
                 text = tok.string[1:].strip()
                 if text.startswith("pragma"):
                     if not re.match(r"pragma\s", text + " "):
-                        raise BadInput(f"malformed pragma: {filename}:{tok.start[0]}")
+                        raise BadInput("malformed pragma: '#pragma' needs a space",
+                                       span=Span(filename, tok.start[0],
+                                                 tok.start[1] + 1, tok.start[0],
+                                                 tok.start[1] + 1))
                     out[tok.start[0]] = text[len("pragma"):].strip()
     except tokenize.TokenError as err:
-        raise BadInput(f"syntax error: {filename}: {err}") from None
+        raise BadInput(f"syntax error: {err.args[0] if err.args else err}",
+                       span=Span(filename, 1, 1, 1, 1)) from None
     return out
 
 
@@ -85,7 +114,7 @@ class _Parser:
                     n.end_lineno or n.lineno, (n.end_col_offset or 0))
 
     def bad(self, n: Located, msg: str) -> BadInput:
-        return BadInput(f"unsupported syntax: {self.span(n)}: {msg}")
+        return BadInput(f"unsupported syntax: {msg}", span=self.span(n))
 
     # ------------------------------------------------------------------- program
     def function(self, f: pyast.FunctionDef) -> A.Function:
@@ -132,8 +161,12 @@ class _Parser:
                                 _BINOPS[type(op)], atomic, tp, sp)
             case pyast.If(test=test, body=body, orelse=orelse):
                 if pragma is not None:
-                    raise BadInput(f"misplaced pragma: {sp}: a directive on an 'if'")
+                    raise BadInput("misplaced pragma: a directive on an 'if'", span=sp)
                 return A.If(self.expr(test), self.block(body), self.block(orelse), sp)
+            case pyast.Return(value=value):
+                if pragma is not None:
+                    raise BadInput("misplaced pragma: a directive on a 'return'", span=sp)
+                return A.Return(None if value is None else self.expr(value), sp)
             case _:
                 raise self.bad(s, type(s).__name__.lower())
 
@@ -184,7 +217,7 @@ class _Parser:
             case pyast.Compare(left=a, ops=[op], comparators=[b]) if type(op) in _CMPOPS:
                 return A.Compare(_CMPOPS[type(op)], self.expr(a), self.expr(b), sp)
             case pyast.IfExp(test=c, body=t, orelse=o):
-                return A.Where(self.expr(c), self.expr(t), self.expr(o), sp)
+                return A.Where(self.expr(c), self.expr(t), self.expr(o), True, sp)
             case pyast.Subscript(value=pyast.Name(id=arr), slice=ix):
                 elts = ix.elts if isinstance(ix, pyast.Tuple) else [ix]
                 return A.Subscript(arr, tuple(self.index(i) for i in elts), sp)
@@ -221,6 +254,8 @@ class _Parser:
             bound = args[2] if len(args) == 3 else (
                 self.expr(kw["bound"]) if "bound" in kw else None)
             return A.Vidx(args[0], args[1], bound, sp)
+        if name in A.PRODUCT_FUNS and len(args) == 2 and not kw:
+            return A.Call(name, args, None, sp)
         if name in A.UNARY_FUNS and len(args) == 1 and not kw:
             return A.Call(name, args, None, sp)
         if name in A.BINARY_FUNS and len(args) == 2 and not kw:
@@ -235,7 +270,7 @@ class _Parser:
             return A.Call(name, args, axis, sp)
         if name in ("max", "min") and len(args) == 2 and not kw:
             return A.Call("maximum" if name == "max" else "minimum", args, None, sp)
-        raise BadInput(f"unknown function: {sp}: {name}/{len(args)}")
+        raise BadInput(f"unknown function: {name}/{len(args)}", span=sp)
 
 
 def _func_name(f: pyast.expr) -> str | None:
@@ -256,6 +291,8 @@ def _subscripts(stmt: A.Stmt) -> Iterator[A.Subscript]:
             exprs = [c]
         case A.For(start=a, stop=b, step=c):
             exprs = [a, b, c]
+        case A.Return(value=v):
+            exprs = [] if v is None else [v]
     for e in exprs:
         for sub in A.walk_expr(e):
             if isinstance(sub, A.Subscript):
@@ -264,26 +301,46 @@ def _subscripts(stmt: A.Stmt) -> Iterator[A.Subscript]:
 
 # ------------------------------------------------------------------- directives
 
-_WIDTH = r"(?:\s*\(\s*(\d+)\s*\))?"
-_LOOP = re.compile(
-    r"^(?:(?P<par>parallel\s+for)(?P<simd>\s+simd" + _WIDTH + r")?"
-    r"(?:\s+reduction\s*\(\s*\+\s*:\s*(?P<red>[A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s*\))?"
-    r"|(?P<seq>sequential\s+for)|simd" + _WIDTH.replace("(\\d+)", "(?P<w2>\\d+)") + r")$")
+_LOOP = re.compile(r"^(?:(?P<par>parallel\s+for)(?P<clauses>(?:\s.*)?)|(?P<seq>sequential\s+for)"
+                   r"|simd(?:\s*\(\s*(?P<w2>\d+)\s*\))?)$")
+_NAMES = r"[A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*"
+_CLAUSE = re.compile(r"\s*(?:(?P<simd>simd)(?:\s*\(\s*(?P<w>\d+)\s*\))?"
+                     r"|reduction\s*\(\s*\+\s*:\s*(?P<red>" + _NAMES + r")\s*\)"
+                     r"|to\s*\(\s*(?P<to>" + _NAMES + r")\s*\)"
+                     r"|from\s*\(\s*(?P<frm>" + _NAMES + r")\s*\))")
+
+
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(r.strip() for r in text.split(","))
 
 
 def parse_loop_directive(text: str, sp: Span) -> A.LoopDirective:
     """A loop directive (Sections 3.1-3.2), or BadInput naming what is wrong."""
     m = _LOOP.match(text.strip())
     if m is None:
-        raise BadInput(f"unknown directive: {sp}: '#pragma {text}' on a loop")
+        raise BadInput(f"unknown directive: '#pragma {text}' on a loop", span=sp)
     if m["seq"]:
         return A.SequentialFor(sp)
-    if m["par"]:
-        width = m.group(3)
-        red = tuple(r.strip() for r in m["red"].split(",")) if m["red"] else ()
-        return A.ParallelFor(bool(m["simd"]), int(width) if width else None, red, sp)
-    w = m["w2"]
-    return A.Simd(int(w) if w else None, sp)
+    if not m["par"]:
+        w = m["w2"]
+        return A.Simd(int(w) if w else None, sp)
+    rest, kw = m["clauses"] or "", dict[str, object]()
+    while rest.strip():
+        c = _CLAUSE.match(rest)
+        if c is None:
+            raise BadInput(f"unknown directive: '#pragma {text}' on a loop", span=sp)
+        key = next(k for k in ("simd", "red", "to", "frm") if c[k])
+        if key in kw:
+            raise BadInput(f"malformed directive: clause '{key}' given twice", span=sp)
+        if key == "simd":
+            kw["simd"], kw["width"] = True, int(c["w"]) if c["w"] else None
+        else:
+            kw[key] = _names(c[key])
+        rest = rest[c.end():]
+    return A.ParallelFor(bool(kw.get("simd")), cast(int | None, kw.get("width")),
+                         cast(tuple[str, ...], kw.get("red", ())),
+                         cast(tuple[str, ...], kw.get("to", ())),
+                         cast(tuple[str, ...], kw.get("frm", ())), sp)
 
 
 _PROP = re.compile(r"^(parallel|simd|reduce\(\s*sum\s*\)|reduction\(\s*sum\s*:\s*\w+\s*\)"
@@ -297,13 +354,13 @@ def parse_stmt_directive(text: str, sp: Span) -> tuple[bool, A.TensorPragma | No
     words = words[1:] if atomic else words
     if not words:
         if not atomic:
-            raise BadInput(f"unknown directive: {sp}: empty '#pragma'")
+            raise BadInput("unknown directive: empty '#pragma'", span=sp)
         return True, None
     dims = []
     for w in words:
         if "=>" not in w:
-            raise BadInput(f"unknown directive: {sp}: '{w}' on an assignment "
-                           "(expected 'atomic' or slice=>properties)")
+            raise BadInput(f"unknown directive: '{w}' on an assignment "
+                           "(expected 'atomic' or slice=>properties)", span=sp)
         dims.append(_dim_props(w, sp))
     return atomic, A.TensorPragma(tuple(dims), sp)
 
@@ -315,7 +372,7 @@ def _dim_props(word: str, sp: Span) -> A.DimProps:
     except SyntaxError:
         sl = None
     if not isinstance(sl, pyast.Slice) or sl.upper is None or sl.step is not None:
-        raise BadInput(f"malformed directive: {sp}: '{sl_text}' is not a slice lo:hi")
+        raise BadInput(f"malformed directive: '{sl_text}' is not a slice lo:hi", span=sp)
     p = _Parser(sp.file, {})
     lo = None if sl.lower is None else p.expr(sl.lower)
     slice_ = A.Slice(lo, p.expr(sl.upper))
@@ -323,8 +380,8 @@ def _dim_props(word: str, sp: Span) -> A.DimProps:
     for prop in re.split(r",(?![^(]*\))", props_text) if props_text else []:
         m = _PROP.match(prop.strip())
         if m is None:
-            raise BadInput(f"unknown directive: {sp}: property '{prop}' "
-                           "(parallel, simd, reduce(sum), le(C))")
+            raise BadInput(f"unknown directive: property '{prop}' "
+                           "(parallel, simd, reduce(sum), le(C))", span=sp)
         key = prop.strip().split("(")[0]
         if key in ("parallel", "simd"):
             kw[key] = True
@@ -333,10 +390,10 @@ def _dim_props(word: str, sp: Span) -> A.DimProps:
         else:
             kw["le"] = int(m.group(2))
             if kw["le"] <= 0 or kw["le"] & (kw["le"] - 1):
-                raise BadInput(f"malformed directive: {sp}: le({kw['le']}) must be a "
-                               "positive power of two")
+                raise BadInput(f"malformed directive: le({kw['le']}) must be a "
+                               "positive power of two", span=sp)
     if not props_text:
-        raise BadInput(f"malformed directive: {sp}: '{word}' has no properties")
+        raise BadInput(f"malformed directive: '{word}' has no properties", span=sp)
     return A.DimProps(slice_, span=sp, **kw)
 
 

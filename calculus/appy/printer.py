@@ -12,7 +12,8 @@ from typing import assert_never
 
 from gpusem.calculus.appy import ast as A
 
-_PREC = {"+": 1, "-": 1, "*": 2, "/": 2, "//": 2, "%": 2}
+# Python's binding strengths: comparisons < `|` < `&` < `+ -` < `* / // %` < unary -.
+_PREC = {"|": 1, "&": 2, "+": 3, "-": 3, "*": 4, "/": 4, "//": 4, "%": 4}
 
 
 def print_program(fn: A.Function, decorator: str | None = None) -> str:
@@ -51,18 +52,24 @@ def _stmt(s: A.Stmt, depth: int) -> list[str]:
             if orelse:
                 out += [f"{pad}else:"] + _block(orelse, depth + 1)
             return out
+        case A.Return(value=v):
+            return [f"{pad}return" + ("" if v is None else f" {expr(v)}")]
         case _:
             assert_never(s)
 
 
 def directive_text(d: A.LoopDirective) -> str:
     match d:
-        case A.ParallelFor(simd=simd, width=w, reduction=red):
+        case A.ParallelFor(simd=simd, width=w, reduction=red, to=to, from_=frm):
             text = "parallel for"
             if simd:
                 text += " simd" + (f"({w})" if w else "")
             if red:
                 text += f" reduction(+:{','.join(red)})"
+            if to:
+                text += f" to({','.join(to)})"
+            if frm:
+                text += f" from({','.join(frm)})"
             return text
         case A.Simd(width=w):
             return "simd" + (f"({w})" if w else "")
@@ -75,7 +82,9 @@ def directive_text(d: A.LoopDirective) -> str:
 def _dim(d: A.DimProps) -> str:
     props = (["parallel"] if d.parallel else []) + (["simd"] if d.simd else []) + (
         ["reduce(sum)"] if d.reduce else []) + ([f"le({d.le})"] if d.le else [])
-    return f"{_slice(d.slice)}=>{','.join(props)}"
+    # One word per dimension, as the paper writes them (`1:M-1=>parallel`): a pragma's
+    # dimensions are separated by spaces
+    return f"{_slice(d.slice).replace(' ', '')}=>{','.join(props)}"
 
 
 def _slice(s: A.Slice) -> str:
@@ -84,6 +93,8 @@ def _slice(s: A.Slice) -> str:
 
 
 def expr(e: A.Expr, prec: int = 0) -> str:
+    """`e` as Python text, parenthesised where an operator of binding strength `prec`
+    holds it."""
     match e:
         case A.Const(value=v):
             return _const(v, prec)
@@ -102,7 +113,7 @@ def expr(e: A.Expr, prec: int = 0) -> str:
             text = f"{expr(a, p)} {op} {expr(b, p + 1)}"
             return f"({text})" if p < prec else text
         case A.Neg(operand=a):
-            return f"-{expr(a, 3)}"
+            return f"-{expr(a, 5)}"
         case A.Compare(op=op, left=a, right=b):
             text = f"{expr(a, 1)} {op} {expr(b, 1)}"
             return f"({text})" if prec > 0 else text
@@ -110,7 +121,12 @@ def expr(e: A.Expr, prec: int = 0) -> str:
             inner = ", ".join(expr(a) for a in args)
             if f in A.REDUCE_FUNS:
                 return f"{f}({inner}" + (f", axis={axis})" if axis is not None else ")")
+            if f in A.PRODUCT_FUNS:
+                return f"appy.{f}({inner})"
             return f"np.{f}({inner})"
+        case A.Where(cond=c, then=t, orelse=o, ternary=True):
+            text = f"{expr(t, 1)} if {expr(c, 1)} else {expr(o, 1)}"
+            return f"({text})" if prec > 0 else text
         case A.Where(cond=c, then=t, orelse=o):
             return f"appy.where({expr(c)}, {expr(t)}, {expr(o)})"
         case A.Vidx(start=s, step=st, bound=b):

@@ -14,7 +14,9 @@ exit 2, one line):
   - sizes (`alloc`, `global`), `machine` B and T, perspective counts `n`, `group q` and
     `partition ... by c` are positive; every size fits int32;
   - a `global` initializer list has exactly `size` literals of the element type;
-  - no two globals, functions, or parameters of one function share a name.
+  - no two globals, functions, or parameters of one function share a name;
+  - the nesting and literal_digits budgets (`gpusem.calculus.budgets`; the threads
+    and elements budgets, `calculus.bundl.limits`, are the interpreters' and `check`'s).
 
 Negative literals. `-1` parses as `IntLit(-1)`, `-(1)` as `UnOp("-", IntLit(1))`: the
 printer prints each back the same way, so print-then-parse is the identity on both.
@@ -27,6 +29,7 @@ from pathlib import Path
 from typing import Callable, Literal, cast, overload
 
 import lark
+from gpusem.calculus.budgets import check_nesting
 from gpusem.calculus.bundl import ast
 from gpusem.calculus.bundl.to_ast import Parsed, ToAst
 from gpusem.calculus.errors import BadInput
@@ -81,6 +84,7 @@ def _parse(text: str, file: str, entry: Literal["expr"]) -> ast.Expr: ...
 def _parse(text: str, file: str, entry: str) -> Parsed:
     try:
         tree = _lark().parse(text, start=_ENTRY[entry])
+        check_nesting(tree, file)
         builder = ToAst(file)
         result = builder.transform(tree)
     except UnexpectedInput as err:

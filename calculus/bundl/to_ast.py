@@ -15,6 +15,7 @@ from fractions import Fraction
 from typing import Any, NoReturn, Union, cast
 
 import numpy as np
+from gpusem.calculus.budgets import check_int_literal
 from gpusem.calculus.bundl import ast
 from gpusem.calculus.bundl.perspective import Level, Perspective
 from gpusem.calculus.errors import BadInput
@@ -99,7 +100,7 @@ class ToAst(Transformer[Token, Parsed]):
         return _span(self.file, meta)
 
     def _nat(self, tok: Token, what: str, *, positive: bool = True) -> int:
-        value = int(tok)
+        value = check_int_literal(str(tok), _tok_span(self.file, tok))
         if (positive and value <= 0) or value > INT32_MAX:
             rng = "positive" if positive else "non-negative"
             self._bad(_tok_span(self.file, tok),
@@ -293,7 +294,8 @@ class ToAst(Transformer[Token, Parsed]):
 
     # expressions -------------------------------------------------------------
     def int_lit(self, meta: Meta, tok: Token) -> ast.IntLit:  # T-Int
-        value, span = int(tok), _tok_span(self.file, tok)
+        span = _tok_span(self.file, tok)
+        value = check_int_literal(str(tok), span)
         if value > INT32_MAX + 1:
             self._bad(span, f"int literal out of range: {value} does not fit int32")
         lit = ast.IntLit(value, span)

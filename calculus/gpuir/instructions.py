@@ -1,6 +1,8 @@
 """The instruction library: g : Instr of Exo-GPU (Section 3.3, Figures 2, 19, 20).
 
-Each instruction is one `Instr` declaration: its parameters (data: precision, window
+Each instruction is one `Instr` declaration (calculus/gpuir/instr_decl.py says how
+one is written; calculus/gpuir/instructions_ext.py adds the host copies, atomics and
+TMA reductions Exo-GPU's programs use): its parameters (data: precision, window
 shape, accepted memories, access mode and the Figure 19/20 annotations; control:
 allowed values), its collective unit τ_u (the threads that must execute a call
 together), the barrier type its trailing `>> z` needs (π_z), its sequential behaviour
@@ -41,112 +43,48 @@ accumulation) may differ in the last bits. See errata "MMA rounding".
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Literal
+from typing import Any, Iterable
 
 import numpy as np
-import numpy.typing as npt
-from gpusem.calculus.gpuir.ast import DataType, UnitExpr
-from gpusem.calculus.gpuir.memtypes import DataMemory
+from gpusem.calculus.gpuir.ast import UnitExpr
+from gpusem.calculus.gpuir.instr_decl import (
+    ANY_CUDA,
+    GMEM,
+    SM80,
+    SMEM,
+    TMA_G,
+    TMA_S,
+    WG_D,
+    WG_S,
+    Access,
+    Instr,
+    InstrParam,
+    View,
+    async_quals,
+    ctrl_param,
+    data_param,
+    ext_quals,
+    initial_qual,
+    warp_sync,
+)
+from gpusem.calculus.gpuir.instructions_ext import EXT_DECLS
 
-Access = Literal["read", "write", "readwrite"]
-
-# Qualitative timeline names (Figure 15; calculus.gpuir.timelines.QualTL values).
-RMEM = "cuda_in_order_rmem_qual"
-RAM = "cuda_in_order_ram_qual"
-SM80 = "Sm80_cp_async_qual"
-TMA_S = "tma_to_smem_async_qual"
-TMA_G = "tma_to_gmem_async_qual"
-WG_A = "wgmma_async_rmem_a_qual"
-WG_D = "wgmma_async_rmem_d_qual"
-WG_S = "wgmma_async_smem_qual"
-
-ANY_CUDA = ("CudaBasicDeviceVisible", "CudaBasicSmem", "CudaRmem")
-SMEM = ("CudaBasicSmem",)
-GMEM = ("CudaBasicDeviceVisible",)
-
-
-@dataclass(frozen=True, slots=True)
-class InstrParam:
-    """τ_a : Arg (Figure 2). For a data parameter `shape` lists the extents of the
-    argument window's interval dimensions (ints, or symbols unified across the call;
-    the leading `len(dist_units)` of them are distributed over those units)."""
-
-    name: str
-    kind: Literal["data", "ctrl"] = "data"
-    dtype: DataType | None = DataType.F32
-    shape: tuple[int | str, ...] = ()
-    mems: tuple[str, ...] = ANY_CUDA
-    access: Access = "read"
-    out_of_order: bool = False
-    convergent: bool = False
-    dist_units: tuple[str, ...] = ()
-    initial_qual_tl: str | None = None
-    ext_qual_tl: frozenset[str] | None = None
-    atomic_qual_tl: frozenset[str] = frozenset()
-    values: tuple[int, ...] = ()  # allowed values of a control parameter (any if empty)
-
-
-@dataclass(frozen=True, slots=True)
-class Instr:
-    """g : Instr (Figure 2): `proc y*, (x : τ_a)*, t, τ_u, π_z, τ_u* do s`."""
-
-    name: str
-    params: tuple[InstrParam, ...]
-    unit: UnitExpr
-    behaviour: Callable[..., None]
-    cuda: str
-    ptx: str
-    barrier: str | None = None       # π_z the trailing `>> z` must have, if any
-    device: bool = True              # t: a CUDA instruction (False: CPU)
-    sizes: dict[str, tuple[int, ...]] = field(default_factory=dict)  # symbol -> allowed
-    doc: str = ""
-
-    def param(self, name: str) -> InstrParam:
-        return next(p for p in self.params if p.name == name)
-
-    @property
-    def data_params(self) -> tuple[InstrParam, ...]:
-        return tuple(p for p in self.params if p.kind == "data")
-
-
-def initial_qual(p: InstrParam, memory: DataMemory) -> str:
-    """T_init(g.p_i), resolving the in-order default by the argument's memory
-    (T_qin)."""
-    if p.initial_qual_tl is not None:
-        return p.initial_qual_tl
-    return RMEM if memory.is_rmem else RAM
-
-
-def ext_quals(p: InstrParam, memory: DataMemory) -> frozenset[str]:
-    """T_ext(g.p_i), with the same default."""
-    if p.ext_qual_tl is not None:
-        return p.ext_qual_tl
-    return frozenset({initial_qual(p, memory)})
+__all__ = ["INSTRUCTIONS", "Instr", "InstrParam", "ext_quals", "initial_qual",
+           "lookup"]
 
 
 def _data(name: str, shape: Iterable[int | str], mems: Iterable[str] = ANY_CUDA,
           access: Access = "read", **kw: Any) -> InstrParam:
-    return InstrParam(name, "data", DataType.F32, tuple(shape), tuple(mems), access,
-                      **kw)
+    return data_param(name, shape, mems, access, **kw)
 
 
-def _ctrl(name: str, values: Iterable[int] = ()) -> InstrParam:
-    return InstrParam(name, "ctrl", None, (), (), "read", values=tuple(values))
-
-
-def _async(qual: str) -> dict[str, Any]:
-    return dict(out_of_order=True, initial_qual_tl=qual, ext_qual_tl=frozenset({qual}))
-
-
-def _warp_sync(qual: str = RMEM) -> dict[str, Any]:
-    return dict(convergent=True, initial_qual_tl=qual, ext_qual_tl=frozenset({qual}))
+_ctrl = ctrl_param
+_async = async_quals
+_warp_sync = warp_sync
 
 
 # ------------------------------------------------------------------- behaviours
 # Each mutates its output views in place; every arithmetic step stays in float32.
-
-View = npt.NDArray[Any]  # a window of a data argument, written in place
 
 
 def _copy(dst: View, src: View) -> None:
@@ -352,7 +290,7 @@ _DECLS: tuple[Instr, ...] = (
     ),
 )
 
-INSTRUCTIONS: dict[str, Instr] = {g.name: g for g in _DECLS}
+INSTRUCTIONS: dict[str, Instr] = {g.name: g for g in _DECLS + EXT_DECLS}
 
 
 def lookup(name: str) -> Instr | None:

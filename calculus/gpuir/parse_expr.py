@@ -12,8 +12,10 @@ statement and procedure half (Figure 2) subclasses it. Everything malformed is a
 
 from __future__ import annotations
 
+import math
 from typing import Any, cast
 
+from gpusem.calculus.budgets import check_int_literal
 from gpusem.calculus.errors import BadInput
 from gpusem.calculus.gpuir import ast as A
 from gpusem.calculus.span import Span
@@ -23,6 +25,8 @@ RESERVED = frozenset({
     "seq", "cuda_tasks", "cuda_threads", "CudaDeviceFunction", "CudaWarps",
     "CudaWarpConfig", "Fence", "Arrive", "Await", "barrier", "size", "index",
 })
+
+INT32_MAX = 2**31 - 1
 
 # The kinds of name a scope binds.
 CTRL, DATA, BARRIER = "control", "data", "barrier"
@@ -104,10 +108,29 @@ class ExprBuilder:
 
     def int_const(self, t: Node) -> int:
         if isinstance(t, Tree) and t.data == "int_lit":
-            return int(cast(Token, t.children[0]))
+            return self.int_value(cast(Token, t.children[0]))
         if isinstance(t, Tree) and t.data == "neg" and t.children[0].data == "int_lit":
-            return -int(cast(Token, t.children[0].children[0]))
+            return self.int_value(cast(Token, t.children[0].children[0]), negative=True)
         raise self.fail(t, "expected an integer literal")
+
+    def int_value(self, tok: Token, negative: bool = False) -> int:
+        """An integer literal: a 32-bit int, as the int it is in the generated C++
+        (4294967296 would otherwise compile as 0). `-2147483648` is one literal: a
+        `-` directly before a literal folds into it, as in Bundl."""
+        span = self.span(tok)
+        value = check_int_literal(str(tok), span)
+        if value > INT32_MAX + (1 if negative else 0):
+            sign = "-" if negative else ""
+            raise BadInput(f"int literal out of range: {sign}{value} does not fit "
+                           "int32", span=span)
+        return -value if negative else value
+
+    def float_value(self, tok: Token, negative: bool = False) -> float:
+        value = float(str(tok))
+        if not math.isfinite(value):
+            raise BadInput(f"float literal out of range: {tok} overflows",
+                           span=self.span(tok))
+        return -value if negative else value
 
     def string(self, t: Node) -> str:
         if isinstance(t, Tree) and t.data == "str_lit":
@@ -172,12 +195,12 @@ class ExprBuilder:
         sp = self.span(t)
         match t.data if isinstance(t, Tree) else None:
             case "int_lit":
-                return A.CInt(int(t.children[0]), sp)
+                return A.CInt(self.int_value(t.children[0]), sp)
             case "name":
                 self.require_kind(t.children[0], CTRL)
                 return A.CVar(str(t.children[0]), sp)
             case "neg" if t.children[0].data == "int_lit":
-                return A.CInt(-int(t.children[0].children[0]), sp)
+                return A.CInt(self.int_value(t.children[0].children[0], True), sp)
             case "paren":
                 return self.cexpr(t.children[0])
             case op if op in self._CBIN:
@@ -209,12 +232,13 @@ class ExprBuilder:
         sp = self.span(t)
         match t.data if isinstance(t, Tree) else None:
             case "int_lit":
-                return A.DConst(int(t.children[0]), sp)
+                return A.DConst(self.int_value(t.children[0]), sp)
             case "float_lit":
-                return A.DConst(float(t.children[0]), sp)
-            case "neg" if t.children[0].data in ("int_lit", "float_lit"):
-                lit = cast(A.DConst, self.dexpr(t.children[0]))  # matched a literal
-                return A.DConst(-lit.value, sp)
+                return A.DConst(self.float_value(t.children[0]), sp)
+            case "neg" if t.children[0].data == "int_lit":
+                return A.DConst(self.int_value(t.children[0].children[0], True), sp)
+            case "neg" if t.children[0].data == "float_lit":
+                return A.DConst(self.float_value(t.children[0].children[0], True), sp)
             case "neg":
                 return A.DNeg(self.dexpr(t.children[0]), sp)
             case "paren":

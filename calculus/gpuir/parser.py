@@ -18,6 +18,7 @@ import functools
 from pathlib import Path
 from typing import Callable
 
+from gpusem.calculus.budgets import check_nesting
 from gpusem.calculus.errors import BadInput
 from gpusem.calculus.gpuir import ast as A
 from gpusem.calculus.gpuir.parse_expr import (
@@ -36,7 +37,7 @@ from lark.exceptions import (
     UnexpectedInput,
     UnexpectedToken,
 )
-from lark.indenter import Indenter
+from lark.indenter import DedentError, Indenter
 
 
 class _GpuirIndenter(Indenter):
@@ -75,6 +76,9 @@ def parse_module(source: str, file: str = "<string>") -> A.Module:
         line, col = getattr(err, "line", 0) or 0, getattr(err, "column", 0) or 0
         raise BadInput(_syntax_message(err), span=Span(file, line, col, line, col)) \
             from None
+    except DedentError as err:
+        raise _dedent_error(err, text, file) from None
+    check_nesting(tree, file)
     builder = _Builder(file)
     procs = tuple(builder.proc(t) for t in tree.children if isinstance(t, Tree))
     names = [p.name for p in procs]
@@ -97,6 +101,28 @@ def parse_file(path: str) -> A.Module:
     from gpusem.calculus.source import read_source
 
     return parse_module(read_source(path), path)
+
+
+def _dedent_error(err: DedentError, text: str, file: str) -> BadInput:
+    """Lark's Indenter raises a bare DedentError (no position) when a line dedents to
+    a column no enclosing block started at; find that line again: the first whose
+    indentation is not on the stack of open blocks (Python's rule)."""
+    stack = [0]
+    for number, raw in enumerate(text.split("\n"), 1):
+        body = raw.lstrip(" \t")
+        if not body or body.startswith("#"):
+            continue
+        width = len(raw[:len(raw) - len(body)].expandtabs(_GpuirIndenter.tab_len))
+        if width > stack[-1]:
+            stack.append(width)
+            continue
+        while width < stack[-1]:
+            stack.pop()
+        if width != stack[-1]:
+            return BadInput("syntax error: unindent does not match any outer "
+                            "indentation level",
+                            span=Span(file, number, width + 1, number, width + 1))
+    return BadInput(f"syntax error: {err}", span=Span(file, 1, 1, 1, 1))
 
 
 def _syntax_message(err: UnexpectedInput) -> str:

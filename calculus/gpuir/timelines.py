@@ -18,7 +18,8 @@ Conventions (paper -> Python):
   "full" or "temp."      -> `SyncTL.temporal`  (= T_qtmp; always a superset of `full`)
 
 `rules` is "fixed" (the default; our corrections, each in proofs_notes/errata.md) or
-"paper" (the table exactly as we read Figure 16). They differ only where noted.
+"paper" (the table exactly as we read Figure 16). The two tables are the same today;
+`rules` stays so that a future correction of a row has a place.
 """
 
 from __future__ import annotations
@@ -140,16 +141,23 @@ def _row(name: str, transitive: bool, full: str, temp: str = "") -> SyncTL:
 
 
 _DEVICE_TEMP = "Sm80 tmaS tmaG wgA wgD wgS wg0"
+# cuda_stream_sync: the figure's single merged "full" cell spans strm .. wgS: every
+# timeline of the stream and of the device, not the CPU's (Figure 5 adds
+# cpu_in_order_qual to the launch bracket's pre-set explicitly) and not wg0 (the
+# wgmma scale-d model, register-only). See errata "cuda_stream_sync".
+_STREAM_FULL = "strm cuda1 cuda2 Sm80 tmaS tmaG wgA wgD wgS"
 
 # Figure 16, row by row (columns: cpu strm cuda1 cuda2 Sm80 tmaS tmaG wgA wgD wgS wg0).
-# Note: the extracted figure is ragged (empty cells dropped); we realigned each row so
-# its "full" entries fall under the timelines its name speaks for, and filled the
-# temporal cells of cuda_in_order / cuda_temporal like those of Sm80_generic and
-# cuda_generic_and_async (every device timeline). See errata "Figure 16 rows".
+# Note: the extracted figure is ragged (empty cells dropped, merged cells printed once);
+# we realigned each row so its "full" entries fall under the timelines its name speaks
+# for, and read a merged cell as spanning the columns its row leaves otherwise
+# unexplained: the temporal cells of cuda_in_order / cuda_temporal are every device
+# timeline (like those of Sm80_generic and cuda_generic_and_async), the one "full" of
+# cuda_stream_sync spans strm .. wgS. See errata "Figure 16 rows".
 _PAPER_ROWS = (
     _row("empty_sync_tl", False, ""),
     _row("cpu_in_order", True, "cpu"),
-    _row("cuda_stream_sync", True, "strm"),
+    _row("cuda_stream_sync", True, _STREAM_FULL),
     _row("cuda_in_order", True, "cuda1 cuda2", "strm " + _DEVICE_TEMP),
     _row("cuda_temporal", False, "", "strm cuda1 cuda2 " + _DEVICE_TEMP),
     _row("Sm80_cp_async", False, "Sm80"),
@@ -172,17 +180,11 @@ _PAPER_ROWS = (
 
 PAPER_SYNC_TIMELINES: dict[str, SyncTL] = {r.name: r for r in _PAPER_ROWS}
 
-# Note: `--rules fixed` changes one row. With cuda_stream_sync = {strm} only, the
-# CudaDeviceFunction bracketing fences of Figure 5 (Fence(true, Qcs ∪ {cpu}, Qcs, Tcs))
-# never raise visibility on any timeline a kernel or the CPU actually uses (cuda2, cpu),
-# so every CPU-written buffer read by a kernel, and every kernel result read afterwards,
-# would be rejected. A kernel boundary in one CUDA stream orders all prior work before
-# all later work, so the fixed row is full on every timeline. See errata
-# "cuda_stream_sync and the kernel bracket".
-FIXED_SYNC_TIMELINES: dict[str, SyncTL] = {
-    **PAPER_SYNC_TIMELINES,
-    "cuda_stream_sync": SyncTL("cuda_stream_sync", True, ALL_QUALS, ALL_QUALS),
-}
+# Note: `--rules fixed` and `--rules paper` read Figure 16 alike. (An earlier fixed
+# row made cuda_stream_sync full on every timeline, cpu included; the kernel-exit
+# bracket then granted the host visibility of a kernel's accesses without any stream
+# synchronisation: errata "cuda_stream_sync".)
+FIXED_SYNC_TIMELINES: dict[str, SyncTL] = dict(PAPER_SYNC_TIMELINES)
 
 # Alternative spelling used by the Exo-GPU implementation.
 _ALIASES = {"cuda_generic_and_async_proxy": "cuda_generic_and_async"}

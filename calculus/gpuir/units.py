@@ -115,14 +115,17 @@ def _warp_problems(w: WarpConfig) -> list[str]:
 
 @dataclass(frozen=True, slots=True)
 class CollType:
-    """δ = (domain, box)."""
+    """δ = (domain, box); a `None` box coordinate is Figure 11's wildcard `_` (the
+    agnostic units: any extent on that dimension)."""
 
     domain: tuple[int, ...]
-    box: tuple[int, ...]
+    box: tuple[int | None, ...]
 
     @property
     def size(self) -> int:
-        return prod(self.box)
+        if any(b is None for b in self.box):
+            raise ValueError("an agnostic unit has no fixed size")
+        return prod(b for b in self.box if b is not None)
 
 
 Geometry = Callable[[int, int, int, tuple[int, ...]], CollType]  # (B, C, n1, args)
@@ -166,10 +169,14 @@ UNITS: dict[str, UnitDef] = {u.name: u for u in (
        lambda B, C, n, a: CollType((C // a[0], a[0], B), (n, 1, B))),
     _u("cuda_warp_in_cluster_strided", 1, True, False,
        lambda B, C, n, a: CollType((C // a[0], a[0], B), (n, 1, WARP))),
+    # Note: the agnostic units have a wildcard box (`_`): they describe what an
+    # instruction accepts (any collective inside one CTA; any number of whole
+    # CTAs), not a loop tiling (errata "Collective tilings").
+    _u("cuda_agnostic_sub_cta", 0, False, False,
+       lambda B, C, n, a: CollType((C, B), (1, None))),
+    _u("cuda_agnostic_intact_cta", 0, False, False,
+       lambda B, C, n, a: CollType((C, B), (None, B))),
 )}
-# Note: cuda_agnostic_sub_cta and cuda_agnostic_intact_cta have a wildcard box
-# (`_`) in Figure 11: they describe instruction requirements, not loop tilings, and
-# are not accepted as cuda_threads units here (errata "agnostic units").
 
 
 def unit_def(u: UnitExpr) -> UnitDef:

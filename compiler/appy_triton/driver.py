@@ -2,9 +2,10 @@
 
 A worker (`worker.py`) serves a batch of cases from one process, in a scratch directory,
 so the import cost of torch/triton/appyc is paid once per batch rather than per case. The
-driver owns the clocks: a case that does not answer in `timeout` seconds is a `hang`
-(the worker is killed and a fresh one serves the rest); a worker that dies is a `crash`
-(with its signal). Outcomes (issue 7):
+driver owns the clocks: a case that does not answer in `timeout` seconds is run again
+in a fresh worker with `RETRY_FACTOR` times the limit (a loaded machine, a cold start),
+and only a case that times out twice is a `hang` (issues 15, 17); a worker that dies is
+a `crash` (with its signal). Outcomes (issue 7):
 
   generation  appyc raised while generating Triton code
   host        the generated module or its host code failed
@@ -15,6 +16,8 @@ driver owns the clocks: a case that does not answer in `timeout` seconds is a `h
   hang        no answer within the time limit
   wrong       outputs differ from the sequential reading (first cell, max error)
   agree       outputs match within the dtype-aware tolerance (`compare.py`)
+  environment the stand-in cannot run the case (a NumPy/Triton mismatch): not a
+              finding against the compiler
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from gpusem.compiler.appy_triton.compare import Mismatch, compare_outputs
 
 FAILURE_KINDS = ("generation", "host", "triton", "runtime", "oob", "crash", "hang",
                  "wrong")
+RETRY_FACTOR = 4.0  # a timed-out case is retried once, fresh worker, 4x the limit
 
 
 @dataclass
@@ -49,13 +53,18 @@ class Case:
     arrays: dict[str, np.ndarray]
     scalars: dict[str, int | float]
     options: dict = field(default_factory=dict)
+    module: str = ""  # run this generated module instead of asking appyc again
+    host_arrays: tuple[str, ...] = ()  # passed as NumPy arrays (`to(..)` clauses)
+    returns: str = ""  # the array the function returns (compared as that array)
 
     def to_wire(self, sm90: bool = False) -> dict:
         from gpusem.compiler.appy_triton.worker import encode
 
         return {"id": self.id, "source": self.source, "func": self.func,
                 "params": self.params, "scalars": self.scalars, "options": self.options,
-                "arrays": {k: encode(v) for k, v in self.arrays.items()}, "sm90": sm90}
+                "arrays": {k: encode(v) for k, v in self.arrays.items()}, "sm90": sm90,
+                "module": self.module, "host_arrays": list(self.host_arrays),
+                "returns": self.returns}
 
 
 @dataclass
@@ -68,6 +77,8 @@ class Outcome:
     sm90: dict | None = None
     seconds: float = 0.0
     array: str = ""  # for `oob`: the array written out of bounds
+    adapted: tuple[str, ...] = ()  # what the cpu stand-in adapted (worker.py)
+    retried: bool = False  # timed out once, answered in a fresh worker
 
     @property
     def failed(self) -> bool:
@@ -216,25 +227,45 @@ class AppycDriver:
         self._kill()
         return None, f"crash:{_signal_name(code)}"
 
+    def raw_retrying(self, case: Case, sm90: bool = False) -> tuple[dict | None, str,
+                                                                     bool]:
+        """`raw`, with a timeout run again once in a fresh worker under RETRY_FACTOR
+        times the limit: a hang is a finding only when it reproduces."""
+        answer, why = self.raw(case, sm90)
+        if why != "hang":
+            return answer, why, False
+        limit = self.timeout
+        self.timeout = limit * RETRY_FACTOR
+        try:
+            answer, why = self.raw(case, sm90)  # raw() starts a fresh worker
+        finally:
+            self.timeout = limit
+        if why == "hang":
+            why = "hang:twice"
+        return answer, why, True
+
     def run(self, case: Case, expected: dict[str, np.ndarray] | None) -> Outcome:
         """Compile and run `case`; compare with `expected` (the sequential reading)."""
         t0 = time.perf_counter()
-        answer, why = self.raw(case)
+        answer, why, retried = self.raw_retrying(case)
         dt = time.perf_counter() - t0
         if answer is None:
             kind, _, sig = why.partition(":")
-            detail = (f"no answer within {self.timeout:g}s" if kind == "hang"
-                      else f"worker died ({sig})")
-            return Outcome(kind, detail, seconds=dt)
+            detail = (f"no answer within {self.timeout:g}s, nor within "
+                      f"{self.timeout * RETRY_FACTOR:g}s in a fresh worker"
+                      if kind == "hang" else f"worker died ({sig})")
+            return Outcome(kind, detail, seconds=dt, retried=retried)
+        adapted = tuple(answer.get("adapted", ()))
         if answer["stage"] != "ok":
             out = Outcome(answer["stage"], answer.get("error", ""), answer["module"],
-                          seconds=dt)
+                          seconds=dt, adapted=adapted, retried=retried)
             out.array = answer.get("array", "")
             return out
         from gpusem.compiler.appy_triton.worker import decode
 
         outputs = {k: decode(v) for k, v in answer["outputs"].items()}
-        out = Outcome("agree", "", answer["module"], outputs, seconds=dt)
+        out = Outcome("agree", "", answer["module"], outputs, seconds=dt,
+                      adapted=adapted, retried=retried)
         if expected is not None:
             mm = compare_outputs(expected, outputs)
             if mm is not None:

@@ -7,9 +7,22 @@ original stdout while fd 1 goes to stderr, and the driver owns time limits and r
 
 Each answer names the stage reached: `generation` (appyc raised), `host` (the generated
 module or its host code failed), `triton` (Triton rejected a kernel: compile or
-interpreter type error), `runtime` (another error while running), `ok` (with outputs),
-plus the generated module text and, for `--sm90`, the result of compiling every kernel
-for sm_90 without running it.
+interpreter type error), `runtime` (another error while running), `environment` (the
+stand-in itself cannot run it: a NumPy/Triton mismatch, not the compiler), `ok` (with
+outputs), plus the generated module text and, for `--sm90`, the result of compiling
+every kernel for sm_90 without running it.
+
+The cpu stand-in (Triton's interpreter on torch CPU tensors) adapts two things that are
+not the compiler's output's meaning, both recorded in every answer's `adapted` list
+(errata: "the cpu stand-in"):
+  numpy-index   Triton 3.6's interpreter converts a scalar argument held as a 1-element
+                array with `int(array)`, which NumPy >= 2.4 refuses; the shim does what
+                NumPy < 2.4 did (`int` of the one element), nothing else
+  device-cpu    appyc's host code hard-codes `device="cuda"` (reductions, data
+                clauses); on the cpu stand-in that device is the CPU
+A case may carry the module text (`module`) instead of asking appyc again: the
+differential between the H100 and Triton's interpreter runs one generated module on
+both.
 """
 
 from __future__ import annotations
@@ -56,11 +69,24 @@ def _short(err: BaseException) -> str:
     if type(err).__name__ == "CompilationError":
         return _compilation_error(err)
     lines = [ln.strip() for ln in f"{type(err).__name__}: {err}".splitlines() if ln.strip()]
+    if isinstance(err, AssertionError) and lines:
+        # A bare `assert` says nothing: where it failed is the cause (appyc's pass)
+        lines[0] += f" at {_innermost(err)}"
     if not lines:
         return type(err).__name__
     tail = [ln for ln in lines[1:] if any(c.isalpha() for c in ln)]
     text = f"{lines[0]} ... {tail[-1]}" if tail else lines[0]
     return text[:400]
+
+
+def _innermost(err: BaseException) -> str:
+    """`module.py:function` of the frame that raised (no line number: it moves between
+    versions of a file without changing the cause)."""
+    frames = traceback.extract_tb(err.__traceback__) if err.__traceback__ else []
+    if not frames:
+        return "?"
+    f = frames[-1]
+    return f"{os.path.basename(f.filename)}:{f.name}"
 
 
 def _compilation_error(err: BaseException) -> str:
@@ -125,11 +151,7 @@ class Guarded:
 
     @staticmethod
     def _canary(dtype, ordinal: int):
-        import numpy as np
-
-        if np.issubdtype(dtype, np.floating):  # values no generated program computes
-            return np.asarray(-1.2345e-7 * (ordinal + 1), dtype=dtype)
-        return np.asarray(-123456789 - ordinal, dtype=dtype)
+        return canary(dtype, ordinal)
 
     def breach(self) -> str:
         import numpy as np
@@ -146,26 +168,117 @@ class Guarded:
         return ""
 
 
+def canary(dtype, ordinal: int):
+    """The red-zone value of the `ordinal`-th array. Floats: one exponent (2^-20) and a
+    full pseudo-random mantissa with its last bit set, so no two arrays' canaries are a
+    power of two or a small integer apart (their ratio lies in (1/2, 2) and is not 1),
+    and no value a program computes from quarter-integer data by a few operations has
+    that many mantissa bits; a stray store of `k * A[v]` for any small k, A[v] a
+    canary or data, cannot rewrite a canary unseen. Integers: distinct odd values near
+    -1.9e9 (int32) or -7.7e18 (int64), whose small multiples wrap far from each other."""
+    import hashlib
+
+    import numpy as np
+
+    dtype = np.dtype(dtype)
+    h = int.from_bytes(hashlib.sha256(f"gpusem-canary:{ordinal}".encode()).digest()[:8],
+                       "little")
+    if dtype == np.float32:
+        bits = (1 << 31) | ((127 - 20) << 23) | (h & ((1 << 23) - 1)) | 1
+        return np.asarray(bits, dtype=np.uint32).view(np.float32)
+    if dtype == np.float64:
+        bits = (1 << 63) | ((1023 - 20) << 52) | (h & ((1 << 52) - 1)) | 1
+        return np.asarray(bits, dtype=np.uint64).view(np.float64)
+    if np.issubdtype(dtype, np.floating):  # float16 and others: not generated
+        return np.asarray(-1.2345e-3 - 1e-6 * (h & 0xFF), dtype=dtype)
+    info = np.iinfo(dtype)
+    base = info.min + info.min // -8  # 7/8 of the way down: -1.88e9 for int32
+    return np.asarray(base + 2 * (h & 0xFFFF) + 1, dtype=dtype)
+
+
+def numpy_index_shim() -> bool:
+    """Make Triton's interpreter convert a 1-element array index as NumPy < 2.4 did
+    (`int(a)` of a size-1 array); True when installed. A no-op where NumPy still
+    allows it or where Triton's interpreter has no such hook."""
+    import numpy as np
+
+    try:
+        int(np.zeros(1, dtype=np.int32))
+        return False  # NumPy < 2.4: nothing to adapt
+    except TypeError:
+        pass
+    try:
+        import triton.runtime.interpreter as ti
+    except ImportError:
+        return False
+    orig = getattr(ti, "_patch_lang_tensor", None)
+    if orig is None:
+        return False
+
+    def index(self):
+        data = self.handle.data
+        return int(data.reshape(-1)[0]) if getattr(data, "size", 0) == 1 else int(data)
+
+    def patched(tensor, scope):
+        orig(tensor, scope)
+        scope.set_attr(tensor, "__index__", index)
+
+    ti._patch_lang_tensor = patched
+    return True
+
+
+ADAPTED: list[str] = []  # what the stand-in adapts in this process (see the docstring)
+_ENV_ERRORS = ("only 0-dimensional arrays can be converted to Python scalars",
+               "only length-1 arrays can be converted to Python scalars")
+
+
+def environmental(err_text: str, module: str) -> str:
+    """Why an error is the stand-in's, not the compiler's ("" when it is not)."""
+    if any(e in err_text for e in _ENV_ERRORS):
+        return (f"environment: NumPy {_np_version()} and Triton's interpreter: "
+                f"{err_text[:160]}")
+    return ""
+
+
+def _np_version() -> str:
+    import numpy as np
+
+    return np.__version__
+
+
+def _to_cpu(module_text: str) -> str:
+    """device-cpu: the host code's hard-coded CUDA device is the CPU here."""
+    return re.sub(r"""(device\s*=\s*|\.to\()(["'])cuda\2""", r"\1\2cpu\2", module_text)
+
+
 def run_case(case: dict, backend: str, counter: list[int]) -> dict:
     import appy
     import numpy as np
     import torch
 
-    out: dict = {"id": case["id"], "module": ""}
+    out: dict = {"id": case["id"], "module": "", "adapted": list(ADAPTED)}
     name = case["func"]
-    try:
-        with contextlib.redirect_stdout(io.StringIO()):
-            module_text = appy.compile_from_src(case["source"], **case.get("options", {}))
-    except BaseException as err:  # appyc asserts, raises ValueError, or calls exit()
-        if isinstance(err, KeyboardInterrupt):
-            raise
-        return out | {"stage": "generation", "error": _short(err)}
+    if case.get("module"):
+        module_text = case["module"]
+    else:
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                module_text = appy.compile_from_src(case["source"],
+                                                    **case.get("options", {}))
+        except BaseException as err:  # appyc asserts, raises ValueError, or exit()
+            if isinstance(err, KeyboardInterrupt):
+                raise
+            return out | {"stage": "generation", "error": _short(err)}
     out["module"] = module_text
+    run_text = module_text
+    if backend == "cpu" and _to_cpu(module_text) != module_text:
+        run_text = _to_cpu(module_text)
+        out["adapted"] = out["adapted"] + ["device-cpu"]
     counter[0] += 1
     path = os.path.abspath(f".appy_kernels/{name}_{counter[0]}.py")
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
-        f.write(module_text)
+        f.write(run_text)
     try:
         spec = importlib.util.spec_from_file_location(f"appy_case_{counter[0]}", path)
         assert spec is not None and spec.loader is not None  # a .py file has both
@@ -179,21 +292,26 @@ def run_case(case: dict, backend: str, counter: list[int]) -> dict:
             raise
         return out | {"stage": "host", "error": _short(err)}
     device = "cuda" if backend == "cuda" else "cpu"
+    host = set(case.get("host_arrays", ()))  # to(..) arrays: NumPy, as appyc expects
     guarded = {k: Guarded(decode(v), device, j)
-               for j, (k, v) in enumerate(case["arrays"].items())}
-    tensors = {k: g.view for k, g in guarded.items()}
+               for j, (k, v) in enumerate(case["arrays"].items()) if k not in host}
+    tensors: dict = {k: g.view for k, g in guarded.items()}
+    tensors |= {k: decode(v) for k, v in case["arrays"].items() if k in host}
     args = [tensors[p] if p in tensors else case["scalars"][p] for p in case["params"]]
     if case.get("sm90") or backend == "sm90":
         out["sm90"] = compile_sm90(mod, fn, args)
         return out | {"stage": "ok", "outputs": {}}
     try:
         with contextlib.redirect_stdout(io.StringIO()):
-            fn(*args)
+            returned = fn(*args)
     except BaseException as err:
         if isinstance(err, KeyboardInterrupt):
             raise
         stage = "triton" if _is_triton_error(err) else "host"
         msg = _short(err)
+        env = environmental(msg, module_text)
+        if env:
+            return out | {"stage": "environment", "error": env}
         # A CUDA error at launch may leave the context broken: restart to be safe.
         return out | {"stage": stage, "error": msg,
                       "fatal": device == "cuda" and "cuda" in msg.lower()}
@@ -209,7 +327,17 @@ def run_case(case: dict, backend: str, counter: list[int]) -> dict:
         oob = g.breach()
         if oob:  # a write outside the array: memory corruption on a real GPU
             return out | {"stage": "oob", "error": f"{k}: {oob}", "array": k}
-    outputs = {k: encode(t.cpu().numpy()) for k, t in tensors.items()}
+    outputs = {k: encode(t.cpu().numpy() if hasattr(t, "cpu") else t)
+               for k, t in tensors.items()}
+    ret = case.get("returns")
+    if ret:  # `return C`: the caller sees the returned array (data clauses rebind C)
+        try:
+            outputs[ret] = encode(returned.cpu().numpy() if hasattr(returned, "cpu")
+                                  else np.asarray(returned))
+        except BaseException as err:  # noqa: BLE001 - not an array: a host failure
+            if isinstance(err, KeyboardInterrupt):
+                raise
+            return out | {"stage": "host", "error": f"return value: {_short(err)}"}
     return out | {"stage": "ok", "outputs": outputs}
 
 
@@ -279,6 +407,9 @@ def main() -> None:
     os.dup2(2, 1)  # appyc's prints and black's chatter must not reach the protocol
     import appy  # noqa: F401 - import once, before the first case's clock starts
     import torch  # noqa: F401
+
+    if backend == "cpu" and numpy_index_shim():
+        ADAPTED.append("numpy-index")
 
     proto.write(json.dumps({"ready": True}) + "\n")
     counter = [0]

@@ -212,21 +212,97 @@ class CudaBackend:
         return None
 
     def run(self, jobs: list[Job]) -> list[Result]:
+        """One result per job, in order. The launches go to the worker in one message
+        and come back one by one as each ends (`cuda_worker.launch_many`), each under
+        its own watchdog; after a launch that hangs or fails (the context is then
+        unusable) the worker is replaced and the rest are sent to the new one."""
         prepared = [prepare_args(job) for job in jobs]
         built = self._ensure_built([job.spec for job in jobs])  # kept across swaps
-        results = []
+        keys = [job.spec.code_key() for job in jobs]
+        launches = [_launch_key(k, a, s) for k, (a, s) in zip(keys, prepared, strict=True)]
+        results: list[Result | None] = [None] * len(jobs)
         failed: dict[tuple, Result] = {}  # same launch, failed: not repeated
-        for job, (arrays, scalars) in zip(jobs, prepared, strict=True):
-            key = job.spec.code_key()
-            launch = _launch_key(key, arrays, scalars)
-            if launch in failed:
-                self.stats["repeats_skipped"] += 1
-                results.append(failed[launch])
-                continue
-            results.append(self._run_one(job, key, built[key], arrays, scalars))
-            if results[-1].kind in ("runtime_error", "timeout", "crash"):
-                failed[launch] = results[-1]
-        return results
+        pending = list(range(len(jobs)))
+        while pending:
+            batch = []
+            for i in pending:
+                if launches[i] in failed:
+                    self.stats["repeats_skipped"] += 1
+                    results[i] = failed[launches[i]]
+                elif self.in_process or (why := self._not_ready(keys[i], built[keys[i]])
+                                         ) is None:
+                    batch.append(i)
+                else:
+                    kind, detail = why
+                    results[i] = Result(kind, {}, detail if kind == "build_error"
+                                        else f"crash: {detail}", 0.0)
+            if not batch:
+                break
+            if self.in_process:
+                for i in batch:
+                    arrays, scalars = prepared[i]
+                    results[i] = self._run_one(jobs[i], keys[i], built[keys[i]], arrays,
+                                               scalars)
+                break
+            for i, res in self._launch_many(jobs, keys, built, prepared, batch):
+                results[i] = res
+                if res.kind in ("runtime_error", "timeout", "crash"):
+                    failed[launches[i]] = res
+            pending = [i for i in batch if results[i] is None]
+        return results  # type: ignore[return-value]  # every job has its result
+
+    def _launch_many(self, jobs, keys, built, prepared, batch: list[int]):
+        """(index, Result) for the jobs of `batch` in order, until the first that is
+        not "ok" (the worker is then replaced; the caller sends the rest again)."""
+        payloads = [self._payload(jobs[i], keys[i], built[keys[i]], *prepared[i])
+                    for i in batch]
+        self.stats["launch_batches"] += 1
+        for i, (status, reply) in zip(batch, self._stream(
+                payloads, [jobs[i].timeout_s + self.watchdog_slack_s for i in batch])):
+            if status == "hung":
+                yield i, Result("timeout", {}, f"timeout: kernel ran past "
+                                f"{jobs[i].timeout_s}s (watchdog; a GPU deadlock looks "
+                                "the same)", 0.0)
+                return
+            if status == "died":
+                yield i, Result("crash", {}, reply, 0.0)
+                return
+            kind, message, outputs, elapsed = reply
+            if kind != "ok":
+                self._replace()  # the CUDA context is poisoned; start afresh
+                yield i, Result(kind, outputs, message, elapsed)
+                return
+            yield i, Result(kind, outputs, message, elapsed)
+
+    def _stream(self, payloads: list[tuple], timeouts: list[float]):
+        """Send the launches in one message; ("ok", reply) for each as it comes, or a
+        last ("hung", "") / ("died", why) (the worker is then replaced)."""
+        if self._worker is None or not self._worker[0].is_alive():
+            self._start()
+        assert self._worker is not None
+        proc, conn = self._worker
+        try:
+            conn.send(("launch_many", payloads))
+            for timeout in timeouts:
+                deadline = time.monotonic() + timeout
+                while not conn.poll(0.05):
+                    if not proc.is_alive():
+                        raise EOFError
+                    if time.monotonic() > deadline:
+                        self._replace()
+                        yield "hung", ""
+                        return
+                reply = conn.recv()
+                if isinstance(reply, Unavailable):
+                    self.close()
+                    raise BadInput(f"the cuda backend cannot start here: {reply.reason}")
+                yield "ok", reply
+                if reply[0] != "ok":
+                    return
+        except (EOFError, OSError):
+            proc.join(5.0)
+            self._replace()
+            yield "died", f"crash: the CUDA worker died (exit status {proc.exitcode})"
 
     def _not_ready(self, key: str,
                    batch: _Batch) -> tuple[Literal["build_error", "crash"], str] | None:

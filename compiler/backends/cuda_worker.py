@@ -52,6 +52,9 @@ class Device:
 
         # key -> (cupy.RawModule: CuPy has no type information, lowered names)
         self.modules: dict[str, tuple[Any, dict[int, str]]] = {}
+        # (key, index, dynamic smem) -> the kernel's function, looked up once
+        self.functions: dict[tuple[str, int, int], Any] = {}
+        self.sync = schedule_blocking_sync()  # before the context exists
         cupy.asarray([0])  # make the context now: a spare worker is then ready
         self.scribble_fn = self._scribbler()
 
@@ -144,10 +147,14 @@ class Device:
     def _function(self, key: str, index: int, dyn_smem: int):
         import cupy
 
+        fn = self.functions.get((key, index, dyn_smem))
+        if fn is not None:
+            return fn
         module, lowered = self.modules[key]
         fn = module.get_function(lowered[index])
         if dyn_smem > 48 * 1024:
             cupy.cuda.driver.funcSetAttribute(fn.ptr, _MAX_DYN_SMEM_ATTR, dyn_smem)
+        self.functions[(key, index, dyn_smem)] = fn
         return fn
 
     def launch(
@@ -178,6 +185,48 @@ class Device:
                 {},
                 0.0,
             )
+
+
+def launch_many(device: Device, conn, payloads: list[tuple]) -> None:
+    """`Device.launch` for each payload in turn, each reply sent as soon as it is
+    known (the parent's watchdog times each launch); stops after the first launch
+    that is not "ok": its CUDA error leaves the context unusable for the rest, which
+    the parent sends again to a new worker (cuda.CudaBackend.run)."""
+    for payload in payloads:
+        reply = device.launch(*payload)
+        conn.send(reply)
+        if reply[0] != "ok":
+            return
+
+
+# cuDevicePrimaryCtxSetFlags: CU_CTX_SCHED_SPIN 1, _YIELD 2, _BLOCKING_SYNC 4
+_SCHED = {"spin": 1, "yield": 2, "blocking": 4}
+
+
+def schedule_blocking_sync() -> str:
+    """How this worker's host thread waits for the GPU: env GPUSEM_CUDA_SYNC (blocking,
+    yield, spin, or auto: CUDA's default), set on the primary context before it is
+    made. Blocking by default: a campaign runs one worker per CPU core beside the
+    Python processes that feed them, and CUDA's default (auto) spins while it has
+    fewer contexts than cores, so a worker waiting for the GPU would burn a core
+    another process needs. The flag changes only how the host waits, never a result.
+    Returns what was set ("auto" where the driver call is unavailable)."""
+    import ctypes
+    import os
+
+    mode = os.environ.get("GPUSEM_CUDA_SYNC", "blocking")
+    if mode not in _SCHED:
+        return "auto"
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+        dev = ctypes.c_int()
+        if cuda.cuInit(0) or cuda.cuDeviceGet(ctypes.byref(dev), 0):
+            return "auto"
+        setter = (getattr(cuda, "cuDevicePrimaryCtxSetFlags_v2", None)
+                  or cuda.cuDevicePrimaryCtxSetFlags)
+        return mode if setter(dev, _SCHED[mode]) == 0 else "auto"
+    except (OSError, AttributeError):
+        return "auto"
 
 
 def _time(fn, grid, block, args, dyn, warmup: int, iters: int) -> float:
@@ -219,6 +268,9 @@ def serve(conn) -> None:
             op, payload = conn.recv()
         except EOFError:
             return
+        if op == "launch_many":  # one reply per launch, sent as each ends
+            launch_many(device, conn, payload)
+            continue
         conn.send(ops[op](*payload))
 
 

@@ -23,6 +23,7 @@ from gpusem.calculus.bundl.perspective import Level
 from gpusem.compiler.bundl_cuda import kir as K
 from gpusem.compiler.bundl_cuda.errors import CompileError
 from gpusem.compiler.bundl_cuda.faults import active
+from gpusem.compiler.bundl_cuda.paths import note as note_path
 from gpusem.compiler.bundl_cuda.traverse import map_bodies
 
 NAMED_BARRIER_IDS = 15  # ids 1..15; id 0 is __syncthreads
@@ -58,21 +59,27 @@ class _Plan:
             one_block = (persp.level == Level.BLOCK and persp.n == 1) or (
                 persp.level == Level.GRID and self.blocks == 1)
             if one_block:
+                note_path("compile:lower_barriers:__syncthreads")
                 return (note, K.KPrim("__syncthreads();", b.span))
             raise CompileError(f"unsupported: a barrier among blocks ({persp}) before "
                                "the end of the kernel", span=b.span)
         n = persp.n
         if n == 1:
+            note_path("compile:lower_barriers:one thread")
             return (K.KComment(f"sync {b.site}: one thread, program order", b.span),)
         if n == self.threads:
+            note_path("compile:lower_barriers:__syncthreads")
             wrong = active("syncwarp-for-block")
             return (note, K.KPrim("__syncwarp();" if wrong else "__syncthreads();", b.span))
         if 32 % n == 0:
+            note_path("compile:lower_barriers:__syncwarp" if n == 32
+                      else "compile:lower_barriers:__syncwarp(mask)")
             mask = ("0xffffffffu" if n == 32
                     else f"(0x{(1 << n) - 1:x}u << ({base} & 31))")
             return (note, K.KPrim(f"__syncwarp({mask});", b.span))
         instances = -(-self.threads // n)
         if n % 32 == 0 and self.next_id + instances - 1 <= NAMED_BARRIER_IDS:
+            note_path("compile:lower_barriers:bar.sync")
             first = self.next_id
             self.next_id += instances
             counted = n // 2 if active("named-barrier-count") else n
@@ -81,6 +88,7 @@ class _Plan:
         if not in_kernel:
             raise CompileError(f"unsupported: a {persp} barrier inside a device "
                                "function needs an mbarrier", span=b.span)
+        note_path("compile:lower_barriers:mbarrier")
         return (note, *self._mbarrier(b, base, n, instances))
 
     def _mbar_site(self, n: int) -> tuple[int, str]:
@@ -100,6 +108,7 @@ class _Plan:
         """Arrive motion's split barrier: always an mbarrier (a thread that arrives
         on a named barrier cannot later also wait on it)."""
         n, base = s.persp.n, f"(threadIdx.x - {_p_text(s.p)})"
+        note_path("compile:lower_barriers:mbarrier")
         if s.site not in self.split_sites:
             self.split_sites[s.site] = self._mbar_site(n)
         offset, phase = self.split_sites[s.site]

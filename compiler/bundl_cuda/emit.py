@@ -16,6 +16,7 @@ from gpusem.calculus.bundl.ast import BaseType
 from gpusem.compiler.bundl_cuda import kir as K
 from gpusem.compiler.bundl_cuda.errors import CompileError
 from gpusem.compiler.bundl_cuda.faults import active
+from gpusem.compiler.cxx_text import comment, comment_block
 
 INT_OPS = {"+": "gs_add_i32", "-": "gs_sub_i32", "*": "gs_mul_i32",
            "/": "gs_div_i32", "%": "gs_rem_i32"}
@@ -125,7 +126,7 @@ class Printer:
         if not line or line == self.last_line or line > len(self.source_lines):
             return
         self.last_line = line
-        self.out(depth, f"// line {line}: {self.source_lines[line - 1].strip()}")
+        self.out(depth, comment(f"line {line}: {self.source_lines[line - 1].strip()}"))
 
     def stmts(self, body: tuple, depth: int) -> None:
         for s in body:
@@ -157,7 +158,7 @@ class Printer:
             case K.KCall(fn, args):
                 self.out(depth, f"{fn}({', '.join(expr(a) for a in args)});")
             case K.KComment(text):
-                self.out(depth, f"// {text}")
+                self.out(depth, comment(text))
             case K.KCopy(dst, src, count, _):
                 self.out(depth, f"for (int gs_i = 0; gs_i < {expr(count)}; ++gs_i) "
                          f"{_atom(dst)}[gs_i] = {_atom(src)}[gs_i];")
@@ -232,14 +233,14 @@ def emit_cuda(prog: K.KProgram, header: str = "", min_blocks_per_sm: int = 0,
               if min_blocks_per_sm > 0 else "")
     p = Printer(prog.source_lines)
     if header:
-        p.lines.extend(f"// {line}" if line else "//" for line in header.splitlines())
+        p.lines.extend(comment_block(header))
     p.lines.append(PRELUDE)
     for f in prog.functions:
         if not f.is_kernel:
             p.out(0, _signature(f) + ";")
     for f in prog.functions:
         p.out(0, "")
-        p.out(0, f"// {f.name}: runs at {f.persp}")
+        p.out(0, comment(f"{f.name}: runs at {f.persp}"))
         p.out(0, _signature(f, bounds) + " {")
         p.out(1, "extern __shared__ __align__(16) unsigned char gs_smem[];")
         if aligned_globals and f.is_kernel:

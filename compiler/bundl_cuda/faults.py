@@ -46,6 +46,13 @@ FAULTS: dict[str, str] = {
         "emit: float a*b+c emitted as fmaf(a, b, c) (contracted, one rounding)",
     "fma-unfused":
         "emit: an explicit fma(a, b, c) emitted as a*b + c (two roundings)",
+    "index-at-code-perspective":
+        "from_bundl: an array index is evaluated against the code perspective instead "
+        "of the enclosing target's (E-Arr-Access), so partition_id in it counts the "
+        "wrong units",
+    "global-alloc-per-thread":
+        "from_bundl: `alloc in Global` gives every thread its own array instead of one "
+        "per unit of the code perspective (S-Alloc-Global)",
 }
 
 

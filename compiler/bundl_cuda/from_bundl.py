@@ -28,6 +28,8 @@ from gpusem.calculus.bundl.perspective import (
 )
 from gpusem.compiler.bundl_cuda import kir as K
 from gpusem.compiler.bundl_cuda.errors import CompileError
+from gpusem.compiler.bundl_cuda.faults import active
+from gpusem.compiler.bundl_cuda.paths import note
 
 # ------------------------------------------------------------------ environments
 
@@ -131,13 +133,22 @@ def lower_expr(e: B.Expr, env: Env, code: Perspective, target: Perspective) -> K
         case B.Var(name, span):
             return K.KVar(env.lookup(name, span).cname)
         case B.Index(array, index):
+            # E-Arr-Access: η, σ, Σ ⊢^π_π' e1 ⇓ ⟨l, n⟩ and ⊢^π_π' e2 ⇓ i: the index is
+            # evaluated against the enclosing target π', like the array operand (a
+            # `partition_id` in it counts π' units, as the interpreter's does)
+            at = code if active("index-at-code-perspective") else target
+            if target != code:
+                note("compile:from_bundl:index at a narrower target")
             return K.KLoad(lower_expr(array, env, code, target),
-                           lower_expr(index, env, code, code))
+                           lower_expr(index, env, code, at))
         case B.PartitionId():
             return partition_id(code, target, env.shape)
         case B.BinOp("+", left, right) if isinstance(expr_type(left, env), B.ArrayType):
+            # a pointer offset `y + k` (S-Partition's runtime form): both operands at
+            # the enclosing target, as E-Bop's are
+            note("compile:from_bundl:pointer offset")
             return K.KPtrAdd(lower_expr(left, env, code, target),
-                             lower_expr(right, env, code, code))
+                             lower_expr(right, env, code, target))
         case B.BinOp(op, left, right):
             operand_type = scalar_type(left, env)
             return K.KBin(op, lower_expr(left, env, code, target),
@@ -155,6 +166,10 @@ def partition_id(code: Perspective, target: Perspective, shape: MachineShape) ->
     holds this resource inside the code perspective: (p·(h/h') + r) div n'."""
     # Index arithmetic on ids below B·T: plain C (`KRaw` via KPerspId text later).
     ratio = level_ratio(code.level, target.level, shape)
+    if code.level != Level.GRID:  # T-Partition-Id: grid code never evaluates one
+        note("compile:from_bundl:partition_id " + (
+            "same level" if code.level == target.level
+            else f"{code.level.keyword}->{target.level.keyword}"))
     r = _position_within_unit(code.level, target.level, shape)
     scaled = (K.KPerspId() if ratio == 1
               else K.KBin("*", K.KPerspId(), K.KConst(ratio, B.BaseType.INT),
@@ -176,16 +191,17 @@ def _position_within_unit(upper: Level, lower: Level, shape: MachineShape):
     return K.KRaw(f"(blockIdx.x * {shape.threads} + threadIdx.x)")  # Grid -> Thread
 
 
-def array_length(e: B.Expr, env: Env) -> K.KExpr:
-    """The `n` of ⟨l, n⟩ for an array-valued expression (pointer + int shrinks it)."""
+def array_length(e: B.Expr, env: Env, code: Perspective) -> K.KExpr:
+    """The `n` of ⟨l, n⟩ for an array-valued expression at code perspective `code`
+    (pointer + int shrinks it by the offset, evaluated as the pointer's is)."""
     match e:
         case B.Var(name, span):
             info = env.lookup(name, span)
             assert info.length is not None
             return info.length
         case B.BinOp("+", left, right):
-            off = lower_expr(right, env, GRID1, GRID1)
-            return K.KBin("-", array_length(left, env), off, B.BaseType.INT)
+            off = lower_expr(right, env, code, code)
+            return K.KBin("-", array_length(left, env, code), off, B.BaseType.INT)
     raise CompileError("array argument must be a variable or a pointer offset",
                        span=e.span)
 
@@ -234,9 +250,11 @@ def lower_stmt(s: B.Stmt, env: Env, code: Perspective) -> tuple[K.KStmt, ...]:
         case B.Partition() | B.Claim() | B.Lower() | B.AsyncPartition():
             return _lower_data_persp(s, env, code)
         case B.AsyncMemcpy(dst, src, span):
+            note("compile:from_bundl:async_memcpy")
             info = env.lookup(dst, span)
             return (K.KAsyncCopy(info.cname, env.lookup(src, span).cname, info.elem, span),)
         case B.Memcpy(dst, src, span):
+            note("compile:from_bundl:memcpy")
             d, r = env.lookup(dst, span), env.lookup(src, span)
             count = K.KRaw(f"gs_imin({_len_text(d)}, {_len_text(r)})")
             return (K.KCopy(K.KVar(d.cname), K.KVar(r.cname), count,
@@ -265,6 +283,7 @@ def _lower_seq(stmts, env: Env, code: Perspective) -> tuple[K.KStmt, ...]:
                 and isinstance(triple[2], B.SyncWait)
                 and len({t.label for t in triple}) == 1):
             label = triple[0].label
+            note("compile:from_bundl:barrier written by hand")
             out.append(K.KBarrier(code, K.KPerspId(), f"init/dec/wait {label}",
                                   triple[0].span))
             i += 3
@@ -300,9 +319,14 @@ def _lower_alloc(s: B.Alloc, env: Env, code: Perspective) -> tuple[K.KStmt, ...]
     info = VarInfo(cname, B.ArrayType(s.elem, mem), persp,
                    K.KConst(s.size, B.BaseType.INT))
     body = lower_stmt(s.body, env.bind(s.name, info), code)
+    note(f"compile:from_bundl:alloc {mem.value}")
     if mem == B.MemKind.SHARED:
         return (K.KSharedAlloc(cname, s.elem, s.size, body, s.span),)
-    # Local and Global allocations live in η (S-Alloc-Local/-Global): per thread.
+    if mem == B.MemKind.GLOBAL and not active("global-alloc-per-thread"):
+        # S-Alloc-Global (fixed): one array in Σ per unit of the code perspective, so
+        # the unit's threads share it (x :^π τ[]^Global of T-Alloc; errata)
+        return (K.KGlobalAlloc(cname, s.elem, s.size, code, body, s.span),)
+    # S-Alloc-Local: in η, per thread
     return (K.KLocalArray(cname, K.CTYPE[s.elem], s.size, s.span), *body)
 
 
@@ -345,11 +369,16 @@ def _lower_call(fn: str, args, env: Env, code: Perspective, span) -> K.KCall:
     fdef = env.fns.get(fn)
     if fdef is None:
         raise CompileError(f"unknown function: {fn}", span=span)
+    note("compile:from_bundl:call")
     out: list[K.KExpr] = []
     for param, arg in zip(fdef.params, args, strict=True):
-        out.append(lower_expr(arg, env, code, param.persp))
+        if param.persp != code:
+            note("compile:from_bundl:call argument at another perspective")
+        # S-Function-Call evaluates every argument at the caller's perspective, ambient
+        # and target (⊢^π_π), whatever the parameter's own perspective
+        out.append(lower_expr(arg, env, code, code))
         if isinstance(param.type, B.ArrayType):
-            out.append(array_length(arg, env))
+            out.append(array_length(arg, env, code))
     out += [K.KVar(f"g_{g}") for g in env.global_names]
     out += [K.KPerspId(), K.KBuiltin("blockIdx.x"), K.KSmemTop()]
     return K.KCall(f"fn_{fn}", tuple(out), span)

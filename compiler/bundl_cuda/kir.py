@@ -277,6 +277,19 @@ class KSharedAlloc:
 
 
 @dataclass(frozen=True, slots=True)
+class KGlobalAlloc:
+    """x := alloc Global τ n at code perspective `persp`, scoped over `body`: one array
+    per unit of `persp` (S-Alloc-Global, fixed; `galloc.py` gives it a scratch slot)."""
+
+    name: str
+    elem: BaseType
+    size: int
+    persp: Perspective
+    body: tuple[KStmt, ...]
+    span: Span = _SPAN
+
+
+@dataclass(frozen=True, slots=True)
 class KAsyncScope:
     """async_partition x into y: copies issued inside complete at the end (Φ unwind)."""
 
@@ -342,8 +355,8 @@ class KPrim:
 
 KStmt = Union[
     KDecl, KLocalArray, KAssign, KStore, KIf, KWhile, KBlock, KCall, KComment, KCopy,
-    KDestruct, KGroup, KSplit, KPartition, KClaim, KLower, KSharedAlloc, KAsyncScope,
-    KAsyncCopy, KBarrier, KArrive, KWait, KPrim,
+    KDestruct, KGroup, KSplit, KPartition, KClaim, KLower, KSharedAlloc, KGlobalAlloc,
+    KAsyncScope, KAsyncCopy, KBarrier, KArrive, KWait, KPrim,
 ]
 
 # ---------------------------------------------------------------------- functions
@@ -376,6 +389,9 @@ class KProgram:
     threads: int
     smem_bytes: int = 0
     globals: tuple[tuple[str, BaseType, int], ...] = ()
+    # kernel parameters after the globals: zero-filled scratch arrays (name, element
+    # type, elements) holding the `alloc ... in Global` arrays (galloc.py)
+    scratch: tuple[tuple[str, BaseType, int], ...] = ()
     source_lines: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
 

@@ -1,8 +1,9 @@
 """From a compiled Bundl program to backend jobs, and back to Bundl global memory.
 
 The kernel's parameters are the program's globals in declaration order, each a pointer
-to its elements (int -> int32, float -> float32, bool -> bool, one byte each side). Initial contents follow the `global` declarations: zeros, `iota`, or the
-literal list.
+to its elements (int -> int32, float -> float32, bool -> bool, one byte each side), then
+the zero-filled scratch arrays of `alloc ... in Global` (galloc.py). Initial contents
+follow the `global` declarations: zeros, `iota`, or the literal list.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ def initial_globals(prog: B.Program) -> dict[str, np.ndarray]:
 def kernel_spec(kernel: CompiledKernel) -> KernelSpec:
     params = tuple(ptr(f"g_{name}", DTYPES[elem], size)
                    for name, elem, size in kernel.globals)
+    params += tuple(ptr(name, DTYPES[elem], size)
+                    for name, elem, size in kernel.scratch)
     return KernelSpec(kernel.name, kernel.source, kernel.blocks, kernel.threads,
                       kernel.smem_bytes, params)
 
@@ -41,6 +44,8 @@ def jobs_for(prog: B.Program, kernel: CompiledKernel, seeds=(0,),
              timeout_s: float = 10.0) -> list[Job]:
     spec = kernel_spec(kernel)
     inputs = initial_globals(prog)
+    for name, elem, size in kernel.scratch:  # `alloc in Global` arrays start zeroed
+        inputs[name] = np.zeros(size, dtype=DTYPES[elem])
     return [Job(spec, inputs, seed, timeout_s) for seed in seeds]
 
 

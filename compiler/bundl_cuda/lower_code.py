@@ -19,6 +19,7 @@ from gpusem.calculus.bundl.ast import BaseType
 from gpusem.calculus.bundl.perspective import Level
 from gpusem.compiler.bundl_cuda import kir as K
 from gpusem.compiler.bundl_cuda.faults import active
+from gpusem.compiler.bundl_cuda.paths import note
 from gpusem.compiler.bundl_cuda.traverse import map_bodies, map_stmt_exprs
 
 INT = BaseType.INT
@@ -55,14 +56,17 @@ class _Lowerer:
             case K.KDestruct(outer, body, span):
                 builtin = "blockIdx.x" if outer.level == Level.GRID else "threadIdx.x"
                 rule = "S-Destruct-Grid" if outer.level == Level.GRID else "S-Destruct-Block"
+                note("compile:lower_code:destruct " + outer.level.keyword)
                 return self._scope(K.KBuiltin(builtin), body, span, f"destruct ({rule})")
             case K.KGroup(q, inner, body, span):
                 # Index arithmetic on ids in [0, n): plain C, no overflow possible.
+                note("compile:lower_code:group")
                 modulus = q if active("group-modulus") else inner.n
                 value = (K.KConst(0, INT) if modulus == 1
                          else K.KRaw(f"{index_text(p)} % {modulus}"))
                 return self._scope(value, body, span, f"group {q} (S-Group)")
             case K.KSplit(n1, n2, left, right, span):
+                note("compile:lower_code:split")
                 return (self._split(p, n1, n2, left, right, span),)
         return (map_bodies(s, lambda b: self.stmts(b, p)),)
 

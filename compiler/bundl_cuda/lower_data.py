@@ -12,6 +12,7 @@ from __future__ import annotations
 from gpusem.calculus.bundl.ast import BaseType
 from gpusem.compiler.bundl_cuda import kir as K
 from gpusem.compiler.bundl_cuda.faults import active
+from gpusem.compiler.bundl_cuda.paths import note
 from gpusem.compiler.bundl_cuda.traverse import map_bodies, rewrite_program
 
 INT = BaseType.INT
@@ -33,6 +34,7 @@ def lower_stmts(stmts: tuple) -> tuple:
 def _lower(s: K.KStmt) -> tuple:
     match s:
         case K.KPartition(src, tgt, c, src_len, elem, persp, body, span):
+            note("compile:lower_data:partition")
             chunk = K.KBin("/", src_len, K.KConst(c, INT), INT)
             piece = K.KBin("/", K.KPerspId(), K.KConst(persp.n // c, INT), INT)
             offset = K.KBin("*", piece, K.KVar(tgt + "_len"), INT)
@@ -46,6 +48,7 @@ def _lower(s: K.KStmt) -> tuple:
                 return (K.KBlock((*header, *body), span),)
             return (K.KBlock((*header, *body), span), sync)
         case K.KClaim(src, tgt, at, src_len, elem, persp, body, span):
+            note("compile:lower_data:claim")
             cond: K.KExpr = K.KBin("<", K.KPerspId(), K.KConst(at, INT), INT)
             if active("claim-all-threads"):
                 cond = K.KConst(True, BaseType.BOOL)
@@ -54,6 +57,7 @@ def _lower(s: K.KStmt) -> tuple:
             return (K.KComment(f"claim {src} into {tgt} at {at} (S-Claim)", span),
                     guarded, K.KBarrier(persp, K.KPerspId(), f"claim {tgt}", span))
         case K.KLower(src, tgt, src_len, elem, persp, body, span):
+            note("compile:lower_data:lower")
             header = (K.KComment(f"lower {src} into {tgt} (S-Lower)", span),
                       *_view(tgt, elem, K.KVar(src), src_len, span))
             return (K.KBlock((*header, *body), span),

@@ -1,6 +1,7 @@
 """The Bundl -> CUDA pipeline: named passes, each KIR -> KIR and testable alone.
 
     from_bundl                  erase perspectives on data; KIR with perspective nodes
+    place_global_allocations    galloc.py: `alloc in Global` -> one scratch slot per unit
     lower_data_perspectives     partition / claim / lower -> pointer offsets + barriers
     lower_async_copies          async_partition / async_memcpy -> cp.async or copies
     lower_code_perspectives     destruct / group / split -> perspective ids + guards
@@ -25,9 +26,11 @@ from gpusem.compiler.bundl_cuda.barriers import lower_barriers
 from gpusem.compiler.bundl_cuda.emit import emit_cuda
 from gpusem.compiler.bundl_cuda.faults import active
 from gpusem.compiler.bundl_cuda.from_bundl import from_bundl
+from gpusem.compiler.bundl_cuda.galloc import once_per_launch, place_global_allocations
 from gpusem.compiler.bundl_cuda.lower_async import lower_async_copies
 from gpusem.compiler.bundl_cuda.lower_code import lower_code_perspectives
 from gpusem.compiler.bundl_cuda.lower_data import lower_data_perspectives
+from gpusem.compiler.bundl_cuda.paths import note
 from gpusem.compiler.bundl_cuda.smem import assign_smem_offsets
 from gpusem.compiler.bundl_cuda.speed import (
     MAX_UNROLL_TRIPS,
@@ -65,7 +68,8 @@ class CompileOptions:
 @dataclass(frozen=True, slots=True)
 class CompiledKernel:
     """The CUDA text and how to launch it: grid (B), block (T), dynamic shared memory,
-    and the kernel parameters (one pointer per Bundl global, in declaration order)."""
+    and the kernel parameters: one pointer per Bundl global, in declaration order,
+    then the zero-filled scratch arrays of `alloc ... in Global` (galloc.py)."""
 
     source: str
     name: str
@@ -73,32 +77,54 @@ class CompiledKernel:
     threads: int
     smem_bytes: int
     globals: tuple[tuple[str, B.BaseType, int], ...]
+    scratch: tuple[tuple[str, B.BaseType, int], ...] = ()
 
 
 def zero_shared_allocations(prog: K.KProgram) -> K.KProgram:
     """A shared array is zeroed by its block before use, then the block synchronises:
     S-Alloc-Shared allocates a fresh (zeroed) array; GPU shared memory holds garbage.
-    Every thread of the block executes the allocation (it is typed at (Block, 1))."""
+    Every thread of the block executes the allocation (it is typed at (Block, 1)).
 
-    def stmts(body: tuple) -> tuple:
-        out = []
-        for s in body:
-            s = map_bodies(s, stmts)
-            if isinstance(s, K.KSharedAlloc) and not active("shared-not-zeroed"):
-                zero = (K.KPrim(f"for (int gs_i = threadIdx.x; gs_i < {s.size}; gs_i += "
-                                f"blockDim.x) {s.name}[gs_i] = 0;", s.span),
-                        K.KPrim("__syncthreads();", s.span))
-                s = replace(s, body=(*zero, *s.body))
-            out.append(s)
-        return tuple(out)
+    Where the array's bytes may still be in use when a fast thread starts zeroing
+    them, the block synchronises first: a site met again (a loop, a function called
+    twice: the previous instance's readers), or one after an allocation whose scope has
+    ended (siblings share offsets, `assign_smem_offsets`). The interpreter gives every
+    instance fresh cells, so without that barrier a slow thread could read zeros, or the
+    next instance's values, where it should read its own instance's."""
+    once = once_per_launch(prog)
 
-    return rewrite_program(prog, lambda f: replace(f, body=stmts(f.body)))
+    def per_function(f: K.KFunction) -> K.KFunction:
+        ended = [False]  # some allocation's scope ended earlier in program order
+
+        def stmts(body: tuple, again: bool) -> tuple:
+            out = []
+            for s in body:
+                inner = again or isinstance(s, K.KWhile)
+                reused = again or ended[0]  # decided before the body's allocations
+                s = map_bodies(s, lambda b: stmts(b, inner))
+                if isinstance(s, K.KSharedAlloc) and not active("shared-not-zeroed"):
+                    note("compile:pipeline:shared array zeroed")
+                    first = (K.KPrim("__syncthreads();", s.span),) if reused else ()
+                    zero = (*first,
+                            K.KPrim(f"for (int gs_i = threadIdx.x; gs_i < {s.size}; "
+                                    f"gs_i += blockDim.x) {s.name}[gs_i] = 0;", s.span),
+                            K.KPrim("__syncthreads();", s.span))
+                    s = replace(s, body=(*zero, *s.body))
+                if isinstance(s, K.KSharedAlloc):
+                    ended[0] = True
+                out.append(s)
+            return tuple(out)
+
+        return replace(f, body=stmts(f.body, f.name not in once))
+
+    return rewrite_program(prog, per_function)
 
 
 def compile_to_kir(prog: B.Program, options: CompileOptions = CompileOptions(),
                    source: str = "") -> K.KProgram:
     kp = from_bundl(prog)
-    kp = replace(kp, source_lines=tuple(source.splitlines()))
+    kp = replace(kp, source_lines=tuple(source.split("\n")))  # as the parser counts
+    kp = place_global_allocations(kp)
     kp = lower_data_perspectives(kp)
     kp = lower_async_copies(kp, options.cp_async)
     kp = zero_shared_allocations(kp)
@@ -123,4 +149,4 @@ def compile_program(prog: B.Program, options: CompileOptions = CompileOptions(),
               f"{'; FAST FMA (not the reference semantics)' if options.fast_fma else ''}.")
     text = emit_cuda(kp, header, options.min_blocks_per_sm, options.aligned_globals)
     return CompiledKernel(text, KERNEL_NAME, kp.blocks, kp.threads, kp.smem_bytes,
-                          kp.globals)
+                          kp.globals, kp.scratch)

@@ -18,6 +18,7 @@ from dataclasses import replace
 
 from gpusem.calculus.bundl.ast import BaseType
 from gpusem.compiler.bundl_cuda import kir as K
+from gpusem.compiler.bundl_cuda.paths import note
 from gpusem.compiler.bundl_cuda.traverse import (
     exprs_of,
     map_bodies,
@@ -32,9 +33,10 @@ UNROLL_PRAGMA = "#if GS_CUDA\n#pragma unroll\n#endif"
 
 # ------------------------------------------------------------------ restrict
 def restrict_kernel_pointers(prog: K.KProgram) -> K.KProgram:
-    """Every kernel pointer parameter is one Bundl global, and every global is its own
-    allocation (`launch.kernel_spec` passes one array per global), so no two parameters
-    alias: `__restrict__` only states that, letting nvcc keep loads across stores."""
+    """Every kernel pointer parameter is one Bundl global or one scratch array of
+    `alloc in Global`, each its own allocation (`launch.kernel_spec` passes one array
+    per parameter), so no two parameters alias: `__restrict__` only states that,
+    letting nvcc keep loads across stores."""
 
     def per_function(f: K.KFunction) -> K.KFunction:
         if not f.is_kernel:
@@ -77,6 +79,8 @@ def _merge(body: tuple, synced: bool) -> tuple:
         if isinstance(s, K.KPrim) and s.text == SYNC:
             if not synced:
                 out.append(s)
+            else:
+                note("compile:speed:merged __syncthreads")
             synced = True
             continue
         if isinstance(s, K.KBlock):
@@ -142,6 +146,7 @@ def _hint(body: tuple, max_trips: int = MAX_UNROLL_TRIPS) -> tuple:
                 and isinstance(s.cond.left, K.KVar) and s.cond.left.name in prev_decl:
             trips = _trip_count(prev_decl[s.cond.left.name], s)
             if trips is not None and 1 < trips <= max_trips:
+                note("compile:speed:unroll hint")
                 out.append(K.KPrim(UNROLL_PRAGMA, s.span))
         # a start value is known only while nothing has assigned the variable since
         for name in [n for n in prev_decl if _assigns((s,), n)]:

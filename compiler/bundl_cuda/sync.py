@@ -31,6 +31,7 @@ from gpusem.calculus.bundl.perspective import Level
 from gpusem.compiler.bundl_cuda import kir as K
 from gpusem.compiler.bundl_cuda.accesses import Accesses, Roots, accesses
 from gpusem.compiler.bundl_cuda.faults import active
+from gpusem.compiler.bundl_cuda.paths import note
 from gpusem.compiler.bundl_cuda.traverse import bodies, map_bodies
 
 
@@ -47,9 +48,12 @@ def _place(out: list, pending: K.KBarrier, origin: int, split: bool) -> None:
     construct ended) and wait (here) when other statements lie between (arrive
     motion)."""
     between = any(not isinstance(s, K.KComment) for s in out[origin:])
+    if between:
+        note("compile:place_sync:barrier moved")
     if not (split and between):
         out.append(pending)
         return
+    note("compile:place_sync:split barrier")
     b = pending
     at = origin - 1 if active("arrive-above-last-use") and origin > 0 else origin
     out.insert(at, K.KArrive(b.persp, b.p, b.site, b.span))
@@ -78,6 +82,8 @@ def _sink(stmts: tuple, roots: Roots, threads: int = 0, in_kernel: bool = False)
             if pending is not None and not _same_instance(pending, s):
                 place(pending)
                 pending, covered = None, Accesses()
+            elif pending is not None:
+                note("compile:place_sync:barriers merged")
             # A hand-written `init; dec; wait` orders everything before it: immovable.
             immovable = s.site.startswith("init/dec/wait") or s.site.endswith("(pinned)")
             ends = Accesses(unknown=True) if immovable else last
@@ -108,6 +114,7 @@ def _drop_trailing(stmts: tuple, at_kernel_end: bool) -> tuple:
     while at_kernel_end and i >= 0:
         s = out[i]
         if isinstance(s, (K.KBarrier, K.KWait)):
+            note("compile:place_sync:barrier dropped at kernel end")
             site = s.site
             del out[i]
             if isinstance(s, K.KWait):  # its arrive goes too

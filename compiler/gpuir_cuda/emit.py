@@ -9,6 +9,7 @@ is preceded, where its source line changes, by a comment quoting that line.
 
 from __future__ import annotations
 
+from gpusem.compiler.cxx_text import comment, comment_block
 from gpusem.compiler.gpuir_cuda import kir as K
 
 PRELUDE = """\
@@ -29,7 +30,7 @@ class _Printer:
         line = getattr(span, "line", 0)
         if line and line != self.last_line and line <= len(self.source):
             self.last_line = line
-            self.out(depth, f"// {line}: {self.source[line - 1].strip()}")
+            self.out(depth, comment(f"{line}: {self.source[line - 1].strip()}"))
 
     def body(self, depth: int, stmts) -> None:
         for s in stmts:
@@ -42,7 +43,7 @@ class _Printer:
                 for ln in t.splitlines():
                     self.out(depth, ln)
             case K.GComment(text=t):
-                self.out(depth, f"// {t}")
+                self.out(depth, comment(t))
             case K.GLet(name=n, expr=e):
                 self.out(depth, f"const int {n} = {e};")
             case K.GLocal(name=n, ctype=t, count=c):
@@ -53,8 +54,8 @@ class _Printer:
                 self.body(depth + 1, b)
                 self.out(depth, "}")
             case K.GIf(cond=c, body=b, note=note):
-                comment = f"  // {note}" if note else ""
-                self.out(depth, ("{" if c == "true" else f"if ({c}) {{") + comment)
+                note_text = f"  {comment(note)}" if note else ""
+                self.out(depth, ("{" if c == "true" else f"if ({c}) {{") + note_text)
                 self.body(depth + 1, b)
                 self.out(depth, "}")
             case _:
@@ -87,6 +88,6 @@ def emit_kernel(k: K.GKernel, source_lines: tuple[str, ...]) -> str:
 
 def emit_cuda(kernels: list[K.GKernel], header: str,
               source_lines: tuple[str, ...] = ()) -> str:
-    head = "".join(f"// {ln}\n" for ln in header.splitlines())
+    head = "".join(f"{ln}\n" for ln in comment_block(header))
     return head + PRELUDE + "".join("\n" + emit_kernel(k, source_lines)
                                     for k in kernels)

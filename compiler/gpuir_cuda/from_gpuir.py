@@ -115,6 +115,9 @@ def mapping_of(an: Analysis, s: A.Stmt) -> ThreadMapping:
     device code it accepted."""
     m = an.mapping(s)
     assert m is not None, f"no thread mapping for {type(s).__name__}"
+    if not m.simple:
+        raise unsupported(f"a strided collective ({m.describe()}): the lowering "
+                          "handles runs of contiguous threads", s.span)
     return m
 
 
@@ -256,6 +259,9 @@ class _Lowerer:
         if tiling is None:
             raise unsupported("a cuda_threads loop the collective analysis could not "
                               "tile", f.span)
+        if not (tiling.child.simple and tiling.parent.simple):
+            raise unsupported(f"a cuda_threads loop over strided collectives "
+                              f"({tiling.child.describe()})", f.span)
         var, child, s = _check_name(f.var, f.span), tiling.child, tiling.stride
         n = tiling.hi - tiling.lo
         off = offset_c(child, self.env, len(child.terms) - 1)

@@ -7,6 +7,7 @@ instruction of the library (calculus/gpuir/instructions.py).
                              (gs_bulk_copy_g2s; the Arrive carries the expect_tx)
   Sm90_tma_multicast_2d_f32  cp.async.bulk ... .multicast::cluster per row (PTX only)
   cuda_shfl_{xor,down}_f32   __shfl_{xor,down}_sync over the full warp
+  cuda_atomic_add_{f32,i32}  one atomicAdd per element
   Sm80_mma_* / Sm90_wgmma_*  exact lowerings over the distributed fragments (below)
 
 Note (MMA): the library's wgmma spelling needs shared-memory matrix descriptors and a
@@ -70,6 +71,13 @@ def copy(s: K.GInstr, env) -> list[str]:
     (n, _), = dst.dims
     return [(f"for (int gs_i = 0; gs_i < {n}; gs_i++) {dst.elem('gs_i')} = "
             f"{src.elem('gs_i')};")]
+
+
+def atomic_add(s: K.GInstr, env) -> list[str]:
+    dst, src = _win(s.args[0]), _win(s.args[1])
+    (n, _), = dst.dims
+    return [(f"for (int gs_i = 0; gs_i < {n}; gs_i++) atomicAdd(&{dst.elem('gs_i')}, "
+             f"{src.elem('gs_i')});")]
 
 
 def cp_async(s: K.GInstr, env) -> list[str]:
@@ -211,6 +219,8 @@ RULES = {
     "Sm80_cp_async_f32": cp_async,
     "Sm90_tma_load_2d_f32": tma_load,
     "Sm90_tma_multicast_2d_f32": tma_multicast,
+    "cuda_atomic_add_f32": atomic_add,
+    "cuda_atomic_add_i32": atomic_add,
     "cuda_shfl_xor_f32": shfl("xor"),
     "cuda_shfl_down_f32": shfl("down"),
     "Sm80_mma_load_a_f32": mma_load(False),

@@ -187,6 +187,9 @@ def _verdict(c: Case, seeds: Sequence[int],
 def check_proc(proc: A.Proc, defines: Mapping[str, int], backend: str = "cpu",
                seeds=(0, 1, 2), *, source: str = "", file: str = "<input>",
                input_seed: int = 0, analysis=None) -> Verdict:
+    from gpusem.typing_rules.gpuir.frontend import check_elements
+
+    check_elements(proc, defines)  # before the inputs and the sequential reading
     case = Case(proc, dict(defines), make_inputs(proc, defines, input_seed),
                 source=source, file=file)
     prepare(case, analysis)

@@ -52,8 +52,12 @@ def collapse_store(s: A.Stmt):
 
 
 def drop_atomic(s: A.Stmt):
+    # Only an update of one fixed cell (`S[0] += e`) surely races without its atomic;
+    # an indirect one (`H[idx[i]] += e`) races only where two indices coincide.
     match s:
-        case A.For(directive=A.ParallelFor(), body=(A.Assign(atomic=True) as st,)):
+        case A.For(directive=A.ParallelFor(), body=(A.Assign(
+                atomic=True, target=A.Subscript(indices=ix)) as st,)) if all(
+                isinstance(i, A.Const) for i in ix):
             return dataclasses.replace(s, body=(dataclasses.replace(st, atomic=False),))
     return None
 

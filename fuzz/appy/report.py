@@ -1,4 +1,7 @@
-"""The APPy findings table:
+"""The APPy findings tables:
+`python -m gpusem.fuzz.appy.report --campaign RESULT.json BUNDLES OUT.md` (issue 17: one
+row per cause of a campaign's statistics, with its smallest program, the appyc version
+and what plain NumPy computes);
 `python -m gpusem.fuzz.appy.report BUNDLES OUT [--sm90] [--minimise] [--backend B]`;
 `... --resign BUNDLES NEW_BUNDLES --backend B` re-signs old bundles by a fresh replay.
 
@@ -17,7 +20,8 @@ import shutil
 import sys
 from pathlib import Path
 
-from gpusem.fuzz.appy.target import AppyTarget, read_inputs
+from gpusem.fuzz.appy.files import read_inputs
+from gpusem.fuzz.appy.target import AppyTarget
 from gpusem.fuzz.bundle import Bundle, list_bundles, read_bundle
 
 
@@ -39,7 +43,7 @@ def minimise_bundle(target: AppyTarget, b) -> bool:
     if small.size >= b.meta.get("size", 10**9):
         return False
     meta = dict(b.meta, size=small.size, detail=small.detail)
-    write_bundle(b.path.parent, meta, small.files)
+    write_bundle(b.path.parent, meta, small.files, replace=True)
     return True
 
 
@@ -120,7 +124,7 @@ def build(bundles_dir: str, out_dir: str, sm90: bool = False,
 def markdown(rows: list[dict]) -> str:
     lines = ["# appyc findings (gpusem APPy target)", "",
              ("One row per finding class (signature); the smallest program found; "
-             "`reproduces` is a fresh replay (`gpusem replay results/appy/bundles/<bundle>`)."),
+             "`reproduces` is a fresh replay (`gpusem replay <folder>/bundles/<bundle>`)."),
              "", ("| # | kind | signature | stmts | reproduces | sm_90 compile | H100 | appyc | "
              "bundle |"), "|---|---|---|---|---|---|---|---|---|"]
     for k, r in enumerate(rows, 1):
@@ -136,22 +140,10 @@ def markdown(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-if __name__ == "__main__":
-    argv = sys.argv[1:]
-    be = None
-    if "--backend" in argv:
-        k = argv.index("--backend")
-        be = argv[k + 1]
-        del argv[k:k + 2]
-    args = [a for a in argv if not a.startswith("--")]
-    if "--resign" in argv and len(args) == 2:
-        print(json.dumps(resign(args[0], args[1], be or "cpu")))
-        sys.exit(0)
-    if len(args) != 2:
-        sys.exit("usage: python -m gpusem.fuzz.appy.report BUNDLES OUT [--sm90] "
-                 "[--backend cpu|cuda] [--minimise] | --resign BUNDLES NEW_BUNDLES")
-    build(args[0], args[1], sm90="--sm90" in argv, backend=be,
-          minimise="--minimise" in argv)
+def _main_campaign(argv: list[str]) -> None:
+    """`--campaign RESULT.json BUNDLES OUT.md`: the findings table of a campaign."""
+    result_path, bundles, out = argv[argv.index("--campaign") + 1:][:3]
+    campaign_findings(json.loads(Path(result_path).read_text()), bundles, out)
 
 
 def listings(examples_dir: str, out_file: str, backend: str = "cpu") -> list[dict]:
@@ -187,3 +179,92 @@ def listings(examples_dir: str, out_file: str, backend: str = "cpu") -> list[dic
               f"{r['sm90'].replace('|', '/')} |" for r in rows]
     Path(out_file).write_text("\n".join(lines) + "\n")
     return rows
+
+
+def campaign_findings(result: dict, bundles_dir: str | None, out_md: str) -> list[dict]:
+    """The findings table of one campaign (issue 17): every distinct cause of the
+    campaign's statistics (`stats.merge`), its smallest program (the shrunk bundle
+    where the campaign wrote one, else the smallest failing kernel it saw), the appyc
+    version, and what plain NumPy (the sequential reading) computes."""
+    bundles = {}
+    if bundles_dir and Path(bundles_dir).is_dir():
+        bundles = {b.signature: b for b in list_bundles(bundles_dir)
+                   if b.target == "appy"}
+    appyc = versions_now().get("appyc", "?")
+    rows = []
+    for sig, c in result["cause_table"].items():
+        b = bundles.get(sig)
+        program = c["program"]
+        numpy = f"see detail: {c['detail'][:160]}"
+        if b is not None:
+            if len(b.files.get("program.py", program)) <= len(program):
+                program = b.files.get("program.py", program)
+            appyc = b.meta.get("versions", {}).get("appyc", appyc)
+            numpy = _numpy_says(b)
+        rows.append({"signature": sig, "kind": c["kind"], "blame": c.get("blame", ""),
+                     "cause": c.get("cause", ""), "count": c["count"],
+                     "first_minute": c.get("first_seen_minute"), "appyc": appyc,
+                     "bundle": b.path.name if b is not None else "",
+                     "numpy": numpy, "detail": c["detail"], "program": program})
+    lines = ["# APPy campaign findings (gpusem APPy target)", "",
+             f"{result['programs']} programs, compared_fraction "
+             f"{result['compared_fraction']}, {result['causes']} distinct causes "
+             f"(`causes.py`: a catalogued cause, an error text, or a wrong result's "
+             "constructs). `numpy`: what plain NumPy (the sequential reading) computes "
+             "where appyc's code differs.", "",
+             "| # | signature | kind | blame | programs | first minute | appyc | "
+             "plain NumPy | bundle |", "|---|---|---|---|---|---|---|---|---|"]
+    for k, r in enumerate(rows, 1):
+        cell = r["numpy"].replace("|", "/").replace("\n", " ")[:140]
+        lines.append(f"| {k} | `{r['signature'][:90].replace('|', '/')}` | {r['kind']} | "
+                     f"{r['blame']} | {r['count']} | {r['first_minute']} | {r['appyc']} | "
+                     f"{cell} | {r['bundle']} |")
+    lines += ["", "## Smallest programs", ""]
+    for k, r in enumerate(rows, 1):
+        lines += [f"### {k}. `{r['signature'][:120]}`", "",
+                  (r["cause"] + "\n\n") if r["cause"] else "",
+                  f"{r['kind']}: {r['detail'][:300]}", "", "```python",
+                  r["program"].rstrip(), "```", ""]
+    Path(out_md).write_text("\n".join(lines) + "\n")
+    return rows
+
+
+def _numpy_says(b) -> str:
+    """What the sequential reading computes, from a bundle's files."""
+    try:
+        actual = json.loads(b.files.get("actual.json", "{}"))
+        if actual.get("outcome") == "wrong":
+            return f"{actual['mismatch']} (expected = NumPy)"
+        expected = json.loads(b.files.get("expected.json", "{}"))
+        parts = [f"{k} = {v['data'] if len(str(v['data'])) < 60 else str(v['data'])[:60]}"
+                 for k, v in list(expected.items())[:2]]
+        return "NumPy runs it: " + "; ".join(parts)
+    except (ValueError, KeyError, TypeError):
+        return "?"
+
+
+def versions_now() -> dict[str, str]:
+    from gpusem.compiler.appy_triton.driver import versions
+
+    return versions()
+
+
+if __name__ == "__main__":
+    argv = sys.argv[1:]
+    if "--campaign" in argv:
+        _main_campaign(argv)
+        sys.exit(0)
+    be = None
+    if "--backend" in argv:
+        k = argv.index("--backend")
+        be = argv[k + 1]
+        del argv[k:k + 2]
+    args = [a for a in argv if not a.startswith("--")]
+    if "--resign" in argv and len(args) == 2:
+        print(json.dumps(resign(args[0], args[1], be or "cpu")))
+        sys.exit(0)
+    if len(args) != 2:
+        sys.exit("usage: python -m gpusem.fuzz.appy.report BUNDLES OUT [--sm90] "
+                 "[--backend cpu|cuda] [--minimise] | --resign BUNDLES NEW_BUNDLES")
+    build(args[0], args[1], sm90="--sm90" in argv, backend=be,
+          minimise="--minimise" in argv)

@@ -1,36 +1,53 @@
 """APPy as a campaign target: generate, check with the legality oracle, run appyc.
 
 Properties:
-  compile   (default) a legal program compiled by appyc computes its sequential reading
+  compile   (default) a legal program compiled by appyc computes its sequential reading,
+            kernel by kernel (`verdicts.py`: each kernel its own verdict)
   legality  a mutant that breaks a directive rule is rejected by the legality checker
             (the teeth of `typing_rules/appy/legality.py`; no compiler involved)
 
-Signatures (de-duplication): `<kind>:<normalised first error line>` for errors, and
-`wrong:<directive path of the loop nest writing the first bad array>` for wrong results.
+Signatures name causes (`causes.py`), not directive paths. Once a cause is seen, the
+generator steers away from its trigger (`strategies.programs(avoid=...)`), switched
+between rounds only, so that the hunting re-run of a round draws what its first run
+drew. The round's programs are checked in `prefetch`, where the campaign's statistics
+are kept (`stats.py`: programs, the fraction reaching a comparison, coverage, causes
+by minute), so that the re-checks of shrinking never count as programs.
+
+Replaying a bundle runs only what gpusem's own parser read and printed again (issue 15):
+the bundle's raw `program.py` never reaches appyc, whose host code keeps parameter
+annotations and defaults that the worker's import would evaluate.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import re
+import os
 import time
 
-import numpy as np
 from gpusem.calculus.appy import ast as A
 from gpusem.calculus.appy.parser import parse_program
-from gpusem.calculus.appy.printer import directive_text, print_program
+from gpusem.calculus.appy.printer import print_program
 from gpusem.calculus.errors import BadInput, GpusemError
 from gpusem.compiler.appy_triton.driver import (
     AppycDriver,
     Case,
-    Outcome,
     appyc_available,
     ensure_appyc,
     versions,
 )
+from gpusem.fuzz.appy.causes import STRUCTURAL, normalise, trigger_of
+from gpusem.fuzz.appy.files import (
+    actual_json,
+    arrays_json,
+    inputs_json,
+    read_inputs,
+    trace,
+)
 from gpusem.fuzz.appy.mutators import mutants
+from gpusem.fuzz.appy.stats import CampaignStats
 from gpusem.fuzz.appy.strategies import AppyProgram, programs
+from gpusem.fuzz.appy.verdicts import ProgramRun, read_kernels, reported, run_program
 from gpusem.fuzz.targets import CheckResult, Target
 from gpusem.interpreter.appy.legality import check_legal
 from hypothesis import strategies as st
@@ -49,6 +66,12 @@ class AppyTarget(Target):
         self.backend = backend
         self.timeout = timeout
         self._driver: AppycDriver | None = None
+        self._interp: AppycDriver | None = None
+        self._cache: dict[str, tuple[CheckResult, ProgramRun | None]] = {}
+        self.stats = CampaignStats(backend, os.environ.get("GPUSEM_APPY_STATS"))
+        self.triggers: dict[str, frozenset[str]] = {}  # signature -> constructs
+        self._avoid: tuple[frozenset[str], ...] = ()
+        self._rerun_next = False
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -57,26 +80,115 @@ class AppyTarget(Target):
             self._driver = AppycDriver(self.backend, self.timeout)
         return self._driver
 
+    @property
+    def interp(self) -> AppycDriver | None:
+        """Triton's interpreter beside the GPU (the differential; cuda only)."""
+        if self.backend != "cuda":
+            return None
+        if self._interp is None:
+            self._interp = AppycDriver("cpu", self.timeout)
+        return self._interp
+
     def close(self) -> None:
-        if self._driver is not None:
-            self._driver.close()
-            self._driver = None
+        for d in (self._driver, self._interp):
+            if d is not None:
+                d.close()
+        self._driver = self._interp = None
+        self.stats.flush(force=True)
 
     def strategy(self, prop: str):
         if prop == "legality":
             return programs().flatmap(lambda p: st.sampled_from(mutants(p) or [p]))
-        return programs()
+        if self._rerun_next:  # the hunting re-run of a round: draw what it drew
+            self._rerun_next = False
+        else:
+            self._avoid = tuple(sorted(set(self.triggers.values()), key=sorted))
+        return programs(avoid=self._avoid)
 
     def size(self, program: AppyProgram) -> int:
         return A.stmt_count(program.fn.body)
 
     # ---------------------------------------------------------------------- check
+    def prefetch(self, progs: list, prop: str) -> bool:
+        """Check the round's programs (as the campaign drew them, before any shrinking)
+        and keep the statistics; `check` then finds them in the cache."""
+        if prop != "compile":
+            return False
+        self._cache.clear()
+        new = False
+        for p in progs:
+            res, run = self.check_program(p)
+            self._cache[_key(p)] = (res, run)
+            new |= self.stats.record(p, run, res, self.triggers)
+            self._learn(run)
+        self._rerun_next = new
+        self.stats.flush()
+        return True
+
     def check(self, program: AppyProgram, prop: str = "compile") -> CheckResult:
-        arrays, scalars = program.inputs()
-        source = print_program(program.fn)
         if prop == "legality":
-            return self._check_legality(program, source, arrays, scalars)
-        return self.check_source(source, arrays, scalars, size=self.size(program))
+            arrays, scalars = program.inputs()
+            return self._check_legality(program, print_program(program.fn), arrays,
+                                        scalars)
+        hit = self._cache.get(_key(program))
+        if hit is not None:
+            return hit[0]
+        return self.check_program(program)[0]
+
+    def _learn(self, run: ProgramRun | None) -> None:
+        """Remember the trigger of every cause seen (steered away from next round)."""
+        for k in run.kernels if run else []:
+            if k.failed and k.signature not in self.triggers:
+                self.triggers[k.signature] = trigger_of(k.signature) or frozenset(
+                    f for f in k.feats if f in STRUCTURAL)
+
+    def check_program(self, program: AppyProgram) -> tuple[CheckResult, ProgramRun | None]:
+        arrays, scalars = program.inputs()
+        t0 = time.perf_counter()
+        run = read_kernels(program.fn, program.kernel_slices(), arrays, scalars)
+        if not run.verdict.legal:  # never blame the compiler for an illegal program
+            return CheckResult("invalid", detail=run.verdict.message), run
+        if self.backend == "sm90":
+            return self._check_sm90(program.fn, arrays, scalars), run
+        run_program(self.driver, run, program.fn, arrays, scalars, self.interp)
+        return self._result(run, time.perf_counter() - t0), run
+
+    def _result(self, run: ProgramRun, seconds: float) -> CheckResult:
+        k = reported(run)
+        if k is None and run.interaction and run.whole is not None:
+            return self._interaction(run, seconds)
+        if k is None:
+            status = "pass" if run.compared else "skip"
+            detail = "" if run.compared else "; ".join(
+                x.outcome.detail[:120] for x in run.kernels if x.outcome)
+            return CheckResult(status, detail=detail, seconds=seconds)
+        out = k.outcome
+        assert out is not None
+        files = {"program.py": k.source, "kernel_triton.py": out.module,
+                 "inputs.json": inputs_json(k.arrays, k.scalars),
+                 "expected.json": arrays_json(k.expected),
+                 "actual.json": actual_json(out),
+                 "trace.txt": trace(run, k),
+                 "cause.json": json.dumps({
+                     "signature": k.signature, "cause": k.cause.title if k.cause else "",
+                     "blame": k.blame, "differential": k.differential,
+                     "constructs": sorted(k.feats), "adapted": list(out.adapted),
+                     "numpy": "expected.json: what plain NumPy computes (the "
+                              "sequential reading)"}, indent=1) + "\n"}
+        return CheckResult("finding", k.signature, out.kind, out.detail, files,
+                           A.stmt_count(k.fn.body), seconds)
+
+    def _interaction(self, run: ProgramRun, seconds: float) -> CheckResult:
+        assert run.whole is not None
+        k0 = run.kernels[0]
+        arrays = {n: a for k in run.kernels for n, a in k.arrays.items()}
+        return CheckResult("finding", run.interaction, run.whole.kind, run.whole.detail,
+                           {"program.py": run.source, "trace.txt": trace(run, None),
+                            "inputs.json": inputs_json(
+                                {n: a for n, a in arrays.items()}, k0.scalars |
+                                {n: v for k in run.kernels for n, v in k.scalars.items()}),
+                            "kernel_triton.py": run.whole.module},
+                           sum(A.stmt_count(k.fn.body) for k in run.kernels), seconds)
 
     def _check_legality(self, program, source, arrays, scalars) -> CheckResult:
         if not getattr(program, "mutated", False):
@@ -87,7 +199,7 @@ class AppyTarget(Target):
         return CheckResult(
             "finding", "legality:missed:" + program.mutated, "legality-missed",
             f"mutant '{program.mutated}' accepted by the legality checker",
-            {"program.py": source, "inputs.json": _inputs_json(arrays, scalars)},
+            {"program.py": source, "inputs.json": inputs_json(arrays, scalars)},
             self.size(program))
 
     def minimise(self, program: AppyProgram, res: CheckResult,
@@ -99,7 +211,7 @@ class AppyTarget(Target):
         while changed:
             changed = False
             for k in range(len(program.fn.body)):
-                cand = _drop_statement(program, k)
+                cand = drop_statement(program, k)
                 if cand is None:
                     continue
                 try:
@@ -109,63 +221,45 @@ class AppyTarget(Target):
                 if r.status == "finding" and r.signature == res.signature:
                     program, res, changed = cand, r, True
                     break
+        if prop == "compile" and trigger_of(res.signature) is None:
+            # The smallest failing kernel's constructs are a sharper trigger than
+            # those of the first program that showed the cause.
+            _, run = self.check_program(program)
+            bad = reported(run) if run else None
+            if bad is not None and bad.signature == res.signature:
+                self.triggers[res.signature] = frozenset(
+                    f for f in bad.feats if f in STRUCTURAL)
         return res
 
     def check_source(self, source: str, arrays: dict, scalars: dict,
                      size: int | None = None) -> CheckResult:
+        """Check a program given as text: parsed, then printed again by gpusem (only
+        that text reaches appyc), run as one kernel."""
         fn = parse_program(source)
-        verdict = check_legal(fn, arrays, scalars)
-        if not verdict.legal:  # never blame the compiler for an illegal program
-            return CheckResult("invalid", detail=verdict.message)
-        case = Case("c", source, fn.name, [p.name for p in fn.params], arrays, scalars)
-        t0 = time.perf_counter()
-        if self.backend == "sm90":
-            return self._check_sm90(fn, case, size)
-        out = self.driver.run(case, verdict.expected)
-        if not out.failed:
-            return CheckResult("pass", seconds=time.perf_counter() - t0)
-        why = self._not_runnable_here(out)
-        if why:
-            return CheckResult("skip", detail=why)
-        sig = signature(fn, out)
-        files = {"program.py": source, "kernel_triton.py": out.module,
-                 "inputs.json": _inputs_json(arrays, scalars),
-                 "expected.json": _arrays_json(verdict.expected),
-                 "actual.json": _actual_json(out),
-                 "trace.txt": _trace(fn, out)}
-        return CheckResult("finding", sig, out.kind, out.detail, files,
-                           size if size is not None else A.stmt_count(fn.body),
-                           time.perf_counter() - t0)
+        prog = AppyProgram(fn, tuple((k, str(v.dtype), v.shape) for k, v in arrays.items()
+                                     if k in {p.name for p in fn.params}),
+                           tuple((k, v) for k, v in scalars.items()), fixed=arrays)
+        return self.check_program(prog)[0]
 
-    def _check_sm90(self, fn: A.Function, case: Case, size: int | None) -> CheckResult:
+    def _check_sm90(self, fn: A.Function, arrays: dict, scalars: dict) -> CheckResult:
         """Compile-only: every kernel the host code launches must build for sm_90."""
+        source = print_program(fn)
+        case = Case("c", source, fn.name, [p.name for p in fn.params], arrays, scalars)
         res = self.driver.compile_sm90(case)
         if not res["errors"]:
             return CheckResult("pass")
         err = res["errors"][0]
         kind = "host" if err.startswith("host: ") else "triton"
-        files = {"program.py": case.source, "inputs.json": _inputs_json(
-            case.arrays, case.scalars), "actual.json": json.dumps(res) + "\n"}
-        return CheckResult("finding", f"sm90:{kind}:{_normalise(err)}", kind,
-                           f"sm_90 compile: {err}", files,
-                           size if size is not None else A.stmt_count(fn.body))
-
-    def _not_runnable_here(self, out: Outcome) -> str:
-        """Failures of the CPU stand-in itself, not of appyc: Triton's interpreter has no
-        libdevice, and appyc's data pragmas hard-code device="cuda" (those programs
-        run on the `cuda` backend, and `--sm90` compiles their kernels)."""
-        if self.backend != "cpu" or out.kind not in ("triton", "host", "runtime"):
-            return ""
-        if "libdevice." in out.module and out.kind == "triton":
-            return "libdevice is not available in Triton's interpreter"
-        if "CUDA" in out.detail or "cuda" in out.detail:
-            return "the generated host code needs a CUDA device"
-        return ""
+        files = {"program.py": source, "inputs.json": inputs_json(arrays, scalars),
+                 "actual.json": json.dumps(res) + "\n"}
+        return CheckResult("finding", f"sm90:{kind}:{normalise(err)}", kind,
+                           f"sm_90 compile: {err}", files, A.stmt_count(fn.body))
 
     def confirm_sm90(self, source: str, arrays: dict, scalars: dict) -> dict:
         """Compile the kernels for sm_90 (no GPU): does a Triton error reproduce there?"""
         fn = parse_program(source)
-        case = Case("c", source, fn.name, [p.name for p in fn.params], arrays, scalars)
+        text = print_program(fn)
+        case = Case("c", text, fn.name, [p.name for p in fn.params], arrays, scalars)
         with AppycDriver("sm90", max(self.timeout, 60.0)) as d:
             return d.compile_sm90(case)
 
@@ -173,6 +267,9 @@ class AppyTarget(Target):
         return {"versions": versions(), "device": device_name(self.backend)}
 
     def replay(self, files: dict[str, str], meta: dict) -> CheckResult:
+        if "program.py" not in files or "inputs.json" not in files:
+            raise BadInput("malformed bundle: an APPy bundle needs program.py and "
+                           "inputs.json")
         arrays, scalars = read_inputs(files["inputs.json"])
         if meta.get("property") == "legality":
             fn = parse_program(files["program.py"])
@@ -182,124 +279,32 @@ class AppyTarget(Target):
         return self.check_source(files["program.py"], arrays, scalars)
 
 
-def _drop_statement(program: AppyProgram, k: int) -> AppyProgram | None:
+def _key(p: AppyProgram) -> str:
+    return repr((print_program(p.fn), p.arrays, p.scalars, p.data_seed, p.negative,
+                 p.kernels, p.gens, p.fixed is None))
+
+
+def drop_statement(program: AppyProgram, k: int) -> AppyProgram | None:
+    """`program` without its k-th top-level statement (and the parameters only it
+    used); kernel boundaries follow."""
     body = program.fn.body[:k] + program.fn.body[k + 1:]
     if not body:
         return None
-    used = {x.array for s in A.walk_stmts(body) for x in _stmt_exprs(s)
-            if isinstance(x, A.Subscript)}
-    names = {x.id for s in A.walk_stmts(body) for x in _stmt_exprs(s)
-             if isinstance(x, A.Name)}
+    used = {x.array for s in A.walk_stmts(body) for e in A.stmt_exprs(s)
+            for x in A.walk_expr(e) if isinstance(x, A.Subscript)}
+    names = {x.id for s in A.walk_stmts(body) for e in A.stmt_exprs(s)
+             for x in A.walk_expr(e) if isinstance(x, A.Name)}
     params = tuple(p for p in program.fn.params
                    if (p.name in used if p.is_array else p.name in names))
     fn = dataclasses.replace(program.fn, body=body, params=params)
+    kernels, at = [], 0
+    for c in program.kernels or (len(program.fn.body),):
+        kernels.append(c - (1 if at <= k < at + c else 0))
+        at += c
     return dataclasses.replace(
         program, fn=fn, arrays=tuple(a for a in program.arrays if a[0] in used),
-        scalars=tuple(s for s in program.scalars if s[0] in names))
-
-
-def _stmt_exprs(s: A.Stmt):
-    match s:
-        case A.Assign(target=t, value=v):
-            roots = [t, v]
-        case A.If(cond=c):
-            roots = [c]
-        case A.For(start=a, stop=b, step=c):
-            roots = [a, b, c]
-    for r in roots:
-        yield from A.walk_expr(r)
-
-
-# ------------------------------------------------------------------- signatures
-
-
-def _normalise(text: str) -> str:
-    text = text.split(" | at ")[0]  # the user's source line is context, not the class
-    text = re.sub(r"\b(fp|float|int|i|u|bf)(16|32|64|8|1)\b", "<ty>", text)
-    text = re.sub(r"'[^']*'", "'…'", text) if len(text) > 160 else text
-    text = re.sub(r"\d+", "N", text)
-    text = re.sub(r"\b[A-Z]\d+\b|\b(acc|t)N\b", "X", text)
-    return text[:160]
-
-
-def signature(fn: A.Function, out: Outcome) -> str:
-    if out.kind == "wrong" and out.mismatch is not None:
-        return "wrong:" + _writer_path(fn, out.mismatch.array)
-    if out.kind == "oob" and out.array:
-        return "oob:" + _writer_path(fn, out.array)
-    if out.kind in ("hang", "crash"):
-        return f"{out.kind}:{_normalise(out.detail)}"
-    return f"{out.kind}:{_normalise(out.detail)}"
-
-
-def _writer_path(fn: A.Function, array: str) -> str:
-    """The directives on the path to the first statement storing to `array`."""
-
-    def walk(body, path):
-        for s in body:
-            match s:
-                case A.For(directive=d, body=inner):
-                    # simd(64) and simd are one class: the width is not the cause
-                    tag = "for" if d is None else re.sub(r"\(\d+\)", "",
-                                                         directive_text(d))
-                    tag = re.sub(r"\(\+:[^)]*\)", "(+:x)", tag)
-                    r = walk(inner, path + [tag])
-                    if r:
-                        return r
-                case A.If(body=then, orelse=orelse):
-                    r = walk(then + orelse, path + ["if"])
-                    if r:
-                        return r
-                case A.Assign(target=A.Subscript(array=a)) if a == array:
-                    tags = (["atomic"] if s.atomic else []) + (
-                        ["tensor:" + ",".join(_dimtag(d) for d in s.pragma.dims)]
-                        if s.pragma else []) + ([f"op{s.op}"] if s.op else [])
-                    return path + (tags or ["store"])
-        return None
-
-    return "/".join(walk(fn.body, []) or ["?"])
-
-
-def _dimtag(d: A.DimProps) -> str:
-    return "+".join(k for k, v in (("parallel", d.parallel), ("simd", d.simd),
-                                   ("reduce", d.reduce), ("le", d.le)) if v) or "plain"
-
-
-# ------------------------------------------------------------------------ files
-
-
-def _arr(a: np.ndarray) -> dict:
-    return {"dtype": str(a.dtype), "shape": list(a.shape), "data": a.tolist()}
-
-
-def _inputs_json(arrays: dict, scalars: dict) -> str:
-    return json.dumps({"arrays": {k: _arr(v) for k, v in arrays.items()},
-                       "scalars": scalars}, indent=1) + "\n"
-
-
-def read_inputs(text: str) -> tuple[dict, dict]:
-    d = json.loads(text)
-    arrays = {k: np.asarray(v["data"], dtype=v["dtype"]).reshape(v["shape"])
-              for k, v in d["arrays"].items()}
-    return arrays, d["scalars"]
-
-
-def _arrays_json(arrays: dict | None) -> str:
-    return json.dumps({k: _arr(v) for k, v in (arrays or {}).items()}) + "\n"
-
-
-def _actual_json(out: Outcome) -> str:
-    if out.kind == "wrong":
-        return json.dumps({"outcome": out.kind, "mismatch": out.detail,
-                           "arrays": {k: _arr(v) for k, v in out.outputs.items()}}) + "\n"
-    return json.dumps({"outcome": out.kind, "error": out.detail}) + "\n"
-
-
-def _trace(fn: A.Function, out: Outcome) -> str:
-    return (f"legality: legal (Legal-Range, Legal-Private, Legal-SimdScalar, "
-            f"Legal-Atomic, Legal-Disjoint, Legal-SimdLanes all hold)\n"
-            f"outcome: {out.kind}\ndetail: {out.detail}\n"
-            f"seconds: {out.seconds:.3f}\n")
+        scalars=tuple(s for s in program.scalars if s[0] in names),
+        kernels=tuple(c for c in kernels if c > 0))
 
 
 def device_name(backend: str) -> str:

@@ -4,17 +4,22 @@ interpreter computes (DESIGN.md, `test_compile_correct`).
 One check compiles a well-typed program, runs the kernel on a backend under one or more
 schedules, runs the reference interpreter on the same initial globals, and compares the
 final global memories cell by cell (floats bit for bit). Programs the interpreter does
-not run to termination (stuck, deadlock, budget) are not compared: their compiled
-behaviour is undefined, and the verdict says so.
+not run to termination (a trap, a deadlock, the step budget) are not compared: their
+compiled behaviour is undefined, and the verdict says so. A well-typed program the
+interpreter gets STUCK on is a finding of its own (kind `stuck`): Theorem 4.1 says no
+well-typed program gets stuck, so it is a soundness bug of gpusem, never a skip.
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gpusem.calculus.bundl import ast as B
+from gpusem.calculus.errors import GpusemError
 from gpusem.compiler.bundl_cuda.launch import (
     as_bundl_values,
     first_difference,
@@ -22,11 +27,48 @@ from gpusem.compiler.bundl_cuda.launch import (
 )
 from gpusem.compiler.bundl_cuda.pipeline import CompileOptions, compile_program
 
+if TYPE_CHECKING:
+    from gpusem.interpreter.bundl.machine import Outcome
+
+
+@dataclass
+class Reference:
+    """The oracle's reference result for one program: the interpreter's outcome
+    (round-robin, or big-step where `fast`) and the race verdict. `racy` is True when the z3 analysis could not
+    prove the program race-free or two sampled schedules ended in different memories
+    (`why` says which): such a program may legitimately end, compiled, in another
+    memory, so it is not compared."""
+
+    outcome: Outcome
+    racy: bool = False
+    why: str = ""
+    # from the fast path (fast_reference.py: big-step): a verdict other than agree
+    # must be confirmed against the full reference
+    fast: bool = False
+
+    @property
+    def kind(self) -> str:
+        """The outcome's kind: terminated | stuck | deadlock | budget."""
+        return self.outcome.kind
+
+    @property
+    def globals(self) -> dict:
+        return self.outcome.globals
+
+    @property
+    def message(self) -> str:
+        """Why it is racy, else the outcome's message."""
+        return self.why or self.outcome.message
+
 
 @dataclass
 class Verdict:
     agree: bool
-    kind: str  # agree | disagree | kernel-failed | not-compared | compile-error
+    # agree | disagree | kernel-failed | compile-error | stuck (the interpreter is stuck
+    # on a well-typed program: a soundness bug of ours) | not-compared (the program
+    # traps, deadlocks or runs out of steps: `details["outcome"]` says which) | racy |
+    # unsupported
+    kind: str
     message: str = ""
     expected: dict | None = None
     actual: dict | None = None
@@ -45,6 +87,18 @@ class Verdict:
                     f"{self.schedule}), the interpreter says {e!r}")
         return f"{self.kind}: {self.message}"
 
+    def exit_code(self) -> int:
+        """`gpusem exec`'s exit code: 0 agree; 1 disagree, a failed kernel, or a program
+        not compared (traps, deadlocks, racy, unsupported); 2 the step budget ran out
+        (a budget, like bad input); 3 stuck (an internal error: a soundness bug)."""
+        if self.kind == "agree":
+            return 0
+        if self.kind == "stuck":
+            return 3
+        if self.kind == "not-compared" and self.details.get("outcome") == "budget":
+            return 2
+        return 1
+
     def as_dict(self) -> dict:
         return {"agree": self.agree, "kind": self.kind, "message": self.message,
                 "schedule": self.schedule, "difference": self.difference,
@@ -61,44 +115,48 @@ HARNESS_SEEDS = (0, 1, 2, 3)
 LAUNCH_TIMEOUT_S = {"cuda": 3.0}
 
 
-def _jobs(prog, kernel, seeds, backend: str):
-    return jobs_for(prog, kernel, seeds, LAUNCH_TIMEOUT_S.get(backend, 10.0))
+def _jobs(prog, kernel, seeds, backend: str, scale: float = 1.0):
+    return jobs_for(prog, kernel, seeds, scale * LAUNCH_TIMEOUT_S.get(backend, 10.0))
 
 
 def reference(prog: B.Program, max_steps: int = 2_000_000,
-              prove_race_free: bool = True):
+              prove_race_free: bool = True,
+              seen: set[str] | None = None) -> Reference:
     """The interpreter's outcome under several schedules (the small-step machine is the
     living definition). A program whose schedules end in different memories, or that
-    the z3 race analysis (`fuzz/bundl/race.py`) cannot prove race-free, is RACY: its compiled
-    result may legitimately be any of its memories, so it is not compared
-    (`outcome.racy`); see errata.md ("compiler oracle and races")."""
+    the z3 race analysis (`fuzz/bundl/race.py`) cannot prove race-free, is RACY: its
+    compiled result may legitimately be any of its memories, so it is not compared;
+    see errata.md ("compiler oracle and races"). `seen` receives the rules the
+    round-robin run applies (coverage)."""
     from gpusem.interpreter.bundl.schedulers import run_program
 
-    outcome = run_program(prog, schedule="rr", max_steps=max_steps)
-    # `racy`: the oracle's mark on the interpreter's Outcome, which has no such field
-    outcome.racy = False  # type: ignore[attr-defined]
+    outcome = run_program(prog, schedule="rr", max_steps=max_steps, seen=seen)
     if outcome.kind != "terminated":
-        return outcome
+        return Reference(outcome)
     # Sampling schedules finds races, it cannot exclude them: only programs the z3
     # race analysis proves race-free are compared (a racy program may legitimately
     # end, compiled, in a memory no sampled schedule produced). The proof (~1.5 ms a
     # program) goes before the other three schedules (~8 ms each, measured on fuzzed
     # programs): a program it cannot prove is not compared whatever they say.
-    if prove_race_free:  # else the caller vouches for it (race-free by construction)
-        from gpusem.fuzz.bundl.race import analyse
-
-        report = analyse(prog, timeout_ms=300, budget_s=1.5)  # undecided counts as racy
-        if not report.race_free:
-            outcome.racy = True  # type: ignore[attr-defined]  # (see above)
-            outcome.message = f"not proven race-free: {report.describe()[:160]}"
-            return outcome
+    # (without prove_race_free the caller vouches for it: race-free by construction)
+    if prove_race_free and (why := unproven_race_freedom(prog)) is not None:
+        return Reference(outcome, True, why)
     for schedule in SCHEDULES[1:]:
         other = run_program(prog, schedule=schedule, max_steps=max_steps)
         if other.kind != "terminated" or other.globals != outcome.globals:
-            outcome.racy = True  # type: ignore[attr-defined]  # (see above)
-            outcome.message = f"schedules rr and {schedule} disagree"
-            return outcome
-    return outcome
+            return Reference(outcome, True, f"schedules rr and {schedule} disagree")
+    return Reference(outcome)
+
+
+def unproven_race_freedom(prog: B.Program) -> str | None:
+    """None when the z3 race analysis proves `prog` race-free; else why it does not
+    (the message of the `racy` verdict). Undecided counts as racy."""
+    from gpusem.fuzz.bundl.race import analyse
+
+    report = analyse(prog, timeout_ms=300, budget_s=1.5)
+    if report.race_free:
+        return None
+    return f"not proven race-free: {report.describe()[:160]}"
 
 
 @functools.cache
@@ -113,25 +171,45 @@ def shared_backend(name: str):
 
 def check_program(prog: B.Program, backend: str = "cpu", seeds=HARNESS_SEEDS,
                   sync_motion: bool = True, source: str = "", file: str = "<input>",
-                  outcome=None) -> Verdict:
-    outcome = outcome if outcome is not None else reference(prog)
-    if skip := _not_compared(outcome):
+                  ref: Reference | None = None, timeout_scale: float = 1.0, runner=None,
+                  confirm: Confirm | None = None) -> Verdict:
+    """The verdict on one program. `ref`: the reference if the caller has it; `timeout_scale` stretches the launch watchdog and `runner` replaces the shared
+    backend (a timeout's re-check in a fresh worker); `confirm` (see `check_batch`)
+    gives the full reference when `ref` came from the fast path."""
+    ref = ref if ref is not None else reference(prog)
+    if skip := _not_compared(ref):
         return skip
     try:
         kernel = compile_program(prog, CompileOptions(sync_motion=sync_motion),
                                  source, file)
     except Exception as err:
-        return _compile_failure(err)
-    results = shared_backend(backend).run(_jobs(prog, kernel, seeds, backend))
-    return compare(prog, outcome.globals, kernel.source, results, seeds)
+        return _confirmed(_compile_failure(err), prog, kernel_source="", results=None,
+                          seeds=seeds, full=confirm() if confirm else None)
+    runner = runner if runner is not None else shared_backend(backend)
+    results = runner.run(_jobs(prog, kernel, seeds, backend, timeout_scale))
+    verdict = compare(prog, ref.globals, kernel.source, results, seeds)
+    if verdict.kind == "agree" or confirm is None:
+        return verdict
+    return _confirmed(verdict, prog, kernel.source, results, seeds, confirm())
 
 
-def _not_compared(outcome) -> Verdict | None:
-    if outcome.kind != "terminated":
-        return Verdict(True, "not-compared",
-                       f"the interpreter ends {outcome.kind}: {outcome.message}")
-    if getattr(outcome, "racy", False):
-        return Verdict(True, "racy", outcome.message)
+def _not_compared(ref: Reference) -> Verdict | None:
+    """Programs the interpreter does not run to termination are not compared; one it is
+    STUCK on is a well-typed program that gets stuck (Theorem 4.1 says none does): a
+    soundness bug of ours, never a silent skip."""
+    out = ref.outcome
+    if out.kind == "stuck" and not out.trap:
+        return Verdict(False, "stuck", f"the interpreter is stuck on a well-typed "
+                       f"program (a soundness bug of gpusem): [{out.rule}] "
+                       f"{out.message}", details={"outcome": "stuck", "rule": out.rule})
+    if out.kind != "terminated":
+        what = "trap" if out.trap else out.kind
+        where = out.error.one_line() if isinstance(out.error, GpusemError) \
+            else f"[{out.rule}] {out.message}"
+        return Verdict(True, "not-compared", f"the interpreter ends in a {what}: {where}",
+                       details={"outcome": what, "rule": out.rule})
+    if ref.racy:
+        return Verdict(True, "racy", ref.why)
     return None
 
 
@@ -142,7 +220,10 @@ def _compile_failure(err: Exception) -> Verdict:
 
     if isinstance(err, CompileError) and err.message.startswith("unsupported:"):
         return Verdict(True, "unsupported", err.message)
-    return Verdict(False, "compile-error", f"{type(err).__name__}: {err}")
+    from gpusem.fuzz.bundl.signature import compile_pass
+
+    return Verdict(False, "compile-error", f"{type(err).__name__}: {err}",
+                   details={"pass": compile_pass(err)})
 
 
 def compare(prog, expected: dict, source: str, results, seeds) -> Verdict:
@@ -162,31 +243,42 @@ def compare(prog, expected: dict, source: str, results, seeds) -> Verdict:
 def check_file(path: str, backend: str = "cpu", seeds=HARNESS_SEEDS,
                sync_motion: bool = True, prove_race_free: bool = True) -> Verdict:
     from gpusem.calculus.bundl.parser import parse_program
+    from gpusem.calculus.source import read_source
     from gpusem.typing_rules.bundl.stmt import check_program as typecheck
 
-    source = Path(path).read_text()
+    source = read_source(path)
     prog = parse_program(source, path)
     typecheck(prog)
-    outcome = reference(prog, prove_race_free=prove_race_free)
+    ref = reference(prog, prove_race_free=prove_race_free)
     return check_program(prog, backend, seeds, sync_motion, source, Path(path).name,
-                         outcome)
+                         ref)
 
 
 def check_batch(progs: list[B.Program], backend: str = "cpu", seeds=HARNESS_SEEDS,
-                sync_motion: bool = True, outcomes=None) -> list[Verdict]:
+                sync_motion: bool = True, refs: list[Reference] | None = None,
+                confirm: Callable[[int], Reference | None] | None = None
+                ) -> list[Verdict]:
     """`check_program` for many programs with one backend call (one g++ build, one
-    NVRTC module): the throughput path of the fuzzer."""
-    outcomes = outcomes or [reference(p) for p in progs]
+    NVRTC module): the throughput path of the fuzzer.
+
+    `confirm(i)`: the full reference of program i when `refs[i]` came from
+    the fast path (`fast_reference.py`), else None. A verdict that is a finding is then
+    decided again against the full reference, from the same backend results, so the
+    fast path never reports a finding the full reference would not (and says racy or
+    not-compared where the full reference does). Only "agree" is taken from the fast
+    outcome unconfirmed (see `fast_reference.py` for why that is sound)."""
+    refs = refs or [reference(p) for p in progs]
     verdicts: list[Verdict | None] = [None] * len(progs)
     jobs, owners, kernels = [], [], {}
-    for i, (prog, outcome) in enumerate(zip(progs, outcomes, strict=True)):
-        if skip := _not_compared(outcome):
+    for i, (prog, ref) in enumerate(zip(progs, refs, strict=True)):
+        if skip := _not_compared(ref):
             verdicts[i] = skip
             continue
         try:
             kernel = compile_program(prog, CompileOptions(sync_motion=sync_motion))
         except Exception as err:
-            verdicts[i] = _compile_failure(err)
+            full = confirm(i) if confirm else None
+            verdicts[i] = _confirmed(_compile_failure(err), prog, "", None, seeds, full)
             continue
         kernels[i] = kernel
         for job in _jobs(prog, kernel, seeds, backend):
@@ -197,5 +289,27 @@ def check_batch(progs: list[B.Program], backend: str = "cpu", seeds=HARNESS_SEED
     for i, result in zip(owners, results, strict=True):
         by_program.setdefault(i, []).append(result)
     for i, rs in by_program.items():
-        verdicts[i] = compare(progs[i], outcomes[i].globals, kernels[i].source, rs, seeds)
+        verdict = compare(progs[i], refs[i].globals, kernels[i].source, rs, seeds)
+        if verdict.kind != "agree" and confirm is not None:
+            verdict = _confirmed(verdict, progs[i], kernels[i].source, rs, seeds,
+                                 confirm(i))
+        verdicts[i] = verdict
     return verdicts  # type: ignore[return-value]
+
+
+Confirm = Callable[[], "Reference | None"]
+
+
+def _confirmed(verdict: Verdict, prog: B.Program, kernel_source: str, results,
+               seeds, full) -> Verdict:
+    """`verdict` (not "agree": decided against a fast reference outcome) decided again
+    against `full`, the full reference (None: the reference was the full one).
+    The order is the full pipeline's: not compared first, then the compile failure,
+    then the comparison of the same results."""
+    if full is None:
+        return verdict
+    if skip := _not_compared(full):
+        return skip
+    if results is None:  # the compiler failed: that does not depend on the outcome
+        return verdict
+    return compare(prog, full.globals, kernel_source, results, seeds)

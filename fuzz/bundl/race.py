@@ -13,7 +13,9 @@ the same cell of the same memory region, unordered:
   - views of arrays follow S-Partition (fixed): piece k = p div (n/c), chunk =
     extent div c, offset += k·chunk; S-Lower / S-Claim / async_partition rename;
   - indices and stored values are encoded exactly in 32-bit C arithmetic (bvsdiv and
-    bvsrem truncate like C); anything not known statically (array reads, partition_id,
+    bvsrem truncate like C); partition_id follows E-Partition-Id (fixed) with the
+    target of its expression (⊢^π_π': a let's perspective, a store's array, the
+    caller's π for call arguments); anything not known statically (array reads,
     variables that are ever re-assigned, cells that some statement writes) is a fresh
     unknown PER THREAD, so the analysis only claims freedom it can prove; float32
     values are z3 floating point (fpAdd ... with round-to-nearest-even, fpLT, fpEQ),
@@ -21,11 +23,11 @@ the same cell of the same memory region, unordered:
   - two writes of provably equal values (uniform code at a perspective wider than one
     thread writes the same value from every thread of the unit) do not conflict;
   - barriers: partition / claim / lower end with `init; s; dec; wait` over the unit
-    of the code perspective (S-Partition etc.). Accesses in items i < j of one
-    statement sequence are ordered when an item in [i, j) is such a statement and the
-    two threads are in one unit at that sequence; inside a loop the wrap-around
-    segment needs a barrier too. `if` branches are both assumed taken, loops are
-    walked once (their variables are re-assigned, hence unknown).
+    of the code perspective (S-Partition etc.); which barriers certainly separate two
+    program points, across loop iterations and through the end barriers of enclosing
+    constructs, nested destructs, counted loops and calls, is `race_order.py`. `if`
+    branches are both assumed taken; loops are walked once (their variables are
+    re-assigned, hence unknown); a counted loop that never runs is not walked.
 Local memory is per thread and never races. Calls are inlined.
 
 The walk that collects the accesses symbolically is `race_accesses.py` (`Collector`);
@@ -46,9 +48,9 @@ from gpusem.fuzz.bundl.race_accesses import (
     Collector,
     Term,
     Th,
-    UnitBuilder,
     bv,
 )
+from gpusem.fuzz.bundl.race_order import ordered
 
 
 @dataclass
@@ -73,22 +75,6 @@ class RaceReport:
 
 
 # ------------------------------------------------------------------ deciding
-
-
-def ordered(c: Collector, pos1: tuple[tuple[int, int], ...],
-            pos2: tuple[tuple[int, int], ...]) -> tuple[bool, UnitBuilder | None]:
-    """(True, unit) when a barrier orders the two sites for threads of one `unit`."""
-    for (u1, i), (u2, j) in zip(pos1, pos2, strict=False):
-        if (u1, i) == (u2, j):
-            continue
-        if u1 != u2:
-            return False, None
-        info = c.seqs[u1]
-        lo, hi = min(i, j), max(i, j)
-        fwd = any(k in info.barriers for k in range(lo, hi))
-        back = any(k in info.barriers for k in (*range(hi, info.n), *range(lo)))
-        return (fwd and (back or not info.loop)), info.unit
-    return False, None
 
 
 def _eq_lists(xs: list[Term], ys: list[Term]) -> Term:
@@ -147,7 +133,7 @@ def _conflict(solver: z3.Solver, c: Collector, machine: A.Machine, a1: Access, a
     cons.append(_eq_lists(a1.view.unit(th1), a2.view.unit(th2)))  # one region instance
     addr1, addr2 = a1.addr(th1), a2.addr(th2)
     cons += [addr1 == addr2, z3.ULT(addr1, bv(a1.view.size))]
-    is_ordered, unit = ordered(c, a1.pos, a2.pos)
+    is_ordered, unit = ordered(c.seqs, a1.pos, a2.pos)
     if is_ordered and unit is not None:  # the barrier orders them for threads of one unit only
         cons.append(z3.Not(_eq_lists(unit(th1), unit(th2))))
     if a1.kind == a2.kind == "w" and a1.value is not None and a2.value is not None:

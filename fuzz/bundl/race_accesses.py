@@ -21,20 +21,26 @@ from typing import Any
 
 import z3
 from gpusem.calculus.bundl import ast as A
-from gpusem.calculus.bundl.perspective import BLOCK1, GRID1, Level, Perspective
+from gpusem.calculus.bundl.perspective import (
+    BLOCK1,
+    GRID1,
+    Level,
+    MachineShape,
+    Perspective,
+    level_ratio,
+)
 from gpusem.calculus.bundl.printer import print_expr as _show
 from gpusem.calculus.bundl.walk import child_stmts
+from gpusem.fuzz.bundl.race_order import SeqInfo, flatten, seq_info, static_trips
 
 BV = 32
 F32 = z3.Float32()
 RNE = z3.RNE()  # float32 arithmetic rounds to nearest even, like numpy.float32 ops
-PARTITION_LIKE = (A.Partition, A.Claim, A.Lower)
 
 Term = Any  # a z3 expression (z3 ships no type information)
 Builder = Callable[["Th"], Term]  # a term of one symbolic thread
 UnitBuilder = Callable[["Th"], list[Term]]  # the unit / region instance of a thread
 ValueBuilder = Callable[["Th", Term], Term]  # the value a thread stores at an address
-Item = tuple[str, A.Stmt]  # ("header" | "stmt", statement): see `flatten`
 
 
 class Th:
@@ -66,18 +72,20 @@ class View:
     """An array name's value: a window of a region."""
 
     key: tuple[object, ...]  # static region identity: ("g", name) | ("a", site) |
-    # ("local",)
+    # ("local", site)
     unit: UnitBuilder  # th -> list of terms: which dynamic instance of the region
     off: Builder  # th -> term
     extent: int
     size: int  # the region's length (bounds keep the array's end, errata S-Partition)
     elem: str = "int"  # int | float | bool
+    persp: Perspective = GRID1  # the array name's perspective (the target of a store)
 
 
 @dataclass(frozen=True)
 class Scalar:
     kind: str  # int | float | bool
     value: Builder | None  # th -> term, or None: unknown (fresh per use)
+    persp: Perspective = GRID1  # the variable's perspective (the target of `x = e`)
 
 
 @dataclass(frozen=True)
@@ -92,21 +100,12 @@ class Access:
 
 
 @dataclass(frozen=True)
-class SeqInfo:
-    unit: UnitBuilder  # th -> list of terms (the unit of the code perspective)
-    loop: bool
-    barriers: frozenset[int]
-    n: int
-
-
-@dataclass(frozen=True)
 class Ctx:
     persp: Perspective
     p: Builder
     unit: UnitBuilder
     path: tuple[Builder, ...]
     pos: tuple[tuple[int, int], ...]
-    loop: bool
     env: dict[str, View | Scalar]
     depth: int = 0
 
@@ -119,19 +118,6 @@ def _assigned(s: A.Stmt, out: set[str]) -> set[str]:
     return out
 
 
-def flatten(s: A.Stmt) -> list[Item]:
-    """Items of a statement list: a let/alloc is a header item followed by its scope."""
-    match s:
-        case A.Skip():
-            return []
-        case A.Seq(stmts):
-            return [it for x in stmts for it in flatten(x)]
-        case A.Decl(body=b) | A.Alloc(body=b):
-            return [("header", s)] + flatten(b)
-        case _:
-            return [("stmt", s)]
-
-
 class Collector:
     """Walks a program once, recording every access to Shared/Global memory."""
 
@@ -139,6 +125,7 @@ class Collector:
         self.prog = prog
         self.T = prog.machine.threads
         self.B = prog.machine.blocks
+        self.shape = MachineShape(self.B, self.T)
         self.fns = {f.name: f for f in prog.fns}
         self.assigned = _assigned(prog.main, set())
         for f in prog.fns:
@@ -147,6 +134,7 @@ class Collector:
         self.seqs: dict[int, SeqInfo] = {}
         self.sites = 0
         self.memories: dict[tuple[tuple[object, ...], str], Term] = {}
+        self.local_written: set[tuple[object, ...]] = set()  # Local sites written
         self.incomplete = ""  # why the walk may have missed accesses, if it may have
         self._written: set[tuple[object, ...]] | None = None  # computed once the walk is over
 
@@ -154,73 +142,84 @@ class Collector:
         env: dict[str, View | Scalar] = {
             g.name: View(("g", g.name), lambda th: [], lambda th: bv(0), g.size, g.size,
                          g.elem.value) for g in self.prog.globals}
-        ctx = Ctx(GRID1, lambda th: bv(0), lambda th: [], (), (), False, env)
+        ctx = Ctx(GRID1, lambda th: bv(0), lambda th: [], (), (), env)
         self.block(self.prog.main, ctx)
 
     # ------------------------------------------------------------- statements
 
-    def block(self, s: A.Stmt, ctx: Ctx) -> None:
+    def block(self, s: A.Stmt, ctx: Ctx, crossing: bool = False, loop: bool = False,
+              narrower: bool = False) -> None:
+        """One statement sequence (`race_order.SeqInfo`): `crossing` when it is the
+        body of a partition / claim / lower, `loop` when it is a while body, `narrower`
+        when fewer threads run it than the enclosing unit (group, split, claim)."""
         items = flatten(s)
         uid = len(self.seqs)
-        barriers = frozenset(k for k, (tag, x) in enumerate(items)
-                             if tag == "stmt" and isinstance(x, PARTITION_LIKE))
-        self.seqs[uid] = SeqInfo(ctx.unit, ctx.loop, barriers, len(items))
+        parent = ctx.pos[-1] if ctx.pos else None
+        self.seqs[uid] = seq_info(items, ctx.unit, self.fns, parent, crossing, loop,
+                                  narrower)
         env = dict(ctx.env)
         for k, (tag, x) in enumerate(items):
             c = replace(ctx, pos=ctx.pos + ((uid, k),), env=env)
             if tag == "header":
                 self.header(x, c, env)
+            elif isinstance(x, A.While) and static_trips(items, k) == 0:
+                continue  # a counted loop that never runs its body
             else:
                 self.stmt(x, c)
 
     def header(self, s: A.Stmt, ctx: Ctx, env: dict[str, View | Scalar]) -> None:
         match s:
-            case A.Decl(name, ty, _, init):  # S-Decl
-                val, _ = self.expr(init, ctx)
+            case A.Decl(name, ty, persp, init):  # S-Decl: e at ⊢^π_π'
+                val, _ = self.expr(init, ctx, persp)
                 known = name not in self.assigned
-                env[name] = Scalar(ty.value, val if known else None)
+                env[name] = Scalar(ty.value, val if known else None, persp)
             case A.Alloc(name, elem, size, mem):  # S-Alloc-*
                 self.sites += 1
                 key: tuple[object, ...]
                 unit: UnitBuilder
+                persp = ctx.persp
                 match mem:
-                    case A.MemKind.LOCAL:
-                        key, unit = ("local",), (lambda th: [])
+                    case A.MemKind.LOCAL:  # per thread: never raced on
+                        key, unit = ("local", self.sites), (lambda th: [])
                     case A.MemKind.SHARED:
-                        key, unit = ("a", self.sites), (lambda th: [th.b])
+                        key, unit, persp = ("a", self.sites), (lambda th: [th.b]), BLOCK1
                     case _:  # Global: once per unit of the code perspective
                         key, unit = ("a", self.sites), ctx.unit
-                env[name] = View(key, unit, lambda th: bv(0), size, size, elem.value)
+                env[name] = View(key, unit, lambda th: bv(0), size, size, elem.value,
+                                 persp)
 
     def stmt(self, s: A.Stmt, ctx: Ctx) -> None:
         h, n = ctx.persp.level, ctx.persp.n
         p = ctx.p
         match s:
-            case A.Assign(_, value):
-                self.expr(value, ctx)
-            case A.ArrAssign(arr, idx, value):
+            case A.Assign(name, value):  # S-Assn: e at ⊢^π_π' (π' the variable's)
+                var = ctx.env.get(name)
+                self.expr(value, ctx, var.persp if isinstance(var, Scalar) else None)
+            case A.ArrAssign(arr, idx, value):  # S-Arr-Assn: e1, e2 at ⊢^π_π, e3 at π'
+                view = self.view_of(arr, ctx)
                 i, _ = self.expr(idx, ctx)
-                v, _ = self.expr(value, ctx)
-                self.access("w", arr, i, lambda th, _addr: v(th), ctx, "store")
+                v, _ = self.expr(value, ctx, view.persp if view else None)
+                self.access("w", arr, view, i, lambda th, _addr: v(th), ctx, "store")
             case A.If(cond, then, orelse):  # both branches may run
                 self.expr(cond, ctx)
                 self.block(then, ctx)
                 self.block(orelse, ctx)
             case A.While(cond, body):
                 self.expr(cond, ctx)
-                self.block(body, replace(ctx, loop=True))
+                self.block(body, ctx, loop=True)
             case A.Split(n1, n2, left, right):  # S-Split-Left / S-Split-Right
                 self.block(left, replace(ctx, persp=Perspective(h, n1), path=ctx.path + (
-                    lambda th: z3.ULT(p(th), bv(n1)),)))
+                    lambda th: z3.ULT(p(th), bv(n1)),)), narrower=True)
                 self.block(right, replace(
                     ctx, persp=Perspective(h, n2), p=lambda th: p(th) - bv(n1),
                     path=ctx.path + (lambda th: z3.And(z3.UGE(p(th), bv(n1)),
-                                                       z3.ULT(p(th), bv(n1 + n2))),)))
+                                                       z3.ULT(p(th), bv(n1 + n2))),)),
+                    narrower=True)
             case A.Group(q, body) if q >= 1 and n % q == 0:  # S-Group
                 m, unit = n // q, ctx.unit
                 self.block(body, replace(
                     ctx, persp=Perspective(h, m), p=lambda th: z3.URem(p(th), bv(m)),
-                    unit=lambda th: unit(th) + [z3.UDiv(p(th), bv(m))]))
+                    unit=lambda th: unit(th) + [z3.UDiv(p(th), bv(m))]), narrower=q > 1)
             case A.Destruct(body) if ctx.persp in (GRID1, BLOCK1):
                 unit = ctx.unit
                 if ctx.persp == GRID1:  # S-Destruct-Grid: p := b
@@ -231,22 +230,33 @@ class Collector:
                         ctx, persp=Perspective(Level.THREAD, self.T),
                         p=lambda th: th.tid, unit=lambda th: unit(th) + [th.b]))
             case A.Partition(_, x, y, c, body) if isinstance(ctx.env.get(x), View):
-                view = ctx.env[x]
-                assert isinstance(view, View)  # the guard
+                whole = ctx.env[x]
+                assert isinstance(whole, View)  # the guard
                 m = max(n // max(c, 1), 1)
-                chunk = view.extent // max(c, 1)
-                off = view.off
-                piece = replace(view, off=lambda th: off(th) + z3.UDiv(p(th), bv(m)) * chunk,
-                                extent=chunk)
-                self.block(body, replace(ctx, env=ctx.env | {y: piece}))
-            case A.Claim(_, x, y, at, body) if x in ctx.env:  # S-Claim (fixed)
+                chunk = whole.extent // max(c, 1)
+                off = whole.off
+                piece = replace(whole, off=lambda th: off(th) + z3.UDiv(p(th), bv(m)) * chunk,
+                                extent=chunk, persp=Perspective(h, m))
+                self.block(body, replace(ctx, env=ctx.env | {y: piece}), crossing=True)
+            case A.Claim(_, x, y, at, body) if isinstance(ctx.env.get(x), View):
+                claimed = ctx.env[x]  # S-Claim (fixed)
+                assert isinstance(claimed, View)  # the guard
+                sub = Perspective(h, max(at, 1))
                 self.block(body, replace(
-                    ctx, persp=Perspective(h, max(at, 1)), env=ctx.env | {y: ctx.env[x]},
-                    path=ctx.path + (lambda th: z3.ULT(p(th), bv(at)),)))
-            case A.Lower(_, x, y, body) | A.AsyncPartition(_, x, y, body) if x in ctx.env:
+                    ctx, persp=sub, env=ctx.env | {y: replace(claimed, persp=sub)},
+                    path=ctx.path + (lambda th: z3.ULT(p(th), bv(at)),)), crossing=True,
+                    narrower=at < n)
+            case A.Lower(_, x, y, body) if isinstance(ctx.env.get(x), View):
+                lowered = ctx.env[x]  # S-Lower: y at ↓π
+                assert isinstance(lowered, View)  # the guard
+                down = Perspective(Level.BLOCK, self.B) if ctx.persp == GRID1 else \
+                    Perspective(Level.THREAD, self.T)
+                self.block(body, replace(
+                    ctx, env=ctx.env | {y: replace(lowered, persp=down)}), crossing=True)
+            case A.AsyncPartition(_, x, y, body) if x in ctx.env:
                 self.block(body, replace(ctx, env=ctx.env | {y: ctx.env[x]}))
             case A.Memcpy(dst, src) | A.AsyncMemcpy(dst, src):
-                self.range_access("r", src, ctx)
+                self.range_access("r", src, ctx, dst)
                 self.range_access("w", dst, ctx, src)
             case A.Call(fn, args) if fn in self.fns and ctx.depth < 8:
                 self.call(self.fns[fn], args, ctx)
@@ -266,58 +276,66 @@ class Collector:
                 view = self.view_of(arg, ctx)
                 if view is not None:
                     env[param.name] = view
-            else:
+            else:  # S-Function-Call: e_i at ⊢^π_π, the caller's perspective
                 val, _ = self.expr(arg, ctx)
                 known = param.name not in self.assigned
-                env[param.name] = Scalar(param.type.value, val if known else None)
+                env[param.name] = Scalar(param.type.value, val if known else None,
+                                         param.persp)
         self.block(f.body, replace(ctx, env=env, depth=ctx.depth + 1))
 
     # ------------------------------------------------------------- accesses
 
-    def view_of(self, arr: A.Expr, ctx: Ctx) -> View | None:
+    def view_of(self, arr: A.Expr, ctx: Ctx, tgt: Perspective | None = None
+                ) -> View | None:
+        """The view an array operand denotes; a pointer offset's operand is evaluated
+        (its reads recorded) at ⊢^π_tgt, as E-Bop evaluates it."""
         match arr:
             case A.Var(name):
                 found = ctx.env.get(name)
                 return found if isinstance(found, View) else None
             case A.BinOp("+", base, offset):  # a pointer offset (runtime form)
-                v = self.view_of(base, ctx)
-                o, _ = self.expr(offset, ctx)
+                v = self.view_of(base, ctx, tgt)
+                o, _ = self.expr(offset, ctx, tgt)
                 if v is None:
                     return None
                 off = v.off
                 return replace(v, off=lambda th: off(th) + o(th))
         return None
 
-    def access(self, kind: str, arr: A.Expr, idx: Builder, value: ValueBuilder | None,
-               ctx: Ctx, what: str) -> None:
-        v = self.view_of(arr, ctx)
+    def access(self, kind: str, arr: A.Expr, v: View | None, idx: Builder,
+               value: ValueBuilder | None, ctx: Ctx, what: str) -> None:
         if v is None:
             self.incomplete = f"unknown array {_show(arr)}"
-        if v is None or v.key == ("local",):
+        if v is None or self.local(v, kind):
             return
         off = v.off
         self.accesses.append(Access(kind, v, lambda th: off(th) + idx(th), value,
                                     ctx.path, ctx.pos, f"{what} {_show(arr)}"))
 
-    def range_access(self, kind: str, name: str, ctx: Ctx, src: str = "") -> None:
-        """memcpy: any cell from the view's start to the region's end; a write stores
-        the source cell at the same distance from the source view's start."""
+    def range_access(self, kind: str, name: str, ctx: Ctx, other: str) -> None:
+        """memcpy(x, y) (S-Memcpy, fixed): the first min(len x, len y) cells from each
+        view's start (a view's length runs to its region's end, errata S-Partition);
+        a write stores the source cell at the same distance from the source's start.
+        `other` is the copy's other array."""
         v = ctx.env.get(name)
         if not isinstance(v, View):
             self.incomplete = f"unknown array {name}"
-        if not isinstance(v, View) or v.key == ("local",):
+        if not isinstance(v, View) or self.local(v, kind):
             return
         off, size = v.off, v.size
+        o = ctx.env.get(other)
+        peer = o if isinstance(o, View) else None
 
         def addr(th: Th) -> Term:
             u = th.fresh("int")
             th.cons += [z3.UGE(u, off(th)), z3.ULT(u, bv(size))]
+            if peer is not None:  # within the other view's length too
+                th.cons.append(z3.ULT(u - off(th), bv(peer.size) - peer.off(th)))
             return u
 
         value: ValueBuilder | None = None
-        s = ctx.env.get(src)
-        if isinstance(s, View):
-            def copied(th: Th, a: Term, s: View = s) -> Term:
+        if kind == "w" and peer is not None:
+            def copied(th: Th, a: Term, s: View = peer) -> Term:
                 return self.read_at(s, s.off(th) + (a - off(th)), s.elem, th)
             value = copied
 
@@ -329,10 +347,26 @@ class Collector:
             return th.fresh(kind)
         return self.read_at(v, v.off(th) + idx(th), kind, th)
 
+    def local(self, v: View, kind: str) -> bool:
+        """Whether `v` is Local memory (per thread: no access races); a write to it is
+        remembered (`read_at`)."""
+        if v.key[0] != "local":
+            return False
+        if kind == "w":
+            self.local_written.add(v.key)
+        return True
+
     def read_at(self, v: View, addr: Term, kind: str, th: Th) -> Term:
         """A read of a region that nothing writes is a function of its cell (the
-        same for every thread); any other read is an unknown of this thread."""
-        if v.key == ("local",) or v.key in self.written():
+        same for every thread), of a Local array nothing writes zero (S-Alloc-Local
+        allocates zeros, and a thread's own writes are the only ones); any other read
+        is an unknown of this thread."""
+        if v.key[0] == "local":
+            if v.key in self.local_written:
+                return th.fresh(kind)
+            return {"bool": z3.BoolVal(False), "float": z3.FPVal(0.0, F32)}.get(
+                kind, bv(0))
+        if v.key in self.written():
             return th.fresh(kind)
         key = (v.key, kind)
         if key not in self.memories:
@@ -348,8 +382,10 @@ class Collector:
 
     # ------------------------------------------------------------ expressions
 
-    def expr(self, e: A.Expr, ctx: Ctx) -> tuple[Builder, str]:
-        """(builder th -> term, kind); records the reads of arrays it makes."""
+    def expr(self, e: A.Expr, ctx: Ctx, tgt: Perspective | None = None
+             ) -> tuple[Builder, str]:
+        """(builder th -> term, kind) of η, σ, Σ ⊢^π_π' e with π = ctx.persp and π' =
+        `tgt` (None: π itself); records the reads of arrays it makes."""
         match e:
             case A.IntLit(v):
                 return (lambda th: bv(v & 0xFFFFFFFF)), "int"
@@ -364,34 +400,55 @@ class Collector:
                 kind = b.kind if isinstance(b, Scalar) else "int"
                 return (lambda th: th.fresh(kind)), kind
             case A.PartitionId():
-                return (lambda th: th.fresh("int")), "int"
-            case A.Index(arr, idx):
-                i, _ = self.expr(idx, ctx)
-                self.access("r", arr, i, None, ctx, "read")
-                view = self.view_of(arr, ctx)
+                return self.partition_id(ctx, tgt), "int"
+            case A.Index(arr, idx):  # E-Arr-Access: both operands at ⊢^π_π'
+                view = self.view_of(arr, ctx, tgt)
+                i, _ = self.expr(idx, ctx, tgt)
+                self.access("r", arr, view, i, None, ctx, "read")
                 kind = view.elem if view is not None else "int"
                 return (lambda th: self.read_value(view, i, kind, th)), kind
             case A.UnOp(op, operand):
-                f, kind = self.expr(operand, ctx)
+                f, kind = self.expr(operand, ctx, tgt)
                 if op == "!":
                     return (lambda th: z3.Not(f(th))), "bool"
                 if kind == "float":
                     return (lambda th: z3.fpNeg(f(th))), "float"
                 return (lambda th: -f(th)), "int"
             case A.BinOp(op, left, right):
-                return self.binop(op, left, right, ctx)
+                return self.binop(op, left, right, ctx, tgt)
             case A.Fma(a, b, c):  # the extension (errata, "Extension: explicit fma")
                 # Values only serve the same-value-writes exemption, which needs fma to
                 # be a function, not its bits: an uninterpreted one is sound and spares
                 # z3 bit-blasting an FMA circuit (2 s timeouts on a loaded machine).
-                fs = [self.expr(x, ctx)[0] for x in (a, b, c)]
+                fs = [self.expr(x, ctx, tgt)[0] for x in (a, b, c)]
                 return (lambda th: _FMA(*(f(th) for f in fs))), "float"
         raise AssertionError(e)
 
-    def binop(self, op: str, left: A.Expr, right: A.Expr,
-              ctx: Ctx) -> tuple[Builder, str]:
-        f, kind = self.expr(left, ctx)
-        g, _ = self.expr(right, ctx)
+    def partition_id(self, ctx: Ctx, tgt: Perspective | None) -> Builder:
+        """E-Partition-Id (fixed, errata): the index of the target unit holding the
+        thread inside the code perspective, (p·(h/h') + r) div n', with r the thread's
+        position inside one h-unit at level h'. Unknown where the typing rules would
+        not let it evaluate (a target broader than the code)."""
+        code, p = ctx.persp, ctx.p
+        tgt = tgt or code
+        if tgt.level > code.level:
+            return lambda th: th.fresh("int")
+        ratio = level_ratio(code.level, tgt.level, self.shape)
+        T, n = self.T, tgt.n
+
+        def r(th: Th) -> Term:
+            if tgt.level == code.level:
+                return bv(0)
+            if tgt.level == Level.THREAD:
+                return th.tid if code.level == Level.BLOCK else th.b * bv(T) + th.tid
+            return th.b  # Grid -> Block
+
+        return lambda th: z3.UDiv(p(th) * bv(ratio) + r(th), bv(n))
+
+    def binop(self, op: str, left: A.Expr, right: A.Expr, ctx: Ctx,
+              tgt: Perspective | None = None) -> tuple[Builder, str]:
+        f, kind = self.expr(left, ctx, tgt)
+        g, _ = self.expr(right, ctx, tgt)
         if op in ("&&", "||"):
             z = z3.And if op == "&&" else z3.Or
             return (lambda th: z(f(th), g(th))), "bool"

@@ -28,16 +28,22 @@ from gpusem.calculus.bundl.printer import print_program
 from gpusem.calculus.bundl.walk import statement_count
 from gpusem.fuzz.bundl.compile_property import (
     HARNESS_SEEDS,
+    Reference,
     Verdict,
     check_program,
     reference,
+)
+from gpusem.fuzz.bundl.fast_reference import (
+    Auditor,
+    fast_enabled,
+    fast_reference,
+    outcome_difference,
 )
 from gpusem.fuzz.bundl.generated import Generated, as_generated
 from gpusem.fuzz.environment import device_name, tool_versions
 from gpusem.fuzz.targets import CheckResult, Target, checked
 
 if TYPE_CHECKING:
-    from gpusem.interpreter.bundl.machine import Outcome
     from hypothesis.strategies import SearchStrategy
 
 BundlProgram = B.Program | Generated  # a plain program is not race-free by construction
@@ -62,13 +68,19 @@ class BundlTarget(Target):
     def __init__(self, backend: str = "cpu", max_blocks: int = 2, max_threads: int = 8):
         self.backend = backend
         self.max_blocks, self.max_threads = max_blocks, max_threads
-        self._cache: dict[tuple[str, Generated], Verdict] = {}
+        self._cache: dict[tuple[str, Generated], Verdict | CheckResult] = {}
+        # the semantic rules a property's own run of a program applied, for coverage
+        # (so a campaign's table costs no second interpreter run): (prop, program)
+        self._seen: dict[tuple[str, Generated], frozenset[str]] = {}
+        self._prop: str | None = None  # the property of the last `check`
+        self._auditor = Auditor()  # the fast reference's audit (fast_reference.py)
         self.shrink_budget_s, self.shrink_max_tried = SHRINK_BUDGET_S, 400
         # signature -> ShrinkStats.as_dict(), for the bundle's meta
         self.shrink_stats: dict[str, dict[str, Any]] = {}
 
     def close(self) -> None:
         self._cache.clear()
+        self._seen.clear()
 
     def strategy(self, prop: str) -> SearchStrategy[BundlProgram]:
         """Compiler properties mix kernel-shaped programs (race-free by construction,
@@ -96,12 +108,15 @@ class BundlTarget(Target):
         if prop not in ("compile", "motion"):
             return False
         self._cache.clear()
+        self._seen.clear()
         todo = list(dict.fromkeys(as_generated(p) for p in programs))
-        outcomes = [_reference(g) for g in todo]
+        refs = [self._reference(g, prop) for g in todo]
         verdicts = check_batch([g.program for g in todo], self.backend, HARNESS_SEEDS,
-                               prop == "compile", outcomes)
-        for generated, verdict in zip(todo, verdicts, strict=True):
-            self._cache[(prop, generated)] = verdict
+                               prop == "compile", [r for r, _ in refs],
+                               confirm=lambda i: self._full_if_fast(todo[i], refs[i][0],
+                                                                    prop))
+        for generated, verdict, (_, mismatch) in zip(todo, verdicts, refs, strict=True):
+            self._cache[(prop, generated)] = mismatch or verdict
         return True
 
     def minimise(self, program: BundlProgram, res: CheckResult,
@@ -121,18 +136,81 @@ class BundlTarget(Target):
         self.shrink_stats[res.signature] = stats.as_dict()
         return small_res if small_res is not None else res
 
+    def confirm(self, program: BundlProgram, result: CheckResult,
+                prop: str = "compile") -> CheckResult:
+        """A `timeout` is checked again with four times the launch limit, in a fresh
+        backend worker (issue 15: a watchdog under load is not a bug)."""
+        if prop not in ("compile", "motion"):
+            return self.check(program, prop)
+        from gpusem.compiler.backends import get_backend
+
+        generated = as_generated(program)
+        runner = get_backend(self.backend)
+        try:
+            verdict = check_program(generated.program, self.backend, HARNESS_SEEDS,
+                                    prop == "compile",
+                                    ref=self._full_reference(generated, prop),
+                                    timeout_scale=4.0, runner=runner)
+        finally:
+            getattr(runner, "close", lambda: None)()
+        if verdict.agree or verdict.kind in ("racy", "not-compared", "unsupported"):
+            return CheckResult("pass", detail=verdict.message)
+        return self._finding(generated.program, verdict, prop)
+
+    def program_files(self, program: BundlProgram) -> dict[str, str]:
+        return {"program.bundl": print_program(as_generated(program).program)}
+
     def size(self, program: BundlProgram) -> int:
         return statement_count(as_generated(program).program)
+
+    def coverage(self, program: BundlProgram, prop: str | None = None) -> set[str]:
+        """The rules and lowering paths `program` exercises under property `prop`, for
+        a campaign's coverage table (issue 14, item 7; `fuzz/targets.py`: the campaign
+        calls `coverage(program)` after `check(program, prop)`, so `prop` defaults to
+        the property of the last check, and to all three judgments before any).
+        Names: typing rules `T-*` / `V-Function`, semantic rules `S-*` / `E-*`, compiler
+        paths `compile:<pass>:<case>`; every one is in `coverage_labels(prop)`. A
+        campaign counts, per property, the programs that exercised each name and
+        reports them per 10,000 programs; a name at 0 is a blind spot of the
+        generators. After a check of the same program the semantic rules are those the
+        property's own run applied (no second run); otherwise this costs one
+        round-robin run (at most 200,000 steps). Typing costs one derivation, the
+        compiler properties one compilation to KIR (no backend run). Deterministic: the
+        same program gives the same set."""
+        from gpusem.fuzz.bundl.coverage import coverage, judgments, typing_rules
+
+        prop = prop if prop is not None else self._prop
+        generated = as_generated(program)
+        ran = self._seen.get((prop or "", generated))
+        if ran is None or "semantics" not in judgments(prop):
+            return coverage(generated.program, prop)
+        out = set(ran) | typing_rules(generated.program)
+        if "compiler" in judgments(prop):
+            from gpusem.fuzz.bundl.coverage import lowering_paths
+
+            out |= lowering_paths(generated.program, sync_motion=prop != "motion")
+        return out
+
+    def coverage_labels(self, prop: str | None = None) -> tuple[str, ...]:
+        """Every name `coverage(_, prop)` can return, in table order (typing rules,
+        semantic rules, compiler paths): the rows of the coverage table, zeros
+        included. `prop` defaults as `coverage`'s does."""
+        from gpusem.fuzz.bundl.coverage import universe
+
+        return universe(prop if prop is not None else self._prop)
+
+    coverage_universe = coverage_labels
 
     def check(self, program: BundlProgram, prop: str = "compile") -> CheckResult:
         """The verdict of `prop` on a program: a `Generated` one (the compiler
         properties' strategy) or a plain one (not race-free by construction)."""
         generated = as_generated(program)
+        self._prop = prop
         match prop:
             case "compile" | "motion":
                 return self._compile(generated, sync_motion=prop == "compile")
             case "soundness":
-                return self._soundness(generated.program)
+                return self._soundness(generated)
             case "printparse":
                 return self._printparse(generated.program)
             case "teeth" | "determinism" | "bigsmall" | "soundness-paper":
@@ -149,8 +227,15 @@ class BundlTarget(Target):
         prop = "compile" if sync_motion else "motion"
         verdict = self._cache.get((prop, generated))
         if verdict is None:
+            ref, mismatch = self._reference(generated, prop)
+            if mismatch is not None:
+                return mismatch
             verdict = check_program(generated.program, self.backend, HARNESS_SEEDS,
-                                    sync_motion, outcome=_reference(generated))
+                                    sync_motion, ref=ref,
+                                    confirm=lambda: self._full_if_fast(generated, ref,
+                                                                       prop))
+        if isinstance(verdict, CheckResult):  # an audit difference (see _reference)
+            return verdict
         if verdict.kind in ("racy", "not-compared", "unsupported"):
             return CheckResult("invalid", kind=verdict.kind, detail=verdict.message)
         if verdict.agree:
@@ -159,25 +244,35 @@ class BundlTarget(Target):
                              "compile" if sync_motion else "motion")
 
     def _finding(self, program: B.Program, v: Verdict, prop: str) -> CheckResult:
-        klass = v.message.split(":", 1)[0] if v.message else v.kind
+        text = print_program(program)
+        klass = (v.details.get("rule") or v.kind if v.kind == "stuck"
+                 else v.message.split(":", 1)[0] if v.message else v.kind)
+        tail, construct, line = _signature_tail(text, v)
         files = {
-            "program.bundl": print_program(program),
+            "program.bundl": text,
             "kernel.cu": v.kernel_source,
             "inputs.json": _inputs_json(program),
             "expected.json": json.dumps(v.expected, indent=1) + "\n",
             "actual.json": json.dumps(v.actual if v.actual is not None
                                       else {"error": v.message}, indent=1) + "\n",
             "trace.txt": (f"property {prop}; backend {self.backend}; harness schedule "
-                          f"{v.schedule}\n{v.describe()}\n"),
+                          f"{v.schedule}\n{v.describe()}\n"
+                          f"construct nearest the divergence: {construct}\n"),
         }
-        return CheckResult("finding", signature=f"{prop}:{v.kind}:{klass}",
+        if v.kernel_source:
+            files["repro.cu"] = _repro(program, v, prop)
+        return CheckResult("finding", signature=f"{prop}:{v.kind}:{klass}{tail}",
                            kind=f"{prop} {v.kind}", detail=v.describe(), files=files,
-                           size=self.size(program))
+                           size=self.size(program), program_file="program.bundl",
+                           line=line)
 
-    def _soundness(self, program: B.Program) -> CheckResult:
+    def _soundness(self, generated: Generated) -> CheckResult:
         from gpusem.interpreter.bundl.schedulers import run_program
 
-        outcome = run_program(program, schedule="random:7", max_steps=200_000)
+        program, seen = generated.program, set[str]()
+        outcome = run_program(program, schedule="random:7", max_steps=200_000,
+                              seen=seen)
+        self._remember(("soundness", generated), seen)
         if outcome.kind in ("terminated", "budget") or getattr(outcome, "trap", False):
             return CheckResult("pass")
         files = {"program.bundl": print_program(program),
@@ -202,11 +297,60 @@ class BundlTarget(Target):
                            files={"program.bundl": text, "trace.txt": why + "\n"},
                            size=self.size(program))
 
+    def _reference(self, generated: Generated, prop: str
+                   ) -> tuple[Reference, CheckResult | None]:
+        """The reference (`fast_reference.py`: big-step where the program is
+        race-free, unless GPUSEM_REFERENCE=full), and for an audited program whose two
+        references differ, the `internal` finding that reports it (its verdict is then
+        taken from the full reference)."""
+        if not fast_enabled():
+            return self._full_reference(generated, prop), None
+        ref = fast_reference(generated.program,
+                             prove_race_free=not generated.race_free_by_construction)
+        if not ref.fast or not self._auditor.due():
+            return ref, None
+        full = self._full_reference(generated, prop)
+        if (why := outcome_difference(ref, full)) is None:
+            return full, None
+        self._auditor.seen()
+        text = print_program(generated.program)
+        return full, CheckResult(
+            "finding", signature=f"internal:fast-reference:{why.split(':')[0]}",
+            kind="internal error", detail=f"fast and full reference differ: {why}"[:200],
+            files={"program.bundl": text, "trace.txt": f"fast reference: {why}\n"},
+            size=self.size(generated.program))
+
+    def _full_reference(self, generated: Generated, prop: str) -> Reference:
+        """The interpreter's reference; kernel-shaped programs are race-free by
+        construction, the others must be proved race-free by the z3 analysis before
+        they are compared. The rules its round-robin run applies are remembered for
+        `coverage` (a fast reference runs no small-step machine: coverage then runs
+        the program itself)."""
+        seen: set[str] = set()
+        ref = reference(generated.program, seen=seen,
+                        prove_race_free=not generated.race_free_by_construction)
+        self._remember((prop, generated), seen)
+        return ref
+
+    def _full_if_fast(self, generated: Generated, ref: Reference,
+                      prop: str) -> Reference | None:
+        """The full reference to confirm a verdict with, if `ref` is a fast one."""
+        return self._full_reference(generated, prop) if ref.fast else None
+
+    def _remember(self, key: tuple[str, Generated], seen: set[str]) -> None:
+        if len(self._seen) >= 4096:  # a campaign asks about the round it just checked
+            self._seen.clear()
+        self._seen[key] = frozenset(seen)
+
     # --------------------------------------------------------------------- bundles
 
     def finding_meta(self, result: CheckResult) -> dict:
         meta = {"versions": tool_versions(self.backend), "device": device_name(self.backend),
                 "fault": os.environ.get("GPUSEM_FAULT", "")}
+        if "repro.cu" in result.files:
+            from gpusem.compiler.bundl_cuda.standalone import NVCC_COMMAND
+
+            meta["nvcc_command"] = NVCC_COMMAND
         if result.signature in self.shrink_stats:
             meta["minimised"] = self.shrink_stats[result.signature]
         return meta
@@ -222,11 +366,34 @@ class BundlTarget(Target):
                           meta["property"])
 
 
-def _reference(generated: Generated) -> Outcome:
-    """The interpreter's outcome; kernel-shaped programs are race-free by construction,
-    the others must be proved race-free by the z3 analysis before they are compared."""
-    return reference(generated.program,
-                     prove_race_free=not generated.race_free_by_construction)
+def _repro(program: B.Program, v: Verdict, prop: str) -> str:
+    """The standalone reproducer (`compiler/bundl_cuda/standalone.py`): the kernel
+    compiled as the finding's was, the runtime inlined, the interpreter's output
+    embedded; `nvcc` alone builds it."""
+    from gpusem.compiler.bundl_cuda.launch import initial_globals
+    from gpusem.compiler.bundl_cuda.pipeline import CompileOptions, compile_program
+    from gpusem.compiler.bundl_cuda.standalone import standalone_source
+
+    kernel = compile_program(program, CompileOptions(sync_motion=prop == "compile"))
+    return standalone_source(kernel, initial_globals(program), v.expected,
+                             f"a `{prop}` finding ({v.kind})")
+
+
+def _signature_tail(text: str, v: Verdict) -> tuple[str, str, int]:
+    """What separates one bug from another beyond `PROP:KIND:CLASS`
+    (`fuzz/bundl/signature.py`), and the program line it points at; computed on the
+    printed program re-read, so the line is the bundle file's."""
+    from gpusem.compiler.bundl_cuda.launch import initial_globals
+    from gpusem.fuzz.bundl.signature import divergence
+
+    if v.kind == "compile-error":
+        return f":{v.details.get('pass', '?')}", v.details.get("pass", "?"), 0
+    if v.kind != "disagree" or v.difference is None or v.expected is None:
+        return "", "", 0
+    printed = parse_program(text, "program.bundl")
+    tail, construct, line = divergence(printed, v.difference, v.expected,
+                                       initial_globals(printed))
+    return ":" + tail, construct, line
 
 
 def _inputs_json(program: B.Program) -> str:

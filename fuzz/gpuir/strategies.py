@@ -21,8 +21,20 @@ the cpu harness (fibres run until they block, woken ones in the next round) that
 blocking point lets the other warps run ahead into the next phase, so a missing
 CTA-wide barrier shows as a witness instead of hiding behind the round structure.
 
+Issue 14 item 7 (blind spots): every Figure 5 row, Figure 19 case, Figure 16 row and
+AMIR check must be reached (fuzz/gpuir/coverage.py counts it). So a phase may also
+fence with any pair of sync timelines of Figure 16 (`fence`), accumulate with `+=` in
+a seq loop (`accumulate`), split its write between two guards (`guard`), add with an
+atomic (`atomic`: Figure 19's atomic case; into the thread's own cell, so exact),
+specialise warp 0 with CudaWarps (`warps`), or arrive on its mbarrier without the
+matching Await (`arrive-only`: CheckBarrier's near miss); and a kernel may end with
+host code (`host`): the host reads the result with or without synchronising with the
+stream first (the compiler does not lower host code: those programs exercise the
+checker and count as unsupported for seq = par).
+
 Draws are local (each phase its own), small values shrink first (fewer phases, a CTA
-Fence, the identity permutation), so a failure shrinks to a short program.
+Fence on cuda_in_order, the identity permutation, no variants), so a failure shrinks
+to a short program.
 """
 
 from __future__ import annotations
@@ -31,7 +43,19 @@ from dataclasses import dataclass
 
 from hypothesis import strategies as st
 
-SYNCS = ("cta", "warp", "mbarrier", "none", "sm80")
+SYNCS = ("cta", "warp", "mbarrier", "none", "sm80", "arrive-only")
+# A CTA Fence's (pre, post) sync timelines: every row of Figure 16 appears (the host
+# rows, cpu_in_order and cuda_stream_sync, in the host epilogue). Index 0 first.
+FENCE_PAIRS = (
+    ("cuda_in_order", "cuda_in_order"), ("Sm80_generic", "cuda_in_order"),
+    ("cuda_generic_and_async", "cuda_in_order"), ("cuda_in_order", "cuda_temporal"),
+    ("cuda_temporal", "cuda_in_order"), ("empty_sync_tl", "cuda_in_order"),
+    ("cuda_in_order", "empty_sync_tl"), ("wgmma_fence_1", "wgmma_fence_2"),
+    ("wgmma_async", "cuda_in_order"), ("cuda_async_proxy", "cuda_in_order"),
+    ("cuda_in_order", "cuda_async_proxy"), ("cuda_async_proxy_wgmma", "cuda_in_order"),
+    ("tma_to_smem_async", "cuda_in_order"), ("tma_to_gmem_async", "cuda_in_order"),
+    ("wgmma_async_smem", "cuda_in_order"), ("Sm80_cp_async", "cuda_in_order"),
+)
 
 
 @dataclass(frozen=True)
@@ -44,6 +68,11 @@ class Phase:
     sync: str
     skew: bool = False  # warp 0 alone passes a warp Fence first (see render)
     copy: bool = False  # an Sm80 cp.async phase: buf[dst, tid] <- A[perm(tid)]
+    fence: int = 0      # FENCE_PAIRS index of a "cta" sync
+    accumulate: bool = False  # target += rhs in `for r in seq(0, 2)`
+    guard: bool = False       # the write split between `if tid < h` / `if tid >= h`
+    atomic: bool = False      # target += read by cuda_atomic_add_f32 (own cell)
+    warps: bool = False       # the skew by `with CudaWarps(0, 1)`
 
 
 @dataclass(frozen=True)
@@ -51,6 +80,8 @@ class Kernel:
     block: int
     tasks: int
     phases: tuple[Phase, ...]
+    host: bool = False       # a host epilogue reads B[0] into H (after the kernel)
+    host_sync: bool = False  # ... after Fence(cuda_stream_sync, cpu_in_order)
 
     def source(self, name: str = "gen") -> str:
         return render(self, name)
@@ -65,13 +96,15 @@ def _index(p: Phase, block: int, var: str = "tid") -> str:
 def render(k: Kernel, name: str = "gen") -> str:
     b = k.block
     n = b * k.tasks
+    host = ", H: f32[1] @ DRAM" if k.host else ""
     lines = [
-        f"proc {name}(A: f32[{n}] @ CudaGmemLinear, B: f32[{n}] @ CudaGmemLinear):",
+        f"proc {name}(A: f32[{n}] @ CudaGmemLinear, B: f32[{n}] @ CudaGmemLinear"
+        f"{host}):",
         f"    with CudaDeviceFunction(blockDim={b}):",
         f"        for task in cuda_tasks(0, {k.tasks}):",
         f"            buf: f32[2, {b}] @ CudaSmemLinear",
         *(["            bar: barrier @ CudaMbarrier"]
-          if any(p.sync == "mbarrier" for p in k.phases) else []),
+          if any(p.sync in ("mbarrier", "arrive-only") for p in k.phases) else []),
         f"            for tid in cuda_threads(0, {b}, unit=cuda_thread):",
         f"                buf[0, tid] = A[task * {b} + tid]",
         "            Fence(cuda_in_order, cuda_in_order)",
@@ -91,24 +124,58 @@ def render(k: Kernel, name: str = "gen") -> str:
             lines += _sync(p.sync, b)
             continue
         if p.skew:
-            lines += ["            for w in cuda_threads(0, 1, unit=cuda_warp):",
-                      "                Fence(cuda_in_order, cuda_in_order)"]
+            lines += (["            with CudaWarps(0, 1):"] if p.warps else
+                      ["            for w in cuda_threads(0, 1, unit=cuda_warp):"])
+            lines.append("                Fence(cuda_in_order, cuda_in_order)")
         lines.append(f"            for tid in cuda_threads(0, {b}, unit=cuda_thread):")
-        lines.append(f"                {target} = {rhs}")
+        # an update (+=, atomic add) reads its target: B (an input) or a buffer an
+        # earlier phase wrote (unwritten shared memory is undefined in parallel)
+        lines += _write(p, target, read, rhs, b, updates=last or i >= 2)
         # Note: Fence(Sm80_cp_async, ..) orders no in-order accesses (Figure 16), yet
         # lowers to wait_all + __syncthreads: after an in-order phase it would be a
         # rejection no schedule can witness, so such phases take a CTA Fence.
-        lines += _sync("cta" if p.sync == "sm80" else p.sync, b)
+        lines += _sync("cta" if p.sync == "sm80" else p.sync, b, p.fence)
     if lines[-1] != "            Fence(cuda_in_order, cuda_in_order)":
         lines.append("            Fence(cuda_in_order, cuda_in_order)")  # before free
+    if k.host:  # host code: the stream synchronisation, then the host's read
+        if k.host_sync:
+            lines.append("    Fence(cuda_stream_sync, cpu_in_order)")
+        lines.append("    H[0] = B[0]")
     return "\n".join(lines) + "\n"
 
 
-def _sync(kind: str, block: int) -> list[str]:
+def _write(p: Phase, target: str, read: str, rhs: str, b: int,
+           updates: bool) -> list[str]:
+    """The phase's write of `target` (one thread's cell), in its variant."""
+    ind = "                "
+    if p.atomic and updates:  # Figure 19's atomic case, into the thread's own cell
+        cell = target.replace("]", "")
+        lo = cell[cell.rindex(", ") + 2:] if ", " in cell else cell[2:]
+        name = cell[:cell.index("[")]
+        head = cell[:cell.rindex(", ") + 2] if ", " in cell else f"{name}["
+        src = read.replace("]", "")
+        src_head, src_i = src[:src.rindex(", ") + 2], src[src.rindex(", ") + 2:]
+        return [ind + f"cuda_atomic_add_f32({head}{lo}:{lo} + 1], "
+                f"{src_head}{src_i}:{src_i} + 1])"]
+    op = "+=" if p.accumulate and updates else "="
+    stmt = f"{target} {op} {rhs}"
+    if p.accumulate and updates:
+        out = [ind + "for r in seq(0, 2):", ind + "    " + stmt]
+    else:
+        out = [ind + stmt]
+    if not p.guard:
+        return out
+    half = b // 2
+    return ([ind + f"if tid < {half}:"] + ["    " + x for x in out]
+            + [ind + f"if tid >= {half}:"] + ["    " + x for x in out])
+
+
+def _sync(kind: str, block: int, fence: int = 0) -> list[str]:
     ind = "            "
     match kind:
         case "cta":
-            return [ind + "Fence(cuda_in_order, cuda_in_order)"]
+            pre, post = FENCE_PAIRS[fence]
+            return [ind + f"Fence({pre}, {post})"]
         case "warp":
             return [ind + f"for w in cuda_threads(0, {block // 32}, unit=cuda_warp):",
                     ind + "    Fence(cuda_in_order, cuda_in_order)"]
@@ -117,6 +184,8 @@ def _sync(kind: str, block: int) -> list[str]:
         case "mbarrier":
             return [ind + "Arrive(cuda_in_order, 1) >> bar",
                     ind + "Await(bar, cuda_in_order, -1)"]
+        case "arrive-only":  # the Await is missing: a near miss (CheckBarrier)
+            return [ind + "Arrive(cuda_in_order, 1) >> bar"]
     return []
 
 
@@ -126,7 +195,10 @@ def phases(draw) -> Phase:
                  local=draw(st.booleans()), two_reads=draw(st.booleans()),
                  op=draw(st.sampled_from(("+", "*", "-"))),
                  sync=draw(st.sampled_from(SYNCS)), skew=draw(st.booleans()),
-                 copy=draw(st.booleans()))
+                 copy=draw(st.booleans()),
+                 fence=draw(st.integers(0, len(FENCE_PAIRS) - 1)),
+                 accumulate=draw(st.booleans()), guard=draw(st.booleans()),
+                 atomic=draw(st.booleans()), warps=draw(st.booleans()))
 
 
 @st.composite
@@ -135,17 +207,34 @@ def kernels(draw, max_phases: int = 3) -> Kernel:
     block = draw(st.sampled_from((32, 64)))
     tasks = draw(st.integers(1, 2))
     ps = tuple(draw(st.lists(phases(), min_size=1, max_size=max_phases)))
-    return Kernel(block, tasks, ps)
+    host = draw(st.integers(0, 7)) == 7
+    return Kernel(block, tasks, ps, host, host and draw(st.booleans()))
 
 
 def kernels_from_random(rng, max_phases: int = 3) -> Kernel:
     """The same distribution as `kernels()`, drawn from a `random.Random` (for
-    campaigns that batch many programs per build without hypothesis' engine)."""
-    ps = tuple(Phase(2 * rng.randint(0, 3) + 1, rng.randint(0, 40), rng.random() < .5,
-                     rng.random() < .5, rng.choice(("+", "*", "-")),
-                     rng.choice(SYNCS), rng.random() < .5, rng.random() < .3)
-               for _ in range(rng.randint(1, max_phases)))
-    return Kernel(rng.choice((32, 64)), rng.randint(1, 2), ps)
+    campaigns that batch many programs per build without hypothesis' engine); the
+    variants are rarer than hypothesis draws them, so most programs stay plain."""
+    def phase() -> Phase:
+        p = Phase(2 * rng.randint(0, 3) + 1, rng.randint(0, 40), rng.random() < .5,
+                  rng.random() < .5, rng.choice(("+", "*", "-")),
+                  rng.choice(SYNCS[:-1]), rng.random() < .5, rng.random() < .3)
+        v = rng.random()
+        extra = {"fence": rng.randrange(len(FENCE_PAIRS))} if v < .3 else \
+            {"accumulate": True} if v < .4 else {"guard": True} if v < .5 else \
+            {"atomic": True} if v < .6 else {"warps": True} if v < .7 else \
+            {"sync": "arrive-only"} if v < .75 else {}
+        from dataclasses import replace
+
+        return replace(p, **extra)
+
+    ps = tuple(phase() for _ in range(rng.randint(1, max_phases)))
+    k = Kernel(rng.choice((32, 64)), rng.randint(1, 2), ps)
+    if rng.random() < 1 / 8:
+        from dataclasses import replace
+
+        k = replace(k, host=True, host_sync=rng.random() < .5)
+    return k
 
 
 def simpler(k: Kernel):
@@ -156,13 +245,16 @@ def simpler(k: Kernel):
     for i in range(len(k.phases)):
         if len(k.phases) > 1:
             yield replace(k, phases=k.phases[:i] + k.phases[i + 1:])
+    if k.host:
+        yield replace(k, host=False, host_sync=False)
     if k.tasks > 1:
         yield replace(k, tasks=1)
     if k.block > 32:
         yield replace(k, block=32)
     plain = Phase(1, 0, False, False, "+", "cta")
     for i, p in enumerate(k.phases):
-        for field in ("skew", "two_reads", "local", "copy", "add", "mul", "op", "sync"):
+        for field in ("skew", "two_reads", "local", "copy", "add", "mul", "op", "sync",
+                      "fence", "accumulate", "guard", "atomic", "warps"):
             q = replace(p, **{field: getattr(plain, field)})
             if q != p:
                 yield replace(k, phases=k.phases[:i] + (q,) + k.phases[i + 1:])

@@ -34,6 +34,21 @@ class GpuirTarget(Target):
     def size(self, kernel) -> int:
         return kernel.source().count("\n")
 
+    def coverage(self, kernel) -> set[str]:
+        """The AMIR rules this program reaches (fuzz/gpuir/coverage.py; issue 14 item
+        7): Figure 5 rows, Figure 19 cases, Figure 16 rows, the checks of Figure 7
+        that met a record, the failing check of a rejection."""
+        from gpusem.fuzz.gpuir.coverage import coverage_of
+
+        return coverage_of(kernel.source())
+
+    def coverage_labels(self) -> tuple[str, ...]:
+        """Every label `coverage` can give: a label at 0 in a campaign is a blind
+        spot of the generator."""
+        from gpusem.fuzz.gpuir.coverage import LABELS
+
+        return LABELS
+
     def prefetch(self, kernels: list, prop: str) -> bool:
         """One backend build for the whole round; True: `check` finds the verdicts."""
         from gpusem.fuzz.gpuir.seqpar import check_sources
@@ -60,14 +75,25 @@ class GpuirTarget(Target):
         files = {"program.gpuir": outcome.source, "kernel.cu": v.kernel_source,
                  "trace.txt": f"sync check: {outcome.sync}\nschedule: {v.schedule}\n"
                               f"{v.describe()}\n"}
+        repro = _repro(outcome)
+        if repro:
+            files["repro.cu"] = repro
         first = (v.difference or ("",))[0]
         return CheckResult("finding", signature=f"seqpar:{v.kind}:{first}",
                            kind=f"seqpar {v.kind}", detail=v.describe()[:200],
                            files=files, size=self.size(kernel))
 
     def finding_meta(self, result: CheckResult) -> dict:
+        meta = {"versions": tool_versions(self.backend),
+                "device": device_name(self.backend)}
+        if "repro.cu" in result.files:
+            from gpusem.compiler.backends.standalone import NVCC_COMMAND
 
-        return {"versions": tool_versions(self.backend), "device": device_name(self.backend)}
+            meta["nvcc_command"] = NVCC_COMMAND
+        return meta
+
+    def program_files(self, kernel) -> dict[str, str]:
+        return {"program.gpuir": kernel.source()}
 
     def replay(self, files: dict[str, str], meta: dict) -> CheckResult:
         from gpusem.fuzz.gpuir.seqpar import check_sources
@@ -78,3 +104,14 @@ class GpuirTarget(Target):
             return CheckResult("finding", signature=meta["signature"], kind="seqpar",
                                detail=o.verdict.describe())
         return CheckResult("pass")
+
+
+def _repro(outcome) -> str:
+    """The standalone reproducer (`compiler/gpuir_cuda/standalone.py`), or "" when the
+    program cannot be made into one (the finding stands without it)."""
+    from gpusem.compiler.gpuir_cuda.standalone import standalone_proc
+
+    try:
+        return standalone_proc(outcome.source, "program.gpuir", outcome.defines)
+    except Exception:  # noqa: BLE001 - a reproducer is a convenience, not the verdict
+        return ""

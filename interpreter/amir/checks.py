@@ -107,6 +107,9 @@ class Stats:
     recorded_accesses: int = 0        # cells touched by RecordRead / RecordMutate
     records: int = 0                  # visibility records created
     lifts: int = 0                    # Fence / Arrive / Await executions
+    # the rules that did something: a check that met at least one record (or a
+    # barrier count), a Fence / Arrive / Await that ran (coverage, issue 14 item 7)
+    exercised: set[str] = field(default_factory=set)
 
 
 @dataclass(frozen=True, slots=True)

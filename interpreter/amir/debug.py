@@ -165,6 +165,10 @@ class Session:
             self.status, self.violation = "rejected", violation
         else:
             self._advance_or_stop()
+        if self.status == "running" and self.steps & 255 == 0:
+            budget = m.guard.exceeded(s.origin, "LoopStep")  # the memory budget
+            if budget is not None:
+                self.status, self.error = "error", budget
         if self.steps & 255 == 0 and time.perf_counter() - self._since \
                 > SNAPSHOT_RATIO * self._snap_cost:
             self._keep_snapshot()
@@ -182,7 +186,7 @@ class Session:
             self.status = "error"
             self.error = BudgetExhausted(
                 f"step budget exhausted: more than {self.max_steps} statements",
-                rule="LoopStep")
+                rule="LoopStep", span=self.pending[0].origin)
 
     def finished(self) -> str:
         """Why the machine does not run any more (or "")."""

@@ -181,6 +181,8 @@ def thread_map(m: ThreadMapping | None) -> M.ThreadMap:
     -> 𝔾."""
     if m is None:
         return M.CPU
+    if not m.simple:
+        return _box_map(m)
     start: G.CExpr = G.CInt(m.base)
     for y, lo, stride in m.terms:  # offset(σ) = base + Σ (σ[y] - lo_y) * stride_y
         it: G.CExpr = G.CVar(y)
@@ -193,6 +195,24 @@ def thread_map(m: ThreadMapping | None) -> M.ThreadMap:
     if m.ctas == 1:
         return M.ThreadMap((run,))
     return M.ThreadMap((M.ThreadRange(G.CInt(0), m.ctas, m.launch.block_dim), run))
+
+
+def _box_map(m: ThreadMapping) -> M.ThreadMap:
+    """A strided collective (quadpair, cuda_threads_strided, ...): one AMIR thread
+    range per dimension of its box, the offset on the first (Section 4: the threads
+    Σ_m (o_m(σ) + k_m) * P_m)."""
+    start: G.CExpr = G.CInt(m.base)
+    for y, lo, stride in m.terms:
+        it: G.CExpr = G.CVar(y)
+        if not (isinstance(lo, G.CInt) and lo.value == 0):
+            it = G.CBin("-", it, lo)
+        if stride != 1:
+            it = G.CBin("*", it, G.CInt(stride))
+        start = it if start == G.CInt(0) else G.CBin("+", start, it)
+    dims = [d for d in m.dims if d.box > 1] or [m.dims[-1]]
+    ranges = [M.ThreadRange(start if k == 0 else G.CInt(0), d.box, d.pitch)
+              for k, d in enumerate(dims)]
+    return M.ThreadMap(tuple(ranges))
 
 
 def _sync_tl(name: str, s: G.Stmt, scope: Scope) -> SyncTL:
@@ -265,6 +285,14 @@ def _instr_call(s: G.InstrCall, scope: Scope) -> list[M.AStmt]:
         raise BadInput(f"{o}: {g.name} takes {len(g.params)} argument(s), "
                        f"got {len(s.args)}")
     out: list[M.AStmt] = []
+    if g.stream:
+        # Note: a stream-ordered API call (cudaMemcpyAsync) runs on the stream after
+        # everything the host did before issuing it, as a kernel launch does (Figure
+        # 5's bracket puts cpu_in_order_qual in its pre-set): the CPU -> stream
+        # ordering of the call. See errata "Stream-ordered host copies".
+        strm = frozenset({QualTL.CPU_CUDA_STREAM})
+        out.append(M.Fence(True, frozenset({QualTL.CPU_IN_ORDER}), strm, strm, M.CPU,
+                           origin=o))
     if s.barrier is not None:
         zs = t_e(s.barrier, scope)
         for z in t_ex(s.barrier, scope):

@@ -207,7 +207,7 @@ class Machine(MachineState):
         # LoopStep / LoopDone: the body runs for y = m, m+1, ..., n-1.
         lo, hi = compile_c(s.lo, bound, s.origin), compile_c(s.hi, bound, s.origin)
         body = self.compile_body(s.body, bound | {s.var})
-        var, width, env = s.var, max(1, len(s.body)), self.env
+        var, width, env, guard = s.var, max(1, len(s.body)), self.env, self.guard
 
         def loop() -> None:
             m, n = lo(env), hi(env)
@@ -218,9 +218,13 @@ class Machine(MachineState):
                 raise BudgetExhausted(f"step budget exhausted: more than "
                                       f"{self.max_steps} statements", rule="LoopStep",
                                       span=s.origin)
+            guard.tick(s.origin, "LoopStep")             # the memory budget: a long
+            every = guard.every if n - m > guard.every else 0  # loop checks as it runs
             saved = env.get(var)
             for y in range(m, n):                        # LoopStep
                 env[var] = y
+                if every and (y - m) % every == every - 1:
+                    guard.check(s.origin, "LoopStep")
                 for st in body:
                     st()
             if saved is None:
@@ -318,6 +322,7 @@ class Machine(MachineState):
 
         def fence() -> None:
             self.stats.lifts += 1
+            self.stats.exercised.add("Fence")
             self.lifts.fence(t, self.who(threads), pre, levels)
             # Note: always a new epoch, even if no live record rose: a dead record
             # skipped here must not be handed out again by the record cache.
@@ -335,6 +340,7 @@ class Machine(MachineState):
         def arrive() -> None:
             g = self.who(threads)
             self.stats.lifts += 1
+            self.stats.exercised.add("Arrive")
             cells = [self.barrier_cells(n, d, w, s.origin) for n, d, w in wins]
             home: set[BarrierCell] = set.intersection(*[set(c) for c in cells]) \
                 if cells else set()
@@ -342,7 +348,15 @@ class Machine(MachineState):
                 raise BadInput(f"arrive: no unique home barrier among "
                                f"{[str(z.name) for z in s.barriers]} at {s.origin}",
                                rule="Arrive", span=s.origin)
-            union = {c: a for cs in cells for c, a in cs.items()}
+            # Note: every cell of the union observes the *home's* arrive count: the
+            # arrival's phase is the home's, whose count it raises (Figure 22's
+            # "(a, _) = ρ(z, n)" read with (z, n) the home, as the authors'
+            # implementation does). Each cell's own count would make a multicast
+            # arrive depend on the order in which the machine runs the arriving
+            # CTAs (errata "Arrive's home barrier").
+            (home_cell,) = home
+            a_home = next(cs[home_cell] for cs in cells if home_cell in cs)
+            union = {c: a_home for cs in cells for c in cs}
             self.lifts.arrive(t, g, pre, union)
             (hk, hidx), = home
             arr = self.bar_var(hk[0]).arr
@@ -362,6 +376,7 @@ class Machine(MachineState):
         def await_() -> None:
             g = self.who(threads)
             self.stats.lifts += 1
+            self.stats.exercised.add("Await")
             cells = self.barrier_cells(name, ndim, win, s.origin)
             if len(cells) != 1:
                 raise BadInput(f"await: {name} must name one barrier cell at "
@@ -394,7 +409,9 @@ class Machine(MachineState):
             for sid in window_sets(v, attr, idx, box):
                 if sid == 0:
                     continue
-                g = g or self.who(threads)
+                if g is None:
+                    g = self.who(threads)
+                    self.stats.exercised.add(check)
                 bad = self._first_invisible(sid, vl, t, qm, g, attr)
                 if bad is not None:
                     failing[sid] = bad
@@ -431,6 +448,7 @@ class Machine(MachineState):
                 raise BadInput(f"check barrier: {name} is not a barrier at {s.origin}",
                                rule="CheckBarrier", span=s.origin)
             assert v.awt is not None                     # a barrier has both counts
+            self.stats.exercised.add("CheckBarrier")
             a, w = np.asarray(v.arr[idx]), np.asarray(v.awt[idx])
             bad = np.argwhere(a != w)
             if len(bad):

@@ -18,10 +18,12 @@ Conventions (paper -> Python):
 
 from __future__ import annotations
 
+import itertools
 from typing import Mapping, cast
 
 import numpy as np
 from gpusem.calculus.amir import ast as A
+from gpusem.calculus.budgets import MemoryGuard
 from gpusem.calculus.errors import BadInput, Trap
 from gpusem.calculus.span import Span
 from gpusem.interpreter.amir.checks import Stats
@@ -56,6 +58,7 @@ class MachineState:
         self.incarnations = 0
         self.stats = Stats()
         self.max_steps = max_steps
+        self.guard = MemoryGuard(prog.span.file)  # the memory budget (issue 15)
 
     def drop(self, v: Var) -> None:
         """A variable's lifetime ends: its cells release their record sets, and a
@@ -110,11 +113,12 @@ class MachineState:
         if win.points:
             cell = cast(tuple[int, ...], idx)            # win.points: ints only
             return {(v.key, cell): int(arr[cell])}
-        # a mixed point/interval window (z[0, 0:2]) has ints here: AttributeError
-        ranges = [range(*sl.indices(n))  # type: ignore[union-attr]
-                  for sl, n in zip(idx, v.shape)]
-        return {(v.key, c): int(arr[c]) for c in np.ndindex(*map(len, ranges))
-                for c in [tuple(r[i] for r, i in zip(ranges, c))]}
+        # E#-Acc (Figure 6): W-Tuple is the product of W-Point {i} and W-Range sets,
+        # so a window mixing points and intervals (z[0, 0:2]) names every cell of
+        # the product.
+        ranges = [range(i, i + 1) if isinstance(i, int) else range(*i.indices(n))
+                  for i, n in zip(idx, v.shape)]
+        return {(v.key, c): int(arr[c]) for c in itertools.product(*ranges)}
 
     def resolve(self, name: str, ndim: int, win: Window,
                 origin: Span) -> tuple[Var, Index, Box | None]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from gpusem.calculus.errors import BadInput
 from gpusem.calculus.span import NO_SPAN, Span
@@ -25,6 +25,9 @@ if TYPE_CHECKING:  # imported where used: the machine loads only when a check ru
     from gpusem.calculus.gpuir.timelines import Rules
     from gpusem.interpreter.amir.checks import ShownThreads, Verdict, Violation
     from gpusem.typing_rules.gpuir.collective import Analysis
+
+
+P = TypeVar("P", "Proc", "AProc")
 
 
 class SyncResult:
@@ -66,22 +69,65 @@ class SyncResult:
 
 def synccheck(source: str, file: str, defines: Mapping[str, int], *,
               proc_name: str | None = None, rules: str = "fixed",
-              max_steps: int = 200_000_000) -> SyncResult:
+              max_steps: int = 200_000_000, reference: bool = False) -> SyncResult:
     """Parse `source` and sync-check one of its procedures (the last by default)."""
     from gpusem.calculus.gpuir.parser import parse_module
 
     module = parse_module(source, file)
     proc = _pick(module.procs, proc_name, file)
-    return synccheck_proc(proc, defines, rules=rules, max_steps=max_steps, file=file)
+    return synccheck_proc(proc, defines, rules=rules, max_steps=max_steps, file=file,
+                          reference=reference)
+
+
+def run_machine(amir: AProc, defines: Mapping[str, int], max_steps: int,
+                reference: bool) -> Verdict:
+    """The abstract machine: the reference (interpreter/amir/machine.py, the
+    definition) or, by default, the fast machine that decides symmetric task nests
+    from their first task and gives exactly the reference's verdict and statistics
+    (interpreter/amir/fast.py; proofs_notes/fast_checker.md)."""
+    if reference:
+        from gpusem.interpreter.amir.machine import check_amir
+
+        return check_amir(amir, defines, max_steps=max_steps)
+    from gpusem.interpreter.amir.fast import check_amir_fast
+
+    return check_amir_fast(amir, defines, max_steps=max_steps)
+
+
+def synccheck_amir(source: str, file: str, defines: Mapping[str, int], *,
+                   proc_name: str | None = None, max_steps: int = 200_000_000,
+                   reference: bool = False) -> SyncResult:
+    """Sync-check an AMIR-level program (a `.amir` file in the printed form of
+    calculus/amir/printer.py, Figure 4): parse it and run the machine (Section 5.3)
+    on one of its procedures (the last by default). There is no front end and no
+    conversion: the file *is* the abstract-machine program, and each statement's own
+    line is the provenance a rejection shows. Raises BadInput (malformed program,
+    missing sizes), Trap and BudgetExhausted as `check_amir` does."""
+    from gpusem.calculus.amir.parser import parse_procs
+
+    procs = parse_procs(source, file)
+    if not procs:
+        raise BadInput(f"{file}: no procedure")
+    amir = _pick(procs, proc_name, file)
+    missing = [p for p in amir.params if p not in defines]
+    if missing:
+        raise BadInput(f"{file}: missing definition: {', '.join(missing)} has no "
+                       f"value (pass -D {missing[0]}=...)")
+    start = time.perf_counter()
+    verdict = run_machine(amir, {p: defines[p] for p in amir.params}, max_steps,
+                          reference)
+    seconds = time.perf_counter() - start
+    return SyncResult(file, amir.name, {p: defines[p] for p in amir.params}, amir,
+                      verdict, seconds)
 
 
 def synccheck_proc(proc: Proc, defines: Mapping[str, int], *, rules: str = "fixed",
-                   max_steps: int = 200_000_000, file: str = "") -> SyncResult:
+                   max_steps: int = 200_000_000, file: str = "",
+                   reference: bool = False) -> SyncResult:
     """Analyse (front end), convert (Figure 5) and run the machine on `proc`. Raises
     BadInput (malformed input, missing sizes), IllTyped (a front-end analysis error)
     and BudgetExhausted (more than `max_steps` AMIR statement executions)."""
     from gpusem.interpreter.amir.from_gpuir import convert
-    from gpusem.interpreter.amir.machine import check_amir
 
     missing = [p.name for p in proc.ctrl_params if p.name not in defines]
     if missing:
@@ -91,13 +137,13 @@ def synccheck_proc(proc: Proc, defines: Mapping[str, int], *, rules: str = "fixe
     # rules: "fixed" or "paper" (the CLI's choice; convert's `Rules`)
     amir = convert(proc, defines, rules=cast("Rules", rules), analysis=analysis)
     start = time.perf_counter()
-    verdict = check_amir(amir, defines, max_steps=max_steps)
+    verdict = run_machine(amir, defines, max_steps, reference)
     seconds = time.perf_counter() - start
     return SyncResult(file or proc.span.file, proc.name, defines, amir, verdict,
                       seconds)
 
 
-def _pick(procs: Sequence[Proc], name: str | None, file: str) -> Proc:
+def _pick(procs: Sequence[P], name: str | None, file: str) -> P:
     if name is None:
         return procs[-1]
     for p in procs:
@@ -112,8 +158,9 @@ def _front_end(proc: Proc, defines: Mapping[str, int]) -> Analysis:
     analysis, Sections 3-4) must accept before a sync check means anything: their
     first error is raised (IllTyped, exit 1). Returns the analysis, whose thread
     mappings the conversion uses."""
-    from gpusem.typing_rules.gpuir.frontend import check_proc
+    from gpusem.typing_rules.gpuir.frontend import check_elements, check_proc
 
+    check_elements(proc, defines)  # the machine keeps a record set per cell
     return check_proc(proc, dict(defines))
 
 

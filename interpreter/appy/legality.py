@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from gpusem.calculus.appy import ast as A
-from gpusem.calculus.errors import IllTyped
+from gpusem.calculus.errors import BadInput, BudgetExhausted, GpusemError, IllTyped, Trap
 from gpusem.interpreter.appy.sequential import AccessHooks, run_sequential
 from gpusem.typing_rules.appy.legality import MVL, check_static, lane_reduction
 
@@ -114,23 +114,36 @@ class LegalityHooks(AccessHooks):
 # ------------------------------------------------------------------------ verdict
 
 
+VERDICT_KINDS = ("legal", "illegal", "trap", "budget", "bad-input", "error")
+
+
 @dataclass(frozen=True)
 class Verdict:
+    """`kind`: legal (with `expected`, the oracle), illegal (a legality rule), trap
+    (the sequential reading itself fails: out of bounds, division by zero), budget (it
+    ran out of steps), bad-input (inputs that do not fit the program), error (another
+    error of the semantics); only a legal program is compared with a compiler."""
+
     legal: bool
     rule: str = ""
     message: str = ""
     expected: dict[str, np.ndarray] | None = None
+    kind: str = "legal"
 
 
 def check_legal(fn: A.Function, arrays: dict[str, np.ndarray],
                 scalars: dict[str, int | float], *, mvl: int = MVL,
                 max_steps: int = 2_000_000) -> Verdict:
     """Static rules, then the sequential reading with the dynamic rules watching: a
-    legal program's Verdict carries the expected result (the oracle)."""
+    legal program's Verdict carries the expected result (the oracle). Never raises
+    for a program or input the semantics rejects: the Verdict says why."""
     try:
         check_static(fn)
         out = run_sequential(fn, arrays, scalars, hooks=LegalityHooks(mvl),
                              max_steps=max_steps)
-    except IllTyped as err:
-        return Verdict(False, err.rule, err.one_line())
+    except GpusemError as err:
+        kind = ("illegal" if isinstance(err, IllTyped) else "trap" if isinstance(
+            err, Trap) else "budget" if isinstance(err, BudgetExhausted) else
+            "bad-input" if isinstance(err, BadInput) else "error")
+        return Verdict(False, err.rule or type(err).__name__, err.one_line(), kind=kind)
     return Verdict(True, expected=out)

@@ -35,7 +35,7 @@ import numpy as np
 from gpusem.calculus.appy import ast as A
 from gpusem.calculus.errors import BadInput
 from gpusem.interpreter.appy import sequential as S
-from gpusem.typing_rules.appy.legality import lane_reduction
+from gpusem.typing_rules.appy.legality import lane_reduction, simd_shared
 
 DEFAULT_MVL = 1024
 
@@ -57,7 +57,10 @@ class Machine:
                 env[p.name] = scalars[p.name]
         st = S.SeqState(mem, env, budget=max_steps)
         with np.errstate(all="ignore"):
-            self.block(fn.body, st)
+            try:
+                self.block(fn.body, st)
+            except S.Returned:
+                pass  # M-Host: `return` ends the host code (Legal-Return: top level)
         return mem
 
     # ------------------------------------------------------------------ M-Host
@@ -77,7 +80,7 @@ class Machine:
                 raise AssertionError(f"unknown loop directive: {s.directive}")
             case A.If(cond=c, body=body, orelse=orelse):
                 self.block(body if bool(S.eval_expr(c, st)) else orelse, st)
-            case A.Assign():
+            case A.Assign() | A.Return():
                 S.exec_stmt(s, st)  # M-Host: an ordinary (vector) statement
             case _:
                 assert_never(s)
@@ -155,11 +158,13 @@ class Machine:
 
 
 def _carried(s: A.For, env: dict[str, S.Value]) -> dict[str, str]:
-    """Scalars defined outside the simd loop and reduced in it -> their operator."""
+    """Scalars the lanes carry (read before assigned in the body: Legal-SimdScalar)
+    and reduce -> their operator; the others are lane-private."""
     out: dict[str, str] = {}
+    shared = simd_shared(s)
     for st in A.walk_stmts(s.body):
         if isinstance(st, A.Assign) and isinstance(st.target, A.Name) and (
-                st.target.id in env):
+                st.target.id in shared):
             x = st.target.id
             match st:
                 case A.Assign(op="+") | A.Assign(value=A.BinOp(op="+")):

@@ -22,6 +22,7 @@ from typing import Any, Callable, assert_never, cast
 
 import numpy as np
 from gpusem.calculus.appy import ast as A
+from gpusem.calculus.budgets import MemoryGuard
 from gpusem.calculus.errors import BadInput, BudgetExhausted, Trap
 
 DEFAULT_MAX_STEPS = 2_000_000
@@ -40,6 +41,13 @@ _UNARY: dict[str, NumPyFn] = {"exp": np.exp, "log": np.log, "sqrt": np.sqrt,
                               "tanh": np.tanh}
 _BINARY: dict[str, NumPyFn] = {"maximum": np.maximum, "minimum": np.minimum}
 _REDUCE: dict[str, NumPyFn] = {"sum": np.sum, "max": np.max, "min": np.min}
+# Listing 7's products: `mv(A[:M, :N], x[:N])` is the matrix-vector product, `dot` the
+# inner product of two vectors (NumPy's reading of the same names).
+_PRODUCT: dict[str, NumPyFn] = {"mv": np.matmul, "dot": np.dot}
+
+
+class Returned(Exception):
+    """`return` reached: unwinds the sequential reading to `run_sequential`."""
 
 
 class AccessHooks:
@@ -61,6 +69,7 @@ class SeqState:
     hooks: AccessHooks = field(default_factory=AccessHooks)
     budget: int = DEFAULT_MAX_STEPS
     stmt: A.Assign | None = None  # the statement being executed (for hooks)
+    guard: MemoryGuard = field(default_factory=MemoryGuard)  # the memory budget
 
 
 def run_sequential(fn: A.Function, arrays: dict[str, np.ndarray],
@@ -79,7 +88,10 @@ def run_sequential(fn: A.Function, arrays: dict[str, np.ndarray],
             raise BadInput(f"missing input: scalar '{p.name}'")
     st = SeqState(mem, env, hooks or AccessHooks(), max_steps)
     with np.errstate(all="ignore"):
-        exec_block(fn.body, st)
+        try:
+            exec_block(fn.body, st)
+        except Returned:
+            pass  # Seq-Return: the arrays are the result (a returned array is one)
     return mem
 
 
@@ -93,6 +105,7 @@ def exec_stmt(s: A.Stmt, st: SeqState) -> None:
     if st.budget < 0:
         raise BudgetExhausted("step budget exhausted: the sequential reading ran too "
                               "long", rule="Seq-Step", span=s.span)
+    st.guard.tick(s.span, "Seq-Step")
     match s:
         case A.For():
             exec_for(s, st)
@@ -100,6 +113,10 @@ def exec_stmt(s: A.Stmt, st: SeqState) -> None:
             exec_block(body if bool(eval_expr(c, st)) else orelse, st)
         case A.Assign():
             exec_assign(s, st)
+        case A.Return(value=v):
+            if v is not None:
+                eval_expr(v, st)  # evaluated for its traps; its value is not compared
+            raise Returned()
         case _:
             assert_never(s)
 
@@ -159,9 +176,11 @@ def eval_expr(e: A.Expr, st: SeqState) -> Value:
         case A.Const(value=v):
             return v
         case A.Name(id=n):
-            if n not in st.env:
-                raise Trap(f"unbound name: {n}", rule="Seq-Var", span=e.span)
-            return st.env[n]
+            if n in st.env:
+                return st.env[n]
+            if n in st.mem:  # an array by its name (`return C`): the array itself
+                return st.mem[n]
+            raise Trap(f"unbound name: {n}", rule="Seq-Var", span=e.span)
         case A.Mvl():
             # Note: the sequential reading does not depend on MVL's value when a
             # program strip-mines consistently (range(0, N, MVL) + vidx(i, MVL, N));
@@ -186,7 +205,26 @@ def eval_expr(e: A.Expr, st: SeqState) -> Value:
                 return _UNARY[f](vals[0])
             if f in _BINARY:
                 return _BINARY[f](vals[0], vals[1])
+            if f in _PRODUCT:
+                try:
+                    return _PRODUCT[f](vals[0], vals[1])
+                except ValueError:
+                    raise Trap(f"shape mismatch: {f} of shapes {np.shape(vals[0])} and "
+                               f"{np.shape(vals[1])}", rule="Seq-Call",
+                               span=e.span) from None
+            if axis is not None and not -np.ndim(vals[0]) <= axis < np.ndim(vals[0]):
+                raise Trap(f"axis out of range: {f}(..., axis={axis}) of a "
+                           f"{np.ndim(vals[0])}-dimensional value", rule="Seq-Call",
+                           span=e.span)  # NumPy's AxisError, as Python would raise
             return _REDUCE[f](vals[0], axis=axis)
+        case A.Where(cond=c, then=t, orelse=o, ternary=True):
+            # Python's `x if c else y`: evaluates only the branch taken; an array
+            # condition has no truth value (ValueError in Python: a trap here).
+            cv = eval_expr(c, st)
+            if np.ndim(cv) != 0:
+                raise Trap("ambiguous truth value: a conditional expression on an array",
+                           rule="Seq-IfExp", span=e.span)
+            return eval_expr(t, st) if bool(cv) else eval_expr(o, st)
         case A.Where(cond=c, then=t, orelse=o):
             cv, tv, ov = eval_expr(c, st), eval_expr(t, st), eval_expr(o, st)
             if isinstance(cv, np.ndarray):
@@ -221,6 +259,13 @@ def binop(op: str, a: Value, b: Value, node: A.Expr | A.Stmt) -> Value:
                 raise Trap("division by zero: integer // or %", rule="Seq-Div",
                            span=node.span)
             return a // b if op == "//" else a % b
+        case "&" | "|":
+            # Python's `&`/`|`: bitwise on ints, logical on booleans (comparisons);
+            # floats have neither (TypeError in Python: a trap here).
+            if any(np.issubdtype(np.asarray(x).dtype, np.floating) for x in (a, b)):
+                raise Trap(f"bad operand: '{op}' of a float", rule="Seq-BitOp",
+                           span=node.span)
+            return a & b if op == "&" else a | b
     raise BadInput(f"unknown operator: {op}")
 
 
@@ -249,9 +294,12 @@ def _index(t: A.Subscript, st: SeqState) -> Key:
                 key.append(np.newaxis)
                 continue
             case A.Slice(lower=lo, upper=hi):
-                lov = 0 if lo is None else int(eval_expr(lo, st))
-                hiv = int(eval_expr(hi, st))
-                if dim >= arr.ndim or not (0 <= lov <= hiv <= arr.shape[dim]):
+                if dim >= arr.ndim:
+                    raise _oob(t, "slice", arr)
+                lov = 0 if lo is None else _python_index(int(eval_expr(lo, st)),
+                                                         arr.shape[dim])
+                hiv = _python_index(int(eval_expr(hi, st)), arr.shape[dim])
+                if not (0 <= lov <= hiv <= arr.shape[dim]):
                     raise _oob(t, f"slice {lov}:{hiv}", arr)
                 key.append(slice(lov, hiv))
             case A.Vidx(start=s0, step=sz, bound=b):
@@ -273,14 +321,22 @@ def _index(t: A.Subscript, st: SeqState) -> Key:
                 if not _is_int(v) or np.ndim(v) != 0:
                     raise Trap(f"bad index: {t.array} indexed by a non-integer",
                                rule="Seq-Index", span=t.span)
-                if dim >= arr.ndim or not (0 <= int(v) < arr.shape[dim]):
+                if dim >= arr.ndim or not (0 <= _python_index(int(v), arr.shape[dim])
+                                           < arr.shape[dim]):
                     raise _oob(t, f"index {int(v)}", arr)
-                key.append(int(v))
+                key.append(_python_index(int(v), arr.shape[dim]))
         dim += 1
     if dim != arr.ndim:
         raise Trap(f"rank mismatch: {t.array} has {arr.ndim} dimensions, indexed by {dim}",
                    rule="Seq-Index", span=t.span)
     return tuple(key)
+
+
+def _python_index(v: int, n: int) -> int:
+    """Python's reading of a negative index or slice bound: -k is n - k (Seq-Index).
+    Unlike Python, a bound still out of range after that traps instead of clamping
+    (errata: "negative indices")."""
+    return v + n if v < 0 else v
 
 
 def _oob(t: A.Subscript, what: str, arr: np.ndarray) -> Trap:

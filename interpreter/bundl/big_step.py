@@ -32,6 +32,7 @@ from collections.abc import Callable
 from typing import Any, cast
 
 import numpy as np
+from gpusem.calculus.budgets import MemoryGuard
 from gpusem.calculus.bundl.ast import (
     Alloc,
     ArrAssign,
@@ -62,6 +63,7 @@ from gpusem.calculus.bundl.ast import (
     Type,
     While,
 )
+from gpusem.calculus.bundl.limits import check_limits
 from gpusem.calculus.bundl.perspective import (
     BLOCK1,
     GRID1,
@@ -81,6 +83,7 @@ from gpusem.calculus.errors import (
     Stuck,
     Trap,
 )
+from gpusem.calculus.span import Span
 from gpusem.interpreter.bundl.big_expr import (
     DTYPE,
     ExprCompiler,
@@ -99,6 +102,7 @@ from gpusem.typing_rules.bundl.context import rule_set
 class BigStep(DataRules):
     def __init__(self, prog: Program, shape: MachineShape, max_steps: int):
         self.prog, self.shape, self.max_steps = prog, shape, max_steps
+        self.guard = MemoryGuard(prog.span.file)
         self.rules = rule_set("fixed")
         N = shape.blocks * shape.threads
         self.N = N
@@ -167,8 +171,12 @@ class BigStep(DataRules):
         self.steps += idx.size
         if self.steps > self.max_steps:
             raise BudgetExhausted(f"step budget exhausted: {self.max_steps} lane-steps",
-                                  rule="S-Program")
+                                  rule="S-Program", span=self._at(s))
+        self.guard.tick(self._at(s), "S-Program")
         EXEC[type(s)](self, s, idx)
+
+    def _at(self, s: Stmt) -> Span:
+        return s.span if s.span.line else self.prog.span
 
     def x_seq(self, s: Seq, idx: Idx) -> None:  # S-Seq-First / S-Seq-Done, in lockstep
         for st in s.stmts:
@@ -362,8 +370,7 @@ def run_big_step(prog: Program, max_steps: int = 100_000_000, rules: str = "fixe
                        "interpreter for --rules paper)")
     B = blocks if blocks is not None else prog.machine.blocks
     T = threads if threads is not None else prog.machine.threads
-    if B <= 0 or T <= 0:
-        raise BadInput(f"machine size out of range: blocks={B}, threads={T}")
+    check_limits(prog, blocks, threads)  # B, T and the arrays fit the budgets
     bs = BigStep(prog, MachineShape(B, T), max_steps)
     err: GpusemError | None
     kind, err = "terminated", None

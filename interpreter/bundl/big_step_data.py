@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import cast
 
 import numpy as np
 from gpusem.calculus.bundl.ast import (
     Alloc,
+    ArrayType,
     AsyncMemcpy,
     AsyncPartition,
     Call,
@@ -132,10 +132,11 @@ class DataRules:
         self._require(x.persp == self.persp and s.by > 0 and n % s.by == 0,
                       "S-Partition", s, idx, f"perspective mismatch: partition of "
                       f"{s.source} at {x.persp} by {s.by} from code at {self.persp}")
+        if not isinstance(x.vec, VPtr):  # small-step's rename_var says the same
+            lane_error(self, Stuck, "S-Partition", s, idx,
+                       f"type mismatch: {s.source} is not an array")
         k = self.P[idx] // (n // s.by)
-        # not an array: `_renamed` (below) would say so; this fails first, with an
-        # AttributeError
-        chunk = cast(VPtr, x.vec).extent[idx] // s.by
+        chunk = x.vec.extent[idx] // s.by
         full_k = np.zeros(self.N, np.int64)
         full_c = np.zeros(self.N, np.int64)
         full_k[idx], full_c[idx] = k, chunk
@@ -204,7 +205,6 @@ class DataRules:
 
     def x_alloc(self, s: Alloc, idx: Idx) -> None:
         # S-Alloc-Local / -Shared / -Global (fixed)
-        from gpusem.calculus.bundl.ast import ArrayType
         n, N = s.size, self.N
         if s.mem is MemKind.SHARED:
             self._require(self.persp == BLOCK1, "S-Alloc-Shared", s, idx,
@@ -225,10 +225,12 @@ class DataRules:
 
     def x_memcpy(self, s: Memcpy, idx: Idx) -> None:  # S-Memcpy (fixed: element-wise)
         d, r = self.lookup(s.dst, s, idx), self.lookup(s.src, s, idx)
+        dp, rp = d.vec, r.vec
+        if not (isinstance(dp, VPtr) and isinstance(rp, VPtr)):  # as small-step's
+            lane_error(self, Stuck, "S-Memcpy", s, idx,
+                       "type mismatch: memcpy needs two arrays")
         self._require(self.leq(d.persp, self.persp) and self.leq(self.persp, r.persp),
                       "S-Memcpy", s, idx, "perspective mismatch: memcpy")
-        # not checked to be arrays: a scalar fails with an AttributeError
-        dp, rp = cast(VPtr, d.vec), cast(VPtr, r.vec)
         dst, src = self.store[dp.storage], self.store[rp.storage]
         for lane in idx:
             k = int(min(dp.length[lane], rp.length[lane]))
@@ -240,7 +242,7 @@ class DataRules:
         # S-Async-Partition-Congr/-Unwind/-Done
         self._require(self.persp == THREAD1, "S-Async-Partition-Congr", s, idx,
                       f"perspective mismatch: needs {THREAD1}, code is at {self.persp}")
-        from gpusem.calculus.bundl.ast import ArrayType, AsyncType
+        from gpusem.calculus.bundl.ast import AsyncType
         y = self._renamed(s, s.source, THREAD1, idx)
         if isinstance(y.type, ArrayType):
             y = Var(y.vec, y.persp, AsyncType(y.type))
@@ -262,6 +264,13 @@ class DataRules:
                       "async_partition")
         self.deferred[-1].append((Memcpy(s.dst, s.src, s.span), idx.copy()))
 
+    def _all_lanes(self, ptr: VPtr, idx: Idx) -> VPtr:
+        """⟨l, n⟩ on the active lanes `idx`, as a binding over all lanes."""
+        full = [np.zeros(self.N, np.int64) for _ in range(3)]
+        for vec, part in zip(full, (ptr.off, ptr.length, ptr.extent), strict=True):
+            vec[idx] = part
+        return VPtr(ptr.storage, *full)
+
     def x_call(self, s: Call, idx: Idx) -> None:
         # S-Function-Call (fixed: the body's own η)
         fn = self.fns.get(s.fn)
@@ -271,7 +280,15 @@ class DataRules:
         assert fn is not None  # `_require` raised otherwise
         new: dict[str, Var] = {}
         for prm, arg in zip(fn.params, s.args):
-            v = self.ex.value(arg, idx, prm.persp)
+            if isinstance(prm.type, ArrayType):  # passed, not read (as small-step)
+                ptr, apersp = self.ex.ptr(arg, "S-Function-Call")(idx, self.persp)
+                self._require(apersp == prm.persp, "S-Function-Call", s, idx,
+                              f"perspective mismatch: {prm.name} of {s.fn} is a "
+                              f"pointer at {prm.persp}; the argument lives at {apersp}")
+                new[prm.name] = Var(self._all_lanes(ptr, idx), prm.persp, prm.type)
+                continue
+            # ⊢^π_π: at the caller's perspective, ambient and target (S-Function-Call)
+            v = self.ex.value(arg, idx, self.persp)
             new[prm.name] = Var(v, prm.persp, prm.type)
         saved, self.env = self.env, new
         try:

@@ -108,6 +108,9 @@ class Config:
         self.phi: dict[str, list[Memcpy]] = {}
         self.allocs: dict[AllocKey, int] = {}
         self.wakeups = 0
+        # the rules applied so far, when a caller records them (interpreter/bundl/
+        # coverage.py); None: not recorded
+        self.seen: set[str] | None = None
         self.ecache: dict[int, tuple[Expr, Eval]] = {}
         self.reads_cache: dict[int, bool] = {}
         self._persps: dict[tuple[Level, int], Perspective] = {}

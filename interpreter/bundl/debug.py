@@ -17,9 +17,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import cast
 
+from gpusem.calculus.budgets import MemoryGuard, step_budget
 from gpusem.calculus.bundl.ast import Program
-from gpusem.calculus.errors import BadInput, Stuck, Trap
-from gpusem.interpreter.bundl.machine import Machine, MachineSnapshot, StepEvent
+from gpusem.calculus.errors import BadInput, GpusemError, Stuck, Trap
+from gpusem.interpreter.bundl.machine import (
+    Machine,
+    MachineSnapshot,
+    StepEvent,
+    where,
+)
 from gpusem.interpreter.bundl.small_step import blocked
 from gpusem.interpreter.bundl.values import Ptr, Value
 
@@ -27,6 +33,8 @@ from gpusem.interpreter.bundl.values import Ptr, Value
 Cell = tuple[str, int]
 
 SNAPSHOT_EVERY = 256
+KEEP = 64  # the events `run` returns: the last ones (a long `continue` keeps no more)
+DEFAULT_MAX_STEPS = 1_000_000  # as `gpusem run`
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,10 +55,12 @@ class Breakpoint:
 
 @dataclass
 class Stop:
-    """Why a run of steps ended: None (all requested steps taken) or a reason."""
+    """Why a run of steps ended: None (all requested steps taken) or a reason.
+    `taken`: the steps the run took (`run` returns only the last KEEP events)."""
 
     reason: str = ""
     breakpoint: Breakpoint | None = None
+    taken: int = 0
 
 
 @dataclass
@@ -105,15 +115,17 @@ class Scheduler:
 
 class Session:
     def __init__(self, prog: Program, rules: str = "fixed", blocks: int | None = None,
-                 threads: int | None = None, schedule: str = "rr"):
-        self.prog, self.rules = prog, rules
+                 threads: int | None = None, schedule: str = "rr",
+                 max_steps: int = DEFAULT_MAX_STEPS):
+        self.prog, self.rules, self.max_steps = prog, rules, max_steps
+        self.guard = MemoryGuard(prog.span.file, every=256)
         self.machine = Machine(prog, rules, blocks=blocks, threads=threads)
         self.scheduler = Scheduler.parse(schedule)
         self.history: list[int] = []
         self.events: list[StepEvent] = []  # the last few, for display
         self.snapshots: dict[int, MachineSnapshot] = {0: self.machine.snapshot()}
         self.breakpoints: list[Breakpoint] = []
-        self.status = "running"  # running | terminated | stuck | deadlock
+        self.status = "running"  # running | terminated | stuck | deadlock | budget
         self.error: Exception | None = None
         self.current: int | None = None
         self.trace_sink: Callable[[str], object] | None = None  # for --trace
@@ -122,7 +134,7 @@ class Session:
 
     def step_once(self, thread: int | None = None) -> StepEvent | Stop:
         if self.status != "running":
-            return Stop(f"the machine is {self.status}")
+            return self._halted()
         m = self.machine
         if thread is None:
             thread = self.scheduler.choose(m)
@@ -146,7 +158,27 @@ class Session:
             self.trace_sink(describe_event(len(self.history), event))
         if all(th.terminated for th in m.threads()):
             self.status = "terminated"
+        else:
+            self._budgets(thread)
         return event
+
+    def _budgets(self, thread: int) -> None:
+        """The step and memory budgets (a `continue` on a program that never ends
+        stops, naming the statement it reached)."""
+        m, steps = self.machine, len(self.history)
+        span = where(m, m.threads()[thread])
+        err = None
+        if steps >= self.max_steps:
+            err = step_budget(self.max_steps, "steps", span, "S-Program")
+        elif steps % self.guard.every == 0:
+            err = self.guard.exceeded(span, "S-Program")
+        if err is not None:
+            self.status, self.error = "budget", err
+
+    def _halted(self) -> Stop:
+        if self.status == "budget" and isinstance(self.error, GpusemError):
+            return Stop(f"budget: {self.error.one_line()}")
+        return Stop(f"the machine is {self.status}")
 
     def _no_thread(self) -> Stop:
         if all(th.terminated for th in self.machine.threads()):
@@ -160,20 +192,31 @@ class Session:
     def run(self, count: int | None, thread: int | None = None, use_breaks: bool = True,
             interrupted: Callable[[], bool] = lambda: False,
             ) -> tuple[list[StepEvent], Stop]:
-        """Up to `count` steps (None: until something stops it)."""
+        """Up to `count` steps (None: until something stops it); the last KEEP events
+        and why it stopped (with the number of steps taken)."""
         events: list[StepEvent] = []
-        while count is None or len(events) < count:
+        taken = 0
+
+        def stop(why: Stop) -> tuple[list[StepEvent], Stop]:
+            why.taken = taken
+            return events[-KEEP:], why
+        while count is None or taken < count:
             if interrupted():
-                return events, Stop("interrupted")
+                return stop(Stop("interrupted"))
             before = self._watched_values() if use_breaks else None
             out = self.step_once(thread)
             if isinstance(out, Stop):
-                return events, out
+                return stop(out)
+            taken += 1
             events.append(out)
+            if len(events) > 2 * KEEP:
+                del events[:-KEEP]
             hit = self._hit(out, before) if before is not None else None  # use_breaks
             if hit is not None:
-                return events, Stop(f"breakpoint: {hit.describe()}", hit)
-        return events, Stop()
+                return stop(Stop(f"breakpoint: {hit.describe()}", hit))
+            if self.status == "budget":
+                return stop(self._halted())
+        return stop(Stop())
 
     def next(self) -> tuple[list[StepEvent], Stop]:
         """Step the current thread until its redex is on another source line (gdb's

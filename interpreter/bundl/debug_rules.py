@@ -1,4 +1,7 @@
-"""The rule names of Appendix A.3 (for the debugger's `break RULE` completion)."""
+"""The rule names of the small-step interpreter (Appendix A.3), for the debugger's
+`break RULE` completion: every name a step or a stuck state of `small_step` /
+`small_step_data` can report. `tests/bundl/test_debug_rules.py` derives the same set
+from the interpreter's source, so this list cannot fall behind it."""
 
 RULES = (
     "S-Program", "S-Split-Left", "S-Split-Left-Done", "S-Split-Right",
@@ -9,4 +12,9 @@ RULES = (
     "S-Decl", "S-Free", "S-Alloc-Local", "S-Alloc-Shared", "S-Alloc-Global", "S-Assn",
     "S-Arr-Assn", "S-Partition", "S-Claim", "S-Lower", "S-If-True", "S-If-False",
     "S-While", "S-Seq-First", "S-Seq-Done", "S-Function-Call",
+    # the fixed S-Claim's runtime form (errata "S-Claim runs its body at the unsplit
+    # perspective"): the claimed body, its end, and the threads that skip it
+    "S-Claim-Body", "S-Claim-Done", "S-Claim-Skip",
+    # names of stuck states where no single rule of a family applies
+    "S-If", "S-Split", "S-Arr-Assn-Shared",
 )

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from gpusem.calculus.budgets import MemoryGuard
 from gpusem.calculus.bundl.ast import (
     Alloc,
     Assign,
@@ -39,7 +40,7 @@ from gpusem.calculus.bundl.ast import (
 from gpusem.calculus.bundl.walk import child_exprs
 from gpusem.calculus.errors import BudgetExhausted, Stuck, Trap
 from gpusem.interpreter.bundl.config import Config, ThreadState
-from gpusem.interpreter.bundl.machine import Machine, Outcome, deadlock_error
+from gpusem.interpreter.bundl.machine import Machine, Outcome, deadlock_error, where
 from gpusem.interpreter.bundl.thread import ASYNC
 from gpusem.interpreter.bundl.values import GlobalMemory, PyValue
 
@@ -47,14 +48,21 @@ from gpusem.interpreter.bundl.values import GlobalMemory, PyValue
 FrozenMemory = tuple[tuple[str, tuple[PyValue, ...]], ...]
 
 
-def explore(m: Machine, max_steps: int = 1_000_000, reduce: bool = True) -> Outcome:
+def explore(m: Machine, max_steps: int = 1_000_000, reduce: bool = True,
+            guard: MemoryGuard | None = None) -> Outcome:
     """All interleavings of `m` (from its current configuration).
 
     Depth-first, with a partial-order reduction: where some thread's next step touches
     only its own state (`_is_local`), that step alone is explored (an ample set of
     one), except when it closes a cycle through the DFS stack (the stack proviso), where
     every enabled thread is expanded. Equal configurations are explored once.
+
+    Stops at `max_steps` transitions and at the memory budget (`guard`): the states
+    seen and the DFS stack's snapshots grow with every transition, so a transition
+    budget alone does not bound memory.
     """
+    guard = guard if guard is not None else MemoryGuard(m.prog.span.file)
+    guard.every = 256  # a transition keeps a configuration snapshot: ~40 KB
     seen: set[tuple[object, ...]] = set()
     finals: dict[FrozenMemory, GlobalMemory] = {}
     on_stack: set[tuple[object, ...]] = set()
@@ -101,9 +109,14 @@ def explore(m: Machine, max_steps: int = 1_000_000, reduce: bool = True) -> Outc
         except (Stuck, Trap) as err:
             return _bad(m, "stuck", err, list(path) + [i], len(seen), transitions)
         transitions += 1
+        budget = None
         if transitions >= max_steps:
             budget = BudgetExhausted(f"step budget exhausted: {max_steps} transitions "
-                                     f"explored ({len(seen)} states)", rule="S-Program")
+                                     f"explored ({len(seen)} states)", rule="S-Program",
+                                     span=where(m, m.threads()[i]))
+        elif transitions % guard.every == 0:
+            budget = guard.exceeded(where(m, m.threads()[i]), "S-Program")
+        if budget is not None:
             return _bad(m, "budget", budget, None, len(seen), transitions)
         cycle, bad = arrive(path + (i,))
         if bad is not None:

@@ -27,8 +27,9 @@ from typing import Any
 
 import numpy as np
 from gpusem.calculus.bundl.ast import Program, Skip, Stmt
+from gpusem.calculus.bundl.limits import check_limits
 from gpusem.calculus.bundl.perspective import MachineShape, Perspective
-from gpusem.calculus.errors import BadInput, GpusemError, Trap
+from gpusem.calculus.errors import GpusemError, Trap
 from gpusem.calculus.span import Span
 from gpusem.interpreter.bundl.config import (
     Config,
@@ -38,6 +39,7 @@ from gpusem.interpreter.bundl.config import (
 )
 from gpusem.interpreter.bundl.plug import plug
 from gpusem.interpreter.bundl.small_step import blocked, step_thread
+from gpusem.interpreter.bundl.thread import SEQ
 from gpusem.interpreter.bundl.values import GlobalMemory, located
 
 # The preservation hook `check(machine, index)` (see `Machine`).
@@ -101,8 +103,7 @@ class Machine:
                  check: Check | None = None):
         B = blocks if blocks is not None else prog.machine.blocks
         T = threads if threads is not None else prog.machine.threads
-        if B <= 0 or T <= 0:
-            raise BadInput(f"machine size out of range: blocks={B}, threads={T}")
+        check_limits(prog, blocks, threads)  # B, T and the arrays fit the budgets
         self.prog = prog
         self.shape = MachineShape(B, T)
         self.cfg = Config(prog, self.shape, rules)
@@ -166,6 +167,21 @@ class Machine:
             out.cell = getattr(err, "cell", None)
             out.trap = isinstance(err, Trap)
         return out
+
+
+def where(m: Machine, th: ThreadState) -> Span:
+    """The statement `th` is at, or (a thread that has ended) the program: where a
+    budget ran out (issue 15: budget messages name the file and the statement)."""
+    candidates: list[object] = [th.focus]
+    for frame in reversed(th.frames):  # the innermost enclosing statement
+        if frame[0] == SEQ and 0 <= frame[2] < len(frame[1]):
+            candidates.append(frame[1][frame[2]])
+        candidates.extend(frame[1:])
+    for node in candidates:
+        span = getattr(node, "span", None)
+        if isinstance(span, Span) and span.line:
+            return span
+    return m.prog.span
 
 
 def deadlock_error(message: str, th: ThreadState) -> GpusemError:

@@ -46,9 +46,32 @@ def plug(cfg: Config, th: ThreadState, for_typing: bool = False) -> Stmt:
     `for_typing`: show the fixed S-Claim's runtime body as the claim it came from (the
     typing rules have no form for "the first n' units run s"; T-Claim types exactly
     that body at (h, n'))."""
+    return _plug(th.focus, th.frames, for_typing)
+
+
+def plug_calls(cfg: Config, th: ThreadState) -> list[tuple[Stmt, int]]:
+    """The thread's term for typing, cut at the function bodies it is running (fixed):
+    the caller's term with the call statement where the body runs, then each running
+    body, innermost last: [(term, index of its CALL frame, or -1 for main)]. A body is
+    typed on its own, with its function's context (V-Function; Lemma A.8's case
+    T-Function-Call: `call s with (x_i ↦ v_i)`), not inside the caller's scope, where a
+    partition may hide a global the body uses."""
+    out: list[tuple[Stmt, int]] = []
+    frames = th.frames
+    cuts = [i for i, f in enumerate(frames) if f[0] == CALL]
+    focus: Term = th.focus
+    end = len(frames)
+    for i in reversed(cuts):
+        out.append((_plug(focus, frames[i + 1:end], True), i))
+        focus, end = frames[i][3], i  # the call statement, in the caller's term
+    out.append((_plug(focus, frames[:end], True), -1))
+    return out[::-1]
+
+
+def _plug(focus: Term, frames: list[Any], for_typing: bool) -> Stmt:
     render = _for_typing if for_typing else _for_display
-    cur = render(th.focus)
-    for f in reversed(th.frames):
+    cur = render(focus)
+    for f in reversed(frames):
         kind = f[0]
         if kind == SEQ:
             stmts, i = f[1], f[2]

@@ -2,8 +2,12 @@
 
 After every step of thread (t, b), rebuild its whole term s' (`plug`) and check
 Γ' ⊢^(Grid, 1) s' with the typing rules, where Γ' is the program's context extended by
-every name the thread has bound (its environment: η in the paper). A failure raises
-IllTyped whose message starts `preservation:` and names the thread and the last rule.
+every name the thread has bound (its environment: η in the paper). A function body the
+thread is running is checked on its own, at the function's perspective, with the
+program's context and the body's own η (V-Function; Lemma A.8's `call s with ...`),
+and the caller's term holds the call statement where the body runs (`plug_calls`). A
+failure raises IllTyped whose message starts `preservation:` and names the thread and
+the last rule.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from gpusem.calculus.bundl.ast import Program
 from gpusem.calculus.bundl.perspective import GRID1
 from gpusem.calculus.errors import IllTyped
 from gpusem.interpreter.bundl.machine import Check, Machine
-from gpusem.interpreter.bundl.plug import plug
+from gpusem.interpreter.bundl.plug import plug_calls
 from gpusem.interpreter.bundl.thread import CALL
 from gpusem.typing_rules.bundl.stmt import check_stmt, program_context
 
@@ -25,17 +29,21 @@ def preservation_check(prog: Program, rules: str = "fixed") -> Check:
         th = m.threads()[index]
         if th.terminated:
             return
-        ctx = base
-        envs = [f[2] for f in th.frames if f[0] == CALL] + [th.env]
-        for env in envs:
+        frames = th.frames
+        for term, cut in plug_calls(m.cfg, th):
+            # the names bound where this term runs: main's η is the first CALL frame's
+            # saved η (or the thread's, without calls), a body's the next frame's
+            later = [i for i, f in enumerate(frames) if f[0] == CALL and i > cut]
+            env = frames[later[0]][2] if later else th.env
+            ctx = base
             for name, b in env.items():
                 ctx = ctx.extend(name, b.persp, b.type)
-        term = plug(m.cfg, th, for_typing=True)
-        try:
-            check_stmt(ctx, GRID1, term, rules, m.shape)
-        except IllTyped as err:
-            raise IllTyped(f"preservation: thread t={th.t} b={th.b} is ill-typed "
-                           f"after a step: {err.message}", rule=err.rule,
-                           span=err.span) from err
+            persp = GRID1 if cut < 0 else frames[cut][1].persp
+            try:
+                check_stmt(ctx, persp, term, rules, m.shape)
+            except IllTyped as err:
+                raise IllTyped(f"preservation: thread t={th.t} b={th.b} is ill-typed "
+                               f"after a step: {err.message}", rule=err.rule,
+                               span=err.span) from err
 
     return check

@@ -19,35 +19,64 @@ import random as _random
 from typing import cast
 
 import numpy as np
+from gpusem.calculus.budgets import MemoryGuard, step_budget
 from gpusem.calculus.bundl.ast import Program, SyncWait
-from gpusem.calculus.errors import BadInput, BudgetExhausted, Stuck, Trap
+from gpusem.calculus.errors import BadInput, Stuck, Trap
 from gpusem.interpreter.bundl.config import ThreadState
 from gpusem.interpreter.bundl.explore import explore
-from gpusem.interpreter.bundl.machine import Check, Machine, Outcome, deadlock_error
+from gpusem.interpreter.bundl.machine import (
+    Check,
+    Machine,
+    Outcome,
+    deadlock_error,
+    where,
+)
 from gpusem.interpreter.bundl.small_step import step_thread
 
 SCHEDULES = ("rr", "random:SEED", "greedy", "greedy-reverse", "exhaustive")
 
 
+def check_schedule(schedule: str) -> None:
+    """BadInput unless `schedule` names one of SCHEDULES (checked before anything
+    runs, also where a run ignores it, as the big-step evaluator does)."""
+    if schedule in ("rr", "greedy", "greedy-reverse", "exhaustive"):
+        return
+    if schedule.startswith("random:"):
+        seed = schedule.split(":", 1)[1]
+        if seed.isascii() and seed.isdigit() and len(seed) <= 20:
+            return
+        raise BadInput(f"bad schedule: {schedule} (expected random:SEED)")
+    raise BadInput(f"unknown schedule: {schedule} (expected rr, random:SEED, greedy, "
+                   "greedy-reverse or exhaustive)")
+
+
 def run_program(prog: Program, schedule: str = "rr", max_steps: int = 1_000_000,
                 rules: str = "fixed", *, blocks: int | None = None,
-                threads: int | None = None, check: Check | None = None) -> Outcome:
-    """Run `prog` to an outcome under `schedule` (rr | random:SEED | exhaustive)."""
+                threads: int | None = None, check: Check | None = None,
+                seen: set[str] | None = None) -> Outcome:
+    """Run `prog` to an outcome under `schedule` (rr | random:SEED | exhaustive).
+    `seen`: a set that receives the name of every rule applied (coverage.py).
+    Every schedule stops at `max_steps` steps and at the memory budget (outcome
+    `budget`, naming the statement the last step ran)."""
+    check_schedule(schedule)
     m = Machine(prog, rules, blocks=blocks, threads=threads, check=check)
+    m.cfg.seen = seen
+    guard = MemoryGuard(prog.span.file)
     with np.errstate(all="ignore"):
         if schedule == "rr":
-            return _run_rr(m, max_steps)
+            return _run_rr(m, max_steps, guard)
         if schedule.startswith("random:"):
             try:
                 seed = int(schedule.split(":", 1)[1])
             except ValueError:
                 raise BadInput(f"bad schedule: {schedule} (expected random:SEED)"
                                ) from None
-            return _run_random(m, max_steps, seed)
+            return _run_random(m, max_steps, seed, guard)
         if schedule in ("greedy", "greedy-reverse"):
-            return _run_greedy(m, max_steps, reverse=schedule == "greedy-reverse")
+            return _run_greedy(m, max_steps, guard,
+                               reverse=schedule == "greedy-reverse")
         if schedule == "exhaustive":
-            return explore(m, max_steps)
+            return explore(m, max_steps, guard=guard)
     raise BadInput(f"unknown schedule: {schedule} (expected rr, random:SEED, greedy, "
                    "greedy-reverse or exhaustive)")
 
@@ -62,12 +91,23 @@ def _deadlock(m: Machine, live: list[int]) -> Outcome:
     return m.outcome("deadlock", err)
 
 
-def _budget(m: Machine, max_steps: int) -> Outcome:
-    err = BudgetExhausted(f"step budget exhausted: {max_steps} steps", rule="S-Program")
+def _over(m: Machine, steps: int, max_steps: int, guard: MemoryGuard,
+          th: ThreadState) -> Outcome | None:
+    """The `budget` outcome once `steps` reach `max_steps` or (checked every
+    MemoryGuard.EVERY steps) the memory budget is exhausted; the error's span is the
+    statement thread `th` is at (after its last step)."""
+    err = None
+    if steps >= max_steps:
+        err = step_budget(max_steps, "steps", where(m, th), "S-Program")
+    elif steps % guard.every == 0:
+        err = guard.exceeded(where(m, th), "S-Program")
+    if err is None:
+        return None
+    m.steps = steps
     return m.outcome("budget", err)
 
 
-def _run_rr(m: Machine, max_steps: int) -> Outcome:
+def _run_rr(m: Machine, max_steps: int, guard: MemoryGuard) -> Outcome:
     """Round-robin: each live thread takes one step per round, in thread order."""
     cfg, ths = m.cfg, m.threads()
     live = [th for th in ths if not th.terminated]
@@ -86,9 +126,8 @@ def _run_rr(m: Machine, max_steps: int) -> Outcome:
                 if check is not None:
                     m.steps = steps
                     check(m, th.t)
-            if steps >= max_steps:
-                m.steps = steps
-                return _budget(m, max_steps)
+                if over := _over(m, steps, max_steps, guard, th):
+                    return over
         live = [th for th in live if not th.terminated]
         if not progressed and live:
             m.steps = steps
@@ -97,7 +136,8 @@ def _run_rr(m: Machine, max_steps: int) -> Outcome:
     return m.outcome("terminated")
 
 
-def _run_greedy(m: Machine, max_steps: int, reverse: bool) -> Outcome:
+def _run_greedy(m: Machine, max_steps: int, guard: MemoryGuard,
+                reverse: bool) -> Outcome:
     """Each thread runs until it blocks or ends, in thread order (or reversed): the
     order the cpu harness's first schedules use, so the races they expose are seen by
     the compiler oracle's sampling too."""
@@ -116,9 +156,8 @@ def _run_greedy(m: Machine, max_steps: int, reverse: bool) -> Outcome:
                 if rule == "S-Sync-Wait-Spin":
                     break
                 progressed, steps = True, steps + 1
-                if steps >= max_steps:
-                    m.steps = steps
-                    return _budget(m, max_steps)
+                if over := _over(m, steps, max_steps, guard, th):
+                    return over
         if not progressed:
             m.steps = steps
             return _deadlock(m, [th.t for th in live])
@@ -126,7 +165,7 @@ def _run_greedy(m: Machine, max_steps: int, reverse: bool) -> Outcome:
     return m.outcome("terminated")
 
 
-def _run_random(m: Machine, max_steps: int, seed: int) -> Outcome:
+def _run_random(m: Machine, max_steps: int, seed: int, guard: MemoryGuard) -> Outcome:
     """Seeded random: a uniformly chosen runnable thread steps. A thread found spinning
     sleeps until some counter of Ψ reaches zero (`cfg.wakeups` changes)."""
     rng = _random.Random(seed)
@@ -156,9 +195,8 @@ def _run_random(m: Machine, max_steps: int, seed: int) -> Outcome:
             if check is not None:
                 m.steps = steps
                 check(m, th.t)
-            if steps >= max_steps:
-                m.steps = steps
-                return _budget(m, max_steps)
+            if over := _over(m, steps, max_steps, guard, th):
+                return over
             if not th.terminated:
                 continue
         runnable[j] = runnable[-1]

@@ -63,6 +63,7 @@ from gpusem.interpreter.bundl.config import (
     ThreadState,
     Unit,
 )
+from gpusem.interpreter.bundl.coverage import redex_rules
 from gpusem.interpreter.bundl.expr_eval import compile_expr, lookup
 from gpusem.interpreter.bundl.small_step_data import DATA_AXIOMS
 from gpusem.interpreter.bundl.thread import (
@@ -101,11 +102,18 @@ def step_thread(cfg: Config, th: ThreadState,
     s = th.focus
     if trace is not None:
         trace.extend((chain(th.frames), s, th.persp, th.p))
+    seen = cfg.seen
+    if seen is not None:  # coverage (interpreter/bundl/coverage.py)
+        seen.add("S-Program")
+        seen.update(chain(th.frames))
     cls = type(s)
     if cls is Skip:
         rule = _done(cfg, th)
     else:
         rule = AXIOMS[cls](cfg, th, s)
+    if seen is not None:
+        seen.add(rule)
+        seen.update(redex_rules(s, rule))
     _normalise(cfg, th)
     return rule
 

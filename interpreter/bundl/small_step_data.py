@@ -206,11 +206,13 @@ def _require_source_at_code(cfg: Config, th: ThreadState,
                             s: Partition | Claim | Lower, rule: str) -> None:
     """T-Claim / T-Lower's x :^π τ[]^l with l ≠ Local, checked at run time (fixed)."""
     x = lookup(cfg, th, s.source, s, rule)
-    reg = cfg.regions[x.value.region] if type(x.value) is Ptr else None
-    if x.persp != th.persp or reg is None or reg.space is MemKind.LOCAL:
-        where = " in Local memory" if reg is not None else ""
+    if type(x.value) is not Ptr:
+        stuck(rule, s, th, f"type mismatch: {s.source} is not an array")
+    reg = cfg.regions[x.value.region]
+    if x.persp != th.persp or reg.space is MemKind.LOCAL:
+        where = " in Local memory" if x.persp == th.persp else ""
         stuck(rule, s, th, f"perspective mismatch: {s.source} lives at {x.persp}"
-               f"{where if x.persp == th.persp else ''}, code is at {th.persp}")
+               f"{where}, code is at {th.persp}")
 
 
 def s_sync_init(cfg: Config, th: ThreadState, s: SyncInit) -> str:
@@ -283,7 +285,12 @@ def s_memcpy(cfg: Config, th: ThreadState, s: Memcpy) -> str:
 
 
 def s_call(cfg: Config, th: ThreadState, s: Call) -> str:
-    # S-Function-Call: Σ(f) = {[x_i : τ_i], s}; e_i ⇓ v_i; ⇝ s with η[x_i ↦ v_i]
+    # S-Function-Call: Σ(f) = {[x_i : τ_i], s};  σ, Σ ⊢^π_π e_i ⇓ v_i;  ⇝ s with
+    # η[x_i ↦ v_i]. The arguments are evaluated at the CALLER's perspective, ambient and
+    # target alike (⊢^π_π, as printed and in Lemma A.8's case): a parameter's own
+    # perspective (our extension, errata "function types and call arguments") says
+    # where the value is bound, not where it is computed, so `f(partition_id)` passes the
+    # caller's partition_id whatever the parameter's perspective is.
     fn = cfg.fns.get(s.fn)
     if fn is None:
         stuck("S-Function-Call", s, th, f"unbound variable: no function {s.fn}")
@@ -296,11 +303,21 @@ def s_call(cfg: Config, th: ThreadState, s: Call) -> str:
     vals = []
     for prm, arg in zip(fn.params, s.args):
         tgt = cfg.persp_of(prm.persp)
-        v = compile_expr(cfg, arg)(th, tgt)
+        if isinstance(prm.type, ArrayType) and cfg.fixed:
+            # a pointer argument is passed, not read: the array operand's value, which
+            # T-Function-Call (fixed) requires to live at exactly the parameter's π_i,
+            # whatever the code's π (read up would reject a narrower one)
+            ptr, apersp = compile_ptr(cfg, arg, "S-Function-Call")(th, th.persp)
+            if apersp != tgt:
+                stuck("S-Function-Call", s, th, f"perspective mismatch: {prm.name} of "
+                       f"{s.fn} is a pointer at {tgt}; the argument lives at {apersp}")
+            vals.append(Binding(ptr, tgt, prm.type))
+            continue
+        v = compile_expr(cfg, arg)(th, th.persp)
         vals.append(Binding(v, tgt, prm.type))
     if cfg.fixed:
         # Note: the body gets its own η (errata "function calls clobber η")
-        th.frames.append((CALL, fn, th.env))
+        th.frames.append((CALL, fn, th.env, s))
         th.env = {}
     for prm, b in zip(fn.params, vals):
         th.env[prm.name] = b

@@ -13,7 +13,7 @@ Frames (`ThreadState.frames`), by kind:
   (GROUP | DESTRUCT | CLAIM, node, π, p, unit) S-Group, S-Destruct-*, S-Claim's body
   (ASYNC, async_partition, φ)                  S-Async-Partition-Congr
   (SCOPE, x, shadowed binding or None)         a `let`'s scope (fixed)
-  (CALL, fn, the caller's η)                   a function body (fixed)
+  (CALL, fn, the caller's η, the call)         a function body (fixed)
 where π, p, unit are the thread's before the frame narrowed them.
 """
 

@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from typing import Any, Mapping, assert_never, cast
 
 import numpy as np
+from gpusem.calculus import budgets
+from gpusem.calculus.budgets import MemoryGuard
 from gpusem.calculus.errors import BadInput, BudgetExhausted, Trap
 from gpusem.calculus.gpuir import ast as A
 from gpusem.calculus.gpuir.ctrl import (
@@ -53,7 +55,6 @@ DTYPES: dict[A.DataType, type[np.generic]] = {
     A.DataType.UI16: np.uint16, A.DataType.I8: np.int8, A.DataType.UI8: np.uint8}
 
 DEFAULT_MAX_STEPS = 200_000_000
-MAX_ELEMENTS = 1 << 27  # one allocation (4 GiB of f64 is past any test machine)
 
 # A data value: a NumPy scalar of its variable's dtype, or an array of them (one per
 # lane). NumPy's ufuncs are typed to return Any, so this is Any too.
@@ -73,12 +74,14 @@ def run_sequential(proc: A.Proc, defines: Mapping[str, int],
 
 
 def _check_size(name: str, shape: tuple[int, ...], span: Span) -> None:
+    """One allocation (with its lanes) within the elements budget: the static Limits
+    check bounds an array once; a vectorised loop allocates it once per lane."""
     n = 1
     for k in shape:
         n *= k
-    if n > MAX_ELEMENTS:
-        raise BadInput(f"too large: {name} would hold {n} elements (limit "
-                       f"{MAX_ELEMENTS})", span=span)
+    if n > budgets.current().elements:
+        raise budgets.over("elements", f"{name} would hold {n} elements", span,
+                           rule="seq")
 
 
 @dataclass
@@ -99,6 +102,8 @@ class _Evaluator:
         self.vectorise = vectorise
         self.steps = 0
         self.max_steps = max_steps
+        self.guard = MemoryGuard(proc.span.file)
+        self.iterations = budgets.current().iterations
         self._batchable: dict[int, bool] = {}
 
     # ------------------------------------------------------------ parameters
@@ -137,6 +142,7 @@ class _Evaluator:
         if self.steps > self.max_steps:
             raise BudgetExhausted(f"step budget exhausted: more than {self.max_steps} "
                                   "statement executions", rule="seq", span=span)
+        self.guard.tick(span, "seq")
 
     def block(self, body: tuple[A.Stmt, ...]) -> None:
         bound: list[str] = []
@@ -188,6 +194,15 @@ class _Evaluator:
             raise AssertionError("loop bounds vary across lanes")  # excluded by _ok
         if hi <= lo:
             return
+        lanes = 1
+        for k in self.lanes:
+            lanes *= k
+        if (hi - lo) * lanes > self.iterations:  # before any lane array is made
+            raise BudgetExhausted(
+                f"iteration budget exhausted: {f.var} runs {hi - lo} iterations on "
+                f"{lanes} lane(s), more than the iterations budget of "
+                f"{self.iterations} ({budgets.FLAGS['iterations']})",
+                rule="seq", span=f.span)
         if self.vectorise and hi - lo > 1 and self.batchable(f):
             shape = (hi - lo,) + (1,) * len(self.lanes)
             self.lanes.insert(0, hi - lo)
@@ -330,6 +345,12 @@ class _Evaluator:
                            "argument(s)", span=s.span)
         kwargs: dict[str, object] = {}
         for p, a in zip(g.params, s.args):
+            # the argument kinds the front end's InstrCall rule demands: a data
+            # parameter takes a window, a control parameter a control value
+            if (p.kind == "data") != isinstance(a, A.DRead):
+                want = "a window x[...]" if p.kind == "data" else "a control value"
+                raise BadInput(f"bad argument: {g.name} argument {p.name} must be "
+                               f"{want}", span=s.span)
             match a:
                 case A.DRead():
                     kwargs[p.name] = self.view(a, s.span)
@@ -339,7 +360,7 @@ class _Evaluator:
                     kwargs[p.name] = int(eval_c(a, self.env))
         try:
             g.behaviour(**kwargs)
-        except (ValueError, IndexError) as err:
+        except (ValueError, IndexError, TypeError) as err:
             raise Trap(f"bad instruction arguments: {g.name}: {err}", rule="seq",
                        span=s.span) from None
 

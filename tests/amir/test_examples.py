@@ -17,6 +17,12 @@ from gpusem.typing_rules.gpuir.frontend import header_defines
 
 EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples" / "gpuir"
 EXAMPLES = sorted(EXAMPLES_DIR.glob("*.gpuir"))
+# The GPU IR conformance programs get the same end-to-end check (front end, conversion,
+# machine); `# expect: badinput` ones never reach the machine (tests/gpuir runs them).
+CONFORMANCE = [p for p in sorted((EXAMPLES_DIR.parents[1] / "tests" / "gpuir" /
+                                  "conformance").glob("*.gpuir"))
+               if re.search(r"^#\s*expect:\s*(accepted|rejected)\b", p.read_text(),
+                            re.MULTILINE)]
 MACHINE_CHECKS = ("CheckReads", "CheckMutates", "CheckBarrier")
 
 
@@ -52,7 +58,7 @@ def test_examples_present():
     assert kinds == {"accepted", "rejected"}
 
 
-@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", EXAMPLES + CONFORMANCE, ids=lambda p: p.stem)
 def test_example_verdict(path):
     want, check, var = expectation(path.read_text())
     got, failed, failed_var, report = verdict(path)

@@ -55,6 +55,15 @@ def test_arrive_without_home_barrier():
         run(src)
 
 
+def test_arrive_on_a_mixed_window_has_no_unique_home():
+    """E#-Acc: z[0, 0:2] is the product {0} x {0, 1}, two cells: no unique home
+    (it used to crash with an AttributeError on the point coordinate)."""
+    src = ("proc p():\n    Alloc(z[2, 4], barrier)\n"
+           "    Arrive(true, {cuda2}, {z[0, 0:2]}) @ threads(0)\n")
+    with pytest.raises(BadInput, match="arrive: no unique home barrier"):
+        run(src)
+
+
 def test_await_on_a_window():
     src = ("proc p():\n    Alloc(z[2], barrier)\n"
            "    Await(z[0:2], {}, {}, 0) @ threads(0)\n")

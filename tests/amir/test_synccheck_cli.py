@@ -132,7 +132,7 @@ def test_bad_input_exit_2(run, text, args, needle):
 
 def test_not_gpuir_exit_2(run):
     r = run("x", name="k.bundl")
-    assert r.exit_code == 2 and "gpuir" in r.output
+    assert r.exit_code == 2 and ".gpuir and .amir" in r.output
 
 
 def test_front_end_error_exit_1(run):
@@ -195,3 +195,57 @@ def test_library_entry_point():
     res = synccheck(FENCED, "k.gpuir", {"N": 128})
     assert res.verdict.accepted and res.proc == "smem_broadcast"
     assert res.verdict.stats.recorded_accesses > 0
+
+
+# ------------------------------------------------- AMIR-level programs (.amir files)
+
+AMIR_OK = """\
+# defines: N=2
+proc p(N):
+    Alloc(z, barrier)
+    for i in loop(0, N):
+        RecordMutate(fully_ordered, false, x[i], cuda2, {}, {}) @ threads(0)
+    Arrive(true, {cuda2}, {z}) @ threads(0)
+    Await(z, {cuda2}, {cuda2}, -1) @ threads(1)
+    CheckMutates(fully_ordered, false, x[0:N], {cuda2}) @ threads(1)
+    CheckBarrier(z)
+"""
+AMIR_RACE = AMIR_OK.replace("    Await(z, {cuda2}, {cuda2}, -1) @ threads(1)\n", "")
+
+
+def test_amir_file_accepted_exit_0(run):
+    r = run(AMIR_OK, name="k.amir")
+    assert r.exit_code == 0 and r.output.startswith("accepted: p(N=2)"), r.output
+
+
+def test_amir_file_rejected_with_both_lines(run):
+    """Issue 16: `.amir` files go straight to the machine; the diagnostic is the
+    GPU IR one, with the AMIR file's own lines as the two accesses."""
+    r = run(AMIR_RACE, name="k.amir")
+    assert r.exit_code == 1, r.output
+    assert "check: CheckMutates   variable: x[0]" in r.output
+    assert "CheckMutates(fully_ordered, false, x[0:N], {cuda2}) @ threads(1)" in r.output
+    assert "RecordMutate(fully_ordered, false, x[i], cuda2, {}, {}) @ threads(0)" \
+        in r.output
+
+
+def test_amir_file_json_and_defines(run):
+    r = run(AMIR_OK, "-D", "N=3", "--json", name="k.amir")
+    got = json.loads(r.stdout)
+    assert r.exit_code == 0 and got["verdict"] == "accepted"
+    assert got["defines"] == {"N": 3}
+
+
+@pytest.mark.parametrize("text,args,needle", [
+    (AMIR_OK.replace("# defines: N=2\n", ""), (), "missing definition"),
+    ("proc p(:\n", (), "k.amir:1:"),
+    (AMIR_OK, ("--proc", "q"), "no procedure named q"),
+    ("proc p():\n    Alloc(z[2], barrier)\n"
+     "    Arrive(true, {cuda2}, {z[0:2]}) @ threads(0)\n", (),
+     "no unique home barrier"),
+], ids=["missing-define", "syntax", "proc", "home"])
+def test_amir_file_bad_input_exit_2(run, text, args, needle):
+    r = run(text, *args, name="k.amir")
+    assert r.exit_code == 2, r.output
+    assert needle in r.output and "Traceback" not in r.output
+    assert len(r.output.strip().splitlines()) == 1

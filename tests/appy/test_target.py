@@ -8,7 +8,7 @@ import pytest
 from gpusem.calculus.appy import ast as A
 from gpusem.compiler.appy_triton.driver import appyc_available
 from gpusem.fuzz.appy.strategies import AppyProgram
-from gpusem.fuzz.appy.target import AppyTarget
+from gpusem.fuzz.appy.target import AppyTarget, drop_statement
 from gpusem.fuzz.bundle import list_bundles, read_bundle, write_bundle
 from gpusem.fuzz.campaign import Campaign
 
@@ -38,9 +38,9 @@ def step2_copy() -> AppyProgram:
 def test_known_miscompilation_is_a_finding_with_a_bundle(target, tmp_path) -> None:
     res = target.check(step2_copy())
     assert res.status == "finding" and res.kind == "wrong"
-    assert res.signature == "wrong:parallel for simd/store"
+    assert res.signature == "cause:simd-step-ignored"  # the cause, not the directives
     assert {"program.py", "kernel_triton.py", "inputs.json", "expected.json",
-            "actual.json", "trace.txt"} <= set(res.files)
+            "actual.json", "trace.txt", "cause.json"} <= set(res.files)
     path = write_bundle(tmp_path, {"target": "appy", "backend": "cpu",
                                    "property": "compile", "signature": res.signature,
                                    "kind": res.kind}, res.files)
@@ -55,10 +55,16 @@ def test_illegal_programs_are_never_blamed_on_the_compiler(target) -> None:
     assert res.status == "invalid" and "Legal-Disjoint" in res.detail
 
 
-def test_bounded_campaign(tmp_path) -> None:
+def test_bounded_campaign(tmp_path, monkeypatch) -> None:
+    from gpusem.fuzz.appy.stats import merge
+
+    monkeypatch.setenv("GPUSEM_APPY_STATS", str(tmp_path / "stats"))
     summary = Campaign("appy", budget_s=90, seed=1, out_dir=str(tmp_path),
                        round_size=6, max_programs=6).run()
-    assert summary.programs == 6 and summary.invalid == 0
+    assert summary.programs <= 6 and summary.invalid == 0
+    result = merge(str(tmp_path / "stats"))  # the target's own count: every program
+    assert result["programs"] >= 6 and 0 < result["compared_fraction"] <= 1
+    assert len(result["new_causes_by_minute"]) >= 1
     for b in list_bundles(tmp_path):  # every finding is a complete, replayable bundle
         assert b.meta["target"] == "appy" and "program.py" in b.files
         assert b.meta["versions"]["appyc"] == "0.2.0"
@@ -67,13 +73,13 @@ def test_bounded_campaign(tmp_path) -> None:
 def test_findings_table_markdown() -> None:
     from gpusem.fuzz.appy.report import markdown
 
-    row = {"signature": "wrong:parallel for simd/store", "kind": "wrong",
+    row = {"signature": "cause:simd-step-ignored", "kind": "wrong",
            "detail": "C[1]: expected 9.0, got 1.0", "statements": 2, "shrunk": True,
            "reproduces": True, "replayed_on": "cpu", "appyc": "0.2.0",
            "bundle": "bundles/appy-wrong-x", "h100": "not run",
            "program": "def kernel(A, C, N):\n    pass\n", "sm90_compile": "ok"}
     md = markdown([row])
-    assert "| 1 | wrong | `wrong:parallel for simd/store` | 2 | yes (cpu) | ok |" in md
+    assert "| 1 | wrong | `cause:simd-step-ignored` | 2 | yes (cpu) | ok |" in md
     assert "def kernel(A, C, N):" in md and "[appy-wrong-x](bundles/appy-wrong-x)" in md
 
 
@@ -84,19 +90,21 @@ def test_drop_statement_pass_removes_an_unrelated_kernel(target) -> None:
                   (A.Assign(A.Subscript("D", (i,)), A.Const(1.0)),), A.ParallelFor())
     fn = A.Function("kernel", (A.Param("D", True),) + bug.fn.params,
                     (other,) + bug.fn.body)
-    big = AppyProgram(fn, (("D", "float32", (4,)),) + bug.arrays, bug.scalars, 1)
-    res = target.check(big)
-    assert res.signature == "wrong:parallel for simd/store" and res.size == 4
-    small = target.minimise(big, res)
-    assert small.signature == res.signature and small.size == 2  # loop + store
-    assert "D" not in small.files["program.py"]
+    big = AppyProgram(fn, (("D", "float32", (4,)),) + bug.arrays, bug.scalars, 1,
+                      kernels=(1, 1))
+    res = target.check(big)  # the unrelated kernel agrees: the bundle is the bad one
+    assert res.signature == "cause:simd-step-ignored" and res.size == 2
+    assert "D" not in res.files["program.py"]
+    small = drop_statement(big, 0)
+    assert small is not None and small.kernels == (1,)
+    assert target.check(small).signature == res.signature
 
 
 def test_compilation_error_class_is_the_root_cause_not_the_quoted_line() -> None:
     """Triton's CompilationError quotes the user's line and chains the real error; two
     kernels failing the same way in different expressions are one class."""
     from gpusem.compiler.appy_triton.worker import _short
-    from gpusem.fuzz.appy.target import _normalise
+    from gpusem.fuzz.appy.causes import normalise as _normalise
 
     class CompilationError(Exception):
         def __init__(self, src, lineno, msg=None):
@@ -122,7 +130,12 @@ def test_compilation_error_class_is_the_root_cause_not_the_quoted_line() -> None
 def test_resign_replays_and_relabels(tmp_path) -> None:
     from gpusem.fuzz.appy.report import resign
 
-    src = [b for b in list_bundles("results/appy/bundles") if b.meta["kind"] == "wrong"][0]
+    from pathlib import Path
+
+    found = [b for d in sorted(Path("results/appy").glob("cpu*/bundles"))
+             for b in list_bundles(d) if b.meta["kind"] == "wrong"]
+    assert found, "no committed wrong-result bundle of the cpu campaign"
+    src = found[0]
     meta = dict(src.meta, signature="wrong:an-old-signature")
     write_bundle(tmp_path / "old", meta, src.files)
     counts = resign(str(tmp_path / "old"), str(tmp_path / "new"), "cpu")

@@ -122,3 +122,28 @@ def test_after_a_replacement_a_warm_spare_takes_over(fake_gpu):
     (r,) = fake_gpu.run([cases.reduce_case().job])
     assert r.kind == "ok", r.message
     assert fake_gpu._worker is not None and fake_gpu._worker[0].pid == spare[0].pid
+
+
+def test_a_run_sends_its_launches_in_one_message(fake_gpu):
+    """Issue 19: one message to the worker per run, a reply per launch as it ends."""
+    before = dict(fake_gpu.stats)
+    made = [cases.reduce_case(), cases.float_arith_case(), cases.shuffles_case()]
+    results = fake_gpu.run([_fresh(c.job, "one-message") for c in made])
+    for case, r in zip(made, results, strict=True):
+        assert r.kind == "ok" and cases.matches(case, r.outputs), r.message
+    assert fake_gpu.stats["launch_batches"] - before.get("launch_batches", 0) == 1
+
+
+def test_after_a_failed_launch_the_rest_of_the_message_runs_on_a_new_worker(fake_gpu):
+    """The worker stops at a CUDA error (its context is unusable); the launches after
+    it run on the next worker, a repeat of the failed launch does not run at all."""
+    before = dict(fake_gpu.stats)
+    first, last = cases.reduce_case(), cases.shuffles_case()
+    jobs = [_fresh(first.job, "rest"), cases.div0_job(0), _fresh(last.job, "rest"),
+            cases.div0_job(1)]
+    r = fake_gpu.run(jobs)
+    assert [x.kind for x in r] == ["ok", "runtime_error", "ok", "runtime_error"]
+    assert cases.matches(first, r[0].outputs) and cases.matches(last, r[2].outputs)
+    grew = {k: fake_gpu.stats[k] - before.get(k, 0)
+            for k in ("launch_batches", "replaced", "repeats_skipped")}
+    assert grew == {"launch_batches": 2, "replaced": 1, "repeats_skipped": 1}

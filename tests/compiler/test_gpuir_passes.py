@@ -38,21 +38,21 @@ def fence_text(m: ThreadMapping, pre="cuda_in_order", post="cuda_in_order"):
 
 # ------------------------------------------------------------------ lower_sync
 def test_fence_by_a_cta_is_syncthreads():
-    assert fence_text(ThreadMapping(L256, 1, 256, 0)) == ["__syncthreads();"]
+    assert fence_text(ThreadMapping.run(L256, 1, 256, 0)) == ["__syncthreads();"]
 
 
 def test_fence_by_one_warp_is_syncwarp():
-    assert fence_text(ThreadMapping(L256, 1, 32, 0, (("w", A.CInt(0), 32),))) == \
+    assert fence_text(ThreadMapping.run(L256, 1, 32, 0, (("w", A.CInt(0), 32),))) == \
         ["__syncwarp();"]
 
 
 def test_fence_by_one_thread_needs_no_barrier():
-    assert fence_text(ThreadMapping(L256, 1, 1, 0, (("t", A.CInt(0), 1),))) == []
+    assert fence_text(ThreadMapping.run(L256, 1, 1, 0, (("t", A.CInt(0), 1),))) == []
 
 
 def test_fence_by_a_warpgroup_is_a_named_barrier_per_position():
     # two warpgroups of a 256-thread CTA run concurrently: ids 1 and 2, 128 threads
-    m = ThreadMapping(L256, 1, 128, 0, (("wg", A.CInt(0), 128),))
+    m = ThreadMapping.run(L256, 1, 128, 0, (("wg", A.CInt(0), 128),))
     (text,) = fence_text(m)
     assert text.startswith("gs_bar_sync(1 + ") and text.endswith(", 128);")
     wg = 1
@@ -62,8 +62,8 @@ def test_fence_by_a_warpgroup_is_a_named_barrier_per_position():
 
 
 def test_named_barrier_ids_do_not_overlap_between_sizes():
-    wg = ThreadMapping(L256, 1, 128, 0, (("wg", A.CInt(0), 128),))
-    two = ThreadMapping(L256, 1, 64, 0, (("p", A.CInt(0), 64),))
+    wg = ThreadMapping.run(L256, 1, 128, 0, (("wg", A.CInt(0), 128),))
+    two = ThreadMapping.run(L256, 1, 64, 0, (("p", A.CInt(0), 64),))
     k = lower_sync(kernel_of(K.GFence(wg, "cuda_in_order", "cuda_in_order"),
                              K.GFence(two, "cuda_in_order", "cuda_in_order")), {})
     texts = prims(k)
@@ -72,33 +72,33 @@ def test_named_barrier_ids_do_not_overlap_between_sizes():
 
 
 def test_fence_on_cp_async_waits_for_the_copies_first():
-    texts = fence_text(ThreadMapping(L256, 1, 256, 0), pre="Sm80_cp_async")
+    texts = fence_text(ThreadMapping.run(L256, 1, 256, 0), pre="Sm80_cp_async")
     assert texts == ["gs_cp_async_wait_all();", "__syncthreads();"]
 
 
 def test_fence_to_the_async_proxy_fences_the_proxy():
-    texts = fence_text(ThreadMapping(L256, 1, 256, 0), post="cuda_async_proxy")
+    texts = fence_text(ThreadMapping.run(L256, 1, 256, 0), post="cuda_async_proxy")
     assert texts == ["gs_fence_proxy_async();", "__syncthreads();"]
 
 
 def test_fence_on_register_timelines_needs_no_barrier():
     # wgmma_fence_1 orders in-order and wgmma register accesses: one thread's own
-    m = ThreadMapping(L256, 1, 128, 0, (("wg", A.CInt(0), 128),))
+    m = ThreadMapping.run(L256, 1, 128, 0, (("wg", A.CInt(0), 128),))
     assert fence_text(m, pre="wgmma_fence_1", post="wgmma_fence_2") == []
     # cuda_temporal has no "full" entries but still needs the barrier (temporal)
-    assert fence_text(ThreadMapping(L256, 1, 256, 0), pre="cuda_temporal") == \
+    assert fence_text(ThreadMapping.run(L256, 1, 256, 0), pre="cuda_temporal") == \
         ["__syncthreads();"]
 
 
 def test_fence_over_a_cluster_is_a_cluster_barrier():
     launch = Launch(128, 2)
-    texts = fence_text(ThreadMapping(launch, 1, 256, 0))
+    texts = fence_text(ThreadMapping.run(launch, 1, 256, 0))
     assert len(texts) == 2 and "barrier.cluster.arrive" in texts[0] \
         and "barrier.cluster.wait" in texts[1] and texts[0].startswith("GS_PTX_ONLY")
 
 
 def test_mbarrier_await_tracks_parity_per_cell():
-    m = ThreadMapping(L256, 1, 256, 0)
+    m = ThreadMapping.run(L256, 1, 256, 0)
     ref = K.BarRef("full", "mbarrier", "k % 2")
     k = lower_sync(kernel_of(K.GMbarriers("full", 2, 256, False),
                              K.GArrive(m, "cuda_in_order", 1, (ref,)),
@@ -111,7 +111,7 @@ def test_mbarrier_await_tracks_parity_per_cell():
 
 
 def test_commit_group_is_cp_async_commit_and_wait_group():
-    m = ThreadMapping(L256, 1, 1, 0, (("t", A.CInt(0), 1),))
+    m = ThreadMapping.run(L256, 1, 1, 0, (("t", A.CInt(0), 1),))
     ref = K.BarRef("cg", "commit_cp_async", "0")
     k = lower_sync(kernel_of(K.GArrive(m, "Sm80_cp_async", 1, (ref,)),
                              K.GAwait(m, ref, "cuda_in_order", 1)), {})
@@ -119,7 +119,7 @@ def test_commit_group_is_cp_async_commit_and_wait_group():
 
 
 def test_tma_arrive_expects_its_bytes_from_one_thread():
-    m = ThreadMapping(L256, 1, 1, 0, (("t", A.CInt(0), 1),))
+    m = ThreadMapping.run(L256, 1, 1, 0, (("t", A.CInt(0), 1),))
     ref = K.BarRef("full", "mbarrier", "0")
     (text,) = prims(lower_sync(kernel_of(
         K.GArrive(m, "tma_to_smem_async", 1, (ref,), 32768)), {}))
@@ -206,7 +206,7 @@ def test_thread_loops_become_guards_from_the_tilings():
 def test_thread_guard_selects_exactly_the_collective():
     """membership(m) read back as Python agrees with ThreadMapping.threads."""
     launch = Launch(128, 2)
-    m = ThreadMapping(launch, 2, 32, 32, (("w", A.CInt(0), 32),))
+    m = ThreadMapping.run(launch, 2, 32, 32, (("w", A.CInt(0), 32),))
     text = membership(m, {})
     cond = text.replace("(unsigned)", "_u").replace("&&", "and").replace("u ", " ")
     for w in range(3):
@@ -218,7 +218,7 @@ def test_thread_guard_selects_exactly_the_collective():
 
 # --------------------------------------------------- instructions, smem, emit
 def test_shuffle_lowers_to_shfl_sync():
-    m = ThreadMapping(L256, 1, 32, 0, (("w", A.CInt(0), 32),))
+    m = ThreadMapping.run(L256, 1, 32, 0, (("w", A.CInt(0), 32),))
     dst = K.Window("tmp", "local", "float", "0", ())
     src = K.Window("part", "local", "float", "0", ())
     k = lower_instructions(kernel_of(K.GInstr(m, "cuda_shfl_xor_f32",
@@ -227,7 +227,7 @@ def test_shuffle_lowers_to_shfl_sync():
 
 
 def test_cp_async_moves_the_window_bytes():
-    m = ThreadMapping(L256, 1, 1, 0, (("t", A.CInt(0), 1),))
+    m = ThreadMapping.run(L256, 1, 1, 0, (("t", A.CInt(0), 1),))
     dst = K.Window("buf", "shared", "float", "t", ((4, 1),))
     src = K.Window("A", "global", "float", "t", ((4, 1),))
     k = lower_instructions(kernel_of(K.GInstr(m, "Sm80_cp_async_f32", (dst, src),
@@ -236,7 +236,7 @@ def test_cp_async_moves_the_window_bytes():
 
 
 def test_unknown_instruction_lowering_is_unsupported():
-    m = ThreadMapping(L256, 1, 1, 0)
+    m = ThreadMapping.run(L256, 1, 1, 0)
     with pytest.raises(CompileError, match="^unsupported: instruction"):
         lower_instructions(kernel_of(K.GInstr(m, "Sm90_tma_store_2d_f32", (), None)),
                            {})

@@ -21,12 +21,20 @@ main { lower out into ob { destruct { lower ob into ot { destruct {
   partition ot into o by 2 { group 2 { o[0] = t + 4; } } } } } } }"""
 
 
-@settings(max_examples=40, deadline=None, derandomize=True, database=None,
-          suppress_health_check=list(HealthCheck))
-@given(programs())
-def test_big_and_small_agree_on_generated_programs(prog):
-    res = props.bigsmall(prog)
-    assert res.status in ("pass", "invalid"), res.detail
+def test_big_and_small_agree_on_generated_programs():
+    """Not vacuous: most of the 40 programs are compared (`pass`), not set aside."""
+    verdicts = []
+
+    @settings(max_examples=40, deadline=None, derandomize=True, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(programs())
+    def check(prog):
+        res = props.bigsmall(prog)
+        assert res.status in ("pass", "invalid"), res.detail
+        verdicts.append(res.status)
+
+    check()
+    assert verdicts.count("pass") >= 30, verdicts
 
 
 def test_a_disagreement_is_a_finding(monkeypatch):

@@ -34,18 +34,12 @@ def shape(prog) -> str | None:
 
 @functools.cache
 def drawn() -> tuple:
-    """DRAWS derandomised draws of the campaign's kernel strategy, with their shapes."""
-    out = []
+    """DRAWS draws of the campaign's kernel strategy (seeded as a campaign's rounds:
+    `fuzz/bundl/sample.draw`), with their shapes."""
+    from gpusem.fuzz.bundl.sample import draw
 
-    @settings(max_examples=DRAWS, derandomize=True, database=None,
-              phases=[Phase.generate], suppress_health_check=list(HealthCheck),
-              deadline=None)
-    @given(kernels(max_blocks=4, max_threads=128))
-    def draw(prog):
-        out.append((prog, shape(prog)))
-
-    draw()
-    return tuple(out)
+    return tuple((prog, shape(prog))
+                 for prog in draw(kernels(max_blocks=4, max_threads=128), DRAWS, 1))
 
 
 def test_each_shape_is_drawn_often():
@@ -79,13 +73,13 @@ def test_shape_is_well_typed_race_free_and_its_fault_is_caught(wanted, fault, pi
 
     draw()
     assert len(progs) == 3 and all(shape(p) == wanted for p in progs), wanted
-    outcomes = []
+    refs = []
     for prog in progs:
         typecheck(prog)
-        outcome = reference(prog, prove_race_free=False)  # 4 interpreter schedules
-        assert outcome.kind == "terminated" and not outcome.racy, outcome.message
-        outcomes.append(outcome)
-    assert all(v.agree for v in check_batch(progs, "cpu", outcomes=outcomes))
+        ref = reference(prog, prove_race_free=False)  # 4 interpreter schedules
+        assert ref.kind == "terminated" and not ref.racy, ref.why
+        refs.append(ref)
+    assert all(v.agree for v in check_batch(progs, "cpu", refs=refs))
     monkeypatch.setenv("GPUSEM_FAULT", fault)
-    verdicts = check_batch(progs, "cpu", outcomes=outcomes)
+    verdicts = check_batch(progs, "cpu", refs=refs)
     assert any(not v.agree for v in verdicts), [v.describe() for v in verdicts]

@@ -31,7 +31,9 @@ def test_one_folder_per_signature(tmp_path) -> None:
     b = write_bundle(tmp_path, META, {"program.py": "v2"})
     other = write_bundle(tmp_path, META | {"signature": "hang:x", "kind": "hang"}, {})
     assert a == b and a != other
-    assert read_bundle(a).files["program.py"] == "v2"
+    assert read_bundle(a).files["program.py"] == "v1"  # never overwritten
+    write_bundle(tmp_path, META, {"program.py": "v3"}, replace=True)  # on purpose
+    assert read_bundle(a).files["program.py"] == "v3"
     assert [x.path.name for x in list_bundles(tmp_path)] == sorted([a.name, other.name])
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temp left
 
@@ -56,3 +58,64 @@ def test_not_a_bundle_is_bad_input(tmp_path) -> None:
     with pytest.raises(BadInput) as err:
         read_bundle(tmp_path)
     assert err.value.prefix == "malformed bundle"
+
+
+def test_claim_is_atomic_across_processes(tmp_path) -> None:
+    """Eight processes write the same signature at once: one bundle, one owner."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    with ctx.Pool(8) as pool:
+        owners = pool.starmap(_claim, [(str(tmp_path), i) for i in range(8)])
+    assert sum(created for _, created in owners) == 1
+    assert len({path for path, _ in owners}) == 1
+    (b,) = list_bundles(tmp_path)
+    assert b.files["program.py"] == f"v{owners.index((owners[0][0], True))}"
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def _claim(out: str, i: int) -> tuple[str, bool]:
+    from gpusem.fuzz.bundle import BundleStore
+
+    path, created = BundleStore(out).claim(META, {"program.py": f"v{i}"})
+    return str(path), created
+
+
+def test_update_in_place_and_sightings(tmp_path) -> None:
+    from gpusem.fuzz.bundle import BundleStore
+
+    store = BundleStore(tmp_path)
+    path, created = store.claim(META | {"state": "shrinking"},
+                                {"program.py": "big", "extra.txt": "x"})
+    assert created
+    store.update(path, META | {"state": "done", "size": 1}, {"program.py": "small"})
+    b = read_bundle(path)
+    assert b.files["program.py"] == "small" and "extra.txt" not in b.files
+    assert b.meta["state"] == "done" and b.sightings == 1
+    store.sighting(path, {"seed": 1})
+    store.sighting(path, {"seed": 2})
+    assert read_bundle(path).sightings == 3 and "seen.jsonl" not in b.files
+
+
+@pytest.mark.parametrize(("meta", "why"), [
+    ("[1, 2]", "not a JSON object"), ("{}", "'target' missing"),
+    ('{"target": "x", "backend": "cpu", "property": "p", "signature": 3, "kind": "k"}',
+     "'signature' missing or not a string"),
+    (b"\xff\xfe{}", "not UTF-8"), (b"{\x00}", "binary file"),
+])
+def test_corrupt_metadata_is_one_line_of_bad_input(tmp_path, meta, why) -> None:
+    (tmp_path / "bundle.json").write_bytes(meta if isinstance(meta, bytes)
+                                           else meta.encode())
+    with pytest.raises(BadInput) as err:
+        read_bundle(tmp_path)
+    assert why in str(err.value) and "\n" not in err.value.one_line()
+
+
+def test_binary_or_non_utf8_files_are_bad_input(tmp_path) -> None:
+    path = write_bundle(tmp_path, META, {"program.py": "ok"})
+    (path / "program.py").write_bytes(b"\x80\x81")
+    with pytest.raises(BadInput, match="not UTF-8"):
+        read_bundle(path)
+    (path / "program.py").write_bytes(b"a\x00b")
+    with pytest.raises(BadInput, match="binary"):
+        read_bundle(path)

@@ -116,12 +116,20 @@ def test_the_property_reports_a_wrong_race_freedom_claim(monkeypatch):
     assert "program.bundl" in res.files
 
 
-@settings(max_examples=60, deadline=None, derandomize=True, database=None,
-          suppress_health_check=list(HealthCheck))
-@given(st.one_of(programs(), kernels(max_blocks=2, max_threads=8)))
-def test_race_free_programs_are_deterministic(prog):
-    res = props.determinism(prog)
-    assert res.status != "finding", res.files.get("trace.txt")
+def test_race_free_programs_are_deterministic():
+    """Not vacuous: most of the 60 programs are proved race-free and run (`pass`)."""
+    verdicts = []
+
+    @settings(max_examples=60, deadline=None, derandomize=True, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(st.one_of(programs(), kernels(max_blocks=2, max_threads=8)))
+    def check(prog):
+        res = props.determinism(prog)
+        assert res.status != "finding", res.files.get("trace.txt")
+        verdicts.append(res.status)
+
+    check()
+    assert verdicts.count("pass") >= 40, verdicts
 
 
 def test_the_analysis_proves_most_kernels_race_free():

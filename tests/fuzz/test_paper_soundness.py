@@ -35,8 +35,12 @@ KNOWN = {
     "soundness-paper:stuck:S-Destruct-Block": "S-Claim runs its body unsplit",
     "soundness-paper:stuck:S-Destruct-Grid": "S-Claim runs its body unsplit",
     "soundness-paper:stuck:S-Destruct-Done": "S-Claim runs its body unsplit",
-    "soundness-paper:stuck:E-Partition-Id": "E-Partition-Id / A.1's order",
 }
+# Not a class: `stuck:E-Partition-Id` was ours, not the paper's. S-Function-Call
+# evaluates call arguments at ⊢^π_π (the caller's perspective); the interpreter
+# evaluated them at each parameter's perspective (our extension), and a partition_id
+# passed to a parameter broader or narrower than the code got stuck or took another
+# value (examples/bundl/fn_args_at_caller_perspective.bundl; errata "function types").
 
 
 def _expect(path: Path) -> str:

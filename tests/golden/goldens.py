@@ -27,10 +27,12 @@ GOLDEN_DIR = Path(__file__).resolve().parent / "outputs"
 VERBS_BY_SUFFIX = {
     ".bundl": ("check", "run", "compile"),
     ".gpuir": ("check", "synccheck", "compile"),
+    ".py": ("check", "run"),  # APPy (issue 17): parse + legality; the sequential reading
+    ".amir": ("synccheck",),
 }
 # The folders whose programs are pinned: every example, plus the conformance programs.
 PROGRAM_DIRS = ("examples", "tests/gpuir/conformance", "tests/compiler/programs",
-                "tests/bundl/semantics")
+                "tests/bundl/semantics", "tests/amir/programs")
 # The one thing that differs between two runs: how long the sync check took.
 ELAPSED = re.compile(r"records in \d+\.\d+ s")
 

@@ -1,9 +1,15 @@
-"""Hypothesis strategies for GPU IR syntax trees (for the print/parse property).
+"""Hypothesis strategies for GPU IR syntax trees (the print/parse property, and the
+robustness of the analyses and the sequential reading).
 
 The trees are well scoped (every name is bound before use, as the kind the parser
 resolves it to, and binders are fresh) but not necessarily well typed: the property
 is about the concrete syntax, so every production of Figures 1-2 must appear,
 including ones the analyses reject (`free`, odd units and memories).
+
+`procs(real_names=True)` draws units, memories, sync timelines and instructions from
+the real tables (Figures 11-16 and the instruction library) instead of a pool of
+mostly unknown identifiers, so that most trees get past name resolution into the
+analyses and the sequential evaluator (tests/gpuir/test_robustness.py).
 """
 
 from __future__ import annotations
@@ -19,16 +25,42 @@ IDENTS = ("cuda_thread", "cuda_warp", "CudaSmemLinear", "CudaRmem", "tl_a", "cud
           "Sm80_cp_async", "g_copy", "shfl", "Mem2")
 
 
+class _Names:
+    """The identifier pools of one kind of tree."""
+
+    def __init__(self, real: bool):
+        if not real:
+            pool = IDENTS
+            self.units = self.data_mems = self.bar_mems = self.win_mems = pool
+            self.timelines = self.instrs = pool
+            self.counts, self.args = st.integers(-2, 8), st.lists(ints, max_size=2)
+            return
+        from gpusem.calculus.gpuir import memtypes
+        from gpusem.calculus.gpuir.instructions import INSTRUCTIONS
+        from gpusem.calculus.gpuir.timelines import SYNC_TIMELINE_NAMES
+        from gpusem.calculus.gpuir.units import UNITS
+
+        self.units = tuple(UNITS)
+        self.data_mems = tuple(memtypes.DATA_MEMORIES)
+        self.bar_mems = tuple(memtypes.BARRIER_MEMORIES)
+        self.win_mems = tuple(memtypes.WINDOW_MEMORIES)
+        self.timelines = SYNC_TIMELINE_NAMES
+        self.instrs = tuple(INSTRUCTIONS)
+        self.counts = st.sampled_from((1, 1, 2, 4))
+        self.args = st.lists(st.sampled_from((1, 2, 4, 8, 16, 32, 64, 128)), max_size=2)
+
+
 class _Scope:
-    def __init__(self, counter, ctrl=(), data=(), bars=()):
+    def __init__(self, counter, ctrl=(), data=(), bars=(), names=None):
         self.counter = counter
         self.ctrl, self.data, self.bars = list(ctrl), list(data), list(bars)
+        self.names = names or _Names(False)
 
     def fresh(self) -> str:
         return f"v{next(self.counter)}"
 
     def child(self) -> "_Scope":
-        return _Scope(self.counter, self.ctrl, self.data, self.bars)
+        return _Scope(self.counter, self.ctrl, self.data, self.bars, self.names)
 
 
 def cexpr(draw, sc: _Scope, depth: int = 2) -> A.CExpr:
@@ -92,13 +124,24 @@ def zread(draw, sc: _Scope) -> A.ZRead:
                    tuple(wcoord(draw, sc, True) for _ in range(n)))
 
 
-def unit(draw) -> A.UnitExpr:
-    return A.UnitExpr(draw(st.sampled_from(IDENTS)), draw(st.integers(-2, 8)),
-                      tuple(draw(st.lists(ints, max_size=2))))
+def unit(draw, names: _Names | None = None) -> A.UnitExpr:
+    names = names or _Names(False)
+    return A.UnitExpr(draw(st.sampled_from(names.units)), draw(names.counts),
+                      tuple(draw(names.args)))
 
 
-def mem(draw) -> A.MemExpr:
-    return A.MemExpr(draw(st.sampled_from(IDENTS)), tuple(draw(st.lists(ints, max_size=3))))
+def mem(draw, pool: tuple[str, ...] = IDENTS) -> A.MemExpr:
+    if pool is IDENTS:
+        return A.MemExpr(draw(st.sampled_from(pool)),
+                         tuple(draw(st.lists(ints, max_size=3))))
+    name = draw(st.sampled_from(pool))
+    from gpusem.calculus.gpuir import memtypes
+
+    d = memtypes.DATA_MEMORIES.get(name)
+    n = len(d.params) if d is not None else (2 if name in memtypes.WINDOW_MEMORIES
+                                             else 0)
+    return A.MemExpr(name, tuple(draw(st.sampled_from((0, 8, 16, 64, 128)))
+                                 for _ in range(n)))
 
 
 def shape(draw, sc: _Scope) -> tuple[A.CExpr, ...]:
@@ -121,15 +164,16 @@ def stmt(draw, sc: _Scope, depth: int) -> A.Stmt:
         case "alloc":
             name = sc.fresh()
             s = A.Alloc(name, draw(st.sampled_from(list(A.DataType))), shape(draw, sc),
-                        mem(draw))
+                        mem(draw, sc.names.data_mems))
             sc.data.append(name)
             return s
         case "barrier":
             name = sc.fresh()
             sc.bars.append(name)
-            return A.BarrierAlloc(name, shape(draw, sc), mem(draw))
+            return A.BarrierAlloc(name, shape(draw, sc), mem(draw, sc.names.bar_mems))
         case "fence":
-            return A.Fence(draw(st.sampled_from(IDENTS)), draw(st.sampled_from(IDENTS)))
+            tls = sc.names.timelines
+            return A.Fence(draw(st.sampled_from(tls)), draw(st.sampled_from(tls)))
         case "assign" | "reduce":
             cls = A.Assign if kind == "assign" else A.Reduce
             idx = tuple(cexpr(draw, sc, 1) for _ in range(draw(st.integers(0, 2))))
@@ -138,19 +182,20 @@ def stmt(draw, sc: _Scope, depth: int) -> A.Stmt:
             src = dread(draw, sc, windows=True)
             name = sc.fresh()
             sc.data.append(name)
-            return A.WindowStmt(name, src, mem(draw))
+            return A.WindowStmt(name, src, mem(draw, sc.names.win_mems))
         case "free":
             return A.Free(draw(st.sampled_from(sc.data + sc.bars)))
         case "arrive":
             zs = tuple(zread(draw, sc) for _ in range(draw(st.integers(1, 2))))
-            return A.Arrive(draw(st.sampled_from(IDENTS)), draw(ints), zs)
+            return A.Arrive(draw(st.sampled_from(sc.names.timelines)), draw(ints), zs)
         case "await":
-            return A.Await(zread(draw, sc), draw(st.sampled_from(IDENTS)), draw(ints))
+            return A.Await(zread(draw, sc), draw(st.sampled_from(sc.names.timelines)),
+                           draw(ints))
         case "call":
             return call(draw, sc)
         case "for":
             mode = draw(st.sampled_from(list(A.LoopMode)))
-            u = unit(draw) if mode is A.LoopMode.CUDA_THREADS else None
+            u = unit(draw, sc.names) if mode is A.LoopMode.CUDA_THREADS else None
             lo, hi = cexpr(draw, sc, 1), cexpr(draw, sc, 1)
             var = sc.fresh()
             inner = sc.child()
@@ -185,13 +230,15 @@ def call(draw, sc: _Scope) -> A.InstrCall:
         else:
             args.append(dread(draw, sc, windows=True))
     z = zread(draw, sc) if sc.bars and draw(st.booleans()) else None
-    return A.InstrCall(draw(st.sampled_from(("g_copy", "shfl", "mma_sync"))), tuple(args), z)
+    pool = ("g_copy", "shfl", "mma_sync") if sc.names.instrs is IDENTS \
+        else sc.names.instrs
+    return A.InstrCall(draw(st.sampled_from(pool)), tuple(args), z)
 
 
 @st.composite
-def procs(draw, name: str = "p") -> A.Proc:
+def procs(draw, name: str = "p", real_names: bool = False) -> A.Proc:
     counter = itertools.count()
-    sc = _Scope(counter)
+    sc = _Scope(counter, names=_Names(real_names))
     params: list[A.Param] = []
     for i in range(draw(st.integers(0, 2))):
         n = f"N{i}"
@@ -200,7 +247,7 @@ def procs(draw, name: str = "p") -> A.Proc:
     for i in range(draw(st.integers(0, 2))):
         n = f"X{i}"
         params.append(A.DataParam(n, draw(st.sampled_from(list(A.DataType))),
-                                  shape(draw, sc), mem(draw)))
+                                  shape(draw, sc), mem(draw, sc.names.data_mems)))
         sc.data.append(n)
     return A.Proc(name, tuple(params), body(draw, sc, 3))
 

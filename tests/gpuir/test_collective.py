@@ -144,3 +144,106 @@ proc p(Out: f32[256] @ CudaGmemLinear):
 """)
     an = analyse(proc, {})
     assert [e.rule for e in an.errors] == ["CollectiveAnalysis"]
+
+
+# ------------------------------- Figure 11's strided, quadpair and agnostic units
+
+UNITS_MORE = """
+proc p(Out: f32[8] @ CudaGmemLinear):
+    with CudaDeviceFunction(blockDim=64, clusterDim=4):
+        for task in cuda_tasks(0, 1):
+            for c in cuda_threads(0, 2, unit=2 * cuda_cta_in_cluster_strided(2)):
+                Fence(cuda_in_order, cuda_in_order)
+            for cta in cuda_threads(0, 4, unit=cuda_cta_in_cluster):
+                for w in cuda_threads(0, 2, unit=cuda_warp):
+                    for q in cuda_threads(0, 4, unit=cuda_quadpair):
+                        Fence(cuda_in_order, cuda_in_order)
+                    for s in cuda_threads(0, 8, unit=4 * cuda_threads_strided(1, 8)):
+                        Fence(cuda_in_order, cuda_in_order)
+            with CudaWarps(0, 1):
+                for r in cuda_threads(0, 2, unit=2 * cuda_warp_in_cluster_strided(2)):
+                    Fence(cuda_in_order, cuda_in_order)
+"""
+
+
+def test_strided_and_quadpair_units() -> None:
+    """Figure 11 with blockDim 64, clusterDim 4 (natural index = rank * 64 + tid):
+    n1 * cuda_cta_in_cluster_strided(n3): domain (C/n3, n3, B), box (n1, 1, B);
+    cuda_quadpair: domain (B/16, 16), box (2, 4); n1 * cuda_threads_strided(n2, n3):
+    domain (B/n3, n3), box (n1, n2); n1 * cuda_warp_in_cluster_strided(n3): domain
+    (C/n3, n3, B), box (n1, 1, 32). The loop tiles the one dimension whose box differs
+    from the enclosing collective's and from the extent."""
+    proc = parse_proc(UNITS_MORE)
+    an = check_proc(proc, {})
+    strided_ctas, quad, lanes, warps = _stmts(proc, A.Fence)
+    b = 64
+    # CTAs {1, 3}: ranks c and c + 2
+    assert an.threads(strided_ctas, {"c": 1}) == tuple(range(b, 2 * b)) + \
+        tuple(range(3 * b, 4 * b))
+    # quadpair q of warp w: lanes 4q..4q+3 and 16+4q..16+4q+3
+    env = {"cta": 2, "w": 1, "q": 3}
+    first = 2 * b + 32
+    assert an.threads(quad, env) == tuple(first + x for x in (12, 13, 14, 15,
+                                                              28, 29, 30, 31))
+    assert an.mapping(quad).describe() == "cuda_quadpair"
+    # lanes s, s + 8, s + 16, s + 24 of the warp
+    assert an.threads(lanes, {"cta": 0, "w": 1, "s": 5}) == (37, 45, 53, 61)
+    # warp 0 of CTAs r and r + 2
+    assert an.threads(warps, {"r": 1}) == tuple(range(b, b + 32)) + \
+        tuple(range(3 * b, 3 * b + 32))
+
+
+def test_agnostic_units_match_but_do_not_tile() -> None:
+    """cuda_agnostic_sub_cta: any collective inside one CTA; cuda_agnostic_intact_cta:
+    whole CTAs (Figure 11's `_` boxes). They are what an instruction accepts, not a
+    loop's unit."""
+    proc = parse_proc(UNITS_MORE)
+    an = check_proc(proc, {})
+    strided_ctas, quad, lanes, warps = _stmts(proc, A.Fence)
+    sub = A.UnitExpr("cuda_agnostic_sub_cta")
+    intact = A.UnitExpr("cuda_agnostic_intact_cta")
+    assert an.mapping(quad).is_unit(sub) and an.mapping(lanes).is_unit(sub)
+    assert not an.mapping(quad).is_unit(intact)
+    assert an.mapping(strided_ctas).is_unit(intact)
+    assert not an.mapping(strided_ctas).is_unit(sub)
+    assert not an.mapping(warps).is_unit(sub)  # warps of two CTAs
+    bad = parse_proc(UNITS_MORE.replace("unit=cuda_quadpair",
+                                        "unit=cuda_agnostic_sub_cta"))
+    errors = analyse(bad, {}).errors
+    assert errors and errors[0].prefix == "bad tiling"
+    assert "wildcard box" in errors[0].message
+
+
+def test_quadpair_outside_a_warp_is_ambiguous() -> None:
+    """In a whole CTA both of cuda_quadpair's dimensions differ from the collective's:
+    no single dimension to tile (derive_ω's step 2)."""
+    proc = parse_proc("""
+proc p(Out: f32[8] @ CudaGmemLinear):
+    with CudaDeviceFunction(blockDim=64):
+        for task in cuda_tasks(0, 1):
+            for q in cuda_threads(0, 8, unit=cuda_quadpair):
+                Fence(cuda_in_order, cuda_in_order)
+""")
+    errors = analyse(proc, {}).errors
+    assert errors and "more than one dimension" in errors[0].message
+
+
+def test_cta_loop_inside_warp_specialisation() -> None:
+    """The paper's GEMM (Exo-GPU's sporkbench kernel) tiles CTAs inside
+    CudaWarps(name="producer"): the collective of iteration cta is that CTA's
+    producer warp (the unit's CTA-wide box equals the extent, so that dimension keeps
+    the enclosing collective's box)."""
+    proc = parse_proc("""
+proc p(Out: f32[8] @ CudaGmemLinear):
+    with CudaDeviceFunction(clusterDim=2, warp_config=[CudaWarpConfig("producer", 1, 40, 0), CudaWarpConfig("consumer", 2, 0, 232)]):
+        for task in cuda_tasks(0, 1):
+            with CudaWarps(name="producer"):
+                for cta in cuda_threads(0, 2, unit=cuda_cta_in_cluster):
+                    Fence(cuda_in_order, cuda_in_order)
+                for n in cuda_threads(0, 1, unit=2 * cuda_cta_in_cluster_strided(1)):
+                    Fence(cuda_in_order, cuda_in_order)
+""")
+    an = check_proc(proc, {})
+    per_cta, both = _stmts(proc, A.Fence)
+    assert an.threads(per_cta, {"cta": 1}) == tuple(range(96, 128))
+    assert an.threads(both, {"n": 0}) == tuple(range(32)) + tuple(range(96, 128))

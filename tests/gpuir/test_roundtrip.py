@@ -37,16 +37,20 @@ def test_examples_round_trip(path: Path) -> None:
 
 
 def test_every_statement_form_is_generated() -> None:
-    """The generator reaches every Stmt class (so the property covers the grammar)."""
-    from hypothesis import find
+    """The generator reaches every Stmt class (so the property covers the grammar).
+
+    Note: collected by a plain @given run; `hypothesis.find` with a predicate that
+    accumulates state replayed inconsistently (FlakyFailure) in a full run."""
+    from hypothesis import HealthCheck, given
 
     seen: set[type] = set()
 
-    def record(m: A.Module) -> bool:
+    @settings(max_examples=400, deadline=None, database=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    @given(modules())
+    def collect(m: A.Module) -> None:
         for p in m.procs:
             seen.update(type(s) for s in walk(p.body))
-        return seen >= set(A.Stmt.__args__)
 
-    find(modules(), record, settings=settings(max_examples=5000, deadline=None,
-                                              database=None, derandomize=True))
-    assert seen >= set(A.Stmt.__args__)
+    collect()
+    assert seen >= set(A.Stmt.__args__), set(A.Stmt.__args__) - seen

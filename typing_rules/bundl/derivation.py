@@ -13,20 +13,29 @@ from dataclasses import dataclass
 from gpusem.calculus.bundl.ast import (
     Alloc,
     ArrAssign,
+    ArrayType,
     Assign,
     AsyncMemcpy,
     AsyncPartition,
+    BinOp,
+    BoolLit,
     Call,
     Claim,
     Decl,
     Destruct,
+    Expr,
+    FloatLit,
+    Fma,
     Free,
     Group,
     If,
+    Index,
+    IntLit,
     Lower,
     Memcpy,
     MemKind,
     Partition,
+    PartitionId,
     Program,
     Seq,
     Skip,
@@ -35,13 +44,16 @@ from gpusem.calculus.bundl.ast import (
     SyncDec,
     SyncInit,
     SyncWait,
+    UnOp,
+    Var,
     While,
 )
 from gpusem.calculus.bundl.perspective import GRID1, Perspective
+from gpusem.calculus.bundl.walk import child_exprs
 from gpusem.calculus.errors import IllTyped
 from gpusem.calculus.span import NO_SPAN, Span
 from gpusem.typing_rules.bundl.context import Context, RuleSet, program_context
-from gpusem.typing_rules.bundl.expr import Judge, array_of
+from gpusem.typing_rules.bundl.expr import EQ_OPS, ORD_OPS, Judge, array_of, type_expr
 from gpusem.typing_rules.bundl.stmt import StmtChecker, check_fn, judge
 
 RULE_OF = {
@@ -76,10 +88,13 @@ class TracingChecker(StmtChecker):
         self.steps: list[Step] = []
         self.depth = 0
         self.child_errors: list[int] = []  # per open step: errors its children found
+        self.expressions: set[str] = set()  # the expression rules used (`expr_rules`)
 
     def stmt(self, ctx: Context, persp: Perspective, s: Stmt) -> int:
         step = Step(self.depth, self.rule_name(ctx, persp, s), persp, s.span)
         self.steps.append(step)
+        for e in _direct_exprs(s):
+            self.expr_rules(ctx, persp, e)
         before = len(self.errors)
         self.depth += 1
         self.child_errors.append(0)
@@ -95,6 +110,49 @@ class TracingChecker(StmtChecker):
             if self.child_errors:
                 self.child_errors[-1] += total
         return step.m or 0
+
+    def expr_rules(self, ctx: Context, persp: Perspective, e: Expr) -> None:
+        """The A.2.1 rules of the derivation of `e` (and its sub-expressions), into
+        `self.expressions`: the expression part of the derivation, which is not listed
+        line by line (coverage, issue 14 item 7)."""
+        out = self.expressions
+        match e:
+            case IntLit():
+                out.add("T-Int")
+            case FloatLit():
+                out.add("T-Float")
+            case BoolLit():
+                out.add("T-Bool")
+            case Var():
+                out.add("T-Var")
+            case PartitionId():
+                out.add("T-Partition-Id")
+            case Index(array=array):
+                shared = self._array_mem(ctx, persp, array) is MemKind.SHARED
+                out.add("T-Arr-Access-Shared" if shared else "T-Arr-Access")
+            case BinOp("+", left) if self._is_array(ctx, persp, left):
+                out.add("T-Ptr-Offset")
+            case BinOp(op):
+                out.add("T-Cmp" if op in EQ_OPS | ORD_OPS else "T-Bop")
+            case UnOp():
+                out.add("T-Unop")
+            case Fma():
+                out.add("T-Fma")
+        for c in child_exprs(e):
+            self.expr_rules(ctx, persp, c)
+
+    def _array_mem(self, ctx: Context, persp: Perspective, e: Expr) -> MemKind | None:
+        try:
+            ty, _ = array_of(self.j, ctx, persp, e, "T-Arr-Access")
+        except IllTyped:
+            return None
+        return ty.mem
+
+    def _is_array(self, ctx: Context, persp: Perspective, e: Expr) -> bool:
+        try:
+            return isinstance(type_expr(self.j, ctx, persp, e), ArrayType)
+        except IllTyped:
+            return False
 
     def rule_name(self, ctx: Context, persp: Perspective, s: Stmt) -> str:
         match s:
@@ -126,6 +184,45 @@ def derivation(prog: Program, rules: str | RuleSet = "fixed") -> dict[str, list[
     tracer.stmt(ctx, GRID1, prog.main)
     out["main"] = tracer.steps
     return out
+
+
+def rules_used(prog: Program, rules: str | RuleSet = "fixed") -> set[str]:
+    """Every typing rule of the program's derivation: the statement rules, the
+    expression rules inside them, and V-Function per function (coverage)."""
+    ctx = program_context(prog)
+    used: set[str] = {"V-Function"} if prog.fns else set()
+    tracers = []
+    for f in prog.fns:
+        tracer = TracingChecker(judge(rules, prog.machine))
+        check_fn(tracer, ctx, f)
+        tracers.append(tracer)
+    tracer = TracingChecker(judge(rules, prog.machine))
+    tracer.stmt(ctx, GRID1, prog.main)
+    tracers.append(tracer)
+    for t in tracers:
+        used.update(step.rule for step in t.steps)
+        used.update(t.expressions)
+    return used
+
+
+def _direct_exprs(s: Stmt) -> tuple[Expr, ...]:
+    """The expressions a statement's own rule types (not those of nested statements)."""
+    match s:
+        case Decl(init=e) | Assign(value=e) | If(cond=e) | While(cond=e):
+            return (e,)
+        case ArrAssign(array=a, index=i, value=v):
+            return (a, i, v)
+        case Call(args=args):
+            return args
+    return ()
+
+
+# every rule name `rules_used` can report (the universe of a coverage table)
+TYPING_RULES = tuple(sorted({
+    *RULE_OF.values(), "T-Alloc", "T-Alloc-Shared", "T-Arr-Assn", "T-Arr-Assn-Shared",
+    "T-Int", "T-Float", "T-Bool", "T-Var", "T-Partition-Id", "T-Arr-Access",
+    "T-Arr-Access-Shared", "T-Ptr-Offset", "T-Bop", "T-Cmp", "T-Unop", "T-Fma",
+    "V-Function"}))
 
 
 def format_derivation(steps_by_body: dict[str, list[Step]]) -> str:

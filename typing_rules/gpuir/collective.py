@@ -9,188 +9,36 @@ cuda_threads loops and CudaWarps blocks; every other statement inherits its pare
 Conventions (paper -> Python):
   ω (collective tiling)          -> `ThreadMapping` (the tiling, already compiled)
   f_ω(σ) = μ                      -> `ThreadMapping.threads(env)`
-  derive_ω(ω_env, δ, y, lo, hi)   -> `derive(parent, unit, var, lo, n_iter, span)`
+  derive_ω(ω_env, δ, y, lo, hi)   -> `derive(parent, unit, var, lo, lo_value, n_iter,
+                                      span)`
   τ_u-scope                       -> `ThreadMapping.is_unit(unit)`
 
-Note: Definition 4.2 describes ω as dimensions with operator lists and derive_ω only in
-prose ("shape alignment", "single-dimension refinement"). For the units we accept
-(n*cuda_thread, n*cuda_warp, n*cuda_warpgroup, n*cuda_cta_in_cluster, cuda_cluster)
-every reachable tiling has at most two dimensions, (CTA replicas with pitch blockDim,
-a contiguous run of threads), and an offset affine in the cuda_threads iterators;
-`ThreadMapping` stores exactly that. Shape alignment is the reshape of a cluster-wide
-run into (clusterDim, blockDim) before an intra-CTA unit; refinement appends one
-(iterator, stride) term. The strided, quadpair and agnostic units are rejected with a
-clear message. See proofs_notes/errata.md "collective tilings".
+The tilings themselves (Definition 4.2, derive_ω for every unit of Figure 11, the
+τ_u-scope test) are typing_rules/gpuir/tiling.py; this module walks the procedure.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from math import gcd
 from typing import Mapping, Union, cast
 
 from gpusem.calculus.errors import IllTyped
 from gpusem.calculus.gpuir import ast as A
 from gpusem.calculus.gpuir.ctrl import cvars, eval_c
-from gpusem.calculus.gpuir.units import WARP, WARPGROUP, Launch, coll_type, unit_def
+from gpusem.calculus.gpuir.units import Launch
 from gpusem.calculus.span import Span
+from gpusem.typing_rules.gpuir.tiling import (
+    ThreadMapping,
+    derive,
+    derive_warps,
+    loop_stride,
+    root_mapping,
+)
 
 RULE = "CollectiveAnalysis"
-SUPPORTED_UNITS = ("cuda_thread", "cuda_warp", "cuda_warpgroup", "cuda_cta_in_cluster",
-                   "cuda_cluster")
-
-
-def granularity(unit_name: str, launch: Launch) -> int:
-    """Threads in one collective of the unit's base kind (its alignment)."""
-    return {"cuda_thread": 1, "cuda_warp": WARP, "cuda_warpgroup": WARPGROUP,
-            "cuda_cta_in_cluster": launch.block_dim,
-            "cuda_cluster": launch.cluster_threads}[unit_name]
-
-
-@dataclass(frozen=True, slots=True)
-class ThreadMapping:
-    """f_ω: threads(σ) = { offset(σ) + c * blockDim + i | c < ctas, i < length },
-    offset(σ) = base + Σ (σ[y] - lo_y(σ)) * stride_y over the cuda_threads iterators."""
-
-    launch: Launch
-    ctas: int
-    length: int
-    base: int
-    terms: tuple[tuple[str, A.CExpr, int], ...] = ()
-    poisoned: bool = False  # derived from a failed tiling (its error is reported)
-
-    @property
-    def size(self) -> int:
-        return self.ctas * self.length
-
-    def offset(self, env: Mapping[str, int]) -> int:
-        return self.base + sum((env[y] - eval_c(lo, env)) * s
-                               for y, lo, s in self.terms)
-
-    def threads(self, env: Mapping[str, int]) -> tuple[int, ...]:
-        off, b = self.offset(env), self.launch.block_dim
-        return tuple(off + c * b + i for c in range(self.ctas)
-                     for i in range(self.length))
-
-    @property
-    def alignment(self) -> int:
-        """The largest a with offset(σ) ≡ 0 (mod a) for every σ."""
-        a = self.base
-        for _, _, s in self.terms:
-            a = gcd(a, s)
-        return a if a else 1 << 30
-
-    def aligned(self, a: int) -> bool:
-        """offset(σ) ≡ 0 (mod a) for every σ."""
-        return self.base % a == 0 and all(s % a == 0 for _, _, s in self.terms)
-
-    @property
-    def vars(self) -> tuple[str, ...]:
-        return tuple(y for y, _, _ in self.terms)
-
-    def is_unit(self, u: A.UnitExpr) -> bool:
-        """Is this a τ_u-scope: exactly one collective of unit `u`?"""
-        if u.name == "standalone_thread":
-            return self.size == 1
-        if u.name not in SUPPORTED_UNITS:
-            return False
-        size = coll_type(u, self.launch).size
-        g = granularity(u.name, self.launch)
-        return self.ctas == 1 and self.length == size and self.aligned(g)
-
-    def describe(self) -> str:
-        """The unit this collective is, in the syntax of Figure 11, or a count."""
-        launch, n = self.launch, self.length
-        if self.size == 1:
-            return "cuda_thread"
-        b = launch.block_dim
-        if self.ctas == 1 and n % b == 0 and self.aligned(b):
-            k = n // launch.block_dim
-            if k == 1:
-                return "cuda_cta_in_cluster"
-            if k == launch.cluster_dim:
-                return "cuda_cluster"
-            return f"{k} * cuda_cta_in_cluster"
-        if self.ctas == 1 and n == WARPGROUP and self.aligned(WARPGROUP):
-            return "cuda_warpgroup"
-        if self.ctas == 1 and n % WARP == 0 and self.aligned(WARP):
-            return "cuda_warp" if n == WARP else f"{n // WARP} * cuda_warp"
-        if self.ctas > 1:
-            return f"{self.ctas} x {n} threads (one run per CTA)"
-        return f"{n} threads"
-
-
-def root_mapping(launch: Launch) -> ThreadMapping:
-    """CudaDeviceFunction: the whole cluster, with empty operator lists."""
-    return ThreadMapping(launch, 1, launch.cluster_threads, 0, ())
-
-
-def _tiling_error(span: Span, msg: str) -> IllTyped:
-    return IllTyped(f"bad tiling: {msg}", rule=RULE, span=span)
-
-
-def derive(parent: ThreadMapping, unit: A.UnitExpr, var: str, lo: A.CExpr,
-           n_iter: int, span: Span) -> ThreadMapping:
-    """derive_ω for `for var in cuda_threads(lo, lo + n_iter, unit=unit)`."""
-    d = unit_def(unit)
-    if d.name not in SUPPORTED_UNITS:
-        raise _tiling_error(span, f"unit {d.name} is not supported by this analysis "
-                            f"(supported: {', '.join(SUPPORTED_UNITS)})")
-    launch = parent.launch
-    b = launch.block_dim
-    size = coll_type(unit, launch).size
-    g = granularity(d.name, launch)
-    p = parent
-    if d.within_cta and p.length > b:
-        # Shape alignment: reshape (clusterDim * blockDim,) into (clusterDim, blockDim).
-        if p.length % b or not p.aligned(b) or p.ctas != 1:
-            raise _tiling_error(span, f"cannot split {p.describe()} into CTAs")
-        p = replace(p, ctas=p.length // b, length=b)
-    if not d.within_cta and (p.ctas != 1 or p.length % b or not p.aligned(b)):
-        raise _tiling_error(span, f"unit {d.name} needs whole CTAs, but the enclosing "
-                            f"collective is {p.describe()}")
-    if not p.aligned(g):
-        raise _tiling_error(span, f"the enclosing collective ({p.describe()}) is not "
-                            f"aligned to {d.name} boundaries")
-    if n_iter * size > p.length:
-        raise _tiling_error(span, f"cuda_threads over {n_iter} x {size} threads "
-                            f"(unit {_unit_text(unit)}) does not fit in the enclosing "
-                            f"collective of {p.length} threads ({p.describe()})")
-    return replace(p, length=size, terms=p.terms + ((var, lo, size),))
-
-
-def derive_warps(parent: ThreadMapping, cw: A.CudaWarps) -> ThreadMapping:
-    """derive_ω for `with CudaWarps(lo, hi, name=r)`: warps [lo, hi) of warp variable
-    r, in every CTA of the enclosing collective."""
-    launch = parent.launch
-    b = launch.block_dim
-    if cw.name is not None:
-        try:
-            first, count = launch.warp_range(cw.name)
-        except KeyError:
-            names = ", ".join(n for n, _, _ in launch.warps) or "none"
-            raise IllTyped(f"scope error: unknown warp name {cw.name!r} (warp_config "
-                           f"names: {names})", rule=RULE, span=cw.span) from None
-    else:
-        first, count = 0, b // WARP
-    lo = 0 if cw.lo is None else cw.lo
-    hi = count if cw.hi is None else cw.hi
-    if not 0 <= lo < hi <= count:
-        raise _tiling_error(cw.span, f"CudaWarps({lo}, {hi}) outside the {count} warps "
-                            f"of {cw.name or 'the CTA'}")
-    if parent.length % b or not parent.aligned(b):
-        raise IllTyped(f"scope error: CudaWarps must be at CTA or cluster scope, "
-                       f"not in "
-                       f"{parent.describe()}", rule=RULE, span=cw.span)
-    ctas = parent.ctas * (parent.length // b)
-    return replace(parent, ctas=ctas, length=WARP * (hi - lo),
-                   base=parent.base + WARP * (first + lo))
-
-
-def _unit_text(u: A.UnitExpr) -> str:
-    from gpusem.calculus.gpuir.printer import print_unit
-
-    return print_unit(u)
+__all__ = ["Analysis", "Decl", "LoopTiling", "StmtInfo", "ThreadMapping",
+           "analyse_collectives", "derive", "derive_warps", "param_decls",
+           "root_mapping"]
 
 
 # ------------------------------------------------------------------ the analysis
@@ -359,18 +207,24 @@ class _Walker:
                                 rule=RULE, span=s.span))
             self.body(s.body, replace(mapping, poisoned=True), device, loops, decls)
             return
-        for problem in validate_launch(s):
+        problems = list(validate_launch(s))
+        for problem in problems:
             self.error(IllTyped(f"bad launch: {problem}", rule=RULE, span=s.span))
         launch = launch_of(s)
         if launch.block_dim <= 0:
             return
+        # a launch out of range tiles nothing: its body is analysed under a poisoned
+        # mapping (which reports nothing more), not over up to 2^31 threads (issue 15)
+        poison = bool(problems)
         if not (len(s.body) == 1 and isinstance(s.body[0], A.For)
                 and s.body[0].mode is A.LoopMode.CUDA_TASKS):
             self.error(IllTyped("scope error: a CudaDeviceFunction body must be one "
                                 "nest of cuda_tasks loops (Section 3.4)", rule=RULE,
                                 span=s.span))
         self.device_depth = len(loops)
-        self.body(s.body, root_mapping(launch), s, loops, decls)
+        root = root_mapping(launch)
+        self.body(s.body, replace(root, poisoned=True) if poison else root, s, loops,
+                  decls)
 
     def loop(self, f: A.For, mapping: ThreadMapping | None,
              device: A.CudaDeviceFunction | None, loops: tuple[A.For, ...],
@@ -411,11 +265,12 @@ class _Walker:
             return mapping
         try:
             unit = cast(A.UnitExpr, f.unit)  # a cuda_threads loop has its unit
-            child = derive(mapping, unit, f.var, f.lo, max(hi - lo, 0), f.span)
+            child = derive(mapping, unit, f.var, f.lo, lo, max(hi - lo, 0), f.span)
         except IllTyped as err:
             self.error(err)
             return replace(mapping, poisoned=True)
-        self.an.tilings[id(f)] = LoopTiling(f.var, lo, hi, child.length, mapping, child)
+        self.an.tilings[id(f)] = LoopTiling(f.var, lo, hi, loop_stride(child, f.var),
+                                            mapping, child)
         return child
 
 

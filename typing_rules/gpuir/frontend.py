@@ -5,11 +5,15 @@ analysis (Section 4.1, `gpuir/memory`). `gpusem check FILE.gpuir` runs `check_fi
 Checks here, each named in its errors (`rule`) and with a stable message prefix:
   QuasiAffine      control expressions: `*` by a constant, `/` `%` by a constant
   Scope            CPU vs CUDA scope: allocations, memories touched, frees
+  ReadOnly         device code never writes a CudaGridConstant (issue 14 item 6)
   ThreadScope      a write/reduce in CUDA code is executed by one thread
   Shape            index ranks; reads are points; windows have constant extents
   InstrCall        Section 3.4 "Proc & Instruction Calls": at τ_u-scope, argument
                    kinds, precision τ_x, memory π_d, window shapes, trailing barrier π_z
   Barrier          Arrive/Await name barriers; sync timelines exist (Figure 16)
+  Limits           control values fit int32, extents are positive, parallel loops
+                   are not empty; for `check`, the arrays fit the elements budget
+                   (limits.py)
 Unknown names (memories, units, timelines, instructions) are BadInput (exit 2).
 
 Conventions: σ -> `env` (control values: the -D definitions plus iterators),
@@ -21,6 +25,7 @@ from __future__ import annotations
 import re
 from typing import Iterable, Mapping, assert_never, cast
 
+from gpusem.calculus.budgets import check_int_literal
 from gpusem.calculus.errors import BadInput, IllTyped
 from gpusem.calculus.gpuir import ast as A
 from gpusem.calculus.gpuir import memtypes
@@ -32,32 +37,45 @@ from gpusem.calculus.gpuir.units import unit_def
 from gpusem.calculus.gpuir.walk import data_reads
 from gpusem.calculus.source import read_source
 from gpusem.calculus.span import Span
+from gpusem.typing_rules.gpuir.calls import call_unit, size_arg_problem
 from gpusem.typing_rules.gpuir.collective import (
     Analysis,
     Decl,
     StmtInfo,
     analyse_collectives,
 )
+from gpusem.typing_rules.gpuir.limits import check_elements, check_limits
 from gpusem.typing_rules.gpuir.memory import check_memory
 
 __all__ = ["analyse", "check_proc", "check_file", "header_defines", "load_proc",
+           "check_elements",
            "Analysis", "FileCheck"]
 
 
-def header_defines(source: str) -> dict[str, int]:
-    """`# defines: N=256 M=64` header lines (defaults; -D overrides them)."""
+def header_defines(source: str, file: str = "<input>") -> dict[str, int]:
+    """`# defines: N=256 M=64` header lines (defaults; -D overrides them). A value
+    must be a 32-bit int, as a control value of the generated code."""
     out: dict[str, int] = {}
     for m in re.finditer(r"^#\s*defines:\s*(.*)$", source, re.MULTILINE):
         for item in m.group(1).replace(",", " ").split():
             name, _, value = item.partition("=")
-            if name.isidentifier() and value.lstrip("-").isdigit():
-                out[name] = int(value)
+            number = re.fullmatch(r"(-?)([0-9]+)", value)
+            if not name.isidentifier() or number is None:
+                continue
+            line = source.count("\n", 0, m.start()) + 1
+            span = Span(file, line, 1, line, 1)
+            n = check_int_literal(number.group(2), span)
+            out[name] = -n if number.group(1) else n
+            if not -(2**31) <= out[name] < 2**31:
+                raise BadInput(f"bad definition: {name} = {value} is out of range "
+                               "(control values are 32-bit ints)", span=span)
     return out
 
 
 def load_proc(path: str, defines: Mapping[str, int],
               proc_name: str | None = None) -> tuple[A.Proc, dict[str, int], str]:
-    """(proc, defines, source) of a `.gpuir` file, every size defined."""
+    """(proc, defines, source) of a `.gpuir` file, every size defined and every
+    value in range (`limits.check_limits`)."""
     from gpusem.calculus.gpuir.parser import parse_module
 
     source = read_source(path)
@@ -67,11 +85,13 @@ def load_proc(path: str, defines: Mapping[str, int],
         raise BadInput(f"{path}: no procedure named {proc_name} (have: "
                        f"{', '.join(procs)})")
     proc = procs[proc_name] if proc_name else module.procs[-1]
-    env = {**header_defines(source), **dict(defines)}
+    env = {**header_defines(source, path), **dict(defines)}
     missing = [p.name for p in proc.ctrl_params if p.name not in env]
     if missing:
         raise BadInput(f"{path}: missing definition: {missing[0]} has no value "
                        f"(pass -D {missing[0]}=...)")
+    _check_defines(proc, env)
+    check_limits(proc, env)  # before anything sizes an array by them
     return proc, env, source
 
 
@@ -80,6 +100,7 @@ def analyse(proc: A.Proc, defines: Mapping[str, int]) -> Analysis:
     BadInput (unknown names, missing definitions) is raised."""
     defines = dict(defines)
     _check_defines(proc, defines)
+    check_limits(proc, defines)
     an = analyse_collectives(proc, defines)
     checker = _Checker(an)
     for p in proc.data_params:
@@ -124,8 +145,12 @@ def check_file(path: str, defines: Mapping[str, int] | None = None) -> FileCheck
 
     source = read_source(path)
     module = parse_module(source, path)
-    env = {**header_defines(source), **dict(defines or {})}
-    return FileCheck(path, [check_proc(p, env) for p in module.procs])
+    env = {**header_defines(source, path), **dict(defines or {})}
+    analyses = []
+    for p in module.procs:
+        check_elements(p, env)  # `check` decides for the verbs that interpret
+        analyses.append(check_proc(p, env))
+    return FileCheck(path, analyses)
 
 
 def _check_defines(proc: A.Proc, defines: dict[str, int]) -> None:
@@ -214,6 +239,7 @@ class _Checker:
             self.err("Shape", s.span, f"shape mismatch: {n} has {len(d.shape)} "
                      f"dimension(s), written with {len(idx)} index(es)")
         self.accessible(d, info, s.span)
+        self.writable(d, info, s.span)
         for r in data_reads(e):
             self.read(r, info, s.span, windows=False)
         m = info.mapping
@@ -246,12 +272,28 @@ class _Checker:
         if d.mem is None or d.kind != "data":
             return
         mem = memtypes.data_memory(d.mem)
-        if info.mapping is None and mem.is_cuda and mem.physical != "gmem":
+        # the host reaches global memory (our model, errata "host code") and sets
+        # grid constants (Figure 12: copied into the launch's arguments)
+        if info.mapping is None and mem.is_cuda and mem.physical not in (
+                "gmem", "grid_constant"):
             self.err("Scope", span, f"memory not accessible: {d.name} @ {mem.name} is "
                      "CUDA memory, used in CPU code")
         if info.mapping is not None and not mem.is_cuda:
             self.err("Scope", span, f"memory not accessible: {d.name} @ {mem.name} is "
                      "host memory, used in CUDA code")
+
+    def writable(self, d: Decl, info: StmtInfo, span: Span) -> None:
+        """A grid constant is copied by value into the kernel's arguments at launch
+        (Figure 12: "CUDA grid constant memory", `__grid_constant__`): device code
+        reads it and never writes it. Since grid constants are sync-exempt (Section
+        5.2.2), a device write would also be a race no check sees."""
+        if d.mem is None or d.kind not in ("data", "window"):
+            return
+        if info.mapping is not None and d.mem.name == "CudaGridConstant":
+            self.err("ReadOnly", span, f"read-only memory: {d.name} @ "
+                     "CudaGridConstant is written in CUDA code; grid constants are "
+                     "read-only on the device (write them in CPU code, before the "
+                     "launch)")
 
     def alloc_scope(self, s: A.Alloc, info: StmtInfo,
                     mem: memtypes.DataMemory) -> None:
@@ -331,10 +373,15 @@ class _Checker:
                      "instruction, "
                      "called in CPU code")
             return
-        if info.mapping is not None and not info.mapping.poisoned \
-                and not info.mapping.is_unit(g.unit):
+        if not g.device and info.mapping is not None:
+            self.err("InstrCall", s.span, f"scope error: {where} is a CPU "
+                     "instruction (a host API call), called in CUDA code")
+            return
+        unit = self.call_unit(s, g)
+        if unit is not None and info.mapping is not None and \
+                not info.mapping.poisoned and not info.mapping.is_unit(unit):
             self.err("InstrCall", s.span, f"collective unit mismatch: {where} must be "
-                     f"called by one {print_unit(g.unit)}, but here it runs on "
+                     f"called by one {print_unit(unit)}, but here it runs on "
                      f"{info.mapping.describe()}")
         if len(s.args) != len(g.params):
             self.err("InstrCall", s.span, f"bad call: {where} takes {len(g.params)} "
@@ -343,7 +390,21 @@ class _Checker:
         symbols: dict[str, int] = {}
         for a, p in zip(s.args, g.params):
             self.instr_arg(s, g, p, a, info, symbols)
+        for a, p in zip(s.args, g.params):
+            self.size_arg(s, g, p, a, symbols)
         self.call_barrier(s, g, info)
+
+    def call_unit(self, s: A.InstrCall, g: Instr) -> A.UnitExpr | None:
+        unit, problem = call_unit(s, g, self.consts, self.sizes)
+        if problem is not None:
+            self.err("InstrCall", s.span, problem)
+        return unit
+
+    def size_arg(self, s: A.InstrCall, g: Instr, p: InstrParam, a: A.InstrArg,
+                 symbols: dict[str, int]) -> None:
+        problem = size_arg_problem(g, p, a, symbols, self.consts, self.sizes)
+        if problem is not None:
+            self.err("InstrCall", s.span, problem)
 
     def instr_arg(self, s: A.InstrCall, g: Instr, p: InstrParam, a: A.InstrArg,
                   info: StmtInfo, symbols: dict[str, int]) -> None:
@@ -364,6 +425,8 @@ class _Checker:
             return
         d = info.decls[a.name]
         self.read(a, info, s.span, windows=True)
+        if p.access != "read":
+            self.writable(d, info, s.span)
         if p.dtype is not None and d.dtype is not p.dtype:
             self.err("InstrCall", s.span, f"type mismatch: {what} must be "
                      f"{p.dtype.value}, {a.name} is "

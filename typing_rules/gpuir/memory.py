@@ -152,6 +152,14 @@ def _uses(s: A.Stmt) -> Iterator[Use]:
                 yield z.name, z.coords, "use", ndi
         case A.Arrive(barriers=zs):
             for z in zs:
+                # Note: an Arrive on several barriers signals all of them (Figure 22:
+                # records observe every cell of the union, the count rises at the one
+                # common home). A window of other CTAs' barriers (raw[0:2] in the
+                # paper's GEMM) is such a remote signal, not a use by its owner:
+                # ownership applies to the point-indexed barriers (errata
+                # "Distributed memory analysis").
+                if len(zs) > 1 and any(isinstance(c, A.WInterval) for c in z.coords):
+                    continue
                 yield z.name, z.coords, "use", 0
         case A.Await(barrier=z):
             yield z.name, z.coords, "use", 0
@@ -167,6 +175,9 @@ def _text(s: A.Stmt) -> str:
 
 # (allocating instance, leading index) -> (its owner, the first site, its first thread)
 Owners = dict[tuple[int, ...], tuple[frozenset[int], _Site, int]]
+# (allocating instance, owner) -> (its leading index, the first site, its first thread)
+Holdings = dict[tuple[tuple[int, ...], frozenset[int]],
+                tuple[tuple[int, ...], _Site, int]]
 
 
 def _check_alloc(an: Analysis, d: Decl) -> IllTyped | None:
@@ -255,11 +266,12 @@ def _check_var(an: Analysis, d: Decl, sites: list[_Site]) -> IllTyped | None:
                 f"and "
                 f"line {s.line} ({s.text}) indexes {k}", rule=RULE, span=s.stmt.span)
     owners: Owners = {}
+    holdings: Holdings = {}
     for s in sites:
-        err = _owners(an, d, s, k0, g, owners)
+        err = _owners(an, d, s, k0, g, owners, holdings)
         if err is not None:
             return err
-    return None
+    return _pitch_tuple(d, owners, len(_outer_thread_vars(d)), g)
 
 
 def _iterations(an: Analysis, info: StmtInfo) -> Iterator[dict[str, int]]:
@@ -280,8 +292,11 @@ def _guards_hold(s: _Site, env: dict[str, int]) -> bool:
     return True
 
 
-def _owners(an: Analysis, d: Decl, s: _Site, k: int, g: int,
-            owners: Owners) -> IllTyped | None:
+def _owners(an: Analysis, d: Decl, s: _Site, k: int, g: int, owners: Owners,
+            holdings: Holdings) -> IllTyped | None:
+    """Every (instance, leading index) has one owner, and every owner one leading
+    index: the distributed dimensions are the owner's coordinates (the compiler drops
+    them), so an owner using two indices would read one register for both."""
     outer = _outer_thread_vars(d)
     for env in _iterations(an, s.info):
         if not _guards_hold(s, env):
@@ -294,7 +309,81 @@ def _owners(an: Analysis, d: Decl, s: _Site, k: int, g: int,
             prev = owners.setdefault(key0 + idx, (owner, s, threads[0]))
             if prev[0] != owner:
                 return _conflict(an, d, prev[1], s, env, idx, prev[2], threads[0], g)
+            held = holdings.setdefault((key0, owner), (idx, s, threads[0]))
+            if held[0] != idx:
+                return _two_indices(d, held[1], s, held[0], idx, threads[0], g)
     return None
+
+
+def _two_indices(d: Decl, s1: _Site, s2: _Site, i1: tuple[int, ...],
+                 i2: tuple[int, ...], t: int, g: int) -> IllTyped:
+    mem = cast(A.MemExpr, d.mem).name
+    level = _level(g, s2.info) if g else "arriving collective"
+    where = f"line {s1.line} ({s1.text})"
+    if s1 is not s2:
+        where += f" and line {s2.line} ({s2.text})"
+    show = ", ".join
+    return IllTyped(
+        f"inconsistent indexing: {d.name} @ {mem} (one copy per {level}) is used at "
+        f"{d.name}[{show(map(str, i1))}] and {d.name}[{show(map(str, i2))}] by the "
+        f"same {level} (thread {t}) at {where}; its distributed dimension(s) select "
+        f"the owner, so each {level} has one index", rule=RULE, span=s2.stmt.span)
+
+
+def _pitch_tuple(d: Decl, owners: Owners, nouter: int, g: int) -> IllTyped | None:
+    """Section 4.1 (iii): one thread pitch tuple for all sites: over every
+    allocation instance, owner = base + Σ index_i * pitch_i with the same integer
+    pitches (checked on the concrete indices, as the other requirements are)."""
+    if g == 0 or not owners:
+        return None
+    groups: dict[tuple[int, ...], list[tuple[tuple[int, ...], int, _Site]]] = {}
+    for key, (owner, site, _) in owners.items():
+        groups.setdefault(key[:nouter], []).append((key[nouter:], min(owner) // g,
+                                                     site))
+    pitches: tuple[int, ...] | None = None
+    for pts in groups.values():
+        i0, o0, _ = pts[0]
+        if not i0:
+            continue
+        got = _solve_pitches([(tuple(a - b for a, b in zip(i, i0)), o - o0)
+                              for i, o, _ in pts])
+        if pitches is None and got is not None:
+            pitches = got
+        if got is None or got != pitches:
+            site = pts[-1][2]
+            return IllTyped(
+                f"inconsistent indexing: {d.name} @ {cast(A.MemExpr, d.mem).name}: "
+                f"the owners of its distributed dimension(s) do not follow one thread "
+                f"pitch tuple (Section 4.1 (iii)); e.g. line {site.line} "
+                f"({site.text})", rule=RULE, span=site.stmt.span)
+    return None
+
+
+def _solve_pitches(rows: list[tuple[tuple[int, ...], int]]) -> tuple[int, ...] | None:
+    """Integer pitches p with Σ di_j * p_j = do for every row (di, do), free
+    dimensions (never varied) taken as 0; None when there are none."""
+    n = len(rows[0][0])
+    p: list[int | None] = [None] * n
+    while True:
+        changed = True
+        while changed:       # pin a pitch from a row where it is the only unknown
+            changed = False
+            for di, do in rows:
+                unknown = [j for j in range(n) if di[j] and p[j] is None]
+                if len(unknown) == 1:
+                    j = unknown[0]
+                    rest = do - sum(di[k] * (p[k] or 0) for k in range(n) if k != j)
+                    if rest % di[j]:
+                        return None
+                    p[j], changed = rest // di[j], True
+        tied = [j for di, _ in rows for j in range(n) if di[j] and p[j] is None]
+        if not tied:
+            break
+        p[tied[0]] = 0       # dimensions that only ever vary together: any split
+    pitches = tuple(x or 0 for x in p)
+    if any(sum(a * b for a, b in zip(di, pitches)) != do for di, do in rows):
+        return None
+    return pitches
 
 
 def _site_owners(s: _Site, env: dict[str, int], threads: tuple[int, ...], k: int,
@@ -355,6 +444,7 @@ def _conflict(an: Analysis, d: Decl, s1: _Site, s2: _Site, env: dict[str, int],
             f"by more than one {level} at {where}; index its leading dimension(s) by "
             f"the cuda_threads iterator(s) in scope ({loops})",
             rule=RULE, span=s2.stmt.span)
+    who = f" (threads {t1} and {t2})" if t1 is not None and t2 is not None else ""
     return IllTyped(
         f"inconsistent indexing: {shown} @ {mem} (one copy per {level}) is owned by "
-        f"different {level}s at {where}", rule=RULE, span=s2.stmt.span)
+        f"different {level}s{who} at {where}", rule=RULE, span=s2.stmt.span)

@@ -179,8 +179,9 @@ def gen_expr(draw, g: Gen, env: Env, ty: BaseType, depth: int = 2,
             return ast.PartitionId()
         case "index":
             a = draw(st.sampled_from(elems))
-            index = gen_index(draw, g, env, a.length, depth - 1, reads)
-            return ast.Index(ast.Var(a.name), index)
+            array, length = array_operand(draw, a)
+            index = gen_index(draw, g, env, length, depth - 1, reads)
+            return ast.Index(array, index)
         case "unop":
             operand = gen_expr(draw, g, env, ty, depth - 1, reads)
             return ast.UnOp("!" if ty is BOOL else "-", operand)
@@ -214,6 +215,15 @@ def gen_cmp(draw, g: Gen, env: Env, depth: int, reads: bool = True) -> ast.Expr:
     op = draw(st.sampled_from(ops))
     return ast.BinOp(op, gen_expr(draw, g, env, ty, depth, reads),
                      gen_expr(draw, g, env, ty, depth, reads))
+
+
+def array_operand(draw, a: VarInfo) -> tuple[ast.Expr, int]:
+    """`a`, or now and then a pointer offset `a + k` (T-Ptr-Offset, the form S-Partition
+    substitutes), with the length left after it (E-Arr-Access's ⟨l + k, n - k⟩)."""
+    if a.length > 1 and draw(st.integers(0, 5)) == 0:
+        k = draw(st.integers(1, a.length - 1))
+        return ast.BinOp("+", ast.Var(a.name), ast.IntLit(k)), a.length - k
+    return ast.Var(a.name), a.length
 
 
 def gen_index(draw, g: Gen, env: Env, length: int, depth: int,

@@ -7,9 +7,10 @@ change. These programs have the shape of real kernels:
 
     lower out into ob { destruct {                       grid[1] -> block[B]
       partition ob into opiece by B { group B {          one piece of out per block
-        [stage: alloc s in Shared; threads fill s; barrier]
+        [stage: alloc s in Shared (or Global: one per block); threads fill s; barrier]
         lower opiece into ot { destruct {               block[1] -> thread[T]
           let t : int @ thread[1] = partition_id;
+          [let r : int @ thread[1] = x[partition_id + d]]  an index at a narrower target
           partition ot into o by T { group T {          one cell range per thread
             <thread body: reads of inputs / staged shared data, splits, claims,
              loops, ifs; writes o[0 .. k)>
@@ -20,8 +21,9 @@ read only after the barrier that ends the partition which wrote it. So a correct
 compiler gives one answer under every schedule, and any difference is a finding.
 
 One kernel in five exchanges data among a part of the block only (thread[6] of 12,
-thread[48] of 96, thread[64] of 128): the named-barrier, mbarrier and split-barrier
-lowerings, built mostly by `strategies/barriers.barrier_exchange`.
+thread[48] of 96, thread[64] of 128, thread[32] of 64): the named-barrier, mbarrier,
+split-barrier and whole-warp (__syncwarp()) lowerings, built mostly by
+`strategies/barriers.barrier_exchange`.
 """
 
 from __future__ import annotations
@@ -149,6 +151,16 @@ def leaf(draw, env: dict, m: int, k: int, S: str | None, O: str) -> A.Stmt:
     u = _fresh(env, "u")
     env_u = {**env, "ints": env["ints"] + [u]}
     stmts: list[A.Stmt] = [A.Decl(u, INT, THREAD1, A.PartitionId(), A.Skip())]
+    r: str | None = None
+    if env["inputs"] and draw(st.booleans()):
+        # An input read at the index of this thread's thread[1] unit: E-Arr-Access
+        # evaluates `partition_id` in the index against the target thread[1], not
+        # the code's thread[m] (where it would be 0). Added into o[0] below.
+        r = _fresh(env, "r")
+        name, length = draw(st.sampled_from(env["inputs"]))
+        index = mod(A.BinOp("+", A.PartitionId(), i(draw(st.integers(0, 9)))), length)
+        stmts.append(A.Decl(r, INT, THREAD1, A.Index(v(name), index), A.Skip()))
+        env_u = {**env_u, "ints": env_u["ints"] + [r]}
     if S is not None:
         s1 = _fresh(env, "s")
         fill = A.ArrAssign(v(s1), i(0), draw(int_expr({**env_u, "staged": None})))
@@ -164,8 +176,11 @@ def leaf(draw, env: dict, m: int, k: int, S: str | None, O: str) -> A.Stmt:
                                         length))
             stmts.append(A.Decl(w, INT, THREAD1, read, A.Skip()))
             env_u = {**env_u, "ints": env_u["ints"] + [w]}
-    body = A.Group(m, draw(writes({**env_u, "ints": env_u["ints"]}, k)))
-    stmts.append(A.Partition(None, O, "o", m, body))
+    cells = draw(writes({**env_u, "ints": env_u["ints"]}, k))
+    if r is not None:
+        cells = A.seq(cells, A.ArrAssign(v("o"), i(0), A.BinOp(
+            "+", A.Index(v("o"), i(0)), v(r))))
+    stmts.append(A.Partition(None, O, "o", m, A.Group(m, cells)))
     return A.seq(*stmts)
 
 
@@ -265,7 +280,7 @@ def _kernels(draw, max_blocks: int = 2, max_threads: int = 128,
     template = exchange is not None or (sub_block and draw(st.integers(0, 3)) > 0)
     shapes = exchange[0] if exchange else [t for t, _ in SHAPES]
     threads = draw(st.sampled_from(shapes if template else
-                                   [96, 128] if sub_block else
+                                   [96, 128, 64] if sub_block else
                                    [t for t in (2, 4, 8, 32, 64, 96, 128)
                                     if t <= max_threads]))
     k = draw(st.integers(1, 2))
@@ -306,8 +321,9 @@ def _kernels(draw, max_blocks: int = 2, max_threads: int = 128,
                                     tree))
     piece = "opiece" if blocks > 1 else "ob"
     block_code: A.Stmt = A.Lower(None, piece, "ot", threads_code)
-    if staged:
-        block_code = A.seq(A.Alloc("s", INT, threads + pad, A.MemKind.SHARED, A.Skip()),
+    if staged:  # in shared memory, or a Global array per block (S-Alloc-Global)
+        mem = draw(st.sampled_from([A.MemKind.SHARED, A.MemKind.GLOBAL]))
+        block_code = A.seq(A.Alloc("s", INT, threads + pad, mem, A.Skip()),
                            A.Lower(None, "s", "st", block_code))
     if blocks > 1:  # one piece of `out` per block
         block_code = A.Partition(None, "ob", "opiece", blocks, A.Group(blocks, block_code))

@@ -17,7 +17,12 @@ machine (B, T), and chooses only statement forms whose rule's premises it can me
   lower     T-Lower           x at π ∈ {grid[1], block[1]}; y at ↓π
   async     T-Async-*         at thread[1]: async_partition x into y {async_memcpy(y, z)}
   memcpy    T-Memcpy          two arrays at π, same element type and length
-  f(...)    T-Function-Call   f at π; pointers at exactly the parameter's perspective
+  f(...)    T-Function-Call   f at π; pointers at exactly the parameter's perspective;
+                              parameters narrower, equal or broader (functions.py)
+  free 0    T-Free            the only `free` a source program may write
+  barrier   T-Sync-*          `init ψ; dec ψ; wait ψ;` by hand, within one block
+  stage     T-Async-*         at block[1]: a shared array filled by async copies from
+                              per-thread global arrays (cp.async's shape)
 
 Programs terminate (loops are bounded, calls go only to earlier functions) and index in
 bounds (an index is a literal below the length or `((e % n) + n) % n`). Divisions are by
@@ -40,14 +45,12 @@ from gpusem.calculus.bundl.perspective import (
     BLOCK1,
     GRID1,
     THREAD1,
-    Level,
     MachineShape,
     Perspective,
     align_to,
     destruct,
     size,
 )
-from gpusem.calculus.bundl.walk import child_stmts
 from gpusem.fuzz.bundl.generated import Generated
 from gpusem.fuzz.bundl.strategies.expressions import (  # noqa: F401  (re-exported: the public strategy API)
     BASES,
@@ -57,6 +60,7 @@ from gpusem.fuzz.bundl.strategies.expressions import (  # noqa: F401  (re-export
     FnInfo,
     Gen,
     VarInfo,
+    array_operand,
     arrays,
     divisors,
     expressions,
@@ -65,6 +69,13 @@ from gpusem.fuzz.bundl.strategies.expressions import (  # noqa: F401  (re-export
     literal,
     narrower_or_equal,
     writable,
+)
+from gpusem.fuzz.bundl.strategies.functions import (  # noqa: F401  (re-exported)
+    calls,
+    gen_fn,
+    memory_need,
+    reachable_persps,
+    s_call,
 )
 from hypothesis import strategies as st
 
@@ -84,15 +95,17 @@ def gen_block(draw, g: Gen, env: Env, depth: int) -> ast.Stmt:
 def applicable(g: Gen, env: Env, depth: int) -> list[str]:
     """The statement forms whose premises can be met here, leaves first."""
     p = env.persp
-    forms = ["skip", "let", "alloc"]
+    forms = ["skip", "let", "alloc", "free"]
     if any(isinstance(v.type, BaseType) and writable(g, env, v) for v in env.visible()):
         forms.append("assign")
     if arrays(env, lambda v: writable(g, env, v) and v.length > 0):
         forms.append("arr_assign")
     if arrays(env, lambda v: v.persp == p):
         forms.append("memcpy")
-    if _calls(g, env):
+    if calls(g, env):
         forms.append("call")
+    if _barrier_fits(g, p):
+        forms.append("barrier")
     if depth <= 0:
         return forms
     forms += ["if", "while"]
@@ -110,6 +123,8 @@ def applicable(g: Gen, env: Env, depth: int) -> list[str]:
             forms.append("lower")
     if p == THREAD1 and _async_sources(env):
         forms.append("async")
+    if p == BLOCK1:
+        forms.append("stage")
     if _descend_steps(g, p):
         forms.append("descend")
     return forms
@@ -117,12 +132,14 @@ def applicable(g: Gen, env: Env, depth: int) -> list[str]:
 
 # Forms whose premises are rarely met get extra weight, so that a few hundred programs
 # cover every statement form (tests/bundl/test_syntax_generator.py checks it).
-WEIGHT = {"async": 3, "split": 2, "call": 2, "descend": 2, "memcpy": 2}
+WEIGHT = {"async": 5, "split": 3, "call": 3, "descend": 2, "memcpy": 2, "claim": 2}
 
 
 def gen_stmt(draw, g: Gen, env: Env, depth: int) -> tuple[ast.Stmt, Env]:
     """One statement and the environment after it (extended by a binder)."""
     forms = [f for f in applicable(g, env, depth) for _ in range(WEIGHT.get(f, 1))]
+    if "claim" in forms and env.persp.n > 1:  # where some threads skip the body
+        forms += ["claim"] * 3
     form = draw(st.sampled_from(forms))
     return RULES[form](draw, g, env, depth)
 
@@ -136,6 +153,24 @@ def _one_thread(g: Gen, persp: Perspective) -> bool:
     return size(persp, g.shape) == 1
 
 
+def s_free(draw, g, env, depth):  # T-Free: in a source program only `free 0`
+    return ast.Free(0), env
+
+
+def _barrier_fits(g: Gen, p: Perspective) -> bool:
+    """A hand-written barrier over a unit the compiler can synchronise (within one
+    block; a barrier among blocks is `unsupported` before the kernel's end)."""
+    return size(p, g.shape) <= g.shape.threads
+
+
+def s_barrier(draw, g, env, depth):  # T-Sync-Init; T-Sync-Dec; T-Sync-Wait
+    """The barrier S-Partition wraps around its body, written by hand: in a source
+    program init / dec / wait only appear as this consecutive triple (errata "runtime
+    forms in source programs")."""
+    label = g.fresh("psi")
+    return ast.seq(ast.SyncInit(label), ast.SyncDec(label), ast.SyncWait(label)), env
+
+
 def s_let(draw, g, env, depth):  # T-Decl
     ty = draw(st.sampled_from(BASES))
     persp = draw(st.sampled_from(narrower_or_equal(g, env.persp)))
@@ -146,7 +181,7 @@ def s_let(draw, g, env, depth):  # T-Decl
 
 
 def s_alloc(draw, g, env, depth):  # T-Alloc, T-Alloc-Shared
-    mems = [MemKind.LOCAL, MemKind.GLOBAL] + ([MemKind.SHARED] if env.persp == BLOCK1
+    mems = [MemKind.LOCAL, MemKind.GLOBAL] + ([MemKind.SHARED] * 2 if env.persp == BLOCK1
                                               else [])
     mem = draw(st.sampled_from(mems))
     elem = draw(st.sampled_from(BASES))
@@ -167,9 +202,10 @@ def s_assign(draw, g, env, depth):  # T-Assn
 
 def s_arr_assign(draw, g, env, depth):  # T-Arr-Assn, T-Arr-Assn-Shared
     a = draw(st.sampled_from(arrays(env, lambda v: writable(g, env, v) and v.length > 0)))
-    index = gen_index(draw, g, env, a.length, 1)
-    value = gen_expr(draw, g, env, a.type.elem)
-    return ast.ArrAssign(ast.Var(a.name), index, value), env
+    array, length = array_operand(draw, a)
+    index = gen_index(draw, g, env, length, 1)
+    value = gen_expr(draw, g, env, a.array.elem)
+    return ast.ArrAssign(array, index, value), env
 
 
 def s_if(draw, g, env, depth):  # T-If
@@ -308,7 +344,13 @@ def s_async(draw, g, env, depth):  # T-Async-Partition + T-Async-Memcpy
     same = [z for z in _async_sources(env) if z.name != x.name
             and z.type.elem == x.type.elem and z.length == x.length]
     alloc = None
-    if same and draw(st.booleans()):
+    # a shared destination filled from global memory is the copy the compiler issues
+    # as cp.async (lower_async): drawn first where the arrays allow it
+    staged = [z for z in same if x.array.mem is MemKind.SHARED
+              and z.array.mem is MemKind.GLOBAL]
+    if staged and draw(st.booleans()):
+        z = draw(st.sampled_from(staged))
+    elif same and draw(st.booleans()):
         z = draw(st.sampled_from(same))
     else:  # stage through a fresh array: alloc z in async_partition x into y {...}
         alloc, z = _twin(draw, g, env, x)
@@ -323,6 +365,27 @@ def s_async(draw, g, env, depth):  # T-Async-Partition + T-Async-Memcpy
     return (s if alloc is None else ast.seq(alloc, s)), env
 
 
+def s_stage(draw, g, env, depth):
+    """At block[1]: a shared array each thread fills through an asynchronous copy of
+    its own global staging array (T-Alloc-Shared, T-Lower, T-Destruct, T-Partition,
+    T-Group, T-Alloc, T-Async-Partition, T-Async-Memcpy): the copy a compiler issues
+    as cp.async (shared destination, global source). The lower's barrier orders the
+    copies before the rest of the block reads the array."""
+    T = g.shape.threads
+    elem = draw(st.sampled_from(BASES))
+    chunk = draw(st.sampled_from([1, 2]))
+    s, st_, s1, sa, z = (g.fresh() for _ in range(5))
+    fill = ast.ArrAssign(ast.Var(z), ast.IntLit(0),
+                         gen_expr(draw, g, env.at(THREAD1), elem))
+    copy = ast.AsyncPartition(_label(draw, g), s1, sa, ast.AsyncMemcpy(sa, z))
+    body = ast.seq(ast.Alloc(z, elem, chunk, MemKind.GLOBAL, ast.Skip()), fill, copy)
+    stage = ast.Lower(_label(draw, g), s, st_, ast.Destruct(
+        ast.Partition(_label(draw, g), st_, s1, T, ast.Group(T, body))))
+    staged = ast.seq(ast.Alloc(s, elem, T * chunk, MemKind.SHARED, ast.Skip()), stage)
+    return staged, env.bind(VarInfo(s, BLOCK1, ArrayType(elem, MemKind.SHARED),
+                                    T * chunk))
+
+
 def s_memcpy(draw, g, env, depth):  # T-Memcpy: both arrays at exactly π
     here = arrays(env, lambda v: v.persp == env.persp)
     x = draw(st.sampled_from(here))
@@ -335,89 +398,16 @@ def s_memcpy(draw, g, env, depth):  # T-Memcpy: both arrays at exactly π
     return ast.seq(alloc, copy), env.bind(z)
 
 
-def _calls(g: Gen, env: Env) -> list[tuple[FnInfo, list[list[VarInfo]]]]:
-    """Functions callable at π, with the candidate arrays for each pointer parameter."""
-    out = []
-    for info in g.fns:
-        if info.fn.persp != env.persp:
-            continue
-        options, ok = [], True
-        for param, need in zip(_array_params(info.fn), info.lengths):
-            cands = [v for v in arrays(env) if v.persp == param.persp
-                     and v.type == param.type and v.length >= need]
-            ok = ok and bool(cands)
-            options.append(cands)
-        if ok:
-            out.append((info, options))
-    return out
-
-
-def _array_params(fn: ast.FnDef) -> list[ast.Param]:
-    return [p for p in fn.params if isinstance(p.type, ArrayType)]
-
-
-def s_call(draw, g, env, depth):  # T-Function-Call
-    info, options = draw(st.sampled_from(_calls(g, env)))
-    pointers = iter([draw(st.sampled_from(c)).name for c in options])
-    args = tuple(ast.Var(next(pointers)) if isinstance(p.type, ArrayType)
-                 else gen_expr(draw, g, env, p.type, reads=_one_thread(g, p.persp))
-                 for p in info.fn.params)
-    return ast.Call(info.fn.name, args), env
-
-
 RULES = {
     "skip": s_skip, "let": s_let, "alloc": s_alloc, "assign": s_assign,
     "arr_assign": s_arr_assign, "if": s_if, "while": s_while, "split": s_split,
     "group": s_group, "destruct": s_destruct, "partition": s_partition,
     "claim": s_claim, "lower": s_lower, "async": s_async, "memcpy": s_memcpy,
-    "call": s_call, "descend": s_descend,
+    "call": s_call, "descend": s_descend, "free": s_free, "barrier": s_barrier,
+    "stage": s_stage,
 }
 
 # ------------------------------------------------------------ functions, programs
-
-
-def memory_need(s: ast.Stmt, fns: dict[str, int]) -> int:
-    """An upper bound of the m that Γ ⊢^π_m s synthesises (T-Alloc adds n·size(τ),
-    T-Seq/T-If take the max, calls need the callee's `uses`), with size(τ) <= 4."""
-    match s:
-        case ast.Alloc(size=n, body=body):
-            return 4 * n + memory_need(body, fns)
-        case ast.Call(fn=f):
-            return fns.get(f, 0)
-        case ast.Free(amount=n):
-            return n
-        case _:
-            return max((memory_need(c, fns) for c in child_stmts(s)), default=0)
-
-
-def reachable_persps(shape: MachineShape) -> list[Perspective]:
-    """The code perspectives main can reach: grid[1], block[d | B], thread[d | T]."""
-    return ([GRID1] + [Perspective(Level.BLOCK, d) for d in divisors(shape.blocks)]
-            + [Perspective(Level.THREAD, d) for d in divisors(shape.threads)])
-
-
-def gen_fn(draw, g: Gen, globals_env: Env) -> FnInfo:
-    persp = draw(st.sampled_from(reachable_persps(g.shape)))
-    params, env, lengths = [], globals_env.at(persp), []
-    for _ in range(draw(st.integers(0, 2))):
-        name = g.fresh("a")
-        if draw(st.booleans()):
-            ty = ArrayType(draw(st.sampled_from(BASES)),
-                           draw(st.sampled_from(list(MemKind))))
-            ppersp = draw(st.sampled_from(narrower_or_equal(g, persp)))
-            n = draw(st.sampled_from([1, 2]))
-            lengths.append(n)
-            env = env.bind(VarInfo(name, ppersp, ty, n))
-        else:
-            ty = draw(st.sampled_from(BASES))
-            ppersp = draw(st.sampled_from(narrower_or_equal(g, persp)))
-            env = env.bind(VarInfo(name, ppersp, ty))
-        params.append(ast.Param(name, ty, ppersp))
-    body = gen_block(draw, g, env, max(g.max_depth - 1, 0))
-    need = memory_need(body, {f.fn.name: f.fn.uses for f in g.fns})
-    uses = need + draw(st.sampled_from([0, 4]))
-    fn = ast.FnDef(g.fresh("f"), tuple(params), persp, uses, body)
-    return FnInfo(fn, tuple(lengths))
 
 
 def gen_global(draw, g: Gen) -> ast.GlobalDecl:
@@ -466,7 +456,7 @@ def gen_program(draw, max_blocks: int = 2, max_threads: int = 4, max_depth: int 
     env = Env(GRID1, tuple(VarInfo(x.name, GRID1, ArrayType(x.elem, MemKind.GLOBAL),
                                    x.size) for x in globals_))
     for _ in range(draw(st.integers(0, max_fns))):
-        g.fns.append(gen_fn(draw, g, env))
+        g.fns.append(gen_fn(draw, g, env, gen_block))
     main = gen_block(draw, g, env, max_depth)
     fns = tuple(f.fn for f in g.fns)
     return ast.Program(ast.Machine(shape.blocks, shape.threads), globals_, fns, main)

@@ -1,0 +1,27 @@
+"""Standalone CUDA reproducers for compiled Bundl programs (issue 18): the kernel, its
+globals' initial values and the interpreter's final memory, through the backends'
+generic writer (`compiler/backends/standalone.py`, which says what the file does)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+from gpusem.compiler.backends.standalone import NVCC_COMMAND
+from gpusem.compiler.backends.standalone import standalone_source as write_standalone
+from gpusem.compiler.bundl_cuda.launch import DTYPES, kernel_spec
+from gpusem.compiler.bundl_cuda.pipeline import CompiledKernel
+
+__all__ = ["NVCC_COMMAND", "standalone_source"]
+
+
+def standalone_source(kernel: CompiledKernel, inputs: Mapping[str, np.ndarray],
+                      expected: Mapping[str, Sequence[object]] | None,
+                      title: str = "") -> str:
+    """`inputs` maps `g_NAME` to the initial contents (`launch.initial_globals`);
+    `expected` maps NAME to the interpreter's final values, or is None (the program
+    then prints its output)."""
+    want = None if expected is None else {
+        f"g_{name}": np.asarray(expected[name], dtype=DTYPES[elem])
+        for name, elem, _ in kernel.globals}
+    return write_standalone(kernel.source, [kernel_spec(kernel)], inputs, want, title)

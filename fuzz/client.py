@@ -1,0 +1,69 @@
+"""The client side of a campaign: cut it into shard tasks, hand them to an engine
+(`fuzz/engines/`), merge what comes back (`fuzz/engines/base.py` says who does what).
+
+`--shard I/N` is this machine's part of a campaign; `--jobs J` splits it further into
+J shards (I*J + j of N*J), so a campaign's rounds are the same however it is cut.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from gpusem.fuzz.engines.base import Engine, ShardTask
+from gpusem.fuzz.summary import Interrupted, Summary
+
+Tick = Callable[[Summary], None]
+
+
+def shard_tasks(spec: dict[str, Any], jobs: int) -> list[ShardTask]:
+    """The tasks of this machine's part (`spec["shard"]`, I/N) cut `jobs` ways."""
+    i, n = spec.get("shard", (0, 1))
+    rest = {k: v for k, v in spec.items() if k != "shard"}
+    return [ShardTask(rest, (i * jobs + j, n * jobs)) for j in range(jobs)]
+
+
+def run_campaign(spec: dict[str, Any], engine: Engine, jobs: int = 1,
+                 on_tick: Tick | None = None) -> Summary:
+    """Run `spec` (Campaign keyword arguments) as `jobs` shards on `engine`; the merged
+    Summary. Failed shards are listed in `Summary.failed`; the others' results stand.
+    `on_tick` gets the running totals (a Summary whose `found` counts findings)."""
+    tasks = shard_tasks(spec, jobs)
+    live: dict[ShardTask, Summary] = {}
+    total = Summary()
+
+    def progress(task: ShardTask, s: Summary) -> None:
+        live[task] = s
+        if on_tick is not None:
+            running = Summary()
+            for part in [total, *live.values()]:
+                running.merge(part)
+            running.found += len(total.findings)
+            on_tick(running)
+
+    events = engine.run(tasks, progress)
+    try:
+        for event in events:
+            live.pop(event.task, None)
+            if event.kind == "done" and event.summary is not None:
+                total.merge(event.summary)
+            else:
+                total.failed.append(event.error or f"{event.task.label} failed")
+            if on_tick is not None:
+                on_tick(total)
+    except KeyboardInterrupt as stop:  # the shards that reported are merged above
+        total.interrupted = (stop.signal_name if isinstance(stop, Interrupted)
+                             else "SIGINT")
+    finally:
+        close = getattr(events, "close", None)  # a generator: stops its shards
+        if close is not None:
+            close()
+        engine.close()
+    return total
+
+
+def run_jobs(base: dict[str, Any], jobs: int, on_tick: Tick | None = None) -> Summary:
+    """`run_campaign` on the local engine (processes of this machine)."""
+    from gpusem.fuzz.engines.local import LocalEngine
+
+    return run_campaign(base, LocalEngine(), max(1, jobs), on_tick)

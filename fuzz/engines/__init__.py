@@ -1,0 +1,1 @@
+"""Campaign engines: what runs a campaign's shards (`base.py` is the interface)."""

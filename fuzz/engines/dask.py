@@ -1,0 +1,370 @@
+"""The Dask engine (issue 19): a campaign's shards as Dask tasks, on whatever cluster
+the user has (a laptop, one 8-GPU host, SLURM or PBS through dask-jobqueue,
+Kubernetes through dask-kubernetes, plain SSH).
+
+Each shard the client hands over (`fuzz/engines/base.py`) is cut into *pieces* of a
+few rounds (`fuzz/engines/pieces.py`: a seed range and a round budget), each one Dask
+task that declares its resources: `GPU: 1` for the cuda backend, `CPU: 1` for the
+others. A worker is one process (one thread) that holds such a resource: for the cuda
+backend a process pinned to one GPU by its own CUDA_VISIBLE_DEVICES, which owns one
+CUDA context there. One GPU needs several of them, one per CPU core it is given,
+because a piece is Python work (generation, the interpreter, compilation) between its
+GPU launches: `--jobs J` starts J workers per GPU, each with `GPU=1`. The engine keeps
+two pieces per worker in flight and submits the next as one finishes, so fast and slow
+workers balance; with a time budget it stops submitting when the budget is spent and
+waits for the pieces under way (a few seconds each), with `--max-programs` it submits
+exactly the rounds that hold those programs.
+
+Results stream back as pieces finish (`as_completed`); the client claims each piece's
+bundles in the campaign's store (one folder per signature, whichever piece met it
+first; later meetings are sightings) and appends the piece to the record of finished
+pieces, which `--resume` reads. A worker lost mid-piece (killed, out of memory, its
+machine gone) is noticed by the scheduler, which runs the piece again on another
+worker (up to distributed.scheduler.allowed-failures times, then the piece is a failed
+one in the summary): a piece is a pure function of its seeds, so the retry checks the
+same programs and meets the same findings, and the store writes nothing twice.
+
+Without `--scheduler ADDR` the engine starts a local cluster of this machine (the
+GPUs it finds, `--gpus` to choose; `--jobs` workers per GPU, or `--jobs` workers in all
+for the cpu backend). On a cluster, start the workers with their resources and with
+daemon processes off (a piece starts its backend's worker processes):
+
+    dask scheduler
+    CUDA_VISIBLE_DEVICES=0 DASK_DISTRIBUTED__WORKER__DAEMON=False \\
+        dask worker tcp://HOST:8786 --nworkers 16 --nthreads 1 --resources GPU=1
+    gpusem fuzz --engine dask --scheduler tcp://HOST:8786 --backend cuda ...
+
+Dask is an optional extra (`pip install 'gpusem[dask]'`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpusem.calculus.errors import BadInput
+from gpusem.fuzz.bundle import BundleStore
+from gpusem.fuzz.engines.base import Engine, Progress, ShardEvent, ShardTask
+from gpusem.fuzz.engines.pieces import (
+    ROUNDS_PER_PIECE,
+    Piece,
+    PieceResult,
+    absorb,
+    carried_env,
+    finished,
+    known_findings,
+    record,
+    record_path,
+    run_piece,
+    window_at,
+    windows,
+)
+from gpusem.fuzz.summary import Finding, Summary
+from gpusem.fuzz.targets import RUNTIME_TARGETS
+
+IN_FLIGHT_PER_WORKER = 2
+CONNECT_TIMEOUT_S = 30.0
+
+
+@dataclass
+class _Shard:
+    """The client's view of one shard: what is submitted, what came back."""
+
+    task: ShardTask
+    plan: list[tuple[tuple[int, int], int | None]] | None  # fixed pieces, or None
+    done: set[tuple[int, int]]
+    summary: Summary
+    deadline: float
+    next_index: int = 0
+    in_flight: int = 0
+    started: float = field(default_factory=time.monotonic)
+
+    def _upcoming(self, per_piece: int) -> tuple[tuple[int, int], int | None] | None:
+        """The next window not finished before (a resume skips those) and its program
+        limit; None when none is left (the plan is exhausted or the budget spent)."""
+        while True:
+            if self.plan is not None:
+                if self.next_index >= len(self.plan):
+                    return None
+                window, limit = self.plan[self.next_index]
+            else:
+                if time.monotonic() >= self.deadline:
+                    return None
+                window, limit = window_at(self.next_index, per_piece), None
+            if window not in self.done:
+                return window, limit
+            self.next_index += 1
+
+    def next_piece(self, per_piece: int) -> Piece | None:
+        upcoming = self._upcoming(per_piece)
+        if upcoming is None:
+            return None
+        self.next_index += 1
+        return Piece(self.task.spec, self.task.shard, *upcoming, env=carried_env())
+
+    def finished(self, per_piece: int) -> bool:
+        return self.in_flight == 0 and self._upcoming(per_piece) is None
+
+
+class DaskEngine(Engine):
+    """See the module docstring. `scheduler`: an address (tcp://...) or None for a
+    local cluster; `jobs`: workers per GPU (cuda) or in all; `gpus`: "all", a count,
+    or ids ("0,1"); `rounds_per_piece`: a piece's rounds."""
+
+    name = "dask"
+
+    def __init__(self, backend: str = "cpu", scheduler: str | None = None,
+                 jobs: int = 1, gpus: str | None = None,
+                 rounds_per_piece: int = ROUNDS_PER_PIECE) -> None:
+        self.backend, self.scheduler, self.jobs = backend, scheduler, max(1, jobs)
+        self.gpus, self.per_piece = gpus, max(1, rounds_per_piece)
+        self.resource = {"GPU": 1} if backend == "cuda" else {"CPU": 1}
+        self.client: Any = None
+        self.cluster: Any = None
+        self.workers_started = 0
+
+    # ------------------------------------------------------------------ cluster
+
+    def connect(self) -> Any:
+        """The Dask client (a local cluster started on first use)."""
+        if self.client is not None:
+            return self.client
+        distributed = _distributed()
+        if self.scheduler:
+            self.client = distributed.Client(self.scheduler, timeout=CONNECT_TIMEOUT_S)
+        else:
+            self.cluster = self._local_cluster(distributed)
+            self.client = distributed.Client(self.cluster, timeout=CONNECT_TIMEOUT_S)
+        if not self._capacity():
+            name = next(iter(self.resource))
+            self.close()
+            raise BadInput(f"no worker of the dask cluster declares the resource {name} "
+                           f"(start workers with --resources {name}=1)")
+        return self.client
+
+    def _local_cluster(self, distributed: Any) -> Any:
+        cluster = local_cluster(self.backend, self.jobs, self.gpus)
+        self.workers_started = len(cluster.worker_spec)
+        return cluster
+
+    def _capacity(self) -> int:
+        """Workers that hold the pieces' resource: all those this engine started, or
+        on a cluster of the user's, those connected a moment after the first one is
+        (waiting at most CONNECT_TIMEOUT_S for any)."""
+        name = next(iter(self.resource))
+        deadline = time.monotonic() + CONNECT_TIMEOUT_S
+        settle: float | None = None
+        while True:
+            info = self.client.scheduler_info(n_workers=-1)["workers"]
+            n = sum(1 for w in info.values() if w.get("resources", {}).get(name, 0) >= 1)
+            now = time.monotonic()
+            if self.workers_started:
+                if n >= self.workers_started or now > deadline:
+                    return n
+            elif info:
+                settle = settle if settle is not None else now + 1.0
+                if now >= settle:
+                    return n
+            elif now > deadline:
+                return 0
+            time.sleep(0.2)
+
+    def close(self) -> None:
+        for thing in (self.client, self.cluster):
+            if thing is not None:
+                try:
+                    thing.close()
+                except Exception:  # noqa: BLE001, S110 - closing: nothing to report to
+                    pass
+        self.client = self.cluster = None
+
+    # ------------------------------------------------------------------ running
+
+    def run(self, tasks: Sequence[ShardTask],
+            on_progress: Progress | None = None) -> Iterator[ShardEvent]:
+        distributed = _distributed()
+        client = self.connect()
+        shards = [self._shard(t) for t in tasks]
+        stores = {t.spec["out_dir"]: BundleStore(t.spec["out_dir"]) for t in tasks}
+        known = {id(s): _known_map(stores[s.task.spec["out_dir"]], s.task.spec)
+                 for s in shards}
+        capacity = max(1, self._capacity()) * IN_FLIGHT_PER_WORKER
+        futures: dict[Any, _Shard] = {}
+        pending = distributed.as_completed()
+
+        def fill() -> None:
+            while len(futures) < capacity:
+                submitted = False
+                for s in shards:  # round-robin over the shards
+                    if len(futures) >= capacity:
+                        break
+                    piece = s.next_piece(self.per_piece)
+                    if piece is None:
+                        continue
+                    fut = client.submit(
+                        run_piece, piece, list(known[id(s)].values()),
+                        RUNTIME_TARGETS.get(piece.spec["target_name"]),
+                        resources=dict(self.resource), pure=False,
+                        key=f"gpusem-piece-{_slug(piece)}-{time.monotonic_ns()}")
+                    futures[fut] = s
+                    s.in_flight += 1
+                    pending.add(fut)
+                    submitted = True
+                if not submitted:
+                    return
+
+        reported: set[int] = set()
+        try:
+            fill()
+            for fut in pending:
+                s = futures.pop(fut)
+                s.in_flight -= 1
+                self._take(fut, s, stores[s.task.spec["out_dir"]], known[id(s)])
+                if on_progress is not None:
+                    on_progress(s.task, s.summary)
+                fill()
+                if s.finished(self.per_piece) and id(s) not in reported:
+                    reported.add(id(s))
+                    yield self._event(s)
+            for s in shards:  # the rest (nothing left to run: all done before a resume)
+                if id(s) not in reported:
+                    yield self._event(s)
+        finally:
+            for fut in list(futures):
+                fut.cancel()
+
+    def _shard(self, task: ShardTask) -> _Shard:
+        spec = task.spec
+        done, counted = (finished(spec["out_dir"], spec["prop"], task.shard)
+                         if spec.get("resume") else (set(), Summary()))
+        plan = None
+        if spec.get("max_programs") is not None:
+            plan = windows(spec["max_programs"], spec["round_size"], self.per_piece)
+        if done:
+            counted.findings = _findings_of(spec, task.shard)
+        return _Shard(task, plan, done, counted,
+                      deadline=time.monotonic() + float(spec.get("budget_s", 60.0)))
+
+    def _take(self, fut: Any, s: _Shard, store: BundleStore,
+              known: dict[str, dict[str, str]]) -> None:
+        try:
+            result: PieceResult = fut.result()
+        except Exception as err:  # noqa: BLE001 - a piece that raised, or KilledWorker
+            line = f"{type(err).__name__}: {err}".replace("\n", " ")[:300]
+            s.summary.failed.append(f"dask piece failed: {line}")
+            return
+        written = absorb(result, store)
+        record(s.task.spec["out_dir"], result, written)
+        spec = s.task.spec
+        for f in result.summary.findings:
+            known.setdefault(f.signature, {
+                "target": spec["target_name"], "backend": spec.get("backend", "cpu"),
+                "property": spec["prop"], "kind": f.kind, "signature": f.signature})
+        seconds = s.summary.seconds
+        s.summary.merge(result.summary)
+        s.summary.seconds = max(seconds, time.monotonic() - s.started)
+
+    @staticmethod
+    def _event(s: _Shard) -> ShardEvent:
+        s.summary.seconds = time.monotonic() - s.started
+        return ShardEvent(s.task, "done", s.summary)
+
+
+def local_cluster(backend: str = "cpu", jobs: int = 1, gpus: str | None = None) -> Any:
+    """A Dask cluster of this machine for the engine's pieces: for the cuda backend
+    `jobs` workers per GPU (`gpu_ids(gpus)`), each with CUDA_VISIBLE_DEVICES of its GPU
+    and the resource GPU=1; else `jobs` workers with CPU=1. One thread per worker (a
+    piece is Python work: one core); each worker under a nanny, which starts a new one
+    when a worker dies."""
+    import dask
+
+    distributed = _distributed()
+    # A piece starts processes (the cpu harness worker, the CUDA worker): a daemonic
+    # worker process may not have children.
+    dask.config.set({"distributed.worker.daemon": False})
+    if backend == "cuda":
+        envs = [{"CUDA_VISIBLE_DEVICES": g} for g in gpu_ids(gpus) for _ in range(jobs)]
+        resource = {"GPU": 1}
+    else:
+        envs, resource = [{} for _ in range(max(1, jobs))], {"CPU": 1}
+    workers = {f"gpusem-{i}": {"cls": distributed.Nanny, "options": {
+        "nthreads": 1, "resources": dict(resource), "env": env, "memory_limit": 0,
+        "silence_logs": logging.ERROR}} for i, env in enumerate(envs)}
+    scheduler = {"cls": distributed.Scheduler, "options": {
+        "dashboard_address": ":0", "dashboard": False}}  # any free port: never 8787
+    return distributed.SpecCluster(workers=workers, scheduler=scheduler,
+                                   silence_logs=logging.ERROR)
+
+
+def _distributed() -> Any:
+    try:
+        import distributed
+    except ImportError:
+        raise BadInput("the dask engine needs Dask: pip install 'gpusem[dask]'") from None
+    return distributed
+
+
+def gpu_ids(gpus: str | None) -> list[str]:
+    """The GPUs the local cluster's workers use: "0,1" as given, a count N (the first
+    N found), or all ("all"/None): CUDA_VISIBLE_DEVICES if set, else `nvidia-smi -L`."""
+    text = (gpus or "all").strip()
+    if text not in ("all", "") and not text.isdigit():
+        return [g.strip() for g in text.split(",") if g.strip()]
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        found = [g.strip() for g in visible.split(",") if g.strip()]
+    else:
+        try:
+            listing = subprocess.run(["nvidia-smi", "-L"], capture_output=True,
+                                     text=True, timeout=30, check=False).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            listing = ""
+        found = [str(i) for i, ln in enumerate(listing.splitlines())
+                 if ln.startswith("GPU ")]
+    if text.isdigit():
+        found = found[:int(text)]
+    if not found:
+        raise BadInput("the dask engine's cuda workers need a GPU: none found "
+                       "(nvidia-smi -L lists none; or pass --gpus)")
+    return found
+
+
+def _known_map(store: BundleStore, spec: dict[str, Any]) -> dict[str, dict[str, str]]:
+    return {k["signature"]: k for k in known_findings(store, spec["target_name"],
+                                                       spec["prop"])}
+
+
+def _findings_of(spec: dict[str, Any], shard: tuple[int, int]) -> list[Finding]:
+    """Findings of the finished pieces of a resumed shard, from their bundles."""
+    found: set[str] = set()
+    try:
+        for text in record_path(spec["out_dir"], spec["prop"], shard).read_text(
+                ).splitlines():
+            try:
+                found.update(json.loads(text).get("found", []))
+            except ValueError:
+                continue
+    except FileNotFoundError:
+        return []
+    out = []
+    for b in BundleStore(spec["out_dir"]).bundles():
+        m = b.meta
+        if m.get("signature") in found and m.get("property") == spec["prop"]:
+            out.append(Finding(m["signature"], m["kind"], str(m.get("detail", "")),
+                               int(m.get("size", 0)), str(b.path),
+                               bool(m.get("shrunk")), float(m.get("found_after_s", 0)),
+                               float(m.get("shrink_s", 0)),
+                               int(m.get("size_before", 0)), spec["prop"],
+                               spec["target_name"], new=False))
+    return out
+
+
+def _slug(piece: Piece) -> str:
+    i, n = piece.shard
+    return f"{piece.spec.get('prop', 'p')}-{i}-{n}-{piece.window[0]}"

@@ -1,0 +1,242 @@
+"""Pieces: a shard cut into tasks of a few rounds, for engines that spread a campaign
+over a cluster (issue 19; `fuzz/engines/dask.py`, and any other such engine).
+
+A shard (I, N) is the rounds r = I + k·N, k = 0, 1, ... (`fuzz/engines/base.py`). A
+*piece* is the window k0 <= k < k1 of one shard: a seed range and a round budget, run
+by `Campaign(**spec, shard=(I, N), window=(k0, k1))` anywhere. Pieces are small (a few
+rounds) so that a cluster balances them, a lost worker costs one piece, and an
+interrupted campaign resumes piece by piece.
+
+A piece runs on a worker that need not share the client's file system: its campaign
+writes into a store of its own (a temporary folder, seeded with the signatures the
+client already holds, so it does not shrink them again) and `run_piece` returns the
+shard's Summary with the files of every bundle it created. The client (`absorb`)
+claims them in the campaign's store (`BundleStore.claim`: atomic, one folder per
+signature) and counts a signature another piece got first as a sighting: each finding
+is written once, whichever piece, retry or resumed run met it.
+
+The record of finished pieces, beside the store's bundles (for `--resume`):
+
+  OUT/.gpusem/pieces/PROP-I-N.jsonl   one line per finished piece: its window, its
+                                      counts, the signatures it found and those it
+                                      wrote; appended after its bundles are claimed
+
+A resumed campaign skips the windows recorded there and adds their counts, so it checks
+the programs the uninterrupted campaign would have, each once (a piece under way when
+the campaign was stopped is run again: its findings are already claimed, and count as
+sightings).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gpusem.fuzz.bundle import BundleStore, read_bundle
+from gpusem.fuzz.manifest import FOLDER
+from gpusem.fuzz.summary import Finding, Summary
+
+ROUNDS_PER_PIECE = 2
+# The client's settings that decide verdicts travel with each piece and hold on the
+# worker while it runs (a worker started before them, or on another machine, would not
+# see them): the seeded fault, the reference path, the reducer's cap.
+CARRIED_ENV = ("GPUSEM_FAULT", "GPUSEM_REFERENCE", "GPUSEM_REFERENCE_AUDIT",
+               "GPUSEM_SHRINK_S")
+
+
+@dataclass(frozen=True)
+class Piece:
+    """The window (k0, k1) of the shard `shard` of the campaign `spec` (Campaign
+    keyword arguments); `max_programs` cuts the last piece of a `--max-programs` run."""
+
+    spec: dict[str, Any] = field(hash=False, compare=False)
+    shard: tuple[int, int]
+    window: tuple[int, int]
+    max_programs: int | None = None
+    env: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
+
+    @property
+    def label(self) -> str:
+        i, n = self.shard
+        return (f"{self.spec.get('prop', '?')} shard {i}/{n} rounds "
+                f"{i + self.window[0] * n}..{i + (self.window[1] - 1) * n}")
+
+
+@dataclass
+class PieceResult:
+    piece: Piece
+    summary: Summary
+    bundles: list[tuple[dict[str, Any], dict[str, str]]]  # (meta, files) it created
+    worker: str = ""  # where it ran (host:pid)
+
+
+def windows(shard_programs: int | None, round_size: int, per_piece: int,
+            start: int = 0) -> list[tuple[tuple[int, int], int | None]]:
+    """The pieces of a shard that checks `shard_programs` programs: ((k0, k1), the
+    piece's own program limit or None). Unbounded shards (a time budget) are cut by
+    the engine as it goes (`window_at`)."""
+    assert shard_programs is not None
+    rounds = -(-shard_programs // round_size)
+    out = []
+    for k0 in range(start, rounds, per_piece):
+        k1 = min(rounds, k0 + per_piece)
+        left = shard_programs - k0 * round_size
+        out.append(((k0, k1), left if left < (k1 - k0) * round_size else None))
+    return out
+
+
+def window_at(index: int, per_piece: int) -> tuple[int, int]:
+    return index * per_piece, (index + 1) * per_piece
+
+
+def carried_env() -> dict[str, str]:
+    """CARRIED_ENV as set in this process (an unset one is carried as unset: "")."""
+    return {k: os.environ.get(k, "") for k in CARRIED_ENV}
+
+
+# ---------------------------------------------------------------- on the worker
+
+def run_piece(piece: Piece, known: list[dict[str, str]], factory: Any = None
+              ) -> PieceResult:
+    """Run one piece in this process, in a store of its own (see the module
+    docstring); `known`: {target, kind, signature, property, backend} of the findings
+    the client holds; `factory`: a target registered at run time in the client."""
+    from gpusem.fuzz.campaign import Campaign
+    from gpusem.fuzz.targets import register_target
+
+    if factory is not None:
+        register_target(piece.spec["target_name"], factory)
+    # A worker's own threads (its event loop) draw from the global `random` while a
+    # round is generated; hypothesis then warns that a *strategy* used it. It did not
+    # (rounds are the same in every process: tests/fuzz/test_reproducible.py).
+    warnings.filterwarnings("ignore", message=".*the `random` module inside strategies")
+    local = tempfile.mkdtemp(prefix="gpusem-piece-")
+    saved = {k: os.environ.get(k) for k in piece.env}
+    try:
+        for k, v in piece.env.items():
+            _setenv(k, v or None)
+        store = BundleStore(local)
+        for meta in known:  # a stub per known signature: met again, it is a sighting
+            store.claim(dict(meta, state="known"), {})
+        spec = dict(piece.spec, out_dir=local, resume=False,
+                    max_programs=piece.max_programs)
+        summary = Campaign(**spec, shard=piece.shard, window=piece.window).run()
+        bundles = []
+        for f in summary.findings:
+            if f.new:
+                b = read_bundle(f.bundle)
+                bundles.append((b.meta, b.files))
+        return PieceResult(piece, summary, bundles, f"{os.uname().nodename}:{os.getpid()}")
+    finally:
+        for k, old in saved.items():
+            _setenv(k, old)
+        shutil.rmtree(local, ignore_errors=True)
+
+
+def _setenv(name: str, value: str | None) -> None:
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value
+
+
+# ---------------------------------------------------------------- on the client
+
+def absorb(result: PieceResult, store: BundleStore) -> list[str]:
+    """Claim a piece's bundles in the campaign's store; point its findings at them.
+    A signature the store holds already becomes a sighting of that bundle. The
+    signatures this call wrote are returned."""
+    written = []
+    files = {(m["signature"]): (m, fs) for m, fs in result.bundles}
+    for f in result.summary.findings:
+        if f.signature in files:
+            meta, texts = files[f.signature]
+            path, created = store.claim(meta, texts)
+        else:
+            known = store.lookup(_stub(result.piece, f))
+            if known is None:  # a finding of a known signature whose bundle is gone
+                continue
+            path, created = known, False
+        f.bundle, f.new = str(path), created
+        if created:
+            written.append(f.signature)
+        else:
+            store.sighting(path, {"seed": result.piece.spec.get("seed"),
+                                  "shard": list(result.piece.shard),
+                                  "window": list(result.piece.window),
+                                  "after_s": round(f.found_after_s, 2)})
+    return written
+
+
+def _stub(piece: Piece, f: Finding) -> dict[str, Any]:
+    return {"target": piece.spec["target_name"], "kind": f.kind,
+            "signature": f.signature}
+
+
+def known_findings(store: BundleStore, target: str, prop: str) -> list[dict[str, str]]:
+    """The signatures of `target`/`prop` the store holds (as `run_piece` takes them)."""
+    out = []
+    for b in store.bundles():
+        if b.meta.get("target") == target and b.meta.get("property") == prop:
+            out.append({k: str(b.meta[k]) for k in
+                        ("target", "backend", "property", "kind", "signature")})
+    return out
+
+
+def record_path(out_dir: str | Path, prop: str, shard: tuple[int, int]) -> Path:
+    return Path(out_dir) / FOLDER / "pieces" / f"{prop}-{shard[0]}-{shard[1]}.jsonl"
+
+
+def record(out_dir: str | Path, result: PieceResult, written: list[str]) -> None:
+    """Append the finished piece's line (one write: a kill leaves whole lines)."""
+    s, p = result.summary, result.piece
+    line = {"window": list(p.window), "programs": s.programs, "invalid": s.invalid,
+            "skipped": s.skipped, "unconfirmed": s.unconfirmed,
+            "outcomes": s.outcomes, "coverage": s.coverage,
+            "coverage_programs": s.coverage_programs,
+            "found": sorted(f.signature for f in s.findings), "wrote": sorted(written),
+            "seconds": round(s.seconds, 3), "worker": result.worker,
+            "at": round(time.time(), 3)}
+    path = record_path(out_dir, p.spec["prop"], p.shard)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, (json.dumps(line, sort_keys=True) + "\n").encode())
+    finally:
+        os.close(fd)
+
+
+def finished(out_dir: str | Path, prop: str, shard: tuple[int, int]
+             ) -> tuple[set[tuple[int, int]], Summary]:
+    """The windows a campaign in `out_dir` finished for this shard, and their counts
+    (findings are in the store; a torn last line, from a kill, is ignored)."""
+    done: set[tuple[int, int]] = set()
+    total = Summary()
+    try:
+        lines = record_path(out_dir, prop, shard).read_text().splitlines()
+    except FileNotFoundError:
+        return done, total
+    for text in lines:
+        try:
+            line = json.loads(text)
+            window = (int(line["window"][0]), int(line["window"][1]))
+        except (ValueError, KeyError, TypeError, IndexError):
+            continue
+        if window in done:
+            continue
+        done.add(window)
+        part = Summary(programs=line.get("programs", 0), invalid=line.get("invalid", 0),
+                       skipped=line.get("skipped", 0),
+                       unconfirmed=line.get("unconfirmed", 0),
+                       outcomes=line.get("outcomes", {}),
+                       coverage=line.get("coverage", {}),
+                       coverage_programs=line.get("coverage_programs", {}))
+        total.merge(part)
+    return done, total

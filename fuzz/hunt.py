@@ -1,0 +1,141 @@
+"""Generating a round once, and shrinking a finding from the exact example that showed
+it (issue 13: a round is no longer generated twice).
+
+`generate_round` runs hypothesis in its generate phase only and keeps, beside each
+program, the *choice sequence* hypothesis drew it from. When a program turns out to be
+a finding, `shrink_from` hands exactly that choice sequence to a second hypothesis run
+(phases reuse + shrink) through a one-entry example database, so hypothesis replays
+that one example and shrinks from it: nothing of the round is generated or checked
+again, and the shrinking starts from the same example (with the same random seed) as
+when the round ran under hypothesis with shrinking on, so it is as good and as
+deterministic.
+
+The entry goes in the database's *secondary* corpus: hypothesis takes an example from
+the primary corpus as already shrunk and would not shrink it.
+
+The choice sequence comes from `hypothesis.control.current_build_context()`; where a
+hypothesis version does not give it (None), `shrink_from` falls back to re-running the
+round's generation with shrinking on and checking only from the failing example's index
+on (the other examples are generated again, not checked again).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from gpusem.fuzz.reproducible import stable_constants
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis.database import ExampleDatabase
+
+
+@dataclass
+class Drawn:
+    program: Any
+    choices: tuple | None  # hypothesis's choice sequence, when it tells
+
+
+def _choices() -> tuple | None:
+    try:
+        from hypothesis.control import current_build_context
+
+        return tuple(current_build_context().data.choices)
+    except Exception:  # noqa: BLE001 - an internal of hypothesis that may move
+        return None
+
+
+def generate_round(strategy: Any, seed: int, n: int) -> list[Drawn]:
+    """The round's `n` programs (fewer if the strategy runs dry), from `seed`."""
+    drawn: list[Drawn] = []
+
+    def collect(program: Any) -> None:
+        drawn.append(Drawn(program, _choices()))
+
+    test = settings(max_examples=n, database=None, deadline=None,
+                    phases=[Phase.generate], suppress_health_check=list(HealthCheck))(
+        given(strategy)(collect))
+    with stable_constants():  # the same programs in every process (reproducible.py)
+        _seeded(test, seed)()
+    return drawn
+
+
+class _OneExample(ExampleDatabase):
+    """A database holding one example, in the secondary corpus, handed out once."""
+
+    def __init__(self, blob: bytes) -> None:
+        super().__init__()
+        self.blob: bytes | None = blob
+
+    def fetch(self, key: bytes) -> Iterable[bytes]:
+        if key.endswith(b".secondary") and self.blob is not None:
+            blob, self.blob = self.blob, None
+            yield blob
+
+    def save(self, key: bytes, value: bytes) -> None:
+        pass
+
+    def delete(self, key: bytes, value: bytes) -> None:
+        pass
+
+    def move(self, src: bytes, dest: bytes, value: bytes) -> None:
+        pass
+
+
+class _Found(Exception):
+    """Raised inside the hypothesis test for the signature being shrunk."""
+
+
+def shrink_from(strategy: Any, seed: int, example: Drawn, index: int, round_size: int,
+                fails: Callable[[Any], bool], stop: Callable[[], bool]) -> Any:
+    """The smallest program hypothesis finds, starting from `example` (drawn as the
+    `index`-th of a round of `round_size` from `seed`), for which `fails` holds;
+    `example.program` itself when shrinking finds nothing smaller. `stop()` true ends
+    the shrinking (the smallest so far is returned)."""
+    smallest = [example.program]
+
+    def body(program: Any) -> None:
+        if stop():
+            return
+        if fails(program):
+            smallest[0] = program
+            raise _Found
+
+    if example.choices is not None:
+        from hypothesis.database import choices_to_bytes
+
+        db = _OneExample(choices_to_bytes(example.choices))
+        test = settings(max_examples=round_size, database=db, deadline=None,
+                        report_multiple_bugs=False,
+                        suppress_health_check=list(HealthCheck),
+                        phases=[Phase.reuse, Phase.shrink])(given(strategy)(body))
+    else:
+        seen = [0]
+
+        def late(program: Any) -> None:  # the examples before `index` passed already
+            seen[0] += 1
+            if seen[0] >= index + 1:
+                body(program)
+
+        test = settings(max_examples=round_size, database=None, deadline=None,
+                        report_multiple_bugs=False,
+                        suppress_health_check=list(HealthCheck),
+                        phases=[Phase.generate, Phase.shrink])(given(strategy)(late))
+    try:
+        with warnings.catch_warnings():  # hypothesis's "overly large repr" of a big
+            warnings.simplefilter("ignore")  # failing program, when it reports it
+            with stable_constants():  # the programs depend on the seed alone
+                _seeded(test, seed)()
+    except _Found:
+        pass
+    except Exception:  # noqa: BLE001 - hypothesis's Flaky when `stop` cut the replay:
+        pass           # the smallest failure so far stands
+    return smallest[0]
+
+
+def _seeded(test: Any, seed: int) -> Any:
+    """hypothesis.seed(seed)(test), without the database=None that `seed` also sets
+    (the one-example database of `shrink_from` must stay)."""
+    test._hypothesis_internal_use_seed = seed
+    return test

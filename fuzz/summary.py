@@ -1,0 +1,135 @@
+"""What a campaign reports: one `Finding` per distinct bug and the `Summary` of a
+campaign or of one of its shards (counts, findings, coverage), mergeable across shards
+and engines (`fuzz/engines/`), and the source of every report (`fuzz/reports.py`)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+OUTCOMES = ("pass", "finding", "invalid", "skip")
+
+
+@dataclass
+class Finding:
+    signature: str
+    kind: str
+    detail: str
+    size: int  # statements of the program in the bundle (after shrinking)
+    bundle: str  # its folder in the store
+    shrunk: bool
+    found_after_s: float  # campaign time when the failure was first seen, before shrinking
+    shrink_s: float = 0.0  # time spent shrinking it afterwards
+    size_before: int = 0  # statements of the program as first seen
+    prop: str = ""
+    target: str = ""
+    duplicates: int = 0  # later sightings of the same signature (counted, not rewritten)
+    new: bool = True  # False: the store held this signature before this campaign
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Summary:
+    programs: int = 0
+    invalid: int = 0
+    skipped: int = 0
+    findings: list[Finding] = field(default_factory=list)
+    seconds: float = 0.0
+    failed: list[str] = field(default_factory=list)  # shards (`--jobs` processes) that died
+    seen_elsewhere: int = 0  # findings another shard of the campaign had already recorded
+    unconfirmed: int = 0  # timeouts that did not happen again with a longer limit
+    interrupted: str = ""  # "SIGINT" / "SIGTERM" when the campaign was stopped early
+    # property -> outcome (OUTCOMES) -> programs
+    outcomes: dict[str, dict[str, int]] = field(default_factory=dict)
+    # property -> rule/construct -> programs that exercised it; and the programs measured
+    coverage: dict[str, dict[str, int]] = field(default_factory=dict)
+    coverage_programs: dict[str, int] = field(default_factory=dict)
+    found: int = 0  # findings so far, in progress snapshots (whose `findings` is empty)
+
+    @property
+    def rate_per_min(self) -> float:
+        return 60.0 * self.programs / self.seconds if self.seconds else 0.0
+
+    @property
+    def internal(self) -> list[Finding]:
+        """Findings that are errors of gpusem itself (exit code 3)."""
+        return [f for f in self.findings if f.kind == "internal"]
+
+    @property
+    def finding_count(self) -> int:
+        return max(len(self.findings), self.found)
+
+    def count(self, prop: str, outcome: str, n: int = 1) -> None:
+        per = self.outcomes.setdefault(prop, dict.fromkeys(OUTCOMES, 0))
+        per[outcome] = per.get(outcome, 0) + n
+
+    def merge(self, other: Summary) -> None:
+        self.programs += other.programs
+        self.invalid += other.invalid
+        self.skipped += other.skipped
+        self.seconds = max(self.seconds, other.seconds)
+        self.failed += other.failed
+        self.seen_elsewhere += other.seen_elsewhere
+        self.found += other.found
+        self.unconfirmed += other.unconfirmed
+        self.interrupted = self.interrupted or other.interrupted
+        for prop, per in other.outcomes.items():
+            for outcome, n in per.items():
+                self.count(prop, outcome, n)
+        for prop, table in other.coverage.items():
+            mine = self.coverage.setdefault(prop, {})
+            for rule, n in table.items():
+                mine[rule] = mine.get(rule, 0) + n
+        for prop, n in other.coverage_programs.items():
+            self.coverage_programs[prop] = self.coverage_programs.get(prop, 0) + n
+        seen = {f.signature: f for f in self.findings}
+        for f in other.findings:
+            mine_f = seen.get(f.signature)
+            if mine_f is None:
+                seen[f.signature] = f
+                continue
+            # one finding, met by two shards: the smaller program, every sighting
+            # counted, the earliest time, and new if either shard created its bundle
+            keep = f if f.size < mine_f.size else mine_f
+            seen[f.signature] = Finding(**(keep.as_dict() | {
+                "duplicates": mine_f.duplicates + f.duplicates + 1,
+                "found_after_s": min(mine_f.found_after_s, f.found_after_s),
+                "new": mine_f.new or f.new}))
+        self.findings = sorted(seen.values(), key=lambda f: f.signature)
+
+    def coverage_per_10k(self, prop: str) -> dict[str, float]:
+        """Programs per 10,000 that exercised each rule or construct (`prop`'s table)."""
+        n = self.coverage_programs.get(prop, 0)
+        return {rule: round(1e4 * k / n, 1) for rule, k in
+                sorted(self.coverage.get(prop, {}).items())} if n else {}
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM while a campaign runs: raised by the signal handler the caller
+    installs (`install_signal_handlers`), caught by `Campaign.run`, which returns what
+    it has. A KeyboardInterrupt, so hypothesis and every `except Exception` let it
+    through."""
+
+    def __init__(self, signal_name: str = "SIGINT") -> None:
+        super().__init__(signal_name)
+        self.signal_name = signal_name
+
+
+def install_signal_handlers() -> None:
+    """SIGTERM raises `Interrupted("SIGTERM")` (SIGINT already raises a
+    KeyboardInterrupt, which `Campaign.run` takes as SIGINT)."""
+    import os
+    import signal
+
+    owner = os.getpid()
+
+    def on_term(signum: int, frame: Any) -> None:
+        if os.getpid() != owner:  # a forked worker (the cpu harness's): die as usual
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+        raise Interrupted("SIGTERM")
+
+    signal.signal(signal.SIGTERM, on_term)

@@ -1,0 +1,255 @@
+"""Where the time goes per program of the `compile` property (issue 19).
+
+Runs the stages of a campaign's rounds by hand (the rounds a campaign with the same
+seed checks, drawn as its prefetch draws them) and times each stage separately (wall
+seconds; the backend's worker and compiler processes are waited for, so their time is
+inside `build` and `launch`):
+
+  generate        hypothesis draws the round (generate-only, as the campaign's prefetch)
+  typecheck       Γ ⊢ p: not a campaign stage (the generators make well-typed programs)
+                  and not in the totals; measured to show what checking would cost
+  reference       the interpreter's outcome, the campaign's fast path
+                  (`fuzz/bundl/fast_reference.py`: big-step + the z3 proof where needed)
+  full reference  the reference pipeline's, split (`before` total, not the campaign's):
+    rr              the small-step run under round-robin
+    race            the z3 race analysis (general programs; kernel-shaped ones are
+                    race-free by construction)
+    schedules       the other three schedules (greedy, greedy-reverse, random:1)
+  compile         Bundl -> CUDA (the pipeline's passes and the emitter)
+  jobs            the launch jobs: initial globals, one job per harness seed
+  build           the backend's build of the round (g++ on cpu, NVRTC on cuda)
+  launch          the backend's launches (harness fibres on cpu; on cuda the worker
+                  round trips, the shared-memory scribble, the kernel, the copies),
+    kernel          of which the kernels themselves (the backend's own timing)
+  compare         outputs against the interpreter's memory
+
+  python scripts/profile_stages.py --backend cpu --rounds 3 --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+CAMPAIGN = ("generate", "reference", "compile", "jobs", "build", "launch", "compare")
+FULL = ("rr", "race", "schedules")  # the reference pipeline's reference, split
+EXTRA = ("typecheck", "kernel")  # reported, in no total (kernel is inside launch)
+
+
+class Clock:
+    """Wall and CPU seconds per stage. CPU: this process, the children it reaped (g++)
+    and its live children (the harness worker; the CUDA worker, which runs NVRTC),
+    read from /proc: what a stage costs the machine, which other load on a shared
+    machine barely changes (wall time it does)."""
+
+    def __init__(self) -> None:
+        self.wall, self.cpu = Counter[str](), Counter[str]()
+
+    @contextmanager
+    def __call__(self, stage: str, live: bool = False) -> Iterator[None]:
+        """`live`: the stage makes the live children work (build, launch); reading
+        theirs costs a walk of /proc, which the in-process stages are spared."""
+        w0, c0 = time.perf_counter(), tree_cpu(live)
+        try:
+            yield
+        finally:
+            self.wall[stage] += time.perf_counter() - w0
+            self.cpu[stage] += tree_cpu(live) - c0
+
+
+def tree_cpu(live: bool = True) -> float:
+    """CPU seconds of this process, its reaped children and (`live`) its live ones."""
+    t = os.times()
+    total = t.user + t.system + t.children_user + t.children_system
+    if not live:
+        return total
+    tick, me = os.sysconf("SC_CLK_TCK"), os.getpid()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == me:  # the parent pid; then utime, stime (fields 14, 15)
+            total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
+def profile(backend_name: str, rounds: int, round_size: int, seed: int) -> dict:
+    from gpusem.compiler.bundl_cuda.pipeline import CompileOptions, compile_program
+    from gpusem.fuzz.bundl import compile_property as cp
+    from gpusem.fuzz.bundl.fast_reference import fast_reference
+    from gpusem.fuzz.bundl.target import BundlTarget
+    from gpusem.typing_rules.bundl.stmt import check_program as typecheck
+
+    target = BundlTarget(backend=backend_name)
+    backend = cp.shared_backend(backend_name)
+    clock = Clock()
+    kinds, verdicts = Counter[str](), Counter[str]()
+    programs, kernel_s = 0, 0.0
+    _warm_up(target, backend_name, seed)
+    wall0, cpu0 = time.perf_counter(), tree_cpu()
+    try:
+        for r in range(rounds):
+            with clock("generate"):
+                gens = _round_programs(target, seed, r, round_size)
+            jobs, owners, kernels, outcomes = [], [], {}, {}
+            for n, g in enumerate(gens):
+                programs += 1
+                kinds["kernel-shaped" if g.race_free_by_construction else "general"] += 1
+                prog, prove = g.program, not g.race_free_by_construction
+                with clock("typecheck"):
+                    typecheck(prog)
+                _timed_full_reference(prog, prove, clock)
+                with clock("reference"):
+                    outcome = fast_reference(prog, prove_race_free=prove).outcome
+                if (skip := cp._not_compared(outcome)) is not None:
+                    verdicts[skip.kind] += 1
+                    continue
+                outcomes[n] = outcome
+                with clock("compile"):
+                    try:
+                        kernel = compile_program(prog, CompileOptions(sync_motion=True))
+                    except Exception as err:  # noqa: BLE001 - as the campaign counts it
+                        verdicts[cp._compile_failure(err).kind] += 1
+                        continue
+                kernels[n] = kernel
+                with clock("jobs"):
+                    for job in cp._jobs(prog, kernel, cp.HARNESS_SEEDS, backend_name):
+                        jobs.append(job)
+                        owners.append(n)
+            with clock("build", live=True):
+                _build(backend, [j.spec for j in jobs])
+            with clock("launch", live=True):
+                results = backend.run(jobs) if jobs else []
+            kernel_s += sum(res.elapsed for res in results)
+            with clock("compare"):
+                by_program: dict[int, list] = {}
+                for n, res in zip(owners, results, strict=True):
+                    by_program.setdefault(n, []).append(res)
+                for n, rs in by_program.items():
+                    v = cp.compare(gens[n].program, outcomes[n].globals,
+                                   kernels[n].source, rs, cp.HARNESS_SEEDS)
+                    verdicts[v.kind] += 1
+    finally:
+        target.close()
+    wall, cpu = time.perf_counter() - wall0, tree_cpu() - cpu0
+    clock.wall["kernel"] = kernel_s
+
+    def per(table: Counter) -> dict[str, float]:
+        return {s: round(1000 * table[s] / max(1, programs), 3)
+                for s in (*CAMPAIGN, *FULL, *EXTRA) if s in table or s in CAMPAIGN}
+
+    walls, cpus = per(clock.wall), per(clock.cpu)
+    now, cpu_now = (sum(x[s] for s in CAMPAIGN) for x in (walls, cpus))
+    before = now - walls["reference"] + sum(walls.get(s, 0.0) for s in FULL)
+    cpu_before = cpu_now - cpus["reference"] + sum(cpus.get(s, 0.0) for s in FULL)
+    return {"programs": programs, "rounds": rounds, "round_size": round_size,
+            "seed": seed, "backend": backend_name, "property": "compile",
+            "ms_per_program": walls, "cpu_ms_per_program": cpus,
+            "share": {s: round(walls[s] / now, 4) for s in CAMPAIGN},
+            "cpu_share": {s: round(cpus[s] / cpu_now, 4) for s in CAMPAIGN},
+            "campaign_ms_per_program": round(now, 3),
+            "full_reference_ms_per_program": round(before, 3),
+            "campaign_cpu_ms_per_program": round(cpu_now, 3),
+            "full_reference_cpu_ms_per_program": round(cpu_before, 3),
+            "one_process_programs_per_min": round(60_000 / now, 1) if now else 0.0,
+            "programs_by_kind": dict(kinds), "verdicts": dict(verdicts),
+            "wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "cores": os.cpu_count(),
+            "loadavg": [round(x, 2) for x in os.getloadavg()],
+            "device": os.environ.get("GPUSEM_DEVICE", ""),
+            "note": "per program, in one process: ms_per_program is wall time, "
+                    "cpu_ms_per_program the CPU of this process and its children "
+                    "(g++, the harness worker, the CUDA worker that runs NVRTC). "
+                    "campaign: the stages as the campaign runs them (the fast "
+                    "reference); full_reference: the same with the reference "
+                    "pipeline's four small-step runs + z3 (rr, race, schedules) "
+                    "instead; typecheck (not a campaign stage) and kernel (the "
+                    "kernels' own time, inside launch) are in no total; wall_s/cpu_s "
+                    "include the full reference, which the campaign does not run",
+            "command": shlex.join([os.path.basename(sys.executable), *sys.argv])}
+
+
+def _warm_up(target, backend_name: str, seed: int) -> None:
+    """One small round of another seed, untimed: imports, hypothesis, the backend's
+    worker (a CUDA context), g++'s precompiled header."""
+    from gpusem.fuzz.bundl import compile_property as cp
+
+    gens = _round_programs(target, seed + 1, 0, 10)
+    cp.check_batch([g.program for g in gens], backend_name, cp.HARNESS_SEEDS, True,
+                   [cp.reference(g.program) for g in gens])
+
+
+def _round_programs(target, seed: int, r: int, round_size: int) -> list:
+    """The programs of round r, drawn as the campaign draws them."""
+    from gpusem.fuzz.bundl.generated import as_generated
+    from gpusem.fuzz.campaign import round_seed
+    from gpusem.fuzz.hunt import generate_round
+
+    drawn = generate_round(target.strategy("compile"), round_seed(seed, r), round_size)
+    return [as_generated(d.program) for d in drawn]
+
+
+def _timed_full_reference(prog, prove_race_free: bool, clock: Clock) -> None:
+    """compile_property.reference, stage by stage (the same calls in the same order)."""
+    from gpusem.fuzz.bundl import compile_property as cp
+    from gpusem.interpreter.bundl.schedulers import run_program
+
+    with clock("rr"):
+        outcome = run_program(prog, schedule="rr", max_steps=2_000_000)
+    if outcome.kind != "terminated":
+        return
+    if prove_race_free:
+        with clock("race"):
+            unproven = cp.unproven_race_freedom(prog)
+        if unproven is not None:
+            return
+    with clock("schedules"):
+        for schedule in cp.SCHEDULES[1:]:
+            other = run_program(prog, schedule=schedule, max_steps=2_000_000)
+            if other.kind != "terminated" or other.globals != outcome.globals:
+                break
+
+
+def _build(backend, specs) -> None:
+    """The backend's build step alone (the run that follows finds it cached)."""
+    if not specs:
+        return
+    if hasattr(backend, "build"):
+        backend.build(specs)  # cpu: g++ into one shared library
+    else:
+        backend._ensure_built(specs)  # cuda: NVRTC into one module, then loaded
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--backend", default="cpu")
+    ap.add_argument("--rounds", type=int, default=4)
+    ap.add_argument("--round-size", type=int, default=100)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--json", help="write the result here (also printed)")
+    args = ap.parse_args(argv)
+    # A fresh build cache: a round's kernels are built, not found from an earlier run.
+    with tempfile.TemporaryDirectory(prefix="gpusem-profile-") as cache:
+        os.environ["GPUSEM_CACHE_DIR"] = cache
+        result = profile(args.backend, args.rounds, args.round_size, args.seed)
+    text = json.dumps(result, indent=1)
+    print(text)
+    if args.json:
+        with open(args.json, "w") as f:
+            f.write(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,224 @@
+"""The Dask engine (issue 19) on a local cluster of two workers: the local engine's
+results for the same seeds, a worker killed mid-piece (its piece retried, every
+finding still reported, nothing written twice), and --resume.
+
+The toy target is tests/fuzz/test_campaign.py's: its bugs are known exactly (`big7`,
+`long0`), so the findings a campaign must report are known independently of the
+engine. The cluster is shared by the tests of this module (starting one costs seconds
+on the 2-core CI machine)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+
+import pytest
+from gpusem.calculus.errors import BadInput
+from gpusem.fuzz.bundle import list_bundles
+from gpusem.fuzz.client import run_campaign
+from gpusem.fuzz.engines import pieces
+from gpusem.fuzz.engines.dask import DaskEngine, gpu_ids, local_cluster
+from gpusem.fuzz.engines.local import LocalEngine
+from gpusem.fuzz.targets import CheckResult, register_target
+
+from tests.fuzz.test_campaign import ToyTarget
+
+ROUND, PROGRAMS = 25, 250  # ten rounds: ten pieces of one round
+
+
+class KillerToy(ToyTarget):
+    """The toy, except that the 12th program a worker checks kills that worker
+    (SIGKILL: no finally, no goodbye), once per campaign: whoever removes the flag
+    file first is the one that dies."""
+
+    checks = 0
+
+    def check(self, program, prop="compile"):
+        KillerToy.checks += 1
+        flag = os.environ.get("GPUSEM_TEST_KILL_FLAG", "")
+        if KillerToy.checks == 12 and flag:
+            try:
+                os.unlink(flag)
+            except FileNotFoundError:
+                pass
+            else:
+                Path(flag + ".killed").write_text(str(os.getpid()))
+                os.kill(os.getpid(), signal.SIGKILL)
+        return super().check(program, prop)
+
+
+register_target("toy", ToyTarget)
+register_target("killertoy", KillerToy)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    flag = tmp_path_factory.mktemp("kill") / "flag"
+    os.environ["GPUSEM_TEST_KILL_FLAG"] = str(flag)  # the workers inherit it
+    c = local_cluster("cpu", jobs=2)
+    try:
+        yield c, flag
+    finally:
+        c.close()
+        os.environ.pop("GPUSEM_TEST_KILL_FLAG", None)
+
+
+def spec(out, **kw) -> dict:
+    return {"target_name": "toy", "backend": "cpu", "prop": "compile", "budget_s": 120,
+            "seed": 5, "shard": (0, 1), "out_dir": str(out), "round_size": ROUND,
+            "max_programs": PROGRAMS} | kw
+
+
+def dask(cluster) -> DaskEngine:
+    return DaskEngine(scheduler=cluster[0].scheduler_address, rounds_per_piece=1)
+
+
+def found(summary) -> dict[str, tuple[int, bool]]:
+    return {f.signature: (f.size, f.shrunk) for f in summary.findings}
+
+
+def record_lines(out) -> list[dict]:
+    path = pieces.record_path(out, "compile", (0, 1))
+    return [json.loads(x) for x in path.read_text().splitlines()]
+
+
+def test_the_local_engines_results_for_the_same_seeds(cluster, tmp_path):
+    local = run_campaign(spec(tmp_path / "local"), LocalEngine(), 1)
+    remote = run_campaign(spec(tmp_path / "dask"), dask(cluster), 1)
+    assert not remote.failed
+    assert (remote.programs, remote.invalid) == (local.programs, local.invalid) == (
+        PROGRAMS, local.invalid)
+    assert local.invalid > 0
+    assert found(remote) == found(local) == {"wrong:big7": (2, True),
+                                             "crash:long0": (7, True)}
+    bundles = list_bundles(tmp_path / "dask")
+    assert sorted(b.signature for b in bundles) == ["crash:long0", "wrong:big7"]
+    lines = record_lines(tmp_path / "dask")
+    assert sorted(tuple(x["window"]) for x in lines) == [(k, k + 1) for k in range(10)]
+    assert len({x["worker"] for x in lines}) == 2  # both workers took pieces
+
+
+def test_a_worker_killed_mid_piece_loses_nothing_and_writes_nothing_twice(
+        cluster, tmp_path):
+    _, flag = cluster
+    clean = run_campaign(spec(tmp_path / "clean", target_name="toy"), dask(cluster), 1)
+    flag.write_text("armed")
+    killed = run_campaign(spec(tmp_path / "killed", target_name="killertoy"),
+                          dask(cluster), 1)
+    assert not flag.exists() and Path(f"{flag}.killed").exists()  # a worker died
+    assert not killed.failed
+    assert killed.programs == clean.programs == PROGRAMS
+    assert set(found(killed)) == set(found(clean)) == {"wrong:big7", "crash:long0"}
+    lines = record_lines(tmp_path / "killed")
+    windows = sorted(tuple(x["window"]) for x in lines)
+    assert windows == [(k, k + 1) for k in range(10)]  # the lost piece ran again, once
+    wrote = [s for x in lines for s in x["wrote"]]
+    assert sorted(wrote) == ["crash:long0", "wrong:big7"]  # each bundle written once
+    assert len(list_bundles(tmp_path / "killed")) == 2
+
+
+def test_resume_runs_only_the_pieces_not_finished(cluster, tmp_path):
+    out = tmp_path / "resumed"
+    ticks = []
+
+    def stop_after_four(task, s):  # Ctrl-C in the client after four pieces
+        ticks.append(s.programs)
+        if len(ticks) == 4:
+            raise KeyboardInterrupt
+
+    interrupted = _run_interrupted(spec(out), dask(cluster), stop_after_four)
+    assert interrupted.interrupted == "SIGINT"
+    done_before = {tuple(x["window"]) for x in record_lines(out)}
+    assert 4 <= len(done_before) < 10
+    rest = run_campaign(spec(out, resume=True), dask(cluster), 1)
+    lines = record_lines(out)
+    again = [tuple(x["window"]) for x in lines][len(done_before):]
+    assert set(again).isdisjoint(done_before)  # nothing finished runs again
+    assert sorted(done_before | set(again)) == [(k, k + 1) for k in range(10)]
+    whole = run_campaign(spec(tmp_path / "whole"), dask(cluster), 1)
+    assert rest.programs == whole.programs == PROGRAMS
+    assert rest.invalid == whole.invalid
+    assert set(found(rest)) == set(found(whole))
+    wrote = [s for x in lines for s in x["wrote"]]
+    assert sorted(wrote) == sorted(set(wrote))  # no bundle written twice
+
+
+def _run_interrupted(s, engine, on_progress):
+    """run_campaign with a progress hook that raises (as Ctrl-C would)."""
+    from gpusem.fuzz.client import shard_tasks
+    from gpusem.fuzz.summary import Summary
+
+    total = Summary()
+    events = engine.run(shard_tasks(s, 1), on_progress)
+    try:
+        for event in events:
+            total.merge(event.summary)
+    except KeyboardInterrupt:
+        total.interrupted = "SIGINT"
+    finally:
+        events.close()
+        engine.close()
+    return total
+
+
+def test_the_bundl_target_on_dask_checks_what_the_local_engine_checks(
+        cluster, tmp_path):
+    """The real target (g++ and the harness inside the Dask workers): the same
+    programs with the same verdicts as on the local engine."""
+    s = spec(tmp_path / "l", target_name="bundl", round_size=20, max_programs=60,
+             seed=2)
+    local = run_campaign(s, LocalEngine(), 1)
+    remote = run_campaign(dict(s, out_dir=str(tmp_path / "d")), dask(cluster), 1)
+    assert not remote.failed and not local.findings
+    assert remote.outcomes == local.outcomes and remote.programs == 60
+    assert local.outcomes["compile"]["pass"] >= 40
+
+
+class EnvToy(ToyTarget):
+    """A finding that names the seeded fault the worker sees."""
+
+    def check(self, program, prop="compile"):
+        if 7 in program:
+            return CheckResult("finding", f"env:{os.environ.get('GPUSEM_FAULT')}",
+                               "env", "", {"program.json": "[]"}, 1)
+        return CheckResult("pass")
+
+
+register_target("envtoy", EnvToy)
+
+
+def test_the_clients_fault_setting_reaches_the_workers(cluster, tmp_path, monkeypatch):
+    """GPUSEM_FAULT set in the client after the workers started: the pieces carry it
+    (a fault switched on only in the client would make a campaign find nothing)."""
+    monkeypatch.setenv("GPUSEM_FAULT", "group-modulus")
+    s = run_campaign(spec(tmp_path, target_name="envtoy", max_programs=50),
+                     dask(cluster), 1)
+    assert set(found(s)) == {"env:group-modulus"}
+
+
+def test_a_cluster_without_the_resource_is_one_line(tmp_path):
+    c = local_cluster("cpu", jobs=1)
+    try:
+        engine = DaskEngine(backend="cuda", scheduler=c.scheduler_address)
+        with pytest.raises(BadInput, match="resource GPU"):
+            engine.connect()
+    finally:
+        c.close()
+
+
+def test_gpu_ids(monkeypatch):
+    assert gpu_ids("0,2") == ["0", "2"]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,5")
+    assert gpu_ids("all") == ["3", "5"] and gpu_ids("1") == ["3"]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    with pytest.raises(BadInput, match="need a GPU"):
+        gpu_ids(None)
+
+
+def test_windows_of_a_program_budget():
+    assert pieces.windows(250, 25, 4) == [((0, 4), None), ((4, 8), None),
+                                          ((8, 10), None)]
+    assert pieces.windows(110, 25, 2) == [((0, 2), None), ((2, 4), None),
+                                          ((4, 5), 10)]

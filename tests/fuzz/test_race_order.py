@@ -1,0 +1,46 @@
+"""The race analysis on the shapes whose barriers it once missed (issue 14, item 3), as
+data: `race_shapes/*.bundl`, each `// NAME: race yes|no` with a `why`, in pairs: a
+race-free program the analysis used to call racy (a false exclusion from the compiler
+oracle) and a real race of the same shape, which it must still report. The truth of
+every file is established independently, by exhaustive exploration of all its
+interleavings (one final memory, or several).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from gpusem.calculus.bundl.parser import parse_program
+from gpusem.fuzz.bundl.race import analyse
+from gpusem.interpreter.bundl.schedulers import run_program
+from gpusem.typing_rules.bundl.stmt import check_program
+
+SHAPES = sorted((Path(__file__).parent / "race_shapes").glob("*.bundl"))
+
+
+def _racy(path: Path) -> bool:
+    m = re.search(r"^// \w+: race (yes|no)$", path.read_text(), re.M)
+    assert m, f"{path.name}: header `// NAME: race yes|no`"
+    return m.group(1) == "yes"
+
+
+def test_every_shape_comes_in_pairs():
+    names = {p.stem for p in SHAPES}
+    assert len(SHAPES) >= 10
+    for stem in names:
+        base = stem.rsplit("_", 1)[0]
+        assert {f"{base}_ok", f"{base}_race"} <= names, stem
+
+
+@pytest.mark.parametrize("path", SHAPES, ids=lambda p: p.stem)
+def test_analysis_verdict_matches_exhaustive_exploration(path):
+    prog = parse_program(path.read_text(), path.name)
+    check_program(prog)
+    every = run_program(prog, "exhaustive", max_steps=1_000_000)
+    assert every.kind == "terminated", every.message
+    truly_racy = len(every.final_memories) > 1
+    assert truly_racy == _racy(path), every.final_memories  # the header is true
+    report = analyse(prog)
+    assert report.race_free != truly_racy, report.describe()

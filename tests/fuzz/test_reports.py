@@ -1,0 +1,127 @@
+"""Reports and exit codes of `gpusem fuzz` (issue 18): the JSON report against its
+documented schema (docs/schema/), SARIF 2.1.0 against a schema written from the
+standard, JUnit XML; every exit code."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import jsonschema
+import pytest
+from click.testing import CliRunner
+from gpusem.cli.main import cli
+
+import tests.fuzz.toys  # noqa: F401 - registers the toy targets
+
+ROOT = Path(__file__).resolve().parents[2]
+REPORT_SCHEMA = json.loads((ROOT / "docs/schema/campaign-report.schema.json").read_text())
+SARIF_SCHEMA = json.loads(
+    (Path(__file__).parent / "schemas/sarif-2.1.0-structure.schema.json").read_text())
+
+
+def fuzz(tmp_path, *args: str):
+    return CliRunner().invoke(cli, ["fuzz", "--out", str(tmp_path / "out"), "--budget",
+                                    "60s", "--json", str(tmp_path / "r.json"), "--sarif",
+                                    str(tmp_path / "r.sarif"), "--junit",
+                                    str(tmp_path / "r.xml"), *args])
+
+
+def validate(instance, schema) -> None:
+    cls = jsonschema.validators.validator_for(schema)
+    cls.check_schema(schema)
+    cls(schema, format_checker=cls.FORMAT_CHECKER).validate(instance)
+
+
+@pytest.fixture(scope="module")
+def two_findings(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("reports")
+    res = fuzz(tmp, "--target", "toy-sometimes", "--max-programs", "300", "--coverage")
+    return tmp, res
+
+
+def test_the_json_report_follows_its_schema(two_findings) -> None:
+    tmp, res = two_findings
+    report = json.loads((tmp / "r.json").read_text())
+    validate(report, REPORT_SCHEMA)
+    assert report["exit_code"] == res.exit_code == 3  # one finding is internal
+    kinds = {f["kind"] for f in report["findings"]}
+    assert kinds == {"wrong", "internal"}
+    assert report["counts"]["programs"] == 300 == sum(
+        report["by_property"]["compile"].values())
+    wrong = next(f for f in report["findings"] if f["kind"] == "wrong")
+    assert wrong["size"] == 2 <= wrong["size_before"] and wrong["shrunk"]
+    assert (Path(wrong["bundle"]) / wrong["program_file"]).is_file()
+    assert json.loads((tmp / "out/summary.json").read_text()) == report
+    assert report["coverage"] == {}  # the target measures none: an empty table
+
+
+def test_the_json_schema_rejects_what_it_should(two_findings) -> None:
+    tmp, _ = two_findings
+    report = json.loads((tmp / "r.json").read_text())
+    for broken in ({**report, "version": 2}, {**report, "findings": [{}]},
+                   {k: v for k, v in report.items() if k != "counts"}):
+        with pytest.raises(jsonschema.ValidationError):
+            validate(broken, REPORT_SCHEMA)
+
+
+def test_sarif_is_2_1_0_with_one_result_per_finding(two_findings) -> None:
+    tmp, _ = two_findings
+    sarif = json.loads((tmp / "r.sarif").read_text())
+    validate(sarif, SARIF_SCHEMA)
+    (run,) = sarif["runs"]
+    rules = run["tool"]["driver"]["rules"]
+    assert {r["id"] for r in rules} == {"gpusem/wrong", "gpusem/internal"}
+    assert len(run["results"]) == 2
+    for r in run["results"]:  # SARIF 3.27.6: ruleIndex indexes the driver's rules
+        assert rules[r["ruleIndex"]]["id"] == r["ruleId"]
+        uri = r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+        assert Path(uri).is_file() and Path(uri).name == "program.json"
+    with pytest.raises(jsonschema.ValidationError):
+        validate({**sarif, "version": "2.0.0"}, SARIF_SCHEMA)
+
+
+def test_junit_has_one_failure_per_finding(two_findings) -> None:
+    tmp, _ = two_findings
+    root = ET.parse(tmp / "r.xml").getroot()
+    suite = root.find("testsuite")
+    assert suite is not None and suite.get("failures") == "2"
+    failures = suite.findall("testcase/failure")
+    assert len(failures) == 2 and {f.get("type") for f in failures} == {"wrong",
+                                                                         "internal"}
+    assert len(suite.findall("testcase")) == int(suite.get("tests", "0")) == 3
+
+
+def test_the_summary_is_whole_when_stdout_is_not_a_terminal(two_findings) -> None:
+    _, res = two_findings
+    line = next(ln for ln in res.output.splitlines() if ln.startswith("internal\t"))
+    sig = line.split("\t")[1]
+    assert sig.startswith("internal:KeyError:") and "…" not in line
+
+
+@pytest.mark.parametrize(("args", "code"), [
+    (["--target", "toys", "--max-programs", "0"], 0),
+    (["--target", "toys", "--max-programs", "200"], 1),
+    (["--target", "toys", "--budget", "5x"], 2),
+    (["--target", "nope"], 2),
+    (["--target", "toys", "--property", "nope"], 2),
+    (["--target", "toy-raises", "--max-programs", "20"], 3),
+])
+def test_exit_codes(tmp_path, monkeypatch, capsys, args, code) -> None:
+    """Through `main`, as the installed `gpusem` runs (errors become exit codes)."""
+    from gpusem.cli.main import main
+
+    monkeypatch.setattr("sys.argv", ["gpusem", "fuzz", "--out", str(tmp_path / "o"),
+                                     *args])
+    with pytest.raises(SystemExit) as stop:
+        main()
+    err = capsys.readouterr().err
+    assert stop.value.code == code, err
+    assert "Traceback" not in err
+
+
+def test_exit_codes_are_in_the_help() -> None:
+    for verb in ("fuzz", "replay"):
+        text = CliRunner().invoke(cli, [verb, "--help"]).output
+        assert "Exit codes" in text and "3" in text

@@ -1,0 +1,51 @@
+"""A round's programs depend on its seed alone, not on the process that draws them
+(fuzz/reproducible.py): the Dask engine, --jobs and --resume run rounds wherever a
+worker is free."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+
+from gpusem.fuzz.reproducible import stable_constants
+
+ROUND = """
+import hashlib, sys
+from gpusem.calculus.bundl.printer import print_program
+from gpusem.fuzz.bundl.generated import as_generated
+from gpusem.fuzz.bundl.target import BundlTarget
+from gpusem.fuzz.campaign import round_seed
+from gpusem.fuzz.hunt import generate_round
+
+def digest(r):
+    drawn = generate_round(BundlTarget().strategy("compile"), round_seed(2, r), 20)
+    text = "".join(print_program(as_generated(d.program).program) for d in drawn)
+    return hashlib.sha256(text.encode()).hexdigest()
+"""
+
+
+def test_a_round_is_the_same_fresh_and_after_checking_another():
+    """Round 1 drawn by a fresh process, and drawn here after round 0 was batch-checked
+    (which imports the compiler, the backends, the race analysis: local modules whose
+    constants hypothesis would otherwise draw from)."""
+    fresh = subprocess.run([sys.executable, "-c", ROUND + "print(digest(1))"],
+                           capture_output=True, text=True, check=True).stdout.strip()
+    scope: dict = {}
+    exec(ROUND, scope)  # noqa: S102 - the same code, in this process
+    from gpusem.fuzz.bundl.target import BundlTarget
+    from gpusem.fuzz.campaign import round_seed
+    from gpusem.fuzz.hunt import generate_round
+
+    target = BundlTarget()
+    round0 = generate_round(target.strategy("compile"), round_seed(2, 0), 20)
+    assert target.prefetch([d.program for d in round0], "compile")
+    assert scope["digest"](1) == fresh
+    assert len(hashlib.sha256(b"").hexdigest()) == len(fresh)
+
+
+def test_this_hypothesis_has_a_pool_to_pin():
+    """If hypothesis renames its local-constant pool, pinning silently does nothing:
+    fail here instead, so the patch is brought up to date."""
+    with stable_constants() as pinned:
+        assert pinned
