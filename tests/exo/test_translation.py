@@ -32,7 +32,8 @@ def round_trip(source: str, dialect: str = "pldi26"):
 
 # What GPU IR has and Exo-GPU's front end cannot take from the emitter (docs/exo.md).
 DOCUMENTED = ("instruction Sm90_wgmma_zero_d_f32", "instruction cuda_shfl_xor_f32",
-              "instruction Sm90_tma_multicast_2d_f32", "sync timeline cuda_async_proxy")
+              "instruction Sm90_tma_multicast_2d_f32", "sync timeline cuda_async_proxy",
+              "special window Sm90_tensorMap")
 
 
 @pytest.mark.parametrize("path", goldens.gpuir_files(), ids=lambda p: p.stem)
