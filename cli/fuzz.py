@@ -43,10 +43,12 @@ def parse_shard(text: str) -> tuple[int, int]:
 @click.command(epilog=EXIT_CODES)
 @click.option("--target", default="bundl", show_default=True,
               help="What is under test: bundl (our Bundl -> CUDA compiler and the "
-              "Bundl semantics), gpuir (AMIR seq = par), appy (appyc), or a plugin.")
+              "Bundl semantics), gpuir (AMIR seq = par), appy (appyc), exo (Exo-GPU's "
+              "sync checker and CUDA), or a plugin.")
 @click.option("--property", "props", multiple=True, help="Property (repeatable); "
               "bundl: compile, motion, soundness, printparse, teeth, determinism, "
-              "bigsmall, soundness-paper; gpuir: seqpar; appy: compile, legality. "
+              "bigsmall, soundness-paper; gpuir: seqpar; appy: compile, legality; "
+              "exo: verdict, compile. "
               "Default: the target's first.")
 @click.option("--backend", default="cpu", show_default=True,
               help="cpu, cuda (appy also: sm90, compile for sm_90 and run nothing).")
@@ -58,6 +60,8 @@ def parse_shard(text: str) -> tuple[int, int]:
 @click.option("--out", "out_dir", default="fuzz-out", show_default=True,
               type=click.Path(file_okay=False))
 @click.option("--max-programs", type=int, default=None, help="Stop after N programs.")
+@click.option("--exo-python", default=None, help="target exo: the Python of an "
+              "installed Exo-GPU (else $GPUSEM_EXO_PYTHON, else this interpreter).")
 @click.option("--round-size", type=int, default=100, show_default=True,
               help="Programs per round: one g++ build or NVRTC module checks a "
               "round (g++ costs ~0.7 s a build + ~10 ms a kernel: 100 a round is "
@@ -83,9 +87,13 @@ def parse_shard(text: str) -> tuple[int, int]:
 @click.option("--gpus", default=None, help="dask, cuda, local cluster: the GPUs to use "
               "(all, a count, or ids 0,1); default all.")
 def command(target, props, backend, budget, seed, jobs, shard, out_dir, max_programs,
-            round_size, json_path, sarif_path, junit_path, resume, coverage,
+            exo_python, round_size, json_path, sarif_path, junit_path, resume, coverage,
             shrink_time, engine, scheduler, gpus) -> None:
     """Run a differential fuzzing campaign and write counterexample bundles."""
+    if exo_python:  # read by the exo target in this process and in --jobs children
+        import os
+
+        os.environ["GPUSEM_EXO_PYTHON"] = exo_python
     from gpusem import api
     from gpusem.fuzz.summary import install_signal_handlers
     from rich.console import Console

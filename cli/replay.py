@@ -27,8 +27,15 @@ Exit codes (for `git bisect run gpusem replay DIR`):
               "a watchpoint on the first cell where the backend and the interpreter "
               "disagree, run to the interpreter's write of it.")
 @click.option("--commands", help='With --step: run these ";"-separated commands, exit.')
-def command(bundle_dir: str, backend: str | None, step: bool, commands) -> None:
+@click.option("--exo-python", default=None, help="Exo bundles: the Python of an "
+              "installed Exo-GPU (else $GPUSEM_EXO_PYTHON, else this interpreter).")
+def command(bundle_dir: str, backend: str | None, step: bool, commands,
+            exo_python: str | None) -> None:
     """Re-run a counterexample bundle; say whether it still reproduces."""
+    if exo_python:
+        import os
+
+        os.environ["GPUSEM_EXO_PYTHON"] = exo_python
     from gpusem import api
     from gpusem.fuzz.bundle import read_bundle
     from gpusem.fuzz.targets import INTERNAL

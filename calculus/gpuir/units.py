@@ -73,6 +73,27 @@ def validate_launch(dev: CudaDeviceFunction) -> list[str]:
         out.append(f"blockDim {launch.block_dim} is not a multiple of 32")
     if launch.cluster_dim not in range(1, 17):
         out.append(f"clusterDim {launch.cluster_dim} not in 1..16")
+    if any(w.setmaxnreg_dec or w.setmaxnreg_inc for w in dev.warp_config):
+        out += _setmaxnreg_problems(dev.warp_config, launch.block_dim)
+    return out
+
+
+def _setmaxnreg_problems(config: tuple[WarpConfig, ...], block: int) -> list[str]:
+    """PTX's setmaxnreg is executed by all warps of a warpgroup (128 threads) with one
+    register count: the block is whole warpgroups and the count changes only at a
+    warpgroup boundary. (Found by the Exo differential: Exo-GPU's CudaDeviceFunction
+    rejects the rest; errata "setmaxnreg is per warpgroup".)"""
+    out = []
+    if block % WARPGROUP:
+        out.append(f"setmaxnreg needs whole warpgroups: blockDim {block} is not a "
+                   f"multiple of {WARPGROUP}")
+    first, prev = 0, None
+    for w in config:
+        reg = (w.setmaxnreg_inc, w.setmaxnreg_dec)
+        if prev is not None and reg != prev and first % (WARPGROUP // WARP):
+            out.append(f"warp config {w.name}: setmaxnreg must be uniform within a "
+                       f"warpgroup (it starts at warp {first}, inside one)")
+        prev, first = reg, first + w.nwarps
     return out
 
 

@@ -1,0 +1,159 @@
+"""The compile census: generated programs that Exo-GPU and gpusem both accept, compiled
+by Exo, built with nvcc for sm_90a and run (backend `cuda`) or only built (backend
+`cpu`), each compared with the sequential reading (`fuzz/exo/compile_property.py`).
+Issue 16, item 5: "at least 1,000 Exo-compiled kernels run on the H100".
+
+Run: `python -m gpusem.fuzz.exo.compile_census --kernels 1000 --jobs 16
+--backend cuda --out FILE.json --bundles DIR`. Each job draws its own rounds (as the
+verdict census does, from `--seed`), checks them with both checkers, compiles the
+accepted ones in batches of `--batch` (one Exo compile, one nvcc build, one runner
+process per batch) until it has run its share of kernels; a finding's first program
+is written as a bundle (`gpusem replay DIR` re-runs it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import subprocess
+import time
+from collections import Counter
+
+
+def _job(args: tuple) -> dict:
+    j, jobs, quota, seed, batch, backend, bundles, deadline = args
+    from gpusem.compiler.gpuir_exo.driver import ExoDriver
+    from gpusem.compiler.gpuir_exo.harness import Harness
+    from gpusem.fuzz.bundle import write_bundle
+    from gpusem.fuzz.exo.census import round_programs
+    from gpusem.fuzz.exo.checking import check_program
+    from gpusem.fuzz.exo.compile_property import compile_batch
+
+    tally: dict = {"outcomes": Counter(), "programs": 0, "kernels": 0,
+                   "findings": {}, "seconds": Counter()}
+    harness = Harness(backend)
+    r = j
+    with ExoDriver() as driver:
+        tally["install"] = driver.install.as_json()
+        pending: list = []
+        while tally["kernels"] < quota and time.time() < deadline:
+            t0 = time.perf_counter()
+            for k in round_programs(seed, r):
+                c = check_program(driver, k)
+                tally["programs"] += 1
+                if c.both_accept:
+                    pending.append(c)
+            tally["seconds"]["check"] += time.perf_counter() - t0
+            r += jobs
+            while len(pending) >= batch or (pending and r > j + 200 * jobs):
+                todo, pending = pending[:batch], pending[batch:]
+                t0 = time.perf_counter()
+                for res in compile_batch(driver, harness, todo, seed=r * 1000):
+                    tally["kernels"] += 1
+                    tally["outcomes"][res.outcome] += 1
+                    if res.outcome in ("agree", "built"):
+                        continue
+                    cr = res.result()
+                    f = tally["findings"].setdefault(cr.signature, {
+                        "kind": cr.kind, "count": 0, "detail": cr.detail})
+                    f["count"] += 1
+                    if f["count"] == 1 and bundles:
+                        meta = {"target": "exo", "backend": backend,
+                                "property": "compile", "signature": cr.signature,
+                                "kind": cr.kind, "detail": cr.detail, "size": cr.size,
+                                "seed": seed, "exo": tally["install"]}
+                        f["bundle"] = str(write_bundle(bundles, meta, cr.files))
+                tally["seconds"]["compile_build_run"] += time.perf_counter() - t0
+            if r > j + 400 * jobs:
+                break  # a generator that stopped producing accepted programs
+    harness.close()
+    return tally
+
+
+def _merge(parts: list[dict]) -> dict:
+    total: dict = {"outcomes": Counter(), "programs": 0, "kernels": 0, "findings": {},
+                   "seconds": Counter()}
+    for p in parts:
+        total["outcomes"] += Counter(p["outcomes"])
+        total["seconds"] += Counter(p["seconds"])
+        total["programs"] += p["programs"]
+        total["kernels"] += p["kernels"]
+        total.setdefault("install", p.get("install"))
+        for s, f in p["findings"].items():
+            if s in total["findings"]:
+                total["findings"][s]["count"] += f["count"]
+            else:
+                total["findings"][s] = dict(f)
+    return total
+
+
+def device_info() -> dict:
+    out: dict = {}
+    for key, cmd in (("gpu", ["nvidia-smi", "--query-gpu=name,driver_version",
+                              "--format=csv,noheader"]),
+                     ("nvcc", [os.environ.get("GPUSEM_NVCC", "nvcc"), "--version"])):
+        try:
+            text = subprocess.run(cmd, capture_output=True, text=True, timeout=30,
+                                  check=False).stdout
+            out[key] = text.strip().splitlines()[-1] if text.strip() else "none"
+        except (OSError, subprocess.TimeoutExpired):
+            out[key] = "none"
+    return out
+
+
+def run(kernels: int, seed: int, jobs: int, batch: int, backend: str,
+        bundles: str, seconds: float = 1e9) -> dict:
+    """`seconds`: no job starts a new round after that long (the JSON is written
+    whatever is done: a device call has a hard time limit)."""
+    quota = -(-kernels // jobs)
+    deadline = time.time() + seconds
+    args = [(j, jobs, quota, seed, batch, backend, bundles, deadline)
+            for j in range(jobs)]
+    t0 = time.time()
+    if jobs == 1:
+        parts = [_job(args[0])]
+    else:
+        with mp.get_context("spawn").Pool(jobs) as pool:
+            parts = pool.map(_job, args)
+    total = _merge(parts)
+    total.update(seconds_wall=round(time.time() - t0, 1), seed=seed, jobs=jobs,
+                 backend=backend, batch=batch, device=device_info())
+    return total
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--kernels", type=int, default=100)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--batch", type=int, default=40)
+    ap.add_argument("--backend", default="cpu", choices=("cpu", "cuda"))
+    ap.add_argument("--exo-python")
+    ap.add_argument("--bundles", default="")
+    ap.add_argument("--seconds", type=float, default=1e9,
+                    help="start no new round after this long")
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args(argv)
+    if a.exo_python:
+        os.environ["GPUSEM_EXO_PYTHON"] = a.exo_python
+    from gpusem.calculus.errors import GpusemError
+    from gpusem.compiler.gpuir_exo.driver import ExoDriver
+
+    try:  # no Exo: one line, exit 2 (before any job starts)
+        ExoDriver().close()
+    except GpusemError as err:
+        raise SystemExit(f"gpusem: {err.one_line()}") from None
+    total = run(a.kernels, a.seed, a.jobs, a.batch, a.backend, a.bundles, a.seconds)
+    with open(a.out, "w") as f:
+        json.dump(total, f, indent=1, sort_keys=True, default=dict)
+        f.write("\n")
+    print(f"{total['kernels']} Exo-compiled kernels ({a.backend}) from "
+          f"{total['programs']} programs in {total['seconds_wall']} s: "
+          f"{dict(total['outcomes'])}; {len(total['findings'])} finding signatures "
+          f"-> {a.out}")
+
+
+if __name__ == "__main__":
+    main()
