@@ -1,7 +1,8 @@
 """Test-suite wide configuration.
 
-Tests marked `gpu` need an NVIDIA GPU and CuPy; where there is none they are skipped
-with a reason (CI has no GPU; the H100 runs them with `pytest -m gpu`). Tests marked
+Tests marked `gpu` need an NVIDIA GPU and CuPy, tests marked `exo` an installed
+Exo-GPU: the default run deselects both (CI has neither); `pytest -m gpu` on the H100
+and `pytest -m exo` where Exo-GPU is installed run them, and fail where it is missing. Tests marked
 `exo` need an installed Exo-GPU (`GPUSEM_EXO_PYTHON`, or an `exo` with GPU support in
 this interpreter); CI has none, so they are skipped there with the reason
 (`GPUSEM_EXO_PYTHON=... pytest -m exo tests/exo` runs them).
@@ -39,21 +40,17 @@ def exo_available() -> tuple[bool, str]:
     return True, ""
 
 
-def pytest_collection_modifyitems(config, items):
+def pytest_runtest_setup(item):
+    """A test marked `gpu` or `exo` that is selected where its resource is missing
+    fails: the default run deselects them (pyproject's addopts), `pytest -m gpu` on a
+    GPU machine and `pytest -m exo` where Exo-GPU is installed run them; a selected
+    test never passes by skipping."""
     # the marker, not the keyword: every test under tests/exo has the keyword `exo`
-    exo_items = [item for item in items if item.get_closest_marker("exo")]
-    if exo_items:
+    if item.get_closest_marker("exo"):
         ok, why = exo_available()
         if not ok:
-            skip = pytest.mark.skip(reason=f"exo test: {why}")
-            for item in exo_items:
-                item.add_marker(skip)
-    if not any("gpu" in item.keywords for item in items):
-        return
-    ok, why = gpu_available()
-    if ok:
-        return
-    skip = pytest.mark.skip(reason=f"gpu test: {why}")
-    for item in items:
-        if "gpu" in item.keywords:
-            item.add_marker(skip)
+            pytest.fail(f"exo test selected without Exo-GPU: {why}", pytrace=False)
+    if item.get_closest_marker("gpu"):
+        ok, why = gpu_available()
+        if not ok:
+            pytest.fail(f"gpu test selected without a GPU: {why}", pytrace=False)

@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
+from gpusem.calculus.errors import IllTyped
 from gpusem.compiler.backends.nvcc import compile_check, nvcc_available
 from gpusem.compiler.gpuir_cuda.run import Case, check_batch, make_inputs, prepare
 from gpusem.fuzz.gpuir.seqpar import EXAMPLES, example_items
@@ -73,8 +74,13 @@ def test_examples_exist():
 @pytest.mark.parametrize("name", NAMES)
 def test_example_compiles(name, cases):
     source = {n: s for n, s, _ in ITEMS}[name]
-    if not front_end_ok(source):
-        pytest.skip("rejected by the front end (distributed memory analysis)")
+    if not front_end_ok(source):  # nothing to compile: the rejection is the expectation
+        from gpusem.typing_rules.gpuir.frontend import check_file
+
+        with pytest.raises(IllTyped) as err:
+            check_file(str(EXAMPLES / name))
+        assert err.value.rule == "DistributedMemory"
+        return
     case = cases[name]
     assert case.verdict is None or case.verdict.kind != "compile-error", \
         case.verdict and case.verdict.message
