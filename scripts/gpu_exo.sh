@@ -49,11 +49,14 @@ from gpusem.compiler.gpuir_exo.driver import ExoDriver
 with ExoDriver() as d:
     print(d.install.describe())" 2>&1 | tee "$OUT/install_$B.txt"
 
-timeout 200 python3 -m gpusem.fuzz.exo.census --programs "${EXO_PROGRAMS:-5000}" \
-  --jobs "$JOBS" --seconds 150 --out "$OUT/census_$B.json" 2>&1 | tail -5 | tee "$WORK/census.log"
+# (a round is 100 programs, ~65 s for one job on a loaded host: --seconds is when the
+# last round may start, the timeout the hard stop that loses the JSON)
+timeout "${EXO_CENSUS_TIMEOUT:-200}" python3 -m gpusem.fuzz.exo.census \
+  --programs "${EXO_PROGRAMS:-5000}" --jobs "$JOBS" --seconds "${EXO_CENSUS_S:-150}" --out "$OUT/census_$B.json" 2>&1 | tail -5 | tee "$WORK/census.log"
 
-timeout 260 python3 -m gpusem.fuzz.exo.compile_census --kernels "${EXO_KERNELS:-1000}" \
-  --jobs "$JOBS" --seconds 150 --batch 40 --backend "${EXO_BACKEND:-cuda}" --bundles "$WORK/bundles_compile" \
+timeout "${EXO_COMPILE_TIMEOUT:-260}" python3 -m gpusem.fuzz.exo.compile_census \
+  --kernels "${EXO_KERNELS:-1000}" --jobs "$JOBS" --seconds "${EXO_COMPILE_S:-150}" \
+  --batch "${EXO_BATCH:-40}" --backend "${EXO_BACKEND:-cuda}" --bundles "$WORK/bundles_compile" \
   --out "$OUT/compile_$B.json" 2>&1 | tail -5 | tee "$WORK/compile.log"
 
 tar czf "$OUT/exo_$B.tgz" -C /tmp "gpu_exo_$B" 2>/dev/null

@@ -20,4 +20,6 @@ BUDGET=${1:-4m} SHARDS=${2:-12}
    CUDA_VISIBLE_DEVICES=1 timeout 150 python3 -m pytest -m gpu -q -p no:cacheprovider \
      --benchmark-disable tests 2>&1 | tail -25; } >"$OUT/pytest_gpu.log" 2>&1) &
 wait
+# the device tool brings back a bounded number of files: the campaign folder as one tgz
+tar czf "$OUT/appy_h100.tgz" -C "$OUT" appy_h100 && rm -rf "$OUT/appy_h100" "$OUT/appy_h100_bundles.tgz"
 ls -la "$OUT"
