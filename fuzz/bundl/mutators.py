@@ -104,7 +104,8 @@ def _inside_barriers(s: A.Stmt) -> set[int]:
     programs"), a second broken rule that hides the mutator's."""
     if not isinstance(s, A.Seq):
         return set()
-    inside, open_labels = set(), set()
+    inside: set[int] = set()
+    open_labels: set[str] = set()
     for i, child in enumerate(s.stmts):
         if open_labels:
             inside.add(i)

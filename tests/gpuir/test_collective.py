@@ -235,7 +235,7 @@ def test_cta_loop_inside_warp_specialisation() -> None:
     the enclosing collective's box)."""
     proc = parse_proc("""
 proc p(Out: f32[8] @ CudaGmemLinear):
-    with CudaDeviceFunction(clusterDim=2, warp_config=[CudaWarpConfig("producer", 1, 40, 0), CudaWarpConfig("consumer", 2, 0, 232)]):
+    with CudaDeviceFunction(clusterDim=2, warp_config=[CudaWarpConfig("producer", 1, 0, 0), CudaWarpConfig("consumer", 2, 0, 0)]):
         for task in cuda_tasks(0, 1):
             with CudaWarps(name="producer"):
                 for cta in cuda_threads(0, 2, unit=cuda_cta_in_cluster):

@@ -276,8 +276,9 @@ def _kernels(draw, max_blocks: int = 2, max_threads: int = 128,
     blocks = draw(st.sampled_from([b for b in (1, 2, 4) if b <= max_blocks]))
     sub_block = exchange is not None or (max_threads >= 96
                                          and draw(st.integers(0, 4)) == 4)
-    # Mostly the barrier shapes' template (strategies/barriers), sometimes the older exchange.
-    template = exchange is not None or (sub_block and draw(st.integers(0, 3)) > 0)
+    # Half the barrier shapes' template (strategies/barriers: mbarriers, split ones),
+    # half the older exchange (the named barriers: bar.sync over whole warps).
+    template = exchange is not None or (sub_block and draw(st.booleans()))
     shapes = exchange[0] if exchange else [t for t, _ in SHAPES]
     threads = draw(st.sampled_from(shapes if template else
                                    [96, 128, 64] if sub_block else
