@@ -112,7 +112,7 @@ def profile(backend_name: str, rounds: int, round_size: int, seed: int) -> dict:
                     typecheck(prog)
                 _timed_full_reference(prog, prove, clock)
                 with clock("reference"):
-                    outcome = fast_reference(prog, prove_race_free=prove).outcome
+                    outcome = fast_reference(prog, prove_race_free=prove)
                 if (skip := cp._not_compared(outcome)) is not None:
                     verdicts[skip.kind] += 1
                     continue

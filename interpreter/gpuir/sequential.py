@@ -63,14 +63,37 @@ Value = Any
 
 def run_sequential(proc: A.Proc, defines: Mapping[str, int],
                    inputs: Mapping[str, np.ndarray], *, vectorise: bool = True,
-                   max_steps: int = DEFAULT_MAX_STEPS) -> dict[str, np.ndarray]:
+                   max_steps: int = DEFAULT_MAX_STEPS,
+                   poison: bool = False) -> dict[str, np.ndarray]:
     """seq⟦proc⟧ on `inputs` (data parameters; missing ones start zero-filled).
-    Returns the final value of every data parameter."""
+    Returns the final value of every data parameter. Allocations start zero-filled
+    (our choice: the paper leaves fresh memory unspecified, CUDA leaves it
+    uninitialised); `poison`: they start as NaN (floats) or -123456789 (ints)
+    instead, so that comparing the two runs tells whether a program's outputs depend
+    on memory it never wrote (`reads_uninitialised`)."""
     ev = _Evaluator(proc, dict(defines), vectorise, max_steps)
+    ev.poison = poison
     ev.bind_params(inputs)
     with np.errstate(all="ignore"):
         ev.block(proc.body)
     return {p.name: ev.vars[p.name].array.copy() for p in proc.data_params}
+
+
+def reads_uninitialised(proc: A.Proc, defines: Mapping[str, int],
+                        inputs: Mapping[str, np.ndarray],
+                        expected: Mapping[str, np.ndarray]) -> str | None:
+    """The first output (`name[index]`) that changes when fresh allocations start
+    poisoned instead of zero-filled (`expected`: the zero-filled run): the program
+    reads memory it never wrote, whose value CUDA leaves undefined. None if none."""
+    poisoned = run_sequential(proc, defines, inputs, poison=True)
+    for name, want in expected.items():
+        got = poisoned[name]
+        same = (want == got) | (np.isnan(want) & np.isnan(got)) if np.issubdtype(
+            want.dtype, np.floating) else want == got
+        if not np.all(same):
+            idx = tuple(int(i) for i in np.argwhere(~same)[0])
+            return f"{name}{list(idx)}"
+    return None
 
 
 def _check_size(name: str, shape: tuple[int, ...], span: Span) -> None:
@@ -105,6 +128,14 @@ class _Evaluator:
         self.guard = MemoryGuard(proc.span.file)
         self.iterations = budgets.current().iterations
         self._batchable: dict[int, bool] = {}
+        self.poison = False
+
+    def fresh(self, shape: tuple[int, ...], dt: type[np.generic]) -> np.ndarray:
+        """A new allocation: zeros, or the poison value (run_sequential)."""
+        if not self.poison:
+            return np.zeros(shape, dt)
+        bad = np.nan if np.issubdtype(dt, np.floating) else -123456789
+        return np.full(shape, bad, dt)
 
     # ------------------------------------------------------------ parameters
     def bind_params(self, inputs: Mapping[str, np.ndarray]) -> None:
@@ -176,7 +207,7 @@ class _Evaluator:
                                rule="seq", span=s.span)
                 dt = DTYPES[t]
                 _check_size(n, shape, s.span)
-                self.vars[n] = _Var(np.zeros(tuple(self.lanes) + shape, dt),
+                self.vars[n] = _Var(self.fresh(tuple(self.lanes) + shape, dt),
                                     len(self.lanes), dt)
             case A.WindowStmt(name=n, source=src):
                 v = self.vars[src.name]
