@@ -55,6 +55,8 @@ class Worker:
         out = self.tmp / f"w{self.index}.{self.restarts}.json"
         self.results.append(out)
         self.progress.unlink(missing_ok=True)
+        # (here, in the driver: `cap` runs in the child, after the fork)
+        self.last_change, self.last_mtime = time.monotonic(), 0.0
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tests.robust.campaign", "--inputs", str(self.left),
              "--seed", str(self.seed + 7919 * self.restarts), "--out", str(out),
@@ -68,7 +70,6 @@ class Worker:
         MemoryError (an `out-of-memory` failure, with its input) instead of the
         machine's OOM killer (a lost worker, or someone else's process)."""
         resource.setrlimit(resource.RLIMIT_AS, (self.memory, self.memory))
-        self.last_change, self.last_mtime = time.monotonic(), 0.0
 
     def stalled(self) -> bool:
         mtime = self.progress.stat().st_mtime if self.progress.exists() else 0.0

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import os
-import selectors
 import shutil
 import subprocess
 import sys
@@ -36,6 +35,7 @@ from typing import Self
 
 import numpy as np
 from gpusem.compiler.appy_triton.compare import Mismatch, compare_outputs
+from gpusem.compiler.backends.json_worker import read_json_line, stop_worker
 
 FAILURE_KINDS = ("generation", "host", "triton", "runtime", "oob", "crash", "hang",
                  "wrong")
@@ -166,17 +166,7 @@ class AppycDriver:
 
     def _kill(self) -> None:
         if self.proc is not None:
-            try:
-                self.proc.kill()
-                self.proc.wait(timeout=5)
-            except (OSError, subprocess.TimeoutExpired):
-                pass
-            for stream in (self.proc.stdin, self.proc.stdout):
-                assert stream is not None  # both are pipes (`_start`)
-                try:
-                    stream.close()
-                except OSError:
-                    pass
+            stop_worker(self.proc)
         self.proc = None
 
     def close(self) -> None:
@@ -191,16 +181,8 @@ class AppycDriver:
 
     def _read_line(self, timeout: float) -> dict | None:
         """One JSON answer, or None on timeout / EOF."""
-        assert self.proc is not None and self.proc.stdout is not None
-        sel = selectors.DefaultSelector()
-        sel.register(self.proc.stdout, selectors.EVENT_READ)
-        try:
-            if not sel.select(timeout):
-                return None
-            line = self.proc.stdout.readline()
-        finally:
-            sel.close()
-        return json.loads(line) if line else None
+        assert self.proc is not None
+        return read_json_line(self.proc, timeout)
 
     # ----------------------------------------------------------------------- run
     def raw(self, case: Case, sm90: bool = False) -> tuple[dict | None, str]:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import selectors
 import shutil
 import subprocess
 import sys
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import Self
 
 from gpusem.calculus.errors import BadInput
+from gpusem.compiler.backends.json_worker import read_json_line, stop_worker
 from gpusem.compiler.gpuir_exo.dialect import KNOWN_BUILDS, Dialect
 from gpusem.compiler.gpuir_exo.verdict import ExoVerdict, classify
 
@@ -160,19 +160,8 @@ class ExoDriver:
         return self._install
 
     def _kill(self) -> None:
-        if self.proc is None:
-            return
-        try:
-            self.proc.kill()
-            self.proc.wait(timeout=5)
-        except (OSError, subprocess.TimeoutExpired):
-            pass
-        for stream in (self.proc.stdin, self.proc.stdout):
-            try:
-                if stream is not None:
-                    stream.close()
-            except OSError:
-                pass
+        if self.proc is not None:
+            stop_worker(self.proc)
         self.proc = None
 
     def close(self) -> None:
@@ -186,16 +175,9 @@ class ExoDriver:
         self.close()
 
     def _read_line(self, timeout: float) -> dict | None:
-        assert self.proc is not None and self.proc.stdout is not None
-        sel = selectors.DefaultSelector()
-        sel.register(self.proc.stdout, selectors.EVENT_READ)
-        try:
-            if not sel.select(timeout):
-                return None
-            line = self.proc.stdout.readline()
-        finally:
-            sel.close()
-        return json.loads(line) if line else None
+        """One JSON answer, or None on timeout / EOF."""
+        assert self.proc is not None
+        return read_json_line(self.proc, timeout)
 
     # -------------------------------------------------------------------- ask
     def raw(self, request: dict) -> tuple[dict | None, str]:
