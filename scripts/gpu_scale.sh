@@ -159,4 +159,9 @@ for name, r in runs.items():
           f"{r.get('cpu_utilisation')}" if "skipped" not in r else f"{name}: {r}")
 print("efficiency:", summary.get("efficiency"))
 EOF
+# a run's findings come back as one archive (the device tool returns few files)
+if ls -d "$OUT"/*_bundles >/dev/null 2>&1; then
+  tar czf "$OUT/scale_bundles.tgz" -C "$OUT" $(cd "$OUT" && ls -d *_bundles) \
+    && rm -rf "$OUT"/*_bundles
+fi
 say "done"

@@ -32,6 +32,7 @@ import os
 import shlex
 import statistics
 import sys
+import shutil
 import tempfile
 import time
 
@@ -39,7 +40,7 @@ import time
 def measure(target: str, prop: str, backend: str, jobs: int, seconds: float,
             seed: int, round_size: int, engine_name: str = "local",
             gpus: str | None = None, window: float = 30.0, warmup: float = 20.0,
-            scheduler: str | None = None) -> dict:
+            scheduler: str | None = None, keep_bundles: str | None = None) -> dict:
     from gpusem.fuzz.client import run_campaign
     from gpusem.fuzz.engines.registry import load_engine
 
@@ -58,6 +59,8 @@ def measure(target: str, prop: str, backend: str, jobs: int, seconds: float,
 
         summary = run_campaign(base, engine, shards, on_tick=tick)
         wall = time.monotonic() - t0
+        if summary.findings and keep_bundles:  # a finding of a timed run is kept
+            shutil.copytree(out, keep_bundles, dirs_exist_ok=True)
     busy, cpu = _host_busy(), _cpu_seconds() - cpu0
     rates = window_rates(samples, warmup, window)
     utilisation = None
@@ -161,10 +164,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--round-size", type=int, default=100)  # as gpusem fuzz
     ap.add_argument("--json", help="write the result here (also printed)")
+    ap.add_argument("--keep-bundles", default=None, help="copy the campaign folder "
+                    "(its bundles) here when the run found anything; default: beside "
+                    "--json, as NAME_bundles/")
     args = ap.parse_args(argv)
+    keep = args.keep_bundles or (args.json and args.json.removesuffix(".json") + "_bundles")
     result = measure(args.target, args.prop, args.backend, args.jobs, args.seconds,
                      args.seed, args.round_size, args.engine, args.gpus, args.window,
-                     args.warmup, args.scheduler)
+                     args.warmup, args.scheduler, keep or None)
     text = json.dumps(result, indent=1)
     print(text)
     if args.json:
