@@ -75,7 +75,8 @@ class Worker:
         mtime = self.progress.stat().st_mtime if self.progress.exists() else 0.0
         if mtime != self.last_mtime:
             self.last_mtime, self.last_change = mtime, time.monotonic()
-        return time.monotonic() - self.last_change > self.deadline + 90
+        # one input may take its deadline and a retry at twice it (harness.run_one)
+        return time.monotonic() - self.last_change > 3 * self.deadline + 90
 
     def stop(self) -> dict | None:
         """Kill the worker; the input it was on (from its progress file)."""

@@ -166,7 +166,11 @@ def store(t: A.Subscript, value: Value, s: A.Assign, st: SeqState) -> None:
         value = binop(s.op, old, value, s)
     if st.hooks.active:
         st.hooks.access("write", t.array, cells, s, s.atomic)
-    arr[key] = value  # NumPy casts to the array's dtype (the store's conversion)
+    try:
+        arr[key] = value  # NumPy casts to the array's dtype (the store's conversion)
+    except (TypeError, ValueError, OverflowError) as err:  # as Python would raise
+        raise Trap(f"bad store into {t.array}: {type(err).__name__}: {err}"[:200],
+                   rule="Seq-Store", span=s.span) from err
 
 
 # --------------------------------------------------------------------- expressions

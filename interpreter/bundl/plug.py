@@ -113,10 +113,39 @@ def _for_typing(s: Term) -> Stmt:
     return s.claim if isinstance(s, ClaimBody) else s
 
 
+# id(node) -> (node, the variable names it mentions): runtime terms share most of their
+# nodes with the previous step's, so `subst` skips whole subtrees without y in O(1)
+# (the preservation check plugs every thread's term after every step). The node is kept
+# with its entry so that an id is never reused while cached.
+MENTIONS: dict[int, tuple[Any, frozenset[str]]] = {}
+
+
+def mentioned(s: Any) -> frozenset[str]:
+    """The names of the variables (`Var`) anywhere inside `s`."""
+    hit = MENTIONS.get(id(s))
+    if hit is not None and hit[0] is s:
+        return hit[1]
+    if isinstance(s, Var):
+        names = frozenset((s.name,))
+    elif isinstance(s, tuple):
+        names = frozenset().union(*(mentioned(x) for x in s))
+    elif dataclasses.is_dataclass(s) and not isinstance(s, type):
+        names = frozenset().union(*(mentioned(getattr(s, f.name))
+                                    for f in dataclasses.fields(s)))
+    else:
+        return frozenset()
+    if len(MENTIONS) > 20_000:
+        MENTIONS.clear()
+    MENTIONS[id(s)] = (s, names)
+    return names
+
+
 def subst(s: Any, y: str, off: int) -> Any:
     """s[(y + off)/y] on every expression inside `s` (stops where y is rebound)."""
     if isinstance(s, Var):
         return BinOp("+", s, IntLit(off)) if s.name == y else s
+    if y not in mentioned(s):
+        return s
     if isinstance(s, Decl) and s.name == y:
         return dataclasses.replace(s, init=subst(s.init, y, off))
     if isinstance(s, AsyncPartition | Seq) or dataclasses.is_dataclass(s):

@@ -97,3 +97,17 @@ def test_operands_python_refuses_trap_naming_the_rule(src, arrays) -> None:
     with pytest.raises(Trap) as err:
         run(src, arrays, {"N": 8})
     assert err.value.rule == "Seq-BinOp"
+
+
+@pytest.mark.parametrize("src", [
+    # the row sum with the reduction on the wrong axis: 300 values into 5 cells
+    "def k(A, y):\n    y[:5] = sum(A[:5, :300], axis=0)\n",
+    # a sequence into one element
+    "def k(A, y):\n    y[0] = A[0:2, 0]\n",
+])
+def test_stores_python_refuses_trap_naming_the_rule(src) -> None:
+    """Found by the 100,000-input robustness run: a store NumPy refuses (shapes that do
+    not broadcast) was an internal error (exit 3) instead of a trap."""
+    with pytest.raises(Trap) as err:
+        run(src, {"A": np.zeros((5, 300), np.float32), "y": np.zeros(5, np.float32)})
+    assert err.value.rule == "Seq-Store"

@@ -247,3 +247,31 @@ proc p(Out: f32[8] @ CudaGmemLinear):
     per_cta, both = _stmts(proc, A.Fence)
     assert an.threads(per_cta, {"cta": 1}) == tuple(range(96, 128))
     assert an.threads(both, {"n": 0}) == tuple(range(32)) + tuple(range(96, 128))
+
+
+ONE_THREAD_CTAS = """
+proc p(Out: f32[2] @ CudaGmemLinear):
+    with CudaDeviceFunction(blockDim=1, clusterDim=2):
+        for task in cuda_tasks(0, 1):
+            for cta in cuda_threads(0, 2, unit=cuda_cta_in_cluster):
+                for t in cuda_threads(0, {n}, unit=cuda_thread):
+                    Out[cta + t] = 1.0
+"""
+
+
+@pytest.mark.parametrize("n,message", [(1, None),
+                                       (64, "has one iteration, not 64")])
+def test_one_thread_ctas_of_a_cluster_are_analysed(tmp_path, n, message) -> None:
+    """Found by the 100,000-input robustness run: a cluster of one-thread CTAs (tiling
+    (2, 1) against the thread unit's domain (2,)) was an AssertionError in tiling.align
+    (exit 3); the launch is reported and the loops still analysed (a 64-thread loop in a
+    one-thread CTA is a bad tiling)."""
+    from click.testing import CliRunner
+    from gpusem.cli.main import cli
+
+    path = tmp_path / "p.gpuir"
+    path.write_text(ONE_THREAD_CTAS.format(n=n))
+    res = CliRunner().invoke(cli, ["check", str(path)])
+    assert res.exit_code == 1, res.output
+    assert "bad launch: blockDim 1 is not a multiple of 32" in res.output
+    assert message is None or message in res.output, res.output

@@ -199,5 +199,13 @@ def classify(inp: Input, out: Outcome) -> Outcome:
 
 
 def run_one(inp: Input, workdir: Path, deadline_s: float) -> Outcome:
+    """One input; a run past its deadline is retried once at twice the deadline (a
+    timeout under load is not a finding: a budgeted run that is slow on a loaded
+    machine finishes, a runaway does not)."""
     argv = materialise(inp, workdir)
-    return classify(inp, run_cli(argv, deadline_s, workdir))
+    out = classify(inp, run_cli(argv, deadline_s, workdir))
+    if out.failure == "hang":
+        out = classify(inp, run_cli(argv, 2 * deadline_s, workdir))
+        if out.failure == "hang":
+            out.detail += " (and again at twice the deadline)"
+    return out

@@ -354,8 +354,29 @@ def align(m: ThreadMapping, dom: tuple[int, ...], box: Box,
                    f"{tuple(d.extent for d in m.dims)} have no common refinement")
     dims = _refine(m.dims, cuts, span)
     ubox = _refine_box(dom, box, cuts, span)
+    if len(dims) != len(ubox):
+        # the tiling has one-element dimensions the unit's domain lacks (one-thread
+        # CTAs of a cluster: tiling (2, 1), domain (2,)): the unit takes one element of
+        # each; the other dimensions pair up in order
+        ubox = _with_unit_dims(m.dims, cuts, ubox, span)
     assert len(dims) == len(ubox), (dims, ubox)
     return dims, ubox
+
+
+def _with_unit_dims(dims: tuple[TDim, ...], cuts: set[int], ubox: Box,
+                    span: Span) -> Box:
+    rest, out = list(ubox), []
+    for d in dims:
+        if d.extent == 1:
+            out.append(1)
+            continue
+        k = len(_refine((d,), cuts, span))
+        out += rest[:k]
+        rest = rest[k:]
+    if rest:
+        raise _bad(span, "the unit's domain and the enclosing tiling have different "
+                   "numbers of dimensions")
+    return tuple(out)
 
 
 # ------------------------------------------------------------------- derive_ω
