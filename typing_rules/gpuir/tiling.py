@@ -365,17 +365,12 @@ def align(m: ThreadMapping, dom: tuple[int, ...], box: Box,
 
 def _with_unit_dims(dims: tuple[TDim, ...], cuts: set[int], ubox: Box,
                     span: Span) -> Box:
-    rest, out = list(ubox), []
+    rest, out = list(ubox), list[int | None]()
     for d in dims:
-        if d.extent == 1:
-            out.append(1)
-            continue
-        k = len(_refine((d,), cuts, span))
-        out += rest[:k]
-        rest = rest[k:]
+        k = 0 if d.extent == 1 else len(_refine((d,), cuts, span))
+        out, rest = (out + [1], rest) if k == 0 else (out + rest[:k], rest[k:])
     if rest:
-        raise _bad(span, "the unit's domain and the enclosing tiling have different "
-                   "numbers of dimensions")
+        raise _bad(span, "the unit's domain and the tiling differ in rank")
     return tuple(out)
 
 
