@@ -22,20 +22,17 @@ a `crash` (with its signal). Outcomes (issue 7):
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Self
 
 import numpy as np
 from gpusem.compiler.appy_triton.compare import Mismatch, compare_outputs
-from gpusem.compiler.backends.json_worker import read_json_line, stop_worker
+from gpusem.compiler.backends.json_worker import JsonWorkerDriver
 
 FAILURE_KINDS = ("generation", "host", "triton", "runtime", "oob", "crash", "hang",
                  "wrong")
@@ -129,7 +126,7 @@ def versions() -> dict[str, str]:
     return out
 
 
-class AppycDriver:
+class AppycDriver(JsonWorkerDriver):
     """A pool of one worker process; `run(case)` answers one case at a time.
 
     Backends: `cpu` (Triton's interpreter, torch CPU tensors), `cuda` (real kernels),
@@ -164,50 +161,10 @@ class AppycDriver:
             raise RuntimeError("appyc worker did not start (is the appy extra "
                                "installed? pip install -e '.[appy]')")
 
-    def _kill(self) -> None:
-        if self.proc is not None:
-            stop_worker(self.proc)
-        self.proc = None
-
-    def close(self) -> None:
-        self._kill()
-        shutil.rmtree(self.workdir, ignore_errors=True)
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def _read_line(self, timeout: float) -> dict | None:
-        """One JSON answer, or None on timeout / EOF."""
-        assert self.proc is not None
-        return read_json_line(self.proc, timeout)
-
     # ----------------------------------------------------------------------- run
     def raw(self, case: Case, sm90: bool = False) -> tuple[dict | None, str]:
         """Send one case; the worker's answer, or None with `crash`/`hang`."""
-        if self.proc is None or self.proc.poll() is not None or (
-                self.served >= self.recycle_after):
-            self._kill()
-            self._start()
-        assert self.proc is not None and self.proc.stdin is not None
-        try:
-            self.proc.stdin.write(json.dumps(case.to_wire(sm90)) + "\n")
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError):
-            pass
-        answer = self._read_line(self.timeout)
-        self.served += 1
-        if answer is not None:
-            return answer, ""
-        try:  # EOF: the worker is dying, reap it; no EOF: it is still running
-            code = self.proc.wait(timeout=2.0)
-        except subprocess.TimeoutExpired:
-            self._kill()
-            return None, "hang"
-        self._kill()
-        return None, f"crash:{_signal_name(code)}"
+        return self.ask(case.to_wire(sm90))
 
     def raw_retrying(self, case: Case, sm90: bool = False) -> tuple[dict | None, str,
                                                                      bool]:
@@ -264,14 +221,3 @@ class AppycDriver:
         return answer.get("sm90", {"kernels": 0, "errors": []})
 
 
-def _signal_name(code: int | None) -> str:
-    if code is None:
-        return "unknown"
-    if code < 0:
-        import signal
-
-        try:
-            return signal.Signals(-code).name
-        except ValueError:
-            return f"signal {-code}"
-    return f"exit {code}"

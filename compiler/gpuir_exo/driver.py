@@ -14,7 +14,6 @@ branch and commit (`dialect.KNOWN_BUILDS`) and the dialect the emitter must writ
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -24,10 +23,9 @@ import time
 from dataclasses import dataclass, field
 from importlib.util import find_spec
 from pathlib import Path
-from typing import Self
 
 from gpusem.calculus.errors import BadInput
-from gpusem.compiler.backends.json_worker import read_json_line, stop_worker
+from gpusem.compiler.backends.json_worker import JsonWorkerDriver
 from gpusem.compiler.gpuir_exo.dialect import KNOWN_BUILDS, Dialect
 from gpusem.compiler.gpuir_exo.verdict import ExoVerdict, classify
 
@@ -115,7 +113,7 @@ class ExoAnswer:
         return (self.raw or {}).get("code", {})
 
 
-class ExoDriver:
+class ExoDriver(JsonWorkerDriver):
     """A pool of one worker; `check` answers one proc at a time. The worker is
     replaced every `recycle_after` requests: Exo keeps every loaded proc alive, and a
     worker slows down as they pile up (2.5x after 2,000 checks)."""
@@ -159,50 +157,10 @@ class ExoDriver:
         assert self._install is not None
         return self._install
 
-    def _kill(self) -> None:
-        if self.proc is not None:
-            stop_worker(self.proc)
-        self.proc = None
-
-    def close(self) -> None:
-        self._kill()
-        shutil.rmtree(self.workdir, ignore_errors=True)
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def _read_line(self, timeout: float) -> dict | None:
-        """One JSON answer, or None on timeout / EOF."""
-        assert self.proc is not None
-        return read_json_line(self.proc, timeout)
-
     # -------------------------------------------------------------------- ask
     def raw(self, request: dict) -> tuple[dict | None, str]:
         """Send one request; the answer, or None with `hang` / `crash:<signal>`."""
-        if self.proc is None or self.proc.poll() is not None or (
-                self.served >= self.recycle_after):
-            self._kill()
-            self._start()
-        assert self.proc is not None and self.proc.stdin is not None
-        try:
-            self.proc.stdin.write(json.dumps(request) + "\n")
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError):
-            pass
-        answer = self._read_line(self.timeout)
-        self.served += 1
-        if answer is not None:
-            return answer, ""
-        try:  # EOF: the worker is dying, reap it; no EOF: it is still running
-            code = self.proc.wait(timeout=2.0)
-        except subprocess.TimeoutExpired:
-            self._kill()
-            return None, "hang"
-        self._kill()
-        return None, f"crash:{signal_name(code)}"
+        return self.ask(request)
 
     def check(self, source: str, proc: str, sizes: dict[str, int], *,
               compile: bool = True, code: bool = False) -> ExoAnswer:
@@ -233,14 +191,3 @@ class ExoDriver:
         return answer.get("sync_error", "")
 
 
-def signal_name(code: int | None) -> str:
-    if code is None:
-        return "unknown"
-    if code < 0:
-        import signal
-
-        try:
-            return signal.Signals(-code).name
-        except ValueError:
-            return f"signal {-code}"
-    return f"exit {code}"
