@@ -78,4 +78,5 @@ def test_fuzz_campaign_and_replay(tmp_path):
         assert json.loads((b.path / "verdicts.json").read_text())["rule"]
         rep = subprocess.run([sys.executable, "-m", "gpusem", "replay", str(b.path)],
                              capture_output=True, text=True, timeout=300)
-        assert rep.returncode == 0 and "reproduces" in rep.stdout, rep.stdout
+        # exit 1 while the bundle reproduces (`git bisect run gpusem replay DIR`)
+        assert rep.returncode == 1 and rep.stdout.startswith("reproduces"), rep.stdout
