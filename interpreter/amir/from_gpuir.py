@@ -183,24 +183,14 @@ def thread_map(m: ThreadMapping | None) -> M.ThreadMap:
         return M.CPU
     if not m.simple:
         return _box_map(m)
-    start: G.CExpr = G.CInt(m.base)
-    for y, lo, stride in m.terms:  # offset(σ) = base + Σ (σ[y] - lo_y) * stride_y
-        it: G.CExpr = G.CVar(y)
-        if not (isinstance(lo, G.CInt) and lo.value == 0):
-            it = G.CBin("-", it, lo)
-        if stride != 1:
-            it = G.CBin("*", it, G.CInt(stride))
-        start = it if start == G.CInt(0) else G.CBin("+", start, it)
-    run = M.ThreadRange(start, m.length, 1)
+    run = M.ThreadRange(_offset(m), m.length, 1)
     if m.ctas == 1:
         return M.ThreadMap((run,))
     return M.ThreadMap((M.ThreadRange(G.CInt(0), m.ctas, m.launch.block_dim), run))
 
 
-def _box_map(m: ThreadMapping) -> M.ThreadMap:
-    """A strided collective (quadpair, cuda_threads_strided, ...): one AMIR thread
-    range per dimension of its box, the offset on the first (Section 4: the threads
-    Σ_m (o_m(σ) + k_m) * P_m)."""
+def _offset(m: ThreadMapping) -> G.CExpr:
+    """offset(σ) = base + Σ (σ[y] - lo_y) * stride_y, the mapping's first thread."""
     start: G.CExpr = G.CInt(m.base)
     for y, lo, stride in m.terms:
         it: G.CExpr = G.CVar(y)
@@ -209,6 +199,14 @@ def _box_map(m: ThreadMapping) -> M.ThreadMap:
         if stride != 1:
             it = G.CBin("*", it, G.CInt(stride))
         start = it if start == G.CInt(0) else G.CBin("+", start, it)
+    return start
+
+
+def _box_map(m: ThreadMapping) -> M.ThreadMap:
+    """A strided collective (quadpair, cuda_threads_strided, ...): one AMIR thread
+    range per dimension of its box, the offset on the first (Section 4: the threads
+    Σ_m (o_m(σ) + k_m) * P_m)."""
+    start = _offset(m)
     dims = [d for d in m.dims if d.box > 1] or [m.dims[-1]]
     ranges = [M.ThreadRange(start if k == 0 else G.CInt(0), d.box, d.pitch)
               for k, d in enumerate(dims)]
