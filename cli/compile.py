@@ -64,9 +64,14 @@ def _standalone(file: str, output: str | None, sync_motion: bool) -> None:
     from gpusem.compiler.bundl_cuda.standalone import NVCC_COMMAND
 
     text = api.standalone(api.load(file), sync_motion, title=Path(file).name)
+    _write_reproducer(text, output, NVCC_COMMAND)
+
+
+def _write_reproducer(text: str, output: str | None, nvcc_command: str) -> None:
+    """A standalone reproducer to `output` (with how to build it), else to stdout."""
     if output:
         Path(output).write_text(text)
-        click.echo(f"wrote {output}: build with {NVCC_COMMAND.replace('repro.cu', output)}")
+        click.echo(f"wrote {output}: build with {nvcc_command.replace('repro.cu', output)}")
     else:
         click.echo(text, nl=False)
 
@@ -79,11 +84,7 @@ def _standalone_gpuir(path: str, defines: Mapping[str, int], output: str | None,
 
     _, env, source = load_proc(path, defines, proc_name)
     text = standalone_proc(source, Path(path).name, env, proc_name)
-    if output:
-        Path(output).write_text(text)
-        click.echo(f"wrote {output}: build with {NVCC_COMMAND.replace('repro.cu', output)}")
-    else:
-        click.echo(text, nl=False)
+    _write_reproducer(text, output, NVCC_COMMAND)
 
 
 def compile_gpuir(path: str, defines: Mapping[str, int], output: str | None,

@@ -55,17 +55,22 @@ def census_rounds(rounds: list[int], seed: int, per_round: int = ROUND,
 
     tally: dict = {"programs": 0, "unexpressible": 0, "exo": Counter(),
                    "paper": Counter(), "fixed": Counter(), "pairs": Counter(),
-                   "mutations": {}, "findings": {}, "exo_seconds": 0.0}
+                   "mutations": {}, "findings": {}, "exo_seconds": 0.0,
+                   "by_round": {}}
     with ExoDriver() as driver:
         tally["install"] = driver.install.as_json()
         for r in rounds:
             if time.time() >= deadline:
                 break
+            # each round's verdict pairs: two runs on two machines compare round by
+            # round (the verdicts of a program do not depend on the machine)
+            round_pairs = tally["by_round"].setdefault(str(r), Counter())
             for k in round_programs(seed, r, per_round):
                 c = check_program(driver, k)
                 tally["programs"] += 1
                 if c.unexpressible or c.exo is None:
                     tally["unexpressible"] += 1
+                    round_pairs["unexpressible"] += 1
                     continue
                 tally["exo_seconds"] += c.exo.seconds
                 ex = c.exo.verdict.kind
@@ -74,6 +79,7 @@ def census_rounds(rounds: list[int], seed: int, per_round: int = ROUND,
                 tally["paper"][gp] += 1
                 tally["fixed"][gf] += 1
                 tally["pairs"][f"exo={ex}|paper={gp}|fixed={gf}"] += 1
+                round_pairs[f"exo={ex}|paper={gp}|fixed={gf}"] += 1
                 m = tally["mutations"].setdefault(k.mutation or "none", Counter())
                 m["total"] += 1
                 m["exo_rejects"] += ex != "accept"
@@ -104,6 +110,7 @@ def merge(a: dict, b: dict) -> dict:
         else:
             finds[s] = dict(f)
     out["findings"] = finds
+    out["by_round"] = {**a.get("by_round", {}), **b.get("by_round", {})}
     out["install"] = a.get("install") or b.get("install")
     return out
 

@@ -137,6 +137,17 @@ def test_compile_standalone(tmp_path) -> None:
     assert "nvcc -arch=sm_90a" in res.output
 
 
+def test_compile_standalone_gpuir(tmp_path) -> None:
+    out = tmp_path / "k.cu"
+    res = invoke("compile", str(ROOT / "examples/gpuir/fence_broadcast.gpuir"),
+                 "--standalone", "-o", str(out))
+    assert res.exit_code == 0, res.output
+    assert "int main(" in out.read_text()
+    assert f"wrote {out}: build with nvcc" in res.output
+    res = invoke("compile", str(ROOT / "examples/gpuir/fence_broadcast.gpuir"), "--standalone")
+    assert res.exit_code == 0 and res.output == out.read_text()
+
+
 def test_the_api_calls_back_once_per_finding(tmp_path) -> None:
     seen = []
     result = api.fuzz("toy-sometimes", out_dir=str(tmp_path), max_programs=200,
