@@ -17,6 +17,7 @@ import hashlib
 import json
 import multiprocessing as mp
 import os
+import sys
 import time
 from collections import Counter
 
@@ -147,29 +148,45 @@ def run(programs: int, seed: int, jobs: int, seconds: float = 1e9) -> dict:
     return total
 
 
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--programs", type=int, default=1000)
+def common_arguments(ap: argparse.ArgumentParser) -> None:
+    """The options the verdict census and the compile census share."""
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--exo-python")
     ap.add_argument("--seconds", type=float, default=1e9,
                     help="start no new round after this long")
     ap.add_argument("--out", required=True)
-    a = ap.parse_args(argv)
-    if a.exo_python:
-        os.environ["GPUSEM_EXO_PYTHON"] = a.exo_python
+
+
+def require_exo(exo_python: str | None) -> None:
+    """Point the driver at `exo_python` (else GPUSEM_EXO_PYTHON); where no Exo-GPU is
+    installed, one line and exit 2, before any job starts."""
+    if exo_python:
+        os.environ["GPUSEM_EXO_PYTHON"] = exo_python
     from gpusem.calculus.errors import GpusemError
     from gpusem.compiler.gpuir_exo.driver import ExoDriver
 
-    try:  # no Exo: one line, exit 2 (before any job starts)
+    try:
         ExoDriver().close()
     except GpusemError as err:
-        raise SystemExit(f"gpusem: {err.one_line()}") from None
-    total = run(a.programs, a.seed, a.jobs, a.seconds)
-    with open(a.out, "w") as f:
+        print(f"gpusem: {err.one_line()}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+def write_json(total: dict, out: str) -> None:
+    with open(out, "w") as f:
         json.dump(total, f, indent=1, sort_keys=True, default=dict)
         f.write("\n")
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--programs", type=int, default=1000)
+    common_arguments(ap)
+    a = ap.parse_args(argv)
+    require_exo(a.exo_python)
+    total = run(a.programs, a.seed, a.jobs, a.seconds)
+    write_json(total, a.out)
     print(f"{total['checked_by_both']} programs checked by both checkers in "
           f"{total['seconds']} s; agreement {total['agreement']}; "
           f"{len(total['findings'])} finding signatures -> {a.out}")

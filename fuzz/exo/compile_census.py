@@ -14,7 +14,6 @@ is written as a bundle (`gpusem replay DIR` re-runs it).
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing as mp
 import os
 import subprocess
@@ -124,31 +123,18 @@ def run(kernels: int, seed: int, jobs: int, batch: int, backend: str,
 
 
 def main(argv: list[str] | None = None) -> None:
+    from gpusem.fuzz.exo.census import common_arguments, require_exo, write_json
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--kernels", type=int, default=100)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--batch", type=int, default=40)
     ap.add_argument("--backend", default="cpu", choices=("cpu", "cuda"))
-    ap.add_argument("--exo-python")
     ap.add_argument("--bundles", default="")
-    ap.add_argument("--seconds", type=float, default=1e9,
-                    help="start no new round after this long")
-    ap.add_argument("--out", required=True)
+    common_arguments(ap)
     a = ap.parse_args(argv)
-    if a.exo_python:
-        os.environ["GPUSEM_EXO_PYTHON"] = a.exo_python
-    from gpusem.calculus.errors import GpusemError
-    from gpusem.compiler.gpuir_exo.driver import ExoDriver
-
-    try:  # no Exo: one line, exit 2 (before any job starts)
-        ExoDriver().close()
-    except GpusemError as err:
-        raise SystemExit(f"gpusem: {err.one_line()}") from None
+    require_exo(a.exo_python)
     total = run(a.kernels, a.seed, a.jobs, a.batch, a.backend, a.bundles, a.seconds)
-    with open(a.out, "w") as f:
-        json.dump(total, f, indent=1, sort_keys=True, default=dict)
-        f.write("\n")
+    write_json(total, a.out)
     print(f"{total['kernels']} Exo-compiled kernels ({a.backend}) from "
           f"{total['programs']} programs in {total['seconds_wall']} s: "
           f"{dict(total['outcomes'])}; {len(total['findings'])} finding signatures "

@@ -67,3 +67,15 @@ def test_no_exo_anywhere(monkeypatch):
         pytest.skip("this interpreter has an exo package")  # then it is used
     with pytest.raises(ExoUnavailable, match="no Exo-GPU found"):
         find_exo_python()
+
+
+@pytest.mark.parametrize("module", ["census", "compile_census"])
+def test_the_census_mains_without_exo_are_exit_2_with_one_line(module, tmp_path):
+    out = tmp_path / "c.json"
+    proc = subprocess.run([sys.executable, "-m", f"gpusem.fuzz.exo.{module}",
+                           "--exo-python", "/nonexistent/python", "--out", str(out)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2, proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("gpusem: target unavailable")
+    assert not out.exists()
