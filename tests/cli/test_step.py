@@ -15,6 +15,8 @@ from gpusem.calculus.bundl.parser import parse_program
 from gpusem.interpreter.bundl.debug import Session
 from rich.console import Console
 
+from tests.child_signals import default_sigint
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "bundl"
 GPUSEM = shutil.which("gpusem") or str(Path(sys.executable).parent / "gpusem")
@@ -24,7 +26,8 @@ PROMPT = r"\(gpusem\) "
 def spawn(*args: str) -> pexpect.spawn:
     env = dict(os.environ, COLUMNS="120", TERM="dumb")
     child = pexpect.spawn(GPUSEM, ["step", *args], env=env, encoding="utf-8",
-                          timeout=30, dimensions=(50, 120))
+                          timeout=30, dimensions=(50, 120),
+                          preexec_fn=default_sigint)
     child.expect(PROMPT)
     return child
 

@@ -28,6 +28,8 @@ from gpusem.interpreter.amir import debug as amir_debug
 from gpusem.interpreter.amir.debug import Session
 from gpusem.interpreter.amir.machine import check_amir
 
+from tests.child_signals import default_sigint
+
 ROOT = Path(__file__).resolve().parents[2]
 GPUIR = ROOT / "examples" / "gpuir"
 OK = str(GPUIR / "fence_broadcast.gpuir")
@@ -40,7 +42,8 @@ PROMPT = r"\(gpusem\) "
 def spawn(*args: str) -> pexpect.spawn:
     env = dict(os.environ, COLUMNS="200", TERM="dumb")
     child = pexpect.spawn(GPUSEM, ["step", *args], env=env, encoding="utf-8",
-                          timeout=30, dimensions=(50, 200))
+                          timeout=30, dimensions=(50, 200),
+                          preexec_fn=default_sigint)
     child.expect(PROMPT)
     return child
 

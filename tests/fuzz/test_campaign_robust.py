@@ -18,6 +18,7 @@ from gpusem.fuzz.bundle import list_bundles, read_bundle
 from gpusem.fuzz.campaign import Campaign
 
 import tests.fuzz.toys  # noqa: F401 - registers the toy targets
+from tests.child_signals import default_sigint
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -80,7 +81,8 @@ def test_coverage_is_counted_per_property(tmp_path) -> None:
 def gpusem(*args: str, env: dict | None = None, **kw) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "tests.fuzz.toys", *args], cwd=ROOT,
                             env=dict(os.environ, **(env or {})), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, **kw)
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_sigint, **kw)
 
 
 def wait_for(cond, timeout: float = 60.0) -> None:
