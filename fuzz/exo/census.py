@@ -17,6 +17,7 @@ import hashlib
 import json
 import multiprocessing as mp
 import os
+import re
 import sys
 import time
 from collections import Counter
@@ -55,6 +56,7 @@ def census_rounds(rounds: list[int], seed: int, per_round: int = ROUND,
     from gpusem.fuzz.exo.findings import rule_key
 
     tally: dict = {"programs": 0, "unexpressible": 0, "exo": Counter(),
+                   "unexpressible_constructs": Counter(),
                    "paper": Counter(), "fixed": Counter(), "pairs": Counter(),
                    "mutations": {}, "findings": {}, "exo_seconds": 0.0,
                    "by_round": {}}
@@ -72,6 +74,9 @@ def census_rounds(rounds: list[int], seed: int, per_round: int = ROUND,
                 if c.unexpressible or c.exo is None:
                     tally["unexpressible"] += 1
                     round_pairs["unexpressible"] += 1
+                    # the construct without its numbers: `Await(.., N) on an mbarrier`
+                    what = re.sub(r"-?\d+", "N", c.unexpressible_construct.split(" (")[0])
+                    tally["unexpressible_constructs"][what or "no Exo answer"] += 1
                     continue
                 tally["exo_seconds"] += c.exo.seconds
                 ex = c.exo.verdict.kind
@@ -98,7 +103,7 @@ def merge(a: dict, b: dict) -> dict:
     out = dict(a)
     for key in ("programs", "unexpressible", "exo_seconds"):
         out[key] = a.get(key, 0) + b.get(key, 0)
-    for key in ("exo", "paper", "fixed", "pairs"):
+    for key in ("exo", "paper", "fixed", "pairs", "unexpressible_constructs"):
         out[key] = Counter(a.get(key, {})) + Counter(b.get(key, {}))
     muts = {m: Counter(v) for m, v in a.get("mutations", {}).items()}
     for m, v in b.get("mutations", {}).items():

@@ -38,6 +38,7 @@ class Checked:
     exo_at: str = ""
     exo_line: int = 0       # GPU IR line of Exo's hazard
     unexpressible: str = ""
+    unexpressible_construct: str = ""  # Unexpressible.construct: what Exo lacks
     mutation: str = ""
 
     @property
@@ -67,6 +68,7 @@ def check_text(driver: ExoDriver, source: str, defines: dict[str, int]) -> Check
         c.exo_source = emit_proc(c.proc, defines, driver.install.dialect)
     except Unexpressible as err:
         c.unexpressible = err.one_line()
+        c.unexpressible_construct = err.construct
         return c
     es = c.exo_source
     c.exo = driver.check(es.text, es.proc, es.sizes)
