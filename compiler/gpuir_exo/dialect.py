@@ -101,3 +101,10 @@ INSTR_TO_EXO: dict[str, str | None] = {
     "cuda_copy_f32": None,
     "Sm80_cp_async_f32": "Sm80_cp_async_f32",
 }
+# The stream-ordered host copies (calculus/gpuir/instructions_ext.py) carry Exo's own
+# names, argument orders (sizes, dst, src) and ranks (1 and 2 on both branches).
+HOST_COPIES: frozenset[str] = frozenset(
+    [f"cudaMemcpyAsync_{way}_{rank}{ty}" for way in ("htod", "dtoh") for rank in (1, 2)
+     for ty in ("f32", "i32")]
+    + [f"cudaMemsetAsync0_{rank}{ty}" for rank in (1, 2) for ty in ("f32", "i32")])
+INSTR_TO_EXO.update({name: name for name in HOST_COPIES})

@@ -22,6 +22,7 @@ from gpusem.calculus.errors import BadInput
 from gpusem.calculus.gpuir import ast as A
 from gpusem.calculus.gpuir.ctrl import affine
 from gpusem.calculus.gpuir.printer import (
+    print_arg,
     print_bexpr,
     print_cexpr,
     print_dexpr,
@@ -32,6 +33,7 @@ from gpusem.calculus.gpuir.printer import (
 from gpusem.calculus.gpuir.walk import walk
 from gpusem.calculus.span import NO_SPAN, Span
 from gpusem.compiler.gpuir_exo.dialect import (
+    HOST_COPIES,
     INSTR_TO_EXO,
     SAME_MEMORIES,
     SM80_NAMES,
@@ -313,6 +315,9 @@ class _Emitter:
         if s.instr not in INSTR_TO_EXO:
             raise Unexpressible(f"instruction {s.instr}", sp, self.dialect)
         exo = INSTR_TO_EXO[s.instr]
+        if s.instr in HOST_COPIES:  # Exo's name and argument order: sizes, dst, src
+            self.line(f"{exo}({', '.join(print_arg(a) for a in s.args)})", sp, d)
+            return
         if exo is None:  # cuda_copy_f32: a loop of assignments does the same
             dst, src = s.args
             assert isinstance(dst, A.DRead) and isinstance(src, A.DRead)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -124,6 +125,7 @@ class _Translator:
         # forbids both; Exo allows them): renamed within their loop
         self.sizes: dict[str, list[int]] = {}
         self.lower: dict[str, int] = {}
+        self.elem: dict[str, str] = {}  # data name -> element type (f32, i32, ...)
         self.dropped = 0
 
     def run(self) -> tuple[str, dict[str, int], int]:
@@ -160,7 +162,13 @@ class _Translator:
             return f"{a.arg}: {ann.id}"
         if ann is None:
             raise Unreadable(f"parameter {a.arg} without a type", a)
-        return f"{a.arg}: {self.data_type(ann, 'DRAM')}"
+        return f"{a.arg}: {self.typed(a.arg, ann, 'DRAM')}"
+
+    def typed(self, name: str, ann: ast.expr, default_mem: str | None) -> str:
+        """`data_type`, remembering the element type of `name`."""
+        text = self.data_type(ann, default_mem)
+        self.elem[name] = re.split(r"[\[ ]", text, maxsplit=1)[0]
+        return text
 
     def data_type(self, ann: ast.expr, default_mem: str | None) -> str:
         mem = None
@@ -248,7 +256,7 @@ class _Translator:
                 return self.if_stmt(t, b, o, d)
             case ast.AnnAssign(target=ast.Name(id=n), annotation=ann, value=None):
                 self.local.add(n)
-                return [f"{pad}{n}: {self.data_type(ann, None)}"]
+                return [f"{pad}{n}: {self.typed(n, ann, None)}"]
             case ast.Assign(targets=[tgt], value=v):
                 return [pad + self.assign(tgt, v)]
             case ast.AugAssign(target=tgt, op=ast.Add(), value=v):
@@ -415,11 +423,24 @@ class _Translator:
         if name in self.tracing:
             self.dropped += 1
             return []
-        ours = INSTR_FROM_EXO.get(name)
+        ours = INSTR_FROM_EXO.get(self.typed_copy(name, args) or name)
         if ours is None:
             raise Unreadable(f"instruction {name} (no GPU IR library counterpart)", v)
         text = f"{ours}({', '.join(self.dexpr(a) for a in args)})"
         return [text + (f" >> {zs}" if zs else "")]
+
+    def typed_copy(self, name: str, args: list[ast.expr]) -> str | None:
+        """endgame's host copies are generic over the element type
+        (`cudaMemcpyAsync_htod_1d(n, dst, src)`, the type taken from the arrays): the
+        typed name the GPU IR library has, from the destination's element type."""
+        m = re.fullmatch(r"(cudaMemcpyAsync_(?:htod|dtoh)|cudaMemsetAsync0)_(\d)d", name)
+        if m is None or len(args) <= int(m[2]):
+            return None
+        dst = args[int(m[2])]
+        while isinstance(dst, ast.Subscript):
+            dst = dst.value
+        ty = self.elem.get(dst.id) if isinstance(dst, ast.Name) else None
+        return f"{m[1]}_{m[2]}{ty}" if ty else None
 
     def sync_tl(self, node: ast.expr) -> str:
         v = evaluate(node, self.env)

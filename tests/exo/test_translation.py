@@ -88,7 +88,31 @@ def test_emitted_lines_map_back_to_gpuir():
 def test_reader_reports_what_it_cannot_read():
     rs = {r.test: r for r in read_file((goldens.PROGRAMS / "exo_style.txt").read_text())}
     assert not rs["test_not_readable"].read
-    assert "cudaMemcpyAsync_htod_1f32" in rs["test_not_readable"].reason
+    assert "cudaMemcpyAsync_htod_4f32" in rs["test_not_readable"].reason
+    copies = rs["test_host_copies"]  # endgame's generic `_1d` takes the arrays' type
+    assert copies.read, copies.reason
+    for call in ("cudaMemcpyAsync_htod_1f32(n, d, a)", "cudaMemsetAsync0_1f32(n, d)",
+                 "cudaMemcpyAsync_htod_2i32(n, 4, e[:, :], c[:, :])",
+                 "cudaMemcpyAsync_dtoh_1f32(n, a[:], d[:])"):
+        assert call in copies.text, copies.text
     assert rs["test_broadcast_warp_fence"].expects_error
     assert rs["test_broadcast_warp_fence"].defines == {"N": 128}
     assert rs["test_broadcast_ok"].dropped == 1
+
+
+HOST_COPIES = """\
+proc copies(n: size, a: f32[n] @ DRAM, c: i32[n, 4] @ DRAM, d: f32[n] @ CudaGmemLinear):
+    e: i32[n, 4] @ CudaGmemLinear
+    cudaMemcpyAsync_htod_1f32(n, d, a)
+    cudaMemcpyAsync_htod_2i32(n, 4, e, c)
+    cudaMemsetAsync0_1f32(n, d)
+    cudaMemcpyAsync_dtoh_1f32(n, a, d)
+"""
+
+
+@pytest.mark.parametrize("dialect", ["pldi26", "endgame"])
+def test_host_copies_emit_as_exo_calls_and_read_back(dialect):
+    proc, back = round_trip(HOST_COPIES, dialect)
+    assert back == proc
+    text = emit_proc(proc, {}, dialect).text
+    assert "cudaMemcpyAsync_htod_2i32(n, 4, e, c)" in text
