@@ -82,11 +82,14 @@ class ExoSource:
 
 
 def emit_proc(proc: A.Proc, defines: Mapping[str, int] | None = None,
-              dialect: Dialect = "pldi26") -> ExoSource:
+              dialect: Dialect = "pldi26",
+              preconditions: tuple[str, ...] = ()) -> ExoSource:
     """The Exo module for `proc`; `defines` are the sizes `sync_check` is called with
-    (every control parameter needs one)."""
+    (every control parameter needs one). `preconditions`: conditions on the sizes to
+    state as `assert`s (GPU IR has none; the reader keeps those of an Exo proc, whose
+    effect checker needs them to prove accesses in bounds)."""
     em = _Emitter(proc, dialect)
-    em.run()
+    em.run(preconditions)
     sizes = {p.name: int((defines or {})[p.name]) for p in proc.ctrl_params
              if p.name in (defines or {})}
     return ExoSource(em.text(), proc.name, sizes, dialect, em.origins)
@@ -102,14 +105,15 @@ class _Emitter:
         self.mbarriers: set[str] = set()
 
     # ------------------------------------------------------------------ driver
-    def run(self) -> None:
+    def run(self, preconditions: tuple[str, ...] = ()) -> None:
         self._scan()
         p = self.proc
         params = ", ".join(self._param(x) for x in p.params)
         self.line("@proc", p.span, 0)
         self.line(f"def {p.name}({params}):", p.span, 0)
-        for size, d in sorted(self._divisors()):
-            self.line(f"assert {size} % {d} == 0", p.span, 1)
+        asserts = [f"{size} % {d} == 0" for size, d in sorted(self._divisors())]
+        for cond in asserts + [c for c in preconditions if c not in asserts]:
+            self.line(f"assert {cond}", p.span, 1)
         self.body(p.body, 1)
 
     def text(self) -> str:

@@ -69,6 +69,8 @@ class ReadResult:
     defines: dict[str, int] = field(default_factory=dict)
     reason: str = ""                # why not read
     dropped: int = 0                # tracing calls dropped
+    preconditions: tuple[str, ...] = ()  # the proc's asserts on sizes (`N % 32 == 0`,
+    # `N > 4`), which GPU IR cannot state: the emitter writes them back for Exo
 
     @property
     def read(self) -> bool:
@@ -85,6 +87,7 @@ def read_file(source: str, file: str = "<exo>") -> list[ReadResult]:
         try:
             tr = _Translator(inst, local_instrs)
             r.text, r.defines, r.dropped = tr.run()
+            r.preconditions = tuple(tr.preconditions)
         except Unreadable as err:
             r.reason = str(err)
             out.append(r)
@@ -117,6 +120,9 @@ def _tracing_instrs(module: ast.Module) -> set[str]:
     return out
 
 
+COMPARISONS = {ast.Gt: ">", ast.GtE: ">=", ast.Lt: "<", ast.LtE: "<="}
+
+
 class _Translator:
     def __init__(self, inst: Instance, tracing: set[str]):
         self.inst, self.env, self.tracing = inst, inst.env, tracing
@@ -126,6 +132,7 @@ class _Translator:
         self.sizes: dict[str, list[int]] = {}
         self.lower: dict[str, int] = {}
         self.elem: dict[str, str] = {}  # data name -> element type (f32, i32, ...)
+        self.preconditions: list[str] = []
         self.dropped = 0
 
     def run(self) -> tuple[str, dict[str, int], int]:
@@ -272,12 +279,16 @@ class _Translator:
                 k = evaluate(r, self.env)
                 if isinstance(k, int) and k > 0:
                     self.sizes[n].append(k)
+                    self.preconditions.append(f"{n} % {k} == 0")
             case ast.Compare(left=ast.Name(id=n), ops=[op], comparators=[r]) \
                     if n in self.sizes:
                 k = evaluate(r, self.env)
                 if isinstance(k, int):
                     self.lower[n] = max(self.lower.get(n, 0),
                                         k if isinstance(op, ast.Gt | ast.GtE) else 0)
+                    sign = COMPARISONS.get(type(op))
+                    if sign:
+                        self.preconditions.append(f"{n} {sign} {k}")
 
     def loop_head(self, it: ast.Call) -> str:
         mode = it.func.id if isinstance(it.func, ast.Name) else ""

@@ -49,7 +49,7 @@ def run(tests: str) -> dict:
                     except GpusemError as err:
                         row[rules] = f"bad-input: {err.one_line()[:160]}"
                 try:
-                    es = emit_proc(r.proc, r.defines, install.dialect)
+                    es = emit_proc(r.proc, r.defines, install.dialect, r.preconditions)
                     row["exo_round_trip"] = exo_class(
                         driver.check(es.text, es.proc, es.sizes).verdict)
                 except Unexpressible as err:

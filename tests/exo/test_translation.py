@@ -116,3 +116,35 @@ def test_host_copies_emit_as_exo_calls_and_read_back(dialect):
     assert back == proc
     text = emit_proc(proc, {}, dialect).text
     assert "cudaMemcpyAsync_htod_2i32(n, 4, e, c)" in text
+
+
+PRECONDITIONS = '''
+from exo import proc
+from exo.platforms.cuda import *
+
+def test_bounds():
+    @proc
+    def shifted(n: size, A: f32[n + 4] @ CudaGmemLinear):
+        assert n % 32 == 0
+        assert n >= 64
+        with CudaDeviceFunction(blockDim=32):
+            for task in cuda_tasks(0, n / 32):
+                for tid in cuda_threads(0, 32):
+                    A[task * 32 + tid + 4] = 1.0
+
+    shifted.sync_check(n=64)
+'''
+
+
+def test_preconditions_survive_the_round_trip():
+    """GPU IR states no assertions; Exo's effect checker needs `n >= 64` to prove the
+    accesses in bounds, so the reader keeps the asserts and the emitter writes them
+    back (Exo's test_cuda_arrays and its non-constant-rmem tests failed without)."""
+    (r,) = read_file(PRECONDITIONS, "bounds.py")
+    assert r.read and r.defines == {"n": 64}
+    assert r.preconditions == ("n % 32 == 0", "n >= 64")
+    text = emit_proc(r.proc, r.defines, "pldi26", r.preconditions).text
+    asserts = [ln.strip() for ln in text.splitlines() if ln.strip().startswith("assert")]
+    assert asserts == ["assert n % 32 == 0", "assert n >= 64"]
+    plain = emit_proc(r.proc, r.defines, "pldi26").text
+    assert "assert n >= 64" not in plain and "assert n % 32 == 0" in plain
