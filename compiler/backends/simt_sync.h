@@ -83,9 +83,14 @@ inline uint64_t lane_result(Thread* base, unsigned group, int lane) {
 
 // Release every group of waiting lanes whose collective can complete: a lane's group is
 // the live (existing, not exited) lanes of its mask, as CUDA asks only "non-exited
-// threads named in mask" to take part. Called when a lane arrives and, from the
+// threads named in mask" to take part, and it completes once every lane of it waits at
+// a collective with the same mask. A lane of the group that waits with another mask is
+// at another collective (lanes 0-1 past `__syncwarp(0x3)` and waiting at
+// `__syncwarp(0xf)` while lanes 2-3 still wait at `__syncwarp(0xc)`: legal, found by a
+// campaign): that collective completes first, or never, and then the scheduler reports
+// a deadlock naming each lane's mask. Called when a lane arrives and, from the
 // scheduler, when a lane exits. Returns false (status set, nothing switched) when the
-// lanes of a group disagree on the operation.
+// lanes of a group agree on the mask but not on the operation (CUDA: undefined).
 inline bool warp_try_complete(int warp) {
   Runtime& rt = g_rt;
   Thread* base = &rt.threads[warp * 32];
@@ -100,11 +105,16 @@ inline bool warp_try_complete(int warp) {
     if (!(waiting >> l & 1)) continue;
     unsigned group = base[l].mask & live;
     if ((group & waiting) != group) continue;
+    bool same_mask = true;
     for (int k = 0; k < 32; k++)
-      if ((group >> k & 1) && (base[k].mask != base[l].mask || base[k].op != base[l].op)) {
+      if ((group >> k & 1) && base[k].mask != base[l].mask) same_mask = false;
+    if (!same_mask) continue;  // a lane of the group is at another collective
+    for (int k = 0; k < 32; k++)
+      if ((group >> k & 1) && base[k].op != base[l].op) {
         rt.status = ST_RUNTIME_ERROR;
         snprintf(rt.msg, sizeof rt.msg,
-                 "warp collective: lanes of warp %d disagree on the operation or mask", warp);
+                 "warp collective: lanes of warp %d disagree on the operation (mask 0x%08x)",
+                 warp, base[l].mask);
         return false;
       }
     uint64_t res[32];

@@ -166,6 +166,61 @@ def test_warp_collective_waiting_on_a_blocked_lane_deadlocks(cpu):
     assert "barrier 0 (__syncthreads / bar.sync 0) waited by threads [5]" in r.message
 
 
+NESTED_SYNCWARPS = registered(
+    kernel(
+        "  if (threadIdx.x >= 4) return;\n"
+        "  out[threadIdx.x] = (int)threadIdx.x;\n"
+        "  __syncwarp(0x3u << (threadIdx.x & ~1u));\n"
+        "  out[8 + threadIdx.x] = out[threadIdx.x ^ 1];\n"
+        "  __syncwarp(0xfu);\n"
+        "  out[16 + threadIdx.x] = out[8 + (threadIdx.x ^ 2)];"
+    )
+)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_disjoint_syncwarps_inside_a_wider_one_complete(cpu, seed):
+    """Lanes 0-1 and 2-3 sync pairwise, then all four: legal CUDA, however the pairs
+    interleave (lanes at `__syncwarp(0xf)` wait while the others are still at their
+    `0xc`). The bundl campaign of seed 2611 found the harness calling this a
+    disagreement (the kernel gpusem compiles for nested `group 2` barriers)."""
+    r = run1(cpu, NESTED_SYNCWARPS, 1, 32, OUT64, seed=seed)
+    assert r.kind == "ok", r.message
+    out = r.outputs["out"]
+    assert list(out[8:12]) == [1, 0, 3, 2] and list(out[16:20]) == [3, 2, 1, 0]
+
+
+SAME_MASK_OTHER_OP = registered(
+    kernel(
+        "  if (threadIdx.x >= 2) return;\n"
+        "  if (threadIdx.x == 0) __syncwarp(0x3u);\n"
+        "  else out[1] = __shfl_sync(0x3u, 7, 0);"
+    )
+)
+
+
+def test_same_mask_different_collectives_is_an_error(cpu):
+    r = run1(cpu, SAME_MASK_OTHER_OP, 1, 32, OUT64)
+    assert r.kind == "runtime_error"
+    assert r.message == ("warp collective: lanes of warp 0 disagree on the operation "
+                         "(mask 0x00000003)")
+
+
+MASKS_NEVER_MATCH = registered(
+    kernel(
+        "  if (threadIdx.x >= 2) return;\n"
+        "  __syncwarp(threadIdx.x == 0 ? 0x3u : 0x7u);"
+    )
+)
+
+
+def test_masks_that_never_match_deadlock_naming_both(cpu):
+    r = run1(cpu, MASKS_NEVER_MATCH, 1, 32, OUT64)
+    assert r.kind == "deadlock", r.message
+    assert "warp 0 collective (mask 0x00000003)" in r.message
+    assert "warp 0 collective (mask 0x00000007)" in r.message
+
+
 OUTSIDE_MASK = registered(kernel("  __syncwarp(0x1u);"))
 
 
