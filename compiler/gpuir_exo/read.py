@@ -34,7 +34,7 @@ from gpusem.compiler.gpuir_exo.read_env import (
     instances,
     unit_text,
 )
-from gpusem.compiler.gpuir_exo.read_expr import ExprReader, Unreadable
+from gpusem.compiler.gpuir_exo.read_expr import COMPARE_OPS, ExprReader, Unreadable
 
 INDENT = "    "
 LOOPS = ("seq", "cuda_tasks", "cuda_threads")
@@ -111,9 +111,6 @@ def _tracing_instrs(module: ast.Module) -> set[str]:
                     if all(a in ("index", "size") for a in anns):
                         out.add(node.name)
     return out
-
-
-COMPARISONS = {ast.Gt: ">", ast.GtE: ">=", ast.Lt: "<", ast.LtE: "<="}
 
 
 class _Translator(ExprReader):
@@ -279,7 +276,7 @@ class _Translator(ExprReader):
                 if isinstance(k, int):
                     self.lower[n] = max(self.lower.get(n, 0),
                                         k if isinstance(op, ast.Gt | ast.GtE) else 0)
-                    sign = COMPARISONS.get(type(op))
+                    sign = COMPARE_OPS.get(type(op))
                     if sign:
                         self.preconditions.append(f"{n} {sign} {k}")
 

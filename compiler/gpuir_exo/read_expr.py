@@ -20,6 +20,10 @@ class Unreadable(Exception):
         super().__init__(f"line {self.line}: {what}" if self.line else what)
 
 
+COMPARE_OPS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">",
+               ast.GtE: ">="}
+
+
 class ExprReader:
     """Expression translation, mixed into the statement reader: needs `env` (the
     test's bindings), `local` (the proc's own names) and `renames`."""
@@ -88,8 +92,7 @@ class ExprReader:
                 j = " and " if isinstance(op, ast.And) else " or "
                 return "(" + j.join(self.expr(x, control) for x in vs) + ")"
             case ast.Compare(left=l, ops=[op], comparators=[r]):
-                sym = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=",
-                       ast.Gt: ">", ast.GtE: ">="}.get(type(op))
+                sym = COMPARE_OPS.get(type(op))
                 if sym is None:
                     raise Unreadable(f"comparison {type(op).__name__}", node)
                 return f"{self.expr(l, control)} {sym} {self.expr(r, control)}"
