@@ -30,9 +30,9 @@ import bisect
 import json
 import os
 import shlex
+import shutil
 import statistics
 import sys
-import shutil
 import tempfile
 import time
 

@@ -366,9 +366,10 @@ def align(m: ThreadMapping, dom: tuple[int, ...], box: Box,
 def _with_unit_dims(dims: tuple[TDim, ...], cuts: set[int], ubox: Box,
                     span: Span) -> Box:
     rest, out = list(ubox), list[int | None]()
-    for d in dims:
+    for d in dims:  # a one-element tiling dimension takes one element of the unit
         k = 0 if d.extent == 1 else len(_refine((d,), cuts, span))
-        out, rest = (out + [1], rest) if k == 0 else (out + rest[:k], rest[k:])
+        out += rest[:k] if k else [1]
+        rest = rest[k:]
     if rest:
         raise _bad(span, "the unit's domain and the tiling differ in rank")
     return tuple(out)
