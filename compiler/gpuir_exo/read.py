@@ -159,15 +159,10 @@ class _Translator(ExprReader):
             return f"{a.arg}: {ann.id}"
         if ann is None:
             raise Unreadable(f"parameter {a.arg} without a type", a)
-        return f"{a.arg}: {self.typed(a.arg, ann, 'DRAM')}"
+        return f"{a.arg}: {self.data_type(a.arg, ann, 'DRAM')}"
 
-    def typed(self, name: str, ann: ast.expr, default_mem: str | None) -> str:
-        """`data_type`, remembering the element type of `name`."""
-        text = self.data_type(ann, default_mem)
-        self.elem[name] = re.split(r"[\[ ]", text, maxsplit=1)[0]
-        return text
-
-    def data_type(self, ann: ast.expr, default_mem: str | None) -> str:
+    def data_type(self, name: str, ann: ast.expr, default_mem: str | None) -> str:
+        """The GPU IR type of `name`, whose element type is remembered (`elem`)."""
         mem = None
         if isinstance(ann, ast.BinOp) and isinstance(ann.op, ast.MatMult):
             mem = self.memory(ann.right)
@@ -186,6 +181,7 @@ class _Translator(ExprReader):
         mem = mem or default_mem
         if mem is None:
             raise Unreadable("allocation without a memory", ann)
+        self.elem[name] = t
         return f"{t}{shape} @ {mem}"
 
     def name_value(self, node: ast.expr) -> str:
@@ -253,7 +249,7 @@ class _Translator(ExprReader):
                 return self.if_stmt(t, b, o, d)
             case ast.AnnAssign(target=ast.Name(id=n), annotation=ann, value=None):
                 self.local.add(n)
-                return [f"{pad}{n}: {self.typed(n, ann, None)}"]
+                return [f"{pad}{n}: {self.data_type(n, ann, None)}"]
             case ast.Assign(targets=[tgt], value=v):
                 return [pad + self.assign(tgt, v)]
             case ast.AugAssign(target=tgt, op=ast.Add(), value=v):
