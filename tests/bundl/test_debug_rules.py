@@ -11,7 +11,7 @@ from pathlib import Path
 
 from gpusem.interpreter.bundl.debug_rules import RULES
 
-INTERPRETER = Path(__file__).resolve().parents[2] / "interpreter" / "bundl"
+INTERPRETER = Path(__file__).resolve().parents[2] / "src" / "gpusem" / "interpreter" / "bundl"
 # the modules of the small-step machine (the big-step evaluator reports the same names)
 SMALL_STEP = ("small_step.py", "small_step_data.py", "thread.py", "machine.py",
               "schedulers.py", "explore.py", "config.py", "plug.py")

@@ -37,7 +37,7 @@ from gpusem.compiler.bundl_cuda.bench.sgemm import (  # noqa: F401
     sgemm_tiled,
 )
 
-BENCH_DIR = Path(__file__).resolve().parents[3] / "examples" / "bundl" / "bench"
+BENCH_DIR = Path(__file__).resolve().parents[5] / "examples" / "bundl" / "bench"
 
 
 @dataclass(frozen=True, slots=True)

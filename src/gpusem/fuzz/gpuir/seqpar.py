@@ -41,7 +41,7 @@ from gpusem.compiler.gpuir_cuda.run import (
 
 ACCEPTED_SEEDS = (0, 1, 2, 3)  # 3: eager wake (see simt_sched.h)
 REJECTED_SEEDS = (0, 1, 2, 3, 4, 5)
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "gpuir"
+EXAMPLES = Path(__file__).resolve().parents[4] / "examples" / "gpuir"
 
 
 @dataclass
