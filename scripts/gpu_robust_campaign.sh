@@ -3,7 +3,7 @@
 # the host has 16 cores, the dev machine 2 shared ones). One call runs INPUTS inputs
 # (default 100,000) over every core within the device's 10-minute command limit; if the
 # time limit cuts it short, run it again with another SEED and merge the parts:
-#   python scripts/robust_campaign.py --merge a.json b.json --out results/robustness_campaign.json
+#   python scripts/robust_campaign.py --merge a.json b.json --out results/robust/robustness_campaign.json
 # Usage (device tool, carry .whl):  bash scripts/gpu_robust_campaign.sh [INPUTS] [SEED]
 set -uo pipefail
 source scripts/device_setup.sh   # wheels, gpusem itself, $OUT/device.txt
