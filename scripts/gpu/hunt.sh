@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Re-run single campaign rounds (deterministic from seed and round) in parallel and
 # keep their bundles: to recover a finding a long campaign reported.
-# Usage: bash scripts/hunt_rounds.sh FIRST LAST [SEED] [BACKEND]
+# Usage: bash scripts/gpu.sh hunt FIRST LAST [SEED] [BACKEND]
 set -uo pipefail
 OUT=${OUT:-$PWD/hunt-out}
 mkdir -p "$OUT"

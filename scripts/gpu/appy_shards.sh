@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Part of one APPy campaign on the H100 (issue 7), split with --shard so that the whole
 # campaign runs across several device calls without overlap:
-#   bash scripts/gpu_appy_shards.sh SEED BUDGET N I [J ...]
+#   bash scripts/gpu.sh appy-shards SEED BUDGET N I [J ...]
 # runs shards I, J, ... of N (each `gpusem fuzz --target appy --backend cuda --budget BUDGET
 # --seed SEED --shard K/N`) side by side, then packs their logs and bundles into
-# $OUT/appy_shards_<I..>.tgz. Expects scripts/device_setup.sh to have been sourced.
+# $OUT/appy_shards_<I..>.tgz. Expects scripts/gpu/setup.sh to have been sourced.
 set -uo pipefail
 SEED=$1 BUDGET=$2 N=$3; shift 3
 OUT=${OUT:-$PWD/gpu-out}

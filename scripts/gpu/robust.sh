@@ -4,9 +4,9 @@
 # (default 100,000) over every core within the device's 10-minute command limit; if the
 # time limit cuts it short, run it again with another SEED and merge the parts:
 #   python scripts/robust_campaign.py --merge a.json b.json --out results/robust/robustness_campaign.json
-# Usage (device tool, carry .whl):  bash scripts/gpu_robust_campaign.sh [INPUTS] [SEED]
+# Usage (device tool, carry .whl):  bash scripts/gpu.sh robust [INPUTS] [SEED]
 set -uo pipefail
-source scripts/device_setup.sh   # wheels, gpusem itself, $OUT/device.txt
+source scripts/gpu/setup.sh   # wheels, gpusem itself, $OUT/device.txt
 INPUTS=${1:-100000}
 SEED=${2:-1}
 python3 -c "import hypothesis, lark, z3, numpy, click, rich" || exit 1

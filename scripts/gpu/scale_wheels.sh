@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The wheels scripts/gpu_scale.sh needs on the GPU machine beyond its image (issue 19):
+# The wheels scripts/gpu.sh scale needs on the GPU machine beyond its image (issue 19):
 # Dask and the few dependencies the image lacks (its image has cloudpickle, msgpack,
 # psutil, toolz, pyyaml, jinja2, sortedcontainers, fsspec, packaging, click). Run here,
 # in the repository root, before the device call; the device call carries .whl.

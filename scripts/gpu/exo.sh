@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# gpu_exo.sh: issue 16 (Exo-GPU under test) on the H100, one branch of Exo per call:
+# bash scripts/gpu.sh exo: issue 16 (Exo-GPU under test) on the H100, one branch of Exo per call:
 #
-#   bash scripts/gpu_exo.sh pldi26      # then, in a second call:
-#   bash scripts/gpu_exo.sh endgame
+#   bash scripts/gpu.sh exo pldi26      # then, in a second call:
+#   bash scripts/gpu.sh exo endgame
 #
 # run with carry [".whl", ".exo_whl"] (lark for gpusem; the Exo-GPU wheels of both
 # branches and their dependencies, /work/exo/REPORT.md section 5; both folders are
@@ -22,9 +22,9 @@
 # Every step has its own time limit, so the call ends inside the device's 10 minutes
 # and returns what finished. Results are committed under results/exo/ (see there).
 set -uo pipefail
-B=${1:?usage: gpu_exo.sh pldi26|endgame}
-cd "$(dirname "$0")/.."
-source scripts/device_setup.sh
+B=${1:?usage: bash scripts/gpu.sh exo pldi26|endgame}
+cd "$(dirname "$0")/../.."
+source scripts/gpu/setup.sh
 WORK=/tmp/gpu_exo_$B
 mkdir -p "$WORK"
 JOBS=${EXO_JOBS:-$(nproc)}

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# gpu_bench.sh: issue 4 "Speed of what it emits", in one command on a bare H100.
+# bash scripts/gpu.sh bench: issue 4 "Speed of what it emits", in one command on a bare H100.
 #
 # Compiles the Bundl reduction (2^26 floats) and the Prism B.2 2D-tiled SGEMM (4096^3)
 # with our compiler, runs them through the cuda backend next to cupy.sum / cupy.matmul
@@ -18,7 +18,7 @@
 # only the SGEMM variants whose labels match.
 # Optional: GPU_BENCH_PYTEST=1 also runs `pytest -m gpu tests/compiler/test_bench_programs.py`.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 OUT="${OUT:-$PWD/bench_out}"
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 CUPY_TF32=0

@@ -7,13 +7,13 @@
 #      kernel disagrees on the GPU, without gpusem);
 #   3. the campaign's reports (JSON, SARIF) and exit code on the cuda backend.
 # Writes $OUT/gpu_repro.json (one object per reproducer: file, expected, exit, stdout).
-# Usage (device tool, carry .whl): bash scripts/gpu_repro.sh [BACKEND]
+# Usage (device tool, carry .whl): bash scripts/gpu.sh repro [BACKEND]
 #   BACKEND defaults to cuda; with cpu (no GPU) the logic runs and each repro exits 2.
 set -uo pipefail
 BACKEND=${1:-cuda}
-GPUSEM=${GPUSEM:-python3 -m gpusem}  # the installed gpusem (device_setup.sh installs it)
-if [ -f "$(dirname "$0")/device_setup.sh" ] && [ -d .whl ]; then
-  source "$(dirname "$0")/device_setup.sh"
+GPUSEM=${GPUSEM:-python3 -m gpusem}  # the installed gpusem (setup.sh installs it)
+if [ -f "$(dirname "$0")/setup.sh" ] && [ -d .whl ]; then
+  source "$(dirname "$0")/setup.sh"
 fi
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT/clean" "$OUT/faults"
@@ -55,7 +55,7 @@ import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 ok = sum(r["exit"] == r["expected"] for r in rows)
 json.dump({"backend": sys.argv[3], "reproducers": len(rows), "as_expected": ok,
-           "command": "bash scripts/gpu_repro.sh " + sys.argv[3], "rows": rows},
+           "command": "bash scripts/gpu.sh repro " + sys.argv[3], "rows": rows},
           open(sys.argv[2], "w"), indent=1)
 print(f"{ok} of {len(rows)} reproducers exited as expected")
 PY

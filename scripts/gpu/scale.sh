@@ -12,9 +12,9 @@
 # so and measures the cpu backend instead (no GPU figures), so the script's logic runs
 # anywhere.
 #
-# Usage (device tool; carry .whl holding the wheels scripts/scale_wheels.sh fetches):
-#   bash scripts/gpu_scale.sh                 # nvidia-h100-x1: profile, 1 GPU, Dask 1 GPU
-#   bash scripts/gpu_scale.sh                 # nvidia-h100-x2: ... and Dask 1 vs 2 GPUs
+# Usage (device tool; carry .whl holding the wheels bash scripts/gpu.sh scale-wheels fetches):
+#   bash scripts/gpu.sh scale                 # nvidia-h100-x1: profile, 1 GPU, Dask 1 GPU
+#   bash scripts/gpu.sh scale                 # nvidia-h100-x2: ... and Dask 1 vs 2 GPUs
 # Environment: SCALE_SECONDS (the local run, default 100), DASK_SECONDS (each Dask run,
 # default 90), GPUSEM_PER_GPU (processes per GPU, default cores / GPUs),
 # SCALE_GPU_COUNTS (the Dask runs' GPU counts, default "1 N"; issue 20 on 4 or 8 GPUs:
@@ -44,7 +44,7 @@ run() {
 }
 
 if [ -d .whl ] && ls .whl/*.whl >/dev/null 2>&1; then
-  source "$(dirname "$0")/device_setup.sh"  # wheels into /tmp/site, gpusem, device.txt
+  source "$(dirname "$0")/setup.sh"  # wheels into /tmp/site, gpusem, device.txt
 else
   python3 -m pip install -q --no-deps --no-build-isolation -e . >/tmp/pip.log 2>&1
 fi
@@ -66,7 +66,7 @@ if [ -n "$WHY" ]; then
       "the figures below are NOT GPU figures."
 fi
 if ! python3 -c "import distributed" >>"$LOG" 2>&1; then
-  say "Dask is not installed (carry its wheels: scripts/scale_wheels.sh); Dask runs skipped"
+  say "Dask is not installed (carry its wheels: bash scripts/gpu.sh scale-wheels); Dask runs skipped"
   NO_DASK=1
 fi
 GPUS_FOR_SPLIT=$(( NGPU > 0 ? NGPU : 1 ))
