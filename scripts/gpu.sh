@@ -15,8 +15,6 @@
 #   repro [BACKEND]                issue 18: standalone reproducers built and run
 #                                  (packed as $OUT/repro.tgz, rows in gpu_repro.json)
 #   scale                          issues 19, 20: profile, throughput, Dask scaling
-#   robust [INPUTS SEED]           issue 15: the robustness campaign on every core
-#   hunt FIRST LAST [SEED BACKEND] campaign rounds re-run to recover a finding
 #   pytest                         every test marked gpu ($OUT/pytest_gpu.log)
 #   run CMD [ARGS]                 any command after the setup (gpusem fuzz ...)
 #   round LANE [LANE ...]          several at once, lane i on GPU i: a LANE is
@@ -44,8 +42,6 @@ case "$SUB" in
   appy-shards) source $PARTS/setup.sh; exec bash $PARTS/appy_shards.sh "$@" ;;
   exo) exec bash $PARTS/exo.sh "$@" ;;
   scale) exec bash $PARTS/scale.sh "$@" ;;
-  robust) exec bash $PARTS/robust.sh "$@" ;;
-  hunt) exec bash $PARTS/hunt.sh "$@" ;;
   scale-wheels) exec bash $PARTS/scale_wheels.sh "$@" ;;
   repro)
     source $PARTS/setup.sh
