@@ -19,7 +19,7 @@ procedure (parsing not timed).
     python scripts/bench_synccheck_exo.py \\
         --exo-python /work/exo/venv-pldi26/bin/python \\
         --sporkbench /work/exo/sporkbench-pldi26 \\
-        --sizes 256 512 1024 2048 --json results/synccheck_vs_exo.json
+        --sizes 256 512 1024 2048 --json results/exo/synccheck_vs_exo.json
 """
 
 from __future__ import annotations

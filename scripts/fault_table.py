@@ -1,7 +1,7 @@
 """Seeded-fault campaigns (issue 5): does a campaign find each fault, how fast, and how
 small is the shrunk counterexample?
 
-    python scripts/fault_table.py --backend cpu --budget 60 --out results/faults_cpu.json
+    python scripts/fault_table.py --backend cpu --budget 60 --out results/faults/table_cpu.json
 
 For each fault of `compiler.bundl_cuda.faults.FAULTS` it runs one `compile`-property
 campaign of the Bundl target with `GPUSEM_FAULT` set (in a fresh process, so the fault
@@ -106,7 +106,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--round-size", type=int, default=40)
     ap.add_argument("--faults", default=",".join(FAULTS))
-    ap.add_argument("--out", default="results/faults_cpu.json")
+    ap.add_argument("--out", default="results/faults/table_cpu.json")
     ap.add_argument("--keep", default=None, help="copy each campaign's bundles here")
     ap.add_argument("--parallel", type=int, default=1,
                     help="campaigns at once (each is one process; give it a core)")

@@ -5,7 +5,7 @@ rows, Figure 19 cases, Figure 16 rows, the checks of Figure 7, the machine's lif
 A label at 0 is a blind spot of the generator.
 
     python scripts/gpuir_coverage.py --programs 10000 --seed 0 \
-        --json results/gpuir_coverage.json
+        --json results/gpuir/coverage.json
 """
 
 from __future__ import annotations

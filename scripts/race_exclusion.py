@@ -1,7 +1,7 @@
 """How many generated well-typed Bundl programs does the compile oracle exclude as racy
 or undecided, and how many of those are truly racy? (issue 14, item 3)
 
-    python scripts/race_exclusion.py --programs 1000 --seed 1 --out results/race_exclusion.json
+    python scripts/race_exclusion.py --programs 1000 --seed 1 --out results/bundl/race_exclusion.json
 
 Programs: the general well-typed generator as the `compile` property draws it
 (`generated_programs(max_blocks=2, max_threads=8)`: not race-free by construction, so

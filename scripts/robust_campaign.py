@@ -7,7 +7,7 @@ the input counted as a hang and kept, and a fresh worker goes on with the rest o
 worker's share.
 
     nice -n 10 python scripts/robust_campaign.py --inputs 100000 --jobs 2 \\
-        --out results/robustness_campaign.json
+        --out results/robust/robustness_campaign.json
     python scripts/robust_campaign.py --merge a.json b.json --out merged.json
 
 `--time-limit S` stops the workers after S seconds and keeps what they checkpointed

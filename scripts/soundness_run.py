@@ -2,7 +2,7 @@
 coverage table of the rules they reach (issue 14, "Done when").
 
     python scripts/soundness_run.py --programs 100000 --seed 1 --jobs 1 \\
-        --out results/soundness_100k.json
+        --out results/soundness/soundness_100k.json
 
 Theorem 4.1 (progress), under the default rules: a well-typed program never gets stuck.
 Each program is drawn from the target's `soundness` strategy (the general well-typed

@@ -30,7 +30,7 @@ def test_the_backend_raises_bad_input(monkeypatch):
 
 
 def test_replaying_a_cuda_bundle_says_so_in_one_line():
-    bundle = next((ROOT / "results" / "fault_bundles_cuda").glob("floor-division/*/"))
+    bundle = next((ROOT / "results" / "faults" / "bundles_cuda").glob("floor-division/*/"))
     env = dict(os.environ, PYTHONPATH=str(BROKEN))
     proc = subprocess.run([sys.executable, "-m", "gpusem.cli.main", "replay",
                            str(bundle)], capture_output=True, text=True, env=env,

@@ -1,6 +1,6 @@
 """The counterexample bundles committed under `results/` still reproduce on the cpu
-backend: each seeded fault's shrunk kernel (`fault_bundles_cpu/`, replayed with its
-fault on again) and each `--rules paper` soundness failure (`paper_soundness/`). A
+backend: each seeded fault's shrunk kernel (`faults/bundles_cpu/`, replayed with its
+fault on again) and each `--rules paper` soundness failure (`soundness/paper_bundles/`). A
 change to the compiler, the harness or the interpreter that silently stops one of them
 from showing its failure fails here."""
 
@@ -13,16 +13,16 @@ from click.testing import CliRunner
 from gpusem.cli.main import cli
 
 RESULTS = Path(__file__).resolve().parents[2] / "results"
-BUNDLES = sorted(p.parent for p in (RESULTS / "fault_bundles_cpu").glob("*/*/bundle.json"))
-BUNDLES += sorted(p.parent for p in (RESULTS / "paper_soundness").glob("*/bundle.json"))
+BUNDLES = sorted(p.parent for p in (RESULTS / "faults" / "bundles_cpu").glob("*/*/bundle.json"))
+BUNDLES += sorted(p.parent for p in (RESULTS / "soundness" / "paper_bundles").glob("*/bundle.json"))
 
 
 def test_there_are_bundles_to_replay():
     from gpusem.compiler.bundl_cuda.faults import FAULTS
 
     # one per seeded fault of the Bundl compiler (the 15 of issue 5, the 2 of issue 14)
-    assert {b.parent.name for b in BUNDLES if "fault_bundles" in str(b)} == set(FAULTS)
-    assert len([b for b in BUNDLES if b.parent.name == "paper_soundness"]) >= 5
+    assert {b.parent.name for b in BUNDLES if b.parent.parent.name == "bundles_cpu"} == set(FAULTS)
+    assert len([b for b in BUNDLES if b.parent.name == "paper_bundles"]) >= 5
 
 
 @pytest.mark.parametrize("bundle", BUNDLES, ids=lambda b: f"{b.parent.name}/{b.name}")

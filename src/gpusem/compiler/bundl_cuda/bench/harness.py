@@ -29,8 +29,8 @@ the result, and write `bench.json` (plus the programs and the emitted CUDA) unde
   epilogue), BK = 16 (`_bk16`), the A tile stored k-major in shared memory (`_ka`),
   and `__launch_bounds__` (`_lb2`, and every `_pf`); everything past the
   paper's variant is reported as such (`sgemm_variants.py`; "tiles" in bench.json).
-  Measured on an H100 (results/bench_h100.json): cuBLAS 51.7 TFLOP/s; the paper's
-  variant 0.42x; best strict `strict_pf_split_al` 0.498x; best fast_fma
+  Measured on an H100 (results/bundl/speed_h100.json): cuBLAS 51.7 TFLOP/s;
+  the paper's variant 0.42x; best strict `strict_pf_split_al` 0.498x; best fast_fma
   `fast_fma_pf_db_split` 0.66x; best explicit fma `fma_pf_db_split_al` 0.673x
   (2026-11-22, 5 interleaved rounds, worst 0.672x; bit-exact vs the same-order
   reference with a correctly rounded fma, so the oracle's semantics).

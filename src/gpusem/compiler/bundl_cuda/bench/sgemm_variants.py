@@ -55,14 +55,16 @@ SGEMM_VARIANTS: dict[str, Variant] = {
     "fast_fma_pf_db_split": (P.SGEMM_GPU_SPLIT, FMA_LB2, True, True),
     "fast_fma_pf_db_bm64_split": (P.SGEMM_GPU_BM64_SPLIT, FMA_LB4, True, True),
     # The best kernels of each semantics with the 128-bit C epilogue (`_al`); H100
-    # (results/bench_h100.json, interleaved rounds): strict 0.4993x, fast_fma 0.668x.
+    # (results/bundl/speed_h100.json, interleaved rounds): strict 0.4993x,
+    # fast_fma 0.668x.
     "strict_pf_db_split_al": (P.SGEMM_GPU_SPLIT, replace(LB2, aligned_globals=True),
                               True, True),
     "fast_fma_pf_db_split_al": (P.SGEMM_GPU_SPLIT, replace(FMA_LB2, aligned_globals=True),
                                 True, True),
     # Candidates against the 0.4985x of strict_pf_split_al; measured on the H100
-    # (results/bench_h100.json): none is faster (bk16 0.437x, db_bk16 0.457x, ka 0.498x,
-    # bk16_ka 0.484x, db_bk16_ka 0.426x, bm64 0.483x): barriers are not the limit. SASS of
+    # (results/bundl/speed_h100.json): none is faster (bk16 0.437x, db_bk16 0.457x,
+    # ka 0.498x, bk16_ka 0.484x, db_bk16_ka 0.426x, bm64 0.483x): barriers are not
+    # the limit. SASS of
     # its k-loop (nvcc 13, sm_90a): per 1024 FMUL+FADD, 32 LDS.128, 8 LDG, 2 STS.128,
     # 2 BAR, ~11 integer: 95% of issue slots are math, no spills; the candidates cut
     # barriers per FLOP (BK = 16: one per 1024 math, 0.5 double-buffered; the 16-trip
@@ -84,8 +86,9 @@ SGEMM_VARIANTS: dict[str, Variant] = {
     # double-buffered spills nothing; the zigzag update order (SgemmSize.zigzag) cuts
     # the same-parity no-reuse share (k-loop SASS, nvcc 13 sm_90a): pf_zz 9.3%,
     # pf_ka_zz 8.2%, pf_db_ka 19.1%, pf_db_ka_zz 15.5% (strict_pf_split_al 18.3%).
-    # Measured on the H100 (results/bench_h100_zigzag.json): pf_ka_zz 0.5121x cuBLAS,
-    # pf_db_ka_zz 0.5084x, pf_db_ka 0.5036x, pf_zz 0.4939x (pf_db 0.4994x alongside).
+    # Measured on the H100 (results/bundl/speed_zigzag_h100.json): pf_ka_zz 0.5121x
+    # cuBLAS, pf_db_ka_zz 0.5084x, pf_db_ka 0.5036x, pf_zz 0.4939x (pf_db 0.4994x
+    # alongside).
     "strict_pf_zz_split_al": (P.SGEMM_GPU_ZZ_SPLIT, replace(LB2, aligned_globals=True),
                               False, True),
     "strict_pf_ka_zz_split_al": (P.SGEMM_GPU_KA_ZZ_SPLIT, replace(LB2, aligned_globals=True),

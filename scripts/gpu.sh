@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# The one entry point for work on a GPU machine. The device tool runs it in a copy of
+# the repository, with carry [".whl"] (the wheels the image lacks: lark, z3-solver, ...;
+# the machine has no network) and, for exo, ".exo_whl". Results land under $OUT
+# (default ./gpu-out); each part writes its own files there.
+#
+#   bash scripts/gpu.sh SUBCOMMAND [ARGS]
+#
+#   bench                          issue 4: the Bundl reduction and SGEMMs against
+#                                  CuPy / cuBLAS (GPU_BENCH_ONLY, GPU_BENCH_VARIANTS)
+#   faults BACKEND SECONDS PAR     issues 5, 14: the seeded-fault table (cpu | cuda)
+#   appy [SEED BUDGET SHARDS]      issue 17: one APPy campaign in shards on the GPU
+#   appy-shards SEED BUDGET N I..  issue 7: shards I.. of N of one APPy campaign
+#   exo pldi26|endgame             issue 16: Exo-GPU's verdict and compile censuses
+#   repro [BACKEND]                issue 18: standalone reproducers built and run
+#                                  (packed as $OUT/repro.tgz, rows in gpu_repro.json)
+#   scale                          issues 19, 20: profile, throughput, Dask scaling
+#   pytest                         every test marked gpu ($OUT/pytest_gpu.log)
+#   run CMD [ARGS]                 any command after the setup (gpusem fuzz ...)
+#   round LANE [LANE ...]          several at once, lane i on GPU i: a LANE is
+#                                  "SUB ARGS; SUB ARGS" run in order ($OUT/laneI.log)
+#   scale-wheels                   HERE, before the call: the wheels scale needs, in .whl
+#
+# The batched calls of issue 16/17 were, as rounds:
+#   bash scripts/gpu.sh round 'exo pldi26' 'appy 17 4m 12; pytest'
+#   EXO_JOBS=24 EXO_CENSUS_S=60 EXO_CENSUS_TIMEOUT=170 EXO_COMPILE_S=150 \
+#     EXO_COMPILE_TIMEOUT=320 EXO_BATCH=20 bash scripts/gpu.sh round 'exo pldi26' \
+#     'pytest; repro cuda'
+# The parts live in scripts/gpu/ (setup.sh installs the carried wheels and gpusem once
+# per machine and writes $OUT/device.txt).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export OUT=${OUT:-$PWD/gpu-out}
+PARTS=scripts/gpu
+SUB=${1:-help}
+[ $# -gt 0 ] && shift
+
+case "$SUB" in
+  bench) exec bash $PARTS/bench.sh "$@" ;;
+  faults) exec bash $PARTS/faults.sh "$@" ;;
+  appy) exec bash $PARTS/appy.sh "$@" ;;
+  appy-shards) source $PARTS/setup.sh; exec bash $PARTS/appy_shards.sh "$@" ;;
+  exo) exec bash $PARTS/exo.sh "$@" ;;
+  scale) exec bash $PARTS/scale.sh "$@" ;;
+  scale-wheels) exec bash $PARTS/scale_wheels.sh "$@" ;;
+  repro)
+    source $PARTS/setup.sh
+    OUT="$OUT/repro" timeout "${REPRO_TIMEOUT:-330}" bash $PARTS/repro.sh "$@" \
+      >"$OUT/repro.log" 2>&1
+    status=$?
+    cp "$OUT/repro/gpu_repro.json" "$OUT/" 2>/dev/null
+    tar czf "$OUT/repro.tgz" -C "$OUT" repro && rm -rf "$OUT/repro"
+    exit $status ;;
+  pytest)
+    source $PARTS/setup.sh
+    { head -4 "$OUT/device.txt"
+      echo "# CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-} python3 -m pytest -m gpu" \
+        "-q -p no:cacheprovider --benchmark-disable tests"
+      timeout "${PYTEST_TIMEOUT:-200}" python3 -m pytest -m gpu -q -p no:cacheprovider \
+        --benchmark-disable tests 2>&1 | tail -25; } >"$OUT/pytest_gpu.log" 2>&1
+    tail -3 "$OUT/pytest_gpu.log" ;;
+  run)
+    source $PARTS/setup.sh
+    exec "$@" ;;
+  round)
+    source $PARTS/setup.sh  # once: the lanes' parts find it done
+    i=0
+    for lane in "$@"; do
+      (export CUDA_VISIBLE_DEVICES=$i
+       IFS=';' read -ra steps <<<"$lane"
+       for step in "${steps[@]}"; do
+         # shellcheck disable=SC2086  # a step is words: "exo pldi26"
+         bash scripts/gpu.sh $step
+       done) >"$OUT/lane$i.log" 2>&1 &
+      i=$((i + 1))
+    done
+    wait
+    ls -la "$OUT" ;;
+  help|-h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d' | cut -c3- ;;
+  *) echo "scripts/gpu.sh: unknown subcommand '$SUB' (bash scripts/gpu.sh help)" >&2
+     exit 2 ;;
+esac
