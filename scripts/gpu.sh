@@ -15,6 +15,9 @@
 #   repro [BACKEND]                issue 18: standalone reproducers built and run
 #                                  (packed as $OUT/repro.tgz, rows in gpu_repro.json)
 #   scale                          issues 19, 20: profile, throughput, Dask scaling
+#   t1                             issue 23: toolchain finding T1's build matrix, the
+#                                  NVRTC PTX through the driver, SASS; T1_CAMPAIGN=1
+#                                  adds a cuda campaign (T1_SEED, T1_BUDGET)
 #   pytest                         every test marked gpu ($OUT/pytest_gpu.log)
 #   run CMD [ARGS]                 any command after the setup (gpusem fuzz ...)
 #   round LANE [LANE ...]          several at once, lane i on GPU i: a LANE is
@@ -43,6 +46,7 @@ case "$SUB" in
   exo) exec bash $PARTS/exo.sh "$@" ;;
   scale) exec bash $PARTS/scale.sh "$@" ;;
   scale-wheels) exec bash $PARTS/scale_wheels.sh "$@" ;;
+  t1) exec bash $PARTS/t1.sh "$@" ;;
   repro)
     source $PARTS/setup.sh
     OUT="$OUT/repro" timeout "${REPRO_TIMEOUT:-330}" bash $PARTS/repro.sh "$@" \
