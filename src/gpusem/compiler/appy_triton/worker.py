@@ -232,11 +232,22 @@ _ENV_ERRORS = ("only 0-dimensional arrays can be converted to Python scalars",
                "only length-1 arrays can be converted to Python scalars")
 
 
+_LIBDEVICE_CALL = re.compile(r"\blibdevice\.(\w+)\s*\(")
+
+
 def environmental(err_text: str, module: str) -> str:
     """Why an error is the stand-in's, not the compiler's ("" when it is not)."""
     if any(e in err_text for e in _ENV_ERRORS):
         return (f"environment: NumPy {_np_version()} and Triton's interpreter: "
                 f"{err_text[:160]}")
+    # Triton's interpreter (TRITON_INTERPRET=1) has no libdevice: every
+    # `libdevice.f(x)` evaluates to None, and the first use of it fails with a
+    # NoneType error. The module is right on a GPU; the stand-in cannot run it.
+    calls = sorted(set(_LIBDEVICE_CALL.findall(module)))
+    if (calls and os.environ.get("TRITON_INTERPRET") == "1"
+            and ("NoneType" in err_text or "None of type" in err_text)):
+        return ("environment: Triton's interpreter does not implement libdevice "
+                f"({', '.join(calls)}): {err_text[:120]}")
     return ""
 
 

@@ -105,6 +105,11 @@ class JsonWorkerDriver:
         answer = self._read_line(self.timeout)
         self.served += 1
         if answer is not None:
+            if answer.get("fatal"):
+                # The worker exits after a fatal answer (its CUDA context is gone).
+                # Reap it now: asked before it is gone, the next request would meet a
+                # dying process and be reported as a crash of *that* request.
+                self._kill()
             return answer, ""
         try:  # EOF: the worker is dying, reap it; no EOF: it is still running
             code = self.proc.wait(timeout=2.0)

@@ -74,6 +74,12 @@ CATALOGUE: tuple[Cause, ...] = (
           ("wrong", "oob", "triton")),
     Cause("floor-div-mod", "integer `//` and `%` truncate (C) instead of flooring "
           "(Python)", frozenset({"int_floordiv_mod"}), ("wrong",)),
+    # Decided by evidence, not by trigger (kinds=() so `classify` never picks it):
+    # `verdicts.sign_kernel` reads the generated module (fuzz/appy/evidence.py).
+    Cause("atomic-dropped", "`#pragma atomic` is dropped: the generated Triton module "
+          "updates the cell with tl.load + tl.store and no tl.atomic_*, so concurrent "
+          "programs lose updates on a GPU (Triton's interpreter runs programs one after "
+          "another and hides it)", frozenset({"atomic"}), ()),
 )
 BY_ID = {c.id: c for c in CATALOGUE}
 

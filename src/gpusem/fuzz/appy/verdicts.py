@@ -23,8 +23,9 @@ import numpy as np
 from gpusem.calculus.appy import ast as A
 from gpusem.calculus.appy.printer import print_program
 from gpusem.compiler.appy_triton.driver import AppycDriver, Case, Outcome
-from gpusem.fuzz.appy.causes import Cause, classify, normalise
+from gpusem.fuzz.appy.causes import BY_ID, Cause, classify, normalise
 from gpusem.fuzz.appy.coverage import features
+from gpusem.fuzz.appy.evidence import atomic_dropped
 from gpusem.interpreter.appy.legality import Verdict, check_legal
 
 COMPARED = ("agree", "wrong")  # outcomes that reached a numeric comparison
@@ -142,6 +143,14 @@ def run_program(driver: AppycDriver, prog: ProgramRun, whole_fn: A.Function,
 def sign_kernel(k: KernelRun, interp: AppycDriver | None, backend: str) -> None:
     assert k.outcome is not None
     k.signature, k.cause = classify(k.outcome.kind, k.outcome.detail, k.feats)
+    dropped = atomic_dropped(k.feats, k.outcome.module)
+    if k.cause is None and dropped and k.outcome.kind in ("wrong", "oob"):
+        # Evidence in the emitted module outranks every differential below: the
+        # interpreter agreeing would only be its sequential order hiding the race.
+        k.cause = BY_ID["atomic-dropped"]
+        k.signature, k.blame = "cause:atomic-dropped", "appyc"
+        k.differential = {"evidence": dropped, "blame": "appyc"}
+        return
     # Without a GPU beside it, an uncatalogued failure could be appyc's code or Triton's
     # interpreter running it: only the differential (cuda backend) decides.
     k.blame = k.cause.blame if k.cause else (
