@@ -182,7 +182,8 @@ def test_commands_and_trace(tmp_path):
     trace = tmp_path / "trace.txt"
     out = run_cli(RACE, "-D", "N=128", "--commands", "continue; where",
                   "--trace", str(trace))
-    assert out.returncode == 0, out.stderr
+    assert out.returncode == 1, out.stderr  # a failing check: a finding (issue 24)
+    assert "rejected: CheckMutates failed at step" in out.stderr
     assert "stopped: CheckMutates failed" in out.stdout
     lines = trace.read_text().splitlines()
     steps = int(re.search(r"failed at step (\d+)", out.stdout).group(1))

@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import cmd
 import signal
+import sys
 from collections.abc import Sequence
 
+import click
 from gpusem import api
 from rich.console import Console
 from rich.table import Table
@@ -139,6 +141,8 @@ def run_session(debugger: api.Debugger, commands: str | None,
     finally:
         if sink:
             sink.close()
+    if commands is not None:
+        _exit_scripted(shell, debugger)
 
 
 def _loop(shell: DebuggerShell) -> None:
@@ -151,3 +155,15 @@ def _loop(shell: DebuggerShell) -> None:
         except KeyboardInterrupt:
             shell.say(shell.debugger.interrupt_note)
             shell.intro = None
+
+
+def _exit_scripted(shell: DebuggerShell, debugger: api.Debugger) -> None:
+    """A script's exit code: a command it got wrong is bad input (2), whatever the
+    machine did; else how the machine stands (`Debugger.ending`)."""
+    if shell.failed:
+        click.echo(f"{debugger.file}: --commands: {shell.failed[0]}", err=True)
+        sys.exit(2)
+    ending = debugger.ending()
+    if ending.exit_code:
+        click.echo(ending.reason, err=True)
+        sys.exit(ending.exit_code)

@@ -14,7 +14,7 @@ from typing import cast
 
 from gpusem.calculus.bundl.ast import Expr, Stmt
 from gpusem.calculus.bundl.printer import print_expr, print_stmt
-from gpusem.calculus.errors import BadInput, GpusemError
+from gpusem.calculus.errors import BadInput, GpusemError, Trap
 from gpusem.calculus.source import read_source
 from gpusem.interpreter.bundl.debug import Breakpoint, Scheduler, Session, Stop
 from gpusem.interpreter.bundl.debug_rules import RULES
@@ -98,6 +98,8 @@ class BundlDebugger:
         s = self.session
         error = s.error
         match s.status:
+            case "stuck" if isinstance(error, Trap):
+                return Ending("trap", error.one_line())
             case "stuck" if isinstance(error, GpusemError):
                 return Ending("stuck", error.one_line())
             case "stuck":
