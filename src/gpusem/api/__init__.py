@@ -47,7 +47,13 @@ from gpusem.api.files import (
     step_file,
     synccheck_file,
 )
-from gpusem.api.languages import Language, language_of, languages, register
+from gpusem.api.languages import (
+    Language,
+    language_of,
+    languages,
+    register,
+    unregister,
+)
 from gpusem.api.options import (
     CheckOptions,
     CompileOptions,
@@ -99,4 +105,4 @@ __all__ = ["BadInput", "CampaignResult", "CampaignSpec", "CheckOptions", "CheckR
            "open_output", "parse", "parse_defines", "parse_schedules", "read_source",
            "reduce", "register", "replay", "run", "run_file", "standalone",
            "step_bundle", "step_file", "synccheck_file", "target_properties", "triage",
-           "write_output"]
+           "unregister", "write_output"]

@@ -77,6 +77,12 @@ def register(language: Language) -> None:
     _REGISTRY[language.name] = language
 
 
+def unregister(name: str) -> None:
+    """Remove a language registered by `register` (a test's, a plugin's)."""
+    languages()
+    _REGISTRY.pop(name, None)
+
+
 def languages() -> dict[str, Language]:
     """Every registered language by name, the built-in ones first."""
     global _loaded
@@ -100,4 +106,4 @@ def language_of(path: str) -> Language:
     raise BadInput(f"unknown file kind: {path} (expected {expected})")
 
 
-__all__ = ["Language", "language_of", "languages", "register"]
+__all__ = ["Language", "language_of", "languages", "register", "unregister"]

@@ -7,7 +7,7 @@ stop between steps, quit or end of input leaves, errors are one line.
 A scripted session (`--commands "step 10; continue"`) ends with an honest exit code
 (issue 24; docs/debugger.md): 0 the machine ran to its end, or the script stopped it
 early (a breakpoint, a count of steps); 1 it is stuck, deadlocked, trapped or a check
-rejected it; 2 a step, memory or time budget ran out, or a command of the script was
+rejected it; 2 a step or memory budget ran out, or a command of the script was
 unknown or malformed. A nonzero exit says why in one line on stderr. An interactive
 session exits 0: its person has seen every answer.
 """

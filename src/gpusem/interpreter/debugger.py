@@ -10,7 +10,7 @@ implementation wrote itself: never the user's text) and `Grid`s (a table). How a
 session ends is an `Ending`: the exit code of a scripted session (issue 24, README's
 table): 0 the machine ran to its end normally or is still running (the script
 stopped it: a breakpoint, a count of steps), 1 it is stuck, deadlocked, trapped or
-rejected by a check (a finding), 2 a step, memory or time budget ran out.
+rejected by a check (a finding), 2 a step or memory budget ran out.
 """
 
 from __future__ import annotations
