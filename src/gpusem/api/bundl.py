@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gpusem.api import programs
 from gpusem.api.languages import Language
 from gpusem.api.options import (
     CheckOptions,
@@ -96,23 +97,10 @@ def error_json(e: GpusemError) -> dict[str, object]:
 def run(file: str, o: RunOptions) -> RunReport:
     from gpusem.interpreter.bundl.schedulers import check_schedule
 
-    check_schedule(o.schedule)
-    prog = load(file)
-    if o.big_step:
-        from gpusem.interpreter.bundl.big_step import run_big_step
-
-        outcome = run_big_step(prog, max_steps=o.max_steps, rules=o.rules,
-                               blocks=o.blocks, threads=o.threads)
-    else:
-        from gpusem.interpreter.bundl.schedulers import run_program
-
-        check = None
-        if o.check_preservation:
-            from gpusem.interpreter.bundl.preservation import preservation_check
-
-            check = preservation_check(prog, o.rules)
-        outcome = run_program(prog, o.schedule, o.max_steps, o.rules, blocks=o.blocks,
-                              threads=o.threads, check=check)
+    check_schedule(o.schedule)  # before the file is read: a usage error first
+    outcome = programs.run(load(file), o.schedule, o.max_steps, o.rules,
+                           blocks=o.blocks, threads=o.threads, big_step=o.big_step,
+                           check_preservation=o.check_preservation)
     shown = ((out(json.dumps(_run_json(outcome))),) if o.as_json
              else _run_text(outcome, o.schedule))
     return RunReport(file, "bundl", RUN_EXIT[outcome.kind], shown,
@@ -160,16 +148,9 @@ def _run_text(o: Outcome, schedule: str) -> tuple[Chunk, ...]:
 
 
 def compile(file: str, o: CompileOptions) -> CompileReport:
-    from gpusem.compiler.bundl_cuda.pipeline import CompileOptions as Passes
-    from gpusem.compiler.bundl_cuda.pipeline import compile_program
-    from gpusem.typing_rules.bundl.stmt import check_program
-
     source = read_source(file)
-    prog = parse_program(source, file)
-    check_program(prog)  # the compiler's input is a well-typed program
-    kernel = compile_program(prog, Passes(sync_motion=o.sync_motion,
-                                          cp_async=o.cp_async),
-                             source=source, file=Path(file).name)
+    kernel = programs.compile(parse_program(source, file), o.sync_motion, o.cp_async,
+                              source=source, file=Path(file).name)
     info = KernelInfo(kernel.name, str(kernel.blocks), str(kernel.threads),
                       kernel.smem_bytes)
     if o.output:
@@ -183,10 +164,9 @@ def compile(file: str, o: CompileOptions) -> CompileReport:
 
 
 def standalone(file: str, o: CompileOptions) -> CompileReport:
-    from gpusem.api.programs import standalone as standalone_text
     from gpusem.compiler.bundl_cuda.standalone import NVCC_COMMAND
 
-    text = standalone_text(load(file), o.sync_motion, title=Path(file).name)
+    text = programs.standalone(load(file), o.sync_motion, title=Path(file).name)
     return reproducer(file, "bundl", text, o.output, NVCC_COMMAND)
 
 
@@ -194,10 +174,10 @@ def standalone(file: str, o: CompileOptions) -> CompileReport:
 
 
 def exec_(file: str, o: ExecOptions) -> ExecReport:
-    from gpusem.fuzz.bundl.compile_property import check_file
-
     seeds = parse_schedules(o.schedules)
-    verdict = check_file(file, o.backend, seeds, sync_motion=o.sync_motion)
+    source = read_source(file)
+    verdict = programs.exec(parse_program(source, file), o.backend, seeds,
+                            o.sync_motion, source=source, file=Path(file).name)
     doc = verdict.as_dict()
     shown = out(json.dumps(doc, indent=2) if o.as_json else verdict.describe())
     return ExecReport(file, "bundl", verdict.exit_code(), (shown,),

@@ -39,25 +39,40 @@ def check(program: Program, rules: str = "fixed") -> list[IllTyped]:
 
 
 def run(program: Program, schedule: str = "rr", max_steps: int = 1_000_000,
-        rules: str = "fixed") -> Outcome:
+        rules: str = "fixed", *, blocks: int | None = None, threads: int | None = None,
+        big_step: bool = False, check_preservation: bool = False) -> Outcome:
     """Run on the small-step machine: an `Outcome` (kind terminated | stuck | deadlock
     | budget; `globals` the final global memory). schedule: rr | random:SEED |
-    exhaustive."""
+    exhaustive. `blocks`, `threads`: override the machine's B and T; `big_step`: the
+    vectorised big-step evaluator instead (one schedule); `check_preservation`:
+    re-type-check each thread's term after every step (Lemma A.8)."""
+    if big_step:
+        from gpusem.interpreter.bundl.big_step import run_big_step
+
+        return run_big_step(program, max_steps=max_steps, rules=rules, blocks=blocks,
+                            threads=threads)
     from gpusem.interpreter.bundl.schedulers import run_program
 
-    return run_program(program, schedule, max_steps, rules)
+    check = None
+    if check_preservation:
+        from gpusem.interpreter.bundl.preservation import preservation_check
+
+        check = preservation_check(program, rules)
+    return run_program(program, schedule, max_steps, rules, blocks=blocks,
+                       threads=threads, check=check)
 
 
-def compile(program: Program, sync_motion: bool = True, cp_async: bool = True
-            ) -> CompiledKernel:
+def compile(program: Program, sync_motion: bool = True, cp_async: bool = True, *,
+            source: str = "", file: str = "<input>") -> CompiledKernel:
     """Bundl -> CUDA C++: a `CompiledKernel` (`.source`, `.name`, `.blocks`,
-    `.threads`, `.smem_bytes`). The program must be well-typed (IllTyped otherwise)."""
+    `.threads`, `.smem_bytes`). The program must be well-typed (IllTyped otherwise).
+    `source`, `file`: the program's text and file name, for the emitted comments."""
     from gpusem.compiler.bundl_cuda.pipeline import CompileOptions, compile_program
     from gpusem.typing_rules.bundl.stmt import check_program
 
-    check_program(program)
-    return compile_program(program, CompileOptions(sync_motion=sync_motion,
-                                                   cp_async=cp_async))
+    check_program(program)  # the compiler's input is a well-typed program
+    options = CompileOptions(sync_motion=sync_motion, cp_async=cp_async)
+    return compile_program(program, options, source=source, file=file)
 
 
 def standalone(program: Program, sync_motion: bool = True, title: str = "") -> str:
@@ -75,16 +90,18 @@ def standalone(program: Program, sync_motion: bool = True, title: str = "") -> s
 
 
 def exec(program: Program, backend: str = "cpu",
-         schedules: Sequence[int] = (0, 1, 2, 3), sync_motion: bool = True
-         ) -> Verdict:
+         schedules: Sequence[int] = (0, 1, 2, 3), sync_motion: bool = True, *,
+         source: str = "", file: str = "<input>") -> Verdict:
     """Compile, run on `backend` under the cpu harness's fibre orders `schedules`,
-    compare with the interpreter: a `Verdict` (`.agree`, `.kind`, `.describe()`)."""
+    compare with the interpreter: a `Verdict` (`.agree`, `.kind`, `.describe()`,
+    `.exit_code()`). `source`, `file`: the program's text and file name, for the
+    kernel's comments. `gpusem exec FILE.bundl` is this on the file's program."""
     from gpusem.fuzz.bundl.compile_property import check_program, reference
     from gpusem.typing_rules.bundl.stmt import check_program as typecheck
 
     typecheck(program)
-    return check_program(program, backend, tuple(schedules), sync_motion,
-                         ref=reference(program))
+    return check_program(program, backend, tuple(schedules), sync_motion, source,
+                         file, ref=reference(program))
 
 
 __all__ = ["check", "compile", "exec", "load", "parse", "run", "standalone"]
