@@ -107,3 +107,14 @@ def test_a_campaign_runs_from_a_frozen_spec(tmp_path):
     assert result.exit_code == 1 and seen
     with pytest.raises(api.BadInput, match="unknown property: nope"):
         api.campaign(dataclasses.replace(spec, props=("nope",)))
+
+
+def test_parse_file_uses_each_languages_registered_parser():
+    program = api.parse_file(str(BUNDL / "map_double.bundl"))
+    assert type(program).__name__ == "Program"
+    module = api.parse_file(str(ROOT / "examples/gpuir/fence_broadcast.gpuir"))
+    assert type(module).__name__ == "Module"
+    with pytest.raises(api.BadInput) as bad:
+        api.parse_file(str(BUNDL / "bad_syntax.bundl"))
+    assert "bad_syntax.bundl:" in bad.value.one_line()
+    assert bad.value.one_line().endswith("syntax error: expected one of ';', got '}'")

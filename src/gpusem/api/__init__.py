@@ -43,6 +43,7 @@ from gpusem.api.files import (
     check_file,
     compile_file,
     exec_file,
+    parse_file,
     run_file,
     step_file,
     synccheck_file,
@@ -102,7 +103,7 @@ __all__ = ["BadInput", "CampaignResult", "CampaignSpec", "CheckOptions", "CheckR
            "StepOptions", "SyncOptions", "SyncReport", "budgets", "campaign", "check",
            "check_file", "compile", "compile_file", "exec", "exec_file", "fuzz",
            "generate", "install_signal_handlers", "language_of", "languages", "load",
-           "open_output", "parse", "parse_defines", "parse_schedules", "read_source",
-           "reduce", "register", "replay", "run", "run_file", "standalone",
-           "step_bundle", "step_file", "synccheck_file", "target_properties", "triage",
-           "unregister", "write_output"]
+           "open_output", "parse", "parse_defines", "parse_file", "parse_schedules",
+           "read_source", "reduce", "register", "replay", "run", "run_file",
+           "standalone", "step_bundle", "step_file", "synccheck_file",
+           "target_properties", "triage", "unregister", "write_output"]

@@ -1,7 +1,8 @@
 """The file verbs of the front door: `check_file`, `run_file`, `compile_file`,
-`exec_file`, `synccheck_file` and `step_file` take a path and the verb's options,
-find the file's language in the registry (`api/languages.py`) and return a typed
-report (`api/results.py`); `gpusem VERB FILE` prints it and exits with its code.
+`exec_file`, `synccheck_file` and `step_file` take a path and the verb's options, find
+the file's language in the registry (`api/languages.py`) and return a typed report
+(`api/results.py`); `gpusem VERB FILE` prints it and exits with its code.
+`parse_file` is the registered parser on a file.
 
 No verb names a language: a language that has no handler for a verb refuses the file
 with the verb's one-line message (exit 2).
@@ -31,6 +32,14 @@ from gpusem.calculus.errors import BadInput
 
 if TYPE_CHECKING:
     from gpusem.interpreter.debugger import Debugger
+
+
+def parse_file(file: str) -> object:
+    """The program in a file of any registered language, by its parser (BadInput:
+    `file:line:col: message`)."""
+    from gpusem.calculus.source import read_source
+
+    return language_of(file).parse(read_source(file), file)
 
 
 def check_file(file: str, options: CheckOptions | None = None) -> CheckReport:
@@ -101,5 +110,5 @@ def step_file(file: str, options: StepOptions | None = None) -> Debugger:
     return language.step(file, options)
 
 
-__all__ = ["check_file", "compile_file", "exec_file", "run_file", "step_file",
-           "synccheck_file"]
+__all__ = ["check_file", "compile_file", "exec_file", "parse_file", "run_file",
+           "step_file", "synccheck_file"]
