@@ -118,3 +118,12 @@ def test_parse_file_uses_each_languages_registered_parser():
         api.parse_file(str(BUNDL / "bad_syntax.bundl"))
     assert "bad_syntax.bundl:" in bad.value.one_line()
     assert bad.value.one_line().endswith("syntax error: expected one of ';', got '}'")
+
+
+def test_every_exported_name_exists_and_the_old_result_types_stay():
+    """`gpusem.api` kept its names when it became a package (the campaign result types
+    load lazily)."""
+    assert [n for n in api.__all__ if not hasattr(api, n)] == []
+    assert {"CampaignResult", "Reduced", "Replay", "TriageRow", "check", "compile",
+            "exec", "fuzz", "generate", "load", "parse", "reduce", "replay", "run",
+            "standalone", "target_properties", "triage"} <= set(api.__all__)

@@ -83,27 +83,34 @@ from gpusem.calculus.source import read_source
 from gpusem.interpreter.debugger import Command, Debugger, Ending, Grid, Line, Shown
 
 if TYPE_CHECKING:
+    from gpusem.fuzz.bundl.reduce import Reduced
     from gpusem.fuzz.driver import CampaignResult, CampaignSpec
+    from gpusem.fuzz.replay import Replay
+    from gpusem.fuzz.triage import TriageRow
+
+# The campaign types load the fuzzer: only when asked for (`gpusem --help` and the
+# file verbs stay quick).
+_LAZY = {"CampaignSpec": "gpusem.fuzz.driver", "CampaignResult": "gpusem.fuzz.driver",
+         "Reduced": "gpusem.fuzz.bundl.reduce", "Replay": "gpusem.fuzz.replay",
+         "TriageRow": "gpusem.fuzz.triage"}
 
 
 def __getattr__(name: str) -> object:
-    # The campaign types load the fuzzer's reports: only when asked for (`gpusem
-    # --help` and the file verbs stay quick).
-    if name in ("CampaignSpec", "CampaignResult"):
-        from gpusem.fuzz import driver
+    if name in _LAZY:
+        import importlib
 
-        return getattr(driver, name)
+        return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'gpusem.api' has no attribute {name!r}")
 
 
 __all__ = ["BadInput", "CampaignResult", "CampaignSpec", "CheckOptions", "CheckReport",
            "Chunk", "Command", "CompileOptions", "CompileReport", "Debugger", "Ending",
            "ExecOptions", "ExecReport", "GpusemError", "Grid", "IllTyped", "KernelInfo",
-           "Language", "Line", "Report", "RunOptions", "RunReport", "Shown",
-           "StepOptions", "SyncOptions", "SyncReport", "budgets", "campaign", "check",
-           "check_file", "compile", "compile_file", "exec", "exec_file", "fuzz",
-           "generate", "install_signal_handlers", "language_of", "languages", "load",
-           "open_output", "parse", "parse_defines", "parse_file", "parse_schedules",
-           "read_source", "reduce", "register", "replay", "run", "run_file",
-           "standalone", "step_bundle", "step_file", "synccheck_file",
+           "Language", "Line", "Reduced", "Replay", "Report", "RunOptions", "RunReport",
+           "Shown", "StepOptions", "SyncOptions", "SyncReport", "TriageRow", "budgets",
+           "campaign", "check", "check_file", "compile", "compile_file", "exec",
+           "exec_file", "fuzz", "generate", "install_signal_handlers", "language_of",
+           "languages", "load", "open_output", "parse", "parse_defines", "parse_file",
+           "parse_schedules", "read_source", "reduce", "register", "replay", "run",
+           "run_file", "standalone", "step_bundle", "step_file", "synccheck_file",
            "target_properties", "triage", "unregister", "write_output"]
