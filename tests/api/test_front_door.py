@@ -127,3 +127,13 @@ def test_every_exported_name_exists_and_the_old_result_types_stay():
     assert {"CampaignResult", "Reduced", "Replay", "TriageRow", "check", "compile",
             "exec", "fuzz", "generate", "load", "parse", "reduce", "replay", "run",
             "standalone", "target_properties", "triage"} <= set(api.__all__)
+
+
+@pytest.mark.parametrize("path", ["examples/bundl/map_double.bundl",
+                                  "examples/gpuir/fence_broadcast.gpuir"])
+def test_a_reproducer_that_cannot_be_written_is_bad_input(path):
+    """`compile --standalone -o` to a folder that does not exist was exit 3 (an
+    internal error, a traceback's last frame); it is bad input, one line."""
+    options = api.CompileOptions(output="/nonexistent/dir/repro.cu", standalone=True)
+    with pytest.raises(api.BadInput, match="cannot write /nonexistent/dir/repro.cu"):
+        api.compile_file(str(ROOT / path), options)

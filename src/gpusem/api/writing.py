@@ -29,7 +29,7 @@ def reproducer(file: str, language: str, text: str, output: str | None,
                nvcc_command: str) -> CompileReport:
     """A standalone reproducer to `output` (saying how to build it), else shown."""
     if output:
-        Path(output).write_text(text)
+        write_output(output, text)
         shown = out(f"wrote {output}: build with "
                     f"{nvcc_command.replace('repro.cu', output)}")
     else:
