@@ -150,13 +150,15 @@ def _wide_program(threads: int = 256, blocks: int = 4) -> str:
 @pytest.mark.benchmark
 def test_one_step_is_interactive_with_1024_threads(benchmark):
     """Issue 6: one `step` (the step and its display) under 50 ms at 1,024 threads."""
-    from gpusem.cli.step import Debugger
+    from gpusem.cli.debugger_shell import DebuggerShell
+    from gpusem.interpreter.bundl.debug_commands import BundlDebugger
 
     source = _wide_program()
     session = Session(parse_program(source, "wide.bundl"))
     assert len(session.machine.threads()) == 1024
     console = Console(file=io.StringIO(), width=120)
-    debugger = Debugger(session, source, "wide.bundl", console)
+    debugger = DebuggerShell(BundlDebugger(session, source, "wide.bundl", "rr", print),
+                             console)
     session.run(3000, use_breaks=False)  # well inside the program, not at its start
 
     import time

@@ -182,7 +182,8 @@ def test_commands_and_trace(tmp_path):
     trace = tmp_path / "trace.txt"
     out = run_cli(RACE, "-D", "N=128", "--commands", "continue; where",
                   "--trace", str(trace))
-    assert out.returncode == 0, out.stderr
+    assert out.returncode == 1, out.stderr  # a failing check: a finding (issue 24)
+    assert "rejected: CheckMutates failed at step" in out.stderr
     assert "stopped: CheckMutates failed" in out.stdout
     lines = trace.read_text().splitlines()
     steps = int(re.search(r"failed at step (\d+)", out.stdout).group(1))
@@ -294,7 +295,7 @@ def test_bench_one_detailed_step_after_a_fence(benchmark):
     kind of step is a lift with its ρ diff over every live record: the task-wide
     Fence of fence_broadcast at N=1024 (8 tasks of 128 threads), which lifts the 256
     records of the first task's reads of A and writes of buf."""
-    from gpusem.cli.step_amir import open_session
+    from gpusem.interpreter.amir.debug_commands import open_session
 
     source = Path(OK).read_text()
     s = open_session(source, OK, {"N": 1024})
@@ -320,7 +321,7 @@ def test_barrier_counts_and_lifts_of_a_split_barrier():
     (Figure 22: a += 1) and registers the arrive count with the records it passes;
     Await(filled, -1) waits for the next phase, so w becomes 1 and the records of the
     writes of line 12 rise for the whole task."""
-    from gpusem.cli.step_amir import open_session
+    from gpusem.interpreter.amir.debug_commands import open_session
 
     path = str(GPUIR / "mbarrier_broadcast.gpuir")
     s = open_session(Path(path).read_text(), path, {"N": 128})
@@ -344,7 +345,7 @@ def test_barrier_counts_and_lifts_of_a_split_barrier():
 def test_detailed_stepping_on_examples_matches_synccheck(name):
     """Every step with its ρ diff computed (the interactive path) on programs with
     async copies, wgmma and TMA, to the same verdict as `gpusem synccheck`."""
-    from gpusem.cli.step_amir import open_session
+    from gpusem.interpreter.amir.debug_commands import open_session
     from gpusem.interpreter.amir.synccheck import synccheck
     from gpusem.typing_rules.gpuir.frontend import header_defines
 

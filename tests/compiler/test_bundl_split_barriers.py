@@ -18,7 +18,7 @@ PROGRAM = Path(__file__).parent / "programs" / "split_barrier_w64.bundl"
 
 
 def test_split_barrier_program_agrees_and_really_splits():
-    from gpusem.cli.compile import compile_file
+    from gpusem.api import compile_file
 
     source = compile_file(str(PROGRAM)).source
     assert "gs_mbar_arrive" in source and "// wait partition" in source
@@ -51,7 +51,7 @@ def test_warp_barrier_for_a_block_barrier_is_caught(monkeypatch):
 
 def test_named_barrier_counting_half_the_threads_is_caught(monkeypatch):
     program = PROGRAM.parent / "half_block_exchange.bundl"
-    from gpusem.cli.compile import compile_file
+    from gpusem.api import compile_file
 
     assert "gs_bar_sync" in compile_file(str(program)).source  # the shape under test
     assert check_file(str(program), "cpu", (0, 1, 2, 3), prove_race_free=False).agree

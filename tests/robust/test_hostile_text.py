@@ -60,7 +60,7 @@ def _hostile_bundl(texts: list[str] = HOSTILE) -> str:
 
 
 def test_bundl_hostile_comments_change_nothing_but_comments(tmp_path):
-    from gpusem.cli.compile import compile_file
+    from gpusem.api import compile_file
 
     clean = ROOT / "examples" / "bundl" / "map_double.bundl"
     hostile = tmp_path / "a \\ b ??= é\nnewline.bundl"  # the header holds the name

@@ -102,7 +102,7 @@ def test_exhaustive_exploration_stops_at_the_default_memory_budget(loop_bundl,
 
 def test_debugger_continue_stops_at_its_step_budget(loop_bundl):
     r = gpusem("step", str(loop_bundl), "--commands", "continue", "--max-steps", "3000")
-    assert r["code"] == 0  # the session ends normally; the stop says why
+    assert r["code"] == 2  # a budget, as `run` (issue 24: it was 0); the stop says why
     assert_budget(r, "step budget exhausted: 3000 steps", "loop.bundl")
 
 

@@ -1,27 +1,11 @@
-"""`gpusem compile FILE [-o out.cu] [--no-sync-motion]`: emit CUDA C++."""
+"""`gpusem compile FILE [-o out.cu] [--no-sync-motion]`: emit CUDA C++
+(`gpusem.api.compile_file`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from pathlib import Path
-
 import click
-from gpusem.calculus.errors import BadInput
-from gpusem.calculus.source import language_of, read_source
-from gpusem.cli.common import parse_defines, write_output
-
-
-def compile_file(path: str, sync_motion: bool = True, cp_async: bool = True):
-    """Parse, type-check and compile a `.bundl` file; returns a CompiledKernel."""
-    from gpusem.calculus.bundl.parser import parse_program
-    from gpusem.compiler.bundl_cuda.pipeline import CompileOptions, compile_program
-    from gpusem.typing_rules.bundl.stmt import check_program
-
-    source = read_source(path)
-    prog = parse_program(source, path)
-    check_program(prog)  # the compiler's input is a well-typed program
-    options = CompileOptions(sync_motion=sync_motion, cp_async=cp_async)
-    return compile_program(prog, options, source=source, file=Path(path).name)
+from gpusem import api
+from gpusem.cli.common import show
 
 
 @click.command("compile")
@@ -38,67 +22,10 @@ def compile_file(path: str, sync_motion: bool = True, cp_async: bool = True):
               "that exits 1 on a mismatch): `nvcc -arch=sm_90a FILE.cu` builds it.")
 def command(file: str, output: str | None, no_sync_motion: bool, no_cp_async: bool,
             defines: tuple[str, ...] = (), proc_name: str | None = None,
-            standalone: bool = False):
+            standalone: bool = False) -> None:
     """Emit CUDA C++ for FILE (.bundl or .gpuir). A .bundl kernel is `bundl_main`,
     launched with B blocks of T threads; its parameters are the program's globals in
     order. A .gpuir proc gives one kernel per CudaDeviceFunction, named after it."""
-    if language_of(file) == "gpuir":
-        if standalone:
-            return _standalone_gpuir(file, parse_defines(defines), output, proc_name)
-        return compile_gpuir(file, parse_defines(defines), output, proc_name)
-    if language_of(file) != "bundl":
-        raise BadInput(f"compile: only .bundl files are compiled so far: {file}")
-    if standalone:
-        return _standalone(file, output, not no_sync_motion)
-    kernel = compile_file(file, not no_sync_motion, not no_cp_async)
-    if output:
-        write_output(output, kernel.source)
-        click.echo(f"wrote {output}: kernel {kernel.name}, grid {kernel.blocks}, "
-                   f"block {kernel.threads}, {kernel.smem_bytes} bytes shared memory")
-    else:
-        click.echo(kernel.source, nl=False)
-
-
-def _standalone(file: str, output: str | None, sync_motion: bool) -> None:
-    from gpusem import api
-    from gpusem.compiler.bundl_cuda.standalone import NVCC_COMMAND
-
-    text = api.standalone(api.load(file), sync_motion, title=Path(file).name)
-    _write_reproducer(text, output, NVCC_COMMAND)
-
-
-def _write_reproducer(text: str, output: str | None, nvcc_command: str) -> None:
-    """A standalone reproducer to `output` (with how to build it), else to stdout."""
-    if output:
-        Path(output).write_text(text)
-        click.echo(f"wrote {output}: build with {nvcc_command.replace('repro.cu', output)}")
-    else:
-        click.echo(text, nl=False)
-
-
-def _standalone_gpuir(path: str, defines: Mapping[str, int], output: str | None,
-                      proc_name: str | None) -> None:
-    from gpusem.compiler.backends.standalone import NVCC_COMMAND
-    from gpusem.compiler.gpuir_cuda.standalone import standalone_proc
-    from gpusem.typing_rules.gpuir.frontend import load_proc
-
-    _, env, source = load_proc(path, defines, proc_name)
-    text = standalone_proc(source, Path(path).name, env, proc_name)
-    _write_reproducer(text, output, NVCC_COMMAND)
-
-
-def compile_gpuir(path: str, defines: Mapping[str, int], output: str | None,
-                    proc_name: str | None = None) -> None:
-    from gpusem.compiler.gpuir_cuda.pipeline import compile_proc
-    from gpusem.typing_rules.gpuir.frontend import load_proc
-
-    proc, env, source = load_proc(path, defines, proc_name)
-    compiled = compile_proc(proc, env, source=source, file=Path(path).name)
-    if output:
-        write_output(output, compiled.source)
-        for k in compiled.kernels:
-            click.echo(f"wrote {output}: kernel {k.name}, grid {k.grid}, block "
-                       f"{k.block}, cluster {k.cluster}, {k.smem_bytes} bytes shared "
-                       "memory")
-    else:
-        click.echo(compiled.source, nl=False)
+    show(api.compile_file(file, api.CompileOptions(output, not no_sync_motion,
+                                                   not no_cp_async, defines,
+                                                   proc_name, standalone)))

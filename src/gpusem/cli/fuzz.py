@@ -13,7 +13,7 @@ import sys
 import time
 
 import click
-from gpusem.calculus.errors import BadInput
+from gpusem import api
 
 EXIT_CODES = """\b
 Exit codes:
@@ -29,14 +29,14 @@ def parse_budget(text: str) -> float:
     """`90`, `90s`, `5m`, `1h` -> seconds."""
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*", text)
     if m is None:
-        raise BadInput(f"bad budget: {text} (expected e.g. 90s, 5m, 1h)")
+        raise api.BadInput(f"bad budget: {text} (expected e.g. 90s, 5m, 1h)")
     return float(m[1]) * {"": 1, "s": 1, "m": 60, "h": 3600}[m[2]]
 
 
 def parse_shard(text: str) -> tuple[int, int]:
     m = re.fullmatch(r"(\d+)/(\d+)", text.strip())
     if m is None or not 0 <= int(m[1]) < int(m[2]):
-        raise BadInput(f"bad shard: {text} (expected I/N with 0 <= I < N)")
+        raise api.BadInput(f"bad shard: {text} (expected I/N with 0 <= I < N)")
     return int(m[1]), int(m[2])
 
 
@@ -94,21 +94,17 @@ def command(target, props, backend, budget, seed, jobs, shard, out_dir, max_prog
         import os
 
         os.environ["GPUSEM_EXO_PYTHON"] = exo_python
-    from gpusem import api
-    from gpusem.fuzz.summary import install_signal_handlers
     from rich.console import Console
 
     seconds = parse_budget(budget)
     shard_t = parse_shard(shard)
     console = Console(stderr=True)
-    install_signal_handlers()
+    api.install_signal_handlers()
+    spec = api.CampaignSpec(target, tuple(props), seconds, backend, seed, jobs, shard_t,
+                            out_dir, round_size, max_programs, resume, coverage,
+                            shrink_time, engine, scheduler, gpus)
     with _Bar(console, seconds / max(1, len(props) or 1), target) as bar:
-        result = api.fuzz(target, props, budget_s=seconds, backend=backend, seed=seed,
-                          jobs=jobs, shard=shard_t, out_dir=out_dir,
-                          round_size=round_size, max_programs=max_programs,
-                          resume=resume, coverage=coverage, on_progress=bar.tick,
-                          hunt_cap_s=shrink_time, engine=engine, scheduler=scheduler,
-                          gpus=gpus)
+        result = api.campaign(spec, on_progress=bar.tick)
     result.report.write(json_path, sarif_path, junit_path, out_dir)
     _show(console, result.report, coverage)
     raise SystemExit(result.exit_code)

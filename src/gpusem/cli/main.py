@@ -5,7 +5,7 @@ pull in hypothesis, z3 and NumPy). Every verb turns a `GpusemError` into one lin
 stderr and its exit code; malformed input never shows a traceback (DESIGN.md).
 
 The top-level flags `--max-nesting`, `--max-elements`, ... set the resource budgets of
-`gpusem.calculus.budgets` for the one command. Anything else that escapes a verb is a
+`gpusem.api.budgets` (calculus/budgets.py) for the one command. Anything else that escapes a verb is a
 bug of gpusem: one line and exit 3 (`GPUSEM_TRACEBACK=1` shows the traceback).
 """
 
@@ -15,8 +15,7 @@ import importlib
 import sys
 
 import click
-from gpusem.calculus import budgets
-from gpusem.calculus.errors import BadInput, GpusemError
+from gpusem.api import BadInput, GpusemError, budgets
 
 # verb -> (module under gpusem.cli, one-line help for `gpusem --help`)
 VERBS: dict[str, tuple[str, str]] = {

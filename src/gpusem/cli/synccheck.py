@@ -1,7 +1,7 @@
 """`gpusem synccheck FILE -D N=256`: GPU IR -> AMIR (Figure 5) -> the abstract machine
 (Section 5.3 of Exo-GPU): does the program's parallel reading equal its sequential one?
 A `.amir` file (an AMIR-level program, Figure 4's printed form) goes to the machine
-directly, with the same exit codes and diagnostics.
+directly, with the same exit codes and diagnostics (`gpusem.api.synccheck_file`).
 
 Exit codes (DESIGN.md): 0 accepted, 1 rejected (a failing Check, or a front-end
 analysis error), 2 bad input (one line, no traceback).
@@ -15,14 +15,9 @@ line in the file.
 
 from __future__ import annotations
 
-import json
-import sys
-
 import click
-from gpusem.calculus.errors import BadInput
-from gpusem.calculus.source import language_of, read_source
-from gpusem.cli.common import parse_defines
-from gpusem.interpreter.amir.synccheck import synccheck, synccheck_amir
+from gpusem import api
+from gpusem.cli.common import show
 
 
 @click.command(name="synccheck")
@@ -46,27 +41,6 @@ from gpusem.interpreter.amir.synccheck import synccheck, synccheck_amir
 def command(file: str, defines: tuple[str, ...], proc_name: str | None, rules: str,
             print_amir: bool, max_steps: int, as_json: bool, reference: bool) -> None:
     """GPU IR (or AMIR) -> synchronisation check (exit 0 accepted, 1 rejected)."""
-    language = language_of(file)
-    if language not in ("gpuir", "amir"):
-        raise BadInput(f"synccheck checks .gpuir and .amir files only: {file}")
-    if max_steps <= 0:
-        raise BadInput(f"--max-steps out of range: {max_steps}")
-    from gpusem.typing_rules.gpuir.frontend import header_defines
-
-    source = read_source(file)
-    env = {**header_defines(source, file), **parse_defines(defines)}
-    if language == "amir":
-        result = synccheck_amir(source, file, env, proc_name=proc_name,
-                                max_steps=max_steps, reference=reference)
-    else:
-        result = synccheck(source, file, env, proc_name=proc_name, rules=rules,
-                           max_steps=max_steps, reference=reference)
-    if print_amir:
-        from gpusem.calculus.amir.printer import print_proc
-
-        click.echo(print_proc(result.amir), nl=False)
-    if as_json:
-        click.echo(json.dumps(result.as_json(), indent=2))
-    else:
-        click.echo(result.report(source))
-    sys.exit(0 if result.verdict.accepted else 1)
+    show(api.synccheck_file(file, api.SyncOptions(defines, proc_name, rules,
+                                                  print_amir, max_steps, as_json,
+                                                  reference)))

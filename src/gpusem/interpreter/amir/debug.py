@@ -6,7 +6,7 @@ the structure itself (LoopStep / LoopDone and If-True / If-False of Figure 21, e
 as `Machine._rule_loop` / `_rule_if` do: bounds evaluated once, the loop variable bound
 in σ and restored after) and runs every non-compound statement through
 `Machine.leaf`, the machine's own compiled rule. So a session run to the end reaches
-the verdict `check_amir` reaches (tests pin it). No I/O here: cli/step_amir.py shows it.
+the verdict `check_amir` reaches (tests pin it). No I/O here: amir/debug_commands.py puts it behind the one debugger interface.
 
 A step is one execution of a non-compound statement (Alloc, Record*, Clear*, Check*,
 Fence, Arrive, Await, IncTaskID, Free). When asked (`detail`), a step also reports

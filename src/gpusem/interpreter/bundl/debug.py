@@ -2,7 +2,8 @@
 
 The small-step machine (bundl/machine.Machine) is the living definition; the session
 only drives it and remembers what happened, so the debugger shows exactly the rule
-trace the semantics produces (STYLE 14). No I/O here: `cli/step.py` presents it.
+trace the semantics produces (STYLE 14). No I/O here: `debug_commands.py` puts it
+behind the one debugger interface (`interpreter/debugger.py`), `cli/` shows it.
 
 History and `back`: every step records which thread moved; a snapshot of the whole
 configuration is kept every SNAPSHOT_EVERY steps, and going back N steps restores the

@@ -1,0 +1,116 @@
+"""gpusem as a library (issue 18), and the one front door of the command line: the
+functions behind every `gpusem` verb, for a compiler team's scripts, notebooks and
+tests. The CLI verbs call these and nothing else (an import-linter contract).
+
+    from gpusem import api
+
+    report = api.check_file("kernel.bundl")    # any language, by its suffix
+    report.ok, report.exit_code, report.stdout # typed, frozen reports
+
+    prog = api.load("kernel.bundl")            # parse (calculus/bundl)
+    assert api.check(prog) == []               # Γ ⊢ prog (typing_rules/bundl)
+    out = api.run(prog)                        # the small-step machine
+    kernel = api.compile(prog)                 # Bundl -> CUDA C++ (.source)
+    verdict = api.exec(prog, backend="cpu")    # compile, run, compare
+    result = api.fuzz("bundl", budget_s=60,    # a campaign; a callback per finding
+                      on_finding=lambda f: print(f.signature, f.bundle))
+
+The file verbs (`check_file`, `run_file`, `compile_file`, `exec_file`,
+`synccheck_file`, `step_file`) take a path of any registered language
+(`api/languages.py`: Bundl, GPU IR, AMIR, APPy) and a frozen options value; the
+program functions (`parse` ... `exec`) take a parsed Bundl program; the campaign
+functions (`fuzz`/`campaign`, `replay`, `generate`, `reduce`, `triage`) take any
+target's. Errors are the `gpusem.calculus.errors` taxonomy (`BadInput`, `IllTyped`,
+`Stuck`, ...), re-exported here; nothing here prints or exits.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from gpusem.api.campaigns import (
+    campaign,
+    fuzz,
+    generate,
+    install_signal_handlers,
+    reduce,
+    replay,
+    step_bundle,
+    target_properties,
+    triage,
+)
+from gpusem.api.files import (
+    check_file,
+    compile_file,
+    exec_file,
+    parse_file,
+    run_file,
+    step_file,
+    synccheck_file,
+)
+from gpusem.api.languages import (
+    Language,
+    language_of,
+    languages,
+    register,
+    unregister,
+)
+from gpusem.api.options import (
+    CheckOptions,
+    CompileOptions,
+    ExecOptions,
+    RunOptions,
+    StepOptions,
+    SyncOptions,
+    parse_defines,
+    parse_schedules,
+)
+from gpusem.api.programs import check, compile, exec, load, parse, run, standalone
+from gpusem.api.results import (
+    CheckReport,
+    Chunk,
+    CompileReport,
+    ExecReport,
+    KernelInfo,
+    Report,
+    RunReport,
+    SyncReport,
+)
+from gpusem.api.writing import open_output, write_output
+from gpusem.calculus import budgets
+from gpusem.calculus.errors import BadInput, GpusemError, IllTyped
+from gpusem.calculus.source import read_source
+from gpusem.interpreter.debugger import Command, Debugger, Ending, Grid, Line, Shown
+
+if TYPE_CHECKING:
+    from gpusem.fuzz.bundl.reduce import Reduced
+    from gpusem.fuzz.driver import CampaignResult, CampaignSpec
+    from gpusem.fuzz.replay import Replay
+    from gpusem.fuzz.triage import TriageRow
+
+# The campaign types load the fuzzer: only when asked for (`gpusem --help` and the
+# file verbs stay quick).
+_LAZY = {"CampaignSpec": "gpusem.fuzz.driver", "CampaignResult": "gpusem.fuzz.driver",
+         "Reduced": "gpusem.fuzz.bundl.reduce", "Replay": "gpusem.fuzz.replay",
+         "TriageRow": "gpusem.fuzz.triage"}
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'gpusem.api' has no attribute {name!r}")
+
+
+__all__ = ["BadInput", "CampaignResult", "CampaignSpec", "CheckOptions", "CheckReport",
+           "Chunk", "Command", "CompileOptions", "CompileReport", "Debugger", "Ending",
+           "ExecOptions", "ExecReport", "GpusemError", "Grid", "IllTyped", "KernelInfo",
+           "Language", "Line", "Reduced", "Replay", "Report", "RunOptions", "RunReport",
+           "Shown", "StepOptions", "SyncOptions", "SyncReport", "TriageRow", "budgets",
+           "campaign", "check", "check_file", "compile", "compile_file", "exec",
+           "exec_file", "fuzz", "generate", "install_signal_handlers", "language_of",
+           "languages", "load", "open_output", "parse", "parse_defines", "parse_file",
+           "parse_schedules", "read_source", "reduce", "register", "replay", "run",
+           "run_file", "standalone", "step_bundle", "step_file", "synccheck_file",
+           "target_properties", "triage", "unregister", "write_output"]

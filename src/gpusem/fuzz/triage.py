@@ -1,0 +1,49 @@
+"""`gpusem triage`: every bundle under some folders, grouped by signature (one row per
+distinct finding: how often it was seen, its smallest program, its bundles)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpusem.fuzz.bundle import META, read_bundle
+
+
+@dataclass(frozen=True)
+class TriageRow:
+    signature: str
+    kind: str
+    target: str
+    prop: str
+    bundles: tuple[str, ...] = ()
+    sightings: int = 0
+    smallest: int = 0
+
+
+def triage(dirs: Sequence[str | Path]) -> list[TriageRow]:
+    """Every bundle under `dirs` (searched recursively), grouped by signature: one row
+    per distinct finding, most seen first."""
+    first: dict[str, TriageRow] = {}
+    paths: dict[str, list[str]] = {}
+    seen: dict[str, int] = {}
+    smallest: dict[str, int] = {}
+    for d in dirs:
+        root = Path(d)
+        metas = [root / META] if (root / META).is_file() else sorted(root.rglob(META))
+        for meta in metas:
+            if any(part.startswith(".") for part in meta.relative_to(root).parts[:-1]):
+                continue  # a store's temporary folders
+            b = read_bundle(meta.parent)
+            size = int(b.meta.get("size", 0) or 0)
+            first.setdefault(b.signature, TriageRow(
+                b.signature, str(b.meta["kind"]), b.target, str(b.meta["property"])))
+            paths.setdefault(b.signature, []).append(str(b.path))
+            seen[b.signature] = seen.get(b.signature, 0) + b.sightings
+            smallest[b.signature] = min(smallest.get(b.signature, size), size)
+    rows = [TriageRow(r.signature, r.kind, r.target, r.prop, tuple(paths[s]), seen[s],
+                      smallest[s]) for s, r in first.items()]
+    return sorted(rows, key=lambda r: (-r.sightings, r.signature))
+
+
+__all__ = ["TriageRow", "triage"]
