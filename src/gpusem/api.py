@@ -359,6 +359,7 @@ class TriageRow:
     bundles: list[str] = field(default_factory=list)
     sightings: int = 0
     smallest: int = 0
+    attribution: str = ""  # whose bug (fuzz/attribution.py), "" where unknown
 
 
 def triage(dirs: Sequence[str | Path]) -> list[TriageRow]:
@@ -378,6 +379,9 @@ def triage(dirs: Sequence[str | Path]) -> list[TriageRow]:
                 b.signature, str(b.meta["kind"]), b.target, str(b.meta["property"]),
                 smallest=int(b.meta.get("size", 0) or 0)))
             row.bundles.append(str(b.path))
+            blame = b.meta.get("attribution")
+            if isinstance(blame, dict) and not row.attribution:
+                row.attribution = str(blame.get("verdict") or "")
             row.sightings += b.sightings
             row.smallest = builtins.min(row.smallest, int(b.meta.get("size", 0) or 0))
     return sorted(rows.values(), key=lambda r: (-r.sightings, r.signature))

@@ -33,6 +33,10 @@ memory with the reference, and (where it has one) a second reference path.
                                          build of other PTX (-G, no __restrict__) right
  11  undecided         undecided         none of the above
 
+Two verdicts need no runs, and the target gives them itself (`without_runs`): our
+compiler raised on a well-typed program (rule `compile-error`: ours), or the
+interpreter is stuck on one (rule `stuck`: gpusem, a soundness bug).
+
 Note: rule order matters. The static check (7) goes before ptxas-O0 (9): NVVM's
 `ld.global.nc` of a buffer the thread wrote (issue 23's T1) is right under ptxas -O0
 (the unoptimised SASS happens to read memory in program order) yet NVVM's fault; and
@@ -326,6 +330,15 @@ def report(verdict: Attribution, ev: Evidence, seconds: float,
         "sass": ev.sass, "seconds": round(seconds, 3),
         "seconds_per_config": {c: round(s, 3) for c, s in per_config.items()},
     }
+
+
+def without_runs(verdict: str, rule: str, evidence: str, failing: str
+                 ) -> dict[str, Any]:
+    """The `attribution.json` of a finding decided without running anything (no kernel:
+    the compiler raised, or the reference is stuck)."""
+    assert verdict in VERDICTS, verdict
+    return report(Attribution(verdict, rule, (evidence,)), Evidence(failing, {}), 0.0,
+                  {})
 
 
 def disagreeing(runs: Mapping[str, list[Observation]]) -> tuple[str, ...]:
