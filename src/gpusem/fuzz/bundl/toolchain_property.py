@@ -70,7 +70,7 @@ def check_round(progs: list[B.Program], refs: list[Reference], backend: str,
     for n, i in enumerate(sorted(kernels)):
         mine = {c: [r for r, o in zip(rs, owners, strict=True) if o == i]
                 for c, rs in runs.items()}
-        refused = {c: errs[n] for c, errs in built.items() if errs[n] is not None}
+        refused = {c: why for c, errs in built.items() if (why := errs[n]) is not None}
         out[i] = _verdict(progs[i], refs[i], kernels[i], mine, refused, backend,
                           checker)
     return out  # type: ignore[return-value]  # every program has its verdict
