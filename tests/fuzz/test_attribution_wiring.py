@@ -146,7 +146,7 @@ def store(tmp_path) -> tuple[Path, Report]:
 
 
 def test_the_final_bundle_carries_the_attribution(store):
-    root, report = store
+    _, report = store
     (finding,) = report.summary.findings
     assert finding.attribution == "ours"
     assert BlamingToy.attributed == 1  # once, when final: not per shrink candidate
