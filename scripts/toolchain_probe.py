@@ -91,9 +91,21 @@ def fault(backend: str) -> dict:
 
 
 def cost(backend: str, n: int) -> dict:
+    from gpusem.fuzz.bundl import toolchain_property
     from gpusem.fuzz.bundl.sample import draw
     from gpusem.fuzz.bundl.target import BundlTarget
 
+    builds: list[float] = []  # the cpu backend's build-only host configurations
+    real = toolchain_property.build_only
+
+    def timed(specs, configs):
+        start = time.perf_counter()
+        try:
+            return real(specs, configs)
+        finally:
+            builds.append(time.perf_counter() - start)
+
+    toolchain_property.build_only = timed  # type: ignore[assignment]
     target = BundlTarget(backend)
     programs = draw(target.strategy("toolchain"), n, seed=5)
     verdicts: Counter[str] = Counter()
@@ -112,6 +124,7 @@ def cost(backend: str, n: int) -> dict:
     return {"programs": len(programs), "wall_s": round(wall, 2),
             "per_program_s": round(wall / max(1, len(programs)), 4),
             "per_config_s": {c: round(s, 2) for c, s in per_config.items()},
+            "build_only_s": round(sum(builds), 2), "build_only_calls": len(builds),
             "verdicts": dict(verdicts)}
 
 
@@ -121,7 +134,9 @@ def main() -> int:
     ap.add_argument("--programs", type=int, default=100)
     ap.add_argument("--backend", default="cuda")
     args = ap.parse_args()
-    result: dict = {"backend": args.backend, "tools": tools()}
+    result: dict = {"backend": args.backend, "tools": tools(),
+                    "command": " ".join(["python3", *sys.argv]),
+                    "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     for name, run in (("t1", lambda: t1(args.backend)),
                       ("fault", lambda: fault(args.backend)),
                       ("cost", lambda: cost(args.backend, args.programs))):
