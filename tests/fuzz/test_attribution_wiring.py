@@ -93,6 +93,9 @@ def test_properties_that_run_no_kernel_get_no_attribution():
                         "compile compile-error", "KeyError: 'x'",
                         {"program.bundl": HALVES})
     assert target.attribute(crash, "compile")["verdict"] == "ours"
+    internal = CheckResult("finding", "internal:KeyError:shrink.run", "internal",
+                           "KeyError: 'y'", {"program.bundl": HALVES})
+    assert target.attribute(internal, "compile")["verdict"] == "gpusem"
 
 
 # ---------------------------------------------------------------- the campaign
@@ -165,6 +168,7 @@ def test_reports_and_triage_show_the_attribution(store):
     assert "attribution: ours" in sarif["message"]["text"]
     assert "attribution: ours" in report.as_junit()
     assert "attribution ours" in report.as_text()
+    assert "\nattribution: ours 1\n" in report.as_text()
     (row,) = api.triage([root])
     assert row.attribution == "ours"
 

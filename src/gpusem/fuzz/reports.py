@@ -169,6 +169,13 @@ class Report:
                          f"{f.found_after_s:.0f}s\tx{1 + f.duplicates}\t"
                          f"{'new' if f.new else 'known'}\t{f.bundle}"
                          + (f"\tattribution {f.attribution}" if f.attribution else ""))
+        blamed: dict[str, int] = {}
+        for f in s.findings:
+            if f.attribution:
+                blamed[f.attribution] = blamed.get(f.attribution, 0) + 1
+        if blamed:
+            lines.append("attribution: " + ", ".join(
+                f"{v} {n}" for v, n in sorted(blamed.items())))
         lines += [f"failed: {line}" for line in s.failed]
         lines.append(f"exit {self.code}")
         return "\n".join(lines) + "\n"

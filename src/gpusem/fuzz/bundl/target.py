@@ -111,6 +111,8 @@ class BundlTarget(Target):
             return None
         failing = "nvrtc" if self.backend == "cuda" else "cpu"
         kind = result.signature.split(":")[1] if ":" in result.signature else ""
+        if result.kind == "internal":  # an exception out of gpusem's own code
+            return without_runs("gpusem", "internal", result.detail, failing)
         if kind == "compile-error":
             return without_runs("ours", "compile-error", result.detail, failing)
         if kind == "stuck":
