@@ -181,3 +181,11 @@ def test_reports_without_attribution_are_unchanged_in_shape(tmp_path):
     assert report.as_json()["findings"][0]["attribution"] is None
     assert "attribution" not in report.as_text()
     assert "attribution" not in report.as_junit()
+
+
+def test_a_finding_already_in_the_store_keeps_its_attribution(store):
+    root, _ = store
+    again = Campaign(target_name="blamingtoy", budget_s=60, seed=4,
+                     out_dir=str(root), max_programs=50, round_size=25).run()
+    (finding,) = again.findings
+    assert not finding.new and finding.attribution == "ours"

@@ -46,7 +46,7 @@ from typing import Any
 
 from gpusem.calculus.errors import BadInput
 from gpusem.fuzz import manifest
-from gpusem.fuzz.bundle import ATTRIBUTION, BundleStore
+from gpusem.fuzz.bundle import ATTRIBUTION, META, BundleStore
 from gpusem.fuzz.hunt import Drawn, generate_round, shrink_from
 from gpusem.fuzz.summary import Finding, Interrupted, Summary
 from gpusem.fuzz.targets import (
@@ -287,6 +287,7 @@ class Campaign:
                           target=self.target_name, new=created)
         self.found[res.signature] = finding
         if not created:
+            finding.attribution = _recorded_attribution(path)
             self.summary.seen_elsewhere += 1
             self.store.sighting(path, self._sighting())
             self._announce(finding)
@@ -387,6 +388,16 @@ def attribution_of(res: CheckResult) -> dict[str, Any]:
     except ValueError:
         return {}
     return found if isinstance(found, dict) else {}
+
+
+def _recorded_attribution(path: Path) -> str:
+    """The verdict a bundle written earlier (another shard, an earlier campaign)
+    records, "" when it has none (yet: its writer may still be shrinking it)."""
+    try:
+        meta = json.loads((path / META).read_text())
+        return str(meta.get("attribution", {}).get("verdict", ""))
+    except (OSError, ValueError, AttributeError):
+        return ""
 
 
 def round_seed(seed: int, r: int) -> int:
