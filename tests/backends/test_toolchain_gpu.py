@@ -3,8 +3,9 @@ the one measured on the H200, its attribution is `nvvm`, and a seeded fault of o
 compiler is `ours` on the cuda backend too.
 
 Marked `gpu` (CuPy, a GPU, nvcc and ptxas of CUDA 13.0: `scripts/gpu_toolchain.sh`
-runs them). `test_t1_is_attributed_nvvm` needs the static PTX check: it fails until
-`toolchain.installed_checker` returns it (the `ptxcheck` branch, wired at merge).
+runs them). `test_t1_is_attributed_nvvm` needs the static PTX check
+(`ptx_oracle`, branch `ptxcheck`) and an installed NVRTC wheel: it fails until both
+are there (`toolchain.installed_checker` finds the module once merged).
 """
 
 from __future__ import annotations
@@ -51,9 +52,8 @@ def test_t1_matrix_is_the_measured_one(matrix):
 
 def test_t1_is_attributed_nvvm(matrix):
     checker = installed_checker()
-    assert checker is not None, ("no static PTX check installed: wire "
-                                 "compiler/backends/ptx_check.py into "
-                                 "toolchain.installed_checker (branch ptxcheck)")
+    assert checker is not None, ("no static PTX check: ptx_oracle (branch "
+                                 "ptxcheck) not merged, or no NVRTC wheel installed")
     found = attribute(t1_case(), matrix, checker)
     assert (found["verdict"], found["rule"]) == ("nvvm", "static-ptx"), found
     assert "ld.global.nc" in found["evidence"][0]

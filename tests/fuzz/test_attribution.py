@@ -52,6 +52,9 @@ CASES = {
     "ours-every-gpu": (A.Evidence("nvrtc", {c: [WRONG] * 4 for c in A.GPU_CONFIGS}
                                   | {"cpu": [OTHER] * 4}), "every-gpu-same"),
     "nvvm-static": (A.Evidence("nvrtc", t1_runs(), static=[T1_LINE]), "static-ptx"),
+    "ours-static": (A.Evidence("nvrtc", t1_runs(), static=[StaticFailure(
+        "const-written", "nvrtc 13.0", 40, "st.global.u32 [%rd8], %r3;",
+        blame="ours"), T1_LINE]), "static-ptx-ours"),
     "driver-jit": (A.Evidence("nvrtc", runs(nvrtc=[WRONG] * 4, ptx_jit=[WRONG] * 4),
                               static=[]), "jit-vs-sass"),
     "ptxas": (A.Evidence("nvrtc", runs(nvrtc=[WRONG] * 4, nvcc_O3=[WRONG] * 4),
@@ -84,6 +87,18 @@ def test_t1_is_nvvm_although_right_under_ptxas_O0():
     got = A.decide(A.Evidence("nvrtc", t1_runs(), static=[T1_LINE]))
     assert (got.verdict, got.rule) == ("nvvm", "static-ptx")
     assert "ld.global.nc" in got.evidence[0] and "57" in got.evidence[0]
+
+
+def test_installed_checker_is_none_without_the_ptx_oracle(monkeypatch):
+    """No static check module (this branch before the merge of `ptxcheck`): no
+    checker, never a stand-in."""
+    from gpusem.compiler.backends import toolchain
+
+    def absent(name):
+        raise ImportError(name)
+
+    monkeypatch.setattr(toolchain.importlib, "import_module", absent)
+    assert toolchain.installed_checker() is None
 
 
 def test_t1_without_a_static_check_is_not_blamed_on_ptxas():

@@ -22,25 +22,29 @@ memory with the reference, and (where it has one) a second reference path.
                                          memory, or the same first wrong cell)
   6  every-gpu-same    ours              every GPU configuration that ran (two at
                                          least) is wrong the same way
-  7  static-ptx        nvvm              the static PTX check fails (evidence: the PTX
+  7  static-ptx-ours   ours              the static PTX check fails and blames the
+                                         `.cu` we emitted (e.g. `const` on a buffer
+                                         the kernel writes)
+  8  static-ptx        nvvm              the static PTX check fails (evidence: the PTX
                                          line)
-  8  jit-vs-sass       driver-jit        the PTX is wrong through the driver's JIT and
+  9  jit-vs-sass       driver-jit        the PTX is wrong through the driver's JIT and
                                          right as SASS from the same PTX (nvcc-O3)
-  9  ptxas-O0          ptxas             the same PTX is right under ptxas -O0 and wrong
+ 10  ptxas-O0          ptxas             the same PTX is right under ptxas -O0 and wrong
                                          at -O3, and a static check ran and found
                                          nothing (evidence: SASS memory operations)
- 10  other-ptx         nvvm              every build of the default PTX is wrong, and a
+ 11  other-ptx         nvvm              every build of the default PTX is wrong, and a
                                          build of other PTX (-G, no __restrict__) right
- 11  undecided         undecided         none of the above
+ 12  undecided         undecided         none of the above
 
-Two verdicts need no runs, and the target gives them itself (`without_runs`): our
-compiler raised on a well-typed program (rule `compile-error`: ours), or the
-interpreter is stuck on one (rule `stuck`: gpusem, a soundness bug).
+Three verdicts need no runs, and the target gives them itself (`without_runs`): our
+compiler raised on a well-typed program (rule `compile-error`: ours), the interpreter
+is stuck on one (rule `stuck`: gpusem, a soundness bug), or gpusem's own code raised
+(rule `internal`: gpusem).
 
-Note: rule order matters. The static check (7) goes before ptxas-O0 (9): NVVM's
+Note: rule order matters. The static check (7, 8) goes before ptxas-O0 (10): NVVM's
 `ld.global.nc` of a buffer the thread wrote (issue 23's T1) is right under ptxas -O0
 (the unoptimised SASS happens to read memory in program order) yet NVVM's fault; and
-without a static check rule 9 cannot tell NVVM from ptxas, so it does not fire (the
+without a static check rule 10 cannot tell NVVM from ptxas, so it does not fire (the
 verdict is then `undecided`, saying so). Reproduction (4) goes before every blame:
 a race or the hardware makes every later comparison meaningless. The reference is
 questioned (2) before anything is blamed on a compiler.
@@ -199,11 +203,18 @@ def every_gpu_same(ev: Evidence) -> list[str] | None:
     return None
 
 
+def static_ptx_ours(ev: Evidence) -> list[str] | None:
+    ours = [f for f in ev.static or [] if getattr(f, "blame", "nvvm") == "ours"]
+    return _static_lines(ours) if ours else None
+
+
 def static_ptx(ev: Evidence) -> list[str] | None:
-    if not ev.static:
-        return None
+    return _static_lines(ev.static) if ev.static else None
+
+
+def _static_lines(failures: list[Any]) -> list[str]:
     return [f"static PTX check {f.check} fails ({f.version}) at PTX line {f.line}: "
-            f"{f.text.strip()}" for f in ev.static[:3]]
+            f"{f.text.strip()}" for f in failures[:3]]
 
 
 def jit_vs_sass(ev: Evidence) -> list[str] | None:
@@ -246,6 +257,7 @@ RULES: tuple[tuple[str, str, Rule], ...] = (
     ("reruns-differ", "nondeterministic", reruns_differ),
     ("harness-same", "ours", harness_same),
     ("every-gpu-same", "ours", every_gpu_same),
+    ("static-ptx-ours", "ours", static_ptx_ours),
     ("static-ptx", "nvvm", static_ptx),
     ("jit-vs-sass", "driver-jit", jit_vs_sass),
     ("ptxas-O0", "ptxas", ptxas_o0),

@@ -33,6 +33,7 @@ module's (`ptx_check`, with an NVRTC per installed version); it is called throug
 
 from __future__ import annotations
 
+import importlib
 import time
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
@@ -101,17 +102,21 @@ class MatrixBackend(CudaBackend):
 @dataclass(frozen=True)
 class StaticFailure:
     """One failure of the static PTX check: the check's name, the NVRTC version whose
-    PTX fails it, the PTX line (number and text) and what it concerns."""
+    PTX fails it, the PTX line (number and text), what it concerns, and whom the
+    check itself blames: `nvvm` (the PTX breaks an ISA rule for a correct `.cu`) or
+    `ours` (the `.cu` we emitted promised something false, e.g. `const` on a buffer
+    the kernel writes)."""
 
     check: str
     version: str
     line: int
     text: str
     detail: str = ""
+    blame: str = "nvvm"
 
     def as_dict(self) -> dict[str, object]:
         return {"check": self.check, "version": self.version, "line": self.line,
-                "text": self.text, "detail": self.detail}
+                "text": self.text, "detail": self.detail, "blame": self.blame}
 
 
 class StaticChecker(Protocol):
@@ -122,12 +127,31 @@ class StaticChecker(Protocol):
 
 
 def installed_checker() -> StaticChecker | None:
-    """The static PTX check of this tree, or None where none is installed.
+    """The static PTX check of this tree over every installed NVRTC, or None where
+    there is none (the module absent, or no NVRTC installed): attribution then says
+    so rather than guessing (its rule `ptxas-O0` needs a check that ran and found
+    nothing).
 
-    Note: the check itself (`compiler/backends/ptx_check.py`, branch `ptxcheck`) is
-    wired here at merge; until then there is none, and attribution says so rather
-    than guessing (its rule `ptxas-O0` needs a check that ran and found nothing)."""
-    return None
+    Note: the check is another branch's (`ptx_oracle.check_cuda`: each installed
+    NVRTC's PTX through `ptx_check`); this adapter is written against its interface
+    as of that branch's commit e0397ca and holds until the merge brings the module."""
+    try:  # by name: until the merge this tree has no such module
+        ptx_oracle = importlib.import_module("gpusem.compiler.backends.ptx_oracle")
+    except ImportError:
+        return None
+    from gpusem.calculus.errors import BadInput
+
+    try:
+        ptx_oracle.installed()
+    except BadInput:  # no NVRTC to compile the PTX with
+        return None
+
+    def check(source: str) -> list[StaticFailure]:
+        return [StaticFailure(f.check, f.toolchain, f.line, f.text, f.one_line(),
+                              f.attribution)
+                for f in ptx_oracle.check_cuda(source).findings]
+
+    return check
 
 
 class Matrix:
