@@ -13,7 +13,7 @@ from gpusem.fuzz import attribution as A
 RIGHT = A.Observation("right")
 WRONG = A.Observation("wrong", "f00d", "out[0]", "out[0] = 7, expected 8")
 OTHER = A.Observation("wrong", "beef", "out[1]", "out[1] = 0, expected 2")
-TRAP = A.Observation("failed", "runtime_error", "", "runtime_error: trap")
+TRAP = A.Observation("failed", "trap", "", "runtime_error: trap")
 GONE = A.Observation("unobserved", note="build_error: unavailable: nvcc not found")
 T1_LINE = StaticFailure("nc-load-of-written-param", "nvrtc 13.0", 57,
                         "ld.global.nc.f32 %f1, [%rd9];", "gs_gscratch_float")
@@ -191,6 +191,12 @@ def test_a_trapping_launch_is_observed_as_failed_and_a_build_error_unobserved():
     assert rep["matrix"]["nvrtc"][0]["status"] == "failed"
     assert rep["matrix"]["nvcc-O3"][0]["status"] == "unobserved"
     assert rep["verdict"] == "undecided"
+
+
+def test_a_hang_on_the_harness_and_on_a_gpu_are_the_same_way():
+    matrix = FakeMatrix({c: "timeout" for c in A.GPU_CONFIGS} | {"cpu": "deadlock"})
+    rep = A.attribute(_case([0]), matrix)
+    assert (rep["verdict"], rep["rule"]) == ("ours", "harness-same")
 
 
 def test_environment_runs_nothing():

@@ -96,7 +96,11 @@ def observe(result: Any, wrong_cell: Callable[[dict], str | None]) -> Observatio
     if result.kind in ("build_error", "unsupported"):
         return Observation("unobserved", note=f"{result.kind}: {result.message}")
     if result.kind != "ok":
-        return Observation("failed", result.kind, "", f"{result.kind}: {result.message}")
+        # a hang and a trap look different on the harness and on a GPU (deadlock vs
+        # the watchdog's timeout; a crash of the harness vs a CUDA error): one each
+        same = {"deadlock": "hang", "timeout": "hang", "crash": "trap",
+                "runtime_error": "trap"}.get(result.kind, result.kind)
+        return Observation("failed", same, "", f"{result.kind}: {result.message}")
     cell = wrong_cell(result.outputs)
     if cell is None:
         return Observation("right")
