@@ -6,6 +6,8 @@ and 5); `scripts/gpu_toolchain.sh` runs it. Writes one JSON object:
   t1           the T1 kernel (tests/backends/kernels/t1_nc_alias.cu): each
                configuration's observations, the attribution (verdict, rule,
                evidence), its cost in seconds
+  t1_bundl     the compile property on t1_nc_alias.bundl (our compiler's T1-shaped
+               kernel): the verdict, and a finding's attribution
   fault        a seeded fault of our compiler (floor-division) on the cuda backend:
                the compile finding's attribution and its cost
   cost         N generated programs through the `toolchain` property in rounds of
@@ -67,6 +69,29 @@ def _again(fn) -> float:
     start = time.perf_counter()
     fn()
     return round(time.perf_counter() - start, 3)
+
+
+def t1_bundl(backend: str) -> dict:
+    """The compile property on tests/backends/kernels/t1_nc_alias.bundl (our compiler
+    makes a T1-shaped kernel of it): the verdict, and the attribution of a finding."""
+    from gpusem.calculus.bundl.parser import parse_program
+    from gpusem.fuzz.bundl.generated import Generated
+    from gpusem.fuzz.bundl.target import BundlTarget
+
+    path = ROOT / "tests" / "backends" / "kernels" / "t1_nc_alias.bundl"
+    target = BundlTarget(backend)
+    try:
+        res = target.check(Generated(parse_program(path.read_text(), str(path)),
+                                     False), "compile")
+        out: dict = {"status": res.status, "signature": res.signature,
+                     "detail": res.detail}
+        if res.status == "finding":
+            start = time.perf_counter()
+            out["attribution"] = target.attribute(res, "compile")
+            out["wall_s"] = round(time.perf_counter() - start, 3)
+    finally:
+        target.close()
+    return out
 
 
 def fault(backend: str) -> dict:
@@ -138,6 +163,7 @@ def main() -> int:
                     "command": " ".join(["python3", *sys.argv]),
                     "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     for name, run in (("t1", lambda: t1(args.backend)),
+                      ("t1_bundl", lambda: t1_bundl(args.backend)),
                       ("fault", lambda: fault(args.backend)),
                       ("cost", lambda: cost(args.backend, args.programs))):
         try:

@@ -80,6 +80,30 @@ def test_the_t1_fixture_is_t1_shaped_under_this_nvcc():
     assert plain is not None and "ld.global.nc" not in plain
 
 
+def test_our_compiler_makes_a_t1_shaped_kernel_of_the_bundl_program():
+    """tests/backends/kernels/t1_nc_alias.bundl: the same shape from our compiler (a
+    barrier between the store and the merged load), right on the cpu harness."""
+    from gpusem.compiler.bundl_cuda.pipeline import CompileOptions, compile_program
+    from gpusem.fuzz.bundl.compile_property import check_program, reference
+
+    prog = _t1_program()
+    kernel = compile_program(prog, CompileOptions())
+    ptx, log = tb.ptx_of([(0, kernel.name, kernel.source)])
+    assert ptx is not None, log
+    lines = ptx.splitlines()
+    selp = max(i for i, ln in enumerate(lines) if "selp.b64" in ln)
+    assert "ld.global.nc" in lines[selp + 1]
+    assert reference(prog).globals["out"] == [13, 101]
+    assert check_program(prog).kind == "agree"
+
+
+def _t1_program():
+    from gpusem.calculus.bundl.parser import parse_program
+
+    path = Path(__file__).parent / "kernels" / "t1_nc_alias.bundl"
+    return parse_program(path.read_text(), str(path))
+
+
 def test_the_cpu_config_runs_t1_right():
     matrix = Matrix("cpu")
     try:
