@@ -16,6 +16,7 @@ from gpusem.compiler.backends.toolchain import (
     Matrix,
     build_only,
     config_of,
+    untagged,
     variant,
 )
 
@@ -45,6 +46,23 @@ def test_every_host_config_builds_a_batch_and_finds_each_entry():
         assert lowered[1] != lowered[10] != lowered[0]  # gs_k1 is not a prefix of gs_k10
     errors, binary, _ = tb.build("ptx-jit", items[:1])
     assert binary.endswith(b"\0") and b".entry" in binary  # PTX for the driver's JIT
+
+
+def test_the_host_configs_of_a_batch_share_one_nvvm_ptx(monkeypatch):
+    calls: list[list[str]] = []
+    real = tb._run
+
+    def counted(cmd, cwd):
+        calls.append(cmd)
+        return real(cmd, cwd)
+
+    monkeypatch.setattr(tb, "_run", counted)
+    items = [(0, "bundl_main", T1 + "// a unit of its own\n")]
+    for config in tb.HOST_CONFIGS:
+        assert tb.build(config, items)[0] == {}
+    assert sum("-ptx" in cmd for cmd in calls) == 1
+    assert len(calls) == 4  # -ptx, then nvcc-O3, nvcc-G, ptxas-O0 (ptx-jit: none)
+    assert untagged(variant(t1_spec(), "nvcc-G").source) == T1.rstrip() + "\n"
 
 
 def test_a_kernel_that_does_not_build_is_blamed_alone():

@@ -68,6 +68,12 @@ def variant(spec: KernelSpec, config: str) -> KernelSpec:
     return replace(spec, source=f"{source.rstrip()}\n{TAG}{config}\n")
 
 
+def untagged(source: str) -> str:
+    """A tagged source without its tag line (the text the configuration builds)."""
+    head, _, last = source.rstrip().rpartition("\n")
+    return head + "\n" if last.startswith(TAG) else source
+
+
 def config_of(source: str) -> str:
     """The configuration a tagged source names ("nvrtc" when it has no tag)."""
     last = source.rstrip().rsplit("\n", 1)[-1]
@@ -87,7 +93,9 @@ class MatrixBackend(CudaBackend):
         config = configs.pop()
         if config in ("nvrtc", "no-restrict"):
             return super().build_module(batch_key, items)
-        return "ok", toolchain_build.build(config, items), False
+        # untagged: the host configurations of a batch then share one NVVM PTX
+        plain = [(i, name, untagged(src)) for i, name, src in items]
+        return "ok", toolchain_build.build(config, plain), False
 
     def binary_of(self, spec: KernelSpec) -> tuple[bytes, str] | None:
         """(module binary, the kernel's entry name) of a spec this backend built."""

@@ -22,6 +22,7 @@ there and not on the PATH); ptxas and cuobjdump beside the nvcc found.
 from __future__ import annotations
 
 import glob
+import hashlib
 import os
 import re
 import shutil
@@ -146,16 +147,33 @@ def _build_unit(config: str, items: list[tuple[int, str, str]], nvcc: str,
     with tempfile.TemporaryDirectory(prefix="gpusem-tc-") as tmp:
         cu, ptx, out = (str(Path(tmp) / n) for n in ("batch.cu", "batch.ptx", "out"))
         Path(cu).write_text(unit)
-        ok, log = _run(_commands("ptx", nvcc, ptxas, cu, ptx, ptx) or [], tmp)
+        ok, ptx_text = _nvvm_ptx(unit, nvcc, cu, ptx, tmp)
         if not ok:
-            return False, None, {}, log
-        ptx_text = Path(ptx).read_text()
+            return False, None, {}, ptx_text
+        Path(ptx).write_text(ptx_text)
         lowered = entry_names(ptx_text, items)
         cmd = _commands(config, nvcc, ptxas, cu, ptx, out)
         if cmd is None:  # ptx-jit: the driver compiles the text at load time
             return True, ptx_text.encode() + b"\0", lowered, ""
         ok, log = _run(cmd, tmp)
         return ok, Path(out).read_bytes() if ok else None, lowered, log
+
+
+_PTX: dict[str, tuple[bool, str]] = {}  # unit digest -> (built, PTX or nvcc's log)
+PTX_CACHE_SIZE = 16
+
+
+def _nvvm_ptx(unit: str, nvcc: str, cu: str, ptx: str, tmp: str) -> tuple[bool, str]:
+    """(True, the unit's NVVM PTX) or (False, nvcc's log). Kept for the last few
+    units: the host configurations of one batch share one unit, so nvcc -ptx runs
+    once for the four of them."""
+    key = hashlib.sha256(f"{nvcc}\0{unit}".encode()).hexdigest()
+    if key not in _PTX:
+        ok, log = _run(_commands("ptx", nvcc, "", cu, ptx, ptx) or [], tmp)
+        if len(_PTX) >= PTX_CACHE_SIZE:
+            _PTX.pop(next(iter(_PTX)))
+        _PTX[key] = (ok, Path(ptx).read_text() if ok else log)
+    return _PTX[key]
 
 
 def ptx_of(items: list[tuple[int, str, str]]) -> tuple[str | None, str]:
