@@ -324,12 +324,16 @@ class BundlTarget(Target):
         from gpusem.compiler.backends.toolchain import installed_checker
         from gpusem.fuzz.bundl.toolchain_property import check_round
 
-        refs = [self._full_reference(g, "toolchain") for g in todo]
-        verdicts = check_round([g.program for g in todo], refs, self.backend,
-                               self.matrix(), installed_checker())
-        for generated, verdict in zip(todo, verdicts, strict=True):
-            self._cache[("toolchain", generated)] = verdict
-        return verdicts
+        refs = [self._reference(g, "toolchain") for g in todo]  # fast where it may
+        verdicts = check_round(
+            [g.program for g in todo], [r for r, _ in refs], self.backend,
+            self.matrix(), installed_checker(),
+            confirm=lambda i: self._full_if_fast(todo[i], refs[i][0], "toolchain"))
+        out = [mismatch or verdict  # an audit's difference is the finding then
+               for verdict, (_, mismatch) in zip(verdicts, refs, strict=True)]
+        for generated, result in zip(todo, out, strict=True):
+            self._cache[("toolchain", generated)] = result
+        return out
 
     def _soundness(self, generated: Generated) -> CheckResult:
         from gpusem.interpreter.bundl.schedulers import run_program

@@ -22,6 +22,7 @@ one cause across many programs is one bundle.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from gpusem.calculus.bundl import ast as B
@@ -45,9 +46,13 @@ LAUNCH_TIMEOUT_S = 5.0
 
 
 def check_round(progs: list[B.Program], refs: list[Reference], backend: str,
-                matrix: Any, checker: Any = None) -> list[CheckResult]:
+                matrix: Any, checker: Any = None,
+                confirm: Callable[[int], Reference | None] | None = None
+                ) -> list[CheckResult]:
     """The `toolchain` verdict of each program, the round's kernels run together (one
-    build per configuration)."""
+    build per configuration). `confirm(i)`: the full reference of program i when
+    `refs[i]` is a fast one (`fast_reference.py`): a finding is then decided again
+    against it, from the same runs, as the compile property does."""
     out: list[CheckResult | None] = [None] * len(progs)
     kernels: dict[int, Any] = {}
     jobs, owners = [], []
@@ -71,8 +76,16 @@ def check_round(progs: list[B.Program], refs: list[Reference], backend: str,
         mine = {c: [r for r, o in zip(rs, owners, strict=True) if o == i]
                 for c, rs in runs.items()}
         refused = {c: why for c, errs in built.items() if (why := errs[n]) is not None}
-        out[i] = _verdict(progs[i], refs[i], kernels[i], mine, refused, backend,
-                          checker)
+        verdict = _verdict(progs[i], refs[i], kernels[i], mine, refused, backend,
+                           checker)
+        full = confirm(i) if confirm is not None and verdict.status == "finding" \
+            else None
+        if full is not None:
+            skip = not_compared(full)
+            verdict = _verdict(progs[i], full, kernels[i], mine, refused, backend,
+                               checker) if skip is None else CheckResult(
+                "invalid", kind=skip.kind, detail=skip.message)
+        out[i] = verdict
     return out  # type: ignore[return-value]  # every program has its verdict
 
 
