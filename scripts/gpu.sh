@@ -15,6 +15,9 @@
 #   repro [BACKEND]                issue 18: standalone reproducers built and run
 #                                  (packed as $OUT/repro.tgz, rows in gpu_repro.json)
 #   scale                          issues 19, 20: profile, throughput, Dask scaling
+#   toolchain [SECONDS]            issue 23: the matrix and attribution probe (T1, a
+#                                  seeded fault, cost), its GPU tests, a toolchain
+#                                  campaign on cuda
 #   t1                             issue 23: toolchain finding T1's build matrix, the
 #                                  NVRTC PTX through the driver, SASS; T1_CAMPAIGN=1
 #                                  adds a cuda campaign (T1_SEED, T1_BUDGET)
@@ -47,6 +50,7 @@ case "$SUB" in
   scale) exec bash $PARTS/scale.sh "$@" ;;
   scale-wheels) exec bash $PARTS/scale_wheels.sh "$@" ;;
   t1) exec bash $PARTS/t1.sh "$@" ;;
+  toolchain) exec bash $PARTS/toolchain.sh "$@" ;;
   repro)
     source $PARTS/setup.sh
     OUT="$OUT/repro" timeout "${REPRO_TIMEOUT:-330}" bash $PARTS/repro.sh "$@" \

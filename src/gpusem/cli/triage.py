@@ -21,10 +21,10 @@ def command(dirs: tuple[str, ...], as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps([asdict(r) for r in rows], indent=1))
         return
-    click.echo("seen\tstmts\tkind\tsignature\tbundle")
+    click.echo("seen\tstmts\tkind\tattribution\tsignature\tbundle")
     for r in rows:
         more = f" (+{len(r.bundles) - 1} more)" if len(r.bundles) > 1 else ""
-        click.echo(f"{r.sightings}\t{r.smallest}\t{r.kind}\t{r.signature}\t"
-                   f"{r.bundles[0]}{more}")
+        click.echo(f"{r.sightings}\t{r.smallest}\t{r.kind}\t{r.attribution or '-'}\t"
+                   f"{r.signature}\t{r.bundles[0]}{more}")
     click.echo(f"{len(rows)} distinct findings in "
                f"{sum(len(r.bundles) for r in rows)} bundles")

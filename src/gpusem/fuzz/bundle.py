@@ -3,8 +3,10 @@ any target (DESIGN.md; docs/bundles.md is the user's description).
 
 Layout of a bundle: the target's files (for Bundl `program.bundl`, `kernel.cu`,
 `repro.cu`; for APPy `program.py`, `kernel_triton.py`), `inputs.json`,
-`expected.json`, `actual.json`, `trace.txt`, a `README.md` paragraph (property,
-backend, versions, the replay command), `bundle.json` (the metadata `gpusem replay
+`expected.json`, `actual.json`, `trace.txt`, `attribution.json` (for findings of a
+property that runs CUDA: the verdict of `fuzz/attribution.py`, its rule, evidence and
+the toolchain matrix), a `README.md` paragraph (property, backend, versions, the
+verdict, the replay command), `bundle.json` (the metadata `gpusem replay
 DIR` needs: target, backend, property, signature, kind, size, seed; `state` is
 "shrinking" until the program is minimal, then "done") and `seen.jsonl` (one line per
 later sighting of the same signature: duplicates are counted, never rewritten).
@@ -38,6 +40,7 @@ from gpusem.calculus.errors import BadInput
 
 META = "bundle.json"
 SEEN = "seen.jsonl"
+ATTRIBUTION = "attribution.json"  # whose bug it is (fuzz/attribution.py), when known
 REQUIRED = ("target", "backend", "property", "signature", "kind")
 MAX_FILE_BYTES = 16 * 2**20  # a bundle's text files; anything larger is not ours
 
@@ -182,6 +185,11 @@ def readme(meta: dict, names: list[str]) -> str:
         repro = ("Standalone reproducer: `repro.cu` (kernel, runtime, inputs and the "
                  f"expected output inlined): `{meta.get('nvcc_command', REPRO_NVCC)}` "
                  "then `./repro` (exit 1: the bug reproduces).\n\n")
+    blame = meta.get("attribution") or {}
+    if blame.get("verdict"):
+        repro = (f"Attribution: **{blame['verdict']}** (rule `{blame.get('rule')}`; "
+                 "evidence and the toolchain matrix in `attribution.json`).\n\n"
+                 + repro)
     return (
         f"# {meta['target']} finding: {meta['kind']}\n\n"
         f"Property `{meta['property']}` fails on backend `{meta['backend']}`"

@@ -37,6 +37,7 @@ lets `--resume` continue from the next round.
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -45,7 +46,7 @@ from typing import Any
 
 from gpusem.calculus.errors import BadInput
 from gpusem.fuzz import manifest
-from gpusem.fuzz.bundle import BundleStore
+from gpusem.fuzz.bundle import ATTRIBUTION, META, BundleStore
 from gpusem.fuzz.hunt import Drawn, generate_round, shrink_from
 from gpusem.fuzz.summary import Finding, Interrupted, Summary
 from gpusem.fuzz.targets import (
@@ -260,6 +261,9 @@ class Campaign:
                 "shard": list(self.shard)} | extra
         if res.program_file:
             meta |= {"program_file": res.program_file, "line": max(1, res.line)}
+        if found := attribution_of(res):
+            meta["attribution"] = {k: found.get(k) for k in ("verdict", "rule",
+                                                             "seconds")}
         try:
             meta |= target.finding_meta(res)
         except Exception as err:  # noqa: BLE001 - metadata is best effort
@@ -283,6 +287,7 @@ class Campaign:
                           target=self.target_name, new=created)
         self.found[res.signature] = finding
         if not created:
+            finding.attribution = _recorded_attribution(path)
             self.summary.seen_elsewhere += 1
             self.store.sighting(path, self._sighting())
             self._announce(finding)
@@ -340,6 +345,9 @@ class Campaign:
     def _finish(self, target: Target, finding: Finding, res: CheckResult,
                 shrunk: bool, state: str = "") -> None:
         finding.size, finding.detail, finding.shrunk = res.size, res.detail, shrunk
+        if (state or ("done" if shrunk else "shrinking")) == "done":
+            res = self._attributed(target, res)
+            finding.attribution = attribution_of(res).get("verdict", "")
         meta = self._meta(target, res, shrunk=shrunk,
                           state=state or ("done" if shrunk else "shrinking"),
                           size_before=finding.size_before,
@@ -350,9 +358,46 @@ class Campaign:
             self._announce(finding)
         self._tick()
 
+    def _attributed(self, target: Target, res: CheckResult) -> CheckResult:
+        """`res` with its `attribution.json` (`fuzz/attribution.py`), once, when the
+        finding is final: the target's optional `attribute(result, prop)` re-runs it
+        under the toolchain matrix. A failure of attribution is reported in it, never
+        lost with the finding."""
+        attribute = getattr(target, "attribute", None)
+        if attribute is None or ATTRIBUTION in res.files:
+            return res
+        try:
+            found = attribute(res, self.prop)
+        except Exception as err:  # noqa: BLE001 - the finding comes first
+            found = {"verdict": "undecided", "rule": "attribution-failed",
+                     "evidence": [f"{type(err).__name__}: {err}"[:300]]}
+        if not found:
+            return res
+        text = json.dumps(found, indent=1, sort_keys=True) + "\n"
+        return replace(res, files=dict(res.files) | {ATTRIBUTION: text})
+
     def _announce(self, finding: Finding) -> None:
         if self.on_finding is not None:
             self.on_finding(finding)
+
+
+def attribution_of(res: CheckResult) -> dict[str, Any]:
+    """The finding's attribution (its `attribution.json`), {} when it has none."""
+    try:
+        found = json.loads(res.files.get(ATTRIBUTION, "{}"))
+    except ValueError:
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def _recorded_attribution(path: Path) -> str:
+    """The verdict a bundle written earlier (another shard, an earlier campaign)
+    records, "" when it has none (yet: its writer may still be shrinking it)."""
+    try:
+        meta = json.loads((path / META).read_text())
+        return str(meta.get("attribution", {}).get("verdict", ""))
+    except (OSError, ValueError, AttributeError):
+        return ""
 
 
 def round_seed(seed: int, r: int) -> int:

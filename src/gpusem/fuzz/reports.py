@@ -89,7 +89,7 @@ class Report:
                 "size_before": f.size_before or f.size, "size": f.size,
                 "shrunk": f.shrunk, "found_after_s": round(f.found_after_s, 2),
                 "shrink_s": round(f.shrink_s, 2), "duplicates": f.duplicates,
-                "new": f.new}
+                "new": f.new, "attribution": f.attribution or None}
 
     # ------------------------------------------------------------------ SARIF
 
@@ -107,13 +107,14 @@ class Report:
                 "ruleIndex": kinds.index(f.kind),
                 "level": "error",
                 "message": {"text": f"{f.kind}: {f.detail} (signature {f.signature}; "
-                                    f"replay: gpusem replay {f.bundle})"},
+                                    f"{_blame(f)}replay: gpusem replay {f.bundle})"},
                 "locations": [{"physicalLocation": {
                     "artifactLocation": {"uri": uri},
                     "region": {"startLine": max(1, line)}}}],
                 "partialFingerprints": {"gpusemSignature/v1": f.signature},
                 "properties": {"bundle": f.bundle, "property": f.prop,
-                               "size": f.size, "duplicates": f.duplicates},
+                               "size": f.size, "duplicates": f.duplicates,
+                               "attribution": f.attribution or None},
             })
         return {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [{
             "tool": {"driver": {"name": "gpusem", "version": _version(),
@@ -141,6 +142,7 @@ class Report:
                 f"{target}:{f.prop}:{f.signature}", f.shrink_s,
                 f"<failure type={quoteattr(f.kind)} message={quoteattr(f.detail)}>"
                 f"signature: {escape(f.signature)}\nbundle: {escape(f.bundle)}\n"
+                + escape(_blame(f, "\n")) +
                 f"replay: gpusem replay {escape(f.bundle)}</failure>"))
         for line in s.failed:
             cases.append(_case("shard", 0.0, f"<error message={quoteattr(line)}/>"))
@@ -165,7 +167,15 @@ class Report:
             lines.append(f"{f.kind}\t{f.signature}\t{f.size_before or f.size}->{f.size} "
                          f"stmts\t{'shrunk' if f.shrunk else 'not shrunk'}\t"
                          f"{f.found_after_s:.0f}s\tx{1 + f.duplicates}\t"
-                         f"{'new' if f.new else 'known'}\t{f.bundle}")
+                         f"{'new' if f.new else 'known'}\t{f.bundle}"
+                         + (f"\tattribution {f.attribution}" if f.attribution else ""))
+        blamed: dict[str, int] = {}
+        for f in s.findings:
+            if f.attribution:
+                blamed[f.attribution] = blamed.get(f.attribution, 0) + 1
+        if blamed:
+            lines.append("attribution: " + ", ".join(
+                f"{v} {n}" for v, n in sorted(blamed.items())))
         lines += [f"failed: {line}" for line in s.failed]
         lines.append(f"exit {self.code}")
         return "\n".join(lines) + "\n"
@@ -216,6 +226,11 @@ def program_location(bundle: str) -> tuple[str, int]:
         found = sorted(p.name for p in path.glob("program.*")) if path.is_dir() else []
         program = found[0] if found else ""
     return program, line
+
+
+def _blame(f: Finding, end: str = "; ") -> str:
+    """`attribution: VERDICT` and `end`, or "" when the finding has none."""
+    return f"attribution: {f.attribution}{end}" if f.attribution else ""
 
 
 def _case(name: str, seconds: float, body: str) -> str:

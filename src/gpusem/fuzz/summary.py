@@ -25,6 +25,7 @@ class Finding:
     target: str = ""
     duplicates: int = 0  # later sightings of the same signature (counted, not rewritten)
     new: bool = True  # False: the store held this signature before this campaign
+    attribution: str = ""  # whose bug (fuzz/attribution.py's verdict), where known
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -101,6 +101,11 @@ class Target:
     # JSON report too); a target without it reports none. `coverage_labels() ->
     # tuple[str, ...]`, if present, lists every label, so the table shows those at 0.
 
+    # Optional: `attribute(result, prop) -> dict | None`, whose bug a final finding is
+    # (`fuzz/attribution.py`: verdict, rule, evidence, the toolchain matrix's runs);
+    # the campaign calls it once per bundle, when the finding is final, and writes it
+    # as `attribution.json` (a result that has that file already is not asked again).
+
     def finding_meta(self, result: CheckResult) -> dict:
         """Extra bundle metadata: tool versions, the device, the fault switched on."""
         return {}

@@ -19,6 +19,7 @@ class TriageRow:
     bundles: tuple[str, ...] = ()
     sightings: int = 0
     smallest: int = 0
+    attribution: str = ""  # whose bug (fuzz/attribution.py), "" where unknown
 
 
 def triage(dirs: Sequence[str | Path]) -> list[TriageRow]:
@@ -28,6 +29,7 @@ def triage(dirs: Sequence[str | Path]) -> list[TriageRow]:
     paths: dict[str, list[str]] = {}
     seen: dict[str, int] = {}
     smallest: dict[str, int] = {}
+    blame: dict[str, str] = {}
     for d in dirs:
         root = Path(d)
         metas = [root / META] if (root / META).is_file() else sorted(root.rglob(META))
@@ -41,8 +43,11 @@ def triage(dirs: Sequence[str | Path]) -> list[TriageRow]:
             paths.setdefault(b.signature, []).append(str(b.path))
             seen[b.signature] = seen.get(b.signature, 0) + b.sightings
             smallest[b.signature] = min(smallest.get(b.signature, size), size)
+            verdict = b.meta.get("attribution")
+            if isinstance(verdict, dict) and not blame.get(b.signature):
+                blame[b.signature] = str(verdict.get("verdict") or "")
     rows = [TriageRow(r.signature, r.kind, r.target, r.prop, tuple(paths[s]), seen[s],
-                      smallest[s]) for s, r in first.items()]
+                      smallest[s], blame.get(s, "")) for s, r in first.items()]
     return sorted(rows, key=lambda r: (-r.sightings, r.signature))
 
 

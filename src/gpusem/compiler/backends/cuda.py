@@ -42,7 +42,7 @@ import re
 import time
 from collections import Counter
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from gpusem.calculus.errors import BadInput
@@ -177,12 +177,11 @@ class CudaBackend:
                 (i, wanted[k].name, wanted[k].source) for i, k in enumerate(missing)
             ]
             self.stats["builds"] += 1
-            status, reply = self._call(
-                "build", (batch_key, items), self.start_timeout_s
-            )
+            status, reply, loaded = self.build_module(batch_key, items)
             if status == "ok":
                 errors, binary, lowered = reply
-                self._loaded.add(batch_key)
+                if loaded:
+                    self._loaded.add(batch_key)
             else:
                 errors = {i: reply or "build timed out" for i, _ in enumerate(missing)}
                 binary, lowered = None, {}
@@ -193,6 +192,16 @@ class CudaBackend:
                     batch.errors[k] = errors[i]
                 self._built[k] = batch
         return self._built
+
+    def build_module(self, batch_key: str, items: list[tuple[int, str, str]]
+                     ) -> tuple[str, Any, bool]:
+        """Build `items` ((index, kernel name, source)) into one module: (status,
+        reply, loaded) with `_call`'s status and reply = (errors, binary, lowered);
+        `loaded`: the worker holds the module already (else it is loaded from the
+        binary before its first launch). Here NVRTC in the worker; the toolchain
+        matrix (`toolchain.MatrixBackend`) builds with nvcc / ptxas instead."""
+        status, reply = self._call("build", (batch_key, items), self.start_timeout_s)
+        return status, reply, True
 
     def _modules(self) -> int:
         return len({batch.key for batch in self._built.values()})

@@ -213,6 +213,12 @@ def _not_compared(ref: Reference) -> Verdict | None:
     return None
 
 
+def not_compared(ref: Reference) -> Verdict | None:
+    """The verdict of a program the reference does not compare (see `_not_compared`);
+    None when it is compared."""
+    return _not_compared(ref)
+
+
 def _compile_failure(err: Exception) -> Verdict:
     """A documented limitation (`unsupported: ...`) is counted apart; any other
     exception out of the compiler is a finding (a crash on a well-typed program)."""

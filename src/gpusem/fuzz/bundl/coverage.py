@@ -23,6 +23,7 @@ from gpusem.calculus.bundl import ast as A
 JUDGMENTS: dict[str, tuple[str, ...]] = {
     "compile": ("typing", "semantics", "compiler"),
     "motion": ("typing", "semantics", "compiler"),
+    "toolchain": ("typing", "semantics", "compiler"),
     "soundness": ("typing", "semantics"),
     "determinism": ("typing", "semantics"),
     "bigsmall": ("typing", "semantics"),

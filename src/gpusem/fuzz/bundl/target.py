@@ -6,6 +6,10 @@ Properties:
   motion      the same with wait motion off (the unoptimised barrier placement)
   soundness   progress + preservation (Theorem 4.1) under a random schedule
   printparse  printing then parsing is the identity
+  toolchain   every configuration of the toolchain matrix (NVRTC, nvcc -O3 / -G,
+              ptxas -O0, the PTX JIT, no __restrict__, the cpu harness) gives the
+              interpreter's memory; a disagreement is attributed at once
+              (`fuzz/bundl/toolchain_property.py`)
 
 A finding's signature is the property, the verdict kind and its class (the backend
 result kind, the exception type, or the rule), so one bug class yields one bundle.
@@ -44,12 +48,13 @@ from gpusem.fuzz.environment import device_name, tool_versions
 from gpusem.fuzz.targets import CheckResult, Target, checked
 
 if TYPE_CHECKING:
+    from gpusem.compiler.backends.toolchain import Matrix
     from hypothesis.strategies import SearchStrategy
 
 BundlProgram = B.Program | Generated  # a plain program is not race-free by construction
 
 PROPERTIES = ("compile", "motion", "soundness", "printparse", "teeth", "determinism",
-              "bigsmall", "soundness-paper")
+              "bigsmall", "soundness-paper", "toolchain")
 
 
 SHRINK_BUDGET_S = 60.0  # the AST reducer's default time cap per finding
@@ -74,6 +79,7 @@ class BundlTarget(Target):
         self._seen: dict[tuple[str, Generated], frozenset[str]] = {}
         self._prop: str | None = None  # the property of the last `check`
         self._auditor = Auditor()  # the fast reference's audit (fast_reference.py)
+        self._matrix: Matrix | None = None  # the toolchain matrix, made when needed
         self.shrink_budget_s, self.shrink_max_tried = SHRINK_BUDGET_S, 400
         # signature -> ShrinkStats.as_dict(), for the bundle's meta
         self.shrink_stats: dict[str, dict[str, Any]] = {}
@@ -81,6 +87,43 @@ class BundlTarget(Target):
     def close(self) -> None:
         self._cache.clear()
         self._seen.clear()
+        if self._matrix is not None:
+            self._matrix.close()
+            self._matrix = None
+
+    def matrix(self) -> Matrix:
+        """The toolchain matrix of this target's backend (made once: its cuda worker
+        and builds are reused by every attribution and `toolchain` check)."""
+        if self._matrix is None:
+            from gpusem.compiler.backends.toolchain import Matrix
+            from gpusem.fuzz.bundl.compile_property import shared_backend
+
+            self._matrix = Matrix(self.backend, cpu_runner=shared_backend("cpu"))
+        return self._matrix
+
+    def attribute(self, result: CheckResult, prop: str) -> dict | None:
+        """The `attribution.json` of a finding (`fuzz/attribution.py`): for the
+        compiler properties, the finding's kernel re-run under the toolchain matrix
+        (on the cpu backend: the cpu harness only); None for the other properties."""
+        from gpusem.fuzz.attribution import without_runs
+
+        if prop not in ("compile", "motion") or "program.bundl" not in result.files:
+            return None
+        failing = "nvrtc" if self.backend == "cuda" else "cpu"
+        kind = result.signature.split(":")[1] if ":" in result.signature else ""
+        if result.kind == "internal":  # an exception out of gpusem's own code
+            return without_runs("gpusem", "internal", result.detail, failing)
+        if kind == "compile-error":
+            return without_runs("ours", "compile-error", result.detail, failing)
+        if kind == "stuck":
+            return without_runs("gpusem", "stuck", result.detail, failing)
+        from gpusem.compiler.backends.toolchain import installed_checker
+        from gpusem.fuzz.bundl.attribute import attribute_program
+
+        program = parse_program(result.files["program.bundl"], "program.bundl")
+        return attribute_program(program, prop == "compile", self.backend,
+                                 self.matrix(), installed_checker(),
+                                 result.files.get("kernel.cu", ""))
 
     def strategy(self, prop: str) -> SearchStrategy[BundlProgram]:
         """Compiler properties mix kernel-shaped programs (race-free by construction,
@@ -92,7 +135,7 @@ class BundlTarget(Target):
         from hypothesis import strategies as st
 
         machine = {"max_blocks": self.max_blocks, "max_threads": self.max_threads}
-        if prop in ("compile", "motion"):
+        if prop in ("compile", "motion", "toolchain"):
             return st.one_of(generated_kernels(max_blocks=4, max_threads=128),
                              generated_programs(**machine))
         if prop == "determinism":  # small machines: exhaustive exploration stays cheap
@@ -105,6 +148,11 @@ class BundlTarget(Target):
         when their verdicts are cached (the campaign then counts them directly)."""
         from gpusem.fuzz.bundl.compile_property import check_batch
 
+        if prop == "toolchain":
+            self._cache.clear()
+            self._seen.clear()
+            self._toolchain(list(dict.fromkeys(as_generated(p) for p in programs)))
+            return True
         if prop not in ("compile", "motion"):
             return False
         self._cache.clear()
@@ -213,6 +261,11 @@ class BundlTarget(Target):
                 return self._soundness(generated)
             case "printparse":
                 return self._printparse(generated.program)
+            case "toolchain":
+                cached = self._cache.get((prop, generated))
+                if isinstance(cached, CheckResult):
+                    return cached
+                return self._toolchain([generated])[0]
             case "teeth" | "determinism" | "bigsmall" | "soundness-paper":
                 from gpusem.fuzz.bundl import properties as bundl_properties
 
@@ -265,6 +318,22 @@ class BundlTarget(Target):
                            kind=f"{prop} {v.kind}", detail=v.describe(), files=files,
                            size=self.size(program), program_file="program.bundl",
                            line=line)
+
+    def _toolchain(self, todo: list[Generated]) -> list[CheckResult]:
+        """The `toolchain` verdicts of `todo`, run together; cached for `check`."""
+        from gpusem.compiler.backends.toolchain import installed_checker
+        from gpusem.fuzz.bundl.toolchain_property import check_round
+
+        refs = [self._reference(g, "toolchain") for g in todo]  # fast where it may
+        verdicts = check_round(
+            [g.program for g in todo], [r for r, _ in refs], self.backend,
+            self.matrix(), installed_checker(),
+            confirm=lambda i: self._full_if_fast(todo[i], refs[i][0], "toolchain"))
+        out = [mismatch or verdict  # an audit's difference is the finding then
+               for verdict, (_, mismatch) in zip(verdicts, refs, strict=True)]
+        for generated, result in zip(todo, out, strict=True):
+            self._cache[("toolchain", generated)] = result
+        return out
 
     def _soundness(self, generated: Generated) -> CheckResult:
         from gpusem.interpreter.bundl.schedulers import run_program

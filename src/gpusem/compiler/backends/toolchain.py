@@ -1,0 +1,222 @@
+"""The toolchain matrix (issue 23): named configurations of NVIDIA's toolchain that
+build and run the same kernel source on the same inputs, one `Result` per `Job` each,
+so that a wrong answer can be pinned on the layer that made it (`fuzz/attribution.py`).
+
+    config        builds the source with                          runs on
+    nvrtc         NVRTC in the cuda worker, cubin for sm_90a        the GPU (as the cuda
+                  (exactly what the cuda backend does)              backend does)
+    nvcc-O3       nvcc -cubin sm_90a, ptxas -O3                     the GPU
+    nvcc-G        nvcc -cubin -G (device debug: no optimisation)    the GPU
+    ptxas-O0      nvcc's NVVM PTX through `ptxas -O0`               the GPU
+    ptx-jit       nvcc's NVVM PTX, compiled by the driver's JIT     the GPU
+    no-restrict   `nvrtc` on the source with `__restrict__` removed the GPU
+    cpu           g++ against the SIMT harness (`cpu.py`)           the CPU
+
+`nvrtc`, `nvcc-O3`, `ptxas-O0` and `ptx-jit` are builds of the default NVVM PTX (the
+same NVVM version where NVRTC and nvcc come from one CUDA); `nvcc-G` and `no-restrict`
+change the PTX itself. Every GPU configuration runs in ONE cuda worker
+(`MatrixBackend`, a `CudaBackend` whose modules come from nvcc / ptxas on the host for
+the host configurations, `toolchain_build.py`): one build per configuration for a
+whole batch of kernels, the worker's watchdog and trap handling for every launch. A
+configuration's jobs carry a tag line at the end of their source (a comment: the
+compilers ignore it), so the same kernel under two configurations has two code keys
+and two modules.
+
+On a machine without a GPU only `cpu` runs; `build_only` builds the host
+configurations without running them (what the cpu backend's `toolchain` property
+checks: a kernel one configuration refuses and another accepts).
+
+The static PTX check (no `ld.global.nc` of a parameter the kernel writes) is another
+module's (`ptx_check`, with an NVRTC per installed version); it is called through
+`StaticChecker`, and `installed_checker()` says which one this tree has.
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
+
+from gpusem.compiler.backends import toolchain_build
+from gpusem.compiler.backends.cuda import CudaBackend
+from gpusem.compiler.backends.kernel import Job, KernelSpec, Result
+
+CONFIGS: dict[str, str] = {
+    "nvrtc": "NVRTC in the cuda worker, cubin for sm_90a (the cuda backend)",
+    "nvcc-O3": "nvcc -cubin -arch=sm_90a, ptxas -O3",
+    "nvcc-G": "nvcc -cubin -arch=sm_90a -G (device debug, unoptimised)",
+    "ptxas-O0": "nvcc -ptx (NVVM), then ptxas -O0",
+    "ptx-jit": "nvcc -ptx (NVVM), compiled by the driver's JIT at load",
+    "no-restrict": "NVRTC as nvrtc, on the source without __restrict__",
+    "cpu": "g++ and the SIMT harness",
+}
+GPU_CONFIGS = tuple(c for c in CONFIGS if c != "cpu")
+DEFAULT_PTX = ("nvrtc", "nvcc-O3", "ptxas-O0", "ptx-jit")
+OTHER_PTX = ("nvcc-G", "no-restrict")
+BUILD_ONLY = ("nvcc-O3", "nvcc-G", "ptxas-O0")
+TAG = "// gpusem toolchain config: "
+
+
+def variant(spec: KernelSpec, config: str) -> KernelSpec:
+    """`spec` as `config` builds it: the source changed where the configuration is a
+    source variant, and tagged with the configuration's name."""
+    assert config in CONFIGS, config
+    source = spec.source
+    if config == "no-restrict":
+        source = toolchain_build.strip_restrict(source)
+    return replace(spec, source=f"{source.rstrip()}\n{TAG}{config}\n")
+
+
+def untagged(source: str) -> str:
+    """A tagged source without its tag line (the text the configuration builds)."""
+    head, _, last = source.rstrip().rpartition("\n")
+    return head + "\n" if last.startswith(TAG) else source
+
+
+def config_of(source: str) -> str:
+    """The configuration a tagged source names ("nvrtc" when it has no tag)."""
+    last = source.rstrip().rsplit("\n", 1)[-1]
+    return last[len(TAG):].strip() if last.startswith(TAG) else "nvrtc"
+
+
+class MatrixBackend(CudaBackend):
+    """The cuda backend with the toolchain's configurations: a tagged spec is built as
+    its tag says (NVRTC in the worker, or nvcc / ptxas here), then launched as usual."""
+
+    name = "cuda-matrix"
+
+    def build_module(self, batch_key: str, items: list[tuple[int, str, str]]
+                     ) -> tuple[str, Any, bool]:
+        configs = {config_of(src) for _, _, src in items}
+        assert len(configs) == 1, configs  # Matrix.run builds one config at a time
+        config = configs.pop()
+        if config in ("nvrtc", "no-restrict"):
+            return super().build_module(batch_key, items)
+        # untagged: the host configurations of a batch then share one NVVM PTX
+        plain = [(i, name, untagged(src)) for i, name, src in items]
+        return "ok", toolchain_build.build(config, plain), False
+
+    def binary_of(self, spec: KernelSpec) -> tuple[bytes, str] | None:
+        """(module binary, the kernel's entry name) of a spec this backend built."""
+        batch = self._built.get(spec.code_key())
+        if batch is None or batch.binary is None or batch.lowered is None:
+            return None
+        index = batch.index[spec.code_key()]
+        entry = batch.lowered.get(index)
+        return (batch.binary, entry) if entry else None
+
+
+@dataclass(frozen=True)
+class StaticFailure:
+    """One failure of the static PTX check: the check's name, the NVRTC version whose
+    PTX fails it, the PTX line (number and text), what it concerns, and whom the
+    check itself blames: `nvvm` (the PTX breaks an ISA rule for a correct `.cu`) or
+    `ours` (the `.cu` we emitted promised something false, e.g. `const` on a buffer
+    the kernel writes)."""
+
+    check: str
+    version: str
+    line: int
+    text: str
+    detail: str = ""
+    blame: str = "nvvm"
+
+    def as_dict(self) -> dict[str, object]:
+        return {"check": self.check, "version": self.version, "line": self.line,
+                "text": self.text, "detail": self.detail, "blame": self.blame}
+
+
+class StaticChecker(Protocol):
+    """Kernel source -> the static PTX check's failures ([] when the PTX of every
+    installed NVRTC passes)."""
+
+    def __call__(self, source: str) -> list[StaticFailure]: ...
+
+
+def installed_checker() -> StaticChecker | None:
+    """The static PTX check of this tree over every installed NVRTC, or None where
+    there is none (the module absent, or no NVRTC installed): attribution then says
+    so rather than guessing (its rule `ptxas-O0` needs a check that ran and found
+    nothing).
+
+    Note: the check is another branch's (`ptx_oracle.check_cuda`: each installed
+    NVRTC's PTX through `ptx_check`); this adapter is written against its interface
+    as of that branch's commit e0397ca and holds until the merge brings the module."""
+    try:  # by name: until the merge this tree has no such module
+        ptx_oracle = importlib.import_module("gpusem.compiler.backends.ptx_oracle")
+    except ImportError:
+        return None
+    from gpusem.calculus.errors import BadInput
+
+    try:
+        ptx_oracle.installed()
+    except BadInput:  # no NVRTC to compile the PTX with
+        return None
+
+    def check(source: str) -> list[StaticFailure]:
+        return [StaticFailure(f.check, f.toolchain, f.line, f.text, f.one_line(),
+                              f.attribution)
+                for f in ptx_oracle.check_cuda(source).findings]
+
+    return check
+
+
+class Matrix:
+    """Runs jobs under configurations; see the module docstring. `backend`: "cuda"
+    (every configuration; a GPU) or "cpu" (`cpu` only). `cpu_runner`: the cpu backend
+    to reuse (its build cache), else one of its own."""
+
+    def __init__(self, backend: str = "cuda", configs: tuple[str, ...] | None = None,
+                 cpu_runner: Any = None) -> None:
+        self.backend = backend
+        self.configs = configs or (tuple(CONFIGS) if backend == "cuda" else ("cpu",))
+        self._cpu = cpu_runner
+        self._gpu: MatrixBackend | None = None
+        self.seconds: dict[str, float] = {}  # per configuration, summed over runs
+
+    def run(self, jobs: list[Job]) -> dict[str, list[Result]]:
+        """{config: one Result per job, in order}."""
+        out = {}
+        for config in self.configs:
+            start = time.perf_counter()
+            out[config] = self._run(config, jobs)
+            self.seconds[config] = self.seconds.get(config, 0.0) + (
+                time.perf_counter() - start)
+        return out
+
+    def _run(self, config: str, jobs: list[Job]) -> list[Result]:
+        if config == "cpu":
+            if self._cpu is None:
+                from gpusem.compiler.backends.cpu import CpuBackend
+
+                self._cpu = CpuBackend()
+            results: list[Result] = self._cpu.run(jobs)
+            return results
+        if self._gpu is None:
+            self._gpu = MatrixBackend()
+        return self._gpu.run([replace(j, spec=variant(j.spec, config)) for j in jobs])
+
+    def binary(self, spec: KernelSpec, config: str) -> tuple[bytes, str] | None:
+        """The module binary and entry name `config` built for `spec` (after `run`)."""
+        if self._gpu is None or config == "cpu":
+            return None
+        return self._gpu.binary_of(variant(spec, config))
+
+    def close(self) -> None:
+        if self._gpu is not None:
+            self._gpu.close()
+            self._gpu = None
+
+
+def build_only(specs: list[KernelSpec], configs: tuple[str, ...] = BUILD_ONLY
+               ) -> dict[str, list[str | None]]:
+    """{config: per spec, None (it builds) or the error} for the host configurations:
+    one nvcc / ptxas call per configuration for all the specs (no GPU needed)."""
+    items = [(i, s.name, s.source) for i, s in enumerate(specs)]
+    out: dict[str, list[str | None]] = {}
+    for config in configs:
+        errors, _, _ = toolchain_build.build(config, items)
+        out[config] = [errors.get(i) for i in range(len(specs))]
+    return out
+

@@ -1,0 +1,157 @@
+"""The `toolchain` property of the Bundl target (DESIGN.md's table; issue 23, item 5):
+every configuration of the toolchain matrix (`compiler/backends/toolchain.py`) gives
+the reference's memory for the program's kernel.
+
+On the cuda backend every configuration runs (nvrtc, nvcc-O3, nvcc-G, ptxas-O0,
+ptx-jit, no-restrict, and the cpu harness), two launches each; a configuration that
+disagrees with the reference is a finding, attributed at once (`fuzz/attribution.py`)
+from the same runs.
+
+On the cpu backend only the `cpu` configuration can run. Decision: it runs (the
+harness's four schedules, as the compile property), and the host configurations that
+need no GPU are BUILT (nvcc-O3, nvcc-G, ptxas-O0: one nvcc / ptxas call per
+configuration for a round's kernels): a kernel that one configuration builds and
+another refuses is a finding too. Where nvcc is not installed the builds are left out
+(nothing to say about a toolchain that is not there), never reported as failures.
+
+Signatures are cause-level: `toolchain:<verdict>:<configurations that disagree>`
+(`toolchain:build:<configurations that refuse>` for builds), never the program, so
+one cause across many programs is one bundle.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from gpusem.calculus.bundl import ast as B
+from gpusem.calculus.bundl.printer import print_program
+from gpusem.calculus.bundl.walk import statement_count
+from gpusem.compiler.backends.toolchain import BUILD_ONLY, build_only
+from gpusem.compiler.bundl_cuda.launch import (
+    as_bundl_values,
+    first_difference,
+    initial_globals,
+    jobs_for,
+)
+from gpusem.compiler.bundl_cuda.pipeline import CompileOptions, compile_program
+from gpusem.fuzz.attribution import Evidence, decide, disagreeing, observe, report
+from gpusem.fuzz.bundl.attribute import second_reference
+from gpusem.fuzz.bundl.compile_property import HARNESS_SEEDS, Reference, not_compared
+from gpusem.fuzz.targets import CheckResult
+
+GPU_LAUNCHES = (0, 1)  # the cuda backend ignores the seed: two launches = one re-run
+LAUNCH_TIMEOUT_S = 5.0
+
+
+def check_round(progs: list[B.Program], refs: list[Reference], backend: str,
+                matrix: Any, checker: Any = None,
+                confirm: Callable[[int], Reference | None] | None = None
+                ) -> list[CheckResult]:
+    """The `toolchain` verdict of each program, the round's kernels run together (one
+    build per configuration). `confirm(i)`: the full reference of program i when
+    `refs[i]` is a fast one (`fast_reference.py`): a finding is then decided again
+    against it, from the same runs, as the compile property does."""
+    out: list[CheckResult | None] = [None] * len(progs)
+    kernels: dict[int, Any] = {}
+    jobs, owners = [], []
+    seeds = GPU_LAUNCHES if backend == "cuda" else HARNESS_SEEDS
+    for i, (prog, ref) in enumerate(zip(progs, refs, strict=True)):
+        if (skip := not_compared(ref)) is not None:
+            kind = "stuck" if skip.kind == "stuck" else skip.kind
+            out[i] = CheckResult("invalid", kind=kind, detail=skip.message)
+            continue
+        try:
+            kernels[i] = compile_program(prog, CompileOptions())
+        except Exception as err:  # noqa: BLE001 - the compile property reports these
+            out[i] = CheckResult("invalid", kind="compile-error", detail=str(err)[:200])
+            continue
+        for job in jobs_for(prog, kernels[i], seeds, LAUNCH_TIMEOUT_S):
+            jobs.append(job)
+            owners.append(i)
+    runs = matrix.run(jobs) if jobs else {}
+    built = _builds([kernels[i] for i in sorted(kernels)]) if backend == "cpu" else {}
+    for n, i in enumerate(sorted(kernels)):
+        mine = {c: [r for r, o in zip(rs, owners, strict=True) if o == i]
+                for c, rs in runs.items()}
+        refused = {c: why for c, errs in built.items() if (why := errs[n]) is not None}
+        verdict = _verdict(progs[i], refs[i], kernels[i], mine, refused, backend,
+                           checker)
+        full = confirm(i) if confirm is not None and verdict.status == "finding" \
+            else None
+        if full is not None:
+            skip = not_compared(full)
+            verdict = _verdict(progs[i], full, kernels[i], mine, refused, backend,
+                               checker) if skip is None else CheckResult(
+                "invalid", kind=skip.kind, detail=skip.message)
+        out[i] = verdict
+    return out  # type: ignore[return-value]  # every program has its verdict
+
+
+def _builds(kernels: list[Any]) -> dict[str, list[str | None]]:
+    """The host configurations' build verdicts; {} where nvcc is not installed."""
+    from gpusem.compiler.backends.toolchain_build import find_tool
+
+    if not kernels or find_tool("nvcc") is None:
+        return {}
+    return build_only([_spec(k) for k in kernels], BUILD_ONLY)
+
+
+def _spec(kernel: Any) -> Any:
+    from gpusem.compiler.bundl_cuda.launch import kernel_spec
+
+    return kernel_spec(kernel)
+
+
+def _verdict(prog: B.Program, ref: Reference, kernel: Any, results: dict[str, list],
+             refused: dict[str, str], backend: str, checker: Any) -> CheckResult:
+    def wrong_cell(outputs: dict) -> str | None:
+        diff = first_difference(prog, ref.globals, as_bundl_values(prog, outputs))
+        return None if diff is None else (
+            f"{diff[0]}[{diff[1]}] = {diff[3]!r}, expected {diff[2]!r}")
+
+    runs = {c: [observe(r, wrong_cell) for r in rs] for c, rs in results.items()}
+    bad = disagreeing(runs)
+    if not bad and (not refused or len(refused) == len(BUILD_ONLY)):
+        # every build refused: CUDA that nvcc never builds is the compile property's
+        return CheckResult("pass")
+    failing = ("nvrtc" if "nvrtc" in bad else bad[0]) if bad else "cpu"
+    static = checker(kernel.source) if checker is not None and backend == "cuda" \
+        else None
+    ev = Evidence(failing, runs, static, second_reference(prog, ref) if bad else None)
+    if bad:
+        found = decide(ev)
+        if found.verdict == "environment":  # a platform limitation: counted apart
+            return CheckResult("invalid", kind="environment", detail=found.line()[:200])
+        signature = f"toolchain:{found.verdict}:{'+'.join(bad)}"
+        detail = f"{'+'.join(bad)} disagree with the reference: {found.line()}"
+    else:
+        found = _build_verdict(refused)
+        signature = f"toolchain:build:{'+'.join(sorted(refused))}"
+        detail = f"{'+'.join(sorted(refused))} refuse a kernel the others build"
+    text = print_program(prog)
+    blame = report(found, ev, 0.0, {}) | {"refused": refused}
+    files = {
+        "program.bundl": text, "kernel.cu": kernel.source,
+        "inputs.json": json.dumps({k: v.tolist() for k, v in
+                                   initial_globals(prog).items()}, indent=1) + "\n",
+        "expected.json": json.dumps(ref.globals, indent=1) + "\n",
+        "attribution.json": json.dumps(blame, indent=1, sort_keys=True) + "\n",
+        "trace.txt": f"property toolchain; backend {backend}\n{detail}\n"
+                     + "".join(f"{c}: {e}\n" for c, e in sorted(refused.items())),
+    }
+    return CheckResult("finding", signature=signature, kind="toolchain " + found.verdict,
+                       detail=detail[:300], files=files, size=statement_count(prog),
+                       program_file="program.bundl", line=1)
+
+
+def _build_verdict(refused: dict[str, str]) -> Any:
+    """A kernel some host configurations refuse: ptxas alone refusing the PTX the
+    others compile is ptxas's; any other split is not decided here."""
+    from gpusem.fuzz.attribution import Attribution
+
+    lines = tuple(f"{c}: {e[:200]}" for c, e in sorted(refused.items()))
+    if set(refused) == {"ptxas-O0"}:
+        return Attribution("ptxas", "build-ptxas-O0", lines)
+    return Attribution("undecided", "build-split", lines)

@@ -1,0 +1,83 @@
+"""The Bundl target's `toolchain` property on the cpu backend (issue 23, item 5): the
+cpu configuration runs, the host configurations are built; a disagreement is a
+finding with a cause-level signature and its attribution in the bundle files."""
+
+from __future__ import annotations
+
+import json
+
+from gpusem.calculus.bundl.parser import parse_program
+from gpusem.fuzz.bundl import toolchain_property
+from gpusem.fuzz.bundl.generated import Generated
+from gpusem.fuzz.bundl.target import PROPERTIES, BundlTarget
+
+from .test_attribution_wiring import HALVES
+
+
+def _generated(text: str = HALVES) -> Generated:
+    return Generated(parse_program(text, "p.bundl"), race_free_by_construction=False)
+
+
+def test_toolchain_is_a_bundl_property():
+    assert "toolchain" in PROPERTIES
+
+
+def test_a_clean_program_passes_and_the_host_configs_were_built(monkeypatch):
+    built = []
+    real = toolchain_property.build_only
+
+    def spy(specs, configs):
+        built.append(configs)
+        return real(specs, configs)
+
+    monkeypatch.setattr(toolchain_property, "build_only", spy)
+    target = BundlTarget("cpu")
+    try:
+        assert target.check(_generated(), "toolchain").status == "pass"
+    finally:
+        target.close()
+    assert built == [("nvcc-O3", "nvcc-G", "ptxas-O0")]
+
+
+def test_a_seeded_fault_is_a_cause_level_finding_attributed_ours(monkeypatch):
+    monkeypatch.setenv("GPUSEM_FAULT", "floor-division")
+    target = BundlTarget("cpu")
+    try:
+        res = target.check(_generated(), "toolchain")
+    finally:
+        target.close()
+    assert res.status == "finding"
+    assert res.signature == "toolchain:ours:cpu"  # the verdict and configs, no program
+    blame = json.loads(res.files["attribution.json"])
+    assert (blame["verdict"], blame["rule"]) == ("ours", "cpu-harness")
+    assert {"program.bundl", "kernel.cu", "expected.json"} <= set(res.files)
+    assert target.attribute(res, "toolchain") is None  # attributed already
+
+
+def test_a_build_split_is_a_finding_naming_the_refusing_config(monkeypatch):
+    """A kernel ptxas -O0 refuses while nvcc -O3 and -G build it (simulated: no such
+    kernel is known) is ptxas's; the signature names the configuration."""
+    def refusing(specs, configs):
+        return {c: ["ptxas fatal: simulated" if c == "ptxas-O0" else None
+                    for _ in specs] for c in configs}
+
+    monkeypatch.setattr(toolchain_property, "build_only", refusing)
+    target = BundlTarget("cpu")
+    try:
+        res = target.check(_generated(), "toolchain")
+    finally:
+        target.close()
+    assert res.signature == "toolchain:build:ptxas-O0"
+    assert json.loads(res.files["attribution.json"])["verdict"] == "ptxas"
+
+
+def test_every_config_refusing_is_left_to_the_compile_property(monkeypatch):
+    def refusing(specs, configs):
+        return {c: ["nvcc error" for _ in specs] for c in configs}
+
+    monkeypatch.setattr(toolchain_property, "build_only", refusing)
+    target = BundlTarget("cpu")
+    try:
+        assert target.check(_generated(), "toolchain").status == "pass"
+    finally:
+        target.close()
