@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpusem.compiler.backends.ptx_oracle import PtxCheckReport
 from gpusem.fuzz.bundle import Bundle
 from gpusem.fuzz.reports import Report
 from gpusem.fuzz.summary import Finding, Summary
@@ -99,6 +100,45 @@ def exec(program: Any, backend: str = "cpu", schedules: Sequence[int] = (0, 1, 2
     typecheck(program)
     return check_program(program, backend, tuple(schedules), sync_motion,
                          ref=reference(program))
+
+
+def cuda_source(path: str | Path, defines: dict[str, int] | None = None,
+                proc: str | None = None, sync_motion: bool = True) -> str:
+    """The CUDA C++ our compiler emits for a `.bundl` or `.gpuir` file (`-D` control
+    values and the procedure for GPU IR)."""
+    from gpusem.calculus.errors import BadInput
+    from gpusem.calculus.source import language_of
+
+    if language_of(str(path)) == "gpuir":
+        from gpusem.compiler.gpuir_cuda.pipeline import compile_proc
+        from gpusem.typing_rules.gpuir.frontend import load_proc
+
+        gproc, env, text = load_proc(str(path), defines or {}, proc)
+        return str(compile_proc(gproc, env, source=text, file=Path(path).name).source)
+    if language_of(str(path)) != "bundl":
+        raise BadInput(f"compile: only .bundl and .gpuir files are compiled: {path}")
+    from gpusem.calculus.source import read_source
+    from gpusem.compiler.bundl_cuda.pipeline import CompileOptions, compile_program
+    from gpusem.typing_rules.bundl.stmt import check_program
+
+    text = read_source(str(path))
+    program = parse(text, str(path))
+    check_program(program)
+    return str(compile_program(program, CompileOptions(sync_motion=sync_motion),
+                               source=text, file=Path(path).name).source)
+
+
+def ptx_check(path: str | Path, defines: dict[str, int] | None = None,
+              proc: str | None = None, sync_motion: bool = True) -> PtxCheckReport:
+    """Compile a `.bundl` / `.gpuir` file with our compiler, its CUDA with every
+    installed NVRTC (no GPU needed), and run the static PTX checks
+    (`compiler/backends/ptx_check.py`) on each version's PTX. `.exit_code`: 0 every
+    check holds, 1 one failed; BadInput when no NVRTC is installed."""
+    from gpusem.compiler.backends.ptx_oracle import check_cuda, installed
+
+    installed()  # before compiling: no NVRTC is bad input whatever the program
+    return check_cuda(cuda_source(path, defines, proc, sync_motion),
+                      file=Path(path).stem + ".cu")
 
 
 # ------------------------------------------------------------------------ campaigns
@@ -383,6 +423,7 @@ def triage(dirs: Sequence[str | Path]) -> list[TriageRow]:
     return sorted(rows.values(), key=lambda r: (-r.sightings, r.signature))
 
 
-__all__ = ["CampaignResult", "Reduced", "Replay", "TriageRow", "check", "compile",
-           "exec", "fuzz", "generate", "load", "parse", "reduce", "replay", "run",
-           "standalone", "target_properties", "triage"]
+__all__ = ["CampaignResult", "PtxCheckReport", "Reduced", "Replay", "TriageRow",
+           "check", "compile", "cuda_source", "exec", "fuzz", "generate", "load",
+           "parse", "ptx_check", "reduce", "replay", "run", "standalone",
+           "target_properties", "triage"]

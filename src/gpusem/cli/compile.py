@@ -1,4 +1,4 @@
-"""`gpusem compile FILE [-o out.cu] [--no-sync-motion]`: emit CUDA C++."""
+"""`gpusem compile FILE [-o out.cu] [--no-sync-motion] [--ptx-check]`: emit CUDA C++."""
 
 from __future__ import annotations
 
@@ -36,12 +36,23 @@ def compile_file(path: str, sync_motion: bool = True, cp_async: bool = True):
 @click.option("--standalone", is_flag=True, help=".bundl: one self-contained .cu "
               "(runtime inlined, inputs and the interpreter's output embedded, a main() "
               "that exits 1 on a mismatch): `nvcc -arch=sm_90a FILE.cu` builds it.")
+@click.option("--ptx-check", is_flag=True, help="Compile the CUDA to PTX with every "
+              "installed NVRTC (no GPU) and check the PTX statically (e.g. no "
+              "ld.global.nc of a buffer the kernel writes): one line per version; exit "
+              "1 when a check fails, 2 when no NVRTC is installed.")
 def command(file: str, output: str | None, no_sync_motion: bool, no_cp_async: bool,
             defines: tuple[str, ...] = (), proc_name: str | None = None,
-            standalone: bool = False):
+            standalone: bool = False, ptx_check: bool = False):
     """Emit CUDA C++ for FILE (.bundl or .gpuir). A .bundl kernel is `bundl_main`,
     launched with B blocks of T threads; its parameters are the program's globals in
     order. A .gpuir proc gives one kernel per CudaDeviceFunction, named after it."""
+    if ptx_check:
+        from gpusem import api
+
+        report = api.ptx_check(file, parse_defines(defines), proc_name,
+                               not no_sync_motion)
+        click.echo("\n".join(report.lines()))
+        raise SystemExit(report.exit_code)
     if language_of(file) == "gpuir":
         if standalone:
             return _standalone_gpuir(file, parse_defines(defines), output, proc_name)
