@@ -43,10 +43,11 @@ def test_versions_share_one_process() -> None:
               "sys.stdout.write(compile_ptx(n, open(sys.argv[2]).read()).ptx)")
     nvrtcs = find_nvrtc()
     here = {n.path: compile_ptx(n, source).ptx for n in nvrtcs}
+    env = os.environ | {"PYTHONPATH": str(ROOT / "src")}
     for n in nvrtcs:
         alone = subprocess.run([sys.executable, "-c", script, n.path, str(T1_CU)],
                                capture_output=True, text=True, check=True,
-                               env=os.environ | {"PYTHONPATH": str(ROOT / "src")}).stdout
+                               env=env).stdout
         assert alone == here[n.path], n.label
         assert f"release {n.version[0]}.{n.version[1]}" in alone
 

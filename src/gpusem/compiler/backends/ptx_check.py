@@ -303,19 +303,48 @@ class PtxVerdict:
     kernels: tuple[str, ...]
     findings: tuple[PtxFinding, ...]
     nc_loads: int  # `ld.global.nc` instructions seen (what the main check weighed)
+    read: frozenset[str] = frozenset()  # pointer parameters some load may read
+    written: frozenset[str] = frozenset()  # ... and some store may write
+
+    @property
+    def reads_one_writes_another(self) -> bool:
+        """A kernel that reads one buffer and writes another: where a `.nc` load of
+        the one beside a store to the other can go wrong (the campaign's measure of
+        non-trivial kernels)."""
+        return any(r != w for r in self.read for w in self.written)
+
+
+def check_kernel(fn: Function, module: Module, toolchain: str,
+                 cu: tuple[CuParam, ...] | None = None, kernel: str = "") -> PtxVerdict:
+    """Every check over one kernel of `module`; `cu` its `.cu` declaration, `kernel`
+    its name there (default: its PTX name)."""
+    facts = kernel_facts(fn, module, toolchain, cu)
+    name = kernel or fn.name
+    findings = [f for _, check in CHECKS for f in check(facts)]
+    nc = sum(1 for i in fn.instructions if i.op in ("ld", "ldu") and i.has("nc"))
+    read = {f"{name}.{facts.c_name(b)}" for ins in fn.instructions
+            if ins.op in ("ld", "ldu") and not ins.has("param")
+            for b in access_bases(ins, facts) if b.startswith("param:")}
+    written = {f"{name}.{facts.c_name(b)}" for b in facts.writes
+               if b.startswith("param:")}
+    return PtxVerdict(toolchain, (name,), tuple(findings), nc, frozenset(read),
+                      frozenset(written))
+
+
+def merged(toolchain: str, verdicts: list[PtxVerdict]) -> PtxVerdict:
+    """The verdicts of several kernels of one module as one."""
+    return PtxVerdict(toolchain, tuple(k for v in verdicts for k in v.kernels),
+                      tuple(f for v in verdicts for f in v.findings),
+                      sum(v.nc_loads for v in verdicts),
+                      frozenset().union(*(v.read for v in verdicts)),
+                      frozenset().union(*(v.written for v in verdicts)))
 
 
 def check_ptx(ptx: str, toolchain: str, cu_source: str = "") -> PtxVerdict:
     """Every check over every kernel of `ptx`; `cu_source` (the `.cu` it was compiled
     from) gives the parameters' declarations."""
     module = read_ptx(ptx)
-    findings: list[PtxFinding] = []
-    nc = 0
-    for fn in module.kernels:
-        facts = kernel_facts(fn, module, toolchain,
-                             cu_params(cu_source, fn.name) if cu_source else None)
-        nc += sum(1 for i in fn.instructions if i.op in ("ld", "ldu") and i.has("nc"))
-        for _, check in CHECKS:
-            findings += check(facts)
-    return PtxVerdict(toolchain, tuple(f.name for f in module.kernels),
-                      tuple(findings), nc)
+    return merged(toolchain, [
+        check_kernel(fn, module, toolchain,
+                     cu_params(cu_source, fn.name) if cu_source else None)
+        for fn in module.kernels])
