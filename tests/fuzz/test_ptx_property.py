@@ -98,3 +98,19 @@ def test_the_round_screen_gives_each_kernels_own_verdict() -> None:
                 a.verdict.nc_loads, a.verdict.read, a.verdict.written)
             assert m.findings == a.findings
     assert many.findings  # the last, T1, fails; and was checked alone
+
+
+def test_the_gpuir_target_has_the_property_too() -> None:
+    from gpusem.fuzz.gpuir.strategies import kernels
+    from gpusem.fuzz.gpuir.target import GpuirTarget
+
+    target = GpuirTarget()
+    drawn = draw(kernels(), 12, 3)
+    assert target.prefetch(drawn, "ptx")
+    results = [target.check(k, "ptx") for k in drawn]
+    assert {r.status for r in results} <= {"pass", "invalid"}
+    assert sum(r.status == "pass" for r in results) >= 8
+    built = [lbl for k in drawn for lbl in target.coverage(k)
+             if lbl.endswith(":built")]
+    assert len(built) >= 8 * len(find_nvrtc())
+    assert set(target.coverage_labels()) >= set(built)

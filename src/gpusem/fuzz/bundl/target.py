@@ -214,7 +214,7 @@ class BundlTarget(Target):
 
         prop = prop if prop is not None else self._prop
         if prop == "ptx":
-            from gpusem.fuzz.bundl.ptx_property import labels_of
+            from gpusem.fuzz.ptx_findings import labels_of
 
             return universe(prop) + labels_of(self.nvrtcs())
         return universe(prop)
@@ -408,9 +408,9 @@ class BundlTarget(Target):
         if result.signature in self.shrink_stats:
             meta["minimised"] = self.shrink_stats[result.signature]
         if result.signature.startswith("ptx:"):
-            meta["nvrtc"] = [{"version": f"{n.version[0]}.{n.version[1]}",
-                              "arch": n.arch, "library": n.path}
-                             for n in self.nvrtcs()]
+            from gpusem.fuzz.ptx_findings import meta as ptx_meta
+
+            meta["nvrtc"] = ptx_meta(self.nvrtcs())
         return meta
 
     def replay(self, files: dict[str, str], meta: dict[str, Any]) -> CheckResult:
