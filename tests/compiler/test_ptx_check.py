@@ -6,6 +6,7 @@ README's test command says; a missing one fails `test_every_pinned_nvrtc_is_foun
 
 from __future__ import annotations
 
+import locale
 import os
 import subprocess
 import sys
@@ -50,6 +51,16 @@ def test_versions_share_one_process() -> None:
                                env=env).stdout
         assert alone == here[n.path], n.label
         assert f"release {n.version[0]}.{n.version[1]}" in alone
+
+
+def test_nvrtc_leaves_the_threads_locale_as_it_was() -> None:
+    """NVRTC 11.8 switches the calling thread to the C locale; without
+    `_thread_locale_kept`, `read_text()` of a UTF-8 file (the README) then failed
+    later in the same pytest process."""
+    before = locale.getpreferredencoding(False)
+    for n in find_nvrtc():
+        compile_ptx(n, T1_CU.read_text())
+        assert locale.getpreferredencoding(False) == before, n.label
 
 
 def test_t1_kernel_fails_under_every_nvrtc() -> None:

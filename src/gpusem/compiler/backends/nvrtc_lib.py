@@ -25,6 +25,8 @@ import os
 import re
 import shutil
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -145,6 +147,37 @@ def compile_ptx(nvrtc: Nvrtc, source: str, file: str = "kernel.cu",
     """`source` -> PTX with `nvrtc`, the cuda backend's options (`--fmad=false`,
     c++17, the runtime header's folder) for `nvrtc.arch`. A source NVRTC rejects is a
     `Ptx` with ptx None and the log."""
+    with _thread_locale_kept():
+        return _compile(nvrtc, source, file, extra)
+
+
+@contextmanager
+def _thread_locale_kept() -> Iterator[None]:
+    """Give the calling thread its C locale back after NVRTC: NVRTC 11.8 leaves the
+    thread switched to the "C" locale (`uselocale`), after which Python's preferred
+    encoding is ASCII and `Path.read_text()` of a UTF-8 file fails in the same
+    process (seen in the test suite)."""
+    libc = _libc()
+    saved = libc.uselocale(None) if libc is not None else None
+    try:
+        yield
+    finally:
+        if libc is not None and saved:
+            libc.uselocale(ctypes.c_void_p(saved))
+
+
+@cache
+def _libc() -> ctypes.CDLL | None:
+    try:
+        libc = ctypes.CDLL(None)
+        libc.uselocale.restype = ctypes.c_void_p
+        libc.uselocale.argtypes = [ctypes.c_void_p]
+    except (OSError, AttributeError):
+        return None
+    return libc
+
+
+def _compile(nvrtc: Nvrtc, source: str, file: str, extra: tuple[str, ...]) -> Ptx:
     lib = _load(nvrtc.path)
     prog = ctypes.c_void_p()
     _call(lib, "nvrtcCreateProgram", ctypes.byref(prog), source.encode(),
