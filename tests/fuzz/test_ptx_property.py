@@ -114,3 +114,13 @@ def test_the_gpuir_target_has_the_property_too() -> None:
              if lbl.endswith(":built")]
     assert len(built) >= 8 * len(find_nvrtc())
     assert set(target.coverage_labels()) >= set(built)
+
+
+def test_a_program_without_defined_behaviour_is_not_blamed_on_nvvm() -> None:
+    """The AST reducer keeps only the signature: a shrunk program once read `st[7]`
+    of an `int[1]`. Such a kernel may be compiled any way: invalid, not a finding."""
+    text = T1.read_text().replace("out[0] = s[0];", "out[0] = s[(7 % 8 + 8) % 8];")
+    out_of_bounds = Generated(parse_program(text, "oob.bundl"), False)
+    res = BundlTarget().check(out_of_bounds, "ptx")
+    assert (res.status, res.kind) == ("invalid", "undefined"), res
+    assert "out of bounds" in res.detail

@@ -24,6 +24,8 @@ from gpusem.fuzz.ptx_findings import PtxOutcome
 from gpusem.fuzz.bundl.generated import Generated
 from gpusem.fuzz.targets import CheckResult
 
+STEPS = 200_000  # the interpreter's budget for the definedness of a failing program
+
 
 def check_ptx_property(generated: Generated, nvrtcs: tuple[Nvrtc, ...]) -> PtxOutcome:
     """Compile with our compiler, then with every NVRTC of `nvrtcs`; check each PTX."""
@@ -60,6 +62,8 @@ def _verdict(generated: Generated, report: PtxCheckReport) -> PtxOutcome:
                                       detail=" ".join(first)[:200]), labels)
     if not report.findings:
         return PtxOutcome(CheckResult("pass"), labels)
+    if (why := _undefined(generated.program)) is not None:
+        return PtxOutcome(CheckResult("invalid", kind="undefined", detail=why), labels)
     if not generated.race_free_by_construction:
         from gpusem.fuzz.bundl.compile_property import unproven_race_freedom
 
@@ -68,3 +72,18 @@ def _verdict(generated: Generated, report: PtxCheckReport) -> PtxOutcome:
     return PtxOutcome(ptx_findings.finding(
         report, {"program.bundl": print_program(generated.program)},
         statement_count(generated.program)), labels)
+
+
+def _undefined(program) -> str | None:
+    """Why the program has no defined behaviour to miscompile (a trap such as an
+    index out of bounds, no termination within the step budget), or None. The
+    generators index in bounds, but the AST reducer keeps only the signature: without
+    this a shrunk program read `st[7]` of an `int[1]` (campaign of 2026-11-28), and
+    NVVM may do anything with such a kernel."""
+    from gpusem.interpreter.bundl.schedulers import run_program
+
+    outcome = run_program(program, "rr", max_steps=STEPS)
+    if outcome.kind != "terminated" or getattr(outcome, "trap", False):
+        return f"not a defined run: {outcome.kind}: {getattr(outcome, 'message', '')}"[
+            :200]
+    return None
