@@ -124,3 +124,16 @@ def test_a_program_without_defined_behaviour_is_not_blamed_on_nvvm() -> None:
     res = BundlTarget().check(out_of_bounds, "ptx")
     assert (res.status, res.kind) == ("invalid", "undefined"), res
     assert "out of bounds" in res.detail
+
+
+def test_the_committed_ptx_bundles_reproduce() -> None:
+    """results/toolchain/ptx_bundles: the two NVVM findings of the 10-minute campaign
+    (NVRTC 11.8, 12.9, 13.5 of the `nvrtc` extra) still fail as recorded."""
+    from gpusem import api
+
+    bundles = sorted((ROOT / "results/toolchain/ptx_bundles").glob("*/bundle.json"))
+    assert len(bundles) == 2
+    for meta in bundles:
+        replay = api.replay(meta.parent)
+        assert replay.reproduces, (meta.parent.name, replay.now.signature)
+        assert replay.now.signature.startswith("ptx:ld.nc-read-only:nvvm:")
