@@ -137,3 +137,22 @@ def test_the_committed_ptx_bundles_reproduce() -> None:
         replay = api.replay(meta.parent)
         assert replay.reproduces, (meta.parent.name, replay.now.signature)
         assert replay.now.signature.startswith("ptx:ld.nc-read-only:nvvm:")
+
+
+def test_a_ptx_campaign_without_nvrtc_is_bad_input(tmp_path) -> None:
+    """Exit 2 with the one-line reason before any program (it was exit 3: every
+    round's `internal` finding)."""
+    import os
+    import subprocess
+    import sys
+
+    for target in ("bundl", "gpuir"):
+        res = subprocess.run(
+            [sys.executable, "-m", "gpusem.cli.main", "fuzz", "--target", target,
+             "--property", "ptx", "--budget", "5s", "--out", str(tmp_path / target)],
+            capture_output=True, text=True, timeout=300, check=False,
+            env=os.environ | {"GPUSEM_NVRTC_PATH": str(tmp_path),
+                              "PYTHONPATH": str(ROOT / "src")})
+        assert res.returncode == 2, res.stderr
+        assert res.stderr.strip().splitlines() == [
+            next(ln for ln in res.stderr.splitlines() if "no NVRTC installed" in ln)]

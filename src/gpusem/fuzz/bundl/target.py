@@ -98,6 +98,8 @@ class BundlTarget(Target):
         from hypothesis import strategies as st
 
         machine = {"max_blocks": self.max_blocks, "max_threads": self.max_threads}
+        if prop == "ptx":
+            self.nvrtcs()  # no NVRTC installed: BadInput before any program (exit 2)
         if prop in ("compile", "motion", "ptx"):
             return st.one_of(generated_kernels(max_blocks=4, max_threads=128),
                              generated_programs(**machine))

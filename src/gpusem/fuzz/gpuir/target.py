@@ -53,6 +53,8 @@ class GpuirTarget(Target):
     def strategy(self, prop: str):
         from gpusem.fuzz.gpuir.strategies import kernels
 
+        if prop == "ptx":
+            self.nvrtcs()  # no NVRTC installed: BadInput before any program (exit 2)
         return kernels()
 
     def size(self, kernel) -> int:
