@@ -233,7 +233,11 @@ def check_nc_read_only(facts: KernelFacts) -> list[PtxFinding]:
     non-coherent (texture / read-only) cache, and the CUDA C++ Programming Guide
     (`__ldg`, the read-only data cache) requires such data to be read-only for the
     lifetime of the kernel: a thread that stores to a buffer and then reads it through
-    the non-coherent path may see the value from before its own store."""
+    the non-coherent path may see the value from before its own store. A store
+    anywhere in the kernel counts, before or after the load ("for the lifetime").
+    Note: a `.nc` load through a pointer read from memory (`?`) names no buffer and
+    is not judged; our compilers' kernels read no pointers from memory. The ISA and
+    Guide sentences are paraphrased here, not quoted."""
     out = []
     for ins in facts.fn.instructions:
         if not (ins.op in ("ld", "ldu") and ins.has("nc")):
