@@ -256,3 +256,21 @@ def test_a_store_through_a_loaded_pointer_may_write_any_writable_buffer() -> Non
     # `a` is const: a pointer read from memory is assumed not to write it
     assert [(f.check, f.param) for f in found] == [("ld.nc-read-only", "b")]
     assert [(f.line, f.store_line) for f in found] == [(14, 16)]
+
+
+def test_the_reader_keeps_every_parameter_in_order() -> None:
+    """Parameters with alignment, pointer attributes or array sizes (a by-value struct)
+    all count: the checks map PTX parameter i to the .cu's parameter i."""
+    from gpusem.compiler.backends.ptx_reader import read_ptx
+
+    ptx = PTX_HEAD + """.visible .entry k(
+  .param .align 8 .b8 k_param_0[16],
+  .param .u64 .ptr .global .align 4 k_param_1,
+  .param .u32 k_param_2
+)
+{
+  ret;
+}
+"""
+    (kernel,) = read_ptx(ptx).kernels
+    assert kernel.params == ("k_param_0", "k_param_1", "k_param_2")

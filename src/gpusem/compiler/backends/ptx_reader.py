@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 _COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
 _FUNC = re.compile(r"\.(entry|func)\s+(?:\([^)]*\)\s*)?([A-Za-z_$%][\w$]*)\s*\(?")
-_PARAM = re.compile(r"\.param\s+(?:\.[\w:]+\s+)*([A-Za-z_$%][\w$]*)")
+_PARAM = re.compile(r"\.param\s+(?:\.[\w:]+\s+(?:\d+\s+)?)*([A-Za-z_$%][\w$]*)")
 _VAR = re.compile(r"^\s*(?:\.(?:visible|extern|weak)\s+)*\.(shared|local|global|const)"
                   r"\b[^;]*?([A-Za-z_$%][\w$]*)\s*(?:\[[^\]]*\])*\s*(?:=[^;]*)?;")
 _LABEL = re.compile(r"^\s*([A-Za-z_$%][\w$]*)\s*:")
