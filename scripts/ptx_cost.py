@@ -5,7 +5,8 @@ program per version for the round), and the static checks on one kernel's PTX.
 Draws the programs of the ptx property's strategy for `--seed` (the rounds a campaign
 with that seed draws), compiles them with our compiler, then times each stage. No GPU.
 
-  python scripts/ptx_cost.py --seed 1 --kernels 200 --json results/toolchain/ptx_cost_cpu.json
+  python scripts/ptx_cost.py --seed 1 --kernels 200 \
+      --json results/toolchain/ptx_cost_cpu.json
 """
 
 from __future__ import annotations
@@ -74,7 +75,8 @@ def main() -> None:
                 "mean": round(1e3 * statistics.mean(checks), 3)},
             "ld_global_nc_per_kernel": round(nc / len(srcs), 2)}
     out = {"command": "python " + " ".join(sys.argv), "kernels": len(srcs),
-           "machine": f"2-core dev machine, no GPU ({platform.processor() or 'x86_64'})",
+           "machine": "2-core dev machine, no GPU "
+                      f"({platform.processor() or 'x86_64'})",
            "date": time.strftime("%Y-%m-%d", time.gmtime()), "per_version": per_version}
     with open(args.json, "w") as f:
         json.dump(out, f, indent=1)
