@@ -18,6 +18,8 @@
 #   toolchain [SECONDS]            issue 23: the matrix and attribution probe (T1, a
 #                                  seeded fault, cost), its GPU tests, a toolchain
 #                                  campaign on cuda
+#   ptx-confirm                    issue 23: the programs the static PTX check flags,
+#                                  run on the GPU (exec --backend cuda; nvcc, -G)
 #   t1                             issue 23: toolchain finding T1's build matrix, the
 #                                  NVRTC PTX through the driver, SASS; T1_CAMPAIGN=1
 #                                  adds a cuda campaign (T1_SEED, T1_BUDGET)
@@ -51,6 +53,7 @@ case "$SUB" in
   scale-wheels) exec bash $PARTS/scale_wheels.sh "$@" ;;
   t1) exec bash $PARTS/t1.sh "$@" ;;
   toolchain) exec bash $PARTS/toolchain.sh "$@" ;;
+  ptx-confirm) exec bash $PARTS/ptx_confirm.sh "$@" ;;
   repro)
     source $PARTS/setup.sh
     OUT="$OUT/repro" timeout "${REPRO_TIMEOUT:-330}" bash $PARTS/repro.sh "$@" \

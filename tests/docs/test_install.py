@@ -19,7 +19,8 @@ def test_the_core_install_is_light_and_the_extras_exist() -> None:
     core = " ".join(META["dependencies"])
     assert not [h for h in HEAVY if h in core]
     extras = META["optional-dependencies"]
-    assert {"appy", "gpu", "exo", "dev"} <= set(extras)
+    assert {"appy", "gpu", "exo", "dev", "nvrtc"} <= set(extras)
+    assert len(extras["nvrtc"]) == 3 and all("==" in d for d in extras["nvrtc"])
     assert any(d.startswith("torch") for d in extras["appy"])
     assert any(d.startswith("cupy") for d in extras["gpu"])
     pinned = {d.split("==")[0] for d in extras["dev"] if "==" in d}
@@ -34,7 +35,7 @@ def test_the_readme_commands_are_what_ci_runs() -> None:
     main_install = re.search(r"\.venv/bin/pip install -e (\S+)", first)
     test_install = re.search(r"\.venv/bin/pip install -e (\S+)", second)
     assert main_install and main_install[1] == "."  # the main job: the core install
-    assert test_install and "dev" in test_install[1]
+    assert test_install and "dev" in test_install[1] and "nvrtc" in test_install[1]
     for cmd in ("python3 -m venv .venv", f".venv/bin/pip install -e {main_install[1]}",
                 f".venv/bin/pip install -e {test_install[1]}",
                 ".venv/bin/python -m pytest -q"):

@@ -66,6 +66,13 @@ from gpusem.api.options import (
     parse_schedules,
 )
 from gpusem.api.programs import check, compile, exec, load, parse, run, standalone
+from gpusem.api.ptx import (
+    PtxCheckReport,
+    PtxFileReport,
+    cuda_source,
+    ptx_check,
+    ptx_check_file,
+)
 from gpusem.api.results import (
     CheckReport,
     Chunk,
@@ -106,11 +113,11 @@ def __getattr__(name: str) -> object:
 __all__ = ["BadInput", "CampaignResult", "CampaignSpec", "CheckOptions", "CheckReport",
            "Chunk", "Command", "CompileOptions", "CompileReport", "Debugger", "Ending",
            "ExecOptions", "ExecReport", "GpusemError", "Grid", "IllTyped", "KernelInfo",
-           "Language", "Line", "Reduced", "Replay", "Report", "RunOptions", "RunReport",
+           "Language", "Line", "PtxCheckReport", "PtxFileReport", "Reduced", "Replay", "Report", "RunOptions", "RunReport",
            "Shown", "StepOptions", "SyncOptions", "SyncReport", "TriageRow", "budgets",
-           "campaign", "check", "check_file", "compile", "compile_file", "exec",
+           "campaign", "check", "check_file", "compile", "compile_file", "cuda_source", "exec",
            "exec_file", "fuzz", "generate", "install_signal_handlers", "language_of",
            "languages", "load", "open_output", "parse", "parse_defines", "parse_file",
-           "parse_schedules", "read_source", "reduce", "register", "replay", "run",
+           "parse_schedules", "ptx_check", "ptx_check_file", "read_source", "reduce", "register", "replay", "run",
            "run_file", "standalone", "step_bundle", "step_file", "synccheck_file",
            "target_properties", "triage", "unregister", "write_output"]

@@ -1,5 +1,6 @@
-"""`gpusem compile FILE [-o out.cu] [--no-sync-motion]`: emit CUDA C++
-(`gpusem.api.compile_file`)."""
+"""`gpusem compile FILE [-o out.cu] [--no-sync-motion] [--ptx-check]`: emit CUDA C++
+(`gpusem.api.compile_file`), or check the PTX every installed NVRTC makes of it
+(`gpusem.api.ptx_check_file`)."""
 
 from __future__ import annotations
 
@@ -20,12 +21,17 @@ from gpusem.cli.common import show
 @click.option("--standalone", is_flag=True, help=".bundl: one self-contained .cu "
               "(runtime inlined, inputs and the interpreter's output embedded, a main() "
               "that exits 1 on a mismatch): `nvcc -arch=sm_90a FILE.cu` builds it.")
+@click.option("--ptx-check", is_flag=True, help="Compile the CUDA to PTX with every "
+              "installed NVRTC (no GPU) and check the PTX statically (e.g. no "
+              "ld.global.nc of a buffer the kernel writes): one line per version; exit "
+              "1 when a check fails, 2 when no NVRTC is installed.")
 def command(file: str, output: str | None, no_sync_motion: bool, no_cp_async: bool,
             defines: tuple[str, ...] = (), proc_name: str | None = None,
-            standalone: bool = False) -> None:
+            standalone: bool = False, ptx_check: bool = False) -> None:
     """Emit CUDA C++ for FILE (.bundl or .gpuir). A .bundl kernel is `bundl_main`,
     launched with B blocks of T threads; its parameters are the program's globals in
     order. A .gpuir proc gives one kernel per CudaDeviceFunction, named after it."""
-    show(api.compile_file(file, api.CompileOptions(output, not no_sync_motion,
-                                                   not no_cp_async, defines,
-                                                   proc_name, standalone)))
+    options = api.CompileOptions(output, not no_sync_motion, not no_cp_async, defines,
+                                 proc_name, standalone)
+    show(api.ptx_check_file(file, options) if ptx_check
+         else api.compile_file(file, options))

@@ -47,8 +47,8 @@ def parse_shard(text: str) -> tuple[int, int]:
               "sync checker and CUDA), or a plugin.")
 @click.option("--property", "props", multiple=True, help="Property (repeatable); "
               "bundl: compile, motion, soundness, printparse, teeth, determinism, "
-              "bigsmall, soundness-paper; gpuir: seqpar; appy: compile, legality; "
-              "exo: verdict, compile. "
+              "bigsmall, soundness-paper, ptx; gpuir: seqpar, ptx; appy: compile, "
+              "legality; exo: verdict, compile. "
               "Default: the target's first.")
 @click.option("--backend", default="cpu", show_default=True,
               help="cpu, cuda (appy also: sm90, compile for sm_90 and run nothing).")

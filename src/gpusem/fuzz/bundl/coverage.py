@@ -30,6 +30,7 @@ JUDGMENTS: dict[str, tuple[str, ...]] = {
     "teeth": ("typing", "semantics"),
     "soundness-paper": ("typing", "semantics"),
     "printparse": ("typing",),
+    "ptx": ("typing", "compiler"),  # + the ptx labels (BundlTarget.coverage_labels)
 }
 ALL = ("typing", "semantics", "compiler")
 MAX_STEPS = 200_000  # a coverage run's step budget (a budget run still counts its rules)

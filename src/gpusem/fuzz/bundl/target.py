@@ -10,6 +10,8 @@ Properties:
               ptxas -O0, the PTX JIT, no __restrict__, the cpu harness) gives the
               interpreter's memory; a disagreement is attributed at once
               (`fuzz/bundl/toolchain_property.py`)
+  ptx         the PTX every installed NVRTC makes of the compiled kernel obeys the PTX
+              ISA's rules (`ptx_property.py`; no GPU)
 
 A finding's signature is the property, the verdict kind and its class (the backend
 result kind, the exception type, or the rule), so one bug class yields one bundle.
@@ -54,7 +56,7 @@ if TYPE_CHECKING:
 BundlProgram = B.Program | Generated  # a plain program is not race-free by construction
 
 PROPERTIES = ("compile", "motion", "soundness", "printparse", "teeth", "determinism",
-              "bigsmall", "soundness-paper", "toolchain")
+              "bigsmall", "soundness-paper", "toolchain", "ptx")
 
 
 SHRINK_BUDGET_S = 60.0  # the AST reducer's default time cap per finding
@@ -83,6 +85,10 @@ class BundlTarget(Target):
         self.shrink_budget_s, self.shrink_max_tried = SHRINK_BUDGET_S, 400
         # signature -> ShrinkStats.as_dict(), for the bundle's meta
         self.shrink_stats: dict[str, dict[str, Any]] = {}
+        # the ptx property: the installed NVRTCs (found once) and, per program, the
+        # coverage labels its check saw
+        self._nvrtcs: tuple | None = None
+        self._ptx_seen: dict[Generated, frozenset[str]] = {}
 
     def close(self) -> None:
         self._cache.clear()
@@ -135,7 +141,9 @@ class BundlTarget(Target):
         from hypothesis import strategies as st
 
         machine = {"max_blocks": self.max_blocks, "max_threads": self.max_threads}
-        if prop in ("compile", "motion", "toolchain"):
+        if prop == "ptx":
+            self.nvrtcs()  # no NVRTC installed: BadInput before any program (exit 2)
+        if prop in ("compile", "motion", "toolchain", "ptx"):
             return st.one_of(generated_kernels(max_blocks=4, max_threads=128),
                              generated_programs(**machine))
         if prop == "determinism":  # small machines: exhaustive exploration stays cheap
@@ -153,6 +161,8 @@ class BundlTarget(Target):
             self._seen.clear()
             self._toolchain(list(dict.fromkeys(as_generated(p) for p in programs)))
             return True
+        if prop == "ptx":
+            return self._ptx_prefetch(programs)
         if prop not in ("compile", "motion"):
             return False
         self._cache.clear()
@@ -229,6 +239,13 @@ class BundlTarget(Target):
 
         prop = prop if prop is not None else self._prop
         generated = as_generated(program)
+        if prop == "ptx":
+            from gpusem.fuzz.bundl.coverage import lowering_paths, typing_rules
+
+            if generated not in self._ptx_seen:
+                self._ptx(generated)
+            return (set(self._ptx_seen[generated]) | typing_rules(generated.program)
+                    | lowering_paths(generated.program))
         ran = self._seen.get((prop or "", generated))
         if ran is None or "semantics" not in judgments(prop):
             return coverage(generated.program, prop)
@@ -245,7 +262,12 @@ class BundlTarget(Target):
         included. `prop` defaults as `coverage`'s does."""
         from gpusem.fuzz.bundl.coverage import universe
 
-        return universe(prop if prop is not None else self._prop)
+        prop = prop if prop is not None else self._prop
+        if prop == "ptx":
+            from gpusem.fuzz.ptx_findings import labels_of
+
+            return universe(prop) + labels_of(self.nvrtcs())
+        return universe(prop)
 
     coverage_universe = coverage_labels
 
@@ -266,6 +288,8 @@ class BundlTarget(Target):
                 if isinstance(cached, CheckResult):
                     return cached
                 return self._toolchain([generated])[0]
+            case "ptx":
+                return self._ptx(generated)
             case "teeth" | "determinism" | "bigsmall" | "soundness-paper":
                 from gpusem.fuzz.bundl import properties as bundl_properties
 
@@ -275,6 +299,37 @@ class BundlTarget(Target):
         raise AssertionError(prop)
 
     # ------------------------------------------------------------------ properties
+
+    def nvrtcs(self) -> tuple:
+        """The installed NVRTCs (the ptx property; BadInput when there is none)."""
+        if self._nvrtcs is None:
+            from gpusem.compiler.backends.ptx_oracle import installed
+
+            self._nvrtcs = installed()
+        return self._nvrtcs
+
+    def _ptx(self, generated: Generated) -> CheckResult:
+        from gpusem.fuzz.bundl.ptx_property import check_ptx_property
+
+        cached = self._cache.get(("ptx", generated))
+        if isinstance(cached, CheckResult):
+            return cached
+        outcome = check_ptx_property(generated, self.nvrtcs())
+        self._ptx_seen[generated] = outcome.labels
+        return outcome.result
+
+    def _ptx_prefetch(self, programs: Sequence[BundlProgram]) -> bool:
+        """The ptx property of a round at once: one NVRTC program per version."""
+        from gpusem.fuzz.bundl.ptx_property import check_ptx_round
+
+        self._cache.clear()
+        self._ptx_seen.clear()
+        todo = list(dict.fromkeys(as_generated(p) for p in programs))
+        for generated, outcome in zip(todo, check_ptx_round(todo, self.nvrtcs()),
+                                      strict=True):
+            self._cache[("ptx", generated)] = outcome.result
+            self._ptx_seen[generated] = outcome.labels
+        return True
 
     def _compile(self, generated: Generated, sync_motion: bool) -> CheckResult:
         prop = "compile" if sync_motion else "motion"
@@ -414,14 +469,19 @@ class BundlTarget(Target):
     # --------------------------------------------------------------------- bundles
 
     def finding_meta(self, result: CheckResult) -> dict:
-        meta = {"versions": tool_versions(self.backend), "device": device_name(self.backend),
-                "fault": os.environ.get("GPUSEM_FAULT", "")}
+        meta: dict[str, Any] = {
+            "versions": tool_versions(self.backend), "device": device_name(self.backend),
+            "fault": os.environ.get("GPUSEM_FAULT", "")}
         if "repro.cu" in result.files:
             from gpusem.compiler.bundl_cuda.standalone import NVCC_COMMAND
 
             meta["nvcc_command"] = NVCC_COMMAND
         if result.signature in self.shrink_stats:
             meta["minimised"] = self.shrink_stats[result.signature]
+        if result.signature.startswith("ptx:"):
+            from gpusem.fuzz.ptx_findings import meta as ptx_meta
+
+            meta["nvrtc"] = ptx_meta(self.nvrtcs())
         return meta
 
     def replay(self, files: dict[str, str], meta: dict[str, Any]) -> CheckResult:

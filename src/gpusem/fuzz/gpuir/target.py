@@ -6,6 +6,9 @@ VIOLATION (the checker accepts, yet a schedule disagrees with the sequential rea
 is a finding; witnesses (rejected, and a schedule shows why) pass; false positives
 (rejected, no schedule shows a difference) and unsupported programs are counted as
 `invalid`, apart.
+
+The `ptx` property (`ptx_property.py`): the PTX every installed NVRTC makes of the
+compiled kernel obeys the static PTX checks (no GPU).
 """
 
 from __future__ import annotations
@@ -16,19 +19,42 @@ from gpusem.fuzz.targets import CheckResult, Target
 
 class GpuirTarget(Target):
     name = "gpuir"
-    properties = ("seqpar",)
+    properties = ("seqpar", "ptx")
     backends = ("cpu", "cuda")
 
     def __init__(self, backend: str = "cpu"):
         self.backend = backend
         self._cache: dict = {}
+        self._prop = "seqpar"  # of the last check (coverage follows it)
+        self._ptx: dict = {}  # kernel -> PtxOutcome (the ptx property)
+        self._nvrtcs: tuple | None = None
 
     def close(self) -> None:
         self._cache.clear()
+        self._ptx.clear()
+
+    def nvrtcs(self) -> tuple:
+        """The installed NVRTCs (the ptx property; BadInput when there is none)."""
+        if self._nvrtcs is None:
+            from gpusem.compiler.backends.ptx_oracle import installed
+
+            self._nvrtcs = installed()
+        return self._nvrtcs
+
+    def _ptx_outcomes(self, kernels: list) -> None:
+        from gpusem.fuzz.gpuir.ptx_property import check_ptx_round
+
+        todo = [k for k in dict.fromkeys(kernels) if k not in self._ptx]
+        if len(self._ptx) > 4096:
+            self._ptx.clear()
+        outcomes = check_ptx_round([k.source() for k in todo], self.nvrtcs())
+        self._ptx.update(zip(todo, outcomes, strict=True))
 
     def strategy(self, prop: str):
         from gpusem.fuzz.gpuir.strategies import kernels
 
+        if prop == "ptx":
+            self.nvrtcs()  # no NVRTC installed: BadInput before any program (exit 2)
         return kernels()
 
     def size(self, kernel) -> int:
@@ -40,6 +66,9 @@ class GpuirTarget(Target):
         that met a record, the failing check of a rejection."""
         from gpusem.fuzz.gpuir.coverage import coverage_of
 
+        if self._prop == "ptx":
+            self._ptx_outcomes([kernel])
+            return set(self._ptx[kernel].labels)
         return coverage_of(kernel.source())
 
     def coverage_labels(self) -> tuple[str, ...]:
@@ -47,12 +76,20 @@ class GpuirTarget(Target):
         spot of the generator."""
         from gpusem.fuzz.gpuir.coverage import LABELS
 
+        if self._prop == "ptx":
+            from gpusem.fuzz.ptx_findings import labels_of
+
+            return labels_of(self.nvrtcs())
         return LABELS
 
     def prefetch(self, kernels: list, prop: str) -> bool:
         """One backend build for the whole round; True: `check` finds the verdicts."""
         from gpusem.fuzz.gpuir.seqpar import check_sources
 
+        if prop == "ptx":
+            self._ptx.clear()
+            self._ptx_outcomes(kernels)
+            return True
         todo = list(dict.fromkeys(kernels))
         items: list[tuple[str, str, dict]] = [(f"k{i}.gpuir", k.source(), {})
                                               for i, k in enumerate(todo)]
@@ -63,6 +100,10 @@ class GpuirTarget(Target):
     def check(self, kernel, prop: str = "seqpar") -> CheckResult:
         from gpusem.fuzz.gpuir.seqpar import check_sources
 
+        self._prop = prop
+        if prop == "ptx":
+            self._ptx_outcomes([kernel])
+            return self._ptx[kernel].result
         outcome = self._cache.get(kernel)
         if outcome is None:
             (outcome,) = check_sources([("k.gpuir", kernel.source(), {})], self.backend)
@@ -84,8 +125,12 @@ class GpuirTarget(Target):
                            files=files, size=self.size(kernel))
 
     def finding_meta(self, result: CheckResult) -> dict:
-        meta = {"versions": tool_versions(self.backend),
-                "device": device_name(self.backend)}
+        meta: dict = {"versions": tool_versions(self.backend),
+                      "device": device_name(self.backend)}
+        if result.signature.startswith("ptx:"):
+            from gpusem.fuzz.ptx_findings import meta as ptx_meta
+
+            meta["nvrtc"] = ptx_meta(self.nvrtcs())
         if "repro.cu" in result.files:
             from gpusem.compiler.backends.standalone import NVCC_COMMAND
 
@@ -98,6 +143,11 @@ class GpuirTarget(Target):
     def replay(self, files: dict[str, str], meta: dict) -> CheckResult:
         from gpusem.fuzz.gpuir.seqpar import check_sources
 
+        if meta["property"] == "ptx":
+            from gpusem.fuzz.gpuir.ptx_property import check_ptx_round
+
+            (ptx,) = check_ptx_round([files["program.gpuir"]], self.nvrtcs())
+            return ptx.result
         (o,) = check_sources([("program.gpuir", files["program.gpuir"], {})],
                              meta["backend"])
         if o.classification == "VIOLATION":
