@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def classify(prog) -> tuple[str, int]:
     """(oracle verdict, round-robin steps): not-terminated | race-free | racy |
     undecided."""
-    from gpusem.fuzz.bundl.race import analyse
+    from gpusem.typing_rules.bundl.race import analyse
     from gpusem.interpreter.bundl.schedulers import run_program
 
     out = run_program(prog, "rr", max_steps=2_000_000)

@@ -1,8 +1,9 @@
 """Which stages one generated program's verdict passes through (issue 25, item 3).
 
 Draws ONE program of the Bundl `compile` property as a campaign draws it (the
-property's strategy, round 0 of `--seed`, the first program of the general generator:
-not race-free by construction, so its reference needs the race proof), then asks the
+property's strategy, round 0 of `--seed`, the first program of the general generator
+with at least 10 statements: not race-free by construction, so its reference needs the
+race proof), then asks the
 Bundl target (cpu backend) for its verdict under `sys.setprofile` and records every
 Python call into a gpusem function: the callee's module and the nearest gpusem frame
 that called it. Each module maps to its stage (calculus 0, typing_rules 1,
@@ -15,10 +16,12 @@ Reported:
   climbs      calls from a module of a lower stage into one of a higher stage (e.g.
               interpreter -> fuzz), with their distinct edges: 0 when every judgment
               is decided below the stage that asks for it
-  reference   the same counts for the part of the path below the fuzz stage's
-              request for the reference outcome: the stage sequence of the modules
-              the reference's computation enters (consecutive repeats merged) and
-              how often it comes back up to the fuzz stage before it is decided
+  reference   the judgment done in the fuzz stage on behalf of the Bundl target's
+              request for a reference outcome (its `_reference`/`_full_reference`):
+              calls into fuzz-stage functions made below that request by anything
+              but the requesting module itself (its own bookkeeping: the audit,
+              the coverage it remembers), and their modules; 0 when the reference outcome (the interpreter, the race
+              proof) is decided wholly below the fuzz stage
 
     PYTHONPATH=src python scripts/verdict_call_path.py [--seed 0] [--json out.json]
 """
@@ -53,18 +56,19 @@ class CallPath:
     modules: Counter[str] = field(default_factory=Counter)
     edges: Counter[tuple[str, str]] = field(default_factory=Counter)
     climbs: Counter[tuple[str, str]] = field(default_factory=Counter)
-    # the stages entered while the fuzz stage waits for a reference outcome
-    reference_walk: list[int] = field(default_factory=list)
+    # fuzz-stage functions called on behalf of a reference request, by module
+    reference_fuzz: Counter[str] = field(default_factory=Counter)
 
     def as_dict(self) -> dict[str, Any]:
-        walk = self.reference_walk
         return {
             "calls": self.calls, "modules": len(self.modules), "edges": len(self.edges),
             "climbs": sum(self.climbs.values()),
             "climb_edges": {f"{a} -> {b}": n for (a, b), n in self.climbs.items()},
-            "reference_stages": [STAGE_NAMES[s] for s in walk],
-            "reference_returns_to_fuzz": sum(
-                1 for a, b in zip(walk, walk[1:]) if b == STAGES["fuzz"] > a),
+            "reference_fuzz_calls": sum(self.reference_fuzz.values()),
+            "reference_fuzz_modules": dict(self.reference_fuzz),
+            "stages": {STAGE_NAMES[n]: sum(c for m, c in self.modules.items()
+                                           if stage(m) == n)
+                       for n in sorted({stage(m) for m in self.modules} - {None})},
         }
 
 
@@ -80,13 +84,19 @@ def _caller(frame: FrameType) -> str | None:
     return None
 
 
-def _asks_reference(frame: FrameType) -> bool:
-    """Whether the fuzz stage's request for the reference outcome is on the stack."""
-    up: FrameType | None = frame
+def _is_request(frame: FrameType) -> bool:
+    return frame.f_code.co_name in REFERENCE_REQUESTS and \
+        stage(frame.f_globals.get("__name__", "")) == STAGES["fuzz"]
+
+
+def _on_behalf_of_reference(frame: FrameType) -> bool:
+    """Whether `frame` runs for a reference request without being called by the
+    requesting module itself (its own bookkeeping is the fuzzer's business)."""
+    caller = _caller(frame)
+    up = frame.f_back
     while up is not None:
-        if up.f_code.co_name in REFERENCE_REQUESTS and \
-                stage(up.f_globals.get("__name__", "")) == STAGES["fuzz"]:
-            return True
+        if _is_request(up):
+            return caller != up.f_globals.get("__name__")
         up = up.f_back
     return False
 
@@ -108,6 +118,9 @@ def record(check: Any) -> CallPath:
             return
         path.calls += 1
         path.modules[callee] += 1
+        if to == STAGES["fuzz"] and not _is_request(frame) and \
+                _on_behalf_of_reference(frame):
+            path.reference_fuzz[callee] += 1
         caller = _caller(frame)
         if caller is None or caller == callee:
             return
@@ -116,9 +129,6 @@ def record(check: Any) -> CallPath:
         assert frm is not None
         if to > frm:
             path.climbs[(caller, callee)] += 1
-        if _asks_reference(frame) and (not path.reference_walk
-                                       or path.reference_walk[-1] != to):
-            path.reference_walk.append(to)
 
     sys.setprofile(profile)
     try:
@@ -128,14 +138,19 @@ def record(check: Any) -> CallPath:
     return path
 
 
+MIN_STATEMENTS = 10  # the round's first programs are often empty: nothing to measure
+
+
 def one_program(seed: int) -> Any:
-    """The first general-generator program (not race-free by construction) of round 0
-    of a `compile` campaign seeded `seed`."""
+    """The first general-generator program (not race-free by construction) of at least
+    MIN_STATEMENTS statements of round 0 of a `compile` campaign seeded `seed`."""
+    from gpusem.calculus.bundl.walk import statement_count
     from gpusem.fuzz.bundl.sample import draw_round
     from gpusem.fuzz.bundl.target import BundlTarget
 
     for generated in draw_round(BundlTarget("cpu").strategy("compile"), seed, 0):
-        if not generated.race_free_by_construction:
+        if not generated.race_free_by_construction and \
+                statement_count(generated.program) >= MIN_STATEMENTS:
             return generated
     raise SystemExit("no general-generator program in round 0: try another --seed")
 
@@ -163,11 +178,13 @@ def main(argv: list[str] | None = None) -> int:
     path, verdict = measure(args.seed)
     report = {"seed": args.seed, "verdict": verdict, **path.as_dict()}
     for key in ("verdict", "calls", "modules", "edges", "climbs",
-                "reference_returns_to_fuzz"):
-        print(f"{key:26} {report[key]}")
-    print(f"{'reference stages':26} {' -> '.join(report['reference_stages'])}")
+                "reference_fuzz_calls"):
+        print(f"{key:22} {report[key]}")
+    print(f"{'calls by stage':22} {report['stages']}")
     for edge, n in report["climb_edges"].items():
         print(f"  climb {edge} ({n} calls)")
+    for module, n in report["reference_fuzz_modules"].items():
+        print(f"  reference judged in {module} ({n} calls)")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=1)

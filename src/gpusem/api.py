@@ -93,7 +93,8 @@ def exec(program: Any, backend: str = "cpu", schedules: Sequence[int] = (0, 1, 2
          sync_motion: bool = True) -> Any:
     """Compile, run on `backend` under the cpu harness's fibre orders `schedules`,
     compare with the interpreter: a `Verdict` (`.agree`, `.kind`, `.describe()`)."""
-    from gpusem.fuzz.bundl.compile_property import check_program, reference
+    from gpusem.fuzz.bundl.compile_property import check_program
+    from gpusem.interpreter.bundl.reference import reference
     from gpusem.typing_rules.bundl.stmt import check_program as typecheck
 
     typecheck(program)

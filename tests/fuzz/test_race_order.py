@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from gpusem.calculus.bundl.parser import parse_program
-from gpusem.fuzz.bundl.race import analyse
+from gpusem.typing_rules.bundl.race import analyse
 from gpusem.interpreter.bundl.schedulers import run_program
 from gpusem.typing_rules.bundl.stmt import check_program
 

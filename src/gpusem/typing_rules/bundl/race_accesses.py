@@ -1,4 +1,4 @@
-"""The access collector of the Bundl race analysis (`fuzz/bundl/race.py`): one walk
+"""The access collector of the Bundl race analysis (`race.py`): one walk
 of a program that records, symbolically in z3 terms, every access a thread makes to
 Shared or Global memory, with the path condition that reaches it, the region instance
 (unit) it touches, and its position among the barriers of each statement sequence.
@@ -31,7 +31,7 @@ from gpusem.calculus.bundl.perspective import (
 )
 from gpusem.calculus.bundl.printer import print_expr as _show
 from gpusem.calculus.bundl.walk import child_stmts
-from gpusem.fuzz.bundl.race_order import SeqInfo, flatten, seq_info, static_trips
+from gpusem.typing_rules.bundl.race_order import SeqInfo, flatten, seq_info, static_trips
 
 BV = 32
 F32 = z3.Float32()

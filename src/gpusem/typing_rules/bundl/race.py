@@ -43,14 +43,14 @@ from dataclasses import dataclass, field
 
 import z3
 from gpusem.calculus.bundl import ast as A
-from gpusem.fuzz.bundl.race_accesses import (
+from gpusem.typing_rules.bundl.race_accesses import (
     Access,
     Collector,
     Term,
     Th,
     bv,
 )
-from gpusem.fuzz.bundl.race_order import ordered
+from gpusem.typing_rules.bundl.race_order import ordered
 
 
 @dataclass
