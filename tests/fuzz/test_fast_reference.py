@@ -79,8 +79,9 @@ def test_fast_and_full_pipelines_give_identical_verdicts():
     assert fast == full
     kinds = Counter(k for k, *_ in full)
     by_origin = Counter(g.race_free_by_construction for g in programs)
-    # non-trivial: both generators, compared programs and programs not compared
-    assert kinds["agree"] >= 60 and kinds["racy"] >= 3, kinds
+    # non-trivial: both generators, compared programs and programs not compared (2
+    # racy in this sample since uniform stores are one write, issue 24 item 1; 3 before)
+    assert kinds["agree"] >= 60 and kinds["racy"] >= 1, kinds
     assert by_origin[True] >= 30 and by_origin[False] >= 30, by_origin
 
 

@@ -1,4 +1,5 @@
-"""The race analysis on the shapes whose barriers it once missed (issue 14, item 3), as
+"""The race analysis on the shapes whose barriers it once missed (issue 14, item 3) and
+the uniform stores it once took for races (issue 24, item 1: `uniform_*`), as
 data: `race_shapes/*.bundl`, each `// NAME: race yes|no` with a `why`, in pairs: a
 race-free program the analysis used to call racy (a false exclusion from the compiler
 oracle) and a real race of the same shape, which it must still report. The truth of
@@ -13,8 +14,8 @@ from pathlib import Path
 
 import pytest
 from gpusem.calculus.bundl.parser import parse_program
-from gpusem.typing_rules.bundl.race import analyse
 from gpusem.interpreter.bundl.schedulers import run_program
+from gpusem.typing_rules.bundl.race import analyse
 from gpusem.typing_rules.bundl.stmt import check_program
 
 SHAPES = sorted((Path(__file__).parent / "race_shapes").glob("*.bundl"))
