@@ -45,3 +45,29 @@ def test_analysis_verdict_matches_exhaustive_exploration(path):
     assert truly_racy == _racy(path), every.final_memories  # the header is true
     report = analyse(prog)
     assert report.race_free != truly_racy, report.describe()
+
+
+COUNTED = """machine blocks = 1, threads = 2;
+global out : int[1];
+main {
+  let i : int @ grid[1] = 0;
+  while i < 3 {
+    alloc v : int[2] in Local;
+    LINE
+    i = i + 1;
+  }
+}
+"""
+
+
+@pytest.mark.parametrize(("line", "bounds"), [
+    ("out[0] = 1;", ("i", 0, 3)),  # a header (alloc) in the body: its scope is not it
+    ("let i : int @ grid[1] = 5;", None),  # shadowed: the last line is another i's
+    ("i = i + 2;", None),  # assigned elsewhere too
+])
+def test_counted_loops_are_recognised_exactly(line, bounds):
+    from gpusem.typing_rules.bundl.race_order import counted, flatten
+
+    prog = parse_program(COUNTED.replace("LINE", line), "counted.bundl")
+    items = flatten(prog.main)
+    assert counted(items, 1) == bounds

@@ -30,7 +30,7 @@ from gpusem.calculus.bundl.perspective import (
     level_ratio,
 )
 from gpusem.calculus.bundl.printer import print_expr as _show
-from gpusem.calculus.bundl.walk import child_stmts
+from gpusem.calculus.bundl.walk import child_exprs, child_stmts
 from gpusem.typing_rules.bundl.race_order import (
     SeqInfo,
     counted,
@@ -153,6 +153,7 @@ class Collector:
         # allocated regions that only ever hold zeros (`settle_zero_regions`)
         self.zero_regions: set[tuple[object, ...]] = set()
         self.local_written: set[tuple[object, ...]] = set()  # Local sites written
+        self.local_first: dict[tuple[object, ...], int] = {}  # walk index of 1st write
         self.incomplete = ""  # why the walk may have missed accesses, if it may have
         self._written: set[tuple[object, ...]] | None = None  # computed once the walk is over
 
@@ -222,9 +223,12 @@ class Collector:
                 v, _ = self.expr(value, ctx, view.persp if view else None)
                 self.access("w", arr, view, i, lambda th, _addr: v(th), ctx, "store")
             case A.If(cond, then, orelse):  # both branches may run
-                self.expr(cond, ctx)
-                self.block(then, replace(ctx, guarded=True))
-                self.block(orelse, replace(ctx, guarded=True))
+                f, _ = self.expr(cond, ctx)
+                known = _constant(cond, f, self.T)  # but not a branch that never does
+                if known is not False:
+                    self.block(then, replace(ctx, guarded=True))
+                if known is not True:
+                    self.block(orelse, replace(ctx, guarded=True))
             case A.While(cond, body):
                 looping = replace(ctx, looped=True, guarded=True)
                 self.expr(cond, looping)  # tested more than once
@@ -404,6 +408,8 @@ class Collector:
             return False
         if kind == "w":
             self.local_written.add(v.key)
+            self.sites += 1  # walk order: reads before it still see zeros
+            self.local_first.setdefault(v.key, self.sites)
         return True
 
     def read_at(self, v: View, addr: Term, kind: str, th: Th,
@@ -415,8 +421,12 @@ class Collector:
         (code unit, region instance, cell) (see `uniform`); any other read is an
         unknown of this thread."""
         if v.key[0] == "local":
-            if v.key in self.local_written:
+            if v.key in self.local_written and not (
+                    site is not None and self.local_first[v.key] > site.uid):
                 return th.fresh(kind)
+            # S-Alloc-Local allocates zeros, and only the thread's own writes land: a
+            # read the walk meets before any write (straight-line: not in a loop; an
+            # `if` walks both branches) reads zeros
             return _zero(kind)
         if v.key in self.zero_regions or (v.key[0] == "a" and
                                           v.key not in self.written()):
@@ -606,6 +616,21 @@ def _between(th: Th, lo: int, hi: int) -> Term:
     u = th.fresh("int")
     th.cons += [u >= bv(lo & 0xFFFFFFFF), u < bv(hi & 0xFFFFFFFF)]
     return u
+
+
+def _constant(e: A.Expr, f: Builder, threads: int) -> bool | None:
+    """The value of a condition made of literals and operators only (the generator's
+    `if !true`), else None: a branch it never takes is never walked."""
+    if not _closed(e):
+        return None
+    value = z3.simplify(f(Th("const", threads)))
+    return True if z3.is_true(value) else False if z3.is_false(value) else None
+
+
+def _closed(e: A.Expr) -> bool:
+    if isinstance(e, A.Var | A.Index | A.PartitionId):
+        return False
+    return all(_closed(c) for c in child_exprs(e))
 
 
 def _zero(kind: str) -> Term:

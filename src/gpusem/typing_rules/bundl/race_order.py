@@ -124,7 +124,9 @@ def counted(items: Sequence[Item], k: int) -> tuple[str, int, int] | None:
             pass
         case _:
             return None
-    if any(_binds(s, name) for _, s in body[:-1]):
+    # a header's scope is the items after it (checked there), not part of the header
+    if any(_binds(s, name) if tag == "stmt" else isinstance(s, A.Decl) and s.name == name
+           for tag, s in body[:-1]):
         return None
     return name, c0, hi
 
