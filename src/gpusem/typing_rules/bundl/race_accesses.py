@@ -60,6 +60,13 @@ class Th:
         self.tid = z3.URem(self.t, threads)
         self.count = 0
         self.cons: list[Term] = []
+        self.memo: dict[int, Term] = {}  # one term per key for this thread (`once`)
+
+    def once(self, key: int, make: Callable[[], Term]) -> Term:
+        """The term `make` gives, made once for this thread and `key`."""
+        if key not in self.memo:
+            self.memo[key] = make()
+        return self.memo[key]
 
     def fresh(self, kind: str) -> Term:
         self.count += 1
@@ -241,8 +248,12 @@ class Collector:
                 var = ctx.env.get(name)
                 persp = var.persp if isinstance(var, Scalar) else ctx.persp
                 inner = ctx if hi - lo == 1 else looping
+                # one iteration per thread and access: every use of i in it is one term
+                self.sites += 1
+                uid = self.sites
                 self.block(body, replace(inner, env=inner.env | {name: Scalar(
-                    "int", lambda th: _between(th, lo, hi), persp)}), loop=True)
+                    "int", lambda th: th.once(uid, lambda: _between(th, lo, hi)),
+                    persp)}), loop=True)
             case A.Split(n1, n2, left, right):  # S-Split-Left / S-Split-Right
                 self.block(left, replace(ctx, persp=Perspective(h, n1), path=ctx.path + (
                     lambda th: z3.ULT(p(th), bv(n1)),)), narrower=True)
