@@ -9,7 +9,7 @@ inside `build` and `launch`):
   typecheck       Γ ⊢ p: not a campaign stage (the generators make well-typed programs)
                   and not in the totals; measured to show what checking would cost
   reference       the interpreter's outcome, the campaign's fast path
-                  (`fuzz/bundl/fast_reference.py`: big-step + the z3 proof where needed)
+                  (`interpreter/bundl/reference.py`: big-step + the z3 proof where needed)
   full reference  the reference pipeline's, split (`before` total, not the campaign's):
     rr              the small-step run under round-robin
     race            the z3 race analysis (general programs; kernel-shaped ones are
@@ -88,8 +88,8 @@ def tree_cpu(live: bool = True) -> float:
 def profile(backend_name: str, rounds: int, round_size: int, seed: int) -> dict:
     from gpusem.compiler.bundl_cuda.pipeline import CompileOptions, compile_program
     from gpusem.fuzz.bundl import compile_property as cp
-    from gpusem.fuzz.bundl.fast_reference import fast_reference
     from gpusem.fuzz.bundl.target import BundlTarget
+    from gpusem.interpreter.bundl.reference import fast_reference
     from gpusem.typing_rules.bundl.stmt import check_program as typecheck
 
     target = BundlTarget(backend=backend_name)
@@ -184,10 +184,11 @@ def _warm_up(target, backend_name: str, seed: int) -> None:
     """One small round of another seed, untimed: imports, hypothesis, the backend's
     worker (a CUDA context), g++'s precompiled header."""
     from gpusem.fuzz.bundl import compile_property as cp
+    from gpusem.interpreter.bundl.reference import reference
 
     gens = _round_programs(target, seed + 1, 0, 10)
     cp.check_batch([g.program for g in gens], backend_name, cp.HARNESS_SEEDS, True,
-                   [cp.reference(g.program) for g in gens])
+                   [reference(g.program) for g in gens])
 
 
 def _round_programs(target, seed: int, r: int, round_size: int) -> list:
@@ -201,8 +202,8 @@ def _round_programs(target, seed: int, r: int, round_size: int) -> list:
 
 
 def _timed_full_reference(prog, prove_race_free: bool, clock: Clock) -> None:
-    """compile_property.reference, stage by stage (the same calls in the same order)."""
-    from gpusem.fuzz.bundl import compile_property as cp
+    """reference.reference, stage by stage (the same calls in the same order)."""
+    from gpusem.interpreter.bundl import reference as cp
     from gpusem.interpreter.bundl.schedulers import run_program
 
     with clock("rr"):

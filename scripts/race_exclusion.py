@@ -32,22 +32,22 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def classify(prog) -> tuple[str, int]:
-    """(oracle verdict, round-robin steps): not-terminated | race-free | racy |
-    undecided."""
-    from gpusem.fuzz.bundl.race import analyse
+def classify(prog) -> tuple[str, int, str]:
+    """(oracle verdict, round-robin steps, the race analysis's description):
+    not-terminated | race-free | racy | undecided."""
     from gpusem.interpreter.bundl.schedulers import run_program
+    from gpusem.typing_rules.bundl.race import analyse
 
     out = run_program(prog, "rr", max_steps=2_000_000)
     if out.kind != "terminated":
-        return "not-terminated", out.steps
+        return "not-terminated", out.steps, ""
     report = analyse(prog, timeout_ms=300, budget_s=1.5)
     if report.race_free:
-        return "race-free", out.steps
+        return "race-free", out.steps, ""
     race = report.races[0]
     if report.undecided or race.first == "analysis":
-        return "undecided", out.steps
-    return "racy", out.steps
+        return "undecided", out.steps, report.describe()
+    return "racy", out.steps, report.describe()
 
 
 def ground_truth(prog, transitions: int) -> str:
@@ -72,6 +72,9 @@ def main() -> None:
     ap.add_argument("--gt-limit", type=int, default=300)
     ap.add_argument("--out", default=None)
     ap.add_argument("--label", default="", help="what this run measures (before/after)")
+    ap.add_argument("--excluded", default=None,
+                    help="write every excluded program here (JSON lines: verdict, "
+                         "the analysis's race, ground truth if explored, program)")
     args = ap.parse_args()
 
     from gpusem.calculus.bundl.printer import print_program
@@ -85,16 +88,21 @@ def main() -> None:
     confusion: Counter[str] = Counter()
     false_exclusions: list[str] = []
     unsound: list[str] = []
+    excluded_rows: list[dict] = []
     for g in drawn:
         prog = g.program
-        verdict, steps = classify(prog)
+        verdict, steps, why = classify(prog)
         verdicts[verdict] += 1
         small = (prog.machine.blocks * prog.machine.threads <= args.gt_threads
                  and steps <= args.gt_steps)
-        if verdict == "not-terminated" or not small or (
-                sum(confusion.values()) >= args.gt_limit):
+        explore = verdict != "not-terminated" and small and (
+            sum(confusion.values()) < args.gt_limit)
+        truth = ground_truth(prog, args.gt_transitions) if explore else None
+        if verdict in ("racy", "undecided"):
+            excluded_rows.append({"verdict": verdict, "race": why, "truth": truth,
+                                  "program": print_program(prog)})
+        if truth is None:
             continue
-        truth = ground_truth(prog, args.gt_transitions)
         confusion[f"{verdict}/{truth}"] += 1
         if verdict in ("racy", "undecided") and truth == "deterministic":
             if len(false_exclusions) < 5:
@@ -132,6 +140,9 @@ def main() -> None:
         "false_exclusion_examples": false_exclusions,
     }
     text = json.dumps(result, indent=1)
+    if args.excluded:
+        Path(args.excluded).write_text(
+            "".join(json.dumps(row) + "\n" for row in excluded_rows))
     if args.out:
         Path(args.out).write_text(text + "\n")
     print(text)

@@ -102,7 +102,8 @@ def test_our_compiler_makes_a_t1_shaped_kernel_of_the_bundl_program():
     """tests/backends/kernels/t1_nc_alias.bundl: the same shape from our compiler (a
     barrier between the store and the merged load), right on the cpu harness."""
     from gpusem.compiler.bundl_cuda.pipeline import CompileOptions, compile_program
-    from gpusem.fuzz.bundl.compile_property import check_program, reference
+    from gpusem.fuzz.bundl.compile_property import check_program
+    from gpusem.interpreter.bundl.reference import reference
 
     prog = _t1_program()
     kernel = compile_program(prog, CompileOptions())

@@ -64,7 +64,8 @@ def test_candidate_twin_agrees_with_interpreter_and_reference(label):
     from gpusem.compiler.backends import get_backend
     from gpusem.compiler.bundl_cuda.bench.harness import sgemm_variant
     from gpusem.compiler.bundl_cuda.launch import jobs_for
-    from gpusem.fuzz.bundl.compile_property import compare, reference
+    from gpusem.fuzz.bundl.compile_property import compare
+    from gpusem.interpreter.bundl.reference import reference
 
     gpu, options, db, pf = sgemm_variant(label)
     s = SGEMM_CANDIDATE_TWINS[label]

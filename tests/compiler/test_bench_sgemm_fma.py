@@ -55,7 +55,8 @@ def test_fma_twin_agrees_with_interpreter_and_reference(label):
     from gpusem.compiler.backends import get_backend
     from gpusem.compiler.backends.kernel import Job
     from gpusem.compiler.bundl_cuda.launch import jobs_for, kernel_spec
-    from gpusem.fuzz.bundl.compile_property import compare, reference
+    from gpusem.fuzz.bundl.compile_property import compare
+    from gpusem.interpreter.bundl.reference import reference
 
     _, options, db, pf = sgemm_variant(label)
     s = _twin(label)

@@ -13,6 +13,7 @@ from gpusem.calculus.bundl.parser import parse_program
 from gpusem.calculus.errors import IllTyped
 from gpusem.compiler.bundl_cuda.pipeline import CompileOptions, compile_program
 from gpusem.fuzz.bundl.compile_property import check_program
+from gpusem.interpreter.bundl.reference import reference
 from gpusem.typing_rules.bundl.stmt import check_program as typecheck
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "bundl"
@@ -40,6 +41,29 @@ def test_example_agrees_with_interpreter_on_cpu(path, sync_motion):
     prog, source = load(path)
     verdict = check_program(prog, "cpu", (0, 1, 2, 3), sync_motion, source, path.name)
     assert verdict.agree, verdict.describe()
+
+
+def running_examples() -> list[Path]:
+    """The examples whose header says they type-check and terminate, but the SGEMM
+    twins of `bench/`: their ~6,200 access pairs (the unrolled 8 x 8 accumulator
+    stores) are proved race-free in 16-29 s, not within the oracle's 1.5 s budget, so
+    `exec` declines them as undecided (a budget, not a race: see the report of
+    issue 24, item 1)."""
+    return [p for p in well_typed_examples()
+            if re.search(r"^// expect: ok\b", p.read_text(), re.M)
+            and not p.stem.startswith("sgemm_")]
+
+
+@pytest.mark.parametrize("path", running_examples(), ids=lambda p: p.stem)
+def test_no_example_is_declined_as_racy(path):
+    """Issue 24, item 1: the compile oracle compares every example that runs (a racy
+    verdict counts as `agree` above, so it needs its own test). Block-perspective code
+    storing one value every thread of the block holds is one logical write (errata
+    "uniform stores are one write")."""
+    prog, _ = load(path)
+    ref = reference(prog)
+    assert ref.kind == "terminated", ref.message
+    assert not ref.racy, ref.why
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")

@@ -17,13 +17,9 @@ from gpusem.calculus.bundl.parser import parse_program
 from gpusem.compiler.backends import get_backend
 from gpusem.compiler.bundl_cuda.launch import jobs_for
 from gpusem.compiler.bundl_cuda.pipeline import CompileOptions, compile_program
-from gpusem.fuzz.bundl.compile_property import (
-    check_batch,
-    check_program,
-    compare,
-    reference,
-)
+from gpusem.fuzz.bundl.compile_property import check_batch, check_program, compare
 from gpusem.fuzz.bundl.strategies.kernels import kernels
+from gpusem.interpreter.bundl.reference import reference
 from gpusem.typing_rules.bundl.stmt import check_program as typecheck
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -152,7 +148,7 @@ def test_race_analysis_proves_fma_programs_race_free_quickly():
     # race.py models fma as an uninterpreted function (no FMA circuit to bit-blast)
     import time
 
-    from gpusem.fuzz.bundl import race
+    from gpusem.typing_rules.bundl import race
 
     start = time.monotonic()
     report = race.analyse(parse_program(LAST_BIT), timeout_ms=2000)

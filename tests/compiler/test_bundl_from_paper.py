@@ -18,13 +18,9 @@ from pathlib import Path
 
 import pytest
 from gpusem.calculus.bundl.parser import parse_program
-from gpusem.fuzz.bundl.compile_property import (
-    Reference,
-    Verdict,
-    check_file,
-    check_program,
-)
+from gpusem.fuzz.bundl.compile_property import Verdict, check_file, check_program
 from gpusem.interpreter.bundl.machine import Outcome
+from gpusem.interpreter.bundl.reference import Reference
 from gpusem.typing_rules.bundl.stmt import check_program as typecheck
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "bundl"

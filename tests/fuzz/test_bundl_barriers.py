@@ -10,8 +10,9 @@ import functools
 
 import pytest
 from gpusem.compiler.bundl_cuda.pipeline import compile_program
-from gpusem.fuzz.bundl.compile_property import check_batch, reference
+from gpusem.fuzz.bundl.compile_property import check_batch
 from gpusem.fuzz.bundl.strategies.kernels import generated_kernels, kernels
+from gpusem.interpreter.bundl.reference import reference
 from gpusem.typing_rules.bundl.stmt import check_program as typecheck
 from hypothesis import HealthCheck, Phase, given, settings
 

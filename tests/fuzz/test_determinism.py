@@ -1,4 +1,4 @@
-"""Determinism (DESIGN.md): the z3 race analysis (`fuzz/bundl/race`) and the property that
+"""Determinism (DESIGN.md): the z3 race analysis (`typing_rules/bundl/race`) and the property that
 programs it proves race-free end in one memory under every explored schedule.
 
 Hand-written cases have independently known answers: a staged exchange through Shared
@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 from gpusem.calculus.bundl.parser import parse_program
 from gpusem.fuzz.bundl import properties as props
-from gpusem.fuzz.bundl import race
+from gpusem.typing_rules.bundl import race
 from gpusem.fuzz.bundl.strategies.kernels import kernels
 from gpusem.fuzz.bundl.strategies.programs import programs
 from gpusem.fuzz.campaign import Campaign

@@ -1,6 +1,6 @@
 """The compile oracle's fast reference path gives the verdicts of the full one (issue 19).
 
-The fast path (`fuzz/bundl/fast_reference.py`) takes the reference memory of a race-free
+The fast path (`interpreter/bundl/reference.py`) takes the reference memory of a race-free
 program from the big-step evaluator instead of four small-step runs. These tests pin
 that the optimised pipeline and the reference pipeline (GPUSEM_REFERENCE=full) give
 identical verdicts on a fixed set of the compile property's programs, with and without
@@ -16,17 +16,18 @@ from collections import Counter
 
 import pytest
 from gpusem.calculus.bundl.parser import parse_program
-from gpusem.fuzz.bundl import fast_reference as fr
-from gpusem.fuzz.bundl.compile_property import (
-    HARNESS_SEEDS,
-    Reference,
-    check_batch,
-    reference,
-)
+from gpusem.fuzz.bundl.audit import Auditor
+from gpusem.fuzz.bundl.compile_property import HARNESS_SEEDS, check_batch
 from gpusem.fuzz.bundl.generated import Generated
 from gpusem.fuzz.bundl.target import BundlTarget
 from gpusem.fuzz.reproducible import stable_constants
 from gpusem.interpreter.bundl.big_step import run_big_step
+from gpusem.interpreter.bundl.reference import (
+    Reference,
+    fast_reference,
+    outcome_difference,
+    reference,
+)
 from gpusem.interpreter.bundl.schedulers import run_program
 from hypothesis import HealthCheck, Phase, given, settings
 
@@ -59,7 +60,7 @@ def _verdicts(programs, fast: bool) -> list[tuple]:
                     for g in programs]
         verdicts = check_batch(progs, "cpu", HARNESS_SEEDS, True, outcomes)
     else:
-        refs = [fr.fast_reference(g.program, not g.race_free_by_construction)
+        refs = [fast_reference(g.program, not g.race_free_by_construction)
                 for g in programs]
 
         def confirm(i):
@@ -78,8 +79,9 @@ def test_fast_and_full_pipelines_give_identical_verdicts():
     assert fast == full
     kinds = Counter(k for k, *_ in full)
     by_origin = Counter(g.race_free_by_construction for g in programs)
-    # non-trivial: both generators, compared programs and programs not compared
-    assert kinds["agree"] >= 60 and kinds["racy"] >= 3, kinds
+    # non-trivial: both generators, compared programs and programs not compared (2
+    # racy in this sample since uniform stores are one write, issue 24 item 1; 3 before)
+    assert kinds["agree"] >= 60 and kinds["racy"] >= 1, kinds
     assert by_origin[True] >= 30 and by_origin[False] >= 30, by_origin
 
 
@@ -102,7 +104,7 @@ def test_big_step_agrees_with_small_step_on_kernel_shaped_programs():
             continue
         big, small = run_big_step(g.program), run_program(g.program, "rr")
         assert big.kind == small.kind == "terminated"
-        assert fr.outcome_difference(Reference(big), Reference(small)) is None
+        assert outcome_difference(Reference(big), Reference(small)) is None
         checked += 1
     assert checked >= 30
 
@@ -119,7 +121,7 @@ main { lower out into ob { destruct { lower ob into ot { destruct {
 
 def test_a_program_big_step_does_not_finish_takes_the_full_path():
     prog = parse_program(TRAPS)
-    ref = fr.fast_reference(prog, prove_race_free=False)
+    ref = fast_reference(prog, prove_race_free=False)
     assert not ref.fast and ref.outcome.kind == "stuck"
     assert ref.outcome.message == reference(prog, prove_race_free=False).message
 
@@ -136,16 +138,16 @@ def test_an_audited_difference_is_an_internal_finding(monkeypatch):
         out.globals[name][0] = out.globals[name][0] + 1
         return out
 
-    monkeypatch.setattr("gpusem.interpreter.bundl.big_step.run_big_step", wrong)
+    monkeypatch.setattr("gpusem.interpreter.bundl.reference.run_big_step", wrong)
     target = BundlTarget()
-    target._auditor = fr.Auditor(every=1000)
+    target._auditor = Auditor(every=1000)
     res = target.check(g, "compile")
     assert res.status == "finding" and res.signature == "internal:fast-reference:memory"
     assert target._auditor.sticky and target._auditor.due()
     # not audited (GPUSEM_REFERENCE_AUDIT=0): the confirmation still keeps the
     # verdict of the full reference (the compiled code agrees with small-step)
     quiet = BundlTarget()
-    quiet._auditor = fr.Auditor(every=0)
+    quiet._auditor = Auditor(every=0)
     assert quiet.check(g, "compile").status == "pass"
 
 
@@ -155,12 +157,12 @@ def test_full_mode_never_runs_big_step(monkeypatch):
     def boom(*a, **kw):
         raise AssertionError("big-step ran")
 
-    monkeypatch.setattr("gpusem.interpreter.bundl.big_step.run_big_step", boom)
+    monkeypatch.setattr("gpusem.interpreter.bundl.reference.run_big_step", boom)
     g = drawn()[0]
     assert BundlTarget().check(g, "compile").status in ("pass", "invalid")
 
 
 @pytest.mark.parametrize("every", [1, 3])
 def test_auditor_period(every):
-    a = fr.Auditor(every=every)
+    a = Auditor(every=every)
     assert [a.due() for _ in range(6)] == [i % every == 0 for i in range(6)]

@@ -1,4 +1,5 @@
-"""The race analysis on the shapes whose barriers it once missed (issue 14, item 3), as
+"""The race analysis on the shapes whose barriers it once missed (issue 14, item 3) and
+the uniform stores it once took for races (issue 24, item 1: `uniform_*`), as
 data: `race_shapes/*.bundl`, each `// NAME: race yes|no` with a `why`, in pairs: a
 race-free program the analysis used to call racy (a false exclusion from the compiler
 oracle) and a real race of the same shape, which it must still report. The truth of
@@ -13,8 +14,8 @@ from pathlib import Path
 
 import pytest
 from gpusem.calculus.bundl.parser import parse_program
-from gpusem.fuzz.bundl.race import analyse
 from gpusem.interpreter.bundl.schedulers import run_program
+from gpusem.typing_rules.bundl.race import analyse
 from gpusem.typing_rules.bundl.stmt import check_program
 
 SHAPES = sorted((Path(__file__).parent / "race_shapes").glob("*.bundl"))
@@ -44,3 +45,29 @@ def test_analysis_verdict_matches_exhaustive_exploration(path):
     assert truly_racy == _racy(path), every.final_memories  # the header is true
     report = analyse(prog)
     assert report.race_free != truly_racy, report.describe()
+
+
+COUNTED = """machine blocks = 1, threads = 2;
+global out : int[1];
+main {
+  let i : int @ grid[1] = 0;
+  while i < 3 {
+    alloc v : int[2] in Local;
+    LINE
+    i = i + 1;
+  }
+}
+"""
+
+
+@pytest.mark.parametrize(("line", "bounds"), [
+    ("out[0] = 1;", ("i", 0, 3)),  # a header (alloc) in the body: its scope is not it
+    ("let i : int @ grid[1] = 5;", None),  # shadowed: the last line is another i's
+    ("i = i + 2;", None),  # assigned elsewhere too
+])
+def test_counted_loops_are_recognised_exactly(line, bounds):
+    from gpusem.typing_rules.bundl.race_order import counted, flatten
+
+    prog = parse_program(COUNTED.replace("LINE", line), "counted.bundl")
+    items = flatten(prog.main)
+    assert counted(items, 1) == bounds

@@ -96,7 +96,8 @@ def exec(program: Program, backend: str = "cpu",
     compare with the interpreter: a `Verdict` (`.agree`, `.kind`, `.describe()`,
     `.exit_code()`). `source`, `file`: the program's text and file name, for the
     kernel's comments. `gpusem exec FILE.bundl` is this on the file's program."""
-    from gpusem.fuzz.bundl.compile_property import check_program, reference
+    from gpusem.fuzz.bundl.compile_property import check_program
+    from gpusem.interpreter.bundl.reference import reference
     from gpusem.typing_rules.bundl.stmt import check_program as typecheck
 
     typecheck(program)

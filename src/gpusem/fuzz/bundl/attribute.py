@@ -18,8 +18,13 @@ from gpusem.calculus.bundl import ast as B
 from gpusem.compiler.bundl_cuda.launch import as_bundl_values, first_difference, jobs_for
 from gpusem.compiler.bundl_cuda.pipeline import CompileOptions, compile_program
 from gpusem.fuzz.attribution import Case, attribute
-from gpusem.fuzz.bundl.compile_property import HARNESS_SEEDS, Reference, reference
-from gpusem.fuzz.bundl.fast_reference import fast_reference, outcome_difference
+from gpusem.fuzz.bundl.compile_property import HARNESS_SEEDS
+from gpusem.interpreter.bundl.reference import (
+    Reference,
+    fast_reference,
+    outcome_difference,
+    reference,
+)
 
 LAUNCH_TIMEOUT_S = 5.0
 

@@ -16,7 +16,6 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from gpusem.calculus.bundl import ast as B
 from gpusem.calculus.errors import GpusemError
@@ -26,39 +25,7 @@ from gpusem.compiler.bundl_cuda.launch import (
     jobs_for,
 )
 from gpusem.compiler.bundl_cuda.pipeline import CompileOptions, compile_program
-
-if TYPE_CHECKING:
-    from gpusem.interpreter.bundl.machine import Outcome
-
-
-@dataclass
-class Reference:
-    """The oracle's reference result for one program: the interpreter's outcome
-    (round-robin, or big-step where `fast`) and the race verdict. `racy` is True when the z3 analysis could not
-    prove the program race-free or two sampled schedules ended in different memories
-    (`why` says which): such a program may legitimately end, compiled, in another
-    memory, so it is not compared."""
-
-    outcome: Outcome
-    racy: bool = False
-    why: str = ""
-    # from the fast path (fast_reference.py: big-step): a verdict other than agree
-    # must be confirmed against the full reference
-    fast: bool = False
-
-    @property
-    def kind(self) -> str:
-        """The outcome's kind: terminated | stuck | deadlock | budget."""
-        return self.outcome.kind
-
-    @property
-    def globals(self) -> dict:
-        return self.outcome.globals
-
-    @property
-    def message(self) -> str:
-        """Why it is racy, else the outcome's message."""
-        return self.why or self.outcome.message
+from gpusem.interpreter.bundl.reference import Reference, reference
 
 
 @dataclass
@@ -105,7 +72,6 @@ class Verdict:
                 "expected": self.expected, "actual": self.actual}
 
 
-SCHEDULES = ("rr", "greedy", "greedy-reverse", "random:1")
 # The cpu harness's fibre orders: forward, reverse, random, forward with eager wake
 # (released threads run first: exposes barriers that release too early).
 HARNESS_SEEDS = (0, 1, 2, 3)
@@ -117,46 +83,6 @@ LAUNCH_TIMEOUT_S = {"cuda": 3.0}
 
 def _jobs(prog, kernel, seeds, backend: str, scale: float = 1.0):
     return jobs_for(prog, kernel, seeds, scale * LAUNCH_TIMEOUT_S.get(backend, 10.0))
-
-
-def reference(prog: B.Program, max_steps: int = 2_000_000,
-              prove_race_free: bool = True,
-              seen: set[str] | None = None) -> Reference:
-    """The interpreter's outcome under several schedules (the small-step machine is the
-    living definition). A program whose schedules end in different memories, or that
-    the z3 race analysis (`fuzz/bundl/race.py`) cannot prove race-free, is RACY: its
-    compiled result may legitimately be any of its memories, so it is not compared;
-    see errata.md ("compiler oracle and races"). `seen` receives the rules the
-    round-robin run applies (coverage)."""
-    from gpusem.interpreter.bundl.schedulers import run_program
-
-    outcome = run_program(prog, schedule="rr", max_steps=max_steps, seen=seen)
-    if outcome.kind != "terminated":
-        return Reference(outcome)
-    # Sampling schedules finds races, it cannot exclude them: only programs the z3
-    # race analysis proves race-free are compared (a racy program may legitimately
-    # end, compiled, in a memory no sampled schedule produced). The proof (~1.5 ms a
-    # program) goes before the other three schedules (~8 ms each, measured on fuzzed
-    # programs): a program it cannot prove is not compared whatever they say.
-    # (without prove_race_free the caller vouches for it: race-free by construction)
-    if prove_race_free and (why := unproven_race_freedom(prog)) is not None:
-        return Reference(outcome, True, why)
-    for schedule in SCHEDULES[1:]:
-        other = run_program(prog, schedule=schedule, max_steps=max_steps)
-        if other.kind != "terminated" or other.globals != outcome.globals:
-            return Reference(outcome, True, f"schedules rr and {schedule} disagree")
-    return Reference(outcome)
-
-
-def unproven_race_freedom(prog: B.Program) -> str | None:
-    """None when the z3 race analysis proves `prog` race-free; else why it does not
-    (the message of the `racy` verdict). Undecided counts as racy."""
-    from gpusem.fuzz.bundl.race import analyse
-
-    report = analyse(prog, timeout_ms=300, budget_s=1.5)
-    if report.race_free:
-        return None
-    return f"not proven race-free: {report.describe()[:160]}"
 
 
 @functools.cache
@@ -268,11 +194,12 @@ def check_batch(progs: list[B.Program], backend: str = "cpu", seeds=HARNESS_SEED
     NVRTC module): the throughput path of the fuzzer.
 
     `confirm(i)`: the full reference of program i when `refs[i]` came from
-    the fast path (`fast_reference.py`), else None. A verdict that is a finding is then
-    decided again against the full reference, from the same backend results, so the
-    fast path never reports a finding the full reference would not (and says racy or
-    not-compared where the full reference does). Only "agree" is taken from the fast
-    outcome unconfirmed (see `fast_reference.py` for why that is sound)."""
+    the fast path (`interpreter/bundl/reference.py`), else None. A verdict that is a
+    finding is then decided again against the full reference, from the same backend
+    results, so the fast path never reports a finding the full reference would not
+    (and says racy or not-compared where the full reference does). Only "agree" is
+    taken from the fast outcome unconfirmed (see `interpreter/bundl/reference.py` for
+    why that is sound)."""
     refs = refs or [reference(p) for p in progs]
     verdicts: list[Verdict | None] = [None] * len(progs)
     jobs, owners, kernels = [], [], {}

@@ -3,8 +3,9 @@
   teeth            mutants breaking one typing rule (fuzz/bundl/mutators) are rejected
                    naming THAT rule, and where the rule has a dynamic counterpart the
                    small-step check fires whenever the broken site is reached
-  determinism      programs the z3 race analysis (fuzz/bundl/race) proves race-free end in one
-                   memory under several random schedules (and exhaustively when tiny)
+  determinism      programs the z3 race analysis (typing_rules/bundl/race) proves
+                   race-free end in one memory under several random schedules (and
+                   exhaustively when tiny)
   bigsmall         big-step (lockstep) = small-step round-robin: kind and global memory
   soundness-paper  programs well-typed under `--rules paper` (the generated ones, and
                    errata-directed mutants of them) run under `--rules paper` with
@@ -119,7 +120,7 @@ def teeth(program: A.Program) -> CheckResult:
 
 def determinism(program: A.Program, schedules=SCHEDULES,
                 exhaustive_threads: int = 2) -> CheckResult:
-    from gpusem.fuzz.bundl.race import analyse
+    from gpusem.typing_rules.bundl.race import analyse
 
     report = analyse(program)
     if not report.race_free:

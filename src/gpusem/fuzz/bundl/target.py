@@ -32,22 +32,17 @@ from gpusem.calculus.bundl import ast as B
 from gpusem.calculus.bundl.parser import parse_program
 from gpusem.calculus.bundl.printer import print_program
 from gpusem.calculus.bundl.walk import statement_count
-from gpusem.fuzz.bundl.compile_property import (
-    HARNESS_SEEDS,
-    Reference,
-    Verdict,
-    check_program,
-    reference,
-)
-from gpusem.fuzz.bundl.fast_reference import (
-    Auditor,
-    fast_enabled,
-    fast_reference,
-    outcome_difference,
-)
+from gpusem.fuzz.bundl.audit import Auditor, fast_enabled
+from gpusem.fuzz.bundl.compile_property import HARNESS_SEEDS, Verdict, check_program
 from gpusem.fuzz.bundl.generated import Generated, as_generated
 from gpusem.fuzz.environment import device_name, tool_versions
 from gpusem.fuzz.targets import CheckResult, Target, checked
+from gpusem.interpreter.bundl.reference import (
+    Reference,
+    fast_reference,
+    outcome_difference,
+    reference,
+)
 
 if TYPE_CHECKING:
     from gpusem.compiler.backends.toolchain import Matrix
@@ -80,7 +75,7 @@ class BundlTarget(Target):
         # (so a campaign's table costs no second interpreter run): (prop, program)
         self._seen: dict[tuple[str, Generated], frozenset[str]] = {}
         self._prop: str | None = None  # the property of the last `check`
-        self._auditor = Auditor()  # the fast reference's audit (fast_reference.py)
+        self._auditor = Auditor()  # the fast reference's audit (audit.py)
         self._matrix: Matrix | None = None  # the toolchain matrix, made when needed
         self.shrink_budget_s, self.shrink_max_tried = SHRINK_BUDGET_S, 400
         # signature -> ShrinkStats.as_dict(), for the bundle's meta
@@ -423,7 +418,7 @@ class BundlTarget(Target):
 
     def _reference(self, generated: Generated, prop: str
                    ) -> tuple[Reference, CheckResult | None]:
-        """The reference (`fast_reference.py`: big-step where the program is
+        """The reference (`interpreter/bundl/reference.py`: big-step where it is
         race-free, unless GPUSEM_REFERENCE=full), and for an audited program whose two
         references differ, the `internal` finding that reports it (its verdict is then
         taken from the full reference)."""

@@ -21,11 +21,14 @@ from gpusem.calculus.bundl.ast import (
     ArrayType,
     AsyncMemcpy,
     AsyncPartition,
+    Call,
     Claim,
+    Destruct,
     Expr,
     FnDef,
     Free,
     GlobalDecl,
+    Group,
     If,
     Iota,
     Lower,
@@ -35,6 +38,7 @@ from gpusem.calculus.bundl.ast import (
     Program,
     Seq,
     Skip,
+    Split,
     Stmt,
     SyncDec,
     SyncInit,
@@ -74,9 +78,6 @@ SyncKey = tuple[str, int] | tuple[str, Unit, int]
 # A dynamic instance of an alloc site: (id of the site, ("b", block) | ("u", unit)).
 AllocSite = tuple[int, tuple[str, int | Unit]]
 AllocKey = tuple[int, tuple[str, int | Unit], int]  # the site and its k-th execution
-# One frame of a thread's evaluation context: (kind, ...), the fields after the kind
-# depend on it (see `thread`: SEQ, SPLIT, GROUP, ...).
-Frame = tuple[Any, ...]
 Labelled = Partition | Claim | Lower | AsyncPartition  # statements with a label ψ / φ
 
 
@@ -91,6 +92,118 @@ class ClaimBody:
 
 
 Term = Stmt | ClaimBody  # what a thread's focus and frames hold: runtime forms included
+
+
+# ------------------------------------------------------------------------- frames
+# A thread's term is an evaluation context, a stack of frames, one per congruence rule
+# it descended through (the WebAssembly reference interpreter's typed contexts), and
+# a focus. The four that narrow the code perspective keep the thread's π, p and unit
+# from before they narrowed them (`persp`, `p`, `unit`), for their -Done rule.
+
+
+@dataclass(frozen=True, slots=True)
+class SeqFrame:
+    """S-Seq-First at stmts[i]; `shown` = (y, k): S-Partition's body, printed
+    s[(y + k)/y]."""
+
+    stmts: tuple[Term, ...]
+    i: int
+    shown: tuple[str, int] | None = None
+
+    def key(self) -> tuple[object, ...]:
+        return (0, id(self.stmts), self.i, self.shown)
+
+
+@dataclass(frozen=True, slots=True)
+class SplitFrame:
+    """S-Split-Left (side 0) / S-Split-Right (side 1)."""
+
+    node: Split
+    side: int
+    persp: Perspective
+    p: int
+    unit: Unit
+
+    def key(self) -> tuple[object, ...]:
+        return (1, id(self.node), self.side, self.persp, self.p, self.unit)
+
+
+@dataclass(frozen=True, slots=True)
+class GroupFrame:
+    """S-Group's body."""
+
+    node: Group
+    persp: Perspective
+    p: int
+    unit: Unit
+
+    def key(self) -> tuple[object, ...]:
+        return (2, id(self.node), self.persp, self.p, self.unit)
+
+
+@dataclass(frozen=True, slots=True)
+class DestructFrame:
+    """S-Destruct-Grid / S-Destruct-Block's body."""
+
+    node: Destruct
+    persp: Perspective
+    p: int
+    unit: Unit
+
+    def key(self) -> tuple[object, ...]:
+        return (3, id(self.node), self.persp, self.p, self.unit)
+
+
+@dataclass(frozen=True, slots=True)
+class AsyncFrame:
+    """S-Async-Partition-Congr: the body of the async_partition labelled φ."""
+
+    node: AsyncPartition
+    label: str
+
+    def key(self) -> tuple[object, ...]:
+        return (4, id(self.node), self.label)
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimFrame:
+    """S-Claim's body (the runtime form `ClaimBody`, for p < n')."""
+
+    node: ClaimBody
+    persp: Perspective
+    p: int
+    unit: Unit
+
+    def key(self) -> tuple[object, ...]:
+        return (5, id(self.node), self.persp, self.p, self.unit)
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeFrame:
+    """A `let`'s (or a renaming's) scope, fixed only: the binding it shadows."""
+
+    name: str
+    shadowed: Binding | None
+
+    def key(self) -> tuple[object, ...]:
+        old = self.shadowed
+        return (6, self.name, None if old is None else (old.value, old.persp))
+
+
+@dataclass(frozen=True, slots=True)
+class CallFrame:
+    """A function body, fixed only: the caller's η and the call statement."""
+
+    fn: FnDef
+    env: dict[str, Binding]
+    call: Call
+
+    def key(self) -> tuple[object, ...]:
+        return (7, id(self.fn), _env_key(self.env), id(self.call))
+
+
+Frame = (SeqFrame | SplitFrame | GroupFrame | DestructFrame | AsyncFrame | ClaimFrame
+         | ScopeFrame | CallFrame)
 
 
 class Config:
@@ -292,7 +405,7 @@ class ThreadState:
 
     def key(self) -> tuple[object, ...]:
         """A hashable summary of the whole thread state (exhaustive exploration)."""
-        frames = tuple(tuple(map(_key_part, f)) for f in self.frames)
+        frames = tuple(f.key() for f in self.frames)
         return (id(self.focus), frames, self.persp, self.p, self.unit,
                 _env_key(self.env), self.m, tuple(sorted(self.waits.items())),
                 tuple(sorted((k, tuple(map(id, v))) for k, v in self.phi.items())),
@@ -302,18 +415,6 @@ class ThreadState:
 # E-rules compiled to closures (`expr_eval`): the value of an expression for a thread
 # and a target perspective π'.
 Eval = Callable[[ThreadState, Perspective], Value]
-
-
-def _key_part(x: object) -> object:
-    if x is None or isinstance(x, (int, str, Perspective)):
-        return x
-    if isinstance(x, dict):
-        return _env_key(x)
-    if isinstance(x, tuple) and all(isinstance(e, (int, str)) for e in x):
-        return x
-    if isinstance(x, Binding):
-        return (x.value, x.persp)
-    return id(x)
 
 
 def _env_key(env: dict[str, Binding]) -> tuple[tuple[str, Value, Perspective], ...]:

@@ -39,9 +39,8 @@ from gpusem.calculus.bundl.ast import (
 )
 from gpusem.calculus.bundl.walk import child_exprs
 from gpusem.calculus.errors import BudgetExhausted, Stuck, Trap
-from gpusem.interpreter.bundl.config import Config, ThreadState
+from gpusem.interpreter.bundl.config import AsyncFrame, Config, ThreadState
 from gpusem.interpreter.bundl.machine import Machine, Outcome, deadlock_error, where
-from gpusem.interpreter.bundl.thread import ASYNC
 from gpusem.interpreter.bundl.values import GlobalMemory, PyValue
 
 # A global memory as a hashable key (`_freeze`).
@@ -142,7 +141,8 @@ def _is_local(cfg: Config, th: ThreadState) -> bool:
     s = th.focus  # after descend (enabled_threads descended every thread)
     match s:
         case Skip():
-            return cfg.fixed or th.frames[-1][0] != ASYNC  # paper: Φ is shared
+            # paper: Φ is shared
+            return cfg.fixed or not isinstance(th.frames[-1], AsyncFrame)
         case Decl(init=e) | If(cond=e):
             return not _reads_memory(cfg, e)
         case Assign(name=x, value=e):

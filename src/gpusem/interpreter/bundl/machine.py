@@ -21,6 +21,7 @@ live thread only spins" is a deadlock. See errata ("spinning is not a step").
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,12 +35,12 @@ from gpusem.calculus.span import Span
 from gpusem.interpreter.bundl.config import (
     Config,
     ConfigSnapshot,
+    SeqFrame,
     Term,
     ThreadState,
 )
 from gpusem.interpreter.bundl.plug import plug
 from gpusem.interpreter.bundl.small_step import blocked, step_thread
-from gpusem.interpreter.bundl.thread import SEQ
 from gpusem.interpreter.bundl.values import GlobalMemory, located
 
 # The preservation hook `check(machine, index)` (see `Machine`).
@@ -174,9 +175,9 @@ def where(m: Machine, th: ThreadState) -> Span:
     budget ran out (issue 15: budget messages name the file and the statement)."""
     candidates: list[object] = [th.focus]
     for frame in reversed(th.frames):  # the innermost enclosing statement
-        if frame[0] == SEQ and 0 <= frame[2] < len(frame[1]):
-            candidates.append(frame[1][frame[2]])
-        candidates.extend(frame[1:])
+        if isinstance(frame, SeqFrame) and 0 <= frame.i < len(frame.stmts):
+            candidates.append(frame.stmts[frame.i])
+        candidates.extend(getattr(frame, f.name) for f in dataclasses.fields(frame))
     for node in candidates:
         span = getattr(node, "span", None)
         if isinstance(span, Span) and span.line:

@@ -12,7 +12,7 @@ binds y to the offset pointer instead (the same value at every occurrence of y).
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, cast
+from typing import Any, assert_never, cast
 
 from gpusem.calculus.bundl.ast import (
     AsyncPartition,
@@ -27,16 +27,20 @@ from gpusem.calculus.bundl.ast import (
     Stmt,
     Var,
 )
-from gpusem.interpreter.bundl.config import ClaimBody, Config, Term, ThreadState
-from gpusem.interpreter.bundl.thread import (
-    ASYNC,
-    CALL,
-    CLAIM,
-    DESTRUCT,
-    GROUP,
-    SCOPE,
-    SEQ,
-    SPLIT,
+from gpusem.interpreter.bundl.config import (
+    AsyncFrame,
+    CallFrame,
+    ClaimBody,
+    ClaimFrame,
+    Config,
+    DestructFrame,
+    Frame,
+    GroupFrame,
+    ScopeFrame,
+    SeqFrame,
+    SplitFrame,
+    Term,
+    ThreadState,
 )
 
 
@@ -58,47 +62,46 @@ def plug_calls(cfg: Config, th: ThreadState) -> list[tuple[Stmt, int]]:
     partition may hide a global the body uses."""
     out: list[tuple[Stmt, int]] = []
     frames = th.frames
-    cuts = [i for i, f in enumerate(frames) if f[0] == CALL]
+    cuts = [(i, f) for i, f in enumerate(frames) if isinstance(f, CallFrame)]
     focus: Term = th.focus
     end = len(frames)
-    for i in reversed(cuts):
+    for i, call in reversed(cuts):
         out.append((_plug(focus, frames[i + 1:end], True), i))
-        focus, end = frames[i][3], i  # the call statement, in the caller's term
+        focus, end = call.call, i  # the call statement, in the caller's term
     out.append((_plug(focus, frames[:end], True), -1))
     return out[::-1]
 
 
-def _plug(focus: Term, frames: list[Any], for_typing: bool) -> Stmt:
+def _plug(focus: Term, frames: list[Frame], for_typing: bool) -> Stmt:
     render = _for_typing if for_typing else _for_display
     cur = render(focus)
     for f in reversed(frames):
-        kind = f[0]
-        if kind == SEQ:
-            stmts, i = f[1], f[2]
-            rest = [render(x) for x in stmts[i + 1:]]
-            if len(f) > 3:  # S-Partition's body, index 1: s[(y + k)/y]
-                y, off = f[3]
-                if i == 1:
-                    cur = subst(cur, y, off)
-                elif i == 0:
-                    rest[0] = subst(rest[0], y, off)
-            cur = Seq((cur, *rest))
-        elif kind == SPLIT:
-            node = f[1]
-            cur = dataclasses.replace(node, left=cur) if f[2] == 0 else \
-                dataclasses.replace(node, right=cur)
-        elif kind == GROUP:
-            cur = Group(f[1].q, cur, f[1].span)
-        elif kind == DESTRUCT:
-            cur = Destruct(cur, f[1].span)
-        elif kind == ASYNC:
-            cur = dataclasses.replace(f[1], label=f[2], body=cur)
-        elif kind == CLAIM:
-            c = f[1]
-            cur = dataclasses.replace(c.claim, body=cur) if for_typing else \
-                Split(c.claim.at, c.n - c.claim.at, cur, Skip(), c.span)
-        else:
-            assert kind in (SCOPE, CALL)
+        match f:
+            case SeqFrame(stmts, i, shown):
+                rest = [render(x) for x in stmts[i + 1:]]
+                if shown is not None:  # S-Partition's body, index 1: s[(y + k)/y]
+                    y, off = shown
+                    if i == 1:
+                        cur = subst(cur, y, off)
+                    elif i == 0:
+                        rest[0] = subst(rest[0], y, off)
+                cur = Seq((cur, *rest))
+            case SplitFrame(node, side):
+                cur = dataclasses.replace(node, left=cur) if side == 0 else \
+                    dataclasses.replace(node, right=cur)
+            case GroupFrame(node):
+                cur = Group(node.q, cur, node.span)
+            case DestructFrame(node):
+                cur = Destruct(cur, node.span)
+            case AsyncFrame(node, label):
+                cur = dataclasses.replace(node, label=label, body=cur)
+            case ClaimFrame(c):
+                cur = dataclasses.replace(c.claim, body=cur) if for_typing else \
+                    Split(c.claim.at, c.n - c.claim.at, cur, Skip(), c.span)
+            case ScopeFrame() | CallFrame():
+                pass  # no syntax of their own
+            case _:
+                assert_never(f)
     return cur
 
 

@@ -17,7 +17,7 @@ from gpusem.calculus.bundl.perspective import GRID1
 from gpusem.calculus.errors import IllTyped
 from gpusem.interpreter.bundl.machine import Check, Machine
 from gpusem.interpreter.bundl.plug import plug_calls
-from gpusem.interpreter.bundl.thread import CALL
+from gpusem.interpreter.bundl.config import CallFrame
 from gpusem.typing_rules.bundl.stmt import check_stmt, program_context
 
 
@@ -33,12 +33,17 @@ def preservation_check(prog: Program, rules: str = "fixed") -> Check:
         for term, cut in plug_calls(m.cfg, th):
             # the names bound where this term runs: main's η is the first CALL frame's
             # saved η (or the thread's, without calls), a body's the next frame's
-            later = [i for i, f in enumerate(frames) if f[0] == CALL and i > cut]
-            env = frames[later[0]][2] if later else th.env
+            later = [f for i, f in enumerate(frames)
+                     if isinstance(f, CallFrame) and i > cut]
+            env = later[0].env if later else th.env
             ctx = base
             for name, b in env.items():
                 ctx = ctx.extend(name, b.persp, b.type)
-            persp = GRID1 if cut < 0 else frames[cut][1].persp
+            persp = GRID1
+            if cut >= 0:
+                here = frames[cut]
+                assert isinstance(here, CallFrame)  # plug_calls cuts at calls
+                persp = here.fn.persp
             try:
                 check_stmt(ctx, persp, term, rules, m.shape)
             except IllTyped as err:

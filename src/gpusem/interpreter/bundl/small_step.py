@@ -28,7 +28,7 @@ scope of a `let`, fixed only) and CALL (a function body's environment, fixed onl
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, assert_never
 
 from gpusem.calculus.bundl.ast import (
     Assign,
@@ -56,9 +56,17 @@ from gpusem.calculus.bundl.perspective import (
 )
 from gpusem.calculus.errors import Stuck, Trap
 from gpusem.interpreter.bundl.config import (
+    AsyncFrame,
+    CallFrame,
     ClaimBody,
+    ClaimFrame,
     Config,
+    DestructFrame,
     Frame,
+    GroupFrame,
+    ScopeFrame,
+    SeqFrame,
+    SplitFrame,
     Term,
     ThreadState,
     Unit,
@@ -67,15 +75,7 @@ from gpusem.interpreter.bundl.coverage import redex_rules
 from gpusem.interpreter.bundl.expr_eval import compile_expr, lookup
 from gpusem.interpreter.bundl.small_step_data import DATA_AXIOMS
 from gpusem.interpreter.bundl.thread import (
-    ASYNC,
-    CLAIM,
-    DESTRUCT,
-    GROUP,
-    SCOPE,
-    SEQ,
     SKIP,
-    SPLIT,
-    TRANSPARENT,
     Axiom,
     bind,
     check_value,
@@ -128,38 +128,43 @@ def descend(cfg: Config, th: ThreadState) -> None:
 
 
 def chain(frames: list[Frame]) -> tuple[str, ...]:
+    """The congruence rules of a context, outermost first (SCOPE / CALL are none)."""
     names = []
     for f in frames:
-        kind = f[0]
-        if kind == SEQ:
-            names.append("S-Seq-First")
-        elif kind == SPLIT:
-            names.append("S-Split-Left" if f[2] == 0 else "S-Split-Right")
-        elif kind == GROUP:
-            names.append("S-Group")
-        elif kind == DESTRUCT:
-            names.append("S-Destruct-Grid" if f[2].level == Level.GRID
-                         else "S-Destruct-Block")
-        elif kind == ASYNC:
-            names.append("S-Async-Partition-Congr")
-        elif kind == CLAIM:
-            names.append("S-Claim-Body")
+        match f:
+            case SeqFrame():
+                names.append("S-Seq-First")
+            case SplitFrame(side=side):
+                names.append("S-Split-Left" if side == 0 else "S-Split-Right")
+            case GroupFrame():
+                names.append("S-Group")
+            case DestructFrame(persp=persp):
+                names.append("S-Destruct-Grid" if persp.level == Level.GRID
+                             else "S-Destruct-Block")
+            case AsyncFrame():
+                names.append("S-Async-Partition-Congr")
+            case ClaimFrame():
+                names.append("S-Claim-Body")
+            case ScopeFrame() | CallFrame():
+                pass
+            case _:
+                assert_never(f)
     return tuple(names)
 
 
 def _normalise(cfg: Config, th: ThreadState) -> None:
     """Pop finished SCOPE / CALL frames: they are no rule, so popping is no step."""
     frames = th.frames
-    while frames and type(th.focus) is Skip and frames[-1][0] in TRANSPARENT:
+    while frames and type(th.focus) is Skip and type(frames[-1]) in _TRANSPARENT:
         f = frames.pop()
-        if f[0] == SCOPE:  # leave a `let`'s scope: restore the shadowed binding
-            name, old = f[1], f[2]
-            if old is None:
-                th.env.pop(name, None)
+        if type(f) is ScopeFrame:  # leave a `let`'s scope: restore the shadowed binding
+            if f.shadowed is None:
+                th.env.pop(f.name, None)
             else:
-                th.env[name] = old
+                th.env[f.name] = f.shadowed
         else:  # CALL: return to the caller's environment
-            th.env = f[2]
+            assert type(f) is CallFrame  # _TRANSPARENT
+            th.env = f.env
 
 
 def _push(th: ThreadState, frame: Frame, focus: Term,
@@ -181,7 +186,7 @@ def _enter_seq(cfg: Config, th: ThreadState, s: Seq) -> bool:
     # S-Seq-First (its frame); S-Seq-Done fires when the head is skip
     if type(s.stmts[0]) is Skip:
         return False
-    _push(th, (SEQ, s.stmts, 0), s.stmts[0])
+    _push(th, SeqFrame(s.stmts, 0), s.stmts[0])
     return True
 
 
@@ -204,10 +209,10 @@ def _enter_split(cfg: Config, th: ThreadState, s: Split) -> bool:
         return False
     h = th.persp.level
     if side == 0:  # S-Split-Left
-        _push(th, (SPLIT, s, 0, th.persp, th.p, th.unit), s.left,
+        _push(th, SplitFrame(s, 0, th.persp, th.p, th.unit), s.left,
               cfg.persp(h, s.n1), th.p, th.unit + ("L",))
     else:  # S-Split-Right
-        _push(th, (SPLIT, s, 1, th.persp, th.p, th.unit), s.right,
+        _push(th, SplitFrame(s, 1, th.persp, th.p, th.unit), s.right,
               cfg.persp(h, s.n2), th.p - s.n1, th.unit + ("R",))
     return True
 
@@ -228,7 +233,7 @@ def _enter_group(cfg: Config, th: ThreadState, s: Group) -> bool:
         stuck("S-Group", s, th, f"perspective mismatch: group {s.q} needs a code "
                f"perspective (h, {s.q}·n), code is at {th.persp}")
     n = th.persp.n // s.q
-    _push(th, (GROUP, s, th.persp, th.p, th.unit), s.body,
+    _push(th, GroupFrame(s, th.persp, th.p, th.unit), s.body,
           cfg.persp(th.persp.level, n), th.p % n, th.unit + (th.p // n,))
     return True
 
@@ -248,7 +253,7 @@ def _enter_destruct(cfg: Config, th: ThreadState, s: Destruct) -> bool:
     inner = cfg.persp_of(persp_destruct(th.persp, cfg.shape))
     # S-Destruct-Block: p := t mod T; S-Destruct-Grid: p := b mod B
     p = th.t % cfg.shape.threads if th.persp == BLOCK1 else th.b % cfg.shape.blocks
-    _push(th, (DESTRUCT, s, th.persp, th.p, th.unit), s.body, inner, p)
+    _push(th, DestructFrame(s, th.persp, th.p, th.unit), s.body, inner, p)
     return True
 
 
@@ -267,7 +272,7 @@ def _enter_async(cfg: Config, th: ThreadState, s: AsyncPartition) -> bool:
     require_persp(th, s, THREAD1, "S-Async-Partition-Congr")
     rename_var(cfg, th, s, s.source, s.target, THREAD1, "S-Async-Partition-Congr",
             async_=True)
-    _push(th, (ASYNC, s, label_of(cfg, s)), s.body)
+    _push(th, AsyncFrame(s, label_of(cfg, s)), s.body)
     return True
 
 
@@ -279,7 +284,7 @@ def _step_async(cfg: Config, th: ThreadState, s: AsyncPartition) -> str:
     if pending:
         rename_var(cfg, th, s, s.source, s.target, THREAD1, "S-Async-Partition-Unwind",
                 async_=True)
-        _push(th, (ASYNC, s, label), pending.pop(0))
+        _push(th, AsyncFrame(s, label), pending.pop(0))
         return "S-Async-Partition-Unwind"
     th.focus = SKIP
     return "S-Async-Partition-Done"
@@ -289,7 +294,7 @@ def _enter_claim_body(cfg: Config, th: ThreadState, s: ClaimBody) -> bool:
     n1 = s.claim.at
     if th.p >= n1 or type(s.claim.body) is Skip:
         return False
-    _push(th, (CLAIM, s, th.persp, th.p, th.unit), s.claim.body,
+    _push(th, ClaimFrame(s, th.persp, th.p, th.unit), s.claim.body,
           cfg.persp(th.persp.level, n1), th.p, th.unit + ("C",))
     return True
 
@@ -307,31 +312,34 @@ def _done(cfg: Config, th: ThreadState) -> str:
     if not th.frames:
         raise Stuck("stuck: the thread has terminated", rule="S-Program")
     f = th.frames[-1]
-    kind = f[0]
-    if kind == SEQ:  # S-Seq-Done: skip; s2 ⇝ s2
-        stmts, i = f[1], f[2] + 1
+    if isinstance(f, SeqFrame):  # S-Seq-Done: skip; s2 ⇝ s2
+        stmts, i = f.stmts, f.i + 1
         if i == len(stmts) - 1:
             th.frames.pop()
         else:
-            th.frames[-1] = (SEQ, stmts, i) + f[3:]
+            th.frames[-1] = SeqFrame(stmts, i, f.shown)
         th.focus = stmts[i]
         return "S-Seq-Done"
-    if kind == ASYNC:
+    if isinstance(f, AsyncFrame):
         return _async_unwind(cfg, th, f)
     th.frames.pop()
-    if kind == SPLIT:
-        th.persp, th.p, th.unit = f[3], f[4], f[5]
-        return "S-Split-Left-Done" if f[2] == 0 else "S-Split-Right-Done"
-    th.persp, th.p, th.unit = f[2], f[3], f[4]
-    if kind == GROUP:
+    # SCOPE / CALL frames are popped by _normalise: a narrowing frame is left
+    assert not isinstance(f, ScopeFrame | CallFrame)
+    th.persp, th.p, th.unit = f.persp, f.p, f.unit
+    if isinstance(f, SplitFrame):
+        return "S-Split-Left-Done" if f.side == 0 else "S-Split-Right-Done"
+    if isinstance(f, GroupFrame):
         return "S-Group-Done"
-    if kind == DESTRUCT:
+    if isinstance(f, DestructFrame):
         return "S-Destruct-Done"
-    return "S-Claim-Done"  # CLAIM
+    return "S-Claim-Done"  # ClaimFrame
 
 
-def _async_unwind(cfg: Config, th: ThreadState, f: Frame) -> str:
-    label = f[2]
+_TRANSPARENT = (ScopeFrame, CallFrame)  # no rule of their own
+
+
+def _async_unwind(cfg: Config, th: ThreadState, f: AsyncFrame) -> str:
+    label = f.label
     phi = th.phi if cfg.fixed else cfg.phi
     pending = phi.get(label)
     if pending:  # S-Async-Partition-Unwind: run one deferred statement

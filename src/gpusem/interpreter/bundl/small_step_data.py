@@ -34,16 +34,16 @@ from gpusem.calculus.bundl.perspective import size as persp_size
 from gpusem.calculus.errors import Trap
 from gpusem.interpreter.bundl.config import (
     AllocSite,
+    AsyncFrame,
+    CallFrame,
     Config,
+    SeqFrame,
     Term,
     ThreadState,
     Unit,
 )
 from gpusem.interpreter.bundl.expr_eval import compile_expr, compile_ptr, fail, lookup
 from gpusem.interpreter.bundl.thread import (
-    ASYNC,
-    CALL,
-    SEQ,
     SKIP,
     Axiom,
     bind,
@@ -142,7 +142,7 @@ def _sync_block(cfg: Config, th: ThreadState, s: Partition | Claim | Lower,
                 body: Term, label: str) -> None:
     """⇝ init_ψ; s; dec_ψ; wait_ψ (S-Partition, S-Claim, S-Lower)."""
     stmts = cfg.sync_block(s, body, label)
-    th.frames.append((SEQ, stmts, 0))
+    th.frames.append(SeqFrame(stmts, 0))
     th.focus = stmts[0]
 
 
@@ -168,7 +168,7 @@ def s_partition(cfg: Config, th: ThreadState, s: Partition) -> str:
     stmts = cfg.sync_block(s, s.body, label)
     rename_var(cfg, th, s, s.source, s.target, cfg.persp(h, max(n // s.by, 1)),
             "S-Partition", offset=off, chunk=chunk)
-    th.frames.append((SEQ, stmts, 0, (s.target, off)))  # (y, k): shown as s[(y+k)/y]
+    th.frames.append(SeqFrame(stmts, 0, (s.target, off)))  # shown as s[(y+k)/y]
     th.focus = stmts[0]
     return "S-Partition"
 
@@ -251,7 +251,8 @@ def s_sync_wait(cfg: Config, th: ThreadState, s: SyncWait) -> str:
 def s_async_memcpy(cfg: Config, th: ThreadState, s: AsyncMemcpy) -> str:
     # S-Async-Memcpy: Φ(φ) ∪ {memcpy(x, y)}, φ of the innermost async_partition
     require_persp(th, s, THREAD1, "S-Async-Memcpy")
-    label = next((f[2] for f in reversed(th.frames) if f[0] == ASYNC), None)
+    label = next((f.label for f in reversed(th.frames) if type(f) is AsyncFrame),
+                 None)
     if label is None:
         stuck("S-Async-Memcpy", s, th, "async_memcpy outside async_partition")
     phi = th.phi if cfg.fixed else cfg.phi
@@ -317,7 +318,7 @@ def s_call(cfg: Config, th: ThreadState, s: Call) -> str:
         vals.append(Binding(v, tgt, prm.type))
     if cfg.fixed:
         # Note: the body gets its own η (errata "function calls clobber η")
-        th.frames.append((CALL, fn, th.env, s))
+        th.frames.append(CallFrame(fn, th.env, s))
         th.env = {}
     for prm, b in zip(fn.params, vals):
         th.env[prm.name] = b

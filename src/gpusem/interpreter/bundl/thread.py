@@ -6,15 +6,11 @@ P(t, b) with its local memory and position, is `config.ThreadState`. The rules
 themselves are in `small_step` (A.3.2) and `small_step_data` (A.3.3-A.3.6); both read
 these, neither reads the other's internals.
 
-Frames (`ThreadState.frames`), by kind:
-  (SEQ, stmts, i) or (SEQ, stmts, i, (y, k))   S-Seq-First at stmts[i] (S-Partition's
-                                               body shows as s[(y + k)/y])
-  (SPLIT, split, side, π, p, unit)             S-Split-Left (side 0) / -Right (1)
-  (GROUP | DESTRUCT | CLAIM, node, π, p, unit) S-Group, S-Destruct-*, S-Claim's body
-  (ASYNC, async_partition, φ)                  S-Async-Partition-Congr
-  (SCOPE, x, shadowed binding or None)         a `let`'s scope (fixed)
-  (CALL, fn, the caller's η, the call)         a function body (fixed)
-where π, p, unit are the thread's before the frame narrowed them.
+Frames (`ThreadState.frames`), one class per kind (`config`): SeqFrame (S-Seq-First),
+SplitFrame (S-Split-Left / -Right), GroupFrame, DestructFrame, ClaimFrame (S-Group,
+S-Destruct-*, S-Claim's body; these four keep the π, p, unit the thread had before
+they narrowed them), AsyncFrame (S-Async-Partition-Congr), ScopeFrame (a `let`'s
+scope, fixed) and CallFrame (a function body, fixed).
 """
 
 from __future__ import annotations
@@ -28,6 +24,7 @@ from gpusem.calculus.errors import Stuck
 from gpusem.interpreter.bundl.config import (
     Config,
     Labelled,
+    ScopeFrame,
     SyncKey,
     Term,
     ThreadState,
@@ -41,8 +38,6 @@ from gpusem.interpreter.bundl.values import (
     type_of_value,
 )
 
-SEQ, SPLIT, GROUP, DESTRUCT, ASYNC, CLAIM, SCOPE, CALL = range(8)
-TRANSPARENT = (SCOPE, CALL)
 SKIP = Skip()
 
 # The rule for one class of statement (the AXIOMS tables of `small_step` and
@@ -81,7 +76,7 @@ def check_value(th: ThreadState, node: object, rule: str, want: Type, v: Value,
 def bind(cfg: Config, th: ThreadState, name: str, binding: Binding, body: Term) -> None:
     """Extend η and continue with the binder's body; `fixed` scopes the binding."""
     if cfg.fixed and type(body) is not Skip:
-        th.frames.append((SCOPE, name, th.env.get(name)))
+        th.frames.append(ScopeFrame(name, th.env.get(name)))
     th.env[name] = binding
     th.focus = body
 
@@ -101,7 +96,7 @@ def rename_var(cfg: Config, th: ThreadState, node: object, x: str, y: str,
     nb = Binding(v, persp, ty)
     if cfg.fixed:
         # Note: names are thread-local (errata "names are thread-local"); scoped.
-        th.frames.append((SCOPE, y, th.env.get(y)))
+        th.frames.append(ScopeFrame(y, th.env.get(y)))
     th.env[y] = nb
     return b
 

@@ -1,4 +1,4 @@
-"""The access collector of the Bundl race analysis (`fuzz/bundl/race.py`): one walk
+"""The access collector of the Bundl race analysis (`race.py`): one walk
 of a program that records, symbolically in z3 terms, every access a thread makes to
 Shared or Global memory, with the path condition that reaches it, the region instance
 (unit) it touches, and its position among the barriers of each statement sequence.
@@ -30,8 +30,14 @@ from gpusem.calculus.bundl.perspective import (
     level_ratio,
 )
 from gpusem.calculus.bundl.printer import print_expr as _show
-from gpusem.calculus.bundl.walk import child_stmts
-from gpusem.fuzz.bundl.race_order import SeqInfo, flatten, seq_info, static_trips
+from gpusem.calculus.bundl.walk import child_exprs, child_stmts
+from gpusem.typing_rules.bundl.race_order import (
+    SeqInfo,
+    counted,
+    flatten,
+    seq_info,
+    static_trips,
+)
 
 BV = 32
 F32 = z3.Float32()
@@ -41,6 +47,7 @@ Term = Any  # a z3 expression (z3 ships no type information)
 Builder = Callable[["Th"], Term]  # a term of one symbolic thread
 UnitBuilder = Callable[["Th"], list[Term]]  # the unit / region instance of a thread
 ValueBuilder = Callable[["Th", Term], Term]  # the value a thread stores at an address
+CellTest = Callable[["Th", Term], Term]  # whether a thread's access touches a cell
 
 
 class Th:
@@ -53,6 +60,13 @@ class Th:
         self.tid = z3.URem(self.t, threads)
         self.count = 0
         self.cons: list[Term] = []
+        self.memo: dict[int, Term] = {}  # one term per key for this thread (`once`)
+
+    def once(self, key: int, make: Callable[[], Term]) -> Term:
+        """The term `make` gives, made once for this thread and `key`."""
+        if key not in self.memo:
+            self.memo[key] = make()
+        return self.memo[key]
 
     def fresh(self, kind: str) -> Term:
         self.count += 1
@@ -86,6 +100,9 @@ class Scalar:
     kind: str  # int | float | bool
     value: Builder | None  # th -> term, or None: unknown (fresh per use)
     persp: Perspective = GRID1  # the variable's perspective (the target of `x = e`)
+    # Where the variable lives at the perspective of the code that declared it: that
+    # code's unit, whose threads hold one value of it (Sec 3.4.1; see `uniform`)
+    unit: UnitBuilder | None = None
 
 
 @dataclass(frozen=True)
@@ -97,6 +114,9 @@ class Access:
     path: tuple[Builder, ...]  # builders th -> Bool
     pos: tuple[tuple[int, int], ...]  # ((seq uid, item index), ...)
     what: str
+    covers: CellTest  # (th, cell) -> Bool: whether the access touches that cell
+    # every thread whose path holds makes it, once (not under an `if`, not in a loop)
+    certain: bool = False
 
 
 @dataclass(frozen=True)
@@ -108,6 +128,8 @@ class Ctx:
     pos: tuple[tuple[int, int], ...]
     env: dict[str, View | Scalar]
     depth: int = 0
+    looped: bool = False  # inside a while (cond or body): a site runs many times
+    guarded: bool = False  # inside an if branch: not every thread of the path runs it
 
 
 def _assigned(s: A.Stmt, out: set[str]) -> set[str]:
@@ -134,7 +156,11 @@ class Collector:
         self.seqs: dict[int, SeqInfo] = {}
         self.sites = 0
         self.memories: dict[tuple[tuple[object, ...], str], Term] = {}
+        self.uniforms: dict[tuple[object, ...], Term] = {}  # see `uniform`
+        # allocated regions that only ever hold zeros (`settle_zero_regions`)
+        self.zero_regions: set[tuple[object, ...]] = set()
         self.local_written: set[tuple[object, ...]] = set()  # Local sites written
+        self.local_first: dict[tuple[object, ...], int] = {}  # walk index of 1st write
         self.incomplete = ""  # why the walk may have missed accesses, if it may have
         self._written: set[tuple[object, ...]] | None = None  # computed once the walk is over
 
@@ -165,14 +191,15 @@ class Collector:
             elif isinstance(x, A.While) and static_trips(items, k) == 0:
                 continue  # a counted loop that never runs its body
             else:
-                self.stmt(x, c)
+                self.stmt(x, c, counted(items, k) if isinstance(x, A.While) else None)
 
     def header(self, s: A.Stmt, ctx: Ctx, env: dict[str, View | Scalar]) -> None:
         match s:
             case A.Decl(name, ty, persp, init):  # S-Decl: e at ⊢^π_π'
                 val, _ = self.expr(init, ctx, persp)
                 known = name not in self.assigned
-                env[name] = Scalar(ty.value, val if known else None, persp)
+                own = ctx.unit if persp == ctx.persp else None
+                env[name] = Scalar(ty.value, val if known else None, persp, own)
             case A.Alloc(name, elem, size, mem):  # S-Alloc-*
                 self.sites += 1
                 key: tuple[object, ...]
@@ -188,7 +215,9 @@ class Collector:
                 env[name] = View(key, unit, lambda th: bv(0), size, size, elem.value,
                                  persp)
 
-    def stmt(self, s: A.Stmt, ctx: Ctx) -> None:
+    def stmt(self, s: A.Stmt, ctx: Ctx,
+             bounds: tuple[str, int, int] | None = None) -> None:
+        """One statement; `bounds`: a counted while's (i, lo, hi) (`counted`)."""
         h, n = ctx.persp.level, ctx.persp.n
         p = ctx.p
         match s:
@@ -201,12 +230,30 @@ class Collector:
                 v, _ = self.expr(value, ctx, view.persp if view else None)
                 self.access("w", arr, view, i, lambda th, _addr: v(th), ctx, "store")
             case A.If(cond, then, orelse):  # both branches may run
-                self.expr(cond, ctx)
-                self.block(then, ctx)
-                self.block(orelse, ctx)
+                f, _ = self.expr(cond, ctx)
+                known = _constant(cond, f, self.T)  # but not a branch that never does
+                if known is not False:
+                    self.block(then, replace(ctx, guarded=True))
+                if known is not True:
+                    self.block(orelse, replace(ctx, guarded=True))
             case A.While(cond, body):
-                self.expr(cond, ctx)
-                self.block(body, ctx, loop=True)
+                looping = replace(ctx, looped=True, guarded=True)
+                self.expr(cond, looping)  # tested more than once
+                if bounds is None:
+                    self.block(body, looping, loop=True)
+                    return
+                # a counted loop: lo <= i < hi in its body (the increment last), and
+                # a body run exactly once is straight-line code for its sites
+                name, lo, hi = bounds
+                var = ctx.env.get(name)
+                persp = var.persp if isinstance(var, Scalar) else ctx.persp
+                inner = ctx if hi - lo == 1 else looping
+                # one iteration per thread and access: every use of i in it is one term
+                self.sites += 1
+                uid = self.sites
+                self.block(body, replace(inner, env=inner.env | {name: Scalar(
+                    "int", lambda th: th.once(uid, lambda: _between(th, lo, hi)),
+                    persp)}), loop=True)
             case A.Split(n1, n2, left, right):  # S-Split-Left / S-Split-Right
                 self.block(left, replace(ctx, persp=Perspective(h, n1), path=ctx.path + (
                     lambda th: z3.ULT(p(th), bv(n1)),)), narrower=True)
@@ -254,10 +301,15 @@ class Collector:
                 self.block(body, replace(
                     ctx, env=ctx.env | {y: replace(lowered, persp=down)}), crossing=True)
             case A.AsyncPartition(_, x, y, body) if x in ctx.env:
-                self.block(body, replace(ctx, env=ctx.env | {y: ctx.env[x]}))
-            case A.Memcpy(dst, src) | A.AsyncMemcpy(dst, src):
+                # deferred (A.3.4): its accesses need not land in program order
+                self.block(body, replace(ctx, env=ctx.env | {y: ctx.env[x]},
+                                         guarded=True))
+            case A.Memcpy(dst, src):
                 self.range_access("r", src, ctx, dst)
                 self.range_access("w", dst, ctx, src)
+            case A.AsyncMemcpy(dst, src):  # lands later than program order says
+                self.range_access("r", src, replace(ctx, guarded=True), dst)
+                self.range_access("w", dst, replace(ctx, guarded=True), src)
             case A.Call(fn, args) if fn in self.fns and ctx.depth < 8:
                 self.call(self.fns[fn], args, ctx)
             case _:
@@ -309,8 +361,13 @@ class Collector:
         if v is None or self.local(v, kind):
             return
         off = v.off
-        self.accesses.append(Access(kind, v, lambda th: off(th) + idx(th), value,
-                                    ctx.path, ctx.pos, f"{what} {_show(arr)}"))
+
+        def addr(th: Th) -> Term:
+            return off(th) + idx(th)
+
+        self.accesses.append(Access(kind, v, addr, value, ctx.path, ctx.pos,
+                                    f"{what} {_show(arr)}",
+                                    lambda th, cell: addr(th) == cell, _certain(ctx)))
 
     def range_access(self, kind: str, name: str, ctx: Ctx, other: str) -> None:
         """memcpy(x, y) (S-Memcpy, fixed): the first min(len x, len y) cells from each
@@ -326,26 +383,34 @@ class Collector:
         o = ctx.env.get(other)
         peer = o if isinstance(o, View) else None
 
+        def covers(th: Th, u: Term) -> Term:
+            inside = [z3.UGE(u, off(th)), z3.ULT(u, bv(size))]
+            if peer is not None:  # within the other view's length too
+                inside.append(z3.ULT(u - off(th), bv(peer.size) - peer.off(th)))
+            return z3.And(*inside)
+
         def addr(th: Th) -> Term:
             u = th.fresh("int")
-            th.cons += [z3.UGE(u, off(th)), z3.ULT(u, bv(size))]
-            if peer is not None:  # within the other view's length too
-                th.cons.append(z3.ULT(u - off(th), bv(peer.size) - peer.off(th)))
+            th.cons.append(covers(th, u))
             return u
 
         value: ValueBuilder | None = None
         if kind == "w" and peer is not None:
+            site = self.read_site(ctx)
+
             def copied(th: Th, a: Term, s: View = peer) -> Term:
-                return self.read_at(s, s.off(th) + (a - off(th)), s.elem, th)
+                return self.read_at(s, s.off(th) + (a - off(th)), s.elem, th, site)
             value = copied
 
         self.accesses.append(Access(kind, v, addr, value, ctx.path, ctx.pos,
-                                    f"memcpy {'into' if kind == 'w' else 'from'} {name}"))
+                                    f"memcpy {'into' if kind == 'w' else 'from'} {name}",
+                                    covers, _certain(ctx)))
 
-    def read_value(self, v: View | None, idx: Builder, kind: str, th: Th) -> Term:
+    def read_value(self, v: View | None, idx: Builder, kind: str, th: Th,
+                   site: Site | None = None) -> Term:
         if v is None:
             return th.fresh(kind)
-        return self.read_at(v, v.off(th) + idx(th), kind, th)
+        return self.read_at(v, v.off(th) + idx(th), kind, th, site)
 
     def local(self, v: View, kind: str) -> bool:
         """Whether `v` is Local memory (per thread: no access races); a write to it is
@@ -354,26 +419,104 @@ class Collector:
             return False
         if kind == "w":
             self.local_written.add(v.key)
+            self.sites += 1  # walk order: reads before it still see zeros
+            self.local_first.setdefault(v.key, self.sites)
         return True
 
-    def read_at(self, v: View, addr: Term, kind: str, th: Th) -> Term:
+    def read_at(self, v: View, addr: Term, kind: str, th: Th,
+                site: Site | None = None) -> Term:
         """A read of a region that nothing writes is a function of its cell (the
         same for every thread), of a Local array nothing writes zero (S-Alloc-Local
-        allocates zeros, and a thread's own writes are the only ones); any other read
-        is an unknown of this thread."""
+        allocates zeros, and a thread's own writes are the only ones); a read of a
+        written region at a `site` run at most once per thread is one unknown per
+        (code unit, region instance, cell) (see `uniform`); any other read is an
+        unknown of this thread."""
         if v.key[0] == "local":
-            if v.key in self.local_written:
+            if v.key in self.local_written and not (
+                    site is not None and self.local_first[v.key] > site.uid):
                 return th.fresh(kind)
-            return {"bool": z3.BoolVal(False), "float": z3.FPVal(0.0, F32)}.get(
-                kind, bv(0))
+            # S-Alloc-Local allocates zeros, and only the thread's own writes land: a
+            # read the walk meets before any write (straight-line: not in a loop; an
+            # `if` walks both branches) reads zeros
+            return _zero(kind)
+        if v.key in self.zero_regions or (v.key[0] == "a" and
+                                          v.key not in self.written()):
+            return _zero(kind)  # S-Alloc-* allocate zeros, and nothing else lands
         if v.key in self.written():
-            return th.fresh(kind)
+            if site is None:
+                return th.fresh(kind)
+            args = site.unit(th) + v.unit(th) + [addr]
+            return self.uniform((site.uid, kind, len(args)), kind, args)
         key = (v.key, kind)
         if key not in self.memories:
             rng = {"bool": z3.BoolSort(), "float": F32}.get(kind, z3.BitVecSort(BV))
             self.memories[key] = z3.Function(f"mem_{len(self.memories)}",
                                              z3.BitVecSort(BV), rng)
         return self.memories[key](addr)
+
+    def read_site(self, ctx: Ctx) -> Site | None:
+        """A read site's identity for `read_at`, where it runs at most once per
+        thread (not in a loop), else None."""
+        if ctx.looped:
+            return None
+        self.sites += 1
+        return Site(self.sites, ctx.unit)
+
+    def uniform(self, key: tuple[object, ...], kind: str, args: list[Term]) -> Term:
+        """One unknown shared by every thread that gives the same `args`: a value the
+        typing rules (Sec 3.4.1: read up, write down) make the same in every thread of
+        a unit of the perspective that computes it, given that the program has no
+        race; see errata ("uniform stores are one write").
+
+        Note: sound because the analysis proves race freedom by induction over an
+        execution: up to the first read that returns two threads different values at
+        one site, every such value is indeed shared; and two threads read different
+        values at one site (run once per thread) only if a write lands between the
+        reads, a conflicting pair that `race.py` checks with the shared values still
+        valid. A site in a loop runs once per iteration: it keeps per-thread unknowns."""
+        if key not in self.uniforms:
+            rng = {"bool": z3.BoolSort(), "float": F32}.get(kind, z3.BitVecSort(BV))
+            name = f"uni_{len(self.uniforms)}"
+            self.uniforms[key] = z3.Function(
+                name, *([z3.BitVecSort(BV)] * len(args)), rng) if args else \
+                z3.Const(name, rng)
+        f = self.uniforms[key]
+        return f(*args) if args else f
+
+    def settle_zero_regions(self, timeout_ms: int) -> None:
+        """The allocated regions every write to which stores zero: S-Alloc-* fill a
+        region with zeros, so such a region holds zeros at every moment, whatever the
+        order of its accesses (they cannot race). The greatest such set: assume every
+        written region, drop one whose write z3 cannot prove zero (reading the assumed
+        regions as zeros), until none drops; sound by induction over an execution (the
+        first nonzero store into an assumed region would copy a nonzero out of one)."""
+        candidates = {a.view.key for a in self.accesses
+                      if a.kind == "w" and a.view.key[0] == "a"}
+        solver = z3.Solver()
+        solver.set("timeout", timeout_ms)
+        changed = True
+        while changed and candidates:
+            changed = False
+            self.zero_regions = set(candidates)
+            for a in self.accesses:
+                if a.kind != "w" or a.view.key not in candidates:
+                    continue
+                if a.value is None or not self.stores_zero(solver, a):
+                    candidates.discard(a.view.key)
+                    changed = True
+        self.zero_regions = candidates
+
+    def stores_zero(self, solver: z3.Solver, a: Access) -> bool:
+        th = Th("zero", self.T)
+        assert a.value is not None  # the caller's guard
+        addr = a.addr(th)
+        value = a.value(th, addr)
+        solver.push()
+        try:
+            solver.add(*th.cons, value != _zero(a.view.elem))
+            return bool(solver.check() == z3.unsat)
+        finally:
+            solver.pop()
 
     def written(self) -> set[tuple[object, ...]]:
         if self._written is None:
@@ -398,6 +541,13 @@ class Collector:
                 if isinstance(b, Scalar) and b.value is not None:
                     return b.value, b.kind
                 kind = b.kind if isinstance(b, Scalar) else "int"
+                if isinstance(b, Scalar) and b.unit is not None and not ctx.looped:
+                    # one value per unit of its declaring code (T-Decl, T-Assn: only
+                    # code at its perspective writes it, with values read up)
+                    self.sites += 1
+                    uid, unit = self.sites, b.unit
+                    return (lambda th: self.uniform(("var", uid), kind,
+                                                    unit(th))), kind
                 return (lambda th: th.fresh(kind)), kind
             case A.PartitionId():
                 return self.partition_id(ctx, tgt), "int"
@@ -406,7 +556,8 @@ class Collector:
                 i, _ = self.expr(idx, ctx, tgt)
                 self.access("r", arr, view, i, None, ctx, "read")
                 kind = view.elem if view is not None else "int"
-                return (lambda th: self.read_value(view, i, kind, th)), kind
+                site = self.read_site(ctx)
+                return (lambda th: self.read_value(view, i, kind, th, site)), kind
             case A.UnOp(op, operand):
                 f, kind = self.expr(operand, ctx, tgt)
                 if op == "!":
@@ -460,6 +611,45 @@ class Collector:
         if kind != "int":
             return (lambda th: th.fresh(kind)), kind
         return (lambda th: _ARITH[op](f(th), g(th))), "int"
+
+
+@dataclass(frozen=True)
+class Site:
+    """A read made at most once per thread: its identity and the unit of the code
+    that makes it (`Collector.read_at`)."""
+
+    uid: int
+    unit: UnitBuilder
+
+
+def _between(th: Th, lo: int, hi: int) -> Term:
+    """A fresh int of `th` with lo <= it < hi (signed, as C compares ints)."""
+    u = th.fresh("int")
+    th.cons += [u >= bv(lo & 0xFFFFFFFF), u < bv(hi & 0xFFFFFFFF)]
+    return u
+
+
+def _constant(e: A.Expr, f: Builder, threads: int) -> bool | None:
+    """The value of a condition made of literals and operators only (the generator's
+    `if !true`), else None: a branch it never takes is never walked."""
+    if not _closed(e):
+        return None
+    value = z3.simplify(f(Th("const", threads)))
+    return True if z3.is_true(value) else False if z3.is_false(value) else None
+
+
+def _closed(e: A.Expr) -> bool:
+    if isinstance(e, A.Var | A.Index | A.PartitionId):
+        return False
+    return all(_closed(c) for c in child_exprs(e))
+
+
+def _zero(kind: str) -> Term:
+    return {"bool": z3.BoolVal(False), "float": z3.FPVal(0.0, F32)}.get(kind, bv(0))
+
+
+def _certain(ctx: Ctx) -> bool:
+    return not (ctx.looped or ctx.guarded)
 
 
 Op2 = Callable[[Term, Term], Term]

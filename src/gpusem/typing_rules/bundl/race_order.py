@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpusem.calculus.bundl import ast as A
+from gpusem.calculus.bundl.walk import child_stmts
 
 Item = tuple[str, A.Stmt]  # ("header" | "stmt", statement): see `flatten`
 UnitBuilder = Callable[[Any], list[Any]]  # the unit of a symbolic thread (z3 terms)
@@ -94,6 +95,47 @@ def static_trips(items: Sequence[Item], k: int) -> int | None:
                      "==": c0 == c1, "!=": c0 != c1}.get(op)
             return None if holds is None else int(holds)
     return None
+
+
+def counted(items: Sequence[Item], k: int) -> tuple[str, int, int] | None:
+    """(i, lo, hi) when the `while` at items[k] is a counted loop `let i : int = c0;
+    while i < c1 { ...; i = i + 1; }` (or `i <= c1`) that runs (c0 < c1) and whose
+    body binds or assigns i nowhere else: then lo <= i < hi throughout its body but
+    the last statement (the test held on entry, and i only grows, without overflow
+    below hi), and it runs hi - lo times."""
+    if static_trips(items, k) != 1:
+        return None
+    decl, loop = items[k - 1][1], items[k][1]
+    assert isinstance(decl, A.Decl) and isinstance(loop, A.While)  # static_trips
+    assert isinstance(decl.init, A.IntLit)
+    c0, name = decl.init.value, decl.name
+    match loop.cond:
+        case A.BinOp("<", _, A.IntLit(c1)):
+            hi = c1
+        case A.BinOp("<=", _, A.IntLit(c1)):
+            hi = c1 + 1
+        case _:
+            return None
+    body = flatten(loop.body)
+    if not body or not -(2**31) <= c0 < hi <= 2**31 - 1:
+        return None
+    match body[-1]:
+        case ("stmt", A.Assign(x, A.BinOp("+", A.Var(y), A.IntLit(1)))) if x == y == name:
+            pass
+        case _:
+            return None
+    # a header's scope is the items after it (checked there), not part of the header
+    if any(_binds(s, name) if tag == "stmt" else isinstance(s, A.Decl) and s.name == name
+           for tag, s in body[:-1]):
+        return None
+    return name, c0, hi
+
+
+def _binds(s: A.Stmt, name: str) -> bool:
+    """Whether `s` declares or assigns `name` anywhere inside it."""
+    if isinstance(s, A.Assign | A.Decl) and s.name == name:
+        return True
+    return any(_binds(c, name) for c in child_stmts(s))
 
 
 def must_barrier(items: Sequence[Item], k: int, fns: dict[str, A.FnDef],

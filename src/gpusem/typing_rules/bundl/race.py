@@ -43,14 +43,14 @@ from dataclasses import dataclass, field
 
 import z3
 from gpusem.calculus.bundl import ast as A
-from gpusem.fuzz.bundl.race_accesses import (
+from gpusem.typing_rules.bundl.race_accesses import (
     Access,
     Collector,
     Term,
     Th,
     bv,
 )
-from gpusem.fuzz.bundl.race_order import ordered
+from gpusem.typing_rules.bundl.race_order import ordered
 
 
 @dataclass
@@ -97,13 +97,15 @@ def analyse(prog: A.Program, timeout_ms: int = 2000, max_races: int = 1,
         return report
     if prog.machine.blocks * prog.machine.threads < 2:
         return report  # one thread: nothing to race with
+    c.settle_zero_regions(timeout_ms)
     acc = c.accesses
     solver = z3.Solver()
     solver.set("timeout", timeout_ms)
     for x in range(len(acc)):
         for y in range(x, len(acc)):
             a1, a2 = acc[x], acc[y]
-            if "w" not in (a1.kind, a2.kind) or a1.view.key != a2.view.key:
+            if "w" not in (a1.kind, a2.kind) or a1.view.key != a2.view.key or \
+                    a1.view.key in c.zero_regions:  # always zeros: nothing to see
                 continue
             report.pairs += 1
             if deadline is not None and time.monotonic() > deadline:
@@ -122,6 +124,33 @@ def analyse(prog: A.Program, timeout_ms: int = 2000, max_races: int = 1,
     return report
 
 
+def _precedes(first: Access, then: Access) -> bool:
+    """Whether `first` comes before `then` in every thread's program order: their
+    positions first differ at one statement sequence, `first` at the earlier item."""
+    for (s1, k1), (s2, k2) in zip(first.pos, then.pos, strict=False):
+        if (s1, k1) != (s2, k2):
+            return s1 == s2 and k1 < k2
+    return False  # one statement (or one inside the other): no order between them
+
+
+def _already_written(w: Access, tw: Th, r: Access, tr: Th, cell: Term) -> Term | None:
+    """When the reading thread `tr` itself made the write `w`, earlier and for certain,
+    to the same cell with the value `tw` writes: then `tw`'s copy of it changes
+    nothing `tr` can read, whenever it lands (the uniform stores of one perspective
+    are one logical write; errata "uniform stores are one write"). None where that
+    cannot hold. Two such writes with different values are a write-write pair the
+    analysis checks on its own."""
+    if not (w.certain and w.value is not None and _precedes(w, r)):
+        return None
+    mine = w.value(tr, cell)
+    theirs = w.value(tw, cell)
+    if mine.sort() != theirs.sort():
+        return None
+    same_instance = _eq_lists(w.view.unit(tr), r.view.unit(tr))
+    return z3.And(*[f(tr) for f in w.path], same_instance, w.covers(tr, cell),
+                  mine == theirs)
+
+
 def _conflict(solver: z3.Solver, c: Collector, machine: A.Machine, a1: Access, a2: Access,
               tag: str) -> str | None:
     """A witness that distinct threads make a1 and a2 on one cell, unordered and (two
@@ -136,15 +165,29 @@ def _conflict(solver: z3.Solver, c: Collector, machine: A.Machine, a1: Access, a
     is_ordered, unit = ordered(c.seqs, a1.pos, a2.pos)
     if is_ordered and unit is not None:  # the barrier orders them for threads of one unit only
         cons.append(z3.Not(_eq_lists(unit(th1), unit(th2))))
+    cons += th1.cons + th2.cons
+    # The values come second: most pairs never meet in one cell, and asking that
+    # alone spares z3 the float32 terms of what they store (a relaxation: unsat
+    # without the value constraints is unsat with them).
+    extra: list[Term] = []
+    n1, n2 = len(th1.cons), len(th2.cons)
     if a1.kind == a2.kind == "w" and a1.value is not None and a2.value is not None:
         v1, v2 = a1.value(th1, addr1), a2.value(th2, addr2)
         if v1.sort() == v2.sort():
-            cons.append(v1 != v2)  # SMT equality: the same bits, NaN included
-    cons += th1.cons + th2.cons
+            extra.append(v1 != v2)  # SMT equality: the same bits, NaN included
+    elif a1.kind != a2.kind:
+        (w, tw), (r, tr) = ((a1, th1), (a2, th2)) if a1.kind == "w" else \
+            ((a2, th2), (a1, th1))
+        if (rewrite := _already_written(w, tw, r, tr, addr1)) is not None:
+            extra.append(z3.Not(rewrite))
+    extra += th1.cons[n1:] + th2.cons[n2:]
     solver.push()
     try:
         solver.add(*cons)
         verdict = solver.check()
+        if verdict == z3.sat and extra:
+            solver.add(*extra)
+            verdict = solver.check()
         if verdict == z3.unsat:
             return None
         if verdict == z3.unknown:
