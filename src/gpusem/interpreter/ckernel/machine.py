@@ -89,8 +89,9 @@ class _Machine:
             case A.VecStore(buf, slot, exprs):  # E-VecStore
                 width = len(exprs)
                 base = (self.gid * (A.CELLS // width) + slot) * width
-                for j, e in enumerate(exprs):
-                    self.mem[buf][base[mask] + j] = self.expr(e)[mask]
+                parts = [self.expr(e) for e in exprs]  # make_V(...) before the store
+                for j, part in enumerate(parts):
+                    self.mem[buf][base[mask] + j] = part[mask]
             case A.If(cond, then, orelse):  # E-If
                 c = self.expr(cond) != 0
                 self.block(then, mask & c, (*path, 0))

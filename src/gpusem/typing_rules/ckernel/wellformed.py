@@ -317,7 +317,11 @@ def type_of(ctx: Ctx, e: A.Expr) -> str:  # noqa: C901 - one arm per rule
                     e.span, "unsupported: 64-bit int to float conversion")
         case A.Select(c, a, b, ty):  # T-Select
             require(type_of(ctx, c) == "i32", "T-Select", e.span, "bad condition")
-            require(type_of(ctx, a) == type_of(ctx, b) == ty, "T-Select", e.span,
+            # C evaluates only the chosen arm: a shuffle there would be divergent
+            uniform, ctx.uniform = ctx.uniform, False
+            arms = (type_of(ctx, a), type_of(ctx, b))
+            ctx.uniform = uniform
+            require(arms[0] == arms[1] == ty, "T-Select", e.span,
                     f"type mismatch: {a.ty} : {b.ty}")
         case A.Load(buf, idx, ldg, ty):  # T-Load
             _load(ctx, buf, idx, e.span)
