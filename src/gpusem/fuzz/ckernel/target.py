@@ -32,6 +32,7 @@ from gpusem.fuzz.ckernel.check import (
 from gpusem.fuzz.environment import device_name, tool_versions
 from gpusem.fuzz.targets import CheckResult, Target
 
+SHRINK_BUDGET_S = 60.0
 PROPERTIES = ("compile", "emi", "toolchain", "ptx", "printparse")
 
 
@@ -115,6 +116,25 @@ class CkernelTarget(Target):
                                size=self.size(program))
         self.prefetch([program], prop)
         return self._cache.pop((prop, program))
+
+    def minimise(self, program: A.Kernel, res: CheckResult,
+                 prop: str = "compile") -> CheckResult:
+        """The batched AST reducer (shrink.py) after hypothesis's shrinking; capped
+        by env GPUSEM_SHRINK_S (default SHRINK_BUDGET_S seconds)."""
+        import os
+
+        from gpusem.fuzz.ckernel.shrink import reduce
+
+        if res.status != "finding" or prop not in ("compile", "emi", "toolchain"):
+            return res
+
+        def batch(kernels: list[A.Kernel]) -> list[CheckResult]:
+            self.prefetch(kernels, prop)
+            return [self.check(k, prop) for k in kernels]
+
+        budget = float(os.environ.get("GPUSEM_SHRINK_S", SHRINK_BUDGET_S))
+        _, best = reduce(program, res, batch, budget)
+        return best
 
     def _result(self, k: A.Kernel, v: Verdict, prop: str) -> CheckResult:
         if v.agree:
