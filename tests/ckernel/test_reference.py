@@ -118,8 +118,8 @@ def test_floats_round_once_per_operation() -> None:
     ("store s0 (own 0) = tid;\n  store st (own 0) = (load s0 (nbr 1 0));",
      "Shared-Ordered"),
     ("store st (own 0) = (load s0 (own 1));", "Shared-Init"),
-    ("store s0 (own 0) = tid; sync;\n  store st (own 0) = (load s0 (nbr 1 0));\n"
-     "  store s0 (own 0) = 1:i32;", "Shared-WAR"),
+    (("store s0 (own 0) = tid; sync;\n  store st (own 0) = (load s0 (nbr 1 0));\n"
+     "  store s0 (own 0) = 1:i32;"), "Shared-WAR"),
     ("store st (own 0) = (/ tid -1);", "DivC-Defined"),
     ("store st (own 0) = (% tid 0);", "DivC-Defined"),
     ("atomic add acc 0 = 1:i32;\n  atomic xor acc 1 = 1:i32;", "Atomic-Commutes"),

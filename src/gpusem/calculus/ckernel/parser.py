@@ -153,7 +153,7 @@ class _Parser:
                 return scope[tok.text]
         raise BadInput(f"unknown variable: {tok.text}", span=tok.span)
 
-    def stmt(self) -> A.Stmt:  # noqa: C901 - one arm per statement form
+    def stmt(self) -> A.Stmt:
         t = self.tok
         if self.accept("let"):
             name = self.name()
@@ -281,7 +281,7 @@ class _Parser:
         self.take(")")
         return e
 
-    def compound(self, head: Tok, span: Span) -> A.Expr:  # noqa: C901 - one arm a form
+    def compound(self, head: Tok, span: Span) -> A.Expr:
         op = head.text
         if op in A.UNARY:
             arg = self.expr()

@@ -46,8 +46,8 @@ def _stmt_lines(s: A.Stmt, pad: str) -> list[str]:
         case A.Store(buf, idx, e):
             return [f"{pad}store {buf} {print_index(idx)} = {print_expr(e)};"]
         case A.VecLoad(names, ty, buf, idx):
-            return [f"{pad}vload ({', '.join(names)}) : {ty} = {buf} "
-                    f"{print_index(idx)};"]
+            return [(f"{pad}vload ({', '.join(names)}) : {ty} = {buf} "
+                    f"{print_index(idx)};")]
         case A.VecStore(buf, slot, exprs):
             parts = ", ".join(print_expr(e) for e in exprs)
             return [f"{pad}vstore {buf} {slot} = ({parts});"]
@@ -78,7 +78,7 @@ def print_index(idx: A.Index) -> str:
             assert_never(idx)
 
 
-def print_literal(ty: str, value: int | float) -> str:
+def print_literal(ty: str, value: float) -> str:
     return f"{value!r}:{ty}"
 
 

@@ -30,7 +30,7 @@ def stmts(block: A.Block) -> Iterator[A.Stmt]:
             yield from stmts(child)
 
 
-def _exprs_of(s: A.Stmt) -> Iterator[A.Expr]:
+def exprs_of(s: A.Stmt) -> Iterator[A.Expr]:
     match s:
         case A.Let(expr=e) | A.Assign(expr=e) | A.Store(expr=e) | A.Atomic(expr=e):
             yield e
@@ -64,11 +64,11 @@ def subexprs(e: A.Expr) -> Iterator[A.Expr]:
 
 
 def _arm_loads(block: A.Block) -> set[str]:
-    return {x.buf for s in block.stmts for e in _exprs_of(s) for x in subexprs(e)
+    return {x.buf for s in block.stmts for e in exprs_of(s) for x in subexprs(e)
             if isinstance(x, A.Load)}
 
 
-def _expr_labels(k: A.Kernel, e: A.Expr) -> set[str]:  # noqa: C901 - one arm a form
+def _expr_labels(k: A.Kernel, e: A.Expr) -> set[str]:
     out: set[str] = set()
     mode = {p.name: p.mode for p in k.params}
     match e:
@@ -156,7 +156,7 @@ def coverage_of(k: A.Kernel, reached: set[tuple[int, ...]] | None = None) -> set
     out: set[str] = set()
     for s in stmts(k.body):
         out |= _stmt_labels(k, s)
-        for e in _exprs_of(s):
+        for e in exprs_of(s):
             for x in subexprs(e):
                 out |= _expr_labels(k, x)
     if reached is not None and dead_blocks(k.body, reached):

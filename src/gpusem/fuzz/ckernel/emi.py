@@ -35,7 +35,7 @@ def _rewrite(block: A.Block, dead: set[Path], fn: Callable[[A.Block], A.Block],
     out: list[A.Stmt] = []
     for i, s in enumerate(block.stmts):
         match s:
-            case A.If(cond, then, orelse):
+            case A.If(then=then, orelse=orelse):
                 s = replace(s, then=_rewrite(then, dead, fn, (*path, i, 0)),
                             orelse=_rewrite(orelse, dead, fn, (*path, i, 1)))
             case A.For(body=body):

@@ -39,7 +39,7 @@ def _chunks(block: A.Block) -> Iterator[A.Block]:
         size //= 2
 
 
-def _edits(block: A.Block) -> Iterator[A.Block]:  # noqa: C901 - one arm per pass
+def _edits(block: A.Block) -> Iterator[A.Block]:
     """Every block one edit smaller than `block` (at any depth)."""
     stmts = block.stmts
     for i, s in enumerate(stmts):

@@ -120,7 +120,7 @@ def leaf(draw: Draw, ctx: Ctx, ty: str) -> A.Expr:
     return _lit(draw, ty)
 
 
-def expr(draw: Draw, ctx: Ctx, ty: str, depth: int = 2) -> A.Expr:  # noqa: C901
+def expr(draw: Draw, ctx: Ctx, ty: str, depth: int = 2) -> A.Expr:
     """An expression of type `ty` (i32 u32 i64 u64 f32), at most `depth` deep."""
     if depth <= 0 or draw(st.integers(0, 3)) == 0:
         return leaf(draw, ctx, ty)

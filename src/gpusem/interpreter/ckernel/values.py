@@ -28,14 +28,14 @@ UNSIGNED = {"i16": np.uint16, "i32": np.uint32, "i64": np.uint64, "u16": np.uint
             "u32": np.uint32, "u64": np.uint64}
 
 
-def const(ty: str, value: int | float, n: int) -> Arr:
+def const(ty: str, value: float, n: int) -> Arr:
     if ty == "f32":
-        return np.full(n, value, dtype=np.float32)
-    return np.full(n, value & ((1 << A.BITS[ty]) - 1), dtype=UNSIGNED[ty]).astype(
-        DTYPES[ty])
+        return np.full(n, float(value), dtype=np.float32)
+    bits = int(value) & ((1 << A.BITS[ty]) - 1)
+    return np.asarray(np.full(n, bits, dtype=UNSIGNED[ty]).astype(DTYPES[ty]))
 
 
-def binary(op: str, a: Arr, b: Arr, ty: str) -> Arr:  # noqa: C901 - one arm per op
+def binary(op: str, a: Arr, b: Arr, ty: str) -> Arr:
     with np.errstate(all="ignore"):
         match op:
             case "+":
@@ -62,13 +62,13 @@ def binary(op: str, a: Arr, b: Arr, ty: str) -> Arr:  # noqa: C901 - one arm per
             case "max":
                 return np.asarray(np.fmax(a, b) if ty == "f32" else np.maximum(a, b))
             case "<":
-                return (a < b).astype(np.int32)
+                return np.asarray(a < b).astype(np.int32)
             case "<=":
-                return (a <= b).astype(np.int32)
+                return np.asarray(a <= b).astype(np.int32)
             case "==":
-                return (a == b).astype(np.int32)
+                return np.asarray(a == b).astype(np.int32)
             case "!=":
-                return (a != b).astype(np.int32)
+                return np.asarray(a != b).astype(np.int32)
     raise ValueError(f"unknown operator: {op}")
 
 

@@ -118,7 +118,7 @@ def _nested(ctx: Ctx, block: A.Block, uniform: bool, loop_var: str = "") -> None
     ctx.uniform, ctx.top = saved
 
 
-def check_stmt(ctx: Ctx, s: A.Stmt) -> None:  # noqa: C901 - one arm per rule
+def check_stmt(ctx: Ctx, s: A.Stmt) -> None:
     k = ctx.kernel
     match s:
         case A.Let(name, ty, e):  # T-Let
@@ -126,11 +126,11 @@ def check_stmt(ctx: Ctx, s: A.Stmt) -> None:  # noqa: C901 - one arm per rule
                     f"type mismatch: {name} is {ty}, its value {e.ty}")
             _declare(ctx, name, ty, s.span)
         case A.Assign(name, e):  # T-Assign
-            ty = ctx.lookup(name)
-            require(ty is not None and name not in ctx.loop_vars, "T-Assign", s.span,
-                    f"bad assignment: {name} is not an assignable local")
-            require(type_of(ctx, e) == ty, "T-Assign", s.span,
-                    f"type mismatch: {name} is {ty}, its value {e.ty}")
+            local = ctx.lookup(name)
+            require(local is not None and name not in ctx.loop_vars, "T-Assign",
+                    s.span, f"bad assignment: {name} is not an assignable local")
+            require(type_of(ctx, e) == local, "T-Assign", s.span,
+                    f"type mismatch: {name} is {local}, its value {e.ty}")
         case A.Store(buf, idx, e):  # Store-Own
             require(_writable(k, buf), "Store-Own", s.span,
                     f"bad store: {buf} is not writable")
@@ -261,7 +261,7 @@ def _arith(ty: str, span: Span, what: str) -> None:
             f"bad operand: {what} of {ty} (cast 16-bit values first)")
 
 
-def type_of(ctx: Ctx, e: A.Expr) -> str:  # noqa: C901 - one arm per rule
+def type_of(ctx: Ctx, e: A.Expr) -> str:
     """Γ ⊢ e : τ; checks the premises and returns τ (which must be `e.ty`)."""
     k = ctx.kernel
     match e:
@@ -350,11 +350,12 @@ def type_of(ctx: Ctx, e: A.Expr) -> str:  # noqa: C901 - one arm per rule
     return e.ty
 
 
-def _literal_fits(ty: str, value: int | float) -> bool:
+def _literal_fits(ty: str, value: float) -> bool:
     if ty == "f32":
+        import math
         import struct
 
-        if not isinstance(value, float) or value != value or abs(value) == float("inf"):
+        if not isinstance(value, float) or not math.isfinite(value):
             return False
         return bool(struct.unpack("f", struct.pack("f", value))[0] == value)
     if not isinstance(value, int):
