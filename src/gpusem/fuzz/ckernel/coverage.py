@@ -13,6 +13,7 @@ from gpusem.calculus.ckernel import ast as A
 
 LABELS = tuple(f"idiom:{n}" for n in (
     "restrict-ro-load", "ldg", "store-plain", "store-restrict", "t1-branch",
+    "t1-branch-store",
     "ptr-select", "ptr-select-written", "select", "loop-pragma-unroll", "loop-plain",
     "div-signed", "div-unsigned", "div-negative-divisor", "div-pow2", "div-not-pow2",
     "mod", "int64", "int16", "int-conversion", "int-to-float", "float-arith",
@@ -138,6 +139,12 @@ def _stmt_labels(k: A.Kernel, s: A.Stmt) -> set[str]:
             if any(a & ro and b - ro - {x.name for x in k.shared}
                    for a, b in (loads, loads[::-1])):
                 out.add("t1-branch")
+                if (len(then.stmts) == len(orelse.stmts) == 1
+                        and isinstance(then.stmts[0], A.Store)
+                        and isinstance(orelse.stmts[0], A.Store)
+                        and then.stmts[0].index == orelse.stmts[0].index
+                        and then.stmts[0].buf == orelse.stmts[0].buf):
+                    out.add("t1-branch-store")  # both arms store one cell: T1 as found
         case A.For(unroll=u):
             out.add("loop-pragma-unroll" if u else "loop-plain")
         case A.Sync():

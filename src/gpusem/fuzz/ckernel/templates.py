@@ -67,6 +67,11 @@ def _t1(draw: Draw, ctx: Ctx) -> list[A.Stmt]:
     wr_load: A.Expr = A.Load(w, A.Own(slot), False, "i32")
     first, second = (ro_load, wr_load) if draw(st.booleans()) else (wr_load, ro_load)
     cond = expr(draw, ctx, "i32", 1)
+    if draw(st.booleans()):  # both arms store into one cell (T1 as found)
+        dst = A.Own(draw(st.integers(0, A.CELLS - 1)))
+        out.append(A.If(cond, A.Block((A.Store(w, dst, first),)),
+                        A.Block((A.Store(w, dst, second),))))
+        return out
     out += [A.Let(v, "i32", A.Lit("i32", 0)),
             A.If(cond, A.Block((A.Assign(v, first),)), A.Block((A.Assign(v, second),)))]
     ctx.declare(v, "i32")
