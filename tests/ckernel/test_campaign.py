@@ -65,7 +65,10 @@ def test_seeded_fault_is_found_shrunk_bundled_and_replayed(
     target = CkernelTarget("cpu")
     assert target.replay(files, meta).status == "finding"
     monkeypatch.delenv("GPUSEM_FAULT")
-    assert CkernelTarget("cpu").replay(files, meta).status == "pass"
+    assert meta["fault"] == "divc-pow2-mask"  # replay switches it on again
+    assert CkernelTarget("cpu").replay(files, meta).status == "finding"
+    fixed = {k: v for k, v in meta.items() if k != "fault"}
+    assert CkernelTarget("cpu").replay(files, fixed).status == "pass"
 
 
 def _exprs(k: A.Kernel) -> list:

@@ -191,9 +191,20 @@ class CkernelTarget(Target):
         return meta
 
     def replay(self, files: dict[str, str], meta: dict) -> CheckResult:
+        """The bundle's verdict now; a bundle found under a seeded fault replays with
+        that fault on (as the Bundl target's do), unless GPUSEM_FAULT is set."""
+        import os
+
         program = parse_kernel(files["program.ck"], "program.ck")
         prop = meta["property"]
-        res = self.check(program, prop)
+        saved = os.environ.get("GPUSEM_FAULT")
+        if meta.get("fault") and not saved:
+            os.environ["GPUSEM_FAULT"] = meta["fault"]
+        try:
+            res = self.check(program, prop)
+        finally:
+            if saved is None:
+                os.environ.pop("GPUSEM_FAULT", None)
         if res.status == "finding" and res.signature == meta.get("signature"):
             return res
         return CheckResult("pass") if res.status != "finding" else res
