@@ -50,8 +50,8 @@ def test_seeded_fault_is_found_shrunk_bundled_and_replayed(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GPUSEM_FAULT", "divc-pow2-mask")
     monkeypatch.setenv("GPUSEM_SHRINK_S", "45")
-    result = api.fuzz("ckernel", ("compile",), budget_s=60, seed=1, hunt_cap_s=5,
-                      out_dir=str(tmp_path), round_size=50, max_programs=50)
+    result = api.fuzz("ckernel", ("compile",), budget_s=240, seed=1, hunt_cap_s=5,
+                      out_dir=str(tmp_path), round_size=50, max_programs=300)
     (finding,) = result.summary.findings
     assert finding.signature == "compile:mismatch"
     assert finding.size <= 4 < finding.size_before

@@ -140,3 +140,14 @@ def test_inputs_are_a_function_of_the_seed() -> None:
     a, b = initial_memory(k), initial_memory(k)
     assert all(np.array_equal(a[n], b[n]) for n in a)
     assert np.abs(a["x0"]).max() <= 100  # read-only cells stay small (dead guards)
+
+
+def test_vector_store_reads_its_operands_before_writing() -> None:
+    """make_int2(5, st[own 0]) is evaluated before the store: cell 1 gets the OLD
+    value of cell 0 (a reference bug the generator found: it wrote component 0 first)."""
+    k = parse_kernel(HEAD + "{\n  vstore st 0 = (5:i32, (load st (own 0)));\n}\n")
+    check_kernel(k)
+    before = initial_memory(k)["st"]
+    after = run_kernel(k).memory["st"]
+    assert (after[0::4] == 5).all()
+    assert (after[1::4] == before[0::4]).all() and not (before[0::4] == 5).all()

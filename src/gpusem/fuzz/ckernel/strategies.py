@@ -96,7 +96,8 @@ def load(draw: Draw, ctx: Ctx, ty: str) -> A.Expr | None:
 
 
 def leaf(draw: Draw, ctx: Ctx, ty: str) -> A.Expr:
-    options = ["lit", "var", "builtin", "load"]
+    # data over constants: a literal operand is what the compiler folds away
+    options = ["lit", "var", "var", "builtin", "load", "load"]
     match draw(st.sampled_from(options)):
         case "var":
             names = ctx.locals_of(ty)

@@ -255,7 +255,7 @@ def _checksum(ctx: Ctx) -> list[A.Stmt]:
     """Every top-level local leaves through memory (an xor of the int ones into
     `st`, the last float into `of`), so the compiler cannot drop what computed it."""
     ints = [A.Cast("i32", A.Var(n, t)) if t != "i32" else A.Var(n, t)
-            for n, t in ctx.scopes[0].items() if t != "f32"][-6:]
+            for n, t in ctx.scopes[0].items() if t != "f32"][-24:]
     out: list[A.Stmt] = []
     if ints and "st" in ctx.written:
         total: A.Expr = ints[0]
