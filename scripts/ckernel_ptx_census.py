@@ -125,7 +125,7 @@ def main() -> int:
                                      "ptx": [ln for ln, _ in hits[:3]]})
     data = {"command": "PYTHONPATH=src python scripts/ckernel_ptx_census.py "
                        + " ".join(sys.argv[1:]),
-            "nvcc": subprocess.run(["nvcc", "--version"], capture_output=True,
+            "nvcc": subprocess.run(["nvcc", "--version"], capture_output=True, check=False,
                                    text=True).stdout.strip().splitlines()[-1],
             "flags": NVCC, "programs": len(progs), "generate_s": round(gen_s, 1),
             "nvcc_s": round(nvcc_s, 1),

@@ -65,3 +65,15 @@ def test_missing_matrix_is_invalid_never_a_pass(monkeypatch) -> None:
     monkeypatch.setattr(hooks, "default_matrix", lambda backend: None)
     res = CkernelTarget("cpu").check(parse_kernel(T1), "toolchain")
     assert (res.status, res.kind) == ("invalid", "not-installed")
+
+
+def test_a_checker_without_nvrtc_is_invalid_never_a_pass() -> None:
+    from gpusem.calculus.errors import BadInput
+
+    def checker(sources):
+        raise BadInput("ptx check: no NVRTC installed")
+
+    target = CkernelTarget("cpu")
+    target.ptx_checker = checker
+    res = target.check(parse_kernel(T1), "ptx")
+    assert (res.status, res.kind) == ("invalid", "not-installed")

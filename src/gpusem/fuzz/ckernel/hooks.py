@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from gpusem.calculus.ckernel import ast as A
+from gpusem.calculus.errors import BadInput
 from gpusem.compiler.backends.kernel import Job, Result
 from gpusem.compiler.ckernel_cuda.emit import emit_kernel, kernel_spec
 from gpusem.fuzz.ckernel.check import LAUNCH_TIMEOUT_S, first_difference, seeds_for
@@ -115,9 +116,13 @@ def ptx_round(target: Any, kernels: list[A.Kernel]) -> list[CheckResult]:
         return _missing("the static PTX checker (compiler/backends/ptx_oracle.py)",
                         len(kernels))
     sources = [emit_kernel(k) for k in kernels]
+    try:
+        verdicts = target.ptx_checker(sources)
+    except BadInput as err:  # e.g. no NVRTC installed: nothing checked, say so
+        return [CheckResult("invalid", kind="not-installed", detail=err.one_line())
+                ] * len(kernels)
     out = []
-    for k, src, lines in zip(kernels, sources, target.ptx_checker(sources),
-                             strict=True):
+    for k, src, lines in zip(kernels, sources, verdicts, strict=True):
         if not lines:
             out.append(CheckResult("pass"))
             continue
