@@ -20,6 +20,8 @@
 #                                  campaign on cuda
 #   ptx-confirm                    issue 23: the programs the static PTX check flags,
 #                                  run on the GPU (exec --backend cuda; nvcc, -G)
+#   ckernel [BUDGET JOBS]          issue 23: the ckernel target's compile, emi and
+#                                  toolchain properties on cuda; the nvcc -ptx census
 #   t1                             issue 23: toolchain finding T1's build matrix, the
 #                                  NVRTC PTX through the driver, SASS; T1_CAMPAIGN=1
 #                                  adds a cuda campaign (T1_SEED, T1_BUDGET)
@@ -52,6 +54,7 @@ case "$SUB" in
   scale) exec bash $PARTS/scale.sh "$@" ;;
   scale-wheels) exec bash $PARTS/scale_wheels.sh "$@" ;;
   t1) exec bash $PARTS/t1.sh "$@" ;;
+  ckernel) exec bash $PARTS/ckernel.sh "$@" ;;
   toolchain) exec bash $PARTS/toolchain.sh "$@" ;;
   ptx-confirm) exec bash $PARTS/ptx_confirm.sh "$@" ;;
   repro)

@@ -1,0 +1,1 @@
+"""CKernel -> CUDA C++: see gpusem.calculus.ckernel."""

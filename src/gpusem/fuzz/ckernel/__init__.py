@@ -1,0 +1,1 @@
+"""CKernel: see gpusem.calculus.ckernel."""

@@ -1,0 +1,135 @@
+"""The `toolchain` and `ptx` properties of the CKernel target, through two small
+interfaces that other modules implement (issue 23: branch `attribution` builds the
+toolchain matrix, `compiler/backends/toolchain.py`; branch `ptxcheck` the static PTX
+checker, `compiler/backends/ptx_oracle.py`). Neither is written here.
+
+- `ToolchainMatrix`: `run(jobs) -> {config: [Result per job]}` (toolchain.Matrix is
+  one as it stands); a configuration whose result differs from the reference is a
+  finding `toolchain:<configs that disagree>`.
+- `PtxChecker`: `(sources) -> [[finding line, ...] per source]`; `ptx_oracle`'s
+  `check_many` is adapted to it by `oracle_checker`. A kernel with a finding line is
+  a finding `ptx:<check names>`.
+
+`target.matrix` / `target.ptx_checker` take a test's or a user's own; left None, the
+first use imports the other branch's module, and where it is not installed the
+property says so (`invalid`, kind `not-installed`), never a pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from gpusem.calculus.ckernel import ast as A
+from gpusem.calculus.errors import BadInput
+from gpusem.compiler.backends.kernel import Job, Result
+from gpusem.compiler.ckernel_cuda.emit import emit_kernel, kernel_spec
+from gpusem.fuzz.ckernel.check import LAUNCH_TIMEOUT_S, first_difference, seeds_for
+from gpusem.fuzz.targets import CheckResult
+from gpusem.interpreter.ckernel.inputs import initial_memory
+
+
+class ToolchainMatrix(Protocol):
+    def run(self, jobs: list[Job]) -> dict[str, list[Result]]: ...
+
+
+class PtxChecker(Protocol):
+    def __call__(self, sources: Sequence[str]) -> list[list[str]]: ...
+
+
+def oracle_checker() -> PtxChecker | None:
+    """ptx_oracle.check_many as a PtxChecker, or None where it is not installed."""
+    try:
+        from gpusem.compiler.backends import ptx_oracle  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+
+    def check(sources: Sequence[str]) -> list[list[str]]:
+        reports = ptx_oracle.check_many(list(sources))
+        return [[f.one_line() for f in r.findings] for r in reports]
+
+    return check
+
+
+def default_matrix(backend: str) -> ToolchainMatrix | None:
+    try:
+        from gpusem.compiler.backends import toolchain  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    matrix: ToolchainMatrix = toolchain.Matrix(backend=backend)
+    return matrix
+
+
+def _missing(what: str, n: int) -> list[CheckResult]:
+    return [CheckResult("invalid", kind="not-installed",
+                        detail=f"{what} is not installed in this tree")] * n
+
+
+def toolchain_round(target: Any, kernels: list[A.Kernel]) -> list[CheckResult]:
+    """Every kernel under every configuration of `target.matrix`, one call."""
+    if target.matrix is None:
+        target.matrix = default_matrix(target.backend)
+    if target.matrix is None:
+        return _missing("the toolchain matrix (compiler/backends/toolchain.py)",
+                        len(kernels))
+    refs = [target.reference(k) for k in kernels]
+    seeds = seeds_for(target.backend)
+    jobs, owners = [], []
+    for i, (k, ref) in enumerate(zip(kernels, refs, strict=True)):
+        if ref.run is None:
+            continue
+        for s in seeds:
+            jobs.append(Job(kernel_spec(k), initial_memory(k), s, LAUNCH_TIMEOUT_S))
+            owners.append(i)
+    runs = target.matrix.run(jobs) if jobs else {}
+    bad: dict[int, dict[str, str]] = {}
+    for config, results in runs.items():
+        for i, res in zip(owners, results, strict=True):
+            diff = (res.kind if not res.ok else
+                    first_difference(refs[i].expected, res.outputs))
+            if diff is not None:
+                bad.setdefault(i, {}).setdefault(config, diff)
+    out = []
+    for i, (k, ref) in enumerate(zip(kernels, refs, strict=True)):
+        if ref.run is None:
+            out.append(CheckResult("finding", signature="toolchain:ill-typed",
+                                   kind="ill-typed", files=target.program_files(k)))
+        elif i in bad:
+            configs = ",".join(sorted(bad[i]))
+            detail = "; ".join(f"{c}: {d}" for c, d in sorted(bad[i].items()))
+            out.append(CheckResult("finding", signature=f"toolchain:{configs}",
+                                   kind="toolchain", detail=detail[:200],
+                                   files=target.program_files(k)
+                                   | {"kernel.cu": emit_kernel(k),
+                                      "trace.txt": detail + "\n"},
+                                   size=target.size(k)))
+        else:
+            out.append(CheckResult("pass"))
+    return out
+
+
+def ptx_round(target: Any, kernels: list[A.Kernel]) -> list[CheckResult]:
+    """The static PTX check of every kernel, one call."""
+    if target.ptx_checker is None:
+        target.ptx_checker = oracle_checker()
+    if target.ptx_checker is None:
+        return _missing("the static PTX checker (compiler/backends/ptx_oracle.py)",
+                        len(kernels))
+    sources = [emit_kernel(k) for k in kernels]
+    try:
+        verdicts = target.ptx_checker(sources)
+    except BadInput as err:  # e.g. no NVRTC installed: nothing checked, say so
+        return [CheckResult("invalid", kind="not-installed", detail=err.one_line())
+                ] * len(kernels)
+    out = []
+    for k, src, lines in zip(kernels, sources, verdicts, strict=True):
+        if not lines:
+            out.append(CheckResult("pass"))
+            continue
+        checks = ",".join(sorted({ln.split(":", 1)[0] for ln in lines}))
+        out.append(CheckResult("finding", signature=f"ptx:{checks}", kind="ptx",
+                               detail=lines[0][:200],
+                               files=target.program_files(k)
+                               | {"kernel.cu": src, "trace.txt": "\n".join(lines)
+                                  + "\n"}, size=target.size(k)))
+    return out
