@@ -6,7 +6,7 @@
 # Each writes under $OUT; bundles come back as one tgz.
 # Usage: bash scripts/gpu.sh ckernel [BUDGET] [JOBS]        (defaults 3m 16)
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 source scripts/gpu/setup.sh
 BUDGET=${1:-3m} JOBS=${2:-16}
 for prop in compile emi; do
