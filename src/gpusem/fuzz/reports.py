@@ -16,9 +16,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from xml.sax.saxutils import escape, quoteattr
 
 from gpusem.fuzz.bundle import META
+from gpusem.fuzz.junit import junit_xml
 from gpusem.fuzz.summary import Finding, Summary
 
 SCHEMA = "gpusem-campaign-report"
@@ -126,29 +126,9 @@ class Report:
 
     def as_junit(self) -> str:
         """One test case per property (its counts) and one failing test case per
-        finding (its signature, detail and bundle); shards that died are errors."""
-        s = self.summary
-        target = self.campaign.get("target", "?")
-        cases = []
-        for p in sorted(set(s.outcomes) | {f.prop for f in s.findings}):
-            n = s.outcomes.get(p, {})
-            out = escape(f"{sum(n.values())} programs: " + ", ".join(
-                f"{k} {v}" for k, v in sorted(n.items())))
-            cases.append(_case(f"{target}:{p}", s.seconds, f"<system-out>{out}"
-                               "</system-out>"))
-        for f in s.findings:
-            cases.append(_case(
-                f"{target}:{f.prop}:{f.signature}", f.shrink_s,
-                f"<failure type={quoteattr(f.kind)} message={quoteattr(f.detail)}>"
-                f"signature: {escape(f.signature)}\nbundle: {escape(f.bundle)}\n"
-                f"replay: gpusem replay {escape(f.bundle)}</failure>"))
-        for line in s.failed:
-            cases.append(_case("shard", 0.0, f"<error message={quoteattr(line)}/>"))
-        head = (f'tests="{len(cases)}" failures="{len(s.findings)}" '
-                f'errors="{len(s.failed)}" time="{s.seconds:.3f}"')
-        return ('<?xml version="1.0" encoding="UTF-8"?>\n'
-                f"<testsuites {head}>\n<testsuite name=\"gpusem fuzz\" {head}>\n"
-                + "".join(cases) + "</testsuite>\n</testsuites>\n")
+        finding (its signature, detail and bundle); shards that died are errors
+        (`fuzz/junit.py`: through ElementTree, illegal XML characters made visible)."""
+        return junit_xml(self.summary, str(self.campaign.get("target", "?")))
 
     # ------------------------------------------------------------------ text
 
@@ -216,11 +196,6 @@ def program_location(bundle: str) -> tuple[str, int]:
         found = sorted(p.name for p in path.glob("program.*")) if path.is_dir() else []
         program = found[0] if found else ""
     return program, line
-
-
-def _case(name: str, seconds: float, body: str) -> str:
-    return (f'  <testcase classname="gpusem.fuzz" name={quoteattr(name)} '
-            f'time="{seconds:.3f}">{body}</testcase>\n')
 
 
 def _rule_id(kind: str) -> str:
