@@ -18,6 +18,9 @@ class Toy(Target):
 
     name = "toys"
     properties = ("compile",)
+    # the toys stand in for gpusem's own targets: their crashes are gpusem's bugs
+    # (PluginCrashes below is a plugin's)
+    crashes_are_gpusem_bugs = True
 
     def strategy(self, prop):
         return st.lists(st.integers(0, 60), max_size=10)
@@ -62,6 +65,30 @@ class PrefetchCrashes(Toy):
         raise ValueError("batch build exploded")
 
 
+class PluginCrashes(Toy):
+    """A team's plugin whose own code (its compiler) crashes on lists of length 3."""
+
+    name = "toy-plugin-crash"
+    crashes_are_gpusem_bugs = None  # decided by where the class lives: not gpusem
+
+    def check(self, program, prop="compile"):
+        if len(program) == 3:
+            raise RuntimeError("\x1b[31mmycc: segfault in codegen\x1b[0m")
+        return super().check(program, prop)
+
+
+class PluginMeetsGpusemBug(PluginCrashes):
+    """A plugin that calls gpusem's library on lists of length 3, where gpusem's own
+    code raises: gpusem's bug, not the plugin's."""
+
+    def check(self, program, prop="compile"):
+        if len(program) == 3:
+            from gpusem.fuzz.reports import program_location
+
+            program_location(None)  # a TypeError raised in gpusem's code
+        return Toy.check(self, program, prop)
+
+
 class FlakyTimeout(Toy):
     """Lists of length 5 time out on the first check only (load, not a bug); lists
     holding 42 time out every time (a real hang)."""
@@ -92,7 +119,8 @@ class Covering(Toy):
 
 TOYS = {"toys": Toy, "toy-raises": AlwaysRaises, "toy-sometimes": SometimesRaises,
         "toy-prefetch-crash": PrefetchCrashes, "toy-timeout": FlakyTimeout,
-        "toy-cover": Covering}
+        "toy-cover": Covering, "toy-plugin-crash": PluginCrashes,
+        "toy-plugin-gpusem-bug": PluginMeetsGpusemBug}
 
 
 def register() -> None:

@@ -52,6 +52,7 @@ from gpusem.fuzz.targets import (
     CheckResult,
     Target,
     checked,
+    crash_result,
     internal_result,
     is_timeout,
     load_target,
@@ -201,7 +202,7 @@ class Campaign:
             try:
                 target.prefetch([d.program for d in drawn], self.prop)
             except Exception as err:  # noqa: BLE001 - checked one by one below
-                self._internal(target, internal_result(err, stage="prefetch"))
+                self._internal(target, crash_result(target, err, stage="prefetch"))
         opened: list[_Open] = []
         for i, d in enumerate(drawn):
             if self._out_of_budget():
@@ -228,7 +229,7 @@ class Campaign:
         try:
             again = target.confirm(program, res, self.prop)
         except Exception as err:  # noqa: BLE001
-            return internal_result(err, stage="confirm")
+            return crash_result(target, err, stage="confirm")
         if again.status == "finding" and again.signature == res.signature:
             return replace(again, kind=TIMEOUT)  # confirmed: classified `timeout`
         self.summary.unconfirmed += count  # a watchdog under load, not a bug
@@ -241,7 +242,7 @@ class Campaign:
         try:
             rules = measure(program)
         except Exception as err:  # noqa: BLE001
-            self._internal(target, internal_result(err, stage="coverage"))
+            self._internal(target, crash_result(target, err, stage="coverage"))
             return
         table = self.summary.coverage.setdefault(self.prop, {})
         if not table and hasattr(target, "coverage_labels"):  # rules at 0 show too
@@ -333,7 +334,7 @@ class Campaign:
             try:
                 res = target.minimise(program, res, self.prop)
             except Exception as err:  # noqa: BLE001
-                self._internal(target, internal_result(err, stage="minimise"))
+                self._internal(target, crash_result(target, err, stage="minimise"))
         finding.shrink_s = time.monotonic() - since
         self._finish(target, finding, res, shrunk=True)
 
