@@ -175,9 +175,8 @@ def crash_result(target: Any, err: BaseException, files: dict[str, str] | None =
     if raised_in_gpusem(err) or crashes_are_ours(target):
         return res
     name = getattr(target, "name", "") or type(target).__name__
-    return CheckResult("finding", signature=TARGET_CRASH + res.signature[len(INTERNAL):],
-                       kind=TARGET_CRASH, detail=f"{name} crashed: {res.detail}"[:200],
-                       files=res.files, size=size)
+    sig = TARGET_CRASH + res.signature[len(INTERNAL):]
+    return CheckResult("finding", signature=sig, kind=TARGET_CRASH, detail=f"{name} crashed: {res.detail}"[:200], files=res.files, size=size)
 
 
 def crashes_are_ours(target: Any) -> bool:
