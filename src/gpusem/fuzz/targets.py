@@ -176,7 +176,9 @@ def crash_result(target: Any, err: BaseException, files: dict[str, str] | None =
         return res
     name = getattr(target, "name", "") or type(target).__name__
     sig = TARGET_CRASH + res.signature[len(INTERNAL):]
-    return CheckResult("finding", signature=sig, kind=TARGET_CRASH, detail=f"{name} crashed: {res.detail}"[:200], files=res.files, size=size)
+    return CheckResult("finding", signature=sig, kind=TARGET_CRASH,
+                       detail=f"{name} crashed: {res.detail}"[:200], files=res.files,
+                       size=size)
 
 
 def crashes_are_ours(target: Any) -> bool:
