@@ -40,10 +40,25 @@ class Toy(Target):
                                self.program_files(xs), len(xs))
         if os.environ.get("TOY_SLOW"):
             time.sleep(float(os.environ["TOY_SLOW"]))
-        return CheckResult("pass")
+        if os.environ.get("TOY_FINALISERS"):  # most of the time spent in __del__,
+            _Finalised(float(os.environ["TOY_FINALISERS"]))  # where a raised Ctrl-C
+        return CheckResult("pass")  # is "ignored" by Python (issue 32.5)
 
     def replay(self, files, meta) -> CheckResult:
         return self.check(json.loads(files["program.json"]), meta["property"])
+
+
+class _Finalised:
+    """An object whose finaliser takes a while (a Popen, a temporary file, a ctypes
+    handle being closed)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    def __del__(self) -> None:
+        t = time.monotonic() + self.seconds
+        while time.monotonic() < t:  # busy: signal handlers run between bytecodes
+            pass
 
 
 class AlwaysRaises(Toy):

@@ -28,9 +28,10 @@ past the hard stop (budget + 10% + 30 s); the target's reducer has its own cap; 
 the budget one shrink still runs, later findings are kept as first seen (so a campaign
 ends within its budget plus one shrink).
 
-Interruption. Ctrl-C (KeyboardInterrupt) or SIGTERM (raised as `Interrupted` by the
-caller's handler) ends the shard with `Summary.interrupted` set and its summary
-returned; what it found is already on disk, and its progress record (`fuzz/manifest`)
+Interruption. Ctrl-C or SIGTERM, recorded by the caller's handler
+(`fuzz/interrupts.py`) and raised as `Interrupted` before the next program (or a
+KeyboardInterrupt where no handler is installed), ends the shard with
+`Summary.interrupted` set and its summary returned; what it found is already on disk, and its progress record (`fuzz/manifest`)
 lets `--resume` continue from the next round.
 """
 
@@ -47,6 +48,7 @@ from gpusem.calculus.errors import BadInput
 from gpusem.fuzz import manifest
 from gpusem.fuzz.bundle import BundleStore
 from gpusem.fuzz.hunt import Drawn, generate_round, shrink_from
+from gpusem.fuzz.interrupts import raise_if_requested, stop_requested
 from gpusem.fuzz.summary import Finding, Interrupted, Summary
 from gpusem.fuzz.targets import (
     CheckResult,
@@ -139,6 +141,7 @@ class Campaign:
         return time.monotonic() - self.t0
 
     def _out_of_budget(self) -> bool:
+        raise_if_requested()  # Ctrl-C / SIGTERM, recorded by the handler (interrupts.py)
         if self.max_programs is not None and self.summary.programs >= self.max_programs:
             return True
         return self._elapsed() >= self.budget_s
@@ -312,8 +315,9 @@ class Campaign:
                 return True
             return False
 
-        def stop() -> bool:
-            return self._past_hard_stop() or self._hunt_too_long(since)
+        def stop() -> bool:  # a signal ends the shrink; the round loop then stops
+            return (bool(stop_requested()) or self._past_hard_stop()
+                    or self._hunt_too_long(since))
 
         if self._out_of_budget():  # past the budget: one shrink, no more
             self.overtime_shrinks += 1

@@ -7,6 +7,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+# where they lived before fuzz/interrupts.py: the CLI and the engines import them here
+from gpusem.fuzz.interrupts import Interrupted, install_signal_handlers
+
+__all__ = ["Finding", "Interrupted", "Summary", "install_signal_handlers"]
+
 OUTCOMES = ("pass", "finding", "invalid", "skip")
 
 
@@ -104,32 +109,3 @@ class Summary:
         n = self.coverage_programs.get(prop, 0)
         return {rule: round(1e4 * k / n, 1) for rule, k in
                 sorted(self.coverage.get(prop, {}).items())} if n else {}
-
-
-class Interrupted(KeyboardInterrupt):
-    """SIGINT or SIGTERM while a campaign runs: raised by the signal handler the caller
-    installs (`install_signal_handlers`), caught by `Campaign.run`, which returns what
-    it has. A KeyboardInterrupt, so hypothesis and every `except Exception` let it
-    through."""
-
-    def __init__(self, signal_name: str = "SIGINT") -> None:
-        super().__init__(signal_name)
-        self.signal_name = signal_name
-
-
-def install_signal_handlers() -> None:
-    """SIGTERM raises `Interrupted("SIGTERM")` (SIGINT already raises a
-    KeyboardInterrupt, which `Campaign.run` takes as SIGINT)."""
-    import os
-    import signal
-
-    owner = os.getpid()
-
-    def on_term(signum: int, frame: Any) -> None:
-        if os.getpid() != owner:  # a forked worker (the cpu harness's): die as usual
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            os.kill(os.getpid(), signal.SIGTERM)
-            return
-        raise Interrupted("SIGTERM")
-
-    signal.signal(signal.SIGTERM, on_term)

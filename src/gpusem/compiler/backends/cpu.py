@@ -36,6 +36,7 @@ from pathlib import Path
 
 from gpusem.compiler.backends import cpu_source
 from gpusem.compiler.backends.cache import cache_dir, touch
+from gpusem.compiler.backends.lifetime import from_main_thread
 from gpusem.compiler.backends.kernel import Job, KernelSpec, Result, prepare_args
 
 HERE = Path(__file__).resolve().parent
@@ -413,7 +414,8 @@ class _WorkerHandle:
 
         ctx = multiprocessing.get_context("fork")
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=cpu_worker.serve, args=(child,), daemon=True)
+        self.proc = ctx.Process(target=cpu_worker.serve, args=(
+            child, os.getpid(), from_main_thread()), daemon=True)
         self.proc.start()
         child.close()
         self.libraries: set[str] = set()
