@@ -171,6 +171,7 @@ class Campaign:
         s = self.summary
         s.programs, s.invalid, s.skipped = (int(done.get(k, 0)) for k in (
             "programs", "invalid", "skipped"))
+        s.resumed = s.programs  # checked by an earlier run: not in this run's rate
         s.outcomes = {self.prop: dict(done.get("outcomes", {}))}
         s.coverage = {self.prop: dict(done.get("coverage", {}))} if self.coverage else {}
         if self.coverage:

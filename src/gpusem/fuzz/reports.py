@@ -19,7 +19,7 @@ from typing import Any
 
 from gpusem.fuzz.bundle import META
 from gpusem.fuzz.junit import junit_xml
-from gpusem.fuzz.summary import Finding, Summary
+from gpusem.fuzz.summary import Finding, Summary, rate_text
 
 SCHEMA = "gpusem-campaign-report"
 SCHEMA_VERSION = 1
@@ -73,7 +73,8 @@ class Report:
                        "unconfirmed_timeouts": s.unconfirmed,
                        "seen_elsewhere": s.seen_elsewhere},
             "by_property": {p: dict(per) for p, per in sorted(s.outcomes.items())},
-            "throughput": {"programs_per_min": round(s.rate_per_min, 1)},
+            "throughput": {"programs_per_min": (None if s.rate_per_min is None
+                                                 else round(s.rate_per_min, 1))},
             "findings": [self._finding(f) for f in s.findings],
             "failed_shards": list(s.failed),
             "coverage": {p: {"programs": s.coverage_programs.get(p, 0),
@@ -136,7 +137,7 @@ class Report:
         """The summary, whole (never cut to a terminal's width)."""
         s = self.summary
         lines = [f"{s.programs} programs, {len(s.findings)} finding classes "
-                 f"({sum(f.new for f in s.findings)} new), {s.rate_per_min:.0f}/min, "
+                 f"({sum(f.new for f in s.findings)} new), {rate_text(s.rate_per_min)}, "
                  f"{s.invalid} not compared (illegal, racy or unsupported), "
                  f"{s.skipped} not runnable on this backend"
                  + (f", {s.unconfirmed} timeouts not confirmed" if s.unconfirmed else "")

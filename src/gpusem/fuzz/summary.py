@@ -10,9 +10,22 @@ from typing import Any
 # where they lived before fuzz/interrupts.py: the CLI and the engines import them here
 from gpusem.fuzz.interrupts import Interrupted, install_signal_handlers
 
-__all__ = ["Finding", "Interrupted", "Summary", "install_signal_handlers"]
+__all__ = ["MIN_RATE_S", "Finding", "Interrupted", "Summary", "install_signal_handlers",
+           "rate_per_min", "rate_text"]
 
 OUTCOMES = ("pass", "finding", "invalid", "skip")
+MIN_RATE_S = 1.0  # seconds of work below which no rate is reported
+
+
+def rate_per_min(programs: int, seconds: float) -> float | None:
+    """`programs` per minute over `seconds` of wall time; None below MIN_RATE_S."""
+    if seconds < MIN_RATE_S:
+        return None
+    return 60.0 * max(0, programs) / seconds
+
+
+def rate_text(rate: float | None) -> str:
+    return "rate n/a (under 1 s)" if rate is None else f"{rate:,.0f}/min"
 
 
 @dataclass
@@ -52,10 +65,14 @@ class Summary:
     coverage: dict[str, dict[str, int]] = field(default_factory=dict)
     coverage_programs: dict[str, int] = field(default_factory=dict)
     found: int = 0  # findings so far, in progress snapshots (whose `findings` is empty)
+    resumed: int = 0  # of `programs`, those an earlier run checked (`--resume`)
 
     @property
-    def rate_per_min(self) -> float:
-        return 60.0 * self.programs / self.seconds if self.seconds else 0.0
+    def rate_per_min(self) -> float | None:
+        """Programs this run checked per minute of its wall time; None under
+        MIN_RATE_S of it, where one program more or less swings the rate by orders
+        of magnitude (a finished campaign resumed reported 7,552,014/min)."""
+        return rate_per_min(self.programs - self.resumed, self.seconds)
 
     @property
     def internal(self) -> list[Finding]:
@@ -72,6 +89,7 @@ class Summary:
 
     def merge(self, other: Summary) -> None:
         self.programs += other.programs
+        self.resumed += other.resumed
         self.invalid += other.invalid
         self.skipped += other.skipped
         self.seconds = max(self.seconds, other.seconds)

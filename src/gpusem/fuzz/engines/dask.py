@@ -252,6 +252,7 @@ class DaskEngine(Engine):
         plan = None
         if spec.get("max_programs") is not None:
             plan = windows(spec["max_programs"], spec["round_size"], self.per_piece)
+        counted.resumed = counted.programs  # an earlier run's: not in this run's rate
         if done:
             counted.findings = _findings_of(spec, task.shard)
         return _Shard(task, plan, done, counted,
