@@ -82,7 +82,10 @@ def test_finds_and_shrinks_both_classes(tmp_path) -> None:
     long0 = json.loads(Path(sigs["crash:long0"].bundle, "program.json").read_text())
     assert long0 == [0] * 7
     assert len(list_bundles(tmp_path)) == 2  # de-duplicated by signature
-    assert summary.programs >= 400 and (summary.rate_per_min or 0) > 0  # None: < 1 s
+    assert summary.programs >= 400
+    # a rate only over a second of work or more (issue 32.9): this campaign may be quicker
+    rate = summary.rate_per_min
+    assert (rate is None) == (summary.seconds < 1) and (rate is None or rate > 0)
 
 
 class PrefetchToy(ToyTarget):
