@@ -37,12 +37,14 @@ def nontrivial(prog, out) -> bool:
     return out.steps >= 4 * prog.machine.blocks * prog.machine.threads
 
 
-def test_progress():
+@pytest.mark.parametrize("n", [300, pytest.param(500, marks=pytest.mark.slow)])
+def test_progress(n):
     """Lemma A.7 over whole runs: a well-typed program never gets stuck or deadlocks.
-    Not vacuous: most of the 500 runs are non-trivial."""
+    Not vacuous: most of the runs are non-trivial. 300 runs in the default suite
+    (issue 32.11: it must fit 15 minutes), 500 under `-m slow`."""
     runs = []
 
-    @settings(PROPERTY, max_examples=500)
+    @settings(PROPERTY, max_examples=n)
     @given(programs(), st.integers(0, 2**16))
     def check(prog, seed):
         check_program(prog, "fixed")  # the generator's promise (raises if broken)
@@ -51,14 +53,16 @@ def test_progress():
         runs.append(nontrivial(prog, out))
 
     check()
-    assert sum(runs) >= 0.5 * len(runs) and len(runs) >= 400, (sum(runs), len(runs))
+    assert sum(runs) >= 0.5 * len(runs) and len(runs) >= 0.8 * n, (sum(runs), len(runs))
 
 
-def test_preservation():
-    """Lemma A.8: after every step the thread's whole term types again under Γ'."""
+@pytest.mark.parametrize("n", [100, pytest.param(150, marks=pytest.mark.slow)])
+def test_preservation(n):
+    """Lemma A.8: after every step the thread's whole term types again under Γ'
+    (100 runs by default, 150 under `-m slow`)."""
     runs = []
 
-    @settings(PROPERTY, max_examples=150)
+    @settings(PROPERTY, max_examples=n)
     @given(programs(), st.integers(0, 2**16))
     def check(prog, seed):
         out = run_program(prog, f"random:{seed}", max_steps=200_000,
@@ -67,15 +71,17 @@ def test_preservation():
         runs.append(nontrivial(prog, out))
 
     check()
-    assert sum(runs) >= 0.5 * len(runs) and len(runs) >= 120, (sum(runs), len(runs))
+    assert sum(runs) >= 0.5 * len(runs) and len(runs) >= 0.8 * n, (sum(runs), len(runs))
 
 
-def test_progress_under_every_schedule():
+@pytest.mark.parametrize("n", [50, pytest.param(100, marks=pytest.mark.slow)])
+def test_progress_under_every_schedule(n):
     """Lemma A.7 for all interleavings of small machines (B, T <= 2): exhaustive
-    exploration finds no stuck state and no deadlock on any schedule."""
+    exploration finds no stuck state and no deadlock on any schedule (50 programs by
+    default, 100 under `-m slow`)."""
     explored = []
 
-    @settings(PROPERTY, max_examples=100)
+    @settings(PROPERTY, max_examples=n)
     @given(programs(max_blocks=2, max_threads=2, max_depth=2))
     def check(prog):
         out = run_program(prog, "exhaustive", max_steps=50_000)
@@ -87,7 +93,7 @@ def test_progress_under_every_schedule():
                             and out.states > 10)
 
     check()
-    assert sum(explored) >= 30, (sum(explored), len(explored))
+    assert sum(explored) >= 0.3 * n, (sum(explored), len(explored))
 
 
 def test_preservation_hook_rejects_an_ill_typed_state():

@@ -86,3 +86,46 @@ def test_gpuir_reproducers_build_too(tmp_path, name) -> None:
     assert "want_" in out.read_text() and "int main()" in out.read_text()
     built = nvcc(NVCC_COMMAND.split(), tmp_path)
     assert built.returncode == 0, built.stderr[-3000:]
+
+
+# ------------------------------------------------------------------ repro_cpu.cpp
+def repro_cpu(name: str, perturb: bool = False) -> str:
+    from gpusem.compiler.bundl_cuda.standalone import standalone_cpu
+
+    path = ROOT / "examples/bundl" / name
+    src = path.read_text()
+    prog = parse_program(src, str(path))
+    kernel = compile_program(prog, CompileOptions(), src, name)
+    out = run_program(prog, schedule="rr")
+    expected = {k: list(v) for k, v in out.globals.items()}
+    if perturb:  # a wrong reference: the reproducer must say so
+        first = next(iter(expected))
+        expected[first][0] = expected[first][0] + 1
+    return standalone_cpu(kernel, initial_globals(prog), expected, name, seed=2)
+
+
+def gxx(tmp_path: Path, text: str) -> subprocess.CompletedProcess:
+    from gpusem.compiler.bundl_cuda.standalone import CPU_COMMAND
+
+    (tmp_path / "repro_cpu.cpp").write_text(text)
+    assert "-w" not in CPU_COMMAND.split()  # warnings are not silenced
+    build = subprocess.run(CPU_COMMAND.split(), cwd=tmp_path, capture_output=True,
+                           text=True, timeout=300)
+    assert build.returncode == 0 and not build.stderr, build.stderr[-3000:]
+    return subprocess.run(["./repro_cpu"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300)
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_g_plus_plus_alone_builds_the_cpu_reproducer_and_it_agrees(tmp_path, name):
+    """Issue 32.10: a reproducer without a GPU: one file, the harness inlined (no
+    `-I`), built by g++ without a warning, agreeing with the reference."""
+    text = repro_cpu(name)
+    assert '#include "' not in text.replace('// #include "', "")  # all inlined
+    run = gxx(tmp_path, text)
+    assert run.returncode == 0 and "agree" in run.stdout, run.stdout + run.stderr
+
+
+def test_the_cpu_reproducer_exits_1_on_the_wrong_answer(tmp_path):
+    run = gxx(tmp_path, repro_cpu("block_reduce_shared.bundl", perturb=True))
+    assert run.returncode == 1 and run.stdout.startswith("mismatch: g_"), run.stdout

@@ -4,6 +4,8 @@ found, shrunk, bundled and replayed."""
 
 from __future__ import annotations
 
+import subprocess
+
 from click.testing import CliRunner
 from gpusem.cli.main import cli
 from gpusem.fuzz.bundle import list_bundles
@@ -32,6 +34,17 @@ def test_bounded_campaign_finds_a_seeded_fault_and_the_bundle_replays(
     assert found.size <= 4  # a wrong `/` or `%` needs no scaffolding
     bundle = next(b for b in list_bundles(tmp_path) if b.signature == found.signature)
     assert bundle.meta["fault"] == "floor-division"
+    # without a GPU: the bundle's repro_cpu.cpp, built as its README says, fails
+    cpu_cmd = bundle.meta["cpu_command"]
+    assert f"`{cpu_cmd}`" in bundle.files["README.md"]
+    build = subprocess.run(cpu_cmd.split(), cwd=bundle.path, capture_output=True,
+                           text=True, timeout=300)
+    assert build.returncode == 0, build.stderr[-2000:]
+    ran = subprocess.run(["./repro_cpu"], cwd=bundle.path, capture_output=True,
+                         text=True, timeout=300)
+    assert ran.returncode == 1 and ran.stdout.startswith("mismatch:"), ran.stdout
+    for made in ("repro_cpu",):  # not a bundle file: replay reads text files only
+        (bundle.path / made).unlink()
     monkeypatch.delenv("GPUSEM_FAULT")  # replay re-applies the bundle's fault itself
     res = CliRunner().invoke(cli, ["replay", str(bundle.path)])
     assert res.exit_code == 1 and res.output.startswith("reproduces"), res.output

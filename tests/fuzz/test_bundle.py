@@ -119,3 +119,19 @@ def test_binary_or_non_utf8_files_are_bad_input(tmp_path) -> None:
     (path / "program.py").write_bytes(b"a\x00b")
     with pytest.raises(BadInput, match="binary"):
         read_bundle(path)
+
+
+def test_a_cuda_bundles_readme_has_the_compute_sanitizer_commands() -> None:
+    """Issue 32.10: racecheck, synccheck, initcheck and memcheck on the reproducer
+    tell a race or barrier misuse from a miscompile on hardware; a cpu bundle gets
+    the cpu reproducer's command instead."""
+    from gpusem.fuzz.bundle import readme
+
+    meta = {"target": "bundl", "kind": "compile disagree", "property": "compile",
+            "signature": "s", "backend": "cuda"}
+    text = readme(meta, ["README.md", "repro.cu", "repro_cpu.cpp"])
+    for tool in ("racecheck", "synccheck", "initcheck", "memcheck"):
+        assert f"`compute-sanitizer --tool {tool} --error-exitcode 99 ./repro`" in text
+    assert "`./repro_cpu`" in text
+    cpu = readme(meta | {"backend": "cpu"}, ["repro.cu", "repro_cpu.cpp"])
+    assert "compute-sanitizer" not in cpu and "repro_cpu.cpp" in cpu

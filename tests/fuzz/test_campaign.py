@@ -82,7 +82,10 @@ def test_finds_and_shrinks_both_classes(tmp_path) -> None:
     long0 = json.loads(Path(sigs["crash:long0"].bundle, "program.json").read_text())
     assert long0 == [0] * 7
     assert len(list_bundles(tmp_path)) == 2  # de-duplicated by signature
-    assert summary.programs >= 400 and summary.rate_per_min > 0
+    assert summary.programs >= 400
+    # a rate only over a second of work or more (issue 32.9): this campaign may be quicker
+    rate = summary.rate_per_min
+    assert (rate is None) == (summary.seconds < 1) and (rate is None or rate > 0)
 
 
 class PrefetchToy(ToyTarget):
@@ -277,22 +280,31 @@ def test_cli_bad_input(args, prefix) -> None:
 
 
 def test_shrinking_stops_at_the_hard_budget(tmp_path) -> None:
+    """Counted, not timed (a limit in seconds fails under load): once the hard stop
+    is reached, at most the check in flight and one more run."""
     import time
+
+    checks: list[bool] = []  # one entry per check: was the hard stop past already?
+    past = [False]
 
     class Slow(ToyTarget):
         def check(self, program, prop="compile"):
+            checks.append(past[0])
             time.sleep(0.2)  # every program fails: shrinking would take many steps
             if sum(program) > 0:
                 return CheckResult("finding", "wrong:any", "wrong", "", {
                     "program.json": json.dumps(list(program))}, len(program))
             return CheckResult("pass")
 
+    def hard_stop() -> bool:  # no 30 s grace here
+        past[0] = past[0] or time.monotonic() - c.t0 >= 3.0
+        return past[0]
+
     register_target("slow", Slow)
     c = campaign(tmp_path, target_name="slow", budget_s=1.0, max_programs=None)
-    c._past_hard_stop = lambda: time.monotonic() - c.t0 >= 3.0  # no 30 s grace here
-    t0 = time.monotonic()
+    c._past_hard_stop = hard_stop
     summary = c.run()
-    assert time.monotonic() - t0 < 6.0
+    assert sum(checks) <= 1, (len(checks), sum(checks))
     assert [f.signature for f in summary.findings] == ["wrong:any"]  # still written
 
 
@@ -303,7 +315,10 @@ def test_hypothesis_shrinks_one_finding_for_a_bounded_time(tmp_path) -> None:
         def strategy(self, prop):
             return st.lists(st.integers(0, 10**6), max_size=30)
 
+        checks = 0  # while shrinking (after the finding was recorded)
+
         def check(self, program, prop="compile"):
+            type(self).checks += bool(c.found)
             time.sleep(0.02)  # every check a slow compile, as on the cuda backend
             if sum(program) % 97 == 13 and len(program) > 3:  # ~375 shrink steps
                 return CheckResult("finding", "wrong:mod", "wrong", "", {
@@ -314,9 +329,10 @@ def test_hypothesis_shrinks_one_finding_for_a_bounded_time(tmp_path) -> None:
     c = campaign(tmp_path, target_name="slow-hunt", budget_s=30.0, max_programs=None)
     c._hunt_too_long = lambda since: time.monotonic() - since >= 1.0  # not a minute
     c._out_of_budget = lambda: bool(c.found)  # one finding, then stop
-    t0 = time.monotonic()
     summary = c.run()
-    assert time.monotonic() - t0 < 5.5  # uncapped: about 375 checks, 8 s
+    # counted, not timed: uncapped, about 375 shrink checks; capped at 1 s of 20 ms
+    # checks, at most ~50 (load only makes that fewer)
+    assert Slow.checks < 100, Slow.checks
     assert [f.signature for f in summary.findings] == ["wrong:mod"]  # still written
 
 

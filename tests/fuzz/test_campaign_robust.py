@@ -145,3 +145,21 @@ def test_resume_checks_the_same_programs_as_one_run(tmp_path) -> None:
     assert rest.programs == whole.programs == 300
     assert rest.outcomes == whole.outcomes
     assert {f.signature for f in rest.findings} <= {f.signature for f in whole.findings}
+
+
+def test_a_plugins_own_crash_is_a_target_crash_finding_not_gpusems(tmp_path) -> None:
+    """Issue 32.12: a plugin compiler's crash is attributed to the target (kind
+    `target-crash`, exit 1), not reported as gpusem's internal error (exit 3)."""
+    from gpusem.fuzz.reports import exit_code
+
+    s = run(tmp_path / "plugin", "toy-plugin-crash")
+    kinds = {f.kind: f for f in s.findings}
+    assert set(kinds) == {"wrong", "target-crash"} and not s.internal
+    crash = kinds["target-crash"]
+    assert crash.signature.startswith("target-crash:RuntimeError:toys.check")
+    assert crash.detail.startswith("toy-plugin-crash crashed: RuntimeError:")
+    assert exit_code(s) == 1
+    s = run(tmp_path / "ours", "toy-plugin-gpusem-bug")
+    (bug,) = s.internal  # gpusem's own code raised: still gpusem's bug, exit 3
+    assert bug.signature.startswith("internal:TypeError:")
+    assert exit_code(s) == 3

@@ -49,3 +49,35 @@ def test_this_hypothesis_has_a_pool_to_pin():
     fail here instead, so the patch is brought up to date."""
     with stable_constants() as pinned:
         assert pinned
+
+
+def test_this_hypothesis_has_every_internal_gpusem_uses():
+    """gpusem reaches into hypothesis's internals in one module (fuzz/reproducible.py);
+    on a hypothesis that moved one of them, fail here, naming it."""
+    from gpusem.fuzz.reproducible import missing_internals
+
+    assert missing_internals() == []
+
+
+def test_generating_leaves_no_hypothesis_folder_in_the_working_folder(tmp_path):
+    """Issue 32.12: hypothesis's unicode tables went to `./.hypothesis/`; while gpusem
+    generates they go to gpusem's cache."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    env = {k: v for k, v in os.environ.items() if k != "HYPOTHESIS_STORAGE_DIRECTORY"}
+    env |= {"GPUSEM_CACHE_DIR": str(tmp_path / "cache"),
+            "PYTHONPATH": str(root / "src")}
+    work = tmp_path / "work"
+    work.mkdir()
+    code = ("from hypothesis import strategies as st\n"
+            "from gpusem.fuzz.hunt import generate_round\n"
+            "s = st.text(alphabet=st.characters(categories=['L']), min_size=1)\n"
+            "assert len(generate_round(s, 3, 10)) == 10\n")
+    subprocess.run([sys.executable, "-c", code], cwd=work, env=env, check=True,
+                   timeout=300)
+    assert not (work / ".hypothesis").exists()
+    assert list((tmp_path / "cache" / "hypothesis").rglob("charmap*"))

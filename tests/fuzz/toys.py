@@ -18,6 +18,9 @@ class Toy(Target):
 
     name = "toys"
     properties = ("compile",)
+    # the toys stand in for gpusem's own targets: their crashes are gpusem's bugs
+    # (PluginCrashes below is a plugin's)
+    crashes_are_gpusem_bugs = True
 
     def strategy(self, prop):
         return st.lists(st.integers(0, 60), max_size=10)
@@ -37,10 +40,25 @@ class Toy(Target):
                                self.program_files(xs), len(xs))
         if os.environ.get("TOY_SLOW"):
             time.sleep(float(os.environ["TOY_SLOW"]))
-        return CheckResult("pass")
+        if os.environ.get("TOY_FINALISERS"):  # most of the time spent in __del__,
+            _Finalised(float(os.environ["TOY_FINALISERS"]))  # where a raised Ctrl-C
+        return CheckResult("pass")  # is "ignored" by Python (issue 32.5)
 
     def replay(self, files, meta) -> CheckResult:
         return self.check(json.loads(files["program.json"]), meta["property"])
+
+
+class _Finalised:
+    """An object whose finaliser takes a while (a Popen, a temporary file, a ctypes
+    handle being closed)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    def __del__(self) -> None:
+        t = time.monotonic() + self.seconds
+        while time.monotonic() < t:  # busy: signal handlers run between bytecodes
+            pass
 
 
 class AlwaysRaises(Toy):
@@ -60,6 +78,30 @@ class SometimesRaises(Toy):
 class PrefetchCrashes(Toy):
     def prefetch(self, programs, prop) -> bool:
         raise ValueError("batch build exploded")
+
+
+class PluginCrashes(Toy):
+    """A team's plugin whose own code (its compiler) crashes on lists of length 3."""
+
+    name = "toy-plugin-crash"
+    crashes_are_gpusem_bugs = None  # decided by where the class lives: not gpusem
+
+    def check(self, program, prop="compile"):
+        if len(program) == 3:
+            raise RuntimeError("\x1b[31mmycc: segfault in codegen\x1b[0m")
+        return super().check(program, prop)
+
+
+class PluginMeetsGpusemBug(PluginCrashes):
+    """A plugin that calls gpusem's library on lists of length 3, where gpusem's own
+    code raises: gpusem's bug, not the plugin's."""
+
+    def check(self, program, prop="compile"):
+        if len(program) == 3:
+            from gpusem.fuzz.reports import program_location
+
+            program_location(None)  # a TypeError raised in gpusem's code
+        return Toy.check(self, program, prop)
 
 
 class FlakyTimeout(Toy):
@@ -92,7 +134,8 @@ class Covering(Toy):
 
 TOYS = {"toys": Toy, "toy-raises": AlwaysRaises, "toy-sometimes": SometimesRaises,
         "toy-prefetch-crash": PrefetchCrashes, "toy-timeout": FlakyTimeout,
-        "toy-cover": Covering}
+        "toy-cover": Covering, "toy-plugin-crash": PluginCrashes,
+        "toy-plugin-gpusem-bug": PluginMeetsGpusemBug}
 
 
 def register() -> None:

@@ -93,13 +93,14 @@ if TYPE_CHECKING:
     from gpusem.fuzz.bundl.reduce import Reduced
     from gpusem.fuzz.driver import CampaignResult, CampaignSpec
     from gpusem.fuzz.replay import Replay
+    from gpusem.fuzz.progress import ProgressLines
     from gpusem.fuzz.triage import TriageRow
 
 # The campaign types load the fuzzer: only when asked for (`gpusem --help` and the
 # file verbs stay quick).
 _LAZY = {"CampaignSpec": "gpusem.fuzz.driver", "CampaignResult": "gpusem.fuzz.driver",
          "Reduced": "gpusem.fuzz.bundl.reduce", "Replay": "gpusem.fuzz.replay",
-         "TriageRow": "gpusem.fuzz.triage"}
+         "TriageRow": "gpusem.fuzz.triage", "ProgressLines": "gpusem.fuzz.progress"}
 
 
 def __getattr__(name: str) -> object:
@@ -113,7 +114,7 @@ def __getattr__(name: str) -> object:
 __all__ = ["BadInput", "CampaignResult", "CampaignSpec", "CheckOptions", "CheckReport",
            "Chunk", "Command", "CompileOptions", "CompileReport", "Debugger", "Ending",
            "ExecOptions", "ExecReport", "GpusemError", "Grid", "IllTyped", "KernelInfo",
-           "Language", "Line", "PtxCheckReport", "PtxFileReport", "Reduced", "Replay", "Report", "RunOptions", "RunReport",
+           "Language", "Line", "ProgressLines", "PtxCheckReport", "PtxFileReport", "Reduced", "Replay", "Report", "RunOptions", "RunReport",
            "Shown", "StepOptions", "SyncOptions", "SyncReport", "TriageRow", "budgets",
            "campaign", "check", "check_file", "compile", "compile_file", "cuda_source", "exec",
            "exec_file", "fuzz", "generate", "install_signal_handlers", "language_of",

@@ -103,8 +103,19 @@ def command(target, props, backend, budget, seed, jobs, shard, out_dir, max_prog
     spec = api.CampaignSpec(target, tuple(props), seconds, backend, seed, jobs, shard_t,
                             out_dir, round_size, max_programs, resume, coverage,
                             shrink_time, engine, scheduler, gpus)
+    # Off a terminal (CI logs) the bar draws nothing until the end: plain lines every
+    # ~30 s say how the campaign goes (GPUSEM_PROGRESS_EVERY_S).
+    lines = None if console.is_terminal else api.ProgressLines(target)
     with _Bar(console, seconds / max(1, len(props) or 1), target) as bar:
-        result = api.campaign(spec, on_progress=bar.tick)
+
+        def tick(prop: str, s) -> None:
+            bar.tick(prop, s)
+            if lines is not None:
+                lines.tick(prop, s)
+
+        result = api.campaign(spec, on_progress=tick)
+    if lines is not None:
+        lines.close()
     result.report.write(json_path, sarif_path, junit_path, out_dir)
     _show(console, result.report, coverage)
     raise SystemExit(result.exit_code)

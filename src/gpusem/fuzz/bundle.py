@@ -185,6 +185,13 @@ def readme(meta: dict, names: list[str]) -> str:
         repro = ("Standalone reproducer: `repro.cu` (kernel, runtime, inputs and the "
                  f"expected output inlined): `{meta.get('nvcc_command', REPRO_NVCC)}` "
                  "then `./repro` (exit 1: the bug reproduces).\n\n")
+    if "repro_cpu.cpp" in names:
+        repro += ("Without a GPU: `repro_cpu.cpp` (the same, on the cpu SIMT harness, "
+                  "inlined): `" + meta.get("cpu_command", REPRO_CPU) + "` then "
+                  "`./repro_cpu` (exit 1: the bug reproduces; `./repro_cpu SEED` "
+                  "tries another schedule).\n\n")
+    if "repro.cu" in names and meta.get("backend") == "cuda":
+        repro += sanitizer_commands()
     blame = meta.get("attribution") or {}
     if blame.get("verdict"):
         repro = (f"Attribution: **{blame['verdict']}** (rule `{blame.get('rule')}`; "
@@ -203,6 +210,25 @@ def readme(meta: dict, names: list[str]) -> str:
 
 
 REPRO_NVCC = "nvcc -arch=sm_90a -std=c++17 --fmad=false -w -o repro repro.cu"
+REPRO_CPU = ("g++ -std=c++17 -O1 -ffp-contract=off -fno-fast-math -o repro_cpu "
+             "repro_cpu.cpp")
+SANITIZER_TOOLS = (
+    ("racecheck", "shared-memory data races (a missing or misplaced barrier)"),
+    ("synccheck", "illegal barrier use (a __syncthreads or named barrier not "
+     "reached by every thread it waits for)"),
+    ("initcheck", "reads of uninitialised global memory"),
+    ("memcheck", "out-of-bounds and misaligned accesses"))
+
+
+def sanitizer_commands() -> str:
+    """compute-sanitizer on the GPU reproducer (issue 32.10): a race or a barrier
+    misuse on hardware, told apart from a miscompile (a clean run that still
+    mismatches is one)."""
+    lines = ["On the GPU, tell a race or a barrier misuse from a miscompile with "
+             "compute-sanitizer (CUDA's; build `repro` first):", ""]
+    lines += [f"- `compute-sanitizer --tool {tool} --error-exitcode 99 ./repro`: {what}"
+              for tool, what in SANITIZER_TOOLS]
+    return "\n".join(lines) + "\n\n"
 
 
 def read_bundle(path: str | Path) -> Bundle:

@@ -28,9 +28,10 @@ past the hard stop (budget + 10% + 30 s); the target's reducer has its own cap; 
 the budget one shrink still runs, later findings are kept as first seen (so a campaign
 ends within its budget plus one shrink).
 
-Interruption. Ctrl-C (KeyboardInterrupt) or SIGTERM (raised as `Interrupted` by the
-caller's handler) ends the shard with `Summary.interrupted` set and its summary
-returned; what it found is already on disk, and its progress record (`fuzz/manifest`)
+Interruption. Ctrl-C or SIGTERM, recorded by the caller's handler
+(`fuzz/interrupts.py`) and raised as `Interrupted` before the next program (or a
+KeyboardInterrupt where no handler is installed), ends the shard with
+`Summary.interrupted` set and its summary returned; what it found is already on disk, and its progress record (`fuzz/manifest`)
 lets `--resume` continue from the next round.
 """
 
@@ -48,11 +49,13 @@ from gpusem.calculus.errors import BadInput
 from gpusem.fuzz import manifest
 from gpusem.fuzz.bundle import ATTRIBUTION, META, BundleStore
 from gpusem.fuzz.hunt import Drawn, generate_round, shrink_from
+from gpusem.fuzz.interrupts import raise_if_requested, stop_requested
 from gpusem.fuzz.summary import Finding, Interrupted, Summary
 from gpusem.fuzz.targets import (
     CheckResult,
     Target,
     checked,
+    crash_result,
     internal_result,
     is_timeout,
     load_target,
@@ -139,6 +142,7 @@ class Campaign:
         return time.monotonic() - self.t0
 
     def _out_of_budget(self) -> bool:
+        raise_if_requested()  # Ctrl-C / SIGTERM, recorded by the handler (interrupts.py)
         if self.max_programs is not None and self.summary.programs >= self.max_programs:
             return True
         return self._elapsed() >= self.budget_s
@@ -168,6 +172,7 @@ class Campaign:
         s = self.summary
         s.programs, s.invalid, s.skipped = (int(done.get(k, 0)) for k in (
             "programs", "invalid", "skipped"))
+        s.resumed = s.programs  # checked by an earlier run: not in this run's rate
         s.outcomes = {self.prop: dict(done.get("outcomes", {}))}
         s.coverage = {self.prop: dict(done.get("coverage", {}))} if self.coverage else {}
         if self.coverage:
@@ -202,7 +207,7 @@ class Campaign:
             try:
                 target.prefetch([d.program for d in drawn], self.prop)
             except Exception as err:  # noqa: BLE001 - checked one by one below
-                self._internal(target, internal_result(err, stage="prefetch"))
+                self._internal(target, crash_result(target, err, stage="prefetch"))
         opened: list[_Open] = []
         for i, d in enumerate(drawn):
             if self._out_of_budget():
@@ -229,7 +234,7 @@ class Campaign:
         try:
             again = target.confirm(program, res, self.prop)
         except Exception as err:  # noqa: BLE001
-            return internal_result(err, stage="confirm")
+            return crash_result(target, err, stage="confirm")
         if again.status == "finding" and again.signature == res.signature:
             return replace(again, kind=TIMEOUT)  # confirmed: classified `timeout`
         self.summary.unconfirmed += count  # a watchdog under load, not a bug
@@ -242,7 +247,7 @@ class Campaign:
         try:
             rules = measure(program)
         except Exception as err:  # noqa: BLE001
-            self._internal(target, internal_result(err, stage="coverage"))
+            self._internal(target, crash_result(target, err, stage="coverage"))
             return
         table = self.summary.coverage.setdefault(self.prop, {})
         if not table and hasattr(target, "coverage_labels"):  # rules at 0 show too
@@ -316,8 +321,9 @@ class Campaign:
                 return True
             return False
 
-        def stop() -> bool:
-            return self._past_hard_stop() or self._hunt_too_long(since)
+        def stop() -> bool:  # a signal ends the shrink; the round loop then stops
+            return (bool(stop_requested()) or self._past_hard_stop()
+                    or self._hunt_too_long(since))
 
         if self._out_of_budget():  # past the budget: one shrink, no more
             self.overtime_shrinks += 1
@@ -338,7 +344,7 @@ class Campaign:
             try:
                 res = target.minimise(program, res, self.prop)
             except Exception as err:  # noqa: BLE001
-                self._internal(target, internal_result(err, stage="minimise"))
+                self._internal(target, crash_result(target, err, stage="minimise"))
         finding.shrink_s = time.monotonic() - since
         self._finish(target, finding, res, shrunk=True)
 

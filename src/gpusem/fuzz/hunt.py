@@ -26,7 +26,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from gpusem.fuzz.reproducible import stable_constants
+from gpusem.fuzz.reproducible import (
+    SECONDARY_KEY_SUFFIX,
+    choices_blob,
+    current_choices,
+    gpusem_storage,
+    stable_constants,
+    with_seed,
+)
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis.database import ExampleDatabase
 
@@ -37,27 +44,18 @@ class Drawn:
     choices: tuple | None  # hypothesis's choice sequence, when it tells
 
 
-def _choices() -> tuple | None:
-    try:
-        from hypothesis.control import current_build_context
-
-        return tuple(current_build_context().data.choices)
-    except Exception:  # noqa: BLE001 - an internal of hypothesis that may move
-        return None
-
-
 def generate_round(strategy: Any, seed: int, n: int) -> list[Drawn]:
     """The round's `n` programs (fewer if the strategy runs dry), from `seed`."""
     drawn: list[Drawn] = []
 
     def collect(program: Any) -> None:
-        drawn.append(Drawn(program, _choices()))
+        drawn.append(Drawn(program, current_choices()))
 
     test = settings(max_examples=n, database=None, deadline=None,
                     phases=[Phase.generate], suppress_health_check=list(HealthCheck))(
         given(strategy)(collect))
-    with stable_constants():  # the same programs in every process (reproducible.py)
-        _seeded(test, seed)()
+    with stable_constants(), gpusem_storage():  # the same programs in every process
+        with_seed(test, seed)()
     return drawn
 
 
@@ -69,7 +67,7 @@ class _OneExample(ExampleDatabase):
         self.blob: bytes | None = blob
 
     def fetch(self, key: bytes) -> Iterable[bytes]:
-        if key.endswith(b".secondary") and self.blob is not None:
+        if key.endswith(SECONDARY_KEY_SUFFIX) and self.blob is not None:
             blob, self.blob = self.blob, None
             yield blob
 
@@ -103,9 +101,7 @@ def shrink_from(strategy: Any, seed: int, example: Drawn, index: int, round_size
             raise _Found
 
     if example.choices is not None:
-        from hypothesis.database import choices_to_bytes
-
-        db = _OneExample(choices_to_bytes(example.choices))
+        db = _OneExample(choices_blob(example.choices))
         test = settings(max_examples=round_size, database=db, deadline=None,
                         report_multiple_bugs=False,
                         suppress_health_check=list(HealthCheck),
@@ -125,17 +121,10 @@ def shrink_from(strategy: Any, seed: int, example: Drawn, index: int, round_size
     try:
         with warnings.catch_warnings():  # hypothesis's "overly large repr" of a big
             warnings.simplefilter("ignore")  # failing program, when it reports it
-            with stable_constants():  # the programs depend on the seed alone
-                _seeded(test, seed)()
+            with stable_constants(), gpusem_storage():  # the seed alone decides
+                with_seed(test, seed)()
     except _Found:
         pass
     except Exception:  # noqa: BLE001 - hypothesis's Flaky when `stop` cut the replay:
         pass           # the smallest failure so far stands
     return smallest[0]
-
-
-def _seeded(test: Any, seed: int) -> Any:
-    """hypothesis.seed(seed)(test), without the database=None that `seed` also sets
-    (the one-example database of `shrink_from` must stay)."""
-    test._hypothesis_internal_use_seed = seed
-    return test

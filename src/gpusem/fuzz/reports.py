@@ -16,10 +16,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from xml.sax.saxutils import escape, quoteattr
 
 from gpusem.fuzz.bundle import META
-from gpusem.fuzz.summary import Finding, Summary
+from gpusem.fuzz.junit import junit_xml
+from gpusem.fuzz.summary import Finding, Summary, rate_text
 
 SCHEMA = "gpusem-campaign-report"
 SCHEMA_VERSION = 1
@@ -73,7 +73,8 @@ class Report:
                        "unconfirmed_timeouts": s.unconfirmed,
                        "seen_elsewhere": s.seen_elsewhere},
             "by_property": {p: dict(per) for p, per in sorted(s.outcomes.items())},
-            "throughput": {"programs_per_min": round(s.rate_per_min, 1)},
+            "throughput": {"programs_per_min": (None if s.rate_per_min is None
+                                                 else round(s.rate_per_min, 1))},
             "findings": [self._finding(f) for f in s.findings],
             "failed_shards": list(s.failed),
             "coverage": {p: {"programs": s.coverage_programs.get(p, 0),
@@ -127,30 +128,9 @@ class Report:
 
     def as_junit(self) -> str:
         """One test case per property (its counts) and one failing test case per
-        finding (its signature, detail and bundle); shards that died are errors."""
-        s = self.summary
-        target = self.campaign.get("target", "?")
-        cases = []
-        for p in sorted(set(s.outcomes) | {f.prop for f in s.findings}):
-            n = s.outcomes.get(p, {})
-            out = escape(f"{sum(n.values())} programs: " + ", ".join(
-                f"{k} {v}" for k, v in sorted(n.items())))
-            cases.append(_case(f"{target}:{p}", s.seconds, f"<system-out>{out}"
-                               "</system-out>"))
-        for f in s.findings:
-            cases.append(_case(
-                f"{target}:{f.prop}:{f.signature}", f.shrink_s,
-                f"<failure type={quoteattr(f.kind)} message={quoteattr(f.detail)}>"
-                f"signature: {escape(f.signature)}\nbundle: {escape(f.bundle)}\n"
-                + escape(_blame(f, "\n")) +
-                f"replay: gpusem replay {escape(f.bundle)}</failure>"))
-        for line in s.failed:
-            cases.append(_case("shard", 0.0, f"<error message={quoteattr(line)}/>"))
-        head = (f'tests="{len(cases)}" failures="{len(s.findings)}" '
-                f'errors="{len(s.failed)}" time="{s.seconds:.3f}"')
-        return ('<?xml version="1.0" encoding="UTF-8"?>\n'
-                f"<testsuites {head}>\n<testsuite name=\"gpusem fuzz\" {head}>\n"
-                + "".join(cases) + "</testsuite>\n</testsuites>\n")
+        finding (its signature, detail and bundle); shards that died are errors
+        (`fuzz/junit.py`: through ElementTree, illegal XML characters made visible)."""
+        return junit_xml(self.summary, str(self.campaign.get("target", "?")))
 
     # ------------------------------------------------------------------ text
 
@@ -158,7 +138,7 @@ class Report:
         """The summary, whole (never cut to a terminal's width)."""
         s = self.summary
         lines = [f"{s.programs} programs, {len(s.findings)} finding classes "
-                 f"({sum(f.new for f in s.findings)} new), {s.rate_per_min:.0f}/min, "
+                 f"({sum(f.new for f in s.findings)} new), {rate_text(s.rate_per_min)}, "
                  f"{s.invalid} not compared (illegal, racy or unsupported), "
                  f"{s.skipped} not runnable on this backend"
                  + (f", {s.unconfirmed} timeouts not confirmed" if s.unconfirmed else "")
@@ -231,11 +211,6 @@ def program_location(bundle: str) -> tuple[str, int]:
 def _blame(f: Finding, end: str = "; ") -> str:
     """`attribution: VERDICT` and `end`, or "" when the finding has none."""
     return f"attribution: {f.attribution}{end}" if f.attribution else ""
-
-
-def _case(name: str, seconds: float, body: str) -> str:
-    return (f'  <testcase classname="gpusem.fuzz" name={quoteattr(name)} '
-            f'time="{seconds:.3f}">{body}</testcase>\n')
 
 
 def _rule_id(kind: str) -> str:

@@ -16,6 +16,17 @@ is otherwise unchanged), so the programs depend on the seed alone. It patches on
 internal of hypothesis (`providers._get_local_constants`); where a hypothesis version
 lacks it, there is nothing to pin and nothing is done (the pinning test then fails,
 saying so).
+
+This module is the one place gpusem reaches into hypothesis past its public API
+(issue 32.12; `missing_internals` lists what a hypothesis version lacks, and
+tests/fuzz/test_reproducible.py fails loudly, naming it, on an incompatible one):
+the local-constant pool above; the choice sequence of the example being drawn
+(`current_choices`) and its serialisation (`choices_blob`) with the database's
+secondary-corpus key, so a finding is shrunk from the very example that failed; a
+seed for a test that keeps its own database (`with_seed`: the public `seed`
+decorator also sets `database=None`); and hypothesis's storage folder
+(`gpusem_storage`), pointed into gpusem's cache while gpusem generates, so its
+unicode tables never make a `.hypothesis/` in the user's working folder.
 """
 
 from __future__ import annotations
@@ -23,6 +34,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
+
+from gpusem.compiler.backends.cache import cache_root
+
+# The database key suffix of the secondary corpus, which hypothesis's reuse phase
+# reads (hypothesis/internal/conjecture/engine.py: `self.secondary_key`).
+SECONDARY_KEY_SUFFIX = b".secondary"
 
 
 @contextmanager
@@ -49,3 +66,80 @@ def stable_constants() -> Iterator[bool]:
         providers._get_local_constants = original
         if cache is not None:
             cache.cache.clear()
+
+
+def current_choices() -> tuple | None:
+    """The choice sequence of the example being drawn (inside a hypothesis test);
+    None where this hypothesis does not expose it (shrinking then replays by index)."""
+    try:
+        from hypothesis.control import current_build_context
+
+        return tuple(current_build_context().data.choices)
+    except Exception:  # noqa: BLE001 - an internal of hypothesis that may move
+        return None
+
+
+def choices_blob(choices: tuple) -> bytes:
+    """`choices` as a database entry, for the reuse phase to replay."""
+    from hypothesis.database import choices_to_bytes
+
+    return bytes(choices_to_bytes(choices))
+
+
+def with_seed(test: Any, seed: int) -> Any:
+    """hypothesis.seed(seed)(test), without the database=None that `seed` also sets
+    (the one-example database of `hunt.shrink_from` must stay)."""
+    test._hypothesis_internal_use_seed = seed
+    return test
+
+
+@contextmanager
+def gpusem_storage() -> Iterator[None]:
+    """Within: hypothesis's storage folder is gpusem's cache (`hypothesis/`), unless
+    the user chose one (`HYPOTHESIS_STORAGE_DIRECTORY`, or an earlier
+    `set_hypothesis_home_dir`), which is then left alone."""
+    import os
+
+    from hypothesis import configuration
+
+    name = "__hypothesis_home_directory"
+    before = getattr(configuration, name, None)
+    if before is not None or os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
+        yield
+        return
+    configuration.set_hypothesis_home_dir(cache_root() / "hypothesis")
+    try:
+        yield
+    finally:
+        configuration.set_hypothesis_home_dir(before)
+
+
+def missing_internals() -> list[str]:
+    """What gpusem uses of hypothesis's internals and this hypothesis lacks."""
+    import importlib
+
+    wanted = [("hypothesis.internal.conjecture.providers", "_get_local_constants"),
+              ("hypothesis.internal.conjecture.providers", "Constants"),
+              ("hypothesis.control", "current_build_context"),
+              ("hypothesis.database", "choices_to_bytes"),
+              ("hypothesis.configuration", "set_hypothesis_home_dir"),
+              ("hypothesis.configuration", "__hypothesis_home_directory"),
+              ("hypothesis.internal.conjecture.data", "ConjectureData")]
+    missing = []
+    for module, attr in wanted:
+        try:
+            found = hasattr(importlib.import_module(module), attr)
+        except ImportError:
+            found = False
+        if not found:
+            missing.append(f"{module}.{attr}")
+    from hypothesis.internal.conjecture.data import ConjectureData
+
+    if "choices" not in dir(ConjectureData):
+        missing.append("ConjectureData.choices")
+    from hypothesis import seed
+
+    probe = seed(1)(lambda: None)
+    if getattr(probe, "_hypothesis_internal_use_seed", None) != 1:
+        missing.append("the test attribute _hypothesis_internal_use_seed")
+    return missing

@@ -7,7 +7,25 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+# where they lived before fuzz/interrupts.py: the CLI and the engines import them here
+from gpusem.fuzz.interrupts import Interrupted, install_signal_handlers
+
+__all__ = ["MIN_RATE_S", "Finding", "Interrupted", "Summary", "install_signal_handlers",
+           "rate_per_min", "rate_text"]
+
 OUTCOMES = ("pass", "finding", "invalid", "skip")
+MIN_RATE_S = 1.0  # seconds of work below which no rate is reported
+
+
+def rate_per_min(programs: int, seconds: float) -> float | None:
+    """`programs` per minute over `seconds` of wall time; None below MIN_RATE_S."""
+    if seconds < MIN_RATE_S:
+        return None
+    return 60.0 * max(0, programs) / seconds
+
+
+def rate_text(rate: float | None) -> str:
+    return "rate n/a (under 1 s)" if rate is None else f"{rate:,.0f}/min"
 
 
 @dataclass
@@ -48,10 +66,14 @@ class Summary:
     coverage: dict[str, dict[str, int]] = field(default_factory=dict)
     coverage_programs: dict[str, int] = field(default_factory=dict)
     found: int = 0  # findings so far, in progress snapshots (whose `findings` is empty)
+    resumed: int = 0  # of `programs`, those an earlier run checked (`--resume`)
 
     @property
-    def rate_per_min(self) -> float:
-        return 60.0 * self.programs / self.seconds if self.seconds else 0.0
+    def rate_per_min(self) -> float | None:
+        """Programs this run checked per minute of its wall time; None under
+        MIN_RATE_S of it, where one program more or less swings the rate by orders
+        of magnitude (a finished campaign resumed reported 7,552,014/min)."""
+        return rate_per_min(self.programs - self.resumed, self.seconds)
 
     @property
     def internal(self) -> list[Finding]:
@@ -68,6 +90,7 @@ class Summary:
 
     def merge(self, other: Summary) -> None:
         self.programs += other.programs
+        self.resumed += other.resumed
         self.invalid += other.invalid
         self.skipped += other.skipped
         self.seconds = max(self.seconds, other.seconds)
@@ -105,32 +128,3 @@ class Summary:
         n = self.coverage_programs.get(prop, 0)
         return {rule: round(1e4 * k / n, 1) for rule, k in
                 sorted(self.coverage.get(prop, {}).items())} if n else {}
-
-
-class Interrupted(KeyboardInterrupt):
-    """SIGINT or SIGTERM while a campaign runs: raised by the signal handler the caller
-    installs (`install_signal_handlers`), caught by `Campaign.run`, which returns what
-    it has. A KeyboardInterrupt, so hypothesis and every `except Exception` let it
-    through."""
-
-    def __init__(self, signal_name: str = "SIGINT") -> None:
-        super().__init__(signal_name)
-        self.signal_name = signal_name
-
-
-def install_signal_handlers() -> None:
-    """SIGTERM raises `Interrupted("SIGTERM")` (SIGINT already raises a
-    KeyboardInterrupt, which `Campaign.run` takes as SIGINT)."""
-    import os
-    import signal
-
-    owner = os.getpid()
-
-    def on_term(signum: int, frame: Any) -> None:
-        if os.getpid() != owner:  # a forked worker (the cpu harness's): die as usual
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            os.kill(os.getpid(), signal.SIGTERM)
-            return
-        raise Interrupted("SIGTERM")
-
-    signal.signal(signal.SIGTERM, on_term)

@@ -53,6 +53,10 @@ class Target:
     name: str = ""
     properties: tuple[str, ...] = ()
     backends: tuple[str, ...] = ("cpu",)
+    # Whose bug an exception out of this target's methods is (`crash_result`): None
+    # decides by where the class lives (in gpusem's package: gpusem's own, kind
+    # `internal`, exit 3; in a plugin's package: the plugin's, kind `target-crash`).
+    crashes_are_gpusem_bugs: bool | None = None
 
     def __init__(self, backend: str = "cpu") -> None:
         self.backend = backend
@@ -150,14 +154,59 @@ def load_target(name: str, backend: str) -> Target:
 
 def checked(target: Target, program: Any, prop: str) -> CheckResult:
     """target.check, with any exception out of it (a generator that built an invalid
-    program, an evaluator that rejects a valid one, a crash of gpusem's own code) turned
-    into a finding of kind `internal`: counted, shrunk and bundled like any other,
-    never a crash of the campaign and never silently dropped (issue 15; exit code 3)."""
+    program, an evaluator that rejects a valid one, a crash of gpusem's own code or of
+    a plugin's) turned into a finding (`crash_result`: kind `internal` or
+    `target-crash`): counted, shrunk and bundled like any other, never a crash of the
+    campaign and never silently dropped (issue 15)."""
     try:
         return target.check(program, prop)
     except Exception as err:  # noqa: BLE001 - every error is reported as a finding
-        return internal_result(err, _program_files(target, program), _size(target,
-                                                                           program))
+        return crash_result(target, err, _program_files(target, program),
+                            _size(target, program))
+
+
+TARGET_CRASH = "target-crash"
+_PACKAGE = Path(__file__).resolve().parents[1]  # src/gpusem/
+
+
+def crash_result(target: Any, err: BaseException, files: dict[str, str] | None = None,
+                 size: int = 0, stage: str = "") -> CheckResult:
+    """An exception out of a target's method, attributed (issue 32.12): gpusem's own
+    bug (kind `internal`, exit 3) when it was raised in gpusem's code or the target is
+    one of gpusem's; else the plugin's or its compiler's crash, a finding of kind
+    `target-crash` (exit 1) naming the target, so a team's CI blames their compiler
+    and not gpusem."""
+    res = internal_result(err, files, size, stage)
+    if raised_in_gpusem(err) or crashes_are_ours(target):
+        return res
+    name = getattr(target, "name", "") or type(target).__name__
+    sig = TARGET_CRASH + res.signature[len(INTERNAL):]
+    return CheckResult("finding", signature=sig, kind=TARGET_CRASH,
+                       detail=f"{name} crashed: {res.detail}"[:200], files=res.files,
+                       size=size)
+
+
+def crashes_are_ours(target: Any) -> bool:
+    declared = getattr(target, "crashes_are_gpusem_bugs", None)
+    if declared is not None:
+        return bool(declared)
+    module = type(target).__module__
+    return module == "gpusem" or module.startswith("gpusem.")
+
+
+def raised_in_gpusem(err: BaseException) -> bool:
+    """The innermost frame that raised `err`, the standard library's frames skipped
+    (a `json.loads` that gpusem called wrongly is gpusem's), is in gpusem's package:
+    a plugin that calls gpusem's library and meets gpusem's bug."""
+    import sysconfig
+    import traceback
+
+    stdlib = Path(sysconfig.get_paths()["stdlib"]).resolve()
+    for frame in reversed(traceback.extract_tb(err.__traceback__)):
+        where = Path(frame.filename).resolve()
+        if not where.is_relative_to(stdlib):
+            return where.is_relative_to(_PACKAGE)
+    return False
 
 
 def _program_files(target: Any, program: Any) -> dict[str, str]:

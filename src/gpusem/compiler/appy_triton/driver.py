@@ -146,6 +146,7 @@ class AppycDriver(JsonWorkerDriver):
     # ------------------------------------------------------------------ lifecycle
     def _start(self) -> None:
         env = dict(os.environ)
+        env["GPUSEM_PARENT_PID"] = str(os.getpid())  # the worker dies with us
         if self.backend == "cpu":
             env["TRITON_INTERPRET"] = "1"
         else:

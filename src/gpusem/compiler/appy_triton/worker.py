@@ -414,6 +414,12 @@ def _signature(jit_fn, args) -> tuple[dict, dict]:
 
 def main() -> None:
     backend = sys.argv[1] if len(sys.argv) > 1 else "cpu"
+    # A killed campaign (or pytest) leaves no worker spinning in a hung kernel. The
+    # watch thread alone: which of the driver's threads started us is unknown here.
+    if os.environ.get("GPUSEM_PARENT_PID", "").isdigit():
+        from gpusem.compiler.backends.lifetime import die_with_parent
+
+        die_with_parent(int(os.environ["GPUSEM_PARENT_PID"]), pdeathsig=False)
     proto = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # appyc's prints and black's chatter must not reach the protocol
     import appy  # noqa: F401 - import once, before the first case's clock starts

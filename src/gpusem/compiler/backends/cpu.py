@@ -35,6 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpusem.compiler.backends import cpu_source
+from gpusem.compiler.backends.cache import cache_dir, touch
+from gpusem.compiler.backends.lifetime import from_main_thread
 from gpusem.compiler.backends.kernel import Job, KernelSpec, Result, prepare_args
 
 HERE = Path(__file__).resolve().parent
@@ -97,8 +99,7 @@ STATUS_KINDS = {
 
 
 def default_cache_dir() -> Path:
-    root = os.environ.get("GPUSEM_CACHE_DIR") or Path.home() / ".cache" / "gpusem"
-    return Path(root) / "cpu"
+    return cache_dir("cpu")
 
 
 def _harness_hash() -> str:
@@ -387,7 +388,11 @@ def _read_loc(path: Path) -> tuple[str, str] | None:
         library, symbol = path.read_text().split("\n")
     except (OSError, ValueError):
         return None
-    return (library, symbol) if Path(library).exists() else None
+    if not Path(library).exists():
+        return None
+    touch(path)  # used now: the cache's LRU trim keeps it (backends/cache.py)
+    touch(Path(library))
+    return library, symbol
 
 
 def _trim(stderr: str, limit: int = 4000) -> str:
@@ -409,7 +414,8 @@ class _WorkerHandle:
 
         ctx = multiprocessing.get_context("fork")
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=cpu_worker.serve, args=(child,), daemon=True)
+        self.proc = ctx.Process(target=cpu_worker.serve, args=(
+            child, os.getpid(), from_main_thread()), daemon=True)
         self.proc.start()
         child.close()
         self.libraries: set[str] = set()

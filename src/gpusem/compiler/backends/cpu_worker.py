@@ -120,9 +120,13 @@ def launch(cache: dict, request) -> tuple[int, str, dict[str, np.ndarray], float
     return status, msg.value.decode(errors="replace"), outputs, elapsed
 
 
-def serve(conn) -> None:
+def serve(conn, parent_pid: int | None = None, pdeathsig: bool = False) -> None:
     import faulthandler
 
+    if parent_pid is not None:  # a SIGKILLed campaign leaves no worker behind
+        from gpusem.compiler.backends.lifetime import die_with_parent
+
+        die_with_parent(parent_pid, pdeathsig)
     faulthandler.disable()  # a crashing kernel is an expected outcome, not a bug here
     cache: dict = {}
     while True:

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import hashlib
 import multiprocessing
+import os
 import re
 import time
 from collections import Counter
@@ -47,6 +48,7 @@ from typing import Any, Literal
 import numpy as np
 from gpusem.calculus.errors import BadInput
 from gpusem.compiler.backends.cuda_worker import Device, Unavailable, serve
+from gpusem.compiler.backends.lifetime import from_main_thread
 from gpusem.compiler.backends.kernel import Job, KernelSpec, Result, prepare_args
 
 # A backend reused for a whole campaign loads one module per batch into its worker;
@@ -123,7 +125,8 @@ class CudaBackend:
     def _spawn() -> tuple:
         ctx = multiprocessing.get_context("spawn")
         conn, child = ctx.Pipe()
-        proc = ctx.Process(target=serve, args=(child,), daemon=True)
+        proc = ctx.Process(target=serve, args=(child, os.getpid(), from_main_thread()),
+                           daemon=True)
         proc.start()
         child.close()
         return proc, conn

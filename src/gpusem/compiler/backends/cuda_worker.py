@@ -255,7 +255,11 @@ class Unavailable:
     reason: str
 
 
-def serve(conn) -> None:
+def serve(conn, parent_pid: int | None = None, pdeathsig: bool = False) -> None:
+    if parent_pid is not None:  # a SIGKILLed campaign leaves no GPU context behind
+        from gpusem.compiler.backends.lifetime import die_with_parent
+
+        die_with_parent(parent_pid, pdeathsig)
     try:
         device = Device()
     except Exception as err:  # noqa: BLE001 - no CuPy / driver / GPU: say so, once

@@ -23,6 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from gpusem.compiler.backends import cpu_source
+from gpusem.compiler.backends.cache import cache_dir, touch
 from gpusem.compiler.backends.cpu import HARNESS_FILES, HERE
 
 NVCC = os.environ.get("GPUSEM_NVCC", "nvcc")
@@ -41,10 +42,7 @@ def nvcc_available() -> bool:
 
 
 def _cache_dir() -> Path:
-    root = os.environ.get("GPUSEM_CACHE_DIR") or Path.home() / ".cache" / "gpusem"
-    path = Path(root) / "nvcc"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return cache_dir("nvcc")
 
 
 def _toolchain_hash() -> str:
@@ -68,6 +66,7 @@ def compile_check(sources: list[str], parallel: int = 2) -> list[str | None]:
     todo: dict[str, str] = {}
     for key, src in zip(keys, sources, strict=True):
         if (cache / f"{key}.ok").exists():
+            touch(cache / f"{key}.ok")  # used now: kept by the LRU trim (cache.py)
             verdicts[key] = None
         elif (cache / f"{key}.err").exists():
             verdicts[key] = (cache / f"{key}.err").read_text()

@@ -43,16 +43,16 @@ def standalone_source(source: str, launches: Sequence[KernelSpec],
     its buffers instead of comparing them (exit 0)."""
     if INCLUDE not in source:
         raise ValueError("kernel source does not include gpusem_rt.cuh")
-    buffers = _buffers(launches)
+    buffers = buffers_of(launches)
     body = source.replace(INCLUDE, "// ---- gpusem_rt.cuh, inlined ----\n"
                           f"{RUNTIME.read_text()}\n// ---- end of gpusem_rt.cuh ----", 1)
     return "\n".join([_header(launches, title, expected is not None), body,
-                      _data(buffers, inputs, expected),
+                      data_arrays(buffers, inputs, expected),
                       _main(launches, buffers, inputs, None if expected is None
                             else set(expected))])
 
 
-def _buffers(launches: Sequence[KernelSpec]) -> dict[str, tuple[str, int]]:
+def buffers_of(launches: Sequence[KernelSpec]) -> dict[str, tuple[str, int]]:
     """Pointer parameters by name: (dtype, count); one buffer per name."""
     out: dict[str, tuple[str, int]] = {}
     for spec in launches:
@@ -87,7 +87,7 @@ def _bytes(values: np.ndarray) -> str:
     return "{\n  " + ",\n  ".join(rows) + "\n}"
 
 
-def _data(buffers: Mapping[str, tuple[str, int]], inputs: Mapping[str, object],
+def data_arrays(buffers: Mapping[str, tuple[str, int]], inputs: Mapping[str, object],
           expected: Mapping[str, np.ndarray] | None) -> str:
     out = ["// Initial buffers and, where embedded, the expected output (bytes)."]
     for name, (dtype, count) in buffers.items():

@@ -8,11 +8,12 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 from gpusem.compiler.backends.standalone import NVCC_COMMAND
+from gpusem.compiler.backends.standalone_cpu import CPU_COMMAND, standalone_cpu_source
 from gpusem.compiler.backends.standalone import standalone_source as write_standalone
 from gpusem.compiler.bundl_cuda.launch import DTYPES, kernel_spec
 from gpusem.compiler.bundl_cuda.pipeline import CompiledKernel
 
-__all__ = ["NVCC_COMMAND", "standalone_source"]
+__all__ = ["CPU_COMMAND", "NVCC_COMMAND", "standalone_cpu", "standalone_source"]
 
 
 def standalone_source(kernel: CompiledKernel, inputs: Mapping[str, np.ndarray],
@@ -21,10 +22,26 @@ def standalone_source(kernel: CompiledKernel, inputs: Mapping[str, np.ndarray],
     """`inputs` maps `g_NAME` to the initial contents (`launch.initial_globals`);
     `expected` maps NAME to the interpreter's final values, or is None (the program
     then prints its output)."""
+    want, inputs = _data(kernel, inputs, expected)
+    return write_standalone(kernel.source, [kernel_spec(kernel)], inputs, want, title)
+
+
+def standalone_cpu(kernel: CompiledKernel, inputs: Mapping[str, np.ndarray],
+                   expected: Mapping[str, Sequence[object]] | None, title: str = "",
+                   seed: int = 0) -> str:
+    """The same reproducer for the cpu harness (`repro_cpu.cpp`: g++ alone), under
+    the harness schedule `seed` the finding was seen with."""
+    want, inputs = _data(kernel, inputs, expected)
+    return standalone_cpu_source([kernel_spec(kernel)], inputs, want, title, seed)
+
+
+def _data(kernel: CompiledKernel, inputs: Mapping[str, np.ndarray],
+          expected: Mapping[str, Sequence[object]] | None
+          ) -> tuple[dict[str, np.ndarray] | None, dict[str, np.ndarray]]:
     want = None if expected is None else {
         f"g_{name}": np.asarray(expected[name], dtype=DTYPES[elem])
         for name, elem, _ in kernel.globals}
     inputs = dict(inputs)
     for name, elem, size in kernel.scratch:  # `alloc in Global` arrays start zeroed
         inputs[name] = np.zeros(size, dtype=DTYPES[elem])
-    return write_standalone(kernel.source, [kernel_spec(kernel)], inputs, want, title)
+    return want, inputs

@@ -25,6 +25,7 @@ from importlib.util import find_spec
 from pathlib import Path
 
 from gpusem.calculus.errors import BadInput
+from gpusem.compiler.backends.cache import cache_root
 from gpusem.compiler.backends.json_worker import JsonWorkerDriver
 from gpusem.compiler.gpuir_exo.dialect import KNOWN_BUILDS, Dialect
 from gpusem.compiler.gpuir_exo.verdict import ExoVerdict, classify
@@ -132,8 +133,7 @@ class ExoDriver(JsonWorkerDriver):
     def _env(self) -> dict[str, str]:
         env = dict(os.environ)
         if not env.get("CAMSPORK_JIT_DIR"):  # endgame's checker JIT: one shared cache
-            cache = Path(env.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-            env["CAMSPORK_JIT_DIR"] = str(cache / "gpusem" / "camspork-jit")
+            env["CAMSPORK_JIT_DIR"] = str(cache_root() / "camspork-jit")
         return env
 
     def _start(self) -> None:

@@ -13,7 +13,7 @@ import hashlib
 from collections.abc import Iterator
 from typing import Any
 
-from gpusem.fuzz.reproducible import stable_constants
+from gpusem.fuzz.reproducible import gpusem_storage, stable_constants
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hseed
 
@@ -34,7 +34,7 @@ def draw_round(strategy: Any, seed: int, r: int, size: int = ROUND) -> list[Any]
     test = settings(max_examples=size, database=None, deadline=None,
                     phases=[Phase.generate],
                     suppress_health_check=list(HealthCheck))(given(strategy)(collect))
-    with stable_constants():  # as a campaign's rounds: the seed alone decides
+    with stable_constants(), gpusem_storage():  # as a campaign's rounds: the seed
         hseed(round_seed(seed, r))(test)()
     return got
 

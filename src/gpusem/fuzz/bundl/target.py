@@ -363,7 +363,7 @@ class BundlTarget(Target):
                           f"construct nearest the divergence: {construct}\n"),
         }
         if v.kernel_source:
-            files["repro.cu"] = _repro(program, v, prop)
+            files["repro.cu"], files["repro_cpu.cpp"] = _repro(program, v, prop)
         return CheckResult("finding", signature=f"{prop}:{v.kind}:{klass}{tail}",
                            kind=f"{prop} {v.kind}", detail=v.describe(), files=files,
                            size=self.size(program), program_file="program.bundl",
@@ -468,9 +468,10 @@ class BundlTarget(Target):
             "versions": tool_versions(self.backend), "device": device_name(self.backend),
             "fault": os.environ.get("GPUSEM_FAULT", "")}
         if "repro.cu" in result.files:
-            from gpusem.compiler.bundl_cuda.standalone import NVCC_COMMAND
+            from gpusem.compiler.bundl_cuda.standalone import CPU_COMMAND, NVCC_COMMAND
 
             meta["nvcc_command"] = NVCC_COMMAND
+            meta["cpu_command"] = CPU_COMMAND
         if result.signature in self.shrink_stats:
             meta["minimised"] = self.shrink_stats[result.signature]
         if result.signature.startswith("ptx:"):
@@ -490,17 +491,20 @@ class BundlTarget(Target):
                           meta["property"])
 
 
-def _repro(program: B.Program, v: Verdict, prop: str) -> str:
-    """The standalone reproducer (`compiler/bundl_cuda/standalone.py`): the kernel
-    compiled as the finding's was, the runtime inlined, the interpreter's output
-    embedded; `nvcc` alone builds it."""
+def _repro(program: B.Program, v: Verdict, prop: str) -> tuple[str, str]:
+    """The standalone reproducers (`compiler/bundl_cuda/standalone.py`): the kernel
+    compiled as the finding's was, the interpreter's output embedded; `repro.cu`
+    (`nvcc` alone builds it) and `repro_cpu.cpp` (g++ alone, the cpu harness inlined,
+    under the finding's harness schedule)."""
     from gpusem.compiler.bundl_cuda.launch import initial_globals
     from gpusem.compiler.bundl_cuda.pipeline import CompileOptions, compile_program
-    from gpusem.compiler.bundl_cuda.standalone import standalone_source
+    from gpusem.compiler.bundl_cuda.standalone import standalone_cpu, standalone_source
 
     kernel = compile_program(program, CompileOptions(sync_motion=prop == "compile"))
-    return standalone_source(kernel, initial_globals(program), v.expected,
-                             f"a `{prop}` finding ({v.kind})")
+    title = f"a `{prop}` finding ({v.kind})"
+    inputs = initial_globals(program)
+    return (standalone_source(kernel, inputs, v.expected, title),
+            standalone_cpu(kernel, inputs, v.expected, title, v.schedule or 0))
 
 
 def _signature_tail(text: str, v: Verdict) -> tuple[str, str, int]:

@@ -51,6 +51,7 @@ from typing import Any
 from gpusem.calculus.errors import BadInput
 from gpusem.fuzz.bundle import BundleStore
 from gpusem.fuzz.engines.base import Engine, Progress, ShardEvent, ShardTask
+from gpusem.fuzz.interrupts import at_once
 from gpusem.fuzz.engines.pieces import (
     ROUNDS_PER_PIECE,
     Piece,
@@ -222,7 +223,12 @@ class DaskEngine(Engine):
         reported: set[int] = set()
         try:
             fill()
-            for fut in pending:
+            results = iter(pending)
+            while True:
+                with at_once():  # waiting on the cluster: a signal stops the wait
+                    fut = next(results, None)
+                if fut is None:
+                    break
                 s = futures.pop(fut)
                 s.in_flight -= 1
                 self._take(fut, s, stores[s.task.spec["out_dir"]], known[id(s)])
@@ -246,6 +252,7 @@ class DaskEngine(Engine):
         plan = None
         if spec.get("max_programs") is not None:
             plan = windows(spec["max_programs"], spec["round_size"], self.per_piece)
+        counted.resumed = counted.programs  # an earlier run's: not in this run's rate
         if done:
             counted.findings = _findings_of(spec, task.shard)
         return _Shard(task, plan, done, counted,

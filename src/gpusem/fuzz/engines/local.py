@@ -14,14 +14,17 @@ which a child's campaign ends through its `finally` (what it found is on disk al
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 import signal
 import time
 from collections.abc import Iterator, Sequence
 from queue import Empty
 from typing import Any, Final
 
+from gpusem.compiler.backends.lifetime import die_with_parent, from_main_thread
 from gpusem.fuzz.campaign import Campaign, hard_stop_s
 from gpusem.fuzz.engines.base import Engine, Progress, ShardEvent, ShardTask
+from gpusem.fuzz.interrupts import raise_if_requested
 from gpusem.fuzz.summary import Summary, install_signal_handlers
 from gpusem.fuzz.targets import RUNTIME_TARGETS, register_target
 
@@ -42,8 +45,9 @@ class LocalEngine(Engine):
         ctx = mp.get_context(JOB_START)
         counts = ctx.Array("q", SLOTS * len(tasks), lock=False)  # one writer per slot
         queue = ctx.Queue()
+        parent = (os.getpid(), from_main_thread())  # shards die with this process
         procs = [ctx.Process(target=_child, name=f"gpusem-job{j}", args=(
-            j, RUNTIME_TARGETS.get(t.spec["target_name"]), t, counts, queue))
+            j, RUNTIME_TARGETS.get(t.spec["target_name"]), t, counts, queue, parent))
             for j, t in enumerate(tasks)]
         try:
             for p in procs:
@@ -95,6 +99,7 @@ def _poll(procs: list, pending: set[int], counts: Any, queue: Any,
           tasks: Sequence[ShardTask], take: Any, give_up: float,
           on_progress: Progress | None) -> Iterator[ShardEvent]:
     while pending:
+        raise_if_requested()  # Ctrl-C / SIGTERM here: _collect stops the shards
         try:
             yield take(queue.get(timeout=0.5))
         except Empty:
@@ -149,13 +154,16 @@ def _snapshot(counts: Any, j: int) -> Summary:
     return Summary(programs=programs, invalid=invalid, skipped=skipped, found=found)
 
 
-def _child(j: int, factory: Any, task: ShardTask, counts: Any, queue: Any) -> None:
+def _child(j: int, factory: Any, task: ShardTask, counts: Any, queue: Any,
+           parent: tuple[int, bool] | None = None) -> None:
     """One shard. Ctrl-C goes to the whole process group: the parent alone handles it
     (children and their harness workers ignore SIGINT; a kernel worker killed by it
     would read as a crash finding). SIGTERM from the parent ends the campaign through
     its `finally`."""
+    if parent is not None:  # a SIGKILLed campaign leaves no shard running
+        die_with_parent(*parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    install_signal_handlers()  # SIGTERM: `Interrupted` here, not in forked workers
+    install_signal_handlers()  # SIGTERM: stop at the next program, not in workers
     if factory is not None:  # a target registered at run time in the parent
         register_target(task.spec["target_name"], factory)
 

@@ -116,9 +116,11 @@ class GpuirTarget(Target):
         files = {"program.gpuir": outcome.source, "kernel.cu": v.kernel_source,
                  "trace.txt": f"sync check: {outcome.sync}\nschedule: {v.schedule}\n"
                               f"{v.describe()}\n"}
-        repro = _repro(outcome)
+        repro, repro_cpu = _repro(outcome), _repro(outcome, cpu=True)
         if repro:
             files["repro.cu"] = repro
+        if repro_cpu:
+            files["repro_cpu.cpp"] = repro_cpu
         first = (v.difference or ("",))[0]
         return CheckResult("finding", signature=f"seqpar:{v.kind}:{first}",
                            kind=f"seqpar {v.kind}", detail=v.describe()[:200],
@@ -135,6 +137,10 @@ class GpuirTarget(Target):
             from gpusem.compiler.backends.standalone import NVCC_COMMAND
 
             meta["nvcc_command"] = NVCC_COMMAND
+        if "repro_cpu.cpp" in result.files:
+            from gpusem.compiler.backends.standalone_cpu import CPU_COMMAND
+
+            meta["cpu_command"] = CPU_COMMAND
         return meta
 
     def program_files(self, kernel) -> dict[str, str]:
@@ -156,12 +162,15 @@ class GpuirTarget(Target):
         return CheckResult("pass")
 
 
-def _repro(outcome) -> str:
-    """The standalone reproducer (`compiler/gpuir_cuda/standalone.py`), or "" when the
+def _repro(outcome, cpu: bool = False) -> str:
+    """The standalone reproducer (`compiler/gpuir_cuda/standalone.py`; `cpu`: the
+    cpu harness's `repro_cpu.cpp`, under the witness's schedule), or "" when the
     program cannot be made into one (the finding stands without it)."""
     from gpusem.compiler.gpuir_cuda.standalone import standalone_proc
 
+    seed = (outcome.verdict.schedule or 0) if cpu else None
     try:
-        return standalone_proc(outcome.source, "program.gpuir", outcome.defines)
+        return standalone_proc(outcome.source, "program.gpuir", outcome.defines,
+                               cpu_seed=seed)
     except Exception:  # noqa: BLE001 - a reproducer is a convenience, not the verdict
         return ""

@@ -1,0 +1,85 @@
+"""Where gpusem keeps what it builds and may throw away (issue 32.12): the g++
+libraries of the cpu backend (`cpu/`), nvcc's checked kernels (`nvcc/`), Exo-GPU's
+JIT folder (`camspork-jit/`) and hypothesis's own storage while gpusem runs it
+(`hypothesis/`: its unicode tables, never a `.hypothesis/` in the working folder).
+
+The folder: `$GPUSEM_CACHE_DIR`, else `$XDG_CACHE_HOME/gpusem`, else
+`~/.cache/gpusem` (the XDG base-directory default). It is bounded: when a backend
+opens it, files least recently used (modification time; a cache hit touches its
+file) go until the folder holds at most `$GPUSEM_CACHE_MAX_MB` megabytes (default
+2048). Everything in it can be deleted at any time; it is rebuilt on demand.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from pathlib import Path
+
+DEFAULT_MAX_MB = 2048
+
+
+def cache_root() -> Path:
+    """The cache folder (not created)."""
+    if os.environ.get("GPUSEM_CACHE_DIR"):
+        return Path(os.environ["GPUSEM_CACHE_DIR"])
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    base = Path(xdg) if os.path.isabs(xdg) else Path.home() / ".cache"  # XDG: a
+    return base / "gpusem"  # relative XDG_CACHE_HOME is invalid and ignored
+
+
+def cache_dir(part: str) -> Path:
+    """`cache_root()/part`, created, and the whole cache trimmed to its bound once
+    per process."""
+    path = cache_root() / part
+    path.mkdir(parents=True, exist_ok=True)
+    _trim_once(str(cache_root()), max_bytes())
+    return path
+
+
+def max_bytes() -> int:
+    raw = os.environ.get("GPUSEM_CACHE_MAX_MB", "")
+    try:
+        mb = float(raw) if raw else DEFAULT_MAX_MB
+    except ValueError:
+        mb = DEFAULT_MAX_MB  # a cache bound is no reason to refuse to run
+    return max(0, int(mb * 1024 * 1024))
+
+
+def touch(path: Path) -> None:
+    """Mark a cache entry as just used (LRU by modification time)."""
+    try:
+        os.utime(path)
+    except OSError:
+        pass  # another process trimmed it: it is rebuilt when next needed
+
+
+def trim(root: Path, limit: int) -> int:
+    """Delete the least recently used files under `root` until the rest hold at most
+    `limit` bytes; the bytes freed. Files another process removes meanwhile are
+    skipped (several campaigns share one cache)."""
+    entries = []
+    for dirpath, _dirs, files in os.walk(root):
+        for name in files:
+            p = Path(dirpath) / name
+            try:
+                st = p.stat()
+            except OSError:
+                continue
+            entries.append((st.st_mtime, st.st_size, p))
+    total = sum(size for _, size, _ in entries)
+    freed = 0
+    for _, size, p in sorted(entries, key=lambda e: e[0]):
+        if total - freed <= limit:
+            break
+        try:
+            p.unlink()
+            freed += size
+        except OSError:
+            continue
+    return freed
+
+
+@functools.cache
+def _trim_once(root: str, limit: int) -> int:
+    return trim(Path(root), limit)
