@@ -56,10 +56,11 @@ def test_progress(n):
     assert sum(runs) >= 0.5 * len(runs) and len(runs) >= 0.8 * n, (sum(runs), len(runs))
 
 
-@pytest.mark.parametrize("n", [100, pytest.param(150, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("n", [150, pytest.param(250, marks=pytest.mark.slow)])
 def test_preservation(n):
     """Lemma A.8: after every step the thread's whole term types again under Γ'
-    (100 runs by default, 150 under `-m slow`)."""
+    (150 runs by default, 250 under `-m slow`; at 100 the sample's share of non-trivial
+    runs fell to 45%, under the 50% this test demands of its generator)."""
     runs = []
 
     @settings(PROPERTY, max_examples=n)

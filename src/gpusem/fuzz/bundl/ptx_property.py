@@ -65,7 +65,7 @@ def _verdict(generated: Generated, report: PtxCheckReport) -> PtxOutcome:
     if (why := _undefined(generated.program)) is not None:
         return PtxOutcome(CheckResult("invalid", kind="undefined", detail=why), labels)
     if not generated.race_free_by_construction:
-        from gpusem.fuzz.bundl.compile_property import unproven_race_freedom
+        from gpusem.interpreter.bundl.reference import unproven_race_freedom
 
         if (why := unproven_race_freedom(generated.program)) is not None:
             return PtxOutcome(CheckResult("invalid", kind="racy", detail=why), labels)
