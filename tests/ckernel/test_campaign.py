@@ -61,6 +61,9 @@ def test_seeded_fault_is_found_shrunk_bundled_and_replayed(
     repro = (bundle / "repro.cu").read_text()
     assert "int main()" in repro and "want_st" in repro
     meta = json.loads((bundle / "bundle.json").read_text())
+    # whose bug (issue 23): the cpu harness is wrong the same way, so ours
+    assert meta["attribution"]["verdict"] == "ours", meta["attribution"]
+    assert (bundle / "attribution.json").is_file()
     files = {p.name: p.read_text() for p in bundle.iterdir() if p.is_file()}
     target = CkernelTarget("cpu")
     assert target.replay(files, meta).status == "finding"

@@ -99,7 +99,9 @@ class Verdict:
         return self.kind == "agree"
 
 
-def _jobs(k: A.Kernel, seeds: tuple[int, ...]) -> list[Job]:
+def launches(k: A.Kernel, seeds: tuple[int, ...]) -> list[Job]:
+    """One launch of `k`'s emitted kernel on its inputs per schedule seed (on a GPU,
+    re-runs: the backend ignores the seed)."""
     spec = kernel_spec(k)
     memory = initial_memory(k)
     return [Job(spec, memory, s, LAUNCH_TIMEOUT_S) for s in seeds]
@@ -138,7 +140,7 @@ def check_round(refs: list[Reference], runner: Any, seeds: tuple[int, ...],
                 out[i] = Verdict("emi-reference", f"{name}: the reference differs", v,
                                  name)
             plan.append((i, name, v, ref.expected))
-    jobs = [j for _, _, k, _ in plan for j in _jobs(k, seeds)]
+    jobs = [j for _, _, k, _ in plan for j in launches(k, seeds)]
     results = runner.run(jobs) if jobs else []
     for n, (i, mutation, k, expected) in enumerate(plan):
         part = results[n * len(seeds):(n + 1) * len(seeds)]

@@ -23,9 +23,12 @@ from gpusem.calculus.ckernel.parser import parse_kernel
 from gpusem.calculus.ckernel.printer import print_kernel
 from gpusem.fuzz.ckernel import hooks
 from gpusem.fuzz.ckernel.check import (
+    CPU_SEEDS,
     Reference,
     Verdict,
     check_round,
+    first_difference,
+    launches,
     reference,
     seeds_for,
 )
@@ -81,6 +84,39 @@ class CkernelTarget(Target):
                 self._refs.clear()
             self._refs[k] = reference(k)
         return self._refs[k]
+
+    def attribute(self, result: CheckResult, prop: str) -> dict | None:
+        """The `attribution.json` of a final finding (`fuzz/attribution.py`): the
+        finding's kernel re-run under the toolchain matrix (on the cpu backend: the
+        harness only), four launches (re-runs on a GPU), and the static PTX check.
+        CKernel has one reference, so no second reference path is offered. An `emi`
+        finding is attributed on the kernel as drawn: a failure of a variant only is
+        `undecided` here, with the matrix's runs as evidence."""
+        import time
+
+        from gpusem.fuzz.attribution import Case, attribute, without_runs
+
+        if prop not in ("compile", "emi", "toolchain") or (
+                "program.ck" not in result.files):
+            return None
+        failing = "nvrtc" if self.backend == "cuda" else "cpu"
+        if result.kind == "internal":
+            return without_runs("gpusem", "internal", result.detail, failing)
+        start = time.perf_counter()
+        k = parse_kernel(result.files["program.ck"], "program.ck")
+        ref = self.reference(k)
+        if ref.run is None:
+            return without_runs("gpusem", "ill-typed", str(ref.ill_typed), failing)
+        matrix = self.matrix or hooks.default_matrix(self.backend)
+        if matrix is None:
+            return None
+        from gpusem.compiler.backends.toolchain import installed_checker
+
+        found = attribute(Case(launches(k, CPU_SEEDS), failing,
+                               lambda outputs: first_difference(ref.expected, outputs)),
+                          matrix, installed_checker())
+        found["seconds"] = round(time.perf_counter() - start, 3)
+        return found
 
     # ------------------------------------------------------------------ checking
     def prefetch(self, programs: list, prop: str) -> bool:
