@@ -8,13 +8,18 @@ import time
 from pathlib import Path
 
 import pytest
+
 from gpusem.fuzz.cuda_reduce import passes as P
 from gpusem.fuzz.cuda_reduce import passes_expr as E
 from gpusem.fuzz.cuda_reduce.oracles import KeepsMain, KeepsMainCheck
 from gpusem.fuzz.cuda_reduce.reducer import NotInteresting, reduce_cuda
 from gpusem.fuzz.cuda_reduce.sites import Site, apply
-from gpusem.fuzz.cuda_reduce.tokens import code_tokens, match_brackets, size_key, \
-    tokenize
+from gpusem.fuzz.cuda_reduce.tokens import (
+    code_tokens,
+    match_brackets,
+    size_key,
+    tokenize,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 REPRO = ROOT / ("results/campaign/trust_seed2611/bundl-compile-kernel-failed-"

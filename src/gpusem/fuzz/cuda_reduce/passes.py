@@ -14,6 +14,7 @@ from itertools import pairwise
 from pathlib import Path
 
 from gpusem.fuzz.cuda_reduce.sites import (
+    Alternative,
     Pass,
     Site,
     drop,
@@ -42,8 +43,8 @@ def remove_lines(text: str) -> list[Site]:
 def remove_comments(text: str) -> list[Site]:
     """All comments at once, then each alone (a `#line`-like use of one is rare)."""
     comments = [t for t in tokenize(text) if t.kind == "comment"]
-    each = [(((t.start, t.end, " " if t.text.startswith("/*") else ""),),)
-            for t in comments]
+    each: list[Site] = [(((t.start, t.end, " " if t.text.startswith("/*") else ""),),)
+                        for t in comments]
     if len(each) < 2:
         return each
     return [(tuple(alt[0][0] for alt in each),), *each]
@@ -70,7 +71,7 @@ def pick_preprocessor_arms(text: str) -> list[Site]:
 def _arms(group: list[Token]) -> Site:
     """Alternatives for one conditional group: drop it all, or keep arm k."""
     start, end = group[0].start, group[-1].end
-    alts = [((start, end, ""),)]
+    alts: list[Alternative] = [((start, end, ""),)]
     for a, b in pairwise(group):
         alts.append(((start, a.end, ""), (b.start, end, "")))
     return tuple(alts)
