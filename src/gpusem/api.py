@@ -389,7 +389,9 @@ def reduce_cuda(path: str | Path, *, test: Callable[[str], bool] | None = None,
     elif command is not None:
         keep = oracles.ShellTest(command, name)
     elif keep_exit is not None:
-        keep = oracles.KeepExit(keep_exit, sanitize)
+        # the program must keep printing the original's last line (its mismatch)
+        line = oracles.KeepExit(keep_exit, sanitize).report_line(read_source(str(path)))
+        keep = oracles.KeepExit(keep_exit, sanitize, line)
     elif keep_ptx is not None:
         keep = oracles.KeepPtx(_regex(keep_ptx))
     elif keep_ptx_check is not None:

@@ -146,6 +146,8 @@ def test_guards_see_a_main_that_no_longer_decides() -> None:
     t1 = T1.read_text()
     assert KeepsMain()(t1) is None and KeepsMainCheck()(t1) is None
     assert KeepsMainCheck()(t1.replace("return r != 1;", "return 1;")) is not None
+    constant = t1.replace("return r != 1;", "if (0) return 1;\n  return 0;")
+    assert KeepsMainCheck()(constant) is not None  # `if (0)` decides nothing
     assert KeepsMain()(t1.replace("k<<<1, 1>>>(x, s, o);", "")) is not None
     assert KeepsMain()("__global__ void k() {}") == "main is gone"
 

@@ -20,6 +20,7 @@ from gpusem.fuzz.cuda_reduce import cvise
 from gpusem.fuzz.cuda_reduce.oracles import (
     BuildsAlone,
     KeepAttribution,
+    KeepExit,
     KeepPtx,
     KeepPtxCheck,
     KeepsMain,
@@ -166,3 +167,14 @@ def test_the_cvise_engine_is_optional(tmp_path, monkeypatch) -> None:
     with pytest.raises(BadInput, match="engine cvise: `cvise` is not on PATH"):
         api.reduce_cuda(tmp_path / "t1.cu", keep_ptx="ld", engine="cvise",
                         budget_s=30)
+
+
+def test_keep_exit_builds_runs_and_keeps_the_report_line() -> None:
+    # decided without a GPU: main returns before anything could need one
+    text = ('#include <cstdio>\n__global__ void k() {}\n'
+            'int main() { if (0) k<<<1, 1>>>(); printf("report: 7\\n"); return 3; }\n')
+    assert KeepExit(3)(text) and not KeepExit(1)(text)
+    assert KeepExit(3).report_line(text) == "report: 7"
+    assert KeepExit(3, line="report: 7")(text)
+    assert not KeepExit(3, line="report: 8")(text)
+    assert not KeepExit(3)(text.replace("return 3;", "return 3"))  # does not build

@@ -77,7 +77,7 @@ class Ran:
 
 
 def run_in_scratch(text: str, file_name: str, argv: list[str] | str,
-                   timeout_s: float) -> Ran:
+                   timeout_s: float, stdout_only: bool = False) -> Ran:
     """Write the candidate alone into a fresh folder and run a command there."""
     deadline = DEADLINE.get()
     if deadline is not None:
@@ -90,7 +90,8 @@ def run_in_scratch(text: str, file_name: str, argv: list[str] | str,
                                   timeout=timeout_s, check=False)
         except (subprocess.TimeoutExpired, OSError) as e:
             return Ran(-1, str(e))
-    return Ran(proc.returncode, proc.stdout + proc.stderr)
+    return Ran(proc.returncode, proc.stdout if stdout_only else
+               proc.stdout + proc.stderr)
 
 
 @dataclass
@@ -106,19 +107,37 @@ class ShellTest:
 
 @dataclass
 class KeepExit:
+    """`line`: a line the program must still print (the original's report of the
+    mismatch, `report_line`), so a candidate that exits 1 for another reason (it
+    copies nothing back, it fails to launch) is not kept."""
+
     code: int = 1
     sanitize: bool = False
+    line: str | None = None
     timeout_s: float = 120.0
 
-    def __call__(self, text: str) -> bool:
-        build = shlex.join([NVCC, *BUILD, "-o", "repro", "repro.cu"])
-        steps = [build]
+    def run(self, text: str) -> Ran:
+        """Build, run; exit 0 when the status was `code`, with the program's output."""
+        steps = [shlex.join([NVCC, *BUILD, "-o", "repro", "repro.cu"]) + " >&2"]
         if self.sanitize:
             steps.append("compute-sanitizer --tool memcheck --error-exitcode 99 "
                          "./repro > /dev/null; test $? -ne 99")
-        steps.append(f"./repro > /dev/null; test $? -eq {int(self.code)}")
-        return run_in_scratch(text, "repro.cu", " && ".join(steps),
-                              self.timeout_s).returncode == 0
+        steps.append(f"./repro > out.txt 2>/dev/null; test $? -eq {int(self.code)} "
+                     "&& cat out.txt")
+        return run_in_scratch(text, "repro.cu", " && ".join(steps), self.timeout_s,
+                              stdout_only=True)
+
+    def __call__(self, text: str) -> bool:
+        ran = self.run(text)
+        return ran.returncode == 0 and (self.line is None
+                                        or self.line in ran.output.splitlines())
+
+    def report_line(self, text: str) -> str | None:
+        """The last line the program prints when it exits with `code` (None: it does
+        not, or prints nothing)."""
+        ran = self.run(text)
+        lines = [ln for ln in ran.output.splitlines() if ln.strip()]
+        return lines[-1] if ran.returncode == 0 and lines else None
 
 
 def ptx_of(text: str, timeout_s: float = 120.0) -> str | None:
@@ -193,9 +212,11 @@ def _main_body(text: str) -> str | None:
     return None
 
 
-# `return 1` (or exit(1)) under an `if`, or a returned comparison: main decides. An
-# unconditional `return 1;` would make every candidate "still wrong" under KeepExit.
-_DECIDES = re.compile(r"\bif\s*\((?:[^;{}]|\([^)]*\))*\)\s*(?:\{[^{}]*?)?"
+# `return 1` (or exit(1)) under an `if` whose condition names something (not `if (0)`),
+# or a returned comparison: main decides. An unconditional `return 1;` would make every
+# candidate "still wrong" under KeepExit.
+_DECIDES = re.compile(r"\bif\s*\((?=[^;{}()]*[A-Za-z_])(?:[^;{}]|\([^)]*\))*\)"
+                      r"\s*(?:\{[^{}]*?)?"
                       r"(?:return\s+1\s*;|exit\s*\(\s*1\s*\))"
                       r"|\breturn\s+[^;]*(?:!=|==|<|>)[^;]*;", re.DOTALL)
 

@@ -32,6 +32,8 @@ from gpusem.fuzz.cuda_reduce.tokens import (
     size_key,
 )
 
+JANITOR = "remove_unused_functions_and_macros"
+
 
 def default_passes(search: tuple[Path, ...] = ()) -> list[Pass]:
     return structural_passes(search) + expression_passes()
@@ -179,8 +181,9 @@ def reduce_cuda(text: str, test: Interesting, *, budget_s: float = 300.0,
         reserve = min(30.0, 0.1 * budget_s)
         s = _Search(test, kept_guards, t0 + budget_s - reserve, on_progress)
         s.best = text
-        stats = {p.name: PassStats() for p in passes or default_passes()}
-        stopped = _fixpoint(s, list(passes or default_passes()), stats, max_rounds)
+        chosen = list(passes) if passes is not None else default_passes()
+        stats = {p.name: PassStats() for p in chosen}
+        stopped = _fixpoint(s, chosen, stats, max_rounds)
         s.deadline = t0 + budget_s
         if not s.out_of_time():
             formatted = clang_format_lite(s.best)
@@ -196,20 +199,31 @@ def reduce_cuda(text: str, test: Interesting, *, budget_s: float = 300.0,
 
 def _fixpoint(s: _Search, passes: list[Pass], stats: dict[str, PassStats],
               max_rounds: int) -> str:
+    # Note: a pass that removes code leaves definitions nothing uses any more; the
+    # janitor (remove_unused_functions_and_macros) runs again after every pass that
+    # kept something, rather than a round later: one test when nothing is unused.
+    janitor = next((p for p in passes if p.name == JANITOR), None)
     while s.round < max_rounds:
         s.round += 1
         changed = False
         for p in passes:
             if s.out_of_time():
                 return "budget"
-            s.pass_name = p.name
-            t, before = time.monotonic(), s.tests
-            kept = (_run_chunks if p.chunked else _run_sites)(s, p)
-            st = stats[p.name]
-            st.tried += s.tests - before
-            st.kept += kept
-            st.seconds += time.monotonic() - t
+            kept = _walk(s, p, stats)
+            if kept and janitor is not None and p is not janitor:
+                _walk(s, janitor, stats)
             changed = changed or kept > 0
         if not changed:
             return "fixpoint"
     return "budget" if s.out_of_time() else "rounds"
+
+
+def _walk(s: _Search, p: Pass, stats: dict[str, PassStats]) -> int:
+    s.pass_name = p.name
+    t, before = time.monotonic(), s.tests
+    kept = (_run_chunks if p.chunked else _run_sites)(s, p)
+    st = stats[p.name]
+    st.tried += s.tests - before
+    st.kept += kept
+    st.seconds += time.monotonic() - t
+    return kept
