@@ -99,7 +99,7 @@ def test_a_bloated_t1_repro_shrinks_below_30_lines_and_keeps_its_ptx() -> None:
     text = bloated_t1()
     test = KeepPtx(T1_PTX)
     guards = [KeepsMain(), KeepsMainCheck(), BuildsAlone()]
-    budget = 420.0
+    budget = 300.0
     t0 = time.monotonic()
     r = reduce_cuda(text, test, budget_s=budget, guards=guards)
     assert time.monotonic() - t0 < budget + 5
