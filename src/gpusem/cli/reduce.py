@@ -23,8 +23,9 @@ import click
               help="Keep it interesting for this shell command, run in a scratch "
               "folder holding the candidate under FILE's name: exit 0 = interesting.")
 @click.option("--keep-exit", type=int, default=None,
-              help=".cu: nvcc builds it and it exits with this status (1: the wrong "
-              "answer still shows). Needs a GPU.")
+              help=".cu: nvcc builds it, it exits with this status (1: the wrong "
+              "answer still shows) and prints the input's last line again (its "
+              "mismatch report). Needs a GPU.")
 @click.option("--sanitize", is_flag=True,
               help=".cu with --keep-exit: refuse candidates compute-sanitizer's "
               "memcheck flags.")
