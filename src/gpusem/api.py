@@ -406,7 +406,8 @@ def reduce_cuda(path: str | Path, *, test: Callable[[str], bool] | None = None,
         keep = oracles.KeepAttribution(oracles.ATTRIBUTOR, str(keep_attribution))
     text = read_source(str(path))
     chosen_guards: list[oracles.Guard] = [
-        oracles.KeepsMain(), oracles.KeepsMainCheck(), oracles.BuildsAlone()
+        oracles.KeepsMain(), oracles.KeepsMainCheck(), oracles.NoConstantPointers(),
+        oracles.BuildsAlone()
     ] if guards else []
     passes = default_passes((Path(path).resolve().parent, RUNTIME.parent))
     try:

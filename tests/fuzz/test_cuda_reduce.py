@@ -11,7 +11,11 @@ import pytest
 
 from gpusem.fuzz.cuda_reduce import passes as P
 from gpusem.fuzz.cuda_reduce import passes_expr as E
-from gpusem.fuzz.cuda_reduce.oracles import KeepsMain, KeepsMainCheck
+from gpusem.fuzz.cuda_reduce.oracles import (
+    KeepsMain,
+    KeepsMainCheck,
+    NoConstantPointers,
+)
 from gpusem.fuzz.cuda_reduce.reducer import NotInteresting, reduce_cuda
 from gpusem.fuzz.cuda_reduce.sites import Site, apply
 from gpusem.fuzz.cuda_reduce.tokens import (
@@ -150,6 +154,15 @@ def test_guards_see_a_main_that_no_longer_decides() -> None:
     assert KeepsMainCheck()(constant) is not None  # `if (0)` decides nothing
     assert KeepsMain()(t1.replace("k<<<1, 1>>>(x, s, o);", "")) is not None
     assert KeepsMain()("__global__ void k() {}") == "main is gone"
+
+
+def test_a_pointer_made_from_a_constant_is_refused() -> None:
+    guard = NoConstantPointers()
+    assert guard("int* j = reinterpret_cast<int*>(1); j[0] = 0;") is not None
+    assert guard("int* p = (int*)4;") is not None
+    for fine in ("int* p = (int*)q;", "x = (int)1;", "k<<<1, 1>>>(nullptr);",
+                 "int* p = reinterpret_cast<int*>(0);", T1.read_text()):
+        assert guard(fine) is None
 
 
 def keeps_the_t1_shape(text: str) -> bool:

@@ -25,6 +25,7 @@ from gpusem.fuzz.cuda_reduce.oracles import (
     KeepPtxCheck,
     KeepsMain,
     KeepsMainCheck,
+    NoConstantPointers,
     have_nvcc,
 )
 from gpusem.fuzz.cuda_reduce.reducer import reduce_cuda
@@ -98,7 +99,7 @@ def bloated_t1() -> str:
 def test_a_bloated_t1_repro_shrinks_below_30_lines_and_keeps_its_ptx() -> None:
     text = bloated_t1()
     test = KeepPtx(T1_PTX)
-    guards = [KeepsMain(), KeepsMainCheck(), BuildsAlone()]
+    guards = [KeepsMain(), KeepsMainCheck(), NoConstantPointers(), BuildsAlone()]
     budget = 300.0
     t0 = time.monotonic()
     r = reduce_cuda(text, test, budget_s=budget, guards=guards)

@@ -21,13 +21,15 @@ on candidates the test calls interesting. Built in:
   code) and g++'s `-Werror=uninitialized` (host code) as errors;
 - `KeepsMain`: `main` is still there and launches a kernel (a `-c` build does not
   need a `main`, a repro does);
+- `NoConstantPointers`: no pointer is made from an integer literal (other than 0);
 - `KeepsMainCheck`: `main` also copies a result back and can return 1 under an `if`
   (or returns a comparison), so the repro still decides. Textual: it cannot see
   whether the comparison still reads the kernel's output.
 
 Not guarded (say so in a report): a read of memory a kernel may not have written
-(maybe-uninitialised), out-of-bounds indexing, and races, unless the test is
-`KeepExit(sanitize=True)` on a GPU (memcheck only).
+(maybe-uninitialised), out-of-bounds indexing, null or dangling pointers, races, and
+host-side UB of the kind `-fsanitize=undefined` finds at run time (running needs the
+GPU), unless the test is `KeepExit(sanitize=True)` on a GPU (memcheck only).
 """
 
 from __future__ import annotations
@@ -249,6 +251,25 @@ class KeepsMainCheck:
         if not _DECIDES.search(body):
             return "main can no longer return 1 on a mismatch"
         return None
+
+
+# A pointer made from an integer literal: `reinterpret_cast<int*>(1)`, `(int*)4`.
+_CONST_POINTER = re.compile(r"reinterpret_cast\s*<[^<>;]*\*\s*>\s*\(\s*[1-9]"
+                            r"|\(\s*[A-Za-z_][\w\s]*\*\s*\)\s*\(?\s*[1-9]")
+
+
+@dataclass
+class NoConstantPointers:
+    """No pointer made from an integer literal: simplify_expressions can turn an
+    address computation into `reinterpret_cast<int*>(1)`, whose use is UB that a PTX
+    test cannot see (the literal 0 of a null pointer is allowed: a launch argument of
+    nullptr is a repro's own choice)."""
+
+    cheap = True
+
+    def __call__(self, text: str) -> str | None:
+        m = _CONST_POINTER.search(text)
+        return f"a pointer made from a constant: {m.group(0)}" if m else None
 
 
 def have_nvcc() -> bool:
