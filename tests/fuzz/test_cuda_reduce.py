@@ -146,6 +146,13 @@ def test_clang_format_lite_changes_whitespace_only_and_is_idempotent() -> None:
     assert "\n\n" not in once
 
 
+def test_clang_format_lite_tightens_brackets_outside_literals_and_directives() -> None:
+    text = ('void a( int* b , int* c ) {\n  x[ 0 ] = y ;\n  printf("( a )");\n}\n'
+            "#define F (x)\n")
+    assert E.clang_format_lite(text) == ('void a(int* b, int* c) {\n  x[0] = y;\n'
+                                         '  printf("( a )");\n}\n#define F (x)\n')
+
+
 def test_guards_see_a_main_that_no_longer_decides() -> None:
     t1 = T1.read_text()
     assert KeepsMain()(t1) is None and KeepsMainCheck()(t1) is None

@@ -9,6 +9,8 @@ test fail.
 
 from __future__ import annotations
 
+import re
+
 from gpusem.fuzz.cuda_reduce.sites import (
     UNARY,
     Alternative,
@@ -224,6 +226,8 @@ def clang_format_lite(text: str) -> str:
             continue
         continued = raw.endswith("\\")
         line = " ".join(raw.split()) if not _in_literal(raw) else raw.strip()
+        if _plain(line):  # `( int* a )` -> `(int* a)`, left by a removed qualifier
+            line = _TIGHT_CLOSE.sub(r"\1", _TIGHT_OPEN.sub(r"\1", line))
         if not line:
             continue
         if line == "{" and lines and not lines[-1].lstrip().startswith(("#", "//")):
@@ -249,6 +253,16 @@ def clang_format_lite(text: str) -> str:
         out.append("  " * indent + line)
         depth = max(0, depth + opens - closes)
     return "\n".join(out) + "\n"
+
+
+_TIGHT_OPEN = re.compile(r"([(\[])\s+")
+_TIGHT_CLOSE = re.compile(r"\s+([)\],;])")
+
+
+def _plain(line: str) -> bool:
+    """Code only: no directive, literal or comment whose spaces could matter."""
+    return not line.startswith("#") and all(
+        t.kind not in ("string", "char", "comment", "pp") for t in tokenize(line))
 
 
 def _in_literal(line: str) -> bool:
