@@ -1,0 +1,6 @@
+__global__ void a() {
+  __syncwarp(0);
+}
+int main() {
+  a<<<1, 1>>>();
+}
