@@ -119,7 +119,7 @@ def gpusem(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 @pytest.mark.parametrize("args, message", [
     (["--keep-ptx", "("], "bad regular expression"),
     (["--keep-ptx", "no such instruction"], "t1.cu:1:1: not interesting"),
-    (["--keep-ptx-check", "nc-of-written"], "needs the static PTX checker"),
+    (["--keep-ptx-check", "nc-of-written"], "unknown check 'nc-of-written'"),
     (["--keep-attribution", "nvvm"], "needs the attribution"),
     (["--property", "compile"], "--property is for Bundl programs"),
     (["--keep-exit", "1", "--keep-ptx", "x"], "exactly one interestingness test"),

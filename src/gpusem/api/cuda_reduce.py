@@ -7,7 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gpusem.fuzz.cuda_reduce.reducer import CudaReduction, Progress
 
 
 def ptx_checks_failing(ptx: str) -> Iterable[str]:
@@ -29,7 +32,8 @@ def reduce_cuda(path: str | Path, *, test: Callable[[str], bool] | None = None,
                 keep_ptx: str | None = None, keep_ptx_check: str | None = None,
                 keep_attribution: str | None = None, sanitize: bool = False,
                 guards: bool = True, engine: str = "own", budget_s: float = 300.0,
-                on_progress: Callable[[Any], None] | None = None) -> Any:
+                on_progress: Callable[[Progress], None] | None = None
+                ) -> CudaReduction:
     """Shrink a CUDA reproducer (`repro.cu`, issue 23) while it stays interesting to
     exactly one test: `test` (a callable on the text), `command` (C-Reduce's shell
     convention: run in a folder holding only the candidate, under the file's name;
@@ -71,6 +75,12 @@ def reduce_cuda(path: str | Path, *, test: Callable[[str], bool] | None = None,
     elif keep_ptx is not None:
         keep = oracles.KeepPtx(ptx_pattern(keep_ptx))
     elif keep_ptx_check is not None:
+        from gpusem.compiler.backends.ptx_check import CHECKS
+
+        known = [name for name, _ in CHECKS]
+        if keep_ptx_check not in known:
+            raise BadInput(f"reduce: --keep-ptx-check: unknown check {keep_ptx_check!r} "
+                           f"(the checks: {', '.join(known)})")
         if oracles.PTX_CHECKER is None:
             raise BadInput("reduce: --keep-ptx-check needs the static PTX checker, "
                            "which this build does not have")
