@@ -9,51 +9,31 @@ when no NVRTC is installed).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from gpusem.api.files import compile_file
 from gpusem.api.languages import language_of
-from gpusem.api.options import CompileOptions, parse_defines
+from gpusem.api.options import CompileOptions
 from gpusem.api.results import Report, out
-from gpusem.calculus.errors import BadInput
 from gpusem.compiler.backends.ptx_oracle import PtxCheckReport
 
 
-def cuda_source(path: str | Path, defines: dict[str, int] | None = None,
-                proc: str | None = None, sync_motion: bool = True) -> str:
-    """The CUDA C++ our compiler emits for a `.bundl` or `.gpuir` file (`-D` control
-    values and the procedure for GPU IR)."""
-    language = language_of(str(path)).name
-    if language == "gpuir":
-        from gpusem.compiler.gpuir_cuda.pipeline import compile_proc
-        from gpusem.typing_rules.gpuir.frontend import load_proc
-
-        gproc, env, text = load_proc(str(path), defines or {}, proc)
-        return str(compile_proc(gproc, env, source=text, file=Path(path).name).source)
-    if language != "bundl":
-        raise BadInput(f"compile: only .bundl and .gpuir files are compiled: {path}")
-    from gpusem.calculus.bundl.parser import parse_program
-    from gpusem.calculus.source import read_source
-    from gpusem.compiler.bundl_cuda.pipeline import CompileOptions as BundlOptions
-    from gpusem.compiler.bundl_cuda.pipeline import compile_program
-    from gpusem.typing_rules.bundl.stmt import check_program
-
-    text = read_source(str(path))
-    program = parse_program(text, str(path))
-    check_program(program)
-    return str(compile_program(program, BundlOptions(sync_motion=sync_motion),
-                               source=text, file=Path(path).name).source)
+def cuda_source(path: str | Path, options: CompileOptions | None = None) -> str:
+    """The CUDA C++ our compiler emits for a file: the file's language's own compile
+    handler (`compile_file`), its text only (nothing written, no reproducer)."""
+    o = replace(options or CompileOptions(), output=None, standalone=False)
+    return compile_file(str(path), o).source
 
 
-def ptx_check(path: str | Path, defines: dict[str, int] | None = None,
-              proc: str | None = None, sync_motion: bool = True) -> PtxCheckReport:
+def ptx_check(path: str | Path, options: CompileOptions | None = None
+              ) -> PtxCheckReport:
     """Compile a `.bundl` / `.gpuir` file with our compiler, its CUDA with every
     installed NVRTC, and run the static PTX checks on each version's PTX."""
     from gpusem.compiler.backends.ptx_oracle import check_cuda, installed
 
     installed()  # before compiling: no NVRTC is bad input whatever the program
-    return check_cuda(cuda_source(path, defines, proc, sync_motion),
-                      file=Path(path).stem + ".cu")
+    return check_cuda(cuda_source(path, options), file=Path(path).stem + ".cu")
 
 
 @dataclass(frozen=True)
@@ -64,8 +44,7 @@ class PtxFileReport(Report):
 
 
 def ptx_check_file(file: str, options: CompileOptions | None = None) -> PtxFileReport:
-    o = options or CompileOptions()
-    report = ptx_check(file, parse_defines(o.defines), o.proc, o.sync_motion)
+    report = ptx_check(file, options)
     return PtxFileReport(file, language_of(file).name, report.exit_code,
                          tuple(out(line) for line in report.lines()), report)
 
