@@ -5,7 +5,7 @@ compiler is `ours` on the cuda backend too.
 Marked `gpu` (CuPy, a GPU, nvcc and ptxas of CUDA 13.0: `bash scripts/gpu.sh toolchain`
 runs them). `test_t1_is_attributed_nvvm` needs the static PTX check
 (`ptx_oracle`, branch `ptxcheck`) and an installed NVRTC wheel: it fails until both
-are there (`toolchain.installed_checker` finds the module once merged).
+are there (`toolchain.installed_checker`: the static PTX check over every installed NVRTC).
 """
 
 from __future__ import annotations

@@ -89,16 +89,15 @@ def test_t1_is_nvvm_although_right_under_ptxas_O0():
     assert "ld.global.nc" in got.evidence[0] and "57" in got.evidence[0]
 
 
-def test_installed_checker_is_none_without_the_ptx_oracle(monkeypatch):
-    """No static check module (this branch before the merge of `ptxcheck`): no
-    checker, never a stand-in."""
+def test_installed_checker_is_none_without_an_nvrtc(monkeypatch, tmp_path):
+    """No NVRTC to make the PTX with (GPUSEM_NVRTC_PATH: only an empty folder is
+    searched): no checker, never a stand-in."""
     from gpusem.compiler.backends import toolchain
 
-    def absent(name):
-        raise ImportError(name)
-
-    monkeypatch.setattr(toolchain.importlib, "import_module", absent)
+    monkeypatch.setenv("GPUSEM_NVRTC_PATH", str(tmp_path))
     assert toolchain.installed_checker() is None
+    monkeypatch.delenv("GPUSEM_NVRTC_PATH")
+    assert toolchain.installed_checker() is not None  # the nvrtc extra's are found
 
 
 def test_t1_without_a_static_check_is_not_blamed_on_ptxas():

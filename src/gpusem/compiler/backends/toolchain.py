@@ -33,7 +33,6 @@ module's (`ptx_check`, with an NVRTC per installed version); it is called throug
 
 from __future__ import annotations
 
-import importlib
 import time
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
@@ -135,19 +134,12 @@ class StaticChecker(Protocol):
 
 
 def installed_checker() -> StaticChecker | None:
-    """The static PTX check of this tree over every installed NVRTC, or None where
-    there is none (the module absent, or no NVRTC installed): attribution then says
-    so rather than guessing (its rule `ptxas-O0` needs a check that ran and found
-    nothing).
-
-    Note: the check is another branch's (`ptx_oracle.check_cuda`: each installed
-    NVRTC's PTX through `ptx_check`); this adapter is written against its interface
-    as of that branch's commit e0397ca and holds until the merge brings the module."""
-    try:  # by name: until the merge this tree has no such module
-        ptx_oracle = importlib.import_module("gpusem.compiler.backends.ptx_oracle")
-    except ImportError:
-        return None
+    """The static PTX check over every installed NVRTC (`ptx_oracle.check_cuda`: each
+    version's PTX through `ptx_check`), or None where no NVRTC is installed:
+    attribution then says so rather than guessing (its rule `ptxas-O0` needs a check
+    that ran and found nothing)."""
     from gpusem.calculus.errors import BadInput
+    from gpusem.compiler.backends import ptx_oracle
 
     try:
         ptx_oracle.installed()

@@ -1,7 +1,7 @@
 """The `toolchain` and `ptx` properties of the CKernel target, through two small
-interfaces that other modules implement (issue 23: branch `attribution` builds the
-toolchain matrix, `compiler/backends/toolchain.py`; branch `ptxcheck` the static PTX
-checker, `compiler/backends/ptx_oracle.py`). Neither is written here.
+interfaces (issue 23) that `compiler/backends/toolchain.py` (the toolchain matrix) and
+`compiler/backends/ptx_oracle.py` (the static PTX checker) implement. Neither is
+written here.
 
 - `ToolchainMatrix`: `run(jobs) -> {config: [Result per job]}` (toolchain.Matrix is
   one as it stands); a configuration whose result differs from the reference is a
@@ -11,7 +11,7 @@ checker, `compiler/backends/ptx_oracle.py`). Neither is written here.
   a finding `ptx:<check names>`.
 
 `target.matrix` / `target.ptx_checker` take a test's or a user's own; left None, the
-first use imports the other branch's module, and where it is not installed the
+first use takes this tree's; where there is none (or no NVRTC to check with) the
 property says so (`invalid`, kind `not-installed`), never a pass.
 """
 
@@ -38,11 +38,9 @@ class PtxChecker(Protocol):
 
 
 def oracle_checker() -> PtxChecker | None:
-    """ptx_oracle.check_many as a PtxChecker, or None where it is not installed."""
-    try:
-        from gpusem.compiler.backends import ptx_oracle  # type: ignore[attr-defined]
-    except ImportError:
-        return None
+    """ptx_oracle.check_many as a PtxChecker (no NVRTC installed: it raises BadInput,
+    which `ptx_round` reports as not installed)."""
+    from gpusem.compiler.backends import ptx_oracle
 
     def check(sources: Sequence[str]) -> list[list[str]]:
         reports = ptx_oracle.check_many(list(sources))
@@ -52,10 +50,8 @@ def oracle_checker() -> PtxChecker | None:
 
 
 def default_matrix(backend: str) -> ToolchainMatrix | None:
-    try:
-        from gpusem.compiler.backends import toolchain  # type: ignore[attr-defined]
-    except ImportError:
-        return None
+    from gpusem.compiler.backends import toolchain
+
     matrix: ToolchainMatrix = toolchain.Matrix(backend=backend)
     return matrix
 
