@@ -39,7 +39,7 @@ from gpusem.api.campaigns import (
     target_properties,
     triage,
 )
-from gpusem.api.cuda_reduce import ptx_checks_failing, reduce_cuda
+from gpusem.api.cuda_reduce import reduce_cuda
 from gpusem.api.files import (
     check_file,
     compile_file,
@@ -120,7 +120,7 @@ __all__ = ["BadInput", "CampaignResult", "CampaignSpec", "CheckOptions", "CheckR
            "campaign", "check", "check_file", "compile", "compile_file", "cuda_source", "exec",
            "exec_file", "fuzz", "generate", "install_signal_handlers", "language_of",
            "languages", "load", "open_output", "parse", "parse_defines", "parse_file",
-           "parse_schedules", "ptx_check", "ptx_check_file", "ptx_checks_failing",
+           "parse_schedules", "ptx_check", "ptx_check_file",
            "read_source", "reduce", "reduce_cuda", "register", "replay", "run",
            "run_file", "standalone", "step_bundle", "step_file", "synccheck_file",
            "target_properties", "triage", "unregister", "write_output"]

@@ -1,30 +1,16 @@
 """`gpusem reduce FILE.cu`: shrink a CUDA reproducer (a bundle's `repro.cu`, issue 23)
 with `fuzz/cuda_reduce`'s passes while one interestingness test holds. The static PTX
-check (`--keep-ptx-check`) and the attribution (`--keep-attribution`) are this
-tree's own: `compiler/backends/ptx_check.py` and `fuzz/attribution.py`."""
+check (`--keep-ptx-check`) is `compiler/backends/ptx_check.py`'s
+(`fuzz/cuda_reduce/oracles.PTX_CHECKER`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from gpusem.fuzz.cuda_reduce.reducer import CudaReduction, Progress
-
-
-def ptx_checks_failing(ptx: str) -> Iterable[str]:
-    """The names of the static checks a PTX module fails (the reducer's PTX_CHECKER)."""
-    from gpusem.compiler.backends.ptx_check import check_ptx
-
-    return sorted({f.check for f in check_ptx(ptx, "nvcc").findings})
-
-
-def _wire_oracles() -> None:
-    from gpusem.fuzz.cuda_reduce import oracles
-
-    if oracles.PTX_CHECKER is None:
-        oracles.PTX_CHECKER = ptx_checks_failing
 
 
 def reduce_cuda(path: str | Path, *, test: Callable[[str], bool] | None = None,
@@ -50,8 +36,6 @@ def reduce_cuda(path: str | Path, *, test: Callable[[str], bool] | None = None,
     from gpusem.compiler.backends.standalone import RUNTIME
     from gpusem.fuzz.cuda_reduce import cvise, oracles
     from gpusem.fuzz.cuda_reduce.reducer import NotInteresting, default_passes
-
-    _wire_oracles()
 
     name = Path(path).name
     chosen = [x for x in (test, command, keep_exit, keep_ptx, keep_ptx_check,
@@ -123,4 +107,4 @@ def ptx_pattern(pattern: str) -> str:
     return pattern
 
 
-__all__ = ["ptx_checks_failing", "ptx_pattern", "reduce_cuda"]
+__all__ = ["ptx_pattern", "reduce_cuda"]

@@ -178,9 +178,19 @@ class KeepAttribution:
         return self.attribute(text) == self.verdict
 
 
-# The hooks the lead fills at merge: the real PTX checker (branch ptxcheck) and the
-# attribution (branch attribution). Until then the CLI says they are not available.
-PTX_CHECKER: PtxChecker | None = None
+def ptx_checks_failing(ptx: str) -> Iterable[str]:
+    """The names of the static checks (`compiler/backends/ptx_check.py`) a PTX module
+    fails: the default `PTX_CHECKER`."""
+    from gpusem.compiler.backends.ptx_check import check_ptx
+
+    return sorted({f.check for f in check_ptx(ptx, "nvcc").findings})
+
+
+# The hooks `--keep-ptx-check` and `--keep-attribution` use: the static PTX check of
+# this tree, and an attribution of a `.cu` text (none yet: the attribution of
+# fuzz/attribution.py needs a finding's launches, which a bare `.cu` does not give;
+# the CLI says it is not available).
+PTX_CHECKER: PtxChecker | None = ptx_checks_failing
 ATTRIBUTOR: Attributor | None = None
 
 
