@@ -4,8 +4,8 @@ compiler is `ours` on the cuda backend too.
 
 Marked `gpu` (CuPy, a GPU, nvcc and ptxas of CUDA 13.0: `bash scripts/gpu.sh toolchain`
 runs them). `test_t1_is_attributed_nvvm` needs the static PTX check
-(`ptx_oracle`, branch `ptxcheck`) and an installed NVRTC wheel: it fails until both
-are there (`toolchain.installed_checker`: the static PTX check over every installed NVRTC).
+(`ptx_oracle`, through `toolchain.installed_checker`) and an installed NVRTC wheel: it
+fails where none is installed.
 """
 
 from __future__ import annotations

@@ -144,7 +144,7 @@ def test_reduce_a_cu_file_with_a_shell_test(tmp_path) -> None:
 
 
 def test_keep_ptx_check_asks_the_checker_it_is_given() -> None:
-    def checker(ptx: str) -> list[str]:  # stands in for branch ptxcheck's checker
+    def checker(ptx: str) -> list[str]:  # a checker of the PtxChecker shape
         return ["nc-load-of-written-buffer"] if "ld.global.nc" in ptx else []
 
     t1 = T1.read_text()
@@ -155,7 +155,7 @@ def test_keep_ptx_check_asks_the_checker_it_is_given() -> None:
 
 
 def test_keep_attribution_asks_the_attributor_it_is_given() -> None:
-    def attribute(repro: str) -> str:  # stands in for branch attribution's verdict
+    def attribute(repro: str) -> str:  # an attributor of the Attributor shape
         return "nvvm" if "__restrict__" in repro else "ours"
 
     assert KeepAttribution(attribute, "nvvm")(T1.read_text())

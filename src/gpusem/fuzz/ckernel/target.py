@@ -50,7 +50,7 @@ class CkernelTarget(Target):
         self._runner: Any = None
         self._refs: dict[A.Kernel, Reference] = {}
         self._cache: dict[tuple[str, A.Kernel], CheckResult] = {}
-        # hooks.py: the other branches' matrix and PTX checker, or a test's own
+        # hooks.py: the toolchain matrix and the PTX checker, or a test's own
         self.matrix: hooks.ToolchainMatrix | None = None
         self.ptx_checker: hooks.PtxChecker | None = None
 

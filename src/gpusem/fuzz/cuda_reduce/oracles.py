@@ -59,14 +59,14 @@ Guard = Callable[[str], "str | None"]
 
 
 class PtxChecker(Protocol):
-    """The static PTX checker (branch `ptxcheck`): the names of the checks a PTX text
-    fails."""
+    """A static PTX checker (`ptx_checks_failing` below): the names of the checks a
+    PTX text fails."""
 
     def __call__(self, ptx: str) -> Iterable[str]: ...
 
 
 class Attributor(Protocol):
-    """The attribution of a finding (branch `attribution`): the component a repro's
+    """An attribution of a repro (none in this tree yet): the component a repro's
     wrong answer is blamed on (`ours`, `nvvm`, `ptxas`, `driver-jit`, ...)."""
 
     def __call__(self, repro: str) -> str: ...
