@@ -25,6 +25,8 @@
 #   t1                             issue 23: toolchain finding T1's build matrix, the
 #                                  NVRTC PTX through the driver, SASS; T1_CAMPAIGN=1
 #                                  adds a cuda campaign (T1_SEED, T1_BUDGET)
+#   t2                             issue 23: finding T2's build matrix and SASS, and the
+#                                  matrix attribution of the earlier ckernel bundles
 #   pytest                         every test marked gpu ($OUT/pytest_gpu.log)
 #   run CMD [ARGS]                 any command after the setup (gpusem fuzz ...)
 #   round LANE [LANE ...]          several at once, lane i on GPU i: a LANE is
@@ -54,6 +56,7 @@ case "$SUB" in
   scale) exec bash $PARTS/scale.sh "$@" ;;
   scale-wheels) exec bash $PARTS/scale_wheels.sh "$@" ;;
   t1) exec bash $PARTS/t1.sh "$@" ;;
+  t2) exec bash $PARTS/t2.sh "$@" ;;
   ckernel) exec bash $PARTS/ckernel.sh "$@" ;;
   toolchain) exec bash $PARTS/toolchain.sh "$@" ;;
   ptx-confirm) exec bash $PARTS/ptx_confirm.sh "$@" ;;
