@@ -81,3 +81,60 @@ def test_every_config_refusing_is_left_to_the_compile_property(monkeypatch):
         assert target.check(_generated(), "toolchain").status == "pass"
     finally:
         target.close()
+
+
+class _FakeGpuMatrix:
+    """Every configuration of the cuda matrix, its "GPU" the cpu harness: right,
+    except the configurations in `wrong`, whose first output cell is off by one."""
+
+    def __init__(self, wrong: tuple[str, ...] = ()) -> None:
+        from gpusem.compiler.backends.cpu import CpuBackend
+        from gpusem.compiler.backends.toolchain import CONFIGS
+
+        self.configs, self.wrong, self.calls = tuple(CONFIGS), wrong, []
+        self.harness = CpuBackend()
+
+    def run(self, jobs, configs=None):
+        from dataclasses import replace as changed
+
+        self.calls.append((configs, len(jobs)))
+        right = self.harness.run(jobs)
+        out = {}
+        for config in configs or self.configs:
+            out[config] = right
+            if config in self.wrong:
+                out[config] = [changed(r, outputs={k: v + (k == "g_out")
+                                                   for k, v in r.outputs.items()})
+                               for r in right]
+        return out
+
+
+def _check_on_fake_gpu(wrong, monkeypatch, always=False):
+    from gpusem.interpreter.bundl.reference import reference
+
+    if always:
+        monkeypatch.setenv("GPUSEM_TOOLCHAIN_CPU", "always")
+    progs = [parse_program(HALVES, "p.bundl")] * 2
+    refs = [reference(p) for p in progs]
+    matrix = _FakeGpuMatrix(wrong)
+    results = toolchain_property.check_round(progs, refs, "cuda", matrix)
+    return results, matrix.calls
+
+
+def test_on_cuda_the_cpu_harness_runs_only_where_a_gpu_config_is_wrong(monkeypatch):
+    """Clean programs: the GPU configurations run, the harness not at all; a wrong
+    configuration: the harness runs for those programs (attribution reads it), and
+    GPUSEM_TOOLCHAIN_CPU=always runs it for every program, in the first call."""
+    from gpusem.compiler.backends.toolchain import GPU_CONFIGS
+
+    results, calls = _check_on_fake_gpu((), monkeypatch)
+    assert [r.status for r in results] == ["pass", "pass"]
+    assert calls == [(GPU_CONFIGS, 4)]  # two programs, two launches each
+    results, calls = _check_on_fake_gpu(("nvcc-G",), monkeypatch)
+    assert [r.status for r in results] == ["finding", "finding"]
+    assert calls == [(GPU_CONFIGS, 4), (("cpu",), 4)]
+    blame = json.loads(results[0].files["attribution.json"])
+    assert blame["matrix"]["cpu"] and blame["failing_config"] == "nvcc-G"
+    assert results[0].signature.endswith(":nvcc-G")
+    _, calls = _check_on_fake_gpu((), monkeypatch, always=True)
+    assert calls == [(None, 4)]

@@ -320,7 +320,11 @@ def attribute(case: Case, matrix: Any, checker: Any = None) -> dict[str, Any]:
         verdict = decide(ev)
     spent = {c: s - before.get(c, 0.0)
              for c, s in getattr(matrix, "seconds", {}).items()}
-    return report(verdict, ev, time.perf_counter() - start, spent)
+    # configurations whose SASS for the kernel was another's: launched once
+    same = {c: jobs[0] for c, jobs in getattr(matrix, "shared", {}).items()
+            if 0 in jobs}
+    return report(verdict, ev, time.perf_counter() - start, spent) | {
+        "same_sass": same}
 
 
 def _sass(matrix: Any, spec: Any) -> dict[str, str]:

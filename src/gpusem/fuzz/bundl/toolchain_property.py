@@ -7,6 +7,13 @@ ptx-jit, no-restrict, and the cpu harness), two launches each; a configuration t
 disagrees with the reference is a finding, attributed at once (`fuzz/attribution.py`)
 from the same runs.
 
+The cpu harness is not NVIDIA's toolchain: on the cuda backend it runs, by default,
+only for the programs a GPU configuration got wrong (where attribution reads it:
+rules harness-same, every-gpu-same), not for every program, since it costs more than
+the GPU configurations together (scripts/toolchain_cost.py). What it alone would
+find is the `compile` property's on the cpu backend (our compiler, the harness).
+`GPUSEM_TOOLCHAIN_CPU=always` runs it for every program, as before.
+
 On the cpu backend only the `cpu` configuration can run. Decision: it runs (the
 harness's four schedules, as the compile property), and the host configurations that
 need no GPU are BUILT (nvcc-O3, nvcc-G, ptxas-O0: one nvcc / ptxas call per
@@ -22,6 +29,7 @@ one cause across many programs is one bundle.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -70,23 +78,59 @@ def check_round(progs: list[B.Program], refs: list[Reference], backend: str,
         for job in jobs_for(prog, kernels[i], seeds, LAUNCH_TIMEOUT_S):
             jobs.append(job)
             owners.append(i)
-    runs = matrix.run(jobs) if jobs else {}
+    lazy = backend == "cuda" and "cpu" in matrix.configs and not cpu_always()
+    configs = tuple(c for c in matrix.configs if c != "cpu") if lazy else None
+    runs = matrix.run(jobs, configs) if jobs else {}
+    # {config: {job: config}}: launches one SASS made for two configurations
+    shared = dict(getattr(matrix, "shared", {}))
     built = _builds([kernels[i] for i in sorted(kernels)]) if backend == "cpu" else {}
+    per = {i: {c: [r for r, o in zip(rs, owners, strict=True) if o == i]
+               for c, rs in runs.items()} for i in kernels}
+    if lazy and jobs:
+        _cpu_where_wrong(progs, refs, per, jobs, owners, matrix)
+    first = {o: k for k, o in reversed(list(enumerate(owners)))}
     for n, i in enumerate(sorted(kernels)):
-        mine = {c: [r for r, o in zip(rs, owners, strict=True) if o == i]
-                for c, rs in runs.items()}
+        mine = per[i]
+        same = {c: other for c, jobs_of in shared.items()
+                if (other := jobs_of.get(first.get(i, -1))) is not None}
         refused = {c: why for c, errs in built.items() if (why := errs[n]) is not None}
         verdict = _verdict(progs[i], refs[i], kernels[i], mine, refused, backend,
-                           checker)
+                           checker, same)
         full = confirm(i) if confirm is not None and verdict.status == "finding" \
             else None
         if full is not None:
             skip = not_compared(full)
             verdict = _verdict(progs[i], full, kernels[i], mine, refused, backend,
-                               checker) if skip is None else CheckResult(
+                               checker, same) if skip is None else CheckResult(
                 "invalid", kind=skip.kind, detail=skip.message)
         out[i] = verdict
     return out  # type: ignore[return-value]  # every program has its verdict
+
+
+def cpu_always() -> bool:
+    """GPUSEM_TOOLCHAIN_CPU=always: the cpu harness for every program on cuda."""
+    return os.environ.get("GPUSEM_TOOLCHAIN_CPU", "findings") == "always"
+
+
+def _cpu_where_wrong(progs: list[B.Program], refs: list[Reference],
+                     per: dict[int, dict[str, list]], jobs: list, owners: list[int],
+                     matrix: Any) -> None:
+    """Add the cpu harness's results to `per` for the programs a GPU configuration
+    got wrong (one harness call for all of them)."""
+    wrong = [i for i, runs in per.items()
+             if any(not _right(progs[i], refs[i], r) for rs in runs.values()
+                    for r in rs)]
+    mine = [(k, o) for k, o in enumerate(owners) if o in wrong]
+    if not mine:
+        return
+    results = matrix.run([jobs[k] for k, _ in mine], ("cpu",))["cpu"]
+    for (_, owner), result in zip(mine, results, strict=True):
+        per[owner].setdefault("cpu", []).append(result)
+
+
+def _right(prog: B.Program, ref: Reference, result: Any) -> bool:
+    return result.kind == "ok" and first_difference(
+        prog, ref.globals, as_bundl_values(prog, result.outputs)) is None
 
 
 def _builds(kernels: list[Any]) -> dict[str, list[str | None]]:
@@ -105,7 +149,8 @@ def _spec(kernel: Any) -> Any:
 
 
 def _verdict(prog: B.Program, ref: Reference, kernel: Any, results: dict[str, list],
-             refused: dict[str, str], backend: str, checker: Any) -> CheckResult:
+             refused: dict[str, str], backend: str, checker: Any,
+             same: dict[str, str] | None = None) -> CheckResult:
     def wrong_cell(outputs: dict) -> str | None:
         diff = first_difference(prog, ref.globals, as_bundl_values(prog, outputs))
         return None if diff is None else (
@@ -131,7 +176,8 @@ def _verdict(prog: B.Program, ref: Reference, kernel: Any, results: dict[str, li
         signature = f"toolchain:build:{'+'.join(sorted(refused))}"
         detail = f"{'+'.join(sorted(refused))} refuse a kernel the others build"
     text = print_program(prog)
-    blame = report(found, ev, 0.0, {}) | {"refused": refused}
+    blame = report(found, ev, 0.0, {}) | {"refused": refused,
+                                          "same_sass": same or {}}
     files = {
         "program.bundl": text, "kernel.cu": kernel.source,
         "inputs.json": json.dumps({k: v.tolist() for k, v in
