@@ -109,11 +109,11 @@ class _FakeGpuMatrix:
         return out
 
 
-def _check_on_fake_gpu(wrong, monkeypatch, always=False):
+def _check_on_fake_gpu(wrong, monkeypatch, eager=False):
     from gpusem.interpreter.bundl.reference import reference
 
-    if always:
-        monkeypatch.setenv("GPUSEM_TOOLCHAIN_CPU", "always")
+    if eager:
+        monkeypatch.setenv("GPUSEM_TOOLCHAIN_EAGER", "1")
     progs = [parse_program(HALVES, "p.bundl")] * 2
     refs = [reference(p) for p in progs]
     matrix = _FakeGpuMatrix(wrong)
@@ -121,20 +121,22 @@ def _check_on_fake_gpu(wrong, monkeypatch, always=False):
     return results, matrix.calls
 
 
-def test_on_cuda_the_cpu_harness_runs_only_where_a_gpu_config_is_wrong(monkeypatch):
-    """Clean programs: the GPU configurations run, the harness not at all; a wrong
-    configuration: the harness runs for those programs (attribution reads it), and
-    GPUSEM_TOOLCHAIN_CPU=always runs it for every program, in the first call."""
+def test_on_cuda_a_clean_program_costs_one_launch_a_gpu_config(monkeypatch):
+    """Clean programs: one launch per GPU configuration, no harness; a wrong
+    configuration: those programs again (the second launch of every GPU
+    configuration, the harness's two), and the finding decided from all of them;
+    GPUSEM_TOOLCHAIN_EAGER=1: two launches of everything, in the first call."""
     from gpusem.compiler.backends.toolchain import GPU_CONFIGS
 
     results, calls = _check_on_fake_gpu((), monkeypatch)
     assert [r.status for r in results] == ["pass", "pass"]
-    assert calls == [(GPU_CONFIGS, 4)]  # two programs, two launches each
+    assert calls == [(GPU_CONFIGS, 2)]  # two programs, one launch each
     results, calls = _check_on_fake_gpu(("nvcc-G",), monkeypatch)
     assert [r.status for r in results] == ["finding", "finding"]
-    assert calls == [(GPU_CONFIGS, 4), (("cpu",), 4)]
+    assert calls == [(GPU_CONFIGS, 2), (GPU_CONFIGS, 2), (("cpu",), 4)]
     blame = json.loads(results[0].files["attribution.json"])
-    assert blame["matrix"]["cpu"] and blame["failing_config"] == "nvcc-G"
+    assert len(blame["matrix"]["nvcc-G"]) == 2 and len(blame["matrix"]["cpu"]) == 2
+    assert (blame["failing_config"], blame["verdict"]) == ("nvcc-G", "undecided")
     assert results[0].signature.endswith(":nvcc-G")
-    _, calls = _check_on_fake_gpu((), monkeypatch, always=True)
+    _, calls = _check_on_fake_gpu((), monkeypatch, eager=True)
     assert calls == [(None, 4)]

@@ -7,12 +7,17 @@ ptx-jit, no-restrict, and the cpu harness), two launches each; a configuration t
 disagrees with the reference is a finding, attributed at once (`fuzz/attribution.py`)
 from the same runs.
 
-The cpu harness is not NVIDIA's toolchain: on the cuda backend it runs, by default,
-only for the programs a GPU configuration got wrong (where attribution reads it:
-rules harness-same, every-gpu-same), not for every program, since it costs more than
-the GPU configurations together (scripts/toolchain_cost.py). What it alone would
-find is the `compile` property's on the cpu backend (our compiler, the harness).
-`GPUSEM_TOOLCHAIN_CPU=always` runs it for every program, as before.
+On the cuda backend a program costs what its launches cost (the GPU's launches, not
+the builds, bound a campaign of 16 shards on one H200: scripts/toolchain_cost.py), so
+by default a clean program gets ONE launch per GPU configuration, no cpu harness run,
+and none of a configuration whose machine code for it is another's (the matrix's
+`shared`). A program some configuration gets wrong is then run again: a second launch
+of every GPU configuration (a re-run: `reruns-differ` needs two) and the cpu harness
+(two launches; attribution reads it: `harness-same`, `every-gpu-same`), and only
+then decided; so every finding is decided from the runs it was before. What the cpu
+harness alone would find is the `compile` property's on the cpu backend (our
+compiler, the harness). `GPUSEM_TOOLCHAIN_EAGER=1` runs everything for every
+program, as before (two launches of every configuration and the harness).
 
 On the cpu backend only the `cpu` configuration can run. Decision: it runs (the
 harness's four schedules, as the compile property), and the host configurations that
@@ -64,7 +69,9 @@ def check_round(progs: list[B.Program], refs: list[Reference], backend: str,
     out: list[CheckResult | None] = [None] * len(progs)
     kernels: dict[int, Any] = {}
     jobs, owners = [], []
-    seeds = GPU_LAUNCHES if backend == "cuda" else HARNESS_SEEDS
+    lazy = backend == "cuda" and "cpu" in matrix.configs and not eager()
+    seeds = (GPU_LAUNCHES[:1] if lazy else GPU_LAUNCHES) if backend == "cuda" \
+        else HARNESS_SEEDS
     for i, (prog, ref) in enumerate(zip(progs, refs, strict=True)):
         if (skip := not_compared(ref)) is not None:
             kind = "stuck" if skip.kind == "stuck" else skip.kind
@@ -78,7 +85,6 @@ def check_round(progs: list[B.Program], refs: list[Reference], backend: str,
         for job in jobs_for(prog, kernels[i], seeds, LAUNCH_TIMEOUT_S):
             jobs.append(job)
             owners.append(i)
-    lazy = backend == "cuda" and "cpu" in matrix.configs and not cpu_always()
     configs = tuple(c for c in matrix.configs if c != "cpu") if lazy else None
     runs = matrix.run(jobs, configs) if jobs else {}
     # {config: {job: config}}: launches one SASS made for two configurations
@@ -87,7 +93,7 @@ def check_round(progs: list[B.Program], refs: list[Reference], backend: str,
     per = {i: {c: [r for r, o in zip(rs, owners, strict=True) if o == i]
                for c, rs in runs.items()} for i in kernels}
     if lazy and jobs:
-        _cpu_where_wrong(progs, refs, per, jobs, owners, matrix)
+        _again_where_wrong(progs, refs, per, kernels, configs or (), matrix)
     first = {o: k for k, o in reversed(list(enumerate(owners)))}
     for n, i in enumerate(sorted(kernels)):
         mine = per[i]
@@ -107,25 +113,32 @@ def check_round(progs: list[B.Program], refs: list[Reference], backend: str,
     return out  # type: ignore[return-value]  # every program has its verdict
 
 
-def cpu_always() -> bool:
-    """GPUSEM_TOOLCHAIN_CPU=always: the cpu harness for every program on cuda."""
-    return os.environ.get("GPUSEM_TOOLCHAIN_CPU", "findings") == "always"
+def eager() -> bool:
+    """GPUSEM_TOOLCHAIN_EAGER=1: on cuda, two launches of every configuration and the
+    cpu harness for every program (see the module docstring)."""
+    return os.environ.get("GPUSEM_TOOLCHAIN_EAGER", "0") not in ("", "0")
 
 
-def _cpu_where_wrong(progs: list[B.Program], refs: list[Reference],
-                     per: dict[int, dict[str, list]], jobs: list, owners: list[int],
-                     matrix: Any) -> None:
-    """Add the cpu harness's results to `per` for the programs a GPU configuration
-    got wrong (one harness call for all of them)."""
+def _again_where_wrong(progs: list[B.Program], refs: list[Reference],
+                       per: dict[int, dict[str, list]], kernels: dict[int, Any],
+                       gpu_configs: tuple[str, ...], matrix: Any) -> None:
+    """For the programs a GPU configuration got wrong: the second launch of every GPU
+    configuration and the cpu harness's two, added to `per` (one matrix call each
+    for all of them)."""
     wrong = [i for i, runs in per.items()
              if any(not _right(progs[i], refs[i], r) for rs in runs.values()
                     for r in rs)]
-    mine = [(k, o) for k, o in enumerate(owners) if o in wrong]
-    if not mine:
-        return
-    results = matrix.run([jobs[k] for k, _ in mine], ("cpu",))["cpu"]
-    for (_, owner), result in zip(mine, results, strict=True):
-        per[owner].setdefault("cpu", []).append(result)
+    for configs, seeds in ((gpu_configs, GPU_LAUNCHES[1:]), (("cpu",), GPU_LAUNCHES)):
+        jobs, owners = [], []
+        for i in wrong:
+            for job in jobs_for(progs[i], kernels[i], seeds, LAUNCH_TIMEOUT_S):
+                jobs.append(job)
+                owners.append(i)
+        if not jobs:
+            return
+        for config, results in matrix.run(jobs, configs).items():
+            for owner, result in zip(owners, results, strict=True):
+                per[owner].setdefault(config, []).append(result)
 
 
 def _right(prog: B.Program, ref: Reference, result: Any) -> bool:
