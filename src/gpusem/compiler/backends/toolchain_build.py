@@ -21,7 +21,8 @@ kernel is byte-identical to another's only once (`toolchain.Matrix`).
 
 Where to find the tools: $GPUSEM_NVCC (as `nvcc.py`), the PATH, then
 /usr/local/cuda/bin and /usr/local/cuda-*/bin (a bare GPU machine often has CUDA
-there and not on the PATH); ptxas and cuobjdump beside the nvcc found.
+there and not on the PATH); ptxas and cuobjdump beside the nvcc found; cuobjdump also
+from $GPUSEM_CUOBJDUMP or the copy a Triton wheel carries (a CUDA without it).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import re
 import shutil
 import struct
 import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,6 +60,11 @@ def find_tool(name: str) -> str | None:
     places = [os.path.dirname(os.path.realpath(nvcc))] if nvcc else []
     places += ["/usr/local/cuda/bin", *sorted(glob.glob("/usr/local/cuda-*/bin"),
                                               reverse=True)]
+    if name == "cuobjdump":  # env, or the copy Triton's wheel carries
+        if os.environ.get("GPUSEM_CUOBJDUMP"):
+            return shutil.which(os.environ["GPUSEM_CUOBJDUMP"])
+        places += [str(Path(p) / "triton" / "backends" / "nvidia" / "bin")
+                   for p in sys.path if p]
     found = shutil.which(name)
     if found:
         return found
@@ -201,6 +208,18 @@ def _nvvm(unit: str, nvcc: str) -> Nvvm:
             _NVVM.pop(next(iter(_NVVM)))
         _NVVM[key] = made
     return _NVVM[key]
+
+
+def ptx_of_built(items: list[tuple[int, str, str]]) -> tuple[str | None, str]:
+    """(the NVVM PTX of the batch, or None; nvcc's log) from the nvcc call that
+    built nvcc-O3 (`build`), run now if it was not."""
+    nvcc = find_tool("nvcc")
+    if nvcc is None:
+        return None, "nvcc not found"
+    unit = cpu_source.namespaced_unit(
+        [(i, f"k{i}_src", src, "") for i, _, src in items], for_cpu=False)
+    nvvm = _nvvm(unit, nvcc)
+    return nvvm.ptx, nvvm.log
 
 
 def ptx_of(items: list[tuple[int, str, str]]) -> tuple[str | None, str]:

@@ -10,6 +10,9 @@ written here.
   `check_many` is adapted to it by `oracle_checker`. A kernel with a finding line is
   a finding `ptx:<check names>`.
 
+`sass_round` is the `sass` property: `compiler/backends/sass_check.py` (ptxas -O3
+SASS against the PTX, T2's class) on every kernel, a finding `sass:<check names>`.
+
 `target.matrix` / `target.ptx_checker` take a test's or a user's own; left None, the
 first use takes this tree's; where there is none (or no NVRTC to check with) the
 property says so (`invalid`, kind `not-installed`), never a pass.
@@ -128,4 +131,32 @@ def ptx_round(target: Any, kernels: list[A.Kernel]) -> list[CheckResult]:
                                files=target.program_files(k)
                                | {"kernel.cu": src, "trace.txt": "\n".join(lines)
                                   + "\n"}, size=target.size(k)))
+    return out
+
+
+def sass_round(target: Any, kernels: list[A.Kernel]) -> list[CheckResult]:
+    """The static SASS check (`compiler/backends/sass_check.py`: T2's class) of every
+    kernel, one nvcc and one cuobjdump call; no GPU. Where nvcc or cuobjdump is
+    missing, nothing is checked and the property says so."""
+    from gpusem.compiler.backends import sass_check
+    from gpusem.compiler.ckernel_cuda.emit import kernel_spec
+
+    specs = [kernel_spec(k) for k in kernels]
+    screen = sass_check.screen([(s.name, s.source) for s in specs])
+    if screen.missing:
+        return [CheckResult("invalid", kind="not-installed", detail=screen.missing)
+                ] * len(kernels)
+    out = []
+    for k, spec, failures in zip(kernels, specs, screen.failures, strict=True):
+        if not failures:
+            out.append(CheckResult("pass"))
+            continue
+        lines = [f.one_line() for f in failures]
+        checks = ",".join(sorted({f.check for f in failures}))
+        out.append(CheckResult("finding", signature=f"sass:{checks}", kind="sass",
+                               detail=lines[0][:200],
+                               files=target.program_files(k)
+                               | {"kernel.cu": spec.source,
+                                  "trace.txt": "\n".join(lines) + "\n"},
+                               size=target.size(k)))
     return out
