@@ -6,6 +6,7 @@ target's `sass` property reports it under one cause-level signature."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -61,3 +62,8 @@ def test_the_sass_property_of_the_ckernel_target():
     assert {r.signature for r in results} == {"sass:viaddmnmx-negated-constant"}
     assert all("VIADDMNMX" in r.files["trace.txt"] for r in results)
     assert all("kernel.cu" in r.files for r in results)
+    from gpusem.fuzz.attribution import cause_of
+
+    blame = json.loads(results[0].files["attribution.json"])
+    assert blame["verdict"] == "ptxas"  # the PTX is right, the SASS contradicts it
+    assert cause_of(blame, results[0].signature) == "ptxas:viaddmnmx-negated-constant"

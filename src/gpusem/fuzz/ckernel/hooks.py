@@ -138,8 +138,11 @@ def sass_round(target: Any, kernels: list[A.Kernel]) -> list[CheckResult]:
     """The static SASS check (`compiler/backends/sass_check.py`: T2's class) of every
     kernel, one nvcc and one cuobjdump call; no GPU. Where nvcc or cuobjdump is
     missing, nothing is checked and the property says so."""
+    import json
+
     from gpusem.compiler.backends import sass_check
     from gpusem.compiler.ckernel_cuda.emit import kernel_spec
+    from gpusem.fuzz.attribution import without_runs
 
     specs = [kernel_spec(k) for k in kernels]
     screen = sass_check.screen([(s.name, s.source) for s in specs])
@@ -153,10 +156,17 @@ def sass_round(target: Any, kernels: list[A.Kernel]) -> list[CheckResult]:
             continue
         lines = [f.one_line() for f in failures]
         checks = ",".join(sorted({f.check for f in failures}))
+        # the PTX is right and the SASS contradicts it: ptxas's, with the check as
+        # the cause key that GPU findings of the same fold are grouped under
+        blame = without_runs("ptxas", "static-sass", lines[0], "nvcc-O3") | {
+            "sass_check": [{"check": f.check, "text": f.one_line()}
+                           for f in failures]}
         out.append(CheckResult("finding", signature=f"sass:{checks}", kind="sass",
                                detail=lines[0][:200],
                                files=target.program_files(k)
                                | {"kernel.cu": spec.source,
-                                  "trace.txt": "\n".join(lines) + "\n"},
+                                  "trace.txt": "\n".join(lines) + "\n",
+                                  "attribution.json": json.dumps(
+                                      blame, indent=1, sort_keys=True) + "\n"},
                                size=target.size(k)))
     return out
