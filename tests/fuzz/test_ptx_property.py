@@ -156,3 +156,21 @@ def test_a_ptx_campaign_without_nvrtc_is_bad_input(tmp_path) -> None:
         assert res.returncode == 2, res.stderr
         assert res.stderr.strip().splitlines() == [
             next(ln for ln in res.stderr.splitlines() if "no NVRTC installed" in ln)]
+
+
+def test_a_finding_whose_store_changes_nothing_is_not_kept() -> None:
+    """Observability (toolchain item 4): T1 stores 5 into the scratch that the `.nc`
+    load reads; storing 0, what the scratch already holds, would make the stale read
+    invisible on a GPU (the two committed ptx bundles right on the H200), so the
+    property calls it `unobservable` and the reducer, which keeps the signature only,
+    cannot shrink a finding into it."""
+    target = BundlTarget()
+    zero = T1.read_text().replace("  s[0] = 5;", "  s[0] = 0;")
+    assert zero != T1.read_text()
+    res = target.check(Generated(parse_program(zero, str(T1)), False), "ptx")
+    assert (res.status, res.kind) == ("invalid", "unobservable"), res
+    assert target.check(_t1(), "ptx").status == "finding"
+    for bundle in sorted((ROOT / "results/toolchain/ptx_bundles").glob("*/")):
+        text = (bundle / "program.bundl").read_text()
+        res = target.check(Generated(parse_program(text, "p.bundl"), False), "ptx")
+        assert (res.status, res.kind) == ("invalid", "unobservable"), (bundle, res)
