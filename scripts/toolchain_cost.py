@@ -79,7 +79,7 @@ def nvcc_before(config: str, unit: str) -> None:
     configuration's own)."""
     from gpusem.compiler.backends import toolchain_build as tb
 
-    nvcc, ptxas = tb.find_tool("nvcc"), tb.find_tool("ptxas")
+    nvcc = tb.find_tool("nvcc")
     with tempfile.TemporaryDirectory() as tmp:
         cu, ptx, out = (str(Path(tmp) / n) for n in ("b.cu", "b.ptx", "out"))
         Path(cu).write_text(unit)
@@ -154,8 +154,10 @@ def one_round(seed: int, r: int, size: int, before: Clock, after: Clock,
             [(i, f"k{i}_src", tb.strip_restrict(s) if strip else s, "")
              for i, _, s in chosen], for_cpu=False)
 
-    newest = nvrtc_lib.find_nvrtc()[0]
-    cubin, _ = shared.time("nvrtc", nvrtc_lib.compile_cubin, newest, unit(False))
+    found = nvrtc_lib.find_nvrtc()  # none: the NVRTC rows are left out, not zero
+    newest = found[0] if found else None
+    cubin = shared.time("nvrtc", nvrtc_lib.compile_cubin, newest,
+                        unit(False))[0] if newest else None
     jobs = [j for g, k in kernels for j in jobs_for(g.program, k, (0, 1), 5.0)]
     for key, secs in shared.spent.items():
         before.spent[key] = before.spent.get(key, 0.0) + secs
@@ -164,7 +166,8 @@ def one_round(seed: int, r: int, size: int, before: Clock, after: Clock,
     for config in ("nvcc-ptx", "nvcc-O3", "nvcc-G"):
         before.time(config, nvcc_before, config, unit(False))
     before.time("ptxas-O0", ptxas_o0)
-    before.time("no-restrict", nvrtc_lib.compile_cubin, newest, unit(True))
+    if newest:
+        before.time("no-restrict", nvrtc_lib.compile_cubin, newest, unit(True))
     before.time("cpu", harness, jobs)
     launches["before"] += 2 * 6 * len(kernels)
     # after: this tree's builds (one nvcc front end), no-restrict where it differs
@@ -175,7 +178,8 @@ def one_round(seed: int, r: int, size: int, before: Clock, after: Clock,
     after.time("ptx-jit", tb.build, "ptx-jit", items)
     with_restrict = [it for it in items if "__restrict__" in it[2]]
     plain_cubin = after.time("no-restrict", nvrtc_lib.compile_cubin, newest,
-                             unit(True, with_restrict))[0] if with_restrict else None
+                             unit(True, with_restrict))[0] if with_restrict \
+        and newest else None
     mine = after.time("digests", tb.kernel_digests, cubin)
     same_o3 = after.time("digests", tb.kernel_digests, o3)
     plain = after.time("digests", tb.kernel_digests, plain_cubin)
@@ -191,6 +195,19 @@ def one_round(seed: int, r: int, size: int, before: Clock, after: Clock,
 
 
 built = [0]
+
+
+def _nvrtc_label() -> str:
+    from gpusem.compiler.backends.nvrtc_lib import find_nvrtc
+
+    found = find_nvrtc()
+    return found[0].label if found else "none"
+
+
+def _nvcc_version() -> str:
+    from gpusem.compiler.backends.toolchain_build import tool_version
+
+    return tool_version("nvcc")
 
 
 def table(clock: Clock, programs: int) -> dict[str, float]:
@@ -214,6 +231,7 @@ def main() -> None:
         "distinct_kernels_built": built[0],
         "machine": f"{platform.machine()} dev machine, 2 cores (shared), no GPU",
         "date": time.strftime("%Y-%m-%d", time.gmtime()),
+        "nvrtc": _nvrtc_label(), "nvcc": _nvcc_version(),
         "cpu_ms_per_program": {"before": table(before, programs),
                                "after": table(after, programs)},
         "gpu_launches_per_program": {k: round(v / programs, 2)

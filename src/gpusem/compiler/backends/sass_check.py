@@ -33,7 +33,6 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpusem.compiler.backends import cpu_source
 from gpusem.compiler.backends import toolchain_build as tb
 
 CHECK = "viaddmnmx-negated-constant"
