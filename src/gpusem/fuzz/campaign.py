@@ -269,8 +269,8 @@ class Campaign:
             meta |= {"program_file": res.program_file, "line": max(1, res.line)}
         if found := attribution_of(res):
             meta["attribution"] = {k: found.get(k) for k in ("verdict", "rule",
-                                                             "seconds")}
-            meta["attribution"]["cause"] = cause_of(found, res.signature)
+                                                             "seconds")} | {
+                "cause": cause_of(found, res.signature)}
         try:
             meta |= target.finding_meta(res)
         except Exception as err:  # noqa: BLE001 - metadata is best effort

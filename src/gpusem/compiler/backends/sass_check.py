@@ -118,7 +118,7 @@ def screen(sources: list[tuple[str, str]]) -> Screen:
         return Screen([[] for _ in sources], "nvcc built none of the kernels")
     bodies = {m.group(1): m.group(0) for m in _ENTRY_BODY.finditer(ptx)}
     sass = _sass_by_function(cubin, cuobjdump)
-    out = []
+    out: list[list[Failure]] = []
     for i, _, _ in items:
         entry = lowered.get(i)
         if i in errors or entry is None:

@@ -239,17 +239,20 @@ class Matrix:
                     out[k], shared[k] = done["nvrtc"][k], "nvrtc"
         todo = [k for k in range(len(jobs)) if out[k] is None]
         gpu.prepare([specs[k] for k in todo])
-        mine = {k: gpu.kernel_digest(specs[k]) for k in todo} if self.share else {}
+        mine: dict[int, str] = {}
+        for k in todo if self.share else ():
+            if (digest := gpu.kernel_digest(specs[k])) is not None:
+                mine[k] = digest
         for k in todo:
-            other = digests.get((k, mine[k])) if mine.get(k) else None
+            other = digests.get((k, mine[k])) if k in mine else None
             if other is not None and other in done:
                 out[k], shared[k] = done[other][k], other
         launch = [k for k in todo if out[k] is None]
         for k, res in zip(launch, gpu.run([replace(jobs[k], spec=specs[k])
                                            for k in launch]), strict=True):
             out[k] = res
-            if mine.get(k):
-                digests.setdefault((k, mine[k]), config)  # type: ignore[index]
+            if k in mine:
+                digests.setdefault((k, mine[k]), config)
         if shared:
             self.shared[config] = shared
         self.counts["shared"] += len(shared)
