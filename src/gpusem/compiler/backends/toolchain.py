@@ -271,6 +271,14 @@ class Matrix:
             self._gpu = None
 
 
+def eager() -> bool:
+    """GPUSEM_TOOLCHAIN_EAGER=1: a `toolchain` property on cuda runs every
+    configuration, the cpu harness included, for every program (by default the
+    harness runs only for programs a GPU configuration got wrong: the properties'
+    docstrings say why)."""
+    return os.environ.get("GPUSEM_TOOLCHAIN_EAGER", "0") not in ("", "0")
+
+
 def build_only(specs: list[KernelSpec], configs: tuple[str, ...] = BUILD_ONLY
                ) -> dict[str, list[str | None]]:
     """{config: per spec, None (it builds) or the error} for the host configurations:

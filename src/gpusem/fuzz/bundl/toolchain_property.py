@@ -34,14 +34,13 @@ one cause across many programs is one bundle.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from typing import Any
 
 from gpusem.calculus.bundl import ast as B
 from gpusem.calculus.bundl.printer import print_program
 from gpusem.calculus.bundl.walk import statement_count
-from gpusem.compiler.backends.toolchain import BUILD_ONLY, build_only
+from gpusem.compiler.backends.toolchain import BUILD_ONLY, build_only, eager
 from gpusem.compiler.bundl_cuda.launch import (
     as_bundl_values,
     first_difference,
@@ -111,12 +110,6 @@ def check_round(progs: list[B.Program], refs: list[Reference], backend: str,
                 "invalid", kind=skip.kind, detail=skip.message)
         out[i] = verdict
     return out  # type: ignore[return-value]  # every program has its verdict
-
-
-def eager() -> bool:
-    """GPUSEM_TOOLCHAIN_EAGER=1: on cuda, two launches of every configuration and the
-    cpu harness for every program (see the module docstring)."""
-    return os.environ.get("GPUSEM_TOOLCHAIN_EAGER", "0") not in ("", "0")
 
 
 def _again_where_wrong(progs: list[B.Program], refs: list[Reference],
