@@ -14,17 +14,17 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 TARGET=${1:?bundl or ckernel} BUDGET=${2:-8m} JOBS=${3:-16}
 CAMPAIGNS=${CAMPAIGNS:-campaigns}
+case "$TARGET" in  # before the setup: a wrong name installs nothing
+  bundl) SEED=23 ;;
+  ckernel) SEED=29; export GPUSEM_CKERNEL_AVOID=t1,psel,t2 ;;
+  *) echo "toolchain-campaign: bundl or ckernel, not '$TARGET'" >&2; exit 2 ;;
+esac
 source scripts/gpu/setup.sh
 if ! command -v nvcc >/dev/null; then
   for d in /usr/local/cuda/bin /usr/local/cuda-*/bin; do
     [ -x "$d/nvcc" ] && export PATH="$PATH:$d" && break
   done
 fi
-case "$TARGET" in
-  bundl) SEED=23 ;;
-  ckernel) SEED=29; export GPUSEM_CKERNEL_AVOID=t1,psel,t2 ;;
-  *) echo "toolchain-campaign: bundl or ckernel, not '$TARGET'" >&2; exit 2 ;;
-esac
 DIR="$CAMPAIGNS/toolchain_$TARGET"
 mkdir -p "$CAMPAIGNS"
 RESUME=()
