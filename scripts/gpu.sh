@@ -18,6 +18,12 @@
 #   toolchain [SECONDS]            issue 23: the matrix and attribution probe (T1, a
 #                                  seeded fault, cost), its GPU tests, a toolchain
 #                                  campaign on cuda
+#   toolchain-rate [AFTER BEFORE]  issue 23: the toolchain property's rate on one
+#                                  H200, after and before the toolchain branch's
+#                                  cuts, and its CPU cost per configuration there
+#   toolchain-campaign T [BUDGET]  issue 23: a --resume-able toolchain campaign, T =
+#                                  bundl or ckernel (t1,psel,t2 avoided); carry
+#                                  `campaigns` back in to go on
 #   ptx-confirm                    issue 23: the programs the static PTX check flags,
 #                                  run on the GPU (exec --backend cuda; nvcc, -G)
 #   ckernel [BUDGET JOBS]          issue 23: the ckernel target's compile, emi and
@@ -59,6 +65,8 @@ case "$SUB" in
   t2) exec bash $PARTS/t2.sh "$@" ;;
   ckernel) exec bash $PARTS/ckernel.sh "$@" ;;
   toolchain) exec bash $PARTS/toolchain.sh "$@" ;;
+  toolchain-rate) exec bash $PARTS/toolchain_rate.sh "$@" ;;
+  toolchain-campaign) exec bash $PARTS/toolchain_campaign.sh "$@" ;;
   ptx-confirm) exec bash $PARTS/ptx_confirm.sh "$@" ;;
   repro)
     source $PARTS/setup.sh

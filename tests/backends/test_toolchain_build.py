@@ -60,8 +60,11 @@ def test_the_host_configs_of_a_batch_share_one_nvvm_ptx(monkeypatch):
     items = [(0, "bundl_main", T1 + "// a unit of its own\n")]
     for config in tb.HOST_CONFIGS:
         assert tb.build(config, items)[0] == {}
-    assert sum("-ptx" in cmd for cmd in calls) == 1
-    assert len(calls) == 4  # -ptx, then nvcc-O3, nvcc-G, ptxas-O0 (ptx-jit: none)
+    # one nvcc -cubin --keep makes nvcc-O3's cubin and the PTX that ptxas-O0 and
+    # ptx-jit build: nvcc's front end runs once for the three (and once for -G)
+    assert sum("--keep" in cmd for cmd in calls) == 1
+    assert not any("-ptx" in cmd for cmd in calls)
+    assert len(calls) == 3  # nvcc-O3 (+ PTX), nvcc-G, ptxas-O0 (ptx-jit: none)
     assert untagged(variant(t1_spec(), "nvcc-G").source) == T1.rstrip() + "\n"
 
 
@@ -135,3 +138,31 @@ def test_the_cpu_config_runs_t1_right():
 
 def test_sass_needs_a_cubin():
     assert tb.sass_memory_ops(b"//\n.version 8.0\n\0", "k") == ""
+
+
+def test_the_kept_ptx_is_nvcc_ptx_and_the_cubin_is_ptxas_O3_of_it():
+    """What makes one nvcc call enough: the PTX `--keep` leaves is what `nvcc -ptx`
+    emits, and nvcc-O3's cubin holds for each kernel what ptxas -O3 makes of that PTX
+    (the kernel digests agree, every one)."""
+    items = [(0, "bundl_main", T1), (1, "bundl_main", tb.strip_restrict(T1))]
+    ptx, log = tb.ptx_of(items)
+    assert ptx is not None, log
+    _, cubin, _ = tb.build("nvcc-O3", items)
+    _, jit, _ = tb.build("ptx-jit", items)
+    assert jit == ptx.encode() + b"\0"
+    digests = tb.kernel_digests(cubin)
+    assert set(digests) == {0, 1} and digests[0] != digests[1]  # .nc vs coherent
+
+
+def test_kernel_digests_follow_the_kernel_not_its_place_in_the_batch():
+    """One kernel is gs_k0 in one batch and gs_k7 in another: the same digest; a
+    different build of it (ptxas -O0, -G) a different one; PTX has none."""
+    plain = tb.strip_restrict(T1)
+    _, first, _ = tb.build("nvcc-O3", [(0, "bundl_main", T1), (1, "bundl_main", plain)])
+    _, moved, _ = tb.build("nvcc-O3", [(3, "bundl_main", plain), (7, "bundl_main", T1)])
+    _, o0, _ = tb.build("ptxas-O0", [(0, "bundl_main", T1), (1, "bundl_main", plain)])
+    a, b, c = (tb.kernel_digests(x) for x in (first, moved, o0))
+    assert a[0] == b[7] and a[1] == b[3]
+    assert c[0] != a[0] and c[1] != a[1]
+    assert tb.kernel_digests(b"//\n.version 8.0\n\0") == {}
+    assert tb.kernel_digests(None) == {}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pickle
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -84,3 +85,51 @@ def test_the_worker_builds_nvrtc_and_no_restrict(fake_gpu):
     assert fake_gpu == []  # no host build
     assert all(rs[0].outputs["g_out"].tolist() == T1_EXPECTED for rs in runs.values())
     assert config_of("x\n// gpusem toolchain config: no-restrict\n") == "no-restrict"
+
+
+def _matrix_run(configs, jobs, share=True):
+    matrix = Matrix("cuda", configs=configs, share=share)
+    try:
+        runs = matrix.run(jobs)
+        launched = matrix._gpu.stats["launches"] if matrix._gpu else 0
+        return runs, dict(matrix.shared), dict(matrix.counts), launched
+    finally:
+        matrix.close()
+
+
+def test_a_config_whose_sass_is_another_configs_shares_its_launches(fake_gpu,
+                                                                  monkeypatch):
+    """Byte-identical machine code for a job's kernel: the job is launched once and
+    the configurations share its results, the sharing recorded; a digest that
+    differs (or none) launches again; share=False launches everything."""
+    configs = ("nvrtc", "nvcc-O3", "ptxas-O0", "ptx-jit")
+    jobs = [t1_job(0), t1_job(1)]
+    same = {"nvrtc": "A", "nvcc-O3": "A", "ptxas-O0": "B"}  # ptx-jit: PTX, none
+
+    def digests(binary):
+        entry = next(iter(pickle.loads(binary)))  # the fake's "cubin": a pickle
+        if "::" in entry:  # the fake worker's NVRTC: {"gs_k0::name": ...}
+            return {0: same["nvrtc"]}
+        config = entry.split("_", 1)[1]  # a host build's: {"e0_<config>": ...}
+        return {0: same[config]} if config in same else {}
+
+    monkeypatch.setattr(toolchain_build, "kernel_digests", digests)
+    runs, shared, counts, _ = _matrix_run(configs, jobs)
+    assert shared == {"nvcc-O3": {0: "nvrtc", 1: "nvrtc"}}
+    assert runs["nvcc-O3"][1] is runs["nvrtc"][1]
+    assert counts == {"shared": 2, "launched": 6}
+    assert all(r.outputs["g_out"].tolist() == T1_EXPECTED
+               for rs in runs.values() for r in rs)
+    _, shared, counts, _ = _matrix_run(configs, jobs, share=False)
+    assert shared == {} and counts == {"shared": 0, "launched": 8}
+
+
+def test_no_restrict_of_a_kernel_without_restrict_is_nvrtcs_build(fake_gpu):
+    plain = t1_job(0)
+    plain = replace(plain, spec=replace(
+        plain.spec, source=toolchain_build.strip_restrict(plain.spec.source)))
+    runs, shared, _, _ = _matrix_run(("nvrtc", "no-restrict"),
+                                          [plain, t1_job(1)])
+    assert shared == {"no-restrict": {0: "nvrtc"}}  # job 1 has __restrict__
+    assert runs["no-restrict"][0] is runs["nvrtc"][0]
+    assert runs["no-restrict"][1] is not runs["nvrtc"][1]

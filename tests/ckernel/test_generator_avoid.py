@@ -39,3 +39,41 @@ def test_an_unknown_template_is_bad_input(monkeypatch) -> None:
     monkeypatch.setenv(templates.AVOID_ENV, "t1,nope")
     with pytest.raises(BadInput, match="unknown template"):
         templates.allowed(templates.TEMPLATES)
+
+
+def _draw_t2(n: int) -> int:
+    from gpusem.fuzz.ckernel.coverage import t2_ingredients
+
+    count = 0
+
+    @settings(max_examples=n, database=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    @given(kernels())
+    def run(k) -> None:
+        nonlocal count
+        count += t2_ingredients(k)
+
+    run()
+    return count
+
+
+def test_t2_avoided_refuses_t2s_ingredients(monkeypatch) -> None:
+    """`t2` is a shape, not a template: no kernel drawn with it avoided has a shuffle,
+    a min/max and a subtraction together; without it some do."""
+    assert _draw_t2(150) > 0
+    monkeypatch.setenv(templates.AVOID_ENV, "t1,psel,t2")
+    assert _draw_t2(150) == 0
+    assert templates.avoided() == {"t1", "psel", "t2"}
+
+
+def test_t2s_kernels_have_t2s_ingredients() -> None:
+    """The two campaign kernels of T2 (results/toolchain/ckernel_cuda_avoid_t1)."""
+    from pathlib import Path
+
+    from gpusem.calculus.ckernel.parser import parse_kernel
+    from gpusem.fuzz.ckernel.coverage import t2_ingredients
+
+    base = Path(__file__).parents[2] / "results" / "toolchain" / "ckernel_cuda_avoid_t1"
+    found = sorted(base.glob("*/program.ck"))
+    assert len(found) == 2
+    assert all(t2_ingredients(parse_kernel(p.read_text(), str(p))) for p in found)

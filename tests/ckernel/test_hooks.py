@@ -77,3 +77,46 @@ def test_a_checker_without_nvrtc_is_invalid_never_a_pass() -> None:
     target.ptx_checker = checker
     res = target.check(parse_kernel(T1), "ptx")
     assert (res.status, res.kind) == ("invalid", "not-installed")
+
+
+def test_on_cuda_the_harness_runs_only_for_kernels_a_gpu_config_gets_wrong(
+        monkeypatch) -> None:
+    """With this tree's matrix on cuda (its GPU faked by the harness), a clean round
+    runs the GPU configurations only; a kernel one of them gets wrong also runs the
+    harness, whose verdict joins the signature; GPUSEM_TOOLCHAIN_EAGER=1 runs all."""
+    from gpusem.compiler.backends.toolchain import GPU_CONFIGS, Matrix
+
+    class FakeGpu(Matrix):
+        def __init__(self, wrong: tuple[str, ...]) -> None:
+            super().__init__("cuda")
+            self.wrong, self.calls = wrong, []
+            self.harness = get_backend("cpu")
+
+        def run(self, jobs, configs=None):
+            self.calls.append(configs)
+            good = self.harness.run(jobs)
+            out = {}
+            for config in configs or self.configs:
+                out[config] = good
+                if config in self.wrong:
+                    out[config] = [replace(r, outputs={n: a + (n == "st") for n, a
+                                                       in r.outputs.items()})
+                                   for r in good]
+            return out
+
+    def run(wrong):
+        target = CkernelTarget("cuda")
+        target.matrix = FakeGpu(wrong)
+        results = hooks.toolchain_round(target, [parse_kernel(T1)])
+        return results, target.matrix.calls
+
+    results, calls = run(())
+    assert [r.status for r in results] == ["pass"] and calls == [GPU_CONFIGS]
+    results, calls = run(("nvcc-G",))
+    assert results[0].signature == "toolchain:nvcc-G" and calls == [GPU_CONFIGS,
+                                                                    ("cpu",)]
+    results, calls = run(("nvcc-G", "cpu"))
+    assert results[0].signature == "toolchain:cpu,nvcc-G"
+    monkeypatch.setenv("GPUSEM_TOOLCHAIN_EAGER", "1")
+    _, calls = run(())
+    assert calls == [None]

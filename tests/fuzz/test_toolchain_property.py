@@ -81,3 +81,62 @@ def test_every_config_refusing_is_left_to_the_compile_property(monkeypatch):
         assert target.check(_generated(), "toolchain").status == "pass"
     finally:
         target.close()
+
+
+class _FakeGpuMatrix:
+    """Every configuration of the cuda matrix, its "GPU" the cpu harness: right,
+    except the configurations in `wrong`, whose first output cell is off by one."""
+
+    def __init__(self, wrong: tuple[str, ...] = ()) -> None:
+        from gpusem.compiler.backends.cpu import CpuBackend
+        from gpusem.compiler.backends.toolchain import CONFIGS
+
+        self.configs, self.wrong, self.calls = tuple(CONFIGS), wrong, []
+        self.harness = CpuBackend()
+
+    def run(self, jobs, configs=None):
+        from dataclasses import replace as changed
+
+        self.calls.append((configs, len(jobs)))
+        right = self.harness.run(jobs)
+        out = {}
+        for config in configs or self.configs:
+            out[config] = right
+            if config in self.wrong:
+                out[config] = [changed(r, outputs={k: v + (k == "g_out")
+                                                   for k, v in r.outputs.items()})
+                               for r in right]
+        return out
+
+
+def _check_on_fake_gpu(wrong, monkeypatch, eager=False):
+    from gpusem.interpreter.bundl.reference import reference
+
+    if eager:
+        monkeypatch.setenv("GPUSEM_TOOLCHAIN_EAGER", "1")
+    progs = [parse_program(HALVES, "p.bundl")] * 2
+    refs = [reference(p) for p in progs]
+    matrix = _FakeGpuMatrix(wrong)
+    results = toolchain_property.check_round(progs, refs, "cuda", matrix)
+    return results, matrix.calls
+
+
+def test_on_cuda_a_clean_program_costs_one_launch_a_gpu_config(monkeypatch):
+    """Clean programs: one launch per GPU configuration, no harness; a wrong
+    configuration: those programs again (the second launch of every GPU
+    configuration, the harness's two), and the finding decided from all of them;
+    GPUSEM_TOOLCHAIN_EAGER=1: two launches of everything, in the first call."""
+    from gpusem.compiler.backends.toolchain import GPU_CONFIGS
+
+    results, calls = _check_on_fake_gpu((), monkeypatch)
+    assert [r.status for r in results] == ["pass", "pass"]
+    assert calls == [(GPU_CONFIGS, 2)]  # two programs, one launch each
+    results, calls = _check_on_fake_gpu(("nvcc-G",), monkeypatch)
+    assert [r.status for r in results] == ["finding", "finding"]
+    assert calls == [(GPU_CONFIGS, 2), (GPU_CONFIGS, 2), (("cpu",), 4)]
+    blame = json.loads(results[0].files["attribution.json"])
+    assert len(blame["matrix"]["nvcc-G"]) == 2 and len(blame["matrix"]["cpu"]) == 2
+    assert (blame["failing_config"], blame["verdict"]) == ("nvcc-G", "undecided")
+    assert results[0].signature.endswith(":nvcc-G")
+    _, calls = _check_on_fake_gpu((), monkeypatch, eager=True)
+    assert calls == [(None, 4)]

@@ -26,5 +26,12 @@ def command(dirs: tuple[str, ...], as_json: bool) -> None:
         more = f" (+{len(r.bundles) - 1} more)" if len(r.bundles) > 1 else ""
         click.echo(f"{r.sightings}\t{r.smallest}\t{r.kind}\t{r.attribution or '-'}\t"
                    f"{r.signature}\t{r.bundles[0]}{more}")
+    groups: dict[str, list[str]] = {}
+    for r in rows:
+        groups.setdefault(r.cause or r.signature, []).append(r.signature)
+    for cause, sigs in groups.items():
+        if len(sigs) > 1:
+            click.echo(f"cause {cause}: {len(sigs)} signatures, one bug: "
+                       + ", ".join(sigs))
     click.echo(f"{len(rows)} distinct findings in "
                f"{sum(len(r.bundles) for r in rows)} bundles")

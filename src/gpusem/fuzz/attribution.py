@@ -320,7 +320,44 @@ def attribute(case: Case, matrix: Any, checker: Any = None) -> dict[str, Any]:
         verdict = decide(ev)
     spent = {c: s - before.get(c, 0.0)
              for c, s in getattr(matrix, "seconds", {}).items()}
-    return report(verdict, ev, time.perf_counter() - start, spent)
+    # configurations whose SASS for the kernel was another's: launched once
+    same = {c: jobs[0] for c, jobs in getattr(matrix, "shared", {}).items()
+            if 0 in jobs}
+    found = report(verdict, ev, time.perf_counter() - start, spent) | {
+        "same_sass": same}
+    if case.jobs and case.failing != "cpu":
+        spec = case.jobs[0].spec
+        found = with_sass_check(found, spec.name, spec.source)
+    return found
+
+
+def with_sass_check(found: dict[str, Any], name: str, source: str) -> dict[str, Any]:
+    """`found` with the static SASS check's failures (`sass_check`: T2's class) where
+    the verdict is ptxas's or undecided: the evidence that names the cause (`cause_of`)
+    and, for an undecided finding, says where to look. One nvcc call; nothing where
+    nvcc or cuobjdump is missing."""
+    if found.get("verdict") not in ("ptxas", "undecided"):
+        return found
+    from gpusem.compiler.backends import sass_check
+
+    screen = sass_check.screen([(name, source)])
+    failures = screen.failures[0] if screen.failures else []
+    return found | {"sass_check": [{"check": f.check, "text": f.one_line()}
+                                   for f in failures]}
+
+
+def cause_of(found: Mapping[str, Any] | None, signature: str) -> str:
+    """The cause a finding is grouped under in the reports: `<verdict>:<checks>` where
+    its attribution names a check that explains it (the static PTX check's failures,
+    the static SASS check's), so one cause seen by several properties or programs is
+    one group (T1: `nvvm:ld.nc-read-only`; T2: `ptxas:viaddmnmx-negated-constant`);
+    else its signature, a cause of its own (no evidence to say two are one)."""
+    if not found:
+        return signature
+    checks = sorted({str(f.get("check")) for key in ("static_check", "sass_check")
+                     for f in (found.get(key) or []) if isinstance(f, dict)})
+    verdict = found.get("verdict")
+    return f"{verdict}:{'+'.join(checks)}" if verdict and checks else signature
 
 
 def _sass(matrix: Any, spec: Any) -> dict[str, str]:

@@ -47,6 +47,7 @@ from typing import Any
 
 from gpusem.calculus.errors import BadInput
 from gpusem.fuzz import manifest
+from gpusem.fuzz.attribution import cause_of
 from gpusem.fuzz.bundle import ATTRIBUTION, META, BundleStore
 from gpusem.fuzz.hunt import Drawn, generate_round, shrink_from
 from gpusem.fuzz.interrupts import raise_if_requested, stop_requested
@@ -268,7 +269,8 @@ class Campaign:
             meta |= {"program_file": res.program_file, "line": max(1, res.line)}
         if found := attribution_of(res):
             meta["attribution"] = {k: found.get(k) for k in ("verdict", "rule",
-                                                             "seconds")}
+                                                             "seconds")} | {
+                "cause": cause_of(found, res.signature)}
         try:
             meta |= target.finding_meta(res)
         except Exception as err:  # noqa: BLE001 - metadata is best effort
@@ -292,7 +294,7 @@ class Campaign:
                           target=self.target_name, new=created)
         self.found[res.signature] = finding
         if not created:
-            finding.attribution = _recorded_attribution(path)
+            finding.attribution, finding.cause = _recorded_attribution(path)
             self.summary.seen_elsewhere += 1
             self.store.sighting(path, self._sighting())
             self._announce(finding)
@@ -353,7 +355,9 @@ class Campaign:
         finding.size, finding.detail, finding.shrunk = res.size, res.detail, shrunk
         if (state or ("done" if shrunk else "shrinking")) == "done":
             res = self._attributed(target, res)
-            finding.attribution = attribution_of(res).get("verdict", "")
+            found = attribution_of(res)
+            finding.attribution = found.get("verdict", "")
+            finding.cause = cause_of(found, finding.signature) if found else ""
         meta = self._meta(target, res, shrunk=shrunk,
                           state=state or ("done" if shrunk else "shrinking"),
                           size_before=finding.size_before,
@@ -396,14 +400,16 @@ def attribution_of(res: CheckResult) -> dict[str, Any]:
     return found if isinstance(found, dict) else {}
 
 
-def _recorded_attribution(path: Path) -> str:
-    """The verdict a bundle written earlier (another shard, an earlier campaign)
-    records, "" when it has none (yet: its writer may still be shrinking it)."""
+def _recorded_attribution(path: Path) -> tuple[str, str]:
+    """The verdict and cause a bundle written earlier (another shard, an earlier
+    campaign) records, "" when it has none (yet: its writer may still be shrinking
+    it)."""
     try:
         meta = json.loads((path / META).read_text())
-        return str(meta.get("attribution", {}).get("verdict", ""))
+        blame = meta.get("attribution", {})
+        return str(blame.get("verdict", "")), str(blame.get("cause", "") or "")
     except (OSError, ValueError, AttributeError):
-        return ""
+        return "", ""
 
 
 def round_seed(seed: int, r: int) -> int:

@@ -1,5 +1,7 @@
 """A campaign's JUnit XML (issue 32.4): one test case per property (its counts), one
-failing test case per finding, one error per shard that died.
+failing test case per cause (`summary.causes`: a finding is its own cause unless its
+attribution says it shares one; the failure lists every signature), one error per
+shard that died.
 
 Built with `xml.etree.ElementTree`, never by string concatenation, so quoting is the
 library's; and every text first goes through `xml_text`, because XML 1.0 has no
@@ -12,7 +14,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
-from gpusem.fuzz.summary import Summary
+from gpusem.fuzz.summary import Summary, causes
 
 # The characters XML 1.0 forbids in a document (its `Char` production, section 2.2):
 # C0 controls except tab, newline and carriage return; the surrogates; U+FFFE/U+FFFF.
@@ -38,18 +40,25 @@ def junit_xml(summary: Summary, target: str) -> str:
             f"{sum(n.values())} programs: "
             + ", ".join(f"{k} {v}" for k, v in sorted(n.items())))
         n_cases += 1
-    for f in s.findings:
-        case = _case(suite, f"{target}:{f.prop}:{f.signature}", f.shrink_s)
+    grouped = causes(s.findings)
+    for c in grouped:  # one failure per cause, its signatures listed
+        f = c.findings[0]
+        name = (f"{target}:{f.prop}:{f.signature}" if len(c.findings) == 1
+                else f"{target}:cause:{c.key}")
+        case = _case(suite, name, sum(g.shrink_s for g in c.findings))
         failure = ET.SubElement(case, "failure", type=xml_text(f.kind),
                                 message=xml_text(f.detail))
         blame = f"attribution: {f.attribution}\n" if f.attribution else ""
+        more = "".join(f"signature: {g.signature}\nbundle: {g.bundle}\n"
+                       for g in c.findings[1:])
         failure.text = xml_text(f"signature: {f.signature}\nbundle: {f.bundle}\n"
-                                f"{blame}replay: gpusem replay {f.bundle}")
+                                f"{more}cause: {c.key}\n{blame}"
+                                f"replay: gpusem replay {f.bundle}")
         n_cases += 1
     for line in s.failed:
         ET.SubElement(_case(suite, "shard", 0.0), "error", message=xml_text(line))
         n_cases += 1
-    head = {"tests": str(n_cases), "failures": str(len(s.findings)),
+    head = {"tests": str(n_cases), "failures": str(len(grouped)),
             "errors": str(len(s.failed)), "time": f"{s.seconds:.3f}"}
     root.attrib.update(head)
     suite.attrib.update(head)

@@ -19,7 +19,7 @@ from typing import Any
 
 from gpusem.fuzz.bundle import META
 from gpusem.fuzz.junit import junit_xml
-from gpusem.fuzz.summary import Finding, Summary, rate_text
+from gpusem.fuzz.summary import Cause, Finding, Summary, causes, rate_text
 
 SCHEMA = "gpusem-campaign-report"
 SCHEMA_VERSION = 1
@@ -76,6 +76,10 @@ class Report:
             "throughput": {"programs_per_min": (None if s.rate_per_min is None
                                                  else round(s.rate_per_min, 1))},
             "findings": [self._finding(f) for f in s.findings],
+            "causes": [{"cause": c.key, "attribution": c.attribution or None,
+                        "signatures": c.signatures,
+                        "bundles": [f.bundle for f in c.findings]}
+                       for c in causes(s.findings)],
             "failed_shards": list(s.failed),
             "coverage": {p: {"programs": s.coverage_programs.get(p, 0),
                              "per_10k": s.coverage_per_10k(p)}
@@ -90,39 +94,51 @@ class Report:
                 "size_before": f.size_before or f.size, "size": f.size,
                 "shrunk": f.shrunk, "found_after_s": round(f.found_after_s, 2),
                 "shrink_s": round(f.shrink_s, 2), "duplicates": f.duplicates,
-                "new": f.new, "attribution": f.attribution or None}
+                "new": f.new, "attribution": f.attribution or None,
+                "cause": f.cause_key}
 
     # ------------------------------------------------------------------ SARIF
 
     def as_sarif(self) -> dict[str, Any]:
+        """One result per cause (`summary.causes`: findings whose attribution names
+        the same verdict and check are one cause), listing its signatures; a finding
+        with no such evidence is a cause of its own."""
         kinds = sorted({f.kind for f in self.summary.findings})
         rules = [{"id": _rule_id(k), "name": _rule_id(k),
                   "shortDescription": {"text": f"gpusem finding: {k}"},
                   "helpUri": f"{INFO_URI}/blob/main/docs/bundles.md"} for k in kinds]
-        results = []
-        for f in self.summary.findings:
-            program, line = program_location(f.bundle)
-            uri = (Path(f.bundle) / program).as_posix() if program else f.bundle
-            results.append({
-                "ruleId": _rule_id(f.kind),
-                "ruleIndex": kinds.index(f.kind),
-                "level": "error",
-                "message": {"text": f"{f.kind}: {f.detail} (signature {f.signature}; "
-                                    f"{_blame(f)}replay: gpusem replay {f.bundle})"},
-                "locations": [{"physicalLocation": {
-                    "artifactLocation": {"uri": uri},
-                    "region": {"startLine": max(1, line)}}}],
-                "partialFingerprints": {"gpusemSignature/v1": f.signature},
-                "properties": {"bundle": f.bundle, "property": f.prop,
-                               "size": f.size, "duplicates": f.duplicates,
-                               "attribution": f.attribution or None},
-            })
+        results = [self._sarif_result(c, kinds) for c in causes(self.summary.findings)]
         return {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [{
             "tool": {"driver": {"name": "gpusem", "version": _version(),
                                 "informationUri": INFO_URI, "rules": rules}},
             "invocations": [{"executionSuccessful": self.code != EXIT_INTERNAL,
                              "exitCode": self.code}],
             "results": results}]}
+
+    def _sarif_result(self, cause: Cause, kinds: list[str]) -> dict[str, Any]:
+        f = cause.findings[0]
+        program, line = program_location(f.bundle)
+        uri = (Path(f.bundle) / program).as_posix() if program else f.bundle
+        also = ("" if len(cause.findings) == 1 else
+                f"; one cause ({cause.key}) under {len(cause.findings)} signatures: "
+                + ", ".join(cause.signatures))
+        return {
+            "ruleId": _rule_id(f.kind),
+            "ruleIndex": kinds.index(f.kind),
+            "level": "error",
+            "message": {"text": f"{f.kind}: {f.detail} (signature {f.signature}; "
+                                f"{_blame(f)}replay: gpusem replay {f.bundle}{also})"},
+            "locations": [{"physicalLocation": {
+                "artifactLocation": {"uri": uri},
+                "region": {"startLine": max(1, line)}}}],
+            "partialFingerprints": {"gpusemSignature/v1": f.signature,
+                                    "gpusemCause/v1": cause.key},
+            "properties": {"bundle": f.bundle, "property": f.prop,
+                           "size": f.size, "duplicates": f.duplicates,
+                           "attribution": f.attribution or None,
+                           "cause": cause.key, "signatures": cause.signatures,
+                           "bundles": [g.bundle for g in cause.findings]},
+        }
 
     # ------------------------------------------------------------------ JUnit
 
@@ -156,6 +172,10 @@ class Report:
         if blamed:
             lines.append("attribution: " + ", ".join(
                 f"{v} {n}" for v, n in sorted(blamed.items())))
+        for c in causes(s.findings):
+            if len(c.findings) > 1:
+                lines.append(f"cause {c.key}: {len(c.findings)} signatures, one bug: "
+                             + ", ".join(c.signatures))
         lines += [f"failed: {line}" for line in s.failed]
         lines.append(f"exit {self.code}")
         return "\n".join(lines) + "\n"

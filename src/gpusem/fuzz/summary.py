@@ -10,8 +10,8 @@ from typing import Any
 # where they lived before fuzz/interrupts.py: the CLI and the engines import them here
 from gpusem.fuzz.interrupts import Interrupted, install_signal_handlers
 
-__all__ = ["MIN_RATE_S", "Finding", "Interrupted", "Summary", "install_signal_handlers",
-           "rate_per_min", "rate_text"]
+__all__ = ["MIN_RATE_S", "Cause", "Finding", "Interrupted", "Summary", "causes",
+           "install_signal_handlers", "rate_per_min", "rate_text"]
 
 OUTCOMES = ("pass", "finding", "invalid", "skip")
 MIN_RATE_S = 1.0  # seconds of work below which no rate is reported
@@ -44,9 +44,39 @@ class Finding:
     duplicates: int = 0  # later sightings of the same signature (counted, not rewritten)
     new: bool = True  # False: the store held this signature before this campaign
     attribution: str = ""  # whose bug (fuzz/attribution.py's verdict), where known
+    cause: str = ""  # attribution.cause_of: "<verdict>:<checks>", "" = its signature
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @property
+    def cause_key(self) -> str:
+        return self.cause or self.signature
+
+
+@dataclass(frozen=True)
+class Cause:
+    """Findings with one attributed cause (DESIGN.md: one cause, one signature, where
+    the evidence says two signatures are one cause: the same verdict and check)."""
+
+    key: str
+    findings: tuple[Finding, ...]
+
+    @property
+    def signatures(self) -> list[str]:
+        return [f.signature for f in self.findings]
+
+    @property
+    def attribution(self) -> str:
+        return next((f.attribution for f in self.findings if f.attribution), "")
+
+
+def causes(findings: list[Finding]) -> list[Cause]:
+    """The findings grouped by cause, in the order their causes first appear."""
+    groups: dict[str, list[Finding]] = {}
+    for f in findings:
+        groups.setdefault(f.cause_key, []).append(f)
+    return [Cause(k, tuple(fs)) for k, fs in groups.items()]
 
 
 @dataclass

@@ -1,5 +1,7 @@
 """`gpusem triage`: every bundle under some folders, grouped by signature (one row per
-distinct finding: how often it was seen, its smallest program, its bundles)."""
+distinct finding: how often it was seen, its smallest program, its bundles), each row
+naming its cause (`attribution.cause_of`, recorded in the bundle's metadata): rows of
+one cause are one bug seen under several signatures."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ class TriageRow:
     sightings: int = 0
     smallest: int = 0
     attribution: str = ""  # whose bug (fuzz/attribution.py), "" where unknown
+    cause: str = ""  # attribution.cause_of: the signature unless evidence groups it
 
 
 def triage(dirs: Sequence[str | Path]) -> list[TriageRow]:
@@ -30,6 +33,7 @@ def triage(dirs: Sequence[str | Path]) -> list[TriageRow]:
     seen: dict[str, int] = {}
     smallest: dict[str, int] = {}
     blame: dict[str, str] = {}
+    cause: dict[str, str] = {}
     for d in dirs:
         root = Path(d)
         metas = [root / META] if (root / META).is_file() else sorted(root.rglob(META))
@@ -46,8 +50,10 @@ def triage(dirs: Sequence[str | Path]) -> list[TriageRow]:
             verdict = b.meta.get("attribution")
             if isinstance(verdict, dict) and not blame.get(b.signature):
                 blame[b.signature] = str(verdict.get("verdict") or "")
+                cause[b.signature] = str(verdict.get("cause") or "")
     rows = [TriageRow(r.signature, r.kind, r.target, r.prop, tuple(paths[s]), seen[s],
-                      smallest[s], blame.get(s, "")) for s, r in first.items()]
+                      smallest[s], blame.get(s, ""), cause.get(s) or s)
+            for s, r in first.items()]
     return sorted(rows, key=lambda r: (-r.sightings, r.signature))
 
 

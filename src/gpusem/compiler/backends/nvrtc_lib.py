@@ -194,6 +194,32 @@ def _compile(nvrtc: Nvrtc, source: str, file: str, extra: tuple[str, ...]) -> Pt
         lib.nvrtcDestroyProgram(ctypes.byref(prog))
 
 
+def compile_cubin(nvrtc: Nvrtc, source: str, file: str = "kernel.cu"
+                  ) -> tuple[bytes | None, str]:
+    """`source` -> (a cubin for sm_90a, as the cuda backend's worker builds it, or None;
+    NVRTC's log), with no GPU: what scripts/toolchain_cost.py times and compares."""
+    sm = nvrtc.arch.replace("compute_", "sm_")
+    with _thread_locale_kept():
+        lib = _load(nvrtc.path)
+        prog = ctypes.c_void_p()
+        _call(lib, "nvrtcCreateProgram", ctypes.byref(prog), source.encode(),
+              file.encode(), 0, None, None)
+        try:
+            opts = [f"--gpu-architecture={sm}", *OPTIONS]
+            argv = (ctypes.c_char_p * len(opts))(*(o.encode() for o in opts))
+            status = lib.nvrtcCompileProgram(prog, len(opts), argv)
+            log = _text(lib, prog, "nvrtcGetProgramLogSize", "nvrtcGetProgramLog")
+            if status != 0:
+                return None, log
+            size = ctypes.c_size_t()
+            _call(lib, "nvrtcGetCUBINSize", prog, ctypes.byref(size))
+            buf = ctypes.create_string_buffer(max(1, size.value))
+            _call(lib, "nvrtcGetCUBIN", prog, buf)
+            return buf.raw[:size.value], log
+        finally:
+            lib.nvrtcDestroyProgram(ctypes.byref(prog))
+
+
 def _text(lib: ctypes.CDLL, prog: ctypes.c_void_p, size_fn: str, get_fn: str) -> str:
     size = ctypes.c_size_t()
     _call(lib, size_fn, prog, ctypes.byref(size))

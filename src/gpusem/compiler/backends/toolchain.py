@@ -22,6 +22,16 @@ configuration's jobs carry a tag line at the end of their source (a comment: the
 compilers ignore it), so the same kernel under two configurations has two code keys
 and two modules.
 
+A launch is made once per machine code: where a configuration's cubin holds, for a
+job's kernel, exactly what another configuration's held (`toolchain_build.
+kernel_digests`: the kernel's sections, relocations and symbols, byte for byte), the
+job's launches are not made again: the configuration gets the other's results, and
+`Matrix.shared` says so ({config: {job: the configuration it shares}}, evidence in
+an attribution: the two builds made one SASS). A `no-restrict` job whose source has
+no `__restrict__` is `nvrtc`'s own build, never built twice. The comparison of a
+configuration whose binary differs is never dropped. `GPUSEM_TOOLCHAIN_SHARE=0`
+launches every configuration (scripts/toolchain_cost.py measures both).
+
 On a machine without a GPU only `cpu` runs; `build_only` builds the host
 configurations without running them (what the cpu backend's `toolchain` property
 checks: a kernel one configuration refuses and another accepts).
@@ -33,6 +43,7 @@ module's (`ptx_check`, with an NVRTC per installed version); it is called throug
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
@@ -85,6 +96,10 @@ class MatrixBackend(CudaBackend):
 
     name = "cuda-matrix"
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._digests: dict[str, dict[int, str]] = {}  # batch key -> kernel digests
+
     def build_module(self, batch_key: str, items: list[tuple[int, str, str]]
                      ) -> tuple[str, Any, bool]:
         configs = {config_of(src) for _, _, src in items}
@@ -95,6 +110,22 @@ class MatrixBackend(CudaBackend):
         # untagged: the host configurations of a batch then share one NVVM PTX
         plain = [(i, name, untagged(src)) for i, name, src in items]
         return "ok", toolchain_build.build(config, plain), False
+
+    def prepare(self, specs: list[KernelSpec]) -> None:
+        """Build (not launch) every spec not built yet."""
+        self._ensure_built(specs)
+
+    def kernel_digest(self, spec: KernelSpec) -> str | None:
+        """What the built module holds for `spec`'s kernel (`kernel_digests`); None
+        where it did not build or the binary is PTX (ptx-jit)."""
+        batch = self._built.get(spec.code_key())
+        if batch is None or batch.binary is None or spec.code_key() in batch.errors:
+            return None
+        if batch.key not in self._digests:
+            if len(self._digests) >= 64:  # one per module a worker holds at most
+                self._digests.pop(next(iter(self._digests)))
+            self._digests[batch.key] = toolchain_build.kernel_digests(batch.binary)
+        return self._digests[batch.key].get(batch.index[spec.code_key()])
 
     def binary_of(self, spec: KernelSpec) -> tuple[bytes, str] | None:
         """(module binary, the kernel's entry name) of a spec this backend built."""
@@ -160,24 +191,35 @@ class Matrix:
     to reuse (its build cache), else one of its own."""
 
     def __init__(self, backend: str = "cuda", configs: tuple[str, ...] | None = None,
-                 cpu_runner: Any = None) -> None:
+                 cpu_runner: Any = None, share: bool | None = None) -> None:
         self.backend = backend
         self.configs = configs or (tuple(CONFIGS) if backend == "cuda" else ("cpu",))
         self._cpu = cpu_runner
         self._gpu: MatrixBackend | None = None
         self.seconds: dict[str, float] = {}  # per configuration, summed over runs
+        self.share = (os.environ.get("GPUSEM_TOOLCHAIN_SHARE", "1") != "0"
+                      if share is None else share)
+        # of the last run: {config: {job index: the configuration whose launches
+        # it shares}}; and over all runs, the launches shared and made
+        self.shared: dict[str, dict[int, str]] = {}
+        self.counts: dict[str, int] = {"shared": 0, "launched": 0}
 
-    def run(self, jobs: list[Job]) -> dict[str, list[Result]]:
-        """{config: one Result per job, in order}."""
-        out = {}
-        for config in self.configs:
+    def run(self, jobs: list[Job], configs: tuple[str, ...] | None = None
+            ) -> dict[str, list[Result]]:
+        """{config: one Result per job, in order}, for `configs` (default: all of
+        this matrix's)."""
+        out: dict[str, list[Result]] = {}
+        self.shared = {}
+        digests: dict[tuple[int, str], str] = {}  # (job, kernel digest) -> config
+        for config in configs or self.configs:
             start = time.perf_counter()
-            out[config] = self._run(config, jobs)
+            out[config] = self._run(config, jobs, out, digests)
             self.seconds[config] = self.seconds.get(config, 0.0) + (
                 time.perf_counter() - start)
         return out
 
-    def _run(self, config: str, jobs: list[Job]) -> list[Result]:
+    def _run(self, config: str, jobs: list[Job], done: dict[str, list[Result]],
+             digests: dict[tuple[int, str], str]) -> list[Result]:
         if config == "cpu":
             if self._cpu is None:
                 from gpusem.compiler.backends.cpu import CpuBackend
@@ -187,7 +229,35 @@ class Matrix:
             return results
         if self._gpu is None:
             self._gpu = MatrixBackend()
-        return self._gpu.run([replace(j, spec=variant(j.spec, config)) for j in jobs])
+        gpu = self._gpu
+        specs = [variant(j.spec, config) for j in jobs]
+        out: list[Result | None] = [None] * len(jobs)
+        shared: dict[int, str] = {}
+        if self.share and config == "no-restrict" and "nvrtc" in done:
+            for k, job in enumerate(jobs):  # the same text: nvrtc's build itself
+                if "__restrict__" not in job.spec.source:
+                    out[k], shared[k] = done["nvrtc"][k], "nvrtc"
+        todo = [k for k in range(len(jobs)) if out[k] is None]
+        gpu.prepare([specs[k] for k in todo])
+        mine: dict[int, str] = {}
+        for k in todo if self.share else ():
+            if (digest := gpu.kernel_digest(specs[k])) is not None:
+                mine[k] = digest
+        for k in todo:
+            other = digests.get((k, mine[k])) if k in mine else None
+            if other is not None and other in done:
+                out[k], shared[k] = done[other][k], other
+        launch = [k for k in todo if out[k] is None]
+        for k, res in zip(launch, gpu.run([replace(jobs[k], spec=specs[k])
+                                           for k in launch]), strict=True):
+            out[k] = res
+            if k in mine:
+                digests.setdefault((k, mine[k]), config)
+        if shared:
+            self.shared[config] = shared
+        self.counts["shared"] += len(shared)
+        self.counts["launched"] += len(launch)
+        return out  # type: ignore[return-value]  # every job has its result
 
     def binary(self, spec: KernelSpec, config: str) -> tuple[bytes, str] | None:
         """The module binary and entry name `config` built for `spec` (after `run`)."""
@@ -199,6 +269,14 @@ class Matrix:
         if self._gpu is not None:
             self._gpu.close()
             self._gpu = None
+
+
+def eager() -> bool:
+    """GPUSEM_TOOLCHAIN_EAGER=1: a `toolchain` property on cuda runs every
+    configuration, the cpu harness included, for every program (by default the
+    harness runs only for programs a GPU configuration got wrong: the properties'
+    docstrings say why)."""
+    return os.environ.get("GPUSEM_TOOLCHAIN_EAGER", "0") not in ("", "0")
 
 
 def build_only(specs: list[KernelSpec], configs: tuple[str, ...] = BUILD_ONLY

@@ -7,16 +7,22 @@ cubin is its C++ mangled name. Every name is found in the PTX of the same unit: 
 front end mangles, the optimisation level does not, and `_ZN<n>gs_k<i><m><name>E` is a
 prefix only kernel i's entry has.
 
-    ptx        nvcc -ptx for compute_90a: the NVVM PTX (the same front end and NVVM as
-               nvcc -cubin, with the cuda backend's NVRTC options)
-    nvcc-O3    nvcc -cubin for sm_90a, ptxas at -O3 (nvcc's default)
+    nvcc-O3    nvcc -cubin for sm_90a, ptxas at -O3 (nvcc's default), with `--keep`:
+               the same call leaves the NVVM PTX it made (byte-identical to `nvcc
+               -ptx -arch=compute_90a`'s, measured: scripts/toolchain_cost.py), so one
+               nvcc front end serves nvcc-O3, ptxas-O0 and ptx-jit
     nvcc-G     nvcc -cubin -G: device debug, no NVVM or ptxas optimisation
-    ptxas-O0   the `ptx` text through `ptxas -O0` (the same PTX, SASS unoptimised)
-    ptx-jit    the `ptx` text itself: the driver's JIT compiles it when it is loaded
+    ptxas-O0   that PTX through `ptxas -O0` (the same PTX, SASS unoptimised)
+    ptx-jit    that PTX itself: the driver's JIT compiles it when it is loaded
+
+`kernel_digest` names what one kernel's cubin holds for it (its sections, and the
+sections no kernel owns), so the matrix launches a configuration whose SASS for a
+kernel is byte-identical to another's only once (`toolchain.Matrix`).
 
 Where to find the tools: $GPUSEM_NVCC (as `nvcc.py`), the PATH, then
 /usr/local/cuda/bin and /usr/local/cuda-*/bin (a bare GPU machine often has CUDA
-there and not on the PATH); ptxas and cuobjdump beside the nvcc found.
+there and not on the PATH); ptxas and cuobjdump beside the nvcc found; cuobjdump also
+from $GPUSEM_CUOBJDUMP or the copy a Triton wheel carries (a CUDA without it).
 """
 
 from __future__ import annotations
@@ -26,8 +32,11 @@ import hashlib
 import os
 import re
 import shutil
+import struct
 import subprocess
+import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from gpusem.compiler.backends import cpu_source
@@ -51,6 +60,11 @@ def find_tool(name: str) -> str | None:
     places = [os.path.dirname(os.path.realpath(nvcc))] if nvcc else []
     places += ["/usr/local/cuda/bin", *sorted(glob.glob("/usr/local/cuda-*/bin"),
                                               reverse=True)]
+    if name == "cuobjdump":  # env, or the copy Triton's wheel carries
+        if os.environ.get("GPUSEM_CUOBJDUMP"):
+            return shutil.which(os.environ["GPUSEM_CUOBJDUMP"])
+        places += [str(Path(p) / "triton" / "backends" / "nvidia" / "bin")
+                   for p in sys.path if p]
     found = shutil.which(name)
     if found:
         return found
@@ -104,8 +118,9 @@ def _commands(config: str, nvcc: str, ptxas: str, cu: str, ptx: str,
     match config:
         case "ptx":
             return [nvcc, "-ptx", "-arch=compute_90a", *COMMON, cu, "-o", out]
-        case "nvcc-O3":
-            return [nvcc, "-cubin", sm, "-Xptxas", "-O3", *COMMON, cu, "-o", out]
+        case "nvcc-O3":  # --keep: the NVVM PTX stays in the folder of `ptx`
+            return [nvcc, "-cubin", sm, "-Xptxas", "-O3", *COMMON, cu, "-o", out,
+                    "--keep", "--keep-dir", str(Path(ptx).parent)]
         case "nvcc-G":
             return [nvcc, "-cubin", sm, "-G", *COMMON, cu, "-o", out]
         case "ptxas-O0":
@@ -144,36 +159,67 @@ def _build_unit(config: str, items: list[tuple[int, str, str]], nvcc: str,
                 ptxas: str) -> tuple[bool, bytes | None, dict[int, str], str]:
     unit = cpu_source.namespaced_unit(
         [(i, f"k{i}_src", src, "") for i, _, src in items], for_cpu=False)
+    nvvm = _nvvm(unit, nvcc)
+    if nvvm.ptx is None:
+        return False, None, {}, nvvm.log
+    lowered = entry_names(nvvm.ptx, items)
+    if config == "nvcc-O3":
+        return nvvm.cubin is not None, nvvm.cubin, lowered, nvvm.log
+    if config == "ptx-jit":  # the driver compiles the text at load time
+        return True, nvvm.ptx.encode() + b"\0", lowered, ""
     with tempfile.TemporaryDirectory(prefix="gpusem-tc-") as tmp:
         cu, ptx, out = (str(Path(tmp) / n) for n in ("batch.cu", "batch.ptx", "out"))
         Path(cu).write_text(unit)
-        ok, ptx_text = _nvvm_ptx(unit, nvcc, cu, ptx, tmp)
-        if not ok:
-            return False, None, {}, ptx_text
-        Path(ptx).write_text(ptx_text)
-        lowered = entry_names(ptx_text, items)
-        cmd = _commands(config, nvcc, ptxas, cu, ptx, out)
-        if cmd is None:  # ptx-jit: the driver compiles the text at load time
-            return True, ptx_text.encode() + b"\0", lowered, ""
-        ok, log = _run(cmd, tmp)
+        Path(ptx).write_text(nvvm.ptx)
+        ok, log = _run(_commands(config, nvcc, ptxas, cu, ptx, out) or [], tmp)
         return ok, Path(out).read_bytes() if ok else None, lowered, log
 
 
-_PTX: dict[str, tuple[bool, str]] = {}  # unit digest -> (built, PTX or nvcc's log)
-PTX_CACHE_SIZE = 16
+@dataclass(frozen=True)
+class Nvvm:
+    """One nvcc call on a unit: its NVVM PTX and nvcc-O3's cubin (None: nvcc's log)."""
+
+    ptx: str | None
+    cubin: bytes | None
+    log: str
 
 
-def _nvvm_ptx(unit: str, nvcc: str, cu: str, ptx: str, tmp: str) -> tuple[bool, str]:
-    """(True, the unit's NVVM PTX) or (False, nvcc's log). Kept for the last few
-    units: the host configurations of one batch share one unit, so nvcc -ptx runs
-    once for the four of them."""
+_NVVM: dict[str, Nvvm] = {}  # unit digest -> what nvcc made of it
+NVVM_CACHE_SIZE = 16
+
+
+def _nvvm(unit: str, nvcc: str) -> Nvvm:
+    """The unit's NVVM PTX and nvcc-O3 cubin, from ONE `nvcc -cubin --keep` (it runs
+    nvcc's front end, NVVM and ptxas -O3 once; the kept PTX is what `nvcc -ptx`
+    emits). Kept for the last few units: the host configurations of one batch share
+    one unit, so nvcc runs once for nvcc-O3, ptxas-O0 and ptx-jit."""
     key = hashlib.sha256(f"{nvcc}\0{unit}".encode()).hexdigest()
-    if key not in _PTX:
-        ok, log = _run(_commands("ptx", nvcc, "", cu, ptx, ptx) or [], tmp)
-        if len(_PTX) >= PTX_CACHE_SIZE:
-            _PTX.pop(next(iter(_PTX)))
-        _PTX[key] = (ok, Path(ptx).read_text() if ok else log)
-    return _PTX[key]
+    if key not in _NVVM:
+        with tempfile.TemporaryDirectory(prefix="gpusem-tc-") as tmp:
+            cu, out = str(Path(tmp) / "batch.cu"), str(Path(tmp) / "out.cubin")
+            ptx = Path(tmp) / "batch.ptx"  # where --keep leaves it
+            Path(cu).write_text(unit)
+            ok, log = _run(_commands("nvcc-O3", nvcc, "", cu, str(ptx), out) or [], tmp)
+            # ptxas -O3 may refuse PTX that NVVM made: the PTX is kept for the
+            # configurations that build it otherwise (a split is a finding)
+            made = Nvvm(ptx.read_text() if ptx.is_file() else None,
+                        Path(out).read_bytes() if ok else None, log)
+        if len(_NVVM) >= NVVM_CACHE_SIZE:
+            _NVVM.pop(next(iter(_NVVM)))
+        _NVVM[key] = made
+    return _NVVM[key]
+
+
+def ptx_of_built(items: list[tuple[int, str, str]]) -> tuple[str | None, str]:
+    """(the NVVM PTX of the batch, or None; nvcc's log) from the nvcc call that
+    built nvcc-O3 (`build`), run now if it was not."""
+    nvcc = find_tool("nvcc")
+    if nvcc is None:
+        return None, "nvcc not found"
+    unit = cpu_source.namespaced_unit(
+        [(i, f"k{i}_src", src, "") for i, _, src in items], for_cpu=False)
+    nvvm = _nvvm(unit, nvcc)
+    return nvvm.ptx, nvvm.log
 
 
 def ptx_of(items: list[tuple[int, str, str]]) -> tuple[str | None, str]:
@@ -206,6 +252,141 @@ def sass_memory_ops(binary: bytes, entry: str, limit: int = 40) -> str:
     ops = [ln.strip() for ln in text.splitlines()
            if re.search(r"\b(LDG|STG|LD|ST|ATOM|ATOMG|RED)\b", ln)]
     return "\n".join(ops[:limit])
+
+
+# What a kernel's SASS digest leaves out: the tables (their content is read through
+# the symbols below), the notes (tool command lines and versions), call frame
+# information (for debuggers), and the batch-wide tables re-read per symbol.
+_NOT_CODE = re.compile(r"^(|\.shstrtab|\.strtab|\.symtab|\.note\..*|\.rela?\.debug_.*"
+                       r"|\.debug_.*|\.nv\.info|\.nv\.callgraph)$")
+_OWNER = re.compile(r"(?<!\d)(\d+)gs_k(?=\d)")
+
+
+def kernel_digests(binary: bytes | None) -> dict[int, str]:
+    """{index: digest of what the cubin holds for kernel gs_k<index>}: the bytes and
+    header of every section named for it, of every section no kernel owns (helpers,
+    constants, globals: they are shared, so they count for every kernel), its symbols
+    (name, type, section, value, size) and its records of the batch-wide `.nv.info`.
+    Two cubins of one batch with the same digest for a kernel run the same machine
+    code on the same layout: a launch of one is a launch of the other. {} where the
+    binary is not a 64-bit ELF cubin (ptx-jit's PTX, whose SASS the driver makes)."""
+    if binary is None or not binary.startswith(b"\x7fELF\x02\x01"):
+        return {}
+    try:
+        return _digests(binary)
+    except (struct.error, ValueError, IndexError):  # not a cubin we can read
+        return {}
+
+
+def _owner(name: str) -> int | None:
+    """The kernel whose namespace a mangled name is in (`5gs_k0` then `7kernel...`:
+    the length says where the index ends), or None."""
+    for m in _OWNER.finditer(name):
+        digits = name[m.end():m.end() + int(m.group(1)) - len("gs_k")]
+        if digits.isdigit():
+            return int(digits)
+    return None
+
+
+def _plain(name: str) -> str:
+    """`name` with its kernel namespace (`5gs_k3`) written `@`: one kernel is gs_k3 in
+    one configuration's batch and gs_k7 in another's."""
+    for m in _OWNER.finditer(name):
+        digits = name[m.end():m.end() + int(m.group(1)) - len("gs_k")]
+        if digits.isdigit():
+            return name[:m.start()] + "@" + name[m.end() + len(digits):]
+    return name
+
+
+def _digests(b: bytes) -> dict[int, str]:
+    shoff = struct.unpack_from("<Q", b, 0x28)[0]
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", b, 0x3A)
+    heads = [struct.unpack_from("<IIQQQQIIQQ", b, shoff + i * shentsize)
+             for i in range(shnum)]
+
+    def cstr(table: int, at: int) -> str:
+        start = heads[table][4] + at
+        return b[start:b.index(b"\0", start)].decode("ascii", "replace")
+
+    names = [cstr(shstrndx, h[0]) for h in heads]
+    symbols = _symbols(b, heads, names, cstr)
+    sym_names = [_plain(n) for n, _ in symbols]
+    parts: dict[int | None, list[bytes]] = {}
+    for name, h in zip(names, heads, strict=True):
+        if _NOT_CODE.match(name):
+            continue
+        data = b"" if h[1] == 8 else b[h[4]:h[4] + h[5]]  # SHT_NOBITS: size only
+        if h[1] in (4, 9):  # SHT_RELA, SHT_REL: symbols by name, not by index
+            data = _relocations(data, 24 if h[1] == 4 else 16, sym_names)
+        elif name.startswith(".nv.info."):
+            data = b"".join(r for _, r in _records(data, sym_names))
+        parts.setdefault(_owner(name), []).append(
+            _plain(name).encode() + struct.pack("<IQQ", h[1], h[2], h[5]) + data)
+    for (name, record) in symbols:
+        parts.setdefault(_owner(name), []).append(record)
+    if ".nv.info" in names:
+        h = heads[names.index(".nv.info")]
+        for sym, record in _records(b[h[4]:h[4] + h[5]], sym_names):
+            owner = _owner(symbols[sym][0]) if sym < len(symbols) else None
+            parts.setdefault(owner, []).append(record)
+    shared = b"\1".join(sorted(parts.get(None, [])))
+    return {i: hashlib.sha256(shared + b"\2" + b"\1".join(sorted(own))).hexdigest()[:32]
+            for i, own in parts.items() if i is not None}
+
+
+def _symbols(b: bytes, heads: list, names: list[str], cstr) -> list[tuple[str, bytes]]:
+    """(name, record) per symbol of .symtab, in order (a section symbol is named
+    after its section); the record names the kernel namespace `@`."""
+    at = names.index(".symtab")
+    off, size, link = heads[at][4], heads[at][5], heads[at][6]
+    out = []
+    for k in range(size // 24):
+        st_name, info, other, shndx, value, sz = struct.unpack_from("<IBBHQQ", b,
+                                                                    off + 24 * k)
+        name = cstr(link, st_name) if st_name else (
+            names[shndx] if shndx < len(names) else "")
+        section = _plain(names[shndx]) if shndx < len(names) else str(shndx)
+        out.append((name, f"{_plain(name)}|{info}|{other}|{section}|{value}|{sz}"
+                    .encode()))
+    return out
+
+
+def _relocations(data: bytes, size: int, sym_names: list[str]) -> bytes:
+    """A relocation section with each entry's symbol index replaced by its name."""
+    out = []
+    for at in range(0, len(data) - size + 1, size):
+        offset, info = struct.unpack_from("<QQ", data, at)
+        sym = info >> 32
+        name = sym_names[sym] if sym < len(sym_names) else str(sym)
+        out.append(struct.pack("<QI", offset, info & 0xFFFFFFFF) + name.encode()
+                   + data[at + 16:at + size])
+    return b"\0".join(out)
+
+
+# .nv.info attributes whose value starts with a symbol index (EIATTR_PARAM_CBANK,
+# and the batch-wide per-function attributes: REGCOUNT, FRAME_SIZE, MIN_STACK_SIZE,
+# MAX_STACK_SIZE, CRS_STACK_SIZE): read through the symbol's name
+_SYMBOL_ATTRS = frozenset({0x0A, 0x2F, 0x11, 0x12, 0x23, 0x1E})
+
+
+def _records(data: bytes, sym_names: list[str]) -> list[tuple[int, bytes]]:
+    """(symbol index or 2**32, record) per attribute of an `.nv.info` section
+    (format, attribute, then `length` value bytes where the format is EIFMT_SVAL),
+    the symbol written by name where the attribute names one: one kernel's register
+    count then does not make every other kernel look changed."""
+    at, out = 0, []
+    while at + 4 <= len(data):
+        fmt, attr, length = data[at], data[at + 1], struct.unpack_from(
+            "<H", data, at + 2)[0]
+        size = 4 + (length if fmt == 4 else 0)  # EIFMT_SVAL carries `length` bytes
+        record, sym = data[at:at + size], 1 << 32
+        if fmt == 4 and length >= 4 and attr in _SYMBOL_ATTRS:
+            sym = struct.unpack_from("<I", record, 4)[0]
+            name = sym_names[sym] if sym < len(sym_names) else str(sym)
+            record = record[:4] + name.encode() + b"\0" + record[8:]
+        out.append((sym, record))
+        at += size
+    return out
 
 
 def strip_restrict(source: str) -> str:

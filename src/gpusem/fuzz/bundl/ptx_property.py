@@ -69,9 +69,42 @@ def _verdict(generated: Generated, report: PtxCheckReport) -> PtxOutcome:
 
         if (why := unproven_race_freedom(generated.program)) is not None:
             return PtxOutcome(CheckResult("invalid", kind="racy", detail=why), labels)
+    if (why := _unobservable(generated.program, report)) is not None:
+        return PtxOutcome(CheckResult("invalid", kind="unobservable", detail=why),
+                          labels)
     return PtxOutcome(ptx_findings.finding(
         report, {"program.bundl": print_program(generated.program)},
         statement_count(generated.program)), labels)
+
+
+def _unobservable(program, report: PtxCheckReport) -> str | None:
+    """Why a failure of `ld.nc-read-only` cannot show on a GPU, or None: every buffer
+    the `.nc` loads may read stale ends, on the cpu harness, holding what it held
+    before the kernel ran, so a read of the old contents reads the new ones too.
+    The AST reducer keeps a finding's signature only: without this it shrank the
+    stored value to the scratch's initial 0 (two ptx bundles right on the H200,
+    FINDINGS.md "Not NVIDIA's"); with it, a reduced program still stores a value that
+    differs from the buffer's initial contents. Findings of other checks, and runs
+    the harness does not finish, are not judged here."""
+    params = {f.param for f in report.findings}
+    if not params or any(f.check != "ld.nc-read-only" for f in report.findings):
+        return None
+    import numpy as np
+
+    from gpusem.compiler.backends.kernel import prepare_args
+    from gpusem.compiler.bundl_cuda.launch import jobs_for
+    from gpusem.compiler.bundl_cuda.pipeline import CompileOptions, compile_program
+    from gpusem.fuzz.bundl.compile_property import shared_backend
+
+    (job,) = jobs_for(program, compile_program(program, CompileOptions()), (0,), 10.0)
+    before, _ = prepare_args(job)
+    (result,) = shared_backend("cpu").run([job])
+    if result.kind != "ok" or not params <= set(before) & set(result.outputs):
+        return None
+    if any(not np.array_equal(result.outputs[p], before[p]) for p in params):
+        return None
+    return (f"unobservable: {', '.join(sorted(params))} ends as it began, so a "
+            "stale (.nc) read of it reads what a fresh one would")
 
 
 def _undefined(program) -> str | None:

@@ -7,6 +7,18 @@ ptx-jit, no-restrict, and the cpu harness), two launches each; a configuration t
 disagrees with the reference is a finding, attributed at once (`fuzz/attribution.py`)
 from the same runs.
 
+On the cuda backend a program costs what its launches cost (the GPU's launches, not
+the builds, bound a campaign of 16 shards on one H200: scripts/toolchain_cost.py), so
+by default a clean program gets ONE launch per GPU configuration, no cpu harness run,
+and none of a configuration whose machine code for it is another's (the matrix's
+`shared`). A program some configuration gets wrong is then run again: a second launch
+of every GPU configuration (a re-run: `reruns-differ` needs two) and the cpu harness
+(two launches; attribution reads it: `harness-same`, `every-gpu-same`), and only
+then decided; so every finding is decided from the runs it was before. What the cpu
+harness alone would find is the `compile` property's on the cpu backend (our
+compiler, the harness). `GPUSEM_TOOLCHAIN_EAGER=1` runs everything for every
+program, as before (two launches of every configuration and the harness).
+
 On the cpu backend only the `cpu` configuration can run. Decision: it runs (the
 harness's four schedules, as the compile property), and the host configurations that
 need no GPU are BUILT (nvcc-O3, nvcc-G, ptxas-O0: one nvcc / ptxas call per
@@ -28,7 +40,7 @@ from typing import Any
 from gpusem.calculus.bundl import ast as B
 from gpusem.calculus.bundl.printer import print_program
 from gpusem.calculus.bundl.walk import statement_count
-from gpusem.compiler.backends.toolchain import BUILD_ONLY, build_only
+from gpusem.compiler.backends.toolchain import BUILD_ONLY, build_only, eager
 from gpusem.compiler.bundl_cuda.launch import (
     as_bundl_values,
     first_difference,
@@ -56,7 +68,9 @@ def check_round(progs: list[B.Program], refs: list[Reference], backend: str,
     out: list[CheckResult | None] = [None] * len(progs)
     kernels: dict[int, Any] = {}
     jobs, owners = [], []
-    seeds = GPU_LAUNCHES if backend == "cuda" else HARNESS_SEEDS
+    lazy = backend == "cuda" and "cpu" in matrix.configs and not eager()
+    seeds = (GPU_LAUNCHES[:1] if lazy else GPU_LAUNCHES) if backend == "cuda" \
+        else HARNESS_SEEDS
     for i, (prog, ref) in enumerate(zip(progs, refs, strict=True)):
         if (skip := not_compared(ref)) is not None:
             kind = "stuck" if skip.kind == "stuck" else skip.kind
@@ -70,23 +84,59 @@ def check_round(progs: list[B.Program], refs: list[Reference], backend: str,
         for job in jobs_for(prog, kernels[i], seeds, LAUNCH_TIMEOUT_S):
             jobs.append(job)
             owners.append(i)
-    runs = matrix.run(jobs) if jobs else {}
+    configs = tuple(c for c in matrix.configs if c != "cpu") if lazy else None
+    runs = matrix.run(jobs, configs) if jobs else {}
+    # {config: {job: config}}: launches one SASS made for two configurations
+    shared = dict(getattr(matrix, "shared", {}))
     built = _builds([kernels[i] for i in sorted(kernels)]) if backend == "cpu" else {}
+    per = {i: {c: [r for r, o in zip(rs, owners, strict=True) if o == i]
+               for c, rs in runs.items()} for i in kernels}
+    if lazy and jobs:
+        _again_where_wrong(progs, refs, per, kernels, configs or (), matrix)
+    first = {o: k for k, o in reversed(list(enumerate(owners)))}
     for n, i in enumerate(sorted(kernels)):
-        mine = {c: [r for r, o in zip(rs, owners, strict=True) if o == i]
-                for c, rs in runs.items()}
+        mine = per[i]
+        same = {c: other for c, jobs_of in shared.items()
+                if (other := jobs_of.get(first.get(i, -1))) is not None}
         refused = {c: why for c, errs in built.items() if (why := errs[n]) is not None}
         verdict = _verdict(progs[i], refs[i], kernels[i], mine, refused, backend,
-                           checker)
+                           checker, same)
         full = confirm(i) if confirm is not None and verdict.status == "finding" \
             else None
         if full is not None:
             skip = not_compared(full)
             verdict = _verdict(progs[i], full, kernels[i], mine, refused, backend,
-                               checker) if skip is None else CheckResult(
+                               checker, same) if skip is None else CheckResult(
                 "invalid", kind=skip.kind, detail=skip.message)
         out[i] = verdict
     return out  # type: ignore[return-value]  # every program has its verdict
+
+
+def _again_where_wrong(progs: list[B.Program], refs: list[Reference],
+                       per: dict[int, dict[str, list]], kernels: dict[int, Any],
+                       gpu_configs: tuple[str, ...], matrix: Any) -> None:
+    """For the programs a GPU configuration got wrong: the second launch of every GPU
+    configuration and the cpu harness's two, added to `per` (one matrix call each
+    for all of them)."""
+    wrong = [i for i, runs in per.items()
+             if any(not _right(progs[i], refs[i], r) for rs in runs.values()
+                    for r in rs)]
+    for configs, seeds in ((gpu_configs, GPU_LAUNCHES[1:]), (("cpu",), GPU_LAUNCHES)):
+        jobs, owners = [], []
+        for i in wrong:
+            for job in jobs_for(progs[i], kernels[i], seeds, LAUNCH_TIMEOUT_S):
+                jobs.append(job)
+                owners.append(i)
+        if not jobs:
+            return
+        for config, results in matrix.run(jobs, configs).items():
+            for owner, result in zip(owners, results, strict=True):
+                per[owner].setdefault(config, []).append(result)
+
+
+def _right(prog: B.Program, ref: Reference, result: Any) -> bool:
+    return result.kind == "ok" and first_difference(
+        prog, ref.globals, as_bundl_values(prog, result.outputs)) is None
 
 
 def _builds(kernels: list[Any]) -> dict[str, list[str | None]]:
@@ -105,7 +155,8 @@ def _spec(kernel: Any) -> Any:
 
 
 def _verdict(prog: B.Program, ref: Reference, kernel: Any, results: dict[str, list],
-             refused: dict[str, str], backend: str, checker: Any) -> CheckResult:
+             refused: dict[str, str], backend: str, checker: Any,
+             same: dict[str, str] | None = None) -> CheckResult:
     def wrong_cell(outputs: dict) -> str | None:
         diff = first_difference(prog, ref.globals, as_bundl_values(prog, outputs))
         return None if diff is None else (
@@ -131,7 +182,8 @@ def _verdict(prog: B.Program, ref: Reference, kernel: Any, results: dict[str, li
         signature = f"toolchain:build:{'+'.join(sorted(refused))}"
         detail = f"{'+'.join(sorted(refused))} refuse a kernel the others build"
     text = print_program(prog)
-    blame = report(found, ev, 0.0, {}) | {"refused": refused}
+    blame = report(found, ev, 0.0, {}) | {"refused": refused,
+                                          "same_sass": same or {}}
     files = {
         "program.bundl": text, "kernel.cu": kernel.source,
         "inputs.json": json.dumps({k: v.tolist() for k, v in

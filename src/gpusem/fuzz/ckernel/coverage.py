@@ -171,6 +171,23 @@ def coverage_of(k: A.Kernel, reached: set[tuple[int, ...]] | None = None) -> set
     return {f"idiom:{n}" for n in out}
 
 
+def t2_ingredients(k: A.Kernel) -> bool:
+    """Whether kernel `k` has what toolchain finding T2 needs (FINDINGS.md: ptxas
+    folds `min(c - x, y)` into `VIADDMNMX x, -c`, c known through a shuffle and used
+    again: by an atomic in the minimal kernel, by the checksum in the campaign's):
+    a warp shuffle, a min or max, and a subtraction. Coarse on purpose (the value may
+    pass through locals): what `t2` in GPUSEM_CKERNEL_AVOID refuses."""
+    seen: set[str] = set()
+    for s in stmts(k.body):
+        for e in exprs_of(s):
+            for x in subexprs(e):
+                if isinstance(x, A.Shfl):
+                    seen.add("shfl")
+                elif isinstance(x, A.Binary) and x.op in ("min", "max", "-"):
+                    seen.add("-" if x.op == "-" else "minmax")
+    return seen == {"shfl", "minmax", "-"}
+
+
 def dead_blocks(block: A.Block, reached: set[tuple[int, ...]],
                 path: tuple[int, ...] = ()) -> list[tuple[int, ...]]:
     """The outermost non-empty blocks no thread entered (interpreter/ckernel paths)."""

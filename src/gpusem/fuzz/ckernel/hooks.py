@@ -10,6 +10,9 @@ written here.
   `check_many` is adapted to it by `oracle_checker`. A kernel with a finding line is
   a finding `ptx:<check names>`.
 
+`sass_round` is the `sass` property: `compiler/backends/sass_check.py` (ptxas -O3
+SASS against the PTX, T2's class) on every kernel, a finding `sass:<check names>`.
+
 `target.matrix` / `target.ptx_checker` take a test's or a user's own; left None, the
 first use takes this tree's; where there is none (or no NVRTC to check with) the
 property says so (`invalid`, kind `not-installed`), never a pass.
@@ -62,7 +65,8 @@ def _missing(what: str, n: int) -> list[CheckResult]:
 
 
 def toolchain_round(target: Any, kernels: list[A.Kernel]) -> list[CheckResult]:
-    """Every kernel under every configuration of `target.matrix`, one call."""
+    """Every kernel under every configuration of `target.matrix`, one call (on cuda:
+    the GPU configurations, then the cpu harness for the kernels they get wrong)."""
     if target.matrix is None:
         target.matrix = default_matrix(target.backend)
     if target.matrix is None:
@@ -77,14 +81,15 @@ def toolchain_round(target: Any, kernels: list[A.Kernel]) -> list[CheckResult]:
         for s in seeds:
             jobs.append(Job(kernel_spec(k), initial_memory(k), s, LAUNCH_TIMEOUT_S))
             owners.append(i)
-    runs = target.matrix.run(jobs) if jobs else {}
-    bad: dict[int, dict[str, str]] = {}
-    for config, results in runs.items():
-        for i, res in zip(owners, results, strict=True):
-            diff = (res.kind if not res.ok else
-                    first_difference(refs[i].expected, res.outputs))
-            if diff is not None:
-                bad.setdefault(i, {}).setdefault(config, diff)
+    gpu = _gpu_configs(target)
+    runs = (target.matrix.run(jobs, gpu) if gpu else target.matrix.run(jobs)) \
+        if jobs else {}
+    bad = _disagreements(runs, owners, refs)
+    if gpu and bad:  # the cpu harness, where attribution and the signature read it
+        mine = [k for k, o in enumerate(owners) if o in bad]
+        cpu = target.matrix.run([jobs[k] for k in mine], ("cpu",))
+        for i, diffs in _disagreements(cpu, [owners[k] for k in mine], refs).items():
+            bad[i] |= diffs
     out = []
     for i, (k, ref) in enumerate(zip(kernels, refs, strict=True)):
         if ref.run is None:
@@ -102,6 +107,32 @@ def toolchain_round(target: Any, kernels: list[A.Kernel]) -> list[CheckResult]:
         else:
             out.append(CheckResult("pass"))
     return out
+
+
+def _gpu_configs(target: Any) -> tuple[str, ...] | None:
+    """The GPU configurations to run first, on cuda with this tree's matrix (the cpu
+    harness then runs only for kernels a GPU configuration gets wrong: it is not
+    NVIDIA's toolchain, and what it alone finds is the `compile` property's on cpu);
+    None: run the matrix as it is (a test's, the cpu backend, GPUSEM_TOOLCHAIN_EAGER)."""
+    from gpusem.compiler.backends import toolchain
+
+    matrix = target.matrix
+    if (target.backend != "cuda" or not isinstance(matrix, toolchain.Matrix)
+            or "cpu" not in matrix.configs or toolchain.eager()):
+        return None
+    return tuple(c for c in matrix.configs if c != "cpu")
+
+
+def _disagreements(runs: dict[str, list[Result]], owners: list[int],
+                   refs: list[Any]) -> dict[int, dict[str, str]]:
+    bad: dict[int, dict[str, str]] = {}
+    for config, results in runs.items():
+        for i, res in zip(owners, results, strict=True):
+            diff = (res.kind if not res.ok else
+                    first_difference(refs[i].expected, res.outputs))
+            if diff is not None:
+                bad.setdefault(i, {}).setdefault(config, diff)
+    return bad
 
 
 def ptx_round(target: Any, kernels: list[A.Kernel]) -> list[CheckResult]:
@@ -128,4 +159,42 @@ def ptx_round(target: Any, kernels: list[A.Kernel]) -> list[CheckResult]:
                                files=target.program_files(k)
                                | {"kernel.cu": src, "trace.txt": "\n".join(lines)
                                   + "\n"}, size=target.size(k)))
+    return out
+
+
+def sass_round(target: Any, kernels: list[A.Kernel]) -> list[CheckResult]:
+    """The static SASS check (`compiler/backends/sass_check.py`: T2's class) of every
+    kernel, one nvcc and one cuobjdump call; no GPU. Where nvcc or cuobjdump is
+    missing, nothing is checked and the property says so."""
+    import json
+
+    from gpusem.compiler.backends import sass_check
+    from gpusem.compiler.ckernel_cuda.emit import kernel_spec
+    from gpusem.fuzz.attribution import without_runs
+
+    specs = [kernel_spec(k) for k in kernels]
+    screen = sass_check.screen([(s.name, s.source) for s in specs])
+    if screen.missing:
+        return [CheckResult("invalid", kind="not-installed", detail=screen.missing)
+                ] * len(kernels)
+    out = []
+    for k, spec, failures in zip(kernels, specs, screen.failures, strict=True):
+        if not failures:
+            out.append(CheckResult("pass"))
+            continue
+        lines = [f.one_line() for f in failures]
+        checks = ",".join(sorted({f.check for f in failures}))
+        # the PTX is right and the SASS contradicts it: ptxas's, with the check as
+        # the cause key that GPU findings of the same fold are grouped under
+        blame = without_runs("ptxas", "static-sass", lines[0], "nvcc-O3") | {
+            "sass_check": [{"check": f.check, "text": f.one_line()}
+                           for f in failures]}
+        out.append(CheckResult("finding", signature=f"sass:{checks}", kind="sass",
+                               detail=lines[0][:200],
+                               files=target.program_files(k)
+                               | {"kernel.cu": spec.source,
+                                  "trace.txt": "\n".join(lines) + "\n",
+                                  "attribution.json": json.dumps(
+                                      blame, indent=1, sort_keys=True) + "\n"},
+                               size=target.size(k)))
     return out

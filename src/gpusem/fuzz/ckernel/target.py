@@ -6,10 +6,13 @@ Properties:
   emi         every EMI variant too (emi.py)
   toolchain   every configuration of a toolchain matrix = the reference (hooks.py)
   ptx         the static PTX check finds nothing (hooks.py; no GPU)
+  sass        the static SASS check finds nothing (hooks.py, sass_check.py: ptxas
+              -O3 SASS against the PTX, toolchain finding T2's class; no GPU)
   printparse  parse . print = id on the program
 
 Signatures are cause-level: `<property>:<kind>` (`compile:mismatch`,
-`compile:build_error`, `emi:emi-mismatch`, `toolchain:<configs>`, `ptx:<checks>`),
+`compile:build_error`, `emi:emi-mismatch`, `toolchain:<configs>`, `ptx:<checks>`,
+`sass:<checks>`),
 never the program, so one bug seen in many programs is one bundle.
 """
 
@@ -36,7 +39,7 @@ from gpusem.fuzz.environment import device_name, tool_versions
 from gpusem.fuzz.targets import CheckResult, Target
 
 SHRINK_BUDGET_S = 60.0
-PROPERTIES = ("compile", "emi", "toolchain", "ptx", "printparse")
+PROPERTIES = ("compile", "emi", "toolchain", "ptx", "sass", "printparse")
 
 
 class CkernelTarget(Target):
@@ -132,6 +135,8 @@ class CkernelTarget(Target):
             results = hooks.toolchain_round(self, todo)
         elif prop == "ptx":
             results = hooks.ptx_round(self, todo)
+        elif prop == "sass":
+            results = hooks.sass_round(self, todo)
         else:
             return False
         for k, res in zip(todo, results, strict=True):

@@ -24,17 +24,22 @@ TEMPLATES = ("let", "let", "store", "t1", "psel", "loop", "vector", "exchange",
 # Templates a campaign steers away from once their bug is known, so that it does not
 # hide others (as the APPy target avoids a known cause's trigger): T1 (issue 23) is
 # `GPUSEM_CKERNEL_AVOID=t1,psel`. Read at each draw; an unknown name is bad input.
+# Besides templates, a name may be a known bug's shape that no one template makes:
+# `t2` (toolchain finding T2) refuses kernels with T2's ingredients
+# (coverage.t2_ingredients); `t1,psel,t2` moves a campaign past both.
 AVOID_ENV = "GPUSEM_CKERNEL_AVOID"
+SHAPES = ("t2",)
 
 
 def avoided() -> frozenset[str]:
     names = frozenset(n for n in os.environ.get(AVOID_ENV, "").split(",") if n)
-    unknown = names - set(TEMPLATES)
+    unknown = names - set(TEMPLATES) - set(SHAPES)
     if unknown:
         from gpusem.calculus.errors import BadInput
 
         raise BadInput(f"{AVOID_ENV}: unknown template(s) {', '.join(sorted(unknown))}"
-                       f" (templates: {', '.join(sorted(set(TEMPLATES)))})")
+                       f" (templates: {', '.join(sorted(set(TEMPLATES)))}; shapes: "
+                       f"{', '.join(SHAPES)})")
     return names
 
 
@@ -272,12 +277,19 @@ def kernels(draw: Draw, max_templates: int = 10) -> A.Kernel:
     kernel = A.Kernel("k", draw(st.sampled_from((1, 2))),
                       draw(st.sampled_from((32, 64))), draw(st.integers(0, 2**16)),
                       tuple(params), shared, A.Block(tuple(stmts)))
-    if "t1" in avoided():  # other templates can make T1's shape too: refuse the shape
+    skip = avoided()
+    if "t1" in skip:  # other templates can make T1's shape too: refuse the shape
         from hypothesis import assume
 
         from gpusem.fuzz.ckernel.coverage import coverage_of
 
         assume(not {"idiom:t1-branch", "idiom:t1-branch-store"} & coverage_of(kernel))
+    if "t2" in skip:
+        from hypothesis import assume
+
+        from gpusem.fuzz.ckernel.coverage import t2_ingredients
+
+        assume(not t2_ingredients(kernel))
     return kernel
 
 

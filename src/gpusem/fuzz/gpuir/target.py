@@ -9,6 +9,10 @@ is a finding; witnesses (rejected, and a schedule shows why) pass; false positiv
 
 The `ptx` property (`ptx_property.py`): the PTX every installed NVRTC makes of the
 compiled kernel obeys the static PTX checks (no GPU).
+
+A final seqpar finding is attributed (`attribute`, `fuzz/gpuir/attribute.py`): the
+program re-run under the toolchain matrix, its verdict in the bundle's
+`attribution.json`, as the bundl and ckernel targets do.
 """
 
 from __future__ import annotations
@@ -28,10 +32,44 @@ class GpuirTarget(Target):
         self._prop = "seqpar"  # of the last check (coverage follows it)
         self._ptx: dict = {}  # kernel -> PtxOutcome (the ptx property)
         self._nvrtcs: tuple | None = None
+        self._matrix = None  # the toolchain matrix, for attribution
 
     def close(self) -> None:
         self._cache.clear()
         self._ptx.clear()
+        if self._matrix is not None:
+            self._matrix.close()
+            self._matrix = None
+
+    def matrix(self):
+        """The toolchain matrix of this target's backend (made once)."""
+        if self._matrix is None:
+            from gpusem.compiler.backends.toolchain import Matrix
+
+            self._matrix = Matrix(self.backend)
+        return self._matrix
+
+    def attribute(self, result: CheckResult, prop: str) -> dict | None:
+        """The `attribution.json` of a final seqpar finding (`fuzz/attribution.py`,
+        through `fuzz/gpuir/attribute.py`): the program re-run, stage by stage, under
+        the toolchain matrix (on cpu: the harness), with the static PTX check on
+        cuda; None for the ptx property (its check is its evidence)."""
+        from gpusem.fuzz.attribution import without_runs
+
+        if prop != "seqpar" or "program.gpuir" not in result.files:
+            return None
+        failing = "nvrtc" if self.backend == "cuda" else "cpu"
+        if result.kind == "internal":
+            return without_runs("gpusem", "internal", result.detail, failing)
+        if result.signature.startswith("seqpar:compile-error"):
+            return without_runs("ours", "compile-error", result.detail, failing)
+        from gpusem.compiler.backends.toolchain import installed_checker
+        from gpusem.fuzz.gpuir.attribute import attribute_program
+
+        return attribute_program(
+            result.files["program.gpuir"], {}, self.backend, self.matrix(),
+            installed_checker() if self.backend == "cuda" else None,
+            kernel_source=result.files.get("kernel.cu", ""))
 
     def nvrtcs(self) -> tuple:
         """The installed NVRTCs (the ptx property; BadInput when there is none)."""

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# A long `toolchain` campaign on one H200 that goes on across device calls (issue 23:
+# 1,000,000 programs of the toolchain property in all), for the bundl or the ckernel
+# target (ckernel with T1's and T2's shapes steered away: GPUSEM_CKERNEL_AVOID=
+# t1,psel,t2). Each call runs BUDGET (default 8m; the device tool stops a command
+# at 10 min) with --resume on the campaign folder CAMPAIGNS/<target> and packs it into
+# $OUT/toolchain_<target>.tgz; the lead unpacks it here (tar xzf ... -C campaigns)
+# and names `campaigns` in the next call's carry, so the next call resumes from the
+# rounds this one finished (same seed: the campaign goes on, it does not start over).
+#   bash scripts/gpu.sh toolchain-campaign bundl|ckernel [BUDGET] [JOBS]
+# Findings are bundles with attribution.json; `gpusem triage` groups them by cause
+# ($OUT/toolchain_<target>_triage.txt). Needs CuPy, CUDA 13.0 (nvcc, ptxas, cuobjdump).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+TARGET=${1:?bundl or ckernel} BUDGET=${2:-8m} JOBS=${3:-16}
+CAMPAIGNS=${CAMPAIGNS:-campaigns}
+case "$TARGET" in  # before the setup: a wrong name installs nothing
+  bundl) SEED=23 ;;
+  ckernel) SEED=29; export GPUSEM_CKERNEL_AVOID=t1,psel,t2 ;;
+  *) echo "toolchain-campaign: bundl or ckernel, not '$TARGET'" >&2; exit 2 ;;
+esac
+source scripts/gpu/setup.sh
+if ! command -v nvcc >/dev/null; then
+  for d in /usr/local/cuda/bin /usr/local/cuda-*/bin; do
+    [ -x "$d/nvcc" ] && export PATH="$PATH:$d" && break
+  done
+fi
+DIR="$CAMPAIGNS/toolchain_$TARGET"
+mkdir -p "$CAMPAIGNS"
+RESUME=()
+[ -d "$DIR" ] && [ -n "$(ls -A "$DIR" 2>/dev/null)" ] && RESUME=(--resume)
+python3 -m gpusem fuzz --target "$TARGET" --property toolchain --backend cuda \
+  --jobs "$JOBS" --budget "$BUDGET" --seed "$SEED" --shrink-time 30 --out "$DIR" \
+  "${RESUME[@]}" --json "$OUT/toolchain_${TARGET}.json" \
+  --sarif "$OUT/toolchain_${TARGET}.sarif" >"$OUT/toolchain_${TARGET}.log" 2>&1
+echo "exit $? (resumed: ${#RESUME[@]})" >>"$OUT/toolchain_${TARGET}.log"
+tail -15 "$OUT/toolchain_${TARGET}.log"
+python3 -m gpusem triage "$DIR" >"$OUT/toolchain_${TARGET}_triage.txt" 2>&1
+tar czf "$OUT/toolchain_${TARGET}.tgz" -C "$CAMPAIGNS" "toolchain_$TARGET"
