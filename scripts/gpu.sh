@@ -33,6 +33,8 @@
 #                                  adds a cuda campaign (T1_SEED, T1_BUDGET)
 #   t2                             issue 23: finding T2's build matrix and SASS, and the
 #                                  matrix attribution of the earlier ckernel bundles
+#   t3                             issue 23: finding T3 (the driver JIT's folding of
+#                                  add.rn.f32 constants): build matrix and 600 cases
 #   pytest                         every test marked gpu ($OUT/pytest_gpu.log)
 #   run CMD [ARGS]                 any command after the setup (gpusem fuzz ...)
 #   round LANE [LANE ...]          several at once, lane i on GPU i: a LANE is
@@ -63,6 +65,7 @@ case "$SUB" in
   scale-wheels) exec bash $PARTS/scale_wheels.sh "$@" ;;
   t1) exec bash $PARTS/t1.sh "$@" ;;
   t2) exec bash $PARTS/t2.sh "$@" ;;
+  t3) exec bash $PARTS/t3.sh "$@" ;;
   ckernel) exec bash $PARTS/ckernel.sh "$@" ;;
   toolchain) exec bash $PARTS/toolchain.sh "$@" ;;
   toolchain-rate) exec bash $PARTS/toolchain_rate.sh "$@" ;;
