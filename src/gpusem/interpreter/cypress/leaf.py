@@ -17,6 +17,7 @@ Y)` a rank-1 Y of D's row count is broadcast along the rows (FlashAttention's
 from __future__ import annotations
 
 import numpy as np
+
 from gpusem.calculus.errors import Trap
 from gpusem.calculus.span import Span
 from gpusem.interpreter.cypress.views import View

@@ -30,6 +30,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
+
 from gpusem.calculus.cypress import ast as A
 from gpusem.calculus.cypress.machine import FLOAT_DTYPES, Processor
 from gpusem.calculus.errors import BudgetExhausted, IllTyped, Trap

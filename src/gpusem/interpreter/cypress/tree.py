@@ -9,6 +9,7 @@ instances, so the tree is static; their shapes may differ only at ragged edges."
 from __future__ import annotations
 
 import numpy as np
+
 from gpusem.calculus.cypress import ast as A
 from gpusem.interpreter.cypress.seq import TreeNode, seq
 

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+
 from gpusem.calculus.cypress.machine import Processor
 from gpusem.calculus.errors import Trap
 from gpusem.calculus.span import Span
