@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gpusem.calculus.cypress import ast as A
-from gpusem.calculus.cypress.machine import FLOAT_DTYPES, Processor
+from gpusem.calculus.cypress.machine import DTYPE_BYTES, FLOAT_DTYPES, Memory, Processor
 from gpusem.calculus.errors import BudgetExhausted, IllTyped, Trap
 from gpusem.calculus.span import Span
 from gpusem.interpreter.cypress import leaf
@@ -61,6 +61,13 @@ class TreeNode:
     variant: A.Variant
     args: tuple[tuple[str, str], ...]
     children: list[TreeNode] = field(default_factory=list)
+    # How many copies of this node exist at once (the prange points around its launch
+    # sites, times the pipeline depth of a pipelined srange): for the Shared-Bound rule.
+    copies: int = 1
+    # Bytes of the arguments this launch brings into shared memory (SHARED here, not
+    # SHARED in the caller), per copy; and the prange units its launch site spans.
+    shared_bytes: int = 0
+    units: int = 1
 
 
 @dataclass
@@ -91,6 +98,8 @@ class Frame:
     variant: A.Variant
     env: dict[str, Value]
     node: TreeNode
+    loops: list[tuple[str, tuple[int, ...]]] = field(default_factory=list)
+    mems: dict[str, Memory | None] = field(default_factory=dict)
 
 
 def entrypoint(program: A.Program) -> A.TaskMapping:
@@ -148,7 +157,7 @@ def seq(program: A.Program, arrays: dict[str, np.ndarray], scalars: dict[str, in
         env[p.name] = root_view(p.name, data)
     node = TreeNode("entrypoint", inst, var, _describe(var, inst, env))
     r.root = node
-    _run_task(r, Frame(inst, var, env, node))
+    _run_task(r, Frame(inst, var, env, node, mems=_mems(var, inst)))
     out = {}
     for p in var.tensor_params:
         v = env[p.name]
@@ -181,12 +190,15 @@ def _stmt(r: Reading, f: Frame, s: A.Stmt) -> None:
         case A.Assign(targets, values, declared, _):
             for name, value in zip(targets, values):
                 f.env[name] = _assigned(f, name, value, declared)
+                if isinstance(value, A.PartitionBlocks | A.PartitionMma):
+                    f.mems[name] = f.mems.get(value.tensor)
         case A.Range(kind, names, extents, body, span):
             grid = tuple(_int(f, e) for e in extents)
             if any(n < 0 for n in grid):
                 raise Trap(f"bad range: negative extent {grid}", rule="Seq-Range",
                            span=span)
             todo = points(grid)[:1] if r.tree_only else points(grid)
+            f.loops.append((kind, grid))
             with _watching(r, kind == "prange" and not r.tree_only, span) as fp:
                 for i, point in enumerate(todo):
                     if fp is not None:
@@ -194,6 +206,7 @@ def _stmt(r: Reading, f: Frame, s: A.Stmt) -> None:
                     f.env.update(zip(names, point))
                     for inner in body:
                         _stmt(r, f, inner)
+            f.loops.pop()
             if kind == "prange" and fp is not None:
                 _check_disjoint(fp)
         case A.Launch(task, args, span):
@@ -346,8 +359,23 @@ def _launch(r: Reading, f: Frame, task: str, args: tuple[A.Expr, ...], span: Spa
         env[p.name] = value
     node = TreeNode(f"launch {task!r} (line {span.line})", inst, var,
                     _describe(var, inst, env))
+    node.units = int(np.prod([n for k, g in f.loops if k == "prange" for n in g]))
+    piped = any(k == "srange" for k, _ in f.loops) and f.instance.pipeline > 1
+    node.copies = f.node.copies * node.units * (f.instance.pipeline if piped else 1)
+    for p, a, mem in zip(var.tensor_params, (a for p, a in zip(var.params, args)
+                                             if p.type is not None), inst.mems):
+        held = f.mems.get(a.name if isinstance(a, A.Var) else
+                          a.partition if isinstance(a, A.Piece) else "")
+        value = env[p.name]
+        if mem is Memory.SHARED and held is not Memory.SHARED and p.type is not None \
+                and isinstance(value, View):
+            node.shared_bytes += int(np.prod(value.shape)) * DTYPE_BYTES[p.type.dtype]
     f.node.children.append(node)
-    _run_task(r, Frame(inst, var, env, node))
+    _run_task(r, Frame(inst, var, env, node, mems=_mems(var, inst)))
+
+
+def _mems(var: A.Variant, inst: A.TaskMapping) -> dict[str, Memory | None]:
+    return {p.name: m for p, m in zip(var.tensor_params, inst.mems)}
 
 
 @contextmanager

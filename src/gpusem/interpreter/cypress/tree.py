@@ -9,8 +9,14 @@ instances, so the tree is static; their shapes may differ only at ragged edges."
 from __future__ import annotations
 
 import numpy as np
-
 from gpusem.calculus.cypress import ast as A
+from gpusem.calculus.cypress.machine import (
+    CAPACITY,
+    SHARED_BYTES_PER_BLOCK,
+    Processor,
+    below,
+)
+from gpusem.calculus.errors import IllTyped
 from gpusem.interpreter.cypress.seq import TreeNode, seq
 
 
@@ -37,3 +43,53 @@ def print_tree(node: TreeNode, depth: int = 0) -> list[str]:
     for child in node.children:
         lines.extend(print_tree(child, depth + 1))
     return lines
+
+
+def check_tree(root: TreeNode) -> list[IllTyped]:
+    """The rules that need the instantiated tree's shapes and counts:
+
+    - Shared-Bound (l.172, the H100's 227 KiB of l.711): the tensors one block brings
+      into shared memory, each launch site's fresh allocation (l.551, copy-in/copy-out)
+      times the copies alive at once (prange points; a pipelined srange keeps
+      `pipeline` buffers, l.697), fit the block's shared memory. Note: this is the
+      bound before the allocation pass (Fig. 11) reuses buffers: a mapping it accepts
+      fits; one it rejects may fit after reuse (errata "Cypress shared-memory bound").
+    - Prange-Capacity (l.156, l.158): a prange that launches on the level just below
+      its caller's spans at most the units that level has (4 warps per warpgroup, 32
+      threads per warp, 8 warpgroups per block).
+    """
+    errors: list[IllTyped] = []
+
+    def blocks(node: TreeNode) -> None:
+        if node.instance.proc is Processor.BLOCK:
+            used = _shared(node, node.copies)
+            if used > SHARED_BYTES_PER_BLOCK:
+                errors.append(IllTyped(
+                    f"shared memory: the block of instance {node.instance.instance} "
+                    f"brings {used} bytes into shared memory, more than the "
+                    f"{SHARED_BYTES_PER_BLOCK} a block has (l.172)",
+                    rule="Shared-Bound", span=node.instance.span))
+            return
+        for child in node.children:
+            blocks(child)
+
+    def capacity(node: TreeNode) -> None:
+        for child in node.children:
+            cap = CAPACITY[node.instance.proc]
+            if (below(node.instance.proc) is child.instance.proc and cap is not None
+                    and child.units > cap):
+                errors.append(IllTyped(
+                    f"capacity: {node.instance.instance} ({node.instance.proc.name}) "
+                    f"launches {child.units} {child.instance.proc.name} tasks at once, "
+                    f"a {node.instance.proc.name} has {cap} (l.156, l.158)",
+                    rule="Prange-Capacity", span=child.instance.span))
+            capacity(child)
+
+    blocks(root)
+    capacity(root)
+    return errors
+
+
+def _shared(node: TreeNode, base: int) -> int:
+    own = node.shared_bytes * node.copies // max(base, 1)
+    return own + sum(_shared(c, base) for c in node.children)
