@@ -61,13 +61,12 @@ class TreeNode:
     variant: A.Variant
     args: tuple[tuple[str, str], ...]
     children: list[TreeNode] = field(default_factory=list)
-    # How many copies of this node exist at once (the prange points around its launch
-    # sites, times the pipeline depth of a pipelined srange): for the Shared-Bound rule.
-    copies: int = 1
-    # Bytes of the arguments this launch brings into shared memory (SHARED here, not
-    # SHARED in the caller), per copy; and the prange units its launch site spans.
+    # For the Shared-Bound rule: the bytes of the arguments this launch brings into
+    # shared memory (SHARED here, not in the caller), the prange points its launch
+    # site spans (`units`), and whether the site is in an srange its caller pipelines.
     shared_bytes: int = 0
     units: int = 1
+    piped: bool = False
 
 
 @dataclass
@@ -79,6 +78,9 @@ class Footprints:
     writes: dict[int, list[tuple[np.ndarray, int]]] = field(default_factory=dict)
     reads: dict[int, list[tuple[np.ndarray, int]]] = field(default_factory=dict)
     names: dict[int, str] = field(default_factory=dict)
+    # The storages recorded, kept alive: a key is an id(), unique only while it lives
+    # (a task's make_tensor per iteration is private to that iteration).
+    bases: list[np.ndarray] = field(default_factory=list)
 
 
 @dataclass
@@ -217,6 +219,8 @@ def _stmt(r: Reading, f: Frame, s: A.Stmt) -> None:
             if not r.tree_only:
                 leaf.apply(op, views, span)
         case A.CallExternal(function, _, span):
+            if r.tree_only:
+                return  # instantiating the tree computes nothing
             raise NoReferenceMeaning(
                 f"no reference meaning: call_external({function!r}) runs an arbitrary "
                 "C++ function (l.180); the sequential reading cannot give it a meaning",
@@ -360,8 +364,7 @@ def _launch(r: Reading, f: Frame, task: str, args: tuple[A.Expr, ...], span: Spa
     node = TreeNode(f"launch {task!r} (line {span.line})", inst, var,
                     _describe(var, inst, env))
     node.units = int(np.prod([n for k, g in f.loops if k == "prange" for n in g]))
-    piped = any(k == "srange" for k, _ in f.loops) and f.instance.pipeline > 1
-    node.copies = f.node.copies * node.units * (f.instance.pipeline if piped else 1)
+    node.piped = any(k == "srange" for k, _ in f.loops) and f.instance.pipeline > 1
     for p, a, mem in zip(var.tensor_params, (a for p, a in zip(var.params, args)
                                              if p.type is not None), inst.mems):
         held = f.mems.get(a.name if isinstance(a, A.Var) else
@@ -393,6 +396,8 @@ def _watching(r: Reading, on: bool, span: Span) -> Iterator[Footprints | None]:
 
 def _record(fp: Footprints, v: View, writes: bool, reads: bool) -> None:
     key = id(v.base)
+    if key not in fp.names:
+        fp.bases.append(v.base)
     fp.names[key] = v.root
     flat = v.idx.reshape(-1)
     if writes:

@@ -48,12 +48,14 @@ def print_tree(node: TreeNode, depth: int = 0) -> list[str]:
 def check_tree(root: TreeNode) -> list[IllTyped]:
     """The rules that need the instantiated tree's shapes and counts:
 
-    - Shared-Bound (l.172, the H100's 227 KiB of l.711): the tensors one block brings
-      into shared memory, each launch site's fresh allocation (l.551, copy-in/copy-out)
-      times the copies alive at once (prange points; a pipelined srange keeps
-      `pipeline` buffers, l.697), fit the block's shared memory. Note: this is the
-      bound before the allocation pass (Fig. 11) reuses buffers: a mapping it accepts
-      fits; one it rejects may fit after reuse (errata "Cypress shared-memory bound").
+    - Shared-Bound (l.172, the H100's 227 KiB of l.711): the peak of what one block
+      holds in shared memory fits it. Each launch site where an argument is SHARED and
+      the caller's tensor is not gets a fresh allocation (l.551, copy-in/copy-out),
+      alive while its task runs, once per prange point; sites one after the other
+      reuse the space (copy-out ends an allocation), except the sites in an srange
+      the caller pipelines, which are alive together, `pipeline` times over (l.697:
+      buffers get "an extra dimension with size equal to the pipeline depth").
+      Note: errata "Cypress shared-memory bound".
     - Prange-Capacity (l.156, l.158): a prange that launches on the level just below
       its caller's spans at most the units that level has (4 warps per warpgroup, 32
       threads per warp, 8 warpgroups per block).
@@ -62,11 +64,11 @@ def check_tree(root: TreeNode) -> list[IllTyped]:
 
     def blocks(node: TreeNode) -> None:
         if node.instance.proc is Processor.BLOCK:
-            used = _shared(node, node.copies)
+            used = _inside(node)
             if used > SHARED_BYTES_PER_BLOCK:
                 errors.append(IllTyped(
                     f"shared memory: the block of instance {node.instance.instance} "
-                    f"brings {used} bytes into shared memory, more than the "
+                    f"holds up to {used} bytes in shared memory, more than the "
                     f"{SHARED_BYTES_PER_BLOCK} a block has (l.172)",
                     rule="Shared-Bound", span=node.instance.span))
             return
@@ -90,6 +92,12 @@ def check_tree(root: TreeNode) -> list[IllTyped]:
     return errors
 
 
-def _shared(node: TreeNode, base: int) -> int:
-    own = node.shared_bytes * node.copies // max(base, 1)
-    return own + sum(_shared(c, base) for c in node.children)
+def _peak(node: TreeNode) -> int:
+    """Shared bytes alive at the peak of one launch site of `node`'s (all points)."""
+    return node.units * (node.shared_bytes + _inside(node))
+
+
+def _inside(node: TreeNode) -> int:
+    piped = sum(_peak(c) for c in node.children if c.piped)
+    one_by_one = max((_peak(c) for c in node.children if not c.piped), default=0)
+    return max(node.instance.pipeline * piped, one_by_one)
