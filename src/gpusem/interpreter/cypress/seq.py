@@ -430,3 +430,13 @@ def _check_disjoint(fp: Footprints) -> None:
                 raise IllTyped(f"prange interference: iteration {p} reads element "
                                f"{cell} of {fp.names[key]} that iteration {other} "
                                "writes", rule="Prange-NonInterference", span=fp.span)
+
+
+def call_leaf(program: A.Program, variant: A.Variant, views: dict[str, View]) -> None:
+    """Run one leaf variant on the given tensors (the event machine's `call`, Fig. 7):
+    the reading of its body. Note: the event IR names a variant, not an instance, so
+    a leaf's tunables have no value there; a leaf that reads one traps."""
+    inst = A.TaskMapping(variant.name, variant.name, Processor.THREAD, (), (), False, (),
+                         False, 1, variant.span)
+    frame = Frame(inst, variant, dict(views), TreeNode("call", inst, variant, ()))
+    _run_task(Reading(program, 1, False), frame)
