@@ -11,9 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 from gpusem.calculus.cypress import events as E
+from gpusem.calculus.cypress.event_parser import parse_events
 from gpusem.calculus.cypress.event_printer import print_events
 from gpusem.calculus.cypress.inputs import header_inputs, make_inputs
 from gpusem.calculus.cypress.reader import read_program
+from gpusem.calculus.errors import BadInput
 from gpusem.compiler.cypress_cuda.dependence import dependence_analysis
 from gpusem.interpreter.cypress.events import (
     every_order,
@@ -126,3 +128,26 @@ def test_exhaustive_schedules_of_a_small_program() -> None:
     for order in every:
         got = run_order(instantiate(ir, program, arrays), order)
         assert np.array_equal(got["Y"], arrays["X"])
+
+
+@pytest.mark.parametrize("path", ["tests/cypress/fig8/fig8a.cyp",
+                                  "examples/cypress/flash_attention.cyp",
+                                  "examples/cypress/batched_gemm.cyp"])
+def test_parse_of_print_is_the_identity(path: str) -> None:
+    program, arrays, scalars = _load(ROOT / path)
+    ir = dependence_analysis(program, arrays, scalars)
+    text = print_events(ir)
+    assert parse_events(text, "x.ir") == ir
+    assert print_events(parse_events(text, "x.ir")) == text
+
+
+@pytest.mark.parametrize("text, where", [
+    ("C = tensor([4], NONE)\nyield {}\n", "x.ir:1:1"),
+    ("# params: C\ne1: () = copy(C), {}\nyield e1\n", "x.ir:2:1"),
+    ("# params: C\ne1: () = for i in [0, 2), {} do\nyield e1\n", "x.ir:3:1"),
+    ("# params: C\nX = tensor([4], DRAM)\nyield {}\n", "x.ir:2:1"),
+])
+def test_malformed_event_ir_is_one_line(text: str, where: str) -> None:
+    with pytest.raises(BadInput) as caught:
+        parse_events(text, "x.ir")
+    assert caught.value.one_line().startswith(where + ": ")

@@ -13,8 +13,9 @@ def expr(e: E.IExpr) -> str:
         case E.IVar(name):
             return name
         case E.IBin(op, left, right):
-            r = expr(right)
-            return f"{expr(left)} {op} {'(' + r + ')' if isinstance(right, E.IBin) else r}"
+            sides = [f"({expr(x)})" if isinstance(x, E.IBin) else expr(x)
+                     for x in (left, right)]
+            return f"{sides[0]} {op} {sides[1]}"
 
 
 def ev(r: E.EvRef) -> str:
