@@ -139,8 +139,9 @@ class _Builder:
                                           f"{suffix}[{var_name}={i}]")
                         iters.append(done)
                         prev = first | done if not parallel else prev
-                    events[event] = iters if parallel else (iters[-1] if iters else first)
-        return frozenset().union(*(self.pre(b.yields, events, env) for _ in [0])) or start
+                    last = iters[-1] if iters else first
+                    events[event] = iters if parallel else last
+        return self.pre(b.yields, events, env) or start
 
     def pre(self, refs: tuple[E.EvRef, ...], events: dict[str, object],
             env: dict[str, object]) -> Nodes:
