@@ -98,8 +98,9 @@ def run(file: str, o: RunOptions) -> RunReport:
     else:
         with np.printoptions(threshold=64, linewidth=100, edgeitems=3):
             shown_all = tuple(
-                out(f"{name} = {value.dtype}{list(value.shape)} (sum {value.sum().item():g})"
-                    f"\n{value}" if value.size > 64 else f"{name} = {value.tolist()}")
+                out(f"{name} = {value.dtype}{list(value.shape)} "
+                    f"(sum {value.sum().item():g})\n{value}" if value.size > 64
+                    else f"{name} = {value.tolist()}")
                 for name, value in result.items())
         shown_all += (out(f"terminated (the sequential reading: {reading.launches} "
                           f"task launches, {reading.leaf_ops} leaf operations)"),)

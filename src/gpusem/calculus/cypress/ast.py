@@ -137,7 +137,8 @@ class TensorType:
 
 @dataclass(frozen=True, slots=True)
 class Assign:
-    """`X = e`, `U, V = tunable(int), tunable(int)`, `T: tensor[2,f16] = make_tensor(..)`."""
+    """`X = e`, `U, V = tunable(int), tunable(int)`,
+    `T: tensor[2,f16] = make_tensor(..)`."""
 
     targets: tuple[str, ...]
     values: tuple[Expr, ...]

@@ -53,8 +53,8 @@ def print_block(b: E.Block, depth: int = 0) -> list[str]:
                 lines.append(f"{pad}{name} = partition_by_mma({source}, {instr}(), "
                              f"{proc.name}, \"{operand}\")")
             case E.Copy(event, t, src, dst, p):
-                lines.append(f"{pad}{event}: {etype(t)} = copy({ref(src)}, {ref(dst)}), "
-                             f"{pre(p)}")
+                lines.append(f"{pad}{event}: {etype(t)} = copy({ref(src)}, "
+                             f"{ref(dst)}), {pre(p)}")
             case E.Call(event, t, fn, args, p):
                 lines.append(f"{pad}{event}: {etype(t)} = call({fn}, "
                              f"{', '.join(map(ref, args))}), {pre(p)}")

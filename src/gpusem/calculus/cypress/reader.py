@@ -160,7 +160,8 @@ class _Reader:
             return MEMORIES[node.id]
         raise self.bad(node, f"unknown memory: expected one of {', '.join(MEMORIES)}")
 
-    def tunable_values(self, node: pyast.expr) -> tuple[tuple[str, A.TunableValue], ...]:
+    def tunable_values(self,
+                       node: pyast.expr) -> tuple[tuple[str, A.TunableValue], ...]:
         if not isinstance(node, pyast.Dict):
             raise self.bad(node, "bad mapping: tunables={...} is a dict")
         out: list[tuple[str, A.TunableValue]] = []
@@ -171,19 +172,23 @@ class _Reader:
             if any(name == n for n, _ in out):
                 raise self.bad(key, f"bad mapping: tunable {name} given twice")
             is_proc = isinstance(value, pyast.Name)
-            out.append((name, self.processor(value) if is_proc else self.integer(value)))
+            given = self.processor(value) if is_proc else self.integer(value)
+            out.append((name, given))
         return tuple(out)
 
     # ---- Fig. 5a: one task variant ----------------------------------------------
 
     def variant(self, fn: pyast.FunctionDef) -> A.Variant:
-        if len(fn.decorator_list) != 1 or not isinstance(fn.decorator_list[0], pyast.Call):
-            raise self.bad(fn, "bad task: a variant has exactly one @task(...) decorator")
+        decos = fn.decorator_list
+        if len(decos) != 1 or not isinstance(decos[0], pyast.Call):
+            raise self.bad(fn, "bad task: a variant has exactly one @task(..) "
+                           "decorator")
         deco = fn.decorator_list[0]
         if not (isinstance(deco.func, pyast.Name) and deco.func.id == "task"):
             raise self.bad(deco, "bad task: expected @task(NAME, Inner|Leaf, ...)")
         for extra in deco.args[2:]:
-            if (isinstance(extra, pyast.Subscript) and isinstance(extra.value, pyast.Name)
+            if (isinstance(extra, pyast.Subscript)
+                    and isinstance(extra.value, pyast.Name)
                     and extra.value.id in ("reads", "writes")):
                 raise self.bad(extra, f"bad task: privileges are keywords: write "
                                f"{extra.value.id}=[...] (Fig. 5a l.33 prints "
@@ -195,7 +200,8 @@ class _Reader:
                 and task.value.isidentifier()):
             raise self.bad(task, "bad task: the task name is a string identifier")
         kind_node = deco.args[1]
-        if not (isinstance(kind_node, pyast.Name) and kind_node.id in ("Inner", "Leaf")):
+        if not (isinstance(kind_node, pyast.Name)
+                and kind_node.id in ("Inner", "Leaf")):
             raise self.bad(kind_node, "bad task: expected Inner or Leaf")
         privileges: dict[str, tuple[str, ...]] = {"reads": (), "writes": ()}
         for k in deco.keywords:
@@ -357,7 +363,8 @@ class _Reader:
                 return A.ShapeOf(v.value.id, dim.value, self.span(node))
             raise self.bad(node.slice, "bad shape: T.shape[INT]")
         if isinstance(v, pyast.Name):
-            idx = node.slice.elts if isinstance(node.slice, pyast.Tuple) else [node.slice]
+            sl = node.slice
+            idx = sl.elts if isinstance(sl, pyast.Tuple) else [sl]
             return A.Piece(v.id, tuple(self.expr(i) for i in idx), self.span(node))
         raise self.bad(node, "unexpected subscript: expected P[i, ..] or T.shape[d]")
 

@@ -65,7 +65,8 @@ Value = int | Processor | A.Instr | TensorV | PartV | LoopV
 
 @dataclass
 class State:
-    """The events an IR tensor's next reader (writers) and next writer (both) wait on."""
+    """The events an IR tensor's next reader (the writers) and next writer (both)
+    wait on."""
 
     writes: list[E.EvRef] = field(default_factory=list)
     reads: list[E.EvRef] = field(default_factory=list)
@@ -149,7 +150,8 @@ class Lowering:
 
     # ---- the traversal --------------------------------------------------------------
 
-    def lower(self, arrays: dict[str, np.ndarray], scalars: dict[str, int]) -> E.EventProgram:
+    def lower(self, arrays: dict[str, np.ndarray],
+              scalars: dict[str, int]) -> E.EventProgram:
         inst = entrypoint(self.program)
         var = self.program.variant(inst.variant)
         if var is None:
@@ -160,7 +162,8 @@ class Lowering:
             if p.type is None:
                 env[p.name] = scalars[p.name]
             else:
-                env[p.name] = TensorV(self.fresh(p.name), root_view(p.name, arrays[p.name]))
+                stand_in = root_view(p.name, arrays[p.name])
+                env[p.name] = TensorV(self.fresh(p.name), stand_in)
                 self.scope.states[p.name] = State()
                 self.scope.own.add(p.name)
         self.body(inst, var.body, env)
@@ -180,8 +183,8 @@ class Lowering:
                 case A.Launch(task, args, span):
                     self.launch(inst, task, args, env, span)
                 case A.LeafOp() | A.CallExternal():
-                    raise BadInput("dependence analysis: data operations belong to leaf "
-                                   "variants, which are called, not lowered")
+                    raise BadInput("dependence analysis: data operations belong to "
+                                   "leaf variants, which are called, not lowered")
 
     def assigned(self, inst: A.TaskMapping, name: str, e: A.Expr,
                  env: dict[str, Value]) -> Value:
@@ -197,7 +200,8 @@ class Lowering:
         if isinstance(e, A.PartitionBlocks):
             src = env[e.tensor]
             assert isinstance(src, TensorV)
-            sizes = tuple(None if b is None else self.concrete(b, env) for b in e.blocks)
+            sizes = tuple(None if b is None else self.concrete(b, env)
+                          for b in e.blocks)
             ir = self.fresh(f"{src.name}p")
             self.scope.ops.append(E.PartBlocks(ir, src.name, sizes))
             return PartV(ir, src.name, partition_by_blocks(src.view, sizes, e.span))
@@ -256,7 +260,8 @@ class Lowering:
                 return E.IBin(e.op, left, right)  # type: ignore[arg-type]
         return E.INum(self.concrete(e, env))
 
-    def argument(self, e: A.Expr, env: dict[str, Value]) -> tuple[E.Ref, str, View, bool]:
+    def argument(self, e: A.Expr,
+                 env: dict[str, Value]) -> tuple[E.Ref, str, View, bool]:
         """A launch argument: its IR reference, base tensor, shape stand-in, whole?"""
         if isinstance(e, A.Var):
             t = env[e.name]

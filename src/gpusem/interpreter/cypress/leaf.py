@@ -58,7 +58,8 @@ def apply(op: str, views: tuple[View, ...], span: Span) -> None:
             bb = _wide(b.read())
             bb = bb.T if op == "mma_nt" else bb
             ok = (len(c.shape) == len(a.shape) == 2 and bb.ndim == 2
-                  and a.shape[1] == bb.shape[0] and c.shape == (a.shape[0], bb.shape[1]))
+                  and a.shape[1] == bb.shape[0]
+                  and c.shape == (a.shape[0], bb.shape[1]))
             _need(ok, op, span, f"shapes C{c.shape} A{a.shape} B{b.shape}")
             c.write(_narrow(_wide(c.read()) + _wide(a.read()) @ bb, c))
         case "add" | "sub" | "mul" | "div" | "maximum":
@@ -85,7 +86,9 @@ def apply(op: str, views: tuple[View, ...], span: Span) -> None:
             r, x = views
             _need(len(x.shape) == 2 and r.shape == (x.shape[0],), op, span,
                   f"shapes r{r.shape} X{x.shape}")
+            _need(op == "rowsum" or x.shape[1] > 0, op, span, "max of an empty row")
             wide = _wide(x.read())
-            r.write(_narrow(wide.max(axis=1) if op == "rowmax" else wide.sum(axis=1), r))
+            rows = wide.max(axis=1) if op == "rowmax" else wide.sum(axis=1)
+            r.write(_narrow(rows, r))
         case _:
             raise Trap(f"leaf {op}: unknown operation", rule="Leaf", span=span)

@@ -107,8 +107,9 @@ class Frame:
 def entrypoint(program: A.Program) -> A.TaskMapping:
     found = [m for m in program.mappings if m.entrypoint]
     if len(found) != 1:
-        raise IllTyped(f"entrypoint: the mapping has {len(found)} entrypoint instances, "
-                       "needs exactly one", rule="Mapping-Entrypoint", span=program.span)
+        raise IllTyped(f"entrypoint: the mapping has {len(found)} entrypoint "
+                       "instances, needs exactly one", rule="Mapping-Entrypoint",
+                       span=program.span)
     return found[0]
 
 
@@ -123,9 +124,9 @@ def resolve(program: A.Program, caller: A.TaskMapping, task: str,
         if inst is not None and var is not None and var.task == task:
             found.append(inst)
     if len(found) != 1:
-        raise IllTyped(f"launch: instance {caller.instance} calls {len(found)} instances "
-                       f"of task {task!r} (needs exactly one)", rule="Mapping-Calls",
-                       span=span)
+        raise IllTyped(f"launch: instance {caller.instance} calls {len(found)} "
+                       f"instances of task {task!r} (needs exactly one)",
+                       rule="Mapping-Calls", span=span)
     return found[0]
 
 
@@ -237,8 +238,8 @@ def _assigned(f: Frame, name: str, e: A.Expr,
                                    f"instance {f.instance.instance} gives {value}",
                                    rule="Mapping-Tunables", span=e.span)
                 return value
-        raise IllTyped(f"missing tunable: instance {f.instance.instance} gives no value "
-                       f"for {name}", rule="Mapping-Tunables", span=e.span)
+        raise IllTyped(f"missing tunable: instance {f.instance.instance} gives no "
+                       f"value for {name}", rule="Mapping-Tunables", span=e.span)
     if isinstance(e, A.MakeTensor):
         dims = tuple(_int(f, d) for d in e.dims)
         if any(d < 0 for d in dims) or int(np.prod(dims)) > 1 << 24:
@@ -340,15 +341,16 @@ def _launch(r: Reading, f: Frame, task: str, args: tuple[A.Expr, ...], span: Spa
     var = r.program.variant(inst.variant)
     assert var is not None  # resolve found it
     if len(args) != len(var.params):
-        raise IllTyped(f"launch signature: {var.name} takes {len(var.params)} arguments, "
-                       f"launch gives {len(args)}", rule="Launch-Signature", span=span)
+        raise IllTyped(f"launch signature: {var.name} takes {len(var.params)} "
+                       f"arguments, launch gives {len(args)}", rule="Launch-Signature",
+                       span=span)
     env: dict[str, Value] = {}
     for p, a in zip(var.params, args):
         value = _eval(f, a)
         if p.type is None:
             if not isinstance(value, int):
-                raise Trap(f"launch signature: {p.name} is an int", rule="Launch-Signature",
-                           span=a.span)
+                raise Trap(f"launch signature: {p.name} is an int",
+                           rule="Launch-Signature", span=a.span)
         else:
             want = "f" if p.type.dtype in FLOAT_DTYPES else "i"
             if (not isinstance(value, View) or len(value.shape) != p.type.rank
@@ -436,7 +438,7 @@ def call_leaf(program: A.Program, variant: A.Variant, views: dict[str, View]) ->
     """Run one leaf variant on the given tensors (the event machine's `call`, Fig. 7):
     the reading of its body. Note: the event IR names a variant, not an instance, so
     a leaf's tunables have no value there; a leaf that reads one traps."""
-    inst = A.TaskMapping(variant.name, variant.name, Processor.THREAD, (), (), False, (),
-                         False, 1, variant.span)
+    inst = A.TaskMapping(variant.name, variant.name, Processor.THREAD, (), (), False,
+                         (), False, 1, variant.span)
     frame = Frame(inst, variant, dict(views), TreeNode("call", inst, variant, ()))
     _run_task(Reading(program, 1, False), frame)

@@ -79,7 +79,8 @@ class Partition:
         return self.piece_of(index)
 
 
-def partition_by_blocks(v: View, blocks: tuple[int | None, ...], span: Span) -> Partition:
+def partition_by_blocks(v: View, blocks: tuple[int | None, ...],
+                        span: Span) -> Partition:
     """Tiles of the given sizes (l.196); the last tile of a dimension may be short.
     A size `None` (our extension) cuts extent-1 slices and drops the dimension."""
     if len(blocks) != len(v.shape):

@@ -14,7 +14,7 @@ mapping decides): one function per rule, named after it, each citing its line.
 - Mapping-Calls (l.393 (5)): every name in `calls` is an instance, and each launch of
   the variant goes to exactly one of them (the one whose variant implements the task).
 - Mapping-Processor (l.168, l.182): a launched instance runs at the caller's level or
-  below it; a prange's tasks run in parallel on the units one level below... or lower.
+  below it; a prange's tasks, which run in parallel, on a strictly lower level.
 - Launch-Signature (l.180): a launch passes one argument per parameter, tensors for
   tensors, scalars for scalars, of the parameter's rank where the rank is known.
 - Launch-Privilege (l.184): "a task that requests the read privilege on a tensor may
@@ -68,8 +68,9 @@ def mapping_entrypoint(program: A.Program) -> list[IllTyped]:
 def instance_rules(program: A.Program, m: A.TaskMapping) -> list[IllTyped]:
     v = program.variant(m.variant)
     if v is None:
-        return [_err("Mapping-Variant", m.span, f"unknown variant: instance "
-                     f"{m.instance} uses {m.variant!r}, which no @task defines (l.393)")]
+        return [_err("Mapping-Variant", m.span,
+                     f"unknown variant: instance {m.instance} uses {m.variant!r}, "
+                     "which no @task defines (l.393)")]
     errors = mems_rules(m, v)
     errors += tunables_rule(m, v)
     errors += schedule_rules(m, v)
@@ -149,16 +150,18 @@ def schedule_rules(m: A.TaskMapping, v: A.Variant) -> list[IllTyped]:
                            f"instance {m.instance} runs on {m.proc.name}; warp "
                            "specialization splits the warps of a BLOCK (l.695)"))
     if m.pipeline < 1 or (m.pipeline > 1 and not _has_srange(v.body)):
-        errors.append(_err("Pipeline-Loop", m.span, f"pipeline: instance {m.instance} "
-                           f"asks for depth {m.pipeline}; a depth is >= 1, and > 1 needs "
-                           f"an srange loop in {v.name} (l.697)"))
+        errors.append(_err("Pipeline-Loop", m.span,
+                           f"pipeline: instance {m.instance} asks for depth "
+                           f"{m.pipeline}; a depth is >= 1, and > 1 needs an srange "
+                           f"loop in {v.name} (l.697)"))
     return errors
 
 
 Loops = tuple[A.Range, ...]
 
 
-def _launches(stmts: tuple[A.Stmt, ...], loops: Loops) -> Iterator[tuple[A.Launch, Loops]]:
+def _launches(stmts: tuple[A.Stmt, ...],
+              loops: Loops) -> Iterator[tuple[A.Launch, Loops]]:
     for s in stmts:
         if isinstance(s, A.Launch):
             yield s, loops
@@ -181,9 +184,9 @@ def launch_rules(program: A.Program, m: A.TaskMapping, v: A.Variant, launch: A.L
                  loops: Loops) -> list[IllTyped]:
     found = _callee(program, m, launch.task)
     if len(found) != 1:
-        return [_err("Mapping-Calls", launch.span, f"calls: instance {m.instance} calls "
-                     f"{len(found)} instances of task {launch.task!r} here, needs "
-                     "exactly one (l.393)")]
+        return [_err("Mapping-Calls", launch.span,
+                     f"calls: instance {m.instance} calls {len(found)} instances of "
+                     f"task {launch.task!r} here, needs exactly one (l.393)")]
     inst, callee = found[0]
     errors = []
     parallel = any(r.kind == "prange" for r in loops)
@@ -191,8 +194,9 @@ def launch_rules(program: A.Program, m: A.TaskMapping, v: A.Variant, launch: A.L
         errors.append(_err("Mapping-Processor", launch.span, f"processor: instance "
                            f"{m.instance} ({m.proc.name}) launches {inst.instance} on "
                            f"{inst.proc.name}; "
-                           + ("a prange's tasks run on a lower level (l.182)" if parallel
-                              else "a task runs at its caller's level or below (l.168)")))
+                           + ("a prange's tasks run on a lower level (l.182)"
+                              if parallel else
+                              "a task runs at its caller's level or below (l.168)")))
     if len(launch.args) != len(callee.params):
         errors.append(_err("Launch-Signature", launch.span, f"launch signature: "
                            f"{callee.name} takes {len(callee.params)} arguments, the "

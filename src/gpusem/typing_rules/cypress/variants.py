@@ -85,9 +85,10 @@ def origins(v: A.Variant) -> dict[str, str | None]:
         for s in stmts:
             if isinstance(s, A.Assign):
                 for t, e in zip(s.targets, s.values):
-                    src = e.tensor if isinstance(e, A.PartitionBlocks | A.PartitionMma) \
-                        else None
-                    out[t] = out.get(src) if src is not None else None
+                    if isinstance(e, A.PartitionBlocks | A.PartitionMma):
+                        out[t] = out.get(e.tensor)
+                    else:
+                        out[t] = None
             elif isinstance(s, A.Range):
                 out.update({n: None for n in s.vars})
                 visit(s.body)
@@ -146,31 +147,34 @@ def body_rules(v: A.Variant) -> list[IllTyped]:
                 case A.Range(kind, names, extents, body, span):
                     need_bound(extents)
                     if v.kind == "Leaf" and kind == "prange":
-                        errors.append(_err("Leaf-Body", span, f"leaf body: {v.name} is a "
-                                           "leaf variant; prange launches tasks (l.180)"))
+                        errors.append(_err(
+                            "Leaf-Body", span, f"leaf body: {v.name} is a leaf "
+                            "variant; prange launches tasks (l.180)"))
                     bound.update(names)
                     visit(body)
                 case A.Launch(task, args, span):
                     need_bound(args)
                     if v.kind == "Leaf":
-                        errors.append(_err("Leaf-Body", span, f"leaf body: leaf variant "
-                                           f"{v.name} launches {task!r}; leaf variants "
-                                           "may not launch sub-tasks (l.180)"))
+                        errors.append(_err(
+                            "Leaf-Body", span, f"leaf body: leaf variant {v.name} "
+                            f"launches {task!r}; leaf variants may not launch "
+                            "sub-tasks (l.180)"))
                 case A.LeafOp(op, args, span):
                     need_bound(args)
                     if v.kind == "Inner":
-                        errors.append(_err("Inner-Body", span, f"inner body: inner "
-                                           f"variant {v.name} calls {op}; inner variants "
-                                           "may not access tensor data (l.180)"))
+                        errors.append(_err(
+                            "Inner-Body", span, f"inner body: inner variant {v.name} "
+                            f"calls {op}; inner variants may not access tensor data "
+                            "(l.180)"))
                     else:
                         errors.extend(_leaf_privilege(v, op, args, origin, span))
                 case A.CallExternal(function, args, span):
                     need_bound(args)
                     if v.kind == "Inner":
-                        errors.append(_err("Inner-Body", span, f"inner body: inner "
-                                           f"variant {v.name} calls external "
-                                           f"{function!r}; inner variants may not invoke "
-                                           "external functions (l.180)"))
+                        errors.append(_err(
+                            "Inner-Body", span, f"inner body: inner variant {v.name} "
+                            f"calls external {function!r}; inner variants may not "
+                            "invoke external functions (l.180)"))
 
     visit(v.body)
     return errors
