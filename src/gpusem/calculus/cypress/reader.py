@@ -179,11 +179,10 @@ class _Reader:
     # ---- Fig. 5a: one task variant ----------------------------------------------
 
     def variant(self, fn: pyast.FunctionDef) -> A.Variant:
-        decos = fn.decorator_list
-        if len(decos) != 1 or not isinstance(decos[0], pyast.Call):
+        deco = fn.decorator_list[0] if len(fn.decorator_list) == 1 else None
+        if not isinstance(deco, pyast.Call):
             raise self.bad(fn, "bad task: a variant has exactly one @task(..) "
                            "decorator")
-        deco = fn.decorator_list[0]
         if not (isinstance(deco.func, pyast.Name) and deco.func.id == "task"):
             raise self.bad(deco, "bad task: expected @task(NAME, Inner|Leaf, ...)")
         for extra in deco.args[2:]:
