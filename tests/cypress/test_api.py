@@ -8,6 +8,7 @@ from pathlib import Path
 
 import contextlib
 import io
+import json
 import sys
 
 import pytest
@@ -89,3 +90,39 @@ def test_run_needs_inputs(tmp_path: Path) -> None:
     assert code == 2 and "no inputs" in err
     code, out, _ = _gpusem("check", str(f))
     assert code == 0 and "rules on the task tree not run" in out
+
+
+def test_run_with_a_schedule_is_the_event_machine(tmp_path: Path) -> None:
+    """`--schedule` runs the event IR of our dependence analysis: the same tensors as
+    the sequential reading, or a race (exit 1), or a bad schedule (exit 2)."""
+    plain = _gpusem("run", "--json", str(EXAMPLES / "gemm_reduction.cyp"))[1]
+    code, out, _ = _gpusem("run", "--json", "--schedule", "random:7",
+                           str(EXAMPLES / "gemm_reduction.cyp"))
+    assert code == 0
+    assert json.loads(out)["arrays"] == json.loads(plain)["arrays"]
+    assert json.loads(out)["schedule"] == "random:7"
+    code, _, err = _gpusem("run", "--schedule", "sideways",
+                           str(EXAMPLES / "gemm_reduction.cyp"))
+    assert code == 2 and "unknown schedule: sideways" in err
+
+
+def test_run_exhaustive_on_a_tiny_program(tmp_path: Path) -> None:
+    f = tmp_path / "tiny.cyp"
+    f.write_text('# inputs: X=float32[2] Y=float32[2]\n' + '''
+@task("t", Inner, reads=["X"], writes=["Y"])
+def top(X: tensor[1, f32], Y: tensor[1, f32]):
+    Xp = partition_by_blocks(X, (1,))
+    Yp = partition_by_blocks(Y, (1,))
+    for i in prange(2):
+        launch("t", Xp[i], Yp[i])
+
+@task("t", Leaf, reads=["X"], writes=["Y"])
+def leaf(X: tensor[1, f32], Y: tensor[1, f32]):
+    copy(X, Y)
+
+TaskMapping(instance="top", variant="top", proc=BLOCK, mems=[GLOBAL, GLOBAL],
+            entrypoint=True, calls=["leaf"])
+TaskMapping(instance="leaf", variant="leaf", proc=THREAD, mems=[REGISTER, REGISTER])
+''')
+    code, out, _ = _gpusem("run", "--schedule", "exhaustive", str(f))
+    assert code == 0 and "all 20 orders agree" in out
