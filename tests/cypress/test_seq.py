@@ -151,3 +151,37 @@ def test_the_instantiated_task_tree_of_fig5() -> None:
     # 256 rows over 2 warpgroups, 4 warps, 8 lane rows: a 4 x 64 register fragment
     assert "C: [4, 64]@REGISTER" in thread and "@ THREAD" in thread
     assert "[warpspecialize, pipeline=3]" in lines[1]
+
+
+def test_none_tensor_held_by_two_threads_must_be_materialised() -> None:
+    """l.395: the accumulator is NONE above the threads; clearing and accumulating it
+    in Fig. 4's layout but copying it out one row per lane would need it in a memory
+    two lanes share, which the compiler reports (rule None-Materialisation)."""
+    rows = '''
+@task("copy", Inner, reads=["S"], writes=["D"])
+def copy_rows(S: tensor[2, f16], D: tensor[2, f16]):
+    R, N = S.shape[0], S.shape[1]
+    Sp = partition_by_blocks(S, (1, N))
+    Dp = partition_by_blocks(D, (1, N))
+    for i in prange(R):
+        launch("copy", Sp[i, 0], Dp[i, 0])
+
+
+MAPPING = ['''
+    text = GEMM.replace("\nMAPPING = [", rows, 1)
+    text = text.replace('''TaskMapping(instance="copy_warp", variant="copy_inner", proc=WARP,
+                mems=[NONE, GLOBAL], tunables={"PIECES": 32, "PROC": THREAD},''',
+                        '''TaskMapping(instance="copy_warp", variant="copy_rows", proc=WARP,
+                mems=[NONE, GLOBAL],''')
+    assert "copy_rows\", proc=WARP" in text
+    spec = "C=float32[128,256] A=float32[128,64] B=float32[64,256]"
+    with pytest.raises(IllTyped) as caught:
+        _run(text, spec)
+    assert caught.value.rule == "None-Materialisation"
+    assert caught.value.prefix == "none memory"
+    # the same copy tree is fine once the accumulator is materialised per warp
+    shared = text.replace('''variant="copy_rows", proc=WARP,
+                mems=[NONE, GLOBAL]''', '''variant="copy_rows", proc=WARP,
+                mems=[SHARED, GLOBAL]''')
+    a, out = _run(shared, spec)
+    assert np.array_equal(out["C"], a["A"] @ a["B"])

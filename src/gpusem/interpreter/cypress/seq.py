@@ -9,7 +9,8 @@ effects of execution are the same as if srange was used"); views keep compacted
 coordinates (l.194); leaves run the leaf library. Memories play no part: where a
 tensor lives changes nothing a program computes.
 
-Two dynamic rules watch the reading (their static halves are typing_rules/cypress):
+Three dynamic rules watch the reading (static halves in typing_rules/cypress):
+**None-Materialisation** (l.395; `_check_none` below), and
 **Prange-NonInterference** (l.182, "tasks launched with prange must not perform
 aliasing writes"): within one prange, no element one iteration's launches write is
 written or read by another iteration's (Note: the paper names writes only; a read of
@@ -34,7 +35,7 @@ import numpy as np
 from gpusem.calculus.cypress import ast as A
 from gpusem.calculus.cypress.machine import DTYPE_BYTES, FLOAT_DTYPES, Memory, Processor
 from gpusem.calculus.errors import BudgetExhausted, IllTyped, Trap
-from gpusem.calculus.span import Span
+from gpusem.calculus.span import NO_SPAN, Span
 from gpusem.interpreter.cypress import leaf
 from gpusem.interpreter.cypress.views import (
     Partition,
@@ -92,6 +93,9 @@ class Reading:
     leaf_ops: int = 0
     root: TreeNode | None = None
     open_pranges: list[Footprints] = field(default_factory=list)
+    # The leaf accesses of tensors their caller maps to NONE: (view, owning unit).
+    none_cells: dict[int, list[tuple[View, tuple[tuple[str, int], ...]]]] = field(
+        default_factory=dict)
 
 
 @dataclass
@@ -102,6 +106,10 @@ class Frame:
     node: TreeNode
     loops: list[tuple[str, tuple[int, ...]]] = field(default_factory=list)
     mems: dict[str, Memory | None] = field(default_factory=dict)
+    # The units of the block this task runs on: (level, prange point) from the block
+    # down (None-Materialisation), and the current point of each open prange.
+    owner: tuple[tuple[str, int], ...] = ()
+    at: list[int] = field(default_factory=list)
 
 
 def entrypoint(program: A.Program) -> A.TaskMapping:
@@ -161,6 +169,8 @@ def seq(program: A.Program, arrays: dict[str, np.ndarray], scalars: dict[str, in
     node = TreeNode("entrypoint", inst, var, _describe(var, inst, env))
     r.root = node
     _run_task(r, Frame(inst, var, env, node, mems=_mems(var, inst)))
+    if not tree_only:
+        _check_none(r)
     out = {}
     for p in var.tensor_params:
         v = env[p.name]
@@ -202,14 +212,17 @@ def _stmt(r: Reading, f: Frame, s: A.Stmt) -> None:
                            span=span)
             todo = points(grid)[:1] if r.tree_only else points(grid)
             f.loops.append((kind, grid))
+            f.at.append(0)
             with _watching(r, kind == "prange" and not r.tree_only, span) as fp:
                 for i, point in enumerate(todo):
+                    f.at[-1] = i
                     if fp is not None:
                         fp.point = i
                     f.env.update(zip(names, point))
                     for inner in body:
                         _stmt(r, f, inner)
             f.loops.pop()
+            f.at.pop()
             if kind == "prange" and fp is not None:
                 _check_disjoint(fp)
         case A.Launch(task, args, span):
@@ -376,7 +389,17 @@ def _launch(r: Reading, f: Frame, task: str, args: tuple[A.Expr, ...], span: Spa
                 and isinstance(value, View):
             node.shared_bytes += int(np.prod(value.shape)) * DTYPE_BYTES[p.type.dtype]
     f.node.children.append(node)
-    _run_task(r, Frame(inst, var, env, node, mems=_mems(var, inst)))
+    points_here = tuple((inst.proc.name, at) for (kind, _), at in zip(f.loops, f.at)
+                        if kind == "prange")
+    owner = () if inst.proc.value <= Processor.BLOCK.value else f.owner + points_here
+    if var.kind == "Leaf" and not r.tree_only:
+        for p, a in zip(var.params, args):
+            held = f.mems.get(a.name if isinstance(a, A.Var) else
+                              a.partition if isinstance(a, A.Piece) else "")
+            value = env[p.name]
+            if held is Memory.NONE and isinstance(value, View):
+                r.none_cells.setdefault(id(value.base), []).append((value, owner))
+    _run_task(r, Frame(inst, var, env, node, mems=_mems(var, inst), owner=owner))
 
 
 def _mems(var: A.Variant, inst: A.TaskMapping) -> dict[str, Memory | None]:
@@ -442,3 +465,34 @@ def call_leaf(program: A.Program, variant: A.Variant, views: dict[str, View]) ->
                          (), False, 1, variant.span)
     frame = Frame(inst, variant, dict(views), TreeNode("call", inst, variant, ()))
     _run_task(Reading(program, 1, False), frame)
+
+
+def _check_none(r: Reading) -> None:
+    """None-Materialisation (l.395): a tensor mapped to NONE is "never materialized"
+    at that level but lives in the memories of the tasks below, so every element of it
+    that leaves reach through a NONE mapping is held by one unit of the block (one
+    thread, warp, warpgroup): two units touching it would need it materialised in a
+    memory both see, which the compiler reports. Note: errata "Cypress NONE"."""
+    for accesses in r.none_cells.values():
+        owners: dict[tuple[tuple[str, int], ...], int] = {}
+        cells = np.concatenate([v.idx.reshape(-1) for v, _ in accesses])
+        who = np.concatenate([np.full(v.idx.size, owners.setdefault(o, len(owners)))
+                              for v, o in accesses])
+        pairs = np.unique(cells * max(len(owners), 1) + who)
+        cell_of = pairs // max(len(owners), 1)
+        twice = np.flatnonzero(cell_of[1:] == cell_of[:-1])
+        if twice.size:
+            cell = int(cell_of[twice[0]])
+            names = {v: k for k, v in owners.items()}
+            a, b = (names[int(x) % max(len(owners), 1)]
+                    for x in pairs[twice[0]:twice[0] + 2])
+            view = accesses[0][0]
+            raise IllTyped(
+                f"none memory: element {cell} of {view.root} is reached through a "
+                f"NONE mapping by {_unit(a)} and by {_unit(b)}; NONE tensors are "
+                "never materialised (l.395), so one unit must hold each element",
+                rule="None-Materialisation", span=NO_SPAN)
+
+
+def _unit(owner: tuple[tuple[str, int], ...]) -> str:
+    return " ".join(f"{level.lower()} {at}" for level, at in owner) or "the block"
