@@ -150,7 +150,8 @@ def test_the_instantiated_task_tree_of_fig5() -> None:
     thread = next(ln for ln in lines if ln.lstrip().startswith("gemm_thread"))
     # 256 rows over 2 warpgroups, 4 warps, 8 lane rows: a 4 x 64 register fragment
     assert "C: [4, 64]@REGISTER" in thread and "@ THREAD" in thread
-    assert "[warpspecialize, pipeline=3]" in lines[1]
+    assert "[x2, warpspecialize, pipeline=3]" in lines[1]  # 2 blocks at once
+    assert thread.endswith("[x32]")  # 32 lanes of a warp
 
 
 def test_none_tensor_held_by_two_threads_must_be_materialised() -> None:

@@ -1,8 +1,9 @@
 """The printer of the instantiated task tree (seed 001 l.393: "the mapping
 specification statically instantiates a tree of tasks").
 
-One line per launch site: the instance, its variant and processor, and each argument
-as shape@memory. The tree is the reading's, run with `tree_only` (only the first point
+One line per launch site: the instance, its variant and processor, each argument as
+shape@memory, and in brackets how many tasks the site launches at once (`x4`: the
+points of the pranges around it), warp specialisation and the pipeline depth. The tree is the reading's, run with `tree_only` (only the first point
 of each range, no leaf computing): a range's other points instantiate the same
 instances, so the tree is static; their shapes may differ only at ragged edges."""
 
@@ -35,6 +36,8 @@ def print_tree(node: TreeNode, depth: int = 0) -> list[str]:
     if inst.pipeline > 1:
         extras.append(f"pipeline={inst.pipeline}")
     args = ", ".join(f"{name}: {what}" for name, what in node.args)
+    if node.units > 1:  # the prange points its launch site spans
+        extras.insert(0, f"x{node.units}")
     more = f" [{', '.join(extras)}]" if extras else ""
     line = (f"{'  ' * depth}{inst.instance} = {node.variant.name}"
             f"<{node.variant.task}, {node.variant.kind}> @ {inst.proc.name}"
