@@ -62,7 +62,10 @@ def one(text: str, seed: int) -> str:
             return f"illegal:{error.rule}"
     if errors:
         return f"illegal:{errors[0].rule}"
-    out, _ = seq(program, arrays, scalars)
+    try:  # the rules that watch the reading (Prange-NonInterference, None-...)
+        out, _ = seq(program, arrays, scalars)
+    except IllTyped as error:
+        return f"illegal:{error.rule}"
     if not np.array_equal(out["C"], arrays["A"] @ arrays["B"]):
         return "finding:seq"
     ir = dependence_analysis(program, arrays, scalars)
