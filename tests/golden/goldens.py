@@ -29,6 +29,7 @@ VERBS_BY_SUFFIX = {
     ".gpuir": ("check", "synccheck", "compile"),
     ".py": ("check", "run"),  # APPy (issue 17): parse + legality; the sequential reading
     ".amir": ("synccheck",),
+    ".cyp": ("check", "run"),  # Cypress (issue 30): legality + task tree; seq reading
 }
 # The folders whose programs are pinned: every example, plus the conformance programs.
 PROGRAM_DIRS = ("examples", "tests/gpuir/conformance", "tests/compiler/programs",

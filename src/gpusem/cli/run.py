@@ -17,7 +17,9 @@ from gpusem.cli.common import show
 @click.argument("file", type=click.Path())
 @click.option("--schedule", default="rr", show_default=True,
               metavar="rr|random:SEED|exhaustive",
-              help="Which thread S-Program steps next.")
+              help="Which thread S-Program steps next (.bundl); for .cyp, rr is the "
+              "sequential reading and program|latest|random:SEED|exhaustive an order "
+              "of the event IR.")
 @click.option("--max-steps", type=int, default=1_000_000, show_default=True,
               help="Step budget (transitions explored, for exhaustive).")
 @click.option("--rules", type=click.Choice(["fixed", "paper"]), default="fixed",

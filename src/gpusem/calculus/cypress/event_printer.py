@@ -1,0 +1,72 @@
+"""Print the event IR (calculus/cypress/events.py) in the notation of Fig. 8b.
+`event_parser.parse_events` reads it back (parse . print = id, a test)."""
+
+from __future__ import annotations
+
+from gpusem.calculus.cypress import events as E
+
+
+def expr(e: E.IExpr) -> str:
+    match e:
+        case E.INum(value):
+            return str(value)
+        case E.IVar(name):
+            return name
+        case E.IBin(op, left, right):
+            sides = [f"({expr(x)})" if isinstance(x, E.IBin) else expr(x)
+                     for x in (left, right)]
+            return f"{sides[0]} {op} {sides[1]}"
+
+
+def ev(r: E.EvRef) -> str:
+    if not r.index:
+        return r.name
+    return f"{r.name}[{', '.join(':' if i is None else expr(i) for i in r.index)}]"
+
+
+def pre(p: tuple[E.EvRef, ...]) -> str:
+    return "{" + ", ".join(ev(r) for r in p) + "}"
+
+
+def ref(r: E.Ref) -> str:
+    return r.name if r.index is None else f"{r.name}[{', '.join(map(expr, r.index))}]"
+
+
+def etype(t: E.EventType) -> str:
+    return "()" if not t else "[" + ", ".join(f"({n}, {p.name})" for n, p in t) + "]"
+
+
+def print_block(b: E.Block, depth: int = 0) -> list[str]:
+    pad = "  " * depth
+    lines: list[str] = []
+    for op in b.ops:
+        match op:
+            case E.Alloc(name, shape, mem):
+                lines.append(f"{pad}{name} = tensor([{', '.join(map(str, shape))}], "
+                             f"{mem.name})")
+            case E.PartBlocks(name, source, blocks):
+                sizes = ", ".join("None" if s is None else str(s) for s in blocks)
+                comma = "," if len(blocks) == 1 else ""
+                lines.append(f"{pad}{name} = partition_by_blocks({source}, "
+                             f"({sizes}{comma}))")
+            case E.PartMma(name, source, instr, _, proc, operand):
+                lines.append(f"{pad}{name} = partition_by_mma({source}, {instr}(), "
+                             f"{proc.name}, \"{operand}\")")
+            case E.Copy(event, t, src, dst, p):
+                lines.append(f"{pad}{event}: {etype(t)} = copy({ref(src)}, "
+                             f"{ref(dst)}), {pre(p)}")
+            case E.Call(event, t, fn, args, p):
+                lines.append(f"{pad}{event}: {etype(t)} = call({fn}, "
+                             f"{', '.join(map(ref, args))}), {pre(p)}")
+            case E.Loop(event, t, parallel, var, lo, hi, p, body):
+                kw = "pfor" if parallel else "for"
+                lines.append(f"{pad}{event}: {etype(t)} = {kw} {var} in [{expr(lo)}, "
+                             f"{expr(hi)}), {pre(p)} do")
+                lines.extend(print_block(body, depth + 1))
+    one = len(b.yields) == 1
+    lines.append(f"{pad}yield {ev(b.yields[0]) if one else pre(b.yields)}")
+    return lines
+
+
+def print_events(p: E.EventProgram) -> str:
+    return "\n".join([f"# params: {', '.join(p.params)}", *print_block(p.body)]) + "\n"

@@ -1,0 +1,135 @@
+"""The event IR of seed 001, Fig. 7 (l.420-453), as our dependence analysis emits it
+and our event machine runs it: frozen, slotted dataclasses, one per production.
+
+  et ::= () | [(N, p), ..]          ev ::= x | ev[ei, ..]     ei ::= e | :
+  pr ::= {ev, ..}
+  o  ::= x = tensor([N, ..], m)                         (Fig. 8b l.2)
+      |  x = partition_by_blocks(x, (N|None, ..))       (Fig. 8b l.1, `partition(..)`)
+      |  x = partition_by_mma(x, WGMMA_MxNxK(), p, "A"|"B"|"C")
+      |  x: et = copy(r, r), pr
+      |  x: et = call(f, r, ..), pr
+      |  x: et = for x in [e, e), pr do b  |  x: et = pfor x in [e, e), pr do b
+  b  ::= o ..; yield pr
+  r  ::= x | x[e, ..]                e ::= N | x | e (+|-|*|//) e
+
+Notes (errata "Cypress event IR"): Fig. 7's `partition(e..)` names no operator; we
+print the source's. A block yields an event set (Fig. 7: one event), since a loop body
+may end in independent operations. Sizes are concrete: the IR is the mapping's
+instantiation for one input shape."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from gpusem.calculus.cypress.machine import Memory, Processor
+
+
+@dataclass(frozen=True, slots=True)
+class INum:
+    value: int
+
+
+@dataclass(frozen=True, slots=True)
+class IVar:
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class IBin:
+    op: Literal["+", "-", "*", "//"]
+    left: IExpr
+    right: IExpr
+
+
+IExpr = INum | IVar | IBin
+
+
+@dataclass(frozen=True, slots=True)
+class EvRef:
+    """`e1`, `e1[:]`, `e4[i, :]` (None is the broadcast `:`, l.437)."""
+
+    name: str
+    index: tuple[IExpr | None, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Ref:
+    """A tensor `C1` or a piece `C1p[i, 0]` of a partition."""
+
+    name: str
+    index: tuple[IExpr, ...] | None = None
+
+
+EventType = tuple[tuple[int, Processor], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Alloc:
+    name: str
+    shape: tuple[int, ...]
+    mem: Memory
+
+
+@dataclass(frozen=True, slots=True)
+class PartBlocks:
+    name: str
+    source: str
+    blocks: tuple[int | None, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PartMma:
+    name: str
+    source: str
+    instr: str
+    m: int
+    proc: Processor
+    operand: Literal["A", "B", "C"]
+
+
+@dataclass(frozen=True, slots=True)
+class Copy:
+    event: str
+    type: EventType
+    src: Ref
+    dst: Ref
+    pre: tuple[EvRef, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    event: str
+    type: EventType
+    function: str
+    args: tuple[Ref, ...]
+    pre: tuple[EvRef, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Loop:
+    event: str
+    type: EventType
+    parallel: bool
+    var: str
+    lo: IExpr
+    hi: IExpr
+    pre: tuple[EvRef, ...]
+    body: Block
+
+
+Op = Alloc | PartBlocks | PartMma | Copy | Call | Loop
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    ops: tuple[Op, ...]
+    yields: tuple[EvRef, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class EventProgram:
+    """A lowered entrypoint: its tensor parameters (the kernel's arguments) and body."""
+
+    params: tuple[str, ...]
+    body: Block

@@ -1,0 +1,316 @@
+"""The event machine: what an event-IR program of seed 001 Fig. 7 means (l.420-453).
+
+"Any potentially asynchronous operation ... produces an event ... Each asynchronous
+operation accepts a set of precondition events that must complete before it can
+start" (l.424), and the IR is in SSA form "to ensure that any valid ordering of
+operations forms an ordering that satisfies all event dependencies" (l.430). So the
+machine instantiates every copy and call of the program (loops unrolled, a fresh
+tensor per allocation per iteration), links each to the operations its preconditions
+name, and runs them in any order in which an operation fires after its preconditions
+have: program order, random orders, the latest-ready-first order, or every order of a
+small program. Two operations that touch one element, one of them writing, and that
+no chain of events orders, are a **race**: a schedule exists in which they run the
+other way round.
+
+Conventions: a *node* is one instance of a copy or a call; an event instance
+completes when a set of nodes has run; a block instance starts after the nodes in
+`start` (its loop's preconditions; for an iteration of a `for`, the previous
+iteration's yield too: a `for` runs its iterations in order).
+
+Note: the calls run the leaf variants of the Cypress program with the leaf library
+(interpreter/cypress/leaf.py); their footprints are their privileges (errata "Cypress
+event IR").
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+from gpusem.calculus.cypress import ast as A
+from gpusem.calculus.cypress import events as E
+from gpusem.calculus.errors import BudgetExhausted, Stuck, Trap
+from gpusem.calculus.span import NO_SPAN
+from gpusem.interpreter.cypress.seq import call_leaf
+from gpusem.interpreter.cypress.views import (
+    Partition,
+    View,
+    partition_by_blocks,
+    partition_by_mma,
+    root_view,
+)
+
+Nodes = frozenset[int]
+
+
+@dataclass
+class Node:
+    id: int
+    label: str
+    deps: Nodes
+    reads: list[View] = field(default_factory=list)
+    writes: list[View] = field(default_factory=list)
+    copy: tuple[View, View] | None = None
+    call: tuple[A.Variant, tuple[View, ...]] | None = None
+
+
+@dataclass
+class Race:
+    first: str
+    second: str
+    tensor: str
+    cell: int
+
+    def __str__(self) -> str:
+        return (f"race: {self.first} and {self.second} both touch element {self.cell} "
+                f"of {self.tensor}, one writing, and no event orders them")
+
+
+@dataclass
+class Instance:
+    """A program instantiated on its inputs: the nodes, the entry tensors."""
+
+    nodes: list[Node]
+    outputs: dict[str, View]
+    completion: Nodes
+    program: A.Program
+
+
+class _Builder:
+    def __init__(self, program: A.Program, max_nodes: int) -> None:
+        self.program = program
+        self.nodes: list[Node] = []
+        self.max_nodes = max_nodes
+        self.dtype: np.dtype = np.dtype(np.float32)
+
+    def node(self, label: str, deps: Nodes) -> Node:
+        if len(self.nodes) >= self.max_nodes:
+            raise BudgetExhausted(f"step budget: more than {self.max_nodes} operations")
+        n = Node(len(self.nodes), label, deps)
+        self.nodes.append(n)
+        return n
+
+    def block(self, b: E.Block, env: dict[str, object], start: Nodes,
+              suffix: str) -> Nodes:
+        events: dict[str, object] = {}
+        for op in b.ops:
+            match op:
+                case E.Alloc(name, shape, _):
+                    fill = np.full(shape, np.nan if self.dtype.kind == "f" else -2**31,
+                                   self.dtype)
+                    env[name] = root_view(name + suffix, fill)
+                case E.PartBlocks(name, source, blocks):
+                    env[name] = partition_by_blocks(self.view(env, source), blocks,
+                                                    NO_SPAN)
+                case E.PartMma(name, source, _, m, proc, operand):
+                    env[name] = partition_by_mma(self.view(env, source), m, proc,
+                                                 operand, NO_SPAN)
+                case E.Copy(event, _, src, dst, pre):
+                    deps = start | self.pre(pre, events, env)
+                    n = self.node(f"{event}{suffix}", deps)
+                    s, d = self.ref(env, src), self.ref(env, dst)
+                    n.copy, n.reads, n.writes = (s, d), [s], [d]
+                    events[event] = frozenset({n.id})
+                case E.Call(event, _, fn, args, pre):
+                    deps = start | self.pre(pre, events, env)
+                    n = self.node(f"{event}{suffix}", deps)
+                    var = self.program.variant(fn)
+                    if var is None:
+                        raise Stuck(f"unknown function: {fn}", rule="Event-Call")
+                    views = tuple(self.ref(env, a) for a in args)
+                    n.call = (var, views)
+                    for p, v in zip(var.tensor_params, views):
+                        if p.name in var.reads:
+                            n.reads.append(v)
+                        if p.name in var.writes:
+                            n.writes.append(v)
+                    events[event] = frozenset({n.id})
+                case E.Loop(event, _, parallel, var_name, lo, hi, pre, body):
+                    first = start | self.pre(pre, events, env)
+                    iters: list[Nodes] = []
+                    prev = first
+                    for i in range(self.expr(lo, env), self.expr(hi, env)):
+                        inner = dict(env)
+                        inner[var_name] = i
+                        done = self.block(body, inner, first if parallel else prev,
+                                          f"{suffix}[{var_name}={i}]")
+                        iters.append(done)
+                        prev = first | done if not parallel else prev
+                    last = iters[-1] if iters else first
+                    events[event] = iters if parallel else last
+        return self.pre(b.yields, events, env) or start
+
+    def pre(self, refs: tuple[E.EvRef, ...], events: dict[str, object],
+            env: dict[str, object]) -> Nodes:
+        out: set[int] = set()
+        for r in refs:
+            if r.name not in events:
+                raise Stuck(f"undefined event: {r.name} (SSA: an event is defined "
+                            "before it is used, in its block)", rule="Event-Pre")
+            e = events[r.name]
+            if isinstance(e, list):  # a pfor's event array
+                if r.index and r.index[0] is not None:
+                    e = [e[self.expr(r.index[0], env)]]
+                elif not r.index:
+                    raise Stuck(f"event array {r.name} used without an index",
+                                rule="Event-Pre")
+                out |= set().union(*e) if e else set()
+            else:
+                assert isinstance(e, frozenset)
+                out |= e
+        return frozenset(out)
+
+    def expr(self, e: E.IExpr, env: dict[str, object]) -> int:
+        match e:
+            case E.INum(value):
+                return value
+            case E.IVar(name):
+                v = env[name]
+                assert isinstance(v, int)
+                return v
+            case E.IBin(op, left, right):
+                a, b = self.expr(left, env), self.expr(right, env)
+                return {"+": a + b, "-": a - b, "*": a * b, "//": a // b}[op]
+
+    def view(self, env: dict[str, object], name: str) -> View:
+        v = env.get(name)
+        if not isinstance(v, View):
+            raise Stuck(f"not a tensor: {name}", rule="Event-Ref")
+        return v
+
+    def ref(self, env: dict[str, object], r: E.Ref) -> View:
+        if r.index is None:
+            return self.view(env, r.name)
+        p = env.get(r.name)
+        if not isinstance(p, Partition):
+            raise Stuck(f"not a partition: {r.name}", rule="Event-Ref")
+        return p.piece(tuple(self.expr(i, env) for i in r.index), NO_SPAN)
+
+
+def instantiate(ir: E.EventProgram, program: A.Program, arrays: dict[str, np.ndarray],
+                max_nodes: int = 200_000) -> Instance:
+    b = _Builder(program, max_nodes)
+    env: dict[str, object] = {}
+    outputs = {}
+    for name in ir.params:
+        env[name] = outputs[name] = root_view(name, arrays[name])
+        b.dtype = arrays[name].dtype
+    done = b.block(ir.body, env, frozenset(), "")
+    return Instance(b.nodes, outputs, done, program)
+
+
+def _fire(program: A.Program, n: Node) -> None:
+    if n.copy is not None:
+        src, dst = n.copy
+        if src.shape != dst.shape:
+            raise Trap(f"copy shapes: {src.shape} to {dst.shape} ({n.label})",
+                       rule="Event-Copy")
+        dst.write(src.read())
+    elif n.call is not None:
+        var, views = n.call
+        call_leaf(program, var, {p.name: v for p, v in zip(var.tensor_params, views)})
+
+
+def orders(inst: Instance, schedule: str) -> list[int]:
+    """One order of the nodes in which each fires after its preconditions:
+    `program` (the order they were issued), `latest` (the most recently enabled node
+    first), `random:SEED`."""
+    if schedule == "program":
+        return [n.id for n in inst.nodes]
+    rng = random.Random(int(schedule.split(":", 1)[1])) if schedule.startswith(
+        "random:") else None
+    if rng is None and schedule != "latest":
+        raise ValueError(f"unknown schedule: {schedule}")
+    waiting = {n.id: len(n.deps) for n in inst.nodes}
+    users: dict[int, list[int]] = {}
+    for n in inst.nodes:
+        for d in n.deps:
+            users.setdefault(d, []).append(n.id)
+    ready = [n.id for n in inst.nodes if not n.deps]
+    out = []
+    while ready:
+        pick = rng.randrange(len(ready)) if rng else len(ready) - 1
+        ready[pick], ready[-1] = ready[-1], ready[pick]
+        nid = ready.pop()
+        out.append(nid)
+        for u in users.get(nid, []):
+            waiting[u] -= 1
+            if waiting[u] == 0:
+                ready.append(u)
+    return out
+
+
+def run(ir: E.EventProgram, program: A.Program, arrays: dict[str, np.ndarray],
+        schedule: str = "program") -> dict[str, np.ndarray]:
+    """The entry tensors after every operation has fired in the given order."""
+    inst = instantiate(ir, program, arrays)
+    return run_order(inst, orders(inst, schedule))
+
+
+def run_order(inst: Instance, order: list[int]) -> dict[str, np.ndarray]:
+    for nid in order:
+        _fire(inst.program, inst.nodes[nid])
+    return {k: v.base.reshape(v.shape).copy() for k, v in inst.outputs.items()}
+
+
+def every_order(inst: Instance, limit: int) -> Iterator[list[int]]:
+    """Every order of a small instance, up to `limit` of them (exhaustive)."""
+    count = 0
+    for perm in itertools.permutations(range(len(inst.nodes))):
+        pos = {nid: i for i, nid in enumerate(perm)}
+        if all(pos[d] < pos[n.id] for n in inst.nodes for d in n.deps):
+            yield list(perm)
+            count += 1
+            if count >= limit:
+                return
+
+
+def races(inst: Instance, limit: int = 1) -> list[Race]:
+    """Pairs of nodes that touch one element, one writing, with no chain of events
+    between them (happens-before is the transitive closure of the preconditions)."""
+    before: list[int] = []
+    for n in inst.nodes:  # issued in a topological order
+        bits = 0
+        for d in n.deps:
+            bits |= (1 << d) | before[d]
+        before.append(bits)
+    by_base: dict[int, list[tuple[np.ndarray, int, bool]]] = {}
+    names: dict[int, str] = {}
+    for n in inst.nodes:
+        for v, w in [(v, False) for v in n.reads] + [(v, True) for v in n.writes]:
+            by_base.setdefault(id(v.base), []).append((v.idx.reshape(-1), n.id, w))
+            names[id(v.base)] = v.root
+    found: list[Race] = []
+    weights = np.random.default_rng(0).integers(1, 2**62, size=2 * len(inst.nodes) + 2,
+                                                dtype=np.int64)
+    for key, accesses in by_base.items():
+        cells = np.concatenate([a for a, _, _ in accesses])
+        who = np.concatenate([np.full(a.size, n) for a, n, _ in accesses])
+        wr = np.concatenate([np.full(a.size, w) for a, _, w in accesses])
+        order = np.lexsort((who, cells))
+        cells, who, wr = cells[order], who[order], wr[order]
+        starts = np.flatnonzero(np.r_[True, cells[1:] != cells[:-1]])
+        # one check per distinct set of accesses (a hash of the set: cells that a view
+        # covers share it), and only where something writes
+        with np.errstate(over="ignore"):
+            h = np.add.reduceat(weights[2 * who + wr], starts)
+        written = np.maximum.reduceat(wr.astype(np.int8), starts) > 0
+        ends = np.r_[starts[1:], cells.size]
+        _, first = np.unique(np.where(written, h, 0), return_index=True)
+        for i in first:
+            if not written[i]:
+                continue
+            s, e = starts[i], ends[i]
+            sig = sorted(set(zip(who[s:e].tolist(), wr[s:e].tolist())))
+            for (a, wa), (b, wb) in itertools.combinations(sig, 2):
+                if a != b and (wa or wb) and not (before[b] >> a) & 1 \
+                        and not (before[a] >> b) & 1:
+                    found.append(Race(inst.nodes[a].label, inst.nodes[b].label,
+                                      names[key], int(cells[s])))
+                    if len(found) >= limit:
+                        return found
+    return found
+    return found
