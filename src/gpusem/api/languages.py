@@ -62,7 +62,8 @@ class Language:
 
 # The built-in languages, each registered by its own module (imported on first use:
 # `gpusem --help` stays fast). Order matters only for the "expected ..." message.
-BUILT_IN = ("gpusem.api.bundl", "gpusem.api.gpuir", "gpusem.api.appy")
+BUILT_IN = ("gpusem.api.bundl", "gpusem.api.gpuir", "gpusem.api.appy",
+            "gpusem.api.prism")
 _REGISTRY: dict[str, Language] = {}
 _loaded = False
 

@@ -49,6 +49,9 @@ class Prepared:
 def prepare(text: str, file: str) -> Prepared:
     lines = text.split("\n")
     numbered = _is_numbered_listing(lines)
+    # the listing's number column is as wide as its longest number plus a space
+    width = max((len(m.group(1).strip()) for ln in lines
+                 if (m := _NUMBERED.match(ln))), default=0)
     out: list[str] = []
     shifts: list[int] = []
     for i, raw in enumerate(lines, 1):
@@ -56,7 +59,12 @@ def prepare(text: str, file: str) -> Prepared:
         if numbered:
             m = _NUMBERED.match(raw)
             if m:
-                line, shift = m.group(2), len(m.group(1))
+                digits = m.group(1).strip()
+                rest = raw[raw.index(digits) + len(digits):]
+                pad = len(rest) - len(rest.lstrip(" "))
+                cut = min(pad, width - len(digits) + 1)
+                line = rest[cut:]
+                shift = len(raw) - len(line)
         _reject_printed_notation(line, file, i, shift)
         out.append(line)
         shifts.append(shift)
