@@ -148,8 +148,8 @@ def _stmt(s: ast.Stmt, indent: int) -> list[str]:
             return _block("destruct", body, indent)
         case ast.Partition(label, x, y, c, body, _, off):
             # with `at e`: T-Partition-Offset (our extension)
-            at = "" if off is None else f" at {print_expr(off)}"
-            return _block(f"partition{_label(label)} {x} into {y} by {c}{at}", body,
+            shift = "" if off is None else f" at {print_expr(off)}"
+            return _block(f"partition{_label(label)} {x} into {y} by {c}{shift}", body,
                           indent)
         case ast.Claim(label, x, y, at, body):
             return _block(f"claim{_label(label)} {x} into {y} at {at}", body, indent)
