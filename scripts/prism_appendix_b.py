@@ -28,6 +28,7 @@ from gpusem.calculus.prism.parser import parse_prism  # noqa: E402
 from gpusem.compiler.bundl_cuda.pipeline import compile_program  # noqa: E402
 from gpusem.fuzz.bundl.compile_property import check_program as exec_cpu  # noqa: E402
 from gpusem.interpreter.bundl.big_step import run_big_step  # noqa: E402
+from gpusem.interpreter.bundl.reference import reference  # noqa: E402
 from gpusem.typing_rules.prism.surface import check_surface  # noqa: E402
 from prism.test_appendix_b import CORRECTED, args  # noqa: E402
 
@@ -39,7 +40,7 @@ PROGRAMS = [  # (program, printed files, corrected file or None)
     ("B.2 SGEMM 1 naive", ["b2_sgemm_1_naive"], "b2_sgemm_1_naive"),
     ("B.2 SGEMM 2 coalesced", ["b2_sgemm_2_coalesced"], "b2_sgemm_2_coalesced"),
     ("B.2 SGEMM 3 block tiling", ["b2_sgemm_3_blocktiling"], "b2_sgemm_3_blocktiling"),
-    ("B.2 SGEMM 4 float4", ["b2_sgemm_4_float4"], None),
+    ("B.2 SGEMM 4 float4", ["b2_sgemm_4_float4"], "b2_sgemm_4_float4"),
     ("B.3 scan, decoupled look-back", ["b3_scan"], None),
     ("B.4 CUB load/store (6 functions)", ["b4_block_load", "b4_warp_load",
      "b4_thread_load", "b4_block_store", "b4_warp_store", "b4_thread_store"],
@@ -83,6 +84,13 @@ def corrected_status(name: str) -> dict[str, object]:
         return row
     v = exec_cpu(prog, "cpu", (0, 1, 2, 3))
     row["cpu"] = f"{'agrees' if v.agree else v.kind} (4 schedules)"
+    if v.kind == "racy":
+        # the z3 race analysis could not prove race freedom: compare against the
+        # interpreter's sampled schedules instead, and say so
+        v = exec_cpu(prog, "cpu", (0, 1, 2, 3), ref=reference(prog,
+                                                             prove_race_free=False))
+        row["cpu"] = (f"{'agrees' if v.agree else v.kind} (4 schedules; race "
+                      "freedom sampled, not proven by the analysis)")
     return row
 
 

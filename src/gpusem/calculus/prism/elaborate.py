@@ -209,13 +209,15 @@ class _Elaborator:
             return []
         init = s.init
         out: Stmts = []
-        sc.env[s.name] = Sym("scalar", bname, elem, at, const=ty.const)
         if isinstance(init, S.Ternary | S.CallExpr) or init is None:
+            sc.env[s.name] = Sym("scalar", bname, elem, at, const=ty.const)
             out.append(B.Decl(bname, elem, at, _zero(elem, span), B.Skip(), span))
             if init is not None:
                 out += self.assign_value(bname, elem, init, sc, span)
             return out
-        return [B.Decl(bname, elem, at, expr(init, sc, elem), B.Skip(), span)]
+        value = expr(init, sc, elem)  # before the name is bound: its scope is after
+        sc.env[s.name] = Sym("scalar", bname, elem, at, const=ty.const)
+        return [B.Decl(bname, elem, at, value, B.Skip(), span)]
 
     def array_decl(self, s: S.Decl, sc: Scope, at: Perspective, elem: BaseType,
                    bname: str) -> Stmts:
