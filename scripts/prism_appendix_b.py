@@ -36,7 +36,7 @@ import numpy as np  # noqa: E402
 
 BOOK = ROOT / "examples" / "prism" / "appendix_b"
 PROGRAMS = [  # (program, printed files, corrected file or None)
-    ("B.1 TF32 mma (simple_mma, mmaTF32NaiveKernel)", ["b1_tf32_mma"], None),
+    ("B.1 TF32 mma (simple_mma, mmaTF32NaiveKernel)", ["b1_tf32_mma"], "b1_tf32_mma"),
     ("B.2 SGEMM 1 naive", ["b2_sgemm_1_naive"], "b2_sgemm_1_naive"),
     ("B.2 SGEMM 2 coalesced", ["b2_sgemm_2_coalesced"], "b2_sgemm_2_coalesced"),
     ("B.2 SGEMM 3 block tiling", ["b2_sgemm_3_blocktiling"], "b2_sgemm_3_blocktiling"),

@@ -562,6 +562,10 @@ class _Elaborator:
                            "semantics for it", rule="Unsafe-Unmodelled", span=span)
         if call.fn == "float4_store":
             return self.float4_store(call, sc, span)
+        if call.fn == "intrinsic.mma":
+            from gpusem.calculus.prism.intrinsics import mma_m16n8k8
+
+            return mma_m16n8k8(call, sc, span)
         f = self.mod.function(call.fn)
         if f is None or f.kind != "device":
             raise BadInput(f"unknown function: {call.fn} (no @prism(\"device\") "
