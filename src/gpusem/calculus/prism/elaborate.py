@@ -479,15 +479,28 @@ class _Elaborator:
             # this level now, while their sources are at the code's perspective
             return self.settle(sc, settle, lambda s2: self.split_at(s2, cases, span))
 
-        def chain(rest: list[tuple[int, S.Case]], r: int) -> B.Stmt:
+        def halves(rest: list[tuple[int, S.Case]], r: int) -> B.Stmt:
+            """The cases, laid from unit 0, as aligned binary splits (T-Split: n2
+            divides n1): a case filling r is its body; otherwise r is halved and each
+            half takes the cases that fall in it (idle units: `skip`)."""
+            if not rest:
+                return B.Skip(span)
             m, case = rest[0]
-            inner = sc.at(Perspective(sc.persp.level, m))
-            body = B.seq(*self.block(case.body, inner))
-            if len(rest) == 1:
-                return body if m == r else B.Split(m, r - m, body, B.Skip(), case.span)
-            return B.Split(m, r - m, body, chain(rest[1:], r - m), case.span)
+            if m == r:
+                return B.seq(*self.block(case.body,
+                                         sc.at(Perspective(sc.persp.level, m))))
+            half, acc, k = r // 2, 0, 0
+            while k < len(rest) and acc + rest[k][0] <= half:
+                acc += rest[k][0]
+                k += 1
+            if r % 2 or m > half or (k < len(rest) and acc != half):
+                raise BadInput(f"misaligned split: the cases {[c for c, _ in cases]} "
+                               f"do not tile {sc.persp} in aligned pieces (Sec 3.3, "
+                               "Fig. 10)", rule="T-Split", span=case.span)
+            return B.Split(half, half, halves(rest[:k], half), halves(rest[k:], half),
+                           span)
 
-        return [chain(cases, n)]
+        return [halves(cases, n)]
 
     def settle(self, sc: Scope, ps: list[Pending], k: Body) -> Stmts:
         """partition x into y by n/d at e for each of `ps`, code staying at (h, n)."""
