@@ -187,3 +187,22 @@ def test_bound_launch():
     with pytest.raises(IllTyped) as e:
         parse(text, "t.prism")
     assert e.value.rule == "Bound-Launch"
+
+
+def test_partition_by_an_index_function():
+    # Fig. 5: y[ro, co] reads x[f(ro, co)]; here thread t of 4 owns cells 2t, 2t + 1,
+    # written through f(ro, co) = 2t + co (ro unused, as Fig. 5's row offset 0)
+    body = """\
+    with group(grid[1]):
+        with group(block[1]):
+            t : int @ thread[1] = id()
+            with partition(A, p=thread[1], f=lambda ro, co: 2 * t + ro + co) as A_t:
+                with group(thread[1]):
+                    A_t[0, 0] = 10 + t
+                    A_t[0, 1] = 20 + t
+"""
+    text = prog(body.replace("with group(grid[1]):\n        with group(block[1]):",
+                             "with partition(A, dimension=block[1], offset=0) as A_b:"
+                             "\n        with group(block[1]):").replace(
+        "partition(A, p=", "partition(A_b, p="), blocks=1, threads=4, n=8)
+    assert run(text) == [v for t in range(4) for v in (10 + t, 20 + t)]
