@@ -41,7 +41,7 @@ PROGRAMS = [  # (program, printed files, corrected file or None)
     ("B.2 SGEMM 2 coalesced", ["b2_sgemm_2_coalesced"], "b2_sgemm_2_coalesced"),
     ("B.2 SGEMM 3 block tiling", ["b2_sgemm_3_blocktiling"], "b2_sgemm_3_blocktiling"),
     ("B.2 SGEMM 4 float4", ["b2_sgemm_4_float4"], "b2_sgemm_4_float4"),
-    ("B.3 scan, decoupled look-back", ["b3_scan"], None),
+    ("B.3 scan, decoupled look-back (one block)", ["b3_scan"], "b3_scan"),
     ("B.4 CUB load/store (6 functions)", ["b4_block_load", "b4_warp_load",
      "b4_thread_load", "b4_block_store", "b4_warp_store", "b4_thread_store"],
      "b4_cub_copy"),
@@ -60,7 +60,7 @@ def printed_status(name: str) -> str:
 
 def corrections(name: str) -> int:
     text = (BOOK / "CORRECTIONS.md").read_text()
-    m = re.search(rf"\(`corrected/{name}\.prism`\)\n(.*?)(?=\n### |\n## |\Z)", text,
+    m = re.search(rf"\(`corrected/{name}\.prism`\)[^\n]*\n(.*?)(?=\n### |\n## |\Z)", text,
                   re.S)
     return len(re.findall(r"^\d+\. ", m.group(1), re.M)) if m else 0
 

@@ -93,6 +93,7 @@ CORRECTED = {
     "b2_sgemm_2_coalesced": ("C", sgemm),
     "b2_sgemm_3_blocktiling": ("C", sgemm),
     "b2_sgemm_4_float4": ("C", sgemm),
+    "b3_scan": ("x", lambda a: np.cumsum(a["x"])),
     "b4_cub_copy": ("out", lambda a: a["inp"]),
 }
 

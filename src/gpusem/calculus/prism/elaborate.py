@@ -579,6 +579,10 @@ class _Elaborator:
             from gpusem.calculus.prism.intrinsics import mma_m16n8k8
 
             return mma_m16n8k8(call, sc, span)
+        if call.fn == "intrinsic.shfl_up":
+            from gpusem.calculus.prism.intrinsics import shfl_up
+
+            return shfl_up(call, sc, span)
         f = self.mod.function(call.fn)
         if f is None or f.kind != "device":
             raise BadInput(f"unknown function: {call.fn} (no @prism(\"device\") "

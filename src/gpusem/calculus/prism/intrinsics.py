@@ -104,3 +104,37 @@ def _store(d: S.Expr, value: B.Expr, sc: Scope, span: Span) -> list[B.Stmt]:
         return [B.Assign(sc.lookup(d.id, d.span).bname, value, span)]
     raise BadInput("bad call: an mma output is a register r[i] or a variable",
                    rule="Intrinsic-Mma", span=d.span)
+
+
+def shfl_up(call: S.CallExpr, sc: Scope, span: Span) -> list[B.Stmt]:
+    """`intrinsic.shfl_up(v, delta, out=r)`: __shfl_up_sync over the warp: lane l gets
+    lane l − delta's v, or its own when l < delta. Modelled as the mma: every lane
+    stores v into a per-warp scratch behind a partition barrier, then reads lane
+    l − delta's cell (errata "Prism: the warp intrinsics")."""
+    outs = dict(call.kwargs).get("out")
+    if sc.persp != WARP:
+        raise BadInput(f"perspective mismatch: intrinsic.shfl_up needs code at "
+                       f"thread[32] (one warp), code is at {sc.persp}",
+                       rule="Intrinsic-Shfl", span=span)
+    if len(call.args) != 2 or outs is None:
+        raise BadInput("bad call: intrinsic.shfl_up(v, delta, out=r)",
+                       rule="Intrinsic-Shfl", span=span)
+    one = sc.at(Perspective(Level.THREAD, 1))
+    one_p = Perspective(Level.THREAD, 1)
+    scratch, piece, lane = (sc.names.fresh(n) for n in
+                            ("shfl_s", "shfl_lane_s", "shfl_l"))
+
+    def v(name: str) -> B.Expr:
+        return B.Var(name, span)
+
+    value = expr(call.args[0], one, BaseType.INT)
+    delta = expr(call.args[1], one, BaseType.INT)
+    fill = B.Partition(None, scratch, piece, 32, B.Group(32, B.ArrAssign(
+        v(piece), v(lane), value, span), span), span, B.IntLit(0, span))
+    take = B.Index(v(scratch), B.BinOp("-", v(lane), delta, span), span)
+    pick = B.If(B.BinOp(">=", v(lane), delta, span), B.seq(*_store(outs, take, one,
+                                                                     span)),
+                B.seq(*_store(outs, value, one, span)), span)
+    return [B.Alloc(scratch, BaseType.INT, 32, MemKind.GLOBAL, B.Skip(), span),
+            B.Decl(lane, BaseType.INT, one_p, B.PartitionId(span), B.Skip(), span),
+            fill, B.Group(32, pick, span)]

@@ -77,6 +77,10 @@ class _Reader:
         kind: str | None = None
         requires: S.Requires | None = None
         template: tuple[str, ...] = ()
+        for dec in node.decorator_list:  # first: the bound may use template values
+            if _call_name(dec) == "template":
+                template = self.template_params(dec)
+        self.active = {t: self.template[t] for t in template if t in self.template}
         for dec in node.decorator_list:
             name = _call_name(dec)
             if name == "prism":
@@ -84,7 +88,7 @@ class _Reader:
             elif name == "requires":
                 requires = self.requires(dec)
             elif name == "template":
-                template = self.template_params(dec)
+                continue  # read above
             elif name == "attr":
                 continue  # a CUDA attribute (__launch_bounds__): no meaning here
             else:
