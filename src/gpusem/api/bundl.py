@@ -7,6 +7,7 @@ verb shows; the texts are the command line's, pinned by tests/golden."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -51,10 +52,16 @@ def load(path: str) -> Program:
 
 
 def check(file: str, o: CheckOptions) -> CheckReport:
+    return check_program_report(load(file), file, o)
+
+
+def check_program_report(prog: Program, file: str, o: CheckOptions,
+                         language: str = "bundl") -> CheckReport:
+    """`check` of a Bundl program read from `file` (a .bundl file, or a Prism file's
+    elaboration: api/prism.py)."""
     from gpusem.calculus.bundl.limits import check_limits
     from gpusem.typing_rules.bundl.stmt import check_program, type_errors
 
-    prog = load(file)
     check_limits(prog, machine=False)  # the arrays: `check` decides for run, exec
     shown: list[Chunk] = []
     if o.derivation and not o.as_json:
@@ -72,7 +79,7 @@ def check(file: str, o: CheckOptions) -> CheckReport:
         shown += [err(e.one_line()) for e in errors]
     else:
         shown.append(out(_summary(prog, o.rules, uses)))
-    return CheckReport(file, "bundl", IllTyped.exit_code if errors else 0,
+    return CheckReport(file, language, IllTyped.exit_code if errors else 0,
                        tuple(shown), ok=not errors, errors=tuple(errors), doc=doc)
 
 
@@ -95,15 +102,20 @@ def error_json(e: GpusemError) -> dict[str, object]:
 
 
 def run(file: str, o: RunOptions) -> RunReport:
+    return run_program_report(file, o, load)
+
+
+def run_program_report(file: str, o: RunOptions, loader: Callable[[str], Program],
+                       language: str = "bundl") -> RunReport:
     from gpusem.interpreter.bundl.schedulers import check_schedule
 
     check_schedule(o.schedule)  # before the file is read: a usage error first
-    outcome = programs.run(load(file), o.schedule, o.max_steps, o.rules,
+    outcome = programs.run(loader(file), o.schedule, o.max_steps, o.rules,
                            blocks=o.blocks, threads=o.threads, big_step=o.big_step,
                            check_preservation=o.check_preservation)
     shown = ((out(json.dumps(_run_json(outcome))),) if o.as_json
              else _run_text(outcome, o.schedule))
-    return RunReport(file, "bundl", RUN_EXIT[outcome.kind], shown,
+    return RunReport(file, language, RUN_EXIT[outcome.kind], shown,
                      outcome=outcome.kind, memory=dict(outcome.globals),
                      steps=outcome.steps)
 
@@ -149,7 +161,12 @@ def _run_text(o: Outcome, schedule: str) -> tuple[Chunk, ...]:
 
 def compile(file: str, o: CompileOptions) -> CompileReport:
     source = read_source(file)
-    kernel = programs.compile(parse_program(source, file), o.sync_motion, o.cp_async,
+    return compile_program_report(parse_program(source, file), source, file, o)
+
+
+def compile_program_report(prog: Program, source: str, file: str, o: CompileOptions,
+                           language: str = "bundl") -> CompileReport:
+    kernel = programs.compile(prog, o.sync_motion, o.cp_async,
                               source=source, file=Path(file).name)
     info = KernelInfo(kernel.name, str(kernel.blocks), str(kernel.threads),
                       kernel.smem_bytes)
@@ -159,28 +176,39 @@ def compile(file: str, o: CompileOptions) -> CompileReport:
                     f"block {kernel.threads}, {kernel.smem_bytes} bytes shared memory")
     else:
         shown = out(kernel.source, nl=False)
-    return CompileReport(file, "bundl", 0, (shown,), source=kernel.source,
+    return CompileReport(file, language, 0, (shown,), source=kernel.source,
                          kernels=(info,), written=o.output)
 
 
 def standalone(file: str, o: CompileOptions) -> CompileReport:
+    return standalone_report(load(file), file, o)
+
+
+def standalone_report(prog: Program, file: str, o: CompileOptions,
+                      language: str = "bundl") -> CompileReport:
     from gpusem.compiler.bundl_cuda.standalone import NVCC_COMMAND
 
-    text = programs.standalone(load(file), o.sync_motion, title=Path(file).name)
-    return reproducer(file, "bundl", text, o.output, NVCC_COMMAND)
+    text = programs.standalone(prog, o.sync_motion, title=Path(file).name)
+    return reproducer(file, language, text, o.output, NVCC_COMMAND)
 
 
 # ---------------------------------------------------------------------------- exec
 
 
 def exec_(file: str, o: ExecOptions) -> ExecReport:
+    return exec_program_report(file, o, parse_program)
+
+
+def exec_program_report(file: str, o: ExecOptions,
+                        parse: Callable[[str, str], Program],
+                        language: str = "bundl") -> ExecReport:
     seeds = parse_schedules(o.schedules)
     source = read_source(file)
-    verdict = programs.exec(parse_program(source, file), o.backend, seeds,
+    verdict = programs.exec(parse(source, file), o.backend, seeds,
                             o.sync_motion, source=source, file=Path(file).name)
     doc = verdict.as_dict()
     shown = out(json.dumps(doc, indent=2) if o.as_json else verdict.describe())
-    return ExecReport(file, "bundl", verdict.exit_code(), (shown,),
+    return ExecReport(file, language, verdict.exit_code(), (shown,),
                       agree=verdict.agree, kind=verdict.kind, doc=doc)
 
 
@@ -191,13 +219,15 @@ def step(file: str, o: StepOptions) -> BundlDebugger:
     return debugger(read_source(file), file, o)
 
 
-def debugger(source: str, file: str, o: StepOptions | None = None) -> BundlDebugger:
-    """The small-step debugger on `source` (also a bundle's program: `step_bundle`)."""
+def debugger(source: str, file: str, o: StepOptions | None = None,
+             parse: Callable[[str, str], Program] = parse_program) -> BundlDebugger:
+    """The small-step debugger on `source` (also a bundle's program: `step_bundle`;
+    a Prism file's elaboration, with `parse`)."""
     o = o or StepOptions()
     from gpusem.interpreter.bundl.debug import Session
     from gpusem.interpreter.bundl.debug_commands import BundlDebugger
 
-    session = Session(parse_program(source, file), o.rules, o.blocks, o.threads,
+    session = Session(parse(source, file), o.rules, o.blocks, o.threads,
                       o.schedule,
                       **({} if o.max_steps is None else {"max_steps": o.max_steps}))
     return BundlDebugger(session, source, file, o.schedule, write_output)

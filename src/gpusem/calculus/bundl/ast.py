@@ -30,7 +30,7 @@ The generic tree walkers (`child_stmts`, `child_exprs`, `is_canonical`,
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Union
 
 from gpusem.calculus.bundl.perspective import Perspective
@@ -191,7 +191,11 @@ class Decl:
 
 @dataclass(frozen=True, slots=True)
 class Alloc:
-    """x := alloc l τ n in s (T-Alloc, T-Alloc-Shared; S-Alloc-*)."""
+    """x := alloc l τ n in s (T-Alloc, T-Alloc-Shared; S-Alloc-*). With `persp` (Local
+    only): x := alloc Local τ n @ π' in s, a per-thread array declared at π' ≤ π as
+    T-Decl declares a scalar (T-Alloc-Local-At, our extension for Prism's surface:
+    errata "Extension: Local arrays at a declared perspective"). Last field, so
+    positional patterns of the paper's form still match."""
 
     name: str
     elem: BaseType
@@ -199,6 +203,7 @@ class Alloc:
     mem: MemKind
     body: Stmt
     span: Span = _SPAN
+    persp: Perspective | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -265,7 +270,12 @@ class Destruct:
 
 @dataclass(frozen=True, slots=True)
 class Partition:
-    """partition_ψ x into y by c in s (T-Partition, S-Partition)."""
+    """partition_ψ x into y by c in s (T-Partition, S-Partition), or, with `offset`,
+    partition_ψ x into y by c at e in s (T-Partition-Offset, S-Partition-Offset): our
+    extension for Prism's `partition(x, dimension=π, offset=e)` (Sec 3.4.2, Appendix
+    B), where each piece sees x from its own offset e instead of k·chunk (errata
+    "Extension: partition at an offset"). Last field, so positional patterns of the
+    paper's form still match."""
 
     label: str | None
     source: str
@@ -273,6 +283,7 @@ class Partition:
     by: int
     body: Stmt
     span: Span = _SPAN
+    offset: Expr | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -481,8 +492,8 @@ def _with_body(binder: Decl | Alloc, body: Stmt) -> Decl | Alloc:
     match binder:
         case Decl(name, ty, persp, init, _, span):
             return Decl(name, ty, persp, init, body, span)
-        case Alloc(name, elem, size, mem, _, span):
-            return Alloc(name, elem, size, mem, body, span)
+        case Alloc():
+            return replace(binder, body=body)
 
 
 STMT_CLASSES = (

@@ -121,8 +121,9 @@ def _stmt(s: ast.Stmt, indent: int) -> list[str]:
         case ast.Decl(name, ty, persp, init, body):
             head = f"{pad}let {name} : {ty.value} @ {persp} = {print_expr(init)};"
             return [head, *_binder_body(body, indent)]
-        case ast.Alloc(name, elem, size, mem, body):
-            head = f"{pad}alloc {name} : {elem.value}[{size}] in {mem.value};"
+        case ast.Alloc(name, elem, size, mem, body, _, at):
+            where = "" if at is None else f" @ {at}"
+            head = f"{pad}alloc {name} : {elem.value}[{size}]{where} in {mem.value};"
             return [head, *_binder_body(body, indent)]
         case ast.Assign(name, value):
             return [f"{pad}{name} = {print_expr(value)};"]
@@ -145,8 +146,11 @@ def _stmt(s: ast.Stmt, indent: int) -> list[str]:
             return _block(f"group {q}", body, indent)
         case ast.Destruct(body):
             return _block("destruct", body, indent)
-        case ast.Partition(label, x, y, c, body):
-            return _block(f"partition{_label(label)} {x} into {y} by {c}", body, indent)
+        case ast.Partition(label, x, y, c, body, _, off):
+            # with `at e`: T-Partition-Offset (our extension)
+            shift = "" if off is None else f" at {print_expr(off)}"
+            return _block(f"partition{_label(label)} {x} into {y} by {c}{shift}", body,
+                          indent)
         case ast.Claim(label, x, y, at, body):
             return _block(f"claim{_label(label)} {x} into {y} at {at}", body, indent)
         case ast.Lower(label, x, y, body):

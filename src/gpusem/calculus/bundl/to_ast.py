@@ -211,9 +211,10 @@ class ToAst(Transformer[Token, Parsed]):
         return ast.Decl(str(name), ty, persp, init, ast.Skip(), self._sp(meta))
 
     def alloc(self, meta: Meta, name: Token, elem: ast.BaseType, size: Token,
-              mem: ast.MemKind) -> ast.Alloc:  # T-Alloc, T-Alloc-Shared
+              persp: Perspective | None, mem: ast.MemKind) -> ast.Alloc:
+        # T-Alloc, T-Alloc-Shared; with `@ π'`, T-Alloc-Local-At (our extension)
         return ast.Alloc(str(name), elem, self._nat(size, "alloc size"), mem,
-                         ast.Skip(), self._sp(meta))
+                         ast.Skip(), self._sp(meta), persp)
 
     def assign(self, meta: Meta, name: Token, value: ast.Expr) -> ast.Assign:  # T-Assn
         return ast.Assign(str(name), value, self._sp(meta))
@@ -247,9 +248,10 @@ class ToAst(Transformer[Token, Parsed]):
         return ast.Destruct(body, self._sp(meta))
 
     def partition(self, meta: Meta, label: str | None, x: Token, y: Token, c: Token,
-                  body: ast.Stmt) -> ast.Partition:  # T-Partition
+                  offset: ast.Expr | None, body: ast.Stmt) -> ast.Partition:
+        # T-Partition; with `at e`, T-Partition-Offset (our extension, errata)
         return ast.Partition(label, str(x), str(y), self._nat(c, "partition factor"),
-                             body, self._sp(meta))
+                             body, self._sp(meta), offset)
 
     def claim(self, meta: Meta, label: str | None, x: Token, y: Token, at: Token,
               body: ast.Stmt) -> ast.Claim:  # T-Claim

@@ -316,6 +316,8 @@ def _lower_alloc(s: B.Alloc, env: Env, code: Perspective) -> tuple[K.KStmt, ...]
     cname = env.names.fresh(s.name)
     mem = s.mem
     persp = Perspective(Level.BLOCK, 1) if mem == B.MemKind.SHARED else code
+    if s.persp is not None:  # S-Alloc-Local-At (our extension): still per thread
+        persp = s.persp
     info = VarInfo(cname, B.ArrayType(s.elem, mem), persp,
                    K.KConst(s.size, B.BaseType.INT))
     body = lower_stmt(s.body, env.bind(s.name, info), code)
@@ -353,9 +355,15 @@ def _lower_data_persp(s, env: Env, code: Perspective) -> tuple[K.KStmt, ...]:
     assert src_length is not None  # every array is bound with its length
     node: K.KStmt
     match s:
-        case B.Partition(by=c):
+        case B.Partition(by=c, offset=None):
             node = K.KPartition(src.cname, cname, c, src_length, elem, code, body,
                                 s.span)
+        case B.Partition(by=c, offset=off) if off is not None:
+            # S-Partition-Offset: e at (h, n/c)
+            note("compile:from_bundl:partition at an offset")
+            at = lower_expr(off, env, persp, persp)
+            node = K.KPartition(src.cname, cname, c, src_length, elem, code, body,
+                                s.span, at)
         case B.Claim(at=n1):
             node = K.KClaim(src.cname, cname, n1, src_length, elem, code, body, s.span)
         case B.Lower():

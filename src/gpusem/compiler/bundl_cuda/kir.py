@@ -230,7 +230,8 @@ class KSplit:
 
 @dataclass(frozen=True, slots=True)
 class KPartition:
-    """partition x into y by c at code perspective `persp` (fixed S-Partition)."""
+    """partition x into y by c at code perspective `persp` (fixed S-Partition); with
+    `offset`, each piece's view starts at it (S-Partition-Offset, our extension)."""
 
     source: str
     target: str
@@ -240,6 +241,7 @@ class KPartition:
     persp: Perspective
     body: tuple[KStmt, ...]
     span: Span = _SPAN
+    offset: KExpr | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,6 +33,15 @@ def lower_stmts(stmts: tuple) -> tuple:
 
 def _lower(s: K.KStmt) -> tuple:
     match s:
+        case K.KPartition(src, tgt, c, src_len, elem, persp, body, span, at) if at:
+            note("compile:lower_data:partition at an offset")
+            # S-Partition-Offset: y = x + e, bounds to the array's end
+            length = K.KBin("-", src_len, at, INT)
+            header = (K.KComment(f"partition {src} into {tgt} by {c} at an offset "
+                                 "(S-Partition-Offset)", span),
+                      *_view(tgt, elem, K.KPtrAdd(K.KVar(src), at), length, span))
+            sync = K.KBarrier(persp, K.KPerspId(), f"partition {tgt}", span)
+            return (K.KBlock((*header, *body), span), sync)
         case K.KPartition(src, tgt, c, src_len, elem, persp, body, span):
             note("compile:lower_data:partition")
             chunk = K.KBin("/", src_len, K.KConst(c, INT), INT)

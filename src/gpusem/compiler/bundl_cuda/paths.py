@@ -65,6 +65,16 @@ PATHS: dict[str, str] = {
     "compile:speed:unroll hint": "#pragma unroll on a short counted loop",
 }
 
+# Paths of our Bundl extensions for Prism's surface language (errata "Extension:
+# partition at an offset"). Bundl's own generators do not write these statements, so
+# they are kept apart from PATHS (whose every entry the Bundl generators must reach,
+# tests/fuzz/test_bundl_coverage.py); the prism target's programs reach them.
+SURFACE_PATHS: dict[str, str] = {
+    "compile:from_bundl:partition at an offset":
+        "S-Partition-Offset: the offset e lowered at the piece's perspective",
+    "compile:lower_data:partition at an offset": "y = x + e, length len - e + barrier",
+}
+
 _SINK: ContextVar[set[str] | None] = ContextVar("gpusem_bundl_paths", default=None)
 
 

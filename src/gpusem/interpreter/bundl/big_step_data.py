@@ -45,7 +45,7 @@ from gpusem.calculus.bundl.perspective import (
 from gpusem.calculus.bundl.perspective import (
     size as persp_size,
 )
-from gpusem.calculus.errors import Deadlock, Stuck
+from gpusem.calculus.errors import Deadlock, Stuck, Trap
 from gpusem.interpreter.bundl.big_expr import (
     DTYPE,
     ExprCompiler,
@@ -127,6 +127,8 @@ class DataRules:
 
     def x_partition(self, s: Partition, idx: Idx) -> None:  # S-Partition (fixed)
         from gpusem.calculus.bundl.perspective import Perspective
+        if s.offset is not None:
+            return self.x_partition_offset(s, idx)
         x = self.lookup(s.source, s, idx)
         n = self.persp.n
         self._require(x.persp == self.persp and s.by > 0 and n % s.by == 0,
@@ -144,6 +146,39 @@ class DataRules:
                           (full_k, full_c))
         self._sync(s, idx)
         self._scoped(s.target, y, s.body, idx)
+
+    def x_partition_offset(self, s: Partition, idx: Idx) -> None:
+        # S-Partition-Offset (our extension; small_step_data.s_partition_offset):
+        # each lane's offset e, evaluated at the piece's perspective (h, n/c)
+        from gpusem.calculus.bundl.perspective import Perspective
+        rule, n = "S-Partition-Offset", self.persp.n
+        self._require(s.by > 0 and n % s.by == 0, rule, s, idx,
+                      f"perspective mismatch: partition of {s.source} by {s.by} "
+                      f"from code at {self.persp}")
+        piece = Perspective(self.persp.level, n // s.by)
+        x = self.lookup(s.source, s, idx)
+        if not isinstance(x.vec, VPtr):
+            lane_error(self, Stuck, rule, s, idx,
+                       f"type mismatch: {s.source} is not an array")
+        y = self._renamed(s, s.source, piece, idx)
+        assert s.offset is not None and isinstance(y.vec, VPtr)  # checked above
+        code = self.persp
+        self.persp = piece  # Γ ⊢^(h,n/c) e : int
+        try:
+            off = self.ex.compile(s.offset)(idx, piece).astype(np.int64)
+        finally:
+            self.persp = code
+        bad = (off < 0) | (off > y.vec.length[idx])
+        if bad.any():
+            lane_error(self, Trap, rule, s, idx[bad],
+                       f"out of bounds: partition offset {int(off[bad][0])} outside "
+                       f"{s.source} (length {int(y.vec.length[idx][bad][0])})")
+        full = np.zeros(self.N, np.int64)
+        full[idx] = off
+        ptr = VPtr(y.vec.storage, y.vec.off + full, y.vec.length - full,
+                   np.maximum(y.vec.extent - full, 0))
+        self._sync(s, idx)
+        self._scoped(s.target, Var(ptr, piece, y.type), s.body, idx)
 
     def x_claim(self, s: Claim, idx: Idx) -> None:
         # S-Claim (fixed: the first n' units run s)
@@ -213,6 +248,11 @@ class DataRules:
             owners, persp = self.bid, BLOCK1
         elif s.mem is MemKind.LOCAL:
             owners, persp = self.tid, self.persp
+            if s.persp is not None:  # S-Alloc-Local-At (our extension)
+                self._require(self.leq(s.persp, self.persp), "S-Alloc-Local-At", s,
+                              idx, f"perspective mismatch: declaring {s.name} at "
+                              f"{s.persp} from code at {self.persp}")
+                persp = s.persp
         else:  # once per unit of the code perspective
             _, inv = np.unique(self.unit, return_inverse=True)
             owners, persp = inv.astype(np.int64), self.persp

@@ -32,11 +32,11 @@ from gpusem.calculus.bundl.ast import (
     Var,
 )
 from gpusem.calculus.bundl.walk import child_exprs
-from gpusem.interpreter.bundl.debug_rules import RULES
+from gpusem.interpreter.bundl.debug_rules import RULES, SURFACE_RULES
 
 # names of stuck states where no single rule of a family applies: never a step
 STUCK_ONLY = frozenset({"S-If", "S-Split", "S-Arr-Assn-Shared"})
-STEP_RULES = tuple(r for r in RULES if r not in STUCK_ONLY)
+STEP_RULES = tuple(r for r in RULES if r not in STUCK_ONLY and r not in SURFACE_RULES)
 EXPR_RULES = ("E-Int", "E-Float", "E-Bool", "E-Var", "E-Partition-Id", "E-Arr-Access",
               "E-Bop", "E-Cmp", "E-Unop", "E-Fma")
 CMP_OPS = frozenset({"==", "!=", "<", "<=", ">", ">="})

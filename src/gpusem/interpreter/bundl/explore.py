@@ -149,6 +149,8 @@ def _is_local(cfg: Config, th: ThreadState) -> bool:
             return x in th.env and not _reads_memory(cfg, e)
         case While() | Seq() | Split() | Group() | Destruct() | Free():
             return True
+        case Partition(offset=e) if e is not None:  # S-Partition-Offset reads e
+            return not _reads_memory(cfg, e)
         case Partition() | Claim() | Lower():
             return True  # rename: names are per thread; no cell is touched
         case Alloc():

@@ -100,7 +100,14 @@ def s_alloc(cfg: Config, th: ThreadState, s: Alloc) -> str:
     match s.mem:
         case MemKind.LOCAL:  # S-Alloc-Local
             rule, persp = "S-Alloc-Local", th.persp
-            rid = cfg.new_region(s, MemKind.LOCAL, th.t, th.persp)
+            if s.persp is not None:
+                # S-Alloc-Local-At (our extension, errata): the thread's own array,
+                # bound at the declared π' ≤ π (as S-Decl binds a scalar)
+                if not cfg.leq(s.persp, th.persp):
+                    stuck("S-Alloc-Local-At", s, th, f"perspective mismatch: "
+                           f"declaring {s.name} at {s.persp} from code at {th.persp}")
+                rule, persp = "S-Alloc-Local-At", s.persp
+            rid = cfg.new_region(s, MemKind.LOCAL, th.t, persp)
         case MemKind.SHARED:  # S-Alloc-Shared: π = (Block, 1)
             rule, persp = "S-Alloc-Shared", BLOCK1
             require_persp(th, s, BLOCK1, rule)
@@ -147,6 +154,8 @@ def _sync_block(cfg: Config, th: ThreadState, s: Partition | Claim | Lower,
 
 
 def s_partition(cfg: Config, th: ThreadState, s: Partition) -> str:
+    if s.offset is not None:
+        return s_partition_offset(cfg, th, s)
     x = lookup(cfg, th, s.source, s, "S-Partition")
     h, n = th.persp.level, th.persp.n
     if cfg.fixed:
@@ -171,6 +180,40 @@ def s_partition(cfg: Config, th: ThreadState, s: Partition) -> str:
     th.frames.append(SeqFrame(stmts, 0, (s.target, off)))  # shown as s[(y+k)/y]
     th.focus = stmts[0]
     return "S-Partition"
+
+
+def s_partition_offset(cfg: Config, th: ThreadState, s: Partition) -> str:
+    """S-Partition-Offset (our extension, errata "Extension: partition at an offset"):
+    at (h, n), x :^(h,n) ⟨l, len⟩, c | n, the thread evaluates e at its piece's
+    perspective (h, n/c) to v, 0 <= v <= len, and runs init_ψ; s; dec_ψ; wait_ψ with
+    y ↦^(h,n/c) ⟨l + v, len − v⟩ (the bounds keep the array's end, as S-Partition's)."""
+    rule = "S-Partition-Offset"
+    assert s.offset is not None  # the caller's guard
+    h, n = th.persp.level, th.persp.n
+    if s.by <= 0 or n % s.by:
+        stuck(rule, s, th, f"perspective mismatch: partition of {s.source} by {s.by} "
+               f"from code at {th.persp}")
+    _require_source_at_code(cfg, th, s, rule)
+    x = lookup(cfg, th, s.source, s, rule)
+    assert isinstance(x.value, Ptr)  # checked by _require_source_at_code
+    piece = cfg.persp(h, n // s.by)
+    code = th.persp
+    th.persp = piece  # Γ ⊢^(h,n/c) e : int
+    try:
+        off = compile_expr(cfg, s.offset)(th, piece)
+    finally:
+        th.persp = code
+    if not isinstance(off, int) or isinstance(off, bool):
+        stuck(rule, s, th, f"type mismatch: partition offset {off!r} is not an int")
+    if not 0 <= off <= x.value.length:
+        fail(Trap, rule, s, th, f"out of bounds: partition offset {off} outside "
+             f"{s.source} (length {x.value.length})")
+    label = label_of(cfg, s)
+    stmts = cfg.sync_block(s, s.body, label)
+    rename_var(cfg, th, s, s.source, s.target, piece, rule, offset=off)
+    th.frames.append(SeqFrame(stmts, 0, (s.target, off)))
+    th.focus = stmts[0]
+    return rule
 
 
 def s_claim(cfg: Config, th: ThreadState, s: Claim) -> str:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from gpusem.calculus.bundl.ast import (
     ArrayType,
+    BaseType,
     AsyncMemcpy,
     AsyncPartition,
     AsyncType,
@@ -37,7 +38,7 @@ from gpusem.calculus.bundl.perspective import (
 )
 from gpusem.calculus.span import Span
 from gpusem.typing_rules.bundl.context import Context, show_type
-from gpusem.typing_rules.bundl.expr import Judge, require, visible
+from gpusem.typing_rules.bundl.expr import Judge, require, type_expr, visible
 
 R = TypeVar("R")
 
@@ -76,11 +77,25 @@ class DataRules:
                     lambda: f"bad partition: {s.by} does not divide {persp.n}, the "
                             f"size of {s.source}'s perspective {persp}")
             y_persp = Perspective(persp.level, persp.n // s.by)
+            if s.offset is not None:
+                self.t_partition_offset(ctx, y_persp, s)
             hidden = ctx.hide(s.source, "T-Partition", s.target)
             return self.bind(hidden, s.target, y_persp, ty, "T-Partition", s.span)
 
         body_ctx = self.attempt(head, poisoned(ctx, s.source, s.target))
         return self.stmt(body_ctx, persp, s.body)
+
+    def t_partition_offset(self, ctx: Context, piece: Perspective,
+                           s: Partition) -> None:
+        # T-Partition-Offset (our extension, errata "Extension: partition at an
+        # offset"): the premises of T-Partition and Γ ⊢^(h,n/c) e : int. The offset
+        # is typed at the piece's perspective: every unit of a piece reads the same
+        # value (read up), so the piece is one view, as T-Partition's k·chunk is.
+        assert s.offset is not None  # the caller's guard
+        ty = type_expr(self.j, ctx, piece, s.offset)
+        require(ty == BaseType.INT, "T-Partition-Offset", s.offset.span,
+                lambda: f"type mismatch: a partition offset must be int, got "
+                        f"{show_type(ty)}")
 
     def t_claim(self, ctx: Context, persp: Perspective, s: Claim) -> int:
         # T-Claim: Γ, y :^(h,n') τ[]^l ⊢^(h,n') s,  n' ≤ n,  l ≠ Local

@@ -204,7 +204,7 @@ class Collector:
                 self.sites += 1
                 key: tuple[object, ...]
                 unit: UnitBuilder
-                persp = ctx.persp
+                persp = ctx.persp if s.persp is None else s.persp  # -Local-At
                 match mem:
                     case A.MemKind.LOCAL:  # per thread: never raced on
                         key, unit = ("local", self.sites), (lambda th: [])
@@ -276,6 +276,19 @@ class Collector:
                     self.block(body, replace(
                         ctx, persp=Perspective(Level.THREAD, self.T),
                         p=lambda th: th.tid, unit=lambda th: unit(th) + [th.b]))
+            case A.Partition(_, x, y, c, body, _, e) if (
+                    e is not None and isinstance(ctx.env.get(x), View)):
+                # S-Partition-Offset (our extension): the piece starts at x + e, e read
+                # at the piece's perspective; extent 0, so a partition nested in it
+                # overlaps its pieces (sound, not precise)
+                src = ctx.env[x]
+                assert isinstance(src, View)  # the guard
+                at = Perspective(h, max(n // max(c, 1), 1))
+                shift, _ = self.expr(e, replace(ctx, persp=at))
+                base = src.off
+                view = replace(src, off=lambda th: base(th) + shift(th), extent=0,
+                               persp=at)
+                self.block(body, replace(ctx, env=ctx.env | {y: view}), crossing=True)
             case A.Partition(_, x, y, c, body) if isinstance(ctx.env.get(x), View):
                 whole = ctx.env[x]
                 assert isinstance(whole, View)  # the guard

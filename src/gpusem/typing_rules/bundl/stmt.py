@@ -252,11 +252,20 @@ class StmtChecker(DataRules):
         shared = s.mem is MemKind.SHARED
         rule = "T-Alloc-Shared" if shared else "T-Alloc"
         data_persp = BLOCK1 if shared else persp
+        if s.persp is not None:  # T-Alloc-Local-At (our extension, errata)
+            rule, data_persp = "T-Alloc-Local-At", s.persp
         ty = ArrayType(s.elem, s.mem)
 
         def head() -> Context:
             require(s.size > 0, rule, s.span, lambda: f"bad size: alloc of {s.size} "
                                                       "elements")
+            if s.persp is not None:
+                # a Local array is per-thread storage: declared at π' ≤ π exactly as
+                # T-Decl declares a scalar (write down)
+                require(s.mem is MemKind.LOCAL, rule, s.span,
+                        lambda: f"bad alloc: only a Local array takes a perspective, "
+                                f"not {s.mem.value}")
+                self.write_down(persp, s.persp, s.name, rule, s.span)
             if shared and self.j.rules.alloc_shared_block:
                 # Note: A.2's T-Alloc-Shared has no perspective premise but
                 # S-Alloc-Shared steps only at (Block, 1). See errata.

@@ -1,0 +1,116 @@
+"""The prism target of `gpusem fuzz` (issue 28 item 5): generated Prism surface
+programs (`strategies.py`) elaborate into Bundl, type-check, and
+
+  elaboration  mean what the surface says: the per-thread reading of the surface tree
+               (`interpreter/prism/sequential.py`) and the Bundl machine's reading of
+               the elaboration (big-step) end in the same memory;
+  compile      compiled = interpreted: our Bundl -> CUDA compiler's kernel, run on the
+               backend under several harness schedules, ends in the interpreter's
+               memory (the Bundl target's compile property on the elaboration).
+
+A program the front end, a surface rule or Bundl's typing rejects is a finding (kind
+`rejected`): the generator writes only programs it means to be legal.
+"""
+
+from __future__ import annotations
+
+from gpusem.calculus.errors import GpusemError
+from gpusem.fuzz.prism.strategies import CONSTRUCTS, PrismProgram, programs
+from gpusem.fuzz.targets import CheckResult, Target
+
+
+def elaborate_text(text: str, file: str = "program.prism"):
+    """Surface text -> (surface module, checked Bundl program)."""
+    from gpusem.calculus.prism.elaborate import elaborate
+    from gpusem.calculus.prism.parser import parse_prism
+    from gpusem.typing_rules.bundl.stmt import check_program
+    from gpusem.typing_rules.prism.surface import check_surface
+
+    mod = parse_prism(text, file)
+    check_surface(mod)
+    prog = elaborate(mod)
+    check_program(prog)
+    return mod, prog
+
+
+class PrismTarget(Target):
+    name = "prism"
+    properties = ("elaboration", "compile")
+    backends = ("cpu", "cuda")
+
+    def strategy(self, prop: str):
+        return programs()
+
+    def size(self, program: PrismProgram) -> int:
+        return program.text.count("\n")
+
+    def coverage(self, program: PrismProgram) -> set[str]:
+        return {f"prism:{c}" for c in program.constructs}
+
+    def coverage_labels(self) -> tuple[str, ...]:
+        return tuple(f"prism:{c}" for c in CONSTRUCTS)
+
+    def program_files(self, program: PrismProgram) -> dict[str, str]:
+        return {"program.prism": program.text}
+
+    def check(self, program: PrismProgram, prop: str = "elaboration") -> CheckResult:
+        return self.check_text(program.text, prop)
+
+    def check_text(self, text: str, prop: str) -> CheckResult:
+        files = {"program.prism": text}
+        size = text.count("\n")
+        try:
+            mod, prog = elaborate_text(text)
+        except GpusemError as e:
+            return CheckResult("finding", signature=f"prism:rejected:{e.rule}",
+                               kind="rejected", detail=e.one_line()[:200],
+                               files=files, size=size)
+        if prop == "compile":
+            from gpusem.fuzz.bundl.compile_property import check_program
+
+            v = check_program(prog, self.backend, (0, 1, 2, 3), source=text,
+                              file="program.prism")
+            if v.agree:
+                return CheckResult("pass")
+            if v.kind in ("racy", "not-compared", "unsupported"):
+                return CheckResult("invalid", kind=v.kind, detail=v.message[:200])
+            return CheckResult("finding", signature=f"prism:compile:{v.kind}",
+                               kind=v.kind, detail=v.message[:200], files=files,
+                               size=size)
+        return self.elaboration(mod, prog, files, size)
+
+    def elaboration(self, mod, prog, files: dict[str, str], size: int) -> CheckResult:
+        from gpusem.interpreter.bundl.big_step import run_big_step
+        from gpusem.interpreter.prism.sequential import read_kernel
+
+        memory = {g.name: _initial(g) for g in prog.globals}
+        want = read_kernel(mod, memory)
+        got = run_big_step(prog)
+        if got.kind != "terminated":
+            return CheckResult("finding", signature=f"prism:elaboration:{got.kind}",
+                               kind=got.kind, detail=got.message[:200], files=files,
+                               size=size)
+        for name, cells in want.items():
+            if got.globals[name] != cells:
+                i = next(k for k, (a, b) in enumerate(
+                    zip(cells, got.globals[name], strict=True)) if a != b)
+                return CheckResult(
+                    "finding", signature="prism:elaboration:differs",
+                    kind="elaboration", files=files, size=size,
+                    detail=f"{name}[{i}]: surface reading {cells[i]}, Bundl "
+                           f"{got.globals[name][i]}")
+        return CheckResult("pass")
+
+    def replay(self, files: dict[str, str], meta: dict) -> CheckResult:
+        prop = meta.get("property", "elaboration")
+        return self.check_text(files["program.prism"], prop)
+
+
+def _initial(g) -> list[int]:
+    from gpusem.calculus.bundl.ast import Iota
+
+    if isinstance(g.init, Iota):
+        return list(range(g.size))
+    if g.init is None:
+        return [0] * g.size
+    return [lit.value for lit in g.init]
