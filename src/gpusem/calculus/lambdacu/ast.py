@@ -4,7 +4,7 @@ differ only in layout are equal).
 
     prog ::= kern1 .. kernn func1 .. funcm                          `Program`
     kern ::= kernel k(x1, .., xn) {kexp}                            `Kernel`
-    kexp ::= let x1, .., xn = soac arg1 .. argk s  kexp             `KLet`
+    kexp ::= let x1, .., xn = soac arg1 .. argk [s]  kexp           `KLet`
            | ret x1 .. xn                                           `KRet`
     arg  ::= Λ | (rop1, .., ropn)                                   `Thunk`, `Rops`
     Λ    ::= {x1, .., xn => gexp using xs1, .., xsm}                `Thunk`
@@ -21,7 +21,7 @@ differ only in layout are equal).
 Note (extensions and readings, each in proofs_notes/errata.md, "lambda-cu"):
   - the SOAC application carries its size `s` (the rules of 6.2 and every kernel of
     Sec 7 have it; the grammar of 5.2 omits it): an int literal, an int variable or
-    `#xs`, the length of an array (`Size`);
+    `#xs`, the length of an array (`Size`); ONCE takes none (SOAC-ONCE);
   - parameters and results carry types, as the kernels of Sec 7 write them
     (`xs : [X]`, `-> [Z]`), so that the checker can decide well-formedness;
   - primitive arguments, subscripts and `ret` take atoms (a literal or a variable),
@@ -151,7 +151,7 @@ Arg = Union[Thunk, Rops]
 class SoacApp:
     soac: str  # one of SOACS
     args: tuple[Arg, ...]
-    size: Size
+    size: Size | None  # ONCE has none (SOAC-ONCE)
     span: Span = _SPAN
 
 

@@ -195,7 +195,7 @@ class ToAst(Transformer[Token, Any]):
         return tuple(str(n) for n in names)
 
     def soac_app(self, meta: Meta, soac: Token, *rest: Any) -> ast.SoacApp:
-        *args, size = rest
+        *args, size = rest  # maybe_placeholders: None where there is no size
         return ast.SoacApp(str(soac), tuple(args), size, self._sp(meta))
 
     def rops(self, meta: Meta, *ops: Token) -> ast.Rops:

@@ -47,8 +47,9 @@ def print_kexp(e: ast.KExp, ind: str) -> str:
 
 
 def print_soac(app: ast.SoacApp, ind: str) -> str:
-    parts = [app.soac, *(print_arg(a, ind + IND) for a in app.args),
-             print_size(app.size)]
+    parts = [app.soac, *(print_arg(a, ind + IND) for a in app.args)]
+    if app.size is not None:
+        parts.append(print_size(app.size))
     return " ".join(parts)
 
 
