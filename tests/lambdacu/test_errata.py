@@ -110,7 +110,8 @@ def test_L6_partition_false_side():
 
 
 SCATTER = ("kernel k(xs: [int], ix: [int]) -> [int] {\n"
-           "let r = PERMUTE { i => xs[i] using xs } { i => ix[i] using ix } #xs\nret r\n}\n"
+           "let r = PERMUTE { i => xs[i] using xs } { i => ix[i] using ix } #xs\n"
+           "ret r\n}\n"
            "function main() -> [int] { run k([10, 20, 30], [2, 0, 1]) }")
 
 
@@ -149,7 +150,8 @@ def test_L10_scan_is_inclusive_as_printed_in_both_rule_sets():
 
 def test_L11_run_binds_parameters_not_the_callers_names():
     # the kernel's parameter is ys, the caller's array xs: a fresh environment
-    text = ("kernel k(ys: [int]) -> int { let s = REDUCE { i => ys[i] using ys } (iadd) "
+    text = ("kernel k(ys: [int]) -> int { let s = REDUCE { i => ys[i] using ys } "
+            "(iadd) "
             "#ys\nret s }\nfunction main() -> int { let (xs) = [1, 2] in "
             "let (ys) = [5] in run k(xs) }")
     assert run(text).value == I32(3)

@@ -24,7 +24,8 @@ def kernel_main(body, ret="[int]", main="run k(xs)", xs="[3, 1, 4, 1, 5]",
 
 
 def test_map_applies_the_thunk_at_every_index():
-    out = run(kernel_main("let ys = MAP { i => let x = xs[i] in mul x x using xs } #xs\n"
+    out = run(kernel_main("let ys = MAP { i => let x = xs[i] in mul x x using xs } "
+                          "#xs\n"
                           "ret ys"))
     assert out.value == ints(9, 1, 16, 1, 25)
     assert out.seen["SOAC-MAP"] == 1 and out.seen["IDX-THUNK"] == 5
@@ -56,7 +57,8 @@ def test_permute_scatters_each_value_to_its_index():
 def test_filter_and_partition_keep_order():
     body = ("let e = FILTER { i => xs[i] using xs } { x => let r = mod x 2 in "
             "eq r 0 } #xs\n"
-            "let t, f = PARTITION { i => xs[i] using xs } { x => lt x 3 } #xs\nret e, t, f")
+            "let t, f = PARTITION { i => xs[i] using xs } { x => lt x 3 } #xs\n"
+            "ret e, t, f")
     out = run(kernel_main(body, ret="([int], [int], [int])", xs="[3, 1, 4, 1, 5, 2]"))
     assert out.value == (ints(4, 2), ints(1, 1, 2), ints(3, 4, 5))
 

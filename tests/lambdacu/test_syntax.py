@@ -62,7 +62,8 @@ def test_char_and_int_literals():
 
 
 @pytest.mark.parametrize("text, message", [
-    ("kernel k() -> int { ret }", "1:25: syntax error: expected one of a name, got '}'"),
+    ("kernel k() -> int { ret }",
+     "1:25: syntax error: expected one of a name, got '}'"),
     ("function main() -> int { 2147483648 }",
      "1:26: int literal out of range: 2147483648 does not fit int32"),
     ("function main() -> int { [1, 2.0] }",
