@@ -236,9 +236,9 @@ class ToAst(Transformer[Token, Any]):
         return ast.GAtom(atom, self._sp(meta))
 
     # CPU code ------------------------------------------------------------
-    def c_let(self, meta: Meta, names: tuple[str, ...], rhs: ast.CExp,
+    def c_let(self, meta: Meta, names: tuple[str, ...] | None, rhs: ast.CExp,
               body: ast.CExp) -> ast.CLet:
-        return ast.CLet(names, rhs, body, self._sp(meta))
+        return ast.CLet(names or (), rhs, body, self._sp(meta))
 
     def c_if(self, meta: Meta, cond: ast.Atom, then: ast.CExp,
              else_: ast.CExp) -> ast.CIf:
