@@ -73,9 +73,10 @@ def _index_thunk(draw: st.DrawFn, k: Kernel, a: str) -> ast.Thunk:
 
 
 @st.composite
-def soac_let(draw: st.DrawFn, k: Kernel) -> tuple[tuple[str, ...], ast.SoacApp]:
+def soac_let(draw: st.DrawFn, k: Kernel, soacs: tuple[str, ...] = SOACS
+             ) -> tuple[tuple[str, ...], ast.SoacApp]:
     """One `let x.. = SOAC ..` of a random SOAC over arrays of one length class."""
-    soac = draw(st.sampled_from(SOACS))
+    soac = draw(st.sampled_from(soacs))
     classes = sorted({c for _, c in k.arrays.values()})
     cls = draw(st.sampled_from(classes)) if soac != "ONCE" else 0
     of_class = sorted(a for a, (_, c) in k.arrays.items() if c == cls)
