@@ -19,7 +19,6 @@ from collections.abc import Callable
 from gpusem.calculus.lambdacu import ast
 from gpusem.calculus.lambdacu.signatures import ROP_TYPES
 from gpusem.calculus.lambdacu.values import I32, Arr, Bool, Scalar, Value
-from gpusem.calculus.span import NO_SPAN
 from gpusem.interpreter.lambdacu.gpu import Env, apply_thunk, atom_value, index
 from gpusem.interpreter.lambdacu.prims import PrimMismatch, apply_rop
 from gpusem.interpreter.lambdacu.rules import Run, stuck, trap
@@ -27,9 +26,10 @@ from gpusem.interpreter.lambdacu.rules import Run, stuck, trap
 Row = tuple[Value, ...]
 
 
-def size_of(env: Env, s: ast.Size | None, rule: str) -> int:
+def size_of(env: Env, app: ast.SoacApp, rule: str) -> int:
+    s = app.size
     if s is None:
-        raise stuck(rule, NO_SPAN, "no size")
+        raise stuck(rule, app.span, f"{app.soac} has no size")
     if isinstance(s, ast.Len):
         v = atom_value(env, ast.Var(s.name, s.span), rule, "the size")
         if not isinstance(v, Arr):
@@ -82,7 +82,7 @@ def eval_soac(run: Run, env: Env, app: ast.SoacApp) -> tuple[Value, ...]:
         out = apply_thunk(run, env, t, index(0), "the ONCE thread")
         run.fire(rule, app.span)
         return out
-    n = size_of(env, app.size, rule)
+    n = size_of(env, app, rule)
     if app.soac == "MAP":  # SOAC-MAP
         (t,) = _thunks(app, rule, 1)
         rows = _rows(run, env, t, n, "MAP")
