@@ -40,9 +40,10 @@ def toy_language():
 def test_every_built_in_suffix_finds_its_language():
     names = {s: lang.name for lang in api.languages().values() for s in lang.suffixes}
     assert names == {".bundl": "bundl", ".gpuir": "gpuir", ".amir": "amir",
-                     ".py": "appy", ".cyp": "cypress", ".prism": "prism"}
+                     ".py": "appy", ".cyp": "cypress", ".prism": "prism",
+                     ".lcu": "lambdacu"}
     with pytest.raises(api.BadInput, match=r"unknown file kind: x\.c \(expected "
-                       r"\.bundl, \.gpuir, \.amir, \.py, \.cyp or \.prism\)"):
+                       r"\.bundl, \.gpuir, \.amir, \.py, \.cyp, \.prism or \.lcu\)"):
         api.language_of("x.c")
 
 

@@ -30,6 +30,7 @@ VERBS_BY_SUFFIX = {
     ".py": ("check", "run"),  # APPy (issue 17): parse + legality; the sequential reading
     ".amir": ("synccheck",),
     ".cyp": ("check", "run"),  # Cypress (issue 30): legality + task tree; seq reading
+    ".lcu": ("check", "run"),  # lambda-cu (issue 29): well-formedness; Sec 6.2's rules
 }
 # The folders whose programs are pinned: every example, plus the conformance programs.
 PROGRAM_DIRS = ("examples", "tests/gpuir/conformance", "tests/compiler/programs",

@@ -6,7 +6,8 @@ A language is one `Language` value: its suffixes, its parser, and one handler pe
 it takes part in (check, run, compile, standalone, exec, synccheck, step); a verb a
 language has no handler for refuses its files with a one-line BadInput. Adding a
 language is one registration (`register`), in its own module beside `bundl.py`,
-`gpuir.py`, `appy.py`, `cypress.py` and `prism.py`; the verbs (`api/files.py`) never name a language.
+`gpuir.py`, `appy.py`, `cypress.py`, `prism.py` and `lambdacu.py`; the verbs (`api/files.py`)
+never name a language.
 
 Why at the api stage: a registration gathers every stage of its language (the parser
 of calculus/, the checker of typing_rules/, the machine and debugger of interpreter/,
@@ -63,7 +64,7 @@ class Language:
 # The built-in languages, each registered by its own module (imported on first use:
 # `gpusem --help` stays fast). Order matters only for the "expected ..." message.
 BUILT_IN = ("gpusem.api.bundl", "gpusem.api.gpuir", "gpusem.api.appy",
-            "gpusem.api.cypress", "gpusem.api.prism")
+            "gpusem.api.cypress", "gpusem.api.prism", "gpusem.api.lambdacu")
 _REGISTRY: dict[str, Language] = {}
 _loaded = False
 

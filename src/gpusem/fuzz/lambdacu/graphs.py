@@ -1,0 +1,86 @@
+"""Hypothesis strategies of kernel-invocation graphs (issue 29, fusion): programs whose
+kernels each apply one SOAC (8.5: "prior to fusion, all kernel declarations contain
+only a single SOAC application") and whose `main` is one control region of 2-6
+invocations wired by dataflow: each reads arrays of one length class from the inputs
+or from earlier invocations (so producer-consumer chains, siblings and independent
+invocations all occur), and main returns some of the results, so that some arrays are
+intermediates fusion may remove.
+
+Length classes are kept at the CPU level as programs.py keeps them in a kernel: the
+inputs are class 0 (length n >= 1), MAP, SCAN, PERMUTE and REDUCE's `id` keep the
+class they ran over, FILTER and PARTITION open new ones (maybe empty: ONCE, which
+reads element 0, only runs over class 0).
+"""
+
+from __future__ import annotations
+
+from gpusem.calculus.lambdacu import ast
+from gpusem.calculus.lambdacu.values import Arr, ArrayT, Base, Type, tuple_type
+from gpusem.fuzz.lambdacu.programs import SOACS, Kernel, soac_let
+from gpusem.fuzz.lambdacu.strategies import BASES, literal
+from hypothesis import strategies as st
+
+
+@st.composite
+def fusion_programs(draw: st.DrawFn) -> ast.Program:
+    counter = [0]
+    n = draw(st.integers(1, 5))
+    arrays: dict[str, tuple[str, int]] = {}
+    scalars: dict[str, str] = {}
+    prelude: list[tuple[str, ast.Lit]] = []
+    for j in range(draw(st.integers(1, 3))):
+        ty = draw(st.sampled_from(BASES))
+        items = tuple(literal(draw, ty).value for _ in range(n))
+        prelude.append((f"in{j}", ast.Lit(Arr(ty, tuple(
+            x for x in items if not isinstance(x, Arr))))))
+        arrays[f"in{j}"] = (ty, 0)
+    if draw(st.booleans()):
+        ty = draw(st.sampled_from(BASES))
+        prelude.append(("sc", literal(draw, ty)))
+        scalars["sc"] = ty
+    kernels: list[ast.Kernel] = []
+    runs: list[tuple[tuple[str, ...], ast.CRun]] = []
+    results: list[tuple[str, Type]] = []
+    for j in range(draw(st.integers(2, 6))):
+        cls = draw(st.sampled_from(sorted({c for _, c in arrays.values()})))
+        args = draw(st.lists(st.sampled_from(sorted(a for a, (_, c) in arrays.items()
+                                                     if c == cls)),
+                             min_size=1, max_size=3, unique=True))
+        sargs = draw(st.lists(st.sampled_from(sorted(scalars)), max_size=2,
+                              unique=True)) if scalars else []
+        k = Kernel({f"s{t}": scalars[x] for t, x in enumerate(sargs)},
+                   {f"a{t}": (arrays[x][0], 0) for t, x in enumerate(args)}, counter)
+        # MAP twice as likely: it is what most fusions start from (8.5)
+        names, app = draw(soac_let(k, ("MAP",) + (SOACS if cls == 0 else SOACS[1:])))
+        types = dict(k.bound)
+        params = tuple(ast.Param(f"a{t}", ArrayT(arrays[x][0]))
+                       for t, x in enumerate(args)) + tuple(
+            ast.Param(f"s{t}", Base(scalars[x])) for t, x in enumerate(sargs))
+        kname = f"k{j}"
+        kernels.append(ast.Kernel(kname, params, tuple_type(tuple(types[x]
+                                                                  for x in names)),
+                                  ast.KLet(names, app, ast.KRet(names))))
+        outs = tuple(f"x{j}_{t}" for t in range(len(names)))
+        fresh: dict[int, int] = {0: cls}
+        for x, out in zip(names, outs):
+            rty = types[x]
+            results.append((out, rty))
+            if isinstance(rty, ArrayT):
+                kc = k.arrays[x][1]
+                if kc not in fresh:  # a FILTER / PARTITION output: a new class
+                    fresh[kc] = max(c for _, c in arrays.values()) + 1 + len(fresh)
+                arrays[out] = (rty.elem, fresh[kc])
+            else:
+                assert isinstance(rty, Base)
+                scalars[out] = rty.name
+        runs.append((outs, ast.CRun(kname, tuple(ast.Var(a) for a in args)
+                                    + tuple(ast.Var(s) for s in sargs))))
+    shown = draw(st.lists(st.sampled_from(results), min_size=1, max_size=4,
+                          unique=True))
+    body: ast.CExp = ast.CTuple(tuple(ast.Var(x) for x, _ in shown))
+    for names, run in reversed(runs):
+        body = ast.CLet(names, run, body)
+    for x, lit in reversed(prelude):
+        body = ast.CLet((x,), ast.CTuple((lit,)), body)
+    main = ast.Function("main", (), tuple_type(tuple(t for _, t in shown)), body)
+    return ast.Program(tuple(kernels), (main,))
