@@ -162,7 +162,9 @@ def jobs_base(tmp_path, **kw) -> dict:
 def test_jobs_merge_summaries(tmp_path) -> None:
     ticks = []
     total = run_jobs(jobs_base(tmp_path), jobs=2, on_tick=ticks.append)
-    assert total.programs == 400  # two processes, exactly 200 programs each
+    # max_programs is the campaign's total, shared by the processes (issue 32.12;
+    # before, each process checked 200: 400 in all)
+    assert total.programs == 200
     assert total.failed == []
     # Both jobs meet both classes: one summary row and one bundle per signature.
     assert [f.signature for f in total.findings] == ["crash:long0", "wrong:big7"]
@@ -170,7 +172,7 @@ def test_jobs_merge_summaries(tmp_path) -> None:
     big = next(f for f in total.findings if f.signature == "wrong:big7")
     assert big.size == 2  # the smaller of the two jobs' shrunk programs
     # The children's counts reach the parent's progress callback.
-    assert ticks and ticks[-1].programs == 400
+    assert ticks and ticks[-1].programs == 200
     assert ticks[-1].invalid == total.invalid > 0
 
 
@@ -207,7 +209,7 @@ def test_jobs_report_a_dead_child_and_keep_the_others(tmp_path, monkeypatch) -> 
     total = run_jobs(jobs_base(tmp_path, target_name="crashy"), jobs=2)
     assert time.monotonic() - t0 < 40  # reported, not waited for until the hard stop
     assert len(total.failed) == 1 and "SIGKILL" in total.failed[0]
-    assert total.programs == 200  # the survivor's programs are merged
+    assert total.programs == 100  # the survivor's share (of 200 in all) is merged
 
 
 def test_jobs_report_a_child_error(tmp_path) -> None:
@@ -223,7 +225,7 @@ def test_jobs_do_not_inherit_the_parents_state(tmp_path, monkeypatch) -> None:
     assert JOB_START in ("spawn", "forkserver")
     monkeypatch.setitem(sys.modules, "cupy", types.ModuleType("cupy"))
     total = run_jobs(jobs_base(tmp_path, target_name="cudaleak", max_programs=20), jobs=2)
-    assert total.failed == [] and total.programs == 40
+    assert total.failed == [] and total.programs == 20
     assert total.findings == []
 
 
@@ -239,10 +241,14 @@ def test_cli_jobs_on_cuda_never_import_cupy_in_the_parent(tmp_path, monkeypatch)
 
     monkeypatch.setattr(sys, "meta_path", [Recorder(), *sys.meta_path])
     monkeypatch.delitem(sys.modules, "cupy", raising=False)
+    # --max-programs 1: job 1 of 2 checks nothing, job 0 one program (--max-programs
+    # 0 is bad input since issue 32.1 and would start no job at all); on a machine
+    # without a GPU job 0 fails to start the cuda backend, which is the children's
+    # business: the campaign still ends with its summary
     res = CliRunner().invoke(cli, ["fuzz", "--target", "bundl", "--backend", "cuda",
-                                   "--jobs", "2", "--max-programs", "0", "--out",
+                                   "--jobs", "2", "--max-programs", "1", "--out",
                                    str(tmp_path)])
-    assert res.exit_code == 0, res.output
+    assert "bundles in" in res.output, res.output
     assert tried == []
 
 

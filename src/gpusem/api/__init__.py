@@ -101,7 +101,8 @@ if TYPE_CHECKING:
 # file verbs stay quick).
 _LAZY = {"CampaignSpec": "gpusem.fuzz.driver", "CampaignResult": "gpusem.fuzz.driver",
          "Reduced": "gpusem.fuzz.bundl.reduce", "Replay": "gpusem.fuzz.replay",
-         "TriageRow": "gpusem.fuzz.triage", "ProgressLines": "gpusem.fuzz.progress"}
+         "TriageRow": "gpusem.fuzz.triage", "ProgressLines": "gpusem.fuzz.progress",
+         "EXIT_NOTHING_CHECKED": "gpusem.fuzz.reports"}
 
 
 def __getattr__(name: str) -> object:
@@ -113,7 +114,8 @@ def __getattr__(name: str) -> object:
 
 
 __all__ = ["BadInput", "CampaignResult", "CampaignSpec", "CheckOptions", "CheckReport",
-           "Chunk", "Command", "CompileOptions", "CompileReport", "Debugger", "Ending",
+           "Chunk", "Command", "CompileOptions", "CompileReport", "Debugger",
+           "EXIT_NOTHING_CHECKED", "Ending",
            "ExecOptions", "ExecReport", "GpusemError", "Grid", "IllTyped", "KernelInfo",
            "Language", "Line", "ProgressLines", "PtxCheckReport", "PtxFileReport", "Reduced", "Replay", "Report", "RunOptions", "RunReport",
            "Shown", "StepOptions", "SyncOptions", "SyncReport", "TriageRow", "budgets",

@@ -17,20 +17,35 @@ from gpusem import api
 
 EXIT_CODES = """\b
 Exit codes:
-  0  nothing found
+  0  nothing found (and some programs were compared)
   1  findings (bundles under --out; an interrupted campaign too, if it found any)
   2  bad input or usage (one line on stderr)
   3  an internal error of gpusem (a finding of kind `internal`, a dead --jobs process)
+  4  nothing checked: no program was compared (none generated within the budget, or
+     every one invalid or not runnable on this backend); not a pass
   130 / 143  interrupted by SIGINT / SIGTERM with nothing found (reports written)
 """
 
 
 def parse_budget(text: str) -> float:
-    """`90`, `90s`, `5m`, `1h` -> seconds."""
+    """`90`, `90s`, `5m`, `1h` -> seconds (positive: a zero budget checks nothing)."""
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*", text)
     if m is None:
         raise api.BadInput(f"bad budget: {text} (expected e.g. 90s, 5m, 1h)")
-    return float(m[1]) * {"": 1, "s": 1, "m": 60, "h": 3600}[m[2]]
+    seconds = float(m[1]) * {"": 1, "s": 1, "m": 60, "h": 3600}[m[2]]
+    if seconds <= 0:
+        raise api.BadInput(f"bad budget: {text} (must be more than 0 s)")
+    return seconds
+
+
+def parse_count(flag: str, text: str | None) -> int | None:
+    """A positive whole number of a flag such as --max-programs (None: not given);
+    BadInput (one line, exit 2) for 0, a negative number or garbage."""
+    if text is None:
+        return None
+    if not re.fullmatch(r"\s*\d+\s*", text) or int(text) < 1:
+        raise api.BadInput(f"bad {flag}: {text} (expected a whole number >= 1)")
+    return int(text)
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -59,7 +74,8 @@ def parse_shard(text: str) -> tuple[int, int]:
 @click.option("--shard", default="0/1", show_default=True, help="I/N: this machine's part.")
 @click.option("--out", "out_dir", default="fuzz-out", show_default=True,
               type=click.Path(file_okay=False))
-@click.option("--max-programs", type=int, default=None, help="Stop after N programs.")
+@click.option("--max-programs", default=None, metavar="N", help="Stop after N "
+              "programs in all (over every --jobs process and property).")
 @click.option("--exo-python", default=None, help="target exo: the Python of an "
               "installed Exo-GPU (else $GPUSEM_EXO_PYTHON, else this interpreter).")
 @click.option("--round-size", type=int, default=100, show_default=True,
@@ -97,6 +113,7 @@ def command(target, props, backend, budget, seed, jobs, shard, out_dir, max_prog
     from rich.console import Console
 
     seconds = parse_budget(budget)
+    max_programs = parse_count("--max-programs", max_programs)
     shard_t = parse_shard(shard)
     console = Console(stderr=True)
     api.install_signal_handlers()

@@ -101,6 +101,12 @@ def resolved(spec: CampaignSpec) -> CampaignSpec:
                        engine=rec.get("engine", "local"))
     if spec.jobs < 1:
         raise BadInput(f"bad jobs: {spec.jobs} (must be >= 1)")
+    if not spec.budget_s > 0:  # NaN too: a campaign that cannot check anything
+        raise BadInput(f"bad budget: {spec.budget_s} s (must be more than 0 s)")
+    if spec.max_programs is not None and spec.max_programs < 1:
+        raise BadInput(f"bad max_programs: {spec.max_programs} (must be >= 1)")
+    if spec.round_size < 1:
+        raise BadInput(f"bad round_size: {spec.round_size} (must be >= 1)")
     if spec.engine == "local" and (spec.scheduler or spec.gpus):
         raise BadInput("--scheduler and --gpus are for a cluster engine (--engine dask)")
     known = target_properties(spec.target, spec.backend)

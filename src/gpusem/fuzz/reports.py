@@ -26,8 +26,11 @@ SCHEMA_VERSION = 1
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 INFO_URI = "https://github.com/gpusem/gpusem"
 
-# Exit codes of `gpusem fuzz` (README, `gpusem fuzz --help`).
+# Exit codes of `gpusem fuzz` (README, docs/reports.md, `gpusem fuzz --help`).
+# EXIT_NOTHING_CHECKED: the campaign ended with no program compared, so its "nothing
+# found" means nothing (issue 32.1; pytest exits 5 when it ran no test).
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
+EXIT_NOTHING_CHECKED = 4
 
 
 INTERRUPTED = {"SIGINT": 130, "SIGTERM": 143}
@@ -35,12 +38,15 @@ INTERRUPTED = {"SIGINT": 130, "SIGTERM": 143}
 
 def exit_code(summary: Summary) -> int:
     """3 when gpusem itself failed (an internal finding, a shard that died), else 1
-    when anything was found, else 130/143 when interrupted, else 0."""
+    when anything was found, else 130/143 when interrupted, else 4 when no program was
+    compared (none generated, or every one invalid or not runnable here), else 0."""
     if summary.internal or summary.failed:
         return EXIT_INTERNAL
     if summary.findings:
         return EXIT_FINDINGS
-    return INTERRUPTED.get(summary.interrupted, EXIT_CLEAN)
+    if summary.interrupted:
+        return INTERRUPTED.get(summary.interrupted, EXIT_CLEAN)
+    return EXIT_CLEAN if summary.compared else EXIT_NOTHING_CHECKED
 
 
 @dataclass
@@ -67,7 +73,8 @@ class Report:
             "interrupted": s.interrupted or None,
             "exit_code": self.code,
             "counts": {"programs": s.programs, "invalid": s.invalid,
-                       "skipped": s.skipped, "findings": len(s.findings),
+                       "skipped": s.skipped, "compared": s.compared,
+                       "findings": len(s.findings),
                        "new_findings": sum(f.new for f in s.findings),
                        "internal": len(s.internal),
                        "unconfirmed_timeouts": s.unconfirmed,
@@ -157,6 +164,8 @@ class Report:
             lines.append("attribution: " + ", ".join(
                 f"{v} {n}" for v, n in sorted(blamed.items())))
         lines += [f"failed: {line}" for line in s.failed]
+        if self.code == EXIT_NOTHING_CHECKED:
+            lines.append(nothing_checked_text(s))
         lines.append(f"exit {self.code}")
         return "\n".join(lines) + "\n"
 
@@ -187,6 +196,17 @@ class Report:
                    json.dumps(self.as_json(), indent=1) + "\n")
             _write(str(Path(out_dir) / "summary.txt"), self.as_text()
                    + self.coverage_text())
+
+
+def nothing_checked_text(s: Summary) -> str:
+    """Why exit 4: what the campaign did instead of comparing programs."""
+    if not s.programs:
+        why = "no program was generated within the budget"
+    else:
+        why = (f"all {s.programs} programs were invalid ({s.invalid}) or not runnable "
+               f"on this backend ({s.skipped})")
+    return (f"nothing checked: {why}; a campaign that compared no program is not a "
+            "pass (exit 4)")
 
 
 def program_location(bundle: str) -> tuple[str, int]:

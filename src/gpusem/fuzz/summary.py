@@ -76,6 +76,12 @@ class Summary:
         return rate_per_min(self.programs - self.resumed, self.seconds)
 
     @property
+    def compared(self) -> int:
+        """Programs whose verdict was a pass or a finding: checked against the
+        reference, not set aside as invalid or not runnable here."""
+        return max(0, self.programs - self.invalid - self.skipped)
+
+    @property
     def internal(self) -> list[Finding]:
         """Findings that are errors of gpusem itself (exit code 3)."""
         return [f for f in self.findings if f.kind == "internal"]
