@@ -275,6 +275,24 @@ def test_cli_fuzz_and_replay(tmp_path) -> None:
     assert res.exit_code == 0 and "does not reproduce" in res.output
 
 
+@pytest.mark.parametrize(("program", "now"), [
+    ("[0, 0, 0, 0, 0, 0, 0]", "now crash:long0 boom"),  # fails another way
+    ("[13]", "now invalid"),  # set aside: the bug cannot show
+])
+def test_replay_that_cannot_test_exits_125(tmp_path, program, now) -> None:
+    """Issue 32.3: a bundle whose program now fails differently, or is no longer
+    compared, says nothing about its bug: 125 (git bisect skips), not 0 (good)."""
+    runner = CliRunner()
+    runner.invoke(cli, ["fuzz", "--target", "toy", "--max-programs", "300", "--out",
+                        str(tmp_path)])
+    big7 = next(b for b in list_bundles(tmp_path) if b.signature == "wrong:big7")
+    (big7.path / "program.json").write_text(program)
+    res = runner.invoke(cli, ["replay", str(big7.path)])
+    assert res.exit_code == 125, res.output
+    assert res.output.startswith(f"does not reproduce: expected wrong:big7, {now}")
+    assert "cannot test: " in res.output and "git bisect skips" in res.output
+
+
 @pytest.mark.parametrize(("args", "prefix"), [
     (["--budget", "5x"], "bad budget"), (["--shard", "2/2"], "bad shard"),
     (["--target", "nope"], "unknown target"), (["--property", "x"], "unknown property"),

@@ -1,9 +1,10 @@
 """`gpusem replay DIR`: re-run a counterexample bundle of any target.
 
 Exit 1 while the finding still reproduces (same signature, or one that refines it), 0
-when it no longer does (fixed), 2 for a malformed bundle, 3 when gpusem itself fails
-on it: `git bisect run gpusem replay DIR` finds the commit that introduced (or, with
-the terms swapped, fixed) a bug.
+when the same kind of run now passes (fixed), 125 when it cannot test (the run cannot
+be made here, or the program now fails in another way), 2 for a malformed bundle:
+`git bisect run gpusem replay DIR` finds the commit that introduced (or, with the
+terms swapped, fixed) a bug, skipping the commits where it cannot tell.
 """
 
 from __future__ import annotations
@@ -12,10 +13,14 @@ import click
 
 EXIT_CODES = """\b
 Exit codes (for `git bisect run gpusem replay DIR`):
-  0  does not reproduce (fixed)
-  1  still reproduces
-  2  malformed bundle or usage
-  3  gpusem itself failed on it (an internal error; bisect: skip with 125)
+  0    does not reproduce: the same kind of run now passes (fixed)
+  1    still reproduces
+  2    malformed bundle or usage
+  3    an internal error of gpusem outside the replayed run
+  125  cannot test (bisect skips): the run cannot be made here (a cuda bundle
+       without a GPU, a compiler under test not installed), or the program now
+       fails in another way (a compile or parse error, another signature, now
+       invalid or not runnable, gpusem's own error on it)
 """
 
 
@@ -50,9 +55,14 @@ def command(bundle_dir: str, backend: str | None, step: bool, commands,
     if r.reproduces:
         click.echo(f"reproduces: {b.signature}: {res.detail}")
         raise SystemExit(1)
+    if r.cannot_run:
+        click.echo(f"cannot test: {b.signature}: {r.why}")
+        raise SystemExit(r.exit_code)
     now = res.signature if res.status == "finding" else res.status
     click.echo(f"does not reproduce: expected {b.signature}, now {now} {res.detail}")
-    raise SystemExit(3 if r.internal else 0)
+    if r.exit_code != 0:
+        click.echo(f"cannot test: {r.why} (exit {r.exit_code}: git bisect skips)")
+    raise SystemExit(r.exit_code)
 
 
 def _step_into(bundle_dir: str, commands: str | None) -> None:

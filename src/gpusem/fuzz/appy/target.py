@@ -28,7 +28,7 @@ import time
 from gpusem.calculus.appy import ast as A
 from gpusem.calculus.appy.parser import parse_program
 from gpusem.calculus.appy.printer import print_program
-from gpusem.calculus.errors import BadInput, GpusemError
+from gpusem.calculus.errors import BadInput, CannotRunHere, GpusemError
 from gpusem.compiler.appy_triton.driver import (
     AppycDriver,
     Case,
@@ -62,7 +62,7 @@ class AppyTarget(Target):
         ensure_appyc()  # from a vendored wheel folder where there is no network
         ok, why = appyc_available()
         if not ok:
-            raise BadInput(f"target unavailable: {why}")
+            raise CannotRunHere(f"target unavailable: {why}")
         self.backend = backend
         self.timeout = timeout
         self._driver: AppycDriver | None = None
