@@ -18,3 +18,9 @@ RULES = (
     # names of stuck states where no single rule of a family applies
     "S-If", "S-Split", "S-Arr-Assn-Shared",
 )
+
+# The expression rules (A.3.7) a step reports beside its statement rule (`break E-Bop`)
+EXPR_RULES = (
+    "E-Arr-Access", "E-Arr-Access-Shared", "E-Bool", "E-Bop", "E-Cmp", "E-Float",
+    "E-Fma", "E-Int", "E-Partition-Id", "E-Unop", "E-Var",
+)
