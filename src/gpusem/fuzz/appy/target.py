@@ -203,14 +203,20 @@ class AppyTarget(Target):
             self.size(program))
 
     def minimise(self, program: AppyProgram, res: CheckResult,
-                 prop: str = "compile") -> CheckResult:
+                 prop: str = "compile", budget_s: float | None = None) -> CheckResult:
         """`drop_statement`: delete top-level statements while the signature stays
         (hypothesis shrinks a kernel's choices well, but rarely deletes an earlier
-        kernel whose choices precede the failing one)."""
+        kernel whose choices precede the failing one); no new check past `budget_s`
+        seconds (None: until no deletion keeps the finding)."""
+        import time
+
+        deadline = None if budget_s is None else time.monotonic() + budget_s
         changed = True
-        while changed:
+        while changed and (deadline is None or time.monotonic() < deadline):
             changed = False
             for k in range(len(program.fn.body)):
+                if deadline is not None and time.monotonic() >= deadline:
+                    break
                 cand = drop_statement(program, k)
                 if cand is None:
                     continue

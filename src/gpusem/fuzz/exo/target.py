@@ -25,6 +25,7 @@ from gpusem.calculus.errors import GpusemError
 from gpusem.compiler.gpuir_exo.driver import ExoDriver
 from gpusem.fuzz.exo.checking import Checked, check_program, check_text
 from gpusem.fuzz.exo.findings import result_of
+from gpusem.fuzz.exo.shrink import REDUCE_S
 from gpusem.fuzz.exo.strategies import ExoProgram, programs
 from gpusem.fuzz.targets import CheckResult, Target
 
@@ -111,7 +112,7 @@ class ExoTarget(Target):
         return res
 
     def minimise(self, program: ExoProgram, res: CheckResult,
-                 prop: str = "verdict") -> CheckResult:
+                 prop: str = "verdict", budget_s: float | None = None) -> CheckResult:
         """The GPU IR reducer (`fuzz/exo/shrink.py`) after hypothesis: delete and
         simplify statements while the finding's signature stays."""
         if prop != "verdict" or res.status != "finding":
@@ -120,7 +121,8 @@ class ExoTarget(Target):
 
         try:
             smaller = reduce_source(self.driver, program.source(), program.defines(),
-                                    res.signature)
+                                    res.signature,
+                                    REDUCE_S if budget_s is None else budget_s)
         except GpusemError:
             return res
         if smaller is None:
