@@ -13,6 +13,7 @@ import signal
 import sys
 import types
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 from click.testing import CliRunner
@@ -358,6 +359,64 @@ def test_hypothesis_shrinks_one_finding_for_a_bounded_time(tmp_path) -> None:
     # checks, at most ~50 (load only makes that fewer)
     assert Slow.checks < 100, Slow.checks
     assert [f.signature for f in summary.findings] == ["wrong:mod"]  # still written
+
+
+class SlowReducer(ToyTarget):
+    """Every list holding a 7 fails; hypothesis shrinks it, then `minimise` (the
+    target's reducer) tries candidates until its budget ends (its own default, when
+    given none: 30 s). Each check takes 0.1 s and records when it started."""
+
+    starts: ClassVar[list[float]] = []
+
+    def check(self, program, prop="compile"):
+        import time
+
+        type(self).starts.append(time.monotonic())
+        time.sleep(0.1)
+        xs = list(program)
+        if 7 in xs:
+            return CheckResult("finding", "wrong:has7", "wrong", "", {
+                "program.json": json.dumps(xs)}, len(xs))
+        return CheckResult("pass")
+
+    def minimise(self, program, res, prop, budget_s=None):
+        import time
+
+        deadline = time.monotonic() + (30.0 if budget_s is None else budget_s)
+        n = 0
+        while time.monotonic() < deadline:  # a reducer that never runs out of ideas
+            self.check([7, n % 60], prop)
+            n += 1
+        return res
+
+
+def test_shrink_time_bounds_hypothesis_and_the_reducer_together(tmp_path) -> None:
+    """Issue 32.8: `--shrink-time 2` ends the shrinking of a finding within 2 s plus
+    one step. Counted, not timed: of the checks that start more than 2 s after the
+    shrink began, at most the one in flight may run. Before, the reducer had its own
+    cap (GPUSEM_SHRINK_S, default 60 s): ~280 checks past the 2 s."""
+    import time
+
+    register_target("slow-reducer", SlowReducer)
+    SlowReducer.starts = []
+    c = campaign(tmp_path, target_name="slow-reducer", budget_s=60.0, max_programs=None,
+                 hunt_cap_s=2.0)
+    c._out_of_budget = lambda: bool(c.found)  # one finding, then stop
+    t_found: list[float] = []
+    c.on_progress = lambda s: t_found or (s.found and t_found.append(time.monotonic()))
+    summary = c.run()
+    assert [f.signature for f in summary.findings] == ["wrong:has7"]
+    # the shrink's first check (it begins after the finding is recorded)
+    start = min(t for t in SlowReducer.starts if t > t_found[0])
+    late = [t for t in SlowReducer.starts if t > start + 2.0]
+    assert len(late) <= 1, len(late)
+    assert summary.findings[0].shrunk
+
+
+def test_shrink_time_is_validated(tmp_path) -> None:
+    res = CliRunner().invoke(cli, ["fuzz", "--target", "toy", "--shrink-time", "0",
+                                   "--out", str(tmp_path)])
+    assert "bad --shrink-time: 0 (must be more than 0 s)" in str(res.exception)
 
 
 def test_a_finding_already_in_the_store_is_counted_not_rewritten(tmp_path) -> None:

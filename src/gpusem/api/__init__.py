@@ -35,6 +35,7 @@ from gpusem.api.campaigns import (
     install_signal_handlers,
     reduce,
     replay,
+    replay_corpus,
     step_bundle,
     target_properties,
     triage,
@@ -93,14 +94,15 @@ from gpusem.interpreter.debugger import Command, Debugger, Ending, Grid, Line, S
 if TYPE_CHECKING:
     from gpusem.fuzz.bundl.reduce import Reduced
     from gpusem.fuzz.driver import CampaignResult, CampaignSpec
-    from gpusem.fuzz.replay import Replay
     from gpusem.fuzz.progress import ProgressLines
+    from gpusem.fuzz.replay import CorpusRow, Replay
     from gpusem.fuzz.triage import TriageRow
 
 # The campaign types load the fuzzer: only when asked for (`gpusem --help` and the
 # file verbs stay quick).
 _LAZY = {"CampaignSpec": "gpusem.fuzz.driver", "CampaignResult": "gpusem.fuzz.driver",
          "Reduced": "gpusem.fuzz.bundl.reduce", "Replay": "gpusem.fuzz.replay",
+         "CorpusRow": "gpusem.fuzz.replay",
          "TriageRow": "gpusem.fuzz.triage", "ProgressLines": "gpusem.fuzz.progress",
          "EXIT_NOTHING_CHECKED": "gpusem.fuzz.reports"}
 
@@ -113,16 +115,17 @@ def __getattr__(name: str) -> object:
     raise AttributeError(f"module 'gpusem.api' has no attribute {name!r}")
 
 
-__all__ = ["BadInput", "CampaignResult", "CampaignSpec", "CheckOptions", "CheckReport",
-           "Chunk", "Command", "CompileOptions", "CompileReport", "Debugger",
-           "EXIT_NOTHING_CHECKED", "Ending",
-           "ExecOptions", "ExecReport", "GpusemError", "Grid", "IllTyped", "KernelInfo",
-           "Language", "Line", "ProgressLines", "PtxCheckReport", "PtxFileReport", "Reduced", "Replay", "Report", "RunOptions", "RunReport",
-           "Shown", "StepOptions", "SyncOptions", "SyncReport", "TriageRow", "budgets",
-           "campaign", "check", "check_file", "compile", "compile_file", "cuda_source", "exec",
-           "exec_file", "fuzz", "generate", "install_signal_handlers", "language_of",
-           "languages", "load", "open_output", "parse", "parse_defines", "parse_file",
-           "parse_schedules", "ptx_check", "ptx_check_file",
-           "read_source", "reduce", "reduce_cuda", "register", "replay", "run",
-           "run_file", "standalone", "step_bundle", "step_file", "synccheck_file",
+__all__ = ["EXIT_NOTHING_CHECKED", "BadInput", "CampaignResult", "CampaignSpec",
+           "CheckOptions", "CheckReport", "Chunk", "Command", "CompileOptions",
+           "CompileReport", "CorpusRow", "Debugger", "Ending", "ExecOptions",
+           "ExecReport", "GpusemError", "Grid", "IllTyped", "KernelInfo", "Language",
+           "Line", "ProgressLines", "PtxCheckReport", "PtxFileReport", "Reduced",
+           "Replay", "Report", "RunOptions", "RunReport", "Shown", "StepOptions",
+           "SyncOptions", "SyncReport", "TriageRow", "budgets", "campaign", "check",
+           "check_file", "compile", "compile_file", "cuda_source", "exec", "exec_file",
+           "fuzz", "generate", "install_signal_handlers", "language_of", "languages",
+           "load", "open_output", "parse", "parse_defines", "parse_file",
+           "parse_schedules", "ptx_check", "ptx_check_file", "read_source", "reduce",
+           "reduce_cuda", "register", "replay", "replay_corpus", "run", "run_file",
+           "standalone", "step_bundle", "step_file", "synccheck_file",
            "target_properties", "triage", "unregister", "write_output"]

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from gpusem.fuzz.driver import CampaignResult, CampaignSpec, OnFinding, OnProgress
     from gpusem.calculus.bundl.ast import Program
     from gpusem.fuzz.bundl.reduce import Reduced
-    from gpusem.fuzz.replay import Replay
+    from gpusem.fuzz.replay import CorpusRow, Replay
     from gpusem.fuzz.triage import TriageRow
 
 
@@ -32,7 +32,8 @@ def fuzz(target: str = "bundl", props: Sequence[str] = (), *, budget_s: float = 
          resume: bool = False, coverage: bool = False,
          hunt_cap_s: float | None = None, on_finding: OnFinding | None = None,
          on_progress: OnProgress | None = None, engine: str = "local",
-         scheduler: str | None = None, gpus: str | None = None) -> CampaignResult:
+         scheduler: str | None = None, gpus: str | None = None,
+         baseline: str | None = None, corpus: str | None = None) -> CampaignResult:
     """`campaign(CampaignSpec(...))` with the spec's fields as keyword arguments:
     findings are bundles under `out_dir`; `on_finding(f)` is called once per finding
     when its bundle is final (with jobs > 1: after the campaign); `on_progress(prop,
@@ -42,8 +43,21 @@ def fuzz(target: str = "bundl", props: Sequence[str] = (), *, budget_s: float = 
 
     spec = driver.CampaignSpec(target, tuple(props), budget_s, backend, seed, jobs,
                                shard, out_dir, round_size, max_programs, resume,
-                               coverage, hunt_cap_s, engine, scheduler, gpus)
+                               coverage, hunt_cap_s, engine, scheduler, gpus,
+                               baseline, corpus)
     return driver.run(spec, on_finding, on_progress)
+
+
+def replay_corpus(folder: str | Path, backend: str | None = None,
+                  baseline: str | None = None) -> list[CorpusRow]:
+    """Every bundle under `folder` replayed: still failing (`reproduces`), `fixed`
+    or `cannot-test`, and `known` where the baseline (a JSON report or a folder of
+    bundles) holds it."""
+    from gpusem.fuzz.baseline import load_baseline
+    from gpusem.fuzz.replay import replay_corpus as replay_all
+
+    known = load_baseline(baseline) if baseline else None
+    return replay_all(folder, backend, baseline=known)
 
 
 def target_properties(target: str, backend: str = "cpu") -> tuple[str, ...]:
@@ -136,4 +150,4 @@ def triage(dirs: Sequence[str | Path]) -> list[TriageRow]:
 
 
 __all__ = ["campaign", "fuzz", "generate", "install_signal_handlers", "reduce",
-           "replay", "step_bundle", "target_properties", "triage"]
+           "replay", "replay_corpus", "step_bundle", "target_properties", "triage"]

@@ -18,7 +18,8 @@ from gpusem import api
 EXIT_CODES = """\b
 Exit codes:
   0  nothing found (and some programs were compared)
-  1  findings (bundles under --out; an interrupted campaign too, if it found any)
+  1  findings (bundles under --out; an interrupted campaign too, if it found any);
+     with --baseline, findings it does not hold
   2  bad input or usage (one line on stderr)
   3  an internal error of gpusem (a finding of kind `internal`, a dead --jobs process)
   4  nothing checked: no program was compared (none generated within the budget, or
@@ -27,14 +28,14 @@ Exit codes:
 """
 
 
-def parse_budget(text: str) -> float:
+def parse_budget(text: str, what: str = "budget") -> float:
     """`90`, `90s`, `5m`, `1h` -> seconds (positive: a zero budget checks nothing)."""
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*", text)
     if m is None:
-        raise api.BadInput(f"bad budget: {text} (expected e.g. 90s, 5m, 1h)")
+        raise api.BadInput(f"bad {what}: {text} (expected e.g. 90s, 5m, 1h)")
     seconds = float(m[1]) * {"": 1, "s": 1, "m": 60, "h": 3600}[m[2]]
     if seconds <= 0:
-        raise api.BadInput(f"bad budget: {text} (must be more than 0 s)")
+        raise api.BadInput(f"bad {what}: {text} (must be more than 0 s)")
     return seconds
 
 
@@ -92,8 +93,10 @@ def parse_shard(text: str) -> tuple[int, int]:
               "target, properties, seed, shard and jobs, from the rounds it finished.")
 @click.option("--coverage", is_flag=True, help="Count the rules and constructs the "
               "programs exercise (targets that measure it) and print the table.")
-@click.option("--shrink-time", type=float, default=None, help="Seconds hypothesis "
-              "shrinks one finding (default: a fifth of the budget, at least 60).")
+@click.option("--shrink-time", default=None, metavar="S", help="Seconds the "
+              "shrinking of one finding may take, hypothesis's and the target's "
+              "reducer's together (default: $GPUSEM_SHRINK_S, else a fifth of the "
+              "budget, at least 60).")
 @click.option("--engine", default="local", show_default=True, help="Who runs the "
               "shards: local (--jobs processes of this machine), dask (a Dask cluster: "
               "--scheduler, or this machine's GPUs/cores with --jobs workers per GPU, "
@@ -102,9 +105,16 @@ def parse_shard(text: str) -> tuple[int, int]:
               "(tcp://HOST:8786); without it a local cluster is started.")
 @click.option("--gpus", default=None, help="dask, cuda, local cluster: the GPUs to use "
               "(all, a count, or ids 0,1); default all.")
+@click.option("--baseline", default=None, metavar="FILE_OR_DIR", help="Known findings "
+              "pass: those whose signature (and attribution, where both have one) an "
+              "earlier JSON report (--json) or a folder of bundles holds; only the "
+              "others exit 1.")
+@click.option("--corpus", default=None, metavar="DIR", help="Regression mode: replay "
+              "the bundles under DIR first (still failing, fixed or cannot test); "
+              "each still failing is a finding of this campaign.")
 def command(target, props, backend, budget, seed, jobs, shard, out_dir, max_programs,
             exo_python, round_size, json_path, sarif_path, junit_path, resume, coverage,
-            shrink_time, engine, scheduler, gpus) -> None:
+            shrink_time, engine, scheduler, gpus, baseline, corpus) -> None:
     """Run a differential fuzzing campaign and write counterexample bundles."""
     if exo_python:  # read by the exo target in this process and in --jobs children
         import os
@@ -114,12 +124,14 @@ def command(target, props, backend, budget, seed, jobs, shard, out_dir, max_prog
 
     seconds = parse_budget(budget)
     max_programs = parse_count("--max-programs", max_programs)
+    if shrink_time is not None:
+        shrink_time = parse_budget(shrink_time, "--shrink-time")
     shard_t = parse_shard(shard)
     console = Console(stderr=True)
     api.install_signal_handlers()
     spec = api.CampaignSpec(target, tuple(props), seconds, backend, seed, jobs, shard_t,
                             out_dir, round_size, max_programs, resume, coverage,
-                            shrink_time, engine, scheduler, gpus)
+                            shrink_time, engine, scheduler, gpus, baseline, corpus)
     # Off a terminal (CI logs) the bar draws nothing until the end: plain lines every
     # ~30 s say how the campaign goes (GPUSEM_PROGRESS_EVERY_S).
     lines = None if console.is_terminal else api.ProgressLines(target)

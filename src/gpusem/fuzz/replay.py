@@ -14,10 +14,12 @@ bisect called such a commit good."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from gpusem.calculus.errors import CannotRunHere
+from gpusem.fuzz.baseline import Baseline, bundle_metas
 from gpusem.fuzz.bundle import Bundle, read_bundle
 from gpusem.fuzz.targets import INTERNAL, CheckResult
 
@@ -50,7 +52,10 @@ class Replay:
 
     @property
     def why(self) -> str:
-        """One line: why a replay that does not reproduce cannot test the bug."""
+        """One line: why a replay that does not reproduce cannot test the bug ("" for
+        one that reproduces or is fixed)."""
+        if self.verdict != CANNOT_TEST:
+            return ""
         if self.cannot_run:
             return f"cannot run here: {self.cannot_run}"
         if self.internal:
@@ -99,6 +104,51 @@ def replay(bundle_dir: str | Path, backend: str | None = None) -> Replay:
     return Replay(b, res, same)
 
 
+@dataclass(frozen=True)
+class CorpusRow:
+    """One stored bundle of a corpus, replayed: `verdict` is `reproduces` (still
+    failing), `fixed` or `cannot-test`; `known` when a baseline holds it."""
+
+    bundle: str
+    target: str
+    prop: str
+    signature: str
+    kind: str
+    verdict: str
+    now: str  # the signature it fails with now, or the status
+    why: str  # for cannot-test: why
+    detail: str = ""
+    known: bool = False
+    size: int = 0  # statements of the stored program
+
+    def as_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def replay_corpus(folder: str | Path, backend: str | None = None,
+                  target: str | None = None, props: Sequence[str] = (),
+                  baseline: Baseline | None = None) -> list[CorpusRow]:
+    """Every bundle under `folder` (of `target` and `props` where given) replayed,
+    in path order; a malformed bundle is BadInput, as for one bundle."""
+    rows = []
+    for meta_file in bundle_metas(Path(folder)):
+        b = read_bundle(meta_file.parent)
+        if (target and b.target != target) or (props and
+                                                b.meta["property"] not in props):
+            continue
+        r = replay(b.path, backend)
+        now = r.now.signature if r.now.status == "finding" else r.now.status
+        cause = b.meta.get("attribution")
+        verdict = cause.get("verdict", "") if isinstance(cause, dict) else ""
+        known = baseline is not None and baseline.match(b.signature,
+                                                        str(verdict)) is not None
+        rows.append(CorpusRow(str(b.path), b.target, str(b.meta["property"]),
+                              b.signature, str(b.meta["kind"]), r.verdict, now,
+                              r.why, r.now.detail[:200], known,
+                              int(b.meta.get("size", 0) or 0)))
+    return rows
+
+
 def deadlock_as_timeout(expected: str, now: str) -> bool:
     """A deadlock the cpu harness names is, on the cuda backend, a launch that times
     out: the same failure seen by a backend that can only wait."""
@@ -123,5 +173,5 @@ def first_difference(bundle: Bundle) -> tuple[str, int] | None:
 
 
 __all__ = ["CANNOT_TEST", "EXIT_CANNOT_TEST", "EXIT_FIXED", "EXIT_REPRODUCES", "FIXED",
-           "REPRODUCES", "Replay", "deadlock_as_timeout", "first_difference",
-           "replay"]
+           "REPRODUCES", "CorpusRow", "Replay", "deadlock_as_timeout",
+           "first_difference", "replay", "replay_corpus"]

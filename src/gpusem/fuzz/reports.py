@@ -42,11 +42,13 @@ def exit_code(summary: Summary) -> int:
     compared (none generated, or every one invalid or not runnable here), else 0."""
     if summary.internal or summary.failed:
         return EXIT_INTERNAL
-    if summary.findings:
+    if summary.failing:  # findings the baseline (--baseline) holds pass
         return EXIT_FINDINGS
     if summary.interrupted:
         return INTERRUPTED.get(summary.interrupted, EXIT_CLEAN)
-    return EXIT_CLEAN if summary.compared else EXIT_NOTHING_CHECKED
+    if summary.compared or any(r["verdict"] != "cannot-test" for r in summary.corpus):
+        return EXIT_CLEAN
+    return EXIT_NOTHING_CHECKED
 
 
 @dataclass
@@ -76,6 +78,7 @@ class Report:
                        "skipped": s.skipped, "compared": s.compared,
                        "findings": len(s.findings),
                        "new_findings": sum(f.new for f in s.findings),
+                       "known_findings": sum(f.known for f in s.findings),
                        "internal": len(s.internal),
                        "unconfirmed_timeouts": s.unconfirmed,
                        "seen_elsewhere": s.seen_elsewhere},
@@ -87,6 +90,7 @@ class Report:
             "coverage": {p: {"programs": s.coverage_programs.get(p, 0),
                              "per_10k": s.coverage_per_10k(p)}
                          for p in sorted(s.coverage)},
+            "corpus": list(s.corpus),
         }
 
     def _finding(self, f: Finding) -> dict[str, Any]:
@@ -97,7 +101,7 @@ class Report:
                 "size_before": f.size_before or f.size, "size": f.size,
                 "shrunk": f.shrunk, "found_after_s": round(f.found_after_s, 2),
                 "shrink_s": round(f.shrink_s, 2), "duplicates": f.duplicates,
-                "new": f.new, "attribution": f.attribution or None}
+                "new": f.new, "known": f.known, "attribution": f.attribution or None}
 
     # ------------------------------------------------------------------ SARIF
 
@@ -120,6 +124,8 @@ class Report:
                     "artifactLocation": {"uri": uri},
                     "region": {"startLine": max(1, line)}}}],
                 "partialFingerprints": {"gpusemSignature/v1": f.signature},
+                **({"baselineState": "unchanged" if f.known else "new"}
+                   if self.campaign.get("baseline") else {}),
                 "properties": {"bundle": f.bundle, "property": f.prop,
                                "size": f.size, "duplicates": f.duplicates,
                                "attribution": f.attribution or None},
@@ -155,6 +161,7 @@ class Report:
                          f"stmts\t{'shrunk' if f.shrunk else 'not shrunk'}\t"
                          f"{f.found_after_s:.0f}s\tx{1 + f.duplicates}\t"
                          f"{'new' if f.new else 'known'}\t{f.bundle}"
+                         + ("\tin the baseline" if f.known else "")
                          + (f"\tattribution {f.attribution}" if f.attribution else ""))
         blamed: dict[str, int] = {}
         for f in s.findings:
@@ -163,6 +170,11 @@ class Report:
         if blamed:
             lines.append("attribution: " + ", ".join(
                 f"{v} {n}" for v, n in sorted(blamed.items())))
+        if self.campaign.get("baseline"):
+            lines.append(f"baseline {self.campaign['baseline']}: "
+                         f"{sum(f.known for f in s.findings)} known (pass), "
+                         f"{len(s.failing)} not in it")
+        lines += corpus_lines(s.corpus)
         lines += [f"failed: {line}" for line in s.failed]
         if self.code == EXIT_NOTHING_CHECKED:
             lines.append(nothing_checked_text(s))
@@ -196,6 +208,23 @@ class Report:
                    json.dumps(self.as_json(), indent=1) + "\n")
             _write(str(Path(out_dir) / "summary.txt"), self.as_text()
                    + self.coverage_text())
+
+
+def corpus_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """The corpus replayed first: one line of counts, one per bundle."""
+    if not rows:
+        return []
+    n = {v: sum(r["verdict"] == v for r in rows)
+         for v in ("reproduces", "fixed", "cannot-test")}
+    out = [(f"corpus: {len(rows)} bundles replayed: {n['reproduces']} still failing, "
+            f"{n['fixed']} fixed, {n['cannot-test']} cannot test")]
+    for r in rows:
+        state = {"reproduces": "still-failing"}.get(r["verdict"], r["verdict"])
+        why = f" ({r['why']})" if r["why"] else ""
+        known = " (in the baseline)" if r["known"] else ""
+        out.append(f"corpus\t{state}{known}\t{r['signature']}\tnow {r['now']}{why}"
+                   f"\t{r['bundle']}")
+    return out
 
 
 def nothing_checked_text(s: Summary) -> str:

@@ -44,6 +44,7 @@ class Finding:
     duplicates: int = 0  # later sightings of the same signature (counted, not rewritten)
     new: bool = True  # False: the store held this signature before this campaign
     attribution: str = ""  # whose bug (fuzz/attribution.py's verdict), where known
+    known: bool = False  # the baseline (--baseline) holds it: it does not fail the run
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -67,6 +68,8 @@ class Summary:
     coverage_programs: dict[str, int] = field(default_factory=dict)
     found: int = 0  # findings so far, in progress snapshots (whose `findings` is empty)
     resumed: int = 0  # of `programs`, those an earlier run checked (`--resume`)
+    # the stored bundles replayed first (--corpus): fuzz/replay.CorpusRow.as_dict()
+    corpus: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def rate_per_min(self) -> float | None:
@@ -83,8 +86,14 @@ class Summary:
 
     @property
     def internal(self) -> list[Finding]:
-        """Findings that are errors of gpusem itself (exit code 3)."""
-        return [f for f in self.findings if f.kind == "internal"]
+        """Findings that are errors of gpusem itself (exit code 3), but for those the
+        baseline knows."""
+        return [f for f in self.findings if f.kind == "internal" and not f.known]
+
+    @property
+    def failing(self) -> list[Finding]:
+        """Findings that fail the run (exit code 1): all but the baseline's."""
+        return [f for f in self.findings if not f.known]
 
     @property
     def finding_count(self) -> int:
