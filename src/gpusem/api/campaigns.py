@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from gpusem.fuzz.driver import CampaignResult, CampaignSpec, OnFinding, OnProgress
     from gpusem.calculus.bundl.ast import Program
     from gpusem.fuzz.bundl.reduce import Reduced
+    from gpusem.fuzz.reduce import ReducedFinding, ReduceProgress
     from gpusem.fuzz.replay import CorpusRow, Replay
     from gpusem.fuzz.triage import TriageRow
 
@@ -105,15 +106,49 @@ def generate(target: str = "bundl", n: int = 10, seed: int = 0, prop: str | None
 
 def reduce(program: Program, prop: str | None = None, command: str | None = None,
            backend: str = "cpu", budget_s: float = 300.0, max_tried: int = 5000,
-           file_name: str = "program.bundl") -> Reduced:
+           file_name: str = "program.bundl",
+           on_progress: Callable[[ReduceProgress], None] | None = None) -> Reduced:
     """Shrink a Bundl program with the fuzzer's passes while it stays interesting:
     `prop` (a bundl property: the same finding signature) or `command` (C-Reduce's
     interestingness test: a shell command run in a scratch folder holding the
-    candidate as `file_name`; exit 0 = still interesting)."""
+    candidate as `file_name`; exit 0 = still interesting). `on_progress` after each
+    candidate."""
     from gpusem.fuzz.bundl.reduce import reduce as reduce_program
 
     return reduce_program(program, prop, command, backend, budget_s, max_tried,
-                          file_name)
+                          file_name, on_progress)
+
+
+def reduce_bundle(bundle_dir: str | Path, prop: str | None = None,
+                  backend: str | None = None, budget_s: float = 300.0,
+                  on_progress: Callable[[ReduceProgress], None] | None = None,
+                  ) -> ReducedFinding:
+    """Shrink a bundle's program, of any target (a plugin's too), with the target's
+    own reducer while its property fails with the same signature
+    (`fuzz/reduce.py`)."""
+    from gpusem.fuzz.reduce import reduce_bundle as reduce_it
+
+    return reduce_it(bundle_dir, prop, backend, budget_s, on_progress)
+
+
+def reduce_program_file(target: str, file_name: str, text: str, prop: str | None = None,
+                        backend: str = "cpu", budget_s: float = 300.0,
+                        on_progress: Callable[[ReduceProgress], None] | None = None,
+                        ) -> ReducedFinding:
+    """Shrink a user's program file (`text`, held as the bundle file `file_name`)
+    for target `target`'s property `prop` (default: its first)."""
+    from gpusem.fuzz.reduce import reduce_files
+
+    prop = prop or target_properties(target, backend)[0]
+    return reduce_files(target, {file_name: text}, {"backend": backend}, prop,
+                        backend, budget_s, on_progress)
+
+
+def progress_every_s() -> float:
+    """Seconds between two progress lines in a log ($GPUSEM_PROGRESS_EVERY_S, 30)."""
+    from gpusem.fuzz.progress import every_s_from_env
+
+    return every_s_from_env()
 
 
 def step_bundle(bundle_dir: str | Path) -> tuple[Debugger, tuple[str, ...]]:
@@ -149,5 +184,6 @@ def triage(dirs: Sequence[str | Path]) -> list[TriageRow]:
     return group(dirs)
 
 
-__all__ = ["campaign", "fuzz", "generate", "install_signal_handlers", "reduce",
+__all__ = ["campaign", "fuzz", "generate", "install_signal_handlers",
+           "progress_every_s", "reduce", "reduce_bundle", "reduce_program_file",
            "replay", "replay_corpus", "step_bundle", "target_properties", "triage"]

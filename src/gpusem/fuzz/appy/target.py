@@ -241,11 +241,16 @@ class AppyTarget(Target):
                      size: int | None = None) -> CheckResult:
         """Check a program given as text: parsed, then printed again by gpusem (only
         that text reaches appyc), run as one kernel."""
-        fn = parse_program(source)
-        prog = AppyProgram(fn, tuple((k, str(v.dtype), v.shape) for k, v in arrays.items()
-                                     if k in {p.name for p in fn.params}),
-                           tuple((k, v) for k, v in scalars.items()), fixed=arrays)
-        return self.check_program(prog)[0]
+        return self.check_program(program_of(source, arrays, scalars))[0]
+
+    def load_program(self, files: dict[str, str], meta: dict) -> AppyProgram:
+        """A bundle's program and inputs as a program `check` and `minimise` take
+        (`gpusem reduce`)."""
+        if "program.py" not in files or "inputs.json" not in files:
+            raise BadInput("malformed bundle: an APPy bundle needs program.py and "
+                           "inputs.json")
+        arrays, scalars = read_inputs(files["inputs.json"])
+        return program_of(files["program.py"], arrays, scalars)
 
     def _check_sm90(self, fn: A.Function, arrays: dict, scalars: dict) -> CheckResult:
         """Compile-only: every kernel the host code launches must build for sm_90."""
@@ -283,6 +288,14 @@ class AppyTarget(Target):
             return CheckResult("pass") if not v.legal else CheckResult(
                 "finding", meta["signature"], "legality-missed", "still accepted")
         return self.check_source(files["program.py"], arrays, scalars)
+
+
+def program_of(source: str, arrays: dict, scalars: dict) -> AppyProgram:
+    """A program given as text with its inputs (read back from a bundle)."""
+    fn = parse_program(source)
+    return AppyProgram(fn, tuple((k, str(v.dtype), v.shape) for k, v in arrays.items()
+                                 if k in {p.name for p in fn.params}),
+                       tuple((k, v) for k, v in scalars.items()), fixed=arrays)
 
 
 def _key(p: AppyProgram) -> str:

@@ -478,6 +478,12 @@ class BundlTarget(Target):
             meta["nvrtc"] = ptx_meta(self.nvrtcs())
         return meta
 
+    def load_program(self, files: dict[str, str], meta: dict[str, Any]) -> Generated:
+        """A bundle's program, for `gpusem reduce` (not race-free by construction:
+        the oracle proves it)."""
+        return Generated(parse_program(files["program.bundl"], "program.bundl"),
+                         race_free_by_construction=False)
+
     def replay(self, files: dict[str, str], meta: dict[str, Any]) -> CheckResult:
         """Re-run the bundle's property; a finding made with a seeded fault is replayed
         with that fault on again (the bundle records it), unless one is already set. A

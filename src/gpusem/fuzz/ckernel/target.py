@@ -227,6 +227,10 @@ class CkernelTarget(Target):
             meta["nvcc_command"] = NVCC_COMMAND
         return meta
 
+    def load_program(self, files: dict[str, str], meta: dict) -> A.Kernel:
+        """A bundle's kernel, for `gpusem reduce`."""
+        return parse_kernel(files["program.ck"], "program.ck")
+
     def replay(self, files: dict[str, str], meta: dict) -> CheckResult:
         """The bundle's verdict now; a bundle found under a seeded fault replays with
         that fault on (as the Bundl target's do), unless GPUSEM_FAULT is set."""
@@ -238,13 +242,11 @@ class CkernelTarget(Target):
         if meta.get("fault") and not saved:
             os.environ["GPUSEM_FAULT"] = meta["fault"]
         try:
-            res = self.check(program, prop)
+            # as it is: `invalid` or `skip` now is no pass (replay: cannot test)
+            return self.check(program, prop)
         finally:
             if saved is None:
                 os.environ.pop("GPUSEM_FAULT", None)
-        if res.status == "finding" and res.signature == meta.get("signature"):
-            return res
-        return CheckResult("pass") if res.status != "finding" else res
 
 
 def _json(arrays: dict[str, Any]) -> str:
