@@ -413,6 +413,24 @@ def test_shrink_time_bounds_hypothesis_and_the_reducer_together(tmp_path) -> Non
     assert summary.findings[0].shrunk
 
 
+def test_gpusem_shrink_s_is_the_default_of_shrink_time(monkeypatch) -> None:
+    """The variable the reducers read as their own cap is now --shrink-time's default
+    (issue 32.8), documented, and validated."""
+    from gpusem.api import BadInput
+    from gpusem.fuzz.campaign import default_shrink_s
+
+    monkeypatch.delenv("GPUSEM_SHRINK_S", raising=False)
+    assert default_shrink_s(60) == 60 and default_shrink_s(3600) == 720
+    monkeypatch.setenv("GPUSEM_SHRINK_S", "7")
+    assert default_shrink_s(3600) == 7
+    assert Campaign("toy", budget_s=3600).shrink_cap_s() == 7
+    assert Campaign("toy", budget_s=3600, hunt_cap_s=2).shrink_cap_s() == 2
+    for bad in ("0", "-1", "soon"):
+        monkeypatch.setenv("GPUSEM_SHRINK_S", bad)
+        with pytest.raises(BadInput, match="^bad GPUSEM_SHRINK_S"):
+            default_shrink_s(60)
+
+
 def test_shrink_time_is_validated(tmp_path) -> None:
     res = CliRunner().invoke(cli, ["fuzz", "--target", "toy", "--shrink-time", "0",
                                    "--out", str(tmp_path)])

@@ -25,8 +25,9 @@ reducer) becomes a finding of kind `internal` (exit 3), bundled like any other.
 Budgets. No new program is checked past `budget_s` (or `max_programs`); the shrinking
 of one finding, hypothesis's and then the target's reducer (`minimise`) together, is
 bounded by `hunt_cap_s` (`--shrink-time`; default $GPUSEM_SHRINK_S, else a fifth of
-the budget, at least a minute): hypothesis stops at it (and at the hard stop, budget +
-10% + 30 s) and the reducer gets what is left (issue 32.8: the reducer had its own cap
+the budget, at least a minute): hypothesis stops at its share of it (half, or the
+target's `hypothesis_share`; and at the hard stop, budget + 10% + 30 s) and the
+reducer gets what is left (issue 32.8: the reducer had its own cap
 of a minute, so `--shrink-time 5` shrank for 90 s); past the budget one shrink still
 runs, later findings are kept as first seen (so a campaign ends within its budget plus
 one shrink).
@@ -171,10 +172,10 @@ class Campaign:
 
     def _hunt_too_long(self, since: float) -> bool:
         """Hypothesis's shrinking has used its share of the cap: all of it, or half
-        (or the target's `hypothesis_share`) where the target has its own reducer (`minimise`, batched: on the cuda
-        backend one build checks a whole batch of candidates, where hypothesis
-        builds once per candidate), which then takes over from the smallest failure
-        so far with what is left."""
+        (or the target's `hypothesis_share`) where the target has its own reducer
+        (`minimise`, batched: on the cuda backend one build checks a whole batch of
+        candidates, where hypothesis builds once per candidate), which then takes
+        over from the smallest failure so far with what is left."""
         share = self._hunt_share
         return time.monotonic() - since >= share * self.shrink_cap_s()
 
