@@ -61,6 +61,13 @@ def replay_corpus(folder: str | Path, backend: str | None = None,
     return replay_all(folder, backend, baseline=known)
 
 
+def corpus_exit_code(rows: Sequence[CorpusRow]) -> int:
+    """The exit code of `gpusem replay` on a corpus (`fuzz/replay.py`)."""
+    from gpusem.fuzz.replay import corpus_exit_code as code
+
+    return code(rows)
+
+
 def target_properties(target: str, backend: str = "cpu") -> tuple[str, ...]:
     """The properties target `target` checks (BadInput for an unknown target)."""
     from gpusem.fuzz import driver
@@ -184,6 +191,6 @@ def triage(dirs: Sequence[str | Path]) -> list[TriageRow]:
     return group(dirs)
 
 
-__all__ = ["campaign", "fuzz", "generate", "install_signal_handlers",
+__all__ = ["campaign", "corpus_exit_code", "fuzz", "generate", "install_signal_handlers",
            "progress_every_s", "reduce", "reduce_bundle", "reduce_program_file",
            "replay", "replay_corpus", "step_bundle", "target_properties", "triage"]

@@ -96,12 +96,11 @@ def _replay_corpus(folder: str, backend: str | None, baseline: str | None) -> No
         why = f" ({r.why})" if r.why else ""
         click.echo(f"{state}\t{r.signature}\tnow {r.now}{why}\t{r.bundle}")
     failing = [r for r in rows if r.verdict == "reproduces" and not r.known]
-    tested = [r for r in rows if r.verdict != "cannot-test"]
     click.echo(f"{len(rows)} bundles: {sum(r.verdict == 'reproduces' for r in rows)} "
                f"still failing ({len(failing)} not in a baseline), "
                f"{sum(r.verdict == 'fixed' for r in rows)} fixed, "
-               f"{len(rows) - len(tested)} cannot test")
-    raise SystemExit(1 if failing else 4 if not rows else 125 if not tested else 0)
+               f"{sum(r.verdict == 'cannot-test' for r in rows)} cannot test")
+    raise SystemExit(api.corpus_exit_code(rows))
 
 
 def _step_into(bundle_dir: str, commands: str | None) -> None:

@@ -149,6 +149,19 @@ def replay_corpus(folder: str | Path, backend: str | None = None,
     return rows
 
 
+def corpus_exit_code(rows: Sequence[CorpusRow]) -> int:
+    """`gpusem replay` of a corpus: 1 when a bundle no baseline holds still fails,
+    else 4 for a folder with no bundle (nothing checked), 125 when no bundle could be
+    tested, 0 otherwise."""
+    if any(r.verdict == REPRODUCES and not r.known for r in rows):
+        return EXIT_REPRODUCES
+    if not rows:
+        return 4  # fuzz/reports.EXIT_NOTHING_CHECKED
+    if all(r.verdict == CANNOT_TEST for r in rows):
+        return EXIT_CANNOT_TEST
+    return EXIT_FIXED
+
+
 def deadlock_as_timeout(expected: str, now: str) -> bool:
     """A deadlock the cpu harness names is, on the cuda backend, a launch that times
     out: the same failure seen by a backend that can only wait."""
@@ -173,5 +186,6 @@ def first_difference(bundle: Bundle) -> tuple[str, int] | None:
 
 
 __all__ = ["CANNOT_TEST", "EXIT_CANNOT_TEST", "EXIT_FIXED", "EXIT_REPRODUCES", "FIXED",
-           "REPRODUCES", "CorpusRow", "Replay", "deadlock_as_timeout",
+           "REPRODUCES", "CorpusRow", "Replay", "corpus_exit_code",
+           "deadlock_as_timeout",
            "first_difference", "replay", "replay_corpus"]
