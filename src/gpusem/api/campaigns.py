@@ -151,6 +151,14 @@ def reduce_program_file(target: str, file_name: str, text: str, prop: str | None
                         backend, budget_s, on_progress)
 
 
+def rate_shown(programs: int, seconds: float) -> str:
+    """Programs per minute as reports show it: "1,234/min", or "rate n/a (under 1
+    s)" where one program more or less would swing it by orders of magnitude."""
+    from gpusem.fuzz.summary import rate_per_min, rate_text
+
+    return rate_text(rate_per_min(programs, seconds))
+
+
 def progress_every_s() -> float:
     """Seconds between two progress lines in a log ($GPUSEM_PROGRESS_EVERY_S, 30)."""
     from gpusem.fuzz.progress import every_s_from_env
@@ -191,6 +199,7 @@ def triage(dirs: Sequence[str | Path]) -> list[TriageRow]:
     return group(dirs)
 
 
-__all__ = ["campaign", "corpus_exit_code", "fuzz", "generate", "install_signal_handlers",
-           "progress_every_s", "reduce", "reduce_bundle", "reduce_program_file",
-           "replay", "replay_corpus", "step_bundle", "target_properties", "triage"]
+__all__ = ["campaign", "corpus_exit_code", "fuzz", "generate",
+           "install_signal_handlers", "progress_every_s", "rate_shown", "reduce",
+           "reduce_bundle", "reduce_program_file", "replay", "replay_corpus",
+           "step_bundle", "target_properties", "triage"]

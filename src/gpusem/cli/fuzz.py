@@ -162,7 +162,7 @@ class _Bar:
             TextColumn("[bold]{task.description}[/]"), BarColumn(),
             TextColumn("{task.fields[programs]} programs"),
             TextColumn("{task.fields[findings]} findings"),
-            TextColumn("{task.fields[rate]:.0f}/min"), TimeElapsedColumn(),
+            TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
             console=console, transient=False)
 
     def __enter__(self) -> _Bar:
@@ -176,12 +176,12 @@ class _Bar:
         if prop not in self.tasks:
             self.tasks[prop] = (self.progress.add_task(
                 f"{self.target}:{prop}", total=self.budget_s, programs=0, findings=0,
-                rate=0.0), time.monotonic())
+                rate=api.rate_shown(0, 0.0)), time.monotonic())
         task, t0 = self.tasks[prop]
         elapsed = time.monotonic() - t0
         self.progress.update(task, completed=min(elapsed, self.budget_s),
                              programs=s.programs, findings=s.finding_count,
-                             rate=60 * s.programs / elapsed if elapsed else 0.0)
+                             rate=api.rate_shown(s.programs - s.resumed, elapsed))
 
 
 def _show(console, report, coverage: bool) -> None:
