@@ -20,6 +20,7 @@ none: exit 2 with one line (`compiler/gpuir_exo/driver.py`).
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 from gpusem.calculus.errors import GpusemError
 from gpusem.compiler.gpuir_exo.driver import ExoDriver
@@ -51,6 +52,13 @@ class ExoTarget(Target):
 
     def strategy(self, prop: str):
         return programs()
+
+    def load_program(self, files: dict[str, str], meta: dict) -> ExoText:
+        """A bundle's program and its sizes, for `gpusem reduce`."""
+        import json
+
+        defines = json.loads(files.get("defines.json", "{}"))
+        return ExoText(files["program.gpuir"], tuple(sorted(defines.items())))
 
     def size(self, program: ExoProgram) -> int:
         return program.source().count("\n")
@@ -147,3 +155,19 @@ class ExoTarget(Target):
         if meta.get("property") == "compile":
             return self._compile(c, time.perf_counter())
         return result_of(c)
+
+
+@dataclass(frozen=True)
+class ExoText:
+    """A program read back from a bundle (text and sizes): what `check` and
+    `minimise` take, as they take a generated `ExoProgram`."""
+
+    text: str
+    sizes: tuple[tuple[str, int], ...] = ()
+    mutation: str = ""
+
+    def source(self, name: str = "gen") -> str:
+        return self.text
+
+    def defines(self) -> dict[str, int]:
+        return dict(self.sizes)
