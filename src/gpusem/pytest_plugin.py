@@ -40,8 +40,9 @@ def pytest_configure(config: Any) -> None:
 @pytest.fixture
 def gpusem_campaign(request: Any, tmp_path: Path) -> Any:
     """A function `run(target=..., prop=None, budget_s=30, max_programs=None, **kw)`:
-    runs the campaign (`gpusem.api.fuzz`) and fails the test if it finds anything;
-    returns the `CampaignResult` when it finds nothing."""
+    runs the campaign (`gpusem.api.fuzz`) and fails the test if it finds anything
+    or compares no program (exit code 4); returns the `CampaignResult` when it
+    compared programs and found nothing."""
     marker = request.node.get_closest_marker("gpusem")
     defaults = dict(marker.kwargs) if marker is not None else {}
     config = request.config
@@ -72,6 +73,11 @@ def gpusem_campaign(request: Any, tmp_path: Path) -> Any:
                              f"    replay: gpusem replay {f.bundle}")
             lines += [f"  failed: {why}" for why in result.summary.failed]
             pytest.fail("\n".join(lines), pytrace=False)
+        if result.exit_code == api.EXIT_NOTHING_CHECKED:  # no silent green (32.1)
+            pytest.fail(f"gpusem: nothing checked against {target} (exit code "
+                        f"{result.exit_code}): {result.summary.programs} programs, "
+                        f"none compared; summary: {out_dir / 'summary.txt'}",
+                        pytrace=False)
         return result
 
     return run

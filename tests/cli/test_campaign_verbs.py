@@ -38,6 +38,25 @@ def test_gen_writes_well_typed_programs_deterministically(tmp_path) -> None:
     assert nontrivial >= 6
 
 
+def test_gen_refuses_a_folder_that_holds_files(tmp_path) -> None:
+    """Issue 32.12: gen overwrote a folder's programs; now exit 2 (one line) unless
+    --force, and an empty or new folder is fine."""
+    out = tmp_path / "progs"
+    out.mkdir()
+    assert invoke("gen", "-n", "2", str(out)).exit_code == 0  # empty: fine
+    mine = out / "mine.bundl"
+    mine.write_text("keep me")
+    first = sorted(p.read_text() for p in out.glob("*-*.bundl"))
+    res = CliRunner().invoke(cli, ["gen", "-n", "2", "--seed", "9", str(out)])
+    # main() prints a BadInput as one line with its exit code, 2
+    assert isinstance(res.exception, api.BadInput) and res.exception.exit_code == 2
+    assert str(res.exception).startswith(f"{out}: folder not empty")
+    assert sorted(p.read_text() for p in out.glob("*-*.bundl")) == first  # untouched
+    assert invoke("gen", "-n", "2", "--seed", "9", "--force", str(out)).exit_code == 0
+    assert mine.read_text() == "keep me"
+    assert sorted(p.read_text() for p in out.glob("*-*.bundl")) != first
+
+
 BIG = """machine blocks = 1, threads = 4;
 
 global x0 : int[4] = [-3, 6, 7, 8];

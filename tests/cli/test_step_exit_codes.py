@@ -138,3 +138,39 @@ def test_an_interactive_session_exits_0_whatever_the_machine_did():
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0
+
+
+@pytest.mark.parametrize(("command", "says"), [
+    ("break 999", "no statement on line 999 of "),
+    ("break 1", "no statement on line 1 of "),  # a comment: a step never stops there
+    ("break S-Nope", "unknown rule: S-Nope (rules like it: "),
+    ("break E-Nope", "unknown rule: E-Nope"),
+    ("break thread 99", "no thread 99 (threads 0..7)"),
+    ("print nope", "no variable nope"),
+    ("print out[7]", "index out of range: out[7] (length 2)"),
+])
+def test_a_breakpoint_or_print_that_cannot_be_is_rejected(command, says):
+    """Issue 32.12: `break 999` and `break S-Nope` were accepted and never fired; now
+    rejected with a message (a script: exit 2, one line)."""
+    code, out, err = step(str(BUNDL / "block_reduce_shared.bundl"), "--commands",
+                          command)
+    assert code == 2, (out, err)
+    assert says in err and len(err.strip().splitlines()) == 1, err
+    assert "breakpoint 1" not in out
+
+
+def test_where_list_and_print_in_bundl_mode_as_in_amir_mode():
+    """Issue 32.12: the Bundl debugger has `where`, `list` and `print`, as the AMIR
+    debugger has `where` and `list`."""
+    code, out, err = step(str(BUNDL / "block_reduce_shared.bundl"), "--commands",
+                          "where; list 1; break S-Arr-Assn; break 25; continue; where; "
+                          "list 1; print b; print A; print A[5]; print out[1]")
+    assert code == 0, (out, err)
+    assert "step 0, running: no thread has stepped yet" in out
+    assert "=>   14 |   lower out into ob {" in out  # before a step: main's first line
+    assert "breakpoint 2: line 25" in out
+    assert "thread 0 (t=0, b=0, p=0) at " in out
+    assert "=>   25 |                   s1[0] = A[4 * b + t];" in out
+    assert "b @ block[1] = 0" in out
+    assert "A = [0, 1, 2, 3, 4, 5, 6, 7]" in out and "A[5] = 5" in out
+    assert "out[1] = 0" in out

@@ -74,9 +74,12 @@ def test_the_replay_says_what_findings_says(entry, bundle, branch, says, monkeyp
         assert res.exit_code == 1, res.output
         assert res.output.startswith(f"reproduces: {meta['signature']}: "), res.output
         return
-    m = re.fullmatch(r"does not reproduce, now (\w+) \(exit 0\)", says)
+    m = re.fullmatch(r"does not reproduce, now (\w+) \(exit (0|125)\)", says)
     assert m, f"{entry}: a replay column FINDINGS.md cannot say: {says!r}"
-    assert res.exit_code == 0, res.output
+    # issue 32.3: only a run that now passes is fixed (0); a program now set aside
+    # (invalid) cannot test the bug (125: git bisect skips it)
+    assert m[2] == ("0" if m[1] == "pass" else "125"), says
+    assert res.exit_code == int(m[2]), res.output
     assert res.output.startswith(f"does not reproduce: expected {meta['signature']}, "
                                  f"now {m[1]} "), res.output
 
@@ -101,3 +104,26 @@ def test_a_compile_bundle_is_now_set_aside(entry, bundle, branch, says):
               for k, v in json.loads((d / "inputs.json").read_text()).items()}
     expected = run_sequential(proc, defines, inputs)
     assert reads_uninitialised(proc, defines, inputs, expected) == m[1]
+
+
+def test_an_exo_bundle_without_exo_cannot_be_tested(monkeypatch):
+    """Issue 32.3: no Exo-GPU here: replay cannot test the bundle (125, which git
+    bisect skips), where it said "bad input" (2, which bisect reads as bad)."""
+    bundle = next(EXO.glob("findings_pldi26/exo-*/"))
+    monkeypatch.setenv("GPUSEM_EXO_PYTHON", "/nonexistent/python")
+    res = CliRunner().invoke(cli, ["replay", str(bundle)])
+    assert res.exit_code == 125, res.output
+    assert res.output.startswith("cannot test: ") and "target unavailable" in res.output
+
+
+def test_exo_reads_its_bundles_back_for_reduce():
+    """`gpusem reduce` of an exo bundle: the target reads the program back as text
+    with its sizes (`load_program`), what its reducer takes."""
+    from gpusem.fuzz.exo.target import ExoTarget
+
+    bundle = next(EXO.glob("findings_pldi26/exo-*/"))
+    files = {p.name: p.read_text() for p in bundle.iterdir() if p.is_file()}
+    target = ExoTarget(driver=BundleExo("pldi26", None))
+    program = target.load_program(files, json.loads(files["bundle.json"]))
+    assert program.source() == files["program.gpuir"]
+    assert program.defines() == json.loads(files.get("defines.json", "{}"))

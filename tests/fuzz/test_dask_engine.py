@@ -208,6 +208,38 @@ def test_a_cluster_without_the_resource_is_one_line(tmp_path):
         c.close()
 
 
+def test_an_unreachable_scheduler_is_bad_input_in_one_line(tmp_path, monkeypatch):
+    """Issue 32.12: no scheduler at the address is the user's mistake (exit 2, one
+    line, after a short timeout), not gpusem's bug (exit 3 after 30 s)."""
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setattr("gpusem.fuzz.engines.dask.SCHEDULER_TIMEOUT_S", 2.0)
+    engine = DaskEngine(scheduler=f"tcp://127.0.0.1:{port}")
+    t0 = time.monotonic()
+    with pytest.raises(BadInput, match=f"^dask scheduler unreachable: "
+                                       f"tcp://127.0.0.1:{port} "):
+        engine.connect()
+    assert time.monotonic() - t0 < 20
+    engine.close()
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run(
+        [sys.executable, "-m", "tests.fuzz.toys", "fuzz", "--target", "toys",
+         "--engine", "dask", "--scheduler", f"tcp://127.0.0.1:{port}",
+         "--max-programs", "10", "--out", str(tmp_path / "o")],
+        cwd=root, env=dict(os.environ, PYTHONPATH=str(root / "src")),
+        capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("dask scheduler unreachable: "), (
+        proc.stderr)
+
+
 def test_gpu_ids(monkeypatch):
     assert gpu_ids("0,2") == ["0", "2"]
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,5")

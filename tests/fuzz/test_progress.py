@@ -86,3 +86,21 @@ def test_resuming_a_finished_campaign_gives_no_rate(tmp_path) -> None:
                      round_size=25, resume=True).run()
     assert again.programs == 50 and again.resumed == 50  # nothing checked this time
     assert again.rate_per_min is None or again.rate_per_min == 0
+
+
+def test_the_bar_shows_no_absurd_rate_either(tmp_path) -> None:
+    """The rich bar (whose last state a log keeps) computed its own rate: 5 programs
+    in a few milliseconds showed 288,804/min. It now says what the reports say:
+    no rate under a second, so no figure above 60 per program checked."""
+    import re
+
+    from click.testing import CliRunner
+    from gpusem.cli.main import cli
+
+    import tests.fuzz.toys  # noqa: F401 - registers the toy targets
+
+    res = CliRunner().invoke(cli, ["fuzz", "--target", "toys", "--max-programs", "5",
+                                   "--out", str(tmp_path / "o")])
+    assert res.exit_code == 0, res.output
+    rates = [int(r.replace(",", "")) for r in re.findall(r"([\d,]+)/min", res.output)]
+    assert all(r <= 60 * 5 for r in rates), res.output

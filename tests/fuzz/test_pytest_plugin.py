@@ -47,6 +47,16 @@ class MyCC(Target):
 
 register_target("mycc", MyCC)
 register_target("mycc-fixed", lambda backend="cpu": MyCC(backend, buggy=False))
+
+
+class Unrunnable(MyCC):
+    """Nothing it compiles runs here: every program is skipped."""
+
+    def check(self, program, prop="compile"):
+        return CheckResult("skip", detail="needs a GPU")
+
+
+register_target("mycc-unrunnable", Unrunnable)
 '''
 
 TESTS = '''
@@ -65,6 +75,10 @@ def test_buggy_compiler(gpusem_campaign):
 @pytest.mark.gpusem(target="mycc", max_programs=200, round_size=50)
 def test_buggy_compiler_by_marker(gpusem_campaign):
     gpusem_campaign()
+
+
+def test_nothing_runs_here(gpusem_campaign):
+    gpusem_campaign("mycc-unrunnable", max_programs=20, round_size=10)
 '''
 
 
@@ -80,8 +94,12 @@ def test_the_plugin_from_a_separate_project(tmp_path) -> None:
          f"--gpusem-out={out}", "--rootdir", str(project), str(project)],
         cwd=project, env=env, capture_output=True, text=True, timeout=600)
     text = proc.stdout + proc.stderr
-    assert proc.returncode == 1, text  # two tests fail: the buggy compiler's
-    assert "1 passed" in text and "2 failed" in text, text
+    # three tests fail: the buggy compiler's two, and the campaign that compared no
+    # program (issue 32.1: not a silent pass)
+    assert proc.returncode == 1, text
+    assert "1 passed" in text and "3 failed" in text, text
+    assert text.count("gpusem: nothing checked against mycc-unrunnable "
+                      "(exit code 4): 20 programs, none compared") == 1, text
     # -rN: no short summary, whose width (COLUMNS) decided whether the message
     # showed a second time per test (CI printed it 4 times, a narrow terminal 2)
     assert text.count("gpusem: 1 finding(s) against mycc") == 2, text

@@ -101,8 +101,19 @@ def test_the_summary_is_whole_when_stdout_is_not_a_terminal(two_findings) -> Non
 
 
 @pytest.mark.parametrize(("args", "code"), [
-    (["--target", "toys", "--max-programs", "0"], 0),
+    (["--target", "toys", "--max-programs", "3"], 0),
     (["--target", "toys", "--max-programs", "200"], 1),
+    # issue 32.1: a campaign that can check nothing is bad input, not a pass
+    (["--target", "toys", "--max-programs", "0"], 2),
+    (["--target", "toys", "--max-programs", "-3"], 2),
+    (["--target", "toys", "--max-programs", "lots"], 2),
+    (["--target", "toys", "--budget", "0"], 2),
+    (["--target", "toys", "--budget", "0s"], 2),
+    (["--target", "toys", "--budget", "-1m"], 2),
+    # ... and one that compared no program exits 4 (pytest's 5: no test ran)
+    (["--target", "toy-skips", "--max-programs", "20"], 4),
+    (["--target", "toy-invalid", "--max-programs", "20"], 4),
+    (["--target", "toy-slow-round", "--budget", "1s"], 4),
     (["--target", "toys", "--budget", "5x"], 2),
     (["--target", "nope"], 2),
     (["--target", "toys", "--property", "nope"], 2),
@@ -116,12 +127,46 @@ def test_exit_codes(tmp_path, monkeypatch, capsys, args, code) -> None:
                                      *args])
     with pytest.raises(SystemExit) as stop:
         main()
-    err = capsys.readouterr().err
+    captured = capsys.readouterr()
+    err = captured.err
     assert stop.value.code == code, err
     assert "Traceback" not in err
+    if code == 2:
+        assert len(err.strip().splitlines()) == 1, err  # one line, no usage text
+    if code == 4:
+        assert "nothing checked: " in captured.out and "exit 4" in captured.out
+
+
+def test_nothing_checked_is_in_every_report(tmp_path) -> None:
+    """The JSON (schema-valid), SARIF and summary of a campaign that compared no
+    program say exit 4; its counts say why."""
+    from gpusem.api import fuzz as campaign
+
+    result = campaign("toy-skips", out_dir=str(tmp_path / "o"), max_programs=10)
+    report = result.report
+    assert result.exit_code == 4
+    doc = report.as_json()
+    validate(doc, REPORT_SCHEMA)
+    assert doc["exit_code"] == 4 and doc["counts"]["compared"] == 0
+    assert doc["counts"]["programs"] == doc["counts"]["skipped"] == 10
+    assert report.as_sarif()["runs"][0]["invocations"][0]["exitCode"] == 4
+    assert "nothing checked: all 10 programs were invalid (0) or not runnable" in (
+        report.as_text())
+
+
+@pytest.mark.parametrize("kw", [{"budget_s": 0.0}, {"budget_s": -1.0},
+                                {"max_programs": 0}, {"max_programs": -3}])
+def test_the_api_refuses_a_campaign_that_can_check_nothing(tmp_path, kw) -> None:
+    from gpusem.api import BadInput
+    from gpusem.api import fuzz as campaign
+
+    with pytest.raises(BadInput, match="^bad (budget|max_programs)"):
+        campaign("toys", out_dir=str(tmp_path / "o"), **kw)
 
 
 def test_exit_codes_are_in_the_help() -> None:
     for verb in ("fuzz", "replay"):
         text = CliRunner().invoke(cli, [verb, "--help"]).output
         assert "Exit codes" in text and "3" in text
+    fuzz_help = " ".join(CliRunner().invoke(cli, ["fuzz", "--help"]).output.split())
+    assert "4 nothing checked" in fuzz_help

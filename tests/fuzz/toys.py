@@ -124,6 +124,29 @@ class FlakyTimeout(Toy):
         return super().check(program, prop)
 
 
+class SkipsAll(Toy):
+    """Nothing runs on this backend (a cuda-only construct on the cpu harness)."""
+
+    def check(self, program, prop="compile"):
+        return CheckResult("skip", detail="not runnable here")
+
+
+class InvalidAll(Toy):
+    """Every program is set aside (racy, illegal): none is compared."""
+
+    def check(self, program, prop="compile"):
+        return CheckResult("invalid", detail="racy")
+
+
+class SlowRound(Toy):
+    """Its batch build of a round outlasts a short budget (appyc's first round: the
+    budget is gone before the first program is checked)."""
+
+    def prefetch(self, programs, prop) -> bool:
+        time.sleep(1.5)
+        return False
+
+
 class Covering(Toy):
     def coverage(self, program) -> set[str]:
         return {"nonempty"} if program else {"empty"}
@@ -135,7 +158,8 @@ class Covering(Toy):
 TOYS = {"toys": Toy, "toy-raises": AlwaysRaises, "toy-sometimes": SometimesRaises,
         "toy-prefetch-crash": PrefetchCrashes, "toy-timeout": FlakyTimeout,
         "toy-cover": Covering, "toy-plugin-crash": PluginCrashes,
-        "toy-plugin-gpusem-bug": PluginMeetsGpusemBug}
+        "toy-plugin-gpusem-bug": PluginMeetsGpusemBug, "toy-skips": SkipsAll,
+        "toy-invalid": InvalidAll, "toy-slow-round": SlowRound}
 
 
 def register() -> None:

@@ -30,11 +30,17 @@ from typing import TYPE_CHECKING
 
 from gpusem.api.campaigns import (
     campaign,
+    corpus_exit_code,
     fuzz,
     generate,
     install_signal_handlers,
+    progress_every_s,
+    rate_shown,
     reduce,
+    reduce_bundle,
+    reduce_program_file,
     replay,
+    replay_corpus,
     step_bundle,
     target_properties,
     triage,
@@ -93,15 +99,17 @@ from gpusem.interpreter.debugger import Command, Debugger, Ending, Grid, Line, S
 if TYPE_CHECKING:
     from gpusem.fuzz.bundl.reduce import Reduced
     from gpusem.fuzz.driver import CampaignResult, CampaignSpec
-    from gpusem.fuzz.replay import Replay
     from gpusem.fuzz.progress import ProgressLines
+    from gpusem.fuzz.replay import CorpusRow, Replay
     from gpusem.fuzz.triage import TriageRow
 
 # The campaign types load the fuzzer: only when asked for (`gpusem --help` and the
 # file verbs stay quick).
 _LAZY = {"CampaignSpec": "gpusem.fuzz.driver", "CampaignResult": "gpusem.fuzz.driver",
          "Reduced": "gpusem.fuzz.bundl.reduce", "Replay": "gpusem.fuzz.replay",
-         "TriageRow": "gpusem.fuzz.triage", "ProgressLines": "gpusem.fuzz.progress"}
+         "CorpusRow": "gpusem.fuzz.replay",
+         "TriageRow": "gpusem.fuzz.triage", "ProgressLines": "gpusem.fuzz.progress",
+         "EXIT_NOTHING_CHECKED": "gpusem.fuzz.reports"}
 
 
 def __getattr__(name: str) -> object:
@@ -112,15 +120,19 @@ def __getattr__(name: str) -> object:
     raise AttributeError(f"module 'gpusem.api' has no attribute {name!r}")
 
 
-__all__ = ["BadInput", "CampaignResult", "CampaignSpec", "CheckOptions", "CheckReport",
-           "Chunk", "Command", "CompileOptions", "CompileReport", "Debugger", "Ending",
-           "ExecOptions", "ExecReport", "GpusemError", "Grid", "IllTyped", "KernelInfo",
-           "Language", "Line", "ProgressLines", "PtxCheckReport", "PtxFileReport", "Reduced", "Replay", "Report", "RunOptions", "RunReport",
-           "Shown", "StepOptions", "SyncOptions", "SyncReport", "TriageRow", "budgets",
-           "campaign", "check", "check_file", "compile", "compile_file", "cuda_source", "exec",
-           "exec_file", "fuzz", "generate", "install_signal_handlers", "language_of",
-           "languages", "load", "open_output", "parse", "parse_defines", "parse_file",
-           "parse_schedules", "ptx_check", "ptx_check_file",
-           "read_source", "reduce", "reduce_cuda", "register", "replay", "run",
-           "run_file", "standalone", "step_bundle", "step_file", "synccheck_file",
-           "target_properties", "triage", "unregister", "write_output"]
+__all__ = ["EXIT_NOTHING_CHECKED", "BadInput", "CampaignResult", "CampaignSpec",
+           "CheckOptions", "CheckReport", "Chunk", "Command", "CompileOptions",
+           "CompileReport", "CorpusRow", "Debugger", "Ending", "ExecOptions",
+           "ExecReport", "GpusemError", "Grid", "IllTyped", "KernelInfo", "Language",
+           "Line", "ProgressLines", "PtxCheckReport", "PtxFileReport", "Reduced",
+           "Replay", "Report", "RunOptions", "RunReport", "Shown", "StepOptions",
+           "SyncOptions", "SyncReport", "TriageRow", "budgets", "campaign", "check",
+           "check_file", "compile", "compile_file", "corpus_exit_code", "cuda_source",
+           "exec", "exec_file", "fuzz", "generate", "install_signal_handlers",
+           "language_of", "languages", "load", "open_output", "parse", "parse_defines",
+           "parse_file", "parse_schedules", "progress_every_s", "ptx_check",
+           "ptx_check_file", "rate_shown", "read_source", "reduce", "reduce_bundle",
+           "reduce_cuda", "reduce_program_file", "register", "replay", "replay_corpus",
+           "run", "run_file", "standalone", "step_bundle", "step_file",
+           "synccheck_file", "target_properties", "triage", "unregister",
+           "write_output"]

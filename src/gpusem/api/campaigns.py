@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -13,7 +13,8 @@ if TYPE_CHECKING:
     from gpusem.fuzz.driver import CampaignResult, CampaignSpec, OnFinding, OnProgress
     from gpusem.calculus.bundl.ast import Program
     from gpusem.fuzz.bundl.reduce import Reduced
-    from gpusem.fuzz.replay import Replay
+    from gpusem.fuzz.reduce import ReducedFinding, ReduceProgress
+    from gpusem.fuzz.replay import CorpusRow, Replay
     from gpusem.fuzz.triage import TriageRow
 
 
@@ -32,7 +33,8 @@ def fuzz(target: str = "bundl", props: Sequence[str] = (), *, budget_s: float = 
          resume: bool = False, coverage: bool = False,
          hunt_cap_s: float | None = None, on_finding: OnFinding | None = None,
          on_progress: OnProgress | None = None, engine: str = "local",
-         scheduler: str | None = None, gpus: str | None = None) -> CampaignResult:
+         scheduler: str | None = None, gpus: str | None = None,
+         baseline: str | None = None, corpus: str | None = None) -> CampaignResult:
     """`campaign(CampaignSpec(...))` with the spec's fields as keyword arguments:
     findings are bundles under `out_dir`; `on_finding(f)` is called once per finding
     when its bundle is final (with jobs > 1: after the campaign); `on_progress(prop,
@@ -42,8 +44,28 @@ def fuzz(target: str = "bundl", props: Sequence[str] = (), *, budget_s: float = 
 
     spec = driver.CampaignSpec(target, tuple(props), budget_s, backend, seed, jobs,
                                shard, out_dir, round_size, max_programs, resume,
-                               coverage, hunt_cap_s, engine, scheduler, gpus)
+                               coverage, hunt_cap_s, engine, scheduler, gpus,
+                               baseline, corpus)
     return driver.run(spec, on_finding, on_progress)
+
+
+def replay_corpus(folder: str | Path, backend: str | None = None,
+                  baseline: str | None = None) -> list[CorpusRow]:
+    """Every bundle under `folder` replayed: still failing (`reproduces`), `fixed`
+    or `cannot-test`, and `known` where the baseline (a JSON report or a folder of
+    bundles) holds it."""
+    from gpusem.fuzz.baseline import load_baseline
+    from gpusem.fuzz.replay import replay_corpus as replay_all
+
+    known = load_baseline(baseline) if baseline else None
+    return replay_all(folder, backend, baseline=known)
+
+
+def corpus_exit_code(rows: Sequence[CorpusRow]) -> int:
+    """The exit code of `gpusem replay` on a corpus (`fuzz/replay.py`)."""
+    from gpusem.fuzz.replay import corpus_exit_code as code
+
+    return code(rows)
 
 
 def target_properties(target: str, backend: str = "cpu") -> tuple[str, ...]:
@@ -91,15 +113,57 @@ def generate(target: str = "bundl", n: int = 10, seed: int = 0, prop: str | None
 
 def reduce(program: Program, prop: str | None = None, command: str | None = None,
            backend: str = "cpu", budget_s: float = 300.0, max_tried: int = 5000,
-           file_name: str = "program.bundl") -> Reduced:
+           file_name: str = "program.bundl",
+           on_progress: Callable[[ReduceProgress], None] | None = None) -> Reduced:
     """Shrink a Bundl program with the fuzzer's passes while it stays interesting:
     `prop` (a bundl property: the same finding signature) or `command` (C-Reduce's
     interestingness test: a shell command run in a scratch folder holding the
-    candidate as `file_name`; exit 0 = still interesting)."""
+    candidate as `file_name`; exit 0 = still interesting). `on_progress` after each
+    candidate."""
     from gpusem.fuzz.bundl.reduce import reduce as reduce_program
 
     return reduce_program(program, prop, command, backend, budget_s, max_tried,
-                          file_name)
+                          file_name, on_progress)
+
+
+def reduce_bundle(bundle_dir: str | Path, prop: str | None = None,
+                  backend: str | None = None, budget_s: float = 300.0,
+                  on_progress: Callable[[ReduceProgress], None] | None = None,
+                  ) -> ReducedFinding:
+    """Shrink a bundle's program, of any target (a plugin's too), with the target's
+    own reducer while its property fails with the same signature
+    (`fuzz/reduce.py`)."""
+    from gpusem.fuzz.reduce import reduce_bundle as reduce_it
+
+    return reduce_it(bundle_dir, prop, backend, budget_s, on_progress)
+
+
+def reduce_program_file(target: str, file_name: str, text: str, prop: str | None = None,
+                        backend: str = "cpu", budget_s: float = 300.0,
+                        on_progress: Callable[[ReduceProgress], None] | None = None,
+                        ) -> ReducedFinding:
+    """Shrink a user's program file (`text`, held as the bundle file `file_name`)
+    for target `target`'s property `prop` (default: its first)."""
+    from gpusem.fuzz.reduce import reduce_files
+
+    prop = prop or target_properties(target, backend)[0]
+    return reduce_files(target, {file_name: text}, {"backend": backend}, prop,
+                        backend, budget_s, on_progress)
+
+
+def rate_shown(programs: int, seconds: float) -> str:
+    """Programs per minute as reports show it: "1,234/min", or "rate n/a (under 1
+    s)" where one program more or less would swing it by orders of magnitude."""
+    from gpusem.fuzz.summary import rate_per_min, rate_text
+
+    return rate_text(rate_per_min(programs, seconds))
+
+
+def progress_every_s() -> float:
+    """Seconds between two progress lines in a log ($GPUSEM_PROGRESS_EVERY_S, 30)."""
+    from gpusem.fuzz.progress import every_s_from_env
+
+    return every_s_from_env()
 
 
 def step_bundle(bundle_dir: str | Path) -> tuple[Debugger, tuple[str, ...]]:
@@ -135,5 +199,7 @@ def triage(dirs: Sequence[str | Path]) -> list[TriageRow]:
     return group(dirs)
 
 
-__all__ = ["campaign", "fuzz", "generate", "install_signal_handlers", "reduce",
-           "replay", "step_bundle", "target_properties", "triage"]
+__all__ = ["campaign", "corpus_exit_code", "fuzz", "generate",
+           "install_signal_handlers", "progress_every_s", "rate_shown", "reduce",
+           "reduce_bundle", "reduce_program_file", "replay", "replay_corpus",
+           "step_bundle", "target_properties", "triage"]

@@ -2,6 +2,7 @@
 
 Kept apart, because a user acts differently on each:
 - `BadInput`: malformed source, unknown names, out-of-range sizes (CLI exit 2);
+  `CannotRunHere`, a kind of it: this machine lacks what a run needs (a GPU);
 - `IllTyped`: a static rule rejected the program (CLI exit 1);
 - `Trap`: a runtime error the calculus itself defines (division by zero, out of bounds);
 - `Stuck`: no rule applies (for a well-typed program, a soundness bug);
@@ -40,6 +41,12 @@ class GpusemError(Exception):
 
 class BadInput(GpusemError):
     exit_code = 2
+
+
+class CannotRunHere(BadInput):
+    """What was asked needs what this machine lacks (a GPU and its driver, an
+    installed compiler under test): bad input to most verbs (exit 2), "cannot test"
+    to `replay` (exit 125: `git bisect run` skips the commit)."""
 
 
 class IllTyped(GpusemError):

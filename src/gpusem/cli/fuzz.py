@@ -17,20 +17,36 @@ from gpusem import api
 
 EXIT_CODES = """\b
 Exit codes:
-  0  nothing found
-  1  findings (bundles under --out; an interrupted campaign too, if it found any)
+  0  nothing found (and some programs were compared)
+  1  findings (bundles under --out; an interrupted campaign too, if it found any);
+     with --baseline, findings it does not hold
   2  bad input or usage (one line on stderr)
   3  an internal error of gpusem (a finding of kind `internal`, a dead --jobs process)
+  4  nothing checked: no program was compared (none generated within the budget, or
+     every one invalid or not runnable on this backend); not a pass
   130 / 143  interrupted by SIGINT / SIGTERM with nothing found (reports written)
 """
 
 
-def parse_budget(text: str) -> float:
-    """`90`, `90s`, `5m`, `1h` -> seconds."""
+def parse_budget(text: str, what: str = "budget") -> float:
+    """`90`, `90s`, `5m`, `1h` -> seconds (positive: a zero budget checks nothing)."""
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*", text)
     if m is None:
-        raise api.BadInput(f"bad budget: {text} (expected e.g. 90s, 5m, 1h)")
-    return float(m[1]) * {"": 1, "s": 1, "m": 60, "h": 3600}[m[2]]
+        raise api.BadInput(f"bad {what}: {text} (expected e.g. 90s, 5m, 1h)")
+    seconds = float(m[1]) * {"": 1, "s": 1, "m": 60, "h": 3600}[m[2]]
+    if seconds <= 0:
+        raise api.BadInput(f"bad {what}: {text} (must be more than 0 s)")
+    return seconds
+
+
+def parse_count(flag: str, text: str | None) -> int | None:
+    """A positive whole number of a flag such as --max-programs (None: not given);
+    BadInput (one line, exit 2) for 0, a negative number or garbage."""
+    if text is None:
+        return None
+    if not re.fullmatch(r"\s*\d+\s*", text) or int(text) < 1:
+        raise api.BadInput(f"bad {flag}: {text} (expected a whole number >= 1)")
+    return int(text)
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -59,7 +75,8 @@ def parse_shard(text: str) -> tuple[int, int]:
 @click.option("--shard", default="0/1", show_default=True, help="I/N: this machine's part.")
 @click.option("--out", "out_dir", default="fuzz-out", show_default=True,
               type=click.Path(file_okay=False))
-@click.option("--max-programs", type=int, default=None, help="Stop after N programs.")
+@click.option("--max-programs", default=None, metavar="N", help="Stop after N "
+              "programs in all (over every --jobs process and property).")
 @click.option("--exo-python", default=None, help="target exo: the Python of an "
               "installed Exo-GPU (else $GPUSEM_EXO_PYTHON, else this interpreter).")
 @click.option("--round-size", type=int, default=100, show_default=True,
@@ -76,8 +93,10 @@ def parse_shard(text: str) -> tuple[int, int]:
               "target, properties, seed, shard and jobs, from the rounds it finished.")
 @click.option("--coverage", is_flag=True, help="Count the rules and constructs the "
               "programs exercise (targets that measure it) and print the table.")
-@click.option("--shrink-time", type=float, default=None, help="Seconds hypothesis "
-              "shrinks one finding (default: a fifth of the budget, at least 60).")
+@click.option("--shrink-time", default=None, metavar="S", help="Seconds the "
+              "shrinking of one finding may take, hypothesis's and the target's "
+              "reducer's together (default: $GPUSEM_SHRINK_S, else a fifth of the "
+              "budget, at least 60).")
 @click.option("--engine", default="local", show_default=True, help="Who runs the "
               "shards: local (--jobs processes of this machine), dask (a Dask cluster: "
               "--scheduler, or this machine's GPUs/cores with --jobs workers per GPU, "
@@ -86,9 +105,16 @@ def parse_shard(text: str) -> tuple[int, int]:
               "(tcp://HOST:8786); without it a local cluster is started.")
 @click.option("--gpus", default=None, help="dask, cuda, local cluster: the GPUs to use "
               "(all, a count, or ids 0,1); default all.")
+@click.option("--baseline", default=None, metavar="FILE_OR_DIR", help="Known findings "
+              "pass: those whose signature (and attribution, where both have one) an "
+              "earlier JSON report (--json) or a folder of bundles holds; only the "
+              "others exit 1.")
+@click.option("--corpus", default=None, metavar="DIR", help="Regression mode: replay "
+              "the bundles under DIR first (still failing, fixed or cannot test); "
+              "each still failing is a finding of this campaign.")
 def command(target, props, backend, budget, seed, jobs, shard, out_dir, max_programs,
             exo_python, round_size, json_path, sarif_path, junit_path, resume, coverage,
-            shrink_time, engine, scheduler, gpus) -> None:
+            shrink_time, engine, scheduler, gpus, baseline, corpus) -> None:
     """Run a differential fuzzing campaign and write counterexample bundles."""
     if exo_python:  # read by the exo target in this process and in --jobs children
         import os
@@ -97,12 +123,15 @@ def command(target, props, backend, budget, seed, jobs, shard, out_dir, max_prog
     from rich.console import Console
 
     seconds = parse_budget(budget)
+    max_programs = parse_count("--max-programs", max_programs)
+    if shrink_time is not None:
+        shrink_time = parse_budget(shrink_time, "--shrink-time")
     shard_t = parse_shard(shard)
     console = Console(stderr=True)
     api.install_signal_handlers()
     spec = api.CampaignSpec(target, tuple(props), seconds, backend, seed, jobs, shard_t,
                             out_dir, round_size, max_programs, resume, coverage,
-                            shrink_time, engine, scheduler, gpus)
+                            shrink_time, engine, scheduler, gpus, baseline, corpus)
     # Off a terminal (CI logs) the bar draws nothing until the end: plain lines every
     # ~30 s say how the campaign goes (GPUSEM_PROGRESS_EVERY_S).
     lines = None if console.is_terminal else api.ProgressLines(target)
@@ -133,7 +162,7 @@ class _Bar:
             TextColumn("[bold]{task.description}[/]"), BarColumn(),
             TextColumn("{task.fields[programs]} programs"),
             TextColumn("{task.fields[findings]} findings"),
-            TextColumn("{task.fields[rate]:.0f}/min"), TimeElapsedColumn(),
+            TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
             console=console, transient=False)
 
     def __enter__(self) -> _Bar:
@@ -147,12 +176,12 @@ class _Bar:
         if prop not in self.tasks:
             self.tasks[prop] = (self.progress.add_task(
                 f"{self.target}:{prop}", total=self.budget_s, programs=0, findings=0,
-                rate=0.0), time.monotonic())
+                rate=api.rate_shown(0, 0.0)), time.monotonic())
         task, t0 = self.tasks[prop]
         elapsed = time.monotonic() - t0
         self.progress.update(task, completed=min(elapsed, self.budget_s),
                              programs=s.programs, findings=s.finding_count,
-                             rate=60 * s.programs / elapsed if elapsed else 0.0)
+                             rate=api.rate_shown(s.programs - s.resumed, elapsed))
 
 
 def _show(console, report, coverage: bool) -> None:

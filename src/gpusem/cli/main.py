@@ -94,7 +94,8 @@ def cli(**limits: int | None) -> None:
     \b
     Exit codes (every verb): 0 ok / nothing found, 1 a finding (a rejection, a bug
     found, `replay`: the bug still reproduces), 2 bad input or usage, 3 an internal
-    error of gpusem."""
+    error of gpusem, 4 (`fuzz`) nothing checked: no program was compared, 125
+    (`replay`) cannot test here (for `git bisect run`: skip)."""
     chosen = {k: v for k, v in limits.items() if v is not None}
     for name, value in chosen.items():
         if value <= 0:

@@ -22,11 +22,15 @@ its bundle, not rewritten. A `timeout` is reported only if `confirm` sees it aga
 Any exception of gpusem's own code (a check, the generator, the batch check, the
 reducer) becomes a finding of kind `internal` (exit 3), bundled like any other.
 
-Budgets. No new program is checked past `budget_s` (or `max_programs`); hypothesis
-shrinks one finding for at most a fifth of the budget (at least a minute) and never
-past the hard stop (budget + 10% + 30 s); the target's reducer has its own cap; past
-the budget one shrink still runs, later findings are kept as first seen (so a campaign
-ends within its budget plus one shrink).
+Budgets. No new program is checked past `budget_s` (or `max_programs`); the shrinking
+of one finding, hypothesis's and then the target's reducer (`minimise`) together, is
+bounded by `hunt_cap_s` (`--shrink-time`; default $GPUSEM_SHRINK_S, else a fifth of
+the budget, at least a minute): hypothesis stops at its share of it (half, or the
+target's `hypothesis_share`; and at the hard stop, budget + 10% + 30 s) and the
+reducer gets what is left (issue 32.8: the reducer had its own cap
+of a minute, so `--shrink-time 5` shrank for 90 s); past the budget one shrink still
+runs, later findings are kept as first seen (so a campaign ends within its budget plus
+one shrink).
 
 Interruption. Ctrl-C or SIGTERM, recorded by the caller's handler
 (`fuzz/interrupts.py`) and raised as `Interrupted` before the next program (or a
@@ -39,6 +43,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -63,6 +68,7 @@ from gpusem.fuzz.targets import (
 )
 
 TIMEOUT = "timeout"  # the kind of a timeout that happened again with a longer limit
+HUNT_SHARE = 0.5  # of --shrink-time, hypothesis's most where the target has a reducer
 
 
 def hard_stop_s(budget_s: float) -> float:
@@ -115,6 +121,10 @@ class Campaign:
         self.store = BundleStore(self.out_dir)
         self.found: dict[str, Finding] = {}  # signature -> this shard's finding
         self.overtime_shrinks = 0  # shrinks begun past the budget (at most one runs)
+        # hypothesis's share of --shrink-time: a target may declare its own
+        # (`hypothesis_share`: small where its reducer is the better shrinker)
+        self._hunt_share = (float(getattr(target, "hypothesis_share", HUNT_SHARE))
+                            if hasattr(target, "minimise") else 1.0)
         self.t0 = time.monotonic()
         r = self._start_round()
         end = (None if self.window is None
@@ -151,14 +161,24 @@ class Campaign:
     def _past_hard_stop(self) -> bool:
         return self._elapsed() >= hard_stop_s(self.budget_s)
 
+    def shrink_cap_s(self) -> float:
+        """Seconds the shrinking of one finding may take, hypothesis and the target's
+        reducer together: `hunt_cap_s` (--shrink-time), else $GPUSEM_SHRINK_S, else a
+        fifth of the budget (at least a minute). Where every check is a compile (one
+        NVRTC build per candidate on the cuda backend) shrinking would otherwise eat
+        the campaign."""
+        if self.hunt_cap_s is not None:
+            return self.hunt_cap_s
+        return default_shrink_s(self.budget_s)
+
     def _hunt_too_long(self, since: float) -> bool:
-        """Hypothesis's shrinking of one finding gets a fifth of the budget (at least a
-        minute): where every check is a compile (one NVRTC build per candidate on the
-        cuda backend), it would otherwise eat the campaign; the target's own reducer
-        (`minimise`, batched) takes over from the smallest failure so far."""
-        cap = self.hunt_cap_s if self.hunt_cap_s is not None else max(
-            60.0, 0.2 * self.budget_s)
-        return time.monotonic() - since >= cap
+        """Hypothesis's shrinking has used its share of the cap: all of it, or half
+        (or the target's `hypothesis_share`) where the target has its own reducer
+        (`minimise`, batched: on the cuda backend one build checks a whole batch of
+        candidates, where hypothesis builds once per candidate), which then takes
+        over from the smallest failure so far with what is left."""
+        share = self._hunt_share
+        return time.monotonic() - since >= share * self.shrink_cap_s()
 
     # ------------------------------------------------------------------ progress
 
@@ -342,9 +362,10 @@ class Campaign:
         if best[0].size < o.size_before:
             self._finish(target, finding, best[0], shrunk=False)  # kept if killed now
         res = best[0]
-        if hasattr(target, "minimise"):  # target-specific passes after hypothesis
-            try:
-                res = target.minimise(program, res, self.prop)
+        left = self.shrink_cap_s() - (time.monotonic() - since)
+        if hasattr(target, "minimise") and left > 0 and not stop_requested():
+            try:  # target-specific passes after hypothesis, in what is left
+                res = minimise_within(target, program, res, self.prop, left)
             except Exception as err:  # noqa: BLE001
                 self._internal(target, crash_result(target, err, stage="minimise"))
         finding.shrink_s = time.monotonic() - since
@@ -389,6 +410,37 @@ class Campaign:
     def _announce(self, finding: Finding) -> None:
         if self.on_finding is not None:
             self.on_finding(finding)
+
+
+def default_shrink_s(budget_s: float) -> float:
+    """--shrink-time when not given: $GPUSEM_SHRINK_S, else a fifth of the campaign's
+    budget, at least a minute."""
+    raw = os.environ.get("GPUSEM_SHRINK_S", "").strip()
+    if raw:
+        try:
+            value = float(raw)
+        except ValueError:
+            value = -1.0
+        if not value > 0:
+            raise BadInput(f"bad GPUSEM_SHRINK_S: {raw} (seconds, more than 0)")
+        return value
+    return max(60.0, 0.2 * budget_s)
+
+
+def minimise_within(target: Target, program: Any, res: CheckResult, prop: str,
+                    budget_s: float) -> CheckResult:
+    """`target.minimise` given `budget_s` seconds, where it takes them (every
+    built-in target does; a plugin's `minimise(program, result, prop)` of before
+    keeps its own cap)."""
+    import inspect
+
+    try:
+        params = inspect.signature(target.minimise).parameters
+    except (TypeError, ValueError):
+        params = {}  # type: ignore[assignment]
+    if "budget_s" in params:
+        return target.minimise(program, res, prop, budget_s=budget_s)
+    return target.minimise(program, res, prop)
 
 
 def attribution_of(res: CheckResult) -> dict[str, Any]:

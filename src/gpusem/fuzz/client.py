@@ -17,10 +17,18 @@ Tick = Callable[[Summary], None]
 
 
 def shard_tasks(spec: dict[str, Any], jobs: int) -> list[ShardTask]:
-    """The tasks of this machine's part (`spec["shard"]`, I/N) cut `jobs` ways."""
+    """The tasks of this machine's part (`spec["shard"]`, I/N) cut `jobs` ways;
+    `max_programs` is this part's total, shared out between the jobs (it was each
+    job's, so `--jobs 2 --max-programs 10` checked 20: issue 32.12)."""
     i, n = spec.get("shard", (0, 1))
     rest = {k: v for k, v in spec.items() if k != "shard"}
-    return [ShardTask(rest, (i * jobs + j, n * jobs)) for j in range(jobs)]
+    limit = rest.get("max_programs")
+    tasks = []
+    for j in range(jobs):
+        mine = rest if limit is None else rest | {
+            "max_programs": limit // jobs + (j < limit % jobs)}
+        tasks.append(ShardTask(mine, (i * jobs + j, n * jobs)))
+    return tasks
 
 
 def run_campaign(spec: dict[str, Any], engine: Engine, jobs: int = 1,

@@ -16,6 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from gpusem.calculus.errors import BadInput
+from gpusem.fuzz.baseline import load_baseline
+from gpusem.fuzz.replay import replay_corpus
 from gpusem.fuzz.reports import Report
 from gpusem.fuzz.summary import Finding, Summary
 
@@ -27,10 +29,15 @@ OnProgress = Callable[[str, Summary], None]
 class CampaignSpec:
     """What to fuzz and how. `props`: the target's properties to check (empty: its
     first). `resume`: continue the campaign in `out_dir` with its recorded parameters
-    (the ones given here are then ignored). `hunt_cap_s`: seconds hypothesis shrinks
-    one finding (default: a fifth of the budget, at least 60). `engine`: who runs the
-    shards (`fuzz/engines/registry.py`): "local" (`jobs` processes), "dask"
-    (`scheduler` ADDR, or a local cluster of `jobs` workers per GPU among `gpus`)."""
+    (the ones given here are then ignored). `hunt_cap_s`: seconds the shrinking of
+    one finding may take, hypothesis's and the target's reducer's together
+    (--shrink-time; default: $GPUSEM_SHRINK_S, else a fifth of the budget, at least
+    60). `engine`: who runs the shards (`fuzz/engines/registry.py`): "local" (`jobs`
+    processes), "dask" (`scheduler` ADDR, or a local cluster of `jobs` workers per
+    GPU among `gpus`). `baseline`: a JSON report or a folder of bundles whose findings
+    are known and pass (`fuzz/baseline.py`); `corpus`: a folder of stored bundles
+    replayed before anything is generated, each still failing one a finding of this
+    campaign (the regression mode)."""
 
     target: str = "bundl"
     props: tuple[str, ...] = ()
@@ -48,6 +55,8 @@ class CampaignSpec:
     engine: str = "local"
     scheduler: str | None = None
     gpus: str | None = None
+    baseline: str | None = None
+    corpus: str | None = None
 
     def params(self) -> dict[str, object]:
         """The campaign's record (`manifest.json`, the reports' `campaign`)."""
@@ -56,7 +65,8 @@ class CampaignSpec:
                 "shard": list(self.shard), "jobs": self.jobs,
                 "round_size": self.round_size, "budget_s": self.budget_s,
                 "max_programs": self.max_programs, "out_dir": self.out_dir,
-                "resumed": self.resume, "engine": self.engine}
+                "resumed": self.resume, "engine": self.engine,
+                "baseline": self.baseline, "corpus": self.corpus}
 
 
 @dataclass(frozen=True)
@@ -101,6 +111,18 @@ def resolved(spec: CampaignSpec) -> CampaignSpec:
                        engine=rec.get("engine", "local"))
     if spec.jobs < 1:
         raise BadInput(f"bad jobs: {spec.jobs} (must be >= 1)")
+    if not spec.budget_s > 0:  # NaN too: a campaign that cannot check anything
+        raise BadInput(f"bad budget: {spec.budget_s} s (must be more than 0 s)")
+    if spec.max_programs is not None and spec.max_programs < 1:
+        raise BadInput(f"bad max_programs: {spec.max_programs} (must be >= 1)")
+    if spec.hunt_cap_s is not None and not spec.hunt_cap_s > 0:
+        raise BadInput(f"bad shrink time: {spec.hunt_cap_s} s (must be more than 0 s)")
+    if spec.hunt_cap_s is None:
+        from gpusem.fuzz.campaign import default_shrink_s
+
+        default_shrink_s(spec.budget_s)  # a bad $GPUSEM_SHRINK_S: bad input, now
+    if spec.round_size < 1:
+        raise BadInput(f"bad round_size: {spec.round_size} (must be >= 1)")
     if spec.engine == "local" and (spec.scheduler or spec.gpus):
         raise BadInput("--scheduler and --gpus are for a cluster engine (--engine dask)")
     known = target_properties(spec.target, spec.backend)
@@ -133,9 +155,13 @@ def run(spec: CampaignSpec, on_finding: OnFinding | None = None,
     from gpusem.fuzz.engines.registry import load_engine
 
     spec = resolved(spec)
+    baseline = load_baseline(spec.baseline) if spec.baseline else None
     if not spec.resume:
         manifest.write_campaign(spec.out_dir, spec.params())
     total, started = Summary(), time.time()
+    if spec.corpus:  # the regression mode: the stored bundles first
+        total.corpus = [r.as_dict() for r in replay_corpus(
+            spec.corpus, spec.backend, spec.target, spec.props, baseline)]
     for p in spec.props:
         wire = shard_spec(spec, p)
         if spec.jobs == 1 and on_finding is not None:
@@ -156,7 +182,25 @@ def run(spec: CampaignSpec, on_finding: OnFinding | None = None,
             break
     if spec.resume:  # what the campaign found before it was resumed counts too
         total.merge(earlier_findings(spec.out_dir, spec.target, spec.props, total))
+    total.merge(corpus_findings(total.corpus, total))
+    if baseline is not None:
+        for f in total.findings:
+            f.known = baseline.match(f.signature, f.attribution) is not None
     return CampaignResult(total, spec, Report(total, spec.params(), started))
+
+
+def corpus_findings(rows: Sequence[dict], now: Summary) -> Summary:
+    """The corpus's bundles that still fail, as findings of the campaign (not new:
+    their bundles are the corpus's), unless the campaign met them itself."""
+    have = {f.signature for f in now.findings}
+    out = Summary()
+    for r in rows:
+        if r["verdict"] != "reproduces" or r["signature"] in have:
+            continue
+        out.findings.append(Finding(
+            r["signature"], r["kind"], r["detail"], r["size"], r["bundle"], True, 0.0,
+            prop=r["prop"], target=r["target"], new=False))
+    return out
 
 
 def earlier_findings(out_dir: str, target: str, props: Sequence[str],
@@ -179,5 +223,5 @@ def earlier_findings(out_dir: str, target: str, props: Sequence[str],
     return earlier
 
 
-__all__ = ["CampaignResult", "CampaignSpec", "earlier_findings",
+__all__ = ["CampaignResult", "CampaignSpec", "corpus_findings", "earlier_findings",
            "resolved", "run", "shard_spec", "target_properties"]

@@ -26,8 +26,11 @@ SCHEMA_VERSION = 1
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 INFO_URI = "https://github.com/gpusem/gpusem"
 
-# Exit codes of `gpusem fuzz` (README, `gpusem fuzz --help`).
+# Exit codes of `gpusem fuzz` (README, docs/reports.md, `gpusem fuzz --help`).
+# EXIT_NOTHING_CHECKED: the campaign ended with no program compared, so its "nothing
+# found" means nothing (issue 32.1; pytest exits 5 when it ran no test).
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
+EXIT_NOTHING_CHECKED = 4
 
 
 INTERRUPTED = {"SIGINT": 130, "SIGTERM": 143}
@@ -35,12 +38,17 @@ INTERRUPTED = {"SIGINT": 130, "SIGTERM": 143}
 
 def exit_code(summary: Summary) -> int:
     """3 when gpusem itself failed (an internal finding, a shard that died), else 1
-    when anything was found, else 130/143 when interrupted, else 0."""
+    when anything was found, else 130/143 when interrupted, else 4 when no program was
+    compared (none generated, or every one invalid or not runnable here), else 0."""
     if summary.internal or summary.failed:
         return EXIT_INTERNAL
-    if summary.findings:
+    if summary.failing:  # findings the baseline (--baseline) holds pass
         return EXIT_FINDINGS
-    return INTERRUPTED.get(summary.interrupted, EXIT_CLEAN)
+    if summary.interrupted:
+        return INTERRUPTED.get(summary.interrupted, EXIT_CLEAN)
+    if summary.compared or any(r["verdict"] != "cannot-test" for r in summary.corpus):
+        return EXIT_CLEAN
+    return EXIT_NOTHING_CHECKED
 
 
 @dataclass
@@ -67,8 +75,10 @@ class Report:
             "interrupted": s.interrupted or None,
             "exit_code": self.code,
             "counts": {"programs": s.programs, "invalid": s.invalid,
-                       "skipped": s.skipped, "findings": len(s.findings),
+                       "skipped": s.skipped, "compared": s.compared,
+                       "findings": len(s.findings),
                        "new_findings": sum(f.new for f in s.findings),
+                       "known_findings": sum(f.known for f in s.findings),
                        "internal": len(s.internal),
                        "unconfirmed_timeouts": s.unconfirmed,
                        "seen_elsewhere": s.seen_elsewhere},
@@ -84,6 +94,7 @@ class Report:
             "coverage": {p: {"programs": s.coverage_programs.get(p, 0),
                              "per_10k": s.coverage_per_10k(p)}
                          for p in sorted(s.coverage)},
+            "corpus": list(s.corpus),
         }
 
     def _finding(self, f: Finding) -> dict[str, Any]:
@@ -94,7 +105,7 @@ class Report:
                 "size_before": f.size_before or f.size, "size": f.size,
                 "shrunk": f.shrunk, "found_after_s": round(f.found_after_s, 2),
                 "shrink_s": round(f.shrink_s, 2), "duplicates": f.duplicates,
-                "new": f.new, "attribution": f.attribution or None,
+                "new": f.new, "known": f.known, "attribution": f.attribution or None,
                 "cause": f.cause_key}
 
     # ------------------------------------------------------------------ SARIF
@@ -164,6 +175,7 @@ class Report:
                          f"stmts\t{'shrunk' if f.shrunk else 'not shrunk'}\t"
                          f"{f.found_after_s:.0f}s\tx{1 + f.duplicates}\t"
                          f"{'new' if f.new else 'known'}\t{f.bundle}"
+                         + ("\tin the baseline" if f.known else "")
                          + (f"\tattribution {f.attribution}" if f.attribution else ""))
         blamed: dict[str, int] = {}
         for f in s.findings:
@@ -176,7 +188,14 @@ class Report:
             if len(c.findings) > 1:
                 lines.append(f"cause {c.key}: {len(c.findings)} signatures, one bug: "
                              + ", ".join(c.signatures))
+        if self.campaign.get("baseline"):
+            lines.append(f"baseline {self.campaign['baseline']}: "
+                         f"{sum(f.known for f in s.findings)} known (pass), "
+                         f"{len(s.failing)} not in it")
+        lines += corpus_lines(s.corpus)
         lines += [f"failed: {line}" for line in s.failed]
+        if self.code == EXIT_NOTHING_CHECKED:
+            lines.append(nothing_checked_text(s))
         lines.append(f"exit {self.code}")
         return "\n".join(lines) + "\n"
 
@@ -207,6 +226,34 @@ class Report:
                    json.dumps(self.as_json(), indent=1) + "\n")
             _write(str(Path(out_dir) / "summary.txt"), self.as_text()
                    + self.coverage_text())
+
+
+def corpus_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """The corpus replayed first: one line of counts, one per bundle."""
+    if not rows:
+        return []
+    n = {v: sum(r["verdict"] == v for r in rows)
+         for v in ("reproduces", "fixed", "cannot-test")}
+    out = [(f"corpus: {len(rows)} bundles replayed: {n['reproduces']} still failing, "
+            f"{n['fixed']} fixed, {n['cannot-test']} cannot test")]
+    for r in rows:
+        state = {"reproduces": "still-failing"}.get(r["verdict"], r["verdict"])
+        why = f" ({r['why']})" if r["why"] else ""
+        known = " (in the baseline)" if r["known"] else ""
+        out.append(f"corpus\t{state}{known}\t{r['signature']}\tnow {r['now']}{why}"
+                   f"\t{r['bundle']}")
+    return out
+
+
+def nothing_checked_text(s: Summary) -> str:
+    """Why exit 4: what the campaign did instead of comparing programs."""
+    if not s.programs:
+        why = "no program was generated within the budget"
+    else:
+        why = (f"all {s.programs} programs were invalid ({s.invalid}) or not runnable "
+               f"on this backend ({s.skipped})")
+    return (f"nothing checked: {why}; a campaign that compared no program is not a "
+            "pass (exit 4)")
 
 
 def program_location(bundle: str) -> tuple[str, int]:

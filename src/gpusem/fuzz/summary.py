@@ -45,6 +45,7 @@ class Finding:
     new: bool = True  # False: the store held this signature before this campaign
     attribution: str = ""  # whose bug (fuzz/attribution.py's verdict), where known
     cause: str = ""  # attribution.cause_of: "<verdict>:<checks>", "" = its signature
+    known: bool = False  # the baseline (--baseline) holds it: it does not fail the run
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -97,6 +98,8 @@ class Summary:
     coverage_programs: dict[str, int] = field(default_factory=dict)
     found: int = 0  # findings so far, in progress snapshots (whose `findings` is empty)
     resumed: int = 0  # of `programs`, those an earlier run checked (`--resume`)
+    # the stored bundles replayed first (--corpus): fuzz/replay.CorpusRow.as_dict()
+    corpus: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def rate_per_min(self) -> float | None:
@@ -106,9 +109,21 @@ class Summary:
         return rate_per_min(self.programs - self.resumed, self.seconds)
 
     @property
+    def compared(self) -> int:
+        """Programs whose verdict was a pass or a finding: checked against the
+        reference, not set aside as invalid or not runnable here."""
+        return max(0, self.programs - self.invalid - self.skipped)
+
+    @property
     def internal(self) -> list[Finding]:
-        """Findings that are errors of gpusem itself (exit code 3)."""
-        return [f for f in self.findings if f.kind == "internal"]
+        """Findings that are errors of gpusem itself (exit code 3), but for those the
+        baseline knows."""
+        return [f for f in self.findings if f.kind == "internal" and not f.known]
+
+    @property
+    def failing(self) -> list[Finding]:
+        """Findings that fail the run (exit code 1): all but the baseline's."""
+        return [f for f in self.findings if not f.known]
 
     @property
     def finding_count(self) -> int:

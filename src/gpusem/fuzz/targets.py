@@ -83,8 +83,11 @@ class Target:
         done."""
         return False
 
-    def minimise(self, program: Any, result: CheckResult, prop: str) -> CheckResult:
-        """Shrink a finding beyond hypothesis's shrinking (default: as it is)."""
+    def minimise(self, program: Any, result: CheckResult, prop: str,
+                 budget_s: float | None = None) -> CheckResult:
+        """Shrink a finding beyond hypothesis's shrinking (default: as it is), in at
+        most `budget_s` seconds (what --shrink-time leaves after hypothesis; None: the
+        target's own default). `gpusem reduce` calls it too."""
         return result
 
     def confirm(self, program: Any, result: CheckResult, prop: str) -> CheckResult:

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
-from gpusem.calculus.errors import BadInput
+from gpusem.calculus.errors import CannotRunHere
 from gpusem.compiler.backends.cuda_worker import Device, Unavailable, serve
 from gpusem.compiler.backends.lifetime import from_main_thread
 from gpusem.compiler.backends.kernel import Job, KernelSpec, Result, prepare_args
@@ -113,7 +113,8 @@ class CudaBackend:
                 reply = conn.recv()
                 if isinstance(reply, Unavailable):
                     self.close()
-                    raise BadInput(f"the cuda backend cannot start here: {reply.reason}")
+                    raise CannotRunHere(
+                        f"the cuda backend cannot start here: {reply.reason}")
                 return "ok", reply
         except (EOFError, OSError):
             pass
@@ -307,7 +308,8 @@ class CudaBackend:
                 reply = conn.recv()
                 if isinstance(reply, Unavailable):
                     self.close()
-                    raise BadInput(f"the cuda backend cannot start here: {reply.reason}")
+                    raise CannotRunHere(
+                        f"the cuda backend cannot start here: {reply.reason}")
                 yield "ok", reply
                 if reply[0] != "ok":
                     return

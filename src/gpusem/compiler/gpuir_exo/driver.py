@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from importlib.util import find_spec
 from pathlib import Path
 
-from gpusem.calculus.errors import BadInput
+from gpusem.calculus.errors import CannotRunHere
 from gpusem.compiler.backends.cache import cache_root
 from gpusem.compiler.backends.json_worker import JsonWorkerDriver
 from gpusem.compiler.gpuir_exo.dialect import KNOWN_BUILDS, Dialect
@@ -34,8 +34,8 @@ ENV_PYTHON = "GPUSEM_EXO_PYTHON"
 WORKER = Path(__file__).with_name("worker.py")
 
 
-class ExoUnavailable(BadInput):
-    """No usable Exo-GPU: exit 2 with one line."""
+class ExoUnavailable(CannotRunHere):
+    """No usable Exo-GPU: exit 2 with one line (`replay`: cannot test, 125)."""
 
 
 def find_exo_python(explicit: str | None = None) -> str:

@@ -28,7 +28,7 @@ import time
 from gpusem.calculus.appy import ast as A
 from gpusem.calculus.appy.parser import parse_program
 from gpusem.calculus.appy.printer import print_program
-from gpusem.calculus.errors import BadInput, GpusemError
+from gpusem.calculus.errors import BadInput, CannotRunHere, GpusemError
 from gpusem.compiler.appy_triton.driver import (
     AppycDriver,
     Case,
@@ -62,7 +62,7 @@ class AppyTarget(Target):
         ensure_appyc()  # from a vendored wheel folder where there is no network
         ok, why = appyc_available()
         if not ok:
-            raise BadInput(f"target unavailable: {why}")
+            raise CannotRunHere(f"target unavailable: {why}")
         self.backend = backend
         self.timeout = timeout
         self._driver: AppycDriver | None = None
@@ -203,14 +203,20 @@ class AppyTarget(Target):
             self.size(program))
 
     def minimise(self, program: AppyProgram, res: CheckResult,
-                 prop: str = "compile") -> CheckResult:
+                 prop: str = "compile", budget_s: float | None = None) -> CheckResult:
         """`drop_statement`: delete top-level statements while the signature stays
         (hypothesis shrinks a kernel's choices well, but rarely deletes an earlier
-        kernel whose choices precede the failing one)."""
+        kernel whose choices precede the failing one); no new check past `budget_s`
+        seconds (None: until no deletion keeps the finding)."""
+        import time
+
+        deadline = None if budget_s is None else time.monotonic() + budget_s
         changed = True
-        while changed:
+        while changed and (deadline is None or time.monotonic() < deadline):
             changed = False
             for k in range(len(program.fn.body)):
+                if deadline is not None and time.monotonic() >= deadline:
+                    break
                 cand = drop_statement(program, k)
                 if cand is None:
                     continue
@@ -235,11 +241,16 @@ class AppyTarget(Target):
                      size: int | None = None) -> CheckResult:
         """Check a program given as text: parsed, then printed again by gpusem (only
         that text reaches appyc), run as one kernel."""
-        fn = parse_program(source)
-        prog = AppyProgram(fn, tuple((k, str(v.dtype), v.shape) for k, v in arrays.items()
-                                     if k in {p.name for p in fn.params}),
-                           tuple((k, v) for k, v in scalars.items()), fixed=arrays)
-        return self.check_program(prog)[0]
+        return self.check_program(program_of(source, arrays, scalars))[0]
+
+    def load_program(self, files: dict[str, str], meta: dict) -> AppyProgram:
+        """A bundle's program and inputs as a program `check` and `minimise` take
+        (`gpusem reduce`)."""
+        if "program.py" not in files or "inputs.json" not in files:
+            raise BadInput("malformed bundle: an APPy bundle needs program.py and "
+                           "inputs.json")
+        arrays, scalars = read_inputs(files["inputs.json"])
+        return program_of(files["program.py"], arrays, scalars)
 
     def _check_sm90(self, fn: A.Function, arrays: dict, scalars: dict) -> CheckResult:
         """Compile-only: every kernel the host code launches must build for sm_90."""
@@ -277,6 +288,14 @@ class AppyTarget(Target):
             return CheckResult("pass") if not v.legal else CheckResult(
                 "finding", meta["signature"], "legality-missed", "still accepted")
         return self.check_source(files["program.py"], arrays, scalars)
+
+
+def program_of(source: str, arrays: dict, scalars: dict) -> AppyProgram:
+    """A program given as text with its inputs (read back from a bundle)."""
+    fn = parse_program(source)
+    return AppyProgram(fn, tuple((k, str(v.dtype), v.shape) for k, v in arrays.items()
+                                 if k in {p.name for p in fn.params}),
+                       tuple((k, v) for k, v in scalars.items()), fixed=arrays)
 
 
 def _key(p: AppyProgram) -> str:

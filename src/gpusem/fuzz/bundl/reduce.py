@@ -8,6 +8,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,7 @@ from gpusem.calculus.errors import BadInput
 from gpusem.fuzz.bundl.generated import Generated
 from gpusem.fuzz.bundl.shrink import shrink
 from gpusem.fuzz.bundl.target import BundlTarget
+from gpusem.fuzz.reduce import ReduceProgress
 from gpusem.fuzz.targets import CheckResult, checked
 
 
@@ -34,7 +36,8 @@ class Reduced:
 
 def reduce(program: Program, prop: str | None = None, command: str | None = None,
            backend: str = "cpu", budget_s: float = 300.0, max_tried: int = 5000,
-           file_name: str = "program.bundl") -> Reduced:
+           file_name: str = "program.bundl",
+           on_progress: Callable[[ReduceProgress], None] | None = None) -> Reduced:
     """Shrink `program` while `prop` (a bundl property) fails with the same signature,
     or while `command` (run in a scratch folder holding the candidate as `file_name`)
     exits 0. BadInput when neither or both are given, or the program as given is not
@@ -55,6 +58,8 @@ def reduce(program: Program, prop: str | None = None, command: str | None = None
         else:
             test = _command_test(str(command), scratch / file_name)
         first = test(start)
+        if on_progress is not None:
+            test = _reporting(test, first, statement_count(program), on_progress)
         if first.status != "finding":
             what = f"property {prop} holds" if prop else f"`{command}` exits nonzero"
             raise BadInput(f"not interesting: {what} on the program as given")
@@ -67,6 +72,23 @@ def reduce(program: Program, prop: str | None = None, command: str | None = None
     return Reduced(print_program(best.program), statement_count(program),
                    statement_count(best.program), first.signature, stats.tried,
                    stats.seconds)
+
+
+def _reporting(test: Callable[[Generated], CheckResult], first: CheckResult,
+               size: int, on_progress: Callable[[ReduceProgress], None],
+               ) -> Callable[[Generated], CheckResult]:
+    """`test`, telling `on_progress` after each candidate how the reduction goes."""
+    t0, best, checks = time.monotonic(), [size], [0]
+
+    def counted(g: Generated) -> CheckResult:
+        res = test(g)
+        checks[0] += 1
+        if res.status == "finding" and res.signature == first.signature:
+            best[0] = min(best[0], statement_count(g.program))
+        on_progress(ReduceProgress(checks[0], best[0], size, time.monotonic() - t0))
+        return res
+
+    return counted
 
 
 def _property_test(target: BundlTarget, prop: str) -> tuple[

@@ -57,9 +57,6 @@ PROPERTIES = ("compile", "motion", "soundness", "printparse", "teeth", "determin
 SHRINK_BUDGET_S = 60.0  # the AST reducer's default time cap per finding
 
 
-def shrink_budget_s(default: float = SHRINK_BUDGET_S) -> float:
-    """The reducer's time cap per finding: env GPUSEM_SHRINK_S, else `default`."""
-    return float(os.environ.get("GPUSEM_SHRINK_S", default))
 
 
 class BundlTarget(Target):
@@ -173,15 +170,16 @@ class BundlTarget(Target):
         return True
 
     def minimise(self, program: BundlProgram, res: CheckResult,
-                 prop: str = "compile") -> CheckResult:
+                 prop: str = "compile", budget_s: float | None = None) -> CheckResult:
         """AST-level reduction after hypothesis's (`fuzz/bundl/shrink.py`): the kernel
         templates' parts hang together, which choice shrinking cannot undo. Capped by
-        `shrink_budget_s` (env GPUSEM_SHRINK_S) and `shrink_max_tried` candidates."""
+        `budget_s` (the campaign's --shrink-time left; None: `shrink_budget_s`) and
+        `shrink_max_tried` candidates."""
         from gpusem.fuzz.bundl.shrink import shrink
 
         if res.status != "finding":
             return res
-        budget = shrink_budget_s(self.shrink_budget_s)
+        budget = self.shrink_budget_s if budget_s is None else budget_s
         _, small_res, stats = shrink(
             as_generated(program), res.signature,
             lambda g: checked(self, g, prop),  # internal: too
@@ -480,15 +478,28 @@ class BundlTarget(Target):
             meta["nvrtc"] = ptx_meta(self.nvrtcs())
         return meta
 
+    def load_program(self, files: dict[str, str], meta: dict[str, Any]) -> Generated:
+        """A bundle's program, for `gpusem reduce` (not race-free by construction:
+        the oracle proves it)."""
+        return Generated(parse_program(files["program.bundl"], "program.bundl"),
+                         race_free_by_construction=False)
+
     def replay(self, files: dict[str, str], meta: dict[str, Any]) -> CheckResult:
         """Re-run the bundle's property; a finding made with a seeded fault is replayed
         with that fault on again (the bundle records it), unless one is already set. A
         bundle's program is not race-free by construction: the oracle proves it."""
         program = parse_program(files["program.bundl"], "program.bundl")
-        if meta.get("fault") and not os.environ.get("GPUSEM_FAULT"):
+        saved = os.environ.get("GPUSEM_FAULT")
+        if meta.get("fault") and not saved:
             os.environ["GPUSEM_FAULT"] = meta["fault"]
-        return self.check(Generated(program, race_free_by_construction=False),
-                          meta["property"])
+        try:
+            return self.check(Generated(program, race_free_by_construction=False),
+                              meta["property"])
+        finally:  # the next bundle of a corpus, or a campaign after it, has its own
+            if saved is None:
+                os.environ.pop("GPUSEM_FAULT", None)
+            else:
+                os.environ["GPUSEM_FAULT"] = saved
 
 
 def _repro(program: B.Program, v: Verdict, prop: str) -> tuple[str, str]:

@@ -71,6 +71,9 @@ from gpusem.fuzz.targets import RUNTIME_TARGETS
 
 IN_FLIGHT_PER_WORKER = 2
 CONNECT_TIMEOUT_S = 30.0
+# a scheduler of the user's answers at once when it is there; one that does not is a
+# wrong address or a cluster not started, said in one line after this many seconds
+SCHEDULER_TIMEOUT_S = 10.0
 
 
 @dataclass
@@ -138,7 +141,7 @@ class DaskEngine(Engine):
             return self.client
         distributed = _distributed()
         if self.scheduler:
-            self.client = distributed.Client(self.scheduler, timeout=CONNECT_TIMEOUT_S)
+            self.client = self._connect_to(distributed)
         else:
             self.cluster = self._local_cluster(distributed)
             self.client = distributed.Client(self.cluster, timeout=CONNECT_TIMEOUT_S)
@@ -148,6 +151,17 @@ class DaskEngine(Engine):
             raise BadInput(f"no worker of the dask cluster declares the resource {name} "
                            f"(start workers with --resources {name}=1)")
         return self.client
+
+    def _connect_to(self, distributed: Any) -> Any:
+        """A client of the user's scheduler. One that does not answer within
+        SCHEDULER_TIMEOUT_S is bad input (a wrong address, a cluster not started:
+        exit 2, one line), not an internal error of gpusem after 30 s (issue 32.12)."""
+        try:
+            return distributed.Client(self.scheduler, timeout=SCHEDULER_TIMEOUT_S)
+        except (OSError, ValueError) as err:  # TimeoutError is an OSError
+            why = " ".join(str(err).split())[:200] or type(err).__name__
+            raise BadInput(f"dask scheduler unreachable: {self.scheduler} (no answer "
+                           f"within {SCHEDULER_TIMEOUT_S:g} s: {why})") from None
 
     def _local_cluster(self, distributed: Any) -> Any:
         cluster = local_cluster(self.backend, self.jobs, self.gpus)

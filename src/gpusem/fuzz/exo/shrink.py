@@ -29,8 +29,11 @@ from gpusem.compiler.gpuir_exo.driver import ExoDriver
 Body = tuple[A.Stmt, ...]
 
 
+REDUCE_S = 20.0  # the reducer's time cap per finding, unless the campaign gives one
+
+
 def reduce_source(driver: ExoDriver, source: str, defines: dict[str, int],
-                  signature: str, budget_s: float = 20.0) -> str | None:
+                  signature: str, budget_s: float = REDUCE_S) -> str | None:
     """The smallest program found with the same finding signature (None: no
     smaller one)."""
     from gpusem.calculus.gpuir.parser import parse_module

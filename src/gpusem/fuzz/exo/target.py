@@ -20,11 +20,13 @@ none: exit 2 with one line (`compiler/gpuir_exo/driver.py`).
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 from gpusem.calculus.errors import GpusemError
 from gpusem.compiler.gpuir_exo.driver import ExoDriver
 from gpusem.fuzz.exo.checking import Checked, check_program, check_text
 from gpusem.fuzz.exo.findings import result_of
+from gpusem.fuzz.exo.shrink import REDUCE_S
 from gpusem.fuzz.exo.strategies import ExoProgram, programs
 from gpusem.fuzz.targets import CheckResult, Target
 
@@ -50,6 +52,13 @@ class ExoTarget(Target):
 
     def strategy(self, prop: str):
         return programs()
+
+    def load_program(self, files: dict[str, str], meta: dict) -> ExoText:
+        """A bundle's program and its sizes, for `gpusem reduce`."""
+        import json
+
+        defines = json.loads(files.get("defines.json", "{}"))
+        return ExoText(files["program.gpuir"], tuple(sorted(defines.items())))
 
     def size(self, program: ExoProgram) -> int:
         return program.source().count("\n")
@@ -111,7 +120,7 @@ class ExoTarget(Target):
         return res
 
     def minimise(self, program: ExoProgram, res: CheckResult,
-                 prop: str = "verdict") -> CheckResult:
+                 prop: str = "verdict", budget_s: float | None = None) -> CheckResult:
         """The GPU IR reducer (`fuzz/exo/shrink.py`) after hypothesis: delete and
         simplify statements while the finding's signature stays."""
         if prop != "verdict" or res.status != "finding":
@@ -120,7 +129,8 @@ class ExoTarget(Target):
 
         try:
             smaller = reduce_source(self.driver, program.source(), program.defines(),
-                                    res.signature)
+                                    res.signature,
+                                    REDUCE_S if budget_s is None else budget_s)
         except GpusemError:
             return res
         if smaller is None:
@@ -145,3 +155,19 @@ class ExoTarget(Target):
         if meta.get("property") == "compile":
             return self._compile(c, time.perf_counter())
         return result_of(c)
+
+
+@dataclass(frozen=True)
+class ExoText:
+    """A program read back from a bundle (text and sizes): what `check` and
+    `minimise` take, as they take a generated `ExoProgram`."""
+
+    text: str
+    sizes: tuple[tuple[str, int], ...] = ()
+    mutation: str = ""
+
+    def source(self, name: str = "gen") -> str:
+        return self.text
+
+    def defines(self) -> dict[str, int]:
+        return dict(self.sizes)

@@ -17,7 +17,7 @@ from gpusem.calculus.bundl.printer import print_expr, print_stmt
 from gpusem.calculus.errors import BadInput, GpusemError, Trap
 from gpusem.calculus.source import read_source
 from gpusem.interpreter.bundl.debug import Breakpoint, Scheduler, Session, Stop
-from gpusem.interpreter.bundl.debug_rules import RULES
+from gpusem.interpreter.bundl.debug_rules import EXPR_RULES, RULES
 from gpusem.interpreter.bundl.machine import StepEvent
 from gpusem.interpreter.bundl.small_step import blocked
 from gpusem.interpreter.bundl.values import Ptr, Value
@@ -76,6 +76,14 @@ class BundlDebugger:
                             "indices), for `schedule replay`."),
             "delete": Command(self.delete, "delete [N]: remove breakpoint N, or all of "
                               "them."),
+            "where": Command(self.where, "where: the step, the current thread (t, b, "
+                             "p), its perspective and the line of its redex."),
+            "list": Command(self.list_, "list [N]: the source around the current "
+                            "thread's redex (N lines either side, default 3), its line "
+                            "marked =>."),
+            "print": Command(self.print_, "print NAME | NAME[i]: a variable of the "
+                             "current thread (η), else a global array (Σ), or one "
+                             "cell of it.", aliases=("p",)),
         }
 
     def banner(self) -> Sequence[Shown]:
@@ -170,6 +178,13 @@ class BundlDebugger:
         bp = parse_break(arg.strip())
         if bp.kind == "write":
             self.session.global_cell(*cast(tuple[str, int], bp.value))  # validates
+        elif bp.kind == "line" and bp.value not in self.code_lines():
+            raise BadInput(f"no statement on line {bp.value} of {self.file} (lines "
+                           f"with one: {_ranges(sorted(self.code_lines()))})")
+        elif bp.kind == "thread" and not 0 <= cast(int, bp.value) < len(
+                self.session.machine.threads()):
+            raise BadInput(f"no thread {bp.value} (threads 0.."
+                           f"{len(self.session.machine.threads()) - 1})")
         self.session.breakpoints.append(bp)
         return [Line(f"breakpoint {len(self.session.breakpoints)}: {bp.describe()}")]
 
@@ -249,6 +264,85 @@ class BundlDebugger:
         return delete_breakpoint(cast(list[object], self.session.breakpoints), arg,
                                  lambda bp: cast(Breakpoint, bp).describe())
 
+    def code_lines(self) -> set[int]:
+        """The lines a step can stop on: those of main's and the functions'
+        statements and expressions."""
+        prog = self.session.prog
+        return {line for root in (prog.main, *(f.body for f in prog.fns))
+                for line in _lines_of(root)}
+
+    def _focus(self) -> tuple[int | None, int]:
+        """The current thread (None before the first step) and the line of the
+        redex it last stepped (0 when there is none)."""
+        s = self.session
+        threads = s.machine.threads()
+        i = s.current
+        if i is None or not 0 <= i < len(threads):
+            return None, 0
+        # the redex of its last step (the thread's focus is the whole term around it)
+        last = s.events[-1] if s.events and s.events[-1].index == i else None
+        span = last.span if last is not None else getattr(threads[i].focus, "span",
+                                                           None)
+        return i, getattr(span, "line", 0) or 0
+
+    def where(self, arg: str, interrupted: Interrupted) -> list[Shown]:
+        s = self.session
+        i, line = self._focus()
+        head = f"step {len(s.history)}, {s.status}"
+        if i is None:
+            return [Line(f"{head}: no thread has stepped yet (the schedule "
+                         f"{self.schedule_name} picks the first)")]
+        th = s.machine.threads()[i]
+        shown: list[Shown] = [Line(f"{head}: thread {i} (t={th.t}, b={th.b}, p={th.p}) "
+                                   f"at {th.persp}" + (" (done)" if th.terminated
+                                                       else ""))]
+        if 0 < line <= len(self.lines):
+            shown.append(Line(f"  {line:4d} | {self.lines[line - 1]}"))
+        return shown
+
+    def list_(self, arg: str, interrupted: Interrupted) -> list[Shown]:
+        args = ints(arg, "list [N]")
+        n = args[0] if args else 3
+        _, line = self._focus()
+        if not line:  # before the first step: the start of main
+            line = min(_lines_of(self.session.prog.main), default=1)
+        lo, hi = max(1, line - n), min(len(self.lines), line + n)
+        return [Line(f"{'=>' if k == line else '  '} {k:4d} | {self.lines[k - 1]}")
+                for k in range(lo, hi + 1)]
+
+    def print_(self, arg: str, interrupted: Interrupted) -> list[Shown]:
+        text = arg.strip()
+        name, bracket, rest = text.partition("[")
+        name = name.strip()
+        if not name or (bracket and not rest.endswith("]")):
+            raise BadInput("usage: print NAME | NAME[i]")
+        index = None
+        if bracket:
+            (index,) = ints(rest[:-1], "print NAME[i]") or (None,)
+            if index is None:
+                raise BadInput("usage: print NAME | NAME[i]")
+        i, _ = self._focus()
+        m = self.session.machine
+        if i is not None and name in m.threads()[i].env:
+            binding = m.threads()[i].env[name]
+            value = binding.value
+            if index is None:
+                return [Line(f"{name} @ {binding.persp} = {self.value(value)}")]
+            if not isinstance(value, Ptr):
+                raise BadInput(f"{name} is not an array: {self.value(value)}")
+            if not 0 <= index < value.length:
+                raise BadInput(f"index out of range: {name}[{index}] (length "
+                               f"{value.length})")
+            reg = m.cfg.regions[value.region]
+            return [Line(f"{name}[{index}] = {reg.cells[value.off + index]!r}")]
+        if name in m.globals():
+            if index is None:
+                return [Line(f"{name} = {m.globals()[name]}")]
+            return [Line(f"{name}[{index}] = "
+                         f"{self.session.global_cell(name, index)!r}")]
+        where = f"thread {i}" if i is not None else "any thread (none has stepped)"
+        raise BadInput(f"no variable {name} in {where} nor a global array")
+
     def value(self, value: Value) -> str:
         if isinstance(value, Ptr):
             reg = self.session.machine.cfg.regions[value.region]
@@ -265,6 +359,36 @@ def _show(node: object) -> str:
         return type(node).__name__
 
 
+def _lines_of(node: object) -> set[int]:
+    """The source lines of `node` and every node below it that has a span."""
+    out: set[int] = set()
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        if isinstance(n, tuple | list):
+            todo.extend(n)
+            continue
+        fields = getattr(n, "__dataclass_fields__", None)
+        if fields is None:
+            continue
+        line = getattr(getattr(n, "span", None), "line", 0)
+        if line:
+            out.add(line)
+        todo.extend(getattr(n, f) for f in fields if f != "span")
+    return out
+
+
+def _ranges(lines: list[int]) -> str:
+    """1, 2, 3, 5 -> "1-3, 5"."""
+    parts: list[str] = []
+    for k in lines:
+        if parts and parts[-1].split("-")[-1] == str(k - 1):
+            parts[-1] = f"{parts[-1].split('-')[0]}-{k}"
+        else:
+            parts.append(str(k))
+    return ", ".join(parts)
+
+
 def parse_break(arg: str) -> Breakpoint:
     parts = arg.split()
     if not parts:
@@ -279,6 +403,10 @@ def parse_break(arg: str) -> Breakpoint:
     if len(parts) == 1 and parts[0].isdigit():
         return Breakpoint("line", int(parts[0]))
     if len(parts) == 1 and parts[0].startswith(("S-", "E-")):
+        if parts[0] not in (*RULES, *EXPR_RULES):  # else it never fires
+            close = [r for r in (*RULES, *EXPR_RULES) if r.startswith(parts[0][:4])]
+            raise BadInput(f"unknown rule: {parts[0]} (rules like it: "
+                           f"{', '.join(close[:8]) or 'none'}; `help break`)")
         return Breakpoint("rule", parts[0])
     raise BadInput("usage: break RULE | LINE | thread T | write ARRAY[i]")
 

@@ -26,3 +26,9 @@ RULES = (
 # not write them (the prism target's programs do), so Bundl's coverage universe
 # (`interpreter/bundl/coverage.py`) leaves them out rather than report a blind spot.
 SURFACE_RULES = ("S-Partition-Offset", "S-Alloc-Local-At")
+
+# The expression rules (A.3.7) a step reports beside its statement rule (`break E-Bop`)
+EXPR_RULES = (
+    "E-Arr-Access", "E-Arr-Access-Shared", "E-Bool", "E-Bop", "E-Cmp", "E-Float",
+    "E-Fma", "E-Int", "E-Partition-Id", "E-Unop", "E-Var",
+)
