@@ -144,6 +144,9 @@ class Report:
                 "region": {"startLine": max(1, line)}}}],
             "partialFingerprints": {"gpusemSignature/v1": f.signature,
                                     "gpusemCause/v1": cause.key},
+            # --baseline: a cause is unchanged when the baseline holds all its findings
+            **({"baselineState": "unchanged" if all(g.known for g in cause.findings)
+                else "new"} if self.campaign.get("baseline") else {}),
             "properties": {"bundle": f.bundle, "property": f.prop,
                            "size": f.size, "duplicates": f.duplicates,
                            "attribution": f.attribution or None,
