@@ -48,10 +48,10 @@ def test_seq_equals_par_on_generated_programs():
 
 def test_examples_seq_equals_par_with_the_real_sync_check():
     """examples/gpuir through the real checker (not the header): every accepted one
-    holds or is unsupported on cpu (clusters); the rejected ones that run have
-    witnesses or count as false positives (recorded, not required; at the time of
-    writing fence_broadcast_missing_fence, cp_async_pipeline_unwaited and
-    tmp_broadcast show witnesses, the cluster ones are unsupported on cpu)."""
+    holds or is unsupported on cpu (what the compiler does not lower: the Hopper GEMM's
+    host code); the rejected ones that run have witnesses or count as false positives
+    (recorded, not required; at the time of writing fence_broadcast_missing_fence,
+    cp_async_pipeline_unwaited, tmp_broadcast and multicast_race show witnesses)."""
     outcomes = check_sources(example_items(), "cpu")
     by = {o.name: o for o in outcomes}
     assert not [o.row() for o in outcomes if o.classification == "VIOLATION"]
