@@ -103,7 +103,7 @@ def test_rewrite_keeps_line_numbers_and_binds_dynamic_shared_memory():
     text, includes, defines = cpu_source.rewrite(src)
     assert text.count("\n") == src.count("\n")
     assert includes == ["#include <cstdint>"] and defines == ["TILE"]
-    assert "float* const buf = reinterpret_cast<float*>(::gs::g_dyn_smem);" in text
+    assert "float* const buf = reinterpret_cast<float*>(::gs::dyn_smem());" in text
     assert "static __shared__" not in text and '"C"' not in text
     assert "namespace {" in text
 

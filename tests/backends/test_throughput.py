@@ -4,12 +4,13 @@ against NumPy. The issue's target is >= 200 programs per minute on 2 cores."""
 
 from __future__ import annotations
 
-import time
 
 import numpy as np
 import pytest
 from gpusem.compiler.backends.cpu import CpuBackend
 from gpusem.compiler.backends.kernel import Job, KernelSpec, ptr, scalar
+
+from tests.cpu_time import cpu_seconds
 
 from .cases import c_div, wrap32
 
@@ -64,9 +65,11 @@ def test_cpu_backend_throughput(benchmark, tmp_path_factory):
         finally:
             backend.close()
 
-    start = time.perf_counter()
+    # CPU seconds (this process, g++ and the joined worker): programs per wall minute
+    # measured the machine's load as much as the backend (issue 32.11)
+    start = cpu_seconds()
     results = benchmark.pedantic(campaign, rounds=1, iterations=1)
-    per_minute = len(made) / (time.perf_counter() - start) * 60
+    per_minute = len(made) / (cpu_seconds() - start) * 60
     benchmark.extra_info["programs_per_minute"] = round(per_minute)
     assert all(r.kind == "ok" for r in results), [r.message for r in results][:3]
     for r, e in zip(results, expects, strict=True):

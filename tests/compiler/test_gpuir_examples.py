@@ -1,9 +1,11 @@
 """Every example of `examples/gpuir/` compiles, builds with nvcc for sm_90a, and (when
 the sync checker accepts it, `# expect: accepted`) ends on the cpu backend under
 schedules 0, 1, 2 in the memory of its sequential reading: seq = par (issue 4, the
-AMIR row of DESIGN.md). Kernels the harness cannot run (thread-block clusters, whose
-CTAs must run together) must say "unsupported", never pass silently. For rejected
-examples the witnesses are recorded, not asserted (the checker may be conservative)."""
+AMIR row of DESIGN.md). Thread-block clusters run too (issue 32.12: the harness runs a
+cluster's CTAs together, with cluster barriers, distributed shared memory and TMA
+multicast). What the compiler does not lower must say "unsupported", never pass
+silently. For rejected examples the witnesses are recorded, not asserted (the checker
+may be conservative)."""
 
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ ITEMS = example_items()
 # What the GPU IR -> CUDA compiler does not lower (errata: host code, the TMA store and
 # reduction, strided collectives); a program using them is "unsupported", never
 # passed silently.
-COMPILER_LIMITS = ("cluster", "CPU code outside a CudaDeviceFunction",
+COMPILER_LIMITS = ("CPU code outside a CudaDeviceFunction",
                    "instruction Sm90_tma_store_2d_f32",
                    "instruction Sm90_tma_reduce_add_2d_f32", "strided collective")
 NAMES = [name for name, _, _ in ITEMS]
@@ -33,6 +35,14 @@ def expectation(source: str) -> str:
 
 def uses_clusters(source: str) -> bool:
     return bool(re.search(r"clusterDim=([2-9]|1\d)", source))
+
+
+# The examples the GPU IR -> CUDA compiler cannot lower yet (the paper's Hopper GEMM and
+# its near misses: a tensor map made by host code, warp_config, Await(war, ..., -4)).
+# Pinned both ways: one that starts to compile fails test_every_example_runs_on_cpu
+# until it leaves this list.
+NOT_LOWERED = {"gemm_hopper.gpuir", "gemm_hopper_ring_overrun.gpuir",
+               "gemm_hopper_war_not_multicast.gpuir"}
 
 
 def front_end_ok(source: str) -> bool:
@@ -93,12 +103,26 @@ def test_example_compiles(name, cases):
 @pytest.mark.parametrize("name", [n for n, s, _ in ITEMS
                                   if expectation(s) == "accepted"])
 def test_accepted_example_agrees_on_cpu(name, verdicts):
-    source = {n: s for n, s, _ in ITEMS}[name]
     v = verdicts[name]
-    if uses_clusters(source) or _limited(v):
+    if name in NOT_LOWERED:
         assert _limited(v), v.describe()
         return
     assert v.agree, v.describe()
+
+
+def test_every_example_runs_on_cpu(verdicts):
+    """Issue 32.12: every example the compiler lowers runs on the cpu harness, the
+    cluster / TMA multicast / mbarrier ones included (none is "unsupported"), and
+    each accepted one agrees with the sequential reading; the cluster examples are
+    among them, so CI runs the Hopper lowering."""
+    clusters = [n for n, s, _ in ITEMS if uses_clusters(s) and n in verdicts]
+    assert len(clusters) >= 6, clusters
+    unsupported = {n for n, v in verdicts.items() if v.kind == "unsupported"}
+    assert unsupported == NOT_LOWERED, {n: verdicts[n].message for n in unsupported}
+    for n in clusters:
+        source = {m: s for m, s, _ in ITEMS}[n]
+        if n not in NOT_LOWERED and expectation(source) == "accepted":
+            assert verdicts[n].agree, verdicts[n].describe()
 
 
 def test_rejected_examples_witnesses(verdicts, cases):

@@ -21,14 +21,17 @@ from gpusem.fuzz.gpuir.strategies import kernels
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-def test_seq_equals_par_on_generated_programs():
-    """Hypothesis-generated kernels (6 per example, 8 examples): none violates
+@pytest.mark.parametrize("n", [4, pytest.param(8, marks=pytest.mark.slow)])
+def test_seq_equals_par_on_generated_programs(n):
+    """Hypothesis-generated kernels (6 per example, n examples): none violates
     seq = par, and the run is not trivial: both of the checker's verdicts occur,
     accepted programs hold on the cpu harness and rejected ones show witnesses
-    (issue 14 item 8: this used to run 2 examples and assert nothing of its count)."""
+    (issue 14 item 8: this used to run 2 examples and assert nothing of its count).
+    4 examples by default (issue 32.11: the suite must fit 15 minutes), 8 under
+    `-m slow`; the thresholds scale with n."""
     found: Counter = Counter()
 
-    @settings(max_examples=8, deadline=None, derandomize=True, database=None,
+    @settings(max_examples=n, deadline=None, derandomize=True, database=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
     @given(st.lists(kernels(), min_size=6, max_size=6))
     def run(ks):
@@ -41,17 +44,17 @@ def test_seq_equals_par_on_generated_programs():
 
     run()
     total = sum(found.values())
-    assert total == 48, found
-    assert found[("accepted", "holds")] >= 10, found
-    assert found[("rejected", "witness")] >= 5, found
+    assert total == 6 * n, found
+    assert found[("accepted", "holds")] >= 10 * n // 8, found
+    assert found[("rejected", "witness")] >= 5 * n // 8, found
 
 
 def test_examples_seq_equals_par_with_the_real_sync_check():
     """examples/gpuir through the real checker (not the header): every accepted one
-    holds or is unsupported on cpu (clusters); the rejected ones that run have
-    witnesses or count as false positives (recorded, not required; at the time of
-    writing fence_broadcast_missing_fence, cp_async_pipeline_unwaited and
-    tmp_broadcast show witnesses, the cluster ones are unsupported on cpu)."""
+    holds or is unsupported on cpu (what the compiler does not lower: the Hopper GEMM's
+    host code); the rejected ones that run have witnesses or count as false positives
+    (recorded, not required; at the time of writing fence_broadcast_missing_fence,
+    cp_async_pipeline_unwaited, tmp_broadcast and multicast_race show witnesses)."""
     outcomes = check_sources(example_items(), "cpu")
     by = {o.name: o for o in outcomes}
     assert not [o.row() for o in outcomes if o.classification == "VIOLATION"]

@@ -10,7 +10,6 @@ import locale
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,8 @@ from gpusem.calculus.errors import BadInput, GpusemError
 from gpusem.compiler.backends.nvrtc_lib import compile_ptx, find_nvrtc
 from gpusem.compiler.backends.ptx_check import check_ptx, cu_params
 from gpusem.compiler.backends.ptx_oracle import check_cuda
+
+from tests.cpu_time import cpu_seconds
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent / "ptx"
@@ -103,7 +104,7 @@ def _examples() -> list[Path]:
 
 
 def test_every_example_that_compiles_passes() -> None:
-    checked, nc_loads, start = [], 0, time.perf_counter()
+    checked, nc_loads, start = [], 0, cpu_seconds()  # CPU: wall time is the load's
     for path in _examples():
         try:
             source = api.cuda_source(path)
@@ -115,7 +116,7 @@ def test_every_example_that_compiles_passes() -> None:
         checked.append(path.name)
     assert len(checked) >= 40, checked
     assert nc_loads >= 100  # the check weighed real .nc loads, not none
-    assert time.perf_counter() - start < 300
+    assert cpu_seconds() - start < 300
 
 
 # ------------------------------------------------------------------ the CLI

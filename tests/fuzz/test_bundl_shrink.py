@@ -157,11 +157,11 @@ def test_the_time_cap_holds():
         time.sleep(0.05)
         return CheckResult("pass")
 
-    t0 = time.monotonic()
     _, res, stats = S.shrink(_plain(program), "A", slow, budget_s=0.3)
-    took = time.monotonic() - t0
     assert stats.capped and res is None
-    assert took < 0.3 + S.BATCH * 0.05 + 1.0  # at most one batch past the cap
+    # at most one batch past the cap, counted in checks (each takes >= 0.05 s), not
+    # in seconds, which a loaded machine stretches (issue 32.11)
+    assert 0 < stats.tried <= 0.3 / 0.05 + S.BATCH, stats
 
 
 def test_the_candidate_cap_holds():

@@ -71,9 +71,9 @@ def test_gemm_is_float32_k_sequential() -> None:
 
 def test_gemm_256_runs_quickly() -> None:
     proc, d = load("gemm_tiled")
-    t0 = time.perf_counter()
+    t0 = time.process_time()  # CPU seconds: a wall-clock bound depends on the load
     c = run_sequential(proc, d, {"A": rand(256, 256), "Bt": rand(256, 256)})["C"]
-    assert c.shape == (256, 256) and time.perf_counter() - t0 < 20
+    assert c.shape == (256, 256) and time.process_time() - t0 < 20
 
 
 def test_gemv_shuffle_butterfly() -> None:

@@ -16,12 +16,13 @@ import-linter and mypy read `src/gpusem/` itself: the checkout has the package's
 from __future__ import annotations
 
 import ast
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.layout import early
 
 ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src"
@@ -29,10 +30,7 @@ MAX_LINES = 800
 
 
 def _tool(name: str, args: list[str]) -> subprocess.CompletedProcess:
-    exe = Path(sys.executable).parent / name
-    env = dict(os.environ, PYTHONPATH=str(SRC))
-    return subprocess.run([str(exe), *args], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=600)
+    return early.run(name, args)  # mypy was started when collection ended
 
 
 def test_the_checkout_has_the_package_shape():
@@ -51,7 +49,7 @@ def test_import_contracts_are_kept():
 
 
 def test_mypy_is_clean():
-    out = _tool("mypy", ["--config-file", str(ROOT / "pyproject.toml"), "-p", "gpusem"])
+    out = _tool("mypy", early.MYPY_ARGS)
     assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-2000:]
 
 

@@ -330,6 +330,7 @@ class CpuBackend:
             job.timeout_s,
             self.stack_bytes,
             self.poison,
+            spec.cluster,
         )
         params = [(p.name, p.dtype, p.pointer) for p in spec.params]
         request = (built.library, built.symbol, cfg, params, arrays, scalars)

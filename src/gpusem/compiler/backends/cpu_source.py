@@ -8,8 +8,8 @@ diagnostics pointing at the user's own line numbers, in a file named `k<i>_<name
 
 - `extern "C"` is dropped (an `extern "C" {` block becomes an anonymous namespace):
   C linkage would merge same-named kernels of different namespaces;
-- `extern __shared__ T name[];` becomes `T* const name = <the dynamic smem buffer>`,
-  because an `extern` declaration has no CPU definition to bind to;
+- `extern __shared__ T name[];` becomes `T* const name = <the dynamic smem buffer of
+  the thread's CTA>`, because an `extern` declaration has no CPU definition to bind to;
 - `static __shared__` becomes `__shared__` (the harness's `__shared__` is static);
 - system `#include <...>` lines are hoisted out of the namespace;
 - every macro a kernel `#define`s is `#undef`-ed after it, so none leaks into the next.
@@ -85,7 +85,7 @@ def rewrite(source: str, *, for_cpu: bool = True) -> tuple[str, list[str], list[
         text = _EXTERN_SHARED.sub(
             lambda m: (
                 f"{m.group(1)}* const {m.group(2)} = "
-                f"reinterpret_cast<{m.group(1)}*>(::gs::g_dyn_smem);"
+                f"reinterpret_cast<{m.group(1)}*>(::gs::dyn_smem());"
             ),
             text,
         )

@@ -56,6 +56,7 @@ class _LaunchCfg(ctypes.Structure):
         ("time_budget_s", ctypes.c_double),
         ("stack_bytes", ctypes.c_uint),
         ("poison", ctypes.c_uint),
+        ("cluster", ctypes.c_uint * 3),
     ]
 
 
@@ -89,7 +90,7 @@ def _launcher(cache: dict, library: str, symbol: str):
 
 def launch(cache: dict, request) -> tuple[int, str, dict[str, np.ndarray], float]:
     library, symbol, cfg_tuple, params, arrays, scalars = request
-    grid, block, dyn, seed, max_switches, budget, stack, poison = cfg_tuple
+    grid, block, dyn, seed, max_switches, budget, stack, poison, cluster = cfg_tuple
     cfg = _LaunchCfg(
         (ctypes.c_uint * 3)(*grid),
         (ctypes.c_uint * 3)(*block),
@@ -99,6 +100,7 @@ def launch(cache: dict, request) -> tuple[int, str, dict[str, np.ndarray], float
         budget,
         stack,
         poison,
+        (ctypes.c_uint * 3)(*cluster),
     )
     keep = []  # the ctypes cells the argument vector points into
     guarded = {name: _Guarded(a) for name, a in arrays.items()}

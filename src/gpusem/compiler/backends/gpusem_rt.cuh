@@ -13,6 +13,11 @@
 //   - synchronisation: __syncthreads, __syncwarp, gs_bar_sync / gs_bar_arrive (named
 //     barriers), gs_mbar_* (mbarriers), gs_cp_async* (cp.async groups),
 //     gs_bulk_copy_g2s (cp.async.bulk with mbarrier complete_tx);
+//   - thread-block clusters: gs_cluster_dims(x, y, z) at kernel entry (the kernel is
+//     declared __cluster_dims__(x, y, z) under nvcc; the cpu harness checks the launch),
+//     gs_cluster_arrive / gs_cluster_wait (barrier.cluster), gs_cluster_ctarank,
+//     gs_map_shared_rank (mapa: distributed shared memory), gs_mbar_arrive_remote,
+//     gs_bulk_copy_g2s_multicast (cp.async.bulk .multicast::cluster);
 //   - PTX with no CPU meaning: gs_wgmma_*, gs_tma_*, or any statement wrapped in
 //     GS_PTX_ONLY("what", stmt); on the cpu backend executing one aborts the kernel with
 //     result kind "unsupported" ("unsupported: what"). Raw `asm` outside GS_PTX_ONLY is
@@ -211,6 +216,49 @@ GS_DEV void gs_bulk_copy_g2s(void* dst, const void* src, unsigned bytes, gs_u64*
 GS_DEV void gs_fence_proxy_async() {
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 }
+// Thread-block clusters. The dimensions are the kernel's __cluster_dims__ attribute.
+#define gs_cluster_dims(X, Y, Z) ((void)0)
+GS_DEV void gs_cluster_arrive() {
+  asm volatile("barrier.cluster.arrive.release;" ::: "memory");
+}
+GS_DEV void gs_cluster_wait() { asm volatile("barrier.cluster.wait.acquire;" ::: "memory"); }
+// mbarrier.init made visible to the cluster (before the cluster barrier that
+// publishes it).
+GS_DEV void gs_fence_mbarrier_init_cluster() {
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+GS_DEV unsigned gs_cluster_ctarank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+// The generic address of `p`'s offset in the shared memory of CTA `rank` (mapa).
+template <class T> GS_DEV T* gs_map_shared_rank(T* p, unsigned rank) {
+  gs_u64 out;
+  asm volatile("mapa.u64 %0, %1, %2;" : "=l"(out) : "l"((gs_u64)p), "r"(rank));
+  return (T*)out;
+}
+// Arrive (release, cluster scope) on the mbarrier at `bar`'s offset in CTA `rank`.
+GS_DEV void gs_mbar_arrive_remote(gs_u64* bar, unsigned rank) {
+  unsigned remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;"
+               : "=r"(remote)
+               : "r"(gs_smem_addr(bar)), "r"(rank));
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(
+                   remote)
+               : "memory");
+}
+// Bulk copy global -> shared of every CTA in `mask` (same offset), completing `bytes`
+// of tx on the mbarrier at `bar`'s offset in each of them.
+GS_DEV void gs_bulk_copy_g2s_multicast(void* dst, const void* src, unsigned bytes,
+                                       gs_u64* bar, unsigned short mask) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"
+      ".multicast::cluster [%0], [%1], %2, [%3], %4;" ::"r"(gs_smem_addr(dst)),
+      "l"((gs_u64)__cvta_generic_to_global(src)), "r"(bytes), "r"(gs_smem_addr(bar)),
+      "h"(mask)
+      : "memory");
+}
 // wgmma: the warpgroup MMA fences (the MMA itself: GS_PTX_ONLY("wgmma", asm ...)).
 GS_DEV void gs_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 GS_DEV void gs_wgmma_commit_group() {
@@ -266,6 +314,21 @@ GS_DEV void gs_bulk_copy_g2s(void* dst, const void* src, unsigned bytes, gs_u64*
   ::gs::bulk_copy_g2s(dst, src, bytes, bar);
 }
 GS_DEV void gs_fence_proxy_async() {}
+#define gs_cluster_dims(X, Y, Z) ::gs::check_cluster_dims((X), (Y), (Z))
+GS_DEV void gs_cluster_arrive() { ::gs::cluster_arrive(); }
+GS_DEV void gs_cluster_wait() { ::gs::cluster_wait(); }
+GS_DEV void gs_fence_mbarrier_init_cluster() {}
+GS_DEV unsigned gs_cluster_ctarank() { return (unsigned)::gs::g_rt.cur->cta; }
+template <class T> GS_DEV T* gs_map_shared_rank(T* p, unsigned rank) {
+  return (T*)::gs::map_shared_rank(p, rank);
+}
+GS_DEV void gs_mbar_arrive_remote(gs_u64* bar, unsigned rank) {
+  ::gs::mbar_arrive_remote(bar, rank);
+}
+GS_DEV void gs_bulk_copy_g2s_multicast(void* dst, const void* src, unsigned bytes,
+                                       gs_u64* bar, unsigned short mask) {
+  ::gs::bulk_copy_g2s_multicast(dst, src, bytes, bar, mask);
+}
 GS_DEV void gs_wgmma_fence() { ::gs::unsupported("wgmma"); }
 GS_DEV void gs_wgmma_commit_group() { ::gs::unsupported("wgmma"); }
 #define gs_wgmma_wait_group(N) ::gs::unsupported("wgmma")

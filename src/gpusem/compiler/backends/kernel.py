@@ -108,17 +108,22 @@ class KernelSpec:
     block: Dim3
     dynamic_smem: int = 0
     params: tuple[Param, ...] = ()
+    cluster: Dim3 = (1, 1, 1)
 
     def __init__(self, name: str, source: str, grid: int | tuple[int, ...],
                  block: int | tuple[int, ...], dynamic_smem: int = 0,
-                 params: Iterable[Param] = ()) -> None:
-        """`grid` and `block`: 1 to 3 positive ints, an int n meaning (n, 1, 1)."""
+                 params: Iterable[Param] = (),
+                 cluster: int | tuple[int, ...] = 1) -> None:
+        """`grid`, `block` and `cluster` (thread-block cluster dimensions, as the
+        kernel's `__cluster_dims__`; a launch parameter of the cpu harness, a compiled
+        attribute on the GPU): 1 to 3 positive ints, an int n meaning (n, 1, 1)."""
         object.__setattr__(self, "name", name)
         object.__setattr__(self, "source", source)
         object.__setattr__(self, "grid", grid)
         object.__setattr__(self, "block", block)
         object.__setattr__(self, "dynamic_smem", dynamic_smem)
         object.__setattr__(self, "params", params)
+        object.__setattr__(self, "cluster", cluster)
         self.__post_init__()
 
     def __post_init__(self) -> None:
@@ -126,6 +131,9 @@ class KernelSpec:
             raise BadInput(f"bad kernel name: {self.name!r}")
         object.__setattr__(self, "grid", _dim3(self.grid, "grid"))
         object.__setattr__(self, "block", _dim3(self.block, "block"))
+        object.__setattr__(self, "cluster", _dim3(self.cluster, "cluster"))
+        if any(g % c for g, c in zip(self.grid, self.cluster, strict=True)):
+            raise BadInput(f"cluster {self.cluster} does not divide grid {self.grid}")
         object.__setattr__(self, "params", tuple(self.params))
         if self.dynamic_smem < 0:
             raise BadInput(f"bad dynamic shared memory size: {self.dynamic_smem}")

@@ -34,7 +34,9 @@
 // one linker section so the harness can poison all of it at each block start.
 #define __shared__ __attribute__((section("gs_shared"), aligned(16))) static
 #define GS_MAX_DYN_SMEM (227 * 1024)
-#define GS_DYN_SHARED(T, name) T* const name = reinterpret_cast<T*>(::gs::g_dyn_smem)
+// Thread-block clusters: at most 16 CTAs (sm_90's non-portable maximum).
+#define GS_MAX_CLUSTER 16
+#define GS_DYN_SHARED(T, name) T* const name = reinterpret_cast<T*>(::gs::dyn_smem())
 
 struct uint3 { unsigned x, y, z; };
 struct dim3 {
@@ -59,7 +61,7 @@ typedef unsigned long long u64;  // = gs_u64, the mbarrier word
 enum Status { ST_OK = 0, ST_RUNTIME_ERROR = 1, ST_DEADLOCK = 2, ST_TIMEOUT = 3,
               ST_UNSUPPORTED = 4, ST_BAD_CONFIG = 5 };
 enum TState { T_RUNNABLE, T_BLOCKED, T_EXITED };
-enum Wait { W_NONE, W_BAR, W_WARP, W_MBAR };
+enum Wait { W_NONE, W_BAR, W_WARP, W_MBAR, W_CLUSTER };
 enum WarpOp { OP_SYNC, OP_IDX, OP_UP, OP_DOWN, OP_XOR, OP_BALLOT, OP_ANY, OP_ALL };
 enum AsyncKind { A_COPY, A_ARRIVE, A_BULK };
 
@@ -72,6 +74,9 @@ struct LaunchCfg {
   double time_budget_s;
   unsigned stack_bytes;
   unsigned poison;  // the byte written over shared memory at block start
+  // Thread-block cluster dimensions; 0 or 1 in every dimension: no clusters. Last, so
+  // a launcher written before clusters (an aggregate without it) reads as none.
+  unsigned cluster[3];
 };
 
 struct Async {
@@ -81,13 +86,19 @@ struct Async {
   unsigned bytes;
   int group;       // cp.async commit group; -1 while uncommitted
   u64* mbar;  // A_ARRIVE / A_BULK target
+  int cta;    // the CTA whose shared memory `dst` is (static shared is swapped)
 };
 
 struct Thread {
   void* sp;
   char* stack_top;
-  uint3 tid;
+  uint3 tid, bidx;  // threadIdx, and blockIdx of its CTA
   int linear, warp, lane;
+  int cta;          // rank of its CTA in the cluster (%cluster_ctarank)
+  // barrier.cluster: the cluster phase (+1) of this thread's last arrive; whether that
+  // arrive still waits for its barrier.cluster.wait.
+  unsigned long long cl_arrived;
+  bool cl_pending;
   TState state;
   Wait wait;
   int bar_id;
@@ -108,10 +119,18 @@ struct Runtime {
   std::vector<Thread> threads;
   Thread* cur = nullptr;
   void* sched_sp = nullptr;
-  uint3 block_idx;
+  uint3 block_idx;  // the cluster's first block (rank 0), for messages
   dim3 block_dim, grid_dim;
-  int nthreads = 0;
-  Barrier bars[16];
+  int nthreads = 0;  // threads of one block
+  int nctas = 1;     // CTAs of one cluster, all resident at once
+  Barrier bars[GS_MAX_CLUSTER][16];  // per CTA
+  unsigned long long cl_phase = 0;   // completed barrier.cluster phases
+  // Dynamic shared memory of each CTA of the cluster (rank 0: g_dyn_smem). Static
+  // `__shared__` has one instance in the process: with clusters each CTA's copy is
+  // swapped in before one of its fibres runs (`static_live` is the CTA in place).
+  unsigned char* smem[GS_MAX_CLUSTER] = {};
+  std::vector<unsigned char> static_saved[GS_MAX_CLUSTER];
+  int static_live = 0;
   std::vector<MBar> mbars;
   std::vector<Async> bulk;  // cp.async.bulk copies, owned by their mbarrier
   int status = ST_OK;
@@ -132,6 +151,9 @@ struct Runtime {
 
 inline Runtime g_rt;
 alignas(1024) inline unsigned char g_dyn_smem[GS_MAX_DYN_SMEM];
+
+// The running thread's dynamic shared memory (its CTA's).
+inline unsigned char* dyn_smem() { return g_rt.smem[g_rt.cur ? g_rt.cur->cta : 0]; }
 
 extern "C" {
 extern char __start_gs_shared[] __attribute__((visibility("hidden"), weak));
@@ -204,7 +226,7 @@ inline const char* where() {
   Thread* t = g_rt.cur;
   if (!g_rt.in_fibre) return "completing asynchronous copies";
   snprintf(buf, sizeof buf, "thread (%u,%u,%u) block (%u,%u,%u)", t->tid.x, t->tid.y,
-           t->tid.z, g_rt.block_idx.x, g_rt.block_idx.y, g_rt.block_idx.z);
+           t->tid.z, t->bidx.x, t->bidx.y, t->bidx.z);
   return buf;
 }
 
@@ -231,11 +253,28 @@ inline void wake(Thread& t) {
   if (g_rt.cfg.seed >= 3) g_rt.woken.push_back(t.linear);
 }
 
+// Which CTA's dynamic shared memory holds `p` (-1: none), and at what offset.
+inline int smem_cta(const void* p, long* offset) {
+  const unsigned char* c = (const unsigned char*)p;
+  for (int r = 0; r < g_rt.nctas; r++) {
+    const unsigned char* base = g_rt.smem[r];
+    if (base && c >= base && c < base + GS_MAX_DYN_SMEM) {
+      *offset = (long)(c - base);
+      return r;
+    }
+  }
+  return -1;
+}
+
 // Where a shared-memory address lies, for messages: "dynamic+off", "static+off".
 inline const char* smem_where(const void* p, char* buf, size_t n) {
   const char* c = (const char*)p;
-  if (c >= (const char*)g_dyn_smem && c < (const char*)g_dyn_smem + GS_MAX_DYN_SMEM)
-    snprintf(buf, n, "dynamic shared+%ld", (long)(c - (const char*)g_dyn_smem));
+  long off = 0;
+  int r = smem_cta(p, &off);
+  if (r == 0 && g_rt.nctas == 1)
+    snprintf(buf, n, "dynamic shared+%ld", off);
+  else if (r >= 0)
+    snprintf(buf, n, "dynamic shared+%ld of CTA %d", off, r);
   else if (__start_gs_shared && c >= __start_gs_shared && c < __stop_gs_shared)
     snprintf(buf, n, "static shared+%ld", (long)(c - __start_gs_shared));
   else

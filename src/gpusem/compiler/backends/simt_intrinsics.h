@@ -8,7 +8,7 @@
 
 // ----------------------------------------------------------------- CUDA intrinsics
 #define threadIdx (::gs::g_rt.cur->tid)
-#define blockIdx (::gs::g_rt.block_idx)
+#define blockIdx (::gs::g_rt.cur->bidx)
 #define blockDim (::gs::g_rt.block_dim)
 #define gridDim (::gs::g_rt.grid_dim)
 #define warpSize 32

@@ -77,28 +77,55 @@ inline void init_fibre(Thread& t, char* top) {
 
 inline void describe_deadlock();
 
-inline void run_block(uint3 bidx) {
+// Put CTA `cta`'s copy of static shared memory in place (clusters only).
+inline void swap_static_shared(int cta) {
   Runtime& rt = g_rt;
-  rt.block_idx = bidx;
+  size_t sh = (size_t)(__stop_gs_shared - __start_gs_shared);
+  if (cta == rt.static_live || !__start_gs_shared || !sh) return;
+  memcpy(rt.static_saved[rt.static_live].data(), __start_gs_shared, sh);
+  memcpy(__start_gs_shared, rt.static_saved[cta].data(), sh);
+  rt.static_live = cta;
+}
+
+// One cluster (one block without clusters): its CTAs' threads are fibres of one
+// scheduler, so cluster barriers, distributed shared memory and multicast copies meet
+// the other CTAs running. `first` is the block of rank 0; rank r is
+// first + (r % cx, r / cx % cy, r / (cx cy)), as %cluster_ctarank numbers them.
+inline void run_block(uint3 first) {
+  Runtime& rt = g_rt;
+  rt.block_idx = first;
   size_t sh = (size_t)(__stop_gs_shared - __start_gs_shared);
   if (__start_gs_shared && sh) memset(__start_gs_shared, (int)rt.cfg.poison, sh);
-  memset(g_dyn_smem, (int)rt.cfg.poison, rt.cfg.dyn_smem);
+  rt.static_live = 0;
+  for (int r = 0; r < rt.nctas; r++) {
+    memset(rt.smem[r], (int)rt.cfg.poison, rt.cfg.dyn_smem);
+    if (r && sh) rt.static_saved[r].assign(sh, (unsigned char)rt.cfg.poison);
+    if (sh && rt.nctas > 1) rt.static_saved[r].resize(sh);
+  }
   memset(rt.bars, 0, sizeof rt.bars);
+  rt.cl_phase = 0;
   rt.mbars.clear();
   rt.bulk.clear();
   unsigned bx = rt.block_dim.x, by = rt.block_dim.y;
-  for (int i = 0; i < rt.nthreads; i++) {
+  unsigned cx = rt.cfg.cluster[0] ? rt.cfg.cluster[0] : 1;
+  unsigned cy = rt.cfg.cluster[1] ? rt.cfg.cluster[1] : 1;
+  int per_block = (rt.nthreads + 31) / 32;
+  for (int i = 0; i < rt.nthreads * rt.nctas; i++) {
     Thread& t = rt.threads[i];
-    t.tid = uint3{i % bx, (i / bx) % by, i / (bx * by)};
-    t.linear = i; t.warp = i / 32; t.lane = i % 32;
+    int r = i / rt.nthreads, k = i % rt.nthreads;
+    t.tid = uint3{k % bx, (k / bx) % by, k / (bx * by)};
+    t.cta = r;
+    t.bidx = uint3{first.x + r % cx, first.y + (r / cx) % cy, first.z + r / (cx * cy)};
+    t.linear = i; t.warp = r * per_block + k / 32; t.lane = k % 32;
     t.state = T_RUNNABLE; t.wait = W_NONE; t.next_group = 0;
+    t.cl_arrived = 0; t.cl_pending = false;
     t.pending.clear();
     init_fibre(t, rt.stacks + (size_t)(i + 1) * rt.stack_slot);
   }
   std::vector<int> order, eager;
   rt.woken.clear();
   for (;;) {
-    make_order(order, rt.nthreads);
+    make_order(order, (int)rt.threads.size());
     bool ran = false, live = false;
     size_t next = 0;
     for (;;) {
@@ -112,11 +139,15 @@ inline void run_block(uint3 bidx) {
       Thread& t = rt.threads[i];
       if (t.state != T_RUNNABLE) continue;
       rt.cur = &t;
+      if (rt.nctas > 1) swap_static_shared(t.cta);
       ran = true;
       rt.in_fibre = true;
       gs_ctx_switch(&rt.sched_sp, t.sp);
       rt.in_fibre = false;
-      if (rt.status == ST_OK && t.state == T_EXITED) warp_try_complete(t.warp);
+      if (rt.status == ST_OK && t.state == T_EXITED) {
+        warp_try_complete(t.warp);
+        cluster_try_complete();  // barrier.cluster waits for non-exited threads only
+      }
       if (rt.status != ST_OK) return;
       if (rt.alarm) {
         rt.status = ST_TIMEOUT;
@@ -145,6 +176,7 @@ inline void run_block(uint3 bidx) {
     }
   }
   flush_all_async();
+  if (rt.nctas > 1) swap_static_shared(0);
 }
 
 // The time budget, enforced even on a fibre that never blocks: SIGALRM ticks once the
@@ -211,20 +243,33 @@ inline int launch(const LaunchCfg* cfg, void (*thunk)(void**), void** args, char
     snprintf(msg, msglen, "bad launch: block of %lld threads, grid of %lld blocks, %u bytes of dynamic shared memory", nt, nb, cfg->dyn_smem);
     return ST_BAD_CONFIG;
   }
+  unsigned cd[3];
+  for (int d = 0; d < 3; d++) cd[d] = cfg->cluster[d] ? cfg->cluster[d] : 1;
+  long long nc = (long long)cd[0] * cd[1] * cd[2];
+  if (nc > GS_MAX_CLUSTER || cfg->grid[0] % cd[0] || cfg->grid[1] % cd[1] || cfg->grid[2] % cd[2] ||
+      (nc > 1 && nt % 32)) {
+    snprintf(msg, msglen, "bad launch: cluster (%u, %u, %u) for a grid of (%u, %u, %u) blocks of %lld threads (at most %d CTAs, dividing the grid, blocks of whole warps)", cd[0], cd[1], cd[2], cfg->grid[0], cfg->grid[1], cfg->grid[2], nt, GS_MAX_CLUSTER);
+    return ST_BAD_CONFIG;
+  }
   rt.nthreads = (int)nt;
-  rt.threads.resize(nt);
-  if (!ensure_stacks((int)nt, cfg->stack_bytes)) {
+  rt.nctas = (int)nc;
+  rt.smem[0] = g_dyn_smem;
+  for (int r = 1; r < rt.nctas; r++)
+    if (!rt.smem[r]) rt.smem[r] = (unsigned char*)aligned_alloc(1024, GS_MAX_DYN_SMEM);
+  rt.threads.resize(nt * nc);
+  rt.cur = nullptr;
+  if (!ensure_stacks((int)(nt * nc), cfg->stack_bytes)) {
     snprintf(msg, msglen, "bad launch: cannot map fibre stacks");
     return ST_BAD_CONFIG;
   }
   rt.alarm = 0;
   AlarmGuard guard(cfg->time_budget_s);
   std::vector<int> order;
-  make_order(order, (int)nb);
+  make_order(order, (int)(nb / nc));  // the clusters (blocks without clusters)
   try {
     for (int b : order) {
-      unsigned gx = cfg->grid[0], gy = cfg->grid[1];
-      run_block(uint3{b % gx, (b / gx) % gy, b / (gx * gy)});
+      unsigned gx = cfg->grid[0] / cd[0], gy = cfg->grid[1] / cd[1];
+      run_block(uint3{b % gx * cd[0], (b / gx) % gy * cd[1], b / (gx * gy) * cd[2]});
       if (rt.status != ST_OK) break;
     }
   } catch (const SchedulerAbort&) {
@@ -243,6 +288,10 @@ inline const char* wait_name(const Thread& t, char* buf, size_t n) {
     case W_BAR:
       if (t.bar_id == 0) snprintf(buf, n, "barrier 0 (__syncthreads / bar.sync 0)");
       else snprintf(buf, n, "named barrier %d", t.bar_id);
+      if (g_rt.nctas > 1) {
+        size_t k = strlen(buf);
+        snprintf(buf + k, n - k, " of CTA %d", t.cta);
+      }
       break;
     case W_WARP: snprintf(buf, n, "warp %d collective (mask 0x%08x)", t.warp, t.mask); break;
     case W_MBAR: {
@@ -250,6 +299,7 @@ inline const char* wait_name(const Thread& t, char* buf, size_t n) {
       snprintf(buf, n, "mbarrier at %s parity %u", smem_where(t.mbar, at, sizeof at), t.parity);
       break;
     }
+    case W_CLUSTER: snprintf(buf, n, "cluster barrier (barrier.cluster.wait)"); break;
     default: snprintf(buf, n, "nothing"); break;
   }
   return buf;
@@ -259,7 +309,9 @@ inline const char* wait_name(const Thread& t, char* buf, size_t n) {
 inline void describe_deadlock() {
   Runtime& rt = g_rt;
   rt.status = ST_DEADLOCK;
-  int len = snprintf(rt.msg, sizeof rt.msg, "deadlock: block (%u,%u,%u):", rt.block_idx.x, rt.block_idx.y, rt.block_idx.z);
+  int len = rt.nctas > 1
+    ? snprintf(rt.msg, sizeof rt.msg, "deadlock: cluster of %d blocks from (%u,%u,%u):", rt.nctas, rt.block_idx.x, rt.block_idx.y, rt.block_idx.z)
+    : snprintf(rt.msg, sizeof rt.msg, "deadlock: block (%u,%u,%u):", rt.block_idx.x, rt.block_idx.y, rt.block_idx.z);
   std::vector<bool> done(rt.threads.size(), false);
   int exited = 0;
   for (size_t i = 0; i < rt.threads.size(); i++) {
@@ -281,7 +333,7 @@ inline void describe_deadlock() {
     if (len < (int)sizeof rt.msg - 64) {
       len += snprintf(rt.msg + len, sizeof rt.msg - len, "%s] (%d threads", count > 4 ? ",..." : "", count);
       if (t.wait == W_BAR)
-        len += snprintf(rt.msg + len, sizeof rt.msg - len, "; %d of %d arrived", rt.bars[t.bar_id].arrived, rt.bars[t.bar_id].expected);
+        len += snprintf(rt.msg + len, sizeof rt.msg - len, "; %d of %d arrived", rt.bars[t.cta][t.bar_id].arrived, rt.bars[t.cta][t.bar_id].expected);
       len += snprintf(rt.msg + len, sizeof rt.msg - len, ");");
     }
     if (len >= (int)sizeof rt.msg - 64) break;

@@ -15,7 +15,8 @@ inline long long bar_arrive_impl(int id, int n, bool wait, int op, int pred) {
   if (id < 0 || id > 15) error("barrier: id out of range 0..15");
   if (n <= 0 || (n % 32 != 0 && n != rt.nthreads))
     error("barrier: thread count must be a positive multiple of 32 (or the block size)");
-  Barrier& b = rt.bars[id];
+  Thread* me = rt.cur;
+  Barrier& b = rt.bars[me->cta][id];
   if (b.arrived == 0) {
     b.expected = n;
     b.op = op;
@@ -27,7 +28,6 @@ inline long long bar_arrive_impl(int id, int n, bool wait, int op, int pred) {
   if (op == 2) b.accum = b.accum && pred;
   if (op == 3) b.accum = b.accum || pred;
   b.arrived++;
-  Thread* me = rt.cur;
   if (wait) {
     me->wait = W_BAR;
     me->bar_id = id;
@@ -35,7 +35,7 @@ inline long long bar_arrive_impl(int id, int n, bool wait, int op, int pred) {
   }
   if (b.arrived == b.expected) {  // the barrier completes: release every waiter
     for (Thread& t : rt.threads)
-      if (t.state == T_BLOCKED && t.wait == W_BAR && t.bar_id == id) {
+      if (t.state == T_BLOCKED && t.wait == W_BAR && t.bar_id == id && t.cta == me->cta) {
         t.result = (uint64_t)b.accum;
         wake(t);
       }
@@ -53,7 +53,8 @@ inline void bar_arrive(int id, int n) { bar_arrive_impl(id, n, false, 0, 0); }
 
 // ----------------------------------------------------------------- warp collectives
 inline unsigned warp_lanes(int warp) {  // lanes that exist in this warp
-  int n = g_rt.nthreads - warp * 32;
+  int per_block = (g_rt.nthreads + 31) / 32;  // warps of one CTA (clusters: 32 | block)
+  int n = g_rt.nthreads - (warp % per_block) * 32;
   return n >= 32 ? 0xffffffffu : ((1u << n) - 1u);
 }
 
@@ -211,6 +212,18 @@ inline void mbar_expect_tx(u64* bar, unsigned tx) {
 }
 
 // ----------------------------------------------------------------- async copies
+// Where an asynchronous write to `dst`, issued for CTA `cta`, lands now: static shared
+// of a CTA that is not swapped in lives in its saved copy (clusters only).
+inline void* async_dst(void* dst, int cta) {
+  Runtime& rt = g_rt;
+  char* c = (char*)dst;
+  if (rt.nctas > 1 && cta != rt.static_live && __start_gs_shared &&
+      c >= __start_gs_shared && c < __stop_gs_shared)
+    return rt.static_saved[cta].data() + (c - __start_gs_shared);
+  return dst;
+}
+inline void async_copy(const Async& a) { memcpy(async_dst(a.dst, a.cta), a.src, a.bytes); }
+
 // Complete thread t's cp.async copies: all of them (`all`, uncommitted included) or the
 // committed groups <= upto_group; then fire every arrive-on marker that no longer has
 // an incomplete copy before it.
@@ -220,7 +233,7 @@ inline void settle_copies(Thread& t, bool all, int upto_group = -1) {
   for (Async& a : t.pending) {
     if (a.kind == A_COPY) {
       bool done = all || (a.group >= 0 && a.group <= upto_group);
-      if (done) { memcpy(a.dst, a.src, a.bytes); continue; }
+      if (done) { async_copy(a); continue; }
       blocked = true;
     } else if (a.kind == A_ARRIVE && !blocked) {
       mbar_arrive_on(*find_mbar(a.mbar, "cp.async arrive"));
@@ -237,7 +250,7 @@ inline void flush_bulk(u64* only) {
   for (Async& a : g_rt.bulk) (only == nullptr || a.mbar == only ? todo : keep).push_back(a);
   g_rt.bulk.swap(keep);
   for (Async& a : todo) {
-    memcpy(a.dst, a.src, a.bytes);
+    async_copy(a);
     MBar* m = find_mbar(a.mbar, "complete_tx");
     m->tx -= a.bytes;
     mbar_complete_check(*m);
@@ -281,7 +294,8 @@ inline bool mbar_wait_parity(u64* bar, unsigned parity, bool suspend) {
 
 inline void cp_async(void* dst, const void* src, int bytes) {
   if (bytes != 4 && bytes != 8 && bytes != 16) error("cp.async: size must be 4, 8 or 16");
-  g_rt.cur->pending.push_back(Async{A_COPY, dst, src, (unsigned)bytes, -1, nullptr});
+  g_rt.cur->pending.push_back(
+      Async{A_COPY, dst, src, (unsigned)bytes, -1, nullptr, g_rt.cur->cta});
 }
 inline void cp_async_commit() {
   Thread* t = g_rt.cur;
@@ -298,12 +312,100 @@ inline void cp_async_wait_group(int n) {
 inline void cp_async_mbar_arrive(u64* bar, bool inc) {
   MBar* m = find_mbar(bar, "cp.async.mbarrier.arrive");
   if (inc) m->pending++;
-  g_rt.cur->pending.push_back(Async{A_ARRIVE, nullptr, nullptr, 0, -1, bar});
+  g_rt.cur->pending.push_back(Async{A_ARRIVE, nullptr, nullptr, 0, -1, bar, 0});
 }
 inline void bulk_copy_g2s(void* dst, const void* src, unsigned bytes, u64* bar) {
   if (bytes % 16 != 0) error("cp.async.bulk: size must be a multiple of 16");
   find_mbar(bar, "cp.async.bulk");
-  g_rt.bulk.push_back(Async{A_BULK, dst, src, bytes, -1, bar});
+  g_rt.bulk.push_back(Async{A_BULK, dst, src, bytes, -1, bar, g_rt.cur->cta});
+}
+
+// ----------------------------------------------------------------- clusters
+// mapa: the address in CTA `rank`'s shared memory at the offset `p` has in its own
+// (distributed shared memory). Dynamic shared memory only: static `__shared__` has
+// one instance in the process, swapped between the CTAs of a cluster.
+inline void* map_shared_rank(const void* p, unsigned rank) {
+  Runtime& rt = g_rt;
+  if (rank >= (unsigned)rt.nctas) error("mapa: CTA rank outside the cluster");
+  long off = 0;
+  if (smem_cta(p, &off) < 0) {
+    const char* c = (const char*)p;
+    if (__start_gs_shared && c >= __start_gs_shared && c < __stop_gs_shared) {
+      if ((int)rank == rt.cur->cta) return (void*)p;
+      unsupported("distributed shared memory on a static __shared__ variable");
+    }
+    error("mapa: the address is not in shared memory");
+  }
+  return rt.smem[rank] + off;
+}
+
+// cp.async.bulk ... .multicast::cluster: the same bytes to the same offset in the
+// shared memory of every CTA in `mask`, each completing its tx on the mbarrier at the
+// offset of `bar` in that CTA.
+inline void bulk_copy_g2s_multicast(void* dst, const void* src, unsigned bytes, u64* bar,
+                                    unsigned short mask) {
+  if (bytes % 16 != 0) error("cp.async.bulk: size must be a multiple of 16");
+  if (mask >> g_rt.nctas) error("cp.async.bulk multicast: ctaMask names a CTA outside the cluster");
+  for (int r = 0; r < g_rt.nctas; r++) {
+    if (!(mask >> r & 1)) continue;
+    u64* rbar = (u64*)map_shared_rank(bar, (unsigned)r);
+    find_mbar(rbar, "cp.async.bulk multicast");
+    g_rt.bulk.push_back(
+        Async{A_BULK, map_shared_rank(dst, (unsigned)r), src, bytes, -1, rbar, r});
+  }
+}
+
+// mbarrier.arrive.release.cluster on the mbarrier of CTA `rank` at `bar`'s offset.
+inline u64 mbar_arrive_remote(u64* bar, unsigned rank) {
+  return mbar_arrive((u64*)map_shared_rank(bar, rank), 0);
+}
+
+// barrier.cluster.arrive / wait: every non-exited thread of the cluster arrives once
+// per phase; a wait returns once the phase of the thread's own arrive completed.
+// Called on an arrive and, from the scheduler, when a thread exits.
+inline void cluster_try_complete() {
+  Runtime& rt = g_rt;
+  bool any = false;
+  for (Thread& t : rt.threads) {
+    if (t.state == T_EXITED) continue;
+    if (t.cl_arrived != rt.cl_phase + 1) return;
+    any = true;
+  }
+  if (!any) return;
+  rt.cl_phase++;
+  for (Thread& t : rt.threads)
+    if (t.state == T_BLOCKED && t.wait == W_CLUSTER) wake(t);
+}
+
+inline void cluster_arrive() {
+  Thread* me = g_rt.cur;
+  if (me->cl_pending)
+    error("barrier.cluster.arrive: arrived again before barrier.cluster.wait");
+  me->cl_arrived = g_rt.cl_phase + 1;
+  me->cl_pending = true;
+  cluster_try_complete();
+  preempt();
+}
+
+inline void cluster_wait() {
+  Thread* me = g_rt.cur;
+  if (!me->cl_pending) error("barrier.cluster.wait: no barrier.cluster.arrive before it");
+  me->cl_pending = false;
+  if (g_rt.cl_phase >= me->cl_arrived) { preempt(); return; }  // phase complete
+  me->wait = W_CLUSTER;
+  switch_out(true);
+}
+
+// A kernel built with __cluster_dims__(x, y, z) must be launched with those clusters.
+inline void check_cluster_dims(unsigned x, unsigned y, unsigned z) {
+  const unsigned* c = g_rt.cfg.cluster;
+  unsigned cx = c[0] ? c[0] : 1, cy = c[1] ? c[1] : 1, cz = c[2] ? c[2] : 1;
+  if (cx != x || cy != y || cz != z) {
+    static char buf[160];
+    snprintf(buf, sizeof buf, "bad launch: the kernel's __cluster_dims__(%u, %u, %u) differ "
+             "from the launch's cluster (%u, %u, %u)", x, y, z, cx, cy, cz);
+    error(buf);
+  }
 }
 
 }  // namespace gs

@@ -86,14 +86,15 @@ def _main(launches: Sequence[KernelSpec], buffers: Mapping[str, tuple[str, int]]
                 value = int(inputs[p.name])  # type: ignore[call-overload]
                 cells.append(f"    {C_TYPES[p.dtype]} a{j} = ({C_TYPES[p.dtype]}){value};")
             args.append(f"&a{j}")
-        g, b = k.grid, k.block
+        g, b, c = k.grid, k.block, k.cluster
         calls.append(
             f"  {{  // {k.name}<<<({g[0]}, {g[1]}, {g[2]}), ({b[0]}, {b[1]}, {b[2]}), "
             f"{k.dynamic_smem}>>>\n" + "\n".join(cells) + "\n"
             f"    void* args[] = {{{', '.join(args) or 'nullptr'}}};\n"
             f"    ::gs::LaunchCfg cfg = {{{{{g[0]}u, {g[1]}u, {g[2]}u}}, "
             f"{{{b[0]}u, {b[1]}u, {b[2]}u}}, {k.dynamic_smem}u, seed, "
-            f"{MAX_SWITCHES}ull, {TIME_BUDGET_S}, {STACK_BYTES}u, 0x{POISON:02X}u}};\n"
+            f"{MAX_SWITCHES}ull, {TIME_BUDGET_S}, {STACK_BYTES}u, 0x{POISON:02X}u, "
+            f"{{{c[0]}u, {c[1]}u, {c[2]}u}}}};\n"
             f"    int st = gs_launch_{i}(&cfg, args, msg, (int)sizeof msg);\n"
             "    if (st != 0) {\n"
             f"      printf(\"kernel failed: {k.name}: %s: %s\\n\", "

@@ -2,8 +2,9 @@
 
 One `extern "C" __global__` kernel per GKernel; the text includes `gpusem_rt.cuh` and
 means the same under nvcc / NVRTC and under g++ with the SIMT harness. A kernel with
-thread-block clusters carries `__cluster_dims__` (empty on the cpu backend) and reports
-"unsupported" on the cpu harness, which runs one CTA at a time. Each lowered statement
+thread-block clusters carries `__cluster_dims__` under nvcc and starts with
+`gs_cluster_dims`, the cpu harness's check that it is launched in those clusters (the
+harness runs a cluster's CTAs together). Each lowered statement
 is preceded, where its source line changes, by a comment quoting that line.
 """
 
@@ -68,7 +69,7 @@ def emit_kernel(k: K.GKernel, source_lines: tuple[str, ...]) -> str:
     p.out(0, f"// grid {k.grid}, block {k.block}, cluster {k.cluster}, dynamic shared "
           f"memory {k.smem_bytes} bytes")
     head = f"__launch_bounds__({k.block}) {k.name}({params}) {{"
-    if k.cluster > 1:  # the harness has no clusters (and no __cluster_dims__)
+    if k.cluster > 1:  # g++ has no __cluster_dims__: the harness takes KernelSpec's
         p.out(0, "#if GS_CUDA")
         p.out(0, f'extern "C" __global__ void __cluster_dims__({k.cluster}, 1, 1) '
               f"{head}")
@@ -78,7 +79,7 @@ def emit_kernel(k: K.GKernel, source_lines: tuple[str, ...]) -> str:
     else:
         p.out(0, f'extern "C" __global__ void {head}')
     if k.cluster > 1:
-        p.out(1, 'GS_PTX_ONLY("thread block clusters", (void)0);')
+        p.out(1, f"gs_cluster_dims({k.cluster}, 1, 1);")
     if k.smem_bytes:
         p.out(1, "extern __shared__ __align__(16) unsigned char gs_smem[];")
     p.body(1, k.body)

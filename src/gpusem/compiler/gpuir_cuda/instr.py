@@ -5,7 +5,8 @@ instruction of the library (calculus/gpuir/instructions.py).
   Sm80_cp_async_f32          cp.async.ca.shared.global of 4/8/16 bytes (gs_cp_async)
   Sm90_tma_load_2d_f32       one cp.async.bulk per tile row, completing on the mbarrier
                              (gs_bulk_copy_g2s; the Arrive carries the expect_tx)
-  Sm90_tma_multicast_2d_f32  cp.async.bulk ... .multicast::cluster per row (PTX only)
+  Sm90_tma_multicast_2d_f32  cp.async.bulk ... .multicast::cluster per row
+                             (gs_bulk_copy_g2s_multicast)
   cuda_shfl_{xor,down}_f32   __shfl_{xor,down}_sync over the full warp
   cuda_atomic_add_{f32,i32}  one atomicAdd per element
   Sm80_mma_* / Sm90_wgmma_*  exact lowerings over the distributed fragments (below)
@@ -108,15 +109,10 @@ def tma_multicast(s: K.GInstr, env) -> list[str]:
     dst, src, m, n = _rows(s)
     c = s.mapping.launch.cluster_dim
     mask = (1 << c) - 1
-    copy_row = (f'asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::'
-                f'complete_tx::bytes.multicast::cluster [%0], [%1], %2, [%3], %4;" '
-                f':: "r"(gs_smem_addr(&{dst.elem("gs_i", "0")})), '
-                f'"l"((gs_u64)__cvta_generic_to_global(&{src.elem("gs_i", "0")})), '
-                f'"r"({4 * n}u), "r"(gs_smem_addr({_bar(s)})), '
-                f'"h"((unsigned short){mask:#x}) : "memory")')
     return [f"if ({leader(s.mapping, env)}) {{",
-            (f'  GS_PTX_ONLY("tma multicast", for (int gs_i = 0; gs_i < {m}; gs_i++) '
-            f"{copy_row};);"),
+            (f"  for (int gs_i = 0; gs_i < {m}; gs_i++) gs_bulk_copy_g2s_multicast("
+             f"&{dst.elem('gs_i', '0')}, &{src.elem('gs_i', '0')}, {4 * n}u, "
+             f"{_bar(s)}, {mask:#x});"),
             "}"]
 
 

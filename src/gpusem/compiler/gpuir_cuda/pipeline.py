@@ -43,8 +43,8 @@ class CompiledProc:
         for k in self.kernels:
             params = tuple(ptr(p.name, p.dtype, p.count) if p.count
                            else scalar(p.name, p.dtype) for p in k.params)
-            out.append(KernelSpec(k.name, self.source, max(1, k.grid), k.block,
-                                  k.smem_bytes, params))
+            out.append(KernelSpec(k.name, self.source, max(k.cluster, k.grid),
+                                  k.block, k.smem_bytes, params, cluster=k.cluster))
         return out
 
 

@@ -50,10 +50,8 @@ REGISTERS = {QualTL.CUDA_IN_ORDER_RMEM, QualTL.WGMMA_ASYNC_RMEM_A,
              QualTL.WGMMA_ASYNC_RMEM_D}
 MAX_NAMED = 16
 
-CLUSTER_ARRIVE = ('GS_PTX_ONLY("cluster barrier", asm volatile('
-                  '"barrier.cluster.arrive.release;" ::: "memory"));')
-CLUSTER_WAIT = ('GS_PTX_ONLY("cluster barrier", asm volatile('
-                '"barrier.cluster.wait.acquire;" ::: "memory"));')
+CLUSTER_ARRIVE = "gs_cluster_arrive();"  # barrier.cluster.arrive.release
+CLUSTER_WAIT = "gs_cluster_wait();"  # barrier.cluster.wait.acquire
 
 
 def lower_sync(kernel: K.GKernel, env: dict[str, int]) -> K.GKernel:
@@ -213,9 +211,7 @@ def mbarriers(s: K.GMbarriers) -> tuple[K.GStmt, ...]:
     publish = [K.GPrim(CLUSTER_ARRIVE, s.span), K.GPrim(CLUSTER_WAIT, s.span)] \
         if s.cluster else [K.GPrim("__syncthreads();", s.span)]
     if s.cluster:
-        publish.insert(0, K.GPrim('GS_PTX_ONLY("cluster barrier", asm volatile('
-                                  '"fence.mbarrier_init.release.cluster;" ::: '
-                                  '"memory"));', s.span))
+        publish.insert(0, K.GPrim("gs_fence_mbarrier_init_cluster();", s.span))
     return (K.GComment(f"{s.name}: {s.count} mbarrier(s), {s.arrivals} arrival(s) "
                        "per phase", s.span),
             K.GShared(s.name, "gs_u64", s.count, s.span),

@@ -14,8 +14,8 @@ Classification of one program:
   witness         rejected, and some schedule shows the disagreement
   false-positive  rejected, but no schedule tried shows a difference (the checker is
                   conservative, or the schedules too few): counted, not a failure
-  unsupported     the backend cannot run it (wgmma/TMA/cluster PTX on cpu), or the
-                  compiler does not lower it; reported apart, never silently passed
+  unsupported     the backend cannot run it, or the compiler does not lower it
+                  (the Hopper GEMM's host code); reported apart, never silently passed
 
 Run: `python -m gpusem.fuzz.gpuir.seqpar [--generated N] [--seed S] [--backend cpu]`.
 """

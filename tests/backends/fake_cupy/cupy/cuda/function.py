@@ -45,7 +45,8 @@ class _Function:
         if built.kind != "ok":
             raise RuntimeError(f"fake: {built.message}")
         arrays, scalars = prepare_args(Job(spec, inputs))
-        cfg = (spec.grid, spec.block, shared_mem, 0, 10**8, 1.0, 65536, 0xA5)
+        cfg = (spec.grid, spec.block, shared_mem, 0, 10**8, 1.0, 65536, 0xA5,
+               spec.cluster)
         params = [(p.name, p.dtype, p.pointer) for p in spec.params]
         request = (built.library, built.symbol, cfg, params, arrays, scalars)
         status, message, outputs, _ = cpu_worker.launch(_LIBS, request)
