@@ -22,11 +22,18 @@ its bundle, not rewritten. A `timeout` is reported only if `confirm` sees it aga
 Any exception of gpusem's own code (a check, the generator, the batch check, the
 reducer) becomes a finding of kind `internal` (exit 3), bundled like any other.
 
-Budgets. No new program is checked past `budget_s` (or `max_programs`); hypothesis
-shrinks one finding for at most a fifth of the budget (at least a minute) and never
-past the hard stop (budget + 10% + 30 s); the target's reducer has its own cap; past
-the budget one shrink still runs, later findings are kept as first seen (so a campaign
-ends within its budget plus one shrink).
+Budgets. No new program is checked past `budget_s` (or `max_programs`); a round's
+generation stops and its batch check (`prefetch`) is cut to the programs the budget
+left has time for (at the campaign's rate so far), so the last round does not run
+past the budget.
+With a `shrinker` (`fuzz/shrink_jobs.py`; the engines give one) a new finding is
+shrunk beside the fuzzing, in a process or task of its own, and every shrink ends by
+`shrink_end_s` (the budget + 5%): the campaign keeps its budget whatever it finds,
+and `Summary.fuzz_s` / `shrink_s` report the two times apart. Without one (a
+`Campaign` run by hand) the finding is shrunk in this process after its round:
+hypothesis for at most a fifth of the budget (at least a minute) and never past the
+hard stop (budget + 10% + 30 s); the target's reducer has its own cap; past the
+budget one shrink still runs, later findings are kept as first seen.
 
 Interruption. Ctrl-C or SIGTERM, recorded by the caller's handler
 (`fuzz/interrupts.py`) and raised as `Interrupted` before the next program (or a
@@ -39,8 +46,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -50,6 +59,7 @@ from gpusem.fuzz import manifest
 from gpusem.fuzz.bundle import ATTRIBUTION, META, BundleStore
 from gpusem.fuzz.hunt import Drawn, generate_round, shrink_from
 from gpusem.fuzz.interrupts import raise_if_requested, stop_requested
+from gpusem.fuzz.shrink_jobs import ShrinkJob, ShrinkOutcome, shrink_end_s
 from gpusem.fuzz.summary import Finding, Interrupted, Summary
 from gpusem.fuzz.targets import (
     CheckResult,
@@ -62,6 +72,7 @@ from gpusem.fuzz.targets import (
 )
 
 TIMEOUT = "timeout"  # the kind of a timeout that happened again with a longer limit
+FIRST_BATCH = 5  # programs batch-checked before the campaign knows its rate
 
 
 def hard_stop_s(budget_s: float) -> float:
@@ -103,6 +114,9 @@ class Campaign:
     # the shard that an engine runs as one task (fuzz/engines/pieces.py); the engine
     # keeps the record of finished pieces, so no progress record is written
     window: tuple[int, int] | None = None
+    # who shrinks new findings (`fuzz/shrink_jobs.Shrinker`); None: this process,
+    # after the round that met them
+    shrinker: Any = None
 
     def run(self) -> Summary:
         target = load_target(self.target_name, self.backend)
@@ -114,6 +128,9 @@ class Campaign:
         self.store = BundleStore(self.out_dir)
         self.found: dict[str, Finding] = {}  # signature -> this shard's finding
         self.overtime_shrinks = 0  # shrinks begun past the budget (at most one runs)
+        self.shrink_until: float | None = None  # a shrink job's deadline (monotonic)
+        self.batch_floor_s = 0.0  # the quickest batch check so far: its fixed cost
+        self.no_time_for_a_batch = False  # the budget left is shorter than that
         self.t0 = time.monotonic()
         r = self._start_round()
         end = (None if self.window is None
@@ -131,6 +148,8 @@ class Campaign:
             try:
                 target.close()
             finally:
+                self.summary.fuzz_s = time.monotonic() - self.t0
+                self._collect_shrinks()
                 self.summary.seconds = time.monotonic() - self.t0
                 self.summary.findings = sorted(self.found.values(),
                                                key=lambda f: f.signature)
@@ -145,10 +164,19 @@ class Campaign:
         raise_if_requested()  # Ctrl-C / SIGTERM, recorded by the handler (interrupts.py)
         if self.max_programs is not None and self.summary.programs >= self.max_programs:
             return True
+        return self.no_time_for_a_batch or self._elapsed() >= self.budget_s
+
+    def _spent(self) -> bool:
+        """The time budget is spent (a signal is asked about between programs)."""
         return self._elapsed() >= self.budget_s
 
     def _past_hard_stop(self) -> bool:
         return self._elapsed() >= hard_stop_s(self.budget_s)
+
+    def _past_shrink_deadline(self) -> bool:
+        if self.shrink_until is None:
+            return self._past_hard_stop()
+        return time.monotonic() >= self.shrink_until
 
     def _hunt_too_long(self, since: float) -> bool:
         """Hypothesis's shrinking of one finding gets a fifth of the budget (at least a
@@ -199,19 +227,19 @@ class Campaign:
         seed = round_seed(self.seed, r)
         strategy = target.strategy(self.prop)
         try:
-            drawn = generate_round(strategy, seed, self.round_size)
+            drawn = generate_round(strategy, seed, self.round_size, self._spent)
         except Exception as err:  # noqa: BLE001 - the generator crashed
             self._internal(target, internal_result(err, stage="generate"))
             return
-        if hasattr(target, "prefetch"):
-            try:
-                target.prefetch([d.program for d in drawn], self.prop)
-            except Exception as err:  # noqa: BLE001 - checked one by one below
-                self._internal(target, crash_result(target, err, stage="prefetch"))
         opened: list[_Open] = []
+        ready = 0  # programs of the round batch-checked so far
         for i, d in enumerate(drawn):
             if self._out_of_budget():
                 break
+            if i >= ready:
+                ready = self._prefetch(target, drawn, i)
+                if self._out_of_budget():
+                    break
             res = self._check(target, d.program)
             self.summary.programs += 1
             self.summary.count(self.prop, res.status)
@@ -221,11 +249,41 @@ class Campaign:
                 self._cover(target, d.program)
             if res.status == "finding":
                 new = self._seen(target, res, d, i)
-                if new is not None:
+                if new is not None and self.shrinker is not None:
+                    self._hand_over(seed, new)  # shrunk from now on, beside the round
+                elif new is not None:
                     opened.append(new)
             self._tick()
         for o in opened:
             self._shrink(target, strategy, seed, o)
+
+    def _prefetch(self, target: Target, drawn: list[Drawn], i: int) -> int:
+        """Batch-check programs i.. of the round (where the target can): all of them,
+        or as many as the budget left has time for at the campaign's rate so far, so
+        that a campaign does not run a whole round past its budget. Returns the index
+        up to which programs are batch-checked."""
+        if not hasattr(target, "prefetch"):
+            return len(drawn)
+        n = len(drawn) - i
+        done = self.summary.programs - self.summary.resumed
+        if done > 0 and self.max_programs is None:
+            per_program = self._elapsed() / done
+            left = self.budget_s - self._elapsed()
+            if left < self.batch_floor_s:  # even the smallest batch would overrun:
+                self.no_time_for_a_batch = True  # end a moment early, not late
+                return i
+            n = max(1, min(n, int(left / per_program) + 1))
+        elif done == 0:  # no rate yet: a first batch that cannot outlast the budget
+            n = min(n, FIRST_BATCH)
+        since = time.monotonic()
+        try:
+            target.prefetch([d.program for d in drawn[i:i + n]], self.prop)
+        except Exception as err:  # noqa: BLE001 - checked one by one below
+            self._internal(target, crash_result(target, err, stage="prefetch"))
+        took = time.monotonic() - since
+        self.batch_floor_s = took if not self.batch_floor_s else min(
+            self.batch_floor_s, took)
+        return i + n
 
     def _check(self, target: Target, program: Any, count: bool = True) -> CheckResult:
         res = checked(target, program, self.prop)
@@ -322,10 +380,11 @@ class Campaign:
             return False
 
         def stop() -> bool:  # a signal ends the shrink; the round loop then stops
-            return (bool(stop_requested()) or self._past_hard_stop()
+            return (bool(stop_requested()) or self._past_shrink_deadline()
                     or self._hunt_too_long(since))
 
-        if self._out_of_budget():  # past the budget: one shrink, no more
+        if self.shrink_until is None and self._out_of_budget():
+            # inline, past the budget: one shrink, no more
             self.overtime_shrinks += 1
             if self.overtime_shrinks > 1:
                 self._finish(target, finding, o.res, shrunk=False, state="done")
@@ -342,11 +401,62 @@ class Campaign:
         res = best[0]
         if hasattr(target, "minimise"):  # target-specific passes after hypothesis
             try:
-                res = target.minimise(program, res, self.prop)
+                with capped_reducer(self.shrink_until):
+                    res = target.minimise(program, res, self.prop)
             except Exception as err:  # noqa: BLE001
                 self._internal(target, crash_result(target, err, stage="minimise"))
         finding.shrink_s = time.monotonic() - since
+        self.summary.shrink_s += finding.shrink_s
         self._finish(target, finding, res, shrunk=True)
+
+    # ------------------------------------------------------------------ shrink jobs
+
+    def _hand_over(self, seed: int, o: _Open) -> None:
+        """The new finding `o` to the shrinker beside this campaign."""
+        spec = {"target_name": self.target_name, "backend": self.backend,
+                "prop": self.prop, "budget_s": self.budget_s, "seed": self.seed,
+                "shard": self.shard, "out_dir": self.out_dir,
+                "round_size": self.round_size, "hunt_cap_s": self.hunt_cap_s}
+        self.shrinker.submit(ShrinkJob(
+            spec, seed, o.drawn, o.index, o.res, str(o.path), o.first_seen,
+            o.size_before, self.t0 + shrink_end_s(self.budget_s)))
+
+    def _collect_shrinks(self) -> None:
+        """Wait for the shrinker (until the shrink deadline; at once when the
+        campaign was interrupted) and take its final findings."""
+        if self.shrinker is None:
+            return
+        deadline = (time.monotonic() if self.summary.interrupted
+                    else self.t0 + shrink_end_s(self.budget_s))
+        for out in self.shrinker.finish(deadline):
+            self.summary.shrink_s += sum(f.shrink_s for f in out.findings
+                                         if f.signature == out.signature)
+            for f in out.findings:
+                mine = self.found.get(f.signature)
+                if mine is not None:
+                    f.duplicates, f.new = mine.duplicates, mine.new
+                self.found[f.signature] = f
+                self._announce(f)
+
+    def shrink_job(self, job: ShrinkJob, deadline: float) -> ShrinkOutcome:
+        """Run `job` in this process (a shrinker's), writing its bundle in
+        `out_dir` as it improves; by `deadline` (time.monotonic()) at the latest."""
+        target = load_target(self.target_name, self.backend)
+        self.summary, self.store = Summary(), BundleStore(self.out_dir)
+        self.overtime_shrinks, self.shrink_until = 0, deadline
+        self.t0 = time.monotonic() - job.first_seen  # campaign seconds, near enough
+        res = job.res
+        finding = Finding(res.signature, res.kind, res.detail, res.size, job.bundle,
+                          False, job.first_seen, size_before=job.size_before,
+                          prop=self.prop, target=self.target_name)
+        self.found = {res.signature: finding}
+        try:
+            self._shrink(target, target.strategy(self.prop), job.seed, _Open(
+                res, job.drawn, job.index, Path(job.bundle), job.first_seen,
+                job.size_before))
+        finally:
+            target.close()
+        return ShrinkOutcome(res.signature, list(self.found.values()))
 
     def _finish(self, target: Target, finding: Finding, res: CheckResult,
                 shrunk: bool, state: str = "") -> None:
@@ -385,6 +495,25 @@ class Campaign:
     def _announce(self, finding: Finding) -> None:
         if self.on_finding is not None:
             self.on_finding(finding)
+
+
+@contextmanager
+def capped_reducer(until: float | None) -> Iterator[None]:
+    """Within: a target's reducer (its cap is env GPUSEM_SHRINK_S) ends by `until`
+    (time.monotonic()) as well; None: its own cap alone."""
+    if until is None:
+        yield
+        return
+    old = os.environ.get("GPUSEM_SHRINK_S")
+    left = max(0.0, until - time.monotonic())
+    os.environ["GPUSEM_SHRINK_S"] = str(left if old is None else min(float(old), left))
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("GPUSEM_SHRINK_S", None)
+        else:
+            os.environ["GPUSEM_SHRINK_S"] = old
 
 
 def attribution_of(res: CheckResult) -> dict[str, Any]:
