@@ -26,8 +26,10 @@ its own (`pieces.shrink_remote`), which ends by the campaign's shrink deadline
 machine gone) is noticed by the scheduler, which runs the piece again on another
 worker (up to distributed.scheduler.allowed-failures times: ALLOWED_FAILURES on the
 local cluster): a piece is a pure function of its seeds, so the retry checks the same
-programs and meets the same findings, and the store writes nothing twice. A piece
-whose workers keep dying is then an internal finding (`pieces.worker_deaths`: its
+programs and meets the same findings, and the store writes nothing twice. Dask
+blames every piece on a dying worker, those queued behind the culprit too, so the
+client submits a piece that comes back KilledWorker once more, on its own; a piece
+whose workers die again is then an internal finding (`pieces.worker_deaths`: its
 bundle names the piece's rounds), and the campaign goes on. Every piece stops at the
 campaign's budget (`Piece.until`), wherever it runs. On Ctrl-C or SIGTERM the pieces
 that come back within DRAIN_S are counted before the shards report.
@@ -99,6 +101,10 @@ class _Shard:
     deadline: float
     next_index: int = 0
     in_flight: int = 0  # pieces and shrink tasks under way
+    # pieces to submit again: Dask blames every piece on a worker that dies, those
+    # queued behind the one that killed it too; each gets one more submission
+    again: list[Piece] = field(default_factory=list)
+    resubmitted: set[tuple[int, int]] = field(default_factory=set)
     started: float = field(default_factory=time.monotonic)
 
     def _upcoming(self, per_piece: int) -> tuple[tuple[int, int], int | None] | None:
@@ -118,6 +124,8 @@ class _Shard:
             self.next_index += 1
 
     def next_piece(self, per_piece: int) -> Piece | None:
+        if self.again:  # a piece whose worker died, once more, on its own
+            return self.again.pop()
         upcoming = self._upcoming(per_piece)
         if upcoming is None:
             return None
@@ -127,7 +135,8 @@ class _Shard:
                      until=until)
 
     def finished(self, per_piece: int) -> bool:
-        return self.in_flight == 0 and self._upcoming(per_piece) is None
+        return (self.in_flight == 0 and not self.again
+                and self._upcoming(per_piece) is None)
 
 
 class DaskEngine(Engine):
@@ -319,7 +328,12 @@ class DaskEngine(Engine):
             result: PieceResult = fut.result()
         except Exception as err:  # noqa: BLE001 - a piece that raised, or KilledWorker
             if type(err).__name__ == "KilledWorker":
-                s.summary.merge(worker_deaths(self.piece_of[fut.key], err, store))
+                piece = self.piece_of[fut.key]
+                if piece.window not in s.resubmitted:
+                    s.resubmitted.add(piece.window)
+                    s.again.append(piece)
+                else:
+                    s.summary.merge(worker_deaths(piece, err, store))
                 return []
             line = f"{type(err).__name__}: {err}".replace("\n", " ")[:300]
             s.summary.failed.append(f"dask piece failed: {line}")
