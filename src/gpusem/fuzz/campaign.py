@@ -259,9 +259,9 @@ class Campaign:
 
     def _prefetch(self, target: Target, drawn: list[Drawn], i: int) -> int:
         """Batch-check programs i.. of the round (where the target can): all of them,
-        or as many as the budget left has time for at the campaign's rate so far, so
-        that a campaign does not run a whole round past its budget. Returns the index
-        up to which programs are batch-checked."""
+        or as many as half the budget left has time for at the campaign's rate so
+        far, so that a campaign does not run a whole round past its budget. Returns
+        the index up to which programs are batch-checked."""
         if not hasattr(target, "prefetch"):
             return len(drawn)
         n = len(drawn) - i
@@ -272,7 +272,9 @@ class Campaign:
             if left < self.batch_floor_s:  # even the smallest batch would overrun:
                 self.no_time_for_a_batch = True  # end a moment early, not late
                 return i
-            n = max(1, min(n, int(left / per_program) + 1))
+            # half the time left at most: batches shrink as the end nears, so one
+            # that meets slow programs (a finding's full reference) overruns little
+            n = max(1, min(n, int(0.5 * left / per_program)))
         elif done == 0:  # no rate yet: a first batch that cannot outlast the budget
             n = min(n, FIRST_BATCH)
         since = time.monotonic()
