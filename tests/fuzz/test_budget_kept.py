@@ -1,6 +1,6 @@
 """Issue 31.1: a campaign keeps its budget (within 10%) whatever it finds. A finding is
 shrunk beside the fuzzing (a process of its own on the local engine, a task of its
-own on Dask) and every shrink ends by the budget + 5%; the reports give fuzzing time
+own on Dask) and every shrink ends by the budget + 4%; the reports give fuzzing time
 and shrinking time apart.
 
 Before the shrinker, a `--budget 20s` campaign with the floor-division fault ran 40 s

@@ -28,7 +28,7 @@ left has time for (at the campaign's rate so far), so the last round does not ru
 past the budget.
 With a `shrinker` (`fuzz/shrink_jobs.py`; the engines give one) a new finding is
 shrunk beside the fuzzing, in a process or task of its own, and every shrink ends by
-`shrink_end_s` (the budget + 5%): the campaign keeps its budget whatever it finds,
+`shrink_end_s` (the budget + 4%): the campaign keeps its budget whatever it finds,
 and `Summary.fuzz_s` / `shrink_s` report the two times apart. Without one (a
 `Campaign` run by hand) the finding is shrunk in this process after its round:
 hypothesis for at most a fifth of the budget (at least a minute) and never past the

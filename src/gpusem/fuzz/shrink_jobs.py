@@ -7,6 +7,7 @@ this machine (`fuzz/shrinker.py`, the local engine) or a task of its own on the
 cluster (`fuzz/engines/dask.py`). So no fuzzing worker waits while a finding shrinks,
 and shrinking ends at the campaign's shrink deadline (`shrink_end_s`: the budget and a
 tail of SHRINK_TAIL of it), with the smallest failure found by then in the bundle.
+The shrinker runs at a lower priority than the fuzzing (`shrinker.NICENESS`).
 
 A shrinker is anything with `submit(job)` and `finish(deadline) -> [ShrinkOutcome]`
 (what came back by `deadline`; jobs still running then are stopped, their bundles keep
@@ -21,7 +22,7 @@ from typing import Any, Protocol
 
 # Past the budget, the share of it that shrinking still under way may take: a
 # campaign ends within its budget + 10% (issue 31.1), the rest is teardown.
-SHRINK_TAIL = 0.05
+SHRINK_TAIL = 0.04
 
 
 def shrink_end_s(budget_s: float) -> float:

@@ -33,7 +33,8 @@ from gpusem.fuzz.summary import Finding
 from gpusem.fuzz.targets import RUNTIME_TARGETS, internal_result, register_target
 
 START: Final = "spawn"
-STOP_GRACE_S = 0.5  # before the deadline: SIGTERM, then SIGKILL at the deadline
+STOP_GRACE_S = 0.3  # before the deadline: SIGTERM, then SIGKILL at the deadline
+NICENESS = 10  # the shrinker yields the CPU to the fuzzing it runs beside
 
 
 def run_job(job: ShrinkJob, deadline: float) -> ShrinkOutcome:
@@ -97,7 +98,7 @@ class ProcessShrinker:
     def _stop(self) -> None:
         if self.proc.is_alive():
             self.proc.terminate()
-            self.proc.join(STOP_GRACE_S - 0.1)
+            self.proc.join(STOP_GRACE_S / 2)
         if self.proc.is_alive():
             self.proc.kill()
         self.proc.join(1.0)
@@ -139,6 +140,7 @@ def _serve(jobs: Any, results: Any, parent: tuple[int, bool], target_name: str,
            factory: Any) -> None:
     """The shrinker process: jobs in, outcomes out, until the None job."""
     die_with_parent(*parent)
+    os.nice(NICENESS)  # where cores are short, the campaign's own checks come first
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     install_signal_handlers()  # SIGTERM: the shrink stops at its next candidate
     if factory is not None:  # a target registered at run time in the campaign
