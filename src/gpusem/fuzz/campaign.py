@@ -166,6 +166,10 @@ class Campaign:
             return True
         return self.no_time_for_a_batch or self._elapsed() >= self.budget_s
 
+    def _enough_programs(self) -> bool:
+        return (self.max_programs is not None
+                and self.summary.programs >= self.max_programs)
+
     def _spent(self) -> bool:
         """The time budget is spent (a signal is asked about between programs)."""
         return self._elapsed() >= self.budget_s
@@ -234,11 +238,14 @@ class Campaign:
         opened: list[_Open] = []
         ready = 0  # programs of the round batch-checked so far
         for i, d in enumerate(drawn):
-            if self._out_of_budget():
+            # a batch paid for is counted whole (its verdicts are cached: checking
+            # them is a lookup); the budget is asked about before the next batch
+            raise_if_requested()
+            if self._enough_programs() or (i >= ready and self._out_of_budget()):
                 break
             if i >= ready:
                 ready = self._prefetch(target, drawn, i)
-                if self._out_of_budget():
+                if ready <= i:  # no time left for even one batch
                     break
             res = self._check(target, d.program)
             self.summary.programs += 1
@@ -263,7 +270,7 @@ class Campaign:
         far, so that a campaign does not run a whole round past its budget. Returns
         the index up to which programs are batch-checked."""
         if not hasattr(target, "prefetch"):
-            return len(drawn)
+            return i + 1  # checked one by one: the budget is asked before each
         n = len(drawn) - i
         done = self.summary.programs - self.summary.resumed
         if done > 0 and self.max_programs is None:
