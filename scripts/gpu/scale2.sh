@@ -65,7 +65,7 @@ case "$PART" in
     timeout 250 python3 scripts/profile_stages.py --backend cuda --rounds 3 \
       --json "$OUT/profile_bundl_cuda.json" 2>&1 | tail -30 | tee -a "$LOG"
     say "profile gpuir cuda"
-    timeout 250 python3 scripts/profile_gpuir.py --backend cuda --programs 200 \
+    timeout 250 python3 scripts/profile_gpuir.py --backend cuda --rounds 8 \
       --json "$OUT/profile_gpuir_cuda.json" 2>&1 | tail -30 | tee -a "$LOG" ;;
   scaling)
     SKIP_PROFILE=1 SKIP_LOCAL=1 SCALE_GPU_COUNTS="${2:-1 2 4}" \
