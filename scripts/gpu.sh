@@ -15,6 +15,7 @@
 #   repro [BACKEND]                issue 18: standalone reproducers built and run
 #                                  (packed as $OUT/repro.tgz, rows in gpu_repro.json)
 #   scale                          issues 19, 20: profile, throughput, Dask scaling
+#   scale2 PART [ARG]              issue 31: budget, gpuir, profile, scaling (1 2 4 GPUs)
 #   toolchain [SECONDS]            issue 23: the matrix and attribution probe (T1, a
 #                                  seeded fault, cost), its GPU tests, a toolchain
 #                                  campaign on cuda
@@ -62,6 +63,7 @@ case "$SUB" in
   appy-shards) source $PARTS/setup.sh; exec bash $PARTS/appy_shards.sh "$@" ;;
   exo) exec bash $PARTS/exo.sh "$@" ;;
   scale) exec bash $PARTS/scale.sh "$@" ;;
+  scale2) exec bash $PARTS/scale2.sh "$@" ;;
   scale-wheels) exec bash $PARTS/scale_wheels.sh "$@" ;;
   t1) exec bash $PARTS/t1.sh "$@" ;;
   t2) exec bash $PARTS/t2.sh "$@" ;;

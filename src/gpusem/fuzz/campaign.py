@@ -22,15 +22,22 @@ its bundle, not rewritten. A `timeout` is reported only if `confirm` sees it aga
 Any exception of gpusem's own code (a check, the generator, the batch check, the
 reducer) becomes a finding of kind `internal` (exit 3), bundled like any other.
 
-Budgets. No new program is checked past `budget_s` (or `max_programs`); the shrinking
-of one finding, hypothesis's and then the target's reducer (`minimise`) together, is
-bounded by `hunt_cap_s` (`--shrink-time`; default $GPUSEM_SHRINK_S, else a fifth of
-the budget, at least a minute): hypothesis stops at its share of it (half, or the
-target's `hypothesis_share`; and at the hard stop, budget + 10% + 30 s) and the
-reducer gets what is left (issue 32.8: the reducer had its own cap
-of a minute, so `--shrink-time 5` shrank for 90 s); past the budget one shrink still
-runs, later findings are kept as first seen (so a campaign ends within its budget plus
-one shrink).
+Budgets. No new program is checked past `budget_s` (or `max_programs`); a round's
+generation stops and its batch check (`prefetch`) is cut to the programs the budget
+left has time for (at the campaign's rate so far), so the last round does not run
+past the budget. The shrinking of one finding, hypothesis's and then the target's
+reducer (`minimise`) together, is bounded by `hunt_cap_s` (`--shrink-time`; default
+$GPUSEM_SHRINK_S, else a fifth of the budget, at least a minute): hypothesis stops at
+its share of it (half, or the target's `hypothesis_share`) and the reducer gets what
+is left (issue 32.8: the reducer had its own cap of a minute, so `--shrink-time 5`
+shrank for 90 s).
+With a `shrinker` (`fuzz/shrink_jobs.py`; the engines give one) a new finding is
+shrunk beside the fuzzing, in a process or task of its own, and every shrink also
+ends by `shrink_end_s` (the budget + 4%): the campaign keeps its budget whatever it
+finds, and `Summary.fuzz_s` / `shrink_s` report the two times apart (issue 31.1).
+Without one (a `Campaign` run by hand) the finding is shrunk in this process after
+its round, never past the hard stop (budget + 10% + 30 s); past the budget one shrink
+still runs, later findings are kept as first seen.
 
 Interruption. Ctrl-C or SIGTERM, recorded by the caller's handler
 (`fuzz/interrupts.py`) and raised as `Interrupted` before the next program (or a
@@ -56,6 +63,7 @@ from gpusem.fuzz.attribution import cause_of
 from gpusem.fuzz.bundle import ATTRIBUTION, META, BundleStore
 from gpusem.fuzz.hunt import Drawn, generate_round, shrink_from
 from gpusem.fuzz.interrupts import raise_if_requested, stop_requested
+from gpusem.fuzz.shrink_jobs import ShrinkJob, ShrinkOutcome, shrink_end_s
 from gpusem.fuzz.summary import Finding, Interrupted, Summary
 from gpusem.fuzz.targets import (
     CheckResult,
@@ -69,6 +77,7 @@ from gpusem.fuzz.targets import (
 
 TIMEOUT = "timeout"  # the kind of a timeout that happened again with a longer limit
 HUNT_SHARE = 0.5  # of --shrink-time, hypothesis's most where the target has a reducer
+FIRST_BATCH = 5  # programs batch-checked before the campaign knows its rate
 
 
 def hard_stop_s(budget_s: float) -> float:
@@ -110,6 +119,9 @@ class Campaign:
     # the shard that an engine runs as one task (fuzz/engines/pieces.py); the engine
     # keeps the record of finished pieces, so no progress record is written
     window: tuple[int, int] | None = None
+    # who shrinks new findings (`fuzz/shrink_jobs.Shrinker`); None: this process,
+    # after the round that met them
+    shrinker: Any = None
 
     def run(self) -> Summary:
         target = load_target(self.target_name, self.backend)
@@ -125,6 +137,9 @@ class Campaign:
         # (`hypothesis_share`: small where its reducer is the better shrinker)
         self._hunt_share = (float(getattr(target, "hypothesis_share", HUNT_SHARE))
                             if hasattr(target, "minimise") else 1.0)
+        self.shrink_until: float | None = None  # a shrink job's deadline (monotonic)
+        self.batch_floor_s = 0.0  # the quickest batch check so far: its fixed cost
+        self.no_time_for_a_batch = False  # the budget left is shorter than that
         self.t0 = time.monotonic()
         r = self._start_round()
         end = (None if self.window is None
@@ -142,6 +157,8 @@ class Campaign:
             try:
                 target.close()
             finally:
+                self.summary.fuzz_s = time.monotonic() - self.t0
+                self._collect_shrinks()
                 self.summary.seconds = time.monotonic() - self.t0
                 self.summary.findings = sorted(self.found.values(),
                                                key=lambda f: f.signature)
@@ -156,6 +173,14 @@ class Campaign:
         raise_if_requested()  # Ctrl-C / SIGTERM, recorded by the handler (interrupts.py)
         if self.max_programs is not None and self.summary.programs >= self.max_programs:
             return True
+        return self.no_time_for_a_batch or self._elapsed() >= self.budget_s
+
+    def _enough_programs(self) -> bool:
+        return (self.max_programs is not None
+                and self.summary.programs >= self.max_programs)
+
+    def _spent(self) -> bool:
+        """The time budget is spent (a signal is asked about between programs)."""
         return self._elapsed() >= self.budget_s
 
     def _past_hard_stop(self) -> bool:
@@ -170,6 +195,10 @@ class Campaign:
         if self.hunt_cap_s is not None:
             return self.hunt_cap_s
         return default_shrink_s(self.budget_s)
+    def _past_shrink_deadline(self) -> bool:
+        if self.shrink_until is None:
+            return self._past_hard_stop()
+        return time.monotonic() >= self.shrink_until
 
     def _hunt_too_long(self, since: float) -> bool:
         """Hypothesis's shrinking has used its share of the cap: all of it, or half
@@ -220,19 +249,22 @@ class Campaign:
         seed = round_seed(self.seed, r)
         strategy = target.strategy(self.prop)
         try:
-            drawn = generate_round(strategy, seed, self.round_size)
+            drawn = generate_round(strategy, seed, self.round_size, self._spent)
         except Exception as err:  # noqa: BLE001 - the generator crashed
             self._internal(target, internal_result(err, stage="generate"))
             return
-        if hasattr(target, "prefetch"):
-            try:
-                target.prefetch([d.program for d in drawn], self.prop)
-            except Exception as err:  # noqa: BLE001 - checked one by one below
-                self._internal(target, crash_result(target, err, stage="prefetch"))
         opened: list[_Open] = []
+        ready = 0  # programs of the round batch-checked so far
         for i, d in enumerate(drawn):
-            if self._out_of_budget():
+            # a batch paid for is counted whole (its verdicts are cached: checking
+            # them is a lookup); the budget is asked about before the next batch
+            raise_if_requested()
+            if self._enough_programs() or (i >= ready and self._out_of_budget()):
                 break
+            if i >= ready:
+                ready = self._prefetch(target, drawn, i)
+                if ready <= i:  # no time left for even one batch
+                    break
             res = self._check(target, d.program)
             self.summary.programs += 1
             self.summary.count(self.prop, res.status)
@@ -242,11 +274,43 @@ class Campaign:
                 self._cover(target, d.program)
             if res.status == "finding":
                 new = self._seen(target, res, d, i)
-                if new is not None:
+                if new is not None and self.shrinker is not None:
+                    self._hand_over(seed, new)  # shrunk from now on, beside the round
+                elif new is not None:
                     opened.append(new)
             self._tick()
         for o in opened:
             self._shrink(target, strategy, seed, o)
+
+    def _prefetch(self, target: Target, drawn: list[Drawn], i: int) -> int:
+        """Batch-check programs i.. of the round (where the target can): all of them,
+        or as many as half the budget left has time for at the campaign's rate so
+        far, so that a campaign does not run a whole round past its budget. Returns
+        the index up to which programs are batch-checked."""
+        if not hasattr(target, "prefetch"):
+            return i + 1  # checked one by one: the budget is asked before each
+        n = len(drawn) - i
+        done = self.summary.programs - self.summary.resumed
+        if done > 0 and self.max_programs is None:
+            per_program = self._elapsed() / done
+            left = self.budget_s - self._elapsed()
+            if left < self.batch_floor_s:  # even the smallest batch would overrun:
+                self.no_time_for_a_batch = True  # end a moment early, not late
+                return i
+            # half the time left at most: batches shrink as the end nears, so one
+            # that meets slow programs (a finding's full reference) overruns little
+            n = max(1, min(n, int(0.5 * left / per_program)))
+        elif done == 0:  # no rate yet: a first batch that cannot outlast the budget
+            n = min(n, FIRST_BATCH)
+        since = time.monotonic()
+        try:
+            target.prefetch([d.program for d in drawn[i:i + n]], self.prop)
+        except Exception as err:  # noqa: BLE001 - checked one by one below
+            self._internal(target, crash_result(target, err, stage="prefetch"))
+        took = time.monotonic() - since
+        self.batch_floor_s = took if not self.batch_floor_s else min(
+            self.batch_floor_s, took)
+        return i + n
 
     def _check(self, target: Target, program: Any, count: bool = True) -> CheckResult:
         res = checked(target, program, self.prop)
@@ -344,10 +408,11 @@ class Campaign:
             return False
 
         def stop() -> bool:  # a signal ends the shrink; the round loop then stops
-            return (bool(stop_requested()) or self._past_hard_stop()
+            return (bool(stop_requested()) or self._past_shrink_deadline()
                     or self._hunt_too_long(since))
 
-        if self._out_of_budget():  # past the budget: one shrink, no more
+        if self.shrink_until is None and self._out_of_budget():
+            # inline, past the budget: one shrink, no more
             self.overtime_shrinks += 1
             if self.overtime_shrinks > 1:
                 self._finish(target, finding, o.res, shrunk=False, state="done")
@@ -363,13 +428,65 @@ class Campaign:
             self._finish(target, finding, best[0], shrunk=False)  # kept if killed now
         res = best[0]
         left = self.shrink_cap_s() - (time.monotonic() - since)
+        if self.shrink_until is not None:  # a shrink job: also by its deadline
+            left = min(left, self.shrink_until - time.monotonic())
         if hasattr(target, "minimise") and left > 0 and not stop_requested():
             try:  # target-specific passes after hypothesis, in what is left
                 res = minimise_within(target, program, res, self.prop, left)
             except Exception as err:  # noqa: BLE001
                 self._internal(target, crash_result(target, err, stage="minimise"))
         finding.shrink_s = time.monotonic() - since
+        self.summary.shrink_s += finding.shrink_s
         self._finish(target, finding, res, shrunk=True)
+
+    # ------------------------------------------------------------------ shrink jobs
+
+    def _hand_over(self, seed: int, o: _Open) -> None:
+        """The new finding `o` to the shrinker beside this campaign."""
+        spec = {"target_name": self.target_name, "backend": self.backend,
+                "prop": self.prop, "budget_s": self.budget_s, "seed": self.seed,
+                "shard": self.shard, "out_dir": self.out_dir,
+                "round_size": self.round_size, "hunt_cap_s": self.hunt_cap_s}
+        self.shrinker.submit(ShrinkJob(
+            spec, seed, o.drawn, o.index, o.res, str(o.path), o.first_seen,
+            o.size_before, self.t0 + shrink_end_s(self.budget_s)))
+
+    def _collect_shrinks(self) -> None:
+        """Wait for the shrinker (until the shrink deadline; at once when the
+        campaign was interrupted) and take its final findings."""
+        if self.shrinker is None:
+            return
+        deadline = (time.monotonic() if self.summary.interrupted
+                    else self.t0 + shrink_end_s(self.budget_s))
+        for out in self.shrinker.finish(deadline):
+            self.summary.shrink_s += sum(f.shrink_s for f in out.findings
+                                         if f.signature == out.signature)
+            for f in out.findings:
+                mine = self.found.get(f.signature)
+                if mine is not None:
+                    f.duplicates, f.new = mine.duplicates, mine.new
+                self.found[f.signature] = f
+                self._announce(f)
+
+    def shrink_job(self, job: ShrinkJob, deadline: float) -> ShrinkOutcome:
+        """Run `job` in this process (a shrinker's), writing its bundle in
+        `out_dir` as it improves; by `deadline` (time.monotonic()) at the latest."""
+        target = load_target(self.target_name, self.backend)
+        self.summary, self.store = Summary(), BundleStore(self.out_dir)
+        self.overtime_shrinks, self.shrink_until = 0, deadline
+        self.t0 = time.monotonic() - job.first_seen  # campaign seconds, near enough
+        res = job.res
+        finding = Finding(res.signature, res.kind, res.detail, res.size, job.bundle,
+                          False, job.first_seen, size_before=job.size_before,
+                          prop=self.prop, target=self.target_name)
+        self.found = {res.signature: finding}
+        try:
+            self._shrink(target, target.strategy(self.prop), job.seed, _Open(
+                res, job.drawn, job.index, Path(job.bundle), job.first_seen,
+                job.size_before))
+        finally:
+            target.close()
+        return ShrinkOutcome(res.signature, list(self.found.values()))
 
     def _finish(self, target: Target, finding: Finding, res: CheckResult,
                 shrunk: bool, state: str = "") -> None:

@@ -34,7 +34,7 @@ from gpusem.fuzz.reproducible import (
     stable_constants,
     with_seed,
 )
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis.database import ExampleDatabase
 
 
@@ -44,18 +44,31 @@ class Drawn:
     choices: tuple | None  # hypothesis's choice sequence, when it tells
 
 
-def generate_round(strategy: Any, seed: int, n: int) -> list[Drawn]:
-    """The round's `n` programs (fewer if the strategy runs dry), from `seed`."""
+class _Enough(Exception):
+    """Raised inside the generating test when `stop()` says the round is long enough."""
+
+
+def generate_round(strategy: Any, seed: int, n: int,
+                   stop: Callable[[], bool] | None = None) -> list[Drawn]:
+    """The round's `n` programs (fewer if the strategy runs dry), from `seed`; `stop()`
+    true cuts the round short (a campaign's budget spent: issue 31.1, where generating
+    a round took seconds). A cut round holds the first programs of the whole one."""
     drawn: list[Drawn] = []
 
     def collect(program: Any) -> None:
+        if stop is not None and stop():
+            raise _Enough
         drawn.append(Drawn(program, current_choices()))
 
     test = settings(max_examples=n, database=None, deadline=None,
-                    phases=[Phase.generate], suppress_health_check=list(HealthCheck))(
-        given(strategy)(collect))
+                    phases=[Phase.generate], report_multiple_bugs=False,
+                    verbosity=Verbosity.quiet,
+                    suppress_health_check=list(HealthCheck))(given(strategy)(collect))
     with stable_constants(), gpusem_storage():  # the same programs in every process
-        with_seed(test, seed)()
+        try:
+            with_seed(test, seed)()
+        except _Enough:
+            pass
     return drawn
 
 

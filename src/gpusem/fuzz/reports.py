@@ -72,6 +72,9 @@ class Report:
             "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ",
                                         time.gmtime(self.started_at)),
             "seconds": round(s.seconds, 3),
+            # fuzzing and shrinking apart (issue 31.1): shrinks run beside the fuzzing,
+            # so `seconds` is not their sum; `shrink_s` adds up every shrink
+            "fuzz_s": round(s.fuzz_s, 3), "shrink_s": round(s.shrink_s, 3),
             "interrupted": s.interrupted or None,
             "exit_code": self.code,
             "counts": {"programs": s.programs, "invalid": s.invalid,
@@ -172,7 +175,10 @@ class Report:
                  f"{s.invalid} not compared (illegal, racy or unsupported), "
                  f"{s.skipped} not runnable on this backend"
                  + (f", {s.unconfirmed} timeouts not confirmed" if s.unconfirmed else "")
-                 + (f"; interrupted ({s.interrupted})" if s.interrupted else "")]
+                 + (f"; interrupted ({s.interrupted})" if s.interrupted else ""),
+                 f"time: {s.seconds:.1f} s in all, {s.fuzz_s:.1f} s fuzzing, "
+                 f"{s.shrink_s:.1f} s shrinking findings (beside the fuzzing where "
+                 f"a shrinker ran them)"]
         for f in s.findings:
             lines.append(f"{f.kind}\t{f.signature}\t{f.size_before or f.size}->{f.size} "
                          f"stmts\t{'shrunk' if f.shrunk else 'not shrunk'}\t"

@@ -100,6 +100,10 @@ class Summary:
     resumed: int = 0  # of `programs`, those an earlier run checked (`--resume`)
     # the stored bundles replayed first (--corpus): fuzz/replay.CorpusRow.as_dict()
     corpus: list[dict[str, Any]] = field(default_factory=list)
+    # seconds of fuzzing (the longest shard's), and of shrinking findings (all
+    # shrinks added up; beside the fuzzing where a shrinker ran them, issue 31.1)
+    fuzz_s: float = 0.0
+    shrink_s: float = 0.0
 
     @property
     def rate_per_min(self) -> float | None:
@@ -139,6 +143,8 @@ class Summary:
         self.invalid += other.invalid
         self.skipped += other.skipped
         self.seconds = max(self.seconds, other.seconds)
+        self.fuzz_s = max(self.fuzz_s, other.fuzz_s)
+        self.shrink_s += other.shrink_s
         self.failed += other.failed
         self.seen_elsewhere += other.seen_elsewhere
         self.found += other.found

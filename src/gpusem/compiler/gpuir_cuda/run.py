@@ -13,8 +13,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+
 from gpusem.calculus.gpuir import ast as A
-from gpusem.compiler.backends import Job, get_backend
+from gpusem.compiler.backends import Job
+from gpusem.compiler.backends.registry import shared_backend
 from gpusem.compiler.gpuir_cuda.errors import CompileError
 from gpusem.compiler.gpuir_cuda.pipeline import CompiledProc, compile_proc
 
@@ -129,7 +131,7 @@ def check_batch(cases: list[Case], backend: str = "cpu", seeds=(0, 1, 2),
                 timeout_s: float = 10.0) -> list[Verdict]:
     """Run every prepared case under every seed; kernels launch stage by stage, each
     stage's outputs feeding the next kernel."""
-    be = get_backend(backend)
+    be = shared_backend(backend)
     live = [(c, s) for c in cases if c.verdict is None for s in seeds]
     state = {(id(c), s): {k: v.copy() for k, v in c.inputs.items()} for c, s in live}
     failed: dict[tuple[int, int], tuple[str, str]] = {}

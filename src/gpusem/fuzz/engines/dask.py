@@ -18,11 +18,21 @@ exactly the rounds that hold those programs.
 Results stream back as pieces finish (`as_completed`); the client claims each piece's
 bundles in the campaign's store (one folder per signature, whichever piece met it
 first; later meetings are sightings) and appends the piece to the record of finished
-pieces, which `--resume` reads. A worker lost mid-piece (killed, out of memory, its
+pieces, which `--resume` reads. A piece does not shrink what it finds (issue 31.1:
+a worker shrinking for a minute held back every piece that met the same bug before
+the client knew it): each new finding it wrote goes to a worker as a shrink task of
+its own (`pieces.shrink_remote`), which ends by the campaign's shrink deadline
+(`fuzz/shrink_jobs.shrink_end_s`); the shrunk bundle then replaces the first one. A worker lost mid-piece (killed, out of memory, its
 machine gone) is noticed by the scheduler, which runs the piece again on another
-worker (up to distributed.scheduler.allowed-failures times, then the piece is a failed
-one in the summary): a piece is a pure function of its seeds, so the retry checks the
-same programs and meets the same findings, and the store writes nothing twice.
+worker (up to distributed.scheduler.allowed-failures times: ALLOWED_FAILURES on the
+local cluster): a piece is a pure function of its seeds, so the retry checks the same
+programs and meets the same findings, and the store writes nothing twice. Dask
+blames every piece on a dying worker, those queued behind the culprit too, so the
+client submits a piece that comes back KilledWorker once more, on its own; a piece
+whose workers die again is then an internal finding (`pieces.worker_deaths`: its
+bundle names the piece's rounds), and the campaign goes on. Every piece stops at the
+campaign's budget (`Piece.until`), wherever it runs. On Ctrl-C or SIGTERM the pieces
+that come back within DRAIN_S are counted before the shards report.
 
 Without `--scheduler ADDR` the engine starts a local cluster of this machine (the
 GPUs it finds, `--gpus` to choose; `--jobs` workers per GPU, or `--jobs` workers in all
@@ -34,7 +44,8 @@ daemon processes off (a piece starts its backend's worker processes):
         dask worker tcp://HOST:8786 --nworkers 16 --nthreads 1 --resources GPU=1
     gpusem fuzz --engine dask --scheduler tcp://HOST:8786 --backend cuda ...
 
-Dask is an optional extra (`pip install 'gpusem[dask]'`).
+Dask is an optional extra (`pip install 'gpusem[dask]'`); docs/clusters.md shows
+SLURM, PBS and Kubernetes set-ups.
 """
 
 from __future__ import annotations
@@ -57,19 +68,25 @@ from gpusem.fuzz.engines.pieces import (
     Piece,
     PieceResult,
     absorb,
+    absorb_shrink,
     carried_env,
     finished,
     known_findings,
     record,
     record_path,
     run_piece,
+    shrink_remote,
+    worker_deaths,
     window_at,
     windows,
 )
+from gpusem.fuzz.shrink_jobs import SHRINK_TAIL
 from gpusem.fuzz.summary import Finding, Summary
 from gpusem.fuzz.targets import RUNTIME_TARGETS
 
 IN_FLIGHT_PER_WORKER = 2
+DRAIN_S = 15.0  # after Ctrl-C/SIGTERM: how long pieces under way get to come back
+ALLOWED_FAILURES = 1  # retries of a piece whose worker died (local cluster)
 CONNECT_TIMEOUT_S = 30.0
 # a scheduler of the user's answers at once when it is there; one that does not is a
 # wrong address or a cluster not started, said in one line after this many seconds
@@ -86,7 +103,11 @@ class _Shard:
     summary: Summary
     deadline: float
     next_index: int = 0
-    in_flight: int = 0
+    in_flight: int = 0  # pieces and shrink tasks under way
+    # pieces to submit again: Dask blames every piece on a worker that dies, those
+    # queued behind the one that killed it too; each gets one more submission
+    again: list[Piece] = field(default_factory=list)
+    resubmitted: set[tuple[int, int]] = field(default_factory=set)
     started: float = field(default_factory=time.monotonic)
 
     def _upcoming(self, per_piece: int) -> tuple[tuple[int, int], int | None] | None:
@@ -106,14 +127,19 @@ class _Shard:
             self.next_index += 1
 
     def next_piece(self, per_piece: int) -> Piece | None:
+        if self.again:  # a piece whose worker died, once more, on its own
+            return self.again.pop()
         upcoming = self._upcoming(per_piece)
         if upcoming is None:
             return None
         self.next_index += 1
-        return Piece(self.task.spec, self.task.shard, *upcoming, env=carried_env())
+        until = time.time() + (self.deadline - time.monotonic())
+        return Piece(self.task.spec, self.task.shard, *upcoming, env=carried_env(),
+                     until=until)
 
     def finished(self, per_piece: int) -> bool:
-        return self.in_flight == 0 and self._upcoming(per_piece) is None
+        return (self.in_flight == 0 and not self.again
+                and self._upcoming(per_piece) is None)
 
 
 class DaskEngine(Engine):
@@ -132,6 +158,7 @@ class DaskEngine(Engine):
         self.client: Any = None
         self.cluster: Any = None
         self.workers_started = 0
+        self.piece_of: dict[str, Piece] = {}  # a piece future's key -> its piece
 
     # ------------------------------------------------------------------ cluster
 
@@ -228,6 +255,7 @@ class DaskEngine(Engine):
                         resources=dict(self.resource), pure=False,
                         key=f"gpusem-piece-{_slug(piece)}-{time.monotonic_ns()}")
                     futures[fut] = s
+                    self.piece_of[fut.key] = piece
                     s.in_flight += 1
                     pending.add(fut)
                     submitted = True
@@ -235,6 +263,7 @@ class DaskEngine(Engine):
                     return
 
         reported: set[int] = set()
+        shrinks: set[Any] = set()
         try:
             fill()
             results = iter(pending)
@@ -245,7 +274,19 @@ class DaskEngine(Engine):
                     break
                 s = futures.pop(fut)
                 s.in_flight -= 1
-                self._take(fut, s, stores[s.task.spec["out_dir"]], known[id(s)])
+                store = stores[s.task.spec["out_dir"]]
+                if fut in shrinks:
+                    shrinks.discard(fut)
+                    self._take_shrink(fut, s, store)
+                else:
+                    for job in self._take(fut, s, store, known[id(s)]):
+                        shrink = client.submit(
+                            shrink_remote, *job, resources=dict(self.resource),
+                            pure=False, key=f"gpusem-shrink-{time.monotonic_ns()}")
+                        futures[shrink] = s
+                        shrinks.add(shrink)
+                        s.in_flight += 1
+                        pending.add(shrink)
                 if on_progress is not None:
                     on_progress(s.task, s.summary)
                 fill()
@@ -255,9 +296,30 @@ class DaskEngine(Engine):
             for s in shards:  # the rest (nothing left to run: all done before a resume)
                 if id(s) not in reported:
                     yield self._event(s)
+        except KeyboardInterrupt:  # Ctrl-C / SIGTERM: report what was checked
+            self._drain(distributed, futures, shrinks, stores, known)
+            for s in shards:
+                if id(s) not in reported:
+                    yield self._event(s)
+            raise
         finally:
             for fut in list(futures):
                 fut.cancel()
+
+    def _drain(self, distributed: Any, futures: dict[Any, _Shard], shrinks: set[Any],
+               stores: dict[str, BundleStore], known: dict[int, Any]) -> None:
+        """After a signal: the pieces under way that end within DRAIN_S are taken
+        (their programs were checked: a stopped campaign reports them); the others
+        are cancelled by the caller."""
+        pieces = [f for f in futures if f not in shrinks]
+        try:
+            done = distributed.wait(pieces, timeout=DRAIN_S).done
+        except Exception:  # noqa: BLE001 - distributed's TimeoutError, a lost client
+            done = {f for f in pieces if f.done()}
+        for fut in done:
+            s = futures.pop(fut)
+            s.in_flight -= 1
+            self._take(fut, s, stores[s.task.spec["out_dir"]], known[id(s)])
 
     def _shard(self, task: ShardTask) -> _Shard:
         spec = task.spec
@@ -273,13 +335,23 @@ class DaskEngine(Engine):
                       deadline=time.monotonic() + float(spec.get("budget_s", 60.0)))
 
     def _take(self, fut: Any, s: _Shard, store: BundleStore,
-              known: dict[str, dict[str, str]]) -> None:
+              known: dict[str, dict[str, str]]) -> list[tuple[Any, ...]]:
+        """A finished piece into the shard's summary and the store; the arguments
+        of a shrink task for each finding it was the first to write."""
         try:
             result: PieceResult = fut.result()
         except Exception as err:  # noqa: BLE001 - a piece that raised, or KilledWorker
+            if type(err).__name__ == "KilledWorker":
+                piece = self.piece_of[fut.key]
+                if piece.window not in s.resubmitted:
+                    s.resubmitted.add(piece.window)
+                    s.again.append(piece)
+                else:
+                    s.summary.merge(worker_deaths(piece, err, store))
+                return []
             line = f"{type(err).__name__}: {err}".replace("\n", " ")[:300]
             s.summary.failed.append(f"dask piece failed: {line}")
-            return
+            return []
         written = absorb(result, store)
         record(s.task.spec["out_dir"], result, written)
         spec = s.task.spec
@@ -290,6 +362,22 @@ class DaskEngine(Engine):
         seconds = s.summary.seconds
         s.summary.merge(result.summary)
         s.summary.seconds = max(seconds, time.monotonic() - s.started)
+        s.summary.fuzz_s = s.summary.seconds
+        left = s.deadline + SHRINK_TAIL * float(spec.get("budget_s", 60.0))
+        factory = RUNTIME_TARGETS.get(spec["target_name"])
+        return [(job, _bundle_of(store, job.signature, s.summary), max(
+            0.0, left - time.monotonic()), result.piece.env, factory)
+            for job in result.jobs if job.signature in written]
+
+    @staticmethod
+    def _take_shrink(fut: Any, s: _Shard, store: BundleStore) -> None:
+        try:
+            out = fut.result()
+        except Exception as err:  # noqa: BLE001 - its finding stands as first seen
+            line = f"{type(err).__name__}: {err}".replace("\n", " ")[:300]
+            s.summary.failed.append(f"dask shrink failed: {line}")
+            return
+        absorb_shrink(out, store, s.summary)
 
     @staticmethod
     def _event(s: _Shard) -> ShardEvent:
@@ -309,6 +397,9 @@ def local_cluster(backend: str = "cpu", jobs: int = 1, gpus: str | None = None) 
     # A piece starts processes (the cpu harness worker, the CUDA worker): a daemonic
     # worker process may not have children.
     dask.config.set({"distributed.worker.daemon": False})
+    # a piece that killed its worker twice is reported (`worker_deaths`), not run
+    # again and again while the budget lasts (issue 31.5)
+    dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES})
     if backend == "cuda":
         envs = [{"CUDA_VISIBLE_DEVICES": g} for g in gpu_ids(gpus) for _ in range(jobs)]
         resource = {"GPU": 1}
@@ -384,6 +475,16 @@ def _findings_of(spec: dict[str, Any], shard: tuple[int, int]) -> list[Finding]:
                                int(m.get("size_before", 0)), spec["prop"],
                                spec["target_name"], new=False))
     return out
+
+
+def _bundle_of(store: BundleStore, signature: str, summary: Summary
+               ) -> tuple[dict[str, Any], dict[str, str]]:
+    """The (meta, files) of the bundle the store holds for `signature`."""
+    from gpusem.fuzz.bundle import read_bundle
+
+    path = next(f.bundle for f in summary.findings if f.signature == signature)
+    b = read_bundle(path)
+    return b.meta, b.files
 
 
 def _slug(piece: Piece) -> str:

@@ -1,6 +1,8 @@
 """The local engine: a campaign's shards as processes of this machine (`--jobs`).
 
 One shard runs in this process (no start-up cost, the caller's signal handlers apply).
+Every shard shrinks its findings in a process of its own beside it
+(`fuzz/shrinker.py`), so a finding never stops its shard's fuzzing (issue 31.1).
 More are *spawned*, one process per shard (fresh interpreters that import what they
 need), so neither the parent's threads and locks nor an initialised CUDA context can
 leak into them. Each child writes its running counts into its own slots of a shared
@@ -25,6 +27,7 @@ from gpusem.compiler.backends.lifetime import die_with_parent, from_main_thread
 from gpusem.fuzz.campaign import Campaign, hard_stop_s
 from gpusem.fuzz.engines.base import Engine, Progress, ShardEvent, ShardTask
 from gpusem.fuzz.interrupts import raise_if_requested
+from gpusem.fuzz.shrinker import ProcessShrinker
 from gpusem.fuzz.summary import Summary, install_signal_handlers
 from gpusem.fuzz.targets import RUNTIME_TARGETS, register_target
 
@@ -62,7 +65,8 @@ def _in_process(task: ShardTask, on_progress: Progress | None) -> Iterator[Shard
         if on_progress is not None:
             on_progress(task, s)
 
-    summary = Campaign(**task.spec, shard=task.shard, on_progress=tick).run()
+    summary = Campaign(**task.spec, shard=task.shard, on_progress=tick,
+                       shrinker=ProcessShrinker(task.spec["target_name"])).run()
     yield ShardEvent(task, "done", summary)
 
 
@@ -172,7 +176,8 @@ def _child(j: int, factory: Any, task: ShardTask, counts: Any, queue: Any,
             counts[SLOTS * j + k] = v
 
     try:
-        summary = Campaign(**task.spec, shard=task.shard, on_progress=progress).run()
+        summary = Campaign(**task.spec, shard=task.shard, on_progress=progress,
+                           shrinker=ProcessShrinker(task.spec["target_name"])).run()
         # done: a second SIGTERM (the parent stopping stragglers) must not interrupt
         # the flush of the message below (the queue's feeder thread, at exit)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)

@@ -19,7 +19,8 @@ The record of finished pieces, beside the store's bundles (for `--resume`):
 
   OUT/.gpusem/pieces/PROP-I-N.jsonl   one line per finished piece: its window, its
                                       counts, the signatures it found and those it
-                                      wrote; appended after its bundles are claimed
+                                      wrote, whether the budget cut it short;
+                                      appended after its bundles are claimed
 
 A resumed campaign skips the windows recorded there and adds their counts, so it checks
 the programs the uninterrupted campaign would have, each once (a piece under way when
@@ -35,12 +36,13 @@ import shutil
 import tempfile
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from gpusem.fuzz.bundle import BundleStore, read_bundle
 from gpusem.fuzz.manifest import FOLDER
+from gpusem.fuzz.shrink_jobs import Deferred, ShrinkJob, ShrinkOutcome
 from gpusem.fuzz.summary import Finding, Summary
 
 ROUNDS_PER_PIECE = 2
@@ -61,6 +63,9 @@ class Piece:
     window: tuple[int, int]
     max_programs: int | None = None
     env: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
+    # time.time() by which the campaign's budget is spent: a piece begun near it
+    # stops there, not a few rounds later (issue 31.1); None: its spec's budget_s
+    until: float | None = None
 
     @property
     def label(self) -> str:
@@ -75,6 +80,9 @@ class PieceResult:
     summary: Summary
     bundles: list[tuple[dict[str, Any], dict[str, str]]]  # (meta, files) it created
     worker: str = ""  # where it ran (host:pid)
+    # its new findings, not shrunk: each one a task of its own (`shrink_remote`)
+    jobs: list[ShrinkJob] = field(default_factory=list)
+    cut: bool = False  # the budget ran out before its window was done
 
 
 def windows(shard_programs: int | None, round_size: int, per_piece: int,
@@ -127,17 +135,57 @@ def run_piece(piece: Piece, known: list[dict[str, str]], factory: Any = None
             store.claim(dict(meta, state="known"), {})
         spec = dict(piece.spec, out_dir=local, resume=False,
                     max_programs=piece.max_programs)
-        summary = Campaign(**spec, shard=piece.shard, window=piece.window).run()
+        if piece.until is not None:
+            spec["budget_s"] = min(float(spec.get("budget_s", 60.0)),
+                                   piece.until - time.time())
+        deferred = Deferred()  # new findings are shrunk by tasks of their own
+        summary = Campaign(**spec, shard=piece.shard, window=piece.window,
+                           shrinker=deferred).run()
         bundles = []
         for f in summary.findings:
             if f.new:
                 b = read_bundle(f.bundle)
                 bundles.append((b.meta, b.files))
-        return PieceResult(piece, summary, bundles, f"{os.uname().nodename}:{os.getpid()}")
+        cut = piece.until is not None and time.time() >= piece.until
+        return PieceResult(piece, summary, bundles, _where(), deferred.jobs, cut)
     finally:
         for k, old in saved.items():
             _setenv(k, old)
         shutil.rmtree(local, ignore_errors=True)
+
+
+def shrink_remote(job: ShrinkJob, bundle: tuple[dict[str, Any], dict[str, str]],
+                  seconds: float, env: dict[str, str], factory: Any = None
+                  ) -> ShrinkOutcome:
+    """Shrink a piece's finding on a worker (a task of its own, issue 31.1), in a
+    store of its own seeded with the bundle (meta, files) the client holds, for at
+    most `seconds` from now; the outcome carries every bundle it ends with."""
+    from gpusem.fuzz.shrinker import run_job
+    from gpusem.fuzz.targets import register_target
+
+    if factory is not None:
+        register_target(job.spec["target_name"], factory)
+    deadline = time.monotonic() + seconds
+    local = tempfile.mkdtemp(prefix="gpusem-shrink-")
+    saved = {k: os.environ.get(k) for k in env}
+    try:
+        for k, v in env.items():
+            _setenv(k, v or None)
+        path, _ = BundleStore(local).claim(*bundle)
+        out = run_job(replace(job, bundle=str(path),
+                              spec=dict(job.spec, out_dir=local)), deadline)
+        for f in out.findings:
+            b = read_bundle(f.bundle)
+            out.bundles[f.signature] = (b.meta, b.files)
+        return out
+    finally:
+        for k, old in saved.items():
+            _setenv(k, old)
+        shutil.rmtree(local, ignore_errors=True)
+
+
+def _where() -> str:
+    return f"{os.uname().nodename}:{os.getpid()}"
 
 
 def _setenv(name: str, value: str | None) -> None:
@@ -148,6 +196,57 @@ def _setenv(name: str, value: str | None) -> None:
 
 
 # ---------------------------------------------------------------- on the client
+
+def absorb_shrink(out: ShrinkOutcome, store: BundleStore, summary: Summary) -> None:
+    """A shrink task's outcome into the campaign's store and `summary`: the shrunk
+    bundle replaces the one its piece wrote; an internal error it met is claimed."""
+    by_sig = {f.signature: f for f in summary.findings}
+    for f in out.findings:
+        meta, files = out.bundles.get(f.signature, ({}, {}))
+        mine = by_sig.get(f.signature)
+        if f.signature == out.signature and mine is not None:
+            if meta:
+                store.update(Path(mine.bundle), meta, files)
+            f.bundle, f.duplicates, f.new = mine.bundle, mine.duplicates, mine.new
+            summary.shrink_s += f.shrink_s
+        elif meta:
+            path, f.new = store.claim(meta, files)
+            f.bundle = str(path)
+        by_sig[f.signature] = f
+    summary.findings = sorted(by_sig.values(), key=lambda f: f.signature)
+
+
+def worker_deaths(piece: Piece, err: BaseException, store: BundleStore) -> Summary:
+    """A piece whose workers died running it (Dask's KilledWorker, after its
+    retries): an internal finding (exit 3) whose bundle names the piece's programs
+    (campaign seed, shard, rounds: `piece.json`), one bundle per target and
+    property, each further piece a sighting (issue 31.5: such pieces were retried
+    until the budget was gone and reported as nothing)."""
+    spec = piece.spec
+    i, n = piece.shard
+    rounds = [i + k * n for k in range(*piece.window)]
+    signature = f"internal:worker-died:{spec['target_name']}:{spec['prop']}"
+    detail = (f"the workers running {piece.label} died "
+              f"({type(err).__name__}): {err}".replace("\n", " ")[:300])
+    about = {"seed": spec.get("seed"), "shard": [i, n], "window": list(piece.window),
+             "rounds": rounds, "round_size": spec.get("round_size"),
+             "target": spec["target_name"], "backend": spec.get("backend", "cpu"),
+             "property": spec["prop"], "env": piece.env}
+    meta = {"target": spec["target_name"], "backend": spec.get("backend", "cpu"),
+            "property": spec["prop"], "signature": signature, "kind": "internal",
+            "detail": detail, "size": 0, "state": "done", "shrunk": False,
+            "seed": spec.get("seed"), "shard": [i, n]}
+    files = {"piece.json": json.dumps(about, indent=1, sort_keys=True) + "\n"}
+    path, created = store.claim(meta, files)
+    if not created:
+        store.sighting(path, {"seed": spec.get("seed"), "shard": [i, n],
+                              "window": list(piece.window)})
+    out = Summary()
+    out.findings.append(Finding(signature, "internal", detail, 0, str(path), False,
+                                0.0, prop=spec["prop"], target=spec["target_name"],
+                                new=created))
+    return out
+
 
 def absorb(result: PieceResult, store: BundleStore) -> list[str]:
     """Claim a piece's bundles in the campaign's store; point its findings at them.
@@ -203,7 +302,7 @@ def record(out_dir: str | Path, result: PieceResult, written: list[str]) -> None
             "coverage_programs": s.coverage_programs,
             "found": sorted(f.signature for f in s.findings), "wrote": sorted(written),
             "seconds": round(s.seconds, 3), "worker": result.worker,
-            "at": round(time.time(), 3)}
+            "at": round(time.time(), 3), "cut": result.cut}
     path = record_path(out_dir, p.spec["prop"], p.shard)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -229,8 +328,8 @@ def finished(out_dir: str | Path, prop: str, shard: tuple[int, int]
             window = (int(line["window"][0]), int(line["window"][1]))
         except (ValueError, KeyError, TypeError, IndexError):
             continue
-        if window in done:
-            continue
+        if window in done or line.get("cut"):
+            continue  # a window the budget cut is run whole by a resumed campaign
         done.add(window)
         part = Summary(programs=line.get("programs", 0), invalid=line.get("invalid", 0),
                        skipped=line.get("skipped", 0),

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Issue 31 (Scale II) on a GPU machine: one PART per device call (each under 10 min).
+#   budget  [GPUS]   a --budget 90s campaign that meets and shrinks a finding (the
+#                    floor-division fault), Dask on GPUS GPUs (default all) and the
+#                    local engine on one: wall time against 90 s, fuzz_s, shrink_s
+#   gpuir   [GPUS]   `gpusem fuzz --target gpuir --backend cuda --engine dask` as the
+#                    issue ran it (16 jobs a GPU, 120 s, seed 5): wall time, programs,
+#                    internal worker-died findings, failed pieces; then the same on the
+#                    local engine, 60 s
+#   profile          the per-stage profile on cuda (bundl), and the GPU IR one
+#   scaling [COUNTS] Dask throughput on 1, 2 and 4 GPUs (scale.sh with
+#                    SCALE_GPU_COUNTS="1 2 4", no profile, no local run)
+# Each run leaves a JSON report and a line in $OUT/scale2.log; files under $OUT.
+# Usage (device tool, carry .whl from `bash scripts/gpu.sh scale-wheels`):
+#   bash scripts/gpu.sh scale2 budget 4      # nvidia-h200-x4
+#   bash scripts/gpu.sh scale2 gpuir 4
+#   bash scripts/gpu.sh scale2 scaling "1 2 4"
+set -uo pipefail
+PART=${1:-budget}
+OUT=${OUT:-$PWD/gpu-out}
+mkdir -p "$OUT"
+LOG="$OUT/scale2.log"
+say() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$LOG"; }
+if [ -d .whl ] && ls .whl/*.whl >/dev/null 2>&1; then
+  source "$(dirname "$0")/setup.sh"
+else
+  python3 -m pip install -q --no-deps --no-build-isolation -e . >/tmp/pip.log 2>&1
+fi
+export PYTHONUNBUFFERED=1
+NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+CORES=$(nproc)
+PER_GPU=${GPUSEM_PER_GPU:-$(( CORES / (NGPU > 0 ? NGPU : 1) ))}
+# campaign NAME TIMEOUT ENV... -- ARGS...: one `gpusem fuzz`, timed, its report kept
+campaign() {
+  local name=$1 limit=$2; shift 2
+  local envs=()
+  while [ "$1" != "--" ]; do envs+=("$1"); shift; done
+  shift
+  say "$name: ${envs[*]} gpusem fuzz $*"
+  local t0 t1
+  t0=$(date +%s.%N)
+  env "${envs[@]}" timeout -s TERM "$limit" gpusem fuzz "$@" --out "$OUT/$name" \
+    --json "$OUT/$name.json" >"$OUT/$name.txt" 2>&1
+  local rc=$?
+  t1=$(date +%s.%N)
+  say "$name: exit $rc, wall $(python3 -c "print(round($t1 - $t0, 1))") s"
+  tail -4 "$OUT/$name.txt" | tee -a "$LOG"
+}
+
+case "$PART" in
+  budget)
+    G=${2:-$NGPU}
+    campaign budget_dask_${G}gpu 300 GPUSEM_FAULT=floor-division -- --target bundl \
+      --backend cuda --engine dask --gpus "$G" --jobs "$PER_GPU" --budget 90s --seed 0
+    campaign budget_local_1gpu 300 GPUSEM_FAULT=floor-division -- --target bundl \
+      --backend cuda --jobs "$PER_GPU" --budget 90s --seed 0 ;;
+  gpuir)
+    G=${2:-$NGPU}
+    campaign gpuir_dask_${G}gpu 300 GPUSEM_FAULT= -- --target gpuir --backend cuda \
+      --engine dask --gpus "$G" --jobs 16 --budget 120s --seed 5
+    campaign gpuir_local_1gpu 200 GPUSEM_FAULT= -- --target gpuir --backend cuda \
+      --jobs 16 --budget 60s --seed 5 ;;
+  profile)
+    say "profile bundl cuda"
+    timeout 250 python3 scripts/profile_stages.py --backend cuda --rounds 3 \
+      --json "$OUT/profile_bundl_cuda.json" 2>&1 | tail -30 | tee -a "$LOG"
+    say "profile gpuir cuda"
+    timeout 250 python3 scripts/profile_gpuir.py --backend cuda --rounds 8 \
+      --json "$OUT/profile_gpuir_cuda.json" 2>&1 | tail -30 | tee -a "$LOG" ;;
+  scaling)
+    SKIP_PROFILE=1 SKIP_LOCAL=1 SCALE_GPU_COUNTS="${2:-1 2 4}" \
+      exec bash "$(dirname "$0")/scale.sh" ;;
+  *) echo "scale2: unknown part $PART (budget, gpuir, profile, scaling)"; exit 2 ;;
+esac

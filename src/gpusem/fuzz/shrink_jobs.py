@@ -1,0 +1,86 @@
+"""A finding's shrinking as a job of its own (issue 31.1: budgets kept whatever a
+campaign finds).
+
+A shard that meets a new finding writes its bundle at once and goes on fuzzing; the
+shrinking is a `ShrinkJob` handed to a *shrinker* beside it: a process of its own on
+this machine (`fuzz/shrinker.py`, the local engine) or a task of its own on the
+cluster (`fuzz/engines/dask.py`). So no fuzzing worker waits while a finding shrinks,
+and shrinking ends at the campaign's shrink deadline (`shrink_end_s`: the budget and a
+tail of SHRINK_TAIL of it), with the smallest failure found by then in the bundle.
+The shrinker runs at a lower priority than the fuzzing (`shrinker.NICENESS`).
+
+A shrinker is anything with `submit(job)` and `finish(deadline) -> [ShrinkOutcome]`
+(what came back by `deadline`; jobs still running then are stopped, their bundles keep
+their last improvement). This module is below both the campaign loop and the
+shrinkers, so neither imports the other's process machinery.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+# Past the budget, the share of it that shrinking still under way may take: a
+# campaign ends within its budget + 10% (issue 31.1), the rest is teardown.
+SHRINK_TAIL = 0.04
+
+
+def shrink_end_s(budget_s: float) -> float:
+    """Campaign seconds by which every shrink has ended."""
+    return budget_s * (1.0 + SHRINK_TAIL)
+
+
+@dataclass(frozen=True)
+class ShrinkJob:
+    """Shrink the finding `res` (a CheckResult) of bundle `bundle`: the `index`-th
+    program (`drawn`, with its choice sequence) of the round seeded `seed`; `spec`:
+    the shard's Campaign keyword arguments (plain values); `first_seen`: campaign
+    seconds when it was met; `deadline`: time.monotonic() by which it ends (this
+    machine's clock: a job sent elsewhere is re-timed by its receiver)."""
+
+    spec: dict[str, Any] = field(hash=False)
+    seed: int = 0
+    drawn: Any = None
+    index: int = -1
+    res: Any = None
+    bundle: str = ""
+    first_seen: float = 0.0
+    size_before: int = 0
+    deadline: float = 0.0
+
+    @property
+    def signature(self) -> str:
+        return str(self.res.signature)
+
+
+@dataclass
+class ShrinkOutcome:
+    """What a shrink ended with: the findings as final (the job's, and any internal
+    error the shrinking met), and, for a shrinker without the campaign's file system,
+    each one's bundle as (meta, files) by signature."""
+
+    signature: str
+    findings: list[Any]
+    bundles: dict[str, tuple[dict[str, Any], dict[str, str]]] = field(
+        default_factory=dict)
+    cut: bool = False  # stopped at the deadline before it ended by itself
+
+
+class Shrinker(Protocol):
+    def submit(self, job: ShrinkJob) -> None: ...
+
+    def finish(self, deadline: float) -> list[ShrinkOutcome]: ...
+
+
+class Deferred:
+    """Keeps the jobs for someone else to run (a Dask piece hands them to its client,
+    which sends each to a worker of its own)."""
+
+    def __init__(self) -> None:
+        self.jobs: list[ShrinkJob] = []
+
+    def submit(self, job: ShrinkJob) -> None:
+        self.jobs.append(job)
+
+    def finish(self, deadline: float) -> list[ShrinkOutcome]:
+        return []

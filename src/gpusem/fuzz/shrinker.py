@@ -1,0 +1,178 @@
+"""The shrinker beside a campaign on this machine (issue 31.1): one spawned process
+per shard, started at the shard's first new finding, that shrinks the shard's
+findings one after another (`fuzz/shrink_jobs.py` says why and the interface).
+
+The process loads its own target (its own backend worker: a CUDA context of its own
+on the cuda backend) and writes each bundle in the campaign's out dir as it improves,
+so a shrink stopped at the deadline leaves its last improvement. It is spawned, not
+forked, for the reasons the local engine gives (`engines/local.py`), dies with the
+shard, and ignores SIGINT (Ctrl-C goes to the whole group; the shard decides).
+
+`finish(deadline)` closes the queue and waits for the outcomes until the deadline;
+then the process is stopped (SIGTERM: its shrink stops at the next candidate; SIGKILL
+after STOP_GRACE_S), and each job it did not finish is reported from its bundle as it
+stands, marked `shrink_cut` in the bundle's metadata.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import signal
+import time
+from pathlib import Path
+from queue import Empty
+from typing import Any, Final
+
+from gpusem.compiler.backends.lifetime import die_with_parent, from_main_thread
+from gpusem.fuzz.bundle import BundleStore, read_bundle
+from gpusem.fuzz.campaign import Campaign
+from gpusem.fuzz.interrupts import install_signal_handlers
+from gpusem.fuzz.shrink_jobs import ShrinkJob, ShrinkOutcome
+from gpusem.fuzz.summary import Finding
+from gpusem.fuzz.targets import RUNTIME_TARGETS, internal_result, register_target
+
+START: Final = "spawn"
+STOP_GRACE_S = 0.3  # before the deadline: SIGTERM, then SIGKILL at the deadline
+NICENESS = 10  # the shrinker yields the CPU to the fuzzing it runs beside
+
+
+def run_job(job: ShrinkJob, deadline: float) -> ShrinkOutcome:
+    """Shrink `job` in this process by `deadline` (time.monotonic())."""
+    spec = {k: v for k, v in job.spec.items() if k in (
+        "target_name", "backend", "prop", "budget_s", "seed", "shard", "out_dir",
+        "round_size", "hunt_cap_s")}
+    return Campaign(**spec).shrink_job(job, deadline)
+
+
+class ProcessShrinker:
+    """See the module docstring."""
+
+    def __init__(self, target_name: str) -> None:
+        self.target_name = target_name
+        self.proc: Any = None
+        self.jobs: Any = None
+        self.results: Any = None
+        self.sent: dict[str, ShrinkJob] = {}
+        self.started: dict[str, float] = {}  # when each job was sent
+        self.last_done = 0.0  # when the last outcome came back
+
+    def submit(self, job: ShrinkJob) -> None:
+        if self.proc is None:
+            ctx = mp.get_context(START)
+            self.jobs, self.results = ctx.Queue(), ctx.Queue()
+            parent = (os.getpid(), from_main_thread())
+            self.proc = ctx.Process(target=_serve, name="gpusem-shrinker", args=(
+                self.jobs, self.results, parent, self.target_name,
+                RUNTIME_TARGETS.get(self.target_name)))
+            self.proc.start()
+        self.sent[job.signature] = job
+        self.started[job.signature] = time.monotonic()
+        self.jobs.put(job)
+
+    def finish(self, deadline: float) -> list[ShrinkOutcome]:
+        if self.proc is None:
+            return []
+        self.jobs.put(None)
+        outcomes: list[ShrinkOutcome] = []
+        while len(outcomes) < len(self.sent):
+            left = deadline - STOP_GRACE_S - time.monotonic()
+            if left <= 0:
+                break
+            try:
+                outcomes.append(self.results.get(timeout=min(0.2, left)))
+                self.last_done = time.monotonic()
+            except Empty:
+                if self.proc.exitcode is not None and self.results.empty():
+                    break  # it died: its jobs are reported below from their bundles
+        self._stop()
+        while (late := _get_nowait(self.results)) is not None:
+            outcomes.append(late)  # finished in the grace
+            self.last_done = time.monotonic()
+        done = {o.signature for o in outcomes}
+        left_over = [job for sig, job in self.sent.items() if sig not in done]
+        # jobs run in order: the first one left over is the one that was cut
+        outcomes += [self._cut(job, k == 0) for k, job in enumerate(left_over)]
+        return outcomes
+
+    def _stop(self) -> None:
+        if self.proc.is_alive():
+            self.proc.terminate()
+            self.proc.join(STOP_GRACE_S / 2)
+        if self.proc.is_alive():
+            self.proc.kill()
+        self.proc.join(1.0)
+        # what is left in the queues has no reader now: this process must not wait
+        # at its exit for their feeder threads to hand it over
+        for queue in (self.jobs, self.results):
+            queue.cancel_join_thread()
+
+    def _cut(self, job: ShrinkJob, begun: bool) -> ShrinkOutcome:
+        """A job stopped at the deadline (`begun`) or never begun: its bundle as
+        the shrinker left it."""
+        res = job.res
+        finding = Finding(res.signature, res.kind, res.detail, res.size, job.bundle,
+                          False, job.first_seen, size_before=job.size_before,
+                          prop=str(job.spec.get("prop", "")), target=self.target_name)
+        if begun:
+            finding.shrink_s = time.monotonic() - max(self.started[job.signature],
+                                                      self.last_done)
+        try:
+            b = read_bundle(job.bundle)
+            meta = dict(b.meta, state="done", shrunk=False, shrink_cut=True,
+                        shrink_s=round(finding.shrink_s, 2))
+            BundleStore(Path(job.bundle).parent).update(Path(job.bundle), meta, b.files)
+            finding.size = int(meta.get("size", finding.size) or finding.size)
+            finding.detail = str(meta.get("detail", finding.detail))
+        except (OSError, ValueError, KeyError):
+            pass  # the bundle as first written stands
+        return ShrinkOutcome(res.signature, [finding], cut=True)
+
+
+def _get_nowait(queue: Any) -> Any:
+    try:
+        return queue.get(timeout=0.05)
+    except Empty:
+        return None
+
+
+def _serve(jobs: Any, results: Any, parent: tuple[int, bool], target_name: str,
+           factory: Any) -> None:
+    """The shrinker process: jobs in, outcomes out, until the None job."""
+    die_with_parent(*parent)
+    os.nice(NICENESS)  # where cores are short, the campaign's own checks come first
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    install_signal_handlers()  # SIGTERM: the shrink stops at its next candidate
+    if factory is not None:  # a target registered at run time in the campaign
+        register_target(target_name, factory)
+    while (job := jobs.get()) is not None:
+        try:
+            out = run_job(job, job.deadline)
+        except BaseException as err:  # reported with its finding; a signal re-raised
+            out = _crashed(job, err)
+            results.put(out)
+            if not isinstance(err, Exception):
+                raise
+            continue
+        results.put(out)
+
+
+def _crashed(job: ShrinkJob, err: BaseException) -> ShrinkOutcome:
+    """The job's finding as first seen, and the shrinker's error as an internal
+    finding beside it (bundled by the campaign like any other)."""
+    res = job.res
+    finding = Finding(res.signature, res.kind, res.detail, res.size, job.bundle,
+                      False, job.first_seen, size_before=job.size_before,
+                      prop=str(job.spec.get("prop", "")),
+                      target=str(job.spec.get("target_name", "")))
+    bad = internal_result(err, stage="shrink")
+    meta = {"target": finding.target, "backend": job.spec.get("backend", "cpu"),
+            "property": finding.prop, "signature": bad.signature, "kind": bad.kind,
+            "detail": bad.detail, "size": 0, "state": "done", "shrunk": False}
+    path, _ = BundleStore(Path(job.bundle).parent).claim(meta, bad.files)
+    error = Finding(bad.signature, bad.kind, bad.detail, 0, str(path), False,
+                    job.first_seen, prop=finding.prop, target=finding.target)
+    return ShrinkOutcome(res.signature, [finding, error])
+
+
+__all__ = ["ProcessShrinker", "run_job"]

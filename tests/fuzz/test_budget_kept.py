@@ -1,0 +1,88 @@
+"""Issue 31.1: a campaign keeps its budget (within 10%) whatever it finds. A finding is
+shrunk beside the fuzzing (a process of its own on the local engine, a task of its
+own on Dask) and every shrink ends by the budget + 4%; the reports give fuzzing time
+and shrinking time apart.
+
+Before the shrinker, a `--budget 20s` campaign with the floor-division fault ran 40 s
+(the round stopped while its finding shrank for 34 s)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from gpusem.fuzz.bundle import read_bundle
+from gpusem.fuzz.client import run_campaign
+from gpusem.fuzz.engines.local import LocalEngine
+from gpusem.fuzz.targets import register_target
+from tests.fuzz.test_campaign import ToyTarget
+
+BIN = Path(sys.executable).parent
+BUDGET = 20
+
+
+class EndlessReducer(ToyTarget):
+    """The toy, with a reducer that never ends by itself (it ignores its cap and
+    SIGTERM's flag): only the shrinker's deadline stops it."""
+
+    def minimise(self, program, res, prop="compile"):
+        while True:
+            time.sleep(0.05)
+
+
+register_target("endless", EndlessReducer)
+
+
+def fuzz(tmp_path: Path, *extra: str) -> tuple[float, dict, str]:
+    out = tmp_path / "out"
+    env = dict(os.environ, GPUSEM_FAULT="floor-division")
+    cmd = [str(BIN / "gpusem"), "fuzz", "--target", "bundl", "--budget", f"{BUDGET}s",
+           "--seed", "0", "--out", str(out), "--json", str(tmp_path / "r.json"), *extra]
+    t0 = time.monotonic()
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120,
+                          check=False)
+    wall = time.monotonic() - t0
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    return wall, json.loads((tmp_path / "r.json").read_text()), proc.stdout
+
+
+def check_report(report: dict, text: str) -> None:
+    assert report["seconds"] <= 1.1 * BUDGET, report["seconds"]
+    assert report["fuzz_s"] >= BUDGET - 1.0  # the fuzzing went on to the budget
+    assert report["shrink_s"] > 0
+    (found,) = report["findings"]
+    assert found["signature"] == "compile:disagree:disagree:out:int:value"
+    assert found["found_after_s"] < BUDGET / 2
+    assert found["size"] <= found["size_before"]
+    assert "s fuzzing, " in text and "s shrinking findings" in text
+
+
+def test_a_20s_campaign_that_shrinks_a_finding_ends_within_22s(tmp_path) -> None:
+    wall, report, text = fuzz(tmp_path)
+    check_report(report, text)
+    # and the process as a whole: the campaign plus the interpreter's start-up
+    assert wall <= 1.1 * BUDGET + 3, wall
+
+
+def test_the_dask_engine_keeps_the_budget_while_a_finding_shrinks(tmp_path) -> None:
+    _, report, text = fuzz(tmp_path, "--engine", "dask", "--jobs", "2")
+    check_report(report, text)
+    assert report["findings"][0]["shrunk"]  # by a task of its own, on a worker
+
+
+def test_a_shrink_that_outlasts_the_budget_is_cut_at_the_deadline(tmp_path) -> None:
+    spec = {"target_name": "endless", "budget_s": 6.0, "seed": 7,
+            "out_dir": str(tmp_path), "round_size": 50}
+    summary = run_campaign(spec, LocalEngine(), 1)
+    assert summary.seconds <= 1.1 * 6.0, summary.seconds
+    assert summary.fuzz_s >= 5.5
+    assert {f.signature for f in summary.findings} == {"wrong:big7", "crash:long0"}
+    for f in summary.findings:
+        meta = read_bundle(f.bundle).meta
+        # the first one cut at the deadline, the second never begun: both final
+        assert meta["state"] == "done" and meta["shrink_cut"] is True
+        assert not f.shrunk
