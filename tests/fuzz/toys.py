@@ -139,12 +139,17 @@ class InvalidAll(Toy):
 
 
 class SlowRound(Toy):
-    """Its batch build of a round outlasts a short budget (appyc's first round: the
-    budget is gone before the first program is checked)."""
+    """Its round outlasts a short budget before any program is compared (appyc's
+    first round: the budget is gone before the first program is checked). The
+    program is drawn slowly: a batch already paid for is counted whole (its verdicts
+    are cached), so the slow part must come before the first check."""
 
-    def prefetch(self, programs, prop) -> bool:
-        time.sleep(1.5)
-        return False
+    def strategy(self, prop):
+        def slow(xs):
+            time.sleep(1.5)
+            return xs
+
+        return st.lists(st.integers(0, 60), max_size=10).map(slow)
 
 
 class Covering(Toy):

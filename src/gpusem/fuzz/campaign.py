@@ -135,8 +135,7 @@ class Campaign:
         self.overtime_shrinks = 0  # shrinks begun past the budget (at most one runs)
         # hypothesis's share of --shrink-time: a target may declare its own
         # (`hypothesis_share`: small where its reducer is the better shrinker)
-        self._hunt_share = (float(getattr(target, "hypothesis_share", HUNT_SHARE))
-                            if hasattr(target, "minimise") else 1.0)
+        self._hunt_share = hunt_share(target)
         self.shrink_until: float | None = None  # a shrink job's deadline (monotonic)
         self.batch_floor_s = 0.0  # the quickest batch check so far: its fixed cost
         self.no_time_for_a_batch = False  # the budget left is shorter than that
@@ -474,6 +473,7 @@ class Campaign:
         target = load_target(self.target_name, self.backend)
         self.summary, self.store = Summary(), BundleStore(self.out_dir)
         self.overtime_shrinks, self.shrink_until = 0, deadline
+        self._hunt_share = hunt_share(target)
         self.t0 = time.monotonic() - job.first_seen  # campaign seconds, near enough
         res = job.res
         finding = Finding(res.signature, res.kind, res.detail, res.size, job.bundle,
@@ -527,6 +527,15 @@ class Campaign:
     def _announce(self, finding: Finding) -> None:
         if self.on_finding is not None:
             self.on_finding(finding)
+
+
+def hunt_share(target: Target) -> float:
+    """Hypothesis's share of --shrink-time: a target may declare its own
+    (`hypothesis_share`: small where its reducer is the better shrinker); all of it
+    where the target has no reducer."""
+    if not hasattr(target, "minimise"):
+        return 1.0
+    return float(getattr(target, "hypothesis_share", HUNT_SHARE))
 
 
 def default_shrink_s(budget_s: float) -> float:
