@@ -7,6 +7,7 @@ agrees with the concrete verdicts at 5 random sizes."""
 
 from __future__ import annotations
 
+import json
 import random
 import sys
 from pathlib import Path
@@ -141,3 +142,41 @@ def test_symbolic_verdict_equals_concrete_verdicts(seed: int) -> None:
         else:
             assert r.reason is not None and all(concrete.values()), (i, concrete)
     assert 0 < refuted < 32      # both verdicts occur: the test can fail either way
+
+
+EDGE = """\
+proc edge(N: size, A: f32[N + 128] @ CudaGmemLinear, B: f32[N + 128] @ CudaGmemLinear):
+    with CudaDeviceFunction(blockDim=128):
+        for task in cuda_tasks(0, (N + 127) / 128):
+            buf: f32[128] @ CudaSmemLinear
+            for tid in cuda_threads(0, 128, unit=cuda_thread):
+                buf[tid] = A[task * 128 + tid]
+            if task * 128 + 128 <= N:
+                Fence(cuda_in_order, cuda_in_order)
+            for tid in cuda_threads(0, 128, unit=cuda_thread):
+                B[task * 128 + tid] = buf[127 - tid]
+            Fence(cuda_in_order, cuda_in_order)
+"""
+
+
+def test_ragged_tier_finds_a_bug_whole_tiles_miss() -> None:
+    """Only a ragged last tile skips the Fence: every multiple of 128 is accepted,
+    and the second size tried (one past a whole tile) refutes."""
+    for n in (128, 256, 384):
+        assert synccheck(EDGE, "edge.gpuir", {"N": n}).verdict.accepted
+    r = symbolic_synccheck(EDGE, "edge.gpuir", ["N"], {}, assume=["N >= 128"],
+                           sizes=2)
+    assert r.refuted and [s["N"] for s in r.tried] == [128, 129]
+    assert r.result is not None and r.result.verdict.violation is not None
+    assert r.result.verdict.violation.check == "CheckMutates"
+    assert r.replay() == "gpusem synccheck edge.gpuir -D N=129"
+
+
+def test_json_report(capsys, monkeypatch) -> None:
+    f = str(EXAMPLES / "fence_broadcast_missing_fence.gpuir")
+    assert _cli(monkeypatch, "synccheck", f, "--symbolic", "N", "--json") == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["verdict"] == "refuted" and doc["symbolic"] == ["N"]
+    assert doc["replay"] == f"gpusem synccheck {f} -D N={doc['counterexample']['N']}"
+    assert doc["concrete"]["verdict"] == "rejected"
+    assert doc["concrete"]["violation"]["check"] == "CheckMutates"
