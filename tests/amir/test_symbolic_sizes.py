@@ -180,3 +180,23 @@ def test_json_report(capsys, monkeypatch) -> None:
     assert doc["replay"] == f"gpusem synccheck {f} -D N={doc['counterexample']['N']}"
     assert doc["concrete"]["verdict"] == "rejected"
     assert doc["concrete"]["violation"]["check"] == "CheckMutates"
+
+
+def test_budget_names_the_size(capsys, monkeypatch) -> None:
+    f = str(EXAMPLES / "gemm_tiled.gpuir")
+    assert _cli(monkeypatch, "synccheck", f, "--symbolic", "N", "--max-steps",
+                "100") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].endswith("(at N=128)"), err
+
+
+def test_front_end_error_is_a_counterexample() -> None:
+    """A size at which the front end rejects (exit 1 there too) refutes: the copy's
+    length argument matches its windows only at N = 16."""
+    source = ("proc p(N: size, hA: f32[N] @ DRAM, A: f32[N] @ CudaGmemLinear):\n"
+              "    cudaMemcpyAsync_htod_1f32(16, A[0:N], hA[0:N])\n")
+    r = symbolic_synccheck(source, "p.gpuir", ["N"], {}, assume=["N >= 16"],
+                           sizes=3)
+    assert r.refuted and r.result is None and r.counterexample == {"N": 17}
+    assert r.failure is not None and "shape mismatch" in r.failure
+    assert [s["N"] for s in r.tried] == [16, 17]

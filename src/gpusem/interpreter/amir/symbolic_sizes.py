@@ -159,8 +159,9 @@ def symbolic_synccheck(source: str, file: str, params: Sequence[str],
             first_excluded = first_excluded or f"{_show(size)}: {e.one_line()}"
             continue
         except GpusemError as e:
-            if e.exit_code != 1:
-                raise
+            if e.exit_code != 1:                 # a budget: the search cannot go on
+                raise type(e)(f"{e.message} (at {_show(size)})", rule=e.rule,
+                              span=e.span) from e
             tried.append(size)
             return SymbolicResult(file, proc.name, names, fixed, "refuted",
                                   tuple(tried), tuple(excluded),
