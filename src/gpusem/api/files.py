@@ -95,6 +95,9 @@ def synccheck_file(file: str, options: SyncOptions | None = None) -> SyncReport:
         raise BadInput(f"synccheck checks .gpuir and .amir files only: {file}")
     if options.max_steps <= 0:
         raise BadInput(f"--max-steps out of range: {options.max_steps}")
+    if options.symbolic and (options.up_to < 1 or options.sizes < 1):
+        raise BadInput(f"--up-to and --sizes must be positive: {options.up_to}, "
+                       f"{options.sizes}")
     return language.synccheck(file, options)
 
 

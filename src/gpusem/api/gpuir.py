@@ -35,7 +35,7 @@ from gpusem.api.results import (
 )
 from gpusem.api.writing import reproducer, write_output
 from gpusem.calculus.amir.parser import parse_procs
-from gpusem.calculus.errors import IllTyped
+from gpusem.calculus.errors import BadInput, IllTyped
 from gpusem.calculus.gpuir.parser import parse_module
 from gpusem.calculus.source import read_source
 
@@ -75,6 +75,10 @@ def _synccheck(file: str, o: SyncOptions, amir_level: bool) -> SyncReport:
 
     source = read_source(file)
     env = {**header_defines(source, file), **parse_defines(o.defines)}
+    if o.symbolic:
+        if amir_level:
+            raise BadInput(f"{file}: --symbolic checks .gpuir files only")
+        return _symbolic(file, source, env, o)
     if amir_level:
         result = sc.synccheck_amir(source, file, env, proc_name=o.proc,
                                    max_steps=o.max_steps, reference=o.reference)
@@ -93,6 +97,28 @@ def _synccheck(file: str, o: SyncOptions, amir_level: bool) -> SyncReport:
     return SyncReport(file, "amir" if amir_level else "gpuir", 0 if v.accepted else 1,
                       tuple(shown), accepted=v.accepted,
                       check=None if v.violation is None else v.violation.check,
+                      doc=doc)
+
+
+def _symbolic(file: str, source: str, env: dict[str, int],
+              o: SyncOptions) -> SyncReport:
+    """`--symbolic N,K`: exit 1 for `refuted` (a replayable size) AND for
+    `unproved` (no proof for all sizes exists yet: never exit 0 without one)."""
+    from gpusem.interpreter.amir.symbolic_sizes import symbolic_synccheck
+
+    explicit = parse_defines(o.defines)
+    clash = [p for p in o.symbolic if p in explicit]
+    if clash:
+        raise BadInput(f"{file}: {clash[0]} is both given (-D) and symbolic")
+    r = symbolic_synccheck(source, file, o.symbolic, env, assume=o.assume,
+                           up_to=o.up_to, sizes=o.sizes, proc_name=o.proc,
+                           rules=o.rules, max_steps=o.max_steps)
+    doc = r.as_json()
+    shown = out(json.dumps(doc, indent=2) if o.as_json else r.report(source))
+    check = None
+    if r.result is not None and r.result.verdict.violation is not None:
+        check = r.result.verdict.violation.check
+    return SyncReport(file, "gpuir", 1, (shown,), accepted=False, check=check,
                       doc=doc)
 
 

@@ -68,6 +68,10 @@ class SyncOptions:
     max_steps: int = 200_000_000
     as_json: bool = False
     reference: bool = False
+    symbolic: tuple[str, ...] = ()  # issue 27: search these sizes (symbolic_sizes.py)
+    assume: tuple[str, ...] = ()    # their preconditions, one atom each
+    up_to: int = 4096               # the largest value tried per symbolic size
+    sizes: int = 12                 # how many sizes the search tries at most
 
 
 @dataclass(frozen=True)

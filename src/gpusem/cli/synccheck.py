@@ -38,9 +38,23 @@ from gpusem.cli.common import show
               help="Run the reference machine on every task (the definition; the "
                    "default machine decides symmetric kernels from their first task, "
                    "with the same verdict).")
+@click.option("--symbolic", default=None, metavar="N,K,...",
+              help="Check these size parameters over every size their "
+                   "preconditions admit: 'refuted' with a size to replay with -D, "
+                   "or 'unproved' with the reason (exit 1 for both).")
+@click.option("--assume", multiple=True, metavar="EXPR",
+              help="A precondition of the symbolic sizes, e.g. 'N % 256 == 0'.")
+@click.option("--up-to", type=int, default=4096, show_default=True,
+              help="With --symbolic: the largest value tried per size.")
+@click.option("--sizes", type=int, default=12, show_default=True,
+              help="With --symbolic: how many sizes to try at most.")
 def command(file: str, defines: tuple[str, ...], proc_name: str | None, rules: str,
-            print_amir: bool, max_steps: int, as_json: bool, reference: bool) -> None:
+            print_amir: bool, max_steps: int, as_json: bool, reference: bool,
+            symbolic: str | None, assume: tuple[str, ...], up_to: int,
+            sizes: int) -> None:
     """GPU IR (or AMIR) -> synchronisation check (exit 0 accepted, 1 rejected)."""
+    names = tuple(n.strip() for n in symbolic.split(",")) if symbolic else ()
     show(api.synccheck_file(file, api.SyncOptions(defines, proc_name, rules,
                                                   print_amir, max_steps, as_json,
-                                                  reference)))
+                                                  reference, names, assume, up_to,
+                                                  sizes)))

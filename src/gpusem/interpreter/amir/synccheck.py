@@ -74,7 +74,7 @@ def synccheck(source: str, file: str, defines: Mapping[str, int], *,
     from gpusem.calculus.gpuir.parser import parse_module
 
     module = parse_module(source, file)
-    proc = _pick(module.procs, proc_name, file)
+    proc = pick_proc(module.procs, proc_name, file)
     return synccheck_proc(proc, defines, rules=rules, max_steps=max_steps, file=file,
                           reference=reference)
 
@@ -108,7 +108,7 @@ def synccheck_amir(source: str, file: str, defines: Mapping[str, int], *,
     procs = parse_procs(source, file)
     if not procs:
         raise BadInput(f"{file}: no procedure")
-    amir = _pick(procs, proc_name, file)
+    amir = pick_proc(procs, proc_name, file)
     missing = [p for p in amir.params if p not in defines]
     if missing:
         raise BadInput(f"{file}: missing definition: {', '.join(missing)} has no "
@@ -143,7 +143,7 @@ def synccheck_proc(proc: Proc, defines: Mapping[str, int], *, rules: str = "fixe
                       seconds)
 
 
-def _pick(procs: Sequence[P], name: str | None, file: str) -> P:
+def pick_proc(procs: Sequence[P], name: str | None, file: str) -> P:
     if name is None:
         return procs[-1]
     for p in procs:
