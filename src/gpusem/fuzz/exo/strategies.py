@@ -278,12 +278,15 @@ def phases(draw, block: int) -> Phase:
 
 
 def programs(max_phases: int = 3):
-    """Every family: phase programs (three in four) and cp.async pipelines
-    (fuzz/exo/pipelines.py)."""
+    """Every family: phase programs (three in six), cp.async pipelines
+    (fuzz/exo/pipelines.py, one in six) and issue 26's constructs
+    (fuzz/exo/constructs.py, two in six)."""
+    from gpusem.fuzz.exo.constructs import construct_programs
     from gpusem.fuzz.exo.pipelines import pipelines
 
     return st.one_of(phase_programs(max_phases), phase_programs(max_phases),
-                     phase_programs(max_phases), pipelines())
+                     phase_programs(max_phases), pipelines(), construct_programs(),
+                     construct_programs())
 
 
 @st.composite
