@@ -27,6 +27,11 @@ CONSTRUCTS = ("sync-by-non-writers", "sync-chain", "two-awaits", "two-awaits-thr
               "two-awaits-tls", "host-dram", "host-copy", "host-loop", "host-fence",
               "atomic", "tma-reduce")
 
+# The least share of a census's programs that must use each construct
+# (tests/exo/test_coverage.py; a 300-program census draws about twice these).
+MIN_SHARE = {c: 0.02 for c in CONSTRUCTS} | {"two-awaits-tls": 0.01,
+                                              "host-fence": 0.015}
+
 Warps = tuple[int, int] | None  # None: every warp of the CTA
 
 
@@ -102,7 +107,8 @@ class _Walk:
                         "temporal" if post == "cuda_temporal" else "cta")
                 self._sync(link, ctx)
             case A.Arrive(barriers=zs):
-                self._sync("mbarrier", ctx)
+                if any(z.name in self.mbarriers for z in zs):  # (not a commit group)
+                    self._sync("mbarrier", ctx)
                 for z in zs:
                     self.awaits.pop(z.name, None)
             case A.Await(barrier=z, tl=tl) if z.name in self.mbarriers:
