@@ -30,8 +30,10 @@ def _round_seed(seed: int, r: int) -> int:
                           "little")
 
 
-def round_programs(seed: int, r: int, n: int = ROUND) -> list:
-    from gpusem.fuzz.exo.strategies import programs
+def round_programs(seed: int, r: int, n: int = ROUND, steer: bool = False) -> list:
+    """Round `r`'s programs; `steer`: the compile census's mix (strategies.
+    compile_programs: Exo's async lowerings) instead of the verdict census's."""
+    from gpusem.fuzz.exo.strategies import compile_programs, programs
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as hseed
 
@@ -42,7 +44,7 @@ def round_programs(seed: int, r: int, n: int = ROUND) -> list:
 
     test = settings(max_examples=n, database=None, deadline=None,
                     phases=[Phase.generate], suppress_health_check=list(HealthCheck))(
-        given(programs())(collect))
+        given(compile_programs() if steer else programs())(collect))
     hseed(_round_seed(seed, r))(test)()
     return out[:n]
 

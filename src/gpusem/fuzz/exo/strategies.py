@@ -289,6 +289,19 @@ def programs(max_phases: int = 3):
                      construct_programs())
 
 
+def compile_programs(max_phases: int = 3):
+    """The compile census's mix (issue 26, item 2), steered at Exo's async lowerings:
+    mbarrier rings of several stages (one in three), the same in clusters of two CTAs
+    (one in three), cp.async pipelines of several commit groups (one in six), phase
+    programs (one in six). TMA and wgmma are not drawn: the emitter maps neither
+    (docs/exo.md, "What each side cannot express")."""
+    from gpusem.fuzz.exo.pipelines import mbar_pipelines, pipelines
+
+    return st.one_of(mbar_pipelines(), mbar_pipelines(), mbar_pipelines(cluster=True),
+                     mbar_pipelines(cluster=True), pipelines(),
+                     phase_programs(max_phases))
+
+
 @st.composite
 def phase_programs(draw, max_phases: int = 3) -> ExoProgram:
     """An ExoProgram: correct by construction unless its mutation breaks it; a
