@@ -184,4 +184,10 @@ def mbar_pipelines(draw, cluster: bool = False) -> MbarPipeline:
         block=draw(st.sampled_from((32, 64, 128))),
         mul=2 * draw(st.integers(0, 3)) + 1, add=draw(st.integers(0, 40)),
         tasks=tasks, cluster=2 if cluster else 1,
-        mutation=draw(st.sampled_from(("",) * 3 + MBAR_MUTATIONS)))
+        # half near misses, as an index: sampled_from drew drop-tail-fence in most
+        # clustered rings of a round, which left the compile census few to run
+        mutation=_near_miss(draw(st.integers(0, 5))))
+
+
+def _near_miss(i: int) -> str:
+    return MBAR_MUTATIONS[i - 3] if i >= 3 else ""
