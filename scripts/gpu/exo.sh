@@ -28,7 +28,8 @@
 #     per async feature (tma, wgmma, mbarrier-stages, cp-async-stages, cluster) the
 #     kernels and their outcomes -> $OUT/compile_BRANCH.json, bundles in the tgz.
 #   (EXO_BACKEND=cpu only builds: a test of this script on a machine without a GPU.)
-# Every step has its own time limit, so a call ends inside the device's 10 minutes
+# Every step has its own time limit (installing and starting a checker <= 150 s, a
+# census or compile census <= 380 or 400 s), so a call ends inside the device's 10 minutes
 # and returns what finished. Results are committed under results/exo/.
 set -uo pipefail
 STEP=${1:?usage: bash scripts/gpu.sh exo census|compile BRANCH|pldi26|endgame}
@@ -75,9 +76,9 @@ with ExoDriver() as d:
 }
 
 census() {  # $1 = branch, $2 = jobs
-  GPUSEM_EXO_PYTHON=/tmp/exo-$1/python timeout "${EXO_CENSUS_TIMEOUT:-480}" \
+  GPUSEM_EXO_PYTHON=/tmp/exo-$1/python timeout "${EXO_CENSUS_TIMEOUT:-380}" \
     python3 -m gpusem.fuzz.exo.census --programs "${EXO_PROGRAMS:-6000}" --jobs "$2" \
-    --seconds "${EXO_CENSUS_S:-400}" --out "$OUT/census_$1.json" 2>&1 | tail -3 \
+    --seconds "${EXO_CENSUS_S:-300}" --out "$OUT/census_$1.json" 2>&1 | tail -3 \
     | tee "/tmp/gpu_exo_$1/census.log"
 }
 
@@ -97,8 +98,8 @@ case "$STEP" in
     wait ;;
   compile)
     B=${2:?usage: bash scripts/gpu.sh exo compile pldi26|endgame}
-    install_exo "$B" && compile_census "$B" "$NPROC" "${EXO_COMPILE_S:-420}" \
-      "${EXO_COMPILE_TIMEOUT:-500}" ;;
+    install_exo "$B" && compile_census "$B" "$NPROC" "${EXO_COMPILE_S:-330}" \
+      "${EXO_COMPILE_TIMEOUT:-400}" ;;
   pldi26|endgame)  # the issue-16 call: a smaller census and compile census
     install_exo "$STEP" && {
       EXO_PROGRAMS=${EXO_PROGRAMS:-5000} EXO_CENSUS_S=${EXO_CENSUS_S:-150} \
