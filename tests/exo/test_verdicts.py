@@ -23,6 +23,16 @@ from tests.exo.goldens import DATA, PROGRAMS
 # rule key) per branch
 EXPECTED = {
     "pldi26": {
+        "host_read_without_stream_sync": ("accept", "", "gpusem-rejects:exo=accept|"
+                                          "paper=reject:WAW@=|fixed=reject:WAW@=",
+                                          "generic"),
+        "host_stream_sync": ("compile-static", "ValueError", "exo-compile-static:exo="
+                             "compile-static:Fence_N|paper=accept|fixed=accept",
+                             "static"),
+        "arrive_by_writers": ("static", "ValueError", "exo-static:exo=static:Await(bar, "
+                              "cuda_in_order, ~N) has inconsistent collective tiling "
+                              "with previous Arrive(...) >> bar […|paper=accept|"
+                              "fixed=accept", "static"),
         "own_read_then_cp_async": ("hazard", "WAR HAZARD", "agree", ""),
         "cluster_sync_twice": ("accept", "", "agree", ""),
         "threads_outside_device": ("exo-error", "AssertionError", "exo-error:exo-error:"
@@ -57,6 +67,9 @@ EXPECTED = {
     },
 }
 EXPECTED["endgame"] = dict(EXPECTED["pldi26"]) | {
+    "host_stream_sync": ("compile-static", "KeyError", "exo-compile-static:exo="
+                         "compile-static:Fence_N|paper=accept|fixed=accept", "static"),
+    "arrive_by_writers": ("accept", "", "agree", ""),
     "free_temporal": ("accept", "", "agree", ""),
     "unwaited_group": ("accept", "", "gpusem-rejects:exo=accept|paper=reject:barrier@"
                        "free|fixed=reject:barrier@free", "check-barrier"),

@@ -30,8 +30,10 @@ def _round_seed(seed: int, r: int) -> int:
                           "little")
 
 
-def round_programs(seed: int, r: int, n: int = ROUND) -> list:
-    from gpusem.fuzz.exo.strategies import programs
+def round_programs(seed: int, r: int, n: int = ROUND, steer: bool = False) -> list:
+    """Round `r`'s programs; `steer`: the compile census's mix (strategies.
+    compile_programs: Exo's async lowerings) instead of the verdict census's."""
+    from gpusem.fuzz.exo.strategies import compile_programs, programs
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as hseed
 
@@ -42,9 +44,24 @@ def round_programs(seed: int, r: int, n: int = ROUND) -> list:
 
     test = settings(max_examples=n, database=None, deadline=None,
                     phases=[Phase.generate], suppress_health_check=list(HealthCheck))(
-        given(programs())(collect))
+        given(compile_programs() if steer else programs())(collect))
     hseed(_round_seed(seed, r))(test)()
     return out[:n]
+
+
+def coverage_census(seed: int, rounds: list[int], per_round: int = ROUND) -> dict:
+    """Issue 26's constructs (fuzz/exo/coverage.py) among the programs of `rounds`,
+    counted from their syntax alone (no Exo): what a census of those rounds draws."""
+    from gpusem.calculus.gpuir.parser import parse_module
+    from gpusem.fuzz.exo.coverage import constructs_of
+
+    count: Counter = Counter()
+    n = 0
+    for r in rounds:
+        for k in round_programs(seed, r, per_round):
+            n += 1
+            count.update(constructs_of(parse_module(k.source(), "gen.gpuir").procs[-1]))
+    return {"programs": n, "coverage": count}
 
 
 def census_rounds(rounds: list[int], seed: int, per_round: int = ROUND,
@@ -53,13 +70,15 @@ def census_rounds(rounds: list[int], seed: int, per_round: int = ROUND,
     the tallies (mergeable with `merge`)."""
     from gpusem.compiler.gpuir_exo.driver import ExoDriver
     from gpusem.fuzz.exo.checking import check_program
+    from gpusem.fuzz.exo.coverage import constructs_of
     from gpusem.fuzz.exo.findings import rule_key
 
     tally: dict = {"programs": 0, "unexpressible": 0, "exo": Counter(),
                    "unexpressible_constructs": Counter(),
                    "paper": Counter(), "fixed": Counter(), "pairs": Counter(),
                    "mutations": {}, "findings": {}, "exo_seconds": 0.0,
-                   "by_round": {}}
+                   "by_round": {}, "coverage": Counter(),
+                   "coverage_compared": Counter(), "by_construct": {}}
     with ExoDriver() as driver:
         tally["install"] = driver.install.as_json()
         for r in rounds:
@@ -71,6 +90,8 @@ def census_rounds(rounds: list[int], seed: int, per_round: int = ROUND,
             for k in round_programs(seed, r, per_round):
                 c = check_program(driver, k)
                 tally["programs"] += 1
+                used = constructs_of(c.proc) if c.proc is not None else frozenset()
+                tally["coverage"].update(used)
                 if c.unexpressible or c.exo is None:
                     tally["unexpressible"] += 1
                     round_pairs["unexpressible"] += 1
@@ -85,6 +106,10 @@ def census_rounds(rounds: list[int], seed: int, per_round: int = ROUND,
                 tally["paper"][gp] += 1
                 tally["fixed"][gf] += 1
                 tally["pairs"][f"exo={ex}|paper={gp}|fixed={gf}"] += 1
+                tally["coverage_compared"].update(used)
+                for u in used:
+                    tally["by_construct"].setdefault(u, Counter())[
+                        f"exo={ex}|paper={gp}|fixed={gf}"] += 1
                 round_pairs[f"exo={ex}|paper={gp}|fixed={gf}"] += 1
                 m = tally["mutations"].setdefault(k.mutation or "none", Counter())
                 m["total"] += 1
@@ -94,7 +119,8 @@ def census_rounds(rounds: list[int], seed: int, per_round: int = ROUND,
                 if not c.comparison.agree:
                     f = tally["findings"].setdefault(c.comparison.signature, {
                         "kind": c.comparison.kind, "rule": rule_key(c), "count": 0,
-                        "first_program": c.source, "defines": c.defines})
+                        "first_program": c.source, "defines": c.defines,
+                        "constructs": sorted(used)})
                     f["count"] += 1
     return tally
 
@@ -103,8 +129,13 @@ def merge(a: dict, b: dict) -> dict:
     out = dict(a)
     for key in ("programs", "unexpressible", "exo_seconds"):
         out[key] = a.get(key, 0) + b.get(key, 0)
-    for key in ("exo", "paper", "fixed", "pairs", "unexpressible_constructs"):
+    for key in ("exo", "paper", "fixed", "pairs", "unexpressible_constructs",
+                "coverage", "coverage_compared"):
         out[key] = Counter(a.get(key, {})) + Counter(b.get(key, {}))
+    by = {u: Counter(v) for u, v in a.get("by_construct", {}).items()}
+    for u, v in b.get("by_construct", {}).items():
+        by[u] = by.get(u, Counter()) + Counter(v)
+    out["by_construct"] = by
     muts = {m: Counter(v) for m, v in a.get("mutations", {}).items()}
     for m, v in b.get("mutations", {}).items():
         muts[m] = muts.get(m, Counter()) + Counter(v)
@@ -150,6 +181,8 @@ def run(programs: int, seed: int, jobs: int, seconds: float = 1e9) -> dict:
                                                                               "fixed")}
     total["agreement"] = {r: round(n / both, 4) if both else None
                           for r, n in agree.items()}
+    total["coverage_share"] = {u: round(n / total["programs"], 4)
+                               for u, n in sorted(total["coverage"].items())}
     return total
 
 

@@ -22,7 +22,7 @@ from collections import Counter
 
 
 def _job(args: tuple) -> dict:
-    j, jobs, quota, seed, batch, backend, bundles, deadline = args
+    j, jobs, quota, seed, batch, backend, bundles, deadline, steer = args
     from gpusem.compiler.gpuir_exo.driver import ExoDriver
     from gpusem.compiler.gpuir_exo.harness import Harness
     from gpusem.fuzz.bundle import write_bundle
@@ -31,7 +31,7 @@ def _job(args: tuple) -> dict:
     from gpusem.fuzz.exo.compile_property import compile_batch
 
     tally: dict = {"outcomes": Counter(), "programs": 0, "kernels": 0,
-                   "findings": {}, "seconds": Counter()}
+                   "findings": {}, "seconds": Counter(), "features": {}}
     harness = Harness(backend)
     r = j
     with ExoDriver() as driver:
@@ -39,7 +39,7 @@ def _job(args: tuple) -> dict:
         pending: list = []
         while tally["kernels"] < quota and time.time() < deadline:
             t0 = time.perf_counter()
-            for k in round_programs(seed, r):
+            for k in round_programs(seed, r, steer=steer):
                 c = check_program(driver, k)
                 tally["programs"] += 1
                 if c.both_accept:
@@ -52,6 +52,8 @@ def _job(args: tuple) -> dict:
                 for res in compile_batch(driver, harness, todo, seed=r * 1000):
                     tally["kernels"] += 1
                     tally["outcomes"][res.outcome] += 1
+                    for f in sorted(res.features) or ["none"]:
+                        tally["features"].setdefault(f, Counter())[res.outcome] += 1
                     if res.outcome in ("agree", "built"):
                         continue
                     cr = res.result()
@@ -73,8 +75,10 @@ def _job(args: tuple) -> dict:
 
 def _merge(parts: list[dict]) -> dict:
     total: dict = {"outcomes": Counter(), "programs": 0, "kernels": 0, "findings": {},
-                   "seconds": Counter()}
+                   "seconds": Counter(), "features": {}}
     for p in parts:
+        for f, outs in p.get("features", {}).items():
+            total["features"][f] = total["features"].get(f, Counter()) + Counter(outs)
         total["outcomes"] += Counter(p["outcomes"])
         total["seconds"] += Counter(p["seconds"])
         total["programs"] += p["programs"]
@@ -103,12 +107,12 @@ def device_info() -> dict:
 
 
 def run(kernels: int, seed: int, jobs: int, batch: int, backend: str,
-        bundles: str, seconds: float = 1e9) -> dict:
+        bundles: str, seconds: float = 1e9, steer: bool = False) -> dict:
     """`seconds`: no job starts a new round after that long (the JSON is written
     whatever is done: a device call has a hard time limit)."""
     quota = -(-kernels // jobs)
     deadline = time.time() + seconds
-    args = [(j, jobs, quota, seed, batch, backend, bundles, deadline)
+    args = [(j, jobs, quota, seed, batch, backend, bundles, deadline, steer)
             for j in range(jobs)]
     t0 = time.time()
     if jobs == 1:
@@ -118,7 +122,10 @@ def run(kernels: int, seed: int, jobs: int, batch: int, backend: str,
             parts = pool.map(_job, args)
     total = _merge(parts)
     total.update(seconds_wall=round(time.time() - t0, 1), seed=seed, jobs=jobs,
-                 backend=backend, batch=batch, device=device_info())
+                 backend=backend, batch=batch, steer=steer, device=device_info())
+    # per async feature: kernels that used it, and how many ran and agreed
+    total["feature_kernels"] = {f: sum(v.values())
+                                for f, v in sorted(total["features"].items())}
     return total
 
 
@@ -130,14 +137,20 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--batch", type=int, default=40)
     ap.add_argument("--backend", default="cpu", choices=("cpu", "cuda"))
     ap.add_argument("--bundles", default="")
+    ap.add_argument("--steer", action="store_true",
+                    help="draw the async mix (mbarrier rings, clusters, cp.async "
+                    "pipelines: strategies.compile_programs) instead of the verdict "
+                    "census's programs")
     common_arguments(ap)
     a = ap.parse_args(argv)
     require_exo(a.exo_python)
-    total = run(a.kernels, a.seed, a.jobs, a.batch, a.backend, a.bundles, a.seconds)
+    total = run(a.kernels, a.seed, a.jobs, a.batch, a.backend, a.bundles, a.seconds,
+                a.steer)
     write_json(total, a.out)
     print(f"{total['kernels']} Exo-compiled kernels ({a.backend}) from "
           f"{total['programs']} programs in {total['seconds_wall']} s: "
-          f"{dict(total['outcomes'])}; {len(total['findings'])} finding signatures "
+          f"{dict(total['outcomes'])}; per feature {total['feature_kernels']}; "
+          f"{len(total['findings'])} finding signatures "
           f"-> {a.out}")
 
 

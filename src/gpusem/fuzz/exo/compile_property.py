@@ -29,6 +29,7 @@ import numpy as np
 from gpusem.compiler.gpuir_cuda.run import first_difference, make_inputs
 from gpusem.compiler.gpuir_exo.driver import ExoDriver
 from gpusem.compiler.gpuir_exo.emit import emit_proc
+from gpusem.compiler.gpuir_exo.features import kernel_features
 from gpusem.compiler.gpuir_exo.harness import Harness, HarnessCase, main_source
 from gpusem.fuzz.exo.checking import Checked
 from gpusem.fuzz.targets import CheckResult
@@ -44,6 +45,7 @@ class Compiled:
     inputs: dict | None = None
     code: dict | None = None
     main: str = ""
+    features: frozenset[str] = frozenset()  # compiler/gpuir_exo/features.py
 
     def result(self) -> CheckResult:
         if self.outcome == "agree":
@@ -84,12 +86,8 @@ def _norm(text: str) -> str:
 
 def compile_batch(driver: ExoDriver, harness: Harness, batch: list[Checked],
                   seed: int = 0) -> list[Compiled]:
-    """Compile, build, run and compare a batch of programs both checkers accept."""
-    from gpusem.interpreter.gpuir.sequential import (
-        reads_uninitialised,
-        run_sequential,
-    )
-
+    """Compile, build, run and compare a batch of programs both checkers accept; each
+    result carries the async features of its kernel's CUDA."""
     items, cases = [], []
     for i, c in enumerate(batch):
         assert c.proc is not None
@@ -103,6 +101,21 @@ def compile_batch(driver: ExoDriver, harness: Harness, batch: list[Checked],
         if len(batch) == 1:
             return [Compiled(batch[0], "exo-compile", why)]
         return [r for c in batch for r in compile_batch(driver, harness, [c], seed)]
+    feats = kernel_features(code)
+    out = _compile_run(harness, batch, cases, code, seed, driver)
+    for i, res in enumerate(out):  # one result per program, in batch order
+        if not res.features:  # (a rebuilt single kernel has its own)
+            res.features = feats.get(f"k{i}", frozenset())
+    return out
+
+
+def _compile_run(harness: Harness, batch: list[Checked], cases: list[HarnessCase],
+                 code: dict, seed: int, driver: ExoDriver) -> list[Compiled]:
+    from gpusem.interpreter.gpuir.sequential import (
+        reads_uninitialised,
+        run_sequential,
+    )
+
     build = harness.build(cases, code)
     main = main_source(cases, "batch.h")
     if not build.ok:

@@ -278,12 +278,29 @@ def phases(draw, block: int) -> Phase:
 
 
 def programs(max_phases: int = 3):
-    """Every family: phase programs (three in four) and cp.async pipelines
-    (fuzz/exo/pipelines.py)."""
+    """Every family: phase programs (three in six), cp.async pipelines
+    (fuzz/exo/pipelines.py, one in six) and issue 26's constructs
+    (fuzz/exo/constructs.py, two in six)."""
+    from gpusem.fuzz.exo.constructs import construct_programs
     from gpusem.fuzz.exo.pipelines import pipelines
 
     return st.one_of(phase_programs(max_phases), phase_programs(max_phases),
-                     phase_programs(max_phases), pipelines())
+                     phase_programs(max_phases), pipelines(), construct_programs(),
+                     construct_programs())
+
+
+def compile_programs(max_phases: int = 3):
+    """The compile census's mix (issue 26, item 2), steered at Exo's async lowerings:
+    mbarrier rings of several stages (two in eight), the same in clusters of two CTAs
+    (two in eight), cp.async pipelines of several commit groups (three in eight: only
+    two in seven of them are not near misses), phase programs (one in eight). TMA and
+    wgmma are not drawn: the emitter maps neither (docs/exo.md, "What each side cannot
+    express")."""
+    from gpusem.fuzz.exo.pipelines import mbar_pipelines, pipelines
+
+    return st.one_of(mbar_pipelines(), mbar_pipelines(), mbar_pipelines(cluster=True),
+                     mbar_pipelines(cluster=True), pipelines(), pipelines(),
+                     pipelines(), phase_programs(max_phases))
 
 
 @st.composite
