@@ -39,8 +39,10 @@ steps, the same for one input and one z3 version), not wall-clock time: RLIMIT_P
 per pair, RLIMIT_PROGRAM for a whole program. With the former wall-clock budgets
 (300 ms a pair, 1.5 s a program) a loaded machine could flip a program's verdict from
 race-free to undecided (issue 24); now the verdict does not depend on the load. The
-units were calibrated on the generated programs of scripts/race_exclusion.py: the
-largest pair any of them needs is far below RLIMIT_PAIR (results/bundl/). Conventions (paper -> Python): π -> `Ctx.persp`,
+budgets are about the former ones on the idle dev machine (z3 spends roughly a million
+units a second there); of the 1000 generated programs of scripts/race_exclusion.py the
+costliest spends 365,249 units in all and 99% spend under 12,390
+(results/bundl/race_exclusion_stable_after.json). Conventions (paper -> Python): π -> `Ctx.persp`,
 p -> `Ctx.p` (a builder th -> term), (t, b) -> `Th.t`, `Th.b`; a builder is a function
 of one symbolic thread.
 """
