@@ -7,8 +7,11 @@ Programs: the general well-typed generator as the `compile` property draws it
 (`generated_programs(max_blocks=2, max_threads=8)`: not race-free by construction, so
 the z3 analysis must prove each one before it is compared). For each: the round-robin
 run (not terminated: excluded for another reason), then `race.analyse` with the oracle's
-limits (300 ms per pair, 1.5 s per program): race-free, racy (a witness), undecided (z3
-unknown, the time budget, or a walk that could not see every access).
+limits (`unproven_race_freedom`: z3 resource units, RLIMIT_PAIR per pair and
+RLIMIT_PROGRAM per program, since issue 24; 300 ms per pair and 1.5 s per program of
+wall-clock time before): race-free, racy (a witness), undecided (z3 unknown, the
+budget, or a walk that could not see every access). `rlimit` in the result: the z3
+resource units the programs spent (the largest, and the 99th percentile).
 
 Ground truth, on the sampled programs whose machine has at most `--gt-threads` threads
 and whose round-robin run takes at most `--gt-steps` steps (the first `--gt-limit` of
@@ -32,16 +35,20 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
+USED: list[int] = []  # the z3 resource units each analysed program spent
+
+
 def classify(prog) -> tuple[str, int, str]:
     """(oracle verdict, round-robin steps, the race analysis's description):
     not-terminated | race-free | racy | undecided."""
     from gpusem.interpreter.bundl.schedulers import run_program
-    from gpusem.typing_rules.bundl.race import analyse
+    from gpusem.typing_rules.bundl.race import RLIMIT_PROGRAM, analyse
 
     out = run_program(prog, "rr", max_steps=2_000_000)
     if out.kind != "terminated":
         return "not-terminated", out.steps, ""
-    report = analyse(prog, timeout_ms=300, budget_s=1.5)
+    report = analyse(prog, rlimit_total=RLIMIT_PROGRAM)  # as the oracle asks
+    USED.append(report.rlimit)
     if report.race_free:
         return "race-free", out.steps, ""
     race = report.races[0]
@@ -136,6 +143,8 @@ def main() -> None:
                 v for k, v in confusion.items() if k.split("/")[0] != "race-free"
                 and not k.endswith("/unknown")) / max(gt_total, 1), 4),
         },
+        "rlimit": {"max": max(USED, default=0),
+                   "p99": sorted(USED)[int(0.99 * (len(USED) - 1))] if USED else 0},
         "unsound_race_free_claims": unsound,
         "false_exclusion_examples": false_exclusions,
     }

@@ -75,7 +75,9 @@ def test_signatures_name_causes_not_directive_paths() -> None:
     # an error text is a cause already; numbers and the user's line are not part of it
     a, _ = classify("triton", "InterpreterError: bad shape 128 | at 3:4: x = y", set())
     b, _ = classify("triton", "InterpreterError: bad shape 256 | at 9:1: z = w", set())
-    assert a == b == "triton:InterpreterError: bad shape N"
+    # nor which of Triton's front ends reported it (issue 24: interpreter or compiler)
+    c, _ = classify("triton", "CompilationError: bad shape 64", set())
+    assert a == b == c == "triton:bad shape N"
 
 
 def test_stats_merge_counts_wall_minutes_and_coverage(tmp_path) -> None:

@@ -26,6 +26,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from gpusem.fuzz.appy.evidence import atomic_dropped
+
 
 @dataclass(frozen=True)
 class Cause:
@@ -74,6 +76,31 @@ CATALOGUE: tuple[Cause, ...] = (
           ("wrong", "oob", "triton")),
     Cause("floor-div-mod", "integer `//` and `%` truncate (C) instead of flooring "
           "(Python)", frozenset({"int_floordiv_mod"}), ("wrong",)),
+    # Issue 24: one cause, one signature. Each was a family of `wrong:unknown:<shape>`
+    # or error-text signatures, one per program shape, in the cpu_2h and h100
+    # campaigns (results/appy/); confirmed by hand from their smallest programs.
+    Cause("reduction-invariant-once", "a `reduction(+:acc)` update adding a "
+          "loop-invariant value (`acc += 1.5`, `acc += np.maximum(2, 3)`) adds it once "
+          "per block, not once per iteration (acc = init + 1.5 for any N); an int "
+          "value fails in Triton ('int' has no dtype) or on the host instead",
+          frozenset({"reduction_invariant_rhs"}), ("wrong", "triton", "host")),
+    Cause("reduction-masked-lanes", "a `reduction(+:acc)` update whose value has a "
+          "constant branch (`acc += where(A[i] <= 0, 2, A[i])`, `3 if c else A[i]`) "
+          "sums the block's masked-off lanes too: each adds the constant (3 x 1024 "
+          "for 64 iterations)", frozenset({"reduction_const_branch"}), ("wrong",)),
+    Cause("nested-conditional", "a conditional expression nested in another "
+          "(`(a if c else b) if d else e`, in any branch or the condition) is "
+          "translated wrongly: wrong values in Triton's interpreter, 'Ternary "
+          "expression with dynamic condition has inconsistent types' in Triton's "
+          "compiler", frozenset({"nested_conditional"}), ("wrong", "triton"),
+          r"Ternary|expected .* got"),
+    Cause("dot-wrong", "`appy.dot(A[i, :N], X[:N])` in a worker computes a wrong "
+          "value", frozenset({"mv_dot"}), ("wrong",)),
+    Cause("builtin-reduce-on-slice", "Python's `min`/`max` of a row slice in a "
+          "worker reaches Triton untranslated ('int' object is not iterable in the "
+          "interpreter, 'min requires at least N values' in the compiler)",
+          frozenset({"tensor_reduce", "tensor_in_worker"}), ("triton",),
+          r"not iterable|requires at least"),
     # Decided by evidence, not by trigger (kinds=() so `classify` never picks it):
     # `verdicts.sign_kernel` reads the generated module (fuzz/appy/evidence.py).
     Cause("atomic-dropped", "`#pragma atomic` is dropped: the generated Triton module "
@@ -93,7 +120,8 @@ STRUCTURAL = (
     "reduction_clause", "atomic", "atomic_fixed_cell", "atomic_invariant_index",
     "atomic_indirect",
     "atomic_tensor", "simd_scalar_sum", "simd_scalar_maxmin",
-    "simd_cell_reduction", "simd_augassign", "simd_add_augassign", "simd_if", "simd_step", "in_place_update",
+    "simd_cell_reduction", "simd_augassign", "simd_add_augassign", "simd_if",
+    "simd_step", "in_place_update",
     "shifted_self_assign", "if_in_loop", "conditional_expr", "where", "bitwise_logic",
     "indirect_read", "negative_index", "vidx", "tensor_top", "tensor_in_worker",
     "tensor_parallel_dim", "tensor_simd_dim", "tensor_reduce_dim", "le_prop",
@@ -104,11 +132,45 @@ STRUCTURAL = (
 def normalise(text: str) -> str:
     """An error text without what varies between programs of one cause."""
     text = text.split(" | at ")[0]  # the user's source line is context, not the class
+    text = unwrap(text)
     text = re.sub(r"\b(fp|float|int|i|u|bf)(16|32|64|8|1)\b", "<ty>", text)
     text = re.sub(r"'[^']*'", "'…'", text) if len(text) > 160 else text
     text = re.sub(r"\d+", "N", text)
     text = re.sub(r"\b[A-Z]\d+\b|\b(acc|t|l|col|m|s|v|alpha)N\b", "X", text)
     return text[:160]
+
+
+_WRAPPER = re.compile(r"^(?:InterpreterError|CompilationError): (.*)$", re.DOTALL)
+_CALL_FORM = re.compile(r"""^(\w+)\((['"])(.*)\2\)$""", re.DOTALL)
+
+
+def unwrap(text: str) -> str:
+    """The error inside the wrappers of Triton's two front ends (issue 24: one cause
+    read through the interpreter and through the compiler was two signatures). The
+    interpreter writes `InterpreterError: ValueError("msg")`, sometimes nested twice
+    (`InterpreterError('AttributeError("msg")')`), the compiler `CompilationError:
+    ValueError: msg`; both become `ValueError: msg`."""
+    while True:
+        if m := _WRAPPER.match(text):
+            text = m[1]
+        elif m := _CALL_FORM.match(text):
+            text = f"{m[1]}: {m[3]}".replace("\\'", "'").replace('\\"', '"')
+        else:
+            return text
+
+
+def cause_signature(kind: str, detail: str, feats: set[str], module: str = ""
+                    ) -> tuple[str, Cause | None, str]:
+    """(signature, cause, evidence) of one failing kernel: the catalogue, then the
+    evidence in the generated module (an atomic pragma the module dropped), then
+    `classify`'s error text or constructs. What `verdicts.sign_kernel` signs with, and
+    what tests/appy/test_cause_clustering.py recomputes for committed campaigns."""
+    sig, cause = classify(kind, detail, feats)
+    if cause is None and kind in ("wrong", "oob"):
+        dropped = atomic_dropped(feats, module)
+        if dropped:
+            return "cause:atomic-dropped", BY_ID["atomic-dropped"], dropped
+    return sig, cause, ""
 
 
 def classify(kind: str, detail: str, feats: set[str]) -> tuple[str, Cause | None]:

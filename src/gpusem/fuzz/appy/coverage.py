@@ -51,6 +51,11 @@ CONSTRUCTS: dict[str, str] = {
     "if_in_loop": "`if` in a loop",
     "if_else": "`if`/`else`",
     "conditional_expr": "`x if c else y` (appyc's ternary pass)",
+    "nested_conditional": "a conditional expression inside another one",
+    "reduction_invariant_rhs": "a `reduction(+:x)` update adding a value that names no "
+                               "loop variable (`acc += 1.5`)",
+    "reduction_const_branch": "a `reduction(+:x)` update whose value has a constant "
+                              "branch (`acc += where(A[i] > 0, 2, A[i])`)",
     "where": "Section 2: `appy.where(c, x, y)`",
     "bitwise_logic": "`&` / `|` on conditions or integers",
     "int_floordiv_mod": "Python's `//` and `%` on integers (floor)",
@@ -247,6 +252,7 @@ def _assign(s: A.Assign, out: set[str], scalars: set[str], loops: tuple[A.For, .
             out.add("atomic_invariant_index")
     if tensor:
         out.add("tensor_top" if not loops else "tensor_in_worker")
+    _reduction_update(s, out, loops)
     if s.pragma is not None:
         for d in s.pragma.dims:
             if d.parallel:
@@ -270,6 +276,31 @@ def _assign(s: A.Assign, out: set[str], scalars: set[str], loops: tuple[A.For, .
         pass  # the clause's own update (counted as reduction_clause)
 
 
+def _reduction_update(s: A.Assign, out: set[str], loops: tuple[A.For, ...]) -> None:
+    """`acc += e` or `acc = acc + e` of a `reduction(+:acc)` clause of the innermost
+    loop: is `e` loop-invariant, or a lane choice with a constant branch (issue 24:
+    the two ways appyc's block reduction miscounts, causes.py)."""
+    if not (isinstance(s.target, A.Name) and loops and isinstance(
+            loops[-1].directive, A.ParallelFor)
+            and s.target.id in loops[-1].directive.reduction):
+        return
+    rhs: A.Expr = s.value
+    if s.op is None:
+        if not (isinstance(rhs, A.BinOp) and rhs.left == s.target):
+            return
+        rhs = rhs.right
+    var = loops[-1].var
+    if not _names(rhs, var):
+        out.add("reduction_invariant_rhs")
+    elif any(isinstance(x, A.Where) and not (_names(x.then, var) and _names(
+            x.orelse, var)) for x in A.walk_expr(rhs)):
+        out.add("reduction_const_branch")
+
+
+def _names(e: A.Expr, var: str) -> bool:
+    return any(isinstance(x, A.Name) and x.id == var for x in A.walk_expr(e))
+
+
 def _has_slice(e: A.Expr) -> bool:
     return isinstance(e, A.Subscript) and any(isinstance(i, (A.Slice, A.NewAxis))
                                               for i in e.indices)
@@ -279,8 +310,11 @@ def _expr(e: A.Expr, out: set[str], scalars: set[str], loops: tuple[A.For, ...])
     loop_vars = {x.var for x in loops}
     for x in A.walk_expr(e):
         match x:
-            case A.Where(ternary=True):
+            case A.Where(ternary=True, cond=c, then=t, orelse=o):
                 out.add("conditional_expr")
+                if any(isinstance(y, A.Where) and y.ternary for part in (c, t, o)
+                       for y in A.walk_expr(part)):
+                    out.add("nested_conditional")
             case A.Where():
                 out.add("where")
             case A.BinOp(op="&" | "|"):

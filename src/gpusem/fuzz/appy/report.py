@@ -186,26 +186,15 @@ def campaign_findings(result: dict, bundles_dir: str | None, out_md: str) -> lis
     campaign's statistics (`stats.merge`), its smallest program (the shrunk bundle
     where the campaign wrote one, else the smallest failing kernel it saw), the appyc
     version, and what plain NumPy (the sequential reading) computes."""
-    bundles = {}
+    bundles: dict[str, list[Bundle]] = {}
     if bundles_dir and Path(bundles_dir).is_dir():
-        bundles = {b.signature: b for b in list_bundles(bundles_dir)
-                   if b.target == "appy"}
+        for b in list_bundles(bundles_dir):
+            if b.target == "appy":
+                bundles.setdefault(b.signature, []).append(b)
     appyc = versions_now().get("appyc", "?")
     rows = []
     for sig, c in result["cause_table"].items():
-        b = bundles.get(sig)
-        program = c["program"]
-        numpy = f"see detail: {c['detail'][:160]}"
-        if b is not None:
-            if len(b.files.get("program.py", program)) <= len(program):
-                program = b.files.get("program.py", program)
-            appyc = b.meta.get("versions", {}).get("appyc", appyc)
-            numpy = _numpy_says(b)
-        rows.append({"signature": sig, "kind": c["kind"], "blame": c.get("blame", ""),
-                     "cause": c.get("cause", ""), "count": c["count"],
-                     "first_minute": c.get("first_seen_minute"), "appyc": appyc,
-                     "bundle": b.path.name if b is not None else "",
-                     "numpy": numpy, "detail": c["detail"], "program": program})
+        rows.append(_finding_row(sig, c, own_bundle(bundles.get(sig, []), c), appyc))
     lines = ["# APPy campaign findings (gpusem APPy target)", "",
              f"{result['programs']} programs, compared_fraction "
              f"{result['compared_fraction']}, {result['causes']} distinct causes "
@@ -227,6 +216,36 @@ def campaign_findings(result: dict, bundles_dir: str | None, out_md: str) -> lis
                   r["program"].rstrip(), "```", ""]
     Path(out_md).write_text("\n".join(lines) + "\n")
     return rows
+
+
+def own_bundle(bundles: list[Bundle], c: dict) -> Bundle | None:
+    """The bundle of a cause whose outcome is the cause table's (same kind): one
+    signature can have a bundle per kind (appy-wrong-H and appy-triton-H), and the
+    section must not print one outcome above another's program (issue 24)."""
+    same = [b for b in bundles if b.meta.get("kind") == c["kind"]]
+    same.sort(key=lambda b: (b.meta.get("detail") != c["detail"],
+                             b.meta.get("size", 10**9)))
+    return same[0] if same else None
+
+
+def _finding_row(sig: str, c: dict, b: Bundle | None, appyc: str) -> dict:
+    """One cause's row and section: its program and the outcome printed above it
+    come from one place, the bundle (when it is the smaller program) or the cause
+    table's smallest failing kernel, never one from each."""
+    row = {"signature": sig, "kind": c["kind"], "blame": c.get("blame", ""),
+           "cause": c.get("cause", ""), "count": c["count"],
+           "first_minute": c.get("first_seen_minute"), "appyc": appyc,
+           "bundle": "", "numpy": f"see detail: {c['detail'][:160]}",
+           "detail": c["detail"], "program": c["program"]}
+    if b is None:
+        return row
+    row["bundle"] = b.path.name
+    row["appyc"] = b.meta.get("versions", {}).get("appyc", appyc)
+    program = b.files.get("program.py", "")
+    if program and len(program) <= len(c["program"]):
+        row.update(program=program, kind=b.meta["kind"],
+                   detail=b.meta.get("detail", c["detail"]), numpy=_numpy_says(b))
+    return row
 
 
 def _numpy_says(b) -> str:

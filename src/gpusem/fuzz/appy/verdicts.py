@@ -23,9 +23,8 @@ import numpy as np
 from gpusem.calculus.appy import ast as A
 from gpusem.calculus.appy.printer import print_program
 from gpusem.compiler.appy_triton.driver import AppycDriver, Case, Outcome
-from gpusem.fuzz.appy.causes import BY_ID, Cause, classify, normalise
+from gpusem.fuzz.appy.causes import Cause, cause_signature, normalise
 from gpusem.fuzz.appy.coverage import features
-from gpusem.fuzz.appy.evidence import atomic_dropped
 from gpusem.interpreter.appy.legality import Verdict, check_legal
 
 COMPARED = ("agree", "wrong")  # outcomes that reached a numeric comparison
@@ -142,13 +141,12 @@ def run_program(driver: AppycDriver, prog: ProgramRun, whole_fn: A.Function,
 
 def sign_kernel(k: KernelRun, interp: AppycDriver | None, backend: str) -> None:
     assert k.outcome is not None
-    k.signature, k.cause = classify(k.outcome.kind, k.outcome.detail, k.feats)
-    dropped = atomic_dropped(k.feats, k.outcome.module)
-    if k.cause is None and dropped and k.outcome.kind in ("wrong", "oob"):
+    k.signature, k.cause, dropped = cause_signature(
+        k.outcome.kind, k.outcome.detail, k.feats, k.outcome.module)
+    if dropped:
         # Evidence in the emitted module outranks every differential below: the
         # interpreter agreeing would only be its sequential order hiding the race.
-        k.cause = BY_ID["atomic-dropped"]
-        k.signature, k.blame = "cause:atomic-dropped", "appyc"
+        k.blame = "appyc"
         k.differential = {"evidence": dropped, "blame": "appyc"}
         return
     # Without a GPU beside it, an uncatalogued failure could be appyc's code or Triton's
@@ -168,7 +166,8 @@ def sign_kernel(k: KernelRun, interp: AppycDriver | None, backend: str) -> None:
         k.blame = "appyc"  # the generated code fails the same way on both
     elif not other.failed and k.outcome.kind in ("wrong", "oob", "crash", "runtime"):
         k.blame = "triton"  # right in the interpreter, wrong on the GPU
-        k.signature += "@triton"
+        if k.cause is None:  # a catalogued cause is one signature whoever shows it
+            k.signature += "@triton"
     else:
         k.blame = "undecided"  # e.g. the compiler rejects what the interpreter runs
     k.differential["blame"] = k.blame

@@ -5,21 +5,33 @@ only drives it and remembers what happened, so the debugger shows exactly the ru
 trace the semantics produces (STYLE 14). No I/O here: `debug_commands.py` puts it
 behind the one debugger interface (`interpreter/debugger.py`), `cli/` shows it.
 
-History and `back`: every step records which thread moved; a snapshot of the whole
-configuration is kept every SNAPSHOT_EVERY steps, and going back N steps restores the
-nearest earlier snapshot and replays the recorded steps up to the target. Steps are
+History and `back`: every step records which thread moved; snapshots of the
+configuration are kept now and then, and going back N steps restores the nearest
+earlier snapshot and replays the recorded steps up to the target. Steps are
 deterministic given the thread, so the replayed configuration is the one left.
+
+Note: what recording costs (issue 24: it made `continue` 30x slower than `run`). A
+step changes only the thread that moved and the shared configuration (`step_thread`
+takes nothing else), so a snapshot copies only the threads stepped since the last one
+and shares the older copies (a snapshot is never mutated: `restore` copies out of
+it). Snapshots are spaced by what they cost, not by a clock: at least SNAPSHOT_EVERY
+steps apart and at least SNAPSHOT_RATIO steps per unit copied (a thread, or
+CELLS_PER_UNIT memory cells), so copying costs a bounded share of a step whatever
+the machine's size; when more than MAX_SNAPSHOTS are kept the older half is thinned,
+so memory stays bounded and a short `back` still replays little.
 """
 
 from __future__ import annotations
 
 import random
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import cast
 
+import numpy as np
 from gpusem.calculus.budgets import MemoryGuard, step_budget
-from gpusem.calculus.bundl.ast import Program
+from gpusem.calculus.bundl.ast import Program, Skip, SyncWait
 from gpusem.calculus.errors import BadInput, GpusemError, Stuck, Trap
 from gpusem.interpreter.bundl.machine import (
     Machine,
@@ -27,13 +39,17 @@ from gpusem.interpreter.bundl.machine import (
     StepEvent,
     where,
 )
-from gpusem.interpreter.bundl.small_step import blocked
+from gpusem.interpreter.bundl.small_step import ENTER, blocked
 from gpusem.interpreter.bundl.values import Ptr, Value
 
 # What a `write` breakpoint watches: a cell of a global array.
 Cell = tuple[str, int]
 
-SNAPSHOT_EVERY = 256
+SNAPSHOT_EVERY = 256  # the fewest steps between two snapshots
+SNAPSHOT_RATIO = 8  # the fewest steps between two snapshots per unit they copy
+CELLS_PER_UNIT = 512  # memory cells copied about as fast as one thread state
+MAX_SNAPSHOTS = 64
+INTERRUPT_EVERY = 64
 KEEP = 64  # the events `run` returns: the last ones (a long `continue` keeps no more)
 DEFAULT_MAX_STEPS = 1_000_000  # as `gpusem run`
 
@@ -91,6 +107,20 @@ class Scheduler:
     def choose(self, machine: Machine) -> int | None:
         threads, cfg = machine.threads(), machine.cfg
         n = len(threads)
+        if self.kind == "rr":  # round-robin from the cursor: O(1) when threads run
+            cursor = self.cursor
+            for k in range(n):
+                i = cursor + k if cursor + k < n else cursor + k - n
+                th = threads[i]
+                # a redex that is no congruence and no `wait` cannot block: the
+                # common case, decided without `blocked` (which descends first)
+                kind = type(th.focus)
+                if (kind not in ENTER and kind is not SyncWait
+                        and kind is not Skip) or (not th.terminated
+                                                  and not blocked(cfg, th)):
+                    self.cursor = i + 1 if i + 1 < n else 0
+                    return i
+            return None
 
         def runnable(i: int) -> bool:
             th = threads[i]
@@ -103,15 +133,8 @@ class Scheduler:
                 if 0 <= i < n and runnable(i):
                     return i
             return None
-        if self.kind == "random":
-            live = [i for i in range(n) if runnable(i)]
-            return self.rng.choice(live) if live else None
-        for k in range(n):  # round-robin from the cursor: O(1) when threads run
-            i = (self.cursor + k) % n
-            if runnable(i):
-                self.cursor = (i + 1) % n
-                return i
-        return None
+        live = [i for i in range(n) if runnable(i)]  # random
+        return self.rng.choice(live) if live else None
 
 
 class Session:
@@ -123,8 +146,13 @@ class Session:
         self.machine = Machine(prog, rules, blocks=blocks, threads=threads)
         self.scheduler = Scheduler.parse(schedule)
         self.history: list[int] = []
-        self.events: list[StepEvent] = []  # the last few, for display
-        self.snapshots: dict[int, MachineSnapshot] = {0: self.machine.snapshot()}
+        self.snapshots: dict[int, MachineSnapshot] = {}
+        self._dirty: set[int] = set()  # threads stepped since the last snapshot
+        self._live = 0  # threads not terminated (a step can end only its own)
+        self._last_snapshot = 0  # the step of the newest snapshot
+        self._next_snapshot = SNAPSHOT_EVERY  # no snapshot is due before this step
+        self._cfg_units = 0  # what copying the shared configuration costs, in units
+        self._keep_snapshot(full=True)
         self.breakpoints: list[Breakpoint] = []
         self.status = "running"  # running | terminated | stuck | deadlock | budget
         self.error: Exception | None = None
@@ -134,6 +162,12 @@ class Session:
     # ------------------------------------------------------------------ stepping
 
     def step_once(self, thread: int | None = None) -> StepEvent | Stop:
+        """One step of `thread` (None: the scheduler's choice), or why none."""
+        with np.errstate(all="ignore"):
+            return self._step_once(thread)
+
+    def _step_once(self, thread: int | None) -> StepEvent | Stop:
+        """`step_once` inside np.errstate (a loop of steps enters it once)."""
         if self.status != "running":
             return self._halted()
         m = self.machine
@@ -145,34 +179,75 @@ class Session:
             raise BadInput(f"no thread {thread} (0 .. {len(m.threads()) - 1})")
         elif m.threads()[thread].terminated:
             return Stop(f"thread {thread} has terminated")
+        self._dirty.add(thread)  # before the step: a stuck step may have moved it
         try:
-            event = m.step(thread)
+            event = m.step_quietly(thread)
         except (Stuck, Trap) as err:
             self.status, self.error = "stuck", err
             return Stop(f"stuck: {getattr(err, 'message', err)}")
         self.current = thread
-        self.history.append(thread)
-        self.events = (self.events + [event])[-64:]
-        if len(self.history) % SNAPSHOT_EVERY == 0:
-            self.snapshots[len(self.history)] = m.snapshot()
+        history = self.history
+        history.append(thread)
+        steps = len(history)
+        ended = m.threads()[thread].terminated
+        if ended:
+            self._live -= 1
+        if steps >= self._next_snapshot:
+            self._snapshot_due()
         if self.trace_sink is not None:
-            self.trace_sink(describe_event(len(self.history), event))
-        if all(th.terminated for th in m.threads()):
+            self.trace_sink(describe_event(steps, event))
+        if ended and self._live == 0:
             self.status = "terminated"
-        else:
+        elif steps >= self.max_steps or steps % self.guard.every == 0:
             self._budgets(thread)
         return event
 
+    def _snapshot_due(self) -> None:
+        """Keep a snapshot once the steps since the last one pay for its copies
+        (SNAPSHOT_RATIO steps per unit), else look again when they would."""
+        cost = SNAPSHOT_RATIO * (len(self._dirty) + self._cfg_units)
+        since = len(self.history) - self._last_snapshot
+        if since >= cost:
+            self._keep_snapshot()
+        else:
+            self._next_snapshot = self._last_snapshot + cost
+
+    def _keep_snapshot(self, full: bool = False) -> None:
+        """A snapshot now: fresh copies of the threads stepped since the last one,
+        the others shared with it (Note in the module docstring)."""
+        m, steps = self.machine, len(self.history)
+        threads = m.threads()
+        if full or not self.snapshots:
+            copies = [th.copy() for th in threads]
+        else:
+            copies = list(self.snapshots[self._last_snapshot][0])
+            for i in self._dirty:
+                copies[i] = threads[i].copy()
+        cfg = m.cfg.snapshot()
+        self.snapshots[steps] = (copies, cfg, m.steps)
+        self._dirty.clear()
+        self._last_snapshot = steps
+        self._next_snapshot = steps + SNAPSHOT_EVERY
+        self._cfg_units = len(cfg[0]) + sum(len(r.cells) for r in cfg[0]
+                                            ) // CELLS_PER_UNIT
+        self._live = sum(not th.terminated for th in threads)
+        if len(self.snapshots) > MAX_SNAPSHOTS:
+            # thin out the older half (every other one, never the first): recent
+            # history stays dense, so the common short `back` replays little
+            keys = sorted(self.snapshots)
+            for k in keys[1:len(keys) // 2:2]:
+                del self.snapshots[k]
+
     def _budgets(self, thread: int) -> None:
         """The step and memory budgets (a `continue` on a program that never ends
-        stops, naming the statement it reached)."""
+        stops, naming the statement it reached: found only when one runs out)."""
         m, steps = self.machine, len(self.history)
-        span = where(m, m.threads()[thread])
         err = None
         if steps >= self.max_steps:
+            span = where(m, m.threads()[thread])
             err = step_budget(self.max_steps, "steps", span, "S-Program")
-        elif steps % self.guard.every == 0:
-            err = self.guard.exceeded(span, "S-Program")
+        elif steps % self.guard.every == 0 and self.guard.exceeded() is not None:
+            err = self.guard.exceeded(where(m, m.threads()[thread]), "S-Program")
         if err is not None:
             self.status, self.error = "budget", err
 
@@ -195,28 +270,32 @@ class Session:
             ) -> tuple[list[StepEvent], Stop]:
         """Up to `count` steps (None: until something stops it); the last KEEP events
         and why it stopped (with the number of steps taken)."""
-        events: list[StepEvent] = []
+        events: deque[StepEvent] = deque(maxlen=KEEP)
         taken = 0
 
         def stop(why: Stop) -> tuple[list[StepEvent], Stop]:
             why.taken = taken
-            return events[-KEEP:], why
-        while count is None or taken < count:
-            if interrupted():
-                return stop(Stop("interrupted"))
-            before = self._watched_values() if use_breaks else None
-            out = self.step_once(thread)
-            if isinstance(out, Stop):
-                return stop(out)
-            taken += 1
-            events.append(out)
-            if len(events) > 2 * KEEP:
-                del events[:-KEEP]
-            hit = self._hit(out, before) if before is not None else None  # use_breaks
-            if hit is not None:
-                return stop(Stop(f"breakpoint: {hit.describe()}", hit))
-            if self.status == "budget":
-                return stop(self._halted())
+            return list(events), why
+        step_once, keep = self._step_once, events.append
+        breaks = use_breaks and bool(self.breakpoints)
+        with np.errstate(all="ignore"):
+            while count is None or taken < count:
+                # Ctrl-C is looked for every INTERRUPT_EVERY steps (a fraction of a
+                # millisecond apart): a call per step costs a tenth of a step
+                if taken % INTERRUPT_EVERY == 0 and interrupted():
+                    return stop(Stop("interrupted"))
+                before = self._watched_values() if breaks else None
+                out = step_once(thread)
+                if isinstance(out, Stop):
+                    return stop(out)
+                taken += 1
+                keep(out)
+                if before is not None:
+                    hit = self._hit(out, before)
+                    if hit is not None:
+                        return stop(Stop(f"breakpoint: {hit.describe()}", hit))
+                if self.status == "budget":
+                    return stop(self._halted())
         return stop(Stop())
 
     def next(self) -> tuple[list[StepEvent], Stop]:
@@ -251,10 +330,14 @@ class Session:
         self.machine.restore(self.snapshots[base])
         self.history = self.history[:base]
         self.snapshots = {k: v for k, v in self.snapshots.items() if k <= base}
-        self.status, self.error, self.events = "running", None, []
+        self._dirty.clear()
+        self._last_snapshot, self._next_snapshot = base, base + SNAPSHOT_EVERY
+        self._live = sum(not th.terminated for th in self.machine.threads())
+        self.status, self.error = "running", None
         sink, self.trace_sink = self.trace_sink, None
-        for thread in replay:
-            self.step_once(thread)
+        with np.errstate(all="ignore"):
+            for thread in replay:
+                self._step_once(thread)
         self.trace_sink = sink
         self.current = self.history[-1] if self.history else None
         return before - len(self.history)

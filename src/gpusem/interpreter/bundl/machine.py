@@ -35,12 +35,13 @@ from gpusem.calculus.span import Span
 from gpusem.interpreter.bundl.config import (
     Config,
     ConfigSnapshot,
+    Frame,
     SeqFrame,
     Term,
     ThreadState,
 )
 from gpusem.interpreter.bundl.plug import plug
-from gpusem.interpreter.bundl.small_step import blocked, step_thread
+from gpusem.interpreter.bundl.small_step import blocked, chain, step_thread
 from gpusem.interpreter.bundl.values import GlobalMemory, located
 
 # The preservation hook `check(machine, index)` (see `Machine`).
@@ -48,22 +49,27 @@ Check = Callable[["Machine", int], None]
 MachineSnapshot = tuple[list[ThreadState], ConfigSnapshot, int]
 
 
-@dataclass
 class StepEvent:
-    """One S-Program step: the rule applied to thread (t, b, p), the congruence chain
-    around it (outermost first), the redex before and the subterm after."""
+    """One S-Program step: the rule applied to thread (t, b, p), the context around
+    it (`frames`; `chain`: their congruence rules, outermost first), the redex before
+    and the subterm after. Slotted, and the chain named only when asked: a debugger
+    `continue` makes one per step and shows a few (issue 24)."""
 
-    rule: str
-    chain: tuple[str, ...]
-    thread: tuple[int, int, int]
-    index: int
-    persp: Perspective
-    redex: Term
-    after: Term
+    __slots__ = ("after", "frames", "index", "persp", "redex", "rule", "thread")
+
+    def __init__(self, rule: str, frames: tuple[Frame, ...],
+                 thread: tuple[int, int, int], index: int, persp: Perspective,
+                 redex: Term, after: Term):
+        self.rule, self.frames, self.thread, self.index = rule, frames, thread, index
+        self.persp, self.redex, self.after = persp, redex, after
+
+    @property
+    def chain(self) -> tuple[str, ...]:
+        return chain(self.frames)
 
     @property
     def rules(self) -> tuple[str, ...]:
-        return self.chain + (self.rule,)
+        return chain(self.frames) + (self.rule,)
 
     @property
     def span(self) -> Span | None:
@@ -134,10 +140,15 @@ class Machine:
 
     # -- stepping
     def step(self, index: int) -> StepEvent:
+        with np.errstate(all="ignore"):
+            return self.step_quietly(index)
+
+    def step_quietly(self, index: int) -> StepEvent:
+        """`step`, for a caller that already ignores NumPy's floating-point warnings
+        (`np.errstate(all="ignore")`): a loop of steps enters that context once."""
         th = self._threads[index]
         trace: list[Any] = []
-        with np.errstate(all="ignore"):
-            rule = step_thread(self.cfg, th, trace)
+        rule = step_thread(self.cfg, th, trace)
         if not rule.endswith("Spin"):
             self.steps += 1
         if self.check is not None:

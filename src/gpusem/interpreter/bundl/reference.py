@@ -104,9 +104,10 @@ def unproven_race_freedom(prog: B.Program) -> str | None:
     """None when the z3 race analysis proves `prog` race-free; else why it does not
     (the message of the `racy` verdict). Undecided counts as racy."""
     # imported here: z3 costs a process that never proves anything its start-up
-    from gpusem.typing_rules.bundl.race import analyse
+    from gpusem.typing_rules.bundl.race import RLIMIT_PROGRAM, analyse
 
-    report = analyse(prog, timeout_ms=300, budget_s=1.5)
+    # z3 resource units, not wall-clock time: a verdict the load cannot flip (race.py)
+    report = analyse(prog, rlimit_total=RLIMIT_PROGRAM)
     if report.race_free:
         return None
     return f"not proven race-free: {report.describe()[:160]}"

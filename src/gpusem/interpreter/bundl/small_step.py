@@ -27,7 +27,7 @@ scope of a `let`, fixed only) and CALL (a function body's environment, fixed onl
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, assert_never
 
 from gpusem.calculus.bundl.ast import (
@@ -95,13 +95,16 @@ def step_thread(cfg: Config, th: ThreadState,
                 trace: list[Any] | None = None) -> str:
     """Apply one rule to thread `th`; return the rule's name.
 
-    `trace`, when given, receives the congruence chain (outermost first) and the redex:
-    [chain, redex, persp, p]. Raises Stuck or Trap (with .thread, .persp, .cell).
+    `trace`, when given, receives the context (its frames, outermost first: `chain`
+    names their congruence rules) and the redex: [frames, redex, persp, p]. Frames
+    are frozen, so the tuple keeps the context of this step; naming the rules is
+    left to whoever shows them (a debugger `continue` shows few of its steps).
+    Raises Stuck or Trap (with .thread, .persp, .cell).
     """
     descend(cfg, th)
     s = th.focus
     if trace is not None:
-        trace.extend((chain(th.frames), s, th.persp, th.p))
+        trace.extend((tuple(th.frames), s, th.persp, th.p))
     seen = cfg.seen
     if seen is not None:  # coverage (interpreter/bundl/coverage.py)
         seen.add("S-Program")
@@ -127,7 +130,7 @@ def descend(cfg: Config, th: ThreadState) -> None:
             return
 
 
-def chain(frames: list[Frame]) -> tuple[str, ...]:
+def chain(frames: Sequence[Frame]) -> tuple[str, ...]:
     """The congruence rules of a context, outermost first (SCOPE / CALL are none)."""
     names = []
     for f in frames:

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
 import z3
 from gpusem.calculus.bundl import ast as A
 from gpusem.calculus.bundl.perspective import (
@@ -159,6 +160,8 @@ class Collector:
         self.uniforms: dict[tuple[object, ...], Term] = {}  # see `uniform`
         # allocated regions that only ever hold zeros (`settle_zero_regions`)
         self.zero_regions: set[tuple[object, ...]] = set()
+        # globals whose read cells keep their initial contents (`settle_stable_globals`)
+        self.stable_regions: set[tuple[object, ...]] = set()
         self.local_written: set[tuple[object, ...]] = set()  # Local sites written
         self.local_first: dict[tuple[object, ...], int] = {}  # walk index of 1st write
         self.incomplete = ""  # why the walk may have missed accesses, if it may have
@@ -452,6 +455,8 @@ class Collector:
             # read the walk meets before any write (straight-line: not in a loop; an
             # `if` walks both branches) reads zeros
             return _zero(kind)
+        if v.key in self.stable_regions:
+            return self.initial(v.key, addr, kind)
         if v.key in self.zero_regions or (v.key[0] == "a" and
                                           v.key not in self.written()):
             return _zero(kind)  # S-Alloc-* allocate zeros, and nothing else lands
@@ -496,7 +501,7 @@ class Collector:
         f = self.uniforms[key]
         return f(*args) if args else f
 
-    def settle_zero_regions(self, timeout_ms: int) -> None:
+    def settle_zero_regions(self, rlimit: int, timeout_ms: int | None = None) -> None:
         """The allocated regions every write to which stores zero: S-Alloc-* fill a
         region with zeros, so such a region holds zeros at every moment, whatever the
         order of its accesses (they cannot race). The greatest such set: assume every
@@ -506,7 +511,9 @@ class Collector:
         candidates = {a.view.key for a in self.accesses
                       if a.kind == "w" and a.view.key[0] == "a"}
         solver = z3.Solver()
-        solver.set("timeout", timeout_ms)
+        solver.set("rlimit", rlimit)  # resource units, not time (race.py's Note)
+        if timeout_ms is not None:
+            solver.set("timeout", timeout_ms)
         changed = True
         while changed and candidates:
             changed = False
@@ -518,6 +525,80 @@ class Collector:
                     candidates.discard(a.view.key)
                     changed = True
         self.zero_regions = candidates
+
+    def settle_stable_globals(self, rlimit: int, timeout_ms: int | None = None) -> None:
+        """The written globals and allocated regions (S-Alloc-*: zeros) whose cells
+        that anything reads keep their initial contents: every write into them either stores the cell's initial value or
+        lands on no cell any read (of any thread, the writer's own included) touches.
+        The greatest such set, as `settle_zero_regions`: assume every written global
+        with a known initialiser, reading the assumed ones as their initial contents,
+        and drop one with a write z3 cannot prove harmless, until none drops. Sound by
+        induction over an execution: the first read to return a value that is not the
+        initial one reads a cell some earlier write changed, and that write's address
+        and value were computed from initial contents, which the check excludes. So no
+        read-write pair of such a global can race (no write changes what a read
+        sees); its write-write pairs are still checked by race.py.
+
+        Issue 24: addresses computed from a global's contents that the program writes
+        elsewhere (`g[(g[4] % 8 + 8) % 8] = -2`), and stores of the value the cell
+        already holds (`g[0] = g[0]`), were declined as racy; Prism Sec 3.4.2 calls a
+        program racy when its outcome depends on the schedule, which these do not."""
+        inits = {g.name: g for g in self.prog.globals}
+        candidates = {a.view.key for a in self.accesses if a.kind == "w" and (
+            a.view.key[0] == "a" or a.view.key[0] == "g"
+            and _known_init(inits[str(a.view.key[1])]))}
+        solver = z3.Solver()
+        solver.set("rlimit", rlimit)
+        if timeout_ms is not None:
+            solver.set("timeout", timeout_ms)
+        changed = True
+        while changed and candidates:
+            changed = False
+            self.stable_regions = set(candidates)
+            for w in self.accesses:
+                if w.kind != "w" or w.view.key not in candidates:
+                    continue
+                if w.value is None or not all(
+                        self.keeps_read_cell(solver, w, r) for r in self.accesses
+                        if r.kind == "r" and r.view.key == w.view.key):
+                    candidates.discard(w.view.key)
+                    changed = True
+        self.stable_regions = candidates
+
+    def keeps_read_cell(self, solver: z3.Solver, w: Access, r: Access) -> bool:
+        """z3 proves that no thread's write `w` changes a cell that a thread's read
+        `r` touches (the same thread or two)."""
+        tw, tr = Th("sw", self.T), Th("sr", self.T)
+        assert w.value is not None  # the caller's guard
+        n = bv(self.B * self.T)
+        addr = w.addr(tw)
+        cons = [z3.ULT(tw.t, n), z3.ULT(tr.t, n), z3.ULT(addr, bv(w.view.size)),
+                r.covers(tr, addr)]
+        cons += [f(tw) for f in w.path] + [f(tr) for f in r.path]
+        cons.append(w.value(tw, addr) != self.initial(w.view.key, addr, w.view.elem))
+        solver.push()
+        try:
+            solver.add(*cons, *tw.cons, *tr.cons)
+            return bool(solver.check() == z3.unsat)
+        finally:
+            solver.pop()
+
+    def initial(self, key: tuple[object, ...], addr: Term, kind: str) -> Term:
+        """Cell `addr` of region `key` as it starts: an allocated region holds zeros
+        (S-Alloc-*), a global what its declaration says."""
+        if key[0] != "g":
+            return _zero(kind)
+        g = next(g for g in self.prog.globals if g.name == key[1])
+        if g.init is None:
+            return _zero(kind)
+        if isinstance(g.init, A.Iota):
+            return {"bool": addr != bv(0), "float": z3.fpSignedToFP(RNE, addr, F32)
+                    }.get(kind, addr)
+        cells = [_literal(lit, kind) for lit in g.init]
+        out = cells[-1]
+        for i in range(len(cells) - 2, -1, -1):
+            out = z3.If(addr == bv(i), cells[i], out)
+        return out
 
     def stores_zero(self, solver: z3.Solver, a: Access) -> bool:
         th = Th("zero", self.T)
@@ -655,6 +736,25 @@ def _closed(e: A.Expr) -> bool:
     if isinstance(e, A.Var | A.Index | A.PartitionId):
         return False
     return all(_closed(c) for c in child_exprs(e))
+
+
+def _known_init(g: A.GlobalDecl) -> bool:
+    """Whether the analysis can read `g`'s initial contents: zeros, iota, or literals
+    of the element's own kind (a literal another kind converts is left unknown)."""
+    if g.init is None:
+        return True
+    if isinstance(g.init, A.Iota):  # float32 holds every int up to 2^24 exactly
+        return g.elem.value != "float" or g.size <= 1 << 24
+    want = {"int": A.IntLit, "float": A.FloatLit, "bool": A.BoolLit}.get(g.elem.value)
+    return want is not None and all(type(lit) is want for lit in g.init)
+
+
+def _literal(lit: A.IntLit | A.FloatLit | A.BoolLit, kind: str) -> Term:
+    if kind == "bool":
+        return z3.BoolVal(bool(lit.value))
+    if kind == "float":
+        return z3.FPVal(float(np.float32(lit.value)), F32)
+    return bv(int(lit.value))
 
 
 def _zero(kind: str) -> Term:
