@@ -130,6 +130,33 @@ def test_a_loop_of_reads_keeps_no_barrier_across_its_back_edge():
     assert (barriers(prog, "naive"), barriers(prog, "prism")) == (1, 0)
 
 
+def test_a_read_only_loop_hands_its_barrier_past_the_back_edge(monkeypatch):
+    """sync_prism/loop.bundl: the loop body reads only (tail and head), so its
+    partition's barrier leaves the loop (naive: one per iteration) and rule 2 places
+    it before the write partition after the loop; dropping rule 2 is then found."""
+    from gpusem.compiler.bundl_cuda import kir as K
+    from gpusem.compiler.bundl_cuda.traverse import walk
+
+    prog = load(PROGRAMS / "loop.bundl")
+
+    def barriers_in_loops(mode: str) -> int:
+        n = [0]
+
+        def visit(s):
+            if isinstance(s, K.KWhile):
+                walk(s.body, lambda t: n.__setitem__(
+                    0, n[0] + isinstance(t, (K.KBarrier, K.KWait))))
+
+        for f in kir_after_sync(prog, CompileOptions(sync=mode)).functions:
+            walk(f.body, visit)
+        return n[0]
+
+    assert (barriers_in_loops("naive"), barriers_in_loops("prism")) == (1, 0)
+    assert check_program(prog, "cpu", (0, 1, 2, 3), sync="prism").kind == "agree"
+    monkeypatch.setenv("GPUSEM_FAULT", "prism-drop-rule-2")
+    assert check_program(prog, "cpu", (0, 1, 2, 3), sync="prism").kind == "disagree"
+
+
 @pytest.mark.parametrize("rule", ["1", "2"])
 def test_each_rule_is_needed_and_its_fault_is_found(rule, monkeypatch):
     prog = load(PROGRAMS / f"rule{rule}.bundl")
