@@ -4,7 +4,7 @@ small is the shrunk counterexample?
     python scripts/fault_table.py --backend cpu --budget 60 --out results/faults/table_cpu.json
 
 For each fault of `compiler.bundl_cuda.faults.FAULTS` it runs one `compile`-property
-campaign of the Bundl target with `GPUSEM_FAULT` set (in a fresh process, so the fault
+(or `--property`) campaign of the Bundl target with `GPUSEM_FAULT` set (in a fresh process, so the fault
 is on only there) and records: found (a finding whose kind is not a crash of the
 harness itself), seconds to the first finding, programs checked, and the statement count
 of the smallest shrunk counterexample. A baseline campaign with no fault must find
@@ -28,7 +28,7 @@ from pathlib import Path
 CHILD = """
 import json, sys
 from gpusem.fuzz.campaign import Campaign
-c = Campaign("bundl", backend=sys.argv[1], prop="compile", budget_s=float(sys.argv[2]),
+c = Campaign("bundl", backend=sys.argv[1], prop=sys.argv[6], budget_s=float(sys.argv[2]),
              seed=int(sys.argv[3]), out_dir=sys.argv[4], round_size=int(sys.argv[5]))
 s = c.run()
 print(json.dumps({"programs": s.programs, "invalid": s.invalid, "seconds": s.seconds,
@@ -47,13 +47,14 @@ def hard_limit_s(budget: float) -> float:
 
 
 def run_one(fault: str, backend: str, budget: float, seed: int, rounds: int,
-            keep: str | None = None) -> dict:
+            keep: str | None = None, prop: str = "compile") -> dict:
     env = dict(os.environ, GPUSEM_FAULT=fault)
     with tempfile.TemporaryDirectory() as out:
         start = time.monotonic()
         try:
             proc = subprocess.run([sys.executable, "-c", CHILD, backend, str(budget),
-                                   str(seed), out, str(rounds)], env=env, text=True,
+                                   str(seed), out, str(rounds), prop], env=env,
+                                  text=True,
                                   capture_output=True, timeout=hard_limit_s(budget),
                                   check=False)
         except subprocess.TimeoutExpired:
@@ -108,6 +109,9 @@ def main() -> None:
     ap.add_argument("--faults", default=",".join(FAULTS))
     ap.add_argument("--out", default="results/faults/table_cpu.json")
     ap.add_argument("--keep", default=None, help="copy each campaign's bundles here")
+    ap.add_argument("--property", default="compile",
+                    help="the bundl property each campaign checks (prism-sync for the "
+                    "prism-drop-rule-* faults of `--sync prism`)")
     ap.add_argument("--parallel", type=int, default=1,
                     help="campaigns at once (each is one process; give it a core)")
     args = ap.parse_args()
@@ -117,7 +121,8 @@ def main() -> None:
     rows: list[dict] = []
     with ThreadPoolExecutor(max_workers=max(1, args.parallel)) as pool:
         futures = [pool.submit(run_one, f, args.backend, args.budget, args.seed,
-                               args.round_size, args.keep) for f in names]
+                               args.round_size, args.keep, args.property)
+                   for f in names]
         for future in as_completed(futures):  # a row as each campaign ends, and the
             rows.append(future.result())      # file rewritten, so a cut run keeps them
             print(json.dumps(rows[-1]), flush=True)
@@ -134,7 +139,7 @@ def write_report(args, rows: list[dict], faults: int) -> dict:
     report = {
         "command": " ".join([sys.executable, *sys.argv]),
         "machine": f"{platform.node()} {platform.machine()} {os.cpu_count()} cpus",
-        "backend": args.backend, "budget_s": args.budget,
+        "backend": args.backend, "budget_s": args.budget, "property": args.property,
         "complete": len(found) == faults and any(r["fault"] == "(none)" for r in rows),
         "found": sum(1 for r in found if r.get("found")), "faults": faults,
         "median_shrunk_statements": statistics.median(sizes) if sizes else None,

@@ -28,6 +28,9 @@
 #                                  `campaigns` back in to go on
 #   ptx-confirm                    issue 23: the programs the static PTX check flags,
 #                                  run on the GPU (exec --backend cuda; nvcc, -G)
+#   prism-sync [TIMEOUT_S]         issue 28: corrected Appendix B with exec --backend
+#                                  cuda under --sync naive|motion|prism, and B.3
+#                                  against cupy.cumsum ($OUT/prism_sync_gpu.json)
 #   ckernel [BUDGET JOBS]          issue 23: the ckernel target's compile, emi and
 #                                  toolchain properties on cuda; the nvcc -ptx census
 #   t1                             issue 23: toolchain finding T1's build matrix, the
@@ -74,6 +77,7 @@ case "$SUB" in
   toolchain-rate) exec bash $PARTS/toolchain_rate.sh "$@" ;;
   toolchain-campaign) exec bash $PARTS/toolchain_campaign.sh "$@" ;;
   ptx-confirm) exec bash $PARTS/ptx_confirm.sh "$@" ;;
+  prism-sync) exec bash $PARTS/prism_sync.sh "$@" ;;
   repro)
     source $PARTS/setup.sh
     OUT="$OUT/repro" timeout "${REPRO_TIMEOUT:-330}" bash $PARTS/repro.sh "$@" \

@@ -167,7 +167,7 @@ def compile(file: str, o: CompileOptions) -> CompileReport:
 def compile_program_report(prog: Program, source: str, file: str, o: CompileOptions,
                            language: str = "bundl") -> CompileReport:
     kernel = programs.compile(prog, o.sync_motion, o.cp_async,
-                              source=source, file=Path(file).name)
+                              source=source, file=Path(file).name, sync=o.sync)
     info = KernelInfo(kernel.name, str(kernel.blocks), str(kernel.threads),
                       kernel.smem_bytes)
     if o.output:
@@ -205,7 +205,8 @@ def exec_program_report(file: str, o: ExecOptions,
     seeds = parse_schedules(o.schedules)
     source = read_source(file)
     verdict = programs.exec(parse(source, file), o.backend, seeds,
-                            o.sync_motion, source=source, file=Path(file).name)
+                            o.sync_motion, source=source, file=Path(file).name,
+                            sync=o.sync)
     doc = verdict.as_dict()
     shown = out(json.dumps(doc, indent=2) if o.as_json else verdict.describe())
     return ExecReport(file, language, verdict.exit_code(), (shown,),

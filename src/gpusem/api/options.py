@@ -46,6 +46,7 @@ class CompileOptions:
     defines: tuple[str, ...] = ()
     proc: str | None = None       # GPU IR: the procedure
     standalone: bool = False      # one self-contained .cu
+    sync: str = ""                # .bundl/.prism: naive | motion | prism ("": sync_motion)
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,7 @@ class ExecOptions:
     defines: tuple[str, ...] = ()
     proc: str | None = None
     inputs: str | None = None
+    sync: str = ""                # .bundl/.prism: naive | motion | prism ("": sync_motion)
 
 
 @dataclass(frozen=True)

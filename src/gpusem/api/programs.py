@@ -63,15 +63,16 @@ def run(program: Program, schedule: str = "rr", max_steps: int = 1_000_000,
 
 
 def compile(program: Program, sync_motion: bool = True, cp_async: bool = True, *,
-            source: str = "", file: str = "<input>") -> CompiledKernel:
+            source: str = "", file: str = "<input>", sync: str = "") -> CompiledKernel:
     """Bundl -> CUDA C++: a `CompiledKernel` (`.source`, `.name`, `.blocks`,
     `.threads`, `.smem_bytes`). The program must be well-typed (IllTyped otherwise).
-    `source`, `file`: the program's text and file name, for the emitted comments."""
+    `source`, `file`: the program's text and file name, for the emitted comments;
+    `sync`: the barrier placement, naive | motion | prism ("": by `sync_motion`)."""
     from gpusem.compiler.bundl_cuda.pipeline import CompileOptions, compile_program
     from gpusem.typing_rules.bundl.stmt import check_program
 
     check_program(program)  # the compiler's input is a well-typed program
-    options = CompileOptions(sync_motion=sync_motion, cp_async=cp_async)
+    options = CompileOptions(sync_motion=sync_motion, cp_async=cp_async, sync=sync)
     return compile_program(program, options, source=source, file=file)
 
 
@@ -91,7 +92,7 @@ def standalone(program: Program, sync_motion: bool = True, title: str = "") -> s
 
 def exec(program: Program, backend: str = "cpu",
          schedules: Sequence[int] = (0, 1, 2, 3), sync_motion: bool = True, *,
-         source: str = "", file: str = "<input>") -> Verdict:
+         source: str = "", file: str = "<input>", sync: str = "") -> Verdict:
     """Compile, run on `backend` under the cpu harness's fibre orders `schedules`,
     compare with the interpreter: a `Verdict` (`.agree`, `.kind`, `.describe()`,
     `.exit_code()`). `source`, `file`: the program's text and file name, for the
@@ -102,7 +103,7 @@ def exec(program: Program, backend: str = "cpu",
 
     typecheck(program)
     return check_program(program, backend, tuple(schedules), sync_motion, source,
-                         file, ref=reference(program))
+                         file, ref=reference(program), sync=sync)
 
 
 __all__ = ["check", "compile", "exec", "load", "parse", "run", "standalone"]

@@ -1,4 +1,4 @@
-"""`gpusem compile FILE [-o out.cu] [--no-sync-motion] [--ptx-check]`: emit CUDA C++
+"""`gpusem compile FILE [-o out.cu] [--no-sync-motion | --sync MODE] [--ptx-check]`: emit CUDA C++
 (`gpusem.api.compile_file`), or check the PTX every installed NVRTC makes of it
 (`gpusem.api.ptx_check_file`)."""
 
@@ -14,6 +14,10 @@ from gpusem.cli.common import show
 @click.option("-o", "--output", type=click.Path(), help="Write the CUDA here.")
 @click.option("--no-sync-motion", is_flag=True,
               help="Keep every barrier where the S-rules put it (no wait motion).")
+@click.option("--sync", "sync", type=click.Choice(["naive", "motion", "prism"]),
+              default=None, help=".bundl/.prism: barrier placement: naive (one at "
+              "every partition's end), motion (wait motion, the default) or prism "
+              "(Prism Sec. 5's rules 1 and 2); overrides --no-sync-motion.")
 @click.option("--no-cp-async", is_flag=True, help="Lower async copies to plain copies.")
 @click.option("-D", "defines", multiple=True, metavar="NAME=INT",
               help=".gpuir: control values (over the file's `# defines:` header).")
@@ -27,11 +31,12 @@ from gpusem.cli.common import show
               "1 when a check fails, 2 when no NVRTC is installed.")
 def command(file: str, output: str | None, no_sync_motion: bool, no_cp_async: bool,
             defines: tuple[str, ...] = (), proc_name: str | None = None,
-            standalone: bool = False, ptx_check: bool = False) -> None:
+            standalone: bool = False, ptx_check: bool = False,
+            sync: str | None = None) -> None:
     """Emit CUDA C++ for FILE (.bundl or .gpuir). A .bundl kernel is `bundl_main`,
     launched with B blocks of T threads; its parameters are the program's globals in
     order. A .gpuir proc gives one kernel per CudaDeviceFunction, named after it."""
     options = api.CompileOptions(output, not no_sync_motion, not no_cp_async, defines,
-                                 proc_name, standalone)
+                                 proc_name, standalone, sync or "")
     show(api.ptx_check_file(file, options) if ptx_check
          else api.compile_file(file, options))

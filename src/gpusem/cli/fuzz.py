@@ -62,8 +62,8 @@ def parse_shard(text: str) -> tuple[int, int]:
               "Bundl semantics), gpuir (AMIR seq = par), appy (appyc), exo (Exo-GPU's "
               "sync checker and CUDA), or a plugin.")
 @click.option("--property", "props", multiple=True, help="Property (repeatable); "
-              "bundl: compile, motion, soundness, printparse, teeth, determinism, "
-              "bigsmall, soundness-paper, ptx; gpuir: seqpar, ptx; appy: compile, "
+              "bundl: compile, motion, prism-sync, soundness, printparse, teeth, "
+              "determinism, bigsmall, soundness-paper, ptx; gpuir: seqpar, ptx; appy: compile, "
               "legality; exo: verdict, compile. "
               "Default: the target's first.")
 @click.option("--backend", default="cpu", show_default=True,

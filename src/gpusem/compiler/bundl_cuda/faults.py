@@ -34,6 +34,12 @@ FAULTS: dict[str, str] = {
     "arrive-above-last-use":
         "place_sync: the arrive of a split barrier is hoisted above the construct's "
         "last statement",
+    "prism-drop-rule-1":
+        "place_sync_prism: rule 1 of Prism Sec. 5 is never applied (no barrier after "
+        "a write partition unless the next one writes)",
+    "prism-drop-rule-2":
+        "place_sync_prism: rule 2 of Prism Sec. 5 is never applied (no barrier before "
+        "a write partition unless the one before wrote)",
     "claim-all-threads":
         "lower_data: the claim guard is dropped, every thread runs the claimed body",
     "shared-not-zeroed":

@@ -75,6 +75,17 @@ SURFACE_PATHS: dict[str, str] = {
     "compile:lower_data:partition at an offset": "y = x + e, length len - e + barrier",
 }
 
+# Paths of `--sync prism` (sync_prism.py, Prism Sec. 5), apart from PATHS for the same
+# reason: only the `prism-sync` property of the bundl target compiles in that mode.
+SYNC_PRISM_PATHS: dict[str, str] = {
+    "compile:place_sync_prism:rule 1": "a barrier after a write node (parent write)",
+    "compile:place_sync_prism:rule 2": "a barrier before a write node",
+    "compile:place_sync_prism:read after read": "no barrier between two read nodes",
+    "compile:place_sync_prism:back edge": "a loop body's last barrier kept in the loop",
+    "compile:place_sync_prism:back edge read after read":
+        "a loop body's last barrier moved after the loop (reads on both sides)",
+}
+
 _SINK: ContextVar[set[str] | None] = ContextVar("gpusem_bundl_paths", default=None)
 
 

@@ -35,7 +35,7 @@ from gpusem.compiler.bundl_cuda.paths import note
 from gpusem.compiler.bundl_cuda.traverse import bodies, map_bodies
 
 
-def _splittable(b: K.KBarrier, threads: int) -> bool:
+def splittable(b: K.KBarrier, threads: int) -> bool:
     """Split barriers are for the shapes without a cheaper special case (Sec. 5: the
     whole block and single warps use __syncthreads / __syncwarp)."""
     n = b.persp.n
@@ -43,7 +43,7 @@ def _splittable(b: K.KBarrier, threads: int) -> bool:
             and not b.site.startswith("init/dec/wait"))
 
 
-def _place(out: list, pending: K.KBarrier, origin: int, split: bool) -> None:
+def place_barrier(out: list, pending: K.KBarrier, origin: int, split: bool) -> None:
     """Put the pending barrier at the end of `out`; split it into arrive (where the
     construct ended) and wait (here) when other statements lie between (arrive
     motion)."""
@@ -74,8 +74,8 @@ def _sink(stmts: tuple, roots: Roots, threads: int = 0, in_kernel: bool = False)
     last = Accesses()  # the accesses of the statement just before a barrier
 
     def place(barrier: K.KBarrier) -> None:
-        split = in_kernel and _splittable(barrier, threads)
-        _place(out, barrier, origin, split)
+        split = in_kernel and splittable(barrier, threads)
+        place_barrier(out, barrier, origin, split)
 
     for s in stmts:
         if isinstance(s, K.KBarrier):
@@ -107,7 +107,7 @@ def _same_instance(a: K.KBarrier, b: K.KBarrier) -> bool:
     return a.persp == b.persp and a.p == b.p
 
 
-def _drop_trailing(stmts: tuple, at_kernel_end: bool) -> tuple:
+def drop_trailing(stmts: tuple, at_kernel_end: bool) -> tuple:
     """Rule 1: drop barriers followed by nothing up to the end of the kernel."""
     out = list(stmts)
     i = len(out) - 1
@@ -126,7 +126,7 @@ def _drop_trailing(stmts: tuple, at_kernel_end: bool) -> tuple:
             i -= 1
             continue
         if isinstance(s, (K.KBlock, K.KIf)):
-            out[i] = map_bodies(s, lambda b: _drop_trailing(b, True))
+            out[i] = map_bodies(s, lambda b: drop_trailing(b, True))
         break
     return tuple(out)
 
@@ -135,7 +135,7 @@ def place_sync(prog: K.KProgram, sync_motion: bool = True) -> K.KProgram:
     def per_function(f: K.KFunction) -> K.KFunction:
         body = (_sink(f.body, Roots(), prog.threads, f.is_kernel) if sync_motion
                 else f.body)
-        return replace(f, body=_drop_trailing(body, f.is_kernel))
+        return replace(f, body=drop_trailing(body, f.is_kernel))
 
     return replace(prog, functions=tuple(per_function(f) for f in prog.functions))
 

@@ -39,7 +39,7 @@ def second_reference(prog: B.Program, full: Reference) -> str | None:
 
 
 def case_of(prog: B.Program, sync_motion: bool, failing: str,
-            kernel_source: str = "", prove_race_free: bool = True
+            kernel_source: str = "", prove_race_free: bool = True, sync: str = ""
             ) -> tuple[Case, Reference]:
     """The attribution case of a program whose compiled kernel disagreed with the
     reference on configuration `failing` (cuda: "nvrtc", cpu: "cpu")."""
@@ -47,7 +47,7 @@ def case_of(prog: B.Program, sync_motion: bool, failing: str,
     if full.kind != "terminated" or full.racy:
         env = f"the reference does not compare this program: {full.message[:160]}"
         return Case([], failing, lambda outputs: None, environment=env), full
-    kernel = compile_program(prog, CompileOptions(sync_motion=sync_motion))
+    kernel = compile_program(prog, CompileOptions(sync_motion=sync_motion, sync=sync))
     if kernel_source and kernel.source != kernel_source:
         # the fault switched on then is not on now (GPUSEM_FAULT): say so, blame none
         env = "the kernel compiled now differs from the finding's (GPUSEM_FAULT?)"
@@ -66,12 +66,12 @@ def case_of(prog: B.Program, sync_motion: bool, failing: str,
 
 def attribute_program(prog: B.Program, sync_motion: bool, backend: str,
                       matrix: Any, checker: Any = None, kernel_source: str = "",
-                      prove_race_free: bool = True) -> dict[str, Any]:
+                      prove_race_free: bool = True, sync: str = "") -> dict[str, Any]:
     """The `attribution.json` of a Bundl finding on `backend`; `seconds` counts the
     references too."""
     start = time.perf_counter()
     case, _ = case_of(prog, sync_motion, "nvrtc" if backend == "cuda" else "cpu",
-                      kernel_source, prove_race_free)
+                      kernel_source, prove_race_free, sync)
     found = attribute(case, matrix, checker)
     found["seconds"] = round(time.perf_counter() - start, 3)
     return found

@@ -95,19 +95,26 @@ def shared_backend(name: str):
     return get_backend(name)
 
 
+# The compiler properties and the barrier placement each compiles with (pipeline.py's
+# sync modes): `compile` today's wait motion, `motion` the naive placement (wait motion
+# off), `prism-sync` Prism Sec. 5's rules 1 and 2 (compiler/bundl_cuda/sync_prism.py).
+SYNC_OF_PROPERTY = {"compile": "motion", "motion": "naive", "prism-sync": "prism"}
+
+
 def check_program(prog: B.Program, backend: str = "cpu", seeds=HARNESS_SEEDS,
                   sync_motion: bool = True, source: str = "", file: str = "<input>",
                   ref: Reference | None = None, timeout_scale: float = 1.0, runner=None,
-                  confirm: Confirm | None = None) -> Verdict:
+                  confirm: Confirm | None = None, sync: str = "") -> Verdict:
     """The verdict on one program. `ref`: the reference if the caller has it; `timeout_scale` stretches the launch watchdog and `runner` replaces the shared
     backend (a timeout's re-check in a fresh worker); `confirm` (see `check_batch`)
-    gives the full reference when `ref` came from the fast path."""
+    gives the full reference when `ref` came from the fast path; `sync`: the barrier
+    placement (pipeline.SYNC_MODES; "" reads sync_motion)."""
     ref = ref if ref is not None else reference(prog)
     if skip := _not_compared(ref):
         return skip
     try:
-        kernel = compile_program(prog, CompileOptions(sync_motion=sync_motion),
-                                 source, file)
+        options = CompileOptions(sync_motion=sync_motion, sync=sync)
+        kernel = compile_program(prog, options, source, file)
     except Exception as err:
         return _confirmed(_compile_failure(err), prog, kernel_source="", results=None,
                           seeds=seeds, full=confirm() if confirm else None)
@@ -188,8 +195,8 @@ def check_file(path: str, backend: str = "cpu", seeds=HARNESS_SEEDS,
 
 def check_batch(progs: list[B.Program], backend: str = "cpu", seeds=HARNESS_SEEDS,
                 sync_motion: bool = True, refs: list[Reference] | None = None,
-                confirm: Callable[[int], Reference | None] | None = None
-                ) -> list[Verdict]:
+                confirm: Callable[[int], Reference | None] | None = None,
+                sync: str = "") -> list[Verdict]:
     """`check_program` for many programs with one backend call (one g++ build, one
     NVRTC module): the throughput path of the fuzzer.
 
@@ -208,7 +215,8 @@ def check_batch(progs: list[B.Program], backend: str = "cpu", seeds=HARNESS_SEED
             verdicts[i] = skip
             continue
         try:
-            kernel = compile_program(prog, CompileOptions(sync_motion=sync_motion))
+            options = CompileOptions(sync_motion=sync_motion, sync=sync)
+            kernel = compile_program(prog, options)
         except Exception as err:
             full = confirm(i) if confirm else None
             verdicts[i] = _confirmed(_compile_failure(err), prog, "", None, seeds, full)

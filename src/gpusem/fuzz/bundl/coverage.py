@@ -23,6 +23,7 @@ from gpusem.calculus.bundl import ast as A
 JUDGMENTS: dict[str, tuple[str, ...]] = {
     "compile": ("typing", "semantics", "compiler"),
     "motion": ("typing", "semantics", "compiler"),
+    "prism-sync": ("typing", "semantics", "compiler"),
     "toolchain": ("typing", "semantics", "compiler"),
     "soundness": ("typing", "semantics"),
     "determinism": ("typing", "semantics"),
@@ -42,12 +43,12 @@ def judgments(prop: str | None) -> tuple[str, ...]:
 
 def universe(prop: str | None = None) -> tuple[str, ...]:
     """Every name `coverage(_, prop)` can return, in table order."""
-    from gpusem.compiler.bundl_cuda.paths import PATHS
+    from gpusem.compiler.bundl_cuda.paths import PATHS, SYNC_PRISM_PATHS
     from gpusem.interpreter.bundl.coverage import EXPR_RULES, STEP_RULES
     from gpusem.typing_rules.bundl.derivation import TYPING_RULES
 
     parts = {"typing": TYPING_RULES, "semantics": (*STEP_RULES, *EXPR_RULES),
-             "compiler": tuple(PATHS)}
+             "compiler": (*PATHS, *(SYNC_PRISM_PATHS if prop == "prism-sync" else ()))}
     return tuple(name for j in judgments(prop) for name in parts[j])
 
 
@@ -60,7 +61,7 @@ def coverage(prog: A.Program, prop: str | None = None) -> set[str]:
     if "semantics" in wanted:
         out |= semantic_rules(prog)
     if "compiler" in wanted:
-        out |= lowering_paths(prog, sync_motion=prop != "motion")
+        out |= lowering_paths(prog, sync=sync_of(prop))
     return out
 
 
@@ -78,7 +79,15 @@ def semantic_rules(prog: A.Program, schedule: str = "rr") -> set[str]:
     return seen
 
 
-def lowering_paths(prog: A.Program, sync_motion: bool = True) -> set[str]:
+def sync_of(prop: str | None) -> str:
+    """The barrier placement a property compiles with (motion for the others)."""
+    from gpusem.fuzz.bundl.compile_property import SYNC_OF_PROPERTY
+
+    return SYNC_OF_PROPERTY.get(prop or "", "motion")
+
+
+def lowering_paths(prog: A.Program, sync_motion: bool = True,
+                   sync: str = "") -> set[str]:
     """The paths of one compilation (to the last KIR pass; emission adds none). A
     compilation that stops with a CompileError counts the paths it took."""
     from gpusem.compiler.bundl_cuda.errors import CompileError
@@ -87,7 +96,7 @@ def lowering_paths(prog: A.Program, sync_motion: bool = True) -> set[str]:
 
     with recording() as paths:
         try:
-            compile_to_kir(prog, CompileOptions(sync_motion=sync_motion))
+            compile_to_kir(prog, CompileOptions(sync_motion=sync_motion, sync=sync))
         except CompileError:
             pass
     return set(paths)

@@ -4,6 +4,7 @@ generated well-typed programs (`fuzz/bundl/strategies/`).
 Properties:
   compile     compiled CUDA (cpu harness or a GPU) ends in the interpreter's memory
   motion      the same with wait motion off (the unoptimised barrier placement)
+  prism-sync  the same with Prism Sec. 5's placement (rules 1, 2: `--sync prism`)
   soundness   progress + preservation (Theorem 4.1) under a random schedule
   printparse  printing then parsing is the identity
   toolchain   every configuration of the toolchain matrix (NVRTC, nvcc -O3 / -G,
@@ -33,7 +34,12 @@ from gpusem.calculus.bundl.parser import parse_program
 from gpusem.calculus.bundl.printer import print_program
 from gpusem.calculus.bundl.walk import statement_count
 from gpusem.fuzz.bundl.audit import Auditor, fast_enabled
-from gpusem.fuzz.bundl.compile_property import HARNESS_SEEDS, Verdict, check_program
+from gpusem.fuzz.bundl.compile_property import (
+    HARNESS_SEEDS,
+    SYNC_OF_PROPERTY,
+    Verdict,
+    check_program,
+)
 from gpusem.fuzz.bundl.generated import Generated, as_generated
 from gpusem.fuzz.environment import device_name, tool_versions
 from gpusem.fuzz.targets import CheckResult, Target, checked
@@ -50,8 +56,8 @@ if TYPE_CHECKING:
 
 BundlProgram = B.Program | Generated  # a plain program is not race-free by construction
 
-PROPERTIES = ("compile", "motion", "soundness", "printparse", "teeth", "determinism",
-              "bigsmall", "soundness-paper", "toolchain", "ptx")
+PROPERTIES = ("compile", "motion", "prism-sync", "soundness", "printparse", "teeth",
+              "determinism", "bigsmall", "soundness-paper", "toolchain", "ptx")
 
 
 SHRINK_BUDGET_S = 60.0  # the AST reducer's default time cap per finding
@@ -105,7 +111,7 @@ class BundlTarget(Target):
         (on the cpu backend: the cpu harness only); None for the other properties."""
         from gpusem.fuzz.attribution import without_runs
 
-        if prop not in ("compile", "motion") or "program.bundl" not in result.files:
+        if prop not in SYNC_OF_PROPERTY or "program.bundl" not in result.files:
             return None
         failing = "nvrtc" if self.backend == "cuda" else "cpu"
         kind = result.signature.split(":")[1] if ":" in result.signature else ""
@@ -121,7 +127,8 @@ class BundlTarget(Target):
         program = parse_program(result.files["program.bundl"], "program.bundl")
         return attribute_program(program, prop == "compile", self.backend,
                                  self.matrix(), installed_checker(),
-                                 result.files.get("kernel.cu", ""))
+                                 result.files.get("kernel.cu", ""),
+                                 sync=SYNC_OF_PROPERTY[prop])
 
     def strategy(self, prop: str) -> SearchStrategy[BundlProgram]:
         """Compiler properties mix kernel-shaped programs (race-free by construction,
@@ -135,7 +142,7 @@ class BundlTarget(Target):
         machine = {"max_blocks": self.max_blocks, "max_threads": self.max_threads}
         if prop == "ptx":
             self.nvrtcs()  # no NVRTC installed: BadInput before any program (exit 2)
-        if prop in ("compile", "motion", "toolchain", "ptx"):
+        if prop in (*SYNC_OF_PROPERTY, "toolchain", "ptx"):
             return st.one_of(generated_kernels(max_blocks=4, max_threads=128),
                              generated_programs(**machine))
         if prop == "determinism":  # small machines: exhaustive exploration stays cheap
@@ -155,7 +162,7 @@ class BundlTarget(Target):
             return True
         if prop == "ptx":
             return self._ptx_prefetch(programs)
-        if prop not in ("compile", "motion"):
+        if prop not in SYNC_OF_PROPERTY:
             return False
         self._cache.clear()
         self._seen.clear()
@@ -164,7 +171,8 @@ class BundlTarget(Target):
         verdicts = check_batch([g.program for g in todo], self.backend, HARNESS_SEEDS,
                                prop == "compile", [r for r, _ in refs],
                                confirm=lambda i: self._full_if_fast(todo[i], refs[i][0],
-                                                                    prop))
+                                                                    prop),
+                               sync=SYNC_OF_PROPERTY[prop])
         for generated, verdict, (_, mismatch) in zip(todo, verdicts, refs, strict=True):
             self._cache[(prop, generated)] = mismatch or verdict
         return True
@@ -191,7 +199,7 @@ class BundlTarget(Target):
                 prop: str = "compile") -> CheckResult:
         """A `timeout` is checked again with four times the launch limit, in a fresh
         backend worker (issue 15: a watchdog under load is not a bug)."""
-        if prop not in ("compile", "motion"):
+        if prop not in SYNC_OF_PROPERTY:
             return self.check(program, prop)
         from gpusem.compiler.backends import get_backend
 
@@ -201,7 +209,8 @@ class BundlTarget(Target):
             verdict = check_program(generated.program, self.backend, HARNESS_SEEDS,
                                     prop == "compile",
                                     ref=self._full_reference(generated, prop),
-                                    timeout_scale=4.0, runner=runner)
+                                    timeout_scale=4.0, runner=runner,
+                                    sync=SYNC_OF_PROPERTY[prop])
         finally:
             getattr(runner, "close", lambda: None)()
         if verdict.agree or verdict.kind in ("racy", "not-compared", "unsupported"):
@@ -244,9 +253,9 @@ class BundlTarget(Target):
             return coverage(generated.program, prop)
         out = set(ran) | typing_rules(generated.program)
         if "compiler" in judgments(prop):
-            from gpusem.fuzz.bundl.coverage import lowering_paths
+            from gpusem.fuzz.bundl.coverage import lowering_paths, sync_of
 
-            out |= lowering_paths(generated.program, sync_motion=prop != "motion")
+            out |= lowering_paths(generated.program, sync=sync_of(prop))
         return out
 
     def coverage_labels(self, prop: str | None = None) -> tuple[str, ...]:
@@ -270,8 +279,8 @@ class BundlTarget(Target):
         generated = as_generated(program)
         self._prop = prop
         match prop:
-            case "compile" | "motion":
-                return self._compile(generated, sync_motion=prop == "compile")
+            case "compile" | "motion" | "prism-sync":
+                return self._compile(generated, prop)
             case "soundness":
                 return self._soundness(generated)
             case "printparse":
@@ -324,25 +333,24 @@ class BundlTarget(Target):
             self._ptx_seen[generated] = outcome.labels
         return True
 
-    def _compile(self, generated: Generated, sync_motion: bool) -> CheckResult:
-        prop = "compile" if sync_motion else "motion"
+    def _compile(self, generated: Generated, prop: str) -> CheckResult:
         verdict = self._cache.get((prop, generated))
         if verdict is None:
             ref, mismatch = self._reference(generated, prop)
             if mismatch is not None:
                 return mismatch
             verdict = check_program(generated.program, self.backend, HARNESS_SEEDS,
-                                    sync_motion, ref=ref,
+                                    prop == "compile", ref=ref,
                                     confirm=lambda: self._full_if_fast(generated, ref,
-                                                                       prop))
+                                                                       prop),
+                                    sync=SYNC_OF_PROPERTY[prop])
         if isinstance(verdict, CheckResult):  # an audit difference (see _reference)
             return verdict
         if verdict.kind in ("racy", "not-compared", "unsupported"):
             return CheckResult("invalid", kind=verdict.kind, detail=verdict.message)
         if verdict.agree:
             return CheckResult("pass")
-        return self._finding(generated.program, verdict,
-                             "compile" if sync_motion else "motion")
+        return self._finding(generated.program, verdict, prop)
 
     def _finding(self, program: B.Program, v: Verdict, prop: str) -> CheckResult:
         text = print_program(program)
@@ -511,7 +519,8 @@ def _repro(program: B.Program, v: Verdict, prop: str) -> tuple[str, str]:
     from gpusem.compiler.bundl_cuda.pipeline import CompileOptions, compile_program
     from gpusem.compiler.bundl_cuda.standalone import standalone_cpu, standalone_source
 
-    kernel = compile_program(program, CompileOptions(sync_motion=prop == "compile"))
+    kernel = compile_program(program, CompileOptions(
+        sync_motion=prop == "compile", sync=SYNC_OF_PROPERTY.get(prop, "")))
     title = f"a `{prop}` finding ({v.kind})"
     inputs = initial_globals(program)
     return (standalone_source(kernel, inputs, v.expected, title),
