@@ -39,8 +39,8 @@ from gpusem.compiler.backends.standalone_cpu import inline_headers
 HERE = Path(__file__).resolve().parent
 BACKENDS = HERE.parent / "backends"
 NVCC = os.environ.get("GPUSEM_NVCC", "nvcc")
-NVCC_FLAGS = ("-std=c++17", "-O3", "-arch=sm_90a", "-fmad=false")
-NVCC_COMMAND = "nvcc -std=c++17 -O3 -arch=sm_90a -fmad=false -o repro repro.cu"
+NVCC_FLAGS = ("-std=c++17", "-O3", "-arch=sm_90a", "-fmad=false", "-w")
+NVCC_COMMAND = "nvcc -std=c++17 -O3 -arch=sm_90a -fmad=false -w -o repro repro.cu"
 _INCLUDE_RT = re.compile(r'^#include "lambdacu_rt.cuh"$', re.M)
 
 
