@@ -16,11 +16,11 @@ FAULTS: dict[str, str] = {
         "soac: FILTER/PARTITION scatter kept element i to u_i, not u_i - 1 (the "
         "inclusive count read as an exclusive one)",
     "reduce-identity":
-        "soac: imax/fmax fold from identity 0, not INT_MIN / -inf (padding lanes and "
-        "empty arrays)",
+        "soac: every reduction operator folds from the zero of its type (0, 0.0, "
+        "false), not its identity (padding lanes of a block, empty arrays)",
     "fusion-illegal":
-        "soac: two MAPs of one size fused into one __global__ with no barrier between "
-        "them, even when the consumer reads the producer's output at another index",
+        "emit: fusion with VFUSE-CLUSTER as printed (errata F1: a producer may be "
+        "scheduled after its consumer), trusted: no well-formedness check after it",
 }
 
 

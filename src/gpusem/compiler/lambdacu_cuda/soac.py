@@ -63,13 +63,7 @@ def lower_kernel(k: ast.Kernel, elems: Elems, out: Lowered) -> str:
     body: list[str] = []
     e: ast.KExp = k.body
     while isinstance(e, ast.KLet):
-        group = [e]
-        while (fault_on("fusion-illegal") and e.app.soac == "MAP"
-               and isinstance(e.body, ast.KLet) and e.body.app.soac == "MAP"
-               and e.body.app.size == e.app.size):
-            e = e.body
-            group.append(e)
-        sc = _let(cx, sc, group, body)
+        sc = _let(cx, sc, [e], body)
         e = e.body
     results = [sc.names[x][0] for x in e.names]
     ret = results[0] if len(results) == 1 else "std::make_tuple(" + ", ".join(
@@ -87,7 +81,7 @@ def _size(sc: Scope, s: ast.Size | None) -> str:
 
 
 def _let(cx: _Cx, sc: Scope, group: list[ast.KLet], host: list[str]) -> Scope:
-    """KERN-LET: the launches of one application (or of a fused MAP group)."""
+    """KERN-LET: the launches of one application."""
     app = group[0].app
     if app.soac == "ONCE":
         return _once(cx, sc, group[0], host)
@@ -155,7 +149,7 @@ def _bind_arrays(sc: Scope, names: tuple[str, ...], tys: list[str], n: str,
 
 def _maps(cx: _Cx, sc: Scope, n: str, group: list[ast.KLet],
           host: list[str]) -> Scope:
-    """SOAC-MAP (a group of several only under the fault `fusion-illegal`)."""
+    """SOAC-MAP (a list of lets: one __global__ may compute several MAPs)."""
     name = cx.fresh_kernel()
     lines = [GID, "  if (gid >= n) return;"]
     outs: list[str] = []
@@ -324,8 +318,8 @@ def rop_struct(rop: str) -> str:
 
     base, ident = ROP_TYPES[rop]
     t = C_BASE[base.name]
-    if fault_on("reduce-identity") and rop in ("imax", "fmax"):
-        ident_c = "0" if rop == "imax" else "0.0f"
+    if fault_on("reduce-identity"):
+        ident_c = {"int": "0", "float": "0.0f", "bool": "false"}[base.name]
     else:
         ident_c = c_scalar(ident)  # type: ignore[arg-type]
     op = {"iadd": "add", "imul": "mul", "imax": "max", "imin": "min", "iand": "and",

@@ -20,7 +20,11 @@ from gpusem.calculus.lambdacu import ast
 from gpusem.calculus.lambdacu.printer import print_program
 from gpusem.calculus.lambdacu.values import F32, Arr, Value, same_value, show_value
 from gpusem.compiler.lambdacu_cuda import driver
-from gpusem.compiler.lambdacu_cuda.emit import Compiled, compile_program
+from gpusem.compiler.lambdacu_cuda.emit import (
+    Compiled,
+    LoweringError,
+    compile_program,
+)
 from gpusem.interpreter.lambdacu.machine import Outcome, evaluate
 from gpusem.interpreter.lambdacu.rules import FIXED
 from gpusem.typing_rules.lambdacu.wellformed import check_program
@@ -89,7 +93,10 @@ def agree(want: Value, got: Value, approx: bool) -> bool:
 def differential(p: ast.Program, backend: str = "cpu", *, block: int = 256,
                  seed: int = 0, fusion: bool = True) -> Verdict:
     kind, ref, res = reference(p)
-    compiled: Compiled = compile_program(p, fusion=fusion, block=block)
+    try:
+        compiled: Compiled = compile_program(p, fusion=fusion, block=block)
+    except LoweringError as err:
+        return Verdict("error", str(err), ref, f"error: {err}")
     if kind == "skip":
         return Verdict("skip", ref, ref, "", compiled.source)
     ran = driver.run(compiled.source, backend, seed)

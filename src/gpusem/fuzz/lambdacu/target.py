@@ -2,9 +2,10 @@
 (compiler/lambdacu_cuda, issue 29 item 5) under test against the interpreter.
 
 Properties:
-  compile     test_compile_correct: the compiled program on the backend (cpu: the
-              SIMT harness; cuda: the GPU) means what the interpreter says under
-              `--rules fixed` (compile_check.py), with the block size small
+  compile     test_compile_correct: a generated program (a whole program or a
+              kernel-invocation graph for fusion), compiled and run on the backend
+              (cpu: the SIMT harness; cuda: the GPU), means what the interpreter
+              says under `--rules fixed` (compile_check.py), with the block small
               (`GPUSEM_LC_BLOCK`, default 4) so that every fold and FILTER scan of a
               generated program's small arrays is multi-pass
   printparse  parse . print = id on the program
@@ -28,8 +29,10 @@ from gpusem.calculus.lambdacu.printer import print_program
 from gpusem.compiler.lambdacu_cuda.driver import expected_output, standalone
 from gpusem.compiler.lambdacu_cuda.faults import active_faults
 from gpusem.fuzz.lambdacu.compile_check import differential, reference
+from gpusem.fuzz.lambdacu.graphs import fusion_programs
 from gpusem.fuzz.lambdacu.programs import programs
 from gpusem.fuzz.targets import CheckResult, Target
+from hypothesis import strategies as st
 
 PROPERTIES = ("compile", "printparse")
 
@@ -47,7 +50,10 @@ class LambdacuTarget(Target):
         self.backend = backend
 
     def strategy(self, prop: str) -> Any:
-        return programs()
+        """Half whole programs (programs.py: every SOAC, CPU code, prints), half
+        kernel-invocation graphs (graphs.py: what the fusion pass fuses, so that
+        fused kernels are compiled too)."""
+        return st.one_of(programs(), fusion_programs())
 
     def size(self, program: ast.Program) -> int:
         """Lines of the printed program (one statement, SOAC or binding a line)."""
