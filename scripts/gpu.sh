@@ -40,6 +40,9 @@
 #                                  matrix attribution of the earlier ckernel bundles
 #   t3                             issue 23: finding T3 (the driver JIT's folding of
 #                                  add.rn.f32 constants): build matrix and 600 cases
+#   lambdacu [BUDGET JOBS FAULT_S]  issue 29: the lambda-cu compiler on cuda: the
+#                                  examples through exec, a compile campaign, the
+#                                  seeded-fault table, a standalone repro.cu by nvcc
 #   pytest                         every test marked gpu ($OUT/pytest_gpu.log)
 #   run CMD [ARGS]                 any command after the setup (gpusem fuzz ...)
 #   round LANE [LANE ...]          several at once, lane i on GPU i: a LANE is
@@ -73,6 +76,7 @@ case "$SUB" in
   t2) exec bash $PARTS/t2.sh "$@" ;;
   t3) exec bash $PARTS/t3.sh "$@" ;;
   ckernel) exec bash $PARTS/ckernel.sh "$@" ;;
+  lambdacu) exec bash $PARTS/lambdacu.sh "$@" ;;
   toolchain) exec bash $PARTS/toolchain.sh "$@" ;;
   toolchain-rate) exec bash $PARTS/toolchain_rate.sh "$@" ;;
   toolchain-campaign) exec bash $PARTS/toolchain_campaign.sh "$@" ;;

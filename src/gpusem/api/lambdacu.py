@@ -1,10 +1,17 @@
 """lambda-cu (`.lcu`, Nessie's IR, seed 002; issue 29) in the language registry:
-`check` (the well-formedness of typing_rules/lambdacu, every definition's first error)
-and `run` (the rules of Sec 6.2, `--rules paper|fixed`, after the check).
+`check` (the well-formedness of typing_rules/lambdacu, every definition's first error),
+`run` (the rules of Sec 6.2, `--rules paper|fixed`, after the check), `compile` (the
+CUDA C++ of compiler/lambdacu_cuda; `--standalone`: one file that builds with nvcc or
+g++ alone) and `exec` (that program on the cpu harness or the GPU against the
+interpreter under `fixed`; `-D LC_BLOCK=N` picks the block size, default 256).
 
 Exit codes: check 0 well-formed, 1 rejected (each error naming its WF- rule); run 0 a
 value, 1 ill-formed, a trap or a stuck state (each naming its rule, span and element),
-2 bad input or the step budget (`--max-steps`). `step` is not offered: the rules'
+2 bad input or the step budget (`--max-steps`); compile 0, 1 ill-formed; exec 0 the
+compiled program agrees (the same value and printed lines, or both trap), 1
+ill-formed, a disagreement or a compiled program that fails (build, launch, crash),
+2 bad input or the interpreter's budget, 3 the interpreter stuck on a well-formed
+program (a soundness bug of gpusem). `step` is not offered: the rules'
 premises are big-step (GPU-LET, IDX-THUNK, the SOACs), and a session that pauses
 inside them is future work.
 """
@@ -14,9 +21,19 @@ from __future__ import annotations
 import json
 
 from gpusem.api.languages import Language
-from gpusem.api.options import CheckOptions, RunOptions
-from gpusem.api.results import CheckReport, Chunk, RunReport, err, out
-from gpusem.calculus.errors import Stuck, Trap
+from gpusem.api.options import CheckOptions, CompileOptions, ExecOptions, RunOptions
+from gpusem.api.results import (
+    CheckReport,
+    Chunk,
+    CompileReport,
+    ExecReport,
+    KernelInfo,
+    RunReport,
+    err,
+    out,
+)
+from gpusem.api.writing import reproducer, write_output
+from gpusem.calculus.errors import BadInput, Stuck, Trap
 from gpusem.calculus.lambdacu.ast import Program
 from gpusem.calculus.lambdacu.parser import SUFFIX, parse_program
 from gpusem.calculus.lambdacu.values import show_value, to_json
@@ -78,6 +95,83 @@ def run(file: str, o: RunOptions) -> RunReport:
                      steps=res.steps)
 
 
-LANGUAGES = (Language("lambdacu", (SUFFIX,), parse_program, check=check, run=run),)
+def _block(defines: tuple[str, ...]) -> int:
+    block = 256
+    for d in defines:
+        name, _, value = d.partition("=")
+        if name != "LC_BLOCK" or not value.isdigit():
+            raise BadInput(f"-D {d}: .lcu takes only -D LC_BLOCK=N")
+        block = int(value)
+    if block < 1 or block > 1024 or block & (block - 1):
+        raise BadInput(f"-D LC_BLOCK={block}: a power of two from 1 to 1024")
+    return block
+
+
+def compile(file: str, o: CompileOptions) -> CompileReport:
+    from gpusem.compiler.lambdacu_cuda.emit import compile_program
+
+    compiled = compile_program(load(file), block=_block(o.defines))
+    info = KernelInfo("main", "per launch", str(compiled.block), 0)
+    if o.output:
+        write_output(o.output, compiled.source)
+        shown = out(f"wrote {o.output}: {_count(compiled.kernels, 'kernel')}, "
+                    f"block {compiled.block}")
+    else:
+        shown = out(compiled.source, nl=False)
+    return CompileReport(file, "lambdacu", 0, (shown,), source=compiled.source,
+                         kernels=(info,), written=o.output)
+
+
+def standalone(file: str, o: CompileOptions) -> CompileReport:
+    """One `.cu` with every header inlined and the interpreter's value of main (or
+    that it traps): it exits 1 where the compiled program disagrees."""
+    from gpusem.compiler.lambdacu_cuda.driver import (
+        NVCC_COMMAND,
+        expected_output,
+        standalone,
+    )
+    from gpusem.compiler.lambdacu_cuda.emit import compile_program
+    from gpusem.fuzz.lambdacu.compile_check import reference
+
+    prog = load(file)
+    compiled = compile_program(prog, block=_block(o.defines))
+    kind, _, res = reference(prog)
+    expected = None if kind == "skip" else expected_output(res.value if res else None)
+    return reproducer(file, "lambdacu", standalone(compiled.source, expected),
+                      o.output, NVCC_COMMAND)
+
+
+def exec_(file: str, o: ExecOptions) -> ExecReport:
+    from gpusem.fuzz.lambdacu.compile_check import differential
+
+    seeds = [int(s) for s in o.schedules.split(",") if s.strip().isdigit()]
+    if o.backend != "cpu" or not seeds:
+        seeds = [0]  # the GPU has no schedule to pick
+    prog, block = load(file), _block(o.defines)
+    verdicts = [differential(prog, o.backend, block=block, seed=s) for s in seeds]
+    bad = next((v for v in verdicts if v.kind != "agree"), verdicts[0])
+    code = {"agree": 0, "mismatch": 1, "error": 1}.get(bad.kind, 3)
+    if bad.kind == "skip":
+        code = 2 if "budget" in bad.detail else 3
+    doc = {"file": file, "backend": o.backend, "block": block, "schedules": seeds,
+           "verdict": bad.kind, "detail": bad.detail, "reference": bad.reference,
+           "compiled": bad.compiled}
+    if o.as_json:
+        shown: tuple[Chunk, ...] = (out(json.dumps(doc, indent=2)),)
+    elif bad.kind == "agree":
+        shown = (out(f"agree: compiled ({o.backend}, block {block}, schedules "
+                     f"{','.join(map(str, seeds))}) = interpreter (--rules fixed)"),
+                 out(bad.reference))
+    else:
+        shown = (out(f"{'disagree' if bad.kind == 'mismatch' else bad.kind}: "
+                     f"{bad.detail}"),
+                 out("interpreter (--rules fixed):"), out(bad.reference),
+                 out(f"compiled ({o.backend}, block {block}):"), out(bad.compiled))
+    return ExecReport(file, "lambdacu", code, shown, agree=bad.kind == "agree",
+                      kind=bad.kind, doc=doc)
+
+
+LANGUAGES = (Language("lambdacu", (SUFFIX,), parse_program, check=check, run=run,
+                      compile=compile, standalone=standalone, exec=exec_),)
 
 __all__ = ["LANGUAGES"]

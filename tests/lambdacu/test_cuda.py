@@ -1,0 +1,73 @@
+"""The lambda-cu -> CUDA compiler (compiler/lambdacu_cuda, issue 29 item 5): golden
+code, and test_compile_correct on the cpu backend (the SIMT harness) for the examples,
+the multi-pass folds and the traps."""
+
+from pathlib import Path
+
+import pytest
+from gpusem.calculus.lambdacu.parser import parse_program
+from gpusem.fuzz.lambdacu.compile_check import differential
+
+from tests.lambdacu.cuda_goldens import EXAMPLES, emitted, golden
+
+ROOT = Path(__file__).resolve().parents[2]
+ALL = sorted(p.stem for p in (ROOT / "examples" / "lambdacu").glob("*.lcu"))
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_golden_code(name):
+    assert emitted(name) == golden(name).read_text(), (
+        "emitted CUDA changed; if intended: python -m tests.lambdacu.cuda_goldens "
+        "--update")
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_compile_correct_examples(name):
+    path = ROOT / "examples" / "lambdacu" / f"{name}.lcu"
+    p = parse_program(path.read_text(), str(path))
+    v = differential(p, "cpu", block=4)  # small blocks: every fold is multi-pass
+    assert v.kind == "agree", (v.detail, v.reference, v.compiled)
+
+
+MULTIPASS = """
+kernel k(xs: [int], fs: [float]) -> (int, [int], int, [float], float, [int], [int]) {
+  let s = REDUCE { i => xs[i] using xs } (iadd) #xs
+  let p = SCAN { i => xs[i] using xs } (imax) #xs
+  let m = REDUCE { i => xs[i] using xs } (imax) #xs
+  let q = SCAN { i => fs[i] using fs } (fadd) #fs
+  let f = REDUCE { i => fs[i] using fs } (fadd) #fs
+  let ev, od = PARTITION { i => xs[i] using xs } { x => let r = mod x 3 in eq r 0 } #xs
+  ret s, p, m, q, f, ev, od
+}
+function main() -> (int, [int], int, [float], float, [int], [int]) {
+  let (xs) = [XS] in let (fs) = [FS] in run k(xs, fs)
+}
+"""
+
+
+@pytest.mark.parametrize("n", [0, 1, 4, 5, 17, 70])
+def test_multipass_folds(n):
+    xs = [(i * 7919) % 23 - 30 for i in range(n)]  # all negative: imax's identity
+    fs = [0.1 * (i + 1) for i in range(n)]
+    text = MULTIPASS.replace("[XS]", f"[{', '.join(map(str, xs))}]" if xs
+                             else "[:int]")
+    text = text.replace("[FS]", f"[{', '.join(map(repr, fs))}]" if fs
+                        else "[:float]")
+    v = differential(parse_program(text, "multipass.lcu"), "cpu", block=4)
+    assert v.kind == "agree", (v.detail, v.reference, v.compiled)
+
+
+TRAPS = {
+    "div": "let ys = MAP { i => let z = sub i 2 in div 10 z } 4",
+    "subscript": "let ys = MAP { i => xs[i] using xs } 5",
+    "permute-bounds": "let ys = PERMUTE { i => xs[i] using xs } { i => add i 1 } 4",
+    "permute-1to1": "let ys = PERMUTE { i => xs[i] using xs } { i => div i 2 } 4",
+}
+
+
+@pytest.mark.parametrize("what", sorted(TRAPS))
+def test_traps_are_the_interpreters(what):
+    text = (f"kernel k(xs: [int]) -> [int] {{\n  {TRAPS[what]}\n  ret ys\n}}\n"
+            "function main() -> [int] { let (xs) = [1, 2, 3, 4] in run k(xs) }\n")
+    v = differential(parse_program(text, f"{what}.lcu"), "cpu", block=4)
+    assert v.compiled.startswith("trap: ") and v.kind == "agree", v
