@@ -157,6 +157,9 @@ class Session:
         self.status = "running"  # running | terminated | stuck | deadlock | budget
         self.error: Exception | None = None
         self.current: int | None = None
+        # the last step's event (`where` shows its redex); set when a command ends,
+        # not per step: a long `continue` keeps no events (speed, issue 24)
+        self.last_event: StepEvent | None = None
         self.trace_sink: Callable[[str], object] | None = None  # for --trace
 
     # ------------------------------------------------------------------ stepping
@@ -164,7 +167,10 @@ class Session:
     def step_once(self, thread: int | None = None) -> StepEvent | Stop:
         """One step of `thread` (None: the scheduler's choice), or why none."""
         with np.errstate(all="ignore"):
-            return self._step_once(thread)
+            out = self._step_once(thread)
+        if not isinstance(out, Stop):
+            self.last_event = out
+        return out
 
     def _step_once(self, thread: int | None) -> StepEvent | Stop:
         """`step_once` inside np.errstate (a loop of steps enters it once)."""
@@ -275,6 +281,8 @@ class Session:
 
         def stop(why: Stop) -> tuple[list[StepEvent], Stop]:
             why.taken = taken
+            if events:
+                self.last_event = events[-1]
             return list(events), why
         step_once, keep = self._step_once, events.append
         breaks = use_breaks and bool(self.breakpoints)
@@ -340,6 +348,7 @@ class Session:
                 self._step_once(thread)
         self.trace_sink = sink
         self.current = self.history[-1] if self.history else None
+        self.last_event = None  # not kept across a reverse step: `where` shows the focus
         return before - len(self.history)
 
     # --------------------------------------------------------------- breakpoints

@@ -280,7 +280,7 @@ class BundlDebugger:
         if i is None or not 0 <= i < len(threads):
             return None, 0
         # the redex of its last step (the thread's focus is the whole term around it)
-        last = s.events[-1] if s.events and s.events[-1].index == i else None
+        last = s.last_event if s.last_event and s.last_event.index == i else None
         span = last.span if last is not None else getattr(threads[i].focus, "span",
                                                            None)
         return i, getattr(span, "line", 0) or 0
