@@ -261,4 +261,7 @@ def test_a_file_name_in_rich_markup_does_not_crash_the_debugger(tmp_path):
     path.write_bytes(text)
     out = gpusem(tmp_path, "step", b"", ".bundl", "--commands", "break S-[/x]; step",
                  path=str(path), valid=True)
-    assert out.failure == "" and out.code == 0, (out.stderr, out.detail[-1500:])
+    # issue 32.12: an unknown rule is refused (a scripted session then exits 2); the
+    # refusal and the file name are shown as written, not read as rich markup
+    assert out.failure == "" and out.code == 2, (out.stderr, out.detail[-1500:])
+    assert "unknown rule: S-[/x]" in out.stderr and "a[/b]c.bundl" in out.stderr
