@@ -17,7 +17,9 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -100,19 +102,26 @@ def build(source: str, backend: str = "cpu", timeout: float = 300.0) -> Path | s
     if exe.is_file():
         return exe
     where.mkdir(parents=True, exist_ok=True)
-    src = where / ("prog.cpp" if backend == "cpu" else "prog.cu")
+    # Every build in a folder of its own, its executable moved into place at once:
+    # campaign jobs that draw the same program build it side by side (on the H200,
+    # 12 jobs: one job's nvcc read another's half-written source, and ran or renamed
+    # another's half-written executable)
+    own = Path(tempfile.mkdtemp(prefix="build-", dir=where))
+    src = own / ("prog.cpp" if backend == "cpu" else "prog.cu")
     src.write_text(text)
     if backend == "cpu":  # Note: -O0, half of -O1's build time, which dominates a
         # campaign; the emitted text has no undefined behaviour for -O1 to exploit.
         flags = tuple("-O0" if f == "-O1" else f for f in flags if f != "-fPIC")
     try:
-        done = subprocess.run([tool, *flags, "-o", str(exe) + ".tmp", str(src)],
+        done = subprocess.run([tool, *flags, "-o", str(own / "prog"), str(src)],
                               capture_output=True, text=True, timeout=timeout)
+        if done.returncode != 0:
+            return "build error: " + done.stderr[-3000:]
+        os.replace(own / "prog", exe)
     except (OSError, subprocess.TimeoutExpired) as e:
         return f"build error: {e}"
-    if done.returncode != 0:
-        return "build error: " + done.stderr[-3000:]
-    os.replace(str(exe) + ".tmp", exe)
+    finally:
+        shutil.rmtree(own, ignore_errors=True)
     return exe
 
 
