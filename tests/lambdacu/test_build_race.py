@@ -10,7 +10,8 @@ from pathlib import Path
 
 from gpusem.compiler.lambdacu_cuda import driver
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "lambdacu" / "vcode_other.lcu"
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "lambdacu" / "vcode_other.lcu"
 
 
 def _build(cache: str) -> str:
@@ -21,7 +22,8 @@ def _build(cache: str) -> str:
     from gpusem.compiler.lambdacu_cuda.emit import compile_program
 
     os.environ["GPUSEM_CACHE_DIR"] = cache
-    cuda = compile_program(parse_program(read_source(str(EXAMPLE)), str(EXAMPLE))).source
+    program = parse_program(read_source(str(EXAMPLE)), str(EXAMPLE))
+    cuda = compile_program(program).source
     return str(driver.build(cuda, backend="cpu"))
 
 
