@@ -70,7 +70,7 @@ static Arr<float> run_muladd(float h1_a, Arr<float> h2_xs, Arr<float> h3_ys) {
 }
 
 static std::tuple<float, Arr<float>> fn_main() {
-  return [&]() { auto v1_xs = lc_lit<float>(0x1.8000000000000p+0f, 0x1.0000000000000p+1f, 0x1.8000000000000p+1f); return [&]() { auto v2_ys = lc_lit<float>(0x1.0000000000000p+2f, 0x1.4000000000000p+2f, 0x1.0000000000000p-1f); return [&]() { auto v3_m = run_muladd(0x1.0000000000000p+1f, v1_xs, v2_ys); return [&]() { auto v4_d = run_dot(v1_xs, v2_ys); return std::make_tuple(v4_d, v3_m); }(); }(); }(); }();
+  return [&]() { auto v1_xs = lc_lit<float>(0x1.8000000000000p+0f, 0x1.0000000000000p+1f, 0x1.8000000000000p+1f); return [&]() { auto v2_ys = lc_lit<float>(0x1.0000000000000p+2f, 0x1.4000000000000p+2f, 0x1.0000000000000p-1f); return [&]() { auto v3_d = run_dot(v1_xs, v2_ys); return [&]() { auto v4_m = run_muladd(0x1.0000000000000p+1f, v1_xs, v2_ys); return std::make_tuple(v3_d, v4_m); }(); }(); }(); }();
 }
 
 int main(int argc, char** argv) {

@@ -176,7 +176,7 @@ static Arr<int> run_split_partition(Arr<int> h1_keys, int h2_b) {
 }
 
 static std::tuple<Arr<int>, Arr<int>, Arr<int>> fn_main() {
-  return [&]() { auto v1_keys = lc_lit<int>(5, 2, 7, 0, 3, 6); return [&]() { auto v2_a = run_split_scan(v1_keys, 0); return [&]() { auto v3_c = run_split_scan(v2_a, 1); return [&]() { auto v4_b = run_split_partition(v1_keys, 0); return std::make_tuple(v2_a, v4_b, v3_c); }(); }(); }(); }();
+  return [&]() { auto v1_keys = lc_lit<int>(5, 2, 7, 0, 3, 6); return [&]() { auto v2_a = run_split_scan(v1_keys, 0); return [&]() { auto v3_b = run_split_partition(v1_keys, 0); return [&]() { auto v4_c = run_split_scan(v2_a, 1); return std::make_tuple(v2_a, v3_b, v4_c); }(); }(); }(); }();
 }
 
 int main(int argc, char** argv) {

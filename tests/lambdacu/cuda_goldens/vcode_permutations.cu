@@ -112,7 +112,7 @@ static std::tuple<Arr<int>, Arr<int>> run_fused1(Arr<int> h1_xs, Arr<int> h2_fus
 }
 
 static std::tuple<Arr<int>, Arr<int>, Arr<int>> fn_main() {
-  return [&]() { auto v1_xs = lc_lit<int>(10, 20, 30, 40); return [&]() { auto t = run_fused1(v1_xs, lc_lit<int>(3, 3, 0, 1), lc_lit<int>(3, 3, 0, 1), lc_lit<bool>(true, false, true, false)); auto v2_b = std::get<0>(t); auto v3_f = std::get<1>(t); return [&]() { auto v4_p = run_permute(v1_xs, lc_lit<int>(3, 0, 2, 1)); return std::make_tuple(v4_p, v2_b, v3_f); }(); }(); }();
+  return [&]() { auto v1_xs = lc_lit<int>(10, 20, 30, 40); return [&]() { auto v2_p = run_permute(v1_xs, lc_lit<int>(3, 0, 2, 1)); return [&]() { auto t = run_fused1(v1_xs, lc_lit<int>(3, 3, 0, 1), lc_lit<int>(3, 3, 0, 1), lc_lit<bool>(true, false, true, false)); auto v3_b = std::get<0>(t); auto v4_f = std::get<1>(t); return std::make_tuple(v2_p, v3_b, v4_f); }(); }(); }();
 }
 
 int main(int argc, char** argv) {

@@ -124,7 +124,7 @@ static std::tuple<int, int> run_reductions(Arr<int> h1_xs) {
 }
 
 static std::tuple<Arr<int>, Arr<int>, int, int> fn_main() {
-  return [&]() { auto v1_xs = lc_lit<int>(3, 1, 4, 1, 5, 9, 2, 6); return [&]() { auto v2_ms = run_max_scan(v1_xs); return [&]() { auto t = run_reductions(v1_xs); auto v3_s = std::get<0>(t); auto v4_m = std::get<1>(t); return [&]() { auto v5_ps = run_plus_scan(v1_xs); return std::make_tuple(v5_ps, v2_ms, v3_s, v4_m); }(); }(); }(); }();
+  return [&]() { auto v1_xs = lc_lit<int>(3, 1, 4, 1, 5, 9, 2, 6); return [&]() { auto v2_ps = run_plus_scan(v1_xs); return [&]() { auto v3_ms = run_max_scan(v1_xs); return [&]() { auto t = run_reductions(v1_xs); auto v4_s = std::get<0>(t); auto v5_m = std::get<1>(t); return std::make_tuple(v2_ps, v3_ms, v4_s, v5_m); }(); }(); }(); }();
 }
 
 int main(int argc, char** argv) {
