@@ -18,18 +18,18 @@ import time
 import traceback
 from pathlib import Path
 
+from gpusem.fuzz.bundle import read_bundle
 from gpusem.fuzz.targets import CheckResult, load_target
 
-TEXT_SUFFIXES = {".cu", ".ck", ".bundl", ".json", ".jsonl", ".txt", ".md", ".gpuir", ".py"}
 
-
-def finding_of(bundle: Path) -> tuple[dict, CheckResult]:
-    meta = json.loads((bundle / "bundle.json").read_text())
-    files = {p.name: p.read_text() for p in sorted(bundle.iterdir())
-             if p.is_file() and p.suffix in TEXT_SUFFIXES}
+def finding_of(folder: Path) -> tuple[dict, CheckResult]:
+    """The bundle's metadata and the finding it records, as the campaign held it."""
+    bundle = read_bundle(folder)
+    meta = bundle.meta
     res = CheckResult(status="finding", signature=str(meta.get("signature", "")),
-                      kind=str(meta.get("kind", "")), detail=str(meta.get("detail", "")),
-                      files=files, size=int(meta.get("size", 0)),
+                      kind=str(meta.get("kind", "")),
+                      detail=str(meta.get("detail", "")),
+                      files=bundle.files, size=int(meta.get("size", 0)),
                       program_file=str(meta.get("program_file", "")),
                       line=int(meta.get("line", 0)))
     return meta, res
@@ -56,7 +56,8 @@ def main(argv: list[str]) -> int:
             continue
         seconds = round(time.perf_counter() - start, 2)
         if not found:
-            print(f"{bundle.name}\tno attribution for target {meta['target']}\t{seconds}s")
+            print(f"{bundle.name}\tno attribution for target {meta['target']}"
+                  f"\t{seconds}s")
             continue
         (out / bundle.name).mkdir(parents=True, exist_ok=True)
         (out / bundle.name / "attribution.json").write_text(

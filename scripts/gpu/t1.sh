@@ -9,22 +9,18 @@ OUT=${OUT:-$PWD/gpu-out}; mkdir -p "$OUT"
 source "$(dirname "$0")/setup.sh"
 T1=results/toolchain/T1; W=/tmp/t1; mkdir -p $W; N=${T1_RUNS:-20}
 sed 's/ __restrict__//' $T1/t1_min.cu > $W/t1_norestrict.cu
-build() { local name=$1 src=$2; shift 2
-  if nvcc "$@" "$src" -o "$W/$name" >"$W/$name.log" 2>&1; then
-    local right=0; for i in $(seq $N); do "$W/$name" >/dev/null 2>&1 && right=$((right+1)); done
-    echo "{\"config\": \"$name\", \"flags\": \"$*\", \"runs\": $N, \"right\": $right, \"sample\": \"$("$W/$name" | head -1)\"}"
-  else echo "{\"config\": \"$name\", \"flags\": \"$*\", \"build_error\": true}"; fi; }
+source "$(dirname "$0")/build_matrix.sh"
 {
-build nvcc-sm90a $T1/t1_min.cu -arch=sm_90a
-build nvcc-O3 $T1/t1_min.cu -arch=sm_90a -O3
-build nvcc-sm80 $T1/t1_min.cu -arch=sm_80
-build nvcc-sm90 $T1/t1_min.cu -arch=sm_90
-build nvcc-ptx-jit $T1/t1_min.cu -gencode arch=compute_90,code=compute_90
-build nvcc-G $T1/t1_min.cu -arch=sm_90a -G
-build nvcc-ptxas-O0 $T1/t1_min.cu -arch=sm_90a -Xptxas -O0
-build nvcc-ptxas-O1 $T1/t1_min.cu -arch=sm_90a -Xptxas -O1
-build nvcc-no-restrict $W/t1_norestrict.cu -arch=sm_90a
-build nvcc-fmad-false $T1/t1_min.cu -arch=sm_90a --fmad=false
+build nvcc-sm90a $T1/t1_min.cu "" -arch=sm_90a
+build nvcc-O3 $T1/t1_min.cu "" -arch=sm_90a -O3
+build nvcc-sm80 $T1/t1_min.cu "" -arch=sm_80
+build nvcc-sm90 $T1/t1_min.cu "" -arch=sm_90
+build nvcc-ptx-jit $T1/t1_min.cu "" -gencode arch=compute_90,code=compute_90
+build nvcc-G $T1/t1_min.cu "" -arch=sm_90a -G
+build nvcc-ptxas-O0 $T1/t1_min.cu "" -arch=sm_90a -Xptxas -O0
+build nvcc-ptxas-O1 $T1/t1_min.cu "" -arch=sm_90a -Xptxas -O1
+build nvcc-no-restrict $W/t1_norestrict.cu "" -arch=sm_90a
+build nvcc-fmad-false $T1/t1_min.cu "" -arch=sm_90a --fmad=false
 } >"$OUT/t1_matrix.jsonl"
 nvcc -arch=sm_90a -cubin -o $W/t1.cubin $T1/t1_min.cu && cuobjdump -sass $W/t1.cubin >"$OUT/t1_sass.txt" 2>&1
 python3 scripts/t1_jit_run.py $N $T1/nvrtc_*.ptx $T1/*.cubin >>"$OUT/t1_matrix.jsonl" 2>>"$OUT/t1_jit.err"

@@ -9,21 +9,17 @@ set -uo pipefail
 OUT=${OUT:-$PWD/gpu-out}; mkdir -p "$OUT"
 source "$(dirname "$0")/setup.sh"
 T2=results/toolchain/T2; W=/tmp/t2; mkdir -p $W; N=${T2_RUNS:-20}
-build() { local name=$1; shift
-  if nvcc "$@" $T2/t2_min.cu -o "$W/$name" >"$W/$name.log" 2>&1; then
-    local right=0; for i in $(seq $N); do "$W/$name" >/dev/null 2>&1 && right=$((right+1)); done
-    echo "{\"config\": \"$name\", \"flags\": \"$*\", \"runs\": $N, \"right\": $right, \"sample\": \"$("$W/$name" | head -1)\"}"
-  else echo "{\"config\": \"$name\", \"flags\": \"$*\", \"build_error\": true}"; fi; }
+source "$(dirname "$0")/build_matrix.sh"
 {
-build nvcc-sm90a -arch=sm_90a
-build nvcc-O3 -arch=sm_90a -O3
-build nvcc-sm90 -arch=sm_90
-build nvcc-sm80 -arch=sm_80
-build nvcc-ptx-jit -gencode arch=compute_90,code=compute_90
-build nvcc-G -arch=sm_90a -G
-build nvcc-ptxas-O0 -arch=sm_90a -Xptxas -O0
-build nvcc-ptxas-O1 -arch=sm_90a -Xptxas -O1
-build nvcc-ptxas-O2 -arch=sm_90a -Xptxas -O2
+build nvcc-sm90a $T2/t2_min.cu "" -arch=sm_90a
+build nvcc-O3 $T2/t2_min.cu "" -arch=sm_90a -O3
+build nvcc-sm90 $T2/t2_min.cu "" -arch=sm_90
+build nvcc-sm80 $T2/t2_min.cu "" -arch=sm_80
+build nvcc-ptx-jit $T2/t2_min.cu "" -gencode arch=compute_90,code=compute_90
+build nvcc-G $T2/t2_min.cu "" -arch=sm_90a -G
+build nvcc-ptxas-O0 $T2/t2_min.cu "" -arch=sm_90a -Xptxas -O0
+build nvcc-ptxas-O1 $T2/t2_min.cu "" -arch=sm_90a -Xptxas -O1
+build nvcc-ptxas-O2 $T2/t2_min.cu "" -arch=sm_90a -Xptxas -O2
 } >"$OUT/t2_matrix.jsonl"
 for a in sm_90a sm_80; do
   nvcc -arch=$a -cubin -o $W/t2_$a.cubin $T2/t2_min.cu && cuobjdump -sass $W/t2_$a.cubin >"$OUT/t2_sass_$a.txt" 2>&1

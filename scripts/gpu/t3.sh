@@ -8,11 +8,7 @@ set -uo pipefail
 OUT=${OUT:-$PWD/gpu-out}; mkdir -p "$OUT"
 source "$(dirname "$0")/setup.sh"
 T3=results/toolchain/T3; W=/tmp/t3; mkdir -p $W; N=${T3_RUNS:-10}
-build() { local name=$1 src=$2 envs=$3; shift 3
-  if nvcc "$@" "$src" -o "$W/$name" >"$W/$name.log" 2>&1; then
-    local right=0; for i in $(seq $N); do env $envs "$W/$name" >/dev/null 2>&1 && right=$((right+1)); done
-    echo "{\"config\": \"$name\", \"flags\": \"$*\", \"env\": \"$envs\", \"runs\": $N, \"right\": $right, \"sample\": \"$(env $envs "$W/$name" | head -1)\"}"
-  else echo "{\"config\": \"$name\", \"flags\": \"$*\", \"build_error\": true}"; fi; }
+source "$(dirname "$0")/build_matrix.sh"
 {
 build sass-sm90a $T3/t3_min.cu "" -arch=sm_90a
 build sass-sm90a-O0 $T3/t3_min.cu "" -arch=sm_90a -Xptxas -O0
