@@ -96,3 +96,16 @@ def test_a_shrink_that_outlasts_the_budget_is_cut_at_the_deadline(tmp_path) -> N
         # the first one cut at the deadline, the second never begun: both final
         assert meta["state"] == "done" and meta["shrink_cut"] is True
         assert not f.shrunk
+
+
+def test_the_bundl_batch_check_stops_at_its_deadline() -> None:
+    """A batch given a deadline already past checks nothing (and says so); with time
+    to spare it checks all of them: the campaign counts only what was checked."""
+    from gpusem.fuzz.bundl.target import BundlTarget
+    from gpusem.fuzz.bundl.sample import draw
+
+    target = BundlTarget()
+    programs = draw(target.strategy("compile"), 6, seed=3)
+    assert target.prefetch_until(programs, "compile", time.monotonic() - 1) == 0
+    assert target.prefetch_until(programs, "compile", time.monotonic() + 600) == 6
+    assert target.prefetch_until(programs, "soundness", None) is None

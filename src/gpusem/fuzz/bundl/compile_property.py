@@ -13,6 +13,7 @@ well-typed program gets stuck, so it is a soundness bug of gpusem, never a skip.
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -196,7 +197,7 @@ def check_file(path: str, backend: str = "cpu", seeds=HARNESS_SEEDS,
 def check_batch(progs: list[B.Program], backend: str = "cpu", seeds=HARNESS_SEEDS,
                 sync_motion: bool = True, refs: list[Reference] | None = None,
                 confirm: Callable[[int], Reference | None] | None = None,
-                sync: str = "") -> list[Verdict]:
+                sync: str = "", deadline: float | None = None) -> list[Verdict | None]:
     """`check_program` for many programs with one backend call (one g++ build, one
     NVRTC module): the throughput path of the fuzzer.
 
@@ -206,7 +207,18 @@ def check_batch(progs: list[B.Program], backend: str = "cpu", seeds=HARNESS_SEED
     results, so the fast path never reports a finding the full reference would not
     (and says racy or not-compared where the full reference does). Only "agree" is
     taken from the fast outcome unconfirmed (see `interpreter/bundl/reference.py` for
-    why that is sound)."""
+    why that is sound).
+
+    `deadline` (time.monotonic()): no confirmation begins past it; a verdict that
+    would need one is None (not decided: a campaign then checks no further, issue
+    31.1: a round with nine findings spent 6.8 s confirming them past its budget)."""
+    def confirmed(i: int, verdict: Verdict, source: str, rs) -> Verdict | None:
+        if confirm is None:
+            return verdict
+        if deadline is not None and time.monotonic() >= deadline:
+            return None
+        return _confirmed(verdict, progs[i], source, rs, seeds, confirm(i))
+
     refs = refs or [reference(p) for p in progs]
     verdicts: list[Verdict | None] = [None] * len(progs)
     jobs, owners, kernels = [], [], {}
@@ -218,8 +230,7 @@ def check_batch(progs: list[B.Program], backend: str = "cpu", seeds=HARNESS_SEED
             options = CompileOptions(sync_motion=sync_motion, sync=sync)
             kernel = compile_program(prog, options)
         except Exception as err:
-            full = confirm(i) if confirm else None
-            verdicts[i] = _confirmed(_compile_failure(err), prog, "", None, seeds, full)
+            verdicts[i] = confirmed(i, _compile_failure(err), "", None)
             continue
         kernels[i] = kernel
         for job in _jobs(prog, kernel, seeds, backend):
@@ -231,11 +242,9 @@ def check_batch(progs: list[B.Program], backend: str = "cpu", seeds=HARNESS_SEED
         by_program.setdefault(i, []).append(result)
     for i, rs in by_program.items():
         verdict = compare(progs[i], refs[i].globals, kernels[i].source, rs, seeds)
-        if verdict.kind != "agree" and confirm is not None:
-            verdict = _confirmed(verdict, progs[i], kernels[i].source, rs, seeds,
-                                 confirm(i))
-        verdicts[i] = verdict
-    return verdicts  # type: ignore[return-value]
+        verdicts[i] = (verdict if verdict.kind == "agree"
+                       else confirmed(i, verdict, kernels[i].source, rs))
+    return verdicts
 
 
 Confirm = Callable[[], "Reference | None"]

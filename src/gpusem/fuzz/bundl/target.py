@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -51,8 +52,9 @@ from gpusem.interpreter.bundl.reference import (
 )
 
 if TYPE_CHECKING:
-    from gpusem.compiler.backends.toolchain import Matrix
     from hypothesis.strategies import SearchStrategy
+
+    from gpusem.compiler.backends.toolchain import Matrix
 
 BundlProgram = B.Program | Generated  # a plain program is not race-free by construction
 
@@ -135,9 +137,10 @@ class BundlTarget(Target):
         observable) with the general well-typed generator (every statement form), each
         drawn as a `Generated` that says which it is; the other properties draw plain
         programs of the general generator."""
+        from hypothesis import strategies as st
+
         from gpusem.fuzz.bundl.strategies.kernels import generated_kernels
         from gpusem.fuzz.bundl.strategies.programs import generated_programs, programs
-        from hypothesis import strategies as st
 
         machine = {"max_blocks": self.max_blocks, "max_threads": self.max_threads}
         if prop == "ptx":
@@ -153,29 +156,47 @@ class BundlTarget(Target):
     def prefetch(self, programs: Sequence[BundlProgram], prop: str) -> bool:
         """Batch-check a round's programs (one backend build for all of them); True
         when their verdicts are cached (the campaign then counts them directly)."""
+        return self.prefetch_until(programs, prop, None) is not None
+
+    def prefetch_until(self, programs: Sequence[BundlProgram], prop: str,
+                       deadline: float | None) -> int | None:
+        """`prefetch`, with no reference begun and no finding confirmed past
+        `deadline` (time.monotonic()): how many of `programs`, from the first, have
+        their verdicts cached (None: this property is checked one by one)."""
         from gpusem.fuzz.bundl.compile_property import check_batch
 
         if prop == "toolchain":
             self._cache.clear()
             self._seen.clear()
             self._toolchain(list(dict.fromkeys(as_generated(p) for p in programs)))
-            return True
+            return len(programs)
         if prop == "ptx":
-            return self._ptx_prefetch(programs)
+            return len(programs) if self._ptx_prefetch(programs) else None
         if prop not in SYNC_OF_PROPERTY:
-            return False
+            return None
         self._cache.clear()
         self._seen.clear()
         todo = list(dict.fromkeys(as_generated(p) for p in programs))
-        refs = [self._reference(g, prop) for g in todo]
+        refs = []
+        for g in todo:
+            if deadline is not None and time.monotonic() >= deadline:
+                break
+            refs.append(self._reference(g, prop))
+        todo = todo[:len(refs)]
         verdicts = check_batch([g.program for g in todo], self.backend, HARNESS_SEEDS,
                                prop == "compile", [r for r, _ in refs],
                                confirm=lambda i: self._full_if_fast(todo[i], refs[i][0],
                                                                     prop),
-                               sync=SYNC_OF_PROPERTY[prop])
+                               sync=SYNC_OF_PROPERTY[prop], deadline=deadline)
         for generated, verdict, (_, mismatch) in zip(todo, verdicts, refs, strict=True):
-            self._cache[(prop, generated)] = mismatch or verdict
-        return True
+            if mismatch is not None or verdict is not None:
+                self._cache[(prop, generated)] = mismatch or verdict
+        done = 0
+        for p in programs:  # the leading programs whose verdicts are all in
+            if (prop, as_generated(p)) not in self._cache:
+                break
+            done += 1
+        return done
 
     def minimise(self, program: BundlProgram, res: CheckResult,
                  prop: str = "compile", budget_s: float | None = None) -> CheckResult:
