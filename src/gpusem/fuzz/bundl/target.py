@@ -189,8 +189,9 @@ class BundlTarget(Target):
                                                                     prop),
                                sync=SYNC_OF_PROPERTY[prop], deadline=deadline)
         for generated, verdict, (_, mismatch) in zip(todo, verdicts, refs, strict=True):
-            if mismatch is not None or verdict is not None:
-                self._cache[(prop, generated)] = mismatch or verdict
+            result = mismatch if mismatch is not None else verdict
+            if result is not None:  # None: past the deadline, not decided
+                self._cache[(prop, generated)] = result
         done = 0
         for p in programs:  # the leading programs whose verdicts are all in
             if (prop, as_generated(p)) not in self._cache:
