@@ -17,9 +17,12 @@ accumulate wider than float32, so their results are not bit-identical with the
 sequential reading (errata "MMA rounding"). To keep compiled kernels comparable
 bit for bit, the MMA instructions (Sm80 mma.sync and Sm90 wgmma) are lowered to
 float32 multiply-then-add in k order by the threads of the owning warp / warpgroup.
-A matrix-register tile is distributed row-major: thread r holds elements r * share + j
-(the 64 x N wgmma accumulator: half a row each); mma.sync fetches its operands from the
-lanes holding them with shuffles. The wgmma lowering is synchronous, so the
+The 64 x N wgmma accumulator is distributed as wgmma's own fragment layout says
+(`wgmma_d_element`: each thread holds N / 2 elements, pairs of adjacent columns in
+two rows 8 apart), so the registers a thread holds are the ones a real wgmma would
+write; the mma.sync tiles are distributed row-major (thread r holds elements
+r * share + j), and mma.sync fetches its operands from the lanes holding them with
+shuffles. The wgmma lowering is synchronous, so the
 commit-group Arrive/Await around it have nothing left to wait for.
 The TMA tile load is lowered to bulk (non-tensor) copies for the same ABI reason; it
 keeps its asynchronous completion on the mbarrier.
@@ -145,15 +148,40 @@ def _reg(d: K.Window, j: str = "gs_j") -> str:
     return f"{d.var}[{d.base} + {j}]" if d.base != "0" else f"{d.var}[{j}]"
 
 
+def wgmma_d_element(r: int, j: int) -> tuple[int, int]:
+    """(row, column) of register d_j of thread r of the warpgroup in a wgmma
+    .m64nNk8 f32 accumulator (PTX ISA, "Register fragments" of wgmma, matrix D):
+    warp r / 32 holds rows 16 (r / 32) .. + 15; in it, lane l holds, of every 8
+    columns 8 (j / 4) .., the pair at columns 2 (l % 4) + {0, 1} of row l / 4
+    (j % 4 < 2) and of row l / 4 + 8 (j % 4 >= 2). `_tile_loop` prints this in C."""
+    lane = r % 32
+    return (16 * (r // 32) + lane // 4 + 8 * ((j >> 1) & 1),
+            8 * (j >> 2) + 2 * (lane % 4) + (j & 1))
+
+
+def is_wgmma_tile(d: K.Window) -> bool:
+    """A 64 x N tile held by a warpgroup, N / 2 elements a thread (Sm90_RmemMatrixD)."""
+    t = d.tile
+    return t is not None and len(t) == 2 and t[0] == 64 and 2 * d.share == t[1]
+
+
 def _tile_loop(s: K.GInstr, env, d: K.Window, inner: list[str]) -> list[str]:
     """Run `inner` for every element (gs_m, gs_n) of tile `d` this thread holds:
-    thread r of the owning collective holds the row-major elements r * share + j."""
+    thread r of the owning collective holds, of a wgmma accumulator, the elements
+    its fragment layout gives it (`wgmma_d_element`); of the other (mma.sync) tiles,
+    the row-major elements r * share + j."""
     _, cols, share = _tile(d, s.span)
+    if is_wgmma_tile(d):
+        at = ("    const int gs_m = 16 * (gs_r / 32) + gs_r % 32 / 4 + "
+              "8 * ((gs_j >> 1) & 1), gs_n = 8 * (gs_j >> 2) + 2 * (gs_r % 4) + "
+              "(gs_j & 1);")
+    else:
+        at = (f"    const int gs_m = (gs_r * {share} + gs_j) / {cols}, "
+              f"gs_n = (gs_r * {share} + gs_j) % {cols};")
     return [(f"{{ const int gs_r = {_rank(s.mapping, env)};  // rank in the "
             f"{s.mapping.describe()}"),
             f"  for (int gs_j = 0; gs_j < {share}; gs_j++) {{",
-            (f"    const int gs_m = (gs_r * {share} + gs_j) / {cols}, "
-            f"gs_n = (gs_r * {share} + gs_j) % {cols};"),
+            at,
             "    (void)gs_m; (void)gs_n;",
             *(f"    {t}" for t in inner), "  }", "}"]
 
