@@ -15,6 +15,10 @@ Exo-GPU Section 4.2 (code generation), structurally:
   Fence/Arrive/Await    -> GFence/GArrive/GAwait with the collective that runs them;
   instruction calls     -> GInstr with resolved windows.
 
+Host code: only tensor maps (`A_map = A[0:N, 0:N] @ Sm90_tensorMap(...)`), lowered as
+window aliases of their array (`_is_tensor_map`, `unmap`); any other statement outside
+a CudaDeviceFunction is "unsupported".
+
 Conventions: σ -> C locals of the same names; ω (thread mapping) -> `ThreadMapping`;
 `B` blockDim, `C` clusterDim.
 
@@ -45,6 +49,7 @@ from gpusem.compiler.gpuir_cuda.storage import (
     data_storage,
 )
 from gpusem.typing_rules.gpuir.collective import Analysis, ThreadMapping, derive_warps
+from gpusem.typing_rules.gpuir.memory import distributed_dims
 
 C_RESERVED = {"int", "float", "double", "char", "void", "for", "if", "else", "while",
               "do", "return", "const", "static", "auto", "unsigned", "signed", "long",
@@ -62,12 +67,25 @@ COMMIT_KINDS = {"Sm80_cp_async": "commit_cp_async", "wgmma_async": "commit_wgmma
 
 def from_gpuir(proc: A.Proc, an: Analysis) -> list[K.GKernel]:
     devices = [s for s in proc.body if isinstance(s, A.CudaDeviceFunction)]
-    others = [s for s in proc.body if not isinstance(s, A.CudaDeviceFunction)]
+    maps = {s.name: s.source for s in proc.body
+            if isinstance(s, A.WindowStmt) and _is_tensor_map(s)}
+    others = [s for s in proc.body
+              if not isinstance(s, A.CudaDeviceFunction) and not _is_tensor_map(s)]
     if others:
         raise unsupported("CPU code outside a CudaDeviceFunction", others[0].span)
     names = [proc.name] if len(devices) == 1 else \
         [f"{proc.name}_{i}" for i in range(len(devices))]
-    return [_Lowerer(proc, an, d, n).kernel() for d, n in zip(devices, names)]
+    dist = distributed_dims(an)
+    return [_Lowerer(proc, an, d, n, maps, dist).kernel()
+            for d, n in zip(devices, names)]
+
+
+def _is_tensor_map(s: A.Stmt) -> bool:
+    """Host code the compiler lowers: a tensor map over a global array
+    (`A_map = A[0:N, 0:N] @ Sm90_tensorMap(128, 128, 32)`). Note: its TMA copies are
+    lowered to bulk row copies (instr.py), which read the array itself, so the map is
+    a window alias of the array here: no CUtensorMap is made or passed."""
+    return isinstance(s, A.WindowStmt) and s.mem.name == "Sm90_tensorMap"
 
 
 def _check_name(name: str, span) -> str:
@@ -123,13 +141,15 @@ def mapping_of(an: Analysis, s: A.Stmt) -> ThreadMapping:
 
 class _Lowerer:
     def __init__(self, proc: A.Proc, an: Analysis, dev: A.CudaDeviceFunction,
-                 name: str):
+                 name: str, maps: dict[str, A.DRead], dist: dict[int, int]):
         self.proc, self.an, self.dev, self.name = proc, an, dev, name
+        self.maps, self.dist = maps, dist
         self.env = dict(an.defines)
         self.vars: dict[str, Storage] = {}
         self.bars: dict[str, BarrierStorage] = {}
         self.pending_tx: dict[str, int] = {}
-        self.mbar_arrivals, self.commit_kinds = _barrier_usage(dev, an)
+        self.mbar_arrivals, self.commit_kinds = _barrier_usage(dev, an, dist)
+        self.ring = _ring_depth(dev, an)
 
     # ---------------------------------------------------------------- kernel
     def kernel(self) -> K.GKernel:
@@ -245,7 +265,11 @@ class _Lowerer:
             case A.Arrive(tl=tl, n=n, barriers=zs):
                 refs = tuple(self.bar_ref(z) for z in zs)
                 tx = 0
-                if tl == "tma_to_smem_async":
+                if tl == "tma_to_smem_async" or any(r.kind == "mbarrier"
+                                                    for r in refs):
+                    # the copies completing on the barrier since its last arrive: the
+                    # next arrive on it expects their bytes, whatever its timeline
+                    # (the paper's GEMM arrives with cuda_temporal)
                     tx = sum(self.pending_tx.pop(z.name, 0) for z in zs)
                 return [K.GArrive(mapping_of(self.an, s), tl, n, refs, tx, sp)]
             case A.Await(barrier=z, tl=tl, n=n):
@@ -284,7 +308,8 @@ class _Lowerer:
     def alloc(self, s: A.Alloc) -> list[K.GStmt]:
         name = _check_name(s.name, s.span)
         shape = tuple(self.const(c, s.span) for c in s.shape)
-        st = data_storage(name, s.dtype, shape, s.mem, self.an.mapping(s), s.span)
+        st = data_storage(name, s.dtype, shape, s.mem, self.an.mapping(s), s.span,
+                          self.dist.get(id(s)))
         ct = ctype(s.dtype, s.span)
         self.vars[name] = st
         if st.space == "local":
@@ -309,7 +334,7 @@ class _Lowerer:
         if arrivals is None:
             return [K.GComment(f"{name}: never arrived on", s.span)]
         return [K.GMbarriers(name, bs.cells, arrivals, m.launch.cluster_dim > 1,
-                             s.span)]
+                             s.span, self.ring)]
 
     def flat(self, coords: list[A.CExpr], strides) -> A.CExpr:
         total: A.CExpr | None = None
@@ -327,12 +352,40 @@ class _Lowerer:
         rest = list(idx[st.ndist:])
         return f"{name}[{c_int(self.flat(rest, st.strides()))}]"
 
+    def unmap(self, r: A.DRead) -> A.DRead:
+        """A window of a tensor map as the same window of its array (the map's
+        window of the array composed with the one taken of the map)."""
+        src = self.maps.get(r.name)
+        if src is None:
+            return r
+        st = self.vars[src.name]
+        base = src.coords or tuple(A.WInterval(None, None) for _ in st.shape)
+        coords = r.coords or tuple(A.WInterval(None, None) for _ in base)
+        if len(coords) != len(base) or any(isinstance(b, A.WPoint) for b in base):
+            raise unsupported(f"tensor map {r.name} of a window with points", r.span)
+        out: list[A.WCoord] = []
+        for b, c in zip(base, coords):
+            assert isinstance(b, A.WInterval)
+            lo = b.lo if b.lo is not None else A.CInt(0)
+
+            def at(x: A.CExpr, lo: A.CExpr = lo) -> A.CExpr:
+                return x if lo == A.CInt(0) else A.CBin("+", lo, x)
+            if isinstance(c, A.WPoint):
+                out.append(A.WPoint(at(c.index)))
+            else:
+                hi = c.hi if c.hi is not None else A.CBin("-", b.hi, lo) \
+                    if b.hi is not None else None
+                out.append(A.WInterval(at(c.lo if c.lo is not None else A.CInt(0)),
+                                       at(hi) if hi is not None else None))
+        return A.DRead(src.name, tuple(out), r.span)
+
     def read(self, r: A.DRead) -> tuple[str, A.DataType]:
         st = self.vars[r.name]
         idx = tuple(c.index for c in r.coords if isinstance(c, A.WPoint))
         return self.element(r.name, idx, r.span), st.dtype
 
     def window(self, r: A.DRead, span) -> K.Window:
+        r = self.unmap(r)
         st = self.vars[r.name]
         coords = r.coords or tuple(A.WInterval(None, None) for _ in st.shape)
         coords = coords[st.ndist:]
@@ -372,10 +425,20 @@ class _Lowerer:
             return K.BarRef(z.name, COMMIT_KINDS.get(tl, "commit"), "0")
         if bs.kind != "mbarrier":
             return K.BarRef(z.name, bs.kind, "0")
+        multicast = _multicast(z, bs.ndist)
+        if multicast and not _whole_cluster(z, bs.ndist, self.env,
+                                            self.dev_cluster()):
+            raise unsupported(f"an Arrive on {z.name} in some CTAs of the cluster "
+                              "(the lowering signals all of them or its own)", z.span)
         if any(isinstance(c, A.WInterval) for c in coords):
-            return K.BarRef(z.name, bs.kind, None if bs.cells > 1 else "0")
+            return K.BarRef(z.name, bs.kind, None if bs.cells > 1 else "0", self.ring,
+                            multicast)
         pts = [c.index for c in coords if isinstance(c, A.WPoint)]  # all of them
-        return K.BarRef(z.name, bs.kind, c_int(self.flat(pts, bs.strides())))
+        return K.BarRef(z.name, bs.kind, c_int(self.flat(pts, bs.strides())),
+                        self.ring, multicast)
+
+    def dev_cluster(self) -> int:
+        return mapping_of(self.an, self.dev.body[0]).launch.cluster_dim
 
     def instr(self, s: A.InstrCall) -> K.GInstr:
         args: list[K.Arg] = []
@@ -389,8 +452,7 @@ class _Lowerer:
                     args.append(c_int(a))
         ref = self.bar_ref(s.barrier) if s.barrier is not None else None
         if s.instr.startswith("Sm90_tma_") and s.barrier is not None:
-            dst = args[0]
-            assert isinstance(dst, K.Window)
+            dst = next(a for a in args if isinstance(a, K.Window))  # dst comes first
             bytes_ = prod(e for e, _ in dst.dims) * 4
             self.pending_tx[s.barrier.name] = \
                 self.pending_tx.get(s.barrier.name, 0) + bytes_
@@ -410,10 +472,46 @@ def _extent(lo: A.CExpr, hi: A.CExpr, env) -> int | None:
     return None
 
 
-def _barrier_usage(dev: A.CudaDeviceFunction, an: Analysis):
+def _multicast(z: A.ZRead, ndist: int) -> bool:
+    """`raw[0:2]`: an interval over the CTA-selecting dimensions of an mbarrier."""
+    return any(isinstance(c, A.WInterval) for c in z.coords[:ndist])
+
+
+def _whole_cluster(z: A.ZRead, ndist: int, env, cluster: int) -> bool:
+    if ndist != 1 or not isinstance(z.coords[0], A.WInterval):
+        return False
+    c = z.coords[0]
+
+    def value(e: A.CExpr | None, default: int) -> int | None:
+        a = affine(e, env) if e is not None else None
+        return default if e is None else a.const if a is not None and a.is_const \
+            else None
+    return value(c.lo, 0) == 0 and value(c.hi, cluster) == cluster
+
+
+def _ring_depth(dev: A.CudaDeviceFunction, an: Analysis) -> int:
+    """The mbarriers of one cell (GMbarriers.ring): the deepest lag of an Await on an
+    mbarrier (Await(war, tl, -4): 4; the paper's ~3). Note: the depth is the
+    kernel's, for every mbarrier: in a pipeline `ring` iterations deep, a producer
+    ahead of its consumers completes copies and arrivals on a barrier up to `ring`
+    phases ahead of the phase awaited there (the other CTA's TMA multicast into
+    raw[cta]); with one mbarrier a cell those would count towards the phase still
+    awaited. A ring of `ring` mbarriers keeps the phases apart (phase j on mbarrier
+    j % ring, awaited with parity (j / ring) & 1)."""
+    depth = 1
+    for s in walk(dev.body):
+        if isinstance(s, A.Await) and s.n < -1:
+            decl = an.decl(s, s.barrier.name)
+            if decl.mem is not None and decl.mem.name == "CudaMbarrier":
+                depth = max(depth, -s.n)
+    return depth
+
+
+def _barrier_usage(dev: A.CudaDeviceFunction, an: Analysis, dist: dict[int, int]):
     """Per mbarrier: the arrivals one phase expects in each CTA (every thread of an
-    arriving collective arrives once); per commit group: which async unit commits to
-    it (by the timeline of its Arrives)."""
+    arriving collective arrives once; an Arrive that also signals the barrier of
+    every CTA of the cluster counts once in each); per commit group: which async
+    unit commits to it (by the timeline of its Arrives)."""
     arrivals: dict[str, int] = {}
     commits: dict[str, str] = {}
     for s in walk(dev.body):
@@ -426,10 +524,15 @@ def _barrier_usage(dev: A.CudaDeviceFunction, an: Analysis):
             if decl.mem is None:
                 continue
             if decl.mem.name == "CudaMbarrier":
-                if arrivals.setdefault(z.name, per_cta) != per_cta:
+                k = dist.get(id(decl.node), 0)
+                count = per_cta
+                if m.ctas == 1 and any(_multicast(y, k) for y in s.barriers
+                                       if y.name == z.name):
+                    count = per_cta * m.launch.cluster_dim
+                if arrivals.setdefault(z.name, count) != count:
                     raise unsupported(f"mbarrier {z.name} arrived on by collectives of "
                                       f"different sizes ({arrivals[z.name]} and "
-                                      f"{per_cta} threads)", s.span)
+                                      f"{count} threads)", s.span)
             elif decl.mem.name == "CudaCommitGroup" and \
                     commits.setdefault(z.name, s.tl) != s.tl:
                 raise unsupported(f"commit group {z.name} used with two timelines",

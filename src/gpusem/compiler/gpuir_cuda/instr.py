@@ -7,6 +7,9 @@ instruction of the library (calculus/gpuir/instructions.py).
                              (gs_bulk_copy_g2s; the Arrive carries the expect_tx)
   Sm90_tma_multicast_2d_f32  cp.async.bulk ... .multicast::cluster per row
                              (gs_bulk_copy_g2s_multicast)
+  Sm90_tma_multicast_warps_2d_f32
+                             the same, issued by one warp in each of ncta CTAs, each
+                             its share of the rows (the paper's Hopper GEMM)
   cuda_shfl_{xor,down}_f32   __shfl_{xor,down}_sync over the full warp
   cuda_atomic_add_{f32,i32}  one atomicAdd per element
   Sm80_mma_* / Sm90_wgmma_*  exact lowerings over the distributed fragments (below)
@@ -17,9 +20,12 @@ accumulate wider than float32, so their results are not bit-identical with the
 sequential reading (errata "MMA rounding"). To keep compiled kernels comparable
 bit for bit, the MMA instructions (Sm80 mma.sync and Sm90 wgmma) are lowered to
 float32 multiply-then-add in k order by the threads of the owning warp / warpgroup.
-A matrix-register tile is distributed row-major: thread r holds elements r * share + j
-(the 64 x N wgmma accumulator: half a row each); mma.sync fetches its operands from the
-lanes holding them with shuffles. The wgmma lowering is synchronous, so the
+The 64 x N wgmma accumulator is distributed as wgmma's own fragment layout says
+(`wgmma_d_element`: each thread holds N / 2 elements, pairs of adjacent columns in
+two rows 8 apart), so the registers a thread holds are the ones a real wgmma would
+write; the mma.sync tiles are distributed row-major (thread r holds elements
+r * share + j), and mma.sync fetches its operands from the lanes holding them with
+shuffles. The wgmma lowering is synchronous, so the
 commit-group Arrive/Await around it have nothing left to wait for.
 The TMA tile load is lowered to bulk (non-tensor) copies for the same ABI reason; it
 keeps its asynchronous completion on the mbarrier.
@@ -32,7 +38,7 @@ from dataclasses import replace
 from gpusem.compiler.gpuir_cuda import kir as K
 from gpusem.compiler.gpuir_cuda.errors import unsupported
 from gpusem.compiler.gpuir_cuda.from_gpuir import offset_c
-from gpusem.compiler.gpuir_cuda.sync import leader
+from gpusem.compiler.gpuir_cuda.sync import leader, mbar_slot
 from gpusem.typing_rules.gpuir.collective import ThreadMapping
 
 
@@ -64,7 +70,7 @@ def _contiguous(w: K.Window, span) -> int:
 def _bar(s: K.GInstr) -> str:
     if s.barrier is None or s.barrier.index is None:
         raise unsupported(f"{s.instr} needs one mbarrier cell", s.span)
-    return f"&{s.barrier.name}[{s.barrier.index}]"
+    return mbar_slot(s.barrier, s.span)
 
 
 def copy(s: K.GInstr, env) -> list[str]:
@@ -88,8 +94,8 @@ def cp_async(s: K.GInstr, env) -> list[str]:
     return [f"gs_cp_async(&{dst.elem('0')}, &{src.elem('0')}, {4 * n});"]
 
 
-def _rows(s: K.GInstr) -> tuple[K.Window, K.Window, int, int]:
-    dst, src = _win(s.args[0]), _win(s.args[1])
+def _rows(s: K.GInstr, first: int = 0) -> tuple[K.Window, K.Window, int, int]:
+    dst, src = _win(s.args[first]), _win(s.args[first + 1])
     if len(dst.dims) != 2 or dst.dims[1][1] != 1 or src.dims[1][1] != 1:
         raise unsupported(f"{s.instr}: tile rows must be contiguous", s.span)
     m, n = dst.dims[0][0], dst.dims[1][0]
@@ -114,6 +120,35 @@ def tma_multicast(s: K.GInstr, env) -> list[str]:
              f"&{dst.elem('gs_i', '0')}, &{src.elem('gs_i', '0')}, {4 * n}u, "
              f"{_bar(s)}, {mask:#x});"),
             "}"]
+
+
+def tma_multicast_warps(s: K.GInstr, env) -> list[str]:
+    """Sm90_tma_multicast_warps_2d_f32(ncta, cta_stride, dst, src): one warp in each
+    of ncta CTAs; the CTA q-th in the collective loads rows [q * m / ncta, (q + 1) *
+    m / ncta) of the tile and multicasts them to every CTA of the collective, so
+    each CTA's dst receives the whole tile (ncta = 1: a plain load into its own)."""
+    dst, src, m, n = _rows(s, 2)
+    if not all(isinstance(a, str) and a.isdigit() for a in s.args[:2]):
+        raise unsupported(f"{s.instr}: ncta and cta_stride must be literals", s.span)
+    ncta, stride = (int(str(a)) for a in s.args[:2])
+    if m % ncta:
+        raise unsupported(f"{s.instr}: {m} rows over {ncta} CTAs", s.span)
+    copy_row = (f"&{dst.elem('gs_i', '0')}, &{src.elem('gs_i', '0')}, {4 * n}u, "
+                f"{_bar(s)}")
+    if ncta == 1:
+        return [f"if ({leader(s.mapping, env)}) {{",
+                f"  for (int gs_i = 0; gs_i < {m}; gs_i++) gs_bulk_copy_g2s("
+                f"{copy_row});", "}"]
+    b = s.mapping.launch.block_dim
+    first = f"({offset_c(s.mapping, env)}) / {b}"  # the collective's first CTA
+    bits = sum(1 << (i * stride) for i in range(ncta))
+    share = m // ncta
+    return [f"if ({leader(s.mapping, env)}) {{",
+            f"  const int gs_q = (gs_rank - {first}) / {stride};  // share of the tile",
+            f"  const unsigned short gs_mask = (unsigned short)({bits:#x}u << "
+            f"{first});",
+            f"  for (int gs_i = gs_q * {share}; gs_i < (gs_q + 1) * {share}; gs_i++) "
+            f"gs_bulk_copy_g2s_multicast({copy_row}, gs_mask);", "}"]
 
 
 def shfl(op: str):
@@ -145,15 +180,40 @@ def _reg(d: K.Window, j: str = "gs_j") -> str:
     return f"{d.var}[{d.base} + {j}]" if d.base != "0" else f"{d.var}[{j}]"
 
 
+def wgmma_d_element(r: int, j: int) -> tuple[int, int]:
+    """(row, column) of register d_j of thread r of the warpgroup in a wgmma
+    .m64nNk8 f32 accumulator (PTX ISA, "Register fragments" of wgmma, matrix D):
+    warp r / 32 holds rows 16 (r / 32) .. + 15; in it, lane l holds, of every 8
+    columns 8 (j / 4) .., the pair at columns 2 (l % 4) + {0, 1} of row l / 4
+    (j % 4 < 2) and of row l / 4 + 8 (j % 4 >= 2). `_tile_loop` prints this in C."""
+    lane = r % 32
+    return (16 * (r // 32) + lane // 4 + 8 * ((j >> 1) & 1),
+            8 * (j >> 2) + 2 * (lane % 4) + (j & 1))
+
+
+def is_wgmma_tile(d: K.Window) -> bool:
+    """A 64 x N tile held by a warpgroup, N / 2 elements a thread (Sm90_RmemMatrixD)."""
+    t = d.tile
+    return t is not None and len(t) == 2 and t[0] == 64 and 2 * d.share == t[1]
+
+
 def _tile_loop(s: K.GInstr, env, d: K.Window, inner: list[str]) -> list[str]:
     """Run `inner` for every element (gs_m, gs_n) of tile `d` this thread holds:
-    thread r of the owning collective holds the row-major elements r * share + j."""
+    thread r of the owning collective holds, of a wgmma accumulator, the elements
+    its fragment layout gives it (`wgmma_d_element`); of the other (mma.sync) tiles,
+    the row-major elements r * share + j."""
     _, cols, share = _tile(d, s.span)
+    if is_wgmma_tile(d):
+        at = ("    const int gs_m = 16 * (gs_r / 32) + gs_r % 32 / 4 + "
+              "8 * ((gs_j >> 1) & 1), gs_n = 8 * (gs_j >> 2) + 2 * (gs_r % 4) + "
+              "(gs_j & 1);")
+    else:
+        at = (f"    const int gs_m = (gs_r * {share} + gs_j) / {cols}, "
+              f"gs_n = (gs_r * {share} + gs_j) % {cols};")
     return [(f"{{ const int gs_r = {_rank(s.mapping, env)};  // rank in the "
             f"{s.mapping.describe()}"),
             f"  for (int gs_j = 0; gs_j < {share}; gs_j++) {{",
-            (f"    const int gs_m = (gs_r * {share} + gs_j) / {cols}, "
-            f"gs_n = (gs_r * {share} + gs_j) % {cols};"),
+            at,
             "    (void)gs_m; (void)gs_n;",
             *(f"    {t}" for t in inner), "  }", "}"]
 
@@ -215,6 +275,7 @@ RULES = {
     "Sm80_cp_async_f32": cp_async,
     "Sm90_tma_load_2d_f32": tma_load,
     "Sm90_tma_multicast_2d_f32": tma_multicast,
+    "Sm90_tma_multicast_warps_2d_f32": tma_multicast_warps,
     "cuda_atomic_add_f32": atomic_add,
     "cuda_atomic_add_i32": atomic_add,
     "cuda_shfl_xor_f32": shfl("xor"),

@@ -51,11 +51,16 @@ class Window:
 @dataclass(frozen=True, slots=True)
 class BarRef:
     """A barrier operand: variable `name` of kind mbarrier | commit | cluster, at cell
-    `index` (C expression over the per-CTA cells; None: every cell, `z[:]`)."""
+    `index` (C expression over the per-CTA cells; None: every cell, `z[:]`).
+    `ring`: the mbarriers each cell is lowered to (GMbarriers.ring); `multicast`:
+    the cell in every CTA of the cluster (`raw[0:2]` in an Arrive of several
+    barriers: the arrival signals each CTA's barrier)."""
 
     name: str
     kind: str
     index: str | None
+    ring: int = 1
+    multicast: bool = False
 
 
 # -------------------------------------------------------------------- statements
@@ -128,13 +133,17 @@ class GShared:
 class GMbarriers:
     """`count` mbarriers in shared memory, each expecting `arrivals` arrivals per phase,
     initialised by one thread and published to the CTA (or cluster) before use; every
-    thread keeps the parity of the next phase it awaits per cell."""
+    thread keeps the parity of the next phase it awaits per cell. With `ring` > 1
+    every cell is a ring of that many mbarriers (Await(z, tl, -n) with n > 1: a
+    pipeline `ring` phases deep), and every thread counts its arrives and awaits per
+    cell instead (`sync.py`)."""
 
     name: str
     count: int
     arrivals: int
     cluster: bool
     span: Span = _SPAN
+    ring: int = 1
 
 
 @dataclass(frozen=True, slots=True)

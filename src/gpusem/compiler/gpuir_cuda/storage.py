@@ -97,7 +97,12 @@ def leading_dims(shape: tuple[int, ...], owners: int) -> int | None:
 
 
 def data_storage(name: str, dtype: A.DataType, shape: tuple[int, ...],
-                 mem: A.MemExpr, mapping: ThreadMapping | None, span) -> Storage:
+                 mem: A.MemExpr, mapping: ThreadMapping | None, span,
+                 ndist: int | None = None) -> Storage:
+    """`ndist`: the distributed dimensions the memory analysis found, used when no
+    prefix of the shape has as many cells as the allocating collective has owners
+    (`D: f32[2, 2, 64, 256]` allocated by a whole cluster of 2 CTAs x 3 warpgroups
+    and used by the 2 x 2 consumer warpgroups only)."""
     m = memtypes.data_memory(mem)
     if m.physical == "gmem":
         return Storage(name, "global", dtype, shape, 0)
@@ -111,16 +116,23 @@ def data_storage(name: str, dtype: A.DataType, shape: tuple[int, ...],
                               "of its allocating collective", span)
         return Storage(name, "shared", dtype, shape, k)
     if m.physical == "rmem":
-        return _register_storage(name, dtype, shape, mem, mapping, m.owner, span)
+        return _register_storage(name, dtype, shape, mem, mapping, m.owner, span,
+                                 ndist)
     raise unsupported(f"{name} @ {m.name} ({m.physical} memory)", span)
 
 
-def _register_storage(name, dtype, shape, mem: A.MemExpr, mapping, owner: str, span):
+def _register_storage(name, dtype, shape, mem: A.MemExpr, mapping, owner: str, span,
+                      ndist: int | None):
     g = OWNER_THREADS.get(owner)
     if g is None:
         raise unsupported(f"register memory owned by a {owner}", span)
     k = leading_dims(shape, owners_in(mapping, g))
     tile = memtypes.matrix_tile(mem)
+    if k is None and tile is not None and ndist is not None \
+            and ndist <= len(shape) - len(tile):
+        # some owners of the allocating collective never use it (the producer and
+        # idle warpgroups of a warp-specialised CTA): each user holds its own tiles
+        k = ndist
     if tile is None:
         return Storage(name, "local", dtype, shape, 0 if k is None else k)
     if k is None or tuple(shape[len(shape) - len(tile):]) != tile:

@@ -22,7 +22,12 @@ plus what its timelines need on either side:
 
 Split barriers: an mbarrier cell expects one arrival per thread of the arriving
 collective per phase (`GMbarriers.arrivals`); Await(z, tl, -1) waits for the next
-phase with per-thread parity tracking (Exo-GPU's ~0). A commit group is per-thread
+phase with per-thread parity tracking (Exo-GPU's ~0). A kernel with a lagged
+Await(z, tl, -n), n > 1 (Exo-GPU's ~(n-1)) lowers every mbarrier cell to a ring of
+the deepest lag's mbarriers, with per-thread arrive and await counts
+(`ring_mbarriers`, `ring_await`, `mbar_slot`; errata "split-barrier arrival counts").
+An Arrive on `z[cta], z[0:2]` arrives on the own CTA's cell and, remotely, on every
+other CTA's. A commit group is per-thread
 hardware state: Arrive(Sm80_cp_async) >> cg is cp.async.commit_group and
 Await(cg, tl, n) cp.async.wait_group n. The cluster-sync barrier is
 barrier.cluster.arrive / wait.
@@ -138,15 +143,35 @@ def _cell(ref: K.BarRef, span) -> str:
     return ref.index
 
 
+def mbar_slot(ref: K.BarRef, span) -> str:
+    """The mbarrier the next arrive of this thread on `ref`'s cell signals: the cell
+    itself, or in a ring (GMbarriers.ring) the slot of the thread's arrive count. A
+    copy completing on the barrier (`instr >> raw[cta]`) uses the same slot: the
+    issuing thread's next arrive on it is the one that expects its bytes."""
+    i = _cell(ref, span)
+    if ref.ring == 1:
+        return f"&{ref.name}[{i}]"
+    return f"&{ref.name}[({i}) * {ref.ring} + gs_na_{ref.name}[{i}] % {ref.ring}u]"
+
+
 def arrive(s: K.GArrive, env) -> tuple[K.GStmt, ...]:
     out: list[K.GStmt] = [K.GComment(f"Arrive({s.tl}, {s.n}) by "
                                      f"{s.mapping.describe()}", s.span)]
     if s.n != 1:
         raise unsupported(f"Arrive with count {s.n}", s.span)
+    seen: set[tuple[str, str | None]] = set()
     for ref in s.barriers:
         match ref.kind:
             case "mbarrier":
-                p = f"&{ref.name}[{_cell(ref, s.span)}]"
+                if (ref.name, ref.index) in seen:
+                    continue  # raw[cta], raw[0:2]: the own CTA's cell once
+                seen.add((ref.name, ref.index))
+                p = mbar_slot(ref, s.span)
+                multicast = any(r.multicast for r in s.barriers
+                                if (r.name, r.index) == (ref.name, ref.index))
+                if multicast and s.tl == "Sm80_cp_async":
+                    raise unsupported(f"a cp.async arrive on {ref.name} in other "
+                                      "CTAs", s.span)
                 if s.tl == "Sm80_cp_async":
                     out.append(K.GPrim(f"gs_cp_async_mbar_arrive_noinc({p});", s.span))
                 elif s.tx_bytes and s.mapping.size == 1:
@@ -159,6 +184,15 @@ def arrive(s: K.GArrive, env) -> tuple[K.GStmt, ...]:
                         f"else gs_mbar_arrive({p});", s.span))
                 else:
                     out.append(K.GPrim(f"gs_mbar_arrive({p});", s.span))
+                if multicast:  # the same cell in the other CTAs (mapa + remote arrive)
+                    c = s.mapping.launch.cluster_dim
+                    out.append(K.GPrim(
+                        f"for (unsigned gs_c = 0; gs_c < {c}u; gs_c++) if (gs_c != "
+                        f"(unsigned)gs_rank) gs_mbar_arrive_remote({p}, gs_c);",
+                        s.span))
+                if ref.ring > 1:
+                    out.append(K.GPrim(f"gs_na_{ref.name}[{_cell(ref, s.span)}]++;",
+                                       s.span))
             case "commit_cp_async":
                 out.append(K.GPrim("gs_cp_async_commit();", s.span))
             case "commit_wgmma":
@@ -178,6 +212,8 @@ def await_(s: K.GAwait) -> tuple[K.GStmt, ...]:
     head = K.GComment(f"Await({ref.name}, {s.tl}, {s.n}) by {s.mapping.describe()}",
                       s.span)
     match ref.kind:
+        case "mbarrier" if ref.ring > 1:
+            return (head, *ring_await(ref, s))
         case "mbarrier":
             if s.n != -1:
                 raise unsupported(f"Await on an mbarrier with count {s.n} (only -1, "
@@ -203,9 +239,28 @@ def await_(s: K.GAwait) -> tuple[K.GStmt, ...]:
     raise unsupported(f"Await on {ref.name} ({ref.kind})", s.span)
 
 
+def ring_await(ref: K.BarRef, s: K.GAwait) -> tuple[K.GStmt, ...]:
+    """Await(z, tl, n), n < 0, on a ring: the thread's w-th await on the cell waits
+    for arrive number w + n + 1 (Figure 22's Max = w + n + 1; none when negative: the
+    first -n - 1 awaits of Await ~3 pass), on its slot of the ring, with the parity
+    of its round."""
+    if s.n >= 0:
+        raise unsupported(f"Await on an mbarrier with count {s.n}", s.span)
+    i, r = _cell(ref, s.span), ref.ring
+    wait = (f"  if (gs_m >= 0) gs_mbar_wait_parity(&{ref.name}[({i}) * {r} + gs_m % "
+            f"{r}], (unsigned)(gs_m / {r}) & 1u);")
+    lines = [f"{{ const int gs_m = (int)gs_nw_{ref.name}[{i}] - {-s.n - 1};"
+             if s.n != -1 else f"{{ const int gs_m = (int)gs_nw_{ref.name}[{i}];",
+             *(() if active("gpuir-mbar-wait-dropped") else (wait,)),
+             f"  gs_nw_{ref.name}[{i}]++;", "}"]
+    return (K.GPrim("\n".join(lines), s.span),)
+
+
 def mbarriers(s: K.GMbarriers) -> tuple[K.GStmt, ...]:
-    if s.count > 32:
+    if s.count * s.ring > 32:
         raise unsupported(f"more than 32 mbarriers in {s.name}", s.span)
+    if s.ring > 1:
+        return ring_mbarriers(s)
     init = (f"if (threadIdx.x == 0) for (int gs_i = 0; gs_i < {s.count}; gs_i++) "
             f"gs_mbar_init(&{s.name}[gs_i], {s.arrivals}u);")
     publish = [K.GPrim(CLUSTER_ARRIVE, s.span), K.GPrim(CLUSTER_WAIT, s.span)] \
@@ -218,3 +273,20 @@ def mbarriers(s: K.GMbarriers) -> tuple[K.GStmt, ...]:
             K.GPrim(init, s.span), *publish,
             K.GPrim(f"unsigned gs_ph_{s.name} = 0u;  // parity of the next phase "
                     "awaited, per cell", s.span))
+
+
+def ring_mbarriers(s: K.GMbarriers) -> tuple[K.GStmt, ...]:
+    n = s.count * s.ring
+    init = (f"if (threadIdx.x == 0) for (int gs_i = 0; gs_i < {n}; gs_i++) "
+            f"gs_mbar_init(&{s.name}[gs_i], {s.arrivals}u);")
+    publish = [K.GPrim("gs_fence_mbarrier_init_cluster();", s.span),
+               K.GPrim(CLUSTER_ARRIVE, s.span), K.GPrim(CLUSTER_WAIT, s.span)] \
+        if s.cluster else [K.GPrim("__syncthreads();", s.span)]
+    return (K.GComment(f"{s.name}: {s.count} cell(s), each a ring of {s.ring} "
+                       f"mbarriers, {s.arrivals} arrival(s) per phase", s.span),
+            K.GShared(s.name, "gs_u64", n, s.span),
+            K.GPrim(init, s.span), *publish,
+            K.GPrim(f"unsigned gs_na_{s.name}[{s.count}] = {{}};  // arrives so far, "
+                    "per cell", s.span),
+            K.GPrim(f"unsigned gs_nw_{s.name}[{s.count}] = {{}};  // awaits so far, "
+                    "per cell", s.span))

@@ -94,6 +94,24 @@ def check_memory(an: Analysis) -> list[IllTyped]:
     return errors
 
 
+def distributed_dims(an: Analysis) -> dict[int, int]:
+    """n* per distributed allocation (keyed by the id of its Alloc / BarrierAlloc
+    node): how many leading dimensions select the owner, as the sites of an accepted
+    program agree on it (step 4). The compiler stores each owner's remaining
+    dimensions only (compiler/gpuir_cuda/storage.py)."""
+    sites: dict[int, list[_Site]] = {}
+    decl_of: dict[int, Decl] = {}
+    _collect(an, an.proc.body, (), sites, decl_of)
+    out: dict[int, int] = {}
+    for key, ss in sites.items():
+        d = decl_of[key]
+        g = owner_size(d, ss[0].info) if ss else None
+        if g is None or not (g == 0 or cast(ThreadMapping, d.mapping).size > g):
+            continue
+        out[key] = _ndist(an, ss[0], d, g)
+    return out
+
+
 # ------------------------------------------------------------ step 3: collection
 
 
