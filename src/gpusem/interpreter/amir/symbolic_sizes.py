@@ -43,20 +43,13 @@ import z3
 from gpusem.calculus.amir import ast as A
 from gpusem.calculus.errors import BadInput, GpusemError
 from gpusem.calculus.gpuir import ast as G
+from gpusem.interpreter.amir.symbolic_proof import Proof, Unproved, prove
 
 if TYPE_CHECKING:
     from gpusem.interpreter.amir.synccheck import SyncResult
 
 DEFAULT_UP_TO = 4096
 DEFAULT_SIZES = 12
-
-
-@dataclass(frozen=True)
-class Unproved:
-    """Why there is no proof for all sizes: `name` is stable (tests match on it)."""
-
-    name: str
-    message: str
 
 
 @dataclass(frozen=True)
@@ -68,7 +61,7 @@ class SymbolicResult:
     proc: str
     params: tuple[str, ...]
     fixed: dict[str, int]
-    verdict: str                                # "refuted" | "unproved"
+    verdict: str                          # "refuted" | "unproved" | "proved"
     tried: tuple[dict[str, int], ...]
     excluded: tuple[dict[str, int], ...]
     seconds: float
@@ -77,10 +70,16 @@ class SymbolicResult:
     failure: str | None = None                  # a front-end error's one line
     reason: Unproved | None = None
     first_excluded: str | None = field(default=None)
+    proof: Proof | None = None
+    assume: tuple[str, ...] = ()
 
     @property
     def refuted(self) -> bool:
         return self.verdict == "refuted"
+
+    @property
+    def proved(self) -> bool:
+        return self.verdict == "proved"
 
     def as_json(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -97,7 +96,16 @@ class SymbolicResult:
             out["reason"] = {"name": self.reason.name, "message": self.reason.message}
         if self.first_excluded is not None:
             out["first_excluded"] = self.first_excluded
+        if self.proof is not None:
+            out["proof"] = {"for_all": self.for_all(), "how": self.proof.text(),
+                            "seconds": round(self.proof.seconds, 4)}
         return out
+
+    def for_all(self) -> str:
+        """The sizes a proof covers: the preconditions of the module docstring."""
+        conds = [f"{p} >= 0" for p in self.params] + list(self.assume)
+        return (f"all {', '.join(self.params)} with {', '.join(conds)} that the "
+                "Limits rule admits")
 
     def replay(self) -> str:
         sizes = {**self.fixed, **(self.counterexample or {})}
@@ -115,6 +123,10 @@ class SymbolicResult:
             lines.append(self.result.report(source) if self.result is not None
                          else str(self.failure))
             return "\n".join(lines)
+        if self.proof is not None:
+            return (f"ok (proved for {self.for_all()}): {head}: "
+                    f"{self.proof.text()}; proof {self.proof.seconds:.2f} s, with "
+                    f"the search ({shown}) {self.seconds:.2f} s")
         assert self.reason is not None
         lines = [(f"unproved: {head}: no counterexample at {shown} in "
                   f"{self.seconds:.2f} s; not a proof for all sizes: "
@@ -145,6 +157,7 @@ def symbolic_synccheck(source: str, file: str, params: Sequence[str],
     excluded: list[dict[str, int]] = []
     first_excluded: str | None = None
     last: SyncResult | None = None
+    amirs: list[SyncResult] = []
     for size in candidate_sizes(names, constraints, divisors(proc, names), up_to,
                                 sizes):
         env = {**fixed, **size}
@@ -169,17 +182,31 @@ def symbolic_synccheck(source: str, file: str, params: Sequence[str],
                                   failure=e.one_line(), first_excluded=first_excluded)
         tried.append(size)
         last = result
+        amirs.append(result)
         if not result.verdict.accepted:
             return SymbolicResult(file, proc.name, names, fixed, "refuted",
                                   tuple(tried), tuple(excluded),
                                   time.perf_counter() - start, size, result,
                                   first_excluded=first_excluded)
-    reason = (unproved_reason(last.amir, names) if last is not None else
-              Unproved("no-admissible-size",
-                       f"no size within 0..{up_to} satisfies the preconditions"))
+    if last is None:
+        reason = Unproved("no-admissible-size",
+                          f"no size within 0..{up_to} satisfies the preconditions")
+    elif any(r.amir != last.amir for r in amirs):
+        reason = Unproved("outside-fragment", "the AMIR program differs between "
+                          "the sizes tried (a conversion that depends on a size)")
+    else:
+        got = prove(last.amir, names, constraints, {**fixed, **tried[-1]}, fixed)
+        if isinstance(got, Proof):
+            return SymbolicResult(file, proc.name, names, fixed, "proved",
+                                  tuple(tried), tuple(excluded),
+                                  time.perf_counter() - start,
+                                  first_excluded=first_excluded, proof=got,
+                                  assume=tuple(assume))
+        reason = got
     return SymbolicResult(file, proc.name, names, fixed, "unproved", tuple(tried),
                           tuple(excluded), time.perf_counter() - start,
-                          reason=reason, first_excluded=first_excluded)
+                          reason=reason, first_excluded=first_excluded,
+                          assume=tuple(assume))
 
 
 def _check_params(proc: G.Proc, names: tuple[str, ...], fixed: Mapping[str, int],
