@@ -217,7 +217,7 @@ def prove(amir: A.AProc, params: Sequence[str], pre: Sequence[Any],
     runs = 1
     if not ok:
         return Unproved("base-run-rejects", f"the first task rejects within {big} "
-                        f"iterations of {loop.var} (a trip count no size may reach)")
+                        f"iterations of {loop.var}")
     j0 = next((j for j in range(big - period + 1)
                if snaps[j] == snaps[j + period]), None)
     if j0 is None:
