@@ -54,6 +54,7 @@ from gpusem.interpreter.amir.symbolic_z3 import (
 )
 
 WARMUP = 8          # iterations allowed before the state must repeat
+MULTIPLES = 2       # the state may repeat every S or every 2S iterations
 _READS = (A.RecordRead, A.CheckMutates)
 
 
@@ -126,7 +127,8 @@ def prove(amir: A.AProc, params: Sequence[str], pre: Sequence[Any],
     ctxs = list(contexts(nest.body, outer))
 
     # the size-dependent loop, and nothing else under the nest mentions a size
-    sym = [s for s in nest.body if isinstance(s, A.Loop) and names & mentions(s.hi)]
+    sym = [s for s in A.walk(nest.body)
+           if isinstance(s, A.Loop) and names & mentions(s.hi)]
     if len(sym) > 1:
         return _outside(sym[1], "a second loop with a size-dependent trip count")
     loop = sym[0] if sym else None
@@ -137,8 +139,8 @@ def prove(amir: A.AProc, params: Sequence[str], pre: Sequence[Any],
         if names & mentions(rest):
             return _outside(s, "a size occurs outside argument extents and loop "
                             "trip counts")
-    if loop is not None and mentions(loop.lo) & set(nest.vars):
-        return _outside(loop, "the loop's start depends on a task variable")
+    if loop is not None and (mentions(loop.lo) or not mentions(loop.hi) <= names):
+        return _outside(loop, "the loop's trip count depends on more than the sizes")
 
     # step 1: read-only arguments; every argument window in bounds
     kinds: dict[str, set[type]] = {x: set() for x in shapes}
@@ -162,8 +164,21 @@ def prove(amir: A.AProc, params: Sequence[str], pre: Sequence[Any],
             return Unproved("symbolic-bounds", f"{acc.name} at {s.origin}: z3 does "
                             "not prove the window in bounds for every size")
 
+    # dropping a read-only statement drops its barrier operands' bounds traps
+    bars = {s.name: s.shape for s in A.walk(nest.body)
+            if isinstance(s, A.Alloc) and s.barrier}
+    for o, s in ctxs:
+        acc = access_of(s)
+        if acc is None or acc.name not in read_only:
+            continue
+        for z in getattr(s, "barriers", ()):
+            queries += 1
+            if z.name not in bars or not in_bounds(space, o, z, bars[z.name]):
+                return Unproved("symbolic-bounds", f"{z.name} at {s.origin}: z3 does "
+                                "not prove the barrier window in bounds")
+
     # step 2: no interference between tasks on written arguments
-    for x in shapes:
+    for x, shape in shapes.items():
         if x in read_only:
             continue
         accs = [(o, s) for o, s in ctxs if (a := access_of(s)) and a.name == x]
@@ -174,8 +189,7 @@ def prove(amir: A.AProc, params: Sequence[str], pre: Sequence[Any],
                 queries += 1
                 a1, a2 = access_of(s1), access_of(s2)
                 assert a1 is not None and a2 is not None
-                if not tasks_disjoint(space, nest.vars, (o1, a1), (o2, a2),
-                                      shapes[x]):
+                if not tasks_disjoint(space, nest.vars, (o1, a1), (o2, a2), shape):
                     return Unproved("symbolic-interference",
                                     f"{x} at {s1.origin} and {s2.origin}: z3 does "
                                     "not prove two tasks' windows disjoint")
@@ -183,7 +197,8 @@ def prove(amir: A.AProc, params: Sequence[str], pre: Sequence[Any],
     # step 3's static half: k only under `% c`, guards on k constant
     period, guards = 1, {}
     if loop is not None:
-        for o, s in contexts(loop.body, (*outer, loop)):
+        around = next(o for o, x in ctxs if x is loop)
+        for o, s in contexts(loop.body, (*around, loop)):
             if isinstance(s, (A.Alloc, A.Free, A.IncTaskID)):
                 return _outside(s, "an allocation inside the size-dependent loop")
             acc = access_of(s)
@@ -211,30 +226,101 @@ def prove(amir: A.AProc, params: Sequence[str], pre: Sequence[Any],
             return Unproved("base-run-rejects", "the first task alone rejects")
         return Proof(None, 0, 0, queries, 1, read_only, time.perf_counter() - start)
 
-    # step 3's dynamic half: find the repeating state
-    big = WARMUP + 2 * period
+    # step 3's dynamic half: find the repeating state; step 4: the base cases
+    if sum(1 for x in A.walk(reduced(0).body) if isinstance(x, A.Loop)
+           and (x.var, x.origin) == (loop.var, loop.origin)) != 1:
+        return _outside(loop, "the loop is not the only one at its source line")
+    if loop in nest.body:
+        got = _one_entry(reduced, at, loop, period, nest.body)
+    else:
+        got = _every_entry(reduced, at, loop, period, nest.body)
+    if isinstance(got, Unproved):
+        return got
+    j0, per, runs = got
+    return Proof(loop.var, j0, per, queries, runs, read_only,
+                 time.perf_counter() - start)
+
+
+def _one_entry(reduced: Any, at: Mapping[str, int], loop: A.Loop, period: int,
+               body: tuple[A.AStmt, ...]) -> tuple[int, int, int] | Unproved:
+    """The loop runs once per task: one run of WARMUP + 2S iterations finds j0 with
+    state(j0) = state(j0 + S); then trip count T >= j0 + S behaves as T - S, and the
+    base runs T < j0 + S decide."""
+    big = WARMUP + 2 * period * MULTIPLES
     ok, snaps, counts = _run(reduced(big), at, loop)
-    runs = 1
     if not ok:
         return Unproved("base-run-rejects", f"the first task rejects within {big} "
                         f"iterations of {loop.var}")
-    j0 = next((j for j in range(big - period + 1)
-               if snaps[j] == snaps[j + period]), None)
-    if j0 is None:
+    if len(snaps) != 1:
+        return _outside(loop, "the loop does not run exactly once per task")
+    (entry,), (cnt,) = snaps, counts
+    found = _repeat(entry, period)
+    if found is None:
         return Unproved("no-invariant", f"the state at the start of iteration j of "
-                        f"{loop.var} never equals the state at j + {period} within "
-                        f"{big} iterations")
-    if not _shift_consistent(loop, nest.body, counts[j0], counts[j0 + period]):
-        return Unproved("no-invariant", "a multicast Arrive joins barrier cells "
-                        "whose counts advance at different rates")
-    # step 4: the base cases
-    for t in range(j0 + period):
+                        f"{loop.var} never equals the state at j + P (P a multiple "
+                        f"of {period} up to {period * MULTIPLES}) within {big} "
+                        "iterations")
+    j0, per = found
+    if not _shift_consistent(body, cnt[j0], cnt[j0 + per]):
+        return _multicast()
+    for t in range(j0 + per):
+        if not _run(reduced(t), at, None)[0]:
+            return Unproved("base-run-rejects", f"the first task rejects when "
+                            f"{loop.var} runs {t} times")
+    return j0, per, 1 + j0 + per
+
+
+def _repeat(entry: Sequence[Any], period: int) -> tuple[int, int] | None:
+    """(j0, P): the first j0 (then the least P, a multiple of `period` up to
+    MULTIPLES of it) with entry[j0] == entry[j0 + P]. The states of a period-S body
+    may repeat only every kS iterations: the machine drops dominated records
+    (amir/records.dominates), so equivalent states can differ in what they keep."""
+    for j in range(len(entry)):
+        for k in range(1, MULTIPLES + 1):
+            if j + k * period < len(entry) and entry[j] == entry[j + k * period]:
+                return j, k * period
+    return None
+
+
+def _every_entry(reduced: Any, at: Mapping[str, int], loop: A.Loop, period: int,
+                 body: tuple[A.AStmt, ...]) -> tuple[int, int, int] | Unproved:
+    """The loop is entered several times per task (under a thread loop): per residue
+    r of the trip count mod M = 2S, one run of T_r = B + r iterations (B a multiple
+    of M) finds in every entry e a j0_e and P_e | M with state(j0_e) =
+    state(j0_e + P_e). By induction on the entries, a trip count T = T_r (mod M) with
+    T >= J_r = max_e j0_e starts every entry in T_r's state and leaves it in T_r's,
+    so it is decided by T_r; the base runs T < max_r J_r decide the rest."""
+    modulus = period * MULTIPLES          # every entry's P divides it
+    big = -(-(WARMUP + 2 * modulus) // modulus) * modulus
+    top, runs = 0, 0
+    for r in range(modulus):
+        runs += 1
+        ok, snaps, counts = _run(reduced(big + r), at, loop)
+        if not ok:
+            return Unproved("base-run-rejects", f"the first task rejects when "
+                            f"{loop.var} runs {big + r} times")
+        for entry, cnt in zip(snaps, counts):
+            found = _repeat(entry, period)
+            if found is None:
+                return Unproved("no-invariant", f"in an entry of {loop.var}, the "
+                                f"state at iteration j never equals the state at "
+                                f"j + P (P a multiple of {period} up to "
+                                f"{period * MULTIPLES}) within {big + r} iterations")
+            j0, per = found
+            if not _shift_consistent(body, cnt[j0], cnt[j0 + per]):
+                return _multicast()
+            top = max(top, j0)
+    for t in range(top):
         runs += 1
         if not _run(reduced(t), at, None)[0]:
             return Unproved("base-run-rejects", f"the first task rejects when "
                             f"{loop.var} runs {t} times")
-    return Proof(loop.var, j0, period, queries, runs, read_only,
-                 time.perf_counter() - start)
+    return top, modulus, runs
+
+
+def _multicast() -> Unproved:
+    return Unproved("no-invariant", "a multicast Arrive joins barrier cells whose "
+                    "counts advance at different rates")
 
 
 def _outside(s: object, why: str) -> Unproved:
@@ -315,8 +401,8 @@ class _Probe(Machine):
     def __init__(self, prog: A.AProc, defines: Mapping[str, int],
                  target: tuple[str, Any] | None):
         self.target = target
-        self.snaps: list[tuple[Any, ...]] = []
-        self.counts: list[dict[Any, int]] = []
+        self.snaps: list[list[tuple[Any, ...]]] = []      # per entry of the loop
+        self.counts: list[list[dict[Any, int]]] = []
         super().__init__(prog, defines)
 
     def _rule_loop(self, s: A.Loop, bound: frozenset[str]) -> Any:
@@ -327,23 +413,29 @@ class _Probe(Machine):
         env = self.env
 
         def loop() -> None:
+            self.snaps.append([])
+            self.counts.append([])
+            saved = env.get(s.var)
             for y in range(lo(env), hi(env)):
                 self._snap()
                 env[s.var] = y
                 for st in body:
                     st()
             self._snap()
-            env.pop(s.var, None)
+            if saved is None:
+                env.pop(s.var, None)
+            else:
+                env[s.var] = saved
         return loop
 
     def _snap(self) -> None:
         snap, counts = fingerprint(self)
-        self.snaps.append(snap)
-        self.counts.append(counts)
+        self.snaps[-1].append(snap)
+        self.counts[-1].append(counts)
 
 
 def _run(prog: A.AProc, at: Mapping[str, int], loop: A.Loop | None
-         ) -> tuple[bool, list[tuple[Any, ...]], list[dict[Any, int]]]:
+         ) -> tuple[bool, list[list[tuple[Any, ...]]], list[list[dict[Any, int]]]]:
     m = _Probe(prog, {p: at[p] for p in prog.params},
                None if loop is None else (loop.var, loop.origin))
     try:
@@ -424,14 +516,13 @@ def _lags(prog: A.AProc, name: str) -> list[int]:
     return got
 
 
-def _shift_consistent(loop: A.Loop, task_body: tuple[A.AStmt, ...],
-                      before: Mapping[Any, int], after: Mapping[Any, int]) -> bool:
-    """Every Arrive that can run from the loop on and names several barrier cells
-    (a multicast arrive copies the home cell's count to the others) names only
-    barrier variables whose cells all advanced by the same count over one period."""
+def _shift_consistent(task_body: tuple[A.AStmt, ...], before: Mapping[Any, int],
+                      after: Mapping[Any, int]) -> bool:
+    """Every Arrive of the task body that names several barrier cells (a multicast
+    arrive copies the home cell's count to the others) names only barrier variables
+    whose cells all advanced by the same count over one period."""
     delta = {cell: after[cell] - before[cell] for cell in before if cell in after}
-    tail = task_body[task_body.index(loop):]
-    for s in A.walk(tail):
+    for s in A.walk(task_body):
         if not isinstance(s, A.Arrive):
             continue
         many = len(s.barriers) > 1 or any(isinstance(c, G.WInterval)

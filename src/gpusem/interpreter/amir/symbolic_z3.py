@@ -109,7 +109,7 @@ class Space:
         s = z3.Solver()
         s.set("timeout", TIMEOUT_MS)
         s.add(*self.pre, *facts, z3.Not(goal))
-        return s.check() == z3.unsat
+        return bool(s.check() == z3.unsat)
 
 
 def coords_z3(acc: A.Access, env: Mapping[str, Any],
