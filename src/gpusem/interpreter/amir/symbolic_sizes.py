@@ -1,18 +1,19 @@
 """`gpusem synccheck FILE --symbolic N,K`: the sync check of a GPU IR program over
-every size its preconditions admit, as far as it goes today (issue 27, part 1): a
-search for a *counterexample size* steered by the program's tiling, with z3 solving the
-size preconditions. proofs_notes/symbolic_sizes.md has the design and what is missing.
+every size its preconditions admit (issue 27, part 1): a search for a *counterexample
+size* steered by the program's tiling, with z3 solving the size preconditions, then,
+where none is found, a proof for every size (interpreter/amir/symbolic_proof.py).
+proofs_notes/symbolic_sizes.md has the argument and its measurements.
 
-Verdicts, and why only these two (the house rule: never "ok" without a proof):
+Verdicts (the house rule: never "ok" without a proof):
   - `refuted`: a concrete size (every symbolic parameter given a value) at which the
     concrete check `gpusem synccheck FILE -D N=..` rejects (exit 1: a failing AMIR
     check, a trap, or a front-end analysis error). The size is the replay command;
     the concrete result is returned with it, so the diagnostic is the usual one.
-  - `unproved`: no counterexample among the sizes tried, and the *named reason* why no
-    proof for all sizes exists yet (the first construct of the AMIR program whose
-    value depends on a symbolic size: a loop trip count, an allocation extent, a
-    window, a thread map, a guard). The per-iteration inductive argument that would
-    turn these into proofs is not implemented; this module never claims one.
+  - `proved` (exit 0): no counterexample among the sizes tried, the AMIR program is
+    the same at each of them, and `prove` shows the machine accepts at every size.
+  - `unproved`: no counterexample among the sizes tried, and the *named reason* the
+    proof does not apply (outside-fragment, symbolic-bounds, symbolic-interference,
+    symbolic-guard, no-invariant, base-run-rejects, no-admissible-size).
 
 The preconditions of a size are (a) the spec's `size >= 0`, (b) the user's `--assume`
 atoms (`N % 256 == 0`, `N >= 512`: Python-syntax affine constraints, `/` the integer
@@ -40,7 +41,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import z3
-from gpusem.calculus.amir import ast as A
 from gpusem.calculus.errors import BadInput, GpusemError
 from gpusem.calculus.gpuir import ast as G
 from gpusem.interpreter.amir.symbolic_proof import Proof, Unproved, prove
@@ -343,31 +343,7 @@ def candidate_sizes(params: Sequence[str], constraints: Sequence[Any],
     return sorted(found, key=lambda s: (sum(s.values()), tuple(s.values())))
 
 
-# ------------------------------------------------------------ why not proved
-
-
-def unproved_reason(amir: A.AProc, params: Sequence[str]) -> Unproved:
-    """The first construct of `amir` (program order) whose value depends on a
-    symbolic size, named by what a proof for all sizes would have to abstract."""
-    names = set(params)
-    for s in A.walk(amir.body):
-        at = f"at {s.origin}" if s.origin.line > 0 else ""
-        if isinstance(s, A.Loop) and names & (_vars(s.lo) | _vars(s.hi)):
-            return Unproved("symbolic-trip-count", f"the loop {s.var} {at} runs a "
-                            "size-dependent number of times; the inductive "
-                            "per-iteration invariant is not implemented")
-        if isinstance(s, A.Alloc) and any(names & _vars(c) for c in s.shape):
-            return Unproved("symbolic-extent", f"{s.name} {at} has a size-dependent "
-                            "extent; distributed-memory analysis over symbolic "
-                            "extents is not implemented")
-        if isinstance(s, A.Guard) and names & _vars(s.cond):
-            return Unproved("symbolic-guard", f"the guard {at} depends on a size")
-        if names & _vars(s):
-            return Unproved("symbolic-window", f"{type(s).__name__} {at} has a "
-                            "size-dependent window or thread map")
-    return Unproved("no-proof-engine", "the AMIR program does not mention the "
-                    "symbolic sizes, but the conversion ran at concrete sizes; no "
-                    "size-independence argument is implemented")
+# ------------------------------------------------------------------ helpers
 
 
 def _nodes(x: object) -> Iterator[object]:
