@@ -255,3 +255,22 @@ def test_front_end_error_is_a_counterexample() -> None:
     assert r.refuted and r.result is None and r.counterexample == {"N": 17}
     assert r.failure is not None and "shape mismatch" in r.failure
     assert [s["N"] for s in r.tried] == [16, 17]
+
+
+def test_a_bug_beyond_the_search_is_not_proved() -> None:
+    """gemm_tiled with its buffer-reuse Fence kept only while k < 8: every size the
+    search may try (N <= 256: at most 8 k-steps) accepts, N = 384 rejects; the proof
+    refuses (the guard on k is not constant), so the answer is `unproved`, not ok."""
+    source = (EXAMPLES / "gemm_tiled.gpuir").read_text().replace(
+        "                    Fence(cuda_in_order, cuda_in_order)\n"
+        "                for wg in cuda_threads(0, 2, unit=cuda_warpgroup):\n"
+        "                    Sm90_wgmma_store",
+        "                    if k < 8:\n"
+        "                        Fence(cuda_in_order, cuda_in_order)\n"
+        "                for wg in cuda_threads(0, 2, unit=cuda_warpgroup):\n"
+        "                    Sm90_wgmma_store")
+    assert "if k < 8:" in source
+    assert not synccheck(source, "late.gpuir", {"N": 384}).verdict.accepted
+    r = symbolic_synccheck(source, "late.gpuir", ["N"], {}, up_to=256, sizes=3)
+    assert r.verdict == "unproved" and r.reason is not None
+    assert r.reason.name == "symbolic-guard"
