@@ -102,8 +102,9 @@ def _synccheck(file: str, o: SyncOptions, amir_level: bool) -> SyncReport:
 
 def _symbolic(file: str, source: str, env: dict[str, int],
               o: SyncOptions) -> SyncReport:
-    """`--symbolic N,K`: exit 1 for `refuted` (a replayable size) AND for
-    `unproved` (no proof for all sizes exists yet: never exit 0 without one)."""
+    """`--symbolic N,K`: exit 0 for `proved` (an all-sizes proof), exit 1 for
+    `refuted` (a replayable size) AND for `unproved` (the program is outside what
+    the proof covers: never exit 0 without a proof)."""
     from gpusem.interpreter.amir.symbolic_sizes import symbolic_synccheck
 
     explicit = parse_defines(o.defines)
@@ -118,8 +119,8 @@ def _symbolic(file: str, source: str, env: dict[str, int],
     check = None
     if r.result is not None and r.result.verdict.violation is not None:
         check = r.result.verdict.violation.check
-    return SyncReport(file, "gpuir", 1, (shown,), accepted=False, check=check,
-                      doc=doc)
+    return SyncReport(file, "gpuir", 0 if r.proved else 1, (shown,),
+                      accepted=r.proved, check=check, doc=doc)
 
 
 def compile(file: str, o: CompileOptions) -> CompileReport:

@@ -40,8 +40,9 @@ from gpusem.cli.common import show
                    "with the same verdict).")
 @click.option("--symbolic", default=None, metavar="N,K,...",
               help="Check these size parameters over every size their "
-                   "preconditions admit: 'refuted' with a size to replay with -D, "
-                   "or 'unproved' with the reason (exit 1 for both).")
+                   "preconditions admit: 'ok (proved for all ...)' (exit 0), "
+                   "'refuted' with a size to replay with -D, or 'unproved' with the "
+                   "reason (exit 1 for both).")
 @click.option("--assume", multiple=True, metavar="EXPR",
               help="A precondition of the symbolic sizes, e.g. 'N % 256 == 0'.")
 @click.option("--up-to", type=int, default=4096, show_default=True,

@@ -1,18 +1,19 @@
 """`gpusem synccheck FILE --symbolic N,K`: the sync check of a GPU IR program over
-every size its preconditions admit, as far as it goes today (issue 27, part 1): a
-search for a *counterexample size* steered by the program's tiling, with z3 solving the
-size preconditions. proofs_notes/symbolic_sizes.md has the design and what is missing.
+every size its preconditions admit (issue 27, part 1): a search for a *counterexample
+size* steered by the program's tiling, with z3 solving the size preconditions, then,
+where none is found, a proof for every size (interpreter/amir/symbolic_proof.py).
+proofs_notes/symbolic_sizes.md has the argument and its measurements.
 
-Verdicts, and why only these two (the house rule: never "ok" without a proof):
+Verdicts (the house rule: never "ok" without a proof):
   - `refuted`: a concrete size (every symbolic parameter given a value) at which the
     concrete check `gpusem synccheck FILE -D N=..` rejects (exit 1: a failing AMIR
     check, a trap, or a front-end analysis error). The size is the replay command;
     the concrete result is returned with it, so the diagnostic is the usual one.
-  - `unproved`: no counterexample among the sizes tried, and the *named reason* why no
-    proof for all sizes exists yet (the first construct of the AMIR program whose
-    value depends on a symbolic size: a loop trip count, an allocation extent, a
-    window, a thread map, a guard). The per-iteration inductive argument that would
-    turn these into proofs is not implemented; this module never claims one.
+  - `proved` (exit 0): no counterexample among the sizes tried, the AMIR program is
+    the same at each of them, and `prove` shows the machine accepts at every size.
+  - `unproved`: no counterexample among the sizes tried, and the *named reason* the
+    proof does not apply (outside-fragment, symbolic-bounds, symbolic-interference,
+    symbolic-guard, no-invariant, base-run-rejects, no-admissible-size).
 
 The preconditions of a size are (a) the spec's `size >= 0`, (b) the user's `--assume`
 atoms (`N % 256 == 0`, `N >= 512`: Python-syntax affine constraints, `/` the integer
@@ -40,23 +41,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import z3
-from gpusem.calculus.amir import ast as A
 from gpusem.calculus.errors import BadInput, GpusemError
 from gpusem.calculus.gpuir import ast as G
+from gpusem.interpreter.amir.symbolic_proof import Proof, Unproved, prove
 
 if TYPE_CHECKING:
     from gpusem.interpreter.amir.synccheck import SyncResult
 
 DEFAULT_UP_TO = 4096
 DEFAULT_SIZES = 12
-
-
-@dataclass(frozen=True)
-class Unproved:
-    """Why there is no proof for all sizes: `name` is stable (tests match on it)."""
-
-    name: str
-    message: str
 
 
 @dataclass(frozen=True)
@@ -68,7 +61,7 @@ class SymbolicResult:
     proc: str
     params: tuple[str, ...]
     fixed: dict[str, int]
-    verdict: str                                # "refuted" | "unproved"
+    verdict: str                          # "refuted" | "unproved" | "proved"
     tried: tuple[dict[str, int], ...]
     excluded: tuple[dict[str, int], ...]
     seconds: float
@@ -77,10 +70,16 @@ class SymbolicResult:
     failure: str | None = None                  # a front-end error's one line
     reason: Unproved | None = None
     first_excluded: str | None = field(default=None)
+    proof: Proof | None = None
+    assume: tuple[str, ...] = ()
 
     @property
     def refuted(self) -> bool:
         return self.verdict == "refuted"
+
+    @property
+    def proved(self) -> bool:
+        return self.verdict == "proved"
 
     def as_json(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -97,7 +96,16 @@ class SymbolicResult:
             out["reason"] = {"name": self.reason.name, "message": self.reason.message}
         if self.first_excluded is not None:
             out["first_excluded"] = self.first_excluded
+        if self.proof is not None:
+            out["proof"] = {"for_all": self.for_all(), "how": self.proof.text(),
+                            "seconds": round(self.proof.seconds, 4)}
         return out
+
+    def for_all(self) -> str:
+        """The sizes a proof covers: the preconditions of the module docstring."""
+        conds = [f"{p} >= 0" for p in self.params] + list(self.assume)
+        return (f"all {', '.join(self.params)} with {', '.join(conds)} that the "
+                "Limits rule admits")
 
     def replay(self) -> str:
         sizes = {**self.fixed, **(self.counterexample or {})}
@@ -115,6 +123,10 @@ class SymbolicResult:
             lines.append(self.result.report(source) if self.result is not None
                          else str(self.failure))
             return "\n".join(lines)
+        if self.proof is not None:
+            return (f"ok (proved for {self.for_all()}): {head}: "
+                    f"{self.proof.text()}; proof {self.proof.seconds:.2f} s, with "
+                    f"the search ({shown}) {self.seconds:.2f} s")
         assert self.reason is not None
         lines = [(f"unproved: {head}: no counterexample at {shown} in "
                   f"{self.seconds:.2f} s; not a proof for all sizes: "
@@ -145,6 +157,7 @@ def symbolic_synccheck(source: str, file: str, params: Sequence[str],
     excluded: list[dict[str, int]] = []
     first_excluded: str | None = None
     last: SyncResult | None = None
+    amirs: list[SyncResult] = []
     for size in candidate_sizes(names, constraints, divisors(proc, names), up_to,
                                 sizes):
         env = {**fixed, **size}
@@ -169,17 +182,31 @@ def symbolic_synccheck(source: str, file: str, params: Sequence[str],
                                   failure=e.one_line(), first_excluded=first_excluded)
         tried.append(size)
         last = result
+        amirs.append(result)
         if not result.verdict.accepted:
             return SymbolicResult(file, proc.name, names, fixed, "refuted",
                                   tuple(tried), tuple(excluded),
                                   time.perf_counter() - start, size, result,
                                   first_excluded=first_excluded)
-    reason = (unproved_reason(last.amir, names) if last is not None else
-              Unproved("no-admissible-size",
-                       f"no size within 0..{up_to} satisfies the preconditions"))
+    if last is None:
+        reason = Unproved("no-admissible-size",
+                          f"no size within 0..{up_to} satisfies the preconditions")
+    elif any(r.amir != last.amir for r in amirs):
+        reason = Unproved("outside-fragment", "the AMIR program differs between "
+                          "the sizes tried (a conversion that depends on a size)")
+    else:
+        got = prove(last.amir, names, constraints, {**fixed, **tried[-1]}, fixed)
+        if isinstance(got, Proof):
+            return SymbolicResult(file, proc.name, names, fixed, "proved",
+                                  tuple(tried), tuple(excluded),
+                                  time.perf_counter() - start,
+                                  first_excluded=first_excluded, proof=got,
+                                  assume=tuple(assume))
+        reason = got
     return SymbolicResult(file, proc.name, names, fixed, "unproved", tuple(tried),
                           tuple(excluded), time.perf_counter() - start,
-                          reason=reason, first_excluded=first_excluded)
+                          reason=reason, first_excluded=first_excluded,
+                          assume=tuple(assume))
 
 
 def _check_params(proc: G.Proc, names: tuple[str, ...], fixed: Mapping[str, int],
@@ -316,31 +343,7 @@ def candidate_sizes(params: Sequence[str], constraints: Sequence[Any],
     return sorted(found, key=lambda s: (sum(s.values()), tuple(s.values())))
 
 
-# ------------------------------------------------------------ why not proved
-
-
-def unproved_reason(amir: A.AProc, params: Sequence[str]) -> Unproved:
-    """The first construct of `amir` (program order) whose value depends on a
-    symbolic size, named by what a proof for all sizes would have to abstract."""
-    names = set(params)
-    for s in A.walk(amir.body):
-        at = f"at {s.origin}" if s.origin.line > 0 else ""
-        if isinstance(s, A.Loop) and names & (_vars(s.lo) | _vars(s.hi)):
-            return Unproved("symbolic-trip-count", f"the loop {s.var} {at} runs a "
-                            "size-dependent number of times; the inductive "
-                            "per-iteration invariant is not implemented")
-        if isinstance(s, A.Alloc) and any(names & _vars(c) for c in s.shape):
-            return Unproved("symbolic-extent", f"{s.name} {at} has a size-dependent "
-                            "extent; distributed-memory analysis over symbolic "
-                            "extents is not implemented")
-        if isinstance(s, A.Guard) and names & _vars(s.cond):
-            return Unproved("symbolic-guard", f"the guard {at} depends on a size")
-        if names & _vars(s):
-            return Unproved("symbolic-window", f"{type(s).__name__} {at} has a "
-                            "size-dependent window or thread map")
-    return Unproved("no-proof-engine", "the AMIR program does not mention the "
-                    "symbolic sizes, but the conversion ran at concrete sizes; no "
-                    "size-independence argument is implemented")
+# ------------------------------------------------------------------ helpers
 
 
 def _nodes(x: object) -> Iterator[object]:
