@@ -191,8 +191,8 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(row)
             cell = [row["today_over_new"], row["exo_over_new"], row["exo_over_today"]]
             print(f"{n:>5} {secs(old)} {secs(new)} {secs(exo)} "
-                  f"{str(cell[0] or '-'):>10} {str(cell[1] or '-'):>8} "
-                  f"{str(cell[2] or '-'):>10}  "
+                  f"{cell[0] or '-'!s:>10} {cell[1] or '-'!s:>8} "
+                  f"{cell[2] or '-'!s:>10}  "
                   f"{new.get('verdict', new.get('error'))}"
                   f"{'' if same else ' (DIFFERENT from today)'}", flush=True)
             for side in ("today", "new", "exo"):
