@@ -19,8 +19,13 @@ cluster_K=N, K_split=1 (the same ragged shape), timed the same way in a fresh pr
 of Exo's Python; it needs --exo-python and --sporkbench (neither is part of this
 repository), and is reported as not run, with why, without them.
 
+With --outcomes P both machines also run every machine-reaching example and
+conformance program, every AMIR program and P generated probe kernels of
+tests/amir/test_fast_machine.py (and the kernel at N = 256, 512): their outcomes
+(verdict, violation report, statistics, or error) must be equal.
+
     python scripts/bench_amir_machine.py --before main --sizes 1024 2048 \\
-        --exo-python /work/exo/venv-pldi26/bin/python \\
+        --outcomes 60 --exo-python /work/exo/venv-pldi26/bin/python \\
         --sporkbench /work/exo/sporkbench-pldi26 --json results/amir/machine_speed.json
 """
 
@@ -70,6 +75,42 @@ CHILD = textwrap.dedent(r"""
                                               w.message],
         "stats": [st.statements, st.recorded_accesses, st.records, st.lifts,
                   sorted(st.exercised)]}))
+""")
+
+# Run under one source tree: the outcome (verdict, violation report, statistics, or the
+# error) of every machine-reaching GPU IR example and conformance program, every AMIR
+# program, and generated probe kernels, as tests/amir/test_fast_machine.py defines
+# them (its helpers come from this checkout's tests/; the machine from the tree).
+OUTCOMES = textwrap.dedent(r"""
+    import json, random, sys
+    sys.path.insert(0, sys.argv[1])
+    from pathlib import Path
+    from tests.amir.test_fast_machine import GPUIR, AMIR, outcome, converted, probe
+    from tests.amir.test_machine_conformance import header
+    from gpusem.calculus.amir.parser import parse_file
+    from gpusem.interpreter.amir.machine import check_amir
+    out = {}
+    for p in GPUIR:
+        prog, env = converted(p.read_text(), str(p))
+        out[p.stem] = repr(outcome(lambda: check_amir(prog, env)))
+    for p in AMIR:
+        prog, d = parse_file(str(p)), header(p)[3]
+        env = {q: d.get(q, 2) for q in prog.params}
+        out["amir:" + p.stem] = repr(outcome(lambda: check_amir(prog, env)))
+    rng = random.Random(int(sys.argv[2]))
+    for i in range(int(sys.argv[3])):
+        src, steps = probe(rng)
+        try:
+            prog, env = converted(src, f"probe{i}")
+        except Exception as err:                    # the front end's, both trees
+            out[f"probe{i}"] = "front end: " + type(err).__name__
+            continue
+        out[f"probe{i}"] = repr(outcome(lambda: check_amir(prog, env,
+                                                           max_steps=steps)))
+    for n in (256, 512):
+        prog, env = converted(Path(sys.argv[4]).read_text(), sys.argv[4], {"N": n})
+        out[f"kernel{n}"] = repr(outcome(lambda: check_amir(prog, env)))
+    print(json.dumps(out))
 """)
 
 # Run by Exo-GPU's Python: build the sporkbench kernel (its construction calls
@@ -131,6 +172,16 @@ def gpusem_side(tree: Path, kernel: Path, n: int, repeats: int) -> dict[str, obj
                      env)
 
 
+def outcomes(tree: Path, kernel: Path, seed: int, probes: int) -> dict[str, str]:
+    env = {"PYTHONPATH": str(tree), "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+           "PYTHONHASHSEED": "0"}                # reprs of frozensets: one order
+    done = subprocess.run([sys.executable, "-c", OUTCOMES, str(ROOT), str(seed),
+                           str(probes), str(kernel)], capture_output=True, text=True,
+                          env=env, check=True, timeout=3600)
+    got: dict[str, str] = json.loads(done.stdout.splitlines()[-1])
+    return got
+
+
 def exo_side(python: str | None, spork: str | None, n: int,
              repeats: int) -> dict[str, object]:
     if not python or not Path(python).exists():
@@ -167,6 +218,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--exo-python", default=None)
     ap.add_argument("--sporkbench", default=None)
     ap.add_argument("--json", metavar="OUT")
+    ap.add_argument("--outcomes", type=int, metavar="PROBES", default=0,
+                    help="also compare both machines' outcomes on every example, "
+                         "conformance and AMIR program and PROBES generated kernels")
+    ap.add_argument("--seed", type=int, default=7, help="of the generated kernels")
     args = ap.parse_args(argv)
     kernel = Path(args.kernel).resolve()
     rows, differ = [], False
@@ -199,6 +254,17 @@ def main(argv: list[str] | None = None) -> int:
                 why = row[side].get("error") or row[side].get("not_run")  # type: ignore[union-attr]
                 if why:
                     print(f"      {side}: {why}")
+        compared: dict[str, object] = {}
+        if args.outcomes:
+            a = outcomes(before, kernel, args.seed, args.outcomes)
+            b = outcomes(ROOT / "src", kernel, args.seed, args.outcomes)
+            diff = sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
+            differ |= bool(diff)
+            compared = {"programs": len(a), "seed": args.seed, "probes": args.outcomes,
+                        "differ": diff}
+            print(f"outcomes: {len(a)} programs (examples, conformance, AMIR, "
+                  f"{args.outcomes} generated, the kernel at N = 256, 512): "
+                  f"{len(diff)} differ {diff[:5]}")
     if args.json:
         data = {"command": "python scripts/bench_amir_machine.py " + " ".join(
                     sys.argv[1:] if argv is None else argv),
@@ -214,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
                 "machine": {"cpu_count": os.cpu_count(),
                             "python": platform.python_version(),
                             "load": os.getloadavg()},
-                "results": rows}
+                "results": rows, "outcomes": compared}
         Path(args.json).write_text(json.dumps(data, indent=2) + "\n")
     return 1 if differ else 0
 
