@@ -101,6 +101,17 @@ def test_the_paper_gemm_takes_the_fast_path():
     assert m.fast_nests == 1
 
 
+def test_the_ragged_gemm_is_asymmetric():
+    """The machine-speed kernel of issue 27.2 (scripts/bench_amir_machine.py): its last
+    row of tiles runs other statements, so no task nest takes the fast path, and the
+    fast machine gives the reference's verdict by running every task."""
+    path = ROOT / "examples" / "gpuir" / "bench" / "gemm_hopper_ragged.gpuir"
+    prog, env = converted(path.read_text(), str(path), {"N": 512})
+    ref, fast, m = both(prog, env)
+    assert fast == ref and ref[0] == "accepted"
+    assert m.fast_nests == 0
+
+
 # ------------------------------------------------------ generated probe kernels
 
 KERNEL = """\

@@ -61,8 +61,9 @@ class Lifts:
 
         Note: only min p(z, n) matters to Await (∃i ∈ p(z, n). i <= Max) and counts
         only grow, so an existing entry already holds the minimum."""
+        cells = counts.keys()
         for r in self.candidates(g, pre, t):
-            if all(cell in r.p for cell in counts):
+            if cells <= r.p.keys():              # a set test, not a Python loop
                 continue                         # λ(r) = r whether or not W holds
             part = passing(t, g, pre, r)
             if part:

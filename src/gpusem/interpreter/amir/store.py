@@ -27,6 +27,7 @@ from gpusem.interpreter.amir.ctrl import Box, Index, Shape
 from gpusem.interpreter.amir.records import Rec, VarKey, dominates
 
 _UC_LIMIT = 16
+_UC_BUCKETED_LIMIT = 128
 
 
 class Var:
@@ -43,7 +44,7 @@ class Var:
         self.arr = np.zeros(shape, dtype=np.int64) if barrier else None
         self.awt = np.zeros(shape, dtype=np.int64) if barrier else None
         whole = tuple((0, n) for n in shape)
-        self.uc: dict[str, dict[Box, int]] = {"rd": {whole: 0}, "mu": {whole: 0}}
+        self.uc = {"rd": Uniform(whole), "mu": Uniform(whole)}
 
     def grow(self, need: Shape) -> None:
         shape = tuple(max(n, 2 * o if n > o else o) for n, o in zip(need, self.shape))
@@ -57,62 +58,159 @@ class Var:
 
     def known(self, attr: str, key: Box) -> int | None:
         """The one set id of window `key` of array `attr`, if known without a scan."""
-        uc = self.uc[attr]
-        sid = uc.get(key)
-        if sid is not None or not key:
-            return sid
-        lo0, hi0 = key[0]
-        for k, sid in uc.items():
-            a, b = k[0]
-            if lo0 < a or hi0 > b:                    # cheap first-dimension filter
-                continue
-            for (a, b), (lo, hi) in zip(k, key):
-                if lo < a or hi > b:
-                    break
-            else:
-                return sid
-        return None
+        return self.uc[attr].known(key)
 
     def parts(self, attr: str, key: Box) -> list[tuple[Box, int]] | None:
         """Known uniform windows that tile window `key` exactly (the entries are
         pairwise disjoint, so contained volumes summing to key's volume tile it)."""
-        want, got = _volume(key), 0
-        out: list[tuple[Box, int]] = []
-        for k, sid in self.uc[attr].items():
-            for (a, b), (lo, hi) in zip(k, key):
-                if a < lo or b > hi:
-                    break
-            else:
-                out.append((k, sid))
-                got += _volume(k)
-        return out if got == want else None
+        return self.uc[attr].parts(key)
 
     def learn(self, attr: str, key: Box, sid: int) -> None:
         """A scan found window `key` uniform (nothing was written). Entries stay
         pairwise disjoint: a window overlapping a known one is not added."""
-        uc = self.uc[attr]
-        for k in uc:
-            if not _disjoint(k, key):
-                return
-        if len(uc) >= _UC_LIMIT:
-            uc.pop(next(iter(uc)))
-        uc[key] = sid
+        self.uc[attr].learn(key, sid)
 
     def note(self, attr: str, key: Box, sid: int | None) -> None:
         """Window `key` of `attr` was just written: to one set id `sid`, or unevenly."""
-        old = self.uc[attr]
-        new = {}
-        if key:
-            lo0, hi0 = key[0]
-            for k, s in old.items():
-                a, b = k[0]
-                if hi0 <= a or b <= lo0 or (k != key and _disjoint(k, key)):
-                    new[k] = s
+        self.uc[attr].note(key, sid)
+
+
+class Uniform:
+    """The known uniform windows of one array: pairwise disjoint boxes, each holding
+    one set id, oldest first (the oldest is forgotten past the limit).
+
+    Why buckets: the windows of a multi-stage buffer (As[cta, stage, rows, cols]) are
+    points in their leading dimensions, and a query can only meet entries with the
+    same leading points (or entries not points there, `wide`). Looking only at those
+    lets an array remember many more windows (a stage's eight wgmma sub-tiles on
+    every stage of both CTAs) without a longer scan per query, so fewer windows need
+    a NumPy scan. Only which windows are remembered changes, never what a query
+    answers: a known window is one the arrays hold uniformly, and every query
+    answers as the scan would (issue 27.2)."""
+
+    __slots__ = ("vals", "seq", "buckets", "wide", "lead", "limit", "count")
+
+    def __init__(self, whole: Box) -> None:
+        self.lead = len(whole) - 2 if len(whole) > 2 else 0
+        self.limit = _UC_LIMIT if self.lead == 0 else _UC_BUCKETED_LIMIT
+        self.vals: dict[Box, int] = {}           # the entries, oldest first
+        self.seq: dict[Box, int] = {}            # insertion order, for `parts`
+        self.buckets: dict[Box, dict[Box, None]] = {}
+        self.wide: dict[Box, None] = {}
+        self.count = 0
+        self.put(whole, 0)
+
+    def __bool__(self) -> bool:
+        return bool(self.vals)
+
+    def bucket(self, key: Box) -> Box | None:
+        """Key's leading points, if its leading dimensions are all points."""
+        lead = key[:self.lead]
+        for lo, hi in lead:
+            if hi - lo != 1:
+                return None
+        return lead
+
+    def put(self, key: Box, sid: int) -> None:
+        """Set an entry; a new one goes last (as a dict insertion does)."""
+        if key not in self.vals:
+            self.count += 1
+            self.seq[key] = self.count
+            b = self.bucket(key) if self.lead else None
+            if b is None:
+                self.wide[key] = None
+            else:
+                self.buckets.setdefault(b, {})[key] = None
+        self.vals[key] = sid
+
+    def drop(self, key: Box) -> None:
+        del self.vals[key]
+        del self.seq[key]
+        if key in self.wide:
+            del self.wide[key]
+        else:
+            b = self.bucket(key)
+            assert b is not None                  # not wide: a bucket holds it
+            group = self.buckets[b]
+            del group[key]
+            if not group:
+                del self.buckets[b]
+
+    def clear(self) -> None:
+        self.vals.clear()
+        self.seq.clear()
+        self.buckets.clear()
+        self.wide.clear()
+
+    def near(self, key: Box, ordered: bool = False) -> list[Box]:
+        """Every entry that can overlap or hold `key` (oldest first if `ordered`):
+        for a non-empty key with leading points, its bucket's and the wide ones;
+        else all. Non-empty entries are pairwise disjoint, so only `parts`, which
+        may return several, needs the order."""
+        if self.lead:
+            lead = key[:self.lead]
+            for lo, hi in lead:
+                if hi - lo != 1:
+                    return list(self.vals)
+            for lo, hi in key:
+                if lo >= hi:
+                    return list(self.vals)
+            group = self.buckets.get(lead)
+            if not group:
+                return list(self.wide)
+            if not self.wide:
+                return list(group)
+            out = list(group) + list(self.wide)
+            if ordered:
+                out.sort(key=self.seq.__getitem__)
+            return out
+        return list(self.vals)
+
+    def known(self, key: Box) -> int | None:
+        sid = self.vals.get(key)
+        if sid is not None or not key:
+            return sid
+        vals = self.vals
+        for k in self.near(key):
+            for (a, b), (lo, hi) in zip(k, key):
+                if lo < a or hi > b:
+                    break
+            else:
+                return vals[k]
+        return None
+
+    def parts(self, key: Box) -> list[tuple[Box, int]] | None:
+        want, got = _volume(key), 0
+        out: list[tuple[Box, int]] = []
+        vals = self.vals
+        for k in self.near(key, ordered=True):
+            for (a, b), (lo, hi) in zip(k, key):
+                if a < lo or b > hi:
+                    break
+            else:
+                out.append((k, vals[k]))
+                got += _volume(k)
+        return out if got == want else None
+
+    def learn(self, key: Box, sid: int) -> None:
+        for k in self.near(key):
+            if not _disjoint(k, key):
+                return
+        if len(self.vals) >= self.limit:
+            self.drop(next(iter(self.vals)))
+        self.put(key, sid)
+
+    def note(self, key: Box, sid: int | None) -> None:
+        # Note: an entry equal to a key empty in its first dimension stays where it
+        # is (its value replaced), as the dict this replaced kept it.
+        lo0, hi0 = key[0] if key else (0, 1)
+        for k in self.near(key) if key else list(self.vals):
+            if not _disjoint(k, key) or (k == key and not (hi0 <= lo0)):
+                self.drop(k)
         if sid is not None:
-            new[key] = sid
-        if len(new) > _UC_LIMIT:
-            new.pop(next(iter(new)))
-        self.uc[attr] = new
+            self.put(key, sid)
+        if len(self.vals) > self.limit:
+            self.drop(next(iter(self.vals)))
 
 
 def _volume(key: Box) -> int:
@@ -267,7 +365,7 @@ def add_to_window(sets: SetTable, v: Var, attr: str, idx: Index, key: Box | None
                     n = _volume(k)
                     sets.inc(new, n)
                     sets.dec(old, n)
-                    uc[k] = new
+                    uc.put(k, new)
             return size
         first = sub.item(0)
         if not (sub == first).all():
