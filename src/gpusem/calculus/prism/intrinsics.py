@@ -165,7 +165,8 @@ def wgmma(call: S.CallExpr, sc: Scope, span: Span) -> list[B.Stmt]:
                        rule="Intrinsic-Wgmma", span=span)
     if (len(call.args) != 7 or not isinstance(outs, S.CallExpr) or outs.fn != "list"
             or len(outs.args) != 1 or not isinstance(n_arg, S.Num)
-            or n_arg.value % 16 or not 16 <= n_arg.value <= 256 or ld_arg is None):
+            or not isinstance(n_arg.value, int) or n_arg.value % 16
+            or not 16 <= n_arg.value <= 256 or ld_arg is None):
         raise BadInput("bad call: intrinsic.wgmma(a[i], b[j], scale_d, 1, 1, 0, 0, "
                        "out=[d[k]], n=N (a multiple of 16, at most 256), ld=L)",
                        rule="Intrinsic-Wgmma", span=span)
@@ -198,7 +199,7 @@ def wgmma(call: S.CallExpr, sc: Scope, span: Span) -> list[B.Stmt]:
                                                            n(4)))
     base_c = op("*", op("%", v, n(4)), n(2))
     stores: list[B.Stmt] = []
-    for j in range(n_arg.value // 16):
+    for j in range(int(n_arg.value) // 16):
         for e in range(8):
             r = op("+", base_r, n(8 * (e // 2 % 2)))
             c = op("+", base_c, n(16 * j + e % 2 + 8 * (e // 4)))
