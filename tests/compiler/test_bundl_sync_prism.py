@@ -23,7 +23,7 @@ from gpusem.compiler.bundl_cuda.pipeline import (
 from gpusem.fuzz.bundl.compile_property import check_batch, check_program
 from gpusem.fuzz.bundl.strategies.programs import generated_programs
 from gpusem.fuzz.hunt import generate_round
-from gpusem.interpreter.bundl.reference import reference
+from gpusem.interpreter.bundl.reference import fast_reference, reference
 from gpusem.typing_rules.bundl.stmt import check_program as typecheck
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -75,6 +75,12 @@ CORRECTED = sorted((ROOT / "examples" / "prism" / "appendix_b" / "corrected")
                    .glob("*.prism"))
 
 
+# B.5 runs 384 threads: four small-step schedules take ~15 minutes on this machine
+# (the committed table, results/prism/appendix_b.md, has them), so here its
+# reference is the big-step outcome, which test_appendix_b.py checks against NumPy.
+BIG_STEP_REFERENCE = {"b5_h100_gemm"}
+
+
 @pytest.mark.parametrize("path", CORRECTED, ids=lambda p: p.stem)
 def test_every_corrected_appendix_b_kernel_agrees_in_prism_mode(path):
     """Issue 28 item 4 on cpu: each corrected Appendix B program compiled with
@@ -82,7 +88,11 @@ def test_every_corrected_appendix_b_kernel_agrees_in_prism_mode(path):
     prove race freedom (B.1, B.2 kernels 3-4, B.4) against the sampled schedules,
     as scripts/prism_appendix_b.py compares them."""
     prog = parse_prism(path.read_text(), str(path))
-    v = check_program(prog, "cpu", (0, 1), sync="prism")
+    if path.stem in BIG_STEP_REFERENCE:
+        v = check_program(prog, "cpu", (0, 1), sync="prism",
+                          ref=fast_reference(prog, prove_race_free=False))
+    else:
+        v = check_program(prog, "cpu", (0, 1), sync="prism")
     if v.kind == "racy":
         v = check_program(prog, "cpu", (0, 1), sync="prism",
                           ref=reference(prog, prove_race_free=False))

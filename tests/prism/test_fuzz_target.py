@@ -11,6 +11,7 @@ import pytest
 from gpusem.calculus.prism import ast as S
 from gpusem.calculus.prism import elaborate_expr
 from gpusem.fuzz.bundl.sample import draw
+from gpusem.fuzz.prism.strategies import EXCHANGE
 from gpusem.fuzz.prism.target import PrismTarget
 from gpusem.fuzz.targets import checked
 
@@ -22,14 +23,29 @@ def test_elaboration_holds_and_every_construct_is_reached():
         result = checked(target, program, "elaboration")
         assert result.status == "pass", (result.signature, result.detail, program)
         seen.update(target.coverage(program))
+    exchange = {f"prism:{c}" for c in EXCHANGE}  # drawn for the compiler properties
+    assert [c for c in target.coverage_labels()
+            if seen[c] == 0 and c not in exchange] == []
+    assert [c for c in exchange if seen[c]] == []
+
+
+def test_the_compiler_properties_reach_every_construct_with_the_exchange():
+    target = PrismTarget()
+    seen: collections.Counter[str] = collections.Counter()
+    for program in draw(target.strategy("prism-sync"), 200, 5):
+        seen.update(target.coverage(program))
     assert [c for c in target.coverage_labels() if seen[c] == 0] == []
 
 
-def test_compile_property_holds_on_cpu():
+@pytest.mark.parametrize("prop", ["compile", "prism-sync"])
+def test_compile_properties_hold_on_cpu(prop):
     target = PrismTarget()
-    for program in draw(target.strategy("compile"), 6, 9):
-        result = checked(target, program, "compile")
-        assert result.status in ("pass", "invalid"), (result.signature, program)
+    exchanges = 0
+    for program in draw(target.strategy(prop), 6, 9):
+        result = checked(target, program, prop)
+        assert result.status == "pass", (result.signature, result.detail, program)
+        exchanges += "prism:shared" in target.coverage(program)
+    assert exchanges > 0
 
 
 def test_a_seeded_mis_elaboration_is_found(monkeypatch):

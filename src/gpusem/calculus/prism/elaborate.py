@@ -579,6 +579,10 @@ class _Elaborator:
             from gpusem.calculus.prism.intrinsics import mma_m16n8k8
 
             return mma_m16n8k8(call, sc, span)
+        if call.fn == "intrinsic.wgmma":
+            from gpusem.calculus.prism.intrinsics import wgmma
+
+            return wgmma(call, sc, span)
         if call.fn == "intrinsic.shfl_up":
             from gpusem.calculus.prism.intrinsics import shfl_up
 

@@ -138,3 +138,78 @@ def shfl_up(call: S.CallExpr, sc: Scope, span: Span) -> list[B.Stmt]:
     return [B.Alloc(scratch, BaseType.INT, 32, MemKind.GLOBAL, B.Skip(), span),
             B.Decl(lane, BaseType.INT, one_p, B.PartitionId(span), B.Skip(), span),
             fill, B.Group(32, pick, span)]
+
+
+WARPGROUP = Perspective(Level.THREAD, 128)
+
+
+def wgmma(call: S.CallExpr, sc: Scope, span: Span) -> list[B.Stmt]:
+    """`intrinsic.wgmma(a[i], b[j], scale_d, 1, 1, 0, 0, out=[d[k]], n=N, ld=L)`:
+    Hopper's wgmma.mma_async m64nNk16 (B.5's `intrinsic.wgmma256`, N = 256), a
+    warpgroup instruction: its perspective signature is thread[128]. A (64 x 16) and
+    B (N x 16) are read from shared memory, both K-major: row r of A is a[i + r*L ..
+    i + r*L + 15], row c of B (column c of the product) is b[j + c*L ..]; in the
+    paper the layout is in the operands' descriptors (with a 128-byte swizzle), here
+    `ld=` says it, unswizzled. Each lane holds N/2 accumulators in the PTX ISA's
+    layout, 8 per 16 columns: with w = lane / 32, g = lane % 32 / 4, t = lane % 4,
+    element e of chunk j is D[16w + g + 8(e/2 % 2)][16j + 2t + e % 2 + 8(e/4)] (the
+    order B.5's write-back reads). The model: every lane computes its elements as
+    scale_d * d + sum_k A[r][k] * B[c][k] in float32, k = 0..15 in order, at once
+    (the asynchrony, `with wgmma_async()`, is the statement's end; errata "Prism:
+    the wgmma and TMA models"). bf16 inputs are floats: exact on small integers."""
+    kw = dict(call.kwargs)
+    outs, n_arg, ld_arg = kw.get("out"), kw.get("n"), kw.get("ld")
+    if sc.persp != WARPGROUP:
+        raise BadInput(f"perspective mismatch: intrinsic.wgmma needs code at "
+                       f"thread[128] (one warpgroup), code is at {sc.persp}",
+                       rule="Intrinsic-Wgmma", span=span)
+    if (len(call.args) != 7 or not isinstance(outs, S.CallExpr) or outs.fn != "list"
+            or len(outs.args) != 1 or not isinstance(n_arg, S.Num)
+            or not isinstance(n_arg.value, int) or n_arg.value % 16
+            or not 16 <= n_arg.value <= 256 or ld_arg is None):
+        raise BadInput("bad call: intrinsic.wgmma(a[i], b[j], scale_d, 1, 1, 0, 0, "
+                       "out=[d[k]], n=N (a multiple of 16, at most 256), ld=L)",
+                       rule="Intrinsic-Wgmma", span=span)
+    fixed = [a.value if isinstance(a, S.Num) else None for a in call.args[3:]]
+    if fixed != [1, 1, 0, 0]:
+        raise BadInput("unmodelled: wgmma with scale-a/b other than 1 or transposed "
+                       "operands", rule="Intrinsic-Wgmma", span=span)
+    from gpusem.calculus.prism.elaborate_expr import subscript
+
+    one = sc.at(Perspective(Level.THREAD, 1))
+    refs = []
+    for arg in (call.args[0], call.args[1], outs.args[0]):
+        if not isinstance(arg, S.Subscript):
+            raise BadInput("bad call: a wgmma operand is an element x[i] (its start)",
+                           rule="Intrinsic-Wgmma", span=arg.span)
+        refs.append(subscript(arg.base, arg.indices, one, span))
+    (a_arr, a0), (b_arr, b0), (d_arr, d0) = refs
+    ld = expr(ld_arg, one, BaseType.INT)
+    scale = expr(call.args[2], one, BaseType.FLOAT)
+    lane = sc.names.fresh("wgmma_lane")
+
+    def n(k: int) -> B.Expr:
+        return B.IntLit(k, span)
+
+    def op(o: str, a: B.Expr, b: B.Expr) -> B.Expr:
+        return B.BinOp(o, a, b, span)
+
+    v = B.Var(lane, span)
+    base_r = op("+", op("*", op("/", v, n(32)), n(16)), op("/", op("%", v, n(32)),
+                                                           n(4)))
+    base_c = op("*", op("%", v, n(4)), n(2))
+    stores: list[B.Stmt] = []
+    for j in range(int(n_arg.value) // 16):
+        for e in range(8):
+            r = op("+", base_r, n(8 * (e // 2 % 2)))
+            c = op("+", base_c, n(16 * j + e % 2 + 8 * (e // 4)))
+            at = op("+", d0, n(8 * j + e))
+            acc = op("*", scale, B.Index(d_arr, at, span))
+            for k in range(16):
+                a_rk = B.Index(a_arr, op("+", a0, op("+", op("*", r, ld), n(k))), span)
+                b_ck = B.Index(b_arr, op("+", b0, op("+", op("*", c, ld), n(k))), span)
+                acc = op("+", acc, op("*", a_rk, b_ck))
+            stores.append(B.ArrAssign(d_arr, at, acc, span))
+    return [B.Decl(lane, BaseType.INT, Perspective(Level.THREAD, 1),
+                   B.PartitionId(span), B.Skip(), span),
+            B.Group(128, B.seq(*stores), span)]

@@ -7,6 +7,19 @@ level, an n-ary split whose cases pick the threads that write) and so does the b
 (declarations, assignment and `op=`, `for range` with `break`, `if`, ternaries, input
 reads, device functions with results). `constructs` names what a program uses, for
 the campaign's coverage table.
+
+For the compiler properties (`programs(exchange=True)`), the warp shape may also
+exchange values between threads through a shared array: write partitions, read
+partitions and reads of a neighbour's cell in thread code, as siblings in warp code
+(thread[32]), maybe in a loop. The exchange exists for Prism's Sec. 5 rules: the
+elaboration puts every partition that `with group` reaches across a level into a
+destruct of its own, whose barrier ends that destruct's statement list and is placed
+there whatever the rules say; only warp code (a group within one level) keeps
+partitions and thread groups side by side in one list, where rule 1 (a read after a
+write) and rule 2 (a write after reads) decide whether the barrier goes before the
+next node. Without it the `prism-drop-rule-*` faults cannot be seen. The surface
+reading of the elaboration property reads one thread at a time, so it is not drawn
+there.
 """
 
 from __future__ import annotations
@@ -15,8 +28,11 @@ from dataclasses import dataclass
 
 from hypothesis import strategies as st
 
+EXCHANGE = ("shared", "write-partition", "read-partition", "neighbour-read",
+            "exchange-loop")
 CONSTRUCTS = ("decl", "assign", "augassign", "for", "break", "if", "ternary",
-              "call", "input", "split", "warp", "partition", "id", "group", "launch")
+              "call", "input", "split", "warp", "partition", "id", "group", "launch",
+              *EXCHANGE)
 
 
 @dataclass(frozen=True)
@@ -106,12 +122,62 @@ def _body(draw, names: list[str], used: set[str], depth: int, pad: str,
     return lines or [f"{pad}pass"]
 
 
+def _exchange(draw, names: list[str], used: set[str], pad: str) -> list[str]:
+    """Warp code (thread[32]) that passes values between the warp's threads through
+    `S_w`, the warp's piece of a shared array: a sequence of write partitions (W:
+    each thread its own cell), read partitions (R) and neighbour reads (G: thread
+    code reads another lane's cell, no barrier of its own). Every partition ends in
+    a barrier (S-Partition), so the sequence is race-free when no W follows a G
+    directly (also round a loop's back edge): an R is put between them."""
+    kinds = draw(st.lists(st.sampled_from("GWR"), min_size=2, max_size=5))
+    loop = draw(st.booleans())
+    seq: list[str] = []
+    for k in kinds:
+        if k == "W" and seq and seq[-1] == "G":
+            seq.append("R")
+        seq.append(k)
+    if loop and seq[-1] == "G" and seq[0] == "W":
+        seq.append("R")
+    xs = ["x0", "x1"]
+    lines = [f"{pad}{x} : int @ thread[1] = {draw(st.integers(-3, 3))}" for x in xs]
+    inner = pad
+    if loop:
+        lines.append(f"{pad}for j in range(0, {draw(st.integers(1, 3))}, 1):")
+        inner = pad + "    "
+        used.add("exchange-loop")
+    scope = ["b", "s", "l", *xs]
+    for n, k in enumerate(seq):
+        x = draw(st.sampled_from(xs))
+        if k == "G":
+            d = draw(st.integers(1, 31))
+            lines += [f"{inner}with group(thread[1]):",
+                      f"{inner}    {x} = {x} * {draw(st.integers(-2, 2))} + "
+                      f"S_w[(l + {d}) % 32]"]
+            used.add("neighbour-read")
+            continue
+        lines += [f"{inner}with partition(S_w, dimension=thread[1], offset=l) "
+                  f"as S_{n}:", f"{inner}    with group(thread[1]):"]
+        if k == "W":
+            lines.append(f"{inner}        S_{n}[0] = {_expr(draw, scope, 1)}")
+            used.add("write-partition")
+        else:
+            lines.append(f"{inner}        {x} += S_{n}[0] * "
+                         f"{draw(st.integers(1, 3))}")
+            used.add("read-partition")
+    names += xs
+    return lines
+
+
 @st.composite
-def programs(draw) -> PrismProgram:
+def programs(draw, exchange: bool = False) -> PrismProgram:
     used = {"partition", "id", "group", "launch"}
-    shape = draw(st.sampled_from(["plain", "warp", "split"]))
+    # hypothesis leans to the first choice: the exchange's shape first when drawn
+    shapes = ["warp", "plain", "warp", "split"] if exchange else ["plain", "warp",
+                                                                  "split"]
+    shape = draw(st.sampled_from(shapes))
     blocks = draw(st.integers(1, 2))
     threads = 64 if shape == "warp" else draw(st.sampled_from([2, 4, 8]))
+    shares = exchange and shape == "warp" and draw(st.integers(0, 3)) < 3
     n = blocks * threads
     fns: list[str] = []
     head = [f"# launch: k blocks={blocks} threads={threads}",
@@ -122,7 +188,8 @@ def programs(draw) -> PrismProgram:
         head += ['@prism("device")', "@requires(thread[1])",
                  f"def f{k}(x : int @ thread[1]):", f"    return x * {c} + {d}", ""]
         fns.append(f"f{k}")
-    head += ['@prism("global")', "@requires(grid[1], block[1], thread[1])",
+    smem = f", smem={4 * threads}" if shares else ""
+    head += ['@prism("global")', f"@requires(grid[1], block[1], thread[1]{smem})",
              "def k(A: ptr(const(int)) @ grid[1], O: ptr(int) @ grid[1], "
              "s : int @ grid[1]):",
              "    with group(grid[1]):",
@@ -134,16 +201,27 @@ def programs(draw) -> PrismProgram:
     pad = " " * 16
     if shape == "warp":
         used.add("warp")
-        head += [f"{pad}w : int @ warp[1] = id()",
-                 f"{pad}with partition(O_b, dimension=warp[1], offset=w * 32) as O_w:",
+        head.append(f"{pad}w : int @ warp[1] = id()")
+        if shares:
+            used.add("shared")
+            head += [f"{pad}S : shared(int[{threads}]) @ block[1]",
+                     f"{pad}with partition(S, dimension=warp[1], offset=w * 32) "
+                     "as S_w:"]
+            pad += "    "
+        head += [f"{pad}with partition(O_b, dimension=warp[1], offset=w * 32) as O_w:",
                  f"{pad}    with group(warp[1]):",
-                 f"{pad}        l : int @ thread[1] = id()",
-                 f"{pad}        with partition(O_w, dimension=thread[1], offset=l) "
+                 f"{pad}        l : int @ thread[1] = id()"]
+        if shares:
+            head += _exchange(draw, names, used, pad + " " * 8)
+        head += [f"{pad}        with partition(O_w, dimension=thread[1], offset=l) "
                  "as O_t:",
                  f"{pad}            with group(thread[1]):",
                  f"{pad}                t : int @ thread[1] = w * 32 + l"]
         body = _body(draw, list(names), used, 2, pad + " " * 16, fns, False)
-        tail = [f"{pad}                O_t[0] = {_expr(draw, names, 2)}"]
+        out = _expr(draw, names, 2)
+        if shares:  # what the exchange computed reaches the output
+            out = f"{out} + x0 * 7 + x1"
+        tail = [f"{pad}                O_t[0] = {out}"]
         return PrismProgram("\n".join(head + body + tail) + "\n", frozenset(used))
     head += [f"{pad}t : int @ thread[1] = id()",
              f"{pad}with partition(O_b, dimension=thread[1], offset=t) as O_t:"]

@@ -7,12 +7,20 @@ programs (`strategies.py`) elaborate into Bundl, type-check, and
   compile      compiled = interpreted: our Bundl -> CUDA compiler's kernel, run on the
                backend under several harness schedules, ends in the interpreter's
                memory (the Bundl target's compile property on the elaboration).
+  prism-sync   the same with Prism's Sec. 5 barrier placement (`--sync prism`:
+               rules 1 and 2, the bundl target's prism-sync property).
+
+The compiler properties draw programs that also exchange values between threads
+through shared memory (`strategies._exchange`): without them no barrier placement
+decision is ever observable (the seeded `prism-drop-rule-*` faults went unseen).
 
 A program the front end, a surface rule or Bundl's typing rejects is a finding (kind
 `rejected`): the generator writes only programs it means to be legal.
 """
 
 from __future__ import annotations
+
+import os
 
 from gpusem.calculus.errors import GpusemError
 from gpusem.fuzz.prism.strategies import CONSTRUCTS, PrismProgram, programs
@@ -35,11 +43,11 @@ def elaborate_text(text: str, file: str = "program.prism"):
 
 class PrismTarget(Target):
     name = "prism"
-    properties = ("elaboration", "compile")
+    properties = ("elaboration", "compile", "prism-sync")
     backends = ("cpu", "cuda")
 
     def strategy(self, prop: str):
-        return programs()
+        return programs(exchange=prop != "elaboration")
 
     def size(self, program: PrismProgram) -> int:
         return program.text.count("\n")
@@ -65,16 +73,19 @@ class PrismTarget(Target):
             return CheckResult("finding", signature=f"prism:rejected:{e.rule}",
                                kind="rejected", detail=e.one_line()[:200],
                                files=files, size=size)
-        if prop == "compile":
-            from gpusem.fuzz.bundl.compile_property import check_program
+        if prop in ("compile", "prism-sync"):
+            from gpusem.fuzz.bundl.compile_property import (
+                SYNC_OF_PROPERTY,
+                check_program,
+            )
 
             v = check_program(prog, self.backend, (0, 1, 2, 3), source=text,
-                              file="program.prism")
+                              file="program.prism", sync=SYNC_OF_PROPERTY[prop])
             if v.agree:
                 return CheckResult("pass")
             if v.kind in ("racy", "not-compared", "unsupported"):
                 return CheckResult("invalid", kind=v.kind, detail=v.message[:200])
-            return CheckResult("finding", signature=f"prism:compile:{v.kind}",
+            return CheckResult("finding", signature=f"prism:{prop}:{v.kind}",
                                kind=v.kind, detail=v.message[:200], files=files,
                                size=size)
         return self.elaboration(mod, prog, files, size)
@@ -101,9 +112,25 @@ class PrismTarget(Target):
                            f"{got.globals[name][i]}")
         return CheckResult("pass")
 
+    def finding_meta(self, result: CheckResult) -> dict:
+        """A finding made under a seeded compiler fault records it (replay and the
+        fault tests read it)."""
+        return {"fault": os.environ.get("GPUSEM_FAULT", "")}
+
     def replay(self, files: dict[str, str], meta: dict) -> CheckResult:
+        """The bundle's verdict now, with its seeded fault on again unless
+        GPUSEM_FAULT is already set."""
         prop = meta.get("property", "elaboration")
-        return self.check_text(files["program.prism"], prop)
+        saved = os.environ.get("GPUSEM_FAULT")
+        if meta.get("fault") and not saved:
+            os.environ["GPUSEM_FAULT"] = meta["fault"]
+        try:
+            return self.check_text(files["program.prism"], prop)
+        finally:
+            if saved is None:
+                os.environ.pop("GPUSEM_FAULT", None)
+            else:
+                os.environ["GPUSEM_FAULT"] = saved
 
 
 def _initial(g) -> list[int]:
