@@ -24,6 +24,10 @@ inside `build` and `launch`):
   compare         outputs against the interpreter's memory
 
   python scripts/profile_stages.py --backend cpu --rounds 3 --json out.json
+  python scripts/profile_stages.py --tree /path/to/main --tree . --rounds 3 --json out.json
+    (issue 31.3: each tree's src/ in a process of its own, run in turns, round by
+    round interleaved so that a shared machine's load falls on both alike; one table
+    of CPU ms per program per stage, before/after in one command)
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ import argparse
 import json
 import os
 import shlex
+import subprocess
 import sys
 import tempfile
 import time
@@ -232,6 +237,72 @@ def _build(backend, specs) -> None:
         backend._ensure_built(specs)  # cuda: NVRTC into one module, then loaded
 
 
+def _run_tree(tree: str, args: argparse.Namespace, rounds: int, seed: int) -> dict:
+    """This script on `tree`'s code (its src/ first on the path), in a fresh process."""
+    env = dict(os.environ, PYTHONPATH=os.path.join(os.path.abspath(tree), "src"))
+    cmd = [sys.executable, os.path.abspath(__file__), "--backend", args.backend,
+           "--rounds", str(rounds), "--round-size", str(args.round_size),
+           "--seed", str(seed)]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
+    return json.loads(done.stdout)
+
+
+def compare_trees(args: argparse.Namespace) -> dict:
+    """Each tree profiled `args.turns` times (the trees in turns, each turn a fresh
+    process of `args.rounds` rounds from seed + turn), summed per stage."""
+    runs: dict[str, list[dict]] = {t: [] for t in args.tree}
+    for turn in range(args.turns):
+        for tree in args.tree:
+            runs[tree].append(_run_tree(tree, args, args.rounds, args.seed + turn))
+    trees = []
+    for tree, rs in runs.items():
+        programs = sum(r["programs"] for r in rs)
+        cpu = {s: round(sum(r["cpu_ms_per_program"].get(s, 0.0) * r["programs"]
+                            for r in rs) / programs, 3)
+               for s in (*CAMPAIGN, *FULL, "typecheck")}
+        wall = {s: round(sum(r["ms_per_program"].get(s, 0.0) * r["programs"]
+                             for r in rs) / programs, 3) for s in CAMPAIGN}
+        in_process = ("generate", "reference", "compile", "jobs", "compare")
+        trees.append({
+            "tree": tree, "commit": _commit(tree), "programs": programs,
+            "cpu_ms_per_program": cpu, "ms_per_program": wall,
+            "campaign_cpu_ms_per_program": round(sum(cpu[s] for s in CAMPAIGN), 3),
+            "in_process_cpu_ms_per_program":
+                round(sum(cpu[s] for s in in_process), 3),
+            "verdicts": dict(sum((Counter(r["verdicts"]) for r in rs), Counter())),
+            "runs": rs})
+    return {"backend": args.backend, "rounds": args.rounds, "turns": args.turns,
+            "round_size": args.round_size, "seed": args.seed, "property": "compile",
+            "trees": trees, "cores": os.cpu_count(),
+            "device": os.environ.get("GPUSEM_DEVICE", ""),
+            "note": "CPU ms per program per stage (this process and its children, "
+                    "as in one tree's run); in_process: generate + reference + "
+                    "compile + jobs + compare (what a worker's Python does; build "
+                    "and launch are g++ and the harness on cpu, NVRTC and the GPU "
+                    "on cuda)",
+            "command": shlex.join([os.path.basename(sys.executable), *sys.argv])}
+
+
+def _commit(tree: str) -> str:
+    done = subprocess.run(["git", "-C", tree, "rev-parse", "--short", "HEAD"],
+                          check=False, capture_output=True, text=True)
+    return done.stdout.strip()
+
+
+def table(result: dict) -> str:
+    trees = result["trees"]
+    head = f"{'CPU ms / program':18}" + "".join(f"{t['tree'][-22:]:>24}" for t in trees)
+    out = [head]
+    for s in (*CAMPAIGN, "typecheck"):
+        out.append(f"{s:18}" + "".join(f"{t['cpu_ms_per_program'][s]:>24.2f}"
+                                       for t in trees))
+    for key, label in (("campaign_cpu_ms_per_program", "campaign total"),
+                       ("in_process_cpu_ms_per_program", "in process")):
+        out.append(f"{label:18}" + "".join(f"{t[key]:>24.2f}" for t in trees))
+    out.append(f"{'programs':18}" + "".join(f"{t['programs']:>24}" for t in trees))
+    return "\n".join(out)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--backend", default="cpu")
@@ -239,7 +310,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--round-size", type=int, default=100)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", help="write the result here (also printed)")
+    ap.add_argument("--tree", action="append", default=[],
+                    help="a source tree to profile (its src/), repeatable")
+    ap.add_argument("--turns", type=int, default=2,
+                    help="with --tree: runs per tree, the trees in turns")
     args = ap.parse_args(argv)
+    if args.tree:
+        result = compare_trees(args)
+        print(table(result))
+        if args.json:
+            with open(args.json, "w") as f:
+                f.write(json.dumps(result, indent=1) + "\n")
+        return 0
     # A fresh build cache: a round's kernels are built, not found from an earlier run.
     with tempfile.TemporaryDirectory(prefix="gpusem-profile-") as cache:
         os.environ["GPUSEM_CACHE_DIR"] = cache

@@ -11,6 +11,7 @@ variable is already set).
 from __future__ import annotations
 
 import os
+from functools import lru_cache
 
 FAULTS: dict[str, str] = {
     "drop-partition-barrier":
@@ -68,15 +69,21 @@ def active(name: str) -> bool:
     return name in _enabled()
 
 
-def _enabled() -> set[str]:
-    raw = os.environ.get("GPUSEM_FAULT", "")
+def _enabled() -> frozenset[str]:
+    # read at every call (tests and campaigns switch faults on in-process), parsed
+    # once per value: the passes ask ~40 times a program (issue 31.3)
+    return _parse(os.environ.get("GPUSEM_FAULT", ""))
+
+
+@lru_cache(maxsize=64)
+def _parse(raw: str) -> frozenset[str]:
     # `gpuir-*` names belong to the GPU IR compiler's faults (compiler/gpuir_cuda).
     names = {n.strip() for n in raw.split(",")
              if n.strip() and not n.strip().startswith("gpuir-")}
     unknown = names - FAULTS.keys()
-    if unknown:
+    if unknown:  # raised, so not cached: every compile under it says so
         from gpusem.compiler.bundl_cuda.errors import CompileError
 
         raise CompileError(f"unknown fault: {', '.join(sorted(unknown))} (known: "
                            f"{', '.join(FAULTS)})")
-    return names
+    return frozenset(names)

@@ -23,6 +23,27 @@ def is_expr(x: object) -> bool:
     return isinstance(x, _EXPR_TYPES)
 
 
+_NAMES: dict[type, tuple[str, ...]] = {}
+_BODY_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _names(node: DataclassInstance) -> tuple[str, ...]:
+    """A node's field names, read once per class (`fields` is slow, and the passes ask
+    for every node of every program: issue 31.3)."""
+    names = _NAMES.get(type(node))
+    if names is None:
+        names = _NAMES[type(node)] = tuple(f.name for f in fields(node))
+    return names
+
+
+def _body_names(node: DataclassInstance) -> tuple[str, ...]:
+    names = _BODY_NAMES.get(type(node))
+    if names is None:
+        names = _BODY_NAMES[type(node)] = tuple(
+            n for n in _names(node) if n in _BODY_FIELDS)
+    return names
+
+
 def _replaced(node: N, changes: Mapping[str, object]) -> N:
     """`node` with the fields named in `changes` replaced (`node` if there are none)."""
     return replace(node, **changes) if changes else node
@@ -31,10 +52,10 @@ def _replaced(node: N, changes: Mapping[str, object]) -> N:
 def map_expr(e: K.KExpr, fn: Callable[[K.KExpr], K.KExpr | None]) -> K.KExpr:
     """Bottom-up rewrite: `fn` returns a replacement or None to keep the node."""
     changes: dict[str, object] = {}
-    for f in fields(e):
-        value = getattr(e, f.name)
-        if is_expr(value):
-            changes[f.name] = map_expr(value, fn)
+    for name in _names(e):
+        value = getattr(e, name)
+        if is_expr(value) and (new := map_expr(value, fn)) is not value:
+            changes[name] = new  # an unchanged subtree keeps its node: no copy
     node = _replaced(e, changes)
     out = fn(node)
     return node if out is None else out
@@ -43,26 +64,24 @@ def map_expr(e: K.KExpr, fn: Callable[[K.KExpr], K.KExpr | None]) -> K.KExpr:
 def map_stmt_exprs(s: K.KStmt, fn: Callable[[K.KExpr], K.KExpr | None]) -> K.KStmt:
     """`s` with `map_expr(_, fn)` applied to its own expressions (not nested bodies)."""
     changes: dict[str, object] = {}
-    for f in fields(s):
-        value = getattr(s, f.name)
+    for name in _names(s):
+        value = getattr(s, name)
         if is_expr(value):
-            changes[f.name] = map_expr(value, fn)
-        elif f.name == "args":
-            changes[f.name] = tuple(map_expr(a, fn) for a in value)
+            changes[name] = map_expr(value, fn)
+        elif name == "args":
+            changes[name] = tuple(map_expr(a, fn) for a in value)
     return _replaced(s, changes)
 
 
 def map_bodies(s: K.KStmt, rewrite: Callable[[Body], Body]) -> K.KStmt:
     """`s` with each nested statement tuple passed through `rewrite`."""
-    changes = {f.name: rewrite(getattr(s, f.name))
-               for f in fields(s) if f.name in _BODY_FIELDS
-               and isinstance(getattr(s, f.name), tuple)}
+    changes = {n: rewrite(b) for n in _body_names(s)
+               if isinstance(b := getattr(s, n), tuple)}
     return _replaced(s, changes)
 
 
 def bodies(s: K.KStmt) -> list[Body]:
-    return [getattr(s, f.name) for f in fields(s)
-            if f.name in _BODY_FIELDS and isinstance(getattr(s, f.name), tuple)]
+    return [b for n in _body_names(s) if isinstance(b := getattr(s, n), tuple)]
 
 
 def walk(stmts: Body, visit: Callable[[K.KStmt], None]) -> None:
@@ -75,18 +94,24 @@ def walk(stmts: Body, visit: Callable[[K.KStmt], None]) -> None:
 def exprs_of(s: K.KStmt) -> list[K.KExpr]:
     """The expressions directly in `s` (and all their subexpressions)."""
     out: list[K.KExpr] = []
-
-    def collect(e: K.KExpr) -> None:
-        out.append(e)
-
-    for f in fields(s):
-        value = getattr(s, f.name)
+    for name in _names(s):
+        value = getattr(s, name)
         if is_expr(value):
-            map_expr(value, lambda e: collect(e))
-        elif f.name == "args":
+            _post_order(value, out)
+        elif name == "args":
             for a in value:
-                map_expr(a, lambda e: collect(e))
+                _post_order(a, out)
     return out
+
+
+def _post_order(e: K.KExpr, out: list[K.KExpr]) -> None:
+    """`e`'s subexpressions, children first, in the order `map_expr` visits them (a
+    walk that copies nothing, for readers)."""
+    for name in _names(e):
+        value = getattr(e, name)
+        if is_expr(value):
+            _post_order(value, out)
+    out.append(e)
 
 
 def rewrite_program(prog: K.KProgram,

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 from gpusem.calculus.bundl import ast as A
 from gpusem.calculus.bundl.perspective import Level, Perspective
+from gpusem.fuzz.bundl.strategies.draws import BOOLS, ints, pick
 from hypothesis import strategies as st
 
 INT = A.BaseType.INT
@@ -74,12 +75,12 @@ def barrier_exchange(draw, env: dict, threads: int, k: int, int_expr,
     (threads * k cells); `int_expr(env, depth)` draws the extra terms f and g. `loop`
     and `between` are drawn unless given (tests pin a shape)."""
     n = dict(SHAPES)[threads]
-    loop = draw(st.booleans()) if loop is None else loop
-    between = draw(st.booleans()) if between is None else between
-    fill: A.Expr = A.BinOp("*", _v("t"), _i(draw(st.sampled_from([1, 3, 10]))))
+    loop = draw(BOOLS) if loop is None else loop
+    between = draw(BOOLS) if between is None else between
+    fill: A.Expr = A.BinOp("*", _v("t"), _i(pick(draw, [1, 3, 10])))
     if loop:  # the fill changes per iteration: a reused phase shows stale data
-        fill = _add(fill, A.BinOp("*", _v("c"), _i(draw(st.sampled_from([1, 7, 100])))))
-    if draw(st.booleans()):
+        fill = _add(fill, A.BinOp("*", _v("c"), _i(pick(draw, [1, 7, 100]))))
+    if draw(BOOLS):
         fill = _add(fill, draw(int_expr({**env, "staged": None}, 1)))
     readers = draw(_readers(env, n, k, between, int_expr))
     inner: list[A.Stmt] = [A.Decl("u", INT, THREAD1, A.PartitionId(), A.Skip()),
@@ -104,11 +105,11 @@ def _readers(draw, env: dict, n: int, k: int, between: bool, int_expr) -> A.Stmt
     thread, across the warp boundary for the last lanes of a warp)."""
     writes = []
     for j in range(k):
-        d = draw(st.integers(1, n - 1))
+        d = draw(ints(1, n - 1))
         value: A.Expr = A.Index(_v("sg"), _mod(_add(_v("u"), _i(d)), n))
         if between:  # w is used, so `drop_dead_lets` keeps the independent work
             value = _add(value, _v("w"))
-        if draw(st.booleans()):
+        if draw(BOOLS):
             value = _add(value, draw(int_expr({**env, "staged": None}, 1)))
         writes.append(A.ArrAssign(_v("o"), _i(j), value))
     return A.Partition(None, "og", "o", n, A.Group(n, A.seq(*writes)))
@@ -118,8 +119,8 @@ def _readers(draw, env: dict, n: int, k: int, between: bool, int_expr) -> A.Stmt
 def _work(draw, env: dict) -> A.Expr:
     """Independent work at thread[n] (it may read only data at thread[n] or broader:
     b, inputs): a read of an input nobody writes, or arithmetic on b."""
-    if env["inputs"] and draw(st.booleans()):
-        name, length = draw(st.sampled_from(env["inputs"]))
-        return A.Index(_v(name), _mod(_add(_v("b"), _i(draw(st.integers(0, 9)))),
+    if env["inputs"] and draw(BOOLS):
+        name, length = pick(draw, env["inputs"])
+        return A.Index(_v(name), _mod(_add(_v("b"), _i(draw(ints(0, 9)))),
                                       length))
-    return _add(A.BinOp("*", _v("b"), _i(5)), _i(draw(st.integers(1, 9))))
+    return _add(A.BinOp("*", _v("b"), _i(5)), _i(draw(ints(1, 9))))

@@ -23,6 +23,7 @@ from gpusem.calculus.bundl.perspective import (
     lt,
     size,
 )
+from gpusem.fuzz.bundl.strategies.draws import BOOLS, ints, pick
 from hypothesis import strategies as st
 
 INT, FLOAT, BOOL = BaseType.INT, BaseType.FLOAT, BaseType.BOOL
@@ -136,16 +137,18 @@ SMALL_INTS = st.integers(-8, 8)
 EDGE_INTS = st.sampled_from([2**31 - 1, -(2**31), 1000, -1000])
 EXACT_FLOATS = st.sampled_from([0.0, 1.0, 0.5, -2.0, 1.25, 3.0, -0.75])
 ANY_FLOATS = st.floats(width=32, allow_nan=False, allow_infinity=False)
+INT_LITERALS = st.one_of(SMALL_INTS, EDGE_INTS)  # made once: one_of is not cached
+FLOAT_LITERALS = st.one_of(EXACT_FLOATS, ANY_FLOATS)
 
 
 def literal(draw, ty: BaseType) -> ast.IntLit | ast.FloatLit | ast.BoolLit:
     match ty:
         case BaseType.INT:
-            return ast.IntLit(draw(st.one_of(SMALL_INTS, EDGE_INTS)))
+            return ast.IntLit(draw(INT_LITERALS))
         case BaseType.BOOL:
-            return ast.BoolLit(draw(st.booleans()))
+            return ast.BoolLit(draw(BOOLS))
         case BaseType.FLOAT:
-            return ast.FloatLit(float(draw(st.one_of(EXACT_FLOATS, ANY_FLOATS))))
+            return ast.FloatLit(float(draw(FLOAT_LITERALS)))
 
 
 def gen_expr(draw, g: Gen, env: Env, ty: BaseType, depth: int = 2,
@@ -170,15 +173,15 @@ def gen_expr(draw, g: Gen, env: Env, ty: BaseType, depth: int = 2,
         kinds.append("pid")  # T-Partition-Id: π < (Grid, 1)
     if depth > 0:
         kinds += ["unop", "binop"] if ty is not BOOL else ["unop", "binop", "cmp"]
-    match draw(st.sampled_from(kinds)):
+    match pick(draw, kinds):
         case "lit":
             return literal(draw, ty)
         case "var":
-            return ast.Var(draw(st.sampled_from(names)).name)
+            return ast.Var(pick(draw, names).name)
         case "pid":
             return ast.PartitionId()
         case "index":
-            a = draw(st.sampled_from(elems))
+            a = pick(draw, elems)
             array, length = array_operand(draw, a)
             index = gen_index(draw, g, env, length, depth - 1, reads)
             return ast.Index(array, index)
@@ -196,23 +199,23 @@ def gen_binop(draw, g: Gen, env: Env, ty: BaseType, depth: int,
               reads: bool = True) -> ast.Expr:
     ops = {INT: ["+", "-", "*", "/", "%"], FLOAT: ["+", "-", "*", "/"],
            BOOL: ["&&", "||"]}[ty]
-    op = draw(st.sampled_from(ops))
+    op = pick(draw, ops)
     left = gen_expr(draw, g, env, ty, depth, reads)
     if op in ("/", "%"):  # a positive literal divisor: no trap, no INT_MIN / -1
-        d = draw(st.integers(1, 7))
+        d = draw(ints(1, 7))
         right: ast.Expr = ast.IntLit(d) if ty is INT else ast.FloatLit(float(d))
     else:
         right = gen_expr(draw, g, env, ty, depth, reads)
-    if ty is FLOAT and op == "*" and draw(st.booleans()):
+    if ty is FLOAT and op == "*" and draw(BOOLS):
         # the explicit fused multiply-add (extension, T-Fma): left * right + a third
         return ast.Fma(left, right, gen_expr(draw, g, env, ty, depth, reads))
     return ast.BinOp(op, left, right)
 
 
 def gen_cmp(draw, g: Gen, env: Env, depth: int, reads: bool = True) -> ast.Expr:
-    ty = draw(st.sampled_from(BASES))
+    ty = pick(draw, BASES)
     ops = ["==", "!="] if ty is BOOL else ["<", "<=", ">", ">=", "==", "!="]
-    op = draw(st.sampled_from(ops))
+    op = pick(draw, ops)
     return ast.BinOp(op, gen_expr(draw, g, env, ty, depth, reads),
                      gen_expr(draw, g, env, ty, depth, reads))
 
@@ -220,8 +223,8 @@ def gen_cmp(draw, g: Gen, env: Env, depth: int, reads: bool = True) -> ast.Expr:
 def array_operand(draw, a: VarInfo) -> tuple[ast.Expr, int]:
     """`a`, or now and then a pointer offset `a + k` (T-Ptr-Offset, the form S-Partition
     substitutes), with the length left after it (E-Arr-Access's ⟨l + k, n - k⟩)."""
-    if a.length > 1 and draw(st.integers(0, 5)) == 0:
-        k = draw(st.integers(1, a.length - 1))
+    if a.length > 1 and draw(ints(0, 5)) == 0:
+        k = draw(ints(1, a.length - 1))
         return ast.BinOp("+", ast.Var(a.name), ast.IntLit(k)), a.length - k
     return ast.Var(a.name), a.length
 
@@ -229,8 +232,8 @@ def array_operand(draw, a: VarInfo) -> tuple[ast.Expr, int]:
 def gen_index(draw, g: Gen, env: Env, length: int, depth: int,
               reads: bool = True) -> ast.Expr:
     """An int expression whose value lies in [0, length)."""
-    if length <= 1 or draw(st.booleans()):
-        return ast.IntLit(draw(st.integers(0, max(length - 1, 0))))
+    if length <= 1 or draw(BOOLS):
+        return ast.IntLit(draw(ints(0, max(length - 1, 0))))
     e = gen_expr(draw, g, env, INT, max(depth, 0), reads)
     n = ast.IntLit(length)
     # ((e % n) + n) % n: C's remainder has the dividend's sign; no overflow for n > 0

@@ -28,6 +28,7 @@ from gpusem.calculus.bundl.perspective import (
     size,
 )
 from gpusem.calculus.bundl.walk import child_stmts
+from gpusem.fuzz.bundl.strategies.draws import BOOLS, ints, pick
 from gpusem.fuzz.bundl.strategies.expressions import (
     BASES,
     INT,
@@ -40,7 +41,6 @@ from gpusem.fuzz.bundl.strategies.expressions import (
     gen_expr,
     narrower_or_equal,
 )
-from hypothesis import strategies as st
 
 # gen_block(draw, g, env, depth) of `programs.py` (passed in: programs imports us)
 BlockGen = Callable[..., ast.Stmt]
@@ -75,24 +75,24 @@ def comparable_persps(g: Gen, p: Perspective) -> list[Perspective]:
 
 def gen_fn(draw, g: Gen, globals_env: Env, gen_block: BlockGen) -> FnInfo:
     """V-Function: Γ, x_i :^π_i τ_i ⊢^π_m s, m the declared `uses`."""
-    persp = draw(st.sampled_from(reachable_persps(g.shape)))
+    persp = pick(draw, reachable_persps(g.shape))
     params, env, lengths = [], globals_env.at(persp), []
-    for _ in range(draw(st.integers(0, 2))):
+    for _ in range(draw(ints(0, 2))):
         name = g.fresh("a")
-        ppersp = draw(st.sampled_from(comparable_persps(g, persp)))
-        if draw(st.booleans()):
+        ppersp = pick(draw, comparable_persps(g, persp))
+        if draw(BOOLS):
             ty: ast.BaseType | ArrayType = ArrayType(
-                draw(st.sampled_from(BASES)), draw(st.sampled_from(list(MemKind))))
-            n = draw(st.sampled_from([1, 2]))
+                pick(draw, BASES), pick(draw, list(MemKind)))
+            n = pick(draw, [1, 2])
             lengths.append(n)
             env = env.bind(VarInfo(name, ppersp, ty, n))
         else:
-            ty = draw(st.sampled_from(BASES))
+            ty = pick(draw, BASES)
             env = env.bind(VarInfo(name, ppersp, ty))
         params.append(ast.Param(name, ty, ppersp))
     body = gen_block(draw, g, env, max(g.max_depth - 1, 0))
     need = memory_need(body, {f.fn.name: f.fn.uses for f in g.fns})
-    uses = need + draw(st.sampled_from([0, 4]))
+    uses = need + pick(draw, [0, 4])
     fn = ast.FnDef(g.fresh("f"), tuple(params), persp, uses, body)
     return FnInfo(fn, tuple(lengths))
 
@@ -120,8 +120,8 @@ def _array_params(fn: ast.FnDef) -> list[ast.Param]:
 
 def s_call(draw, g: Gen, env: Env, depth: int) -> tuple[ast.Stmt, Env]:
     """T-Function-Call."""
-    info, options = draw(st.sampled_from(calls(g, env)))
-    pointers = iter([draw(st.sampled_from(c)).name for c in options])
+    info, options = pick(draw, calls(g, env))
+    pointers = iter([pick(draw, c).name for c in options])
     args = tuple(ast.Var(next(pointers)) if isinstance(p.type, ArrayType)
                  else _argument(draw, g, env, p) for p in info.fn.params)
     return ast.Call(info.fn.name, args), env
@@ -131,7 +131,7 @@ def _argument(draw, g: Gen, env: Env, p: ast.Param) -> ast.Expr:
     assert isinstance(p.type, ast.BaseType)  # pointers are drawn apart
     broader = not g.leq(p.persp, env.persp)
     at = env.at(p.persp) if broader else env  # typed where the checker types it
-    if p.type is INT and lt(at.persp, GRID1, "fixed", g.shape) and draw(st.booleans()):
+    if p.type is INT and lt(at.persp, GRID1, "fixed", g.shape) and draw(BOOLS):
         return ast.PartitionId()  # its value depends on the evaluation perspective
     one_thread = size(p.persp, g.shape) == 1
     return gen_expr(draw, g, at, p.type, reads=one_thread and not broader)

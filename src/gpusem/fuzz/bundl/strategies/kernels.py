@@ -28,11 +28,14 @@ split-barrier and whole-warp (__syncwarp()) lowerings, built mostly by
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from gpusem.calculus.bundl import ast as A
 from gpusem.calculus.bundl.perspective import Level, Perspective
 from gpusem.calculus.bundl.walk import child_stmts
 from gpusem.fuzz.bundl.generated import Generated
 from gpusem.fuzz.bundl.strategies.barriers import SHAPES, barrier_exchange
+from gpusem.fuzz.bundl.strategies.draws import BOOLS, ints, pick
 from hypothesis import strategies as st
 
 INT, FLOAT, BOOL = A.BaseType.INT, A.BaseType.FLOAT, A.BaseType.BOOL
@@ -53,27 +56,34 @@ def mod(e: A.Expr, n: int) -> A.Expr:
     return A.BinOp("%", A.BinOp("+", A.BinOp("%", e, i(n)), i(n)), i(n))
 
 
+@lru_cache(maxsize=4096)
+def _leaves(names: tuple[str, ...]) -> st.SearchStrategy[A.Expr]:
+    """int_expr's leaves: a small literal or a thread scalar (made once per scalars)."""
+    leaves = [st.builds(i, ints(-9, 9))]
+    if names:
+        leaves.append(st.sampled_from([v(x) for x in names]))
+    return st.one_of(*leaves)
+
+
 @st.composite
 def int_expr(draw, env: dict, depth: int = 2) -> A.Expr:
     """An int expression over the thread's scalars and the input arrays (in bounds)."""
-    leaves = [st.builds(i, st.integers(-9, 9))]
-    if env["ints"]:
-        leaves.append(st.sampled_from([v(x) for x in env["ints"]]))
+    leaves = _leaves(tuple(env["ints"]))
     if depth <= 0:
-        return draw(st.one_of(*leaves))
-    choice = draw(st.integers(0, 4))
+        return draw(leaves)
+    choice = draw(ints(0, 4))
     if choice == 0:
-        return draw(st.one_of(*leaves))
+        return draw(leaves)
     if choice == 1 and env["inputs"]:
-        name, length = draw(st.sampled_from(env["inputs"]))
+        name, length = pick(draw, env["inputs"])
         return A.Index(v(name), mod(draw(int_expr(env, depth - 1)), length))
     if choice == 2 and env.get("staged"):
         name, length = env["staged"]
         return A.Index(v(name), mod(draw(int_expr(env, depth - 1)), length))
-    op = draw(st.sampled_from(["+", "-", "*", "/", "%"]))
+    op = pick(draw, ["+", "-", "*", "/", "%"])
     left = draw(int_expr(env, depth - 1))
     if op in "/%":  # a nonzero literal divisor: no trap, C rounding still exercised
-        return A.BinOp(op, left, i(draw(st.sampled_from([-7, -3, 2, 3, 5]))))
+        return A.BinOp(op, left, i(pick(draw, [-7, -3, 2, 3, 5])))
     return A.BinOp(op, left, draw(int_expr(env, depth - 1)))
 
 
@@ -83,33 +93,35 @@ def _f32(x: float) -> float:
     return float(np.float32(x))
 
 
+FLOAT_LEAF = st.floats(-1e6, 1e6, allow_nan=False, width=32).map(
+    lambda x: A.FloatLit(_f32(x)))
+
+
 @st.composite
 def float_expr(draw, depth: int = 2) -> A.Expr:
     """Float32 arithmetic where each operation rounds: `a * b + c` shapes (an FMA would
     round once), divisions and sums of values of different magnitudes."""
-    leaf = st.floats(-1e6, 1e6, allow_nan=False, width=32).map(
-        lambda x: A.FloatLit(_f32(x)))
     if depth <= 0:
-        return draw(leaf)
-    op = draw(st.sampled_from(["fma", "cancel", "+", "-", "*", "/"]))
+        return draw(FLOAT_LEAF)
+    op = pick(draw, ["fma", "cancel", "+", "-", "*", "/"])
     if op == "cancel":  # x*y - x*y: exactly 0 when each op rounds; an FMA keeps the
         # rounding error of the product (the classic test of contraction)
         x, y = draw(float_expr(depth - 1)), draw(float_expr(depth - 1))
         return A.BinOp("+", A.BinOp("*", x, y), A.UnOp("-", A.BinOp("*", x, y)))
     if op == "fma":  # a * b + c, or the explicit fma(a, b, c) (extension: one rounding)
         a, b, c = (draw(float_expr(depth - 1)) for _ in range(3))
-        if draw(st.booleans()):
+        if draw(BOOLS):
             return A.Fma(a, b, c)
         return A.BinOp("+", A.BinOp("*", a, b), c)
     if op == "/":  # a divisor far from zero
         return A.BinOp("/", draw(float_expr(depth - 1)),
-                       A.FloatLit(_f32(draw(st.sampled_from([3.0, -7.0, 0.1])))))
+                       A.FloatLit(_f32(pick(draw, [3.0, -7.0, 0.1]))))
     return A.BinOp(op, draw(float_expr(depth - 1)), draw(float_expr(depth - 1)))
 
 
 @st.composite
 def cond_expr(draw, env: dict) -> A.Expr:
-    op = draw(st.sampled_from(["<", "<=", "==", "!=", ">"]))
+    op = pick(draw, ["<", "<=", "==", "!=", ">"])
     return A.BinOp(op, draw(int_expr(env, 1)), draw(int_expr(env, 1)))
 
 
@@ -121,7 +133,7 @@ def writes(draw, env: dict, k: int) -> A.Stmt:
     for j in range(k):
         value = draw(int_expr(env))
         write: A.Stmt = A.ArrAssign(v("o"), i(j), value)
-        form = draw(st.integers(0, 3))
+        form = draw(ints(0, 3))
         if form == 1:
             other = A.ArrAssign(v("o"), i(j), draw(int_expr(env)))
             write = A.If(draw(cond_expr(env)), write, other)
@@ -132,7 +144,7 @@ def writes(draw, env: dict, k: int) -> A.Stmt:
                          A.Assign(ctr, A.BinOp("+", v(ctr), i(1))))
             write = A.seq(A.Decl(acc, INT, THREAD1, value, A.Skip()),
                           A.Decl(ctr, INT, THREAD1, i(0), A.Skip()),
-                          A.While(A.BinOp("<", v(ctr), i(draw(st.integers(0, 3)))), body),
+                          A.While(A.BinOp("<", v(ctr), i(draw(ints(0, 3)))), body),
                           A.ArrAssign(v("o"), i(j), v(acc)))
         stmts.append(write)
     return A.seq(*stmts)
@@ -152,13 +164,13 @@ def leaf(draw, env: dict, m: int, k: int, S: str | None, O: str) -> A.Stmt:
     env_u = {**env, "ints": env["ints"] + [u]}
     stmts: list[A.Stmt] = [A.Decl(u, INT, THREAD1, A.PartitionId(), A.Skip())]
     r: str | None = None
-    if env["inputs"] and draw(st.booleans()):
+    if env["inputs"] and draw(BOOLS):
         # An input read at the index of this thread's thread[1] unit: E-Arr-Access
         # evaluates `partition_id` in the index against the target thread[1], not
         # the code's thread[m] (where it would be 0). Added into o[0] below.
         r = _fresh(env, "r")
-        name, length = draw(st.sampled_from(env["inputs"]))
-        index = mod(A.BinOp("+", A.PartitionId(), i(draw(st.integers(0, 9)))), length)
+        name, length = pick(draw, env["inputs"])
+        index = mod(A.BinOp("+", A.PartitionId(), i(draw(ints(0, 9)))), length)
         stmts.append(A.Decl(r, INT, THREAD1, A.Index(v(name), index), A.Skip()))
         env_u = {**env_u, "ints": env_u["ints"] + [r]}
     if S is not None:
@@ -167,12 +179,12 @@ def leaf(draw, env: dict, m: int, k: int, S: str | None, O: str) -> A.Stmt:
         stmts.append(A.Partition(None, S, s1, m, A.Group(m, fill)))
         top = S == "st"  # the whole (padded) staging array, not a group's piece
         env_u = {**env_u, "staged": (S, m + (env.get("pad", 0) if top else 0))}
-        if env["inputs"] and (env.get("force_w") or draw(st.booleans())):
+        if env["inputs"] and (env.get("force_w") or draw(BOOLS)):
             # Independent work between the fill and its readers: a read of an input
             # that nobody writes, so the barrier's wait can move below it (split).
             w = _fresh(env, "w")
-            name, length = draw(st.sampled_from(env["inputs"]))
-            read = A.Index(v(name), mod(A.BinOp("+", v("b"), i(draw(st.integers(0, 9)))),
+            name, length = pick(draw, env["inputs"])
+            read = A.Index(v(name), mod(A.BinOp("+", v("b"), i(draw(ints(0, 9)))),
                                         length))
             stmts.append(A.Decl(w, INT, THREAD1, read, A.Skip()))
             env_u = {**env_u, "ints": env_u["ints"] + [w]}
@@ -191,9 +203,9 @@ def thread_tree(draw, env: dict, m: int, k: int, S: str | None, O: str,
     options = ["leaf"]
     if depth > 0:
         options += [q for q in ("group", "claim", "split", "loop") if _possible(q, m)]
-    form = draw(st.sampled_from(options))
+    form = pick(draw, options)
     if form == "group":  # partition both views by q, then group q: thread[m/q]
-        q = draw(st.sampled_from([d for d in range(2, m + 1) if m % d == 0]))
+        q = pick(draw, [d for d in range(2, m + 1) if m % d == 0])
         S2 = _fresh(env, "sg") if S else None
         O2 = _fresh(env, "og")
         inner = A.Group(q, draw(thread_tree(env, m // q, k, S2, O2, depth - 1)))
@@ -203,19 +215,19 @@ def thread_tree(draw, env: dict, m: int, k: int, S: str | None, O: str,
         assert S2 is not None  # the staging view's piece
         return A.Partition(None, S, S2, q, node)
     if form == "claim":  # the first n threads get all of O (T-Claim at n, n | m)
-        n = draw(st.sampled_from([d for d in range(1, m) if m % d == 0]))
+        n = pick(draw, [d for d in range(1, m) if m % d == 0])
         Oc = _fresh(env, "oc")
         body: A.Stmt = A.Partition(None, Oc, "o", n,
                                    A.Group(n, draw(writes(env, k * (m // n)))))
         return A.Claim(None, O, Oc, n, body)
     if form == "split":  # each arm computes a local from its own partition_id
-        n1 = draw(st.sampled_from([d for d in range(1, m) if m % d == 0]))
-        n2 = draw(st.sampled_from([d for d in range(1, m - n1 + 1)
-                                   if m % d == 0 and n1 % d == 0]))
+        n1 = pick(draw, [d for d in range(1, m) if m % d == 0])
+        n2 = pick(draw, [d for d in range(1, m - n1 + 1)
+                                   if m % d == 0 and n1 % d == 0])
         r = _fresh(env, "r")
         arm_env = {**env, "ints": ["b"], "staged": None}  # read up only: no thread data
         arm = lambda: A.Assign(r, A.BinOp("+", A.BinOp("*", A.PartitionId(), i(
-            draw(st.sampled_from([1, 3, 10])))), draw(int_expr(arm_env, 1))))
+            pick(draw, [1, 3, 10]))), draw(int_expr(arm_env, 1))))
         split = A.Split(n1, n2, arm(), arm())
         env_r = {**env, "ints": env["ints"] + [r]}
         rest = draw(thread_tree(env_r, m, k, S, O, depth - 1))
@@ -238,7 +250,7 @@ def sub_block_exchange(draw, env: dict, m: int, k: int) -> A.Stmt:
     a loop (the same barriers reused: phases, generations), with independent work
     between the fill and its readers (split barriers: arrive, then wait)."""
     c = _fresh(env, "c")
-    env_c = {**env, "ints": env["ints"] + [c], "force_w": draw(st.booleans())}
+    env_c = {**env, "ints": env["ints"] + [c], "force_w": draw(BOOLS)}
     S2, O2 = _fresh(env, "sg"), _fresh(env, "og")
     inner = A.Group(2, draw(leaf(env_c, m // 2, k, S2, O2)))
     step = A.Assign(c, A.BinOp("+", v(c), i(1)))
@@ -273,42 +285,40 @@ def generated_kernels(draw, max_blocks: int = 2, max_threads: int = 128,
 @st.composite
 def _kernels(draw, max_blocks: int = 2, max_threads: int = 128,
              exchange: tuple | None = None) -> A.Program:
-    blocks = draw(st.sampled_from([b for b in (1, 2, 4) if b <= max_blocks]))
+    blocks = pick(draw, [b for b in (1, 2, 4) if b <= max_blocks])
     sub_block = exchange is not None or (max_threads >= 96
-                                         and draw(st.integers(0, 4)) == 4)
+                                         and draw(ints(0, 4)) == 4)
     # Half the barrier shapes' template (strategies/barriers: mbarriers, split ones),
     # half the older exchange (the named barriers: bar.sync over whole warps).
-    template = exchange is not None or (sub_block and draw(st.booleans()))
+    template = exchange is not None or (sub_block and draw(BOOLS))
     shapes = exchange[0] if exchange else [t for t, _ in SHAPES]
-    threads = draw(st.sampled_from(shapes if template else
+    threads = pick(draw, shapes if template else
                                    [96, 128, 64] if sub_block else
                                    [t for t in (2, 4, 8, 32, 64, 96, 128)
-                                    if t <= max_threads]))
-    k = draw(st.integers(1, 2))
+                                    if t <= max_threads])
+    k = draw(ints(1, 2))
     globals_: list[A.GlobalDecl] = []
     inputs = []
-    for j in range(draw(st.integers(1, 2))):
-        length = draw(st.sampled_from([threads, blocks * threads, 7]))
-        values = tuple(A.IntLit(x) for x in draw(
-            st.lists(st.integers(-2**31, 2**31 - 1) | st.integers(-50, 50),
-                     min_size=length, max_size=length)))
+    for j in range(draw(ints(1, 2))):
+        length = pick(draw, [threads, blocks * threads, 7])
+        values = tuple(A.IntLit(x) for x in draw(_values(length)))
         globals_.append(A.GlobalDecl(f"x{j}", INT, length, values))
         inputs.append((f"x{j}", length))
     globals_.append(A.GlobalDecl("out", INT, blocks * threads * k, None))
     env = {"ints": ["t", "b"], "inputs": inputs, "staged": None, "names": [0]}
-    if not sub_block and not draw(st.booleans()):  # False: what shrinking tends to
+    if not sub_block and not draw(BOOLS):  # False: what shrinking tends to
         # Flat: every thread writes the same values at grid[1] (uniform writes, read
         # up only): enough to expose arithmetic miscompilations in a few statements.
         flat = {**env, "ints": []}
         main = A.seq(*(A.ArrAssign(v("out"), i(j), draw(int_expr(flat)))
                        for j in range(k)))
-        if draw(st.booleans()):  # float32 arithmetic: rounding of every operation
+        if draw(BOOLS):  # float32 arithmetic: rounding of every operation
             globals_.append(A.GlobalDecl("outf", FLOAT, k, None))
             main = A.seq(main, *(A.ArrAssign(v("outf"), i(j), draw(float_expr()))
                                  for j in range(k)))
         return A.Program(A.Machine(blocks, threads), tuple(globals_), (), main)
-    staged = sub_block or draw(st.booleans())
-    pad = draw(st.sampled_from([0, 4])) if staged and not sub_block else 0
+    staged = sub_block or draw(BOOLS)
+    pad = pick(draw, [0, 4]) if staged and not sub_block else 0
     env["pad"] = pad  # slots past the threads' own: never written, read as zero
     if template:
         pinned = exchange[1:] if exchange else (None, None)
@@ -317,13 +327,13 @@ def _kernels(draw, max_blocks: int = 2, max_threads: int = 128,
         tree = draw(sub_block_exchange(env, threads, k))
     else:
         tree = draw(thread_tree(env, threads, k, "st" if staged else None, "ot",
-                                draw(st.integers(0, 2))))
+                                draw(ints(0, 2))))
     threads_code = A.Destruct(A.seq(A.Decl("t", INT, THREAD1, A.PartitionId(), A.Skip()),
                                     tree))
     piece = "opiece" if blocks > 1 else "ob"
     block_code: A.Stmt = A.Lower(None, piece, "ot", threads_code)
     if staged:  # in shared memory, or a Global array per block (S-Alloc-Global)
-        mem = draw(st.sampled_from([A.MemKind.SHARED, A.MemKind.GLOBAL]))
+        mem = pick(draw, [A.MemKind.SHARED, A.MemKind.GLOBAL])
         block_code = A.seq(A.Alloc("s", INT, threads + pad, mem, A.Skip()),
                            A.Lower(None, "s", "st", block_code))
     if blocks > 1:  # one piece of `out` per block
@@ -331,6 +341,13 @@ def _kernels(draw, max_blocks: int = 2, max_threads: int = 128,
     grid = A.Lower(None, "out", "ob", A.Destruct(A.seq(
         A.Decl("b", INT, BLOCK1, A.PartitionId(), A.Skip()), block_code)))
     return A.Program(A.Machine(blocks, threads), tuple(globals_), (), drop_dead_lets(grid))
+
+
+@lru_cache(maxsize=64)
+def _values(length: int) -> st.SearchStrategy[list[int]]:
+    """An input array's values (made once per length: `|` and lists are not cached)."""
+    return st.lists(st.integers(-2**31, 2**31 - 1) | st.integers(-50, 50),
+                    min_size=length, max_size=length)
 
 
 def drop_dead_lets(s: A.Stmt) -> A.Stmt:
@@ -351,19 +368,33 @@ def drop_dead_lets(s: A.Stmt) -> A.Stmt:
     return _rebuild(s, tuple(drop_dead_lets(c) for c in children))
 
 
-def _mentions(s, name: str) -> bool:
-    from dataclasses import fields
-
+def _mentions(s: object, name: str) -> bool:
     if isinstance(s, A.Var):
         return s.name == name
     if isinstance(s, (A.Assign,)) and s.name == name:
         return True
     if isinstance(s, tuple):
         return any(_mentions(x, name) for x in s)
-    if not hasattr(s, "__dataclass_fields__"):
-        return False
-    return any(_mentions(getattr(s, f.name), name) for f in fields(s)
-               if f.name != "span")
+    children = _node_fields(s)
+    return children is not None and any(_mentions(getattr(s, f), name)
+                                        for f in children)
+
+
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _node_fields(node: object) -> tuple[str, ...] | None:
+    """A node's fields but its span (None: not a node), looked up once per class
+    (drop_dead_lets asks for every node below every let)."""
+    from dataclasses import fields, is_dataclass
+
+    if not is_dataclass(node):
+        return None
+    names = _FIELDS.get(type(node))
+    if names is None:
+        names = _FIELDS[type(node)] = tuple(f.name for f in fields(node)
+                                            if f.name != "span")
+    return names
 
 
 def _rebuild(s: A.Stmt, children: tuple) -> A.Stmt:

@@ -52,6 +52,7 @@ from gpusem.calculus.bundl.perspective import (
     size,
 )
 from gpusem.fuzz.bundl.generated import Generated
+from gpusem.fuzz.bundl.strategies.draws import BOOLS, ints, pick
 from gpusem.fuzz.bundl.strategies.expressions import (  # noqa: F401  (re-exported: the public strategy API)
     BASES,
     BOOL,
@@ -84,7 +85,7 @@ from hypothesis import strategies as st
 
 def gen_block(draw, g: Gen, env: Env, depth: int) -> ast.Stmt:
     """A statement list; a binder's scope is the rest of the list (ast.seq)."""
-    n = draw(st.integers(1, g.max_stmts))
+    n = draw(ints(1, g.max_stmts))
     stmts: list[ast.Stmt] = []
     for _ in range(n):
         s, env = gen_stmt(draw, g, env, depth)
@@ -140,7 +141,7 @@ def gen_stmt(draw, g: Gen, env: Env, depth: int) -> tuple[ast.Stmt, Env]:
     forms = [f for f in applicable(g, env, depth) for _ in range(WEIGHT.get(f, 1))]
     if "claim" in forms and env.persp.n > 1:  # where some threads skip the body
         forms += ["claim"] * 3
-    form = draw(st.sampled_from(forms))
+    form = pick(draw, forms)
     return RULES[form](draw, g, env, depth)
 
 
@@ -172,8 +173,8 @@ def s_barrier(draw, g, env, depth):  # T-Sync-Init; T-Sync-Dec; T-Sync-Wait
 
 
 def s_let(draw, g, env, depth):  # T-Decl
-    ty = draw(st.sampled_from(BASES))
-    persp = draw(st.sampled_from(narrower_or_equal(g, env.persp)))
+    ty = pick(draw, BASES)
+    persp = pick(draw, narrower_or_equal(g, env.persp))
     name = g.fresh()
     init = gen_expr(draw, g, env, ty, reads=_one_thread(g, persp))
     decl = ast.Decl(name, ty, persp, init, ast.Skip())
@@ -183,9 +184,9 @@ def s_let(draw, g, env, depth):  # T-Decl
 def s_alloc(draw, g, env, depth):  # T-Alloc, T-Alloc-Shared
     mems = [MemKind.LOCAL, MemKind.GLOBAL] + ([MemKind.SHARED] * 2 if env.persp == BLOCK1
                                               else [])
-    mem = draw(st.sampled_from(mems))
-    elem = draw(st.sampled_from(BASES))
-    n = draw(st.sampled_from([1, 2, 4, 8]))
+    mem = pick(draw, mems)
+    elem = pick(draw, BASES)
+    n = pick(draw, [1, 2, 4, 8])
     persp = BLOCK1 if mem is MemKind.SHARED else env.persp
     name = g.fresh()
     alloc = ast.Alloc(name, elem, n, mem, ast.Skip())
@@ -195,13 +196,13 @@ def s_alloc(draw, g, env, depth):  # T-Alloc, T-Alloc-Shared
 def s_assign(draw, g, env, depth):  # T-Assn
     targets = [v for v in env.visible() if isinstance(v.type, BaseType)
                and writable(g, env, v)]
-    v = draw(st.sampled_from(targets))
+    v = pick(draw, targets)
     value = gen_expr(draw, g, env, v.type, reads=_one_thread(g, v.persp))
     return ast.Assign(v.name, value), env
 
 
 def s_arr_assign(draw, g, env, depth):  # T-Arr-Assn, T-Arr-Assn-Shared
-    a = draw(st.sampled_from(arrays(env, lambda v: writable(g, env, v) and v.length > 0)))
+    a = pick(draw, arrays(env, lambda v: writable(g, env, v) and v.length > 0))
     array, length = array_operand(draw, a)
     index = gen_index(draw, g, env, length, 1)
     value = gen_expr(draw, g, env, a.array.elem)
@@ -211,13 +212,13 @@ def s_arr_assign(draw, g, env, depth):  # T-Arr-Assn, T-Arr-Assn-Shared
 def s_if(draw, g, env, depth):  # T-If
     cond = gen_expr(draw, g, env, BOOL, reads=False)  # see gen_expr: racy reads
     then = gen_block(draw, g, env, depth - 1)
-    orelse = gen_block(draw, g, env, depth - 1) if draw(st.booleans()) else ast.Skip()
+    orelse = gen_block(draw, g, env, depth - 1) if draw(BOOLS) else ast.Skip()
     return ast.If(cond, then, orelse), env
 
 
 def s_while(draw, g, env, depth):  # T-While, bounded: a read-only counter at π
     i = g.fresh("i")
-    trips = draw(st.integers(0, 3))
+    trips = draw(ints(0, 3))
     inner = env.bind(VarInfo(i, env.persp, INT, readonly=True))
     body = gen_block(draw, g, inner, depth - 1)
     step = ast.Assign(i, ast.BinOp("+", ast.Var(i), ast.IntLit(1)))
@@ -231,7 +232,7 @@ def _split_sizes(n: int) -> list[tuple[int, int]]:
 
 
 def s_split(draw, g, env, depth):  # T-Split
-    n1, n2 = draw(st.sampled_from(_split_sizes(env.persp.n)))
+    n1, n2 = pick(draw, _split_sizes(env.persp.n))
     h = env.persp.level
     left = gen_block(draw, g, env.at(Perspective(h, n1)), depth - 1)
     right = gen_block(draw, g, env.at(Perspective(h, n2)), depth - 1)
@@ -239,7 +240,7 @@ def s_split(draw, g, env, depth):  # T-Split
 
 
 def s_group(draw, g, env, depth):  # T-Group
-    q = draw(st.sampled_from(divisors(env.persp.n)[1:]))
+    q = pick(draw, divisors(env.persp.n)[1:])
     inner = Perspective(env.persp.level, env.persp.n // q)
     return ast.Group(q, gen_block(draw, g, env.at(inner), depth - 1)), env
 
@@ -260,19 +261,19 @@ def s_descend(draw, g, env, depth):
     """A chain of destruct / group (T-Destruct, T-Group) down to a narrower π, each
     step optionally carrying one array along (T-Lower before a destruct, T-Partition
     by q before a group q), as kernels narrow grid[1] code and data to thread[1]."""
-    return _descend(draw, g, env, depth, draw(st.integers(1, 4))), env
+    return _descend(draw, g, env, depth, draw(ints(1, 4))), env
 
 
 def _descend(draw, g: Gen, env: Env, depth: int, steps: int) -> ast.Stmt:
     moves = _descend_steps(g, env.persp)
     if steps == 0 or not moves:
         return gen_block(draw, g, env, depth - 1)
-    move, q = draw(st.sampled_from(moves))
+    move, q = pick(draw, moves)
     p = env.persp
     inner = destruct(p, g.shape) if move == "destruct" else Perspective(p.level, p.n // q)
     carry = arrays(env, lambda v: v.persp == p and v.array.mem is not MemKind.LOCAL
                    and (move == "destruct" or v.length % q == 0))
-    x = draw(st.sampled_from(carry)) if carry and draw(st.booleans()) else None
+    x = pick(draw, carry) if carry and draw(BOOLS) else None
     body_env = env.at(inner)
     if x is not None:
         y = VarInfo(g.fresh(), inner, x.type, x.length if move == "destruct"
@@ -288,7 +289,7 @@ def _descend(draw, g: Gen, env: Env, depth: int, steps: int) -> ast.Stmt:
 
 
 def _label(draw, g: Gen) -> str | None:
-    return g.fresh("psi") if draw(st.booleans()) else None
+    return g.fresh("psi") if draw(BOOLS) else None
 
 
 def _partitionable(env: Env) -> list[tuple[VarInfo, int]]:
@@ -299,7 +300,7 @@ def _partitionable(env: Env) -> list[tuple[VarInfo, int]]:
 
 
 def s_partition(draw, g, env, depth):  # T-Partition: y at (h, n/c), pieces len/c
-    x, c = draw(st.sampled_from(_partitionable(env)))
+    x, c = pick(draw, _partitionable(env))
     y = g.fresh()
     yp = Perspective(env.persp.level, env.persp.n // c)
     inner = env.hide(x.name).bind(VarInfo(y, yp, x.type, x.length // c))
@@ -309,9 +310,9 @@ def s_partition(draw, g, env, depth):  # T-Partition: y at (h, n/c), pieces len/
 
 def s_claim(draw, g, env, depth):  # T-Claim (fixed: n' | n)
     p = env.persp
-    x = draw(st.sampled_from(arrays(env, lambda v: v.persp == p
-                                    and v.type.mem is not MemKind.LOCAL)))
-    at = draw(st.sampled_from(divisors(p.n)))
+    x = pick(draw, arrays(env, lambda v: v.persp == p
+                                    and v.type.mem is not MemKind.LOCAL))
+    at = pick(draw, divisors(p.n))
     y, sub = g.fresh(), Perspective(p.level, at)
     inner = env.hide(x.name).bind(VarInfo(y, sub, x.type, x.length)).at(sub)
     body = gen_block(draw, g, inner, depth - 1)
@@ -320,8 +321,8 @@ def s_claim(draw, g, env, depth):  # T-Claim (fixed: n' | n)
 
 def s_lower(draw, g, env, depth):  # T-Lower: y at ↓π
     p = env.persp
-    x = draw(st.sampled_from(arrays(env, lambda v: v.persp == p
-                                    and v.type.mem is not MemKind.LOCAL)))
+    x = pick(draw, arrays(env, lambda v: v.persp == p
+                                    and v.type.mem is not MemKind.LOCAL))
     y = g.fresh()
     inner = env.hide(x.name).bind(VarInfo(y, destruct(p, g.shape), x.type, x.length))
     body = gen_block(draw, g, inner, depth - 1)
@@ -334,13 +335,13 @@ def _async_sources(env: Env) -> list[VarInfo]:
 
 def _twin(draw, g: Gen, env: Env, like: VarInfo) -> tuple[ast.Alloc, VarInfo]:
     """A fresh Local or Global array at π shaped like `like` (for the copy forms)."""
-    mem = draw(st.sampled_from([MemKind.LOCAL, MemKind.GLOBAL]))
+    mem = pick(draw, [MemKind.LOCAL, MemKind.GLOBAL])
     z = VarInfo(g.fresh(), env.persp, ArrayType(like.array.elem, mem), like.length)
     return ast.Alloc(z.name, like.array.elem, like.length, mem, ast.Skip()), z
 
 
 def s_async(draw, g, env, depth):  # T-Async-Partition + T-Async-Memcpy
-    x = draw(st.sampled_from(_async_sources(env)))
+    x = pick(draw, _async_sources(env))
     same = [z for z in _async_sources(env) if z.name != x.name
             and z.type.elem == x.type.elem and z.length == x.length]
     alloc = None
@@ -348,10 +349,10 @@ def s_async(draw, g, env, depth):  # T-Async-Partition + T-Async-Memcpy
     # as cp.async (lower_async): drawn first where the arrays allow it
     staged = [z for z in same if x.array.mem is MemKind.SHARED
               and z.array.mem is MemKind.GLOBAL]
-    if staged and draw(st.booleans()):
-        z = draw(st.sampled_from(staged))
-    elif same and draw(st.booleans()):
-        z = draw(st.sampled_from(same))
+    if staged and draw(BOOLS):
+        z = pick(draw, staged)
+    elif same and draw(BOOLS):
+        z = pick(draw, same)
     else:  # stage through a fresh array: alloc z in async_partition x into y {...}
         alloc, z = _twin(draw, g, env, x)
         env = env.bind(z)
@@ -359,7 +360,7 @@ def s_async(draw, g, env, depth):  # T-Async-Partition + T-Async-Memcpy
     inner = env.hide(x.name).bind(VarInfo(y, THREAD1, AsyncType(x.type), x.length))
     copy = ast.AsyncMemcpy(y, z.name)
     # keep z stable while the copy is deferred: the rest of the body may not touch z
-    rest = gen_block(draw, g, inner.hide(z.name), depth - 1) if draw(st.booleans()) \
+    rest = gen_block(draw, g, inner.hide(z.name), depth - 1) if draw(BOOLS) \
         else ast.Skip()
     s = ast.AsyncPartition(_label(draw, g), x.name, y, ast.seq(copy, rest))
     return (s if alloc is None else ast.seq(alloc, s)), env
@@ -372,8 +373,8 @@ def s_stage(draw, g, env, depth):
     as cp.async (shared destination, global source). The lower's barrier orders the
     copies before the rest of the block reads the array."""
     T = g.shape.threads
-    elem = draw(st.sampled_from(BASES))
-    chunk = draw(st.sampled_from([1, 2]))
+    elem = pick(draw, BASES)
+    chunk = pick(draw, [1, 2])
     s, st_, s1, sa, z = (g.fresh() for _ in range(5))
     fill = ast.ArrAssign(ast.Var(z), ast.IntLit(0),
                          gen_expr(draw, g, env.at(THREAD1), elem))
@@ -388,13 +389,13 @@ def s_stage(draw, g, env, depth):
 
 def s_memcpy(draw, g, env, depth):  # T-Memcpy: both arrays at exactly π
     here = arrays(env, lambda v: v.persp == env.persp)
-    x = draw(st.sampled_from(here))
+    x = pick(draw, here)
     same = [y for y in here if y.name != x.name and y.type.elem == x.type.elem
             and y.length == x.length]
-    if same and draw(st.booleans()):
-        return ast.Memcpy(x.name, draw(st.sampled_from(same)).name), env
+    if same and draw(BOOLS):
+        return ast.Memcpy(x.name, pick(draw, same).name), env
     alloc, z = _twin(draw, g, env, x)
-    copy = ast.Memcpy(z.name, x.name) if draw(st.booleans()) else ast.Memcpy(x.name, z.name)
+    copy = ast.Memcpy(z.name, x.name) if draw(BOOLS) else ast.Memcpy(x.name, z.name)
     return ast.seq(alloc, copy), env.bind(z)
 
 
@@ -411,9 +412,9 @@ RULES = {
 
 
 def gen_global(draw, g: Gen) -> ast.GlobalDecl:
-    elem = draw(st.sampled_from(BASES))
-    n = size(GRID1, g.shape) * draw(st.sampled_from([1, 2]))
-    kind = draw(st.sampled_from(["none", "iota", "list"]))
+    elem = pick(draw, BASES)
+    n = size(GRID1, g.shape) * pick(draw, [1, 2])
+    kind = pick(draw, ["none", "iota", "list"])
     init: ast.GlobalInit = {"none": None, "iota": ast.Iota()}.get(kind)
     if kind == "list":
         init = tuple(literal(draw, elem) for _ in range(n))
@@ -449,13 +450,13 @@ def gen_program(draw, max_blocks: int = 2, max_threads: int = 4, max_depth: int 
     give ~20 statements on average; a soundness run wanting more programs per second
     can pass max_depth=2, max_stmts=2.
     """
-    shape = MachineShape(draw(st.sampled_from(divisors(max_blocks))),
-                         draw(st.sampled_from(divisors(max_threads))))
+    shape = MachineShape(pick(draw, divisors(max_blocks)),
+                         pick(draw, divisors(max_threads)))
     g = Gen(shape, max_depth=max_depth, max_stmts=max_stmts)
-    globals_ = tuple(gen_global(draw, g) for _ in range(draw(st.integers(0, 2))))
+    globals_ = tuple(gen_global(draw, g) for _ in range(draw(ints(0, 2))))
     env = Env(GRID1, tuple(VarInfo(x.name, GRID1, ArrayType(x.elem, MemKind.GLOBAL),
                                    x.size) for x in globals_))
-    for _ in range(draw(st.integers(0, max_fns))):
+    for _ in range(draw(ints(0, max_fns))):
         g.fns.append(gen_fn(draw, g, env, gen_block))
     main = gen_block(draw, g, env, max_depth)
     fns = tuple(f.fn for f in g.fns)

@@ -1,0 +1,62 @@
+"""The programs a seed draws, as hashes: the pin that generator speed-ups draw the same
+programs (issue 31.3). For each (property, seed, round) of `CASES`, the round's programs
+as the campaign draws them (`generate_round` of the bundl target's strategy, seeded
+with `round_seed`, `round_size` programs), each printed (`print_program`) and hashed,
+and the round's hypothesis choice sequences hashed together (stored bundles replay
+them).
+
+Run once against main's code to make tests/fuzz/data/draw_hashes.json (the test
+tests/fuzz/test_draw_stability.py recomputes the hashes with this tree's code and
+compares; it never writes the file):
+
+  PYTHONPATH=/path/to/main/src python scripts/draw_hashes.py > tests/fuzz/data/draw_hashes.json
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from typing import Any
+
+ROUND_SIZE = 25  # the campaign's default round size (fuzz/campaign.py)
+CASES = (  # (property, seed, round)
+    ("compile", 0, 0), ("compile", 0, 1), ("compile", 1, 0), ("compile", 5, 0),
+    ("compile", 17, 3), ("determinism", 0, 0), ("soundness", 0, 0), ("soundness", 3, 1),
+)
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def round_hashes(prop: str, seed: int, r: int) -> dict[str, Any]:
+    """One round's program hashes and its choice sequences' hash."""
+    from gpusem.calculus.bundl.printer import print_program
+    from gpusem.fuzz.bundl.target import BundlTarget
+    from gpusem.fuzz.campaign import round_seed
+    from gpusem.fuzz.hunt import generate_round
+
+    target = BundlTarget(backend="cpu")
+    try:
+        drawn = generate_round(target.strategy(prop), round_seed(seed, r), ROUND_SIZE)
+    finally:
+        target.close()
+    texts = [print_program(getattr(d.program, "program", d.program)) for d in drawn]
+    return {"property": prop, "seed": seed, "round": r,
+            "programs": [_sha(t) for t in texts],
+            "choices": _sha(repr([d.choices for d in drawn]))}
+
+
+def all_hashes() -> list[dict[str, Any]]:
+    return [round_hashes(*case) for case in CASES]
+
+
+def main() -> int:
+    json.dump({"round_size": ROUND_SIZE, "rounds": all_hashes()}, sys.stdout, indent=1)
+    sys.stdout.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
