@@ -14,7 +14,8 @@ from gpusem.calculus.errors import BadInput
 from gpusem.calculus.span import Span
 
 _NAME = r"[A-Za-z_]\w*"
-_ALLOC = re.compile(rf"({_NAME}) = tensor\(\[([0-9, ]*)\], (\w+)\)")
+_ALLOC = re.compile(rf"({_NAME}) = tensor\(\[([0-9, ]*)\], (\w+)\)"
+                    r"(?: @ smem\[(\d+)\])?")
 _BLOCKS = re.compile(rf"({_NAME}) = partition_by_blocks\(({_NAME}), \((.*)\)\)")
 _MMA = re.compile(rf"({_NAME}) = partition_by_mma\(({_NAME}), (WGMMA_(?:SM90_)?"
                   r"(\d+)x\d+x\d+)\(\), (\w+), \"([ABC])\"\)")
@@ -75,7 +76,8 @@ class _Reader:
             if m[3] not in MEMORIES:
                 raise self.bad(f"unknown memory: {m[3]}")
             shape = tuple(int(x) for x in m[2].split(",") if x.strip())
-            return E.Alloc(m[1], shape, MEMORIES[m[3]])
+            return E.Alloc(m[1], shape, MEMORIES[m[3]],
+                           None if m[4] is None else int(m[4]))
         if m := _BLOCKS.fullmatch(line):
             self.at += 1
             sizes = tuple(None if x.strip() == "None" else int(x)

@@ -47,9 +47,10 @@ def print_ops(ops: tuple[E.Op, ...], depth: int, flat: bool) -> list[str]:
     lines: list[str] = []
     for op in ops:
         match op:
-            case E.Alloc(name, shape, mem):
+            case E.Alloc(name, shape, mem, at):
+                place = "" if at is None else f" @ smem[{at}]"
                 lines.append(f"{pad}{name} = tensor([{', '.join(map(str, shape))}], "
-                             f"{mem.name})")
+                             f"{mem.name}){place}")
             case E.Alias(name, r):
                 lines.append(f"{pad}{name} = {ref(r)}")
             case E.PartBlocks(name, source, blocks):

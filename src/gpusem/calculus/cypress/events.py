@@ -68,9 +68,15 @@ EventType = tuple[tuple[int, Processor], ...]
 
 @dataclass(frozen=True, slots=True)
 class Alloc:
+    """`x = tensor([N, ..], m)`; after allocation (Sec. 4.2.4) a shared tensor has
+    its place in the block's shared memory, `@ smem[at]` (an element offset): one
+    static buffer however often the allocation runs, shared with the tensors it is
+    aliased to."""
+
     name: str
     shape: tuple[int, ...]
     mem: Memory
+    at: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

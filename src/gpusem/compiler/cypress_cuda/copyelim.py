@@ -29,24 +29,14 @@ by running the IR before and after it on the event machine (tests/cypress).
 from __future__ import annotations
 
 import dataclasses
-import itertools
 from dataclasses import dataclass
 
 from gpusem.calculus.cypress import ast as A
 from gpusem.calculus.cypress import events as E
 from gpusem.calculus.cypress.machine import Memory
+from gpusem.compiler.cypress_cuda import faults
+from gpusem.compiler.cypress_cuda.items import Item, Vars, event_ref, items_of
 
-Vars = tuple[tuple[int, str], ...]  # the vectorised loops around an op: (id, var)
-
-
-@dataclass(frozen=True)
-class Item:
-    """An op of a block, vectorised loops opened (nested loops' blocks are not)."""
-
-    op: E.Op
-    pos: int
-    vars: Vars
-    container: int
 
 
 @dataclass(frozen=True)
@@ -59,7 +49,7 @@ class Rewrite:
 def eliminate_copies(ir: E.EventProgram, program: A.Program,
                      limit: int = 10_000) -> E.EventProgram:
     for _ in range(limit):
-        names = _Names(ir, program)
+        names = Names(ir, program)
         body = _step(ir.body, names)
         if body is None:
             return ir
@@ -67,7 +57,7 @@ def eliminate_copies(ir: E.EventProgram, program: A.Program,
     return ir
 
 
-class _Names:
+class Names:
     """What every tensor and partition name of the program is (names are unique:
     the dependence analysis makes them so; a program where they are not is left as
     it is)."""
@@ -131,21 +121,11 @@ class _Names:
                    for n, w in self.accesses(op))
 
 
-def _items(ops: tuple[E.Op, ...], vars: Vars, out: list[Item],
-           counter: itertools.count[int], container: int) -> None:
-    for op in ops:
-        out.append(Item(op, len(out), vars, container))
-        if isinstance(op, E.Vec):
-            region = next(counter)
-            _items(op.ops, (*vars, (region, op.var)), out, counter, region)
-
-
-def _step(block: E.Block, names: _Names) -> E.Block | None:
+def _step(block: E.Block, names: Names) -> E.Block | None:
     """One rewrite somewhere in the block or a nested loop's block; None: none."""
     if not names.unique:
         return None
-    items: list[Item] = []
-    _items(block.ops, (), items, itertools.count(1), 0)
+    items = items_of(block.ops)
     for find in (_spill, _shared_piece, _self_copy):
         for it in items:
             rw = find(it, items, names)
@@ -160,20 +140,6 @@ def _step(block: E.Block, names: _Names) -> E.Block | None:
     return None
 
 
-def _event(it: Item, at: Vars) -> E.EvRef:
-    """The event of an item as an op at `at` refers to it: the vectorised loops both
-    are in by their variable, the others and a pfor's own dimension broadcast."""
-    assert isinstance(it.op, E.Copy | E.Call | E.Loop)
-    shared = 0
-    for (k, _), (k2, _) in zip(it.vars, at):
-        if k != k2:
-            break
-        shared += 1
-    index: list[E.IExpr | None] = [E.IVar(v) for _, v in it.vars[:shared]]
-    index += [None] * (len(it.op.type) - shared)
-    return E.EvRef(it.op.event, tuple(index))
-
-
 def _fresh(name: str, it: Item, items: list[Item]) -> Item | None:
     """The allocation of `name` if it is in the same op list as `it`, before it."""
     for a in items[:it.pos]:
@@ -182,14 +148,14 @@ def _fresh(name: str, it: Item, items: list[Item]) -> Item | None:
     return None
 
 
-def _defined_before(name: str, pos: int, items: list[Item], names: _Names) -> bool:
+def _defined_before(name: str, pos: int, items: list[Item], names: Names) -> bool:
     """A parameter, a name of an enclosing block, or one of this block before pos."""
     here = [a.pos for a in items if isinstance(a.op, E.Alloc | E.Alias | E.PartBlocks
                                                | E.PartMma) and a.op.name == name]
     return not here or here[0] < pos
 
 
-def _spill(it: Item, items: list[Item], names: _Names) -> Rewrite | None:
+def _spill(it: Item, items: list[Item], names: Names) -> Rewrite | None:
     """Fig. 10a: `t` fresh; [copy(P[x], t)]; ..; copy(t, P[x]); nothing else touches
     P's tensor in between, nothing touches t after."""
     out = it.op
@@ -216,9 +182,11 @@ def _spill(it: Item, items: list[Item], names: _Names) -> Rewrite | None:
     assert isinstance(alloc.op, E.Alloc)
     replace: dict[int, E.Op | None] = {id(alloc.op): E.Alias(t, piece), id(out): None}
     forward = {out.event: (it.vars, out.pre + tuple(
-        _event(b, it.vars) for b in users if b is not copy_in
+        event_ref(b, it.vars) for b in users if b is not copy_in
         and not isinstance(b.op, E.Vec)))}
-    before = tuple(_event(b, alloc.vars) for b in items[:alloc.pos]
+    if faults.active("cypress-eager-spill"):  # the synchronisation elided too
+        forward = {out.event: (it.vars, ())}
+    before = tuple(event_ref(b, alloc.vars) for b in items[:alloc.pos]
                    if not isinstance(b.op, E.Vec) and names.touches(b.op, root)
                    and isinstance(b.op, E.Copy | E.Call | E.Loop))
     extra: dict[int, tuple[E.EvRef, ...]] = {}
@@ -232,14 +200,14 @@ def _spill(it: Item, items: list[Item], names: _Names) -> Rewrite | None:
                     r.name in {u.op.event for u in users
                                if isinstance(u.op, E.Copy | E.Call | E.Loop)}
                     for r in b.op.pre):
-                extra[id(b.op)] = tuple(_event(x, b.vars) for x in items[:alloc.pos]
+                extra[id(b.op)] = tuple(event_ref(x, b.vars) for x in items[:alloc.pos]
                                         if not isinstance(x.op, E.Vec)
                                         and names.touches(x.op, root)
                                         and isinstance(x.op, E.Copy | E.Call | E.Loop))
     return Rewrite(replace, forward, extra)
 
 
-def _shared_piece(it: Item, items: list[Item], names: _Names) -> Rewrite | None:
+def _shared_piece(it: Item, items: list[Item], names: Names) -> Rewrite | None:
     """l.671: `t` fresh; copy(P[x], t); t only read; P's tensor allocated in this
     block, in t's memory, and never written after the copy."""
     cin = it.op
@@ -265,7 +233,7 @@ def _shared_piece(it: Item, items: list[Item], names: _Names) -> Rewrite | None:
                    {cin.event: (it.vars, cin.pre)}, {})
 
 
-def _self_copy(it: Item, items: list[Item], names: _Names) -> Rewrite | None:
+def _self_copy(it: Item, items: list[Item], names: Names) -> Rewrite | None:
     op = it.op
     if isinstance(op, E.Copy) and names.resolve(op.src) == names.resolve(op.dst):
         return Rewrite({id(op): None}, {op.event: (it.vars, op.pre)}, {})

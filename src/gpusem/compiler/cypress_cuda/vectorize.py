@@ -24,6 +24,7 @@ import dataclasses
 
 from gpusem.calculus.cypress import events as E
 from gpusem.calculus.cypress.machine import Processor
+from gpusem.compiler.cypress_cuda import faults
 
 IMPLICIT = frozenset({Processor.WARPGROUP, Processor.WARP, Processor.THREAD})
 
@@ -105,8 +106,11 @@ def _refs(refs: tuple[E.EvRef, ...], subst: Subst) -> tuple[E.EvRef, ...]:
             out.append(r)
             continue
         # `ev[x, rest]` of a flattened loop: x replaces the loop index in front
+        first = r.index[0] if r.index else None
+        if first is None and faults.active("cypress-drop-broadcast"):
+            first = E.INum(0)
         for y, promoted in subst[r.name]:
-            out.append(E.EvRef(y.name, (r.index[0], *y.index[1:], *r.index[1:]))
+            out.append(E.EvRef(y.name, (first, *y.index[1:], *r.index[1:]))
                        if promoted and r.index else y)
     return tuple(dict.fromkeys(out))
 

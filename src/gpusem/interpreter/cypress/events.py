@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from gpusem.calculus.cypress import ast as A
 from gpusem.calculus.cypress import events as E
+from gpusem.calculus.cypress.machine import Processor
 from gpusem.calculus.errors import BudgetExhausted, Stuck, Trap
 from gpusem.calculus.span import NO_SPAN
 from gpusem.interpreter.cypress.seq import call_leaf
@@ -85,6 +86,7 @@ class _Builder:
         self.nodes: list[Node] = []
         self.max_nodes = max_nodes
         self.dtype: np.dtype = np.dtype(np.float32)
+        self.smem = 0
 
     def node(self, label: str, deps: Nodes) -> Node:
         if len(self.nodes) >= self.max_nodes:
@@ -106,10 +108,14 @@ class _Builder:
         event array, so that `e[i, j]` and `e[i, :]` find it."""
         for op in ops:
             match op:
-                case E.Alloc(name, shape, _):
-                    fill = np.full(shape, np.nan if self.dtype.kind == "f" else -2**31,
-                                   self.dtype)
-                    env[name] = root_view(name + suffix, fill)
+                case E.Alloc(name, shape, _, at) if at is not None:
+                    # a placed shared tensor: the block's one static buffer
+                    smem = env["@smem"]
+                    assert isinstance(smem, np.ndarray)
+                    cells = np.arange(at, at + int(np.prod(shape)), dtype=np.int64)
+                    env[name] = View(smem, cells.reshape(shape), f"smem({name})")
+                case E.Alloc(name, shape, _, _):
+                    env[name] = root_view(name + suffix, self.fill(shape))
                 case E.Alias(name, r):
                     env[name] = self.ref(env, r)
                 case E.PartBlocks(name, source, blocks):
@@ -138,13 +144,17 @@ class _Builder:
                         if p.name in var.writes:
                             n.writes.append(v)
                     _put(events, event, path, frozenset({n.id}))
-                case E.Loop(event, _, parallel, var_name, lo, hi, pre, body):
+                case E.Loop(event, ety, parallel, var_name, lo, hi, pre, body):
                     first = start | self.pre(pre, events, env)
                     iters: list[Nodes] = []
                     prev = first
+                    block_level = parallel and ety[-1:] != () \
+                        and ety[-1][1] == Processor.BLOCK
                     for i in range(self.expr(lo, env), self.expr(hi, env)):
                         inner = dict(env)
                         inner[var_name] = i
+                        if block_level:  # each block its own shared memory
+                            inner["@smem"] = self.fill((self.smem,))
                         done = self.block(body, inner, first if parallel else prev,
                                           f"{suffix}[{var_name}={i}]")
                         iters.append(done)
@@ -157,6 +167,12 @@ class _Builder:
                         inner[var_name] = i
                         self.ops(inner_ops, inner, start, f"{suffix}[{var_name}={i}]",
                                  events, (*path, i))
+
+    def fill(self, shape: tuple[int, ...]) -> np.ndarray:
+        """Fresh storage: NaN (or INT_MIN), so that reading it before a write
+        shows."""
+        return np.full(shape, np.nan if self.dtype.kind == "f" else -2**31,
+                       self.dtype)
 
     def pre(self, refs: tuple[E.EvRef, ...], events: dict[str, object],
             env: dict[str, object]) -> Nodes:
@@ -215,6 +231,20 @@ class _Builder:
         return p.piece(tuple(self.expr(i, env) for i in r.index), NO_SPAN)
 
 
+def _smem_size(ops: tuple[E.Op, ...]) -> int:
+    """The elements of shared memory the placed tensors need (allocation)."""
+    size = 0
+    for op in ops:
+        match op:
+            case E.Alloc(_, shape, _, at) if at is not None:
+                size = max(size, at + int(np.prod(shape)))
+            case E.Loop(body=body):
+                size = max(size, _smem_size(body.ops))
+            case E.Vec(ops=inner):
+                size = max(size, _smem_size(inner))
+    return size
+
+
 def _put(events: dict[str, object], name: str, path: tuple[int, ...],
          value: object) -> None:
     """Store an event instance at `path` of its array (promoted dimensions first)."""
@@ -241,6 +271,8 @@ def instantiate(ir: E.EventProgram, program: A.Program, arrays: dict[str, np.nda
     for name in ir.params:
         env[name] = outputs[name] = root_view(name, arrays[name])
         b.dtype = arrays[name].dtype
+    b.smem = _smem_size(ir.body.ops)
+    env["@smem"] = b.fill((b.smem,))
     done = b.block(ir.body, env, frozenset(), "")
     return Instance(b.nodes, outputs, done, program)
 
