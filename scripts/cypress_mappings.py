@@ -6,7 +6,11 @@ compute A @ B under the sequential reading (exactly: integer data), and its even
 (our dependence analysis) must be race-free and give the same result under a random
 schedule. An illegal one is counted with the rule that rejected it.
 
-    PYTHONPATH=src python scripts/cypress_mappings.py N [SEED]
+    PYTHONPATH=src python scripts/cypress_mappings.py N [SEED] [--passes]
+
+With --passes, vectorisation, copy elimination and allocation (compiler/cypress_cuda)
+run after the dependence analysis, and each one's IR is checked the same way (a
+finding names the pass: finding:race:copyelim).
 
 Prints one JSON object: counts of legal / illegal (by rule) / agreeing / findings."""
 
@@ -17,13 +21,19 @@ import random
 import re
 import sys
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+from gpusem.calculus.cypress import events as E
+from gpusem.calculus.cypress.ast import Program
 from gpusem.calculus.cypress.inputs import make_inputs
 from gpusem.calculus.cypress.reader import read_program
 from gpusem.calculus.errors import IllTyped, Trap
+from gpusem.compiler.cypress_cuda.allocate import allocate
+from gpusem.compiler.cypress_cuda.copyelim import eliminate_copies
 from gpusem.compiler.cypress_cuda.dependence import dependence_analysis
+from gpusem.compiler.cypress_cuda.vectorize import vectorize
 from gpusem.interpreter.cypress.events import instantiate, orders, races, run_order
 from gpusem.interpreter.cypress.seq import seq
 from gpusem.interpreter.cypress.tree import check_tree, task_tree
@@ -69,21 +79,40 @@ def one(text: str, seed: int) -> str:
     if not np.array_equal(out["C"], arrays["A"] @ arrays["B"]):
         return "finding:seq"
     ir = dependence_analysis(program, arrays, scalars)
-    inst = instantiate(ir, program, arrays)
-    if races(inst):
-        return "finding:race"
-    got = run_order(inst, orders(inst, f"random:{seed}"))
-    return "agree" if np.array_equal(got["C"], out["C"]) else "finding:events"
+    stages = [("", lambda x, _: x)] + (PASSES if WITH_PASSES else [])
+    for name, run in stages:
+        try:
+            ir = run(ir, program)
+        except IllTyped as error:  # allocation: out of memory
+            return f"illegal:{error.rule}"
+        inst = instantiate(ir, program, arrays)
+        if races(inst):
+            return f"finding:race{name}"
+        got = run_order(inst, orders(inst, f"random:{seed}"))
+        if not np.array_equal(got["C"], out["C"]):
+            return f"finding:events{name}"
+    return "agree"
+
+
+# --passes: each pass after the dependence analysis checked on the event machine too
+WITH_PASSES = "--passes" in sys.argv
+PASSES: list[tuple[str, Callable[[E.EventProgram, Program], E.EventProgram]]] = [
+    (":vectorize", lambda ir, p: vectorize(ir)),
+    (":copyelim", eliminate_copies),
+    (":allocate", lambda ir, p: allocate(ir, p)),
+]
 
 
 def main() -> None:
-    n = int(sys.argv[1])
-    seed = int(sys.argv[2]) if len(sys.argv) > 2 else 0
+    args = [a for a in sys.argv[1:] if a != "--passes"]
+    n = int(args[0])
+    seed = int(args[1]) if len(args) > 1 else 0
     rng = random.Random(seed)
     counts: Counter[str] = Counter()
     for i in range(n):
         counts[one(draw(rng), seed + i)] += 1
-    print(json.dumps({"mappings": n, "seed": seed, **dict(sorted(counts.items()))}))
+    print(json.dumps({"mappings": n, "seed": seed, "passes": WITH_PASSES,
+                      **dict(sorted(counts.items()))}))
 
 
 if __name__ == "__main__":

@@ -14,7 +14,8 @@ from gpusem.calculus.errors import BadInput
 from gpusem.calculus.span import Span
 
 _NAME = r"[A-Za-z_]\w*"
-_ALLOC = re.compile(rf"({_NAME}) = tensor\(\[([0-9, ]*)\], (\w+)\)")
+_ALLOC = re.compile(rf"({_NAME}) = tensor\(\[([0-9, ]*)\], (\w+)\)"
+                    r"(?: @ smem\[(\d+)\])?")
 _BLOCKS = re.compile(rf"({_NAME}) = partition_by_blocks\(({_NAME}), \((.*)\)\)")
 _MMA = re.compile(rf"({_NAME}) = partition_by_mma\(({_NAME}), (WGMMA_(?:SM90_)?"
                   r"(\d+)x\d+x\d+)\(\), (\w+), \"([ABC])\"\)")
@@ -23,6 +24,8 @@ _COPY = re.compile(r"copy\((.*)\), (\{.*\})")
 _CALL = re.compile(rf"call\(({_NAME})((?:, .*?)*)\), (\{{.*\}})")
 _LOOP = re.compile(rf"(pfor|for) ({_NAME}) in \[(.*?), (.*?)\), (\{{.*\}}) do")
 _YIELD = re.compile(r"yield (.*)")
+_ALIAS = re.compile(rf"({_NAME}) = ({_NAME}(?:\[.*\])?)")
+_VEC = re.compile(rf"({_NAME}) = ([a-z]+)_id\((\d+)\) do")
 
 
 class _Reader:
@@ -73,16 +76,24 @@ class _Reader:
             if m[3] not in MEMORIES:
                 raise self.bad(f"unknown memory: {m[3]}")
             shape = tuple(int(x) for x in m[2].split(",") if x.strip())
-            return E.Alloc(m[1], shape, MEMORIES[m[3]])
+            return E.Alloc(m[1], shape, MEMORIES[m[3]],
+                           None if m[4] is None else int(m[4]))
         if m := _BLOCKS.fullmatch(line):
             self.at += 1
             sizes = tuple(None if x.strip() == "None" else int(x)
                           for x in m[3].split(",") if x.strip())
             return E.PartBlocks(m[1], m[2], sizes)
+        if m := _VEC.fullmatch(line):
+            self.at += 1
+            proc = self.proc(m[2].upper())
+            return E.Vec(m[1], proc, int(m[3]), self.region(depth + 1))
         if m := _MMA.fullmatch(line):
             self.at += 1
             return E.PartMma(m[1], m[2], m[3], int(m[4]), self.proc(m[5]),
                              cast(Literal["A", "B", "C"], m[6]))
+        if (m := _ALIAS.fullmatch(line)) and not line.startswith("yield"):
+            self.at += 1
+            return E.Alias(m[1], self.ref(m[2]))
         m = _EVENT.fullmatch(line)
         if m is None:
             raise self.bad("bad event IR: expected an allocation, a partition, "
@@ -105,6 +116,23 @@ class _Reader:
             body = self.block(depth + 1)
             return E.Loop(event, etype, c[1] == "pfor", c[2], lo, hi, pre, body)
         raise self.bad("bad event IR: expected copy(..), call(..), for or pfor")
+
+    def region(self, depth: int) -> tuple[E.Op, ...]:
+        """The ops of a vectorised loop: indented under its binding, no yield."""
+        ops: list[E.Op] = []
+        pad = "  " * depth
+        while self.at < len(self.lines):
+            raw = self.lines[self.at]
+            if not raw.startswith(pad) or raw[len(pad):].startswith(" "):
+                break
+            self.current = self.at
+            if _YIELD.fullmatch(raw[len(pad):]):
+                raise self.bad("bad event IR: a vectorised loop has no yield")
+            ops.append(self.op(raw[len(pad):], depth))
+        if not ops:
+            self.current = self.at
+            raise self.bad("bad event IR: a vectorised loop without operations")
+        return tuple(ops)
 
     def proc(self, name: str) -> Processor:
         if name not in PROCESSORS:

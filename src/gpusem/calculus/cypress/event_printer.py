@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from gpusem.calculus.cypress import events as E
+from gpusem.calculus.cypress.machine import Processor
 
 
 def expr(e: E.IExpr) -> str:
@@ -36,14 +37,22 @@ def etype(t: E.EventType) -> str:
     return "()" if not t else "[" + ", ".join(f"({n}, {p.name})" for n, p in t) + "]"
 
 
-def print_block(b: E.Block, depth: int = 0) -> list[str]:
+def proc_id(proc: Processor) -> str:
+    """`warp_id` and its kin: the processor index a vectorised loop binds (Fig. 9)."""
+    return f"{proc.name.lower()}_id"
+
+
+def print_ops(ops: tuple[E.Op, ...], depth: int, flat: bool) -> list[str]:
     pad = "  " * depth
     lines: list[str] = []
-    for op in b.ops:
+    for op in ops:
         match op:
-            case E.Alloc(name, shape, mem):
+            case E.Alloc(name, shape, mem, at):
+                place = "" if at is None else f" @ smem[{at}]"
                 lines.append(f"{pad}{name} = tensor([{', '.join(map(str, shape))}], "
-                             f"{mem.name})")
+                             f"{mem.name}){place}")
+            case E.Alias(name, r):
+                lines.append(f"{pad}{name} = {ref(r)}")
             case E.PartBlocks(name, source, blocks):
                 sizes = ", ".join("None" if s is None else str(s) for s in blocks)
                 comma = "," if len(blocks) == 1 else ""
@@ -62,11 +71,26 @@ def print_block(b: E.Block, depth: int = 0) -> list[str]:
                 kw = "pfor" if parallel else "for"
                 lines.append(f"{pad}{event}: {etype(t)} = {kw} {var} in [{expr(lo)}, "
                              f"{expr(hi)}), {pre(p)} do")
-                lines.extend(print_block(body, depth + 1))
+                lines.extend(print_block(body, depth + 1, flat))
+            case E.Vec(var, proc, extent, inner):
+                if flat:  # Fig. 9's notation: the binding, then the ops unindented
+                    lines.append(f"{pad}{var} = {proc_id(proc)}()")
+                    lines.extend(print_ops(inner, depth, flat))
+                else:
+                    lines.append(f"{pad}{var} = {proc_id(proc)}({extent}) do")
+                    lines.extend(print_ops(inner, depth + 1, flat))
+    return lines
+
+
+def print_block(b: E.Block, depth: int = 0, flat: bool = False) -> list[str]:
+    pad = "  " * depth
+    lines = print_ops(b.ops, depth, flat)
     one = len(b.yields) == 1
     lines.append(f"{pad}yield {ev(b.yields[0]) if one else pre(b.yields)}")
     return lines
 
 
-def print_events(p: E.EventProgram) -> str:
-    return "\n".join([f"# params: {', '.join(p.params)}", *print_block(p.body)]) + "\n"
+def print_events(p: E.EventProgram, flat: bool = False) -> str:
+    """`flat`: vectorised loops as Fig. 9 prints them (lossy: not read back)."""
+    return "\n".join([f"# params: {', '.join(p.params)}",
+                      *print_block(p.body, 0, flat)]) + "\n"

@@ -9,6 +9,8 @@ and our event machine runs it: frozen, slotted dataclasses, one per production.
       |  x: et = copy(r, r), pr
       |  x: et = call(f, r, ..), pr
       |  x: et = for x in [e, e), pr do b  |  x: et = pfor x in [e, e), pr do b
+      |  x = warp_id() o ..                               (Fig. 9, after vectorisation)
+      |  x = r                                            (after copy elimination)
   b  ::= o ..; yield pr
   r  ::= x | x[e, ..]                e ::= N | x | e (+|-|*|//) e
 
@@ -66,9 +68,15 @@ EventType = tuple[tuple[int, Processor], ...]
 
 @dataclass(frozen=True, slots=True)
 class Alloc:
+    """`x = tensor([N, ..], m)`; after allocation (Sec. 4.2.4) a shared tensor has
+    its place in the block's shared memory, `@ smem[at]` (an element offset): one
+    static buffer however often the allocation runs, shared with the tensors it is
+    aliased to."""
+
     name: str
     shape: tuple[int, ...]
     mem: Memory
+    at: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +94,15 @@ class PartMma:
     m: int
     proc: Processor
     operand: Literal["A", "B", "C"]
+
+
+@dataclass(frozen=True, slots=True)
+class Alias:
+    """`t = P[i]`: a tensor that copy elimination (Sec. 4.2.3) bound to the piece it
+    used to be copied from or to, instead of an allocation of its own."""
+
+    name: str
+    ref: Ref
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +135,23 @@ class Loop:
     body: Block
 
 
-Op = Alloc | PartBlocks | PartMma | Copy | Call | Loop
+@dataclass(frozen=True, slots=True)
+class Vec:
+    """A flattened implicit loop of Fig. 9 (l.563-625): `i = warp_id()` and the ops
+    that run on every one of `extent` processors of kind `proc`, with `i` their index.
+    It is not a block: the events its ops define are visible after it, each promoted
+    by one dimension `(extent, proc)` in front (l.625), and indexed there by `i` or
+    `:`. Fig. 9 prints the ops flat after the binding; we keep them grouped (the
+    printer indents them under the binding) so that which allocations are private to
+    a processor stays written down (errata "Cypress vectorisation")."""
+
+    var: str
+    proc: Processor
+    extent: int
+    ops: tuple[Op, ...]
+
+
+Op = Alloc | Alias | PartBlocks | PartMma | Copy | Call | Loop | Vec
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from gpusem.calculus.cypress import ast as A
 from gpusem.calculus.cypress import events as E
+from gpusem.calculus.cypress.machine import Processor
 from gpusem.calculus.errors import BudgetExhausted, Stuck, Trap
 from gpusem.calculus.span import NO_SPAN
 from gpusem.interpreter.cypress.seq import call_leaf
@@ -85,6 +86,7 @@ class _Builder:
         self.nodes: list[Node] = []
         self.max_nodes = max_nodes
         self.dtype: np.dtype = np.dtype(np.float32)
+        self.smem = 0
 
     def node(self, label: str, deps: Nodes) -> Node:
         if len(self.nodes) >= self.max_nodes:
@@ -96,12 +98,26 @@ class _Builder:
     def block(self, b: E.Block, env: dict[str, object], start: Nodes,
               suffix: str) -> Nodes:
         events: dict[str, object] = {}
-        for op in b.ops:
+        self.ops(b.ops, env, start, suffix, events, ())
+        return self.pre(b.yields, events, env) or start
+
+    def ops(self, ops: tuple[E.Op, ...], env: dict[str, object], start: Nodes,
+            suffix: str, events: dict[str, object], path: tuple[int, ...]) -> None:
+        """`path`: the processor indices of the vectorised loops (Fig. 9) around
+        these ops in their block; an event defined here is stored at that path of its
+        event array, so that `e[i, j]` and `e[i, :]` find it."""
+        for op in ops:
             match op:
-                case E.Alloc(name, shape, _):
-                    fill = np.full(shape, np.nan if self.dtype.kind == "f" else -2**31,
-                                   self.dtype)
-                    env[name] = root_view(name + suffix, fill)
+                case E.Alloc(name, shape, _, at) if at is not None:
+                    # a placed shared tensor: the block's one static buffer
+                    smem = env["@smem"]
+                    assert isinstance(smem, np.ndarray)
+                    cells = np.arange(at, at + int(np.prod(shape)), dtype=np.int64)
+                    env[name] = View(smem, cells.reshape(shape), f"smem({name})")
+                case E.Alloc(name, shape, _, _):
+                    env[name] = root_view(name + suffix, self.fill(shape))
+                case E.Alias(name, r):
+                    env[name] = self.ref(env, r)
                 case E.PartBlocks(name, source, blocks):
                     env[name] = partition_by_blocks(self.view(env, source), blocks,
                                                     NO_SPAN)
@@ -113,7 +129,7 @@ class _Builder:
                     n = self.node(f"{event}{suffix}", deps)
                     s, d = self.ref(env, src), self.ref(env, dst)
                     n.copy, n.reads, n.writes = (s, d), [s], [d]
-                    events[event] = frozenset({n.id})
+                    _put(events, event, path, frozenset({n.id}))
                 case E.Call(event, _, fn, args, pre):
                     deps = start | self.pre(pre, events, env)
                     n = self.node(f"{event}{suffix}", deps)
@@ -127,21 +143,36 @@ class _Builder:
                             n.reads.append(v)
                         if p.name in var.writes:
                             n.writes.append(v)
-                    events[event] = frozenset({n.id})
-                case E.Loop(event, _, parallel, var_name, lo, hi, pre, body):
+                    _put(events, event, path, frozenset({n.id}))
+                case E.Loop(event, ety, parallel, var_name, lo, hi, pre, body):
                     first = start | self.pre(pre, events, env)
                     iters: list[Nodes] = []
                     prev = first
+                    block_level = parallel and ety[-1:] != () \
+                        and ety[-1][1] == Processor.BLOCK
                     for i in range(self.expr(lo, env), self.expr(hi, env)):
                         inner = dict(env)
                         inner[var_name] = i
+                        if block_level:  # each block its own shared memory
+                            inner["@smem"] = self.fill((self.smem,))
                         done = self.block(body, inner, first if parallel else prev,
                                           f"{suffix}[{var_name}={i}]")
                         iters.append(done)
                         prev = first | done if not parallel else prev
                     last = iters[-1] if iters else first
-                    events[event] = iters if parallel else last
-        return self.pre(b.yields, events, env) or start
+                    _put(events, event, path, iters if parallel else last)
+                case E.Vec(var_name, _, extent, inner_ops):
+                    for i in range(extent):
+                        inner = dict(env)
+                        inner[var_name] = i
+                        self.ops(inner_ops, inner, start, f"{suffix}[{var_name}={i}]",
+                                 events, (*path, i))
+
+    def fill(self, shape: tuple[int, ...]) -> np.ndarray:
+        """Fresh storage: NaN (or INT_MIN), so that reading it before a write
+        shows."""
+        return np.full(shape, np.nan if self.dtype.kind == "f" else -2**31,
+                       self.dtype)
 
     def pre(self, refs: tuple[E.EvRef, ...], events: dict[str, object],
             env: dict[str, object]) -> Nodes:
@@ -150,18 +181,28 @@ class _Builder:
             if r.name not in events:
                 raise Stuck(f"undefined event: {r.name} (SSA: an event is defined "
                             "before it is used, in its block)", rule="Event-Pre")
-            e = events[r.name]
-            if isinstance(e, list):  # a pfor's event array
-                if r.index and r.index[0] is not None:
-                    e = [e[self.expr(r.index[0], env)]]
-                elif not r.index:
-                    raise Stuck(f"event array {r.name} used without an index",
-                                rule="Event-Pre")
-                out |= set().union(*e) if e else set()
-            else:
-                assert isinstance(e, frozenset)
-                out |= e
+            out |= self.select(r, events[r.name], r.index, env)
         return frozenset(out)
+
+    def select(self, r: E.EvRef, e: object, index: tuple[E.IExpr | None, ...],
+               env: dict[str, object]) -> Nodes:
+        """Index an event array dimension by dimension: a value picks one element,
+        the broadcast `:` all of them (l.437)."""
+        if not isinstance(e, list):
+            assert isinstance(e, frozenset)
+            if index:
+                raise Stuck(f"event {r.name} indexed past its dimensions",
+                            rule="Event-Pre")
+            return e
+        if not index:
+            raise Stuck(f"event array {r.name} used without an index",
+                        rule="Event-Pre")
+        if index[0] is None:
+            return frozenset().union(*(self.select(r, x, index[1:], env) for x in e))
+        k = self.expr(index[0], env)
+        if not 0 <= k < len(e):
+            raise Stuck(f"event {r.name} indexed out of range: {k}", rule="Event-Pre")
+        return self.select(r, e[k], index[1:], env)
 
     def expr(self, e: E.IExpr, env: dict[str, object]) -> int:
         match e:
@@ -190,6 +231,38 @@ class _Builder:
         return p.piece(tuple(self.expr(i, env) for i in r.index), NO_SPAN)
 
 
+def _smem_size(ops: tuple[E.Op, ...]) -> int:
+    """The elements of shared memory the placed tensors need (allocation)."""
+    size = 0
+    for op in ops:
+        match op:
+            case E.Alloc(_, shape, _, at) if at is not None:
+                size = max(size, at + int(np.prod(shape)))
+            case E.Loop(body=body):
+                size = max(size, _smem_size(body.ops))
+            case E.Vec(ops=inner):
+                size = max(size, _smem_size(inner))
+    return size
+
+
+def _put(events: dict[str, object], name: str, path: tuple[int, ...],
+         value: object) -> None:
+    """Store an event instance at `path` of its array (promoted dimensions first)."""
+    if not path:
+        events[name] = value
+        return
+    at = events.setdefault(name, [])
+    assert isinstance(at, list)
+    for k in path[:-1]:
+        while len(at) <= k:
+            at.append([])
+        at = at[k]
+        assert isinstance(at, list)
+    while len(at) <= path[-1]:
+        at.append(frozenset())
+    at[path[-1]] = value
+
+
 def instantiate(ir: E.EventProgram, program: A.Program, arrays: dict[str, np.ndarray],
                 max_nodes: int = 200_000) -> Instance:
     b = _Builder(program, max_nodes)
@@ -198,6 +271,8 @@ def instantiate(ir: E.EventProgram, program: A.Program, arrays: dict[str, np.nda
     for name in ir.params:
         env[name] = outputs[name] = root_view(name, arrays[name])
         b.dtype = arrays[name].dtype
+    b.smem = _smem_size(ir.body.ops)
+    env["@smem"] = b.fill((b.smem,))
     done = b.block(ir.body, env, frozenset(), "")
     return Instance(b.nodes, outputs, done, program)
 
@@ -312,5 +387,4 @@ def races(inst: Instance, limit: int = 1) -> list[Race]:
                                       names[key], int(cells[s])))
                     if len(found) >= limit:
                         return found
-    return found
     return found

@@ -1,0 +1,28 @@
+"""Seeded faults of our Cypress compiler: deliberate mistakes, off unless
+`GPUSEM_FAULT=name[,name]` (as compiler/bundl_cuda/faults.py). Each is a mistake a
+person writing the pass could make; the event machine must find each one (issue 30
+item 6: a dropped `[:]`, a missing backward write-after-read edge, an over-eager
+spill elimination)."""
+
+from __future__ import annotations
+
+import os
+
+FAULTS: dict[str, str] = {
+    "cypress-drop-broadcast":
+        "vectorize: a use `ev[:]` of a flattened loop's events waits on processor 0's "
+        "event only (a dropped [:])",
+    "cypress-eager-spill":
+        "copyelim: spill elimination elides the copy-out's synchronisation with the "
+        "copy (its users wait on nothing instead of on the spilled tensor's users)",
+    "cypress-alias-no-war":
+        "allocate: tensors aliased onto one buffer get no write-after-read edges",
+    "cypress-no-carried-war":
+        "allocate: a loop's next iteration does not wait for the previous one's "
+        "readers of a reused buffer (the missing backward WAR edge)",
+}
+
+
+def active(name: str) -> bool:
+    assert name in FAULTS, name
+    return name in os.environ.get("GPUSEM_FAULT", "").split(",")

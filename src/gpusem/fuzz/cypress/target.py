@@ -1,0 +1,177 @@
+"""The `cypress` target of `gpusem fuzz`: our Cypress compiler (compiler/cypress_cuda,
+seed 001 Sec. 4.2) and the legality rules under test against the sequential reading
+and the event machine. A program is a `.cyp` text (fuzz/cypress/strategies.py: a tiled
+GEMM under a drawn mapping); an illegal mapping is `invalid`, counted by its rule.
+
+Properties:
+  passes   each pass preserves meaning: after the dependence analysis, vectorisation,
+           copy elimination and allocation, the event IR is race-free and computes,
+           under a random schedule, what seq computes, which
+           is C = A @ B and X = A (seed 001 l.163: a mapping "can only affect
+           performance, not correctness")
+  mapping  the legality checker against the event machine: a mapping the checker
+           accepts has seq = (A @ B, A) and a race-free dependence-analysis IR that
+           computes it
+
+Signatures are the pass and the kind (`cypress:copyelim:race`), never the program.
+Compiled vs seq on the cpu backend needs the lowering to GPU IR (issue 30 item 5),
+which is not written yet.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import zlib
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from gpusem.calculus.cypress import events as E
+from gpusem.calculus.cypress.ast import Program
+from gpusem.calculus.cypress.event_printer import print_events
+from gpusem.calculus.cypress.inputs import header_inputs, make_inputs
+from gpusem.calculus.cypress.machine import SHARED_BYTES_PER_BLOCK
+from gpusem.calculus.cypress.reader import read_program
+from gpusem.calculus.errors import GpusemError, IllTyped, Trap
+from gpusem.compiler.cypress_cuda.allocate import allocate
+from gpusem.compiler.cypress_cuda.copyelim import eliminate_copies
+from gpusem.compiler.cypress_cuda.dependence import dependence_analysis
+from gpusem.compiler.cypress_cuda.faults import FAULTS
+from gpusem.compiler.cypress_cuda.vectorize import vectorize
+from gpusem.fuzz.cypress.strategies import programs
+from gpusem.fuzz.targets import CheckResult, Target
+from gpusem.interpreter.cypress.events import instantiate, orders, races, run_order
+from gpusem.interpreter.cypress.seq import seq
+from gpusem.interpreter.cypress.tree import check_tree, task_tree
+from gpusem.typing_rules.cypress import check_program
+
+PROPERTIES = ("passes", "mapping")
+FILE = "program.cyp"
+Pass = Callable[[E.EventProgram, Program, int], E.EventProgram]
+PASSES: tuple[tuple[str, Pass], ...] = (
+    ("vectorize", lambda ir, p, lim: vectorize(ir)),
+    ("copyelim", lambda ir, p, lim: eliminate_copies(ir, p)),
+    ("allocate", lambda ir, p, lim: allocate(ir, p, limit=lim)),
+)
+
+
+def active_faults() -> list[str]:
+    return [f for f in os.environ.get("GPUSEM_FAULT", "").split(",") if f in FAULTS]
+
+
+class CypressTarget(Target):
+    name = "cypress"
+    properties = PROPERTIES
+    backends = ("cpu",)
+
+    def strategy(self, prop: str) -> Any:
+        return programs()
+
+    def size(self, program: str) -> int:
+        """Mapping lines: what a drawn case varies (the variants are fixed)."""
+        return sum(1 for line in program.splitlines() if "TaskMapping(" in line)
+
+    def program_files(self, program: str) -> dict[str, str]:
+        return {FILE: program}
+
+    def check(self, program: str, prop: str = "passes") -> CheckResult:
+        size = self.size(program)
+        try:
+            p = read_program(program, FILE)
+            arrays, scalars = make_inputs(header_inputs(program) or "")
+        except GpusemError as err:
+            return self._finding(program, "cypress:generator", "generator", str(err))
+        rule = _illegal(p, arrays, scalars)
+        if rule:
+            return CheckResult("invalid", kind=f"illegal:{rule}", size=size)
+        try:
+            want, _ = seq(p, arrays, scalars)
+        except IllTyped as err:  # the rules that watch the reading
+            return CheckResult("invalid", kind=f"illegal:{err.rule}", size=size)
+        if not (np.array_equal(want["C"], arrays["A"] @ arrays["B"])
+                and np.array_equal(want["X"], arrays["A"])):
+            return self._finding(program, "cypress:seq:mismatch", "seq",
+                                 "seq differs from C = A @ B, X = A")
+        schedule = f"random:{zlib.crc32(program.encode())}"
+        ir = dependence_analysis(p, arrays, scalars)
+        steps = [("dependence", ir)]
+        verdict = _run(ir, p, arrays, want, schedule)
+        if verdict:
+            return self._finding(program, f"cypress:dependence:{verdict[0]}",
+                                 verdict[0], verdict[1], print_events(ir))
+        if prop == "mapping":
+            return CheckResult("pass", size=size)
+        limit = _smem(program)
+        for name, run in PASSES:
+            try:
+                ir = run(ir, p, limit)
+            except IllTyped as err:
+                if err.rule == "Alloc-OutOfMemory":
+                    return CheckResult("invalid", kind="alloc-oom", size=size)
+                raise
+            steps.append((name, ir))
+            verdict = _run(ir, p, arrays, want, schedule)
+            if verdict:
+                before = print_events(steps[-2][1])
+                return self._finding(program, f"cypress:{name}:{verdict[0]}",
+                                     verdict[0], verdict[1], print_events(ir), before)
+        return CheckResult("pass", size=size)
+
+    def _finding(self, program: str, signature: str, kind: str, detail: str,
+                 after: str = "", before: str = "") -> CheckResult:
+        files = {FILE: program}
+        if after:
+            files["after.ir"] = after
+        if before:
+            files["before.ir"] = before
+        return CheckResult("finding", signature=signature, kind=kind,
+                           detail=detail[:300], files=files, size=self.size(program),
+                           program_file=FILE)
+
+    def replay(self, files: dict[str, str], meta: dict) -> CheckResult:
+        """The bundle's verdict now; a bundle found under a seeded fault replays with
+        that fault on, unless GPUSEM_FAULT is set."""
+        saved = os.environ.get("GPUSEM_FAULT")
+        if meta.get("fault") and not saved:
+            os.environ["GPUSEM_FAULT"] = meta["fault"]
+        try:
+            return self.check(files[FILE], meta.get("property", "passes"))
+        finally:
+            if meta.get("fault") and not saved:
+                os.environ.pop("GPUSEM_FAULT", None)
+
+    def finding_meta(self, result: CheckResult) -> dict:
+        return {"fault": ",".join(active_faults())} if active_faults() else {}
+
+
+def _illegal(p: Program, arrays: dict[str, np.ndarray], scalars: dict[str, int]
+             ) -> str:
+    errors = check_program(p)
+    if not errors:
+        try:
+            errors = check_tree(task_tree(p, arrays, scalars))
+        except (IllTyped, Trap) as err:
+            return err.rule
+    return errors[0].rule if errors else ""
+
+
+def _smem(program: str) -> int:
+    m = re.search(r"^# smem: (\d+)$", program, re.M)
+    return int(m[1]) if m else SHARED_BYTES_PER_BLOCK
+
+
+def _run(ir: E.EventProgram, p: Program, arrays: dict[str, np.ndarray],
+         want: dict[str, np.ndarray], schedule: str) -> tuple[str, str] | None:
+    """("race", what) or ("mismatch", what), or None: race-free and = seq under one
+    random schedule (race-free: every schedule computes the same, so one order is
+    enough; the race check does not write the instance, so the run reuses it)."""
+    inst = instantiate(ir, p, arrays)
+    found = races(inst)
+    if found:
+        return "race", str(found[0])
+    got = run_order(inst, orders(inst, schedule))
+    for name, value in want.items():
+        if not np.array_equal(got[name], value, equal_nan=True):
+            return "mismatch", f"{name} differs from seq under {schedule}"
+    return None
