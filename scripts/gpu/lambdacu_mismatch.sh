@@ -6,7 +6,9 @@
 # fminf/fmaxf, the old interpreter numpy's fmin/fmax: errata L13); (2) the same
 # campaign again, on this tree; (3) every bundle it writes replayed on cuda and cpu,
 # its program run through `exec` on both backends (block 4, the campaign's), and
-# which of min/max/exp/log it calls; bundles packed as lcu_mismatch.tgz.
+# which of min/max/exp/log it calls; bundles packed as lcu_mismatch.tgz; (0) first,
+# the seed's 55-line programs of round 3 (drawn as the campaign draws them) through
+# exec on cuda and cpu ($OUT/lcu_seed3.txt).
 # Usage: bash scripts/gpu.sh lambdacu-mismatch [BUDGET] [JOBS] [SEED]
 #        (defaults 45s 12 3, the finding's campaign)
 set -uo pipefail
@@ -38,6 +40,25 @@ for name, op in (('fmin', np.fmin), ('fmax', np.fmax)):
         print('numpy', np.__version__, f'{name}({a:+},{b:+}) =',
               format(int(op(f(a), f(b)).view(np.uint32)), '08x'))"
 } >"$OUT/lcu_zeros.txt" 2>&1
+# the 55-line programs the seed-3 campaign draws within its first 30 programs a shard:
+# round 3, programs 21-24 (three distinct; scripts/gpu.sh's campaign reached ~18-25
+# a shard in 45 s), each through exec on both backends
+mkdir -p "$OUT/zeros/seed3"
+python3 -c "
+from gpusem.fuzz.bundl.sample import draw_round
+from gpusem.fuzz.lambdacu.target import LambdacuTarget
+from gpusem.calculus.lambdacu.printer import print_program
+t = LambdacuTarget('cuda')
+for k, p in enumerate(draw_round(t.strategy('compile'), $SEED, 3, 100)[:30]):
+    if t.size(p) == 55:
+        open('$OUT/zeros/seed3/r3_%d.lcu' % k, 'w').write(print_program(p))
+" >"$OUT/lcu_seed3.txt" 2>&1
+for f in "$OUT"/zeros/seed3/*.lcu; do
+  for backend in cuda cpu; do
+    { echo "== $f $backend"; gpusem exec "$f" --backend $backend -D LC_BLOCK=4
+      echo "exit $?"; } >>"$OUT/lcu_seed3.txt" 2>&1
+  done
+done
 rm -rf ~/.cache/gpusem/lambdacu
 gpusem fuzz --target lambdacu --backend cuda --budget "$BUDGET" --jobs "$JOBS" \
   --seed "$SEED" --out "$OUT/lcu_mm" --json "$OUT/lcu_mismatch.json" \
