@@ -43,6 +43,9 @@
 #   lambdacu [BUDGET JOBS FAULT_S]  issue 29: the lambda-cu compiler on cuda: the
 #                                  examples through exec, a compile campaign, the
 #                                  seeded-fault table, a standalone repro.cu by nvcc
+#   lambdacu-mismatch [BUDGET JOBS SEED]  issue 29: the unattributed H200 mismatch:
+#                                  fminf/fmaxf of ±0 on the GPU and numpy, the seed-3
+#                                  campaign again, its bundles replayed on both
 #   pytest                         every test marked gpu ($OUT/pytest_gpu.log)
 #   run CMD [ARGS]                 any command after the setup (gpusem fuzz ...)
 #   round LANE [LANE ...]          several at once, lane i on GPU i: a LANE is
@@ -77,6 +80,7 @@ case "$SUB" in
   t3) exec bash $PARTS/t3.sh "$@" ;;
   ckernel) exec bash $PARTS/ckernel.sh "$@" ;;
   lambdacu) exec bash $PARTS/lambdacu.sh "$@" ;;
+  lambdacu-mismatch) exec bash $PARTS/lambdacu_mismatch.sh "$@" ;;
   toolchain) exec bash $PARTS/toolchain.sh "$@" ;;
   toolchain-rate) exec bash $PARTS/toolchain_rate.sh "$@" ;;
   toolchain-campaign) exec bash $PARTS/toolchain_campaign.sh "$@" ;;

@@ -2,7 +2,10 @@
 (fuzz/lambdacu/graphs.py), is the fused program (compiler/lambdacu_fusion) well-formed
 and does it mean what the unfused one means? Counts findings by kind for the fixed
 rules, for VFUSE-CLUSTER as printed (errata F1) and for thunk combination as printed
-(F3), with one example program of each kind.
+(F3, F4, F5), with one example program of each kind, and for each rewrite of Sec 9.2
+(MAP-MAP, MAP-PERMUTE, MAP-REDUCE, FILTER-FILTER, FILTER-REDUCE) on how many graphs
+it fired (`graphs with RULE`) and how often (`RULE`). `--packs` also generates packs
+(`FILTER {i => a[i]} ..`: the consumers FILTER-FILTER fuses).
 
     PYTHONPATH=src python scripts/lambdacu_fusion.py --programs 10000 --seed 1 \
         --config fixed:fixed --out results/lambdacu/fusion_fixed_10k.json
@@ -26,19 +29,19 @@ from gpusem.interpreter.lambdacu.machine import evaluate
 from gpusem.typing_rules.lambdacu.wellformed import check_program
 
 
-def verdict(p, ilp: str, comb: str) -> tuple[str, str, int, int]:
+def verdict(p, ilp: str, comb: str) -> tuple[str, str, int, Counter[str]]:
     checked = check_program(p)
     want = evaluate(checked.program, elems=checked.elems).value
-    fused, _ = fuse_program(checked.program, ilp=ilp, combine_rules=comb)
+    fused, fz = fuse_program(checked.program, ilp=ilp, combine_rules=comb)
     text = print_program(fused)
-    clusters, combined = text.count("kernel fused"), text.count("let fz")
+    clusters = text.count("kernel fused")
     try:
         again = check_program(parse_program(text, "fused.lcu"))
         got = evaluate(again.program, elems=again.elems).value
     except GpusemError as err:
-        return f"{type(err).__name__}:{err.rule}", text, clusters, combined
+        return f"{type(err).__name__}:{err.rule}", text, clusters, fz.rewrites
     return ("same" if same_value(got, want) else "different value"), text, \
-        clusters, combined
+        clusters, fz.rewrites
 
 
 def main() -> None:
@@ -48,23 +51,29 @@ def main() -> None:
     ap.add_argument("--config", action="append", required=True,
                     help="ILP:COMBINE rules, e.g. fixed:fixed, paper:fixed")
     ap.add_argument("--out", required=True)
+    ap.add_argument("--packs", action="store_true",
+                    help="generate packs too (fusion_programs(packs=True))")
     args = ap.parse_args()
     configs = [tuple(c.split(":")) for c in args.config]
     t0 = time.monotonic()
-    doc: dict[str, object] = {"programs": args.programs, "seed": args.seed}
+    doc: dict[str, object] = {"programs": args.programs, "seed": args.seed,
+                              "packs": args.packs}
     tallies = {c: Counter() for c in configs}
     examples: dict[str, dict[str, str]] = {f"{a}:{b}": {} for a, b in configs}
     n = 0
-    for batch in rounds(fusion_programs(), args.seed):
+    for batch in rounds(fusion_programs(packs=args.packs), args.seed):
         for p in batch[: args.programs - n]:
             n += 1
             for ilp, comb in configs:
-                kind, text, clusters, combined = verdict(p, ilp, comb)
+                kind, text, clusters, fired = verdict(p, ilp, comb)
                 t = tallies[(ilp, comb)]
                 t[kind] += 1
                 t["fused kernels"] += clusters
-                t["thunk combinations"] += combined
+                t["thunk combinations"] += sum(fired.values())
                 t["programs with a fusion"] += int(clusters > 0)
+                for rule, times in fired.items():
+                    t[rule] += times
+                    t[f"graphs with {rule}"] += 1
                 ex = examples[f"{ilp}:{comb}"]
                 if kind != "same" and kind not in ex:
                     ex[kind] = print_program(p) + "\n// fused:\n" + text

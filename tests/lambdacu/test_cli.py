@@ -86,6 +86,8 @@ def test_run_step_budget_exit_2(tmp_path):
     assert code == 2 and "step budget exhausted: 100" in output
 
 
-def test_step_is_refused_in_one_line(tmp_path):
-    code, output = invoke(tmp_path, GOOD, "step")
-    assert code == 2 and output.count("\n") == 1
+def test_step_runs_a_script_to_the_end(tmp_path):
+    # was refused (exit 2) before `gpusem step` took .lcu files (tests/lambdacu/
+    # test_step.py has the session's cases)
+    code, output = invoke(tmp_path, GOOD, "step", "--commands", "continue")
+    assert code == 0 and "main = [4, 5]" in output

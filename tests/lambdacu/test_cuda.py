@@ -71,3 +71,14 @@ def test_traps_are_the_interpreters(what):
             "function main() -> [int] { let (xs) = [1, 2, 3, 4] in run k(xs) }\n")
     v = differential(parse_program(text, f"{what}.lcu"), "cpu", block=4)
     assert v.compiled.startswith("trap: ") and v.kind == "agree", v
+
+
+def test_min_and_max_of_signed_zeros_compile_to_the_interpreters():
+    # lc_min/lc_max are written out (-0.0 < +0.0), not fminf/fmaxf, whose answer for
+    # two zeros is the platform's: glibc, x86's minss and the GPU's min.f32 differ
+    from tests.lambdacu.test_interpreter import SIGNED_ZEROS
+
+    v = differential(parse_program(SIGNED_ZEROS, "zeros.lcu"), "cpu", block=4)
+    assert v.kind == "agree", (v.detail, v.reference, v.compiled)
+    assert "main = ([-0.0, 0.0], [0.0, 0.0], [0.0, 0.0], [-0.0, 0.0], -0.0, 0.0)" \
+        in v.reference

@@ -5,7 +5,7 @@ element, C arithmetic, the step budget."""
 import pytest
 from gpusem.calculus.errors import BudgetExhausted, Stuck, Trap
 from gpusem.calculus.lambdacu.parser import parse_program
-from gpusem.calculus.lambdacu.values import F32, I32, Arr, Bool, same_value
+from gpusem.calculus.lambdacu.values import F32, I32, Arr, Bool, same_value, show_value
 from gpusem.interpreter.lambdacu.machine import evaluate
 
 
@@ -138,3 +138,35 @@ def test_the_step_budget_stops_recursion():
     with pytest.raises(BudgetExhausted) as err:
         run(text, max_steps=500)
     assert "500" in err.value.message
+
+
+# min/max of +0.0 and -0.0 in both orders, and of a NaN (errata L13), in thread code
+# and as the fmin/fmax folds
+SIGNED_ZEROS = """
+kernel k(xs: [float]) -> ([float], [float], [float], [float], float, float) {
+  let a, b, c, d = MAP { i => let x = xs[i] in let z = 0.0 in let m = mul x z in
+    let p = min m z in let q = max z m in let r = max m z in let u = min z m in
+    ret p, q, r, u using xs } #xs
+  let lo = REDUCE { i => let z = 0.0 in let n = neg z in let j = eq i 0 in
+    if j then n else z } (fmin) #xs
+  let hi = REDUCE { i => let z = 0.0 in let n = neg z in let j = eq i 0 in
+    if j then z else n } (fmax) #xs
+  ret a, b, c, d, lo, hi
+}
+function main() -> ([float], [float], [float], [float], float, float) {
+  run k([-1.0, 2.0]) }
+"""
+
+
+def test_min_and_max_order_minus_zero_below_plus_zero():
+    # Before the fix (numpy's fmin: x86 minps, the second operand of two zeros)
+    # min -0.0 0.0 was 0.0 and max 0.0 -0.0 was -0.0.
+    got = run(SIGNED_ZEROS).value
+    assert show_value(got) == ("([-0.0, 0.0], [0.0, 0.0], [0.0, 0.0], [-0.0, 0.0], "
+                               "-0.0, 0.0)")
+    nan = "let n = sqrt -1.0 in"
+    for op, want in (("min", "1.5"), ("max", "1.5")):
+        for args in ("n 1.5", "1.5 n"):
+            body = f"let ys = MAP {{ i => {nan} {op} {args} }} 1\n  ret ys"
+            assert show_value(run(kernel_main(body, ret="[float]")).value) == \
+                f"[{want}]"

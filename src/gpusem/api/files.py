@@ -103,13 +103,14 @@ def synccheck_file(file: str, options: SyncOptions | None = None) -> SyncReport:
 
 def step_file(file: str, options: StepOptions | None = None) -> Debugger:
     """A debugging session on a file, behind the one debugger interface
-    (`interpreter/debugger.py`): Bundl's small-step machine, GPU IR's AMIR program."""
+    (`interpreter/debugger.py`): Bundl's small-step machine, GPU IR's AMIR program,
+    lambda-cu's rules of Sec 6.2."""
     options = options or StepOptions()
     if options.max_steps is not None and options.max_steps <= 0:
         raise BadInput(f"--max-steps out of range: {options.max_steps}")
     language = language_of(file)
     if language.step is None:
-        raise BadInput(f"step: only .bundl and .gpuir files: {file}")
+        raise BadInput(f"step: only .bundl, .gpuir and .lcu files: {file}")
     return language.step(file, options)
 
 

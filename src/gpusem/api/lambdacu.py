@@ -11,17 +11,25 @@ value, 1 ill-formed, a trap or a stuck state (each naming its rule, span and ele
 compiled program agrees (the same value and printed lines, or both trap), 1
 ill-formed, a disagreement or a compiled program that fails (build, launch, crash),
 2 bad input or the interpreter's budget, 3 the interpreter stuck on a well-formed
-program (a soundness bug of gpusem). `step` is not offered: the rules'
-premises are big-step (GPU-LET, IDX-THUNK, the SOACs), and a session that pauses
-inside them is future work.
+program (a soundness bug of gpusem). `step` is the debugger of
+interpreter/lambdacu/debug_commands.py: one rule application of Sec 6.2 a step, each
+named (a scripted session exits as the others: 0 a value or stopped early, 1 a trap
+or a stuck state, ill-formed, 2 bad input or the step budget).
 """
 
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 from gpusem.api.languages import Language
-from gpusem.api.options import CheckOptions, CompileOptions, ExecOptions, RunOptions
+from gpusem.api.options import (
+    CheckOptions,
+    CompileOptions,
+    ExecOptions,
+    RunOptions,
+    StepOptions,
+)
 from gpusem.api.results import (
     CheckReport,
     Chunk,
@@ -38,6 +46,9 @@ from gpusem.calculus.lambdacu.ast import Program
 from gpusem.calculus.lambdacu.parser import SUFFIX, parse_program
 from gpusem.calculus.lambdacu.values import show_value, to_json
 from gpusem.calculus.source import read_source
+
+if TYPE_CHECKING:
+    from gpusem.interpreter.lambdacu.debug_commands import LambdacuDebugger
 
 
 def load(file: str) -> Program:
@@ -171,7 +182,20 @@ def exec_(file: str, o: ExecOptions) -> ExecReport:
                       kind=bad.kind, doc=doc)
 
 
+def step(file: str, o: StepOptions) -> LambdacuDebugger:
+    """The rule-by-rule debugger on the program's run under `--rules`."""
+    from gpusem.interpreter.lambdacu.debug_commands import (
+        DEFAULT_MAX_STEPS,
+        LambdacuDebugger,
+        open_session,
+    )
+
+    source = read_source(file)
+    session = open_session(source, file, o.rules, o.max_steps or DEFAULT_MAX_STEPS)
+    return LambdacuDebugger(session, source, file, o.rules)
+
+
 LANGUAGES = (Language("lambdacu", (SUFFIX,), parse_program, check=check, run=run,
-                      compile=compile, standalone=standalone, exec=exec_),)
+                      compile=compile, standalone=standalone, exec=exec_, step=step),)
 
 __all__ = ["LANGUAGES"]

@@ -5,7 +5,8 @@ completion) over the session `gpusem.api.step_file` opens for the file's languag
 `.bundl` under the small-step semantics, rule by rule (after every step the rule
 applied with its congruence chain, the thread (t, b, p) and its perspective, the redex
 marked in the program text); a `.gpuir` as its AMIR program, statement by statement
-(the visibility records and the failing check). `--commands "step 10; threads"` runs
+(the visibility records and the failing check); a `.lcu` rule by rule under Sec
+6.2 of seed 002, each step named after its rule. `--commands "step 10; threads"` runs
 a script instead, with an honest exit code (cli/debugger_shell.py; docs/debugger.md),
 and `--trace FILE` writes the full trace.
 """
@@ -41,13 +42,15 @@ Exit codes of a scripted session (--commands):
               help=".gpuir: the procedure to step (default: the file's last one).")
 @click.option("--max-steps", type=int, default=None,
               help="Step budget of the session (default: as `run`, 1000000 for a "
-              ".bundl; as `synccheck`, 200000000 AMIR statements for a .gpuir).")
+              ".bundl or .lcu; as `synccheck`, 200000000 AMIR statements for a "
+              ".gpuir).")
 def command(file: str, blocks: int | None, threads: int | None, rules: str,
             schedule: str, commands: str | None, trace: str | None,
             defines: tuple[str, ...], proc_name: str | None,
             max_steps: int | None) -> None:
     """Step through FILE's meaning: a .bundl file under the small-step semantics, rule
-    by rule; a .gpuir file as its AMIR program (-D N=...), statement by statement."""
+    by rule; a .gpuir file as its AMIR program (-D N=...), statement by statement; a
+    .lcu file under lambda-cu's rules (Sec 6.2), one named rule application a step."""
     debugger = api.step_file(file, api.StepOptions(rules, blocks, threads, schedule,
                                                    defines, proc_name, max_steps))
     run_session(debugger, commands, trace=trace)

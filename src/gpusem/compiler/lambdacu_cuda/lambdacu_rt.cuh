@@ -197,8 +197,21 @@ LC_HD float lc_mul(float a, float b) { volatile float r = a * b; return r; }
 LC_HD float lc_div(float a, float b) { volatile float r = a / b; return r; }
 LC_HD float lc_sqrt(float a) { return sqrtf(a); }
 #endif
-LC_HD float lc_min(float a, float b) { return fminf(a, b); }
-LC_HD float lc_max(float a, float b) { return fmaxf(a, b); }
+// fminf/fmaxf (a NaN operand loses) with -0.0 < +0.0, as the interpreter's
+// prims.py: written out, since C leaves the sign of fminf(+0.0, -0.0) open and glibc
+// (the first operand), x86's minss (the second) and the GPU's min.f32 each choose.
+LC_HD float lc_min(float a, float b) {
+  if (a != a) return b;
+  if (b != b) return a;
+  if (a == b) return (lc_bits(a) & 0x80000000u) ? a : b;
+  return a < b ? a : b;
+}
+LC_HD float lc_max(float a, float b) {
+  if (a != a) return b;
+  if (b != b) return a;
+  if (a == b) return (lc_bits(a) & 0x80000000u) ? b : a;
+  return a > b ? a : b;
+}
 LC_HD float lc_neg(float a) { return lc_f(lc_bits(a) ^ 0x80000000u); }
 LC_HD float lc_abs(float a) { return lc_f(lc_bits(a) & 0x7fffffffu); }
 LC_HD float lc_exp(float a) { return expf(a); }

@@ -10,6 +10,7 @@ means what the unfused one means.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import assert_never
 
@@ -27,6 +28,8 @@ class Fusion:
     kernels: list[ast.Kernel] = field(default_factory=list)
     plans: list[Plan] = field(default_factory=list)
     fresh: list[int] = field(default_factory=lambda: [0])  # fz<k> names: one per ‡A
+    # each Sec 9.2 rewrite applied, by its rule's name (MAP-MAP, ..., FILTER-REDUCE)
+    rewrites: Counter[str] = field(default_factory=Counter)
 
 
 def free_c(e: ast.CExp) -> set[str]:
@@ -118,7 +121,7 @@ def _fused(cluster: tuple[int, ...], invs: list[Invocation], outside: set[str],
     # returns one name (`ret` takes at least one)
     outs = tuple(x for j in cluster for x in invs[j].defs if x in outside) or \
         invs[cluster[0]].defs[:1]
-    lets = combine(lets, set(outs), fz.combine_rules, fz.fresh)
+    lets = combine(lets, set(outs), fz.combine_rules, fz.fresh, fz.rewrites)
     body: ast.KExp = ast.KRet(outs)
     for names, app in reversed(lets):
         body = ast.KLet(names, app, body)

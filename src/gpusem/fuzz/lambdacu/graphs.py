@@ -10,6 +10,13 @@ Length classes are kept at the CPU level as programs.py keeps them in a kernel: 
 inputs are class 0 (length n >= 1), MAP, SCAN, PERMUTE and REDUCE's `id` keep the
 class they ran over, FILTER and PARTITION open new ones (maybe empty: ONCE, which
 reads element 0, only runs over class 0).
+
+`packs=True` (the fusion campaign, scripts/lambdacu_fusion.py) also draws packs:
+`FILTER {i => a[i]} {e => p} #a`, whose rows are its input's (Sec 7's PACK), the only
+consumer FILTER-FILTER fuses (errata F5), and over a FILTER's output a pack or a
+REDUCE half as often as anything else, so that FILTER-FILTER and FILTER-REDUCE are
+met; off by default, so that the `lambdacu` target's seeds draw the programs they
+drew before.
 """
 
 from __future__ import annotations
@@ -17,12 +24,24 @@ from __future__ import annotations
 from gpusem.calculus.lambdacu import ast
 from gpusem.calculus.lambdacu.values import Arr, ArrayT, Base, Type, tuple_type
 from gpusem.fuzz.lambdacu.programs import SOACS, Kernel, soac_let
-from gpusem.fuzz.lambdacu.strategies import BASES, literal
+from gpusem.fuzz.lambdacu.strategies import BASES, Scope, gexp, literal, thunk
 from hypothesis import strategies as st
 
 
+def _pack(draw: st.DrawFn, k: Kernel, a: str) -> tuple[tuple[str, ...],
+                                                       ast.SoacApp]:
+    """`r = FILTER {i => a[i]} {e => p} #a`: the rows are a's."""
+    ty = k.arrays[a][0]
+    i, e, r = k.fresh("i"), k.fresh("e"), k.fresh("r")
+    psc = Scope({**k.scalars, e: ty}, {}, None, -1, k.counter)
+    pred = thunk((e,), gexp(draw, "bool", psc, draw(st.integers(0, 2))))
+    k.bind(r, ty, k.new_class())
+    return (r,), ast.SoacApp("FILTER", (thunk((i,), ast.GSub(a, ast.Var(i))), pred),
+                             ast.Len(a))
+
+
 @st.composite
-def fusion_programs(draw: st.DrawFn) -> ast.Program:
+def fusion_programs(draw: st.DrawFn, packs: bool = False) -> ast.Program:
     counter = [0]
     n = draw(st.integers(1, 5))
     arrays: dict[str, tuple[str, int]] = {}
@@ -51,7 +70,16 @@ def fusion_programs(draw: st.DrawFn) -> ast.Program:
         k = Kernel({f"s{t}": scalars[x] for t, x in enumerate(sargs)},
                    {f"a{t}": (arrays[x][0], 0) for t, x in enumerate(args)}, counter)
         # MAP twice as likely: it is what most fusions start from (8.5)
-        names, app = draw(soac_let(k, ("MAP",) + (SOACS if cls == 0 else SOACS[1:])))
+        # over a FILTER's output (class > 0): a pack or a REDUCE, what FILTER-FILTER
+        # and FILTER-REDUCE fuse
+        pick = draw(st.integers(0, 3 if cls else 15)) if packs else 3
+        if pick <= 1:
+            names, app = _pack(draw, k, "a0")
+        elif pick == 2:
+            names, app = draw(soac_let(k, ("REDUCE",)))
+        else:
+            names, app = draw(soac_let(k, ("MAP",) + (SOACS if cls == 0
+                                                      else SOACS[1:])))
         types = dict(k.bound)
         params = tuple(ast.Param(f"a{t}", ArrayT(arrays[x][0]))
                        for t, x in enumerate(args)) + tuple(

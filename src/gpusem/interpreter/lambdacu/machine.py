@@ -10,10 +10,12 @@ for the coverage table). A stuck state, a trap or the budget raise the `Stuck`,
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from gpusem.calculus.lambdacu import ast
 from gpusem.calculus.lambdacu.values import Value, one
+from gpusem.calculus.span import Span
 from gpusem.interpreter.lambdacu.cpu import Defs, Expr, Stack, is_value, step_c
 from gpusem.interpreter.lambdacu.rules import FIXED, RuleSet, Run, stuck
 
@@ -37,9 +39,11 @@ def collect(run: Run, program: ast.Program) -> Defs:
 
 
 def evaluate(program: ast.Program, rules: RuleSet = FIXED, max_steps: int = 1_000_000,
-             elems: dict[int, tuple[str, ...]] | None = None) -> Outcome:
-    """prog ⇓ v (EVAL-MAIN)."""
-    run = Run(rules=rules, max_steps=max_steps, elems=dict(elems or {}))
+             elems: dict[int, tuple[str, ...]] | None = None,
+             on_fire: Callable[[Run, str, Span], None] | None = None) -> Outcome:
+    """prog ⇓ v (EVAL-MAIN); `on_fire(run, rule, span)` sees each rule applied."""
+    run = Run(rules=rules, max_steps=max_steps, elems=dict(elems or {}),
+              on_fire=on_fire)
     defs = collect(run, program)
     main = defs.functions.get("main")
     if main is None or main.params:

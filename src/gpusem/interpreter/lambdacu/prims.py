@@ -6,9 +6,10 @@ truncate toward zero (C99); a zero divisor and INT_MIN / -1 (undefined in C) are
 as are shifts by less than 0 or more than 31, `f2i` of a NaN or of a value outside
 int32, and `chr` outside ASCII. Floats are binary32, each operation rounded once
 (numpy.float32; no FMA contraction); `min`/`max` on floats are C's fminf/fmaxf (a NaN
-operand loses). `sqrt` is correctly rounded; `exp` and `log` are numpy's float32
-functions (Note: CUDA's expf/logf may differ by an ulp; a compiler comparison must
-allow it, as the other backends' comparisons of transcendental functions do).
+operand loses), with -0.0 below +0.0 (`_min_max`). `sqrt` is correctly rounded; `exp`
+and `log` are numpy's float32 functions (Note: CUDA's expf/logf may differ by an ulp;
+a compiler comparison must allow it, as the other backends' comparisons of
+transcendental functions do).
 
 `apply_prim` raises `PrimTrap` (the caller names the rule, GPU-PRIM or CPU-PRIM, the
 span and the element) and `PrimMismatch` when no overload fits (the caller's Stuck).
@@ -53,9 +54,27 @@ def _fl(op: FloatOp) -> Callable[[float, float], F32]:
     return run
 
 
+def _min_max(op: str) -> Callable[[float, float], F32]:
+    """fminf / fmaxf: a NaN operand loses; on +0.0 and -0.0 (equal: C leaves the
+    sign of the result open) -0.0 is the smaller (IEEE 754-2019 minimumNumber).
+    Note (errata L13): written out, not numpy's fmin, whose answer for two zeros is
+    its SIMD instruction's (x86 minps: the second operand), as glibc's fminf
+    (the first) and CUDA's min.f32 give their own."""
+    def run(a: float, b: float) -> F32:
+        if math.isnan(a):
+            return F32(b)
+        if math.isnan(b):
+            return F32(a)
+        if a == b:
+            a_neg = math.copysign(1.0, a) < 0
+            return F32(a if a_neg == (op == "min") else b)
+        return F32(min(a, b) if op == "min" else max(a, b))
+    return run
+
+
 _F_BIN = {"add": _fl(lambda a, b: a + b), "sub": _fl(lambda a, b: a - b),
           "mul": _fl(lambda a, b: a * b), "div": _fl(lambda a, b: a / b),
-          "min": _fl(np.fmin), "max": _fl(np.fmax)}
+          "min": _min_max("min"), "max": _min_max("max")}
 _CMP: dict[str, Callable[[float, float], bool]] = {
     "lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b: a > b,
     "ge": lambda a, b: a >= b, "eq": lambda a, b: a == b, "ne": lambda a, b: a != b}

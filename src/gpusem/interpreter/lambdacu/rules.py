@@ -45,6 +45,7 @@ proofs_notes/errata.md ("lambda-cu") with the test that pins it
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 
 from gpusem.calculus.budgets import step_budget
@@ -110,10 +111,15 @@ class Run:
     # id(SOAC application) -> the base types of its thunk's components, from the
     # checker: the element type of an empty array no thunk ran to produce
     elems: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    # called with the run and each rule applied, in the order the derivations
+    # complete (the debugger's trace, interpreter/lambdacu/debug.py)
+    on_fire: Callable[[Run, str, Span], None] | None = None
 
     def fire(self, rule: str, span: Span) -> None:
         self.seen[rule] += 1
         self.steps += 1
+        if self.on_fire is not None:
+            self.on_fire(self, rule, span)
         if self.steps > self.max_steps:
             raise step_budget(self.max_steps, "rule applications", span, rule)
 
