@@ -59,6 +59,7 @@ from gpusem.typing_rules.bundl.race_accesses import (
     Term,
     Th,
     bv,
+    iteration,
 )
 from gpusem.typing_rules.bundl.race_order import ordered
 
@@ -202,9 +203,12 @@ def _conflict(solver: z3.Solver, c: Collector, machine: A.Machine, a1: Access, a
     cons.append(_eq_lists(a1.view.unit(th1), a2.view.unit(th2)))  # one region instance
     addr1, addr2 = a1.addr(th1), a2.addr(th2)
     cons += [addr1 == addr2, z3.ULT(addr1, bv(a1.view.size))]
-    is_ordered, unit = ordered(c.seqs, a1.pos, a2.pos)
+    is_ordered, unit, runs = ordered(c.seqs, a1.pos, a2.pos)
     if is_ordered and unit is not None:  # the barrier orders them for threads of one unit only
         cons.append(z3.Not(_eq_lists(unit(th1), unit(th2))))
+    elif unit is not None:  # Same-Run: for threads of one unit, in one run of the loops
+        cons.append(z3.Or(z3.Not(_eq_lists(unit(th1), unit(th2))), *[z3.And(*[
+            iteration(th1, *k) == iteration(th2, *k) for k in runs])]))
     cons += th1.cons + th2.cons
     # The values come second: most pairs never meet in one cell, and asking that
     # alone spares z3 the float32 terms of what they store (a relaxation: unsat

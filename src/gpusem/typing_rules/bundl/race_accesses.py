@@ -116,7 +116,8 @@ class Access:
     pos: tuple[tuple[int, int], ...]  # ((seq uid, item index), ...)
     what: str
     covers: CellTest  # (th, cell) -> Bool: whether the access touches that cell
-    # every thread whose path holds makes it, once (not under an `if`, not in a loop)
+    # every thread whose path holds makes it, once, or once in every iteration of the
+    # counted loops around it (not under an `if`, in a loop that may not run, async)
     certain: bool = False
 
 
@@ -130,7 +131,9 @@ class Ctx:
     env: dict[str, View | Scalar]
     depth: int = 0
     looped: bool = False  # inside a while (cond or body): a site runs many times
-    guarded: bool = False  # inside an if branch: not every thread of the path runs it
+    # inside an if branch, an async body or a while that may not run its body: not
+    # every thread of the path runs it (a counted loop's body is run by every one)
+    guarded: bool = False
 
 
 def _assigned(s: A.Stmt, out: set[str]) -> set[str]:
@@ -177,7 +180,8 @@ class Collector:
     # ------------------------------------------------------------- statements
 
     def block(self, s: A.Stmt, ctx: Ctx, crossing: bool = False, loop: bool = False,
-              narrower: bool = False) -> None:
+              narrower: bool = False, counter: tuple[int, int, int] | None = None
+              ) -> None:
         """One statement sequence (`race_order.SeqInfo`): `crossing` when it is the
         body of a partition / claim / lower, `loop` when it is a while body, `narrower`
         when fewer threads run it than the enclosing unit (group, split, claim)."""
@@ -185,7 +189,7 @@ class Collector:
         uid = len(self.seqs)
         parent = ctx.pos[-1] if ctx.pos else None
         self.seqs[uid] = seq_info(items, ctx.unit, self.fns, parent, crossing, loop,
-                                  narrower)
+                                  narrower, counter)
         env = dict(ctx.env)
         for k, (tag, x) in enumerate(items):
             c = replace(ctx, pos=ctx.pos + ((uid, k),), env=env)
@@ -247,16 +251,19 @@ class Collector:
                     return
                 # a counted loop: lo <= i < hi in its body (the increment last), and
                 # a body run exactly once is straight-line code for its sites
+                # (its body runs in every iteration: its sites are not guarded, so a
+                # store in it is certain once per iteration, errata "Loop iterations");
+                # a body run once is no loop at all for the barriers (race_order)
                 name, lo, hi = bounds
                 var = ctx.env.get(name)
                 persp = var.persp if isinstance(var, Scalar) else ctx.persp
-                inner = ctx if hi - lo == 1 else looping
+                inner = ctx if hi - lo == 1 else replace(ctx, looped=True)
                 # one iteration per thread and access: every use of i in it is one term
                 self.sites += 1
                 uid = self.sites
                 self.block(body, replace(inner, env=inner.env | {name: Scalar(
-                    "int", lambda th: th.once(uid, lambda: _between(th, lo, hi)),
-                    persp)}), loop=True)
+                    "int", lambda th: iteration(th, uid, lo, hi), persp)}),
+                    loop=hi - lo != 1, counter=(uid, lo, hi))
             case A.Split(n1, n2, left, right):  # S-Split-Left / S-Split-Right
                 self.block(left, replace(ctx, persp=Perspective(h, n1), path=ctx.path + (
                     lambda th: z3.ULT(p(th), bv(n1)),)), narrower=True)
@@ -716,6 +723,12 @@ class Site:
     unit: UnitBuilder
 
 
+def iteration(th: Th, key: int, lo: int, hi: int) -> Term:
+    """The iteration of the counted loop `key` (lo <= i < hi) that `th` is in: one
+    term per thread, for every access of its body (`Th.once`)."""
+    return th.once(key, lambda: _between(th, lo, hi))
+
+
 def _between(th: Th, lo: int, hi: int) -> Term:
     """A fresh int of `th` with lo <= it < hi (signed, as C compares ints)."""
     u = th.fresh("int")
@@ -762,7 +775,7 @@ def _zero(kind: str) -> Term:
 
 
 def _certain(ctx: Ctx) -> bool:
-    return not (ctx.looped or ctx.guarded)
+    return not ctx.guarded  # a counted loop's body runs in every iteration
 
 
 Op2 = Callable[[Term, Term], Term]
