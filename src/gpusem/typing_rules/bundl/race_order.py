@@ -185,6 +185,16 @@ def seq_info(items: Sequence[Item], unit: UnitBuilder, fns: dict[str, A.FnDef],
 Path = tuple[tuple[int, int], ...]  # (sequence uid, item index) from the root
 
 
+def precedes(first: Path, then: Path) -> bool:
+    """Whether the point `first` comes before `then` in every thread's program order:
+    their positions first differ at one statement sequence, `first` at the earlier
+    item."""
+    for (s1, k1), (s2, k2) in zip(first, then, strict=False):
+        if (s1, k1) != (s2, k2):
+            return s1 == s2 and k1 < k2
+    return False  # one statement (or one inside the other): no order between them
+
+
 def _exit(seqs: dict[int, SeqInfo], tail: Path) -> bool:
     """From the access at the end of `tail` (the path below the sequence where two
     paths part) up to the end of the enclosing item: a barrier over the unit of that
@@ -250,7 +260,7 @@ def ordered(seqs: dict[int, SeqInfo], pos1: Path, pos2: Path
     backward, from the access in hi to the one in lo of the next run.
 
     (False, unit, counters) when only the backward order holds and every loop around
-    S is a counted one (rule Same-Run, errata "Loop iterations"): then two threads of
+    S is a counted one (rule Same-Run, errata "Loop iterations and copies"): then two threads of
     one unit make the accesses unordered only in the same run of S, the same value of
     every counter around it; (False, None, ()) when nothing orders them."""
     for d, ((u1, i), (u2, j)) in enumerate(zip(pos1, pos2, strict=False)):
