@@ -24,8 +24,12 @@ from gpusem.typing_rules.bundl.race_accesses import (
     known_init,
     zero,
 )
+from gpusem.typing_rules.bundl.race_order import precedes
 
 MAX_SINGLE_WRITES = 8  # Single-Valued is pairwise: regions with more writes are skipped
+# ... and a convenience, not a need: one check may spend a tenth of a pair's budget
+# (two float32 sums that differ can take a whole pair budget to tell apart)
+SINGLE_SHARE = 10
 
 
 def _solver(rlimit: int, timeout_ms: int | None) -> z3.Solver:
@@ -109,26 +113,34 @@ def settle_stable_globals(c: Collector, rlimit: int, timeout_ms: int | None = No
     for a in c.accesses:
         if a.kind == "w":
             writes.setdefault(a.view.key, []).append(a)
-    single = {k for k, ws in writes.items() if len(ws) <= MAX_SINGLE_WRITES and all(
-        w.value is not None for w in ws)}
+    # only where some read could use it: one after a certain write of its own thread
+    used = {r.view.key for r in c.accesses if r.kind == "r" and any(
+        w.certain and precedes(w.pos, r.pos) for w in writes.get(r.view.key, []))}
+    single = {k for k, ws in writes.items() if k in used and len(
+        ws) <= MAX_SINGLE_WRITES and all(w.value is not None for w in ws)}
     solver = _solver(rlimit, timeout_ms)
-    # One region dropped at a time, allocated ones first: a scratch region copied
-    # from a global is not stable (it starts as zeros) but may be single-valued, and
-    # dropping it first lets the global it is copied back into stay stable.
-    order = sorted(set(writes), key=lambda k: (k[0] != "a", str(k)))
+    cheap = _solver(max(rlimit // SINGLE_SHARE, 1), timeout_ms)
+    # Allocated regions are dropped before globals, stable before single-valued: a
+    # scratch region copied from a global is not stable (it starts as zeros) but may
+    # be single-valued, and dropping it first lets the global it is copied back into
+    # stay stable (a global checked in the same round would see the scratch as zeros).
     while True:
         c.stable_regions, c.single_regions = set(stable), set(single)
-        drop = next((k for k in order if k in stable and not all(
-            _keeps(c, solver, w) for w in writes[k])), None)
-        if drop is not None:
-            stable.discard(drop)
+        drop: set[tuple[object, ...]] = set()
+        for kind in ("a", "g"):
+            drop = {k for k in stable if k[0] == kind and not all(
+                _keeps(c, solver, w) for w in writes[k])}
+            if drop:
+                break
+        if drop:
+            stable -= drop
             continue
-        drop = next((k for k in order if k in single and not all(
-            one_value(c, solver, w1, w2) for i, w1 in enumerate(writes[k])
-            for w2 in writes[k][i:])), None)
-        if drop is None:
+        drop = {k for k in single if not all(
+            one_value(c, cheap, w1, w2) for i, w1 in enumerate(writes[k])
+            for w2 in writes[k][i:])}
+        if not drop:
             break
-        single.discard(drop)
+        single -= drop
     c.stable_regions, c.single_regions = stable, single
 
 
@@ -162,8 +174,12 @@ def one_value(c: Collector, solver: z3.Solver, w1: Access, w2: Access) -> bool:
     cons = [z3.ULT(t1.t, n), z3.ULT(t2.t, n), z3.ULT(addr, bv(w1.view.size)),
             w2.covers(t2, addr)]
     cons += [f(t1) for f in w1.path] + [f(t2) for f in w2.path]
+    if w1 is w2 and not any(c.seqs[uid].loop for uid, _ in w1.pos):
+        cons.append(t1.t != t2.t)  # a site outside loops runs once per thread
     u1, u2 = w1.view.unit(t1), w2.view.unit(t2)
     cons += [x == y for x, y in zip(u1, u2, strict=False)]
+    if _unsat(solver, cons, t1, t2):  # most pairs share no cell: no values needed
+        return True
     v1, v2 = w1.value(t1, addr), w2.value(t2, addr)
     if v1.sort() != v2.sort():
         return False
