@@ -249,10 +249,13 @@ class Collector:
             case A.If(cond, then, orelse):  # both branches may run
                 f, _ = self.expr(cond, ctx)
                 known = _constant(cond, f, self.T)  # but not a branch that never does
+                # and the branch always taken is not guarded: every thread runs it
+                branch = ctx if known is not None else replace(
+                    ctx, guarded=True, guard_at=len(ctx.pos))
                 if known is not False:
-                    self.block(then, replace(ctx, guarded=True, guard_at=len(ctx.pos)))
+                    self.block(then, branch)
                 if known is not True:
-                    self.block(orelse, replace(ctx, guarded=True, guard_at=len(ctx.pos)))
+                    self.block(orelse, branch)
             case A.While(cond, body):
                 looping = replace(ctx, looped=True, guarded=True, guard_at=len(ctx.pos))
                 self.expr(cond, looping)  # tested more than once
