@@ -28,7 +28,11 @@ the same cell of the same memory region, unordered:
     constructs, nested destructs, counted loops and calls, is `race_order.py`. `if`
     branches are both assumed taken; loops are walked once (their variables are
     re-assigned, hence unknown); a counted loop that never runs is not walked.
-Local memory is per thread and never races. Calls are inlined.
+Local memory is per thread and never races. Calls are inlined. What whole regions
+keep (zeros, their initial contents, one value per cell; Local arrays that stay zero)
+is settled before the pairs (`race_settle.py`); the rules added for issue 24 are in
+errata "Loop iterations and copies" (Same-Run, certain once per iteration,
+Single-Valued, Local-Zero, Local-Last-Write).
 
 The walk that collects the accesses symbolically is `race_accesses.py` (`Collector`);
 this module decides each pair. A pair z3 cannot decide within its budget counts as a
@@ -59,8 +63,14 @@ from gpusem.typing_rules.bundl.race_accesses import (
     Term,
     Th,
     bv,
+    iteration,
 )
-from gpusem.typing_rules.bundl.race_order import ordered
+from gpusem.typing_rules.bundl.race_order import ordered, precedes
+from gpusem.typing_rules.bundl.race_settle import (
+    settle_local_zero,
+    settle_stable_globals,
+    settle_zero_regions,
+)
 
 
 @dataclass
@@ -122,8 +132,9 @@ def analyse(prog: A.Program, timeout_ms: int | None = None, max_races: int = 1,
         solver.set("timeout", timeout_ms)
     solver.check()  # z3 counts resource units per context: this is where ours begin
     base = _used(solver)
-    c.settle_stable_globals(rlimit, timeout_ms)
-    c.settle_zero_regions(rlimit, timeout_ms)
+    settle_local_zero(c, rlimit, timeout_ms)
+    settle_stable_globals(c, rlimit, timeout_ms)
+    settle_zero_regions(c, rlimit, timeout_ms)
     acc = c.accesses
     for x in range(len(acc)):
         for y in range(x, len(acc)):
@@ -164,15 +175,6 @@ def _used(solver: z3.Solver) -> int:
     return int(stats.get_key_value("rlimit count")) if "rlimit count" in keys else 0
 
 
-def _precedes(first: Access, then: Access) -> bool:
-    """Whether `first` comes before `then` in every thread's program order: their
-    positions first differ at one statement sequence, `first` at the earlier item."""
-    for (s1, k1), (s2, k2) in zip(first.pos, then.pos, strict=False):
-        if (s1, k1) != (s2, k2):
-            return s1 == s2 and k1 < k2
-    return False  # one statement (or one inside the other): no order between them
-
-
 def _already_written(w: Access, tw: Th, r: Access, tr: Th, cell: Term) -> Term | None:
     """When the reading thread `tr` itself made the write `w`, earlier and for certain,
     to the same cell with the value `tw` writes: then `tw`'s copy of it changes
@@ -180,7 +182,7 @@ def _already_written(w: Access, tw: Th, r: Access, tr: Th, cell: Term) -> Term |
     are one logical write; errata "uniform stores are one write"). None where that
     cannot hold. Two such writes with different values are a write-write pair the
     analysis checks on its own."""
-    if not (w.certain and w.value is not None and _precedes(w, r)):
+    if not (w.certain and w.value is not None and precedes(w.pos, r.pos)):
         return None
     mine = w.value(tr, cell)
     theirs = w.value(tw, cell)
@@ -202,9 +204,12 @@ def _conflict(solver: z3.Solver, c: Collector, machine: A.Machine, a1: Access, a
     cons.append(_eq_lists(a1.view.unit(th1), a2.view.unit(th2)))  # one region instance
     addr1, addr2 = a1.addr(th1), a2.addr(th2)
     cons += [addr1 == addr2, z3.ULT(addr1, bv(a1.view.size))]
-    is_ordered, unit = ordered(c.seqs, a1.pos, a2.pos)
+    is_ordered, unit, runs = ordered(c.seqs, a1.pos, a2.pos)
     if is_ordered and unit is not None:  # the barrier orders them for threads of one unit only
         cons.append(z3.Not(_eq_lists(unit(th1), unit(th2))))
+    elif unit is not None:  # Same-Run: for threads of one unit, in one run of the loops
+        cons.append(z3.Or(z3.Not(_eq_lists(unit(th1), unit(th2))), *[z3.And(*[
+            iteration(th1, *k) == iteration(th2, *k) for k in runs])]))
     cons += th1.cons + th2.cons
     # The values come second: most pairs never meet in one cell, and asking that
     # alone spares z3 the float32 terms of what they store (a relaxation: unsat

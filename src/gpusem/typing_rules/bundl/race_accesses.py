@@ -33,9 +33,11 @@ from gpusem.calculus.bundl.perspective import (
 from gpusem.calculus.bundl.printer import print_expr as _show
 from gpusem.calculus.bundl.walk import child_exprs, child_stmts
 from gpusem.typing_rules.bundl.race_order import (
+    Path,
     SeqInfo,
     counted,
     flatten,
+    precedes,
     seq_info,
     static_trips,
 )
@@ -116,8 +118,10 @@ class Access:
     pos: tuple[tuple[int, int], ...]  # ((seq uid, item index), ...)
     what: str
     covers: CellTest  # (th, cell) -> Bool: whether the access touches that cell
-    # every thread whose path holds makes it, once (not under an `if`, not in a loop)
+    # every thread whose path holds makes it, once, or once in every iteration of the
+    # counted loops around it (not under an `if`, in a loop that may not run, async)
     certain: bool = False
+    guard_at: int = -1  # Ctx.guard_at: below it, every thread of the path makes it
 
 
 @dataclass(frozen=True)
@@ -130,7 +134,10 @@ class Ctx:
     env: dict[str, View | Scalar]
     depth: int = 0
     looped: bool = False  # inside a while (cond or body): a site runs many times
-    guarded: bool = False  # inside an if branch: not every thread of the path runs it
+    # inside an if branch, an async body or a while that may not run its body: not
+    # every thread of the path runs it (a counted loop's body is run by every one)
+    guarded: bool = False
+    guard_at: int = -1  # the depth of pos where the innermost such guard begins
 
 
 def _assigned(s: A.Stmt, out: set[str]) -> set[str]:
@@ -162,8 +169,13 @@ class Collector:
         self.zero_regions: set[tuple[object, ...]] = set()
         # globals whose read cells keep their initial contents (`settle_stable_globals`)
         self.stable_regions: set[tuple[object, ...]] = set()
+        # regions whose writes store one value per cell (race_settle: Single-Valued)
+        self.single_regions: set[tuple[object, ...]] = set()
         self.local_written: set[tuple[object, ...]] = set()  # Local sites written
         self.local_first: dict[tuple[object, ...], int] = {}  # walk index of 1st write
+        self.local_writes: list[Access] = []  # never raced on: for their values only
+        self.local_alloc: dict[tuple[object, ...], Path] = {}  # where each was made
+        self.local_zero: set[tuple[object, ...]] = set()  # race_settle: Local-Zero
         self.incomplete = ""  # why the walk may have missed accesses, if it may have
         self._written: set[tuple[object, ...]] | None = None  # computed once the walk is over
 
@@ -177,7 +189,8 @@ class Collector:
     # ------------------------------------------------------------- statements
 
     def block(self, s: A.Stmt, ctx: Ctx, crossing: bool = False, loop: bool = False,
-              narrower: bool = False) -> None:
+              narrower: bool = False, counter: tuple[int, int, int] | None = None
+              ) -> None:
         """One statement sequence (`race_order.SeqInfo`): `crossing` when it is the
         body of a partition / claim / lower, `loop` when it is a while body, `narrower`
         when fewer threads run it than the enclosing unit (group, split, claim)."""
@@ -185,7 +198,7 @@ class Collector:
         uid = len(self.seqs)
         parent = ctx.pos[-1] if ctx.pos else None
         self.seqs[uid] = seq_info(items, ctx.unit, self.fns, parent, crossing, loop,
-                                  narrower)
+                                  narrower, counter)
         env = dict(ctx.env)
         for k, (tag, x) in enumerate(items):
             c = replace(ctx, pos=ctx.pos + ((uid, k),), env=env)
@@ -211,6 +224,7 @@ class Collector:
                 match mem:
                     case A.MemKind.LOCAL:  # per thread: never raced on
                         key, unit = ("local", self.sites), (lambda th: [])
+                        self.local_alloc[key] = ctx.pos
                     case A.MemKind.SHARED:
                         key, unit, persp = ("a", self.sites), (lambda th: [th.b]), BLOCK1
                     case _:  # Global: once per unit of the code perspective
@@ -235,28 +249,35 @@ class Collector:
             case A.If(cond, then, orelse):  # both branches may run
                 f, _ = self.expr(cond, ctx)
                 known = _constant(cond, f, self.T)  # but not a branch that never does
+                # and the branch always taken is not guarded: every thread runs it
+                branch = ctx if known is not None else replace(
+                    ctx, guarded=True, guard_at=len(ctx.pos))
                 if known is not False:
-                    self.block(then, replace(ctx, guarded=True))
+                    self.block(then, branch)
                 if known is not True:
-                    self.block(orelse, replace(ctx, guarded=True))
+                    self.block(orelse, branch)
             case A.While(cond, body):
-                looping = replace(ctx, looped=True, guarded=True)
+                looping = replace(ctx, looped=True, guarded=True, guard_at=len(ctx.pos))
                 self.expr(cond, looping)  # tested more than once
                 if bounds is None:
                     self.block(body, looping, loop=True)
                     return
                 # a counted loop: lo <= i < hi in its body (the increment last), and
                 # a body run exactly once is straight-line code for its sites
+                # (its body runs in every iteration: its sites are not guarded, so a
+                # store in it is certain once per iteration, errata "Loop iterations
+                # and copies" (7b));
+                # a body run once is no loop at all for the barriers (race_order)
                 name, lo, hi = bounds
                 var = ctx.env.get(name)
                 persp = var.persp if isinstance(var, Scalar) else ctx.persp
-                inner = ctx if hi - lo == 1 else looping
+                inner = ctx if hi - lo == 1 else replace(ctx, looped=True)
                 # one iteration per thread and access: every use of i in it is one term
                 self.sites += 1
                 uid = self.sites
                 self.block(body, replace(inner, env=inner.env | {name: Scalar(
-                    "int", lambda th: th.once(uid, lambda: _between(th, lo, hi)),
-                    persp)}), loop=True)
+                    "int", lambda th: iteration(th, uid, lo, hi), persp)}),
+                    loop=hi - lo != 1, counter=(uid, lo, hi))
             case A.Split(n1, n2, left, right):  # S-Split-Left / S-Split-Right
                 self.block(left, replace(ctx, persp=Perspective(h, n1), path=ctx.path + (
                     lambda th: z3.ULT(p(th), bv(n1)),)), narrower=True)
@@ -319,13 +340,13 @@ class Collector:
             case A.AsyncPartition(_, x, y, body) if x in ctx.env:
                 # deferred (A.3.4): its accesses need not land in program order
                 self.block(body, replace(ctx, env=ctx.env | {y: ctx.env[x]},
-                                         guarded=True))
+                                         guarded=True, guard_at=len(ctx.pos)))
             case A.Memcpy(dst, src):
                 self.range_access("r", src, ctx, dst)
                 self.range_access("w", dst, ctx, src)
             case A.AsyncMemcpy(dst, src):  # lands later than program order says
-                self.range_access("r", src, replace(ctx, guarded=True), dst)
-                self.range_access("w", dst, replace(ctx, guarded=True), src)
+                self.range_access("r", src, replace(ctx, guarded=True, guard_at=len(ctx.pos)), dst)
+                self.range_access("w", dst, replace(ctx, guarded=True, guard_at=len(ctx.pos)), src)
             case A.Call(fn, args) if fn in self.fns and ctx.depth < 8:
                 self.call(self.fns[fn], args, ctx)
             case _:
@@ -374,16 +395,19 @@ class Collector:
                value: ValueBuilder | None, ctx: Ctx, what: str) -> None:
         if v is None:
             self.incomplete = f"unknown array {_show(arr)}"
-        if v is None or self.local(v, kind):
+        if v is None:
             return
         off = v.off
 
         def addr(th: Th) -> Term:
             return off(th) + idx(th)
 
-        self.accesses.append(Access(kind, v, addr, value, ctx.path, ctx.pos,
-                                    f"{what} {_show(arr)}",
-                                    lambda th, cell: addr(th) == cell, _certain(ctx)))
+        made = Access(kind, v, addr, value, ctx.path, ctx.pos, f"{what} {_show(arr)}",
+                      lambda th, cell: addr(th) == cell, _certain(ctx), ctx.guard_at)
+        if not self.local(v, kind):
+            self.accesses.append(made)
+        elif kind == "w":
+            self.local_writes.append(made)
 
     def range_access(self, kind: str, name: str, ctx: Ctx, other: str) -> None:
         """memcpy(x, y) (S-Memcpy, fixed): the first min(len x, len y) cells from each
@@ -393,7 +417,7 @@ class Collector:
         v = ctx.env.get(name)
         if not isinstance(v, View):
             self.incomplete = f"unknown array {name}"
-        if not isinstance(v, View) or self.local(v, kind):
+        if not isinstance(v, View):
             return
         off, size = v.off, v.size
         o = ctx.env.get(other)
@@ -412,21 +436,26 @@ class Collector:
 
         value: ValueBuilder | None = None
         if kind == "w" and peer is not None:
-            site = self.read_site(ctx)
+            site, pos = self.read_site(ctx), ctx.pos
 
             def copied(th: Th, a: Term, s: View = peer) -> Term:
-                return self.read_at(s, s.off(th) + (a - off(th)), s.elem, th, site)
+                return self.read_at(s, s.off(th) + (a - off(th)), s.elem, th, site,
+                                    pos)
             value = copied
 
-        self.accesses.append(Access(kind, v, addr, value, ctx.path, ctx.pos,
-                                    f"memcpy {'into' if kind == 'w' else 'from'} {name}",
-                                    covers, _certain(ctx)))
+        made = Access(kind, v, addr, value, ctx.path, ctx.pos,
+                      f"memcpy {'into' if kind == 'w' else 'from'} {name}", covers,
+                      _certain(ctx), ctx.guard_at)
+        if not self.local(v, kind):
+            self.accesses.append(made)
+        elif kind == "w":
+            self.local_writes.append(made)
 
     def read_value(self, v: View | None, idx: Builder, kind: str, th: Th,
-                   site: Site | None = None) -> Term:
+                   site: Site | None = None, pos: Path | None = None) -> Term:
         if v is None:
             return th.fresh(kind)
-        return self.read_at(v, v.off(th) + idx(th), kind, th, site)
+        return self.read_at(v, v.off(th) + idx(th), kind, th, site, pos)
 
     def local(self, v: View, kind: str) -> bool:
         """Whether `v` is Local memory (per thread: no access races); a write to it is
@@ -440,7 +469,7 @@ class Collector:
         return True
 
     def read_at(self, v: View, addr: Term, kind: str, th: Th,
-                site: Site | None = None) -> Term:
+                site: Site | None = None, pos: Path | None = None) -> Term:
         """A read of a region that nothing writes is a function of its cell (the
         same for every thread), of a Local array nothing writes zero (S-Alloc-Local
         allocates zeros, and a thread's own writes are the only ones); a read of a
@@ -448,29 +477,86 @@ class Collector:
         (code unit, region instance, cell) (see `uniform`); any other read is an
         unknown of this thread."""
         if v.key[0] == "local":
+            if v.key in self.local_zero:
+                return zero(kind)
             if v.key in self.local_written and not (
                     site is not None and self.local_first[v.key] > site.uid):
-                return th.fresh(kind)
+                return self.local_last(v, addr, kind, th, pos)
             # S-Alloc-Local allocates zeros, and only the thread's own writes land: a
             # read the walk meets before any write (straight-line: not in a loop; an
             # `if` walks both branches) reads zeros
-            return _zero(kind)
+            return zero(kind)
         if v.key in self.stable_regions:
             return self.initial(v.key, addr, kind)
         if v.key in self.zero_regions or (v.key[0] == "a" and
                                           v.key not in self.written()):
-            return _zero(kind)  # S-Alloc-* allocate zeros, and nothing else lands
+            return zero(kind)  # S-Alloc-* allocate zeros, and nothing else lands
         if v.key in self.written():
             if site is None:
-                return th.fresh(kind)
-            args = site.unit(th) + v.unit(th) + [addr]
-            return self.uniform((site.uid, kind, len(args)), kind, args)
+                value = th.fresh(kind)
+            else:
+                args = site.unit(th) + v.unit(th) + [addr]
+                value = self.uniform((site.uid, kind, len(args)), kind, args)
+            return self.own_write(v, addr, th, pos, value)
         key = (v.key, kind)
         if key not in self.memories:
             rng = {"bool": z3.BoolSort(), "float": F32}.get(kind, z3.BitVecSort(BV))
             self.memories[key] = z3.Function(f"mem_{len(self.memories)}",
                                              z3.BitVecSort(BV), rng)
         return self.memories[key](addr)
+
+    def local_last(self, v: View, addr: Term, kind: str, th: Th, pos: Path | None
+                   ) -> Term:
+        """Local-Last-Write (errata "Loop iterations and copies"): a Local array is
+        the thread's own, so a read returns the last of the thread's own writes to
+        the cell before it in program order, or the zeros S-Alloc-Local made. Where
+        a loop inside the array's scope holds the read or one of those writes (an
+        earlier iteration may have written last), an unknown of the thread."""
+        start = self.local_alloc.get(v.key)
+        if pos is None or start is None or self.loops_below(pos, start):
+            return th.fresh(kind)
+        before = sorted((w for w in self.local_writes
+                         if w.view.key == v.key and precedes(w.pos, pos)),
+                        key=lambda w: w.pos)
+        value = zero(kind)
+        for w in before:
+            if self.loops_below(w.pos, start):
+                return th.fresh(kind)
+            made = z3.And(*[f(th) for f in w.path], w.covers(th, addr))
+            g = w.guard_at  # made whenever the read is: its guard holds the read too
+            sure = g < 0 or g < min(len(w.pos), len(pos)) and w.pos[:g] == pos[:g] \
+                and w.pos[g][0] == pos[g][0]
+            mine = w.value(th, addr) if sure and w.value is not None else None
+            value = z3.If(made, mine if mine is not None and mine.sort() == value.sort()
+                          else th.fresh(kind), value)
+        return value
+
+    def loops_below(self, pos: Path, start: Path) -> bool:
+        """Whether a loop body lies on `pos` below the header at `start` (the pos of
+        an alloc: its scope is the later items of its sequence)."""
+        return any(self.seqs[uid].loop for uid, _ in pos[len(start):])
+
+    def own_write(self, v: View, addr: Term, th: Th, pos: Path | None,
+                  otherwise: Term) -> Term:
+        """Single-Valued (race_settle): the value a read of cell `addr` at `pos`
+        returns when the reading thread itself certainly wrote that cell earlier in
+        program order, the region being single-valued (the last write to land stored
+        the one value the cell ever receives); `otherwise` where it did not."""
+        if pos is None or v.key not in self.single_regions:
+            return otherwise
+        for w in self.accesses:
+            if w.kind != "w" or w.view.key != v.key or not w.certain or \
+                    w.value is None or not precedes(w.pos, pos):
+                continue
+            mine = w.value(th, addr)
+            if mine.sort() != otherwise.sort():
+                continue
+            made = [f(th) for f in w.path] + [w.covers(th, addr)] + [
+                x == y for x, y in zip(w.view.unit(th), v.unit(th), strict=False)]
+            # a fact about the value, not a replacement: a uniform read (see
+            # `uniform`) stays one term for every thread of its unit
+            th.cons.append(z3.Implies(z3.And(*made), otherwise == mine))
+        return otherwise
 
     def read_site(self, ctx: Ctx) -> Site | None:
         """A read site's identity for `read_at`, where it runs at most once per
@@ -501,96 +587,14 @@ class Collector:
         f = self.uniforms[key]
         return f(*args) if args else f
 
-    def settle_zero_regions(self, rlimit: int, timeout_ms: int | None = None) -> None:
-        """The allocated regions every write to which stores zero: S-Alloc-* fill a
-        region with zeros, so such a region holds zeros at every moment, whatever the
-        order of its accesses (they cannot race). The greatest such set: assume every
-        written region, drop one whose write z3 cannot prove zero (reading the assumed
-        regions as zeros), until none drops; sound by induction over an execution (the
-        first nonzero store into an assumed region would copy a nonzero out of one)."""
-        candidates = {a.view.key for a in self.accesses
-                      if a.kind == "w" and a.view.key[0] == "a"}
-        solver = z3.Solver()
-        solver.set("rlimit", rlimit)  # resource units, not time (race.py's Note)
-        if timeout_ms is not None:
-            solver.set("timeout", timeout_ms)
-        changed = True
-        while changed and candidates:
-            changed = False
-            self.zero_regions = set(candidates)
-            for a in self.accesses:
-                if a.kind != "w" or a.view.key not in candidates:
-                    continue
-                if a.value is None or not self.stores_zero(solver, a):
-                    candidates.discard(a.view.key)
-                    changed = True
-        self.zero_regions = candidates
-
-    def settle_stable_globals(self, rlimit: int, timeout_ms: int | None = None) -> None:
-        """The written globals and allocated regions (S-Alloc-*: zeros) whose cells
-        that anything reads keep their initial contents: every write into them either stores the cell's initial value or
-        lands on no cell any read (of any thread, the writer's own included) touches.
-        The greatest such set, as `settle_zero_regions`: assume every written global
-        with a known initialiser, reading the assumed ones as their initial contents,
-        and drop one with a write z3 cannot prove harmless, until none drops. Sound by
-        induction over an execution: the first read to return a value that is not the
-        initial one reads a cell some earlier write changed, and that write's address
-        and value were computed from initial contents, which the check excludes. So no
-        read-write pair of such a global can race (no write changes what a read
-        sees); its write-write pairs are still checked by race.py.
-
-        Issue 24: addresses computed from a global's contents that the program writes
-        elsewhere (`g[(g[4] % 8 + 8) % 8] = -2`), and stores of the value the cell
-        already holds (`g[0] = g[0]`), were declined as racy; Prism Sec 3.4.2 calls a
-        program racy when its outcome depends on the schedule, which these do not."""
-        inits = {g.name: g for g in self.prog.globals}
-        candidates = {a.view.key for a in self.accesses if a.kind == "w" and (
-            a.view.key[0] == "a" or a.view.key[0] == "g"
-            and _known_init(inits[str(a.view.key[1])]))}
-        solver = z3.Solver()
-        solver.set("rlimit", rlimit)
-        if timeout_ms is not None:
-            solver.set("timeout", timeout_ms)
-        changed = True
-        while changed and candidates:
-            changed = False
-            self.stable_regions = set(candidates)
-            for w in self.accesses:
-                if w.kind != "w" or w.view.key not in candidates:
-                    continue
-                if w.value is None or not all(
-                        self.keeps_read_cell(solver, w, r) for r in self.accesses
-                        if r.kind == "r" and r.view.key == w.view.key):
-                    candidates.discard(w.view.key)
-                    changed = True
-        self.stable_regions = candidates
-
-    def keeps_read_cell(self, solver: z3.Solver, w: Access, r: Access) -> bool:
-        """z3 proves that no thread's write `w` changes a cell that a thread's read
-        `r` touches (the same thread or two)."""
-        tw, tr = Th("sw", self.T), Th("sr", self.T)
-        assert w.value is not None  # the caller's guard
-        n = bv(self.B * self.T)
-        addr = w.addr(tw)
-        cons = [z3.ULT(tw.t, n), z3.ULT(tr.t, n), z3.ULT(addr, bv(w.view.size)),
-                r.covers(tr, addr)]
-        cons += [f(tw) for f in w.path] + [f(tr) for f in r.path]
-        cons.append(w.value(tw, addr) != self.initial(w.view.key, addr, w.view.elem))
-        solver.push()
-        try:
-            solver.add(*cons, *tw.cons, *tr.cons)
-            return bool(solver.check() == z3.unsat)
-        finally:
-            solver.pop()
-
     def initial(self, key: tuple[object, ...], addr: Term, kind: str) -> Term:
         """Cell `addr` of region `key` as it starts: an allocated region holds zeros
         (S-Alloc-*), a global what its declaration says."""
         if key[0] != "g":
-            return _zero(kind)
+            return zero(kind)
         g = next(g for g in self.prog.globals if g.name == key[1])
         if g.init is None:
-            return _zero(kind)
+            return zero(kind)
         if isinstance(g.init, A.Iota):
             return {"bool": addr != bv(0), "float": z3.fpSignedToFP(RNE, addr, F32)
                     }.get(kind, addr)
@@ -599,18 +603,6 @@ class Collector:
         for i in range(len(cells) - 2, -1, -1):
             out = z3.If(addr == bv(i), cells[i], out)
         return out
-
-    def stores_zero(self, solver: z3.Solver, a: Access) -> bool:
-        th = Th("zero", self.T)
-        assert a.value is not None  # the caller's guard
-        addr = a.addr(th)
-        value = a.value(th, addr)
-        solver.push()
-        try:
-            solver.add(*th.cons, value != _zero(a.view.elem))
-            return bool(solver.check() == z3.unsat)
-        finally:
-            solver.pop()
 
     def written(self) -> set[tuple[object, ...]]:
         if self._written is None:
@@ -650,8 +642,8 @@ class Collector:
                 i, _ = self.expr(idx, ctx, tgt)
                 self.access("r", arr, view, i, None, ctx, "read")
                 kind = view.elem if view is not None else "int"
-                site = self.read_site(ctx)
-                return (lambda th: self.read_value(view, i, kind, th, site)), kind
+                site, pos = self.read_site(ctx), ctx.pos
+                return (lambda th: self.read_value(view, i, kind, th, site, pos)), kind
             case A.UnOp(op, operand):
                 f, kind = self.expr(operand, ctx, tgt)
                 if op == "!":
@@ -716,6 +708,12 @@ class Site:
     unit: UnitBuilder
 
 
+def iteration(th: Th, key: int, lo: int, hi: int) -> Term:
+    """The iteration of the counted loop `key` (lo <= i < hi) that `th` is in: one
+    term per thread, for every access of its body (`Th.once`)."""
+    return th.once(key, lambda: _between(th, lo, hi))
+
+
 def _between(th: Th, lo: int, hi: int) -> Term:
     """A fresh int of `th` with lo <= it < hi (signed, as C compares ints)."""
     u = th.fresh("int")
@@ -738,7 +736,7 @@ def _closed(e: A.Expr) -> bool:
     return all(_closed(c) for c in child_exprs(e))
 
 
-def _known_init(g: A.GlobalDecl) -> bool:
+def known_init(g: A.GlobalDecl) -> bool:
     """Whether the analysis can read `g`'s initial contents: zeros, iota, or literals
     of the element's own kind (a literal another kind converts is left unknown)."""
     if g.init is None:
@@ -757,12 +755,12 @@ def _literal(lit: A.IntLit | A.FloatLit | A.BoolLit, kind: str) -> Term:
     return bv(int(lit.value))
 
 
-def _zero(kind: str) -> Term:
+def zero(kind: str) -> Term:
     return {"bool": z3.BoolVal(False), "float": z3.FPVal(0.0, F32)}.get(kind, bv(0))
 
 
 def _certain(ctx: Ctx) -> bool:
-    return not (ctx.looped or ctx.guarded)
+    return not ctx.guarded  # a counted loop's body runs in every iteration
 
 
 Op2 = Callable[[Term, Term], Term]

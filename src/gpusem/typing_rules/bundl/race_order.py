@@ -62,7 +62,8 @@ class SeqInfo:
     enclosing partition / claim / lower over the parent's unit (`crossing`); whether it
     is a loop body (`loop`); whether its threads are fewer than the parent's unit's
     (`narrower`: a group body, a split arm, a claimed body), so that its own barriers
-    do not synchronise the parent's unit."""
+    do not synchronise the parent's unit; the counter of a counted loop body
+    (`counter`: the key of its iteration term, lo, hi; `race_accesses.iteration`)."""
 
     unit: UnitBuilder
     n: int
@@ -71,6 +72,7 @@ class SeqInfo:
     crossing: bool
     loop: bool
     narrower: bool
+    counter: tuple[int, int, int] | None = None
 
 
 def static_trips(items: Sequence[Item], k: int) -> int | None:
@@ -174,12 +176,23 @@ def _triple(items: Sequence[Item], label: str) -> bool:
 
 def seq_info(items: Sequence[Item], unit: UnitBuilder, fns: dict[str, A.FnDef],
              parent: tuple[int, int] | None, crossing: bool = False, loop: bool = False,
-             narrower: bool = False) -> SeqInfo:
+             narrower: bool = False, counter: tuple[int, int, int] | None = None
+             ) -> SeqInfo:
     must = frozenset(k for k in range(len(items)) if must_barrier(items, k, fns))
-    return SeqInfo(unit, len(items), must, parent, crossing, loop, narrower)
+    return SeqInfo(unit, len(items), must, parent, crossing, loop, narrower, counter)
 
 
 Path = tuple[tuple[int, int], ...]  # (sequence uid, item index) from the root
+
+
+def precedes(first: Path, then: Path) -> bool:
+    """Whether the point `first` comes before `then` in every thread's program order:
+    their positions first differ at one statement sequence, `first` at the earlier
+    item."""
+    for (s1, k1), (s2, k2) in zip(first, then, strict=False):
+        if (s1, k1) != (s2, k2):
+            return s1 == s2 and k1 < k2
+    return False  # one statement (or one inside the other): no order between them
 
 
 def _exit(seqs: dict[int, SeqInfo], tail: Path) -> bool:
@@ -236,27 +249,51 @@ def _up_to_loop(seqs: dict[int, SeqInfo], uid: int) -> bool:
     return False
 
 
+Counter = tuple[int, int, int]  # a counted loop's iteration key, lo, hi
+
+
 def ordered(seqs: dict[int, SeqInfo], pos1: Path, pos2: Path
-            ) -> tuple[bool, UnitBuilder | None]:
-    """(True, unit) when barriers order the two program points for any two threads of
-    one `unit` (the unit of the sequence S where the paths part, at items lo < hi):
+            ) -> tuple[bool, UnitBuilder | None, tuple[Counter, ...]]:
+    """(True, unit, ()) when barriers order the two program points for any two threads
+    of one `unit` (the unit of the sequence S where the paths part, at items lo < hi):
     forward, from the access in lo to the one in hi; and, where S can run again,
-    backward, from the access in hi to the one in lo of the next run."""
+    backward, from the access in hi to the one in lo of the next run.
+
+    (False, unit, counters) when only the backward order holds and every loop around
+    S is a counted one (rule Same-Run, errata "Loop iterations and copies"): then two threads of
+    one unit make the accesses unordered only in the same run of S, the same value of
+    every counter around it; (False, None, ()) when nothing orders them."""
     for d, ((u1, i), (u2, j)) in enumerate(zip(pos1, pos2, strict=False)):
         if (u1, i) == (u2, j):
             continue
         if u1 != u2:
-            return False, None
+            return False, None, ()
         info = seqs[u1]
         (lo, low), (hi, high) = sorted(((i, pos1[d + 1:]), (j, pos2[d + 1:])))
         forward = (_exit(seqs, low) or _enter(seqs, high)
                    or any(k in info.must for k in range(lo + 1, hi)))
-        if not forward:
-            return False, None
-        if _in_loop(seqs, u1) and not (
-                _exit(seqs, high) or _enter(seqs, low)
-                or any(k in info.must for k in (*range(hi + 1, info.n), *range(lo)))
-                or (not info.loop and _up_to_loop(seqs, u1))):
-            return False, None
-        return True, info.unit
-    return False, None
+        backward = not _in_loop(seqs, u1) or (
+            _exit(seqs, high) or _enter(seqs, low)
+            or any(k in info.must for k in (*range(hi + 1, info.n), *range(lo)))
+            or (not info.loop and _up_to_loop(seqs, u1)))
+        if forward and backward:
+            return True, info.unit, ()
+        if backward and not forward and (runs := _counters(seqs, u1)):
+            return False, info.unit, runs
+        return False, None, ()
+    return False, None, ()
+
+
+def _counters(seqs: dict[int, SeqInfo], uid: int) -> tuple[Counter, ...]:
+    """The counters of the loops around sequence uid, innermost first, when there are
+    some and all are counted loops (a run of uid is then one tuple of their values,
+    the same for every thread); () otherwise."""
+    out: list[Counter] = []
+    info: SeqInfo | None = seqs[uid]
+    while info is not None:
+        if info.loop:
+            if info.counter is None:
+                return ()
+            out.append(info.counter)
+        info = seqs[info.parent[0]] if info.parent is not None else None
+    return tuple(out)
