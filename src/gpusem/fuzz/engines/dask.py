@@ -204,7 +204,7 @@ class DaskEngine(Engine):
         """A client of the user's scheduler. One that does not answer within
         SCHEDULER_TIMEOUT_S is bad input (a wrong address, a cluster not started:
         exit 2, one line), not an internal error of gpusem after 30 s (issue 32.12)."""
-        refused = _refused(self.scheduler)
+        refused = _refused(self.scheduler or "")
         if refused is not None:
             raise BadInput(f"dask scheduler unreachable: {self.scheduler} "
                            f"({refused})")
