@@ -189,8 +189,10 @@ class BundlTarget(Target):
                                                                     prop),
                                sync=SYNC_OF_PROPERTY[prop], deadline=deadline)
         for generated, verdict, (_, mismatch) in zip(todo, verdicts, refs, strict=True):
-            if mismatch is not None or verdict is not None:
-                self._cache[(prop, generated)] = mismatch or verdict
+            if mismatch is not None:
+                self._cache[(prop, generated)] = mismatch
+            elif verdict is not None:
+                self._cache[(prop, generated)] = verdict
         done = 0
         for p in programs:  # the leading programs whose verdicts are all in
             if (prop, as_generated(p)) not in self._cache:
