@@ -90,25 +90,10 @@ int main() {
 '''
 
 
-# The runtime's exact-arithmetic part, up to its synchronisation helpers: its header
-# guard, both preprocessor arms (CUDA and the cpu harness), the int and float helpers
-# (one used, the rest not) and the doc comment, ~100 lines. The whole runtime (340
-# lines, ~250 more of mbarrier/cp.async/cluster/wgmma helpers of the same kinds)
-# made the reduction 80 s on the 2-core CI machine, ~2 nvcc runs per candidate; what
-# the passes do to this part they do to the rest (issue 32.11).
-SYNC_PART = "// Synchronisation and asynchronous copies."
-
-
-def runtime_arithmetic() -> str:
-    text = RUNTIME.read_text()
-    cut = text.rindex("\n// ---", 0, text.index(SYNC_PART))
-    return text[:cut + 1] + "\n#endif  // GPUSEM_RT_CUH\n"
-
-
 def bloated_t1() -> str:
     return ("// A synthetic reproducer of T1 in the shape of a bundle's repro.cu.\n"
             "#include <cstdio>\n#include <cstdlib>\n#include <cstring>\n"
-            + runtime_arithmetic() + KERNEL)
+            + RUNTIME.read_text() + KERNEL)
 
 
 def test_a_bloated_t1_repro_shrinks_below_30_lines_and_keeps_its_ptx() -> None:
@@ -117,9 +102,12 @@ def test_a_bloated_t1_repro_shrinks_below_30_lines_and_keeps_its_ptx() -> None:
     guards = [KeepsMain(), KeepsMainCheck(), NoConstantPointers(), BuildsAlone()]
     budget = 300.0
     t0 = time.monotonic()
-    r = reduce_cuda(text, test, budget_s=budget, guards=guards)
+    # one round of the passes (issue 32.11): it ends at 18 lines; the fixpoint's
+    # second round took ~50 more candidates (159 in all, 90 CPU-s, 80 s on this
+    # machine) to change nothing the assertions below look at
+    r = reduce_cuda(text, test, budget_s=budget, guards=guards, max_rounds=1)
     assert time.monotonic() - t0 < budget + 5
-    assert r.lines_before > 120 and r.lines_after < 30, r.text
+    assert r.lines_before > 300 and r.lines_after < 30, r.text
     assert r.guards_off == []
     assert test(r.text)  # still interesting
     assert all(g(r.text) is None for g in guards)  # builds alone, main decides
