@@ -19,7 +19,7 @@ def test_two_seeded_faults_give_separate_bundles(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("GPUSEM_FAULT", ",".join(FAULTS))
     # hunt_cap_s bounds hypothesis and the reducer together (issue 32.8): 8 s, the 5
     # s of hypothesis and 3 s of the reducer (GPUSEM_SHRINK_S) this test gave before
-    s = Campaign("bundl", prop="compile", budget_s=600, max_programs=200, seed=1,
+    s = Campaign("bundl", prop="compile", budget_s=600, max_programs=300, seed=1,
                  out_dir=str(tmp_path), round_size=100, hunt_cap_s=8).run()
     bundles = list_bundles(tmp_path)
     assert len(bundles) == len(s.findings) >= 2
