@@ -24,7 +24,8 @@ def test_bounded_campaign_finds_a_seeded_fault_and_the_bundle_replays(
         tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("GPUSEM_FAULT", "floor-division")
     monkeypatch.setenv("GPUSEM_SHRINK_S", "10")
-    summary = Campaign("bundl", prop="compile", budget_s=90, max_programs=300, seed=3,
+    # one round of 100 (it was 300): the fault shows in the first (issue 32.11)
+    summary = Campaign("bundl", prop="compile", budget_s=90, max_programs=100, seed=3,
                        out_dir=str(tmp_path), round_size=100).run()
     assert summary.findings, "floor division (C truncates) went unnoticed"
     # the wrong value itself (other classes, e.g. a `stale` cell, may be met too)

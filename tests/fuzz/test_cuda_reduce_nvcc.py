@@ -102,7 +102,10 @@ def test_a_bloated_t1_repro_shrinks_below_30_lines_and_keeps_its_ptx() -> None:
     guards = [KeepsMain(), KeepsMainCheck(), NoConstantPointers(), BuildsAlone()]
     budget = 300.0
     t0 = time.monotonic()
-    r = reduce_cuda(text, test, budget_s=budget, guards=guards)
+    # one round of the passes (issue 32.11): it ends at 18 lines; the fixpoint's
+    # second round took ~50 more candidates (159 in all, 90 CPU-s, 80 s on this
+    # machine) to change nothing the assertions below look at
+    r = reduce_cuda(text, test, budget_s=budget, guards=guards, max_rounds=1)
     assert time.monotonic() - t0 < budget + 5
     assert r.lines_before > 300 and r.lines_after < 30, r.text
     assert r.guards_off == []

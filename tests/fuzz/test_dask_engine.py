@@ -238,6 +238,8 @@ def test_an_unreachable_scheduler_is_bad_input_in_one_line(tmp_path, monkeypatch
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("dask scheduler unreachable: "), (
         proc.stderr)
+    # a refused port is said at once, not after the client's timeout of retries
+    assert "connection refused" in lines[0], proc.stderr
 
 
 def test_gpu_ids(monkeypatch):

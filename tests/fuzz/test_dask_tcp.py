@@ -70,7 +70,8 @@ def tcp_cluster(tmp_path_factory):
     procs = [subprocess.Popen(
         [str(BIN / "dask"), "scheduler", "--host", "127.0.0.1", "--port", "0",
          "--no-dashboard", "--scheduler-file", str(address_file)],
-        env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+        env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True)]
     try:
         deadline = time.monotonic() + 60
         while not address_file.exists() and time.monotonic() < deadline:
@@ -83,16 +84,21 @@ def tcp_cluster(tmp_path_factory):
                  "--nthreads", "1", "--resources", "CPU=1", "--memory-limit", "0",
                  "--no-dashboard"],
                 env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL))
+                stderr=subprocess.DEVNULL, start_new_session=True))
         yield address, flag
     finally:
         for p in reversed(procs):
             p.terminate()
+        # A worker's nanny given SIGTERM took the whole 10 s it was waited for (then
+        # SIGKILL, which could leave its worker process behind): each is a session of
+        # its own, so what has not ended 3 s after the SIGTERMs is killed with its
+        # children (issue 32.11: the module's teardown took 10.7 s).
+        deadline = time.monotonic() + 3
         for p in reversed(procs):
             try:
-                p.wait(10)
+                p.wait(max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                p.kill()
+                os.killpg(p.pid, signal.SIGKILL)
                 p.wait(5)
 
 

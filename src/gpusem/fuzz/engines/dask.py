@@ -53,6 +53,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import socket
 import subprocess
 import time
 from collections.abc import Iterator, Sequence
@@ -91,6 +92,26 @@ CONNECT_TIMEOUT_S = 30.0
 # a scheduler of the user's answers at once when it is there; one that does not is a
 # wrong address or a cluster not started, said in one line after this many seconds
 SCHEDULER_TIMEOUT_S = 10.0
+
+
+def _refused(address: str) -> str | None:
+    """Why a `tcp://host:port` scheduler address refuses a connection outright (None:
+    it accepts, or the address is of another kind, or no answer yet). Dask's client
+    retries a refused port until its timeout; a refusal is final (nothing listens
+    there), so it is said at once instead of after SCHEDULER_TIMEOUT_S."""
+    if not address.startswith("tcp://"):
+        return None
+    host, _, port = address[len("tcp://"):].rpartition(":")
+    if not host or not port.isdigit():
+        return None
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)),
+                                      timeout=SCHEDULER_TIMEOUT_S):
+            return None
+    except ConnectionRefusedError:
+        return "connection refused: nothing listens on that port"
+    except OSError:  # a timeout, an unknown host: left to the client's own answer
+        return None
 
 
 @dataclass
@@ -183,6 +204,10 @@ class DaskEngine(Engine):
         """A client of the user's scheduler. One that does not answer within
         SCHEDULER_TIMEOUT_S is bad input (a wrong address, a cluster not started:
         exit 2, one line), not an internal error of gpusem after 30 s (issue 32.12)."""
+        refused = _refused(self.scheduler or "")
+        if refused is not None:
+            raise BadInput(f"dask scheduler unreachable: {self.scheduler} "
+                           f"({refused})")
         try:
             return distributed.Client(self.scheduler, timeout=SCHEDULER_TIMEOUT_S)
         except (OSError, ValueError) as err:  # TimeoutError is an OSError
