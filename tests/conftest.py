@@ -40,6 +40,17 @@ def exo_available() -> tuple[bool, str]:
     return True, ""
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """A test that takes pytest-benchmark's `benchmark` fixture is marked `benchmark`
+    (before `-m` selects): the README's test command runs the rest on two workers
+    (pytest-xdist, issue 32.11) and these alone after, on one, since pytest-benchmark
+    times nothing under xdist and a timing needs a quiet core."""
+    for item in items:
+        if "benchmark" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.benchmark)
+
+
 def pytest_runtest_setup(item):
     """A test marked `gpu` or `exo` that is selected where its resource is missing
     fails: the default run deselects them (pyproject's addopts), `pytest -m gpu` on a

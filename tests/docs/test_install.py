@@ -41,6 +41,10 @@ def test_the_readme_commands_are_what_ci_runs() -> None:
                 ".venv/bin/python -m pytest -q"):
         assert cmd in first + second and cmd in ci, cmd
     assert "gpusem fuzz --target bundl" in first
+    # the test command itself, word for word: two workers, then the benchmarks alone
+    test_command = second.split(" && ", 1)[1]
+    assert test_command in ci.splitlines(), test_command
+    assert "-n 2" in test_command and '-m "benchmark' in test_command
 
 
 def test_the_main_job_does_not_import_torch_or_triton(tmp_path) -> None:
