@@ -68,18 +68,20 @@ def test_a_20s_campaign_that_shrinks_a_finding_ends_within_22s(tmp_path) -> None
     assert wall <= 1.1 * BUDGET + 3, wall
 
 
-# The Dask engine does not yet keep the 10% (issue 31.1, open): on the 2-core machine
-# its 20 s campaign ends at 26-34 s, its fuzzing on time (21.5 s) but the shrink
-# task's hand-back and the finding's attribution run after the shrink deadline. What
-# is checked here: the fuzzing keeps the budget, the whole run ends within the budget
-# plus that measured tail, and the finding is shrunk beside the fuzzing.
-DASK_TAIL_S = 15.0
+DASK_HAND_BACK_S = 3.0
 
 
 def test_the_dask_engine_keeps_the_budget_while_a_finding_shrinks(tmp_path) -> None:
+    """The same 10% on Dask (issue 31.1): at stop 25 its 20 s campaign ended at
+    26-34 s on this machine (a piece's batch check ran on past the budget while its
+    findings were confirmed; the whole run was allowed a 15 s tail); with the batch
+    check cut at the deadline (`prefetch_until`) its fuzzing ends at 20.4-20.8 s."""
     _, report, text = fuzz(tmp_path, "--engine", "dask", "--jobs", "2")
     assert report["fuzz_s"] <= 1.1 * BUDGET, report["fuzz_s"]
-    assert report["seconds"] <= 1.1 * BUDGET + DASK_TAIL_S, report["seconds"]
+    # the whole run: its shrink task ends by the budget + 4% on its worker; what
+    # follows is Dask handing the result back (1.2 s quiet, up to 2.5 s with four
+    # busy processes on two cores, measured): 3 s allowed for it
+    assert report["seconds"] <= 1.1 * BUDGET + DASK_HAND_BACK_S, report["seconds"]
     check_report(report | {"seconds": 0.0}, text)  # the rest of the local checks
     assert report["findings"][0]["shrunk"]  # by a task of its own, on a worker
 
