@@ -18,7 +18,9 @@ does:
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -125,6 +127,22 @@ TargetFactory = Callable[..., Target] | str
 
 # Targets registered at run time; they take precedence over entry points.
 RUNTIME_TARGETS: dict[str, TargetFactory] = {}
+
+
+@contextmanager
+def bundle_fault(meta: dict) -> Iterator[None]:
+    """A bundle found under a seeded fault replays with that fault on (its meta's
+    `fault`), unless GPUSEM_FAULT is set already; the environment as it was after."""
+    saved = os.environ.get("GPUSEM_FAULT")
+    if meta.get("fault") and not saved:
+        os.environ["GPUSEM_FAULT"] = meta["fault"]
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("GPUSEM_FAULT", None)
+        else:
+            os.environ["GPUSEM_FAULT"] = saved
 
 
 def register_target(name: str, factory: TargetFactory) -> None:

@@ -40,7 +40,7 @@ from gpusem.compiler.cypress_cuda.dependence import dependence_analysis
 from gpusem.compiler.cypress_cuda.faults import FAULTS
 from gpusem.compiler.cypress_cuda.vectorize import vectorize
 from gpusem.fuzz.cypress.strategies import programs
-from gpusem.fuzz.targets import CheckResult, Target
+from gpusem.fuzz.targets import CheckResult, Target, bundle_fault
 from gpusem.interpreter.cypress.events import instantiate, orders, races, run_order
 from gpusem.interpreter.cypress.seq import seq
 from gpusem.interpreter.cypress.tree import check_tree, task_tree
@@ -132,14 +132,8 @@ class CypressTarget(Target):
     def replay(self, files: dict[str, str], meta: dict) -> CheckResult:
         """The bundle's verdict now; a bundle found under a seeded fault replays with
         that fault on, unless GPUSEM_FAULT is set."""
-        saved = os.environ.get("GPUSEM_FAULT")
-        if meta.get("fault") and not saved:
-            os.environ["GPUSEM_FAULT"] = meta["fault"]
-        try:
+        with bundle_fault(meta):
             return self.check(files[FILE], meta.get("property", "passes"))
-        finally:
-            if meta.get("fault") and not saved:
-                os.environ.pop("GPUSEM_FAULT", None)
 
     def finding_meta(self, result: CheckResult) -> dict:
         return {"fault": ",".join(active_faults())} if active_faults() else {}

@@ -31,7 +31,7 @@ from gpusem.compiler.lambdacu_cuda.faults import active_faults
 from gpusem.fuzz.lambdacu.compile_check import differential, reference
 from gpusem.fuzz.lambdacu.graphs import fusion_programs
 from gpusem.fuzz.lambdacu.programs import programs
-from gpusem.fuzz.targets import CheckResult, Target
+from gpusem.fuzz.targets import CheckResult, Target, bundle_fault
 from hypothesis import strategies as st
 
 PROPERTIES = ("compile", "printparse")
@@ -93,17 +93,12 @@ class LambdacuTarget(Target):
     def replay(self, files: dict[str, str], meta: dict) -> CheckResult:
         """The bundle's verdict now; a bundle found under a seeded fault replays with
         that fault on, unless GPUSEM_FAULT is set."""
-        saved = os.environ.get("GPUSEM_FAULT")
-        if meta.get("fault") and not saved:
-            os.environ["GPUSEM_FAULT"] = meta["fault"]
-        try:
-            program = parse_program(files["program.lcu"], "program.lcu")
-            return self.check(program, meta.get("property", "compile"))
-        except GpusemError as err:
-            return CheckResult("invalid", kind="bundle", detail=str(err)[:200])
-        finally:
-            if meta.get("fault") and not saved:
-                os.environ.pop("GPUSEM_FAULT", None)
+        with bundle_fault(meta):
+            try:
+                program = parse_program(files["program.lcu"], "program.lcu")
+                return self.check(program, meta.get("property", "compile"))
+            except GpusemError as err:
+                return CheckResult("invalid", kind="bundle", detail=str(err)[:200])
 
     def finding_meta(self, result: CheckResult) -> dict:
         meta: dict = {"block": block_size(), "backend": self.backend}

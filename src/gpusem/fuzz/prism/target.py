@@ -24,7 +24,7 @@ import os
 
 from gpusem.calculus.errors import GpusemError
 from gpusem.fuzz.prism.strategies import CONSTRUCTS, PrismProgram, programs
-from gpusem.fuzz.targets import CheckResult, Target
+from gpusem.fuzz.targets import CheckResult, Target, bundle_fault
 
 
 def elaborate_text(text: str, file: str = "program.prism"):
@@ -121,16 +121,8 @@ class PrismTarget(Target):
         """The bundle's verdict now, with its seeded fault on again unless
         GPUSEM_FAULT is already set."""
         prop = meta.get("property", "elaboration")
-        saved = os.environ.get("GPUSEM_FAULT")
-        if meta.get("fault") and not saved:
-            os.environ["GPUSEM_FAULT"] = meta["fault"]
-        try:
+        with bundle_fault(meta):
             return self.check_text(files["program.prism"], prop)
-        finally:
-            if saved is None:
-                os.environ.pop("GPUSEM_FAULT", None)
-            else:
-                os.environ["GPUSEM_FAULT"] = saved
 
 
 def _initial(g) -> list[int]:
