@@ -37,7 +37,7 @@ Check = Callable[[str], CheckResult]
 _INT = re.compile(r"(?<![\w.])-?\d+(?![\w.])")
 _ASSIGN = re.compile(r"^(\s*[^#=]*?(?:[+\-*]?=|:[^=]*=)\s*)(.+)$")
 _PARTITION = re.compile(r"with partition\((\w+),.*\) as (\w+):$")
-_LAUNCH = re.compile(r"^# launch: (\w+) blocks=(\d+) threads=(\d+)$", re.M)
+_LAUNCH = re.compile(r"^# launch: (\w+) blocks=(\d+) threads=(\d+)$", re.MULTILINE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +132,7 @@ def _deletions(lines: list[str]) -> Iterator[str]:
     order = sorted(range(len(lines)), key=lambda i: _indent(lines[i]))
     for i in order:
         line = lines[i]
-        if not line.strip() or line.startswith("@") or line.startswith("# launch"):
+        if not line.strip() or line.startswith(("@", "# launch")):
             continue
         start, end = i, _block_end(lines, i)
         if line.startswith("def "):  # with its decorators and the blank after
@@ -144,7 +144,7 @@ def _deletions(lines: list[str]) -> Iterator[str]:
 
 
 def _dedent(block: list[str]) -> list[str]:
-    return [ln[4:] if ln.startswith("    ") else ln for ln in block]
+    return [ln.removeprefix("    ") for ln in block]
 
 
 def _unwraps(lines: list[str]) -> Iterator[str]:
