@@ -8,7 +8,9 @@ exchange computed, so no smaller choice sequence keeps the barrier decision that
 surface text itself, greedily to a fixpoint under a time cap (delta debugging in the
 style of C-Reduce), with passes tried largest edit first:
 
-  1. delete a line with its indented block (a device function with its decorators);
+  1. delete a line with its indented block (a device function with its decorators),
+     a kernel argument (its `# arg` line and its parameter), or replace a block's
+     only statement by `pass` (which frees what it used);
   2. unwrap a compound line: a loop or `with` by its body, an `if` by either arm, a
      `with partition(x, ...) as y` by its body with y renamed x;
   3. fewer blocks (the output array follows);
@@ -103,6 +105,8 @@ def shrink(text: str, signature: str, check: Check, budget_s: float = 30.0,
 def _candidates(text: str) -> Iterator[str]:
     lines = text.split("\n")
     yield from _deletions(lines)
+    yield from _arguments(lines)
+    yield from _passes(lines)
     yield from _unwraps(lines)
     yield from _fewer_blocks(text)
     yield from _subexpressions(lines)
@@ -141,6 +145,32 @@ def _deletions(lines: list[str]) -> Iterator[str]:
             if end < len(lines) and not lines[end].strip():
                 end += 1
         yield _join(lines[:start] + lines[end:])
+
+
+def _arguments(lines: list[str]) -> Iterator[str]:
+    for i, line in enumerate(lines):
+        m = re.match(r"# arg (\w+) = ", line)
+        if m is None:
+            continue
+        param = re.compile(rf",?\s*\b{m.group(1)}\s*:[^,)]*\)?")
+        for j, d in enumerate(lines):
+            if d.startswith("def k(") or d.startswith("def ") and "grid[1]" in d:
+                new = param.sub(lambda p: ")" if p.group().endswith(")") else "", d,
+                                count=1).replace("(, ", "(").replace("(,", "(")
+                rest = lines[:j] + [new] + lines[j + 1:]
+                yield _join(rest[:i] + rest[i + 1:])
+                break
+
+
+def _passes(lines: list[str]) -> Iterator[str]:
+    for i, line in enumerate(lines):
+        s = line.strip()
+        if not s or s == "pass" or s.endswith(":") or line.startswith(("#", "@")):
+            continue
+        if i > 0 and lines[i - 1].rstrip().endswith(":") and \
+                _indent(lines[i - 1]) < _indent(line) and \
+                _block_end(lines, i - 1) == i + 1:
+            yield _join(lines[:i] + [" " * _indent(line) + "pass"] + lines[i + 1:])
 
 
 def _dedent(block: list[str]) -> list[str]:
