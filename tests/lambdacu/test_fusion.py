@@ -203,11 +203,16 @@ def test_F4_filter_reduce_needs_i_to_count_only_the_consumers_own_rows():
 
 
 def test_every_rewrite_of_sec_9_2_fires_on_generated_graphs_with_packs():
+    # MAP-PERMUTE under fixed needs an index thunk that reads no `len A` (errata F3):
+    # the packs' permutes of a MAP's result over class 0. Each rewrite fires on ~0.2-2%
+    # of graphs (results/lambdacu/fusion_fixed_packs_perm_*.json); seed 2 is one whose
+    # first 150 graphs meet all four asserted (MAP-MAP, rarer, only in the campaign)
     seen = {}
-    for p in draw(fusion_programs(packs=True), 150, seed=6):
+    for p in draw(fusion_programs(packs=True), 150, seed=2):
         got, fused, _ = fused_meaning(p)
         assert same_value(got, meaning(p))
         _, fz = fuse_program(check_program(p).program)
         for rule in fz.rewrites:
             seen[rule] = seen.get(rule, 0) + 1
-    assert {"FILTER-FILTER", "FILTER-REDUCE"} <= set(seen), seen
+    want = {"FILTER-FILTER", "FILTER-REDUCE", "MAP-PERMUTE", "MAP-REDUCE"}
+    assert want <= set(seen), seen

@@ -15,15 +15,18 @@ reads element 0, only runs over class 0).
 `FILTER {i => a[i]} {e => p} #a`, whose rows are its input's (Sec 7's PACK), the only
 consumer FILTER-FILTER fuses (errata F5), and over a FILTER's output a pack or a
 REDUCE half as often as anything else, so that FILTER-FILTER and FILTER-REDUCE are
-met; off by default, so that the `lambdacu` target's seeds draw the programs they
-drew before.
+met, and over class 0 (whose length n it knows) permutes `PERMUTE {i => a[i]} idx
+#a` of a one-output MAP's result, which nothing else then reads, whose index thunk
+may use n as a literal rather than `len a` (a thunk reading `len A` keeps A alive:
+errata F3), so that MAP-PERMUTE is met; off by default, so that the `lambdacu`
+target's seeds draw the programs they drew before.
 """
 
 from __future__ import annotations
 
 from gpusem.calculus.lambdacu import ast
 from gpusem.calculus.lambdacu.values import Arr, ArrayT, Base, Type, tuple_type
-from gpusem.fuzz.lambdacu.programs import SOACS, Kernel, soac_let
+from gpusem.fuzz.lambdacu.programs import SOACS, Kernel, index_thunk, soac_let
 from gpusem.fuzz.lambdacu.strategies import BASES, Scope, gexp, literal, thunk
 from hypothesis import strategies as st
 
@@ -38,6 +41,17 @@ def _pack(draw: st.DrawFn, k: Kernel, a: str) -> tuple[tuple[str, ...],
     k.bind(r, ty, k.new_class())
     return (r,), ast.SoacApp("FILTER", (thunk((i,), ast.GSub(a, ast.Var(i))), pred),
                              ast.Len(a))
+
+
+def _permute(draw: st.DrawFn, k: Kernel, a: str) -> tuple[tuple[str, ...],
+                                                          ast.SoacApp]:
+    """`r = PERMUTE {i => a[i]} idx #a` (Sec 7's PERMUTE), a of class 0 and idx one of
+    _index_thunk's: the consumer MAP-PERMUTE fuses when a is a MAP's output."""
+    ty = k.arrays[a][0]
+    i, r = k.fresh("i"), k.fresh("r")
+    k.bind(r, ty, 0)
+    return (r,), ast.SoacApp("PERMUTE", (thunk((i,), ast.GSub(a, ast.Var(i))),
+                                         index_thunk(draw, k, a, 0)), ast.Len(a))
 
 
 @st.composite
@@ -60,21 +74,37 @@ def fusion_programs(draw: st.DrawFn, packs: bool = False) -> ast.Program:
     kernels: list[ast.Kernel] = []
     runs: list[tuple[tuple[str, ...], ast.CRun]] = []
     results: list[tuple[str, Type]] = []
+    maps: set[str] = set()  # the outputs of one-output MAPs
+    permuted: set[str] = set()  # MAP outputs a pack-like PERMUTE read: no other use
     for j in range(draw(st.integers(2, 6))):
         cls = draw(st.sampled_from(sorted({c for _, c in arrays.values()})))
-        args = draw(st.lists(st.sampled_from(sorted(a for a, (_, c) in arrays.items()
-                                                     if c == cls)),
-                             min_size=1, max_size=3, unique=True))
+        # MAP twice as likely: it is what most fusions start from (8.5)
+        # over a FILTER's output (class > 0): a pack or a REDUCE, what FILTER-FILTER
+        # and FILTER-REDUCE fuse; over class 0 (packs), 4 in 20 a permute of a
+        # one-output MAP's result when there is one, which nothing else then reads
+        # (what MAP-PERMUTE fuses), else a MAP
+        pick = draw(st.integers(0, 3 if cls else 19)) if packs else 3
+        pool = sorted(a for a, (_, c) in arrays.items()
+                      if c == cls and a not in permuted)
+        fed = sorted(maps & set(pool)) if pick >= 16 else []
+        first = [draw(st.sampled_from(fed))] if fed else []
+        rest = [a for a in pool if a not in first]
+        args = first + (draw(st.lists(st.sampled_from(rest), max_size=2, unique=True))
+                        if first and rest else [] if first else
+                        draw(st.lists(st.sampled_from(pool), min_size=1, max_size=3,
+                                      unique=True)))
+        permuted.update(first)
         sargs = draw(st.lists(st.sampled_from(sorted(scalars)), max_size=2,
                               unique=True)) if scalars else []
         k = Kernel({f"s{t}": scalars[x] for t, x in enumerate(sargs)},
-                   {f"a{t}": (arrays[x][0], 0) for t, x in enumerate(args)}, counter)
-        # MAP twice as likely: it is what most fusions start from (8.5)
-        # over a FILTER's output (class > 0): a pack or a REDUCE, what FILTER-FILTER
-        # and FILTER-REDUCE fuse
-        pick = draw(st.integers(0, 3 if cls else 15)) if packs else 3
+                   {f"a{t}": (arrays[x][0], 0) for t, x in enumerate(args)}, counter,
+                   lengths={0: n} if packs and cls == 0 else {})
         if pick <= 1:
             names, app = _pack(draw, k, "a0")
+        elif pick >= 16 and first:
+            names, app = _permute(draw, k, "a0")
+        elif pick >= 16:  # no MAP result to permute yet: a MAP
+            names, app = draw(soac_let(k, ("MAP",)))
         elif pick == 2:
             names, app = draw(soac_let(k, ("REDUCE",)))
         else:
@@ -89,6 +119,8 @@ def fusion_programs(draw: st.DrawFn, packs: bool = False) -> ast.Program:
                                                                   for x in names)),
                                   ast.KLet(names, app, ast.KRet(names))))
         outs = tuple(f"x{j}_{t}" for t in range(len(names)))
+        if app.soac == "MAP" and len(outs) == 1:
+            maps.add(outs[0])
         fresh: dict[int, int] = {0: cls}
         for x, out in zip(names, outs):
             rty = types[x]
@@ -103,8 +135,9 @@ def fusion_programs(draw: st.DrawFn, packs: bool = False) -> ast.Program:
                 scalars[out] = rty.name
         runs.append((outs, ast.CRun(kname, tuple(ast.Var(a) for a in args)
                                     + tuple(ast.Var(s) for s in sargs))))
-    shown = draw(st.lists(st.sampled_from(results), min_size=1, max_size=4,
-                          unique=True))
+    shown = draw(st.lists(st.sampled_from([r for r in results
+                                           if r[0] not in permuted]),
+                          min_size=1, max_size=4, unique=True))
     body: ast.CExp = ast.CTuple(tuple(ast.Var(x) for x, _ in shown))
     for names, run in reversed(runs):
         body = ast.CLet(names, run, body)

@@ -40,6 +40,9 @@ class Kernel:
     counter: list[int]
     classes: list[int] = field(default_factory=lambda: [0])
     bound: list[tuple[str, Type]] = field(default_factory=list)
+    # class -> its length, where the generator knows it (graphs.py with packs): a
+    # PERMUTE over it may then compute its indices from constants (F3, below)
+    lengths: dict[int, int] = field(default_factory=dict)
 
     def fresh(self, stem: str) -> str:
         self.counter[0] += 1
@@ -58,17 +61,29 @@ class Kernel:
             self.bound.append((name, ArrayT(ty)))
 
 
-def _index_thunk(draw: st.DrawFn, k: Kernel, a: str) -> ast.Thunk:
-    """A 1:1 map of 0..len(a)-1: a rotation or the reversal."""
+def index_thunk(draw: st.DrawFn, k: Kernel, a: str, cls: int) -> ast.Thunk:
+    """A 1:1 map of 0..len(a)-1: a rotation or the reversal. Its length is `len a`,
+    or where the class's length N is known, maybe the literal N: an index thunk that
+    reads no array, which MAP-PERMUTE may fuse under errata F3's conditions (a thunk
+    reading `len A` keeps A alive, so the MAP producing A is never combined)."""
     j, n, t = k.fresh("j"), k.fresh("l"), k.fresh("t")
+    known = k.lengths.get(cls)
+    length: ast.Atom = ast.Var(n)
+    if known is not None and draw(st.booleans()):
+        length = ast.Lit(I32(known))
     body: ast.GExp
     if draw(st.booleans()):
         shift = ast.Lit(I32(draw(st.integers(0, 5))))
         body = ast.GLet((t,), ast.GPrim("add", (ast.Var(j), shift)),
-                        ast.GPrim("mod", (ast.Var(t), ast.Var(n))))
+                        ast.GPrim("mod", (ast.Var(t), length)))
+    elif isinstance(length, ast.Lit):
+        assert known is not None
+        body = ast.GPrim("sub", (ast.Lit(I32(known - 1)), ast.Var(j)))
     else:
         body = ast.GLet((t,), ast.GPrim("sub", (ast.Var(n), ast.Lit(I32(1)))),
                         ast.GPrim("sub", (ast.Var(t), ast.Var(j))))
+    if isinstance(length, ast.Lit):
+        return thunk((j,), body)
     return thunk((j,), ast.GLet((n,), ast.GPrim("len", (ast.Var(a),)), body))
 
 
@@ -100,7 +115,7 @@ def soac_let(draw: st.DrawFn, k: Kernel, soacs: tuple[str, ...] = SOACS
         for x, ty, op in zip(names, tys, ops):
             k.bind(x, ty, cls if soac == "SCAN" or op == "id" else None)
     elif soac == "PERMUTE":
-        args += (_index_thunk(draw, k, size.name),)
+        args += (index_thunk(draw, k, size.name, cls),)
         for x, ty in zip(names, tys):
             k.bind(x, ty, cls)
     elif soac == "MAP":
