@@ -83,13 +83,19 @@ def explore(program: str, transitions: int, max_threads: int) -> tuple[str, int]
     return ("real" if n > 1 else "one-memory (sampled)"), n
 
 
-def pairs(rows: list[dict], transitions: int) -> dict:
-    """Classify `rows` (still-declined programs) by `concurrent_pair`, in place."""
+def pairs(rows: list[dict], transitions: int, save=None) -> dict:
+    """Classify `rows` (still-declined programs) by `concurrent_pair`, in place (a row
+    classified already, by an earlier `--from` file, is kept); `save` after each."""
     from gpusem.calculus.bundl.parser import parse_program
     from gpusem.interpreter.bundl.concurrent import concurrent_pair
 
     classes: dict[str, dict] = {}
     for row in rows:
+        if "pair" in row:
+            key = f"{row['pair']['verdict']} (explored: {row['explored']})"
+            c = classes.setdefault(key, {"count": 0, "example": row})
+            c["count"] += 1
+            continue
         v = concurrent_pair(parse_program(row["program"], "declined.bundl"),
                             transitions)
         row["pair"] = {"verdict": v.kind, "states": v.states,
@@ -103,14 +109,19 @@ def pairs(rows: list[dict], transitions: int) -> dict:
         c["count"] += 1
         print(row["seed"], key, row["pair"].get("cell", ""), row["race"][:80],
               flush=True)
+        if save is not None:
+            save()
     return dict(sorted(classes.items()))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--trees", nargs=2, help="before and after src dirs")
-    ap.add_argument("--from", dest="source", default=None,
-                    help="an earlier run's JSON: classify its still-declined programs")
+    ap.add_argument("--from", dest="source", nargs="+", default=None,
+                    help="earlier runs' JSONs: classify their still-declined programs "
+                         "(of --seeds; rows classified already are kept)")
+    ap.add_argument("--shard", nargs=2, type=int, default=(0, 1), metavar=("K", "N"),
+                    help="with --from: only rows K, K+N, K+2N, ... (N processes)")
     ap.add_argument("--pairs", action="store_true",
                     help="classify still-declined programs by a concurrent pair")
     ap.add_argument("--pair-transitions", type=int, default=30_000)
@@ -124,14 +135,20 @@ def main() -> None:
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     if args.source:
-        earlier = json.loads(Path(args.source).read_text())
-        rows = earlier["still_declined"]
+        rows = [row for f in args.source
+                for row in json.loads(Path(f).read_text())["still_declined"]
+                if row["seed"] in args.seeds]
+        rows = rows[args.shard[0]::args.shard[1]]
         result = {"command": "python " + " ".join(sys.argv), "from": args.source,
-                  "pair_transitions": args.pair_transitions,
-                  "classes": pairs(rows, args.pair_transitions),
+                  "pair_transitions": args.pair_transitions, "classes": {},
                   "still_declined": rows}
-        if args.out:
-            Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
+
+        def save() -> None:
+            if args.out:
+                Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
+
+        result["classes"] = pairs(rows, args.pair_transitions, save)
+        save()
         return
     if not args.trees:
         ap.error("--trees is required without --from")
