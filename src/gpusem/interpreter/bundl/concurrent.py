@@ -3,21 +3,23 @@
 A program the race analysis declines is a real race when some reachable configuration
 of the small-step machine (S-Program, Appendix A.3.1 of seed 004) has two DISTINCT
 enabled threads whose next steps touch one Shared or Global cell, at least one of them
-writing, and whose two orders reach different configurations: both are enabled in that configuration, so no barrier orders the two steps,
-whatever the final memories say (a race whose final memories coincide is still one).
-Steps that commute (a write of the value the cell holds; two writes of one value: the
-analysis' equal-value rule, errata "uniform stores") are not a conflict. Local memory is per thread and never races.
+writing, and whose two orders reach different configurations: both are enabled in
+that configuration, so no barrier orders the two steps, whatever the final memories
+say (a race whose final memories coincide is still one). Steps that commute (a write
+of the value the cell holds; two writes of one value: the analysis' equal-value rule,
+errata "Uniform stores are one write") are not a conflict. Local memory is per thread
+and never races.
 
-The search is over every interleaving, each configuration once (`Machine.key()`), with
-explore.py's reduction: where a thread's next step touches only its own state, only
-that step is followed (unless it closes a cycle through the DFS stack: the stack
-proviso). Every
-enabled thread is still probed for a pair in every configuration visited, and a local
-step commutes with every other thread's, so a pair (i, j) reachable through the
-local step later is reachable with it taken first. A step's footprint is observed, not predicted: the cells of the
-non-local regions are swapped for a recording list (`_Cells`) for that one step, so
-the footprint is exactly what the rules read and write, through views, partitions,
-memcpy and calls alike. Verdicts:
+The search visits each configuration once (`Machine.key()`) with explore.py's
+reduction: where a thread's next step touches only its own state (`is_local`, or a
+let / assignment / if / call that the probe saw touch no Shared or Global cell), only
+that step is followed, unless it closes a cycle through the DFS stack (the stack
+proviso). Every enabled thread is still probed for a pair in every configuration
+visited, and a local step commutes with every other thread's, so a pair reachable
+with the local step taken later is reachable with it taken first. A step's footprint
+is observed, not predicted: the cells of the non-local regions are swapped for a
+recording list (`_Cells`) for that one step, so the footprint is exactly what the
+rules read and write, through views, partitions, memcpy and calls alike. Verdicts:
 
   race      a configuration with a concurrent conflicting pair (the witness: threads,
             cell, kinds and the schedule that reaches it)
@@ -99,7 +101,9 @@ def _probe(m: Machine, i: int) -> tuple[list[Access], Exception | None]:
     return log, err
 
 
-def _conflict(m: Machine, a: list[Access], b: list[Access]) -> tuple[str, str, str] | None:
+def _conflict(m: Machine, a: list[Access],
+              b: list[Access]) -> tuple[str, str, str] | None:
+    """The first cell one step writes and the other touches: (cell, kind, kind)."""
     writes_a = {(r, c) for r, c, k in a if k == "w"}
     writes_b = {(r, c) for r, c, k in b if k == "w"}
     for r, c, k in a:
@@ -118,6 +122,8 @@ def _local_thread(m: Machine, quiet: list[int]) -> int | None:
     ths = m.threads()
     for i in quiet:
         s = ths[i].focus
+        if isinstance(s, Assign) and s.name not in ths[i].env:
+            continue  # may write a scalar outside the thread (cfg.globals)
         if is_local(m.cfg, ths[i]) or isinstance(s, Decl | Assign | If | Call):
             return i
     return None
