@@ -14,6 +14,18 @@ under 13 schedules (round-robin, greedy both ways, 10 seeded random): `real` (se
 final memories, or a schedule that deadlocks or gets stuck), `one-memory` (every
 schedule tried ends in one memory: a false exclusion, or a race whose results happen
 to agree), `unknown` (the budget ran out).
+
+`--pairs` classifies each still-declined program by whether the conflicting pair is
+reachable concurrently (interpreter/bundl/concurrent.py): `race` (a reachable
+configuration where two enabled threads are about to make conflicting accesses that
+do not commute; a real race even when the final memories coincide), `no-pair` (the
+whole state space has none: a false exclusion), `unknown` (over `--pair-transitions`),
+`stuck`. With `--from FILE` it classifies the still-declined programs of an earlier
+run's JSON instead of generating them again, and writes per-class counts and one
+example of each class:
+
+    python scripts/race_exclusion_compare.py --from results/bundl/race_exclusion_loops.json \
+        --pairs --out results/bundl/race_exclusion_pairs.json
 """
 
 from __future__ import annotations
@@ -71,9 +83,48 @@ def explore(program: str, transitions: int, max_threads: int) -> tuple[str, int]
     return ("real" if n > 1 else "one-memory (sampled)"), n
 
 
+def pairs(rows: list[dict], transitions: int, save=None) -> dict:
+    """Classify `rows` (still-declined programs) by `concurrent_pair`, in place (a row
+    classified already, by an earlier `--from` file, is kept); `save` after each."""
+    from gpusem.calculus.bundl.parser import parse_program
+    from gpusem.interpreter.bundl.concurrent import concurrent_pair
+
+    classes: dict[str, dict] = {}
+    for row in rows:
+        if "pair" in row:
+            key = f"{row['pair']['verdict']} (explored: {row['explored']})"
+            c = classes.setdefault(key, {"count": 0, "example": row})
+            c["count"] += 1
+            continue
+        v = concurrent_pair(parse_program(row["program"], "declined.bundl"),
+                            transitions)
+        row["pair"] = {"verdict": v.kind, "states": v.states,
+                       "transitions": v.transitions, "message": v.message}
+        if v.pair is not None:
+            row["pair"].update(threads=list(v.pair.threads), cell=v.pair.cell,
+                               kinds=list(v.pair.kinds),
+                               schedule=list(v.pair.schedule))
+        key = f"{v.kind} (explored: {row['explored']})"
+        c = classes.setdefault(key, {"count": 0, "example": row})
+        c["count"] += 1
+        print(row["seed"], key, row["pair"].get("cell", ""), row["race"][:80],
+              flush=True)
+        if save is not None:
+            save()
+    return dict(sorted(classes.items()))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--trees", nargs=2, required=True, help="before and after src dirs")
+    ap.add_argument("--trees", nargs=2, help="before and after src dirs")
+    ap.add_argument("--from", dest="source", nargs="+", default=None,
+                    help="earlier runs' JSONs: classify their still-declined programs "
+                         "(of --seeds; rows classified already are kept)")
+    ap.add_argument("--shard", nargs=2, type=int, default=(0, 1), metavar=("K", "N"),
+                    help="with --from: only rows K, K+N, K+2N, ... (N processes)")
+    ap.add_argument("--pairs", action="store_true",
+                    help="classify still-declined programs by a concurrent pair")
+    ap.add_argument("--pair-transitions", type=int, default=30_000)
     ap.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3])
     ap.add_argument("--programs", type=int, default=1500)
     ap.add_argument("--transitions", type=int, default=20_000)
@@ -83,6 +134,24 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
+    if args.source:
+        rows = [row for f in args.source
+                for row in json.loads(Path(f).read_text())["still_declined"]
+                if row["seed"] in args.seeds]
+        rows = rows[args.shard[0]::args.shard[1]]
+        result = {"command": "python " + " ".join(sys.argv), "from": args.source,
+                  "pair_transitions": args.pair_transitions, "classes": {},
+                  "still_declined": rows}
+
+        def save() -> None:
+            if args.out:
+                Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
+
+        result["classes"] = pairs(rows, args.pair_transitions, save)
+        save()
+        return
+    if not args.trees:
+        ap.error("--trees is required without --from")
     with tempfile.TemporaryDirectory() as d:
         jobs = [(t, s) for t in args.trees for s in args.seeds]
         with ThreadPoolExecutor(args.jobs) as pool:
@@ -108,6 +177,8 @@ def main() -> None:
             print(seed, truth, memories, row["race"][:100], flush=True)
             if args.out:  # as it goes: exploring the large ones takes long
                 Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
+    if args.pairs:
+        result["classes"] = pairs(result["still_declined"], args.pair_transitions)
     if args.out:
         Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
 

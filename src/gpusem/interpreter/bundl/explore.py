@@ -52,7 +52,7 @@ def explore(m: Machine, max_steps: int = 1_000_000, reduce: bool = True,
     """All interleavings of `m` (from its current configuration).
 
     Depth-first, with a partial-order reduction: where some thread's next step touches
-    only its own state (`_is_local`), that step alone is explored (an ample set of
+    only its own state (`is_local`), that step alone is explored (an ample set of
     one), except when it closes a cycle through the DFS stack (the stack proviso), where
     every enabled thread is expanded. Equal configurations are explored once.
 
@@ -132,12 +132,12 @@ def _local_thread(m: Machine, enabled: list[int]) -> int | None:
     """An enabled thread whose next step reads and writes only its own state."""
     cfg, ths = m.cfg, m.threads()
     for i in enabled:
-        if _is_local(cfg, ths[i]):
+        if is_local(cfg, ths[i]):
             return i
     return None
 
 
-def _is_local(cfg: Config, th: ThreadState) -> bool:
+def is_local(cfg: Config, th: ThreadState) -> bool:
     s = th.focus  # after descend (enabled_threads descended every thread)
     match s:
         case Skip():
