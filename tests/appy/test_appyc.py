@@ -120,3 +120,19 @@ def test_known_bug_vidx_bound_is_not_masked(driver) -> None:
                      {"A": a, "C": a})
     assert out.kind == "oob" and out.array == "C"
     assert "28 element(s) past the end (first at index 100)" in out.detail
+
+
+def test_a_worker_slow_to_start_is_waited_for_once_more(monkeypatch) -> None:
+    """The 2-hour cpu campaign's one internal finding: at load 20 a worker's first
+    ready line came after the 120 s wait (importing torch and triton), and the start
+    was reported as gpusem's error. A late start is tried again with a longer wait
+    (here the first wait is made too short to be met): the case then runs."""
+    import gpusem.compiler.appy_triton.driver as appy_driver
+
+    monkeypatch.setattr(appy_driver, "START_WAITS_S", (0.001, 300.0))
+    n = 3
+    a, b, c = vec(n, seed=1), vec(n, seed=2), np.zeros(n, np.float32)
+    with AppycDriver("cpu", timeout=60.0) as d:
+        out = d.run(case(VADD, {"A": a, "B": b, "C": c}, {"N": n}),
+                    {"A": a, "B": b, "C": a + b})
+    assert out.kind == "agree", out.detail

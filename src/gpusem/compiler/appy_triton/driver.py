@@ -126,6 +126,9 @@ def versions() -> dict[str, str]:
     return out
 
 
+START_WAITS_S = (120.0, 360.0)  # the worker's ready line: first try, then once more
+
+
 class AppycDriver(JsonWorkerDriver):
     """A pool of one worker process; `run(case)` answers one case at a time.
 
@@ -151,16 +154,25 @@ class AppycDriver(JsonWorkerDriver):
             env["TRITON_INTERPRET"] = "1"
         else:
             env.pop("TRITON_INTERPRET", None)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "gpusem.compiler.appy_triton.worker", self.backend],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            cwd=self.workdir, env=env, text=True, bufsize=1)
-        self.served = 0
-        ready = self._read_line(120.0)
-        if ready is None or not ready.get("ready"):
+        # A start that only runs late (importing torch and triton took over 120 s
+        # at load 20 on two cores: the 2-hour campaign's one internal finding) is
+        # tried once more with three times the wait; a worker that exits is not.
+        for wait in START_WAITS_S:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "gpusem.compiler.appy_triton.worker",
+                 self.backend],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                cwd=self.workdir, env=env, text=True, bufsize=1)
+            self.served = 0
+            ready = self._read_line(wait)
+            if ready is not None and ready.get("ready"):
+                return
+            exited = self.proc.poll() is not None
             self._kill()
-            raise RuntimeError("appyc worker did not start (is the appy extra "
-                               "installed? pip install -e '.[appy]')")
+            if exited:
+                break
+        raise RuntimeError("appyc worker did not start (is the appy extra "
+                           "installed? pip install -e '.[appy]')")
 
     # ----------------------------------------------------------------------- run
     def raw(self, case: Case, sm90: bool = False) -> tuple[dict | None, str]:
