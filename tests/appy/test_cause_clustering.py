@@ -171,3 +171,24 @@ def test_an_error_reads_the_same_through_triton_interpreter_and_compiler(text, w
     from gpusem.fuzz.appy.causes import unwrap
 
     assert unwrap(text) == want
+
+
+MASKED_MAX = """\
+def kernel(A9, S10, N):
+    acc13 = -3
+    #pragma parallel for simd reduction(+:acc13)
+    for i in range({lo}N):
+        acc13 += np.maximum(3, A9[i])
+    S10[0] = acc13
+"""
+
+
+@pytest.mark.parametrize("lo", ["", "1, "])
+def test_a_maximum_with_a_constant_in_a_reduction_is_the_masked_lanes_cause(lo):
+    """The 2-hour cpu campaign (results/appy/cpu_2h_issue24) gave these two programs
+    two `wrong:unknown:...simd_scalar_maxmin` signatures; both are off by 3 x 1023,
+    the masked-off lanes' np.maximum(3, 0): the cause `reduction-masked-lanes`."""
+    fn = parse_program(MASKED_MAX.format(lo=lo))
+    signature, _, _ = cause_signature("wrong", "S10[0]: expected 3917, got 6986",
+                                      features(fn))
+    assert signature == "cause:reduction-masked-lanes", signature

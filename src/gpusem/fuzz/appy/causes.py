@@ -87,7 +87,8 @@ CATALOGUE: tuple[Cause, ...] = (
     Cause("reduction-masked-lanes", "a `reduction(+:acc)` update whose value has a "
           "constant branch (`acc += where(A[i] <= 0, 2, A[i])`, `3 if c else A[i]`) "
           "sums the block's masked-off lanes too: each adds the constant (3 x 1024 "
-          "for 64 iterations)", frozenset({"reduction_const_branch"}), ("wrong",)),
+          "for 64 iterations); so does `acc += np.maximum(3, A[i])` (3 on a masked "
+          "lane)", frozenset({"reduction_const_branch"}), ("wrong",)),
     Cause("nested-conditional", "a conditional expression nested in another "
           "(`(a if c else b) if d else e`, in any branch or the condition) is "
           "translated wrongly: wrong values in Triton's interpreter, 'Ternary "

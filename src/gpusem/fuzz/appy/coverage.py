@@ -293,7 +293,13 @@ def _reduction_update(s: A.Assign, out: set[str], loops: tuple[A.For, ...]) -> N
     if not _names(rhs, var):
         out.add("reduction_invariant_rhs")
     elif any(isinstance(x, A.Where) and not (_names(x.then, var) and _names(
-            x.orelse, var)) for x in A.walk_expr(rhs)):
+            x.orelse, var)) for x in A.walk_expr(rhs)) or any(
+            isinstance(x, A.Call) and x.func in BINARY
+            and not all(_names(a, var) for a in x.args) for x in A.walk_expr(rhs)):
+        # a lane choice with a constant side: `where(c, 3, A[i])`, or
+        # `np.maximum(3, A[i])`, which is 3 on a masked-off lane (its load reads 0):
+        # the 2-hour campaign's two `wrong:unknown:...simd_scalar_maxmin` signatures,
+        # off by 3 x 1023 (results/appy/cpu_2h_issue24)
         out.add("reduction_const_branch")
 
 
