@@ -129,6 +129,10 @@ class _Shard:
     # queued behind the one that killed it too; each gets one more submission
     again: list[Piece] = field(default_factory=list)
     resubmitted: set[tuple[int, int]] = field(default_factory=set)
+    # the one resubmitted piece under way: resubmissions go one at a time, or the
+    # piece that kills its workers can take an innocent one down with it a second
+    # time (seen once in a loaded suite run: 200 programs of 225 came back)
+    again_running: tuple[int, int] | None = None
     started: float = field(default_factory=time.monotonic)
 
     def _upcoming(self, per_piece: int) -> tuple[tuple[int, int], int | None] | None:
@@ -148,8 +152,10 @@ class _Shard:
             self.next_index += 1
 
     def next_piece(self, per_piece: int) -> Piece | None:
-        if self.again:  # a piece whose worker died, once more, on its own
-            return self.again.pop()
+        if self.again and self.again_running is None:  # once more, one at a time
+            piece = self.again.pop()
+            self.again_running = piece.window
+            return piece
         upcoming = self._upcoming(per_piece)
         if upcoming is None:
             return None
@@ -299,6 +305,9 @@ class DaskEngine(Engine):
                     break
                 s = futures.pop(fut)
                 s.in_flight -= 1
+                done = self.piece_of.get(fut.key)
+                if done is not None and done.window == s.again_running:
+                    s.again_running = None  # the next resubmission may go
                 store = stores[s.task.spec["out_dir"]]
                 if fut in shrinks:
                     shrinks.discard(fut)
