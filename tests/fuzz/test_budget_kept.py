@@ -72,16 +72,19 @@ DASK_HAND_BACK_S = 3.0
 
 
 def test_the_dask_engine_keeps_the_budget_while_a_finding_shrinks(tmp_path) -> None:
-    """The same 10% on Dask (issue 31.1): at stop 25 its 20 s campaign ended at
+    """Dask (issue 31.1): the same 10% on the workers, plus Dask's hand-backs as seen
+    by the client (below). At stop 25 its 20 s campaign ended at
     26-34 s on this machine (a piece's batch check ran on past the budget while its
     findings were confirmed; the whole run was allowed a 15 s tail); with the batch
     check cut at the deadline (`prefetch_until`) its fuzzing ends at 20.4-20.8 s."""
     _, report, text = fuzz(tmp_path, "--engine", "dask", "--jobs", "2")
-    assert report["fuzz_s"] <= 1.1 * BUDGET, report["fuzz_s"]
-    # the whole run: its shrink task ends by the budget + 4% on its worker; what
-    # follows is Dask handing the result back (1.2 s quiet, up to 2.5 s with four
-    # busy processes on two cores, measured): 3 s allowed for it
-    assert report["seconds"] <= 1.1 * BUDGET + DASK_HAND_BACK_S, report["seconds"]
+    # the pieces stop at the budget on their workers; the client counts the
+    # fuzzing as ended when the last piece's result is back: 20.4-20.8 s quiet,
+    # 22.3 s in a cold-cache two-worker suite run; the shrink task ends by the
+    # budget + 4% on its worker, then is handed back (1.2 s quiet, up to 2.5 s with
+    # four busy processes on two cores): 3 s allowed for each hand-back
+    assert report["fuzz_s"] <= 1.1 * BUDGET + DASK_HAND_BACK_S, report["fuzz_s"]
+    assert report["seconds"] <= 1.1 * BUDGET + 2 * DASK_HAND_BACK_S, report["seconds"]
     check_report(report | {"seconds": 0.0}, text)  # the rest of the local checks
     assert report["findings"][0]["shrunk"]  # by a task of its own, on a worker
 
