@@ -12,7 +12,6 @@ seconds), so the CLI can say how it goes (`reduce` ran two minutes without a wor
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,7 +21,13 @@ from typing import Any
 from gpusem.calculus.errors import BadInput
 from gpusem.fuzz.bundle import read_bundle
 from gpusem.fuzz.campaign import minimise_within
-from gpusem.fuzz.targets import CheckResult, Target, checked, load_target
+from gpusem.fuzz.targets import (
+    CheckResult,
+    Target,
+    bundle_fault,
+    checked,
+    load_target,
+)
 
 
 @dataclass(frozen=True)
@@ -79,14 +84,8 @@ def reduce_files(target_name: str, files: dict[str, str], meta: dict[str, Any],
             raise BadInput(f"reduce: the program's files lack {err} (target "
                            f"{target_name})") from None
         # a bundle found under a seeded fault is reduced with it on, as it replays
-        saved = os.environ.get("GPUSEM_FAULT")
-        if meta.get("fault") and not saved:
-            os.environ["GPUSEM_FAULT"] = str(meta["fault"])
-        try:
+        with bundle_fault(meta):
             return _reduce(target, target_name, program, prop, budget_s, on_progress)
-        finally:
-            if saved is None:
-                os.environ.pop("GPUSEM_FAULT", None)
     finally:
         target.close()
 

@@ -135,7 +135,7 @@ def bundle_fault(meta: dict) -> Iterator[None]:
     `fault`), unless GPUSEM_FAULT is set already; the environment as it was after."""
     saved = os.environ.get("GPUSEM_FAULT")
     if meta.get("fault") and not saved:
-        os.environ["GPUSEM_FAULT"] = meta["fault"]
+        os.environ["GPUSEM_FAULT"] = str(meta["fault"])
     try:
         yield
     finally:

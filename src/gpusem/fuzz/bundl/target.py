@@ -43,7 +43,7 @@ from gpusem.fuzz.bundl.compile_property import (
 )
 from gpusem.fuzz.bundl.generated import Generated, as_generated
 from gpusem.fuzz.environment import device_name, tool_versions
-from gpusem.fuzz.targets import CheckResult, Target, checked
+from gpusem.fuzz.targets import CheckResult, Target, bundle_fault, checked
 from gpusem.interpreter.bundl.reference import (
     Reference,
     fast_reference,
@@ -519,17 +519,9 @@ class BundlTarget(Target):
         with that fault on again (the bundle records it), unless one is already set. A
         bundle's program is not race-free by construction: the oracle proves it."""
         program = parse_program(files["program.bundl"], "program.bundl")
-        saved = os.environ.get("GPUSEM_FAULT")
-        if meta.get("fault") and not saved:
-            os.environ["GPUSEM_FAULT"] = meta["fault"]
-        try:
+        with bundle_fault(meta):  # the next bundle, or a campaign after, has its own
             return self.check(Generated(program, race_free_by_construction=False),
                               meta["property"])
-        finally:  # the next bundle of a corpus, or a campaign after it, has its own
-            if saved is None:
-                os.environ.pop("GPUSEM_FAULT", None)
-            else:
-                os.environ["GPUSEM_FAULT"] = saved
 
 
 def _repro(program: B.Program, v: Verdict, prop: str) -> tuple[str, str]:

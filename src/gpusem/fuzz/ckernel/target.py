@@ -36,7 +36,7 @@ from gpusem.fuzz.ckernel.check import (
     seeds_for,
 )
 from gpusem.fuzz.environment import device_name, tool_versions
-from gpusem.fuzz.targets import CheckResult, Target
+from gpusem.fuzz.targets import CheckResult, Target, bundle_fault
 
 SHRINK_BUDGET_S = 60.0
 PROPERTIES = ("compile", "emi", "toolchain", "ptx", "sass", "printparse")
@@ -239,19 +239,10 @@ class CkernelTarget(Target):
     def replay(self, files: dict[str, str], meta: dict) -> CheckResult:
         """The bundle's verdict now; a bundle found under a seeded fault replays with
         that fault on (as the Bundl target's do), unless GPUSEM_FAULT is set."""
-        import os
-
         program = parse_kernel(files["program.ck"], "program.ck")
-        prop = meta["property"]
-        saved = os.environ.get("GPUSEM_FAULT")
-        if meta.get("fault") and not saved:
-            os.environ["GPUSEM_FAULT"] = meta["fault"]
-        try:
+        with bundle_fault(meta):
             # as it is: `invalid` or `skip` now is no pass (replay: cannot test)
-            return self.check(program, prop)
-        finally:
-            if saved is None:
-                os.environ.pop("GPUSEM_FAULT", None)
+            return self.check(program, meta["property"])
 
 
 def _json(arrays: dict[str, Any]) -> str:
