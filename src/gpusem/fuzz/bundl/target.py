@@ -52,9 +52,8 @@ from gpusem.interpreter.bundl.reference import (
 )
 
 if TYPE_CHECKING:
-    from hypothesis.strategies import SearchStrategy
-
     from gpusem.compiler.backends.toolchain import Matrix
+    from hypothesis.strategies import SearchStrategy
 
 BundlProgram = B.Program | Generated  # a plain program is not race-free by construction
 
@@ -137,10 +136,9 @@ class BundlTarget(Target):
         observable) with the general well-typed generator (every statement form), each
         drawn as a `Generated` that says which it is; the other properties draw plain
         programs of the general generator."""
-        from hypothesis import strategies as st
-
         from gpusem.fuzz.bundl.strategies.kernels import generated_kernels
         from gpusem.fuzz.bundl.strategies.programs import generated_programs, programs
+        from hypothesis import strategies as st
 
         machine = {"max_blocks": self.max_blocks, "max_threads": self.max_threads}
         if prop == "ptx":
