@@ -82,3 +82,24 @@ def test_min_and_max_of_signed_zeros_compile_to_the_interpreters():
     assert v.kind == "agree", (v.detail, v.reference, v.compiled)
     assert "main = ([-0.0, 0.0], [0.0, 0.0], [0.0, 0.0], [-0.0, 0.0], -0.0, 0.0)" \
         in v.reference
+
+
+def test_a_nan_of_either_sign_agrees_and_signed_zeros_still_differ():
+    # The H200's `lambdacu:compile:mismatch` (seed 3, results/lambdacu/INDEX.toml):
+    # `sqrt -5.0` is 0xffc00000 in numpy on x86 and 0x7fffffff on the GPU; both print
+    # `nan` and no operation reads a NaN's sign, so the comparator was wrong (errata L13)
+    import numpy as np
+
+    from gpusem.calculus.lambdacu.values import F32, Arr
+    from gpusem.fuzz.lambdacu.compile_check import agree
+
+    def bits(word: int) -> F32:
+        return F32(float(np.array([word], dtype=np.uint32).view(np.float32)[0]))
+
+    x86_nan, gpu_nan = bits(0xFFC00000), bits(0x7FFFFFFF)
+    assert np.float32(x86_nan.value).tobytes() != np.float32(gpu_nan.value).tobytes()
+    want = (Arr("float", (x86_nan, F32(1.5))), x86_nan)
+    assert agree(want, (Arr("float", (gpu_nan, F32(1.5))), gpu_nan), approx=False)
+    assert not agree(want, (Arr("float", (gpu_nan, F32(2.5))), gpu_nan), approx=False)
+    assert not agree((F32(-0.0),), (F32(0.0),), approx=False)
+    assert not agree((x86_nan,), (F32(0.0),), approx=False)

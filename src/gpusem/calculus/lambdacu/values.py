@@ -60,7 +60,13 @@ class F32:
         return "float"
 
     def same(self, other: F32) -> bool:
-        """Bit-for-bit equality (NaN equals NaN; -0.0 differs from 0.0)."""
+        """Bit-for-bit equality, except that every NaN equals every NaN; -0.0 differs
+        from 0.0. A NaN's sign and payload are not the program's: IEEE 754-2019 6.3
+        leaves the sign of an operation's NaN unspecified, x86 (numpy, g++) makes
+        0xffc00000 and the GPU 0x7fffffff, and no lambda-cu operation reads them
+        (errata L13)."""
+        if math.isnan(self.value) and math.isnan(other.value):
+            return True
         mine, theirs = np.float32(self.value), np.float32(other.value)
         return bool(mine.tobytes() == theirs.tobytes())
 
