@@ -123,9 +123,12 @@ def test_canaries_cannot_be_hit_by_small_multiples() -> None:
                     assert not any(np.any(h) for h in hits), (dtype, k, c)
 
 
-def test_a_timeout_is_retried_in_a_fresh_worker_with_a_longer_limit() -> None:
+def test_a_timeout_is_retried_in_a_fresh_worker_with_a_longer_limit(
+        monkeypatch) -> None:
+    from gpusem.compiler.appy_triton import driver
     from gpusem.compiler.appy_triton.driver import RETRY_FACTOR, AppycDriver
 
+    monkeypatch.setattr(driver, "load_factor", lambda: 1.0)  # a quiet machine
     d = AppycDriver("cpu", timeout=5.0)
     seen: list[float] = []
 
@@ -140,6 +143,30 @@ def test_a_timeout_is_retried_in_a_fresh_worker_with_a_longer_limit() -> None:
     seen.clear()
     d.raw = lambda case, sm90=False: (seen.append(d.timeout), (None, "hang"))[1]
     assert d.raw_retrying(None)[1] == "hang:twice"  # type: ignore[arg-type]
+    d.close()
+
+
+def test_a_loaded_machine_stretches_the_retry_by_its_load_per_core(monkeypatch) -> None:
+    # stop 26's 2-hour campaign: a case timed out at 20 s and at 80 s under a load of
+    # ~20 on 2 cores, and passes in 6.4 s on the quiet machine
+    import os
+
+    from gpusem.compiler.appy_triton.driver import RETRY_FACTOR, AppycDriver
+    from gpusem.compiler.backends import machine_load
+
+    monkeypatch.setattr(os, "getloadavg", lambda: (20.0, 20.0, 20.0))
+    monkeypatch.setattr(machine_load, "cores", lambda: 2)
+    assert machine_load.load_factor() == machine_load.LOAD_CAP  # 10 per core, capped
+    monkeypatch.setattr(os, "getloadavg", lambda: (6.0, 20.0, 20.0))
+    assert machine_load.load_factor() == 3.0
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.5, 0.5, 0.5))
+    assert machine_load.load_factor() == 1.0  # a quiet machine: the plain factor
+    monkeypatch.setattr(os, "getloadavg", lambda: (6.0, 6.0, 6.0))
+    d = AppycDriver("cpu", timeout=5.0)
+    seen: list[float] = []
+    d.raw = lambda case, sm90=False: (seen.append(d.timeout), (None, "hang"))[1]
+    assert d.raw_retrying(None)[1] == "hang:twice"  # type: ignore[arg-type]
+    assert seen == [5.0, 5.0 * RETRY_FACTOR * 3.0] and d.timeout == 5.0
     d.close()
 
 

@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 from gpusem.compiler.appy_triton.compare import Mismatch, compare_outputs
 from gpusem.compiler.backends.json_worker import JsonWorkerDriver
+from gpusem.compiler.backends.machine_load import load_factor
 
 FAILURE_KINDS = ("generation", "host", "triton", "runtime", "oob", "crash", "hang",
                  "wrong")
@@ -141,6 +142,7 @@ class AppycDriver(JsonWorkerDriver):
             raise ValueError(f"unknown backend: {backend}")
         self.backend = backend
         self.timeout = timeout
+        self.retry_limit = timeout * RETRY_FACTOR  # the last retry's (load-stretched)
         self.recycle_after = recycle_after
         self.proc: subprocess.Popen | None = None
         self.served = 0
@@ -187,7 +189,10 @@ class AppycDriver(JsonWorkerDriver):
         if why != "hang":
             return answer, why, False
         limit = self.timeout
-        self.timeout = limit * RETRY_FACTOR
+        # a loaded machine stretches the retry too (machine_load.py: the 2-hour
+        # campaign's false hang, 20 s and 80 s at a load of ~10 per core)
+        self.retry_limit = limit * RETRY_FACTOR * load_factor()
+        self.timeout = self.retry_limit
         try:
             answer, why = self.raw(case, sm90)  # raw() starts a fresh worker
         finally:
@@ -204,7 +209,7 @@ class AppycDriver(JsonWorkerDriver):
         if answer is None:
             kind, _, sig = why.partition(":")
             detail = (f"no answer within {self.timeout:g}s, nor within "
-                      f"{self.timeout * RETRY_FACTOR:g}s in a fresh worker"
+                      f"{self.retry_limit:g}s in a fresh worker"
                       if kind == "hang" else f"worker died ({sig})")
             return Outcome(kind, detail, seconds=dt, retried=retried)
         adapted = tuple(answer.get("adapted", ()))

@@ -222,6 +222,7 @@ class BundlTarget(Target):
         if prop not in SYNC_OF_PROPERTY:
             return self.check(program, prop)
         from gpusem.compiler.backends import get_backend
+        from gpusem.compiler.backends.machine_load import load_factor
 
         generated = as_generated(program)
         runner = get_backend(self.backend)
@@ -229,7 +230,8 @@ class BundlTarget(Target):
             verdict = check_program(generated.program, self.backend, HARNESS_SEEDS,
                                     prop == "compile",
                                     ref=self._full_reference(generated, prop),
-                                    timeout_scale=4.0, runner=runner,
+                                    timeout_scale=4.0 * load_factor(),
+                                    runner=runner,
                                     sync=SYNC_OF_PROPERTY[prop])
         finally:
             getattr(runner, "close", lambda: None)()
