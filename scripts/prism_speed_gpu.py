@@ -412,6 +412,10 @@ def _ms(v: float | None) -> float | None:
     return None if v is None else float(f"{v:.5g}")
 
 
+SMI = ["nvidia-smi", "--query-gpu=name,driver_version,memory.total",
+       "--format=csv,noheader", "-i", "0"]
+
+
 def device_line(backend: str) -> str:
     if backend != "cuda":
         return (f"{platform.node()} {platform.machine()}, {os.cpu_count()} cores: cpu "
@@ -422,9 +426,11 @@ def device_line(backend: str) -> str:
 
     rt = cupy.cuda.runtime
     props = rt.getDeviceProperties(0)
-    smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total",
-                          "--format=csv,noheader", "-i", "0"], capture_output=True,
-                         text=True, check=False).stdout.strip()
+    try:
+        smi = subprocess.run(SMI, capture_output=True, text=True,
+                             check=False).stdout.strip()
+    except OSError:  # no nvidia-smi: the line says so
+        smi = ""
     v = rt.runtimeGetVersion()
     return (f"{smi or props['name'].decode()}; {props['multiProcessorCount']} SMs; "
             f"CUDA runtime {v // 1000}.{v % 1000 // 10}; CuPy {cupy.__version__}; "
