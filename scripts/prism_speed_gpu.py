@@ -393,8 +393,7 @@ def make_row(case: Case, ours_ms: list[float], base: str, base_ms: float | None,
     wrong, first = differences(ours, base_out)
     base_wrong, _ = differences(base_out, exact_out)
     ours_med = statistics.median(ours_ms) if ours_ms else None
-    ratio = (round(ours_med / base_ms, 4) if ours_med is not None and base_ms
-             else None)
+    ratio = _ms(ours_med / base_ms) if ours_med is not None and base_ms else None
     return {"program": case.program, "size": case.size,
             "ours_ms": _ms(ours_med), "baseline": base, "baseline_ms": _ms(base_ms),
             "ratio": ratio, "agree": wrong == 0 and base_wrong == 0,
@@ -522,6 +521,7 @@ def run_all(cases: list[Case], args, command: str) -> int:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     backend = get_backend(args.backend)
+    start = time.monotonic()
     try:
         for case in cases:
             try:
@@ -544,7 +544,8 @@ def run_all(cases: list[Case], args, command: str) -> int:
         getattr(backend, "close", lambda: None)()
     rows = report["rows"]
     report["summary"] = {"rows": len(rows), "agree": sum(r["agree"] for r in rows),
-                         "wrong": sum(not r["agree"] for r in rows)}
+                         "wrong": sum(not r["agree"] for r in rows),
+                         "seconds": round(time.monotonic() - start, 1)}
     out.write_text(json.dumps(report, indent=1) + "\n")
     print(json.dumps(report["summary"]))
     return 1 if report["summary"]["wrong"] else 0
