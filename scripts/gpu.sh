@@ -31,6 +31,9 @@
 #   prism-sync [TIMEOUT_S]         issue 28: corrected Appendix B with exec --backend
 #                                  cuda under --sync naive|motion|prism, and B.3
 #                                  against cupy.cumsum ($OUT/prism_sync_gpu.json)
+#   prism-speed [TIMEOUT_S]        issue 28: each corrected Appendix B kernel timed
+#                                  against cuBLAS / cupy.cumsum / memcpy on the same
+#                                  data, outputs checked ($OUT/prism_speed_gpu.json)
 #   ckernel [BUDGET JOBS]          issue 23: the ckernel target's compile, emi and
 #                                  toolchain properties on cuda; the nvcc -ptx census
 #   t1                             issue 23: toolchain finding T1's build matrix, the
@@ -86,6 +89,7 @@ case "$SUB" in
   toolchain-campaign) exec bash $PARTS/toolchain_campaign.sh "$@" ;;
   ptx-confirm) exec bash $PARTS/ptx_confirm.sh "$@" ;;
   prism-sync) exec bash $PARTS/prism_sync.sh "$@" ;;
+  prism-speed) exec bash $PARTS/prism_speed.sh "$@" ;;
   repro)
     source $PARTS/setup.sh
     OUT="$OUT/repro" timeout "${REPRO_TIMEOUT:-330}" bash $PARTS/repro.sh "$@" \

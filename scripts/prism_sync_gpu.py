@@ -153,6 +153,30 @@ def scan_rows(backend: str, modes: list[str]) -> list[dict]:
     return rows
 
 
+SMI = ["nvidia-smi", "--query-gpu=name,driver_version,memory.total",
+       "--format=csv,noheader", "-i", "0"]
+
+
+def device_line(backend: str) -> str:
+    """The GPU this ran on, as the Appendix B table's header names it (nvidia-smi's
+    name, driver and memory; the CUDA runtime and CuPy); the machine on cpu."""
+    if backend != "cuda":
+        return f"{platform.node()} {platform.machine()}, {backend} backend"
+    try:
+        smi = subprocess.run(SMI, capture_output=True, text=True,
+                             check=False).stdout.strip()
+    except OSError:  # no nvidia-smi: the line says so
+        smi = ""
+    try:
+        import cupy
+
+        v = cupy.cuda.runtime.runtimeGetVersion()
+        lib = f"CUDA runtime {v // 1000}.{v % 1000 // 10}; CuPy {cupy.__version__}"
+    except Exception as err:  # noqa: BLE001 - the line says what it could not read
+        lib = f"no CuPy ({type(err).__name__})"
+    return f"{smi or 'nvidia-smi gave nothing'}; {lib}; {platform.node()}"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--backend", default="cuda")
@@ -164,6 +188,7 @@ def main() -> int:
     programs = sorted(CORRECTED.glob("*.prism"))
     report: dict = {"command": " ".join([sys.executable, *sys.argv]),
                     "machine": f"{platform.node()} {platform.machine()}",
+                    "device": device_line(args.backend),
                     "backend": args.backend, "exec": [], "barriers": {}, "scan": []}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

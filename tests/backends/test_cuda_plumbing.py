@@ -87,6 +87,11 @@ def test_time_kernel(fake_gpu):
     assert fake_gpu.time_kernel(cases.reduce_case().job, warmup=1, iters=2) > 0.0
 
 
+def test_time_kernel_each_gives_one_time_per_launch(fake_gpu):
+    each = fake_gpu.time_kernel_each(cases.reduce_case().job, warmup=1, iters=3)
+    assert len(each) == 3 and all(ms > 0.0 for ms in each)
+
+
 def _fresh(job: Job, tag: str) -> Job:
     """The same launch of a kernel no earlier test built (its code key differs)."""
     spec = dataclasses.replace(job.spec, source=job.spec.source + f"// {tag}\n")

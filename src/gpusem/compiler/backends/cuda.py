@@ -371,19 +371,30 @@ class CudaBackend:
 
     def time_kernel(self, job: Job, warmup: int = 3, iters: int = 20) -> float:
         """Mean milliseconds per launch over `iters` (CUDA events), after `warmup`."""
+        return float(self._timed(job, (warmup, iters)))
+
+    def time_kernel_each(self, job: Job, warmup: int = 3, iters: int = 20
+                         ) -> list[float]:
+        """Each of `iters` launches' milliseconds (an event between any two, queued
+        back to back), after `warmup`: for a median, which one slow launch (a clock
+        change, another process) does not move as it moves a mean."""
+        return [float(ms) for ms in self._timed(job, (warmup, iters, True))]
+
+    def _timed(self, job: Job, timing: tuple):
         arrays, scalars = prepare_args(job)
         key = job.spec.code_key()
         batch = self._ensure_built([job.spec])[key]
         if (why := self._not_ready(key, batch)) is not None:
             kind, detail = why
             raise RuntimeError(detail if kind == "build_error" else f"timing failed: {detail}")
-        payload = self._payload(job, key, batch, arrays, scalars, (warmup, iters))
+        payload = self._payload(job, key, batch, arrays, scalars, timing)
+        warmup, iters = timing[:2]
         status, reply = self._call(
             "launch", payload, job.timeout_s * (warmup + iters) + 60
         )
         if status != "ok" or reply[0] != "ok":
             raise RuntimeError(f"timing failed: {status} {reply}")
-        return float(reply[3])
+        return reply[3]
 
 
 def _uses_shared(spec: KernelSpec) -> bool:

@@ -11,6 +11,7 @@ worker that cannot start (no CuPy, no driver, no GPU) answers every request with
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -161,7 +162,8 @@ class Device:
         self, key, index, grid, block, dyn, params, arrays, scalars, timing=None,
         scribble=True,
     ):
-        """Run once (or time: (warmup, iters) -> ms); (status, message, outputs, t).
+        """Run once (or time: (warmup, iters[, each]) -> ms, or each launch's ms);
+        (status, message, outputs, t).
         `scribble`: poison shared memory first (kernels that use none skip it)."""
         import cupy
 
@@ -229,11 +231,23 @@ def schedule_blocking_sync() -> str:
         return "auto"
 
 
-def _time(fn, grid, block, args, dyn, warmup: int, iters: int) -> float:
+def _time(fn, grid, block, args, dyn, warmup: int, iters: int,
+          each: bool = False) -> float | list[float]:
+    """Mean ms per launch over `iters`; `each`: every launch's ms (an event between
+    any two launches, all queued back to back, so a median can be taken; the GPU stays
+    busy, so a gap is not the host's launch latency)."""
     import cupy
 
     for _ in range(warmup):
         fn(grid, block, args, shared_mem=dyn)
+    if each:
+        marks = [cupy.cuda.Event() for _ in range(iters + 1)]
+        marks[0].record()
+        for mark in marks[1:]:
+            fn(grid, block, args, shared_mem=dyn)
+            mark.record()
+        marks[-1].synchronize()
+        return [cupy.cuda.get_elapsed_time(a, b) for a, b in itertools.pairwise(marks)]
     start, stop = cupy.cuda.Event(), cupy.cuda.Event()
     start.record()
     for _ in range(iters):
