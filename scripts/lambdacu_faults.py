@@ -58,7 +58,11 @@ def run_one(fault: str, a: argparse.Namespace) -> dict:
             "shrunk_size": first.get("size") if first else None,
             "shrink_s": first.get("shrink_s") if first else None,
             "programs": summary.get("programs"), "wall_s": round(wall, 1),
-            "exit": done.returncode}
+            "exit": done.returncode,
+            # a campaign that never ran says why (the H200's table of stop 27: five
+            # rows of exit 1 in 0.5 s and no word of the cause)
+            "error": None if summary else
+            (done.stderr.strip().splitlines() or ["(no output)"])[-1][:300]}
 
 
 def main() -> None:
