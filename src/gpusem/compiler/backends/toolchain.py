@@ -32,6 +32,10 @@ no `__restrict__` is `nvrtc`'s own build, never built twice. The comparison of a
 configuration whose binary differs is never dropped. `GPUSEM_TOOLCHAIN_SHARE=0`
 launches every configuration (scripts/toolchain_cost.py measures both).
 
+Which configurations a campaign asks about a program is the property's choice: the
+Bundl `toolchain` property runs `SAMPLED` (nvcc-G) for clean programs on every K-th
+round only (`g_every`, GPUSEM_TOOLCHAIN_G_EVERY).
+
 On a machine without a GPU only `cpu` runs; `build_only` builds the host
 configurations without running them (what the cpu backend's `toolchain` property
 checks: a kernel one configuration refuses and another accepts).

@@ -19,11 +19,23 @@ harness alone would find is the `compile` property's on the cpu backend (our
 compiler, the harness). `GPUSEM_TOOLCHAIN_EAGER=1` runs everything for every
 program, as before (two launches of every configuration and the harness).
 
+nvcc-G (`toolchain.SAMPLED`) is the most expensive build of a program and mostly
+attribution's evidence ("right at -G": an optimiser is wrong), so a campaign builds
+and runs it for clean programs only on every K-th round of a shard
+(GPUSEM_TOOLCHAIN_G_EVERY, default `toolchain.G_EVERY`; the campaign says the round
+through `begin_round`), and for a program another configuration gets wrong on every
+round: that program's verdict, signature and attribution are the same as where
+nvcc-G ran for every program. What K gives up: a bug of nvcc-G alone is met on its
+rounds only. `no-restrict` (T1's evidence, and other PTX for NVVM) is cheap and stays
+on every program. Each compared program's verdict lists the configurations that
+checked it (`CheckResult.configs`): the report's `by_configuration`.
+
 On the cpu backend only the `cpu` configuration can run. Decision: it runs (the
 harness's four schedules, as the compile property), and the host configurations that
 need no GPU are BUILT (nvcc-O3, nvcc-G, ptxas-O0: one nvcc / ptxas call per
-configuration for a round's kernels): a kernel that one configuration builds and
-another refuses is a finding too. Where nvcc is not installed the builds are left out
+configuration for a round's kernels; nvcc-G on every K-th round, and for a program
+a build refuses or the harness gets wrong): a kernel that one configuration builds
+and another refuses is a finding too. Where nvcc is not installed the builds are left out
 (nothing to say about a toolchain that is not there), never reported as failures.
 
 Signatures are cause-level: `toolchain:<verdict>:<configurations that disagree>`
