@@ -270,3 +270,14 @@ def test_on_cpu_build_verdicts_off_k_are_those_of_every_config(monkeypatch):
     off, _ = _on_cpu(monkeypatch, 1, refusing(("nvcc-G",)))
     on, _ = _on_cpu(monkeypatch, 0, refusing(("nvcc-G",)))
     assert (off.status, on.signature) == ("pass", "toolchain:build:nvcc-G")
+
+
+def test_a_matrix_of_nvcc_g_alone_runs_it_on_every_round():
+    from gpusem.interpreter.bundl.reference import reference
+
+    progs = [parse_program(HALVES, "p.bundl")]
+    matrix = _FakeGpuMatrix()
+    matrix.configs = ("nvcc-G", "cpu")
+    results = toolchain_property.check_round(progs, [reference(progs[0])], "cuda",
+                                             matrix, sampled=False)
+    assert matrix.calls == [(("nvcc-G",), 1)] and results[0].configs == ("nvcc-G",)
