@@ -22,7 +22,9 @@
 #                                  campaign on cuda
 #   toolchain-rate [AFTER BEFORE]  issue 23: the toolchain property's rate on one
 #                                  H200, after and before the toolchain branch's
-#                                  cuts, and its CPU cost per configuration there
+#                                  cuts (before: $RATE_BEFORE_ENV, e.g.
+#                                  GPUSEM_TOOLCHAIN_G_EVERY=1 for nvcc-G on every
+#                                  round), and its CPU cost per configuration there
 #   toolchain-campaign T [BUDGET]  issue 23: a --resume-able toolchain campaign, T =
 #                                  bundl or ckernel (t1,psel,t2 avoided); carry
 #                                  `campaigns` back in to go on

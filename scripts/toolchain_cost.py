@@ -31,6 +31,16 @@ configuration's held: here `nvcc-O3` against this machine's NVRTC, which is anot
 version than nvcc's (on the H200 both are 13.0), and `no-restrict` against `nvrtc`;
 a clean round has no program to run again).
 
+nvcc-G on every K-th round (`--g-every K`, default the tree's GPUSEM_TOOLCHAIN_G_EVERY
+default): the `g_every` block of the JSON is `after` (every configuration on every
+round: K = 1) against `sampled`, the same runs less nvcc-G's build and launch on the
+rounds a campaign with K leaves it out of (round r with r % K != 0; a clean round has
+no program that brings it back): that nvcc call is the only work that differs, so
+the two columns are one measurement. It gives the cost and the rate on 16 cores for
+K = 1, 2, 4, 8, 16 at the long-run share 1/K of programs (rounds are of one size),
+and, with `--h200 FILE` (a toolchain_cost JSON made on the H200 host), the same
+estimate from that host's own per-configuration costs.
+
 Launches need a GPU. The estimate charges each `--launch-ms` of a core (default 4:
 the H200's `compile` property, 30,000 programs/min on 16 cores, spends 32 ms of a
 core per program, of which this machine's CPU cost of drawing, reference, compiling
@@ -40,6 +50,9 @@ scripts/gpu/toolchain_rate.sh measures the rate on an H200.
 
   python scripts/toolchain_cost.py --seed 0 --rounds 3 \
       --json results/toolchain/toolchain_cost_cpu.json
+  python scripts/toolchain_cost.py --seed 0 --rounds 8 --g-every 4 \
+      --h200 results/toolchain/toolchain_h200_2026-11-29/toolchain_cost_h200.json \
+      --json results/toolchain/toolchain_g_every_cpu.json
 """
 
 from __future__ import annotations
@@ -55,6 +68,7 @@ import time
 from pathlib import Path
 
 CORES = 16  # one H200 machine's cores, one campaign shard each (--jobs 16)
+KS = (1, 2, 4, 8, 16)  # the K of GPUSEM_TOOLCHAIN_G_EVERY the estimate is given for
 
 
 def cpu_seconds() -> float:
@@ -173,7 +187,9 @@ def one_round(seed: int, r: int, size: int, before: Clock, after: Clock,
     # after: this tree's builds (one nvcc front end), no-restrict where it differs
     tb._NVVM.clear()
     o3 = after.time("nvcc-O3", tb.build, "nvcc-O3", items)[1]
+    g_before = after.spent.get("nvcc-G", 0.0)
     after.time("nvcc-G", tb.build, "nvcc-G", items)
+    g_rounds.append((r, len(kernels), after.spent["nvcc-G"] - g_before))
     after.time("ptxas-O0", tb.build, "ptxas-O0", items)
     after.time("ptx-jit", tb.build, "ptx-jit", items)
     with_restrict = [it for it in items if "__restrict__" in it[2]]
@@ -195,6 +211,7 @@ def one_round(seed: int, r: int, size: int, before: Clock, after: Clock,
 
 
 built = [0]
+g_rounds: list[tuple[int, int, float]] = []  # (round, programs, nvcc-G CPU seconds)
 
 
 def _nvrtc_label() -> str:
@@ -214,6 +231,51 @@ def table(clock: Clock, programs: int) -> dict[str, float]:
     return {k: round(1e3 * v / programs, 2) for k, v in sorted(clock.spent.items())}
 
 
+def per_min(ms: float) -> int:
+    return round(CORES * 60_000 / ms)
+
+
+def g_every_block(k: int, after: Clock, programs: int, launches: dict[str, int],
+                  launch_ms: float, h200: str | None) -> dict:
+    """`after` (K = 1) against `sampled` (nvcc-G on the rounds r % k == 0 only), and
+    the estimate for each K of `KS` from nvcc-G's cost per program (here, and on the
+    H200 host where its JSON is given)."""
+    g_ms = 1e3 * sum(s for _, _, s in g_rounds) / programs
+    kept = [(r, n, s) for r, n, s in g_rounds if r % k == 0]
+    left_out = programs - sum(n for _, n, _ in kept)
+    every_ms = 1e3 * sum(after.spent.values()) / programs
+    sampled = dict(table(after, programs))
+    sampled["nvcc-G"] = round(1e3 * sum(s for _, _, s in kept) / programs, 2)
+    sampled_ms = every_ms - g_ms + sampled["nvcc-G"]
+    every_all = every_ms + launch_ms * launches["after"] / programs
+    sampled_all = sampled_ms + launch_ms * (launches["after"] - left_out) / programs
+    out: dict = {
+        "k": k, "rounds": [r for r, _, _ in g_rounds],
+        "rounds_with_nvcc_G": [r for r, _, _ in kept],
+        "programs_with_nvcc_G": programs - left_out,
+        "nvcc_G_cpu_ms_per_program_every_round": round(g_ms, 2),
+        "cpu_ms_per_program": {"after": table(after, programs), "sampled": sampled},
+        "cpu_ms": {"after": round(every_ms, 1), "sampled": round(sampled_ms, 1)},
+        "cpu_and_launches_ms": {"after": round(every_all, 1),
+                                "sampled": round(sampled_all, 1)},
+        f"estimated_per_min_on_{CORES}_cores": {"after": per_min(every_all),
+                                               "sampled": per_min(sampled_all)},
+        # nvcc-G's build and its one launch, on 1/K of the programs
+        "estimated_per_min_by_k": {str(n): per_min(
+            every_all - (1 - 1 / n) * (g_ms + launch_ms)) for n in KS},
+    }
+    if h200:
+        there = json.loads(Path(h200).read_text())
+        g_there = there["cpu_ms_per_program"]["after"]["nvcc-G"]
+        base = there["cpu_and_launches_ms_after"]
+        out["h200"] = {
+            "from": h200, "nvcc_G_cpu_ms_per_program": g_there,
+            "cpu_and_launches_ms_every_round": base,
+            "estimated_per_min_by_k": {str(n): per_min(
+                base - (1 - 1 / n) * (g_there + there["launch_ms"])) for n in KS}}
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seed", type=int, default=0)
@@ -221,7 +283,14 @@ def main() -> None:
     ap.add_argument("--round-size", type=int, default=100)
     ap.add_argument("--launch-ms", type=float, default=4.0)
     ap.add_argument("--json", required=True)
+    ap.add_argument("--g-every", type=int, default=None,
+                    help="K: nvcc-G on every K-th round (default: the tree's)")
+    ap.add_argument("--h200", default=None,
+                    help="a toolchain_cost JSON of the H200 host, for its estimate")
     args = ap.parse_args()
+    from gpusem.compiler.backends.toolchain import G_EVERY
+
+    k = args.g_every or G_EVERY
     before, after = Clock(), Clock()
     launches = {"before": 0, "after": 0, "shared_nvcc_O3": 0, "shared_no_restrict": 0}
     programs = sum(one_round(args.seed, r, args.round_size, before, after, launches)
@@ -246,6 +315,8 @@ def main() -> None:
         out[f"cpu_and_launches_ms_{when}"] = round(with_launches, 1)
         out[f"estimated_per_min_on_{CORES}_cores_{when}"] = round(
             CORES * 60_000 / with_launches)
+    out["g_every"] = g_every_block(k, after, programs, launches, args.launch_ms,
+                                   args.h200)
     with open(args.json, "w") as f:
         json.dump(out, f, indent=1)
         f.write("\n")

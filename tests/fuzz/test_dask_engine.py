@@ -23,6 +23,7 @@ from gpusem.fuzz.engines.dask import DaskEngine, gpu_ids, local_cluster
 from gpusem.fuzz.engines.local import LocalEngine
 from gpusem.fuzz.targets import CheckResult, register_target
 
+from tests.fuzz.test_by_configuration import ConfigToy
 from tests.fuzz.test_campaign import ToyTarget
 
 ROUND, PROGRAMS = 25, 250  # ten rounds: ten pieces of one round
@@ -196,6 +197,24 @@ def test_the_clients_fault_setting_reaches_the_workers(cluster, tmp_path, monkey
     s = run_campaign(spec(tmp_path, target_name="envtoy", max_programs=50),
                      dask(cluster), 1)
     assert set(found(s)) == {"env:group-modulus"}
+
+
+register_target("configtoy-dask", ConfigToy)
+
+
+def test_the_counts_per_configuration_merge_and_resume_on_dask(cluster, tmp_path):
+    """Programs compared per configuration (the toy's `b`: its even rounds only, as
+    nvcc-G on every K-th): the same from the pieces of the Dask engine as from the
+    local one, and in the pieces' record that --resume starts from."""
+    s = spec(tmp_path / "l", target_name="configtoy-dask")
+    local = run_campaign(s, LocalEngine(), 1)
+    remote = run_campaign(dict(s, out_dir=str(tmp_path / "d")), dask(cluster), 1)
+    assert not remote.failed
+    assert remote.by_configuration == local.by_configuration
+    per = remote.by_configuration["compile"]
+    assert per["a"] == remote.compared > per["b"] > 0
+    _, restored = pieces.finished(tmp_path / "d", "compile", (0, 1))
+    assert restored.by_configuration == remote.by_configuration
 
 
 def test_a_cluster_without_the_resource_is_one_line(tmp_path):

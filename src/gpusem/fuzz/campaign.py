@@ -4,7 +4,11 @@ one shard of a campaign, run in one process (`fuzz/engines/` run many).
 A target (`fuzz.targets.Target`, found through the `gpusem.targets` entry points)
 provides `strategy(prop)`, `check(program, prop)`, `size`, `replay`, `finding_meta`,
 `close`, and optionally `prefetch` (batch-check a round), `minimise` (shrink further
-than hypothesis), `confirm` (re-check a timeout), `program_files` and `coverage`.
+than hypothesis), `confirm` (re-check a timeout), `program_files`, `coverage` and
+`begin_round` (told the shard's round number k before each round, None before a
+shrink: a target may check some rounds less, as the Bundl `toolchain` property builds
+nvcc-G on every K-th round only). A verdict's `configs` (the configurations that
+compared the program) are counted per configuration (`Summary.by_configuration`).
 
 Rounds. Work is cut into *rounds*; round r is a hypothesis run of `round_size` programs
 seeded by hash(seed, r), so a campaign is deterministic from its seed, and a shard
@@ -227,6 +231,9 @@ class Campaign:
         s.coverage = {self.prop: dict(done.get("coverage", {}))} if self.coverage else {}
         if self.coverage:
             s.coverage_programs = {self.prop: int(done.get("coverage_programs", 0))}
+        if done.get("by_configuration"):
+            s.by_configuration = {self.prop: {
+                c: int(n) for c, n in dict(done["by_configuration"]).items()}}
         return int(done["next_round"])
 
     def _save_progress(self, next_round: int) -> None:
@@ -236,6 +243,7 @@ class Campaign:
             "skipped": s.skipped, "outcomes": s.outcomes.get(self.prop, {}),
             "coverage": s.coverage.get(self.prop, {}),
             "coverage_programs": s.coverage_programs.get(self.prop, 0),
+            "by_configuration": s.by_configuration.get(self.prop, {}),
             "findings": sorted(self.found)})
 
     def _tick(self) -> None:
@@ -248,6 +256,9 @@ class Campaign:
     def _round(self, target: Target, r: int) -> None:
         seed = round_seed(self.seed, r)
         strategy = target.strategy(self.prop)
+        begin = getattr(target, "begin_round", None)  # optional for a plugin
+        if begin is not None:
+            begin((r - self.shard[0]) // self.shard[1])  # this shard's round number
         try:
             drawn = generate_round(strategy, seed, self.round_size, self._spent)
         except Exception as err:  # noqa: BLE001 - the generator crashed
@@ -270,6 +281,7 @@ class Campaign:
             self.summary.count(self.prop, res.status)
             self.summary.invalid += res.status == "invalid"
             self.summary.skipped += res.status == "skip"
+            self.summary.count_configs(self.prop, res.configs)
             if self.coverage:
                 self._cover(target, d.program)
             if res.status == "finding":
@@ -279,6 +291,8 @@ class Campaign:
                 elif new is not None:
                     opened.append(new)
             self._tick()
+        if begin is not None and opened:
+            begin(None)  # shrinking is no round's: every check in full
         for o in opened:
             self._shrink(target, strategy, seed, o)
 

@@ -86,6 +86,9 @@ class Report:
                        "unconfirmed_timeouts": s.unconfirmed,
                        "seen_elsewhere": s.seen_elsewhere},
             "by_property": {p: dict(per) for p, per in sorted(s.outcomes.items())},
+            # per property: programs each configuration compared (a toolchain matrix)
+            "by_configuration": {p: dict(sorted(per.items())) for p, per in
+                                 sorted(s.by_configuration.items())},
             "throughput": {"programs_per_min": (None if s.rate_per_min is None
                                                  else round(s.rate_per_min, 1))},
             "findings": [self._finding(f) for f in s.findings],
@@ -186,6 +189,7 @@ class Report:
                          f"{'new' if f.new else 'known'}\t{f.bundle}"
                          + ("\tin the baseline" if f.known else "")
                          + (f"\tattribution {f.attribution}" if f.attribution else ""))
+        lines += configuration_lines(s)
         blamed: dict[str, int] = {}
         for f in s.findings:
             if f.attribution:
@@ -235,6 +239,14 @@ class Report:
                    json.dumps(self.as_json(), indent=1) + "\n")
             _write(str(Path(out_dir) / "summary.txt"), self.as_text()
                    + self.coverage_text())
+
+
+def configuration_lines(s: Summary) -> list[str]:
+    """Per property with configurations: how many programs each compared (not every
+    configuration compares every program: nvcc-G runs on every K-th round)."""
+    return [f"{p}: programs compared per configuration: "
+            + ", ".join(f"{c} {n:,}" for c, n in sorted(per.items()))
+            for p, per in sorted(s.by_configuration.items()) if per]
 
 
 def corpus_lines(rows: list[dict[str, Any]]) -> list[str]:

@@ -96,6 +96,9 @@ class Summary:
     # property -> rule/construct -> programs that exercised it; and the programs measured
     coverage: dict[str, dict[str, int]] = field(default_factory=dict)
     coverage_programs: dict[str, int] = field(default_factory=dict)
+    # property -> configuration -> programs it compared (a toolchain matrix's
+    # configurations, from `CheckResult.configs`: not every one checks every program)
+    by_configuration: dict[str, dict[str, int]] = field(default_factory=dict)
     found: int = 0  # findings so far, in progress snapshots (whose `findings` is empty)
     resumed: int = 0  # of `programs`, those an earlier run checked (`--resume`)
     # the stored bundles replayed first (--corpus): fuzz/replay.CorpusRow.as_dict()
@@ -137,6 +140,14 @@ class Summary:
         per = self.outcomes.setdefault(prop, dict.fromkeys(OUTCOMES, 0))
         per[outcome] = per.get(outcome, 0) + n
 
+    def count_configs(self, prop: str, configs: tuple[str, ...] | list[str],
+                      n: int = 1) -> None:
+        if not configs:
+            return
+        per = self.by_configuration.setdefault(prop, {})
+        for config in configs:
+            per[config] = per.get(config, 0) + n
+
     def merge(self, other: Summary) -> None:
         self.programs += other.programs
         self.resumed += other.resumed
@@ -159,6 +170,9 @@ class Summary:
                 mine[rule] = mine.get(rule, 0) + n
         for prop, n in other.coverage_programs.items():
             self.coverage_programs[prop] = self.coverage_programs.get(prop, 0) + n
+        for prop, per_config in other.by_configuration.items():
+            for config, n in per_config.items():
+                self.count_configs(prop, (config,), n)
         seen = {f.signature: f for f in self.findings}
         for f in other.findings:
             mine_f = seen.get(f.signature)

@@ -45,6 +45,9 @@ class CheckResult:
     seconds: float = 0.0
     program_file: str = ""  # the bundle file holding the program, and the line the
     line: int = 0  # finding points at (reports: SARIF locations)
+    # the configurations (of a toolchain matrix) that compared this program: the
+    # campaign counts them per configuration (the report's `by_configuration`)
+    configs: tuple[str, ...] = ()
 
 
 class Target:
@@ -84,6 +87,13 @@ class Target:
         of those programs is now a cache look-up; False (the default) when nothing was
         done."""
         return False
+
+    def begin_round(self, index: int | None) -> None:
+        """The campaign starts the shard's round number `index` (0, 1, 2, ... of this
+        shard, whoever runs it: the same under `--resume` and the engines' pieces);
+        None: what follows is no round's (shrinking, replay), so check in full. A
+        target may check some rounds less than others (the Bundl `toolchain`
+        property: nvcc-G on every K-th round only). Default: nothing."""
 
     def minimise(self, program: Any, result: CheckResult, prop: str,
                  budget_s: float | None = None) -> CheckResult:

@@ -32,6 +32,10 @@ no `__restrict__` is `nvrtc`'s own build, never built twice. The comparison of a
 configuration whose binary differs is never dropped. `GPUSEM_TOOLCHAIN_SHARE=0`
 launches every configuration (scripts/toolchain_cost.py measures both).
 
+Which configurations a campaign asks about a program is the property's choice: the
+Bundl `toolchain` property runs `SAMPLED` (nvcc-G) for clean programs on every K-th
+round only (`g_every`, GPUSEM_TOOLCHAIN_G_EVERY).
+
 On a machine without a GPU only `cpu` runs; `build_only` builds the host
 configurations without running them (what the cpu backend's `toolchain` property
 checks: a kernel one configuration refuses and another accepts).
@@ -48,6 +52,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
+from gpusem.calculus.errors import BadInput
 from gpusem.compiler.backends import toolchain_build
 from gpusem.compiler.backends.cuda import CudaBackend
 from gpusem.compiler.backends.kernel import Job, KernelSpec, Result
@@ -169,7 +174,6 @@ def installed_checker() -> StaticChecker | None:
     version's PTX through `ptx_check`), or None where no NVRTC is installed:
     attribution then says so rather than guessing (its rule `ptxas-O0` needs a check
     that ran and found nothing)."""
-    from gpusem.calculus.errors import BadInput
     from gpusem.compiler.backends import ptx_oracle
 
     try:
@@ -277,6 +281,27 @@ def eager() -> bool:
     harness runs only for programs a GPU configuration got wrong: the properties'
     docstrings say why)."""
     return os.environ.get("GPUSEM_TOOLCHAIN_EAGER", "0") not in ("", "0")
+
+
+# nvcc-G: device debug, the most expensive build of a program (scripts/toolchain_cost.py)
+# and mostly evidence for attribution ("right at -G": an optimiser is wrong), so a
+# clean program is built and run with it only on every K-th round of a campaign
+SAMPLED = ("nvcc-G",)
+G_EVERY = 4  # the default K (docs/toolchain.md, results/toolchain/INDEX.toml say why)
+
+
+def g_every() -> int:
+    """K of GPUSEM_TOOLCHAIN_G_EVERY (default `G_EVERY`): a `toolchain` campaign builds
+    and runs the `SAMPLED` configurations for every program of every K-th round of a
+    shard (1: every round), and for every program another configuration gets wrong
+    whatever the round. BadInput for anything but a whole number >= 1."""
+    raw = os.environ.get("GPUSEM_TOOLCHAIN_G_EVERY", "").strip()
+    if not raw:
+        return G_EVERY
+    if not raw.isdigit() or int(raw) < 1:
+        raise BadInput(f"bad GPUSEM_TOOLCHAIN_G_EVERY: {raw} (a whole number, at "
+                       "least 1: build nvcc-G on every K-th round)")
+    return int(raw)
 
 
 def build_only(specs: list[KernelSpec], configs: tuple[str, ...] = BUILD_ONLY

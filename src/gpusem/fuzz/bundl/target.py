@@ -88,6 +88,9 @@ class BundlTarget(Target):
         # coverage labels its check saw
         self._nvrtcs: tuple | None = None
         self._ptx_seen: dict[Generated, frozenset[str]] = {}
+        # the shard's round being checked (`begin_round`), None outside a campaign's
+        # rounds (shrinking, replay): the toolchain property then builds everything
+        self._round: int | None = None
 
     def close(self) -> None:
         self._cache.clear()
@@ -105,6 +108,12 @@ class BundlTarget(Target):
 
             self._matrix = Matrix(self.backend, cpu_runner=shared_backend("cpu"))
         return self._matrix
+
+    def begin_round(self, index: int | None) -> None:
+        """Round `index` of the shard: the `toolchain` property builds and runs
+        nvcc-G for its clean programs when `index` is a multiple of K
+        (GPUSEM_TOOLCHAIN_G_EVERY, `toolchain.g_every`); None (shrinking): always."""
+        self._round = index
 
     def attribute(self, result: CheckResult, prop: str) -> dict | None:
         """The `attribution.json` of a finding (`fuzz/attribution.py`): for the
@@ -143,6 +152,10 @@ class BundlTarget(Target):
         machine = {"max_blocks": self.max_blocks, "max_threads": self.max_threads}
         if prop == "ptx":
             self.nvrtcs()  # no NVRTC installed: BadInput before any program (exit 2)
+        if prop == "toolchain":
+            from gpusem.compiler.backends.toolchain import g_every
+
+            g_every()  # a bad GPUSEM_TOOLCHAIN_G_EVERY: BadInput before any program
         if prop in (*SYNC_OF_PROPERTY, "toolchain", "ptx"):
             return st.one_of(generated_kernels(max_blocks=4, max_threads=128),
                              generated_programs(**machine))
@@ -399,14 +412,16 @@ class BundlTarget(Target):
 
     def _toolchain(self, todo: list[Generated]) -> list[CheckResult]:
         """The `toolchain` verdicts of `todo`, run together; cached for `check`."""
-        from gpusem.compiler.backends.toolchain import installed_checker
+        from gpusem.compiler.backends.toolchain import g_every, installed_checker
         from gpusem.fuzz.bundl.toolchain_property import check_round
 
+        sampled = self._round is None or self._round % g_every() == 0
         refs = [self._reference(g, "toolchain") for g in todo]  # fast where it may
         verdicts = check_round(
             [g.program for g in todo], [r for r, _ in refs], self.backend,
             self.matrix(), installed_checker(),
-            confirm=lambda i: self._full_if_fast(todo[i], refs[i][0], "toolchain"))
+            confirm=lambda i: self._full_if_fast(todo[i], refs[i][0], "toolchain"),
+            sampled=sampled)
         out = [mismatch or verdict  # an audit's difference is the finding then
                for verdict, (_, mismatch) in zip(verdicts, refs, strict=True)]
         for generated, result in zip(todo, out, strict=True):

@@ -300,6 +300,7 @@ def record(out_dir: str | Path, result: PieceResult, written: list[str]) -> None
             "skipped": s.skipped, "unconfirmed": s.unconfirmed,
             "outcomes": s.outcomes, "coverage": s.coverage,
             "coverage_programs": s.coverage_programs,
+            "by_configuration": s.by_configuration,
             "found": sorted(f.signature for f in s.findings), "wrote": sorted(written),
             "seconds": round(s.seconds, 3), "worker": result.worker,
             "at": round(time.time(), 3), "cut": result.cut}
@@ -336,6 +337,7 @@ def finished(out_dir: str | Path, prop: str, shard: tuple[int, int]
                        unconfirmed=line.get("unconfirmed", 0),
                        outcomes=line.get("outcomes", {}),
                        coverage=line.get("coverage", {}),
-                       coverage_programs=line.get("coverage_programs", {}))
+                       coverage_programs=line.get("coverage_programs", {}),
+                       by_configuration=line.get("by_configuration", {}))
         total.merge(part)
     return done, total
