@@ -197,9 +197,10 @@ def tree_of(rev: str, into: Path) -> tuple[Path, str]:
     return into / "src", commit
 
 
-def run_child(argv: list[str], env: dict[str, str]) -> dict[str, object]:
+def run_child(argv: list[str], env: dict[str, str],
+              cwd: str | None = None) -> dict[str, object]:
     done = subprocess.run(argv, capture_output=True, text=True, env=env, check=False,
-                          timeout=3600)
+                          timeout=3600, cwd=cwd)
     lines = [x for x in done.stdout.splitlines() if x.startswith("{")]
     if done.returncode != 0 or not lines:
         tail = (done.stderr or done.stdout).strip().splitlines()[-1:]
@@ -236,8 +237,9 @@ def exo_side(python: str | None, spork: str | None, n: int,
         with tempfile.TemporaryDirectory() as tmp:
             driver = Path(tmp) / "exo_child.py"
             driver.write_text(EXO_ENDGAME_CHILD)
+            # its camspork JIT runs ninja, which leaves .ninja_log in the cwd
             return run_child([python, str(driver), str(n + 128), str(n),
-                              str(repeats)], env)
+                              str(repeats)], env, cwd=tmp)
     if not spork or not (Path(spork) / "examples" / "Sm90a_gemm").is_dir():
         return {"not_run": f"no sporkbench checkout with examples/Sm90a_gemm "
                            f"(--sporkbench {spork})"}
