@@ -17,7 +17,10 @@ Exo-GPU's side is the sporkbench kernel scripts/bench_synccheck_exo.py times
 (make_Sm90a_gemm(Sm90aGemmConfig(128, 256, ...), 2, 1)) at L=1, M=N+128, N=N,
 cluster_K=N, K_split=1 (the same ragged shape), timed the same way in a fresh process
 of Exo's Python; it needs --exo-python and --sporkbench (neither is part of this
-repository), and is reported as not run, with why, without them.
+repository), and is reported as not run, with why, without them. With --exo-kernel
+endgame it is instead Exo-GPU endgame's own copy of that GEMM (tk_gemm_util's
+handwrite_gemm, same tile config, same ragged sizes), which needs no sporkbench: an
+endgame --exo-python and a camspork JIT folder (--camspork-jit or $CAMSPORK_JIT_DIR).
 
 With --outcomes P both machines also run every machine-reaching example and
 conformance program, every AMIR program and P generated probe kernels of
@@ -27,6 +30,9 @@ tests/amir/test_fast_machine.py (and the kernel at N = 256, 512): their outcomes
     python scripts/bench_amir_machine.py --before main --sizes 1024 2048 \\
         --outcomes 60 --exo-python /work/exo/venv-pldi26/bin/python \\
         --sporkbench /work/exo/sporkbench-pldi26 --json results/amir/machine_speed.json
+    python scripts/bench_amir_machine.py --before main --sizes 1024 2048 \\
+        --exo-kernel endgame --exo-python /work/exo/venv-endgame/bin/python \\
+        --camspork-jit ~/.cache/gpusem/camspork-jit --json OUT
 """
 
 from __future__ import annotations
@@ -142,6 +148,42 @@ EXO_CHILD = textwrap.dedent("""
 """)
 
 
+# Run by Exo-GPU endgame's Python: its own in-tree Hopper GEMM (the one its
+# tests/cuda/test_Sm90a_gemm.py checks: handwrite_gemm of the sporkbench config
+# 128 x 256, 2 x 1 CTAs, no split-K), built, then sync_check timed. endgame's camspork
+# compiles itself just in time into CAMSPORK_JIT_DIR (the first check in a fresh
+# folder builds it: the warm-up absorbs that).
+EXO_ENDGAME_CHILD = textwrap.dedent("""
+    import json, sys, time
+    from dataclasses import replace
+    m, n, repeats = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+    import exo.platforms.cuda, exo.platforms.Sm80, exo.platforms.Sm90  # noqa: F401
+    import exo.platforms.Sm90.tk_gemm_util as gu
+    config = replace(gu.GemmConfig(A_type="f32", A_major="row", B_type="f32",
+                                   B_major="col", C_type="f32", C_major="row"),
+                     cta_M=128, cta_N=256, enable_split_k=False, ncta_M=2, ncta_N=1)
+    gemm = gu.handwrite_gemm(config)
+    sizes = dict(L=1, M=m, N=n, K_split=1, K_cluster=n)
+    gemm.sync_check(**sizes)                                # warm-up
+    cpu, wall = [], []
+    for _ in range(repeats):
+        c0, w0 = time.process_time(), time.perf_counter()
+        gemm.sync_check(**sizes)
+        cpu.append(time.process_time() - c0)
+        wall.append(time.perf_counter() - w0)
+    print(json.dumps({"cpu": min(cpu), "wall": min(wall), "cpu_all": cpu,
+                      "wall_all": wall, "verdict": "accepted", "proc": gemm.name()}))
+""")
+EXO_KERNELS = {
+    "sporkbench": "sporkbench@pldi26 make_Sm90a_gemm(Sm90aGemmConfig(128, 256, False, "
+                  "False), 2, 1), L=1, M=N+128, N=cluster_K=N, K_split=1",
+    "endgame": "Exo-GPU endgame's exo.platforms.Sm90.tk_gemm_util.handwrite_gemm("
+               "GemmConfig(f32, A row, B col, C row, cta_M=128, cta_N=256, ncta_M=2, "
+               "ncta_N=1, enable_split_k=False)), L=1, M=N+128, N=K_cluster=N, "
+               "K_split=1",
+}
+
+
 def tree_of(rev: str, into: Path) -> tuple[Path, str]:
     """src/ of git revision `rev`, extracted under `into`; and its full hash."""
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", rev],
@@ -155,9 +197,10 @@ def tree_of(rev: str, into: Path) -> tuple[Path, str]:
     return into / "src", commit
 
 
-def run_child(argv: list[str], env: dict[str, str]) -> dict[str, object]:
+def run_child(argv: list[str], env: dict[str, str],
+              cwd: str | None = None) -> dict[str, object]:
     done = subprocess.run(argv, capture_output=True, text=True, env=env, check=False,
-                          timeout=3600)
+                          timeout=3600, cwd=cwd)
     lines = [x for x in done.stdout.splitlines() if x.startswith("{")]
     if done.returncode != 0 or not lines:
         tail = (done.stderr or done.stdout).strip().splitlines()[-1:]
@@ -183,9 +226,20 @@ def outcomes(tree: Path, kernel: Path, seed: int, probes: int) -> dict[str, str]
 
 
 def exo_side(python: str | None, spork: str | None, n: int,
-             repeats: int) -> dict[str, object]:
+             repeats: int, which: str = "sporkbench",
+             jit: str | None = None) -> dict[str, object]:
     if not python or not Path(python).exists():
         return {"not_run": f"no Exo-GPU Python (--exo-python {python})"}
+    if which == "endgame":
+        env = dict(os.environ)
+        if jit:
+            env["CAMSPORK_JIT_DIR"] = jit
+        with tempfile.TemporaryDirectory() as tmp:
+            driver = Path(tmp) / "exo_child.py"
+            driver.write_text(EXO_ENDGAME_CHILD)
+            # its camspork JIT runs ninja, which leaves .ninja_log in the cwd
+            return run_child([python, str(driver), str(n + 128), str(n),
+                              str(repeats)], env, cwd=tmp)
     if not spork or not (Path(spork) / "examples" / "Sm90a_gemm").is_dir():
         return {"not_run": f"no sporkbench checkout with examples/Sm90a_gemm "
                            f"(--sporkbench {spork})"}
@@ -217,6 +271,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--exo-python", default=None)
     ap.add_argument("--sporkbench", default=None)
+    ap.add_argument("--exo-kernel", choices=sorted(EXO_KERNELS), default="sporkbench",
+                    help="Exo's side: sporkbench's make_Sm90a_gemm (needs "
+                         "--sporkbench) or endgame's in-tree handwrite_gemm (an "
+                         "endgame --exo-python; no sporkbench)")
+    ap.add_argument("--camspork-jit", metavar="DIR",
+                    default=os.environ.get("CAMSPORK_JIT_DIR"),
+                    help="endgame's camspork JIT folder (default: $CAMSPORK_JIT_DIR)")
     ap.add_argument("--json", metavar="OUT")
     ap.add_argument("--outcomes", type=int, metavar="PROBES", default=0,
                     help="also compare both machines' outcomes on every example, "
@@ -234,7 +295,8 @@ def main(argv: list[str] | None = None) -> int:
         for n in args.sizes:
             old = gpusem_side(before, kernel, n, args.repeats)
             new = gpusem_side(ROOT / "src", kernel, n, args.repeats)
-            exo = exo_side(args.exo_python, args.sporkbench, n, args.repeats)
+            exo = exo_side(args.exo_python, args.sporkbench, n, args.repeats,
+                           args.exo_kernel, args.camspork_jit)
             same = all(k in old and k in new and old[k] == new[k]
                        for k in ("verdict", "violation", "stats"))
             differ |= not same
@@ -271,9 +333,7 @@ def main(argv: list[str] | None = None) -> int:
                 "before": {"rev": args.before, "commit": commit},
                 "kernel": str(kernel.relative_to(ROOT)) if kernel.is_relative_to(ROOT)
                 else str(kernel),
-                "exo_kernel": "sporkbench@pldi26 make_Sm90a_gemm(Sm90aGemmConfig(128,"
-                              " 256, False, False), 2, 1), L=1, M=N+128, N=cluster_K=N,"
-                              " K_split=1",
+                "exo_kernel": EXO_KERNELS[args.exo_kernel],
                 "timing": "CPU seconds of the machine's process (check_amir; Exo: "
                           "sync_check), best of the repeats after one warm-up; "
                           "ratios of CPU seconds",
