@@ -2,8 +2,8 @@
 passes property, the seeded faults found, replay from a bundle and from a seed.
 
 tests/cypress/faults/*.cyp are the programs a 300-program campaign (seed 1) found
-each fault with, as hypothesis shrank them; ws-*.cyp (the warp specialisation faults,
-one program for both) the 73rd of `draw(programs(), 100, seed=0)`, unshrunk."""
+each fault with, as hypothesis shrank them (ws-*.cyp, the warp specialisation
+faults: one program, a 2-deep pipeline over 4 K tiles, for both)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-# inputs: C=float32[8,8] A=float32[8,8] B=float32[8,8] X=float32[8,8]
-# smem: 1024
+# inputs: C=float32[4,4] A=float32[4,4] B=float32[4,4] X=float32[4,4]
 
 @task("main", Inner, reads=["A", "B"], writes=["C", "X"])
 def gemm_top(C: tensor[2, f32], A: tensor[2, f32], B: tensor[2, f32],
@@ -58,11 +57,8 @@ def copy_leaf(S: tensor[2, f32], D: tensor[2, f32]):
 
 
 MAPPING = [
-    TaskMapping(instance="gemm_top", variant="gemm_top", proc=BLOCK, mems=[GLOBAL, GLOBAL, GLOBAL, GLOBAL], tunables={"W": 1}, entrypoint=True, calls=["clear_0", "gemm_0", "copy_0"], pipeline=4),
-    TaskMapping(instance="clear_0", variant="clear_rows", proc=BLOCK, mems=[GLOBAL], tunables={"T": 1}, calls=["clear_leaf"]),
-    TaskMapping(instance="gemm_0", variant="gemm_rows", proc=BLOCK, mems=[GLOBAL, SHARED, SHARED], tunables={"T": 1}, calls=["gemm_leaf"]),
-    TaskMapping(instance="copy_0", variant="copy_rows", proc=BLOCK, mems=[NONE, GLOBAL], tunables={"T": 1}, calls=["copy_leaf"]),
-    TaskMapping(instance="clear_leaf", variant="clear_leaf", proc=WARP, mems=[SHARED]),
-    TaskMapping(instance="gemm_leaf", variant="gemm_leaf", proc=WARP, mems=[SHARED, SHARED, GLOBAL]),
-    TaskMapping(instance="copy_leaf", variant="copy_leaf", proc=WARP, mems=[SHARED, GLOBAL]),
+    TaskMapping(instance="gemm_top", variant="gemm_top", proc=BLOCK, mems=[GLOBAL, GLOBAL, GLOBAL, GLOBAL], tunables={"W": 1}, entrypoint=True, calls=["clear_leaf", "gemm_leaf", "copy_leaf"], pipeline=2),
+    TaskMapping(instance="clear_leaf", variant="clear_leaf", proc=BLOCK, mems=[SHARED]),
+    TaskMapping(instance="gemm_leaf", variant="gemm_leaf", proc=BLOCK, mems=[SHARED, SHARED, SHARED]),
+    TaskMapping(instance="copy_leaf", variant="copy_leaf", proc=BLOCK, mems=[SHARED, SHARED]),
 ]
