@@ -26,10 +26,11 @@ iteration already waits on, or one whose event a later carried event follows).
 Notes (errata "Cypress warp specialisation"): Fig. 12 is an image we cannot read,
 so the graph, the notation `ev@-d` and every choice below are ours: the pipelined
 buffers are placed above the block's other shared tensors, where the buffers they
-replace were if nothing else is above (a bound they exceed is `Pipeline-OutOfMemory`); a carried edge into or out of a vectorised loop broadcasts
-over its processors; depth 1 with warp specialisation still pipelines (one buffer, the
-DMA warp one iteration ahead at most); pipelining without warp specialisation is the
-same transformation without roles.
+replace were if nothing else is above (a bound they exceed is
+`Pipeline-OutOfMemory`); a carried edge into or out of a vectorised loop broadcasts
+over its processors; depth 1 with warp specialisation still pipelines (one buffer,
+the DMA warp one iteration ahead at most); pipelining without warp specialisation is
+the same transformation without roles.
 """
 
 from __future__ import annotations

@@ -17,7 +17,8 @@ Properties:
 
 Signatures are the pass and the kind (`cypress:copyelim:race`), never the program.
 Compiled vs seq on the cpu backend needs the lowering to GPU IR (issue 30 item 5),
-which is not written yet.
+which is begun for one shape only (compiler/cypress_cuda/to_gpuir.py), not for the
+programs drawn here.
 """
 
 from __future__ import annotations
