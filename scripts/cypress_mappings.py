@@ -8,9 +8,9 @@ schedule. An illegal one is counted with the rule that rejected it.
 
     PYTHONPATH=src python scripts/cypress_mappings.py N [SEED] [--passes]
 
-With --passes, vectorisation, copy elimination and allocation (compiler/cypress_cuda)
-run after the dependence analysis, and each one's IR is checked the same way (a
-finding names the pass: finding:race:copyelim).
+With --passes, vectorisation, copy elimination, allocation and warp specialisation
+with pipelining (compiler/cypress_cuda) run after the dependence analysis, and each
+one's IR is checked the same way (a finding names the pass: finding:race:copyelim).
 
 Prints one JSON object: counts of legal / illegal (by rule) / agreeing / findings."""
 
@@ -34,6 +34,7 @@ from gpusem.compiler.cypress_cuda.allocate import allocate
 from gpusem.compiler.cypress_cuda.copyelim import eliminate_copies
 from gpusem.compiler.cypress_cuda.dependence import dependence_analysis
 from gpusem.compiler.cypress_cuda.vectorize import vectorize
+from gpusem.compiler.cypress_cuda.warpspec import warp_specialise
 from gpusem.interpreter.cypress.events import instantiate, orders, races, run_order
 from gpusem.interpreter.cypress.seq import seq
 from gpusem.interpreter.cypress.tree import check_tree, task_tree
@@ -100,6 +101,7 @@ PASSES: list[tuple[str, Callable[[E.EventProgram, Program], E.EventProgram]]] = 
     (":vectorize", lambda ir, p: vectorize(ir)),
     (":copyelim", eliminate_copies),
     (":allocate", lambda ir, p: allocate(ir, p)),
+    (":warpspec", lambda ir, p: warp_specialise(ir, p)),
 ]
 
 

@@ -2,7 +2,8 @@
 passes property, the seeded faults found, replay from a bundle and from a seed.
 
 tests/cypress/faults/*.cyp are the programs a 300-program campaign (seed 1) found
-each fault with, as hypothesis shrank them."""
+each fault with, as hypothesis shrank them (ws-*.cyp, the warp specialisation
+faults: one program, a 2-deep pipeline over 4 K tiles, for both)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ HERE = Path(__file__).resolve().parent
     ("drop-broadcast", "cypress:vectorize:race"),
     ("eager-spill", "cypress:copyelim:race"),
     ("alias-no-war", "cypress:allocate:race"),
+    ("ws-no-backward-war", "cypress:warpspec:race"),
+    ("ws-early-release", "cypress:warpspec:race"),
 ])
 def test_each_seeded_fault_is_found_by_the_target(
         fault: str, signature: str, monkeypatch: pytest.MonkeyPatch) -> None:

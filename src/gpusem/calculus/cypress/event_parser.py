@@ -20,9 +20,11 @@ _BLOCKS = re.compile(rf"({_NAME}) = partition_by_blocks\(({_NAME}), \((.*)\)\)")
 _MMA = re.compile(rf"({_NAME}) = partition_by_mma\(({_NAME}), (WGMMA_(?:SM90_)?"
                   r"(\d+)x\d+x\d+)\(\), (\w+), \"([ABC])\"\)")
 _EVENT = re.compile(rf"({_NAME}): (\(\)|\[.*?\]) = (.*)")
-_COPY = re.compile(r"copy\((.*)\), (\{.*\})")
-_CALL = re.compile(rf"call\(({_NAME})((?:, .*?)*)\), (\{{.*\}})")
-_LOOP = re.compile(rf"(pfor|for) ({_NAME}) in \[(.*?), (.*?)\), (\{{.*\}}) do")
+_ROLE = r"(?: on (dma|compute))?"
+_COPY = re.compile(rf"copy\((.*)\), (\{{.*\}}){_ROLE}")
+_CALL = re.compile(rf"call\(({_NAME})((?:, .*?)*)\), (\{{.*\}}){_ROLE}")
+_LOOP = re.compile(rf"(pfor|for) ({_NAME}) in \[(.*?), (.*?)\)(?: pipeline (\d+))?, "
+                   r"(\{.*\}) do")
 _YIELD = re.compile(r"yield (.*)")
 _ALIAS = re.compile(rf"({_NAME}) = ({_NAME}(?:\[.*\])?)")
 _VEC = re.compile(rf"({_NAME}) = ([a-z]+)_id\((\d+)\) do")
@@ -105,16 +107,21 @@ class _Reader:
             if len(operands) != 2:
                 raise self.bad("bad event IR: copy(SRC, DST)")
             return E.Copy(event, etype, self.ref(operands[0]), self.ref(operands[1]),
-                          self.pre(c[2]))
+                          self.pre(c[2]), cast(E.Role, c[3] or ""))
         if c := _CALL.fullmatch(rest):
             self.at += 1
             args = tuple(self.ref(a) for a in _split(c[2][2:])) if c[2] else ()
-            return E.Call(event, etype, c[1], args, self.pre(c[3]))
+            return E.Call(event, etype, c[1], args, self.pre(c[3]),
+                          cast(E.Role, c[4] or ""))
         if c := _LOOP.fullmatch(rest):
-            lo, hi, pre = self.expr(c[3]), self.expr(c[4]), self.pre(c[5])
+            lo, hi, pre = self.expr(c[3]), self.expr(c[4]), self.pre(c[6])
+            pipe = int(c[5]) if c[5] else 0
+            if pipe and c[1] == "pfor":
+                raise self.bad("bad event IR: only a `for` is pipelined")
             self.at += 1
             body = self.block(depth + 1)
-            return E.Loop(event, etype, c[1] == "pfor", c[2], lo, hi, pre, body)
+            return E.Loop(event, etype, c[1] == "pfor", c[2], lo, hi, pre, body,
+                          pipe)
         raise self.bad("bad event IR: expected copy(..), call(..), for or pfor")
 
     def region(self, depth: int) -> tuple[E.Op, ...]:
@@ -150,12 +157,12 @@ class _Reader:
         return tuple(self.evref(r) for r in _split(inner) if r.strip())
 
     def evref(self, text: str) -> E.EvRef:
-        m = re.fullmatch(rf"({_NAME})(?:\[(.*)\])?", text.strip())
+        m = re.fullmatch(rf"({_NAME})(?:\[(.*)\])?(?:@-([1-9]\d*))?", text.strip())
         if m is None:
             raise self.bad(f"bad event: {text!r}")
         index = tuple(None if i.strip() == ":" else self.expr(i)
                       for i in _split(m[2])) if m[2] else ()
-        return E.EvRef(m[1], index)
+        return E.EvRef(m[1], index, int(m[3]) if m[3] else 0)
 
     def ref(self, text: str) -> E.Ref:
         m = re.fullmatch(rf"({_NAME})(?:\[(.*)\])?", text.strip())
@@ -165,8 +172,9 @@ class _Reader:
                      if m[2] is not None else None)
 
     def expr(self, text: str) -> E.IExpr:
-        """N | x | e (+|-|*|//) e, the printer's full parentheses (or precedence)."""
-        tokens = re.findall(r"\d+|[A-Za-z_]\w*|//|[-+*()]|\S", text)
+        """N | x | e (+|-|*|//|%) e, the printer's full parentheses (or
+        precedence)."""
+        tokens = re.findall(r"\d+|[A-Za-z_]\w*|//|[-+*%()]|\S", text)
         pos = 0
 
         def peek() -> str:
@@ -191,10 +199,10 @@ class _Reader:
         def product() -> E.IExpr:
             nonlocal pos
             e = atom()
-            while peek() in ("*", "//"):
+            while peek() in ("*", "//", "%"):
                 op = peek()
                 pos += 1
-                e = E.IBin(cast(Literal["*", "//"], op), e, atom())
+                e = E.IBin(cast(Literal["*", "//", "%"], op), e, atom())
             return e
 
         def sum_() -> E.IExpr:

@@ -20,9 +20,15 @@ def expr(e: E.IExpr) -> str:
 
 
 def ev(r: E.EvRef) -> str:
+    back = f"@-{r.back}" if r.back else ""
     if not r.index:
-        return r.name
-    return f"{r.name}[{', '.join(':' if i is None else expr(i) for i in r.index)}]"
+        return r.name + back
+    index = ", ".join(":" if i is None else expr(i) for i in r.index)
+    return f"{r.name}[{index}]{back}"
+
+
+def role(r: E.Role) -> str:
+    return f" on {r}" if r else ""
 
 
 def pre(p: tuple[E.EvRef, ...]) -> str:
@@ -61,16 +67,17 @@ def print_ops(ops: tuple[E.Op, ...], depth: int, flat: bool) -> list[str]:
             case E.PartMma(name, source, instr, _, proc, operand):
                 lines.append(f"{pad}{name} = partition_by_mma({source}, {instr}(), "
                              f"{proc.name}, \"{operand}\")")
-            case E.Copy(event, t, src, dst, p):
+            case E.Copy(event, t, src, dst, p, who):
                 lines.append(f"{pad}{event}: {etype(t)} = copy({ref(src)}, "
-                             f"{ref(dst)}), {pre(p)}")
-            case E.Call(event, t, fn, args, p):
+                             f"{ref(dst)}), {pre(p)}{role(who)}")
+            case E.Call(event, t, fn, args, p, who):
                 lines.append(f"{pad}{event}: {etype(t)} = call({fn}, "
-                             f"{', '.join(map(ref, args))}), {pre(p)}")
-            case E.Loop(event, t, parallel, var, lo, hi, p, body):
+                             f"{', '.join(map(ref, args))}), {pre(p)}{role(who)}")
+            case E.Loop(event, t, parallel, var, lo, hi, p, body, pipe):
                 kw = "pfor" if parallel else "for"
+                depth_ = f" pipeline {pipe}" if pipe else ""
                 lines.append(f"{pad}{event}: {etype(t)} = {kw} {var} in [{expr(lo)}, "
-                             f"{expr(hi)}), {pre(p)} do")
+                             f"{expr(hi)}){depth_}, {pre(p)} do")
                 lines.extend(print_block(body, depth + 1, flat))
             case E.Vec(var, proc, extent, inner):
                 if flat:  # Fig. 9's notation: the binding, then the ops unindented

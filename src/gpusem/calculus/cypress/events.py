@@ -9,10 +9,13 @@ and our event machine runs it: frozen, slotted dataclasses, one per production.
       |  x: et = copy(r, r), pr
       |  x: et = call(f, r, ..), pr
       |  x: et = for x in [e, e), pr do b  |  x: et = pfor x in [e, e), pr do b
+      |  x: et = for x in [e, e) pipeline N, pr do b      (Sec. 4.2.5, pipelined)
+      |  x: et = copy(..), pr on dma|compute              (after warp specialisation)
       |  x = warp_id() o ..                               (Fig. 9, after vectorisation)
       |  x = r                                            (after copy elimination)
   b  ::= o ..; yield pr
-  r  ::= x | x[e, ..]                e ::= N | x | e (+|-|*|//) e
+  r  ::= x | x[e, ..]                e ::= N | x | e (+|-|*|//|%) e
+  pr ::= {ev, ..}, where in a pipelined body ev may be ev@-N (N iterations back)
 
 Notes (errata "Cypress event IR"): Fig. 7's `partition(e..)` names no operator; we
 print the source's. A block yields an event set (Fig. 7: one event), since a loop body
@@ -39,7 +42,7 @@ class IVar:
 
 @dataclass(frozen=True, slots=True)
 class IBin:
-    op: Literal["+", "-", "*", "//"]
+    op: Literal["+", "-", "*", "//", "%"]
     left: IExpr
     right: IExpr
 
@@ -49,10 +52,13 @@ IExpr = INum | IVar | IBin
 
 @dataclass(frozen=True, slots=True)
 class EvRef:
-    """`e1`, `e1[:]`, `e4[i, :]` (None is the broadcast `:`, l.437)."""
+    """`e1`, `e1[:]`, `e4[i, :]` (None is the broadcast `:`, l.437). In the body of
+    a pipelined loop (Sec. 4.2.5), `e19[:, :]@-3` is the instance of e19 of the
+    iteration 3 before this one (`back`), none before the loop's first iteration."""
 
     name: str
     index: tuple[IExpr | None, ...] = ()
+    back: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +70,8 @@ class Ref:
 
 
 EventType = tuple[tuple[int, Processor], ...]
+# the warps an op runs on after warp specialisation (Sec. 4.2.5): "" before it
+Role = Literal["", "dma", "compute"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +120,7 @@ class Copy:
     src: Ref
     dst: Ref
     pre: tuple[EvRef, ...]
+    role: Role = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,10 +130,16 @@ class Call:
     function: str
     args: tuple[Ref, ...]
     pre: tuple[EvRef, ...]
+    role: Role = ""
 
 
 @dataclass(frozen=True, slots=True)
 class Loop:
+    """`for` / `pfor`. A `for` with `pipeline` P >= 1 is a pipelined loop (Sec.
+    4.2.5, l.695): its iterations are not ordered by the body's yield; every
+    dependence between iterations is a carried precondition `ev@-d`, and the loop
+    completes when every iteration has."""
+
     event: str
     type: EventType
     parallel: bool
@@ -133,6 +148,7 @@ class Loop:
     hi: IExpr
     pre: tuple[EvRef, ...]
     body: Block
+    pipeline: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,12 @@ FAULTS: dict[str, str] = {
     "cypress-no-carried-war":
         "allocate: a loop's next iteration does not wait for the previous one's "
         "readers of a reused buffer (the missing backward WAR edge)",
+    "cypress-ws-no-backward-war":
+        "warpspec: a pipelined buffer's writer in iteration k does not wait for its "
+        "readers of iteration k - P (Fig. 12's dashed backward edges dropped)",
+    "cypress-ws-early-release":
+        "warpspec: a consumer releases a pipelined buffer when it starts, not when it "
+        "is done (the backward edge waits on the reader's preconditions)",
 }
 
 

@@ -9,7 +9,8 @@ mapping: the processor levels the trees descend through
 the memory of every argument of every instance, and optionally a shared-memory bound
 that forces the allocation pass to alias. Every draw is a small integer or a choice
 from a short list, so hypothesis shrinks a finding to fewer levels, fewer pieces and
-the first memories in each list. Some mappings are illegal (a memory a level cannot
+the first memories in each list; the block's schedule: warp specialisation on or
+off and a pipeline depth 1-4 (Sec. 4.2.5). Some mappings are illegal (a memory a level cannot
 see, a NONE leaf): the legality checker says which, and the target counts them.
 """
 
@@ -105,6 +106,8 @@ class Case:
     levels: tuple[Level, ...]            # below the BLOCK, outermost first
     leaf_mems: dict[str, tuple[str, ...]]
     smem: int | None                     # a shared-memory bound in bytes, or none
+    warpspecialize: bool = False         # the block's schedule (Fig. 5b l.21-22)
+    pipeline: int = 1
 
     def text(self) -> str:
         return render(self)
@@ -122,7 +125,8 @@ def render(c: Case) -> str:
     top_calls = ", ".join(f'"{_instance(t, 0, c.levels)}"' for t in TASKS)
     maps = ['TaskMapping(instance="gemm_top", variant="gemm_top", proc=BLOCK, '
             'mems=[GLOBAL, GLOBAL, GLOBAL, GLOBAL], '
-            f'tunables={{"W": {c.w}}}, entrypoint=True, calls=[{top_calls}])']
+            f'tunables={{"W": {c.w}}}, entrypoint=True, calls=[{top_calls}]'
+            f'{_schedule(c)})']
     for depth, lv in enumerate(c.levels):
         for t in TASKS:
             name = _instance(t, depth, c.levels)
@@ -138,6 +142,11 @@ def render(c: Case) -> str:
                     f'mems=[{mems}])')
     return "\n".join(head) + "\n" + VARIANTS + "\n\nMAPPING = [\n    " + \
         ",\n    ".join(maps) + ",\n]\n"
+
+
+def _schedule(c: Case) -> str:
+    ws = ", warpspecialize=True" if c.warpspecialize else ""
+    return ws + (f", pipeline={c.pipeline}" if c.pipeline > 1 else "")
 
 
 def _proc(depth: int, c: Case) -> str:
@@ -175,7 +184,10 @@ def cases(draw: st.DrawFn) -> Case:
     if draw(st.integers(0, 15)) == 15:  # an illegal mapping now and then
         leaf_mems["gemm"] = ("NONE", *leaf_mems["gemm"][1:])
     smem = draw(st.one_of(st.none(), st.sampled_from((1024, 2048, 4096))))
-    return Case(m, n, k, w, tuple(levels), leaf_mems, smem)
+    # drawn last, so that the shrinker drops the schedule before anything else
+    ws = draw(st.booleans())
+    pipe = draw(st.integers(1, 4))
+    return Case(m, n, k, w, tuple(levels), leaf_mems, smem, ws, pipe)
 
 
 def programs() -> st.SearchStrategy[str]:

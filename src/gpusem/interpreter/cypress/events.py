@@ -12,6 +12,11 @@ small program. Two operations that touch one element, one of them writing, and t
 no chain of events orders, are a **race**: a schedule exists in which they run the
 other way round.
 
+A pipelined `for` (Sec. 4.2.5) starts every iteration after the loop's
+preconditions only; `ev@-d` in its body names the instance of `ev` of the iteration d
+before (nothing in the first d iterations), and the loop's event is every
+iteration's yield.
+
 Conventions: a *node* is one instance of a copy or a call; an event instance
 completes when a set of nodes has run; a block instance starts after the nodes in
 `start` (its loop's preconditions; for an iteration of a `for`, the previous
@@ -96,8 +101,8 @@ class _Builder:
         return n
 
     def block(self, b: E.Block, env: dict[str, object], start: Nodes,
-              suffix: str) -> Nodes:
-        events: dict[str, object] = {}
+              suffix: str, events: dict[str, object] | None = None) -> Nodes:
+        events = {} if events is None else events
         self.ops(b.ops, env, start, suffix, events, ())
         return self.pre(b.yields, events, env) or start
 
@@ -144,10 +149,11 @@ class _Builder:
                         if p.name in var.writes:
                             n.writes.append(v)
                     _put(events, event, path, frozenset({n.id}))
-                case E.Loop(event, ety, parallel, var_name, lo, hi, pre, body):
+                case E.Loop(event, ety, parallel, var_name, lo, hi, pre, body, pipe):
                     first = start | self.pre(pre, events, env)
                     iters: list[Nodes] = []
                     prev = first
+                    past: list[dict[str, object]] = []  # a pipelined loop's events
                     block_level = parallel and ety[-1:] != () \
                         and ety[-1][1] == Processor.BLOCK
                     for i in range(self.expr(lo, env), self.expr(hi, env)):
@@ -155,11 +161,18 @@ class _Builder:
                         inner[var_name] = i
                         if block_level:  # each block its own shared memory
                             inner["@smem"] = self.fill((self.smem,))
-                        done = self.block(body, inner, first if parallel else prev,
-                                          f"{suffix}[{var_name}={i}]")
+                        if pipe:
+                            inner["@past"] = past
+                        mine: dict[str, object] = {}
+                        done = self.block(body, inner,
+                                          first if parallel or pipe else prev,
+                                          f"{suffix}[{var_name}={i}]", mine)
+                        past.append(mine)
                         iters.append(done)
                         prev = first | done if not parallel else prev
                     last = iters[-1] if iters else first
+                    if pipe:  # done when every iteration is
+                        last = first.union(*iters)
                     _put(events, event, path, iters if parallel else last)
                 case E.Vec(var_name, _, extent, inner_ops):
                     for i in range(extent):
@@ -178,6 +191,18 @@ class _Builder:
             env: dict[str, object]) -> Nodes:
         out: set[int] = set()
         for r in refs:
+            if r.back:  # a carried precondition: an earlier iteration's instance
+                past = env.get("@past")
+                if not isinstance(past, list):
+                    raise Stuck(f"carried event {r.name}@-{r.back} outside a "
+                                "pipelined loop", rule="Event-Pre")
+                if len(past) >= r.back:
+                    then = past[len(past) - r.back]
+                    if r.name not in then:
+                        raise Stuck(f"undefined event: {r.name} (a carried event "
+                                    "is one of the loop's body)", rule="Event-Pre")
+                    out |= self.select(r, then[r.name], r.index, env)
+                continue
             if r.name not in events:
                 raise Stuck(f"undefined event: {r.name} (SSA: an event is defined "
                             "before it is used, in its block)", rule="Event-Pre")
@@ -214,7 +239,8 @@ class _Builder:
                 return v
             case E.IBin(op, left, right):
                 a, b = self.expr(left, env), self.expr(right, env)
-                return {"+": a + b, "-": a - b, "*": a * b, "//": a // b}[op]
+                return {"+": a + b, "-": a - b, "*": a * b, "//": a // b,
+                        "%": a % b}[op]
 
     def view(self, env: dict[str, object], name: str) -> View:
         v = env.get(name)
