@@ -129,3 +129,50 @@ def test_g_plus_plus_alone_builds_the_cpu_reproducer_and_it_agrees(tmp_path, nam
 def test_the_cpu_reproducer_exits_1_on_the_wrong_answer(tmp_path):
     run = gxx(tmp_path, repro_cpu("block_reduce_shared.bundl", perturb=True))
     assert run.returncode == 1 and run.stdout.startswith("mismatch: g_"), run.stdout
+
+
+NAN_PROGRAM = """machine blocks = 1, threads = 4;
+
+global W : float[4] = [0.0, 1.0, -1.5, 2.0];
+global out : float[4];
+
+main {
+  lower out into ob {
+    destruct {
+      lower ob into ot {
+        destruct {
+          let t : int @ thread[1] = partition_id;
+          partition ot into o1 by 4 {
+            group 4 {
+              o1[0] = W[t] / W[0];
+            }
+          }
+        }
+      }
+    }
+  }
+}
+"""
+
+
+def test_the_cpu_reproducer_takes_any_nan_for_a_nan_but_not_a_number(tmp_path):
+    # errata L13: 0/0 is 0xffc00000 on x86, 0x7fffffff on the GPU; a reference made
+    # on one and a run on the other must agree (compiler/backends/standalone*.py)
+    import numpy as np
+    from gpusem.compiler.bundl_cuda.standalone import standalone_cpu
+
+    prog = parse_program(NAN_PROGRAM, "nan.bundl")
+    kernel = compile_program(prog, CompileOptions(), NAN_PROGRAM, "nan.bundl")
+    out = run_program(prog, schedule="rr")
+    assert out.kind == "terminated"
+    expected = {k: list(v) for k, v in out.globals.items()}
+    assert np.isnan(expected["out"][0]) and expected["out"][1] == float("inf")
+    gpu_nan = float(np.array([0x7FFFFFFF], dtype=np.uint32).view(np.float32)[0])
+    as_on_gpu = dict(expected, out=[gpu_nan, *expected["out"][1:]])
+    run = gxx(tmp_path, standalone_cpu(kernel, initial_globals(prog), as_on_gpu,
+                                       "nan.bundl", seed=2))
+    assert run.returncode == 0 and "agree" in run.stdout, run.stdout + run.stderr
+    wrong = dict(expected, out=[1.0, *expected["out"][1:]])
+    run = gxx(tmp_path, standalone_cpu(kernel, initial_globals(prog), wrong,
+                                       "nan.bundl", seed=2))
+    assert run.returncode == 1 and run.stdout.startswith("mismatch: g_out[0]"), run.stdout

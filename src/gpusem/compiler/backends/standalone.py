@@ -26,6 +26,10 @@ from pathlib import Path
 import numpy as np
 from gpusem.compiler.backends.kernel import C_TYPES, KernelSpec
 
+# a float cell holding a NaN matches any NaN: its sign and payload are the platform's
+# (x86 makes 0xffc00000 for 0/0, the GPU 0x7fffffff; errata L13)
+FLOATS = ("float", "double")
+
 RUNTIME = Path(__file__).resolve().parent / "gpusem_rt.cuh"
 INCLUDE = '#include "gpusem_rt.cuh"'
 NVCC_COMMAND = "nvcc -arch=sm_90a -std=c++17 --fmad=false -w -o repro repro.cu"
@@ -124,6 +128,10 @@ def _main(launches: Sequence[KernelSpec], buffers: Mapping[str, tuple[str, int]]
                 f"        printf(\"{name}[%d] = \" {fmt} \"\\n\", i, {cast}a);\n")
         test = (f"memcmp(got + i * sizeof({ct}), want_{name} + i * sizeof({ct}), "
                 f"sizeof({ct})) != 0" if compares else "true")
+        if compares and ct in FLOATS:  # every NaN equals every NaN (errata L13)
+            test = (f"[&] {{ {ct} e, a; memcpy(&e, want_{name} + i * sizeof({ct}), "
+                    f"sizeof e); memcpy(&a, got + i * sizeof({ct}), sizeof a); "
+                    "return memcmp(&a, &e, sizeof a) != 0 && !(a != a && e != e); }()")
         if outputs is None or name in outputs:
             checks.append(f"  {{\n    static unsigned char got[{size} + 1];\n"
                           f"    CHECK(cudaMemcpy(got, d_{name}, {size}, "

@@ -119,11 +119,13 @@ int main(int argc, char** argv) {{
 
 def _check(name: str, ct: str, count: int, compares: bool) -> str:
     fmt, cast = FORMATS.get(ct, ('"%d"', "(int)"))
+    # every NaN equals every NaN (errata L13; standalone.FLOATS)
+    nan = " && !(a != a && e != e)" if ct in ("float", "double") else ""
     if compares:
         body = (f"    {ct} e, a;\n"
                 f"    memcpy(&e, want_{name} + i * sizeof({ct}), sizeof e);\n"
                 f"    memcpy(&a, &b_{name}[i], sizeof a);\n"
-                f"    if (memcmp(&a, &e, sizeof a) != 0) {{\n"
+                f"    if (memcmp(&a, &e, sizeof a) != 0{nan}) {{\n"
                 f"      printf(\"mismatch: {name}[%d] is \" {fmt} \", the reference "
                 f"says \" {fmt} \"\\n\", i, {cast}a, {cast}e);\n      return 1;\n    }}\n")
     else:
