@@ -11,8 +11,13 @@ them, and they fail where their resource is missing. No test passes by skipping:
 from __future__ import annotations
 
 import functools
+import re
+from pathlib import Path
 
 import pytest
+
+SLOWEST = Path(__file__).with_name("slowest.txt")
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)s\s+(?:call|setup|teardown)\s+([^:\s]+)::")
 
 
 @functools.cache
@@ -45,10 +50,38 @@ def pytest_collection_modifyitems(config, items):
     """A test that takes pytest-benchmark's `benchmark` fixture is marked `benchmark`
     (before `-m` selects): the README's test command runs the rest on two workers
     (pytest-xdist, issue 32.11) and these alone after, on one, since pytest-benchmark
-    times nothing under xdist and a timing needs a quiet core."""
+    times nothing under xdist and a timing needs a quiet core. Then the files of
+    tests/slowest.txt are moved to the front, slowest first."""
     for item in items:
         if "benchmark" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.benchmark)
+    # Slowest files first (issue 32): with two workers, a two-minute file drawn last
+    # kept one busy while the other had nothing left to do. xdist's `load` scheduling
+    # hands out the collection in this order (every worker sorts it the same way: the
+    # table is read from the tree); `-m` deselects after, keeping the order.
+    if SLOWEST.exists():
+        items[:] = slowest_files_first(items, file_seconds(SLOWEST.read_text()))
+
+
+def file_seconds(text: str) -> dict[str, float]:
+    """The seconds a `--durations` block (tests/slowest.txt) gives each test file."""
+    seconds: dict[str, float] = {}
+    for line in text.splitlines():
+        if (m := _DURATION.match(line)) is not None:
+            seconds[m[2]] = seconds.get(m[2], 0.0) + float(m[1])
+    return seconds
+
+
+def slowest_files_first(items: list, seconds: dict[str, float]) -> list:
+    """The files of tests/slowest.txt first, slowest first; each file's tests stay
+    together and in their order (module fixtures are set up once), and every other
+    file keeps its place after them."""
+    def key(indexed: tuple[int, object]) -> tuple[float, int]:
+        index, item = indexed
+        path = item.nodeid.split("::", 1)[0]  # type: ignore[attr-defined]
+        return (-seconds.get(path, 0.0), index)
+
+    return [item for _, item in sorted(enumerate(items), key=key)]
 
 
 def pytest_runtest_setup(item):

@@ -36,9 +36,13 @@ def _versions() -> str:
 def test_a_short_campaign_reaches_nontrivial_kernels_under_every_nvrtc(
         tmp_path) -> None:
     # a count, not a time budget (issue 32.11): the test is about what 240 programs
-    # reach, and a loaded machine must not leave it short of its 200
+    # reach, and a loaded machine must not leave it short of its 200. The shrink of a
+    # finding is capped (issue 32): at the default cap (a fifth of 600 s) hypothesis
+    # spent ~100 s of the test's 133 s on the one finding; the programs, the
+    # coverage and the finding's evidence are the same at 8 s
     summary = Campaign("bundl", prop="ptx", budget_s=600, max_programs=240, seed=1,
-                       coverage=True, out_dir=str(tmp_path), round_size=80).run()
+                       coverage=True, out_dir=str(tmp_path), round_size=80,
+                       hunt_cap_s=8).run()
     table = summary.coverage["ptx"]
     built = {n.label: table.get(f"ptx:{n.label}:built", 0) for n in find_nvrtc()}
     assert len([v for v in built.values() if v > 0]) >= 3, built
