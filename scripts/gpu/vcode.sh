@@ -12,7 +12,7 @@
 #       run's output with the serial one's: $OUT/vcode.json (the one result).
 # Usage: bash scripts/gpu.sh vcode [CHECKOUT [PATTERN]]   (defaults .neslgpu, *.vcode)
 # Env: VCODE_BUDGET (s for the whole part, default 225: the builds get at most 120,
-#      the runs what is left, none past it), VCODE_TIMEOUT (s a run, default 60),
+#      the runs what is left, none past it), VCODE_TIMEOUT (s a run, default 100),
 #      VCODE_MEM (the interpreters' -m, default 250000000), VCODE_JOBS_SERIAL (default
 #      12), VCODE_JOBS_CUDA (default 2).
 set -uo pipefail
@@ -25,6 +25,7 @@ BUILD=${VCODE_BUILD:-/tmp/vcode-build}
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
   nvcc --version | tail -1
   gcc --version | head -1
+  make --version | head -1
   echo "flex: $(command -v flex || echo none), bison: $(command -v bison || echo none)"
   nproc
 } >"$OUT/vcode_device.txt" 2>&1
@@ -49,7 +50,7 @@ timeout $(( left + 20 )) python3 scripts/vcode_diff.py --bench "$CHECKOUT/bench/
   --interp cuda="$BUILD/cuda/bin/vinterp.cuda" \
   --jobs serial="${VCODE_JOBS_SERIAL:-12}" --jobs cuda="${VCODE_JOBS_CUDA:-2}" \
   --build-log serial="$BUILD/serial.log" --build-log cuda="$BUILD/cuda.log" \
-  -m "${VCODE_MEM:-250000000}" --timeout "${VCODE_TIMEOUT:-60}" \
+  -m "${VCODE_MEM:-250000000}" --timeout "${VCODE_TIMEOUT:-100}" \
   --deadline "$left" --out "$OUT/vcode.json" 2>"$OUT/vcode_runs.log"
 status=$?
 tail -1 "$OUT/vcode_runs.log"

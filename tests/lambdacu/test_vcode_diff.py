@@ -59,6 +59,17 @@ def test_nans_and_lengths():
     assert cmp["verdict"] == "differs" and cmp["first"][0]["why"] == "lengths differ"
     assert vd.compare(["(", "T", ")"], ["(", "F", ")"], 1e-5)["verdict"] == "differs"
     assert vd.compare(["(", "T", ")"], ["(", "T", ")"], 1e-5)["verdict"] == "same"
+    # dotp.10000 prints its time alone: nothing was compared, and the verdict says so
+    assert vd.compare([], [], 1e-5)["verdict"] == "timer-only"
+
+
+def test_the_long_runs_start_first(tmp_path):
+    for name, size in (("qs.1000.vcode", 10), ("bh.500.vcode", 50),
+                       ("bh.75000.vcode", 50), ("dotp.vcode", 5)):
+        (tmp_path / name).write_text("x" * size)
+    ranked = sorted(tmp_path.iterdir(), key=vd.cost, reverse=True)
+    assert [p.name for p in ranked] == ["bh.75000.vcode", "bh.500.vcode",
+                                        "qs.1000.vcode", "dotp.vcode"]
 
 
 def _stand_in(path: Path, stdout: str, rc: int = 0) -> str:
