@@ -142,8 +142,9 @@ def summarise(run: dict, timed: bool) -> dict:
 
 
 def cost(vcode: Path) -> tuple[int, int]:
-    """A guess at a run's cost, to start the long ones first (a deadline then cuts the
-    short ones): the program's size, then the size its name gives (bh.75000)."""
+    """A guess at a run's cost, to start the short ones first (a deadline then cuts
+    the longest, not a family's every size): the program's size, then the size its
+    name gives (bh.75000)."""
     digits = "".join(c for c in vcode.name.split(".")[1] if c.isdigit()) \
         if vcode.name.count(".") > 1 else ""
     return vcode.stat().st_size, int(digits or 0)
@@ -186,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     names = list(interps)
     files = sorted((p for p in args.bench.iterdir()
                     if fnmatch.fnmatch(p.name, args.pattern)
-                    and (not args.only or p.name in args.only)), key=cost, reverse=True)
+                    and (not args.only or p.name in args.only)), key=cost)
     if not files:
         print(f"vcode_diff: no {args.pattern} in {args.bench}", file=sys.stderr)
         return 2

@@ -14,7 +14,7 @@
 # Env: VCODE_BUDGET (s for the whole part, default 225: the builds get at most 120,
 #      the runs what is left, none past it), VCODE_TIMEOUT (s a run, default 100),
 #      VCODE_MEM (the interpreters' -m, default 250000000), VCODE_JOBS_SERIAL (default
-#      12), VCODE_JOBS_CUDA (default 2).
+#      10), VCODE_JOBS_CUDA (default 4). Short programs start first.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export OUT=${OUT:-$PWD/gpu-out}
@@ -48,7 +48,7 @@ timeout $(( left + 20 )) python3 scripts/vcode_diff.py --bench "$CHECKOUT/bench/
   --pattern "$PATTERN" \
   --interp serial="$BUILD/serial/bin/vinterp.serial" \
   --interp cuda="$BUILD/cuda/bin/vinterp.cuda" \
-  --jobs serial="${VCODE_JOBS_SERIAL:-12}" --jobs cuda="${VCODE_JOBS_CUDA:-2}" \
+  --jobs serial="${VCODE_JOBS_SERIAL:-10}" --jobs cuda="${VCODE_JOBS_CUDA:-4}" \
   --build-log serial="$BUILD/serial.log" --build-log cuda="$BUILD/cuda.log" \
   -m "${VCODE_MEM:-250000000}" --timeout "${VCODE_TIMEOUT:-100}" \
   --deadline "$left" --out "$OUT/vcode.json" 2>"$OUT/vcode_runs.log"

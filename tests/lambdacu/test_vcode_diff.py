@@ -63,13 +63,13 @@ def test_nans_and_lengths():
     assert vd.compare([], [], 1e-5)["verdict"] == "timer-only"
 
 
-def test_the_long_runs_start_first(tmp_path):
+def test_the_short_runs_start_first(tmp_path):
     for name, size in (("qs.1000.vcode", 10), ("bh.500.vcode", 50),
                        ("bh.75000.vcode", 50), ("dotp.vcode", 5)):
         (tmp_path / name).write_text("x" * size)
-    ranked = sorted(tmp_path.iterdir(), key=vd.cost, reverse=True)
-    assert [p.name for p in ranked] == ["bh.75000.vcode", "bh.500.vcode",
-                                        "qs.1000.vcode", "dotp.vcode"]
+    ranked = sorted(tmp_path.iterdir(), key=vd.cost)
+    assert [p.name for p in ranked] == ["dotp.vcode", "qs.1000.vcode",
+                                        "bh.500.vcode", "bh.75000.vcode"]
 
 
 def _stand_in(path: Path, stdout: str, rc: int = 0) -> str:
