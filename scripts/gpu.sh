@@ -51,6 +51,10 @@
 #   lambdacu-mismatch [BUDGET JOBS SEED]  issue 29: the unattributed H200 mismatch:
 #                                  fminf/fmaxf of ±0 on the GPU and numpy, the seed-3
 #                                  campaign again, its bundles replayed on both
+#   vcode [CHECKOUT [PATTERN]]     issue 29 item 6: NESL's VCODE interpreter (neslgpu,
+#                                  carried in .neslgpu) with its serial and its CUDA
+#                                  vector library on the pre-dumped benchmarks,
+#                                  outputs compared ($OUT/vcode.json); no setup needed
 #   pytest                         every test marked gpu ($OUT/pytest_gpu.log)
 #   run CMD [ARGS]                 any command after the setup (gpusem fuzz ...)
 #   round LANE [LANE ...]          several at once, lane i on GPU i: a LANE is
@@ -86,6 +90,7 @@ case "$SUB" in
   ckernel) exec bash $PARTS/ckernel.sh "$@" ;;
   lambdacu) exec bash $PARTS/lambdacu.sh "$@" ;;
   lambdacu-mismatch) exec bash $PARTS/lambdacu_mismatch.sh "$@" ;;
+  vcode) exec bash $PARTS/vcode.sh "$@" ;;
   toolchain) exec bash $PARTS/toolchain.sh "$@" ;;
   toolchain-rate) exec bash $PARTS/toolchain_rate.sh "$@" ;;
   toolchain-campaign) exec bash $PARTS/toolchain_campaign.sh "$@" ;;
