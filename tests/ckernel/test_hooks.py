@@ -112,9 +112,11 @@ def test_on_cuda_the_harness_runs_only_for_kernels_a_gpu_config_gets_wrong(
 
     results, calls = run(())
     assert [r.status for r in results] == ["pass"] and calls == [GPU_CONFIGS]
+    assert results[0].configs == tuple(sorted(GPU_CONFIGS))  # counted per config
     results, calls = run(("nvcc-G",))
     assert results[0].signature == "toolchain:nvcc-G" and calls == [GPU_CONFIGS,
                                                                     ("cpu",)]
+    assert results[0].configs == tuple(sorted({*GPU_CONFIGS, "cpu"}))
     results, calls = run(("nvcc-G", "cpu"))
     assert results[0].signature == "toolchain:cpu,nvcc-G"
     monkeypatch.setenv("GPUSEM_TOOLCHAIN_EAGER", "1")

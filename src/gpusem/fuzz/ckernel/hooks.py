@@ -84,6 +84,7 @@ def toolchain_round(target: Any, kernels: list[A.Kernel]) -> list[CheckResult]:
     gpu = _gpu_configs(target)
     runs = (target.matrix.run(jobs, gpu) if gpu else target.matrix.run(jobs)) \
         if jobs else {}
+    ran = tuple(sorted(runs))  # the configurations that checked the round's kernels
     bad = _disagreements(runs, owners, refs)
     if gpu and bad:  # the cpu harness, where attribution and the signature read it
         mine = [k for k, o in enumerate(owners) if o in bad]
@@ -103,9 +104,11 @@ def toolchain_round(target: Any, kernels: list[A.Kernel]) -> list[CheckResult]:
                                    files=target.program_files(k)
                                    | {"kernel.cu": emit_kernel(k),
                                       "trace.txt": detail + "\n"},
-                                   size=target.size(k)))
-        else:
-            out.append(CheckResult("pass"))
+                                   size=target.size(k),
+                                   configs=tuple(sorted({*ran, *(("cpu",) if gpu
+                                                               else ())}))))
+        else:  # counted per configuration by the campaign (`by_configuration`)
+            out.append(CheckResult("pass", configs=ran if i in owners else ()))
     return out
 
 
