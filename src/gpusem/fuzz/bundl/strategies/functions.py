@@ -95,7 +95,8 @@ def gen_fn(draw, g: Gen, globals_env: Env, gen_block: BlockGen) -> FnInfo:
     need = memory_need(body, {f.fn.name: f.fn.uses for f in g.fns})
     uses = need + pick(draw, [0, 4])
     fn = ast.FnDef(g.fresh("f"), tuple(params), persp, uses, body)
-    freezes = frozenset(k for k, p in enumerate(_array_params(fn)) if p.name in g.frozen)
+    freezes = frozenset(k for k, p in enumerate(_array_params(fn))
+                        if p.name in g.frozen)
     globals_ = {v.name for v in globals_env.vars}
     return FnInfo(fn, tuple(lengths), freezes, frozenset(_names(body) & globals_))
 
