@@ -250,14 +250,14 @@ class Collector:
             case A.If(cond, then, orelse):  # both branches may run
                 f, _ = self.expr(cond, ctx)
                 known = _constant(cond, f, self.T)  # but not a branch that never does
-                # and the branch always taken is not guarded: every thread runs it
-                branch = ctx if known is not None else replace(
-                    ctx, guarded=True, guard_at=len(ctx.pos))
-                # Branch-Path (errata "Copies and stores by several threads"): a
-                # thread runs a branch only when the condition says so; made of
-                # scalars and partition_id (no array reads), its term is exact, or
-                # one unknown per unit (T-Decl, T-Assn), or an unknown of the thread
+                # Branch-Path, Exact-Branch (errata "Copies and stores by several
+                # threads"): a branch's path holds its condition where that reads no
+                # array; a branch always taken, or one whose path is the same term at
+                # every look, is not guarded: every thread of its path runs it
                 taken = known is None and not _reads(cond)
+                exact = taken and _same_term(f, self.T)
+                branch = ctx if known is not None or exact else replace(
+                    ctx, guarded=True, guard_at=len(ctx.pos))
                 if known is not False:
                     self.block(then, replace(branch, path=branch.path + (
                         lambda th: f(th),)) if taken else branch)
@@ -725,6 +725,14 @@ def _between(th: Th, lo: int, hi: int) -> Term:
     u = th.fresh("int")
     th.cons += [u >= bv(lo & 0xFFFFFFFF), u < bv(hi & 0xFFFFFFFF)]
     return u
+
+
+def _same_term(f: Builder, threads: int) -> bool:
+    """Whether a thread's term of `f` is the same at every look: made of no unknown
+    drawn fresh for the thread (`Th.fresh`), only of exact values and unknowns shared
+    by a unit (`Collector.uniform`) or kept per thread (`Th.once`)."""
+    th = Th("look", threads)
+    return bool(f(th).eq(f(th)))
 
 
 def _reads(e: A.Expr) -> bool:
