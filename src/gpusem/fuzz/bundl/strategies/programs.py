@@ -7,7 +7,8 @@ machine (B, T), and chooses only statement forms whose rule's premises it can me
   let       T-Decl            π' ≤ π (write down), init typed at π
   alloc     T-Alloc(-Shared)  Shared only at block[1] (fixed)
   x = e     T-Assn            x :^π' b with π' ≤ π
-  a[i] = e  T-Arr-Assn(-Sh.)  a at π' ≤ π (and π ≤ block[1] for Shared); i in bounds
+  a[i] = e  T-Arr-Assn(-Sh.)  a at π' ≤ π (and π ≤ block[1] for Shared); i in bounds;
+                              i and e read no a where π spans several threads
   if/while  T-If, T-While     bool conditions at π; loops count a π counter to ≤ 3
   split     T-Split           n1, n2 align to n
   group     T-Group           q | n
@@ -16,7 +17,9 @@ machine (B, T), and chooses only statement forms whose rule's premises it can me
   claim     T-Claim           x at π, n' | n (fixed); body at (h, n')
   lower     T-Lower           x at π ∈ {grid[1], block[1]}; y at ↓π
   async     T-Async-*         at thread[1]: async_partition x into y {async_memcpy(y, z)}
-  memcpy    T-Memcpy          two arrays at π, same element type and length
+  memcpy    T-Memcpy          two arrays at π, same element type and length; where π
+                              spans several threads, x out into a fresh twin, neither
+                              written after (`_shared_copy`, `Gen.frozen`)
   f(...)    T-Function-Call   f at π; pointers at exactly the parameter's perspective;
                               parameters narrower, equal or broader (functions.py)
   free 0    T-Free            the only `free` a source program may write
