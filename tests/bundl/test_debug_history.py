@@ -76,8 +76,9 @@ def test_back_restores_every_earlier_configuration_exactly(dense_snapshots):
                 assert _state(s) == states[k], f"forward to step {k} differs"
 
     check()
-    # not vacuous: a third of the runs cross ten snapshots, some cross dozens
-    assert sum(r >= 30 for r in runs) >= len(runs) // 3 and max(runs) >= 100, runs
+    # not vacuous: a quarter of the runs cross ten snapshots, some cross dozens (a
+    # third before issue 24 (Trust II) changed the generator's draws: 16 of 60 now)
+    assert sum(r >= 30 for r in runs) >= len(runs) // 4 and max(runs) >= 100, runs
 
 
 def test_snapshots_share_the_copies_of_threads_not_stepped(dense_snapshots):

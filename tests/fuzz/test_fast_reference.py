@@ -106,7 +106,10 @@ def test_identical_verdicts_with_a_seeded_miscompilation(monkeypatch):
     programs = drawn()
     full, fast = _verdicts(programs, False), _verdicts(programs, True)
     assert fast == full
-    assert sum(k == "disagree" for k, *_ in full) >= 8, Counter(k for k, *_ in full)
+    # every disagreement is a kernel-shaped program's; the general generator's change
+    # of issue 24 (Trust II: copies and stores by several threads) shifted which kernels
+    # this seed draws (8 disagreed before, 3 now; the general programs: none either way)
+    assert sum(k == "disagree" for k, *_ in full) >= 3, Counter(k for k, *_ in full)
 
 
 def test_big_step_agrees_with_small_step_on_kernel_shaped_programs():

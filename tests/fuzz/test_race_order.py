@@ -2,7 +2,8 @@
 the uniform stores it once took for races (issue 24, item 1: `uniform_*`), and the
 loop iterations, copies and Local arrays it once could not see through (issue 24, item
 3: `loop_same_run_*`, `copy_back_*`, `local_zero_*`, `local_last_write_*`,
-`constant_if_*`), as
+`constant_if_*`), and the branches of a uniform `if` (issue 24, Trust II:
+`uniform_branch_*`, `exact_branch_*`), as
 data: `race_shapes/*.bundl`, each `// NAME: race yes|no` with a `why`, in pairs: a
 race-free program the analysis used to call racy (a false exclusion from the compiler
 oracle) and a real race of the same shape, which it must still report. The truth of

@@ -32,7 +32,8 @@ Local memory is per thread and never races. Calls are inlined. What whole region
 keep (zeros, their initial contents, one value per cell; Local arrays that stay zero)
 is settled before the pairs (`race_settle.py`); the rules added for issue 24 are in
 errata "Loop iterations and copies" (Same-Run, certain once per iteration,
-Single-Valued, Local-Zero, Local-Last-Write).
+Single-Valued, Local-Zero, Local-Last-Write) and "Copies and stores by several
+threads" (Branch-Path, Guarded-Own-Write, Exact-Branch).
 
 The walk that collects the accesses symbolically is `race_accesses.py` (`Collector`);
 this module decides each pair. A pair z3 cannot decide within its budget counts as a
@@ -65,7 +66,7 @@ from gpusem.typing_rules.bundl.race_accesses import (
     bv,
     iteration,
 )
-from gpusem.typing_rules.bundl.race_order import ordered, precedes
+from gpusem.typing_rules.bundl.race_order import guard_holds, ordered, precedes
 from gpusem.typing_rules.bundl.race_settle import (
     settle_local_zero,
     settle_stable_globals,
@@ -182,8 +183,9 @@ def _already_written(w: Access, tw: Th, r: Access, tr: Th, cell: Term) -> Term |
     are one logical write; errata "uniform stores are one write"). None where that
     cannot hold. Two such writes with different values are a write-write pair the
     analysis checks on its own."""
-    if not (w.certain and w.value is not None and precedes(w.pos, r.pos)):
-        return None
+    if not ((w.certain or guard_holds(w.guard_at, w.pos, r.pos)) and w.value is not None
+            and precedes(w.pos, r.pos)):
+        return None  # Guarded-Own-Write: a guard of w that holds r (errata, below)
     mine = w.value(tr, cell)
     theirs = w.value(tw, cell)
     if mine.sort() != theirs.sort():

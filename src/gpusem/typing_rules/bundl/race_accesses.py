@@ -37,6 +37,7 @@ from gpusem.typing_rules.bundl.race_order import (
     SeqInfo,
     counted,
     flatten,
+    guard_holds,
     precedes,
     seq_info,
     static_trips,
@@ -249,13 +250,20 @@ class Collector:
             case A.If(cond, then, orelse):  # both branches may run
                 f, _ = self.expr(cond, ctx)
                 known = _constant(cond, f, self.T)  # but not a branch that never does
-                # and the branch always taken is not guarded: every thread runs it
-                branch = ctx if known is not None else replace(
+                # Branch-Path, Exact-Branch (errata "Copies and stores by several
+                # threads"): a branch's path holds its condition where that reads no
+                # array; a branch always taken, or one whose path is the same term at
+                # every look, is not guarded: every thread of its path runs it
+                taken = known is None and not _reads(cond)
+                exact = taken and _same_term(f, self.T)
+                branch = ctx if known is not None or exact else replace(
                     ctx, guarded=True, guard_at=len(ctx.pos))
                 if known is not False:
-                    self.block(then, branch)
+                    self.block(then, replace(branch, path=branch.path + (
+                        lambda th: f(th),)) if taken else branch)
                 if known is not True:
-                    self.block(orelse, branch)
+                    self.block(orelse, replace(branch, path=branch.path + (
+                        lambda th: z3.Not(f(th)),)) if taken else branch)
             case A.While(cond, body):
                 looping = replace(ctx, looped=True, guarded=True, guard_at=len(ctx.pos))
                 self.expr(cond, looping)  # tested more than once
@@ -523,9 +531,7 @@ class Collector:
             if self.loops_below(w.pos, start):
                 return th.fresh(kind)
             made = z3.And(*[f(th) for f in w.path], w.covers(th, addr))
-            g = w.guard_at  # made whenever the read is: its guard holds the read too
-            sure = g < 0 or g < min(len(w.pos), len(pos)) and w.pos[:g] == pos[:g] \
-                and w.pos[g][0] == pos[g][0]
+            sure = guard_holds(w.guard_at, w.pos, pos)
             mine = w.value(th, addr) if sure and w.value is not None else None
             value = z3.If(made, mine if mine is not None and mine.sort() == value.sort()
                           else th.fresh(kind), value)
@@ -719,6 +725,18 @@ def _between(th: Th, lo: int, hi: int) -> Term:
     u = th.fresh("int")
     th.cons += [u >= bv(lo & 0xFFFFFFFF), u < bv(hi & 0xFFFFFFFF)]
     return u
+
+
+def _same_term(f: Builder, threads: int) -> bool:
+    """Whether a thread's term of `f` is the same at every look: made of no unknown
+    drawn fresh for the thread (`Th.fresh`), only of exact values and unknowns shared
+    by a unit (`Collector.uniform`) or kept per thread (`Th.once`)."""
+    th = Th("look", threads)
+    return bool(f(th).eq(f(th)))
+
+
+def _reads(e: A.Expr) -> bool:
+    return isinstance(e, A.Index) or any(_reads(c) for c in child_exprs(e))
 
 
 def _constant(e: A.Expr, f: Builder, threads: int) -> bool | None:

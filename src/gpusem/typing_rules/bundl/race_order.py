@@ -195,6 +195,17 @@ def precedes(first: Path, then: Path) -> bool:
     return False  # one statement (or one inside the other): no order between them
 
 
+def guard_holds(guard_at: int, first: Path, then: Path) -> bool:
+    """Whether the innermost guard (`if` branch, async body, loop that may not run) of
+    the access at `first`, which begins at depth `guard_at` of its path (-1: none),
+    also holds the point `then`: a thread that reaches `then` after `first` in program
+    order, on its path, made that access (below the guard every thread of the path
+    does)."""
+    g = guard_at
+    return g < 0 or g < min(len(first), len(then)) and first[:g] == then[:g] \
+        and first[g][0] == then[g][0]
+
+
 def _exit(seqs: dict[int, SeqInfo], tail: Path) -> bool:
     """From the access at the end of `tail` (the path below the sequence where two
     paths part) up to the end of the enclosing item: a barrier over the unit of that

@@ -54,6 +54,10 @@ class VarInfo:
 class FnInfo:
     fn: ast.FnDef
     lengths: tuple[int, ...]  # the least length each array parameter is indexed with
+    # the array parameters (their positions among them) a copy by several threads in
+    # the body touches: a call freezes its arguments for them (Gen.frozen)
+    freezes: frozenset[int] = frozenset()
+    globals_: frozenset[str] = frozenset()  # the global arrays the body names
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +90,8 @@ class Gen:
     max_stmts: int = 4
     fns: list[FnInfo] = field(default_factory=list)
     counter: int = 0
+    # arrays a copy by several threads read or wrote: never written after it (below)
+    frozen: set[str] = field(default_factory=set)
 
     def fresh(self, prefix: str = "v") -> str:
         self.counter += 1
@@ -120,8 +126,10 @@ def readable(g: Gen, env: Env, v: VarInfo) -> bool:
 
 
 def writable(g: Gen, env: Env, v: VarInfo) -> bool:
-    """Write down (T-Assn, T-Arr-Assn): π' ≤ π; Shared only at π ≤ block[1]."""
-    if v.readonly or not g.leq(v.persp, env.persp):
+    """Write down (T-Assn, T-Arr-Assn): π' ≤ π; Shared only at π ≤ block[1]; never
+    an array a copy by several threads has touched (`Gen.frozen`, programs.s_memcpy:
+    a later write would race with another thread's copy, no barrier between)."""
+    if v.readonly or v.name in g.frozen or not g.leq(v.persp, env.persp):
         return False
     return not (isinstance(v.type, ArrayType) and v.type.mem is MemKind.SHARED
                 and not g.leq(env.persp, BLOCK1))

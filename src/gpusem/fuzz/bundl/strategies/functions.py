@@ -16,6 +16,7 @@ is evaluated at (⊢^π_π, the caller's), the point of the rule.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import fields, is_dataclass
 
 from gpusem.calculus.bundl import ast
 from gpusem.calculus.bundl.ast import ArrayType, MemKind
@@ -94,19 +95,36 @@ def gen_fn(draw, g: Gen, globals_env: Env, gen_block: BlockGen) -> FnInfo:
     need = memory_need(body, {f.fn.name: f.fn.uses for f in g.fns})
     uses = need + pick(draw, [0, 4])
     fn = ast.FnDef(g.fresh("f"), tuple(params), persp, uses, body)
-    return FnInfo(fn, tuple(lengths))
+    freezes = frozenset(k for k, p in enumerate(_array_params(fn))
+                        if p.name in g.frozen)
+    globals_ = {v.name for v in globals_env.vars}
+    return FnInfo(fn, tuple(lengths), freezes, frozenset(_names(body) & globals_))
+
+
+def _names(node: object) -> set[str]:
+    """Every name a statement mentions (variables, arrays, views), its own included."""
+    if isinstance(node, str):
+        return {node}
+    if isinstance(node, tuple):
+        return set().union(*map(_names, node))
+    if not is_dataclass(node):
+        return set()
+    return set().union(*(_names(getattr(node, f.name)) for f in fields(node)
+                         if f.name != "span"))
 
 
 def calls(g: Gen, env: Env) -> list[tuple[FnInfo, list[list[VarInfo]]]]:
     """Functions callable at π, with the candidate arrays for each pointer parameter."""
     out = []
     for info in g.fns:
-        if info.fn.persp != env.persp:
-            continue
+        if info.fn.persp != env.persp or info.globals_ & g.frozen:
+            continue  # (the body may write a frozen global: Gen.frozen)
         options, ok = [], True
         for param, need in zip(_array_params(info.fn), info.lengths):
+            # a frozen array may be written by the body: never passed (Gen.frozen)
             cands = [v for v in arrays(env) if v.persp == param.persp
-                     and v.type == param.type and v.length >= need]
+                     and v.type == param.type and v.length >= need
+                     and v.name not in g.frozen]
             ok = ok and bool(cands)
             options.append(cands)
         if ok:
@@ -121,7 +139,9 @@ def _array_params(fn: ast.FnDef) -> list[ast.Param]:
 def s_call(draw, g: Gen, env: Env, depth: int) -> tuple[ast.Stmt, Env]:
     """T-Function-Call."""
     info, options = pick(draw, calls(g, env))
-    pointers = iter([pick(draw, c).name for c in options])
+    chosen = [pick(draw, c).name for c in options]
+    g.frozen.update(x for k, x in enumerate(chosen) if k in info.freezes)
+    pointers = iter(chosen)
     args = tuple(ast.Var(next(pointers)) if isinstance(p.type, ArrayType)
                  else _argument(draw, g, env, p) for p in info.fn.params)
     return ast.Call(info.fn.name, args), env
