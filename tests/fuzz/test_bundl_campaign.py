@@ -32,8 +32,18 @@ def test_bounded_campaign_finds_a_seeded_fault_and_the_bundle_replays(
     found = min((f for f in summary.findings if f.signature.endswith(":int:value")),
                 key=lambda f: f.size)
     assert found.kind == "compile disagree" and found.shrunk
-    assert found.size <= 4  # a wrong `/` or `%` needs no scaffolding
     bundle = next(b for b in list_bundles(tmp_path) if b.signature == found.signature)
+    size = found.size
+    if size > 4:  # the campaign's 10 s of shrinking is wall-clock: under load (~15 on
+        # 2 cores) it stopped at 18 statements once; the reducer bounded by its
+        # candidate cap (BundlTarget.shrink_max_tried), which load does not move, must
+        # still get there
+        from gpusem.fuzz.reduce import reduce_bundle
+
+        reduced = reduce_bundle(bundle.path, budget_s=900)
+        assert reduced.signature == found.signature
+        size = reduced.after
+    assert size <= 4  # a wrong `/` or `%` needs no scaffolding
     assert bundle.meta["fault"] == "floor-division"
     # without a GPU: the bundle's repro_cpu.cpp, built as its README says, fails
     cpu_cmd = bundle.meta["cpu_command"]
