@@ -34,16 +34,7 @@ def _load(path: Path):  # type: ignore[no-untyped-def]
     arrays, scalars = make_inputs(header_inputs(text) or "")
     return program, arrays, scalars
 
-
-def _ops(ops: tuple[E.Op, ...]) -> list[E.Op]:
-    out: list[E.Op] = []
-    for op in ops:
-        out.append(op)
-        if isinstance(op, E.Loop):
-            out.extend(_ops(op.body.ops))
-        elif isinstance(op, E.Vec):
-            out.extend(_ops(op.ops))
-    return out
+_ops = E.all_ops  # every operation, nested bodies included
 
 
 def test_vectorisation_of_fig8_is_the_golden() -> None:

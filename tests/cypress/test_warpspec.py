@@ -45,16 +45,7 @@ def _passes(text: str, itemsize: int = 4):  # type: ignore[no-untyped-def]
         program, arrays, scalars)), program), program, itemsize=itemsize)
     return program, arrays, scalars, ir
 
-
-def _ops(ops: tuple[E.Op, ...]) -> list[E.Op]:
-    out: list[E.Op] = []
-    for op in ops:
-        out.append(op)
-        if isinstance(op, E.Loop):
-            out.extend(_ops(op.body.ops))
-        elif isinstance(op, E.Vec):
-            out.extend(_ops(op.ops))
-    return out
+_ops = E.all_ops  # every operation, nested bodies included
 
 
 def test_fig5_gemm_after_the_pass_is_the_golden() -> None:

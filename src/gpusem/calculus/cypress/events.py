@@ -182,3 +182,16 @@ class EventProgram:
 
     params: tuple[str, ...]
     body: Block
+
+
+def all_ops(ops: tuple[Op, ...]) -> list[Op]:
+    """Every operation of `ops`, loop and vectorised bodies included, in program order
+    (each container before what it holds)."""
+    out: list[Op] = []
+    for op in ops:
+        out.append(op)
+        if isinstance(op, Loop):
+            out += all_ops(op.body.ops)
+        elif isinstance(op, Vec):
+            out += all_ops(op.ops)
+    return out

@@ -367,7 +367,7 @@ def crossing(ir: E.EventProgram) -> list[Crossing]:
     """The edges of a warp-specialised program that cross the partition."""
     out: list[Crossing] = []
     roles: dict[str, E.Role] = {}
-    ops = [op for op in _all_ops(ir.body.ops) if isinstance(op, E.Copy | E.Call)]
+    ops = [op for op in E.all_ops(ir.body.ops) if isinstance(op, E.Copy | E.Call)]
     for op in ops:
         roles[op.event] = op.role
     for op in ops:
@@ -375,15 +375,4 @@ def crossing(ir: E.EventProgram) -> list[Crossing]:
             mine, theirs = op.role, roles.get(r.name, "")
             if mine and theirs and mine != theirs:
                 out.append(Crossing(r.name, op.event, r.back, f"{theirs}->{mine}"))
-    return out
-
-
-def _all_ops(ops: tuple[E.Op, ...]) -> list[E.Op]:
-    out: list[E.Op] = []
-    for op in ops:
-        out.append(op)
-        if isinstance(op, E.Loop):
-            out += _all_ops(op.body.ops)
-        elif isinstance(op, E.Vec):
-            out += _all_ops(op.ops)
     return out
