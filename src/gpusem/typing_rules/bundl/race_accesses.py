@@ -32,6 +32,11 @@ from gpusem.calculus.bundl.perspective import (
 )
 from gpusem.calculus.bundl.printer import print_expr as _show
 from gpusem.calculus.bundl.walk import child_exprs, child_stmts
+from gpusem.typing_rules.bundl.race_fresh import (
+    Counter,
+    fresh_per_iteration,
+    iteration,
+)
 from gpusem.typing_rules.bundl.race_order import (
     Path,
     SeqInfo,
@@ -139,6 +144,7 @@ class Ctx:
     # every thread of the path runs it (a counted loop's body is run by every one)
     guarded: bool = False
     guard_at: int = -1  # the depth of pos where the innermost such guard begins
+    counters: tuple[Counter, ...] = ()  # the counted loops around (race_fresh)
 
 
 def _assigned(s: A.Stmt, out: set[str]) -> set[str]:
@@ -230,6 +236,9 @@ class Collector:
                         key, unit, persp = ("a", self.sites), (lambda th: [th.b]), BLOCK1
                     case _:  # Global: once per unit of the code perspective
                         key, unit = ("a", self.sites), ctx.unit
+                if mem != A.MemKind.LOCAL:  # Fresh-Region-Per-Iteration
+                    unit = fresh_per_iteration(unit, ctx.counters, ctx.guarded,
+                                               ctx.guard_at)
                 env[name] = View(key, unit, lambda th: bv(0), size, size, elem.value,
                                  persp)
 
@@ -284,7 +293,8 @@ class Collector:
                 self.sites += 1
                 uid = self.sites
                 self.block(body, replace(inner, env=inner.env | {name: Scalar(
-                    "int", lambda th: iteration(th, uid, lo, hi), persp)}),
+                    "int", lambda th: iteration(th, uid, lo, hi), persp)},
+                    counters=inner.counters + (((uid, lo, hi), len(ctx.pos)),)),
                     loop=hi - lo != 1, counter=(uid, lo, hi))
             case A.Split(n1, n2, left, right):  # S-Split-Left / S-Split-Right
                 self.block(left, replace(ctx, persp=Perspective(h, n1), path=ctx.path + (
@@ -712,19 +722,6 @@ class Site:
 
     uid: int
     unit: UnitBuilder
-
-
-def iteration(th: Th, key: int, lo: int, hi: int) -> Term:
-    """The iteration of the counted loop `key` (lo <= i < hi) that `th` is in: one
-    term per thread, for every access of its body (`Th.once`)."""
-    return th.once(key, lambda: _between(th, lo, hi))
-
-
-def _between(th: Th, lo: int, hi: int) -> Term:
-    """A fresh int of `th` with lo <= it < hi (signed, as C compares ints)."""
-    u = th.fresh("int")
-    th.cons += [u >= bv(lo & 0xFFFFFFFF), u < bv(hi & 0xFFFFFFFF)]
-    return u
 
 
 def _same_term(f: Builder, threads: int) -> bool:
