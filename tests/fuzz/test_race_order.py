@@ -3,7 +3,8 @@ the uniform stores it once took for races (issue 24, item 1: `uniform_*`), and t
 loop iterations, copies and Local arrays it once could not see through (issue 24, item
 3: `loop_same_run_*`, `copy_back_*`, `local_zero_*`, `local_last_write_*`,
 `constant_if_*`), and the branches of a uniform `if` (issue 24, Trust II:
-`uniform_branch_*`, `exact_branch_*`), as
+`uniform_branch_*`, `exact_branch_*`; a region allocated in a counted loop,
+`loop_alloc_*`), as
 data: `race_shapes/*.bundl`, each `// NAME: race yes|no` with a `why`, in pairs: a
 race-free program the analysis used to call racy (a false exclusion from the compiler
 oracle) and a real race of the same shape, which it must still report. The truth of
@@ -75,3 +76,35 @@ def test_counted_loops_are_recognised_exactly(line, bounds):
     prog = parse_program(COUNTED.replace("LINE", line), "counted.bundl")
     items = flatten(prog.main)
     assert counted(items, 1) == bounds
+
+
+FRESH = """machine blocks = 1, threads = 2;
+global out : int[2];
+main {
+  let i : int @ grid[1] = 0;
+  while i < 2 {
+    OPEN
+    alloc v : int[1] in Global;
+    v[0] = i + 1;
+    CLOSE
+    i = i + 1;
+  }
+}
+"""
+
+
+@pytest.mark.parametrize(("open_", "close", "race_free"), [
+    ("", "", True),  # Fresh-Region-Per-Iteration: iterations store into two regions
+    # a guard between the loop and the alloc: a thread that skips an iteration's
+    # alloc meets its peer's run of another iteration in one region, so the
+    # iterations' regions stay merged (this one always takes the branch, but the
+    # analysis cannot tell: a condition that reads memory)
+    ("if out[1] >= 0 {", "}", False),
+    # an uncounted loop is a guard too: its runs per iteration are not known
+    ("let j : int @ grid[1] = 0; while j < out[1] + 1 { j = j + 1;", "}", False),
+])
+def test_fresh_region_per_iteration_only_without_a_guard(open_, close, race_free):
+    prog = parse_program(FRESH.replace("OPEN", open_).replace("CLOSE", close),
+                         "fresh.bundl")
+    check_program(prog)
+    assert analyse(prog).race_free is race_free

@@ -33,7 +33,9 @@ keep (zeros, their initial contents, one value per cell; Local arrays that stay 
 is settled before the pairs (`race_settle.py`); the rules added for issue 24 are in
 errata "Loop iterations and copies" (Same-Run, certain once per iteration,
 Single-Valued, Local-Zero, Local-Last-Write) and "Copies and stores by several
-threads" (Branch-Path, Guarded-Own-Write, Exact-Branch).
+threads" (Branch-Path, Guarded-Own-Write, Exact-Branch, and (8d)
+Fresh-Region-Per-Iteration: an alloc in a counted loop is a region per iteration,
+`race_fresh.py`).
 
 The walk that collects the accesses symbolically is `race_accesses.py` (`Collector`);
 this module decides each pair. A pair z3 cannot decide within its budget counts as a
