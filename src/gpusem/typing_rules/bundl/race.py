@@ -66,8 +66,8 @@ from gpusem.typing_rules.bundl.race_accesses import (
     Term,
     Th,
     bv,
-    iteration,
 )
+from gpusem.typing_rules.bundl.race_fresh import iteration
 from gpusem.typing_rules.bundl.race_order import guard_holds, ordered, precedes
 from gpusem.typing_rules.bundl.race_settle import (
     settle_local_zero,
