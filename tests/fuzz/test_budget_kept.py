@@ -50,15 +50,19 @@ def fuzz(tmp_path: Path, *extra: str) -> tuple[float, dict, str]:
     return wall, json.loads((tmp_path / "r.json").read_text()), proc.stdout
 
 
-def check_report(report: dict, text: str) -> None:
+def check_report(report: dict, text: str) -> dict:
     assert report["seconds"] <= 1.1 * BUDGET, report["seconds"]
     assert report["fuzz_s"] >= BUDGET - 1.0  # the fuzzing went on to the budget
     assert report["shrink_s"] > 0
-    (found,) = report["findings"]
-    assert found["signature"] == "compile:disagree:disagree:out:int:value"
+    # the wrong value itself; how many programs (and so which other classes of the
+    # fault, e.g. a `stale` cell) a 20 s run meets depends on the machine's load and,
+    # on Dask, on how the pieces fall (two classes in a loaded suite run of stop 27)
+    found = next(f for f in report["findings"]
+                 if f["signature"] == "compile:disagree:disagree:out:int:value")
     assert found["found_after_s"] < BUDGET / 2
     assert found["size"] <= found["size_before"]
     assert "s fuzzing, " in text and "s shrinking findings" in text
+    return found
 
 
 def test_a_20s_campaign_that_shrinks_a_finding_ends_within_22s(tmp_path) -> None:
@@ -85,8 +89,8 @@ def test_the_dask_engine_keeps_the_budget_while_a_finding_shrinks(tmp_path) -> N
     # four busy processes on two cores): 3 s allowed for each hand-back
     assert report["fuzz_s"] <= 1.1 * BUDGET + DASK_HAND_BACK_S, report["fuzz_s"]
     assert report["seconds"] <= 1.1 * BUDGET + 2 * DASK_HAND_BACK_S, report["seconds"]
-    check_report(report | {"seconds": 0.0}, text)  # the rest of the local checks
-    assert report["findings"][0]["shrunk"]  # by a task of its own, on a worker
+    found = check_report(report | {"seconds": 0.0}, text)  # the other local checks
+    assert found["shrunk"]  # by a task of its own, on a worker
 
 
 def test_a_shrink_that_outlasts_the_budget_is_cut_at_the_deadline(tmp_path) -> None:
