@@ -453,3 +453,38 @@ def test_a_finding_already_in_the_store_is_counted_not_rewritten(tmp_path) -> No
     assert read_bundle(path).files["program.json"] == "[7, 8, 9, 43]"  # untouched
     assert read_bundle(path).sightings == 2 + sigs["wrong:big7"].duplicates
     assert summary.seen_elsewhere == 1
+
+
+class SizeAgainstHypothesis(ToyTarget):
+    """A finding whose size grows as hypothesis shrinks it: hypothesis moves an
+    integer towards 10, the target counts 200 - x statements."""
+
+    def strategy(self, prop):
+        return st.integers(0, 100)
+
+    def size(self, program) -> int:
+        return 200 - program
+
+    def check(self, program, prop="compile") -> CheckResult:
+        files = {"program.json": json.dumps(program)}
+        if program >= 10:
+            return CheckResult("finding", "wrong:ge10", "wrong", str(program), files,
+                               200 - program)
+        return CheckResult("pass")
+
+    def replay(self, files, meta) -> CheckResult:
+        return self.check(json.loads(files["program.json"]))
+
+
+register_target("size-against-hypothesis", SizeAgainstHypothesis)
+
+
+def test_a_shrunk_finding_is_never_larger_than_the_one_found(tmp_path) -> None:
+    # the H200-era lambda-cu seeded-fault test saw a finding of 40 statements reported
+    # shrunk to 47: the campaign kept hypothesis's last failing candidate, not the
+    # smallest by the target's size
+    summary = campaign(tmp_path, target_name="size-against-hypothesis",
+                       max_programs=50).run()
+    (found,) = summary.findings
+    assert found.size_before < 190  # hypothesis's own best (x = 10) would be larger
+    assert found.size <= found.size_before, (found.size_before, found.size)

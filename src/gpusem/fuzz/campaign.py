@@ -425,13 +425,18 @@ class Campaign:
 
     def _shrink(self, target: Target, strategy: Any, seed: int, o: _Open) -> None:
         finding = self.found[o.res.signature]
-        best = [o.res]
+        # the smallest failing program by the target's size, not hypothesis's last:
+        # hypothesis orders candidates by its own choice sequence, and a candidate it
+        # prefers can hold more statements than the program found (a lambda-cu
+        # finding of 40 statements was reported "shrunk" to 47)
+        best: list[Any] = [o.res, o.drawn.program]
         since = time.monotonic()
 
         def fails(program: Any) -> bool:  # a shrunk timeout must be confirmed too
             res = self._check(target, program, count=False)
             if res.status == "finding" and res.signature == o.res.signature:
-                best[0] = res
+                if res.size <= best[0].size:
+                    best[0], best[1] = res, program
                 return True
             return False
 
@@ -445,22 +450,23 @@ class Campaign:
             if self.overtime_shrinks > 1:
                 self._finish(target, finding, o.res, shrunk=False, state="done")
                 return
-        program = o.drawn.program
         if o.index >= 0 and not stop():
             try:
-                program = shrink_from(strategy, seed, o.drawn, o.index, self.round_size,
-                                      fails, stop)
+                shrink_from(strategy, seed, o.drawn, o.index, self.round_size, fails,
+                            stop)
             except Exception as err:  # noqa: BLE001
                 self._internal(target, internal_result(err, stage="shrink"))
         if best[0].size < o.size_before:
             self._finish(target, finding, best[0], shrunk=False)  # kept if killed now
-        res = best[0]
+        res, program = best[0], best[1]
         left = self.shrink_cap_s() - (time.monotonic() - since)
         if self.shrink_until is not None:  # a shrink job: also by its deadline
             left = min(left, self.shrink_until - time.monotonic())
         if hasattr(target, "minimise") and left > 0 and not stop_requested():
             try:  # target-specific passes after hypothesis, in what is left
-                res = minimise_within(target, program, res, self.prop, left)
+                smaller = minimise_within(target, program, res, self.prop, left)
+                if smaller.signature == res.signature and smaller.size <= res.size:
+                    res = smaller
             except Exception as err:  # noqa: BLE001
                 self._internal(target, crash_result(target, err, stage="minimise"))
         finding.shrink_s = time.monotonic() - since
