@@ -119,6 +119,20 @@ OUTCOMES = textwrap.dedent(r"""
     print(json.dumps(out))
 """)
 
+# The end of both Exo children: `gemm` built and `sizes` set, sync_check timed (one
+# warm-up, then the best of `repeats`), one JSON line out.
+EXO_TIMING = textwrap.dedent("""\
+    gemm.sync_check(**sizes)                                # warm-up
+    cpu, wall = [], []
+    for _ in range(repeats):
+        c0, w0 = time.process_time(), time.perf_counter()
+        gemm.sync_check(**sizes)
+        cpu.append(time.process_time() - c0)
+        wall.append(time.perf_counter() - w0)
+    print(json.dumps({"cpu": min(cpu), "wall": min(wall), "cpu_all": cpu,
+                      "wall_all": wall, "verdict": "accepted", "proc": gemm.name()}))
+""")
+
 # Run by Exo-GPU's Python: build the sporkbench kernel (its construction calls
 # sync_check on other sizes: stubbed while building), then time sync_check.
 EXO_CHILD = textwrap.dedent("""
@@ -136,16 +150,7 @@ EXO_CHILD = textwrap.dedent("""
                                            enable_split_k=False), 2, 1)
     Procedure.sync_check = real
     sizes = dict(L=1, M=m, N=n, cluster_K=n, K_split=1)
-    gemm.sync_check(**sizes)                                # warm-up
-    cpu, wall = [], []
-    for _ in range(repeats):
-        c0, w0 = time.process_time(), time.perf_counter()
-        gemm.sync_check(**sizes)
-        cpu.append(time.process_time() - c0)
-        wall.append(time.perf_counter() - w0)
-    print(json.dumps({"cpu": min(cpu), "wall": min(wall), "cpu_all": cpu,
-                      "wall_all": wall, "verdict": "accepted", "proc": gemm.name()}))
-""")
+""") + EXO_TIMING
 
 
 # Run by Exo-GPU endgame's Python: its own in-tree Hopper GEMM (the one its
@@ -164,16 +169,7 @@ EXO_ENDGAME_CHILD = textwrap.dedent("""
                      cta_M=128, cta_N=256, enable_split_k=False, ncta_M=2, ncta_N=1)
     gemm = gu.handwrite_gemm(config)
     sizes = dict(L=1, M=m, N=n, K_split=1, K_cluster=n)
-    gemm.sync_check(**sizes)                                # warm-up
-    cpu, wall = [], []
-    for _ in range(repeats):
-        c0, w0 = time.process_time(), time.perf_counter()
-        gemm.sync_check(**sizes)
-        cpu.append(time.process_time() - c0)
-        wall.append(time.perf_counter() - w0)
-    print(json.dumps({"cpu": min(cpu), "wall": min(wall), "cpu_all": cpu,
-                      "wall_all": wall, "verdict": "accepted", "proc": gemm.name()}))
-""")
+""") + EXO_TIMING
 EXO_KERNELS = {
     "sporkbench": "sporkbench@pldi26 make_Sm90a_gemm(Sm90aGemmConfig(128, 256, False, "
                   "False), 2, 1), L=1, M=N+128, N=cluster_K=N, K_split=1",
