@@ -64,8 +64,8 @@ BATCH = 6  # candidates per backend build: one g++ run amortised, little wasted 
 
 @dataclass(frozen=True, slots=True)
 class ShrinkStats:
-    before: int      # statements on entry (after hypothesis)
-    after: int       # statements on exit
+    before: int      # size on entry (after hypothesis): statements; Prism: lines
+    after: int       # size on exit
     tried: int       # candidates sent to the oracle
     kept: int        # candidates accepted
     seconds: float

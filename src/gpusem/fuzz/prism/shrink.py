@@ -29,9 +29,9 @@ import ast
 import re
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 
 from gpusem.calculus.errors import GpusemError
+from gpusem.fuzz.bundl.shrink import ShrinkStats
 from gpusem.fuzz.targets import CheckResult
 
 Check = Callable[[str], CheckResult]
@@ -40,20 +40,6 @@ _INT = re.compile(r"(?<![\w.])-?\d+(?![\w.])")
 _ASSIGN = re.compile(r"^(\s*[^#=]*?(?:[+\-*]?=|:[^=]*=)\s*)(.+)$")
 _PARTITION = re.compile(r"with partition\((\w+),.*\) as (\w+):$")
 _LAUNCH = re.compile(r"^# launch: (\w+) blocks=(\d+) threads=(\d+)$", re.MULTILINE)
-
-
-@dataclass(frozen=True, slots=True)
-class ShrinkStats:
-    before: int      # lines on entry (after hypothesis)
-    after: int       # lines on exit
-    tried: int       # candidates sent to the check
-    kept: int        # candidates accepted
-    seconds: float
-    capped: bool     # stopped by the time / candidate cap, not at a fixpoint
-
-    def as_dict(self) -> dict[str, object]:
-        return {"before": self.before, "after": self.after, "tried": self.tried,
-                "kept": self.kept, "seconds": self.seconds, "capped": self.capped}
 
 
 def size_key(text: str) -> tuple[int, int, int]:
