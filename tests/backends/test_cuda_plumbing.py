@@ -6,38 +6,22 @@ real `nvcc -c` for sm_90a; its "GPU" is the cpu harness); only the worker sees i
 from __future__ import annotations
 
 import dataclasses
-import os
-import sys
-from pathlib import Path
 
 import pytest
 from gpusem.compiler.backends import nvcc
-from gpusem.compiler.backends.cuda import CudaBackend
 from gpusem.compiler.backends.kernel import Job
 
 from . import cases
+from .fake_gpu import fake_gpu_backend
 
-FAKE = Path(__file__).parent / "fake_cupy"
 pytestmark = pytest.mark.skipif(not nvcc.nvcc_available(), reason="nvcc not on PATH")
 
 
 @pytest.fixture(scope="module")
 def fake_gpu(tmp_path_factory):
-    # spawn hands the parent's sys.path to the worker; the test process itself never
-    # imports the fake
-    sys.path.insert(0, str(FAKE))
-    saved = os.environ.get("GPUSEM_CACHE_DIR")
-    os.environ["GPUSEM_CACHE_DIR"] = str(tmp_path_factory.mktemp("fake-gpu-cache"))
-    backend = CudaBackend(watchdog_slack_s=1.5)
-    try:
+    with fake_gpu_backend(tmp_path_factory.mktemp("fake-gpu-cache"),
+                          watchdog_slack_s=1.5) as backend:
         yield backend
-    finally:
-        backend.close()
-        sys.path.remove(str(FAKE))
-        if saved is None:
-            os.environ.pop("GPUSEM_CACHE_DIR")
-        else:
-            os.environ["GPUSEM_CACHE_DIR"] = saved
 
 
 def test_batch_of_kernels_runs_through_the_worker(fake_gpu):

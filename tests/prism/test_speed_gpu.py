@@ -22,7 +22,6 @@ from gpusem.compiler.backends import nvcc
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "prism_speed_gpu.py"
-FAKE = ROOT / "tests" / "backends" / "fake_cupy"
 
 
 def _load():
@@ -143,24 +142,13 @@ def test_gpu_sizes_render_and_compile(tmp_path):
 
 @pytest.mark.skipif(not nvcc.nvcc_available(), reason="nvcc not on PATH")
 def test_our_kernel_launches_and_is_timed_through_the_cuda_backend(tmp_path):
-    from gpusem.compiler.backends.cuda import CudaBackend
+    from tests.backends.fake_gpu import fake_gpu_backend
 
-    sys.path.insert(0, str(FAKE))  # the spawned worker inherits it; we never import it
-    saved = os.environ.get("GPUSEM_CACHE_DIR")
-    os.environ["GPUSEM_CACHE_DIR"] = str(tmp_path / "cache")
-    backend = CudaBackend()
-    try:
+    with fake_gpu_backend(tmp_path / "cache") as backend:
         case = S.copy_case(512)
         data = S.inputs(case, np.random.default_rng(1))
         job = S.job_for(S.compile_case(case), case, data, 30.0)
         out, each, why = S.run_ours(backend, job, case, warmup=1, iters=2)
-    finally:
-        backend.close()
-        sys.path.remove(str(FAKE))
-        if saved is None:
-            os.environ.pop("GPUSEM_CACHE_DIR")
-        else:
-            os.environ["GPUSEM_CACHE_DIR"] = saved
     assert why == "" and len(each) == 2 and all(ms > 0 for ms in each)
     assert np.array_equal(out, data["inp"])
 
