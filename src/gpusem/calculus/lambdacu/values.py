@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Union
 
 import numpy as np
+from gpusem.calculus.float32_equality import same_float32
 
 BASES = ("bool", "char", "int", "float")
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
@@ -61,14 +62,8 @@ class F32:
 
     def same(self, other: F32) -> bool:
         """Bit-for-bit equality, except that every NaN equals every NaN; -0.0 differs
-        from 0.0. A NaN's sign and payload are not the program's: IEEE 754-2019 6.3
-        leaves the sign of an operation's NaN unspecified, x86 (numpy, g++) makes
-        0xffc00000 and the GPU 0x7fffffff, and no lambda-cu operation reads them
-        (errata L13)."""
-        if math.isnan(self.value) and math.isnan(other.value):
-            return True
-        mine, theirs = np.float32(self.value), np.float32(other.value)
-        return bool(mine.tobytes() == theirs.tobytes())
+        from 0.0 (calculus/float32_equality.py, errata L13)."""
+        return same_float32(self.value, other.value)
 
 
 Scalar = Union[Bool, Char, I32, F32]

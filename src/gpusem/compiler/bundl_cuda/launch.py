@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 from gpusem.calculus.bundl import ast as B
+from gpusem.calculus.float32_equality import same_float32
 from gpusem.compiler.backends.kernel import Job, KernelSpec, ptr
 from gpusem.compiler.bundl_cuda.pipeline import CompiledKernel
 
@@ -66,10 +67,8 @@ def as_bundl_values(prog: B.Program, outputs: dict[str, np.ndarray]) -> dict[str
 
 def first_difference(prog: B.Program, expected: dict[str, list],
                      actual: dict[str, list]) -> tuple[str, int, object, object] | None:
-    """The first cell where two memories differ: floats compared bit for bit, except
-    that every NaN equals every NaN (-0.0 still differs from 0.0). IEEE 754-2019 6.3
-    leaves the sign of an operation's NaN open and 6.2.3 makes payload propagation a
-    "should": x86 makes 0xffc00000 for 0/0, the GPU 0x7fffffff (errata L13)."""
+    """The first cell where two memories differ: floats bit for bit, every NaN equal
+    to every NaN (calculus/float32_equality.py, errata L13)."""
     for g in prog.globals:
         for i, (e, a) in enumerate(zip(expected[g.name], actual[g.name], strict=True)):
             if not _same(g.elem, e, a):
@@ -80,5 +79,4 @@ def first_difference(prog: B.Program, expected: dict[str, list],
 def _same(elem: B.BaseType, e, a) -> bool:
     if elem != B.BaseType.FLOAT:
         return e == a
-    fe, fa = np.float32(e), np.float32(a)
-    return bool(np.isnan(fe) and np.isnan(fa)) or fe.tobytes() == fa.tobytes()
+    return same_float32(e, a)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from gpusem.calculus.float32_equality import differing_float32
 from gpusem.calculus.gpuir import ast as A
 from gpusem.compiler.backends import Job
 from gpusem.compiler.backends.registry import shared_backend
@@ -81,15 +82,10 @@ def make_inputs(proc: A.Proc, defines: Mapping[str, int], seed: int = 0
 def first_difference(expected: Mapping[str, np.ndarray],
                      actual: Mapping[str, np.ndarray]) -> tuple | None:
     """(name, index, expected, actual) of the first cell that differs bit for bit;
-    every NaN equals every NaN (their sign and payload are the platform's: x86
-    0xffc00000, the GPU 0x7fffffff; errata L13)."""
+    every NaN equals every NaN (calculus/float32_equality.py, errata L13)."""
     for name, e in expected.items():
         a = np.asarray(actual[name]).reshape(e.shape)
-        if e.dtype == np.float32:
-            differ = e.view(np.uint32) != a.view(np.uint32)
-            differ &= ~(np.isnan(e) & np.isnan(a))
-        else:
-            differ = e != a
+        differ = differing_float32(e, a) if e.dtype == np.float32 else e != a
         bad = np.argwhere(differ)
         if len(bad):
             idx = tuple(int(i) for i in bad[0])
