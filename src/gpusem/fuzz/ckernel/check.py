@@ -22,6 +22,7 @@ import numpy as np
 
 from gpusem.calculus.ckernel import ast as A
 from gpusem.calculus.errors import IllTyped
+from gpusem.calculus.float32_equality import differing_float32
 from gpusem.compiler.backends.kernel import Job, Result
 from gpusem.compiler.ckernel_cuda.emit import emit_kernel, kernel_spec
 from gpusem.fuzz.ckernel.emi import variants
@@ -62,10 +63,8 @@ def same_cells(want: np.ndarray, got: np.ndarray) -> np.ndarray:
     """Per cell: does `got` hold what the reference says (see the module note)?"""
     if want.dtype.kind != "f":
         return np.asarray(want == got)
-    both_nan = np.isnan(want) & np.isnan(got)
-    bits = want.view(np.uint32) == got.view(np.uint32)
     zeros = (want == 0) & (got == 0)
-    return np.asarray(bits | both_nan | zeros)
+    return np.asarray(~differing_float32(want, got) | zeros)
 
 
 def first_difference(expected: dict[str, Any], got: dict[str, Any]) -> str | None:
