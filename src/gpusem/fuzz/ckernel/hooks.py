@@ -85,6 +85,7 @@ def toolchain_round(target: Any, kernels: list[A.Kernel]) -> list[CheckResult]:
     runs = (target.matrix.run(jobs, gpu) if gpu else target.matrix.run(jobs)) \
         if jobs else {}
     ran = tuple(sorted(runs))  # the configurations that checked the round's kernels
+    launched = set(owners)
     bad = _disagreements(runs, owners, refs)
     if gpu and bad:  # the cpu harness, where attribution and the signature read it
         mine = [k for k, o in enumerate(owners) if o in bad]
@@ -108,7 +109,7 @@ def toolchain_round(target: Any, kernels: list[A.Kernel]) -> list[CheckResult]:
                                    configs=tuple(sorted({*ran, *(("cpu",) if gpu
                                                                else ())}))))
         else:  # counted per configuration by the campaign (`by_configuration`)
-            out.append(CheckResult("pass", configs=ran if i in owners else ()))
+            out.append(CheckResult("pass", configs=ran if i in launched else ()))
     return out
 
 
