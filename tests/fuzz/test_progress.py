@@ -104,3 +104,29 @@ def test_the_bar_shows_no_absurd_rate_either(tmp_path) -> None:
     assert res.exit_code == 0, res.output
     rates = [int(r.replace(",", "")) for r in re.findall(r"([\d,]+)/min", res.output)]
     assert all(r <= 60 * 5 for r in rates), res.output
+
+
+def test_a_resumed_campaign_of_several_jobs_reports_this_runs_rate(tmp_path) -> None:
+    """A spawned shard's running counts reach the parent through a shared array; it
+    carried programs but not the resumed ones, so the progress lines of a resumed
+    16-job campaign on the H200 said 341,787/min after 30 s (this run: ~8,600/min):
+    the restored total over this run's seconds."""
+    from gpusem.fuzz.driver import CampaignSpec, run
+
+    out = str(tmp_path / "o")
+    first = run(CampaignSpec(target="toys", jobs=2, budget_s=2.0, out_dir=out,
+                             round_size=10)).report.summary
+    assert first.programs >= 40
+    ticks: list[Summary] = []
+    again = run(CampaignSpec(target="toys", jobs=2, budget_s=2.0, out_dir=out,
+                             resume=True),
+                on_progress=lambda prop, s: ticks.append(Summary(
+                    programs=s.programs, resumed=s.resumed))).report.summary
+    assert 0 < again.resumed <= first.programs < again.programs
+    late = [s for s in ticks if s.programs > again.resumed]
+    assert late, "no progress tick of the resumed run"
+    # a tick's rate counts this run's programs only: never more than the run checked
+    this_run = again.programs - again.resumed
+    assert all(s.programs - s.resumed <= this_run for s in late), \
+        (this_run, [(s.programs, s.resumed) for s in late[-5:]])
+    assert any(s.resumed == again.resumed for s in late)

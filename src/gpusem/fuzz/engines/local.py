@@ -34,7 +34,7 @@ from gpusem.fuzz.targets import RUNTIME_TARGETS, register_target
 JOB_START: Final = "spawn"  # never fork: the parent may hold threads (rich), z3 or a CUDA context
 JOB_GRACE_S = 120.0  # past a campaign's hard stop, before a silent job is given up
 DRAIN_S = 15.0  # after Ctrl-C/SIGTERM: how long the shards get to send their summaries
-SLOTS = 4  # programs, invalid, skipped, findings
+SLOTS = 5  # programs, invalid, skipped, findings, resumed (not this run's: its rate)
 
 
 class LocalEngine(Engine):
@@ -154,8 +154,10 @@ def _stop(procs: list) -> None:
 
 
 def _snapshot(counts: Any, j: int) -> Summary:
-    programs, invalid, skipped, found = (counts[SLOTS * j + k] for k in range(SLOTS))
-    return Summary(programs=programs, invalid=invalid, skipped=skipped, found=found)
+    programs, invalid, skipped, found, resumed = (
+        counts[SLOTS * j + k] for k in range(SLOTS))
+    return Summary(programs=programs, invalid=invalid, skipped=skipped, found=found,
+                   resumed=resumed)
 
 
 def _child(j: int, factory: Any, task: ShardTask, counts: Any, queue: Any,
@@ -172,7 +174,8 @@ def _child(j: int, factory: Any, task: ShardTask, counts: Any, queue: Any,
         register_target(task.spec["target_name"], factory)
 
     def progress(s: Summary) -> None:
-        for k, v in enumerate((s.programs, s.invalid, s.skipped, s.finding_count)):
+        for k, v in enumerate((s.programs, s.invalid, s.skipped, s.finding_count,
+                               s.resumed)):
             counts[SLOTS * j + k] = v
 
     try:

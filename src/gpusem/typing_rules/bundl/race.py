@@ -67,6 +67,7 @@ from gpusem.typing_rules.bundl.race_accesses import (
     Th,
     bv,
 )
+from gpusem.typing_rules.bundl.race_context import fresh_context
 from gpusem.typing_rules.bundl.race_fresh import iteration
 from gpusem.typing_rules.bundl.race_order import guard_holds, ordered, precedes
 from gpusem.typing_rules.bundl.race_settle import (
@@ -117,6 +118,13 @@ def analyse(prog: A.Program, timeout_ms: int | None = None, max_races: int = 1,
     checks spend more counts as racy (undecided). `timeout_ms` and `budget_s` add
     wall-clock limits (per check, per program) for callers that want them; the oracle
     does not (its verdicts must not depend on the machine's load)."""
+    with fresh_context():  # the verdict a function of the program (race_context)
+        return _analyse(prog, timeout_ms, max_races, budget_s, rlimit, rlimit_total)
+
+
+def _analyse(prog: A.Program, timeout_ms: int | None, max_races: int,
+             budget_s: float | None, rlimit: int, rlimit_total: int | None
+             ) -> RaceReport:
     import time
 
     deadline = None if budget_s is None else time.monotonic() + budget_s

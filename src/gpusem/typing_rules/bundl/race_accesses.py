@@ -32,6 +32,7 @@ from gpusem.calculus.bundl.perspective import (
 )
 from gpusem.calculus.bundl.printer import print_expr as _show
 from gpusem.calculus.bundl.walk import child_exprs, child_stmts
+from gpusem.typing_rules.bundl.race_context import f32, fma32, rne
 from gpusem.typing_rules.bundl.race_fresh import (
     Counter,
     fresh_per_iteration,
@@ -49,8 +50,8 @@ from gpusem.typing_rules.bundl.race_order import (
 )
 
 BV = 32
-F32 = z3.Float32()
-RNE = z3.RNE()  # float32 arithmetic rounds to nearest even, like numpy.float32 ops
+# f32(), rne(), fma32(): made in the analysis' own z3 context (race_context), not at
+# import; float32 arithmetic rounds to nearest even, like numpy.float32 ops
 
 Term = Any  # a z3 expression (z3 ships no type information)
 Builder = Callable[["Th"], Term]  # a term of one symbolic thread
@@ -81,7 +82,7 @@ class Th:
         self.count += 1
         label = f"u_{self.name}_{self.count}"
         if kind == "float":
-            return z3.FP(label, F32)
+            return z3.FP(label, f32())
         return z3.Bool(label) if kind == "bool" else z3.BitVec(label, BV)
 
 
@@ -518,7 +519,7 @@ class Collector:
             return self.own_write(v, addr, th, pos, value)
         key = (v.key, kind)
         if key not in self.memories:
-            rng = {"bool": z3.BoolSort(), "float": F32}.get(kind, z3.BitVecSort(BV))
+            rng = {"bool": z3.BoolSort(), "float": f32()}.get(kind, z3.BitVecSort(BV))
             self.memories[key] = z3.Function(f"mem_{len(self.memories)}",
                                              z3.BitVecSort(BV), rng)
         return self.memories[key](addr)
@@ -595,7 +596,7 @@ class Collector:
         reads, a conflicting pair that `race.py` checks with the shared values still
         valid. A site in a loop runs once per iteration: it keeps per-thread unknowns."""
         if key not in self.uniforms:
-            rng = {"bool": z3.BoolSort(), "float": F32}.get(kind, z3.BitVecSort(BV))
+            rng = {"bool": z3.BoolSort(), "float": f32()}.get(kind, z3.BitVecSort(BV))
             name = f"uni_{len(self.uniforms)}"
             self.uniforms[key] = z3.Function(
                 name, *([z3.BitVecSort(BV)] * len(args)), rng) if args else \
@@ -612,7 +613,7 @@ class Collector:
         if g.init is None:
             return zero(kind)
         if isinstance(g.init, A.Iota):
-            return {"bool": addr != bv(0), "float": z3.fpSignedToFP(RNE, addr, F32)
+            return {"bool": addr != bv(0), "float": z3.fpSignedToFP(rne(), addr, f32())
                     }.get(kind, addr)
         cells = [_literal(lit, kind) for lit in g.init]
         out = cells[-1]
@@ -635,7 +636,7 @@ class Collector:
             case A.IntLit(v):
                 return (lambda th: bv(v & 0xFFFFFFFF)), "int"
             case A.FloatLit(v):
-                return (lambda th: z3.FPVal(v, F32)), "float"
+                return (lambda th: z3.FPVal(v, f32())), "float"
             case A.BoolLit(v):
                 return (lambda th: z3.BoolVal(v)), "bool"
             case A.Var(name):
@@ -674,7 +675,7 @@ class Collector:
                 # be a function, not its bits: an uninterpreted one is sound and spares
                 # z3 bit-blasting an FMA circuit (2 s timeouts on a loaded machine).
                 fs = [self.expr(x, ctx, tgt)[0] for x in (a, b, c)]
-                return (lambda th: _FMA(*(f(th) for f in fs))), "float"
+                return (lambda th: fma32()(*(f(th) for f in fs))), "float"
         raise AssertionError(e)
 
     def partition_id(self, ctx: Ctx, tgt: Perspective | None) -> Builder:
@@ -709,7 +710,7 @@ class Collector:
             table = _FCMP if kind == "float" else _CMP
             return (lambda th: table[op](f(th), g(th))), "bool"
         if kind == "float" and op in _FARITH:
-            return (lambda th: _FARITH[op](RNE, f(th), g(th))), "float"
+            return (lambda th: _FARITH[op](rne(), f(th), g(th))), "float"
         if kind != "int":
             return (lambda th: th.fresh(kind)), kind
         return (lambda th: _ARITH[op](f(th), g(th))), "int"
@@ -766,12 +767,12 @@ def _literal(lit: A.IntLit | A.FloatLit | A.BoolLit, kind: str) -> Term:
     if kind == "bool":
         return z3.BoolVal(bool(lit.value))
     if kind == "float":
-        return z3.FPVal(float(np.float32(lit.value)), F32)
+        return z3.FPVal(float(np.float32(lit.value)), f32())
     return bv(int(lit.value))
 
 
 def zero(kind: str) -> Term:
-    return {"bool": z3.BoolVal(False), "float": z3.FPVal(0.0, F32)}.get(kind, bv(0))
+    return {"bool": z3.BoolVal(False), "float": z3.FPVal(0.0, f32())}.get(kind, bv(0))
 
 
 def _certain(ctx: Ctx) -> bool:
@@ -788,7 +789,8 @@ _FCMP: dict[str, Op2] = {
     "==": z3.fpEQ, "!=": lambda a, b: z3.Not(z3.fpEQ(a, b)), "<": z3.fpLT,
     "<=": z3.fpLEQ, ">": z3.fpGT, ">=": z3.fpGEQ}
 _FARITH = {"+": z3.fpAdd, "-": z3.fpSub, "*": z3.fpMul, "/": z3.fpDiv}
-_FMA = z3.Function("fma32", F32, F32, F32, F32)  # some function: see A.Fma in expr
+
+
 _ARITH: dict[str, Op2] = {
     "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
     "/": lambda a, b: a / b, "%": lambda a, b: z3.SRem(a, b)}

@@ -1,0 +1,62 @@
+"""Each race analysis in a z3 context of its own, so that its verdict is a function
+of the program alone.
+
+z3's Python API builds every term in one process-wide context unless told otherwise.
+Terms are hash-consed there, and their ids, hence the order z3's search meets them,
+depend on every term the process built before; a pair close to its resource budget
+(`race.RLIMIT_PAIR`) is then decided in one process and undecided in another. Measured
+(stop 28, the H200 toolchain campaign): one program was proved race-free in a campaign
+worker and compared, while a fresh process (and `gpusem replay`) declined it as
+undecided, and attribution's second reference path, the same analysis run later in the
+same process, called it racy, so the GPU's wrong answer (T1's class, nvvm) was blamed on
+gpusem (results/toolchain/FINDINGS.md, "G1"). With a fresh context per analysis the
+analysis sees the same z3 state every time: the same verdict in every process.
+
+The API's functions take the default context from `z3.main_ctx()`, so the analysis
+swaps that default for the duration of the call (race_accesses builds every term,
+sorts included, at analysis time for this reason). One analysis at a time per process:
+a lock keeps two threads from swapping under each other (a z3 context is not
+thread-safe either).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import z3
+
+_LOCK = threading.RLock()
+
+
+@contextmanager
+def fresh_context() -> Iterator[z3.Context]:
+    """A new z3 context as the default one while the block runs; the previous default
+    is restored after (terms made inside must not outlive the block)."""
+    with _LOCK:
+        module = z3.z3  # where main_ctx() keeps the default (z3's own global)
+        saved = module._main_ctx
+        module._main_ctx = z3.Context()
+        try:
+            yield module._main_ctx
+        finally:
+            module._main_ctx = saved
+
+
+# The analysis' constant terms, made in its own context when asked (one made at import
+# would belong to the context of that moment, and z3 refuses to mix contexts).
+
+def f32() -> z3.FPSortRef:
+    """The float32 sort."""
+    return z3.Float32()
+
+
+def rne() -> z3.FPRMRef:
+    """Round to nearest even: float32 arithmetic as numpy.float32 does it."""
+    return z3.RNE()
+
+
+def fma32() -> z3.FuncDeclRef:
+    """Some function of three floats (the analysis does not model fma: see A.Fma)."""
+    return z3.Function("fma32", f32(), f32(), f32(), f32())

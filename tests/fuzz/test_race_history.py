@@ -1,0 +1,65 @@
+"""The race verdict is a function of the program, not of what the process analysed
+before (stop 28's finding G1, results/toolchain/FINDINGS.md).
+
+z3 builds terms in one process-wide context by default; their ids, so the order of
+z3's search, depended on the process's history, and a pair near its resource budget
+was decided in one process and undecided in another. The program below (the H200
+toolchain campaign's bundle) was proved race-free by a campaign worker, declined in a
+fresh process, and analysed three times in one process gave undecided, undecided,
+race-free. Each analysis now runs in a z3 context of its own (`race_context`).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from gpusem.calculus.bundl.parser import parse_program
+from gpusem.interpreter.bundl.reference import (
+    fast_reference,
+    outcome_difference,
+    reference,
+)
+from gpusem.typing_rules.bundl.race import RLIMIT_PROGRAM, analyse
+
+HERE = Path(__file__).parent
+G1 = HERE / "data" / "race_history_g1.bundl"
+EXAMPLES = [HERE.parents[1] / "examples" / "bundl" / name for name in (
+    "block_reduce_shared.bundl", "async_copy_shared.bundl", "memcpy_global.bundl",
+    "alloc_global_per_unit.bundl", "if_else_sign.bundl", "map_double.bundl")]
+
+
+def _verdict(path: Path) -> tuple[bool, int, str]:
+    report = analyse(parse_program(path.read_text(), path.name),
+                     rlimit_total=RLIMIT_PROGRAM)
+    return report.race_free, report.rlimit, report.describe()
+
+
+def test_the_same_program_gets_the_same_verdict_and_units_whatever_ran_before():
+    first = _verdict(G1)
+    seen = [first]
+    for example in EXAMPLES:  # other programs' terms in between
+        _verdict(example)
+        seen.append(_verdict(G1))
+    assert len(EXAMPLES) >= 4
+    assert all(v == first for v in seen), seen
+
+
+def test_a_fresh_process_agrees_with_a_used_one():
+    for example in EXAMPLES:
+        _verdict(example)
+    here = _verdict(G1)
+    code = ("import sys; from pathlib import Path; sys.path[:0] = [sys.argv[1]]; "
+            "from test_race_history import _verdict; "
+            "print(repr(_verdict(Path(sys.argv[2]))))")
+    out = subprocess.run([sys.executable, "-c", code, str(HERE), str(G1)],
+                         capture_output=True, text=True, check=True).stdout
+    assert out.strip() == repr(here)
+
+
+def test_attributions_second_path_agrees_with_the_first_on_g1():
+    prog = parse_program(G1.read_text(), G1.name)
+    full = reference(prog)
+    fast = fast_reference(prog, prove_race_free=True)
+    assert outcome_difference(fast, full) is None
