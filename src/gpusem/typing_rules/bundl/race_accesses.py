@@ -19,7 +19,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-import numpy as np
 import z3
 from gpusem.calculus.bundl import ast as A
 from gpusem.calculus.bundl.perspective import (
@@ -37,6 +36,7 @@ from gpusem.typing_rules.bundl.race_fresh import (
     fresh_per_iteration,
     iteration,
 )
+from gpusem.typing_rules.bundl.race_initial import initial, zero
 from gpusem.typing_rules.bundl.race_order import (
     Path,
     SeqInfo,
@@ -604,21 +604,8 @@ class Collector:
         return f(*args) if args else f
 
     def initial(self, key: tuple[object, ...], addr: Term, kind: str) -> Term:
-        """Cell `addr` of region `key` as it starts: an allocated region holds zeros
-        (S-Alloc-*), a global what its declaration says."""
-        if key[0] != "g":
-            return zero(kind)
-        g = next(g for g in self.prog.globals if g.name == key[1])
-        if g.init is None:
-            return zero(kind)
-        if isinstance(g.init, A.Iota):
-            return {"bool": addr != bv(0), "float": z3.fpSignedToFP(RNE, addr, F32)
-                    }.get(kind, addr)
-        cells = [_literal(lit, kind) for lit in g.init]
-        out = cells[-1]
-        for i in range(len(cells) - 2, -1, -1):
-            out = z3.If(addr == bv(i), cells[i], out)
-        return out
+        """Cell `addr` of region `key` as it starts (race_initial)."""
+        return initial(self.prog, key, addr, kind)
 
     def written(self) -> set[tuple[object, ...]]:
         if self._written is None:
@@ -749,29 +736,6 @@ def _closed(e: A.Expr) -> bool:
     if isinstance(e, A.Var | A.Index | A.PartitionId):
         return False
     return all(_closed(c) for c in child_exprs(e))
-
-
-def known_init(g: A.GlobalDecl) -> bool:
-    """Whether the analysis can read `g`'s initial contents: zeros, iota, or literals
-    of the element's own kind (a literal another kind converts is left unknown)."""
-    if g.init is None:
-        return True
-    if isinstance(g.init, A.Iota):  # float32 holds every int up to 2^24 exactly
-        return g.elem.value != "float" or g.size <= 1 << 24
-    want = {"int": A.IntLit, "float": A.FloatLit, "bool": A.BoolLit}.get(g.elem.value)
-    return want is not None and all(type(lit) is want for lit in g.init)
-
-
-def _literal(lit: A.IntLit | A.FloatLit | A.BoolLit, kind: str) -> Term:
-    if kind == "bool":
-        return z3.BoolVal(bool(lit.value))
-    if kind == "float":
-        return z3.FPVal(float(np.float32(lit.value)), F32)
-    return bv(int(lit.value))
-
-
-def zero(kind: str) -> Term:
-    return {"bool": z3.BoolVal(False), "float": z3.FPVal(0.0, F32)}.get(kind, bv(0))
 
 
 def _certain(ctx: Ctx) -> bool:
