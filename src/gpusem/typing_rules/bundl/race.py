@@ -184,13 +184,14 @@ def _used(solver: z3.Solver) -> int:
 
 
 def _already_written(c: Collector, w: Access, tw: Th, r: Access, tr: Th,
-                     cell: Term) -> Term | None:
+                     cell: Term, theirs_at: Access | None = None) -> Term | None:
     """When the reading thread `tr` itself made the write `w`, earlier and for certain,
     to the same cell with the value `tw` writes: then `tw`'s copy of it changes
     nothing `tr` can read, whenever it lands (the uniform stores of one perspective
     are one logical write; errata "uniform stores are one write"). None where that
     cannot hold. Two such writes with different values are a write-write pair the
-    analysis checks on its own.
+    analysis checks on its own. `theirs_at`: the site of `tw`'s write where it is
+    not `w` (Own-Write-Any-Site, single-valued regions only: the caller's choice).
 
     Note: Own-Write-Same-Run (errata 8e): where a loop holds both w and r, `tw`'s w
     must be in `tr`'s run of it (equal counters; an uncounted loop: None). A `tw`
@@ -208,7 +209,7 @@ def _already_written(c: Collector, w: Access, tw: Th, r: Access, tr: Th,
     if runs is None:
         return None
     mine = w.value(tr, cell)
-    theirs = w.value(tw, cell)
+    theirs = (theirs_at or w).value(tw, cell)
     if mine.sort() != theirs.sort():
         return None
     same_instance = _eq_lists(w.view.unit(tr), r.view.unit(tr))
@@ -247,8 +248,14 @@ def _conflict(solver: z3.Solver, c: Collector, machine: A.Machine, a1: Access, a
     elif a1.kind != a2.kind:
         (w, tw), (r, tr) = ((a1, th1), (a2, th2)) if a1.kind == "w" else \
             ((a2, th2), (a1, th1))
-        if (rewrite := _already_written(c, w, tw, r, tr, addr1)) is not None:
-            extra.append(z3.Not(rewrite))
+        # Own-Write-Any-Site (errata 8f): in a single-valued region any certain
+        # earlier write of the reader's own to the cell will do
+        owns = [o for o in c.accesses if o.kind == "w" and o.view.key == w.view.key
+                ] if w.view.key in c.single_regions else [w]
+        rewrites = [x for o in owns
+                    if (x := _already_written(c, o, tw, r, tr, addr1, w)) is not None]
+        if rewrites:
+            extra.append(z3.Not(z3.Or(*rewrites)))
     extra += th1.cons[n1:] + th2.cons[n2:]
     solver.push()
     try:
