@@ -36,7 +36,7 @@ from gpusem.typing_rules.bundl.race_fresh import (
     fresh_per_iteration,
     iteration,
 )
-from gpusem.typing_rules.bundl.race_initial import initial, zero
+from gpusem.typing_rules.bundl.race_initial import initial, unwritten_initial, zero
 from gpusem.typing_rules.bundl.race_order import (
     Path,
     SeqInfo,
@@ -489,7 +489,8 @@ class Collector:
     def read_at(self, v: View, addr: Term, kind: str, th: Th,
                 site: Site | None = None, pos: Path | None = None) -> Term:
         """A read of a region that nothing writes is a function of its cell (the
-        same for every thread), of a Local array nothing writes zero (S-Alloc-Local
+        same for every thread; a global's initial contents where race_initial
+        knows them: Unwritten-Initial), of a Local array nothing writes zero (S-Alloc-Local
         allocates zeros, and a thread's own writes are the only ones); a read of a
         written region at a `site` run at most once per thread is one unknown per
         (code unit, region instance, cell) (see `uniform`); any other read is an
@@ -516,6 +517,8 @@ class Collector:
                 args = site.unit(th) + v.unit(th) + [addr]
                 value = self.uniform((site.uid, kind, len(args)), kind, args)
             return self.own_write(v, addr, th, pos, value)
+        if unwritten_initial(self.prog, v.key):  # Unwritten-Initial (errata 8g)
+            return self.initial(v.key, addr, kind)
         key = (v.key, kind)
         if key not in self.memories:
             rng = {"bool": z3.BoolSort(), "float": F32}.get(kind, z3.BitVecSort(BV))

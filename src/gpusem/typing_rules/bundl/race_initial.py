@@ -1,6 +1,12 @@
 """What a region of the Bundl race analysis (`race_accesses.py`) holds before any
 write lands: an allocated region zeros (S-Alloc-Shared / -Global / -Local fill it), a
 global what its declaration says (zeros, `iota`, or its literals).
+
+Unwritten-Initial (errata 8g): a read of a global that no statement writes returns
+its initial contents, the same term for every thread, wherever and whenever it is
+read. Before it, such a read was an uninterpreted function of the cell: the same for
+every thread, but not known, so `v[6] = g[8] || x` (g[8] = true) against another
+thread's `v[6] = true` was a write-write pair of possibly different values.
 """
 
 from __future__ import annotations
@@ -48,6 +54,21 @@ def initial(prog: A.Program, key: tuple[object, ...], addr: Term, kind: str) -> 
     for i in range(len(cells) - 2, -1, -1):
         out = z3.If(addr == _bv(i), cells[i], out)
     return out
+
+
+def unwritten_initial(prog: A.Program, key: tuple[object, ...]) -> bool:
+    """Unwritten-Initial: whether a read of region `key`, which the caller knows no
+    statement writes, may be read as its initial contents. Sound for a global with a
+    known initialiser (zeros or literals here): no write lands in it, so every read,
+    by any thread under any schedule, returns what the declaration put there."""
+    if key[0] != "g":
+        return False
+    g = next(g for g in prog.globals if g.name == key[1])
+    # Note: not `iota` (sound too, but a read of A[e] is then e itself: the index
+    # arithmetic enters every value check, and z3's count of units for one program
+    # varied by a quarter between identical runs, tests/fuzz/test_race_budget.py);
+    # such a read stays a function of its cell, the same for every thread
+    return known_init(g) and not isinstance(g.init, A.Iota)
 
 
 def _literal(lit: A.IntLit | A.FloatLit | A.BoolLit, kind: str) -> Term:
