@@ -35,6 +35,7 @@ from gpusem.typing_rules.bundl.race_fresh import (
     Counter,
     fresh_per_iteration,
     iteration,
+    per_iteration_site,
 )
 from gpusem.typing_rules.bundl.race_initial import initial, unwritten_initial, zero
 from gpusem.typing_rules.bundl.race_order import (
@@ -145,6 +146,7 @@ class Ctx:
     guarded: bool = False
     guard_at: int = -1  # the depth of pos where the innermost such guard begins
     counters: tuple[Counter, ...] = ()  # the counted loops around (race_fresh)
+    uncounted: bool = False  # inside a loop that is not counted, or a while's test
 
 
 def _assigned(s: A.Stmt, out: set[str]) -> set[str]:
@@ -274,7 +276,8 @@ class Collector:
                     self.block(orelse, replace(branch, path=branch.path + (
                         lambda th: z3.Not(f(th)),)) if taken else branch)
             case A.While(cond, body):
-                looping = replace(ctx, looped=True, guarded=True, guard_at=len(ctx.pos))
+                looping = replace(ctx, looped=True, guarded=True,
+                                  guard_at=len(ctx.pos), uncounted=True)
                 self.expr(cond, looping)  # tested more than once
                 if bounds is None:
                     self.block(body, looping, loop=True)
@@ -499,7 +502,8 @@ class Collector:
             if v.key in self.local_zero:
                 return zero(kind)
             if v.key in self.local_written and not (
-                    site is not None and self.local_first[v.key] > site.uid):
+                    site is not None and site.once  # a site in a loop: not before
+                    and self.local_first[v.key] > site.uid):
                 return self.local_last(v, addr, kind, th, pos)
             # S-Alloc-Local allocates zeros, and only the thread's own writes land: a
             # read the walk meets before any write (straight-line: not in a loop; an
@@ -579,11 +583,14 @@ class Collector:
 
     def read_site(self, ctx: Ctx) -> Site | None:
         """A read site's identity for `read_at`, where it runs at most once per
-        thread (not in a loop), else None."""
-        if ctx.looped:
+        thread (not in a loop), or once per iteration of the counted loops around it
+        (Counted-Loop-Read, race_fresh), else None."""
+        if ctx.looped and ctx.uncounted:
             return None
         self.sites += 1
-        return Site(self.sites, ctx.unit)
+        if not ctx.looped:
+            return Site(self.sites, ctx.unit)
+        return Site(self.sites, per_iteration_site(ctx.unit, ctx.counters), False)
 
     def uniform(self, key: tuple[object, ...], kind: str, args: list[Term]) -> Term:
         """One unknown shared by every thread that gives the same `args`: a value the
@@ -596,7 +603,9 @@ class Collector:
         one site, every such value is indeed shared; and two threads read different
         values at one site (run once per thread) only if a write lands between the
         reads, a conflicting pair that `race.py` checks with the shared values still
-        valid. A site in a loop runs once per iteration: it keeps per-thread unknowns."""
+        valid. A site in a loop runs once per iteration: under an uncounted loop it
+        keeps per-thread unknowns; under counted loops only, its key carries the
+        thread's iteration of each (Counted-Loop-Read, race_fresh)."""
         if key not in self.uniforms:
             rng = {"bool": z3.BoolSort(), "float": F32}.get(kind, z3.BitVecSort(BV))
             name = f"uni_{len(self.uniforms)}"
@@ -712,6 +721,7 @@ class Site:
 
     uid: int
     unit: UnitBuilder
+    once: bool = True  # run at most once per thread (False: once per iteration)
 
 
 def _same_term(f: Builder, threads: int) -> bool:
