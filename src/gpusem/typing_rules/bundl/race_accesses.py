@@ -493,11 +493,11 @@ class Collector:
                 site: Site | None = None, pos: Path | None = None) -> Term:
         """A read of a region that nothing writes is a function of its cell (the
         same for every thread; a global's initial contents where race_initial
-        knows them: Unwritten-Initial), of a Local array nothing writes zero (S-Alloc-Local
-        allocates zeros, and a thread's own writes are the only ones); a read of a
-        written region at a `site` run at most once per thread is one unknown per
-        (code unit, region instance, cell) (see `uniform`); any other read is an
-        unknown of this thread."""
+        knows them: Unwritten-Initial), of a Local array nothing writes zero
+        (S-Alloc-Local allocates zeros, and a thread's own writes are the only ones);
+        a read of a written region at a `site` run at most once per thread (or per
+        iteration of counted loops) is one unknown per (code unit, region instance,
+        cell) (see `uniform`); any other read is an unknown of this thread."""
         if v.key[0] == "local":
             if v.key in self.local_zero:
                 return zero(kind)
