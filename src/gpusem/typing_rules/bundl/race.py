@@ -208,8 +208,11 @@ def _already_written(c: Collector, w: Access, tw: Th, r: Access, tr: Th,
     runs = () if single else common_runs(c.seqs, w.pos, r.pos)
     if runs is None:
         return None
+    at = theirs_at or w
+    if at.value is None:
+        return None
     mine = w.value(tr, cell)
-    theirs = (theirs_at or w).value(tw, cell)
+    theirs = at.value(tw, cell)
     if mine.sort() != theirs.sort():
         return None
     same_instance = _eq_lists(w.view.unit(tr), r.view.unit(tr))
