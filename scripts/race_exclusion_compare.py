@@ -19,8 +19,9 @@ to agree), `unknown` (the budget ran out).
 reachable concurrently (interpreter/bundl/concurrent.py): `race` (a reachable
 configuration where two enabled threads are about to make conflicting accesses that
 do not commute; a real race even when the final memories coincide), `no-pair` (the
-whole state space has none: a false exclusion), `unknown` (over `--pair-transitions`),
-`stuck`. With `--from FILE` it classifies the still-declined programs of an earlier
+whole state space has none: a false exclusion), `unknown` (over `--pair-transitions`,
+and no pair in `--probe-transitions` more of priority schedules, the classifier's
+Note), `stuck`. With `--from FILE` it classifies the still-declined programs of an earlier
 run's JSON instead of generating them again, and writes per-class counts and one
 example of each class:
 
@@ -83,7 +84,8 @@ def explore(program: str, transitions: int, max_threads: int) -> tuple[str, int]
     return ("real" if n > 1 else "one-memory (sampled)"), n
 
 
-def pairs(rows: list[dict], transitions: int, save=None) -> dict:
+def pairs(rows: list[dict], transitions: int, save=None,
+          probe: int | None = None) -> dict:
     """Classify `rows` (still-declined programs) by `concurrent_pair`, in place (a row
     classified already, by an earlier `--from` file, is kept); `save` after each."""
     from gpusem.calculus.bundl.parser import parse_program
@@ -97,7 +99,7 @@ def pairs(rows: list[dict], transitions: int, save=None) -> dict:
             c["count"] += 1
             continue
         v = concurrent_pair(parse_program(row["program"], "declined.bundl"),
-                            transitions)
+                            transitions, probe)
         row["pair"] = {"verdict": v.kind, "states": v.states,
                        "transitions": v.transitions, "message": v.message}
         if v.pair is not None:
@@ -125,6 +127,9 @@ def main() -> None:
     ap.add_argument("--pairs", action="store_true",
                     help="classify still-declined programs by a concurrent pair")
     ap.add_argument("--pair-transitions", type=int, default=30_000)
+    ap.add_argument("--probe-transitions", type=int, default=None,
+                    help="priority-schedule transitions after an unknown search "
+                         "(default: --pair-transitions; 0: none)")
     ap.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3])
     ap.add_argument("--programs", type=int, default=1500)
     ap.add_argument("--transitions", type=int, default=20_000)
@@ -147,7 +152,8 @@ def main() -> None:
             if args.out:
                 Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
 
-        result["classes"] = pairs(rows, args.pair_transitions, save)
+        result["classes"] = pairs(rows, args.pair_transitions, save,
+                                  args.probe_transitions)
         save()
         return
     if not args.trees:
@@ -178,7 +184,8 @@ def main() -> None:
             if args.out:  # as it goes: exploring the large ones takes long
                 Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
     if args.pairs:
-        result["classes"] = pairs(result["still_declined"], args.pair_transitions)
+        result["classes"] = pairs(result["still_declined"], args.pair_transitions,
+                                  probe=args.probe_transitions)
     if args.out:
         Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
 

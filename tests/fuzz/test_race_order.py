@@ -4,7 +4,9 @@ loop iterations, copies and Local arrays it once could not see through (issue 24
 3: `loop_same_run_*`, `copy_back_*`, `local_zero_*`, `local_last_write_*`,
 `constant_if_*`), and the branches of a uniform `if` (issue 24, Trust II:
 `uniform_branch_*`, `exact_branch_*`; a region allocated in a counted loop,
-`loop_alloc_*`), as
+`loop_alloc_*`; seed 3's nine, errata 8e-8h: `own_write_next_run_*`, a soundness fix
+whose `_race` the analysis called race-free, `own_write_any_site_*`,
+`unwritten_initial_*`, `loop_read_*`), as
 data: `race_shapes/*.bundl`, each `// NAME: race yes|no` with a `why`, in pairs: a
 race-free program the analysis used to call racy (a false exclusion from the compiler
 oracle) and a real race of the same shape, which it must still report. The truth of

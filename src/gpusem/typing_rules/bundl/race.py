@@ -69,7 +69,12 @@ from gpusem.typing_rules.bundl.race_accesses import (
 )
 from gpusem.typing_rules.bundl.race_context import fresh_context
 from gpusem.typing_rules.bundl.race_fresh import iteration
-from gpusem.typing_rules.bundl.race_order import guard_holds, ordered, precedes
+from gpusem.typing_rules.bundl.race_order import (
+    common_runs,
+    guard_holds,
+    ordered,
+    precedes,
+)
 from gpusem.typing_rules.bundl.race_settle import (
     settle_local_zero,
     settle_stable_globals,
@@ -186,23 +191,42 @@ def _used(solver: z3.Solver) -> int:
     return int(stats.get_key_value("rlimit count")) if "rlimit count" in keys else 0
 
 
-def _already_written(w: Access, tw: Th, r: Access, tr: Th, cell: Term) -> Term | None:
+def _already_written(c: Collector, w: Access, tw: Th, r: Access, tr: Th,
+                     cell: Term, theirs_at: Access | None = None) -> Term | None:
     """When the reading thread `tr` itself made the write `w`, earlier and for certain,
     to the same cell with the value `tw` writes: then `tw`'s copy of it changes
     nothing `tr` can read, whenever it lands (the uniform stores of one perspective
     are one logical write; errata "uniform stores are one write"). None where that
     cannot hold. Two such writes with different values are a write-write pair the
-    analysis checks on its own."""
+    analysis checks on its own. `theirs_at`: the site of `tw`'s write where it is
+    not `w` (Own-Write-Any-Site, single-valued regions only: the caller's choice).
+
+    Note: Own-Write-Same-Run (errata 8e): where a loop holds both w and r, `tw`'s w
+    must be in `tr`'s run of it (equal counters; an uncounted loop: None). A `tw`
+    one run ahead makes w after a barrier that orders a third write of another value
+    after `tr`'s own w (`g[0] = 1; <barrier>; one thread: g[0] = 2; <barrier>; read
+    g[0]` in a loop): then w lands between that write and the read, and changes what
+    it reads; no pair of the analysis saw it (the shape own_write_next_run_race). Not
+    needed for a single-valued region (race_settle): there that third write stores
+    the one value too."""
     if not ((w.certain or guard_holds(w.guard_at, w.pos, r.pos)) and w.value is not None
             and precedes(w.pos, r.pos)):
         return None  # Guarded-Own-Write: a guard of w that holds r (errata, below)
+    single = w.view.key in c.single_regions
+    runs = () if single else common_runs(c.seqs, w.pos, r.pos)
+    if runs is None:
+        return None
+    at = theirs_at or w
+    if at.value is None:
+        return None
     mine = w.value(tr, cell)
-    theirs = w.value(tw, cell)
+    theirs = at.value(tw, cell)
     if mine.sort() != theirs.sort():
         return None
     same_instance = _eq_lists(w.view.unit(tr), r.view.unit(tr))
+    same_run = [iteration(tw, *k) == iteration(tr, *k) for k in runs]
     return z3.And(*[f(tr) for f in w.path], same_instance, w.covers(tr, cell),
-                  mine == theirs)
+                  *same_run, mine == theirs)
 
 
 def _conflict(solver: z3.Solver, c: Collector, machine: A.Machine, a1: Access, a2: Access,
@@ -235,8 +259,14 @@ def _conflict(solver: z3.Solver, c: Collector, machine: A.Machine, a1: Access, a
     elif a1.kind != a2.kind:
         (w, tw), (r, tr) = ((a1, th1), (a2, th2)) if a1.kind == "w" else \
             ((a2, th2), (a1, th1))
-        if (rewrite := _already_written(w, tw, r, tr, addr1)) is not None:
-            extra.append(z3.Not(rewrite))
+        # Own-Write-Any-Site (errata 8f): in a single-valued region any certain
+        # earlier write of the reader's own to the cell will do
+        owns = [o for o in c.accesses if o.kind == "w" and o.view.key == w.view.key
+                ] if w.view.key in c.single_regions else [w]
+        rewrites = [x for o in owns
+                    if (x := _already_written(c, o, tw, r, tr, addr1, w)) is not None]
+        if rewrites:
+            extra.append(z3.Not(z3.Or(*rewrites)))
     extra += th1.cons[n1:] + th2.cons[n2:]
     solver.push()
     try:

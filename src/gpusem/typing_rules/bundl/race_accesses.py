@@ -19,7 +19,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-import numpy as np
 import z3
 from gpusem.calculus.bundl import ast as A
 from gpusem.calculus.bundl.perspective import (
@@ -37,7 +36,9 @@ from gpusem.typing_rules.bundl.race_fresh import (
     Counter,
     fresh_per_iteration,
     iteration,
+    per_iteration_site,
 )
+from gpusem.typing_rules.bundl.race_initial import initial, unwritten_initial, zero
 from gpusem.typing_rules.bundl.race_order import (
     Path,
     SeqInfo,
@@ -146,6 +147,7 @@ class Ctx:
     guarded: bool = False
     guard_at: int = -1  # the depth of pos where the innermost such guard begins
     counters: tuple[Counter, ...] = ()  # the counted loops around (race_fresh)
+    uncounted: bool = False  # inside a loop that is not counted, or a while's test
 
 
 def _assigned(s: A.Stmt, out: set[str]) -> set[str]:
@@ -275,7 +277,8 @@ class Collector:
                     self.block(orelse, replace(branch, path=branch.path + (
                         lambda th: z3.Not(f(th)),)) if taken else branch)
             case A.While(cond, body):
-                looping = replace(ctx, looped=True, guarded=True, guard_at=len(ctx.pos))
+                looping = replace(ctx, looped=True, guarded=True,
+                                  guard_at=len(ctx.pos), uncounted=True)
                 self.expr(cond, looping)  # tested more than once
                 if bounds is None:
                     self.block(body, looping, loop=True)
@@ -490,16 +493,18 @@ class Collector:
     def read_at(self, v: View, addr: Term, kind: str, th: Th,
                 site: Site | None = None, pos: Path | None = None) -> Term:
         """A read of a region that nothing writes is a function of its cell (the
-        same for every thread), of a Local array nothing writes zero (S-Alloc-Local
-        allocates zeros, and a thread's own writes are the only ones); a read of a
-        written region at a `site` run at most once per thread is one unknown per
-        (code unit, region instance, cell) (see `uniform`); any other read is an
-        unknown of this thread."""
+        same for every thread; a global's initial contents where race_initial
+        knows them: Unwritten-Initial), of a Local array nothing writes zero
+        (S-Alloc-Local allocates zeros, and a thread's own writes are the only ones);
+        a read of a written region at a `site` run at most once per thread (or per
+        iteration of counted loops) is one unknown per (code unit, region instance,
+        cell) (see `uniform`); any other read is an unknown of this thread."""
         if v.key[0] == "local":
             if v.key in self.local_zero:
                 return zero(kind)
             if v.key in self.local_written and not (
-                    site is not None and self.local_first[v.key] > site.uid):
+                    site is not None and site.once  # a site in a loop: not before
+                    and self.local_first[v.key] > site.uid):
                 return self.local_last(v, addr, kind, th, pos)
             # S-Alloc-Local allocates zeros, and only the thread's own writes land: a
             # read the walk meets before any write (straight-line: not in a loop; an
@@ -517,6 +522,8 @@ class Collector:
                 args = site.unit(th) + v.unit(th) + [addr]
                 value = self.uniform((site.uid, kind, len(args)), kind, args)
             return self.own_write(v, addr, th, pos, value)
+        if unwritten_initial(self.prog, v.key):  # Unwritten-Initial (errata 8g)
+            return self.initial(v.key, addr, kind)
         key = (v.key, kind)
         if key not in self.memories:
             rng = {"bool": z3.BoolSort(), "float": f32()}.get(kind, z3.BitVecSort(BV))
@@ -577,11 +584,14 @@ class Collector:
 
     def read_site(self, ctx: Ctx) -> Site | None:
         """A read site's identity for `read_at`, where it runs at most once per
-        thread (not in a loop), else None."""
-        if ctx.looped:
+        thread (not in a loop), or once per iteration of the counted loops around it
+        (Counted-Loop-Read, race_fresh), else None."""
+        if ctx.looped and ctx.uncounted:
             return None
         self.sites += 1
-        return Site(self.sites, ctx.unit)
+        if not ctx.looped:
+            return Site(self.sites, ctx.unit)
+        return Site(self.sites, per_iteration_site(ctx.unit, ctx.counters), False)
 
     def uniform(self, key: tuple[object, ...], kind: str, args: list[Term]) -> Term:
         """One unknown shared by every thread that gives the same `args`: a value the
@@ -594,7 +604,9 @@ class Collector:
         one site, every such value is indeed shared; and two threads read different
         values at one site (run once per thread) only if a write lands between the
         reads, a conflicting pair that `race.py` checks with the shared values still
-        valid. A site in a loop runs once per iteration: it keeps per-thread unknowns."""
+        valid. A site in a loop runs once per iteration: under an uncounted loop it
+        keeps per-thread unknowns; under counted loops only, its key carries the
+        thread's iteration of each (Counted-Loop-Read, race_fresh)."""
         if key not in self.uniforms:
             rng = {"bool": z3.BoolSort(), "float": f32()}.get(kind, z3.BitVecSort(BV))
             name = f"uni_{len(self.uniforms)}"
@@ -605,21 +617,8 @@ class Collector:
         return f(*args) if args else f
 
     def initial(self, key: tuple[object, ...], addr: Term, kind: str) -> Term:
-        """Cell `addr` of region `key` as it starts: an allocated region holds zeros
-        (S-Alloc-*), a global what its declaration says."""
-        if key[0] != "g":
-            return zero(kind)
-        g = next(g for g in self.prog.globals if g.name == key[1])
-        if g.init is None:
-            return zero(kind)
-        if isinstance(g.init, A.Iota):
-            return {"bool": addr != bv(0), "float": z3.fpSignedToFP(rne(), addr, f32())
-                    }.get(kind, addr)
-        cells = [_literal(lit, kind) for lit in g.init]
-        out = cells[-1]
-        for i in range(len(cells) - 2, -1, -1):
-            out = z3.If(addr == bv(i), cells[i], out)
-        return out
+        """Cell `addr` of region `key` as it starts (race_initial)."""
+        return initial(self.prog, key, addr, kind)
 
     def written(self) -> set[tuple[object, ...]]:
         if self._written is None:
@@ -723,6 +722,7 @@ class Site:
 
     uid: int
     unit: UnitBuilder
+    once: bool = True  # run at most once per thread (False: once per iteration)
 
 
 def _same_term(f: Builder, threads: int) -> bool:
@@ -750,29 +750,6 @@ def _closed(e: A.Expr) -> bool:
     if isinstance(e, A.Var | A.Index | A.PartitionId):
         return False
     return all(_closed(c) for c in child_exprs(e))
-
-
-def known_init(g: A.GlobalDecl) -> bool:
-    """Whether the analysis can read `g`'s initial contents: zeros, iota, or literals
-    of the element's own kind (a literal another kind converts is left unknown)."""
-    if g.init is None:
-        return True
-    if isinstance(g.init, A.Iota):  # float32 holds every int up to 2^24 exactly
-        return g.elem.value != "float" or g.size <= 1 << 24
-    want = {"int": A.IntLit, "float": A.FloatLit, "bool": A.BoolLit}.get(g.elem.value)
-    return want is not None and all(type(lit) is want for lit in g.init)
-
-
-def _literal(lit: A.IntLit | A.FloatLit | A.BoolLit, kind: str) -> Term:
-    if kind == "bool":
-        return z3.BoolVal(bool(lit.value))
-    if kind == "float":
-        return z3.FPVal(float(np.float32(lit.value)), f32())
-    return bv(int(lit.value))
-
-
-def zero(kind: str) -> Term:
-    return {"bool": z3.BoolVal(False), "float": z3.FPVal(0.0, f32())}.get(kind, bv(0))
 
 
 def _certain(ctx: Ctx) -> bool:

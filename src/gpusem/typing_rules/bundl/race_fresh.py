@@ -1,5 +1,6 @@
 """Fresh-Region-Per-Iteration (errata 8d): the region instance of an S-Alloc-Shared /
--Global site in the body of counted loops.
+-Global site in the body of counted loops; and Counted-Loop-Read (errata 8h): the
+identity of a read site there (`per_iteration_site`).
 
 The k-th run of such a site by a thread meets the k-th run by its peers
 (interpreter/bundl/small_step_data.py, `_shared_instance`), each run a fresh region.
@@ -33,6 +34,20 @@ def fresh_per_iteration(unit: UnitBuilder, counters: tuple[Counter, ...],
     kept = tuple(k for k, depth in counters if not guarded or depth > guard_at)
     if not kept:
         return unit
+    return lambda th: unit(th) + [iteration(th, *k) for k in kept]
+
+
+def per_iteration_site(unit: UnitBuilder, counters: tuple[Counter, ...]
+                       ) -> UnitBuilder:
+    """Counted-Loop-Read (errata 8h): the key of a read site in the body of counted
+    loops only (no uncounted loop around it): the code unit and the thread's
+    `iteration` of every one of those loops. Unrolling the loops (constant bounds,
+    the counter bound nowhere else) makes each iteration tuple a copy of the site run
+    at most once per thread, which `race_accesses.Collector.uniform` reads as one
+    unknown per (code unit, region instance, cell): two threads of one unit reading
+    one cell in one iteration share the unknown, as they would at the unrolled site;
+    other iterations draw other unknowns."""
+    kept = tuple(k for k, _depth in counters)
     return lambda th: unit(th) + [iteration(th, *k) for k in kept]
 
 

@@ -295,6 +295,23 @@ def ordered(seqs: dict[int, SeqInfo], pos1: Path, pos2: Path
     return False, None, ()
 
 
+def common_runs(seqs: dict[int, SeqInfo], pos1: Path, pos2: Path
+                ) -> tuple[Counter, ...] | None:
+    """The counters of the loops around both program points (innermost first): ()
+    where no loop holds both, None where an uncounted one does (a run of it is no
+    tuple of counter values)."""
+    shared = None
+    for (u1, i), (u2, j) in zip(pos1, pos2, strict=False):
+        if u1 != u2:
+            break
+        shared = u1
+        if i != j:
+            break
+    if shared is None or not _in_loop(seqs, shared):
+        return ()
+    return _counters(seqs, shared) or None
+
+
 def _counters(seqs: dict[int, SeqInfo], uid: int) -> tuple[Counter, ...]:
     """The counters of the loops around sequence uid, innermost first, when there are
     some and all are counted loops (a run of uid is then one tuple of their values,

@@ -21,9 +21,8 @@ from gpusem.typing_rules.bundl.race_accesses import (
     Collector,
     Th,
     bv,
-    known_init,
-    zero,
 )
+from gpusem.typing_rules.bundl.race_initial import known_init, zero
 from gpusem.typing_rules.bundl.race_order import precedes
 
 MAX_SINGLE_WRITES = 8  # Single-Valued is pairwise: regions with more writes are skipped
