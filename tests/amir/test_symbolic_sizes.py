@@ -274,3 +274,18 @@ def test_a_bug_beyond_the_search_is_not_proved() -> None:
     r = symbolic_synccheck(source, "late.gpuir", ["N"], {}, up_to=256, sizes=3)
     assert r.verdict == "unproved" and r.reason is not None
     assert r.reason.name == "symbolic-guard"
+
+
+def test_a_query_is_bounded_by_z3_units_not_the_clock(monkeypatch) -> None:
+    """The side conditions' budget is z3 resource units (a verdict the machine's load
+    cannot flip; it was a 5-s wall-clock timeout). Spent, the query is "not proved",
+    never a refutation."""
+    import z3
+    from gpusem.interpreter.amir import symbolic_z3
+
+    n = z3.Int("n")
+    space = symbolic_z3.Space({"n": n}, [n >= 0])
+    goal = (n * 4) % 4 == 0
+    assert space.valid([], goal)
+    monkeypatch.setattr(symbolic_z3, "RLIMIT_QUERY", 1)
+    assert not space.valid([], goal)

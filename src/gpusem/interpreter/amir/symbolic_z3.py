@@ -6,7 +6,8 @@ proof needs from them: every window of a procedure argument is in bounds for eve
 size, and two tasks never touch a cell one of them writes.
 
 Soundness direction: a query answers "proved" only on `unsat` of its negation; `sat`
-or `unknown` (a timeout, non-linear arithmetic) is "not proved", never a refutation.
+or `unknown` (the resource budget spent, non-linear arithmetic) is "not proved",
+never a refutation.
 """
 
 from __future__ import annotations
@@ -19,7 +20,11 @@ import z3
 from gpusem.calculus.amir import ast as A
 from gpusem.calculus.gpuir import ast as G
 
-TIMEOUT_MS = 5000
+# z3 resource units per query (a count of the solver's own steps), not wall-clock
+# time: a proof's verdict must not depend on the machine's load (the race analysis's
+# reason, typing_rules/bundl/race.py). ~5 s of an idle core; the queries of every
+# example take a few thousand units.
+RLIMIT_QUERY = 5_000_000
 Ctx = tuple[tuple[A.Loop | A.Guard, ...], A.AStmt]   # enclosing loops/guards, stmt
 
 
@@ -107,7 +112,7 @@ class Space:
         """Does `goal` follow from the preconditions and `facts`? (unsat of the
         negation; unknown is no.)"""
         s = z3.Solver()
-        s.set("timeout", TIMEOUT_MS)
+        s.set("rlimit", RLIMIT_QUERY)
         s.add(*self.pre, *facts, z3.Not(goal))
         return bool(s.check() == z3.unsat)
 
