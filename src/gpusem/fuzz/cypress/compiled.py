@@ -42,6 +42,16 @@ class Outcome:
 def check_compiled(ir: E.EventProgram, program: A.Program,
                    arrays: dict[str, np.ndarray], want: dict[str, np.ndarray],
                    backend: str) -> Outcome:
+    first = lower_and_check(ir, program, arrays, want)
+    return first if isinstance(first, Outcome) else run_cases([first], backend)[0]
+
+
+def lower_and_check(ir: E.EventProgram, program: A.Program,
+                    arrays: dict[str, np.ndarray], want: dict[str, np.ndarray]
+                    ) -> Outcome | Case:
+    """Everything before the backend: the lowering, the sync check, the GPU IR
+    reading against the Cypress one, the compilation; a Case ready to run, or the
+    outcome that ends the check before it."""
     try:
         text = lower_gemm(ir, program, arrays)
     except NotLowered as err:
@@ -66,7 +76,14 @@ def check_compiled(ir: E.EventProgram, program: A.Program,
     prepare(case)
     if case.verdict is not None:
         return Outcome("compiled", case.verdict.describe(), text)
-    (run,) = check_batch([case], backend, seeds=(0,))
-    if not run.agree:
-        return Outcome("compiled", run.describe(), text)
-    return Outcome("pass")
+    return case
+
+
+def run_cases(cases: list[Case], backend: str) -> list[Outcome]:
+    """The prepared cases on the backend, in one call (one g++ build or NVRTC
+    module for a whole round): the GPU IR reading is the Cypress one already, so
+    agreement with it is agreement with seq."""
+    runs = check_batch(cases, backend, seeds=(0,)) if cases else []
+    return [Outcome("pass") if run.agree else
+            Outcome("compiled", run.describe(), case.source)
+            for case, run in zip(cases, runs, strict=True)]
