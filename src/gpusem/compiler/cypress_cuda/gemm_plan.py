@@ -29,6 +29,7 @@ from gpusem.compiler.cypress_cuda.warpspec import crossing
 # threads of one processor of each level (the machine model's Fig. 5b levels)
 THREADS = {Processor.WARPGROUP: 128, Processor.WARP: 32, Processor.THREAD: 1}
 LEAVES = ("mma", "clear", "copy")
+BLOCK_THREADS = 128  # the compute threads of a leaf mapped to the block itself
 
 
 class NotLowered(BadInput):
@@ -51,6 +52,7 @@ class GemmPlan:
     ws: bool                             # a DMA warp (Sec. 4.2.5)
     staged: tuple[str, ...]              # operands copied to shared memory per step
     levels: tuple[tuple[Processor, int], ...]  # the gemm leaf's processors
+    threads: int                         # the compute threads of the block
     copies: tuple[tuple[str, str], ...]  # element-wise (dst, src) parameter copies
 
 
@@ -89,8 +91,9 @@ def plan_gemm(ir: E.EventProgram, program: A.Program,
     if set(ir.params) - {"C", "A", "B"} - {d for d, _ in copies}:
         raise NotLowered("a parameter besides C, A, B is not an element-wise copy")
     _check_levels(levels, tile[0] * tile[1])
+    threads = levels[0][1] * THREADS[levels[0][0]] if levels else BLOCK_THREADS
     return GemmPlan(m, n, k, grid, tile, k // steps, steps, depth, ws, staged,
-                    levels, copies)
+                    _fragments(levels, loop), threads, copies)
 
 
 def _defs(ops: tuple[E.Op, ...]) -> dict[str, E.Op]:
@@ -247,6 +250,20 @@ def _param_copies(program: A.Program, block: tuple[E.Op, ...],
             if (dst, src) not in out:
                 out.append((dst, src))
     return tuple(out)
+
+
+def _fragments(levels: tuple[tuple[Processor, int], ...], loop: E.Loop
+               ) -> tuple[tuple[Processor, int], ...]:
+    """The levels above those that partition_by_mma splits (Fig. 5a l.46-49): an
+    mma instruction's fragments are its layout, spread over the threads of the
+    processor that issues it (a warpgroup for wgmma), so the lowering deals that
+    processor's piece out to its threads round-robin instead (note in the module
+    docstring)."""
+    mma = {op.proc for op in E.all_ops(loop.body.ops) if isinstance(op, E.PartMma)}
+    kept = list(levels)
+    while kept and kept[-1][0] in mma:
+        kept.pop()
+    return tuple(kept)
 
 
 def _check_levels(levels: tuple[tuple[Processor, int], ...], cells: int) -> None:

@@ -47,7 +47,6 @@ from gpusem.compiler.cypress_cuda.gemm_plan import (
 
 UNITS = {Processor.WARPGROUP: "cuda_warpgroup", Processor.WARP: "cuda_warp",
          Processor.THREAD: "cuda_thread"}
-BLOCK_THREADS = 128  # the compute threads of a leaf mapped to the block itself
 
 
 def lower_gemm(ir: E.EventProgram, program: A.Program,
@@ -77,13 +76,9 @@ def _shape(p: GemmPlan) -> tuple[int, int, int]:
     """(threads of the block's compute, lanes of one leaf processor, the elements
     of the C tile it owns)."""
     pieces = math.prod(e for _, e in p.levels)
-    if p.levels:
-        proc, extent = p.levels[0]
-        block = extent * THREADS[proc]
-        lanes = THREADS[p.levels[-1][0]]
-    else:
-        block = lanes = BLOCK_THREADS
-    return max(32, -(-block // 32) * 32), lanes, p.tile[0] * p.tile[1] // pieces
+    lanes = THREADS[p.levels[-1][0]] if p.levels else p.threads
+    block = max(32, -(-p.threads // 32) * 32)
+    return block, lanes, p.tile[0] * p.tile[1] // pieces
 
 
 def emit(p: GemmPlan, name: str) -> str:
