@@ -8,8 +8,9 @@
 # $OUT/cypress_fuzz.json; (c) each seeded lowering fault (GPUSEM_FAULT) under the
 # same property, which must find it. Logs and bundles come back as one
 # $OUT/cypress.tgz; $OUT/cypress_summary.txt has every exit code and count.
-# About 7 minutes; the parts have their own timeouts.
-# Usage: bash scripts/gpu.sh cypress [PROGRAMS [BUDGET [JOBS]]]  (1000 4m 8)
+# About 6 minutes; at most 9: the parts have their own timeouts (GEMM 150 s, a
+# partial cypress_gemm.json kept; campaign 270 s; each fault 60 s).
+# Usage: bash scripts/gpu.sh cypress [PROGRAMS [BUDGET [JOBS]]]  (1000 210s 8)
 # Testing here without a GPU: CYPRESS_BACKEND=cpu CYPRESS_SIZES=256 PY=... GPUSEM=...
 # (run so here at 40 programs: 1.5 min on 2 shared cores, every part as on the GPU).
 set -uo pipefail
@@ -20,7 +21,7 @@ if [ -d .whl ]; then
 fi
 OUT=${OUT:-$PWD/gpu-out}
 PY=${PY:-python3} GPUSEM=${GPUSEM:-gpusem}
-PROGRAMS=${1:-1000} BUDGET=${2:-4m} JOBS=${3:-8}
+PROGRAMS=${1:-1000} BUDGET=${2:-210s} JOBS=${3:-8}
 FAULT_PROGRAMS=${CYPRESS_FAULT_PROGRAMS:-60}
 WORK="$OUT/cypress"
 rm -rf "$WORK" && mkdir -p "$WORK"
@@ -30,20 +31,21 @@ echo "backend $BACKEND programs $PROGRAMS budget $BUDGET jobs $JOBS" >"$SUMMARY"
 sizes=()
 [ -n "${CYPRESS_SIZES:-}" ] && sizes=(--sizes "$CYPRESS_SIZES")
 timeout "${CYPRESS_GEMM_TIMEOUT:-150}" "$PY" scripts/cypress_gemm_gpu.py \
-  --backend "$BACKEND" "${sizes[@]}" --out "$OUT/cypress_gemm.json" \
+  --backend "$BACKEND" "${sizes[@]}" --warmup 2 --iters 10 \
+  --out "$OUT/cypress_gemm.json" \
   >"$WORK/gemm.log" 2>&1
 echo "gemm: exit $?" >>"$SUMMARY"
 
-timeout "${CYPRESS_FUZZ_TIMEOUT:-300}" "$GPUSEM" fuzz --target cypress \
+timeout "${CYPRESS_FUZZ_TIMEOUT:-270}" "$GPUSEM" fuzz --target cypress \
   --property compiled --backend "$BACKEND" --max-programs "$PROGRAMS" \
   --budget "$BUDGET" --jobs "$JOBS" --seed 1 --round-size 50 --out "$WORK/fuzz" \
   --json "$OUT/cypress_fuzz.json" >"$WORK/fuzz.log" 2>&1
 echo "campaign: exit $? (0: no finding)" >>"$SUMMARY"
 
 for fault in cypress-lower-no-full-wait cypress-lower-stage; do
-  GPUSEM_FAULT=$fault timeout 120 "$GPUSEM" fuzz --target cypress \
+  GPUSEM_FAULT=$fault timeout 60 "$GPUSEM" fuzz --target cypress \
     --property compiled --backend "$BACKEND" --max-programs "$FAULT_PROGRAMS" \
-    --budget 90s --jobs "$JOBS" --seed 2 --shrink-time 5 --out "$WORK/$fault" \
+    --budget 45s --jobs "$JOBS" --seed 2 --shrink-time 5 --out "$WORK/$fault" \
     --json "$WORK/$fault.json" >"$WORK/$fault.log" 2>&1
   echo "fault $fault: exit $? (1: found)" >>"$SUMMARY"
 done
