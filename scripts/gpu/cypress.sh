@@ -31,7 +31,7 @@ echo "backend $BACKEND programs $PROGRAMS budget $BUDGET jobs $JOBS" >"$SUMMARY"
 sizes=()
 [ -n "${CYPRESS_SIZES:-}" ] && sizes=(--sizes "$CYPRESS_SIZES")
 timeout "${CYPRESS_GEMM_TIMEOUT:-150}" "$PY" scripts/cypress_gemm_gpu.py \
-  --backend "$BACKEND" "${sizes[@]}" --warmup 2 --iters 10 \
+  --backend "$BACKEND" "${sizes[@]}" --check-upto 256 --warmup 2 --iters 10 \
   --out "$OUT/cypress_gemm.json" \
   >"$WORK/gemm.log" 2>&1
 echo "gemm: exit $?" >>"$SUMMARY"
@@ -67,9 +67,9 @@ for name in ["cypress_fuzz.json", *sorted(p.relative_to(out).as_posix()
 gemm = out / "cypress_gemm.json"
 if gemm.exists():
     for r in json.loads(gemm.read_text())["rows"]:
-        print("gemm", {k: r.get(k) for k in ("n", "lowered", "agree_reading",
-                                             "agree_exact", "ours_ms", "cublas_ms",
-                                             "ratio", "failed")})
+        keys = ("n", "variant", "lowered", "agree_reading", "agree_exact",
+                "ours_ms", "cublas_ms", "ratio", "failed")
+        print("gemm", {k: r.get(k) for k in keys})
 EOF
 tar czf "$OUT/cypress.tgz" -C "$OUT" cypress && rm -rf "$WORK"
 cat "$SUMMARY"

@@ -54,6 +54,7 @@ class GemmPlan:
     levels: tuple[tuple[Processor, int], ...]  # the gemm leaf's processors
     threads: int                         # the compute threads of the block
     copies: tuple[tuple[str, str], ...]  # element-wise (dst, src) parameter copies
+    instr: str = ""                      # the WGMMA_.. of partition_by_mma, if any
 
 
 def plan_gemm(ir: E.EventProgram, program: A.Program,
@@ -93,7 +94,7 @@ def plan_gemm(ir: E.EventProgram, program: A.Program,
     _check_levels(levels, tile[0] * tile[1])
     threads = levels[0][1] * THREADS[levels[0][0]] if levels else BLOCK_THREADS
     return GemmPlan(m, n, k, grid, tile, k // steps, steps, depth, ws, staged,
-                    _fragments(levels, loop), threads, copies)
+                    _fragments(levels, loop), threads, copies, _instr(loop))
 
 
 def _defs(ops: tuple[E.Op, ...]) -> dict[str, E.Op]:
@@ -250,6 +251,12 @@ def _param_copies(program: A.Program, block: tuple[E.Op, ...],
             if (dst, src) not in out:
                 out.append((dst, src))
     return tuple(out)
+
+
+def _instr(loop: E.Loop) -> str:
+    """The mma instruction the mapping's partition_by_mma names (Fig. 5a l.46)."""
+    names = {op.instr for op in E.all_ops(loop.body.ops) if isinstance(op, E.PartMma)}
+    return names.pop() if len(names) == 1 else ""
 
 
 def _fragments(levels: tuple[tuple[Processor, int], ...], loop: E.Loop

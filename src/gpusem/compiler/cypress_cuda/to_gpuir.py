@@ -44,15 +44,26 @@ from gpusem.compiler.cypress_cuda.gemm_plan import (
     NotLowered,
     plan_gemm,
 )
+from gpusem.compiler.cypress_cuda.to_gpuir_hopper import emit_hopper, hopper_fits
 
 UNITS = {Processor.WARPGROUP: "cuda_warpgroup", Processor.WARP: "cuda_warp",
          Processor.THREAD: "cuda_thread"}
 
 
 def lower_gemm(ir: E.EventProgram, program: A.Program,
-               arrays: dict[str, np.ndarray], name: str = "cypress_gemm") -> str:
-    """GPU IR text for the warp-specialised IR of a tiled GEMM, or NotLowered."""
-    return emit(plan_gemm(ir, program, arrays), name)
+               arrays: dict[str, np.ndarray], name: str = "cypress_gemm",
+               form: str = "auto") -> str:
+    """GPU IR text for the warp-specialised IR of a tiled GEMM, or NotLowered.
+    `form`: `hopper` (TMA + wgmma, to_gpuir_hopper.py, where the mapping asks for
+    wgmma), `fma` (this module's loads and FMA loops), `auto` (hopper where it
+    fits, else fma)."""
+    plan = plan_gemm(ir, program, arrays)
+    why = hopper_fits(plan)
+    if form == "hopper" and why:
+        raise NotLowered(f"no TMA + wgmma form: {why}")
+    if form != "fma" and not why:
+        return emit_hopper(plan, name)
+    return emit(plan, name)
 
 
 class _Out:
