@@ -39,13 +39,6 @@ class Outcome:
     gpuir: str = ""
 
 
-def check_compiled(ir: E.EventProgram, program: A.Program,
-                   arrays: dict[str, np.ndarray], want: dict[str, np.ndarray],
-                   backend: str) -> Outcome:
-    first = lower_and_check(ir, program, arrays, want)
-    return first if isinstance(first, Outcome) else run_cases([first], backend)[0]
-
-
 def lower_and_check(ir: E.EventProgram, program: A.Program,
                     arrays: dict[str, np.ndarray], want: dict[str, np.ndarray]
                     ) -> Outcome | Case:
