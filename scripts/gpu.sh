@@ -55,6 +55,11 @@
 #                                  carried in .neslgpu) with its serial and its CUDA
 #                                  vector library on the pre-dumped benchmarks,
 #                                  outputs compared ($OUT/vcode.json); no setup needed
+#   cypress [PROGRAMS BUDGET JOBS] issue 30: Fig. 5's GEMM compiled through the
+#                                  lowering to GPU IR vs the reading and cuBLAS
+#                                  ($OUT/cypress_gemm.json), the compiled-mapping
+#                                  campaign on cuda ($OUT/cypress_fuzz.json), the
+#                                  seeded lowering faults; packed as cypress.tgz
 #   pytest                         every test marked gpu ($OUT/pytest_gpu.log)
 #   run CMD [ARGS]                 any command after the setup (gpusem fuzz ...)
 #   round LANE [LANE ...]          several at once, lane i on GPU i: a LANE is
@@ -97,6 +102,7 @@ case "$SUB" in
   ptx-confirm) exec bash $PARTS/ptx_confirm.sh "$@" ;;
   prism-sync) exec bash $PARTS/prism_sync.sh "$@" ;;
   prism-speed) exec bash $PARTS/prism_speed.sh "$@" ;;
+  cypress) exec bash $PARTS/cypress.sh "$@" ;;
   repro)
     source $PARTS/setup.sh
     OUT="$OUT/repro" timeout "${REPRO_TIMEOUT:-330}" bash $PARTS/repro.sh "$@" \

@@ -42,7 +42,7 @@ def _lowered(path: Path, schedule: Schedule | None = None):  # type: ignore[no-u
 
 def test_the_lowering_has_the_roles_and_barriers_of_fig1b() -> None:
     _, _, _, text = _lowered(SMALL)
-    assert 'CudaWarpConfig("dma", 1, 0, 0)' in text
+    assert 'CudaWarpConfig("dma", 1, 0, 0)]' in text  # after the compute warps
     assert "Await(empty[k % 3], cuda_in_order, -1)" in text  # the backward edge
     assert "Arrive(cuda_in_order, 1) >> full[k % 3]" in text
     assert "As: f32[3, 16, 4] @ CudaSmemLinear" in text  # the pipelined buffer
@@ -94,5 +94,32 @@ def test_a_missing_backward_wait_is_rejected_by_the_sync_check(
 
 def test_other_shapes_are_refused_in_one_line() -> None:
     with pytest.raises(BadInput) as caught:
-        _lowered(HERE / "fig8/fig8a.cyp", Schedule(True, 1))
-    assert caught.value.one_line().startswith("lowering to GPU IR: ")
+        _lowered(ROOT / "examples/cypress/flash_attention.cyp", Schedule(True, 1))
+    assert caught.value.one_line() == (
+        "not lowered: the entrypoint's tensors are not C, A, B (not a GEMM)")
+
+
+def test_fig5_lowers_to_tma_and_wgmma_that_the_sync_check_accepts(
+        tmp_path: Path) -> None:
+    """Fig. 5's mapping names WGMMA_64x256x16 (l.46): the Hopper form
+    (to_gpuir_hopper.py), the K tile 32 for float32 (errata "Cypress lowering to GPU
+    IR"); its runs on the cpu harness and the GPU are scripts/cypress_gemm_gpu.py's."""
+    text = (ROOT / "examples/cypress/gemm.cyp").read_text().replace(
+        'tunables={"W": 64}', 'tunables={"W": 32}')
+    path = tmp_path / "fig5.cyp"
+    path.write_text(text.replace("C=float32[256,512] A=float32[256,128] "
+                                 "B=float32[128,512]", "C=float32[256,256] "
+                                 "A=float32[256,256] B=float32[256,256]"))
+    _, _, _, lowered = _lowered(path)
+    assert "Sm90_tma_load_2d_f32(As[k % 3, :, :], A_map[0:0 + 256, " in lowered
+    assert "Sm90_wgmma_m64nNk8_f32(D[wg, r, :, :]" in lowered
+    assert "Await(war, cuda_temporal, -3)" in lowered  # the backward edge, P = 3
+    out = tmp_path / "fig5.gpuir"
+    out.write_text(lowered)
+    report = synccheck_file(str(out), SyncOptions())
+    assert report.accepted, report
+    # without the wait on the stage, the wgmmas read what the TMA may be writing
+    wait = "                    Await(raw, cuda_generic_and_async_proxy, -1)\n"
+    assert wait in lowered
+    out.write_text(lowered.replace(wait, ""))
+    assert not synccheck_file(str(out), SyncOptions()).accepted

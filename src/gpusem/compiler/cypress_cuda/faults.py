@@ -26,6 +26,12 @@ FAULTS: dict[str, str] = {
     "cypress-ws-early-release":
         "warpspec: a consumer releases a pipelined buffer when it starts, not when it "
         "is done (the backward edge waits on the reader's preconditions)",
+    "cypress-lower-no-full-wait":
+        "to_gpuir: the compute warps do not wait for the stage the DMA warp filled "
+        "(the dropped Await on full[k % P]; without a DMA warp, the Fence after the "
+        "copies)",
+    "cypress-lower-stage":
+        "to_gpuir: the compute reads pipeline stage (k + 1) % P instead of k % P",
 }
 
 

@@ -134,6 +134,12 @@ def _register_storage(name, dtype, shape, mem: A.MemExpr, mapping, owner: str, s
         # idle warpgroups of a warp-specialised CTA): each user holds its own tiles
         k = ndist
     if tile is None:
+        if ndist is not None:
+            # Note: the analysis's n* over the prefix guess: a prefix can have as
+            # many cells as there are owners by accident (`acc: f32[2, 16]` of 2
+            # threads in a 32-thread CTA, 16 cells each), and lose the cells it
+            # takes for owners (errata "Cypress lowering to GPU IR")
+            k = ndist
         return Storage(name, "local", dtype, shape, 0 if k is None else k)
     if k is None or tuple(shape[len(shape) - len(tile):]) != tile:
         raise unsupported(f"matrix register {name}{list(shape)} @ {mem.name}", span)

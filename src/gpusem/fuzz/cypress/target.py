@@ -14,11 +14,14 @@ Properties:
   mapping  the legality checker against the event machine: a mapping the checker
            accepts has seq = (A @ B, A) and a race-free dependence-analysis IR that
            computes it
+  compiled the passes property, then the warp-specialised IR lowered to GPU IR
+           (compiler/cypress_cuda/to_gpuir.py): AMIR's sync check accepts it and
+           the kernel `gpuir_cuda` compiles, run on the campaign's backend (cpu
+           harness or cuda), computes what seq computes (fuzz/cypress/compiled.py);
+           an IR the lowering does not cover is invalid, `not-lowered`
 
-Signatures are the pass and the kind (`cypress:copyelim:race`), never the program.
-Compiled vs seq on the cpu backend needs the lowering to GPU IR (issue 30 item 5),
-which is begun for one shape only (compiler/cypress_cuda/to_gpuir.py), not for the
-programs drawn here.
+Signatures are the pass and the kind (`cypress:copyelim:race`,
+`cypress:lower:sync`), never the program.
 """
 
 from __future__ import annotations
@@ -43,6 +46,13 @@ from gpusem.compiler.cypress_cuda.dependence import dependence_analysis
 from gpusem.compiler.cypress_cuda.faults import FAULTS
 from gpusem.compiler.cypress_cuda.vectorize import vectorize
 from gpusem.compiler.cypress_cuda.warpspec import warp_specialise
+from gpusem.compiler.gpuir_cuda.run import Case
+from gpusem.fuzz.cypress.compiled import (
+    GPUIR_FILE,
+    Outcome,
+    lower_and_check,
+    run_cases,
+)
 from gpusem.fuzz.cypress.strategies import programs
 from gpusem.fuzz.targets import CheckResult, Target, bundle_fault
 from gpusem.interpreter.cypress.events import instantiate, orders, races, run_order
@@ -50,7 +60,7 @@ from gpusem.interpreter.cypress.seq import seq
 from gpusem.interpreter.cypress.tree import check_tree, task_tree
 from gpusem.typing_rules.cypress import check_program
 
-PROPERTIES = ("passes", "mapping")
+PROPERTIES = ("passes", "mapping", "compiled")
 FILE = "program.cyp"
 Pass = Callable[[E.EventProgram, Program, int], E.EventProgram]
 PASSES: tuple[tuple[str, Pass], ...] = (
@@ -68,7 +78,11 @@ def active_faults() -> list[str]:
 class CypressTarget(Target):
     name = "cypress"
     properties = PROPERTIES
-    backends = ("cpu",)
+    backends = ("cpu", "cuda")  # the event machine runs on cpu whatever is asked
+
+    def __init__(self, backend: str = "cpu") -> None:
+        super().__init__(backend)
+        self._ready: dict[str, CheckResult] = {}  # prefetched compiled verdicts
 
     def strategy(self, prop: str) -> Any:
         return programs()
@@ -81,6 +95,44 @@ class CypressTarget(Target):
         return {FILE: program}
 
     def check(self, program: str, prop: str = "passes") -> CheckResult:
+        if prop == "compiled" and program in self._ready:
+            return self._ready.pop(program)
+        front = self._front(program, prop)
+        if isinstance(front, CheckResult):
+            return front
+        ir, p, arrays, want = front
+        first = lower_and_check(ir, p, arrays, want)
+        out = first if isinstance(first, Outcome) else \
+            run_cases([first], self.backend)[0]
+        return self._compiled(program, ir, out)
+
+    def prefetch(self, programs: list, prop: str) -> bool:
+        """The compiled property for a whole round: every program up to its
+        backend run, then one backend call for all (one build)."""
+        if prop != "compiled":
+            return False
+        self._ready.clear()
+        waiting: list[tuple[str, E.EventProgram, Case]] = []
+        for program in programs:
+            front = self._front(program, prop)
+            if isinstance(front, CheckResult):
+                self._ready[program] = front
+                continue
+            ir, p, arrays, want = front
+            first = lower_and_check(ir, p, arrays, want)
+            if isinstance(first, Outcome):
+                self._ready[program] = self._compiled(program, ir, first)
+            else:
+                waiting.append((program, ir, first))
+        outs = run_cases([c for _, _, c in waiting], self.backend)
+        for (program, ir, _), out in zip(waiting, outs, strict=True):
+            self._ready[program] = self._compiled(program, ir, out)
+        return True
+
+    def _front(self, program: str, prop: str) -> CheckResult | tuple[
+            E.EventProgram, Program, dict[str, np.ndarray], dict[str, np.ndarray]]:
+        """The passes and mapping properties; for compiled, what they leave to
+        lower (the warp-specialised IR, the program, its inputs, seq)."""
         size = self.size(program)
         try:
             p = read_program(program, FILE)
@@ -123,7 +175,21 @@ class CypressTarget(Target):
                 before = print_events(steps[-2][1])
                 return self._finding(program, f"cypress:{name}:{verdict[0]}",
                                      verdict[0], verdict[1], print_events(ir), before)
+        if prop == "compiled":
+            return ir, p, arrays, want
         return CheckResult("pass", size=size)
+
+    def _compiled(self, program: str, ir: E.EventProgram, out: Outcome
+                  ) -> CheckResult:
+        if out.kind == "pass":
+            return CheckResult("pass", size=self.size(program))
+        if out.kind == "not-lowered":
+            return CheckResult("invalid", kind="not-lowered", detail=out.detail,
+                               size=self.size(program))
+        result = self._finding(program, f"cypress:lower:{out.kind}", out.kind,
+                               out.detail, print_events(ir))
+        result.files[GPUIR_FILE] = out.gpuir
+        return result
 
     def _finding(self, program: str, signature: str, kind: str, detail: str,
                  after: str = "", before: str = "") -> CheckResult:

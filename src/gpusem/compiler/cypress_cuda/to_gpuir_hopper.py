@@ -1,0 +1,120 @@
+"""The Hopper form of the lowering to GPU IR (seed 001 Sec. 4.2.6, l.699; Fig. 1b):
+where the mapping asks for wgmma (partition_by_mma with a `WGMMA_..` instruction on
+warpgroups, Fig. 5a l.46-49) and warp specialisation stages both operands, the DMA
+warp's copies become TMA loads and the warpgroups' mma leaves wgmmas, in the GPU IR
+forms of examples/gpuir/gemm_hopper.gpuir (without its cluster):
+
+- a first kernel writes Bt = B^T (an extra global parameter, the lowering's
+  scratch): tf32 wgmma reads both operands K-major (`b: [n, 8]`), and Cypress's B is
+  K x N, which a TMA box cannot transpose;
+- `A_map`, `B_map`: tensor maps over A and Bt, 128-byte swizzle, boxes of the block's
+  tiles (U x 32 and V x 32: the K tile must be 32 floats, one swizzle row);
+- the DMA warp: `Await(war, cuda_temporal, -P)` (the backward edge at distance P on a
+  ring of P stages), two TMA loads into stage `k % P` completing on `raw`, an Arrive;
+- each warpgroup: `Await(raw)`, the wgmma fence, W / 8 wgmmas m64nVk8 per 64 rows it
+  owns into its `Sm90_RmemMatrixD` accumulator, a commit group, at most one group in
+  flight (the compute -> DMA edge: its `Arrive >> war` after the previous group is
+  done), the drain and the store of D.
+
+wgmma computes in tf32: equal to the float32 reading on integer-valued data (the
+checks use integers in [-3, 3]), not on every input (errata "Cypress lowering to GPU
+IR"). Anything else falls back to the FMA form (to_gpuir.py).
+"""
+
+from __future__ import annotations
+
+from gpusem.calculus.cypress.machine import Processor
+from gpusem.compiler.cypress_cuda.gemm_plan import GemmPlan
+
+TILE = 4096  # elements of B each block of the transposition kernel moves
+
+
+def hopper_fits(p: GemmPlan) -> str:
+    """Why the plan has no Hopper form ("" when it has one)."""
+    u, v = p.tile
+    if not p.instr.startswith("WGMMA"):
+        return "the mapping names no wgmma instruction"
+    if not (p.ws and p.staged == ("A", "B")):
+        return "no DMA warp staging both operands"
+    if len(p.levels) != 1 or p.levels[0][0] is not Processor.WARPGROUP:
+        return "the mma leaf is not split over warpgroups alone"
+    groups = p.levels[0][1]
+    if p.w != 32 or u % (64 * groups) or v % 8 or v > 256 or u > 256:
+        return "tiles wgmma and TMA do not take (K tile 32, 64 rows a warpgroup)"
+    if p.copies or (p.n * p.k) % TILE:
+        return "a copy beside the GEMM, or B not in whole transposition tiles"
+    return ""
+
+
+def emit_hopper(p: GemmPlan, name: str) -> str:
+    u, v = p.tile
+    groups = p.levels[0][1]
+    reps = u // (64 * groups)  # 64-row tiles of each warpgroup
+    gm, gn = p.grid
+    row0 = f"{u} * (task / {gn})" if gm > 1 else "0"
+    col0 = f"{v} * (task % {gn})" if gn > 1 else "0"
+    slot = f"k % {p.depth}"
+    q = f"(task * {TILE} + i * 256 + t)"
+    d_ix = "wg, r, :, :"
+    lines = [
+        f"# defines: M={p.m} N={p.n} K={p.k}",
+        f"proc {name}(M: size, N: size, K: size, A: f32[M, K] @ CudaGmemLinear, "
+        "B: f32[K, N] @ CudaGmemLinear, C: f32[M, N] @ CudaGmemLinear, "
+        "Bt: f32[N, K] @ CudaGmemLinear):",
+        "    with CudaDeviceFunction(blockDim=256):",
+        f"        for task in cuda_tasks(0, N * K / {TILE}):",
+        "            for t in cuda_threads(0, 256, unit=cuda_thread):",
+        f"                for i in seq(0, {TILE // 256}):",
+        f"                    Bt[{q} / K, {q} % K] = B[{q} % K, {q} / K]",
+        f"    A_map = A[0:M, 0:K] @ Sm90_tensorMap(128, {u}, 32)",
+        f"    B_map = Bt[0:N, 0:K] @ Sm90_tensorMap(128, {v}, 32)",
+        '    with CudaDeviceFunction(warp_config=[CudaWarpConfig("compute", '
+        f'{4 * groups}, 0, 232), CudaWarpConfig("dma", 1, 40, 0), '
+        'CudaWarpConfig("unused", 3, 40, 0)]):',
+        f"        for task in cuda_tasks(0, {gm * gn}):",
+        f"            D: f32[{groups}, {reps}, 64, {v}] @ Sm90_RmemMatrixD(64, {v})",
+        '            with CudaWarps(name="compute"):',
+        f"                for wg in cuda_threads(0, {groups}, "
+        "unit=cuda_warpgroup):",
+        f"                    for r in seq(0, {reps}):",
+        f"                        Sm90_wgmma_zero_d_f32(D[{d_ix}])",
+        "            raw: barrier @ CudaMbarrier",
+        "            war: barrier @ CudaMbarrier",
+        f"            cg: barrier[{groups}] @ CudaCommitGroup",
+        f"            As: f32[{p.depth}, {u}, 32] @ Sm90_SmemSwizzled(128)",
+        f"            Bs: f32[{p.depth}, {v}, 32] @ Sm90_SmemSwizzled(128)",
+        f"            for k in seq(0, {p.steps}):",
+        '                with CudaWarps(name="dma"):',
+        f"                    Await(war, cuda_temporal, -{p.depth})",
+        "                    for one in cuda_threads(0, 1, unit=cuda_thread):",
+        f"                        Sm90_tma_load_2d_f32(As[{slot}, :, :], A_map[{row0}:"
+        f"{row0} + {u}, 32 * k:32 * k + 32]) >> raw",
+        f"                        Sm90_tma_load_2d_f32(Bs[{slot}, :, :], B_map[{col0}:"
+        f"{col0} + {v}, 32 * k:32 * k + 32]) >> raw",
+        "                    Arrive(cuda_temporal, 1) >> raw",
+        '                with CudaWarps(name="compute"):',
+        "                    Await(raw, cuda_generic_and_async_proxy, -1)",
+        f"                    for wg in cuda_threads(0, {groups}, "
+        "unit=cuda_warpgroup):",
+        "                        Fence(wgmma_fence_1, wgmma_fence_2)",
+        f"                        for r in seq(0, {reps}):",
+        "                            for kk in seq(0, 4):",
+        f"                                Sm90_wgmma_m64nNk8_f32(D[{d_ix}], As[{slot}, "
+        f"64 * ({reps} * wg + r):64 * ({reps} * wg + r) + 64, 8 * kk:8 * kk + 8], "
+        f"Bs[{slot}, :, 8 * kk:8 * kk + 8])",
+        "                        Arrive(wgmma_async, 1) >> cg[wg]",
+        "                        if k >= 1:",
+        "                            Await(cg[wg], cuda_in_order, 1)",
+        "                    Arrive(cuda_in_order, 1) >> war",
+        '            with CudaWarps(name="compute"):',
+        f"                for wg in cuda_threads(0, {groups}, unit=cuda_warpgroup):",
+        "                    Await(cg[wg], cuda_in_order, 0)",
+        "            Fence(cuda_in_order, cuda_in_order)",
+        '            with CudaWarps(name="compute"):',
+        f"                for wg in cuda_threads(0, {groups}, unit=cuda_warpgroup):",
+        f"                    for r in seq(0, {reps}):",
+        f"                        Sm90_wgmma_store_d_f32(C[{row0} + 64 * ({reps} * wg"
+        f" + r):{row0} + 64 * ({reps} * wg + r) + 64, {col0}:{col0} + {v}], "
+        f"D[{d_ix}])",
+    ]
+    return "\n".join(lines) + "\n"
