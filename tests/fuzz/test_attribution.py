@@ -18,6 +18,9 @@ GONE = A.Observation("unobserved", note="build_error: unavailable: nvcc not foun
 T1_LINE = StaticFailure("nc-load-of-written-param", "nvrtc 13.0", 57,
                         "ld.global.nc.f32 %f1, [%rd9];", "gs_gscratch_float")
 
+NC_LINE = StaticFailure("ld.nc-read-only", "nvrtc 13.0", 96,
+                        "ld.global.nc.u32 %r43, [%rd27];", "gs_gscratch_int")
+
 
 def runs(**configs: list[A.Observation]) -> dict[str, list[A.Observation]]:
     """Every configuration right (4 launches) unless named; `ptxas_O0` etc. spell
@@ -46,6 +49,9 @@ CASES = {
                          "cpu-harness"),
     "nondeterministic": (A.Evidence("nvrtc", runs(nvrtc=[WRONG, RIGHT, WRONG, WRONG])),
                          "reruns-differ"),
+    "nvvm-stale-nc": (A.Evidence("nvrtc", runs(
+        nvrtc=[WRONG, OTHER], nvcc_O3=[WRONG, WRONG], ptx_jit=[OTHER, WRONG]),
+        static=[NC_LINE]), "stale-nc-reads"),
     "nondeterministic-gone": (A.Evidence("nvrtc", runs()), "reruns-differ"),
     "ours-harness": (A.Evidence("nvrtc", runs(nvrtc=[WRONG] * 4, cpu=[WRONG] * 4)),
                      "harness-same"),
@@ -87,6 +93,26 @@ def test_t1_is_nvvm_although_right_under_ptxas_O0():
     got = A.decide(A.Evidence("nvrtc", t1_runs(), static=[T1_LINE]))
     assert (got.verdict, got.rule) == ("nvvm", "static-ptx")
     assert "ld.global.nc" in got.evidence[0] and "57" in got.evidence[0]
+
+
+def test_stale_nc_reads_that_differ_are_nvvm_not_nondeterministic():
+    """The H200 bundle of stop 28 (T1's shape): nvrtc's two launches wrong in two
+    ways, nvcc-O3 and ptx-jit wrong, ptxas-O0, -G and no-restrict right, the static
+    check's `.nc` load of the scratch: NVVM's. Called `nondeterministic` before."""
+    ev = A.Evidence("nvrtc", runs(nvrtc=[WRONG, OTHER], nvcc_O3=[WRONG, WRONG],
+                                  ptx_jit=[WRONG, WRONG]), static=[NC_LINE])
+    got = A.decide(ev)
+    assert (got.verdict, got.rule) == ("nvvm", "stale-nc-reads")
+    assert "no-restrict" in got.evidence[0] and "ld.global.nc" in got.evidence[1]
+    # not without the static check's finding, nor when the PTX without the load is
+    # also wrong, nor when a launch is right: then reproduction decides
+    for other in (A.Evidence("nvrtc", ev.runs, static=[]),
+                  A.Evidence("nvrtc", ev.runs | {"no-restrict": [WRONG, WRONG],
+                                                 "nvcc-G": [OTHER, OTHER]},
+                             static=[NC_LINE]),
+                  A.Evidence("nvrtc", ev.runs | {"nvrtc": [WRONG, RIGHT]},
+                             static=[NC_LINE])):
+        assert A.decide(other).verdict == "nondeterministic"
 
 
 def test_installed_checker_is_none_without_an_nvrtc(monkeypatch, tmp_path):
@@ -202,3 +228,18 @@ def test_environment_runs_nothing():
     matrix = FakeMatrix({"nvrtc": [1]})
     rep = A.attribute(_case([0], environment="the interpreter ran out of steps"), matrix)
     assert (rep["verdict"], matrix.calls) == ("environment", 0)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_a_recorded_attribution_decides_again_the_same(name):
+    """`evidence_of` reads back what `report` wrote (scripts/redecide_attribution.py):
+    every case of the table decides the same from its JSON (the second reference,
+    which the JSON cannot carry faithfully, passed as the caller recomputes it)."""
+    import json
+
+    ev, _ = CASES[name]
+    first = A.decide(ev)
+    found = json.loads(json.dumps(A.report(first, ev, 0.0, {})))
+    again = A.decide(A.evidence_of(found, ev.second_reference))
+    assert (again.verdict, again.rule, again.evidence) == (
+        first.verdict, first.rule, first.evidence)

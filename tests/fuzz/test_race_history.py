@@ -63,3 +63,28 @@ def test_attributions_second_path_agrees_with_the_first_on_g1():
     full = reference(prog)
     fast = fast_reference(prog, prove_race_free=True)
     assert outcome_difference(fast, full) is None
+
+
+def test_an_undecided_race_verdict_does_not_contradict_a_proof():
+    """On the H200 the campaign's worker proved two programs race-free and
+    attribution's second path found a pair undecided (z3's search near its budget
+    differs with the process's state and z3's version): `second-reference` blamed
+    gpusem. A proof stands against "undecided"; a race found (a witness) does not."""
+    from dataclasses import replace
+
+    example = EXAMPLES[0]
+    full = reference(parse_program(example.read_text(), example.name))
+    assert not full.racy and full.kind == "terminated"
+    unsure = replace(full, racy=True, why="not proven race-free: ... (undecided by z3)",
+                     fast=True, undecided=True)
+    assert outcome_difference(unsure, full) is None
+    assert outcome_difference(full, replace(unsure, fast=False)) is None
+    raced = replace(unsure, undecided=False, why="schedules rr and x disagree")
+    assert "race verdict" in (outcome_difference(raced, full) or "")
+    # the memories are still compared when one side is only undecided
+    name = next(iter(full.globals))
+    cells = list(full.globals[name])
+    cells[0] = cells[0] + 1 if not isinstance(cells[0], bool) else not cells[0]
+    moved = replace(unsure, outcome=replace(
+        unsure.outcome, globals={**full.globals, name: cells}))
+    assert "memory" in (outcome_difference(moved, full) or "")

@@ -16,37 +16,44 @@ memory with the reference, and (where it has one) a second reference path.
   3  cpu-harness       ours              the finding is the cpu harness's (the cpu
                                          backend: only cpu-side rules) and the harness
                                          reproduces it
-  4  reruns-differ     nondeterministic  the failing configuration's launches disagree
+  4  stale-nc-reads    nvvm              the failing configuration's launches are all
+                                         wrong, in different ways, the static PTX check
+                                         finds an `ld.global.nc` of a written buffer,
+                                         and PTX without it (-G, no __restrict__) is
+                                         right on every launch: the stale reads vary
+  5  reruns-differ     nondeterministic  the failing configuration's launches disagree
                                          with each other, or none of them is wrong now
-  5  harness-same      ours              the cpu harness is wrong the same way (same
+  6  harness-same      ours              the cpu harness is wrong the same way (same
                                          memory, or the same first wrong cell)
-  6  every-gpu-same    ours              every GPU configuration that ran (two at
+  7  every-gpu-same    ours              every GPU configuration that ran (two at
                                          least) is wrong the same way
-  7  static-ptx-ours   ours              the static PTX check fails and blames the
+  8  static-ptx-ours   ours              the static PTX check fails and blames the
                                          `.cu` we emitted (e.g. `const` on a buffer
                                          the kernel writes)
-  8  static-ptx        nvvm              the static PTX check fails (evidence: the PTX
+  9  static-ptx        nvvm              the static PTX check fails (evidence: the PTX
                                          line)
-  9  jit-vs-sass       driver-jit        the PTX is wrong through the driver's JIT and
+ 10  jit-vs-sass       driver-jit        the PTX is wrong through the driver's JIT and
                                          right as SASS from the same PTX (nvcc-O3)
- 10  ptxas-O0          ptxas             the same PTX is right under ptxas -O0 and wrong
+ 11  ptxas-O0          ptxas             the same PTX is right under ptxas -O0 and wrong
                                          at -O3, and a static check ran and found
                                          nothing (evidence: SASS memory operations)
- 11  other-ptx         nvvm              every build of the default PTX is wrong, and a
+ 12  other-ptx         nvvm              every build of the default PTX is wrong, and a
                                          build of other PTX (-G, no __restrict__) right
- 12  undecided         undecided         none of the above
+ 13  undecided         undecided         none of the above
 
 Three verdicts need no runs, and the target gives them itself (`without_runs`): our
 compiler raised on a well-typed program (rule `compile-error`: ours), the interpreter
 is stuck on one (rule `stuck`: gpusem, a soundness bug), or gpusem's own code raised
 (rule `internal`: gpusem).
 
-Note: rule order matters. The static check (7, 8) goes before ptxas-O0 (10): NVVM's
+Note: rule order matters. The static check (8, 9) goes before ptxas-O0 (11): NVVM's
 `ld.global.nc` of a buffer the thread wrote (issue 23's T1) is right under ptxas -O0
 (the unoptimised SASS happens to read memory in program order) yet NVVM's fault; and
-without a static check rule 10 cannot tell NVVM from ptxas, so it does not fire (the
-verdict is then `undecided`, saying so). Reproduction (4) goes before every blame:
-a race or the hardware makes every later comparison meaningless. The reference is
+without a static check rule 11 cannot tell NVVM from ptxas, so it does not fire (the
+verdict is then `undecided`, saying so). Reproduction (5) goes before every blame:
+a race or the hardware makes every later comparison meaningless; except where (4)
+the static check explains why the launches differ (a load that may read a stale
+line gives timing-dependent values) and the PTX without that load is right. The reference is
 questioned (2) before anything is blamed on a compiler.
 """
 
@@ -188,6 +195,35 @@ def reruns_differ(ev: Evidence) -> list[str] | None:
     return None
 
 
+# the static PTX check that finds a non-coherent load of a buffer the kernel writes
+# (`compiler/backends/ptx_check.py`)
+NC_CHECKS = ("ld.nc-read-only",)
+
+
+def stale_nc_reads(ev: Evidence) -> list[str] | None:
+    """Launches that differ, explained: the static PTX check finds a non-coherent load
+    (`ld.global.nc`) of a buffer the kernel writes (NVVM's, T1's class). Such a load
+    reads whatever the read-only cache holds when it runs, so its wrong values vary
+    with timing; every launch of the failing configuration is wrong, and the PTX built
+    without that load (no-restrict) is right on every launch. Found on the H200 (stop
+    28): T1's shape with two wrong launches that differed was called
+    `nondeterministic`, blaming a race or the hardware for NVVM's load."""
+    nc = [f for f in ev.static or [] if getattr(f, "blame", "nvvm") == "nvvm"
+          and f.check in NC_CHECKS]
+    seen = ev.observed(ev.failing)
+    if not nc or not seen or not all(o.bad for o in seen):
+        return None
+    if len({o.fingerprint for o in seen}) < 2:
+        return None  # the same wrong memory every time: static-ptx's case
+    clean = [c for c in OTHER_PTX if ev.all_right(c)]
+    if not clean:
+        return None
+    return [(f"{len(seen)} launches of {ev.failing} are wrong in "
+             f"{len({o.fingerprint for o in seen})} different ways; every launch of "
+             f"{', '.join(clean)} (PTX without the load below) is right"),
+            *_static_lines(nc)]
+
+
 def harness_same(ev: Evidence) -> list[str] | None:
     failing = [o for o in ev.observed(ev.failing) if o.bad]
     same = [o for o in ev.observed("cpu") if any(o.same_way(f) for f in failing)]
@@ -258,6 +294,7 @@ RULES: tuple[tuple[str, str, Rule], ...] = (
     ("platform-limit", "environment", platform_limit),
     ("second-reference", "gpusem", second_reference),
     ("cpu-harness", "ours", cpu_harness),
+    ("stale-nc-reads", "nvvm", stale_nc_reads),
     ("reruns-differ", "nondeterministic", reruns_differ),
     ("harness-same", "ours", harness_same),
     ("every-gpu-same", "ours", every_gpu_same),
@@ -383,6 +420,25 @@ def report(verdict: Attribution, ev: Evidence, seconds: float,
         "sass": ev.sass, "seconds": round(seconds, 3),
         "seconds_per_config": {c: round(s, 3) for c, s in per_config.items()},
     }
+
+
+def evidence_of(found: Mapping[str, Any], second_reference: str | None = None
+                ) -> Evidence:
+    """The evidence an `attribution.json` recorded (`report`'s inverse), to decide it
+    again under the rules of today (`scripts/redecide_attribution.py`). The second
+    reference's difference is the caller's: recorded text cannot say whether a race
+    verdict was only undecided, so it is recomputed, never read back."""
+    from gpusem.compiler.backends.toolchain import StaticFailure
+
+    runs = {c: [Observation(str(o.get("status", "")), str(o.get("fingerprint", "")),
+                            str(o.get("cell", "")), str(o.get("note", "")))
+                for o in obs] for c, obs in dict(found.get("matrix") or {}).items()}
+    static = found.get("static_check")
+    return Evidence(
+        str(found.get("failing_config", "nvrtc")), runs,
+        None if static is None else [StaticFailure(**f) for f in static],
+        second_reference, str(found.get("environment") or ""),
+        dict(found.get("sass") or {}))
 
 
 def without_runs(verdict: str, rule: str, evidence: str, failing: str

@@ -15,6 +15,12 @@ def tool_versions(backend: str) -> dict[str, str]:
             text = subprocess.run([tool, "--version"], capture_output=True,
                                   text=True).stdout
             out[tool] = text.strip().splitlines()[line][:80] if text else "?"
+    try:  # the race analysis's verdict near its budget depends on z3's version (G1)
+        from importlib.metadata import version
+
+        out["z3"] = version("z3-solver")
+    except Exception:  # noqa: BLE001 - versions are best effort
+        pass
     if backend == "cuda":
         try:
             import cupy
