@@ -20,6 +20,7 @@ from gpusem.calculus.bundl.ast import BaseType
 from gpusem.compiler.bundl_cuda import kir as K
 from gpusem.compiler.bundl_cuda.paths import note
 from gpusem.compiler.bundl_cuda.traverse import (
+    bodies,
     exprs_of,
     map_bodies,
     map_stmt_exprs,
@@ -123,15 +124,19 @@ def _trip_count(init: K.KStmt, loop: K.KWhile) -> int | None:
 
 
 def _assigns(body: tuple, name: str) -> bool:
-    found = False
+    return name in _assigned(body)
 
-    def visit(stmts: tuple) -> tuple:
-        nonlocal found
+
+def _assigned(body: tuple) -> set[str]:
+    """The names declared or assigned anywhere in `body` (nested bodies too)."""
+    found: set[str] = set()
+
+    def visit(stmts: tuple) -> None:
         for s in stmts:
-            if isinstance(s, (K.KAssign, K.KDecl)) and s.name == name:
-                found = True
-            map_bodies(s, visit)
-        return stmts
+            if isinstance(s, (K.KAssign, K.KDecl)):
+                found.add(s.name)
+            for b in bodies(s):
+                visit(b)
 
     visit(body)
     return found
@@ -149,8 +154,10 @@ def _hint(body: tuple, max_trips: int = MAX_UNROLL_TRIPS) -> tuple:
                 note("compile:speed:unroll hint")
                 out.append(K.KPrim(UNROLL_PRAGMA, s.span))
         # a start value is known only while nothing has assigned the variable since
-        for name in [n for n in prev_decl if _assigns((s,), n)]:
-            del prev_decl[name]
+        if prev_decl:  # one walk of s for all of them (issue 31.3), not one each
+            assigned = _assigned((s,))
+            for name in [n for n in prev_decl if n in assigned]:
+                del prev_decl[name]
         if isinstance(s, K.KDecl):
             prev_decl[s.name] = s
         out.append(s)

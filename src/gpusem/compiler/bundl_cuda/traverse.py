@@ -19,8 +19,13 @@ _EXPR_TYPES = (K.KConst, K.KVar, K.KPerspId, K.KBuiltin, K.KBin, K.KUn, K.KLoad,
 _BODY_FIELDS = frozenset({"then", "orelse", "body", "left", "right"})
 
 
+# Membership of the exact type: no KIR class is subclassed, so this is isinstance's
+# answer, without trying eleven classes on every str and int field (issue 31.3).
+_EXPR_TYPE_SET = frozenset(_EXPR_TYPES)
+
+
 def is_expr(x: object) -> bool:
-    return isinstance(x, _EXPR_TYPES)
+    return type(x) in _EXPR_TYPE_SET
 
 
 _NAMES: dict[type, tuple[str, ...]] = {}
@@ -67,9 +72,12 @@ def map_stmt_exprs(s: K.KStmt, fn: Callable[[K.KExpr], K.KExpr | None]) -> K.KSt
     for name in _names(s):
         value = getattr(s, name)
         if is_expr(value):
-            changes[name] = map_expr(value, fn)
+            if (new := map_expr(value, fn)) is not value:
+                changes[name] = new  # as in map_expr: an unchanged field, no copy
         elif name == "args":
-            changes[name] = tuple(map_expr(a, fn) for a in value)
+            args = tuple(map_expr(a, fn) for a in value)
+            if any(a is not b for a, b in zip(args, value, strict=True)):
+                changes[name] = args
     return _replaced(s, changes)
 
 
