@@ -35,7 +35,7 @@ from gpusem.calculus.bundl.perspective import Level, Perspective
 from gpusem.calculus.bundl.walk import child_stmts
 from gpusem.fuzz.bundl.generated import Generated
 from gpusem.fuzz.bundl.strategies.barriers import SHAPES, barrier_exchange
-from gpusem.fuzz.bundl.strategies.draws import BOOLS, ints, pick
+from gpusem.fuzz.bundl.strategies.draws import BOOLS, composite, ints, pick
 from hypothesis import strategies as st
 
 INT, FLOAT, BOOL = A.BaseType.INT, A.BaseType.FLOAT, A.BaseType.BOOL
@@ -65,7 +65,7 @@ def _leaves(names: tuple[str, ...]) -> st.SearchStrategy[A.Expr]:
     return st.one_of(*leaves)
 
 
-@st.composite
+@composite
 def int_expr(draw, env: dict, depth: int = 2) -> A.Expr:
     """An int expression over the thread's scalars and the input arrays (in bounds)."""
     leaves = _leaves(tuple(env["ints"]))
@@ -97,7 +97,7 @@ FLOAT_LEAF = st.floats(-1e6, 1e6, allow_nan=False, width=32).map(
     lambda x: A.FloatLit(_f32(x)))
 
 
-@st.composite
+@composite
 def float_expr(draw, depth: int = 2) -> A.Expr:
     """Float32 arithmetic where each operation rounds: `a * b + c` shapes (an FMA would
     round once), divisions and sums of values of different magnitudes."""
@@ -119,13 +119,13 @@ def float_expr(draw, depth: int = 2) -> A.Expr:
     return A.BinOp(op, draw(float_expr(depth - 1)), draw(float_expr(depth - 1)))
 
 
-@st.composite
+@composite
 def cond_expr(draw, env: dict) -> A.Expr:
     op = pick(draw, ["<", "<=", "==", "!=", ">"])
     return A.BinOp(op, draw(int_expr(env, 1)), draw(int_expr(env, 1)))
 
 
-@st.composite
+@composite
 def writes(draw, env: dict, k: int) -> A.Stmt:
     """At thread[1]: write every cell o[0 .. k), each through a plain store, an if /
     else on thread data, or a bounded loop accumulating into a local."""
@@ -155,7 +155,7 @@ def _fresh(env: dict, base: str) -> str:
     return f"{base}{env['names'][0]}"
 
 
-@st.composite
+@composite
 def leaf(draw, env: dict, m: int, k: int, S: str | None, O: str) -> A.Stmt:
     """At thread[m]: fill the staging view S (one slot per thread), barrier (the end of
     its partition), then each thread writes its k output cells, reading S's slots of
@@ -196,7 +196,7 @@ def leaf(draw, env: dict, m: int, k: int, S: str | None, O: str) -> A.Stmt:
     return A.seq(*stmts)
 
 
-@st.composite
+@composite
 def thread_tree(draw, env: dict, m: int, k: int, S: str | None, O: str,
                 depth: int) -> A.Stmt:
     """Code at thread[m] owning views S (staging, m slots) and O (output, m·k cells)."""
@@ -243,7 +243,7 @@ def thread_tree(draw, env: dict, m: int, k: int, S: str | None, O: str,
     return draw(leaf(env, m, k, S, O))
 
 
-@st.composite
+@composite
 def sub_block_exchange(draw, env: dict, m: int, k: int) -> A.Stmt:
     """The barrier shapes a whole-block or single-warp program never has: each half of
     the block (thread[m/2]: 48 or 64 threads, several warps) exchanges staged values, in
@@ -264,7 +264,7 @@ def _possible(form: str, m: int) -> bool:
     return m > 1
 
 
-@st.composite
+@composite
 def kernels(draw, max_blocks: int = 2, max_threads: int = 128,
             exchange: tuple | None = None) -> A.Program:
     """`exchange` = (threads choices, loop, between) pins the barrier template's shape
@@ -272,7 +272,7 @@ def kernels(draw, max_blocks: int = 2, max_threads: int = 128,
     return draw(_kernels(max_blocks, max_threads, exchange))
 
 
-@st.composite
+@composite
 def generated_kernels(draw, max_blocks: int = 2, max_threads: int = 128,
                       exchange: tuple | None = None) -> Generated:
     """`kernels()` as the compiler properties draw them: race-free by construction
@@ -282,7 +282,7 @@ def generated_kernels(draw, max_blocks: int = 2, max_threads: int = 128,
                      race_free_by_construction=True)
 
 
-@st.composite
+@composite
 def _kernels(draw, max_blocks: int = 2, max_threads: int = 128,
              exchange: tuple | None = None) -> A.Program:
     blocks = pick(draw, [b for b in (1, 2, 4) if b <= max_blocks])
