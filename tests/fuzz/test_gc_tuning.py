@@ -5,6 +5,7 @@ process its own collector settings back afterwards."""
 from __future__ import annotations
 
 import gc
+from typing import ClassVar
 
 from gpusem.fuzz.campaign import Campaign
 from gpusem.fuzz.gc_tuning import YOUNG_THRESHOLD, campaign_gc
@@ -26,7 +27,7 @@ def test_within_frozen_and_rare_young_collections_after_restored() -> None:
 
 
 class _Seen:
-    thresholds: set[tuple[int, int, int]] = set()
+    thresholds: ClassVar[set[tuple[int, ...]]] = set()
 
 
 class GcToy:
