@@ -354,30 +354,48 @@ def drop_dead_lets(s: A.Stmt) -> A.Stmt:
     """Remove `let x ... in body` where body never mentions x (the skeleton declares
     `b`, `t`, `u` for the expressions that may use them): shrunk counterexamples then
     show only what matters. The initialisers have no effects (partition_id, reads)."""
+    return _drop(s)[0]
+
+
+def _drop(s: A.Stmt) -> tuple[A.Stmt, frozenset[str]]:
+    """`drop_dead_lets(s)` and the names it mentions, built bottom-up: one walk, not
+    one walk of each let's body per enclosing let (issue 31.3)."""
     match s:
         case A.Decl(name, ty, persp, init, body, span):
-            body = drop_dead_lets(body)
-            if not _mentions(body, name):
-                return body
-            return A.Decl(name, ty, persp, init, body, span)
+            body, names = _drop(body)
+            if name not in names:
+                return body, names
+            return (A.Decl(name, ty, persp, init, body, span),
+                    names | _mentioned(init) | _mentioned(persp))
         case A.Seq(stmts):
-            return A.seq(*(drop_dead_lets(x) for x in stmts))
+            parts = [_drop(x) for x in stmts]
+            # seq only regroups the parts (and drops skips): the same mentions
+            return (A.seq(*(p for p, _ in parts)),
+                    frozenset().union(*(n for _, n in parts)))
     children = child_stmts(s)
     if not children:
-        return s
-    return _rebuild(s, tuple(drop_dead_lets(c) for c in children))
+        return s, _mentioned(s)
+    parts = [_drop(c) for c in children]
+    out = _rebuild(s, tuple(p for p, _ in parts))
+    inner = {id(p): n for p, n in parts}
+    names = frozenset().union(*(inner[id(v)] if id(v) in inner else _mentioned(v)
+                                for f in _node_fields(out) or ()
+                                for v in (getattr(out, f),)))
+    return out, names
 
 
-def _mentions(s: object, name: str) -> bool:
+def _mentioned(s: object) -> frozenset[str]:
+    """The names `s` mentions: its variables and assigned names, in every field but
+    spans (a let's name itself is no mention; shadowing is not looked at)."""
     if isinstance(s, A.Var):
-        return s.name == name
-    if isinstance(s, (A.Assign,)) and s.name == name:
-        return True
+        return frozenset((s.name,))
+    own = frozenset((s.name,)) if isinstance(s, A.Assign) else frozenset()
     if isinstance(s, tuple):
-        return any(_mentions(x, name) for x in s)
+        return own.union(*(_mentioned(x) for x in s))
     children = _node_fields(s)
-    return children is not None and any(_mentions(getattr(s, f), name)
-                                        for f in children)
+    if children is None:
+        return own
+    return own.union(*(_mentioned(getattr(s, f)) for f in children))
 
 
 _FIELDS: dict[type, tuple[str, ...]] = {}
