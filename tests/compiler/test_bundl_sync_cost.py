@@ -91,3 +91,21 @@ def test_map_stmt_exprs_keeps_an_unchanged_statement() -> None:
     assert map_stmt_exprs(call, lambda e: None) is call
     moved = map_stmt_exprs(call, lambda e: K.KVar("b") if e == K.KVar("a") else None)
     assert isinstance(moved, K.KCall) and moved.args == (K.KVar("b"), K.KConst(2, INT))
+
+
+def test_every_kir_class_is_rebuilt_from_its_fields_in_order() -> None:
+    """`traverse._replaced` calls a KIR class with every field positionally: that is
+    `dataclasses.replace` only while each field is a plain init field."""
+    import dataclasses
+    import inspect
+
+    classes = [c for c in vars(K).values()
+               if inspect.isclass(c) and dataclasses.is_dataclass(c)
+               and c.__module__ == K.__name__]
+    assert len(classes) > 30
+    for cls in classes:
+        fields = dataclasses.fields(cls)
+        assert all(f.init and not f.kw_only for f in fields), cls
+        assert not hasattr(cls, "__post_init__"), cls
+        params = list(inspect.signature(cls).parameters)
+        assert params == [f.name for f in fields], cls
