@@ -91,13 +91,18 @@ def map_stmt_exprs(s: K.KStmt, fn: Callable[[K.KExpr], K.KExpr | None]) -> K.KSt
 
 def map_bodies(s: K.KStmt, rewrite: Callable[[Body], Body]) -> K.KStmt:
     """`s` with each nested statement tuple passed through `rewrite`."""
-    changes = {n: rewrite(b) for n in _body_names(s)
-               if isinstance(b := getattr(s, n), tuple)}
+    names = _body_names(s)
+    if not names:  # most statements: no nested body to rewrite
+        return s
+    changes = {n: rewrite(b) for n in names if isinstance(b := getattr(s, n), tuple)}
     return _replaced(s, changes)
 
 
 def bodies(s: K.KStmt) -> list[Body]:
-    return [b for n in _body_names(s) if isinstance(b := getattr(s, n), tuple)]
+    names = _body_names(s)
+    if not names:
+        return []
+    return [b for n in names if isinstance(b := getattr(s, n), tuple)]
 
 
 def walk(stmts: Body, visit: Callable[[K.KStmt], None]) -> None:
