@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -86,11 +85,8 @@ class Th:
         return z3.Bool(label) if kind == "bool" else z3.BitVec(label, BV)
 
 
-@lru_cache(maxsize=4096)
 def bv(v: int) -> Term:
-    """A 32-bit constant, made once per value: z3 hash-conses the term anyway, and
-    its Python wrapper (a sort, a numeral, reference counts) cost ~20 us a call
-    (issue 31.3). Terms are immutable, so sharing one is safe."""
+    """A 32-bit constant."""
     return z3.BitVecVal(v, BV)
 
 
