@@ -28,6 +28,10 @@ inside `build` and `launch`):
     (issue 31.3: each tree's src/ in a process of its own, run in turns, round by
     round interleaved so that a shared machine's load falls on both alike; one table
     of CPU ms per program per stage, before/after in one command)
+
+The stages run under the garbage collector's settings the tree's campaigns run under
+(`fuzz/gc_tuning.campaign_gc`, CPython's defaults on a tree without it); a collection
+is timed in the stage whose allocation set it off.
 """
 
 from __future__ import annotations
@@ -102,6 +106,8 @@ def profile(backend_name: str, rounds: int, round_size: int, seed: int) -> dict:
     clock = Clock()
     kinds, verdicts = Counter[str](), Counter[str]()
     programs, kernel_s = 0, 0.0
+    gc_context = _campaign_gc()  # as Campaign.run has it (on trees that have one)
+    gc_context.__enter__()
     _warm_up(target, backend_name, seed)
     wall0, cpu0 = time.perf_counter(), tree_cpu()
     try:
@@ -148,6 +154,7 @@ def profile(backend_name: str, rounds: int, round_size: int, seed: int) -> dict:
                     verdicts[v.kind] += 1
     finally:
         target.close()
+        gc_context.__exit__(None, None, None)
     wall, cpu = time.perf_counter() - wall0, tree_cpu() - cpu0
     clock.wall["kernel"] = kernel_s
 
@@ -183,6 +190,18 @@ def profile(backend_name: str, rounds: int, round_size: int, seed: int) -> dict:
                     "kernels' own time, inside launch) are in no total; wall_s/cpu_s "
                     "include the full reference, which the campaign does not run",
             "command": shlex.join([os.path.basename(sys.executable), *sys.argv])}
+
+
+def _campaign_gc():
+    """The garbage collector's settings a campaign of this tree runs under
+    (`fuzz/gc_tuning.py`, issue 31.3); CPython's defaults on a tree without it."""
+    try:
+        from gpusem.fuzz.gc_tuning import campaign_gc
+    except ImportError:  # a tree before it: its campaign ran with the defaults
+        from contextlib import nullcontext
+
+        return nullcontext()
+    return campaign_gc()
 
 
 def _warm_up(target, backend_name: str, seed: int) -> None:

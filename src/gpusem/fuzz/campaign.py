@@ -65,6 +65,7 @@ from gpusem.calculus.errors import BadInput
 from gpusem.fuzz import manifest
 from gpusem.fuzz.attribution import cause_of
 from gpusem.fuzz.bundle import ATTRIBUTION, META, BundleStore
+from gpusem.fuzz.gc_tuning import campaign_gc
 from gpusem.fuzz.hunt import Drawn, generate_round, shrink_from
 from gpusem.fuzz.interrupts import raise_if_requested, stop_requested
 from gpusem.fuzz.shrink_jobs import ShrinkJob, ShrinkOutcome, shrink_end_s
@@ -128,6 +129,10 @@ class Campaign:
     shrinker: Any = None
 
     def run(self) -> Summary:
+        with campaign_gc():  # a campaign's garbage, collected less often (why: there)
+            return self._run()
+
+    def _run(self) -> Summary:
         target = load_target(self.target_name, self.backend)
         if self.prop not in target.properties:
             target.close()

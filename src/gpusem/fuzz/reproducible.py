@@ -20,7 +20,8 @@ saying so).
 This module is the one place gpusem reaches into hypothesis past its public API
 (issue 32.12; `missing_internals` lists what a hypothesis version lacks, and
 tests/fuzz/test_reproducible.py fails loudly, naming it, on an incompatible one):
-the local-constant pool above; the choice sequence of the example being drawn
+the local-constant pool above; hypothesis's composite strategy class, drawn from
+directly (`composite`, issue 31.3); the choice sequence of the example being drawn
 (`current_choices`) and its serialisation (`choices_blob`) with the database's
 secondary-corpus key, so a finding is shrunk from the very example that failed; a
 seed for a test that keeps its own database (`with_seed`: the public `seed`
@@ -31,15 +32,18 @@ unicode tables never make a `.hypothesis/` in the user's working folder.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from functools import cache, wraps
+from typing import Any, TypeVar
 
 from gpusem.compiler.backends.cache import cache_root
 
 # The database key suffix of the secondary corpus, which hypothesis's reuse phase
 # reads (hypothesis/internal/conjecture/engine.py: `self.secondary_key`).
 SECONDARY_KEY_SUFFIX = b".secondary"
+
+T = TypeVar("T")
 
 
 @contextmanager
@@ -114,6 +118,62 @@ def gpusem_storage() -> Iterator[None]:
         configuration.set_hypothesis_home_dir(before)
 
 
+@cache
+def _composite_class() -> Any:
+    """A CompositeStrategy whose label is given, not recomputed (None where this
+    hypothesis has no such class: `composite` is then `st.composite`)."""
+    try:  # hypothesis's own class, so that drawing is its code, not a copy of it
+        from hypothesis.strategies._internal.core import CompositeStrategy
+    except ImportError:  # pragma: no cover - missing_internals names it
+        return None
+
+    class Composite(CompositeStrategy):
+        """What `st.composite(f)(*args)` draws from (same label, same `do_draw`, so
+        the same spans and choices), minus the set-up hypothesis repeats for each
+        of the ~40 composites a program draws: the LazyStrategy around it and its
+        validation, the fixed point of `is_empty` and the label, computed from
+        `f`'s source. Here the label is computed once per function, and a composite
+        is never empty and has no reusable values, as hypothesis finds for every
+        CompositeStrategy (the `calc_is_empty`, `calc_has_reusable_values`
+        defaults)."""
+
+        force_is_empty = False
+        force_has_reusable_values = False
+
+        def __init__(self, definition: Callable[..., Any], label: int,
+                     args: tuple, kwargs: dict) -> None:
+            super().__init__(definition, args, kwargs)
+            self.fixed_label = label
+
+        def calc_label(self) -> int:
+            return self.fixed_label
+
+        def __repr__(self) -> str:  # as LazyStrategy shows a composite's call
+            shown = [repr(a) for a in self.args]
+            shown += [f"{k}={v!r}" for k, v in self.kwargs.items()]
+            return f"{self.definition.__name__}({', '.join(shown)})"
+
+    return Composite
+
+
+def composite(f: Callable[..., T]) -> Callable[..., Any]:
+    """`st.composite`, cheaper per call (issue 31.3: 8.2 -> 6.0 CPU ms a program of
+    the Bundl compile strategy); the programs drawn are the same
+    (tests/fuzz/test_draw_stability.py)."""
+    from hypothesis import strategies as st
+
+    cls = _composite_class()
+    if cls is None:  # pragma: no cover
+        return st.composite(f)
+    label = cls.__mro__[1](f, (), {}).label  # hypothesis's own label for f
+
+    @wraps(f)
+    def strategy(*args: Any, **kwargs: Any) -> Any:
+        return cls(f, label, args, kwargs)
+
+    return strategy
+
+
 def missing_internals() -> list[str]:
     """What gpusem uses of hypothesis's internals and this hypothesis lacks."""
     import importlib
@@ -124,7 +184,8 @@ def missing_internals() -> list[str]:
               ("hypothesis.database", "choices_to_bytes"),
               ("hypothesis.configuration", "set_hypothesis_home_dir"),
               ("hypothesis.configuration", "__hypothesis_home_directory"),
-              ("hypothesis.internal.conjecture.data", "ConjectureData")]
+              ("hypothesis.internal.conjecture.data", "ConjectureData"),
+              ("hypothesis.strategies._internal.core", "CompositeStrategy")]
     missing = []
     for module, attr in wanted:
         try:

@@ -64,10 +64,19 @@ class Roots:
         return UNKNOWN
 
 
-def accesses(s: K.KStmt, roots: Roots) -> Accesses:
-    """Everything `s` (and the statements inside it) may read or write."""
+def accesses(s: K.KStmt, roots: Roots, memo: Scripts | None = None) -> Accesses:
+    """Everything `s` (and the statements inside it) may read or write.
+
+    With `memo` (one per pass over a program), `s`'s walk is recorded once as a
+    script and replayed: `place_sync` asks again for every enclosing statement, so
+    unrecorded a statement nested d deep is walked d + 1 times (issue 31.3: half the
+    compile time). The replay meets the same statements, pointers and `learn`s in the
+    same order, so `roots` and the answer are what the walk gives."""
     acc = Accesses()
-    _collect(s, roots, acc)
+    if memo is None:
+        _collect(s, roots, acc)
+    else:
+        _replay(memo.script(s), roots, acc)
     return acc
 
 
@@ -89,6 +98,52 @@ def _collect(s: K.KStmt, roots: Roots, acc: Accesses) -> None:
             _collect(inner, roots, acc)
 
 
+# A script: `_collect`'s steps as (op, argument) pairs, in its order.
+_LEARN, _UNKNOWN, _WRITE, _READ = range(4)
+Script = list[tuple[int, object]]
+
+
+class Scripts:
+    """`_collect`'s walk of each statement, recorded once (keyed by identity; the
+    statement is kept so that its id is not reused while the memo lives)."""
+
+    def __init__(self) -> None:
+        self.of: dict[int, tuple[K.KStmt, Script]] = {}
+
+    def script(self, s: K.KStmt) -> Script:
+        hit = self.of.get(id(s))
+        if hit is None:
+            hit = self.of[id(s)] = (s, self._record(s))
+        return hit[1]
+
+    def _record(self, s: K.KStmt) -> Script:
+        learns = isinstance(s, (K.KLocalArray, K.KSharedAlloc, K.KDecl))
+        out: Script = [(_LEARN, s)] if learns else []  # `learn` ignores the rest
+        match s:
+            case K.KCall() | K.KPrim() | K.KBarrier():
+                out.append((_UNKNOWN, None))
+            case K.KStore(pointer):
+                out.append((_WRITE, pointer))
+            case K.KCopy(dst, src):
+                out += [(_WRITE, dst), (_READ, src)]
+        out += [(_READ, e.pointer) for e in exprs_of(s) if isinstance(e, K.KLoad)]
+        for body in bodies(s):
+            for inner in body:
+                out += self.script(inner)
+        return out
+
+
+def _replay(script: Script, roots: Roots, acc: Accesses) -> None:
+    for op, arg in script:
+        if op == _LEARN:
+            roots.learn(arg)  # type: ignore[arg-type]
+        elif op == _UNKNOWN:
+            acc.unknown = True
+        else:
+            into = acc.writes if op == _WRITE else acc.reads
+            _add(into, roots.root(arg), acc)  # type: ignore[arg-type]
+
+
 def _add(into: set[str], root: str | None, acc: Accesses) -> None:
     if root == UNKNOWN:
         acc.unknown = True
@@ -96,4 +151,4 @@ def _add(into: set[str], root: str | None, acc: Accesses) -> None:
         into.add(root)
 
 
-__all__ = ["Accesses", "Roots", "accesses", "map_expr"]
+__all__ = ["Accesses", "Roots", "Scripts", "accesses", "map_expr"]

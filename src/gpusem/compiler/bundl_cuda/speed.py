@@ -20,6 +20,7 @@ from gpusem.calculus.bundl.ast import BaseType
 from gpusem.compiler.bundl_cuda import kir as K
 from gpusem.compiler.bundl_cuda.paths import note
 from gpusem.compiler.bundl_cuda.traverse import (
+    bodies,
     exprs_of,
     map_bodies,
     map_stmt_exprs,
@@ -123,25 +124,44 @@ def _trip_count(init: K.KStmt, loop: K.KWhile) -> int | None:
 
 
 def _assigns(body: tuple, name: str) -> bool:
-    found = False
+    return name in _assigned(body)
 
-    def visit(stmts: tuple) -> tuple:
-        nonlocal found
+
+def _assigned(body: tuple) -> set[str]:
+    """The names declared or assigned anywhere in `body` (nested bodies too)."""
+    found: set[str] = set()
+
+    def visit(stmts: tuple) -> None:
         for s in stmts:
-            if isinstance(s, (K.KAssign, K.KDecl)) and s.name == name:
-                found = True
-            map_bodies(s, visit)
-        return stmts
+            if isinstance(s, (K.KAssign, K.KDecl)):
+                found.add(s.name)
+            for b in bodies(s):
+                visit(b)
 
     visit(body)
     return found
 
 
-def _hint(body: tuple, max_trips: int = MAX_UNROLL_TRIPS) -> tuple:
+def _assigned_in(s: K.KStmt, memo: dict[int, tuple[K.KStmt, set[str]]]) -> set[str]:
+    """`_assigned((s,))`, each statement's names found once per pass (`memo`, by
+    identity, holding the statement): `_hint` asks again at every enclosing level."""
+    hit = memo.get(id(s))
+    if hit is None:
+        found = {s.name} if isinstance(s, (K.KAssign, K.KDecl)) else set()
+        for b in bodies(s):
+            for inner in b:
+                found |= _assigned_in(inner, memo)
+        hit = memo[id(s)] = (s, found)
+    return hit[1]
+
+
+def _hint(body: tuple, max_trips: int = MAX_UNROLL_TRIPS,
+          memo: dict[int, tuple[K.KStmt, set[str]]] | None = None) -> tuple:
+    memo = {} if memo is None else memo
     out: list[K.KStmt] = []
     prev_decl: dict[str, K.KDecl] = {}
     for s in body:
-        s = map_bodies(s, lambda b: _hint(b, max_trips))
+        s = map_bodies(s, lambda b: _hint(b, max_trips, memo))
         if isinstance(s, K.KWhile) and isinstance(s.cond, K.KBin) \
                 and isinstance(s.cond.left, K.KVar) and s.cond.left.name in prev_decl:
             trips = _trip_count(prev_decl[s.cond.left.name], s)
@@ -149,8 +169,10 @@ def _hint(body: tuple, max_trips: int = MAX_UNROLL_TRIPS) -> tuple:
                 note("compile:speed:unroll hint")
                 out.append(K.KPrim(UNROLL_PRAGMA, s.span))
         # a start value is known only while nothing has assigned the variable since
-        for name in [n for n in prev_decl if _assigns((s,), n)]:
-            del prev_decl[name]
+        if prev_decl:  # one walk of s for all of them (issue 31.3), not one each
+            assigned = _assigned_in(s, memo)
+            for name in [n for n in prev_decl if n in assigned]:
+                del prev_decl[name]
         if isinstance(s, K.KDecl):
             prev_decl[s.name] = s
         out.append(s)

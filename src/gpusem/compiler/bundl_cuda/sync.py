@@ -29,7 +29,7 @@ from dataclasses import replace
 
 from gpusem.calculus.bundl.perspective import Level
 from gpusem.compiler.bundl_cuda import kir as K
-from gpusem.compiler.bundl_cuda.accesses import Accesses, Roots, accesses
+from gpusem.compiler.bundl_cuda.accesses import Accesses, Roots, Scripts, accesses
 from gpusem.compiler.bundl_cuda.faults import active
 from gpusem.compiler.bundl_cuda.paths import note
 from gpusem.compiler.bundl_cuda.traverse import bodies, map_bodies
@@ -60,14 +60,17 @@ def place_barrier(out: list, pending: K.KBarrier, origin: int, split: bool) -> N
     out.append(K.KWait(b.persp, b.p, b.site, b.span))
 
 
-def _sink(stmts: tuple, roots: Roots, threads: int = 0, in_kernel: bool = False) -> tuple:
+def _sink(stmts: tuple, roots: Roots, threads: int = 0, in_kernel: bool = False,
+          memo: Scripts | None = None) -> tuple:
     """Wait motion within one statement list (barriers never leave their list).
 
     A pending barrier carries what the construct it ends accessed; it is placed just
     before the first later statement whose accesses conflict with that (a write to
     what it touched, or a read of what it wrote), or one of unknown accesses. A second
     barrier of the same instance merges into it; another instance's flushes it first.
+    `memo`: the access walks recorded so far (each enclosing statement asks again).
     """
+    memo = Scripts() if memo is None else memo
     out: list[K.KStmt] = []
     pending: K.KBarrier | None = None
     covered, origin = Accesses(), 0
@@ -89,8 +92,8 @@ def _sink(stmts: tuple, roots: Roots, threads: int = 0, in_kernel: bool = False)
             ends = Accesses(unknown=True) if immovable else last
             pending, covered, origin = (pending or s), covered | ends, len(out)
             continue
-        s = map_bodies(s, lambda b: _sink(b, roots, threads, in_kernel))
-        here = accesses(s, roots)
+        s = map_bodies(s, lambda b: _sink(b, roots, threads, in_kernel, memo))
+        here = accesses(s, roots, memo)
         if active("wait-below-first-use") and isinstance(s, K.KBlock):
             here = Accesses()  # the seeded fault: nested blocks are not looked into
         if pending is not None and covered.conflicts(here):

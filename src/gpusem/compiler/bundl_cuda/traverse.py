@@ -19,8 +19,13 @@ _EXPR_TYPES = (K.KConst, K.KVar, K.KPerspId, K.KBuiltin, K.KBin, K.KUn, K.KLoad,
 _BODY_FIELDS = frozenset({"then", "orelse", "body", "left", "right"})
 
 
+# Membership of the exact type: no KIR class is subclassed, so this is isinstance's
+# answer, without trying eleven classes on every str and int field (issue 31.3).
+_EXPR_TYPE_SET = frozenset(_EXPR_TYPES)
+
+
 def is_expr(x: object) -> bool:
-    return isinstance(x, _EXPR_TYPES)
+    return type(x) in _EXPR_TYPE_SET
 
 
 _NAMES: dict[type, tuple[str, ...]] = {}
@@ -45,8 +50,16 @@ def _body_names(node: DataclassInstance) -> tuple[str, ...]:
 
 
 def _replaced(node: N, changes: Mapping[str, object]) -> N:
-    """`node` with the fields named in `changes` replaced (`node` if there are none)."""
-    return replace(node, **changes) if changes else node
+    """`node` with the fields named in `changes` replaced (`node` if there are none).
+
+    Note: built by its class from every field in order, which is what `replace` does
+    after checking each field's kind: every KIR field is a plain init field (no
+    `init=False`, no `InitVar`, no `__post_init__`: tests/compiler/
+    test_bundl_sync_cost.py), and `replace`'s checks cost half the call (issue 31.3)."""
+    if not changes:
+        return node
+    return type(node)(*[changes[n] if n in changes else getattr(node, n)
+                        for n in _names(node)])
 
 
 def map_expr(e: K.KExpr, fn: Callable[[K.KExpr], K.KExpr | None]) -> K.KExpr:
@@ -67,21 +80,29 @@ def map_stmt_exprs(s: K.KStmt, fn: Callable[[K.KExpr], K.KExpr | None]) -> K.KSt
     for name in _names(s):
         value = getattr(s, name)
         if is_expr(value):
-            changes[name] = map_expr(value, fn)
+            if (new := map_expr(value, fn)) is not value:
+                changes[name] = new  # as in map_expr: an unchanged field, no copy
         elif name == "args":
-            changes[name] = tuple(map_expr(a, fn) for a in value)
+            args = tuple(map_expr(a, fn) for a in value)
+            if any(a is not b for a, b in zip(args, value, strict=True)):
+                changes[name] = args
     return _replaced(s, changes)
 
 
 def map_bodies(s: K.KStmt, rewrite: Callable[[Body], Body]) -> K.KStmt:
     """`s` with each nested statement tuple passed through `rewrite`."""
-    changes = {n: rewrite(b) for n in _body_names(s)
-               if isinstance(b := getattr(s, n), tuple)}
+    names = _body_names(s)
+    if not names:  # most statements: no nested body to rewrite
+        return s
+    changes = {n: rewrite(b) for n in names if isinstance(b := getattr(s, n), tuple)}
     return _replaced(s, changes)
 
 
 def bodies(s: K.KStmt) -> list[Body]:
-    return [b for n in _body_names(s) if isinstance(b := getattr(s, n), tuple)]
+    names = _body_names(s)
+    if not names:
+        return []
+    return [b for n in names if isinstance(b := getattr(s, n), tuple)]
 
 
 def walk(stmts: Body, visit: Callable[[K.KStmt], None]) -> None:

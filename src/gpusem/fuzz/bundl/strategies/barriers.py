@@ -39,8 +39,7 @@ from __future__ import annotations
 
 from gpusem.calculus.bundl import ast as A
 from gpusem.calculus.bundl.perspective import Level, Perspective
-from gpusem.fuzz.bundl.strategies.draws import BOOLS, ints, pick
-from hypothesis import strategies as st
+from gpusem.fuzz.bundl.strategies.draws import BOOLS, composite, ints, pick
 
 INT = A.BaseType.INT
 THREAD1 = Perspective(Level.THREAD, 1)
@@ -68,7 +67,7 @@ def _mod(e: A.Expr, n: int) -> A.Expr:
     return A.BinOp("%", _add(A.BinOp("%", e, _i(n)), _i(n)), _i(n))
 
 
-@st.composite
+@composite
 def barrier_exchange(draw, env: dict, threads: int, k: int, int_expr,
                      loop: bool | None = None, between: bool | None = None) -> A.Stmt:
     """The exchange above at thread[threads] over views `st` (threads slots) and `ot`
@@ -99,7 +98,7 @@ def barrier_exchange(draw, env: dict, threads: int, k: int, int_expr,
                  A.While(A.BinOp("<", _v("c"), _i(2)), A.seq(body, step)))
 
 
-@st.composite
+@composite
 def _readers(draw, env: dict, n: int, k: int, between: bool, int_expr) -> A.Stmt:
     """Each thread writes its k cells from a neighbour's slot d ahead (d >= 1: another
     thread, across the warp boundary for the last lanes of a warp)."""
@@ -115,7 +114,7 @@ def _readers(draw, env: dict, n: int, k: int, between: bool, int_expr) -> A.Stmt
     return A.Partition(None, "og", "o", n, A.Group(n, A.seq(*writes)))
 
 
-@st.composite
+@composite
 def _work(draw, env: dict) -> A.Expr:
     """Independent work at thread[n] (it may read only data at thread[n] or broader:
     b, inputs): a read of an input nobody writes, or arithmetic on b."""

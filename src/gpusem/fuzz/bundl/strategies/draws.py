@@ -11,6 +11,10 @@ the same programs (tests/fuzz/test_draw_stability.py). Not an index drawn from
 `integers(0, n - 1)` instead of `sampled_from`: hypothesis asks for the same integer,
 but the span's label differs, and hypothesis's mutator (which copies choices between
 spans of one label) then draws other programs from the third example on.
+
+`composite` is `st.composite` without the set-up hypothesis repeats for every call of
+a composite (a new strategy object each time, since the generators pass their
+environment dict): the same label and `do_draw`, so again the same programs.
 """
 
 from __future__ import annotations
@@ -19,12 +23,15 @@ from collections.abc import Sequence
 from functools import cache, lru_cache
 from typing import Any, TypeVar
 
+from gpusem.fuzz.reproducible import composite
 from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 
 T = TypeVar("T")
 
 BOOLS = st.booleans()
+
+__all__ = ["BOOLS", "composite", "ints", "pick"]
 
 
 @cache

@@ -23,7 +23,7 @@ from gpusem.calculus.bundl.perspective import (
     lt,
     size,
 )
-from gpusem.fuzz.bundl.strategies.draws import BOOLS, ints, pick
+from gpusem.fuzz.bundl.strategies.draws import BOOLS, composite, ints, pick
 from hypothesis import strategies as st
 
 INT, FLOAT, BOOL = BaseType.INT, BaseType.FLOAT, BaseType.BOOL
@@ -248,7 +248,7 @@ def gen_index(draw, g: Gen, env: Env, length: int, depth: int,
     return ast.BinOp("%", ast.BinOp("+", ast.BinOp("%", e, n), n), n)
 
 
-@st.composite
+@composite
 def expressions(draw, ctx, ty: BaseType, shape: MachineShape | None = None,
                 depth: int = 2, persp: Perspective | None = None) -> ast.Expr:
     """Expressions e with Γ ⊢^π e : ty.

@@ -35,7 +35,7 @@ from gpusem.calculus.bundl.perspective import Level, Perspective
 from gpusem.calculus.bundl.walk import child_stmts
 from gpusem.fuzz.bundl.generated import Generated
 from gpusem.fuzz.bundl.strategies.barriers import SHAPES, barrier_exchange
-from gpusem.fuzz.bundl.strategies.draws import BOOLS, ints, pick
+from gpusem.fuzz.bundl.strategies.draws import BOOLS, composite, ints, pick
 from hypothesis import strategies as st
 
 INT, FLOAT, BOOL = A.BaseType.INT, A.BaseType.FLOAT, A.BaseType.BOOL
@@ -65,7 +65,7 @@ def _leaves(names: tuple[str, ...]) -> st.SearchStrategy[A.Expr]:
     return st.one_of(*leaves)
 
 
-@st.composite
+@composite
 def int_expr(draw, env: dict, depth: int = 2) -> A.Expr:
     """An int expression over the thread's scalars and the input arrays (in bounds)."""
     leaves = _leaves(tuple(env["ints"]))
@@ -97,7 +97,7 @@ FLOAT_LEAF = st.floats(-1e6, 1e6, allow_nan=False, width=32).map(
     lambda x: A.FloatLit(_f32(x)))
 
 
-@st.composite
+@composite
 def float_expr(draw, depth: int = 2) -> A.Expr:
     """Float32 arithmetic where each operation rounds: `a * b + c` shapes (an FMA would
     round once), divisions and sums of values of different magnitudes."""
@@ -119,13 +119,13 @@ def float_expr(draw, depth: int = 2) -> A.Expr:
     return A.BinOp(op, draw(float_expr(depth - 1)), draw(float_expr(depth - 1)))
 
 
-@st.composite
+@composite
 def cond_expr(draw, env: dict) -> A.Expr:
     op = pick(draw, ["<", "<=", "==", "!=", ">"])
     return A.BinOp(op, draw(int_expr(env, 1)), draw(int_expr(env, 1)))
 
 
-@st.composite
+@composite
 def writes(draw, env: dict, k: int) -> A.Stmt:
     """At thread[1]: write every cell o[0 .. k), each through a plain store, an if /
     else on thread data, or a bounded loop accumulating into a local."""
@@ -155,7 +155,7 @@ def _fresh(env: dict, base: str) -> str:
     return f"{base}{env['names'][0]}"
 
 
-@st.composite
+@composite
 def leaf(draw, env: dict, m: int, k: int, S: str | None, O: str) -> A.Stmt:
     """At thread[m]: fill the staging view S (one slot per thread), barrier (the end of
     its partition), then each thread writes its k output cells, reading S's slots of
@@ -196,7 +196,7 @@ def leaf(draw, env: dict, m: int, k: int, S: str | None, O: str) -> A.Stmt:
     return A.seq(*stmts)
 
 
-@st.composite
+@composite
 def thread_tree(draw, env: dict, m: int, k: int, S: str | None, O: str,
                 depth: int) -> A.Stmt:
     """Code at thread[m] owning views S (staging, m slots) and O (output, m·k cells)."""
@@ -243,7 +243,7 @@ def thread_tree(draw, env: dict, m: int, k: int, S: str | None, O: str,
     return draw(leaf(env, m, k, S, O))
 
 
-@st.composite
+@composite
 def sub_block_exchange(draw, env: dict, m: int, k: int) -> A.Stmt:
     """The barrier shapes a whole-block or single-warp program never has: each half of
     the block (thread[m/2]: 48 or 64 threads, several warps) exchanges staged values, in
@@ -264,7 +264,7 @@ def _possible(form: str, m: int) -> bool:
     return m > 1
 
 
-@st.composite
+@composite
 def kernels(draw, max_blocks: int = 2, max_threads: int = 128,
             exchange: tuple | None = None) -> A.Program:
     """`exchange` = (threads choices, loop, between) pins the barrier template's shape
@@ -272,7 +272,7 @@ def kernels(draw, max_blocks: int = 2, max_threads: int = 128,
     return draw(_kernels(max_blocks, max_threads, exchange))
 
 
-@st.composite
+@composite
 def generated_kernels(draw, max_blocks: int = 2, max_threads: int = 128,
                       exchange: tuple | None = None) -> Generated:
     """`kernels()` as the compiler properties draw them: race-free by construction
@@ -282,7 +282,7 @@ def generated_kernels(draw, max_blocks: int = 2, max_threads: int = 128,
                      race_free_by_construction=True)
 
 
-@st.composite
+@composite
 def _kernels(draw, max_blocks: int = 2, max_threads: int = 128,
              exchange: tuple | None = None) -> A.Program:
     blocks = pick(draw, [b for b in (1, 2, 4) if b <= max_blocks])
@@ -354,30 +354,48 @@ def drop_dead_lets(s: A.Stmt) -> A.Stmt:
     """Remove `let x ... in body` where body never mentions x (the skeleton declares
     `b`, `t`, `u` for the expressions that may use them): shrunk counterexamples then
     show only what matters. The initialisers have no effects (partition_id, reads)."""
+    return _drop(s)[0]
+
+
+def _drop(s: A.Stmt) -> tuple[A.Stmt, frozenset[str]]:
+    """`drop_dead_lets(s)` and the names it mentions, built bottom-up: one walk, not
+    one walk of each let's body per enclosing let (issue 31.3)."""
     match s:
         case A.Decl(name, ty, persp, init, body, span):
-            body = drop_dead_lets(body)
-            if not _mentions(body, name):
-                return body
-            return A.Decl(name, ty, persp, init, body, span)
+            body, names = _drop(body)
+            if name not in names:
+                return body, names
+            return (A.Decl(name, ty, persp, init, body, span),
+                    names | _mentioned(init) | _mentioned(persp))
         case A.Seq(stmts):
-            return A.seq(*(drop_dead_lets(x) for x in stmts))
+            parts = [_drop(x) for x in stmts]
+            # seq only regroups the parts (and drops skips): the same mentions
+            return (A.seq(*(p for p, _ in parts)),
+                    frozenset().union(*(n for _, n in parts)))
     children = child_stmts(s)
     if not children:
-        return s
-    return _rebuild(s, tuple(drop_dead_lets(c) for c in children))
+        return s, _mentioned(s)
+    parts = [_drop(c) for c in children]
+    out = _rebuild(s, tuple(p for p, _ in parts))
+    inner = {id(p): n for p, n in parts}
+    names = frozenset().union(*(inner[id(v)] if id(v) in inner else _mentioned(v)
+                                for f in _node_fields(out) or ()
+                                for v in (getattr(out, f),)))
+    return out, names
 
 
-def _mentions(s: object, name: str) -> bool:
+def _mentioned(s: object) -> frozenset[str]:
+    """The names `s` mentions: its variables and assigned names, in every field but
+    spans (a let's name itself is no mention; shadowing is not looked at)."""
     if isinstance(s, A.Var):
-        return s.name == name
-    if isinstance(s, (A.Assign,)) and s.name == name:
-        return True
+        return frozenset((s.name,))
+    own = frozenset((s.name,)) if isinstance(s, A.Assign) else frozenset()
     if isinstance(s, tuple):
-        return any(_mentions(x, name) for x in s)
+        return own.union(*(_mentioned(x) for x in s))
     children = _node_fields(s)
-    return children is not None and any(_mentions(getattr(s, f), name)
-                                        for f in children)
+    if children is None:
+        return own
+    return own.union(*(_mentioned(getattr(s, f)) for f in children))
 
 
 _FIELDS: dict[type, tuple[str, ...]] = {}

@@ -55,7 +55,7 @@ from gpusem.calculus.bundl.perspective import (
     size,
 )
 from gpusem.fuzz.bundl.generated import Generated
-from gpusem.fuzz.bundl.strategies.draws import BOOLS, ints, pick
+from gpusem.fuzz.bundl.strategies.draws import BOOLS, composite, ints, pick
 from gpusem.fuzz.bundl.strategies.expressions import (  # noqa: F401  (re-exported: the public strategy API)
     BASES,
     BOOL,
@@ -81,7 +81,6 @@ from gpusem.fuzz.bundl.strategies.functions import (  # noqa: F401  (re-exported
     reachable_persps,
     s_call,
 )
-from hypothesis import strategies as st
 
 # --------------------------------------------------------------------- statements
 
@@ -459,14 +458,14 @@ def gen_global(draw, g: Gen) -> ast.GlobalDecl:
     return ast.GlobalDecl(g.fresh("g"), elem, n, init)
 
 
-@st.composite
+@composite
 def programs(draw, max_blocks: int = 2, max_threads: int = 4, max_depth: int = 3,
              max_stmts: int = 3, max_fns: int = 2) -> ast.Program:
     """Well-typed Bundl programs: `gen_program`."""
     return gen_program(draw, max_blocks, max_threads, max_depth, max_stmts, max_fns)
 
 
-@st.composite
+@composite
 def generated_programs(draw, max_blocks: int = 2, max_threads: int = 4,
                        max_depth: int = 3, max_stmts: int = 3,
                        max_fns: int = 2) -> Generated:
