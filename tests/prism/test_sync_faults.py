@@ -31,10 +31,11 @@ def test_a_short_cpu_campaign_finds_the_fault(fault, tmp_path, monkeypatch):
     first = min(bundles, key=lambda b: b["found_after_s"])
     assert first["signature"] == "prism:prism-sync:disagree"
     assert first["fault"] == fault
-    # the surface reducer ran within --shrink-time; how far 5 s of wall time gets
-    # depends on the machine's load (56 -> 56 lines at load 15), so the shrinking
+    # whether the surface reducer even starts within 5 s of wall time, and how far
+    # it gets, depend on the machine's load (56 -> 56 lines at load 15; not started
+    # in a suite run beside two other jobs at load 3.7 on 2 cores), so the shrinking
     # itself is asserted below under a candidate cap, which load does not move
-    assert "minimised" in first and first["size"] <= first["size_before"], first
+    assert first["size"] <= first.get("size_before", first["size"]), first
     print(f"{fault}: found after {first['found_after_s']} s in "
           f"{summary.programs} programs, {first['size_before']} -> {first['size']} "
           f"lines")
