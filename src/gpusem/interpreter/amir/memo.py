@@ -95,6 +95,9 @@ GIVE_UP = 3
 # loop is left to stepping for good: its variable reaches the trace itself (a loop
 # over threads, `buf[tid]`), so no iteration can be met again.
 NEVER_AGAIN = 16
+# Outside accesses per iteration beyond which it is stepped (each is resolved and
+# checked at every replay: a body of thousands is not the memo's kind of loop).
+MAX_OUTSIDE = 512
 
 
 class LoopMemo:
@@ -140,7 +143,9 @@ class LoopMemo:
         walked = self.walk()
         self.fresh = self.fresh + 1 if self.walk.fresh else 0
         self.hopeless = self.fresh >= NEVER_AGAIN
-        if self.walk.fresh:
+        if walked is not None and len(walked[1]) > MAX_OUTSIDE:
+            self.hopeless, walked = True, None
+        if self.walk.fresh or self.hopeless:
             # Note: atom values met for the first time make a trace never met:
             # a miss; it is stepped, not recorded (no scan), since an iteration
             # worth recording is one whose atom values come back.
@@ -255,15 +260,19 @@ class LoopMemo:
         iteration and after no record of the iteration on the same cells: so it
         changes nothing and finds nothing, whatever the records' states (a write to
         a fresh window of a global: check, check, clear, clear, record)."""
-        written: dict[tuple[str, str], list[Box]] = {}
+        written: dict[tuple[str, str], tuple[Box, list[Box]]] = {}
         for s, v, idx, box, _ in outs:
             attr, cells = _attr(s), box_key(idx)
             if isinstance(s, _RECORDS):
-                written.setdefault((v.name, attr), []).append(cells)
+                hull, boxes = written.get((v.name, attr), (cells, []))
+                boxes.append(cells)
+                written[v.name, attr] = (_hull(hull, cells), boxes)
                 continue
             if any(window_sets(v, attr, idx, box)):
                 return False
-            if any(_meet(cells, w) for w in written.get((v.name, attr), ())):
+            seen = written.get((v.name, attr))
+            if seen is not None and _meet(cells, seen[0]) \
+                    and any(_meet(cells, w) for w in seen[1]):
                 return False
         return True
 
@@ -366,6 +375,10 @@ def _apply(m: MachineState, coder: Coder, r: Rec,
     m.lifts.register(r)
     for cell in r.p:
         m.lifts.index_barrier(cell, r)
+
+
+def _hull(a: Box, b: Box) -> Box:
+    return tuple((min(lo, blo), max(hi, bhi)) for (lo, hi), (blo, bhi) in zip(a, b))
 
 
 def _meet(a: Box, b: Box) -> bool:
