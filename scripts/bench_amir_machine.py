@@ -72,6 +72,18 @@ CHILD = textwrap.dedent(r"""
         cpu.append(time.process_time() - c0)
         wall.append(time.perf_counter() - w0)
     w, st = v.violation, v.stats
+    memo = None
+    try:                                    # a tree with the iteration memo: its work
+        from gpusem.interpreter.amir.machine import MEMO_MIN_ITERATIONS, Machine
+    except ImportError:
+        pass
+    else:
+        m = Machine(prog, env, memo_min=MEMO_MIN_ITERATIONS)
+        m.run()
+        memo = {"replayed": sum(x.hits for x in m.memos),
+                "stepped": sum(x.stepped for x in m.memos),
+                "recorded": sum(x.misses for x in m.memos),
+                "images": sum(len(x.by_id) for x in m.memos)}
     print(json.dumps({
         "cpu": min(cpu), "wall": min(wall), "cpu_all": cpu, "wall_all": wall,
         "verdict": "accepted" if w is None else "rejected",
@@ -80,7 +92,7 @@ CHILD = textwrap.dedent(r"""
                                               str(w.span), str(w.other_span),
                                               w.message],
         "stats": [st.statements, st.recorded_accesses, st.records, st.lifts,
-                  sorted(st.exercised)]}))
+                  sorted(st.exercised)], "memo": memo}))
 """)
 
 # Run under one source tree: the outcome (verdict, violation report, statistics, or the
@@ -308,6 +320,11 @@ def main(argv: list[str] | None = None) -> int:
                   f"{cell[2] or '-'!s:>10}  "
                   f"{new.get('verdict', new.get('error'))}"
                   f"{'' if same else ' (DIFFERENT from today)'}", flush=True)
+            memo = new.get("memo")
+            if isinstance(memo, dict):
+                print(f"      new: iteration memo replayed {memo['replayed']}, "
+                      f"stepped {memo['stepped']} ({memo['recorded']} recorded, "
+                      f"{memo['images']} entry images)")
             for side in ("today", "new", "exo"):
                 why = row[side].get("error") or row[side].get("not_run")  # type: ignore[union-attr]
                 if why:

@@ -71,6 +71,7 @@ from gpusem.interpreter.amir.records import (
     new_records,
     qmask,
 )
+from gpusem.interpreter.amir.memo import LoopMemo, memo_eligible
 from gpusem.interpreter.amir.state import MachineState, RecKey, absolute_cell
 from gpusem.interpreter.amir.store import (
     Var,
@@ -80,6 +81,9 @@ from gpusem.interpreter.amir.store import (
 )
 
 DEFAULT_MAX_STEPS = 200_000_000
+# A loop runs through the iteration memo from this many iterations on: below it the
+# entry scans cost more than the replays save.
+MEMO_MIN_ITERATIONS = 8
 _ACCESS_OPS = (A.RecordRead, A.RecordMutate, A.ClearReads, A.ClearMutates,
                A.CheckReads, A.CheckMutates)
 AccessStmt = (A.RecordRead | A.RecordMutate | A.ClearReads | A.ClearMutates
@@ -89,11 +93,16 @@ AccessOp = Callable[[Var, Index, Box | None], None]  # one judgment on resolved 
 
 
 def check_amir(prog: A.AProc, defines: Mapping[str, int], *,
-               max_steps: int = DEFAULT_MAX_STEPS) -> Verdict:
+               max_steps: int = DEFAULT_MAX_STEPS, memo: bool = True) -> Verdict:
     """Run the machine on `prog` with σ from `defines` (ι = 0, ρ empty: Section 5.3.4).
     Returns the verdict; raises BadInput (malformed program, missing definition),
-    Trap (an access outside an allocation) or BudgetExhausted."""
-    m = Machine(prog, defines, max_steps=max_steps)
+    Trap (an access outside an allocation) or BudgetExhausted.
+
+    `memo`: long loops go through the iteration memo (interpreter/amir/memo.py), which
+    replays an iteration whose entry state it has met before instead of stepping it,
+    with the same verdict, violation and statistics; False steps every statement."""
+    m = Machine(prog, defines, max_steps=max_steps,
+                memo_min=MEMO_MIN_ITERATIONS if memo else None)
     return m.run()
 
 
@@ -103,9 +112,17 @@ class _Reject(Exception):
 
 
 class Machine(MachineState):
+    # The iteration memo (interpreter/amir/memo.py): loops of at least `memo_min`
+    # iterations use it (None: never); `memo_nesting` marks a body compiled inside a
+    # memoised loop (its inner loops step).
+    memo_min: int | None = None
+    memo_nesting = False
+
     def __init__(self, prog: A.AProc, defines: Mapping[str, int], *,
-                 max_steps: int = DEFAULT_MAX_STEPS):
+                 max_steps: int = DEFAULT_MAX_STEPS, memo_min: int | None = None):
         super().__init__(prog, defines, max_steps=max_steps)
+        self.memo_min = memo_min
+        self.memos: list[LoopMemo] = []          # for tests and measurements
         self.body = self.compile_body(prog.body, frozenset(prog.params))
 
     def run(self) -> Verdict:
@@ -206,8 +223,20 @@ class Machine(MachineState):
     def _rule_loop(self, s: A.Loop, bound: frozenset[str]) -> Run:
         # LoopStep / LoopDone: the body runs for y = m, m+1, ..., n-1.
         lo, hi = compile_c(s.lo, bound, s.origin), compile_c(s.hi, bound, s.origin)
-        body = self.compile_body(s.body, bound | {s.var})
+        memo = None
+        if self.memo_min is not None and not self.memo_nesting \
+                and memo_eligible(s):
+            self.memo_nesting = True
+            try:
+                body = self.compile_body(s.body, bound | {s.var})
+            finally:
+                self.memo_nesting = False
+            memo = LoopMemo(self, s, bound, body)
+            self.memos.append(memo)
+        else:
+            body = self.compile_body(s.body, bound | {s.var})
         var, width, env, guard = s.var, max(1, len(s.body)), self.env, self.guard
+        least = self.memo_min or 0
 
         def loop() -> None:
             m, n = lo(env), hi(env)
@@ -221,12 +250,15 @@ class Machine(MachineState):
             guard.tick(s.origin, "LoopStep")             # the memory budget: a long
             every = guard.every if n - m > guard.every else 0  # loop checks as it runs
             saved = env.get(var)
-            for y in range(m, n):                        # LoopStep
-                env[var] = y
-                if every and (y - m) % every == every - 1:
-                    guard.check(s.origin, "LoopStep")
-                for st in body:
-                    st()
+            if memo is not None and n - m >= least:
+                memo.run(m, n, every)                    # LoopStep, memoised
+            else:
+                for y in range(m, n):                    # LoopStep
+                    env[var] = y
+                    if every and (y - m) % every == every - 1:
+                        guard.check(s.origin, "LoopStep")
+                    for st in body:
+                        st()
             if saved is None:
                 del env[var]
             else:
@@ -247,6 +279,7 @@ class Machine(MachineState):
     def _rule_inc_task_id(self) -> Run:
         def inc_task_id() -> None:                       # InctaskID: ι' = ι + 1
             self.task += 1
+            self.task_allocs = self.incarnations         # the task's own variables
         return inc_task_id
 
     # --------------------------------------------------------- Figure 22 (effects)
@@ -303,6 +336,10 @@ class Machine(MachineState):
                     self.lifts.index_barrier(cell, r)
                 self.stats.records += 1
                 hit = self.rec_cache[key] = ((r,), r.id)
+                if self.observer is not None:
+                    self.observer(v, attr, idx, box, r, True)
+            elif self.observer is not None:
+                self.observer(v, attr, idx, box, hit[0][0], False)
             self.stats.recorded_accesses += add_to_window(self.sets, v, attr, idx, box,
                                                           hit)
         return record

@@ -19,7 +19,7 @@ Conventions (paper -> Python):
 from __future__ import annotations
 
 import itertools
-from typing import Mapping, cast
+from typing import Callable, Mapping, cast
 
 import numpy as np
 from gpusem.calculus.amir import ast as A
@@ -30,13 +30,17 @@ from gpusem.interpreter.amir.checks import Stats
 from gpusem.interpreter.amir.ctrl import Box, Index, ThreadsFn, Window, box_key
 from gpusem.interpreter.amir.lift import Lifts
 from gpusem.interpreter.amir.records import ALL, BarrierCell, Rec, Threads
-from gpusem.interpreter.amir.store import SetTable, Var
+from gpusem.interpreter.amir.store import SetTable, Var, release_var
 
 # The record cache's key: the Record* statement, its threads, and (with barriers) the
 # arrive counts it observes.
 RecKey = tuple[int, Threads] | tuple[int, Threads, tuple[tuple[BarrierCell, int], ...]]
 # The check memo's key: record set, τ_v, t, τ_q* (a mask) and the executing threads.
 CheckKey = tuple[int, int, bool, int, Threads]
+# What the iteration memo (amir/memo.py) hears of a Record* while it records an
+# iteration: the variable, the attribute ("rd"/"mu"), the window, the record, and
+# whether the record was made now (else it came from the record cache).
+Observer = Callable[[Var, str, Index, Box | None, Rec, bool], None]
 
 
 class MachineState:
@@ -56,6 +60,8 @@ class MachineState:
         self.rec_cache: dict[RecKey, tuple[tuple[Rec, ...], int]] = {}
         self.check_memo: dict[CheckKey, Rec | None] = {}
         self.incarnations = 0
+        self.task_allocs = 0          # `incarnations` at the last InctaskID
+        self.observer: Observer | None = None
         self.stats = Stats()
         self.max_steps = max_steps
         self.guard = MemoryGuard(prog.span.file)  # the memory budget (issue 15)
@@ -63,9 +69,8 @@ class MachineState:
     def drop(self, v: Var) -> None:
         """A variable's lifetime ends: its cells release their record sets, and a
         barrier's arrive-count registrations are forgotten."""
-        whole = tuple((0, n) for n in v.shape)
-        self.sets.release(v.rd, v.known("rd", whole))
-        self.sets.release(v.mu, v.known("mu", whole))
+        release_var(self.sets, v, "rd")
+        release_var(self.sets, v, "mu")
         if v.arr is not None:
             self.lifts.forget_barrier(v.key)
 

@@ -271,6 +271,19 @@ class SetTable:
             self.memo[(sid, key)] = out
         return out
 
+    def intern(self, recs: tuple[Rec, ...]) -> int:
+        """The id of the set `recs` (made if new): the iteration memo rebuilding a
+        state (amir/memo_image.py), where `union` builds one from a cell's old set."""
+        ident = frozenset(r.id for r in recs)
+        out = self.ids.get(ident)
+        if out is None:
+            out = self.ids[ident] = len(self.sets)
+            self.sets.append(recs)
+            self.ref.append(0)
+            for r in recs:
+                r.sids.append(out)
+        return out
+
     def add_member(self, sid: int, r: Rec) -> None:
         """A family split: set sid now also holds r (its other part is already in)."""
         old = self.sets[sid]
@@ -332,6 +345,20 @@ class SetTable:
             self.dec(u, c)
 
 
+def release_var(sets: SetTable, v: Var, attr: str) -> None:
+    """Every cell of `attr` of v releases its set (its variable dies): by the known
+    uniform windows where they tile the array, else by a scan."""
+    whole = tuple((0, n) for n in v.shape)
+    known = v.known(attr, whole)
+    if known is None:
+        pieces = v.parts(attr, whole)
+        if pieces is not None:
+            for k, sid in pieces:
+                sets.dec(sid, _volume(k))
+            return
+    sets.release(getattr(v, attr), known)
+
+
 def add_to_window(sets: SetTable, v: Var, attr: str, idx: Index, key: Box | None,
                   hit: tuple[tuple[Rec, ...], int]) -> int:
     """RecordRead / RecordMutate on a window: ρ(x, n) ∪= R for every cell. Returns the
@@ -378,6 +405,32 @@ def add_to_window(sets: SetTable, v: Var, attr: str, idx: Index, key: Box | None
         sets.inc(new, size)
         sets.dec(first, size)
         v.note(attr, key, new)
+    return size
+
+
+def add_to_fresh_window(sets: SetTable, v: Var, attr: str, idx: Index,
+                        key: Box | None, hit: tuple[tuple[Rec, ...], int]) -> int:
+    """`add_to_window` for a window the array's known windows do not cover (an
+    iteration memo's replay of a record into a window that moves with the loop,
+    interpreter/amir/memo.py): the same sets and counts, by a scan, and the array's
+    known windows forgotten (what they know costs more to keep than it saves)."""
+    if key is None:
+        return add_to_window(sets, v, attr, idx, key, hit)
+    recs, rkey = hit
+    sub: np.ndarray = getattr(v, attr)[idx]
+    size = sub.size
+    if size == 0:
+        return 0
+    v.uc[attr].clear()
+    first = sub.item(0)
+    if not (sub == first).all():
+        _add_uneven(sets, sub, rkey, recs)
+        return size
+    new = sets.union(first, rkey, recs)
+    if new != first:
+        sub.fill(new)
+        sets.inc(new, size)
+        sets.dec(first, size)
     return size
 
 

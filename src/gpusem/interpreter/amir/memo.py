@@ -1,0 +1,395 @@
+"""The iteration memo of the AMIR machine (issue 27 item 2): a long loop's iterations
+replayed from a table instead of stepped, with the reference's verdict, violation and
+statistics. The rules stay in interpreter/amir/machine.py; this module only decides
+when an iteration's effect is already known and applies it.
+
+LoopStep runs the body once per y. Two iterations whose entry states have the same
+image (amir/memo_image.py: the task-local state relative to the task and to the
+barriers' counts) and that take the same control path (the *trace*: every guard, loop
+bound, thread mask and local window the body evaluates, found by a dry walk of the
+body that changes nothing) apply the same rules to the same records up to that
+renaming, so the second one's effect is the first one's, renamed. The table, shared
+by every task, maps (image, outside states, trace) to that effect:
+
+  - the local state after the iteration: another image, kept *virtual* (not written
+    back) while iterations keep hitting, and materialised when one misses or the loop
+    ends;
+  - the barrier bases' shift, the statistics' increments (statements, recorded
+    accesses, records, lifts, exercised rules);
+  - the *outside* effects, applied for real: the records the iteration makes in
+    variables that are not local (a TMA's read of A[.., 32k:32k+32]: the window is
+    evaluated again at each replay), and λ of the iteration's lifts on the live
+    outside records of task ι. Lifts are pointwise, so a record's change depends on
+    its state alone: outside records are kept grouped by state ("cohorts") and a
+    group moves as one.
+
+Exactness conditions; where one fails the iteration is stepped (never approximated):
+no record families (they split), no Alloc/Free/InctaskID in the body, no lift over 𝔾,
+only local barriers, outside accesses only to allocated variables, outside checks
+that meet only the empty set and no outside attribute both checked and recorded in one
+iteration, no outside record of the same statement and threads already in a window
+recorded (record dominance would read it), the record cache empty at entry and exit,
+the step budget not crossed inside the iteration. errata "AMIR iteration memo".
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from gpusem.calculus.amir import ast as A
+from gpusem.calculus.errors import GpusemError
+from gpusem.interpreter.amir.memo_image import (
+    SAT,
+    SELF,
+    Coder,
+    Counts,
+    OState,
+    EncP,
+    EncThreads,
+    Image,
+    NotMemoisable,
+    materialize,
+    scan,
+)
+from gpusem.interpreter.amir.memo_record import (
+    Chain,
+    Entry,
+    NewRec,
+    Outside,
+    Recorder,
+)
+from gpusem.interpreter.amir.ctrl import Box, box_key
+from gpusem.interpreter.amir.memo_walk import Site, Walk
+from gpusem.interpreter.amir.records import Levels, Rec
+from gpusem.interpreter.amir.state import MachineState
+from gpusem.interpreter.amir.store import add_to_fresh_window, window_sets
+
+Run = Callable[[], None]
+_CHECKS = (A.CheckReads, A.CheckMutates)
+_RECORDS = (A.RecordRead, A.RecordMutate)
+_ACCESSES = _CHECKS + _RECORDS + (A.ClearReads, A.ClearMutates)
+_READ_ATTR = (A.CheckReads, A.RecordRead, A.ClearReads)
+
+
+def memo_eligible(s: A.Loop) -> bool:
+    """A loop whose body neither allocates, frees nor starts a task."""
+    def ok(body: tuple[A.AStmt, ...]) -> bool:
+        for x in body:
+            if isinstance(x, (A.Alloc, A.Free, A.IncTaskID)):
+                return False
+            if isinstance(x, (A.Loop, A.Guard)) and not ok(x.body):
+                return False
+        return True
+    return ok(s.body)
+
+
+def _attr(s: A.AStmt) -> str:
+    return "rd" if isinstance(s, _READ_ATTR) else "mu"
+
+
+# Iterations in a row that no image describes (or that cannot be replayed) after
+# which one execution of a loop stops asking: its state is not of the kind the memo
+# handles, and each failed attempt costs a walk or a scan.
+GIVE_UP = 3
+# Iterations in a row with atom values never seen (amir/memo_walk.py) after which a
+# loop is left to stepping for good: its variable reaches the trace itself (a loop
+# over threads, `buf[tid]`), so no iteration can be met again.
+NEVER_AGAIN = 16
+# Outside accesses per iteration beyond which it is stepped (each is resolved and
+# checked at every replay: a body of thousands is not the memo's kind of loop).
+MAX_OUTSIDE = 512
+
+
+class LoopMemo:
+    """The memo of one loop statement of one machine."""
+
+    def __init__(self, m: MachineState, s: A.Loop, bound: frozenset[str],
+                 body: list[Run]):
+        self.m, self.loop, self.body = m, s, body
+        self.walk = Walk(m, s, bound)
+        self.sat = 2 + max((abs(x.n) for x in _awaits(m.prog.body)), default=0)
+        self.images: dict[Any, int] = {}
+        self.by_id: list[Image] = []
+        self.groups: dict[OState, int] = {}
+        self.table: dict[Any, Entry] = {}
+        self.local: frozenset[str] = frozenset()
+        self.hits = self.misses = self.stepped = self.fails = self.fresh = 0
+        self.hopeless = False
+
+    # ------------------------------------------------------------ the loop
+
+    def run(self, lo: int, hi: int, every: int) -> None:
+        """LoopStep for y = lo .. hi - 1, through the table where it can."""
+        m, env, var = self.m, self.m.env, self.loop.var
+        local = tuple(sorted(n for n, v in m.vars.items()
+                             if v.allocated and v.key[1] > m.task_allocs))
+        self.walk.reset(frozenset(local))
+        chain: Chain | None = None
+        self.fails = 0
+        try:
+            for y in range(lo, hi):
+                env[var] = y
+                if every and (y - lo) % every == every - 1:
+                    m.guard.check(self.loop.origin, "LoopStep")
+                if self.fails >= GIVE_UP or self.hopeless:
+                    self._step()
+                    continue
+                chain = self._iteration(chain, local)
+        finally:
+            self._physical(chain)
+
+    def _iteration(self, chain: Chain | None, local: tuple[str, ...]) -> Chain | None:
+        m = self.m
+        walked = self.walk()
+        self.fresh = self.fresh + 1 if self.walk.fresh else 0
+        self.hopeless = self.fresh >= NEVER_AGAIN
+        if walked is not None and len(walked[1]) > MAX_OUTSIDE:
+            self.hopeless, walked = True, None
+        if self.walk.fresh or self.hopeless:
+            # Note: atom values met for the first time make a trace never met:
+            # a miss; it is stepped, not recorded (no scan), since an iteration
+            # worth recording is one whose atom values come back.
+            self._physical(chain)
+            self._step()
+            return None
+        outs = None if walked is None else self._resolve(walked[1])
+        ok = outs is not None and self._outside_ok(outs)
+        if ok and chain is None:
+            chain = self._start(local)
+        if not ok or chain is None:
+            self.fails += 1
+            self._physical(chain)
+            self._step()
+            return None
+        assert walked is not None and outs is not None   # ok
+        key = (chain.image, frozenset(chain.cohorts), walked[0])
+        entry = self.table.get(key)
+        if entry is not None and m.stats.statements + entry.stats[0] <= m.max_steps \
+                and (not entry.guarded or self._apart(entry, outs)):
+            self.hits += 1
+            self.fails = 0
+            return self._replay(chain, entry, outs)
+        self._physical(chain)
+        if entry is not None:
+            self._step()
+            return None
+        self.misses += 1
+        after = self._record(chain, key, outs)
+        self.fails = 0 if after is not None else self.fails + 1
+        return after
+
+    def _step(self) -> None:
+        self.stepped += 1
+        for st in self.body:
+            st()
+
+    def _physical(self, chain: Chain | None) -> None:
+        """Write a virtual chain's image into the machine."""
+        if chain is not None and not chain.physical:
+            chain.labels, chain.sids = materialize(
+                self.m, self.by_id[chain.image], chain.bases, self.sat,
+                self.by_id[chain.held], chain.sids)
+            chain.held = chain.image
+            chain.physical = True
+
+    def _start(self, local: tuple[str, ...]) -> Chain | None:
+        """The chain of the machine's state now (a scan), or None if no image
+        describes it, or the record cache is not empty."""
+        m = self.m
+        if m.rec_cache or m.check_memo or m.sets.memo or m.sets.dead:
+            return None
+        try:
+            image, labels, sids = scan(m, local, self.sat)
+            coder = Coder(m, image.counts, self.sat)
+            cohorts: dict[int, list[Rec]] = {}
+            for r in self._outside_recs(labels):
+                cohorts.setdefault(self._group(coder.outside(r)), []).append(r)
+        except NotMemoisable:
+            return None
+        bases = {name: k.base for name, k in image.counts.items()}
+        at = self._intern(image)
+        return Chain(at, bases, cohorts, True, local, labels, at, sids)
+
+    def _group(self, g: OState) -> int:
+        got = self.groups.get(g)
+        if got is None:
+            got = self.groups[g] = len(self.groups)
+        return got
+
+    def _intern(self, image: Image) -> int:
+        got = self.images.get(image.key)
+        if got is None:
+            got = self.images[image.key] = len(self.by_id)
+            self.by_id.append(image)
+        return got
+
+    def _outside_recs(self, labels: list[Rec]) -> list[Rec]:
+        """The live records of task ι (or of 𝔾) held by no local cell: those the
+        iteration's lifts can reach besides the local ones."""
+        m, held = self.m, {r.id for r in labels}
+        seen: dict[int, Rec] = {}
+        for lst in m.lifts.task_recs.get(m.task, []):
+            for r in lst:
+                if r.live > 0 and r.id not in held:
+                    seen[r.id] = r
+        for r in m.lifts.all_recs:
+            if r.live > 0 and r.id not in held:
+                seen[r.id] = r
+        return list(seen.values())
+
+    def _resolve(self, sites: list[Site]) -> list[Outside] | None:
+        """E#-Acc of each outside access on the path, its loop variables set as the
+        walk found them (None: one traps or is malformed; stepped, it reports so)."""
+        m, env, out = self.m, self.m.env, []
+        try:
+            for s, acc, win, at, mask in sites:
+                for x, val in at:
+                    env[x] = val
+                try:
+                    v, idx, box = m.resolve(acc.name, len(acc.coords), win, s.origin)
+                finally:
+                    for x, _ in at:
+                        env.pop(x, None)
+                out.append((s, v, idx, box, mask))
+        except GpusemError:
+            return None
+        return out
+
+    def _outside_ok(self, outs: list[Outside]) -> bool:
+        """Every outside check and clear meets only ∅, in the state before the
+        iteration and after no record of the iteration on the same cells: so it
+        changes nothing and finds nothing, whatever the records' states (a write to
+        a fresh window of a global: check, check, clear, clear, record)."""
+        written: dict[tuple[str, str], tuple[Box, list[Box]]] = {}
+        for s, v, idx, box, _ in outs:
+            attr, cells = _attr(s), box_key(idx)
+            if isinstance(s, _RECORDS):
+                hull, boxes = written.get((v.name, attr), (cells, []))
+                boxes.append(cells)
+                written[v.name, attr] = (_hull(hull, cells), boxes)
+                continue
+            if any(window_sets(v, attr, idx, box)):
+                return False
+            seen = written.get((v.name, attr))
+            if seen is not None and _meet(cells, seen[0]) \
+                    and any(_meet(cells, w) for w in seen[1]):
+                return False
+        return True
+
+    def _apart(self, e: Entry, outs: list[Outside]) -> bool:
+        """No record of a made record's statement and threads in its window."""
+        m = self.m
+        for j, attr, i in e.events:
+            _, v, idx, box, _ = outs[j]
+            stmt, _, who, _, _ = e.new[i].enc
+            th = (m.task, who[1]) if who[0] == SELF else who
+            for sid in window_sets(v, attr, idx, box):
+                for r in m.sets.sets[sid] or ():
+                    if r.stmt == stmt and r.who == th:
+                        return False
+        return True
+
+    # ------------------------------------------------------------ record / replay
+
+    def _record(self, chain: Chain, key: Any, outs: list[Outside]) -> Chain | None:
+        """Step the iteration, watching it; store its effect under `key`."""
+        rec = Recorder(self.m, chain, outs, self.coder(chain), self.sat, self._group)
+        m, st = self.m, self.m.stats
+        m.observer = rec.observe
+        before, st.exercised = st.exercised, set()
+        try:
+            self._step()
+        finally:
+            m.observer = None
+            rec.exercised = frozenset(st.exercised)
+            before |= st.exercised
+            st.exercised = before
+        entry = rec.finish(self._intern)
+        if entry is None:
+            return None
+        self.table[key] = entry
+        return rec.after
+
+    def _replay(self, chain: Chain, e: Entry, outs: list[Outside]) -> Chain:
+        m = self.m
+        st = m.stats
+        st.statements += e.stats[0]
+        st.recorded_accesses += e.stats[1]
+        st.records += e.stats[2]
+        st.lifts += e.stats[3]
+        st.exercised |= e.exercised
+        m.guard.tick(self.loop.origin, "LoopStep")
+        coder = self.coder(chain)
+        made = [self._make(coder, x) for x in e.new]
+        for j, attr, i in e.events:
+            _, v, idx, box, _ = outs[j]
+            add_to_fresh_window(m.sets, v, attr, idx, box, ((made[i],), made[i].id))
+        cohorts: dict[int, list[Rec]] = {}
+        for r, x in zip(made, e.new):
+            _apply(m, coder, r, x.end_blocks, x.end_p)
+            cohorts.setdefault(x.end_state, []).append(r)
+        for g, recs in chain.cohorts.items():
+            after, blocks, p = e.change[g]
+            # Note: a record a union dropped (dominated) is in no cell: no rule can
+            # observe it again, whatever λ it is given; it leaves the groups.
+            live = [r for r in recs if r.live > 0]
+            if blocks or p:
+                for r in live:
+                    _apply(m, coder, r, blocks, p)
+            if live:
+                cohorts.setdefault(after, []).extend(live)
+        m.new_epoch()
+        bases = {n: b + e.shift[n] for n, b in chain.bases.items()}
+        return Chain(e.image, bases, cohorts, False, chain.local, [], chain.held,
+                     chain.sids)
+
+    def coder(self, chain: Chain) -> Coder:
+        """The coder of the chain's state (its image's counts on its bases)."""
+        counts = {n: Counts(chain.bases[n], k.arr, k.awt)
+                  for n, k in self.by_id[chain.image].counts.items()}
+        return Coder(self.m, counts, self.sat)
+
+    def _make(self, coder: Coder, x: NewRec) -> Rec:
+        stmt, kind, who, origin, q = x.enc
+        r = Rec(q, {coder.unthreads(ts): lv for ts, lv in x.made_blocks}, None,
+                dict(coder.un_p(e) for e in x.made_p), kind, coder.unthreads(who),
+                stmt, origin)
+        self.m.lifts.register(r)
+        for cell in r.p:
+            self.m.lifts.index_barrier(cell, r)
+        return r
+
+
+def _apply(m: MachineState, coder: Coder, r: Rec,
+           blocks: tuple[tuple[EncThreads, Levels], ...], p: tuple[EncP, ...]) -> None:
+    """Set the blocks an iteration changed in r and add the p entries it gained, as
+    the lifts left them (and index r as the lifts would have)."""
+    for ts, lv in blocks:
+        t = coder.unthreads(ts)
+        r.blocks[t] = lv
+        r.vis[t] = lv[1]
+    for e in p:
+        assert e[0] == 1 or e[3] is not SAT          # exact, relative to entry bases
+        cell, c = coder.un_p(e)
+        r.p[cell] = c
+    m.lifts.register(r)
+    for cell in r.p:
+        m.lifts.index_barrier(cell, r)
+
+
+def _hull(a: Box, b: Box) -> Box:
+    return tuple((min(lo, blo), max(hi, bhi)) for (lo, hi), (blo, bhi) in zip(a, b))
+
+
+def _meet(a: Box, b: Box) -> bool:
+    return all(lo < bhi and blo < hi for (lo, hi), (blo, bhi) in zip(a, b))
+
+
+def _awaits(body: tuple[A.AStmt, ...]) -> list[A.Await]:
+    out: list[A.Await] = []
+    for s in body:
+        if isinstance(s, A.Await):
+            out.append(s)
+        elif isinstance(s, (A.Loop, A.Guard)):
+            out += _awaits(s.body)
+    return out
