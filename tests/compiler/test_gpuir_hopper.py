@@ -41,7 +41,7 @@ def test_wgmma_fragment_is_the_ptx_layout():
 
 def _coords_line(source: str) -> str:
     (line,) = {ln.strip() for ln in source.splitlines()
-               if ln.strip().startswith("const int gs_m = ")}
+               if ln.strip().startswith("const int gs_m = ") and ", gs_n = " in ln}
     return line
 
 
