@@ -41,7 +41,6 @@ from gpusem.compiler.gpuir_cuda.from_gpuir import offset_c
 from gpusem.compiler.gpuir_cuda.sync import leader, mbar_slot
 from gpusem.typing_rules.gpuir.collective import ThreadMapping
 
-
 # `#pragma unroll` for nvcc only: g++ builds the same text for the cpu harness, where
 # unrolling buys nothing and slows the build (speed.py's UNROLL_PRAGMA in bundl_cuda).
 UNROLL = ("#if GS_CUDA", "#pragma unroll", "#endif")
