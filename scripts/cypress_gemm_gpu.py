@@ -26,7 +26,8 @@ thread; Fig. 5b's 256 x 256 needs 256, which ptxas must spill). Per row:
 - checked: ours equals the Cypress sequential reading (interpreter/cypress/seq.py)
   up to `--check-upto` (its NumPy interpretation of every leaf call costs about 3 s
   at 256 and 22 s at 512 on one core), and equals the exact product (NumPy float64:
-  integer data, every float32 sum exact; wgmma's tf32 is exact on them too) at
+  integer data, every float32 sum exact; gpuir_cuda's wgmma is exact float32 on the
+  CUDA cores, and a tensor core's tf32 would be exact on them too) at
   every size; cuBLAS's result is checked against the exact product too.
 
 One JSON (`--out`, rewritten after every row): rows of n, variant, lowered (or the

@@ -11,6 +11,8 @@
 # About 6 minutes; at most 9: the parts have their own timeouts (GEMM 150 s, a
 # partial cypress_gemm.json kept; campaign 270 s; each fault 60 s).
 # Usage: bash scripts/gpu.sh cypress [PROGRAMS [BUDGET [JOBS]]]  (1000 210s 8)
+# CYPRESS_ONLY=gemm: part (a) alone (about 1 minute: the speed of the GEMM
+# after a codegen change, results/cypress/gemm_speed.md).
 # Testing here without a GPU: CYPRESS_BACKEND=cpu CYPRESS_SIZES=256 PY=... GPUSEM=...
 # (run so here at 40 programs: 1.5 min on 2 shared cores, every part as on the GPU).
 set -uo pipefail
@@ -35,6 +37,13 @@ timeout "${CYPRESS_GEMM_TIMEOUT:-150}" "$PY" scripts/cypress_gemm_gpu.py \
   --out "$OUT/cypress_gemm.json" \
   >"$WORK/gemm.log" 2>&1
 echo "gemm: exit $?" >>"$SUMMARY"
+
+if [ "${CYPRESS_ONLY:-}" = gemm ]; then
+  cat "$WORK/gemm.log" >>"$SUMMARY"
+  tar czf "$OUT/cypress.tgz" -C "$OUT" cypress && rm -rf "$WORK"
+  cat "$SUMMARY"
+  exit 0
+fi
 
 timeout "${CYPRESS_FUZZ_TIMEOUT:-270}" "$GPUSEM" fuzz --target cypress \
   --property compiled --backend "$BACKEND" --max-programs "$PROGRAMS" \

@@ -5,6 +5,8 @@ D), checked against that layout's definition, independently of the compiler's C.
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
 
 import pytest
 from gpusem.compiler.gpuir_cuda.instr import wgmma_d_element
@@ -41,7 +43,7 @@ def test_wgmma_fragment_is_the_ptx_layout():
 
 def _coords_line(source: str) -> str:
     (line,) = {ln.strip() for ln in source.splitlines()
-               if ln.strip().startswith("const int gs_m = ")}
+               if ln.strip().startswith("const int gs_m = ") and ", gs_n = " in ln}
     return line
 
 
@@ -57,6 +59,46 @@ def test_emitted_wgmma_code_uses_the_fragment_layout():
         for j in range(32):  # wgmma_waited: m64n64k8, 32 registers a thread
             env_c = {"gs_r": r, "gs_j": j}
             assert (eval(row, {}, env_c), eval(col, {}, env_c)) == ptx_fragment(r, j)
+
+
+def test_emitted_wgmma_reads_the_operands_of_each_register():
+    """The wgmma's own nest (instr.wgmma: rows gs_m and gs_m + 8, column gs_n for
+    registers gs_j + gs_h and gs_j + 2 + gs_h) names, for every thread and register,
+    the element of D the PTX layout puts there."""
+    proc, env, source = load_proc(str(EXAMPLES / "wgmma_waited.gpuir"), {})
+    lines = [ln.strip() for ln in compile_proc(proc, env, source=source)
+             .source.splitlines()]
+    row = next(ln for ln in lines if ln.endswith("// and gs_m + 8"))
+    col = next(ln for ln in lines if ln.startswith("const int gs_n = "))
+    row = row.removeprefix("const int gs_m = ").split(";")[0].replace("/", "//")
+    col = col.removeprefix("const int gs_n = ").rstrip(";").replace("/", "//")
+    assert "float gs_d0 = D[gs_j + gs_h], gs_d1 = D[gs_j + 2 + gs_h];" in lines
+    for r in range(128):
+        for j in range(0, 32, 4):
+            for h in (0, 1):
+                m = eval(row, {}, {"gs_r": r})
+                n = eval(col, {}, {"gs_r": r, "gs_j": j, "gs_h": h})
+                assert ptx_fragment(r, j + h) == (m, n)
+                assert ptx_fragment(r, j + 2 + h) == (m + 8, n)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+def test_the_wgmma_accumulator_stays_out_of_local_memory(tmp_path):
+    """ptxas -v on the paper's GEMM: with a runtime register index the whole 64 x
+    256 accumulator (128 floats a thread) was in local memory, a 512-byte stack
+    frame; unrolled, what is left on the stack is a few spilled counters
+    (results/cypress/gemm_speed.md)."""
+    from gpusem.compiler.backends.cpu import HERE
+
+    proc, env, source = load_proc(str(EXAMPLES / "gemm_hopper.gpuir"), {})
+    cu = tmp_path / "gemm_hopper.cu"
+    cu.write_text(compile_proc(proc, env, source=source).source)
+    out = subprocess.run(["nvcc", "-arch=sm_90a", "-cubin", "-Xptxas", "-v",
+                          "--fmad=false", "-std=c++17", "-w", f"-I{HERE}", "-o",
+                          str(tmp_path / "k.cubin"), str(cu)],
+                         capture_output=True, text=True, check=True).stderr
+    (frame,) = re.findall(r"(\d+) bytes stack frame", out)
+    assert int(frame) < 128, out
 
 
 # ------------------------------------------------- the paper's Hopper GEMM (Sec. 6)

@@ -33,3 +33,31 @@ def test_a_prefix_with_as_many_cells_as_threads_is_not_taken_for_owners(
     assert "float acc[16]" in cuda
     run = exec_file(str(path), ExecOptions(backend="cpu"))
     assert run.agree, run
+
+
+SWIZZLED = """\
+# defines: N=32
+proc padded(N: size, A: f32[N] @ CudaGmemLinear, B: f32[N] @ CudaGmemLinear):
+    with CudaDeviceFunction(blockDim=32):
+        for task in cuda_tasks(0, 1):
+            tile: f32[ROWS, 32] @ Sm90_SmemSwizzled(128)
+            for t in cuda_threads(0, 32, unit=cuda_thread):
+                tile[ROWS - 1, t] = A[t]
+                B[31 - t] = tile[ROWS - 1, t]
+"""
+
+
+def test_swizzled_rows_are_padded_where_the_block_still_fits(tmp_path: Path) -> None:
+    """storage.row_pad: rows of 128 bytes get 16 more (a bank group further each),
+    and the kernel keeps the bits; at 1,800 rows the padding would pass the 227 KiB
+    a block can have (pipeline.SMEM_BYTES), so that tile is stored unpadded."""
+    path = tmp_path / "padded.gpuir"
+    path.write_text(SWIZZLED.replace("ROWS", "8"))
+    cuda = compile_file(str(path), CompileOptions()).source
+    assert "// 288 x float in shared memory" in cuda  # 8 rows of 32 + 4
+    assert "tile[gs_add_i32(gs_mul_i32(gs_sub_i32(8, 1), 36), t)]" in cuda
+    run = exec_file(str(path), ExecOptions(backend="cpu"))
+    assert run.agree, run
+    path.write_text(SWIZZLED.replace("ROWS", "1800"))
+    cuda = compile_file(str(path), CompileOptions()).source
+    assert "// 57600 x float in shared memory" in cuda  # 1,800 rows of 32

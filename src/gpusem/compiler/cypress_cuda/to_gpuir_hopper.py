@@ -16,9 +16,11 @@ forms of examples/gpuir/gemm_hopper.gpuir (without its cluster):
   flight (the compute -> DMA edge: its `Arrive >> war` after the previous group is
   done), the drain and the store of D.
 
-wgmma computes in tf32: equal to the float32 reading on integer-valued data (the
-checks use integers in [-3, 3]), not on every input (errata "Cypress lowering to GPU
-IR"). Anything else falls back to the FMA form (to_gpuir.py).
+On a tensor core wgmma computes in tf32: equal to the float32 reading on
+integer-valued data (the checks use integers in [-3, 3]), not on every input (errata
+"Cypress lowering to GPU IR"). gpuir_cuda compiles it to exact float32 on the CUDA
+cores instead (errata "MMA rounding"; its speed: results/cypress/gemm_speed.md).
+Anything else falls back to the FMA form (to_gpuir.py).
 """
 
 from __future__ import annotations

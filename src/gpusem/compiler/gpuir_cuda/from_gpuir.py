@@ -65,7 +65,9 @@ COMMIT_KINDS = {"Sm80_cp_async": "commit_cp_async", "wgmma_async": "commit_wgmma
                 "tma_to_gmem_async": "commit_bulk"}
 
 
-def from_gpuir(proc: A.Proc, an: Analysis) -> list[K.GKernel]:
+def from_gpuir(proc: A.Proc, an: Analysis, pad_rows: bool = False
+               ) -> list[K.GKernel]:
+    """`pad_rows`: swizzled shared tiles stored with padded rows (storage.row_pad)."""
     devices = [s for s in proc.body if isinstance(s, A.CudaDeviceFunction)]
     maps = {s.name: s.source for s in proc.body
             if isinstance(s, A.WindowStmt) and _is_tensor_map(s)}
@@ -76,7 +78,7 @@ def from_gpuir(proc: A.Proc, an: Analysis) -> list[K.GKernel]:
     names = [proc.name] if len(devices) == 1 else \
         [f"{proc.name}_{i}" for i in range(len(devices))]
     dist = distributed_dims(an)
-    return [_Lowerer(proc, an, d, n, maps, dist).kernel()
+    return [_Lowerer(proc, an, d, n, maps, dist, pad_rows).kernel()
             for d, n in zip(devices, names)]
 
 
@@ -141,9 +143,10 @@ def mapping_of(an: Analysis, s: A.Stmt) -> ThreadMapping:
 
 class _Lowerer:
     def __init__(self, proc: A.Proc, an: Analysis, dev: A.CudaDeviceFunction,
-                 name: str, maps: dict[str, A.DRead], dist: dict[int, int]):
+                 name: str, maps: dict[str, A.DRead], dist: dict[int, int],
+                 pad_rows: bool = False):
         self.proc, self.an, self.dev, self.name = proc, an, dev, name
-        self.maps, self.dist = maps, dist
+        self.maps, self.dist, self.pad_rows = maps, dist, pad_rows
         self.env = dict(an.defines)
         self.vars: dict[str, Storage] = {}
         self.bars: dict[str, BarrierStorage] = {}
@@ -309,7 +312,7 @@ class _Lowerer:
         name = _check_name(s.name, s.span)
         shape = tuple(self.const(c, s.span) for c in s.shape)
         st = data_storage(name, s.dtype, shape, s.mem, self.an.mapping(s), s.span,
-                          self.dist.get(id(s)))
+                          self.dist.get(id(s)), self.pad_rows)
         ct = ctype(s.dtype, s.span)
         self.vars[name] = st
         if st.space == "local":

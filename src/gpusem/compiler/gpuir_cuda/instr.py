@@ -41,6 +41,10 @@ from gpusem.compiler.gpuir_cuda.from_gpuir import offset_c
 from gpusem.compiler.gpuir_cuda.sync import leader, mbar_slot
 from gpusem.typing_rules.gpuir.collective import ThreadMapping
 
+# `#pragma unroll` for nvcc only: g++ builds the same text for the cpu harness, where
+# unrolling buys nothing and slows the build (speed.py's UNROLL_PRAGMA in bundl_cuda).
+UNROLL = ("#if GS_CUDA", "#pragma unroll", "#endif")
+
 
 def lower_instructions(kernel: K.GKernel, env: dict[str, int]) -> K.GKernel:
     def rewrite(s: K.GStmt) -> tuple[K.GStmt, ...]:
@@ -203,15 +207,18 @@ def _tile_loop(s: K.GInstr, env, d: K.Window, inner: list[str]) -> list[str]:
     its fragment layout gives it (`wgmma_d_element`); of the other (mma.sync) tiles,
     the row-major elements r * share + j."""
     _, cols, share = _tile(d, s.span)
+    unroll: list[str] = []
     if is_wgmma_tile(d):
         at = ("    const int gs_m = 16 * (gs_r / 32) + gs_r % 32 / 4 + "
               "8 * ((gs_j >> 1) & 1), gs_n = 8 * (gs_j >> 2) + 2 * (gs_r % 4) + "
               "(gs_j & 1);")
+        unroll = [*UNROLL]  # constant register indices: the tile stays in registers
     else:
         at = (f"    const int gs_m = (gs_r * {share} + gs_j) / {cols}, "
               f"gs_n = (gs_r * {share} + gs_j) % {cols};")
     return [(f"{{ const int gs_r = {_rank(s.mapping, env)};  // rank in the "
             f"{s.mapping.describe()}"),
+            *unroll,
             f"  for (int gs_j = 0; gs_j < {share}; gs_j++) {{",
             at,
             "    (void)gs_m; (void)gs_n;",
@@ -238,14 +245,53 @@ def mma_load(transposed: bool):
 
 
 def wgmma(s: K.GInstr, env) -> list[str]:
-    """wgmma: operands in shared memory, read directly."""
+    """wgmma: operands in shared memory, read directly. Each element of D is
+    `d = d + a[m, k] * b[n, k]` for k ascending, multiply then add; the loop nest
+    chooses only which loads are shared, and the elements are independent, so any
+    nest that keeps each element's k order computes the same bits. Per chunk of 4
+    k (one 16-byte row piece): the thread's two rows of A (`wgmma_d_element`: rows
+    m and m + 8) are read once into registers, then each column of B once for the
+    two elements of it the thread holds. Fully unrolled on the GPU, so D is indexed
+    by constants and can live in registers (a dynamic index puts the whole array
+    in local memory), and the chunk keeps the operands to 12 registers beside D's
+    N / 2 (results/cypress/gemm_speed.md)."""
     d, a, b = (_win(x) for x in s.args)
     k = a.dims[1][0]
-    return _tile_loop(s, env, d, [
-        f"float gs_acc = {_reg(d)};",
-        (f"for (int gs_k = 0; gs_k < {k}; gs_k++) gs_acc = gs_fadd(gs_acc, "
-        f"gs_fmul({a.elem('gs_m', 'gs_k')}, {b.elem('gs_n', 'gs_k')}));"),
-        f"{_reg(d)} = gs_acc;"])
+    if not is_wgmma_tile(d):
+        raise unsupported(f"{s.instr}: D is not a 64 x N wgmma tile", s.span)
+    _, _, share = _tile(d, s.span)
+    c = 4 if k % 4 == 0 else k  # k per chunk
+    ks = f"for (int gs_k = 0; gs_k < {c}; gs_k++)"
+    kq = "gs_kc + gs_k"
+    step = "gs_fadd({d}, gs_fmul({a}[gs_k], gs_b[gs_k]))"
+    return [(f"{{ const int gs_r = {_rank(s.mapping, env)};  // rank in the "
+             f"{s.mapping.describe()}"),
+            "  const int gs_m = 16 * (gs_r / 32) + gs_r % 32 / 4;  // and gs_m + 8",
+            *UNROLL,
+            f"  for (int gs_kc = 0; gs_kc < {k}; gs_kc += {c}) {{",
+            f"    float gs_a0[{c}], gs_a1[{c}], gs_b[{c}];",
+            *UNROLL,
+            f"    {ks} {{",
+            f"      gs_a0[gs_k] = {a.elem('gs_m', kq)};",
+            f"      gs_a1[gs_k] = {a.elem('gs_m + 8', kq)};",
+            "    }",
+            *UNROLL,
+            f"    for (int gs_j = 0; gs_j < {share}; gs_j += 4) {{",
+            *UNROLL,
+            "      for (int gs_h = 0; gs_h < 2; gs_h++) {",
+            "        const int gs_n = 2 * gs_j + 2 * (gs_r % 4) + gs_h;",
+            *UNROLL,
+            f"        {ks} gs_b[gs_k] = {b.elem('gs_n', kq)};",
+            (f"        float gs_d0 = {_reg(d, 'gs_j + gs_h')}, "
+             f"gs_d1 = {_reg(d, 'gs_j + 2 + gs_h')};"),
+            *UNROLL,
+            f"        {ks} {{",
+            f"          gs_d0 = {step.format(d='gs_d0', a='gs_a0')};",
+            f"          gs_d1 = {step.format(d='gs_d1', a='gs_a1')};",
+            "        }",
+            f"        {_reg(d, 'gs_j + gs_h')} = gs_d0;",
+            f"        {_reg(d, 'gs_j + 2 + gs_h')} = gs_d1;",
+            "      }", "    }", "  }", "}"]
 
 
 def mma_sync(s: K.GInstr, env) -> list[str]:

@@ -54,7 +54,17 @@ def lower(proc: A.Proc, defines: Mapping[str, int], analysis=None) -> list[K.GKe
 
     env = dict(defines)
     an = analysis if analysis is not None else check_proc(proc, env)
-    kernels = from_gpuir(proc, an)
+    kernels = _passes(from_gpuir(proc, an, pad_rows=True), env)
+    if any(k.smem_bytes > SMEM_BYTES for k in kernels):  # the padding does not fit
+        kernels = _passes(from_gpuir(proc, an), env)
+    return kernels
+
+
+# The dynamic shared memory one block may have on sm_90 (227 KiB, opted in).
+SMEM_BYTES = 227 * 1024
+
+
+def _passes(kernels: list[K.GKernel], env: dict[str, int]) -> list[K.GKernel]:
     kernels = [lower_instructions(k, env) for k in kernels]
     kernels = [lower_sync(k, env) for k in kernels]
     return [assign_smem(k) for k in kernels]

@@ -40,6 +40,7 @@ class Storage:
     ndist: int                   # leading dimensions selecting the owner
     tile: tuple[int, ...] | None = None  # matrix-register tile (trailing dims)
     tile_share: int = 1          # tile elements each owner thread holds
+    pad: int = 0                 # elements after each innermost row (`row_pad`)
 
     @property
     def local_shape(self) -> tuple[int, ...]:
@@ -47,16 +48,41 @@ class Storage:
         return inner[: len(inner) - len(self.tile)] if self.tile else inner
 
     @property
+    def padded_shape(self) -> tuple[int, ...]:
+        shape = self.local_shape
+        return (*shape[:-1], shape[-1] + self.pad) if self.pad else shape
+
+    @property
     def count(self) -> int:
         """Elements of storage per owner (per thread, per CTA, or the whole array)."""
-        return prod(self.local_shape) * (self.tile_share if self.tile else 1)
+        return prod(self.padded_shape) * (self.tile_share if self.tile else 1)
 
     def strides(self) -> tuple[int, ...]:
         out, acc = [], self.tile_share if self.tile else 1
-        for n in reversed(self.local_shape):
+        for n in reversed(self.padded_shape):
             out.append(acc)
             acc *= n
         return tuple(reversed(out))
+
+
+# Shared memory has 32 banks of 4 bytes: rows of a multiple of 128 bytes start in the
+# same bank, so threads reading one column of different rows conflict (the exact
+# wgmma lowering's B operand: 4 rows 2 apart in each warp, a 4-way conflict). A
+# swizzled layout is what real wgmma and TMA use against it; the exact lowerings
+# (instr.py) move rows with bulk copies, which cannot permute 16-byte pieces inside
+# a row, so a swizzled tile is stored with its rows padded by 16 bytes instead:
+# row r starts r 16-byte bank groups further. Only where the kernel still fits the
+# shared memory a block can have (pipeline.lower); the layout of shared memory is
+# the compiler's, never the program's, so the results are the same bits.
+ROW_PAD_BYTES = 16
+
+
+def row_pad(dtype: A.DataType, shape: tuple[int, ...], mem: A.MemExpr) -> int:
+    """Elements to pad each innermost row of a shared tile with (0: none)."""
+    if memtypes.data_memory(mem).name != "Sm90_SmemSwizzled" or not shape \
+            or dtype not in (A.DataType.F32, A.DataType.I32):
+        return 0
+    return ROW_PAD_BYTES // 4 if (4 * shape[-1]) % 128 == 0 else 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,11 +124,12 @@ def leading_dims(shape: tuple[int, ...], owners: int) -> int | None:
 
 def data_storage(name: str, dtype: A.DataType, shape: tuple[int, ...],
                  mem: A.MemExpr, mapping: ThreadMapping | None, span,
-                 ndist: int | None = None) -> Storage:
+                 ndist: int | None = None, pad_rows: bool = False) -> Storage:
     """`ndist`: the distributed dimensions the memory analysis found, used when no
     prefix of the shape has as many cells as the allocating collective has owners
     (`D: f32[2, 2, 64, 256]` allocated by a whole cluster of 2 CTAs x 3 warpgroups
-    and used by the 2 x 2 consumer warpgroups only)."""
+    and used by the 2 x 2 consumer warpgroups only). `pad_rows`: a swizzled
+    shared tile's rows padded (`row_pad`)."""
     m = memtypes.data_memory(mem)
     if m.physical == "gmem":
         return Storage(name, "global", dtype, shape, 0)
@@ -114,7 +141,8 @@ def data_storage(name: str, dtype: A.DataType, shape: tuple[int, ...],
         if k is None:
             raise unsupported(f"cannot distribute {name}{list(shape)} over the CTAs "
                               "of its allocating collective", span)
-        return Storage(name, "shared", dtype, shape, k)
+        pad = row_pad(dtype, shape[k:], mem) if pad_rows else 0
+        return Storage(name, "shared", dtype, shape, k, pad=pad)
     if m.physical == "rmem":
         return _register_storage(name, dtype, shape, mem, mapping, m.owner, span,
                                  ndist)
