@@ -128,13 +128,14 @@ def analyse(prog: A.Program, timeout_ms: int | None = None, max_races: int = 1,
     wall-clock limits (per check, per program) for callers that want them; the oracle
     does not (its verdicts must not depend on the machine's load)."""
     # Note: most generated programs that are not race-free by construction touch no
-    # Shared or Global cell, or only read them (90 of 123 in a campaign's first 300
-    # programs), and their walk builds no z3 term. The walk is tried without a z3
-    # context first (race_context.without_context); when it needs none and leaves no
-    # pair to decide, the verdict is given without making one (~1 ms a context, made
-    # and freed); when it needs none but leaves pairs, it goes on in a fresh context
-    # as though it had been walked there (it made nothing in z3: the same terms in
-    # the same order); when it reaches for z3 it is walked again in the fresh context.
+    # Shared or Global cell, only read them, or run one thread (91 of 123 in a
+    # campaign's first 300 programs), and most such walks build no z3 term. The walk
+    # is tried without a z3 context first (race_context.without_context); when it
+    # needs none and leaves no pair to decide, the verdict is given without making one
+    # (~1 ms a context, made and freed); when it needs none but leaves pairs, it goes
+    # on in a fresh context as though it had been walked there (it made nothing in z3:
+    # the same terms in the same order); when it reaches for z3 (a constant `if`
+    # condition is simplified by z3) it is walked again in the fresh context.
     # The report is the one the context would have given, but `rlimit` is 0 where no
     # pair is decided (it counted what settling the regions spent).
     c = Collector(prog)
