@@ -15,6 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+import z3
 from gpusem.calculus.bundl.parser import parse_program
 from gpusem.interpreter.bundl.reference import (
     fast_reference,
@@ -22,6 +24,7 @@ from gpusem.interpreter.bundl.reference import (
     reference,
 )
 from gpusem.typing_rules.bundl.race import RLIMIT_PROGRAM, analyse
+from gpusem.typing_rules.bundl.race_context import NeedsZ3, without_context
 
 HERE = Path(__file__).parent
 G1 = HERE / "data" / "race_history_g1.bundl"
@@ -88,3 +91,35 @@ def test_an_undecided_race_verdict_does_not_contradict_a_proof():
     moved = replace(unsure, outcome=replace(
         unsure.outcome, globals={**full.globals, name: cells}))
     assert "memory" in (outcome_difference(moved, full) or "")
+
+
+def test_a_walk_without_z3_is_refused_nothing_and_a_term_raises() -> None:
+    """`without_context`: a block that makes no z3 object runs; one that would make a
+    term raises NeedsZ3; the default context is back after either."""
+    before = z3.main_ctx()
+    with without_context():
+        pass
+    with pytest.raises(NeedsZ3), without_context():
+        z3.BitVecVal(1, 32)
+    assert z3.main_ctx() is before
+
+
+def test_a_program_with_no_pair_is_decided_without_a_context(monkeypatch) -> None:
+    """Reads of Global cells only: no pair to decide, no z3 context made (race.py's
+    Note); a program with pairs gets one, and the verdict it always had."""
+    made: list[object] = []
+    init = z3.Context.__init__
+
+    def counted(self, *args, **kws):
+        made.append(self)
+        init(self, *args, **kws)
+
+    monkeypatch.setattr(z3.Context, "__init__", counted)
+    reads = parse_program("machine blocks = 2, threads = 2;\n"
+                          "global g : int[4] = iota;\n"
+                          "main {\n  let v : int @ thread[1] = g[1];\n}\n", "reads")
+    report = analyse(reads, rlimit_total=RLIMIT_PROGRAM)
+    assert report.race_free and report.pairs == 0 and not made
+    assert _verdict(G1)[0] == analyse(parse_program(G1.read_text(), G1.name),
+                                      rlimit_total=RLIMIT_PROGRAM).race_free
+    assert len(made) == 2

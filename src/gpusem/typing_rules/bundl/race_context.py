@@ -44,6 +44,35 @@ def fresh_context() -> Iterator[z3.Context]:
             module._main_ctx = saved
 
 
+class NeedsZ3(Exception):
+    """A block run `without_context` reached for z3 (it would build a term)."""
+
+
+class _Refused:
+    """The default context while `without_context` runs: every use of it (z3's API
+    asks the context for its `ref()` before it makes anything) raises NeedsZ3."""
+
+    def __getattr__(self, name: str) -> object:
+        raise NeedsZ3(name)
+
+
+@contextmanager
+def without_context() -> Iterator[None]:
+    """No default z3 context while the block runs: whatever in it would build a term
+    raises NeedsZ3 instead. A block that finishes made no z3 object at all, so what it
+    leaves (closures that make terms when called) can go on in a fresh context as
+    though it had run there, and no context is made for a block that needs none
+    (`race.analyse`: most programs have no pair to decide)."""
+    with _LOCK:
+        module = z3.z3
+        saved = module._main_ctx
+        module._main_ctx = _Refused()
+        try:
+            yield
+        finally:
+            module._main_ctx = saved
+
+
 # The analysis' constant terms, made in its own context when asked (one made at import
 # would belong to the context of that moment, and z3 refuses to mix contexts).
 
