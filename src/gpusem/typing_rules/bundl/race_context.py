@@ -1,5 +1,5 @@
-"""Each race analysis in a z3 context of its own, so that its verdict is a function
-of the program alone.
+"""Each race analysis in a z3 context of its own, so that its verdict does not depend
+on the terms the process built before.
 
 z3's Python API builds every term in one process-wide context unless told otherwise.
 Terms are hash-consed there, and their ids, hence the order z3's search meets them,
@@ -10,7 +10,14 @@ worker and compared, while a fresh process (and `gpusem replay`) declined it as
 undecided, and attribution's second reference path, the same analysis run later in the
 same process, called it racy, so the GPU's wrong answer (T1's class, nvvm) was blamed on
 gpusem (results/toolchain/FINDINGS.md, "G1"). With a fresh context per analysis the
-analysis sees the same z3 state every time: the same verdict in every process.
+analysis no longer inherits the process's terms: G1's program gets one verdict and
+the same units in every process (tests/fuzz/test_race_history.py). Not every bit of
+history is gone: z3 keeps some state outside a context (its symbol table; some of its
+hashing is by address), and the same 421 programs analysed in reverse order in one
+process spent other units on 13 of them, by up to 3% (helper gencost2, stop 28), with
+no verdict changed. A pair that close to its budget can still be decided in one
+process and not in another; so "undecided" is never taken as contradicting a proof
+(`interpreter/bundl/reference.outcome_difference`).
 
 The API's functions take the default context from `z3.main_ctx()`, so the analysis
 swaps that default for the duration of the call (race_accesses builds every term,
