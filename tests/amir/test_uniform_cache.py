@@ -93,3 +93,22 @@ def test_known_windows_agree_with_the_arrays(seed):
                 win = v.rd[tuple(slice(lo, hi) for lo, hi in probe)]
                 assert sorted({s for _, s in pieces}) == np.unique(win).tolist()
     assert len(cache.vals) > 16          # it remembered more than the old limit
+
+
+def test_a_record_added_again_to_a_cell_that_holds_it_stays():
+    """`SetTable.union` dropped the old records a new one dominates; `dominates` is
+    reflexive, so a record re-added to a cell that already held it was dropped and,
+    being in `have`, not added back: the cell came out empty (helper amirmemo's note,
+    stop 28). The same for a window, through `add_to_window`."""
+    sets = SetTable()
+    r = new_records(1, True, 0, 0, {}, (0, 1), "read", 0, NO_SPAN)
+    once = sets.union(0, r.id, (r,))
+    assert [x.id for x in sets.sets[once]] == [r.id]
+    twice = sets.union(once, r.id, (r,))
+    assert [x.id for x in sets.sets[twice]] == [r.id]
+    v = Var("x", SHAPE, False, ("x", 1), True)
+    key = tuple((0, n) for n in SHAPE)
+    idx = tuple(slice(lo, hi) for lo, hi in key)
+    for _ in range(2):
+        add_to_window(sets, v, "rd", idx, key, ((r,), r.id))
+    assert {x.id for x in sets.sets[int(v.rd[idx].flat[0])]} == {r.id}

@@ -255,8 +255,12 @@ class SetTable:
             if old:
                 have = {r.id for r in old}
                 stmts = {n.stmt for n in recs}
+                # a record never dominates itself away: re-adding one the cell
+                # already holds kept neither copy (dominates is reflexive; the cell
+                # came out without it)
                 kept = tuple(r for r in old if r.stmt not in stmts
-                             or not any(dominates(r, n) for n in recs))
+                             or not any(n.id != r.id and dominates(r, n)
+                                        for n in recs))
                 merged = kept + tuple(r for r in recs if r.id not in have)
             else:
                 merged = recs
