@@ -264,20 +264,12 @@ class SetTable:
                 merged = kept + tuple(r for r in recs if r.id not in have)
             else:
                 merged = recs
-            ident = frozenset(r.id for r in merged)
-            out = self.ids.get(ident)
-            if out is None:
-                out = self.ids[ident] = len(self.sets)
-                self.sets.append(merged)
-                self.ref.append(0)
-                for r in merged:
-                    r.sids.append(out)
-            self.memo[(sid, key)] = out
+            out = self.memo[(sid, key)] = self.intern(merged)
         return out
 
     def intern(self, recs: tuple[Rec, ...]) -> int:
-        """The id of the set `recs` (made if new): the iteration memo rebuilding a
-        state (amir/memo_image.py), where `union` builds one from a cell's old set."""
+        """The id of the set `recs` (made if new): `union`'s result, and the iteration
+        memo rebuilding a state (amir/memo_image.py)."""
         ident = frozenset(r.id for r in recs)
         out = self.ids.get(ident)
         if out is None:
