@@ -158,14 +158,15 @@ def _without_pairs(prog: A.Program, c: Collector) -> RaceReport | None:
         return report
     if prog.machine.blocks * prog.machine.threads < 2:
         return report  # one thread: nothing to race with
-    written = {a.view.key for a in c.accesses if a.kind == "w"}
+    written = c.written()
     return None if any(a.view.key in written for a in c.accesses) else report
 
 
 def _analyse(prog: A.Program, walked: Collector | None, timeout_ms: int | None,
              max_races: int, budget_s: float | None, rlimit: int,
              rlimit_total: int | None) -> RaceReport:
-    """`walked`: the program's walk, when it made no z3 term (else walked here)."""
+    """`walked`: the program's walk, when it made no z3 term and left pairs to decide
+    (else walked here)."""
     import time
 
     deadline = None if budget_s is None else time.monotonic() + budget_s
@@ -173,8 +174,8 @@ def _analyse(prog: A.Program, walked: Collector | None, timeout_ms: int | None,
     if c is None:
         c = Collector(prog)
         c.run()
-    if (early := _without_pairs(prog, c)) is not None:
-        return early
+        if (early := _without_pairs(prog, c)) is not None:
+            return early
     report = RaceReport(True)
     solver = z3.Solver()
     solver.set("rlimit", rlimit)

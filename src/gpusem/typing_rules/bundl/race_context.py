@@ -38,17 +38,24 @@ _LOCK = threading.RLock()
 
 
 @contextmanager
-def fresh_context() -> Iterator[z3.Context]:
-    """A new z3 context as the default one while the block runs; the previous default
-    is restored after (terms made inside must not outlive the block)."""
+def _as_default(ctx: object) -> Iterator[object]:
+    """`ctx` as z3's default context while the block runs, the previous one after."""
     with _LOCK:
         module = z3.z3  # where main_ctx() keeps the default (z3's own global)
         saved = module._main_ctx
-        module._main_ctx = z3.Context()
+        module._main_ctx = ctx
         try:
-            yield module._main_ctx
+            yield ctx
         finally:
             module._main_ctx = saved
+
+
+@contextmanager
+def fresh_context() -> Iterator[object]:
+    """A new z3 context as the default one while the block runs; the previous default
+    is restored after (terms made inside must not outlive the block)."""
+    with _as_default(z3.Context()) as ctx:
+        yield ctx
 
 
 class NeedsZ3(Exception):
@@ -70,14 +77,8 @@ def without_context() -> Iterator[None]:
     leaves (closures that make terms when called) can go on in a fresh context as
     though it had run there, and no context is made for a block that needs none
     (`race.analyse`: most programs have no pair to decide)."""
-    with _LOCK:
-        module = z3.z3
-        saved = module._main_ctx
-        module._main_ctx = _Refused()
-        try:
-            yield
-        finally:
-            module._main_ctx = saved
+    with _as_default(_Refused()):
+        yield
 
 
 # The analysis' constant terms, made in its own context when asked (one made at import
