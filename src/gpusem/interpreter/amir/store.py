@@ -382,12 +382,7 @@ def add_to_window(sets: SetTable, v: Var, attr: str, idx: Index, key: Box | None
         if pieces is not None:                        # known sub-windows tile it
             uc = v.uc[attr]
             for k, old in pieces:
-                new = sets.union(old, rkey, recs)
-                if new != old:
-                    arr[_index(k)].fill(new)
-                    n = _volume(k)
-                    sets.inc(new, n)
-                    sets.dec(old, n)
+                if (new := _add_uniform(sets, arr[_index(k)], old, rkey, recs)) != old:
                     uc.put(k, new)
             return size
         first = sub.item(0)
@@ -395,11 +390,7 @@ def add_to_window(sets: SetTable, v: Var, attr: str, idx: Index, key: Box | None
             _add_uneven(sets, sub, rkey, recs)
             v.note(attr, key, None)
             return size
-    new = sets.union(first, rkey, recs)
-    if new != first:
-        sub.fill(new)
-        sets.inc(new, size)
-        sets.dec(first, size)
+    if (new := _add_uniform(sets, sub, first, rkey, recs)) != first:
         v.note(attr, key, new)
     return size
 
@@ -421,13 +412,21 @@ def add_to_fresh_window(sets: SetTable, v: Var, attr: str, idx: Index,
     first = sub.item(0)
     if not (sub == first).all():
         _add_uneven(sets, sub, rkey, recs)
-        return size
-    new = sets.union(first, rkey, recs)
-    if new != first:
-        sub.fill(new)
-        sets.inc(new, size)
-        sets.dec(first, size)
+    else:
+        _add_uniform(sets, sub, first, rkey, recs)
     return size
+
+
+def _add_uniform(sets: SetTable, sub: np.ndarray, old: int, rkey: int,
+                 recs: tuple[Rec, ...]) -> int:
+    """Every cell of `sub` holds set `old`: each gets old ∪ recs, whose id it returns
+    (the cells' counts moved from the old set to the new)."""
+    new = sets.union(old, rkey, recs)
+    if new != old:
+        sub.fill(new)
+        sets.inc(new, sub.size)
+        sets.dec(old, sub.size)
+    return new
 
 
 def _add_uneven(sets: SetTable, sub: np.ndarray, rkey: int,
