@@ -95,39 +95,40 @@ class CypressTarget(Target):
         return {FILE: program}
 
     def check(self, program: str, prop: str = "passes") -> CheckResult:
-        if prop == "compiled" and program in self._ready:
-            return self._ready.pop(program)
-        front = self._front(program, prop)
-        if isinstance(front, CheckResult):
+        if prop != "compiled":
+            front = self._front(program, prop)
+            assert isinstance(front, CheckResult)  # only `compiled` goes on to lower
             return front
-        ir, p, arrays, want = front
-        first = lower_and_check(ir, p, arrays, want)
-        out = first if isinstance(first, Outcome) else \
-            run_cases([first], self.backend)[0]
-        return self._compiled(program, ir, out)
+        ready = self._ready.pop(program, None)
+        return ready if ready is not None else self._compiled_round([program])[program]
 
     def prefetch(self, programs: list, prop: str) -> bool:
-        """The compiled property for a whole round: every program up to its
-        backend run, then one backend call for all (one build)."""
+        """The compiled property for a whole round (`_compiled_round`)."""
         if prop != "compiled":
             return False
-        self._ready.clear()
+        self._ready = self._compiled_round(programs)
+        return True
+
+    def _compiled_round(self, programs: list[str]) -> dict[str, CheckResult]:
+        """The compiled property's verdicts: every program up to its backend run,
+        then one backend call for all (one build)."""
+        out: dict[str, CheckResult] = {}
         waiting: list[tuple[str, E.EventProgram, Case]] = []
         for program in programs:
-            front = self._front(program, prop)
+            front = self._front(program, "compiled")
             if isinstance(front, CheckResult):
-                self._ready[program] = front
+                out[program] = front
                 continue
             ir, p, arrays, want = front
             first = lower_and_check(ir, p, arrays, want)
             if isinstance(first, Outcome):
-                self._ready[program] = self._compiled(program, ir, first)
+                out[program] = self._compiled(program, ir, first)
             else:
                 waiting.append((program, ir, first))
         outs = run_cases([c for _, _, c in waiting], self.backend)
-        for (program, ir, _), out in zip(waiting, outs, strict=True):
-            self._ready[program] = self._compiled(program, ir, out)
-        return True
+        for (program, ir, _), res in zip(waiting, outs, strict=True):
+            out[program] = self._compiled(program, ir, res)
+        return out
 
     def _front(self, program: str, prop: str) -> CheckResult | tuple[
             E.EventProgram, Program, dict[str, np.ndarray], dict[str, np.ndarray]]:
