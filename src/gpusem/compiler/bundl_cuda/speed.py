@@ -118,33 +118,15 @@ def _trip_count(init: K.KStmt, loop: K.KWhile) -> int | None:
             pass
         case _:
             return None
-    if _assigns(loop.body[:-1], v):
+    if any(v in _assigned_in(s, {}) for s in loop.body[:-1]):
         return None
     return max(0, -(-(int(c1) - int(c0)) // int(step)))  # int constants (INT)
 
 
-def _assigns(body: tuple, name: str) -> bool:
-    return name in _assigned(body)
-
-
-def _assigned(body: tuple) -> set[str]:
-    """The names declared or assigned anywhere in `body` (nested bodies too)."""
-    found: set[str] = set()
-
-    def visit(stmts: tuple) -> None:
-        for s in stmts:
-            if isinstance(s, (K.KAssign, K.KDecl)):
-                found.add(s.name)
-            for b in bodies(s):
-                visit(b)
-
-    visit(body)
-    return found
-
-
 def _assigned_in(s: K.KStmt, memo: dict[int, tuple[K.KStmt, set[str]]]) -> set[str]:
-    """`_assigned((s,))`, each statement's names found once per pass (`memo`, by
-    identity, holding the statement): `_hint` asks again at every enclosing level."""
+    """The names declared or assigned anywhere in `s` (nested bodies too), each
+    statement's found once per pass (`memo`, by identity, holding the statement):
+    `_hint` asks again at every enclosing level."""
     hit = memo.get(id(s))
     if hit is None:
         found = {s.name} if isinstance(s, (K.KAssign, K.KDecl)) else set()
