@@ -90,15 +90,13 @@ VARIANTS = {"fig5-hopper": Mapping(), "fig5-fma": Mapping(form="fma"),
 # warpgroup, V <= 256; the stages in 227 KiB): fewer accumulators a thread (V = 128:
 # 64 registers, room for operands in flight), more compute warps a CTA (4
 # warpgroups), a deeper pipeline, and smaller tiles for more CTAs at small N (N =
-# 1024 with 256 x 256 tiles is 16 CTAs on 132 SMs). Not here: one warpgroup of two
-# 64-row tiles (u128-v128-wgs1-p4), which gpuir_cuda miscompiles today (the compiled
-# C differs from the GPU IR's own sequential reading on the cpu harness:
-# results/cypress/gemm_speed.md).
+# 1024 with 256 x 256 tiles is 16 CTAs on 132 SMs).
 MAPPINGS = {f"u{m.u}-v{m.v}-wgs{m.wgs}-p{m.depth}": m for m in (
     Mapping(u=128, v=256, wgs=2, depth=4),
     Mapping(u=128, v=128, wgs=2, depth=4),
     Mapping(u=256, v=128, wgs=4, depth=3),
     Mapping(u=256, v=128, wgs=4, depth=4),
+    Mapping(u=128, v=128, wgs=1, depth=4),
     Mapping(u=64, v=128, wgs=1, depth=4),
     Mapping(u=64, v=64, wgs=1, depth=4),
 )}
