@@ -215,10 +215,16 @@ def test_rings_and_multicast_arrivals(gemm_hopper):
 
 
 def test_multicast_warps_issue_a_share_each(gemm_hopper):
+    """Each CTA's warp its share of the rows, spread over its lanes (row i on lane
+    i % 32), every lane completing on the slot of lane 0's arrive count."""
     src = gemm_hopper.source
-    assert "for (int gs_i = gs_q * 128; gs_i < (gs_q + 1) * 128; gs_i++) " \
-        "gs_bulk_copy_g2s_multicast(&Bs[" in src
+    assert "for (int gs_i = gs_q * 128 + gs_lane; gs_i < (gs_q + 1) * 128; " \
+        "gs_i += 32) gs_bulk_copy_g2s_multicast(&Bs[" in src
+    assert "for (int gs_i = gs_lane; gs_i < 128; gs_i += 32) gs_bulk_copy_g2s(&As[" \
+        in src
     assert "const unsigned short gs_mask = (unsigned short)(0x3u << " in src
+    assert "gs_u64* const gs_bar = &raw[(0) * 4 + __shfl_sync(0xffffffffu, " \
+        "gs_na_raw[0], 0) % 4u];" in src
 
 
 def test_ring_keeps_a_producer_ahead_apart():

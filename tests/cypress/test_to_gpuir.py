@@ -111,7 +111,8 @@ def test_fig5_lowers_to_tma_and_wgmma_that_the_sync_check_accepts(
                                  "B=float32[128,512]", "C=float32[256,256] "
                                  "A=float32[256,256] B=float32[256,256]"))
     _, _, _, lowered = _lowered(path)
-    assert "Sm90_tma_load_2d_f32(As[k % 3, :, :], A_map[0:0 + 256, " in lowered
+    assert "Sm90_tma_multicast_warps_2d_f32(1, 1, As[k % 3:k % 3 + 1, :, :], " \
+        "A_map[0:0 + 256, " in lowered
     assert "Sm90_wgmma_m64nNk8_f32(D[wg, r, :, :]" in lowered
     assert "Await(war, cuda_temporal, -3)" in lowered  # the backward edge, P = 3
     out = tmp_path / "fig5.gpuir"

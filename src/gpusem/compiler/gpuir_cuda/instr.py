@@ -9,7 +9,8 @@ instruction of the library (calculus/gpuir/instructions.py).
                              (gs_bulk_copy_g2s_multicast)
   Sm90_tma_multicast_warps_2d_f32
                              the same, issued by one warp in each of ncta CTAs, each
-                             its share of the rows (the paper's Hopper GEMM)
+                             its share of the rows (the paper's Hopper GEMM), the
+                             rows spread over the warp's lanes
   cuda_shfl_{xor,down}_f32   __shfl_{xor,down}_sync over the full warp
   cuda_atomic_add_{f32,i32}  one atomicAdd per element
   Sm80_mma_* / Sm90_wgmma_*  exact lowerings over the distributed fragments (below)
@@ -102,6 +103,10 @@ def cp_async(s: K.GInstr, env) -> list[str]:
 
 def _rows(s: K.GInstr, first: int = 0) -> tuple[K.Window, K.Window, int, int]:
     dst, src = _win(s.args[first]), _win(s.args[first + 1])
+    if len(dst.dims) == 3 and dst.dims[0][0] == 1:
+        # a multicast's CTA dimension of extent 1 in a CTA's own tensor
+        # (`As[k % 3:k % 3 + 1, :, :]`): its one index is 0, the base
+        dst = replace(dst, dims=dst.dims[1:])
     if len(dst.dims) != 2 or dst.dims[1][1] != 1 or src.dims[1][1] != 1:
         raise unsupported(f"{s.instr}: tile rows must be contiguous", s.span)
     m, n = dst.dims[0][0], dst.dims[1][0]
@@ -140,21 +145,40 @@ def tma_multicast_warps(s: K.GInstr, env) -> list[str]:
     if m % ncta:
         raise unsupported(f"{s.instr}: {m} rows over {ncta} CTAs", s.span)
     copy_row = (f"&{dst.elem('gs_i', '0')}, &{src.elem('gs_i', '0')}, {4 * n}u, "
-                f"{_bar(s)}")
+                "gs_bar")
+    # Every lane of the issuing warp copies rows lane, lane + 32, .. of the share,
+    # each completing on the mbarrier the warp's first lane's next arrive signals
+    # (its count, shuffled: the lanes' own counts need not be the same). Why not
+    # the first lane alone: each 128-byte row then cost it 19 to 29 instructions
+    # of address arithmetic besides the copy (results/cypress/gemm_speed.md).
+    lanes = ["  const int gs_lane = (int)threadIdx.x % 32;",
+             f"  gs_u64* const gs_bar = {_lead_slot(s)};"]
     if ncta == 1:
-        return [f"if ({leader(s.mapping, env)}) {{",
-                f"  for (int gs_i = 0; gs_i < {m}; gs_i++) gs_bulk_copy_g2s("
-                f"{copy_row});", "}"]
+        return ["{", *lanes,
+                (f"  for (int gs_i = gs_lane; gs_i < {m}; gs_i += 32) "
+                 f"gs_bulk_copy_g2s({copy_row});"), "}"]
     b = s.mapping.launch.block_dim
     first = f"({offset_c(s.mapping, env)}) / {b}"  # the collective's first CTA
     bits = sum(1 << (i * stride) for i in range(ncta))
     share = m // ncta
-    return [f"if ({leader(s.mapping, env)}) {{",
+    return ["{", *lanes,
             f"  const int gs_q = (gs_rank - {first}) / {stride};  // share of the tile",
-            f"  const unsigned short gs_mask = (unsigned short)({bits:#x}u << "
-            f"{first});",
-            f"  for (int gs_i = gs_q * {share}; gs_i < (gs_q + 1) * {share}; gs_i++) "
-            f"gs_bulk_copy_g2s_multicast({copy_row}, gs_mask);", "}"]
+            (f"  const unsigned short gs_mask = (unsigned short)({bits:#x}u << "
+             f"{first});"),
+            (f"  for (int gs_i = gs_q * {share} + gs_lane; gs_i < (gs_q + 1) * "
+             f"{share}; gs_i += 32) gs_bulk_copy_g2s_multicast({copy_row}, gs_mask);"),
+            "}"]
+
+
+def _lead_slot(s: K.GInstr) -> str:
+    """`_bar(s)` as the warp's lane 0 computes it, for every lane of the warp."""
+    ref = s.barrier
+    if ref is None or ref.index is None:
+        raise unsupported(f"{s.instr} needs one mbarrier cell", s.span)
+    if ref.ring == 1:
+        return mbar_slot(ref, s.span)
+    count = f"__shfl_sync(0xffffffffu, gs_na_{ref.name}[{ref.index}], 0)"
+    return f"&{ref.name}[({ref.index}) * {ref.ring} + {count} % {ref.ring}u]"
 
 
 def shfl(op: str):
