@@ -228,6 +228,7 @@ def baseline(a: np.ndarray, b: np.ndarray, on_gpu: bool, warmup: int, iters: int
 
 
 READINGS: dict[tuple[int, Mapping], np.ndarray] = {}  # seq's C: one a program
+EXACT: dict[tuple[int, int, int], np.ndarray] = {}  # the exact product, the last N's
 
 
 def row(n: int, variant: str, m: Mapping, args, backend) -> dict:
@@ -246,7 +247,11 @@ def row(n: int, variant: str, m: Mapping, args, backend) -> dict:
     out["lowered"] = "yes"
     out["lower_s"] = round(time.perf_counter() - t, 3)
     a, b = arrays["A"], arrays["B"]
-    exact = (a.astype(np.float64) @ b.astype(np.float64)).astype(np.float32)
+    key = (n, a.tobytes().__hash__(), b.tobytes().__hash__())
+    if key not in EXACT:  # the same inputs for every mapping of one N
+        EXACT.clear()
+        EXACT[key] = (a.astype(np.float64) @ b.astype(np.float64)).astype(np.float32)
+    exact = EXACT[key]
     want = None
     if n <= args.check_upto:
         if (n, m) not in READINGS:
