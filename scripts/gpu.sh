@@ -60,7 +60,8 @@
 #                                  ($OUT/cypress_gemm.json), the compiled-mapping
 #                                  campaign on cuda ($OUT/cypress_fuzz.json), the
 #                                  seeded lowering faults; packed as cypress.tgz
-#                                  (CYPRESS_ONLY=gemm: the GEMM part alone)
+#                                  (CYPRESS_ONLY=gemm: the GEMM part alone, with
+#                                  the sweep of other legal mappings, ~4 min)
 #   pytest                         every test marked gpu ($OUT/pytest_gpu.log)
 #   run CMD [ARGS]                 any command after the setup (gpusem fuzz ...)
 #   round LANE [LANE ...]          several at once, lane i on GPU i: a LANE is

@@ -11,8 +11,10 @@
 # About 6 minutes; at most 9: the parts have their own timeouts (GEMM 150 s, a
 # partial cypress_gemm.json kept; campaign 270 s; each fault 60 s).
 # Usage: bash scripts/gpu.sh cypress [PROGRAMS [BUDGET [JOBS]]]  (1000 210s 8)
-# CYPRESS_ONLY=gemm: part (a) alone (about 1 minute: the speed of the GEMM
-# after a codegen change, results/cypress/gemm_speed.md).
+# CYPRESS_ONLY=gemm: part (a) alone, with the other legal mappings of the same
+# program beside Fig. 5's (cypress_gemm_gpu.py --mappings all: per N the best exact
+# one and Fig. 5's own ratio, "best" in the JSON; about 4 minutes, at most 7:
+# results/cypress/gemm_speed.md). CYPRESS_MAPPINGS=none|all|NAME,.. sets them.
 # Testing here without a GPU: CYPRESS_BACKEND=cpu CYPRESS_SIZES=256 PY=... GPUSEM=...
 # (run so here at 40 programs: 1.5 min on 2 shared cores, every part as on the GPU).
 set -uo pipefail
@@ -32,9 +34,14 @@ echo "backend $BACKEND programs $PROGRAMS budget $BUDGET jobs $JOBS" >"$SUMMARY"
 
 sizes=()
 [ -n "${CYPRESS_SIZES:-}" ] && sizes=(--sizes "$CYPRESS_SIZES")
-timeout "${CYPRESS_GEMM_TIMEOUT:-150}" "$PY" scripts/cypress_gemm_gpu.py \
+if [ "${CYPRESS_ONLY:-}" = gemm ]; then
+  MAPPINGS=${CYPRESS_MAPPINGS:-all} GEMM_TIMEOUT=${CYPRESS_GEMM_TIMEOUT:-420}
+else
+  MAPPINGS=${CYPRESS_MAPPINGS:-none} GEMM_TIMEOUT=${CYPRESS_GEMM_TIMEOUT:-150}
+fi
+timeout "$GEMM_TIMEOUT" "$PY" scripts/cypress_gemm_gpu.py \
   --backend "$BACKEND" "${sizes[@]}" --check-upto 256 --warmup 2 --iters 10 \
-  --out "$OUT/cypress_gemm.json" \
+  --mappings "$MAPPINGS" --out "$OUT/cypress_gemm.json" \
   >"$WORK/gemm.log" 2>&1
 echo "gemm: exit $?" >>"$SUMMARY"
 
@@ -75,10 +82,13 @@ for name in ["cypress_fuzz.json", *sorted(p.relative_to(out).as_posix()
           sorted({f["signature"] for f in d["findings"]}))
 gemm = out / "cypress_gemm.json"
 if gemm.exists():
-    for r in json.loads(gemm.read_text())["rows"]:
+    report = json.loads(gemm.read_text())
+    for r in report["rows"]:
         keys = ("n", "variant", "lowered", "agree_reading", "agree_exact",
                 "ours_ms", "cublas_ms", "ratio", "failed")
         print("gemm", {k: r.get(k) for k in keys})
+    for b in report.get("best", []):
+        print("gemm best", b)
 EOF
 tar czf "$OUT/cypress.tgz" -C "$OUT" cypress && rm -rf "$WORK"
 cat "$SUMMARY"

@@ -101,6 +101,57 @@ def test_the_wgmma_accumulator_stays_out_of_local_memory(tmp_path):
     assert int(frame) < 128, out
 
 
+def _loop_over_kk(source: str) -> tuple[list[str], list[str], list[str]]:
+    """(before, inside, after): the code lines around the first `for kk` loop."""
+    lines = [ln.strip() for ln in source.splitlines()
+             if not ln.strip().startswith("//")]
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("for (int kk = "))
+    depth, end = 0, start
+    for end in range(start, len(lines)):
+        depth += lines[end].count("{") - lines[end].count("}")
+        if depth == 0:
+            break
+    return lines[:start], lines[start + 1:end], lines[end + 1:]
+
+
+def test_a_k_loop_of_wgmmas_keeps_d_out_of_the_loop():
+    """instr.wgmma_loop: `for kk in seq(0, 4): wgmma(D[..], As[.., 8 kk ..], ..)`
+    reads the thread's D once before the loop and writes it once after, every
+    iteration accumulating in gs_acc (each wgmma's nest loaded and stored all of a
+    local-memory D: results/cypress/gemm_speed.md)."""
+    proc, env, source = load_proc(str(EXAMPLES / "gemm_hopper.gpuir"), {})
+    before, inside, after = _loop_over_kk(compile_proc(proc, env,
+                                                       source=source).source)
+    assert before[-1] == "for (int gs_j = 0; gs_j < 128; gs_j++) gs_acc[gs_j] = D[gs_j];"
+    assert before[-5] == "{ float gs_acc[128];  // D's registers through the loop over kk"
+    assert after[3] == "for (int gs_j = 0; gs_j < 128; gs_j++) D[gs_j] = gs_acc[gs_j];"
+    assert not [ln for ln in inside if re.search(r"\bD\[", ln)]
+    assert "float gs_d0 = gs_acc[gs_j + gs_h], gs_d1 = gs_acc[gs_j + 2 + gs_h];" \
+        in inside
+
+
+def test_a_k_loop_over_a_moving_d_is_left_alone():
+    """Where D's window moves with the loop (a different accumulator each
+    iteration), hoisting it would be wrong: the loop is kept, each wgmma alone."""
+    from dataclasses import replace
+
+    from gpusem.compiler.gpuir_cuda import kir as K
+    from gpusem.compiler.gpuir_cuda.from_gpuir import from_gpuir
+    from gpusem.compiler.gpuir_cuda.instr import wgmma_loop
+    from gpusem.typing_rules.gpuir.frontend import check_proc
+
+    proc, env, _ = load_proc(str(EXAMPLES / "gemm_hopper.gpuir"), {})
+    (kernel,) = from_gpuir(proc, check_proc(proc, env))
+    loop = next(s for s in K.walk(kernel.body) if isinstance(s, K.GFor)
+                and s.var == "kk")
+    assert len(wgmma_loop(loop, env)) == 3  # load, the loop, store
+    call = next(s for s in loop.body if isinstance(s, K.GInstr))
+    moving = replace(call, args=(replace(call.args[0], base="64 * kk"),
+                                 *call.args[1:]))
+    other = replace(loop, body=(moving,))
+    assert wgmma_loop(other, env) == (other,)
+
+
 # ------------------------------------------------- the paper's Hopper GEMM (Sec. 6)
 @pytest.fixture(scope="module")
 def gemm_hopper():
@@ -164,10 +215,16 @@ def test_rings_and_multicast_arrivals(gemm_hopper):
 
 
 def test_multicast_warps_issue_a_share_each(gemm_hopper):
+    """Each CTA's warp its share of the rows, spread over its lanes (row i on lane
+    i % 32), every lane completing on the slot of lane 0's arrive count."""
     src = gemm_hopper.source
-    assert "for (int gs_i = gs_q * 128; gs_i < (gs_q + 1) * 128; gs_i++) " \
-        "gs_bulk_copy_g2s_multicast(&Bs[" in src
+    assert "for (int gs_i = gs_q * 128 + gs_lane; gs_i < (gs_q + 1) * 128; " \
+        "gs_i += 32) gs_bulk_copy_g2s_multicast(&Bs[" in src
+    assert "for (int gs_i = gs_lane; gs_i < 128; gs_i += 32) gs_bulk_copy_g2s(&As[" \
+        in src
     assert "const unsigned short gs_mask = (unsigned short)(0x3u << " in src
+    assert "gs_u64* const gs_bar = &raw[(0) * 4 + __shfl_sync(0xffffffffu, " \
+        "gs_na_raw[0], 0) % 4u];" in src
 
 
 def test_ring_keeps_a_producer_ahead_apart():

@@ -10,7 +10,8 @@ forms of examples/gpuir/gemm_hopper.gpuir (without its cluster):
 - `A_map`, `B_map`: tensor maps over A and Bt, 128-byte swizzle, boxes of the block's
   tiles (U x 32 and V x 32: the K tile must be 32 floats, one swizzle row);
 - the DMA warp: `Await(war, cuda_temporal, -P)` (the backward edge at distance P on a
-  ring of P stages), two TMA loads into stage `k % P` completing on `raw`, an Arrive;
+  ring of P stages), two TMA loads issued by the warp (`TMA`) into stage `k % P`
+  completing on `raw`, an Arrive;
 - each warpgroup: `Await(raw)`, the wgmma fence, W / 8 wgmmas m64nVk8 per 64 rows it
   owns into its `Sm90_RmemMatrixD` accumulator, a commit group, at most one group in
   flight (the compute -> DMA edge: its `Arrive >> war` after the previous group is
@@ -29,6 +30,11 @@ from gpusem.calculus.cypress.machine import Processor
 from gpusem.compiler.cypress_cuda.gemm_plan import GemmPlan
 
 TILE = 4096  # elements of B each block of the transposition kernel moves
+# The DMA warp's tile load: the TMA load issued by a warp (ncta = 1: into its own
+# CTA), Exo-GPU's form in its Hopper GEMM. gpuir_cuda spreads its rows over the
+# warp's lanes; issued by one thread, each 128-byte row cost that thread 19 to 29
+# instructions of address arithmetic (results/cypress/gemm_speed.md).
+TMA = "Sm90_tma_multicast_warps_2d_f32"
 
 
 def hopper_fits(p: GemmPlan) -> str:
@@ -88,10 +94,9 @@ def emit_hopper(p: GemmPlan, name: str) -> str:
         f"            for k in seq(0, {p.steps}):",
         '                with CudaWarps(name="dma"):',
         f"                    Await(war, cuda_temporal, -{p.depth})",
-        "                    for one in cuda_threads(0, 1, unit=cuda_thread):",
-        f"                        Sm90_tma_load_2d_f32(As[{slot}, :, :], A_map[{row0}:"
+        f"                    {TMA}(1, 1, As[{slot}:{slot} + 1, :, :], A_map[{row0}:"
         f"{row0} + {u}, 32 * k:32 * k + 32]) >> raw",
-        f"                        Sm90_tma_load_2d_f32(Bs[{slot}, :, :], B_map[{col0}:"
+        f"                    {TMA}(1, 1, Bs[{slot}:{slot} + 1, :, :], B_map[{col0}:"
         f"{col0} + {v}, 32 * k:32 * k + 32]) >> raw",
         "                    Arrive(cuda_temporal, 1) >> raw",
         '                with CudaWarps(name="compute"):',

@@ -9,7 +9,8 @@ instruction of the library (calculus/gpuir/instructions.py).
                              (gs_bulk_copy_g2s_multicast)
   Sm90_tma_multicast_warps_2d_f32
                              the same, issued by one warp in each of ncta CTAs, each
-                             its share of the rows (the paper's Hopper GEMM)
+                             its share of the rows (the paper's Hopper GEMM), the
+                             rows spread over the warp's lanes
   cuda_shfl_{xor,down}_f32   __shfl_{xor,down}_sync over the full warp
   cuda_atomic_add_{f32,i32}  one atomicAdd per element
   Sm80_mma_* / Sm90_wgmma_*  exact lowerings over the distributed fragments (below)
@@ -33,6 +34,7 @@ keeps its asynchronous completion on the mbarrier.
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from gpusem.compiler.gpuir_cuda import kir as K
@@ -57,7 +59,8 @@ def lower_instructions(kernel: K.GKernel, env: dict[str, int]) -> K.GKernel:
         return (K.GComment(f"{s.instr} by {s.mapping.describe()}", s.span),
                 *(K.GPrim(t, s.span) for t in lines))
 
-    return replace(kernel, body=K.map_body(kernel.body, rewrite))
+    body = K.map_body(kernel.body, lambda s: wgmma_loop(s, env))
+    return replace(kernel, body=K.map_body(body, rewrite))
 
 
 def _win(a) -> K.Window:
@@ -100,6 +103,10 @@ def cp_async(s: K.GInstr, env) -> list[str]:
 
 def _rows(s: K.GInstr, first: int = 0) -> tuple[K.Window, K.Window, int, int]:
     dst, src = _win(s.args[first]), _win(s.args[first + 1])
+    if len(dst.dims) == 3 and dst.dims[0][0] == 1:
+        # a multicast's CTA dimension of extent 1 in a CTA's own tensor
+        # (`As[k % 3:k % 3 + 1, :, :]`): its one index is 0, the base
+        dst = replace(dst, dims=dst.dims[1:])
     if len(dst.dims) != 2 or dst.dims[1][1] != 1 or src.dims[1][1] != 1:
         raise unsupported(f"{s.instr}: tile rows must be contiguous", s.span)
     m, n = dst.dims[0][0], dst.dims[1][0]
@@ -138,21 +145,40 @@ def tma_multicast_warps(s: K.GInstr, env) -> list[str]:
     if m % ncta:
         raise unsupported(f"{s.instr}: {m} rows over {ncta} CTAs", s.span)
     copy_row = (f"&{dst.elem('gs_i', '0')}, &{src.elem('gs_i', '0')}, {4 * n}u, "
-                f"{_bar(s)}")
+                "gs_bar")
+    # Every lane of the issuing warp copies rows lane, lane + 32, .. of the share,
+    # each completing on the mbarrier the warp's first lane's next arrive signals
+    # (its count, shuffled: the lanes' own counts need not be the same). Why not
+    # the first lane alone: each 128-byte row then cost it 19 to 29 instructions
+    # of address arithmetic besides the copy (results/cypress/gemm_speed.md).
+    lanes = ["  const int gs_lane = (int)threadIdx.x % 32;",
+             f"  gs_u64* const gs_bar = {_lead_slot(s)};"]
     if ncta == 1:
-        return [f"if ({leader(s.mapping, env)}) {{",
-                f"  for (int gs_i = 0; gs_i < {m}; gs_i++) gs_bulk_copy_g2s("
-                f"{copy_row});", "}"]
+        return ["{", *lanes,
+                (f"  for (int gs_i = gs_lane; gs_i < {m}; gs_i += 32) "
+                 f"gs_bulk_copy_g2s({copy_row});"), "}"]
     b = s.mapping.launch.block_dim
     first = f"({offset_c(s.mapping, env)}) / {b}"  # the collective's first CTA
     bits = sum(1 << (i * stride) for i in range(ncta))
     share = m // ncta
-    return [f"if ({leader(s.mapping, env)}) {{",
+    return ["{", *lanes,
             f"  const int gs_q = (gs_rank - {first}) / {stride};  // share of the tile",
-            f"  const unsigned short gs_mask = (unsigned short)({bits:#x}u << "
-            f"{first});",
-            f"  for (int gs_i = gs_q * {share}; gs_i < (gs_q + 1) * {share}; gs_i++) "
-            f"gs_bulk_copy_g2s_multicast({copy_row}, gs_mask);", "}"]
+            (f"  const unsigned short gs_mask = (unsigned short)({bits:#x}u << "
+             f"{first});"),
+            (f"  for (int gs_i = gs_q * {share} + gs_lane; gs_i < (gs_q + 1) * "
+             f"{share}; gs_i += 32) gs_bulk_copy_g2s_multicast({copy_row}, gs_mask);"),
+            "}"]
+
+
+def _lead_slot(s: K.GInstr) -> str:
+    """`_bar(s)` as the warp's lane 0 computes it, for every lane of the warp."""
+    ref = s.barrier
+    if ref is None or ref.index is None:
+        raise unsupported(f"{s.instr} needs one mbarrier cell", s.span)
+    if ref.ring == 1:
+        return mbar_slot(ref, s.span)
+    count = f"__shfl_sync(0xffffffffu, gs_na_{ref.name}[{ref.index}], 0)"
+    return f"&{ref.name}[({ref.index}) * {ref.ring} + {count} % {ref.ring}u]"
 
 
 def shfl(op: str):
@@ -255,6 +281,12 @@ def wgmma(s: K.GInstr, env) -> list[str]:
     by constants and can live in registers (a dynamic index puts the whole array
     in local memory), and the chunk keeps the operands to 12 registers beside D's
     N / 2 (results/cypress/gemm_speed.md)."""
+    d = _win(s.args[0])
+    return _wgmma_nest(s, env, lambda j: _reg(d, j))
+
+
+def _wgmma_nest(s: K.GInstr, env, reg) -> list[str]:
+    """The nest of `wgmma`, register j of D being the C lvalue `reg(j)`."""
     d, a, b = (_win(x) for x in s.args)
     k = a.dims[1][0]
     if not is_wgmma_tile(d):
@@ -282,16 +314,54 @@ def wgmma(s: K.GInstr, env) -> list[str]:
             "        const int gs_n = 2 * gs_j + 2 * (gs_r % 4) + gs_h;",
             *UNROLL,
             f"        {ks} gs_b[gs_k] = {b.elem('gs_n', kq)};",
-            (f"        float gs_d0 = {_reg(d, 'gs_j + gs_h')}, "
-             f"gs_d1 = {_reg(d, 'gs_j + 2 + gs_h')};"),
+            (f"        float gs_d0 = {reg('gs_j + gs_h')}, "
+             f"gs_d1 = {reg('gs_j + 2 + gs_h')};"),
             *UNROLL,
             f"        {ks} {{",
             f"          gs_d0 = {step.format(d='gs_d0', a='gs_a0')};",
             f"          gs_d1 = {step.format(d='gs_d1', a='gs_a1')};",
             "        }",
-            f"        {_reg(d, 'gs_j + gs_h')} = gs_d0;",
-            f"        {_reg(d, 'gs_j + 2 + gs_h')} = gs_d1;",
+            f"        {reg('gs_j + gs_h')} = gs_d0;",
+            f"        {reg('gs_j + 2 + gs_h')} = gs_d1;",
             "      }", "    }", "  }", "}"]
+
+
+WGMMA = "Sm90_wgmma_m64nNk8_f32"
+
+
+def wgmma_loop(s: K.GStmt, env) -> tuple[K.GStmt, ...]:
+    """A seq loop whose body is one wgmma into a D that does not move with the
+    loop (`for kk in seq(0, 4): wgmma(D[..], As[.., 8 * kk:..], Bs[..])`, the k
+    slices of one step): D's registers are copied into `gs_acc` before the loop
+    and back after it, and every iteration's nest accumulates in `gs_acc`. The
+    same additions in the same order (each iteration is `wgmma`'s nest); nothing
+    else in the loop touches D. Why: where D is indexed by a runtime value (Fig.
+    5's `D[wg, r]` under `for r in seq(0, 2)`: 256 floats a thread, more than its
+    registers), nvcc keeps D in local memory and each wgmma loaded and stored all
+    of the thread's tile; now each loop does once (results/cypress/gemm_speed.md).
+    Anything else is left to `wgmma` alone."""
+    if not isinstance(s, K.GFor):
+        return (s,)
+    calls = [x for x in s.body if not isinstance(x, K.GComment)]
+    if len(calls) != 1 or not isinstance(calls[0], K.GInstr):
+        return (s,)
+    g = calls[0]
+    d = g.args[0] if g.args else None
+    if g.instr != WGMMA or g.barrier is not None or not isinstance(d, K.Window) \
+            or not is_wgmma_tile(d) or re.search(rf"\b{s.var}\b", d.base):
+        return (s,)
+    share = d.share
+    nest = _wgmma_nest(g, env, lambda j: f"gs_acc[{j}]")
+    load = [(f"{{ float gs_acc[{share}];  // {d.var}'s registers through the loop "
+             f"over {s.var}"), *UNROLL,
+            (f"  for (int gs_j = 0; gs_j < {share}; gs_j++) gs_acc[gs_j] = "
+             f"{_reg(d)};")]
+    store = [*UNROLL, (f"  for (int gs_j = 0; gs_j < {share}; gs_j++) {_reg(d)} = "
+                       "gs_acc[gs_j];"), "}"]
+    inner = (K.GComment(f"{g.instr} by {g.mapping.describe()}, into gs_acc", g.span),
+             K.GPrim("\n".join(nest), g.span))
+    return (K.GPrim("\n".join(load), s.span), replace(s, body=inner),
+            K.GPrim("\n".join(store), g.span))  # g's line: no second loop header
 
 
 def mma_sync(s: K.GInstr, env) -> list[str]:

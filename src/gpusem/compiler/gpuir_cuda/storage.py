@@ -156,10 +156,13 @@ def _register_storage(name, dtype, shape, mem: A.MemExpr, mapping, owner: str, s
         raise unsupported(f"register memory owned by a {owner}", span)
     k = leading_dims(shape, owners_in(mapping, g))
     tile = memtypes.matrix_tile(mem)
-    if k is None and tile is not None and ndist is not None \
-            and ndist <= len(shape) - len(tile):
+    if tile is not None and ndist is not None and ndist <= len(shape) - len(tile):
         # some owners of the allocating collective never use it (the producer and
-        # idle warpgroups of a warp-specialised CTA): each user holds its own tiles
+        # idle warpgroups of a warp-specialised CTA): each user holds its own
+        # tiles. And the analysis's n* over the prefix guess here too: `D: f32[1,
+        # 2, 64, 128]` of one consumer warpgroup in a CTA of 2 has a prefix of 2
+        # cells by accident, which made its two tiles `D[wg, r]` (r a seq loop)
+        # one (results/cypress/gemm_speed.md)
         k = ndist
     if tile is None:
         if ndist is not None:
