@@ -102,8 +102,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for k, program in enumerate(programs):
             source, defines = program.source(), program.defines()
-            proc = prof.timed("gpusem_parse", k,
-                              lambda: parse_module(source, FILE).procs[-1])
+            module = prof.timed("gpusem_parse", k, parse_module, source, FILE)
+            proc = module.procs[-1]
             gv = {r: prof.timed(f"gpusem_check_{r}", k, gpusem_verdict, proc,
                                 defines, source, r) for r in RULES}
             try:
