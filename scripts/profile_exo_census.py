@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     from gpusem.calculus.gpuir.parser import parse_module
     from gpusem.compiler.gpuir_exo.driver import ExoDriver
     from gpusem.compiler.gpuir_exo.emit import Unexpressible, emit_proc
-    from gpusem.fuzz.exo.census import round_programs
+    from gpusem.fuzz.exo.census_tally import round_programs
     from gpusem.fuzz.exo.checking import FILE
     from gpusem.fuzz.exo.verdicts import RULES, compare, gpusem_verdict
 
