@@ -161,4 +161,5 @@ def _write(path: Path, data: dict) -> None:
     with os.fdopen(fd, "w") as f:
         json.dump(data, f, indent=1, sort_keys=True, default=dict)
         f.write("\n")
+    os.chmod(tmp, 0o644)  # mkstemp's 0600 would follow the archive to other users
     os.replace(tmp, path)
