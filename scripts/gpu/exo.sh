@@ -42,8 +42,9 @@
 #     per async feature (tma, wgmma, mbarrier-stages, cp-async-stages, cluster) the
 #     kernels and their outcomes -> $OUT/compile_BRANCH.json, bundles in the tgz.
 #   (EXO_BACKEND=cpu only builds: a test of this script on a machine without a GPU.
-#   EXO_LOCAL=1 with GPUSEM_EXO_PYTHON_pldi26 / _endgame: the census step against
-#   installed Exos, no wheels: a test of this script on the dev machine.)
+#   A test of the census step on the dev machine: EXO_LOCAL=1 (no setup.sh: gpusem
+#   on PYTHONPATH, EXO_PY its Python) and EXO_TMP=DIR (installs and census there,
+#   not /tmp); GPUSEM_EXO_PYTHON_pldi26 / _endgame: an installed Exo, not installed.)
 # Time: the census step keeps within EXO_CALL_S (510) seconds from its start: the
 # installs (in parallel, each <= 150 s to start its checker), then rounds until
 # EXO_CALL_S - EXO_ROUND_S (60) - the time spent, a hard stop 10 s before
@@ -52,39 +53,37 @@
 set -uo pipefail
 STEP=${1:?usage: bash scripts/gpu.sh exo census|compile BRANCH|pldi26|endgame}
 cd "$(dirname "$0")/../.."
-if [ -n "${EXO_LOCAL:-}" ]; then  # the dev machine: gpusem and both Exos installed
+if [ -n "${EXO_LOCAL:-}" ]; then  # the dev machine: gpusem importable already
   OUT=${OUT:-$PWD/gpu-out}; mkdir -p "$OUT"
 else
   source scripts/gpu/setup.sh
   python3 -m compileall -q -j 0 src >/dev/null 2>&1  # once, not in every job
 fi
 NPROC=$(nproc)
-CENSUS=/tmp/gpu_exo_census/.exo_census
+T=${EXO_TMP:-/tmp}  # where the Exos are installed and the census is made
+CENSUS=$T/gpu_exo_census/.exo_census
 PYTHON=${EXO_PY:-python3}
 
 exo_python() {  # $1 = branch: the interpreter its Exo worker runs under
-  if [ -n "${EXO_LOCAL:-}" ]; then
-    local V="GPUSEM_EXO_PYTHON_$1"; echo "${!V:?EXO_LOCAL needs $V}"
-  else
-    echo "/tmp/exo-$1/python"
-  fi
+  local V="GPUSEM_EXO_PYTHON_$1"
+  echo "${!V:-$T/exo-$1/python}"
 }
 
 install_exo() {  # $1 = branch; exit status 0 when its checker runs here
-  local B=$1 WORK=/tmp/gpu_exo_$1
+  local B=$1 WORK=$T/gpu_exo_$1
   mkdir -p "$WORK"
   if ! ls .exo_whl/"$B"/*.whl >/dev/null 2>&1; then
     echo "no .exo_whl/$B wheels: run /work/main/.exo_whl/build_wheels.sh, carry .exo_whl"
     return 2
   fi
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
-    --target "/tmp/exo-$B" .exo_whl/"$B"/*.whl .exo_whl/common/*.whl \
+  "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
+    --target "$T/exo-$B" .exo_whl/"$B"/*.whl .exo_whl/common/*.whl \
     >"$WORK/pip-exo.log" 2>&1 || { tail -5 "$WORK/pip-exo.log"; return 3; }
-  python3 -m compileall -q -j 0 "/tmp/exo-$B" >/dev/null 2>&1  # once, not per worker
-  local CS=/tmp/exo-$B/exo/spork/camspork
+  "$PYTHON" -m compileall -q -j 0 "$T/exo-$B" >/dev/null 2>&1  # once, not per worker
+  local CS=$T/exo-$B/exo/spork/camspork
   if [ -f .exo_whl/"$B"/camspork.tgz ]; then
     tar xzf .exo_whl/"$B"/camspork.tgz -C "$CS"
-    if ! python3 -c "import ctypes; ctypes.CDLL('$CS/bin/libcamspork.so')" 2>/dev/null
+    if ! "$PYTHON" -c "import ctypes; ctypes.CDLL('$CS/bin/libcamspork.so')" 2>/dev/null
     then
       echo "$B: the carried libcamspork.so does not load here; rebuilding with ninja"
       rm -rf "$CS/bin" && (cd "$CS" && ninja >"$WORK/ninja.log" 2>&1) \
@@ -95,14 +94,14 @@ install_exo() {  # $1 = branch; exit status 0 when its checker runs here
          "which this image lacks: endgame's checker cannot run here"
     return 4
   fi
-  cat >"/tmp/exo-$B/python" <<EOT
+  cat >"$T/exo-$B/python" <<EOT
 #!/bin/sh
-export PYTHONPATH=/tmp/exo-$B\${PYTHONPATH:+:\$PYTHONPATH} CAMSPORK_JIT_DIR=/tmp/jit-$B
-exec python3 "\$@"
+export PYTHONPATH=$T/exo-$B\${PYTHONPATH:+:\$PYTHONPATH} CAMSPORK_JIT_DIR=$T/jit-$B
+exec $(command -v "$PYTHON") "\$@"
 EOT
-  chmod +x "/tmp/exo-$B/python"
+  chmod +x "$T/exo-$B/python"
   # the checker's C++ (endgame builds it here, once) and what the worker found
-  GPUSEM_EXO_PYTHON=/tmp/exo-$B/python timeout 150 python3 -c "
+  GPUSEM_EXO_PYTHON=$T/exo-$B/python timeout 150 "$PYTHON" -c "
 from gpusem.compiler.gpuir_exo.driver import ExoDriver
 with ExoDriver() as d:
     print(d.install.describe())" 2>&1 | tee "${INSTALL_OUT:-$OUT}/install_$B.txt"
@@ -122,38 +121,38 @@ census() {  # $@ = the branches whose checker runs here; one process for all
 }
 
 compile_census() {  # $1 = branch, $2 = jobs, $3 = seconds, $4 = hard stop
-  GPUSEM_EXO_PYTHON=/tmp/exo-$1/python timeout "$4" python3 -m \
+  GPUSEM_EXO_PYTHON=$T/exo-$1/python timeout "$4" "$PYTHON" -m \
     gpusem.fuzz.exo.compile_census --steer --kernels "${EXO_KERNELS:-1500}" \
     --jobs "$2" --seconds "$3" --batch "${EXO_BATCH:-40}" \
-    --backend "${EXO_BACKEND:-cuda}" --bundles "/tmp/gpu_exo_$1/bundles_compile" \
-    --out "$OUT/compile_$1.json" 2>&1 | tail -3 | tee "/tmp/gpu_exo_$1/compile.log"
+    --backend "${EXO_BACKEND:-cuda}" --bundles "$T/gpu_exo_$1/bundles_compile" \
+    --out "$OUT/compile_$1.json" 2>&1 | tail -3 | tee "$T/gpu_exo_$1/compile.log"
 }
 
 case "$STEP" in
   census)  # both branches in one census process sharing every CPU
     rm -rf "$(dirname "$CENSUS")" && mkdir -p "$CENSUS/logs"
     [ -d .exo_census ] && cp -r .exo_census/. "$CENSUS/"  # carried: go on from there
-    if [ -n "${EXO_LOCAL:-}" ]; then
-      RUN=(pldi26 endgame)
-    else
-      for B in pldi26 endgame; do
-        INSTALL_OUT="$CENSUS/logs" install_exo "$B" >"/tmp/gpu_exo_$B.out" 2>&1 &
+    for B in pldi26 endgame; do
+      V="GPUSEM_EXO_PYTHON_$B"
+      [ -n "${!V:-}" ] && continue  # an installed Exo (EXO_LOCAL)
+      INSTALL_OUT="$CENSUS/logs" install_exo "$B" >"$T/gpu_exo_$B.out" 2>&1 &
+    done
+    wait
+    RUN=()
+    for B in pldi26 endgame; do
+      V="GPUSEM_EXO_PYTHON_$B"
+      if [ -n "${!V:-}" ]; then RUN+=("$B"); continue; fi
+      cat "$T/gpu_exo_$B.out"
+      if grep -q "^Exo-GPU" "$CENSUS/logs/install_$B.txt" 2>/dev/null; then
+        RUN+=("$B")
+      else
+        echo "$B: its checker does not run here: no census (install_$B.txt)"
+      fi
+      cp "$T/gpu_exo_$B.out" "$CENSUS/logs/install_$B.out"
+      for f in "$T"/gpu_exo_"$B"/*.log; do
+        [ -f "$f" ] && cp "$f" "$CENSUS/logs/${B}_$(basename "$f")"
       done
-      wait
-      RUN=()
-      for B in pldi26 endgame; do
-        cat "/tmp/gpu_exo_$B.out"
-        if grep -q "^Exo-GPU" "$CENSUS/logs/install_$B.txt" 2>/dev/null; then
-          RUN+=("$B")
-        else
-          echo "$B: its checker does not run here: no census (install_$B.txt)"
-        fi
-        cp "/tmp/gpu_exo_$B.out" "$CENSUS/logs/install_$B.out"
-        for f in /tmp/gpu_exo_"$B"/*.log; do
-          [ -f "$f" ] && cp "$f" "$CENSUS/logs/${B}_$(basename "$f")"
-        done
-      done
-    fi
+    done
     echo "census of ${RUN[*]:-no branch} from $SECONDS s of the call"
     [ ${#RUN[@]} -gt 0 ] && census "${RUN[@]}"
     tar czf "$OUT/exo_census.tgz" -C "$(dirname "$CENSUS")" .exo_census
@@ -173,6 +172,6 @@ case "$STEP" in
   *) echo "unknown step $STEP"; exit 2 ;;
 esac
 for B in pldi26 endgame; do
-  [ -d "/tmp/gpu_exo_$B" ] && tar czf "$OUT/exo_$B.tgz" -C /tmp "gpu_exo_$B" 2>/dev/null
+  [ -d "$T/gpu_exo_$B" ] && tar czf "$OUT/exo_$B.tgz" -C "$T" "gpu_exo_$B" 2>/dev/null
 done
 ls -la "$OUT"
