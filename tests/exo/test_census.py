@@ -3,8 +3,9 @@
 gpusem's checker runs for real. Two branches at once on two jobs, resumed over two
 runs, must tally exactly what one process checking the same rounds in order tallies:
 every count, every verdict pair per program, the same first program per finding;
-folders merged with a round in both count it once; a folder of another census is
-refused with one line (exit 2)."""
+folders merged with a round in both count it once; a folder of another census (seed,
+Exo sources, the generator that draws the programs) is refused with one line (exit
+2)."""
 
 from __future__ import annotations
 
@@ -114,6 +115,15 @@ def test_another_census_is_refused(censuses, tmp_path):
         CensusFolder(folders["pldi26"], SEED + 1, PER_ROUND)
     with pytest.raises(BadInput, match="not one census"):
         merge_folders([folders["pldi26"], folders["endgame"]])  # other Exo sources
+    # a round drawn by another hypothesis or generator: other programs
+    copy = tmp_path / "copy"
+    shutil.copytree(folders["pldi26"], copy)
+    folder = CensusFolder(copy, SEED, PER_ROUND)
+    r, tally = folder.rounds()[0]
+    assert tally["generator"].startswith("hypothesis ")
+    with pytest.raises(BadInput, match="not the same programs"):
+        folder.add_round(9, tally | {"generator": "hypothesis 0.0, generator x"})
+    assert folder.done() == set(ROUNDS)
     proc = subprocess.run([sys.executable, "-m", "gpusem.fuzz.exo.census", "--merge",
                            str(folders["pldi26"]), str(folders["endgame"]), "--out",
                            str(tmp_path / "x.json")], capture_output=True, text=True,

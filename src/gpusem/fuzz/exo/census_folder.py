@@ -13,16 +13,20 @@ its folder has. Folders of the same census (the same seed, round size and Exo
 sources) merge into one census JSON (`merge_folders`); a round found in two of them
 is counted once (the first folder's; `duplicate_rounds` names it, and
 `differing_rounds` where the two disagree on a verdict pair: a `hang` depends on
-the machine's load).
+the machine's load). Rounds drawn by another generator (hypothesis's version, the
+generator's sources: census_tally.generator_fingerprint) are refused too: they are
+other programs. gpusem's own sources are recorded with each run (`gpusem_sources`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 import tempfile
 from collections.abc import Sequence
+from functools import cache
 from pathlib import Path
 
 from gpusem.calculus.errors import BadInput
@@ -67,9 +71,14 @@ class CensusFolder:
         if known and install.get("fingerprint") != known:
             raise BadInput(f"{self.path}: round {r} was checked by Exo sources "
                            f"{install.get('fingerprint')}, the folder's by {known}")
+        if meta.get("generator") and tally.get("generator") != meta["generator"]:
+            raise BadInput(f"{self.path}: round {r} was drawn by "
+                           f"{tally.get('generator')}, the folder's rounds by "
+                           f"{meta['generator']}: not the same programs")
         if not meta:
             self.write_meta({"seed": self.seed, "per_round": self.per_round,
-                             "install": install, "runs": []})
+                             "install": install, "generator": tally.get("generator"),
+                             "runs": []})
         _write(self.path / "rounds" / f"{r}.json", tally)
 
     def write_meta(self, meta: dict) -> None:
@@ -93,9 +102,11 @@ def merge_rounds(folders: list[CensusFolder]) -> dict:
     seeds = {(f.seed, f.per_round) for f in folders}
     prints = {str((f.meta().get("install") or {}).get("fingerprint"))
               for f in folders if (f.meta().get("install") or {}).get("fingerprint")}
-    if len(seeds) > 1 or len(prints) > 1:
+    drawn = {str(f.meta()["generator"]) for f in folders if f.meta().get("generator")}
+    if len(seeds) > 1 or len(prints) > 1 or len(drawn) > 1:
         raise BadInput("these census folders are not one census: seeds and round "
-                       f"sizes {sorted(seeds)}, Exo sources {sorted(prints)}")
+                       f"sizes {sorted(seeds)}, Exo sources {sorted(prints)}, "
+                       f"generators {sorted(drawn)}")
     seen: dict[int, dict] = {}
     duplicate, differing = [], []
     for f in folders:
@@ -119,7 +130,21 @@ def merge_rounds(folders: list[CensusFolder]) -> dict:
     total["runs"] = runs
     total["seconds"] = round(sum(run.get("seconds", 0.0) for run in runs), 1)
     total["duplicate_rounds"], total["differing_rounds"] = duplicate, differing
+    # gpusem's checker may change between runs (its verdicts with it): say so
+    total["gpusem_sources"] = sorted({run.get("gpusem_sources", "?") for run in runs})
     return total
+
+
+@cache
+def gpusem_fingerprint() -> str:
+    """sha256 over gpusem's Python sources (sorted relative paths and contents): the
+    checker that gave a run's gpusem verdicts, recorded with each run."""
+    root = Path(__file__).resolve().parents[2]
+    h = hashlib.sha256()
+    for p in sorted(root.rglob("*.py")):
+        h.update(str(p.relative_to(root)).encode())
+        h.update(p.read_bytes())
+    return h.hexdigest()[:16]
 
 
 def merge_folders(paths: Sequence[str | Path]) -> dict:

@@ -24,7 +24,7 @@ import time
 import traceback
 from pathlib import Path
 
-from gpusem.fuzz.exo.census_folder import CensusFolder
+from gpusem.fuzz.exo.census_folder import CensusFolder, gpusem_fingerprint
 from gpusem.fuzz.exo.census_tally import ROUND
 
 
@@ -117,6 +117,7 @@ def run_census(branches: dict[str, str | None], folders: dict[str, Path], seed: 
                            "seconds": round(time.time() - t0, 1), "jobs": n,
                            "branches": sorted(branches), "host": os.uname().nodename,
                            "cpus": os.cpu_count(), "stopped": stopped,
+                           "gpusem_sources": gpusem_fingerprint(),
                            "error": errors.get(b, "")[:400]})
         out[b] = census[b].census()
     return out

@@ -13,6 +13,8 @@ import hashlib
 import re
 import time
 from collections import Counter
+from functools import cache
+from pathlib import Path
 
 ROUND = 100
 
@@ -39,6 +41,18 @@ def round_programs(seed: int, r: int, n: int = ROUND, steer: bool = False) -> li
         given(compile_programs() if steer else programs())(collect))
     hseed(_round_seed(seed, r))(test)()
     return out[:n]
+
+
+@cache
+def generator_fingerprint() -> str:
+    """What decides which programs a round draws: hypothesis's version and the
+    generator's sources. Rounds drawn under two of these are not the same programs."""
+    import hypothesis
+
+    h = hashlib.sha256(hypothesis.__version__.encode())
+    for name in ("strategies", "pipelines", "constructs"):
+        h.update(Path(__file__).with_name(f"{name}.py").read_bytes())
+    return f"hypothesis {hypothesis.__version__}, generator {h.hexdigest()[:16]}"
 
 
 def coverage_census(seed: int, rounds: list[int], per_round: int = ROUND) -> dict:
@@ -94,6 +108,7 @@ def census_round(driver, seed: int, r: int, per_round: int = ROUND) -> dict:
 
     tally = empty_tally()
     tally["install"] = driver.install.as_json()
+    tally["generator"] = generator_fingerprint()
     stage = tally["stage_seconds"]
     cpu0, t0 = time.process_time(), time.perf_counter()
     programs = round_programs(seed, r, per_round)
@@ -170,6 +185,7 @@ def merge(a: dict, b: dict) -> dict:
     for key in ("by_round", "program_verdicts"):  # disjoint rounds
         out[key] = {**a.get(key, {}), **b.get(key, {})}
     out["install"] = a.get("install") or b.get("install")
+    out["generator"] = a.get("generator") or b.get("generator")
     return out
 
 
