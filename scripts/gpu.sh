@@ -11,7 +11,8 @@
 #   faults BACKEND SECONDS PAR     issues 5, 14: the seeded-fault table (cpu | cuda)
 #   appy [SEED BUDGET SHARDS]      issue 17: one APPy campaign in shards on the GPU
 #   appy-shards SEED BUDGET N I..  issue 7: shards I.. of N of one APPy campaign
-#   exo census | exo compile BRANCH  issue 26: both branches' verdict censuses (x4), the
+#   exo census | exo compile BRANCH  issue 26: both branches' verdict censuses (one H200,
+#                                  resumable: carry .exo_census), the
 #                                  per-feature code differential (exo pldi26|endgame: issue 16)
 #   repro [BACKEND]                issue 18: standalone reproducers built and run
 #                                  (packed as $OUT/repro.tgz, rows in gpu_repro.json)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from gpusem.calculus.gpuir.parser import parse_module
 from gpusem.compiler.gpuir_exo.emit import Unexpressible, emit_proc
-from gpusem.fuzz.exo.census import coverage_census
+from gpusem.fuzz.exo.census_tally import coverage_census
 from gpusem.fuzz.exo.constructs import ConstructProgram
 from gpusem.fuzz.exo.coverage import CONSTRUCTS, MIN_SHARE, constructs_of
 from gpusem.fuzz.exo.pipelines import Pipeline

@@ -45,7 +45,7 @@ def test_recorded_answers_still_hold(driver):
 
 
 def test_generated_programs_reach_both_verdicts():
-    from gpusem.fuzz.exo.census import census_rounds
+    from gpusem.fuzz.exo.census_tally import census_rounds
 
     t = census_rounds([0], seed=7, per_round=40)
     assert t["programs"] == 40 and t["unexpressible"] < 20
@@ -53,7 +53,7 @@ def test_generated_programs_reach_both_verdicts():
 
 
 def test_compile_property_builds(tmp_path):
-    from gpusem.fuzz.exo.census import round_programs
+    from gpusem.fuzz.exo.census_tally import round_programs
 
     target = ExoTarget(backend="cpu")
     try:
@@ -80,3 +80,31 @@ def test_fuzz_campaign_and_replay(tmp_path):
                              capture_output=True, text=True, timeout=300)
         # exit 1 while the bundle reproduces (`git bisect run gpusem replay DIR`)
         assert rep.returncode == 1 and rep.stdout.startswith("reproduces"), rep.stdout
+
+
+def test_census_jobs_give_each_program_the_verdicts_of_one_check(tmp_path):
+    """30 programs through the census machinery (two jobs sharing (branch, round)
+    tasks, the rounds kept in a census folder) get the verdict pairs that checking
+    each program alone gives them (issue 26 item 3: the census's cuts change no
+    verdict)."""
+    from gpusem.compiler.gpuir_exo.driver import find_exo_python
+    from gpusem.fuzz.exo.census_folder import CensusFolder
+    from gpusem.fuzz.exo.census_jobs import run_census
+    from gpusem.fuzz.exo.census_tally import round_programs
+
+    rounds, per_round = [0, 1, 2], 10
+    with open(tmp_path / "log", "w") as log:
+        run_census({"b": find_exo_python()}, {"b": tmp_path / "b"}, 0, rounds, 2,
+                   per_round=per_round, log=log)
+    got = {str(r): t["program_verdicts"][str(r)]
+           for r, t in CensusFolder(tmp_path / "b", 0, per_round).rounds()}
+    want: dict[str, list[str]] = {}
+    with ExoDriver() as d:
+        for r in rounds:
+            for k in round_programs(0, r, per_round):
+                c = check_text(d, k.source(), k.defines())
+                want.setdefault(str(r), []).append(
+                    "unexpressible" if c.unexpressible or c.exo is None else
+                    f"exo={c.exo.verdict.kind}|paper={c.gpusem['paper'].kind}|"
+                    f"fixed={c.gpusem['fixed'].kind}")
+    assert got == want

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import Counter
 
 from gpusem.compiler.gpuir_exo.features import features_of, kernel_features
-from gpusem.fuzz.exo.census import round_programs
+from gpusem.fuzz.exo.census_tally import round_programs
 from gpusem.fuzz.exo.pipelines import MbarPipeline, Pipeline
 
 RING2 = """\

@@ -26,7 +26,7 @@ def _job(args: tuple) -> dict:
     from gpusem.compiler.gpuir_exo.driver import ExoDriver
     from gpusem.compiler.gpuir_exo.harness import Harness
     from gpusem.fuzz.bundle import write_bundle
-    from gpusem.fuzz.exo.census import round_programs
+    from gpusem.fuzz.exo.census_tally import round_programs
     from gpusem.fuzz.exo.checking import check_program
     from gpusem.fuzz.exo.compile_property import compile_batch
 
