@@ -145,10 +145,12 @@ class LoopMemo:
         self.hopeless = self.fresh >= NEVER_AGAIN
         if walked is not None and len(walked[1]) > MAX_OUTSIDE:
             self.hopeless, walked = True, None
-        if self.walk.fresh or self.hopeless:
-            # Note: atom values met for the first time make a trace never met:
-            # a miss; it is stepped, not recorded (no scan), since an iteration
-            # worth recording is one whose atom values come back.
+        if self.walk.new_trace or self.hopeless:
+            # Note: a path never met is a miss; it is stepped, not recorded (no
+            # scan), since an iteration worth recording is one whose path comes
+            # back. Atom values met for the first time may still take a path met
+            # before (a task row whose `256 * task_m` is new but whose guards
+            # come out as before): that one goes to the table.
             self._physical(chain)
             self._step()
             return None
@@ -364,16 +366,19 @@ def _apply(m: MachineState, coder: Coder, r: Rec,
            blocks: tuple[tuple[EncThreads, Levels], ...], p: tuple[EncP, ...]) -> None:
     """Set the blocks an iteration changed in r and add the p entries it gained, as
     the lifts left them (and index r as the lifts would have)."""
+    # Note: only what changed is indexed, as the lifts index it (augment then
+    # register; Arrive indexes the cells it adds): r was indexed for the rest when
+    # it got it, and a live record's entries stay while their barrier lives.
     for ts, lv in blocks:
         t = coder.unthreads(ts)
         r.blocks[t] = lv
         r.vis[t] = lv[1]
+    if blocks:
+        m.lifts.register(r)
     for e in p:
         assert e[0] == 1 or e[3] is not SAT          # exact, relative to entry bases
         cell, c = coder.un_p(e)
         r.p[cell] = c
-    m.lifts.register(r)
-    for cell in r.p:
         m.lifts.index_barrier(cell, r)
 
 

@@ -48,6 +48,7 @@ class Walk:
         self.cache: dict[tuple[object, ...], Walked] = {}
         self.traces: dict[tuple[Any, ...], int] = {}
         self.fresh = False               # the last call walked (atom values new)
+        self.new_trace = False           # ... and found a path never met (or none)
 
     def reset(self, local: frozenset[str]) -> None:
         """A new execution of the loop, with these local variables: the atoms of
@@ -81,9 +82,9 @@ class Walk:
             except GpusemError:
                 key = None
             if key is not None and key in self.cache:
-                self.fresh = False
+                self.fresh = self.new_trace = False
                 return self.cache[key]
-        self.fresh = True
+        self.fresh = self.new_trace = True
         trace: list[Any] = []
         sites: list[Site] = []
         try:
@@ -93,6 +94,7 @@ class Walk:
         got = None
         if ok:
             t = tuple(trace)
+            self.new_trace = t not in self.traces
             got = (self.traces.setdefault(t, len(self.traces)), sites)
         if key is not None:
             self.cache[key] = got
