@@ -58,7 +58,7 @@ from gpusem.interpreter.amir.memo_record import (
     Outside,
     Recorder,
 )
-from gpusem.interpreter.amir.ctrl import Box, box_key
+from gpusem.interpreter.amir.ctrl import Box, CFn, box_key
 from gpusem.interpreter.amir.memo_walk import Site, Walk
 from gpusem.interpreter.amir.records import Levels, Rec
 from gpusem.interpreter.amir.state import MachineState
@@ -100,21 +100,63 @@ NEVER_AGAIN = 16
 MAX_OUTSIDE = 512
 
 
-class LoopMemo:
-    """The memo of one loop statement of one machine."""
+class Tables:
+    """The images and outside-record groups met, by id: one per machine, shared by
+    its loops' memos, so that a chain can pass from one loop to the next."""
 
-    def __init__(self, m: MachineState, s: A.Loop, bound: frozenset[str],
-                 body: list[Run]):
-        self.m, self.loop, self.body = m, s, body
-        self.walk = Walk(m, s, bound)
-        self.sat = 2 + max((abs(x.n) for x in _awaits(m.prog.body)), default=0)
+    def __init__(self) -> None:
         self.images: dict[Any, int] = {}
         self.by_id: list[Image] = []
         self.groups: dict[OState, int] = {}
+
+
+class LoopMemo:
+    """The memo of one loop statement of one machine.
+
+    `successor`: the memo of the loop that directly follows this one in its body
+    (nothing runs between them). This loop then hands its last chain on, virtual,
+    instead of writing it back, and the next loop starts from it without a scan
+    (`pending`); it also runs through the memo however few its iterations (a
+    pipeline's prologue iteration before its main loop). Where the next loop does
+    not take the chain (it steps, or runs no iteration), it writes it back first
+    (`settle`)."""
+
+    def __init__(self, m: MachineState, s: A.Loop, bound: frozenset[str],
+                 body: list[Run], tables: Tables):
+        self.m, self.loop, self.body = m, s, body
+        self.walk = Walk(m, s, bound)
+        self.sat = 2 + max((abs(x.n) for x in _awaits(m.prog.body)), default=0)
+        self.tables = tables
+        self.by_id = tables.by_id
         self.table: dict[Any, Entry] = {}
         self.local: frozenset[str] = frozenset()
         self.hits = self.misses = self.stepped = self.fails = self.fresh = 0
+        self.taken = 0                   # executions started from a handed-on chain
         self.hopeless = False
+        self.successor: LoopMemo | None = None
+        self.pending: Chain | None = None
+        self.bounds: tuple[CFn, CFn] | None = None       # the loop's, compiled
+        self.recorders = frozenset(id(x) for x in _walk(s.body)
+                                   if isinstance(x, _RECORDS))
+
+    def least(self, default: int) -> int:
+        """Iterations from which an execution runs through the memo: one if the
+        next loop will (its bounds are evaluated now: nothing runs between)."""
+        nxt = self.successor
+        if nxt is not None and nxt.bounds is not None:
+            lo, hi = nxt.bounds
+            env = self.m.env
+            try:
+                if hi(env) - lo(env) >= nxt.least(default):
+                    return 1
+            except GpusemError:
+                pass                     # its LoopStep reports it, when it runs
+        return default
+
+    def settle(self) -> None:
+        """Write back a chain handed on by the loop before, if any."""
+        chain, self.pending = self.pending, None
+        self._physical(chain)
 
     # ------------------------------------------------------------ the loop
 
@@ -124,19 +166,30 @@ class LoopMemo:
         local = tuple(sorted(n for n, v in m.vars.items()
                              if v.allocated and v.key[1] > m.task_allocs))
         self.walk.reset(frozenset(local))
-        chain: Chain | None = None
+        chain, self.pending = self.pending, None
+        if chain is not None and chain.local != local:
+            self._physical(chain)
+            chain = None
+        self.taken += chain is not None
         self.fails = 0
+        done = False
         try:
             for y in range(lo, hi):
                 env[var] = y
                 if every and (y - lo) % every == every - 1:
                     m.guard.check(self.loop.origin, "LoopStep")
                 if self.fails >= GIVE_UP or self.hopeless:
+                    self._physical(chain)
+                    chain = None
                     self._step()
                     continue
                 chain = self._iteration(chain, local)
+            done = True
         finally:
-            self._physical(chain)
+            if done and self.successor is not None and chain is not None:
+                self.successor.pending = chain
+            else:
+                self._physical(chain)
 
     def _iteration(self, chain: Chain | None, local: tuple[str, ...]) -> Chain | None:
         m = self.m
@@ -167,6 +220,7 @@ class LoopMemo:
         key = (chain.image, frozenset(chain.cohorts), walked[0])
         entry = self.table.get(key)
         if entry is not None and m.stats.statements + entry.stats[0] <= m.max_steps \
+                and (entry.stats[3] or not m.rec_cache) \
                 and (not entry.guarded or self._apart(entry, outs)):
             self.hits += 1
             self.fails = 0
@@ -196,9 +250,19 @@ class LoopMemo:
 
     def _start(self, local: tuple[str, ...]) -> Chain | None:
         """The chain of the machine's state now (a scan), or None if no image
-        describes it, or the record cache is not empty."""
+        describes it, or the record cache holds a record of a statement of the
+        body (a record the iteration could take again instead of making one).
+
+        Note: the other entries of the record cache (the records made since the
+        last lift, before the loop: D's initial write before a pipeline's first
+        iteration) and the check and union caches (pure caches of the epoch) do not
+        change what the body does before its first lift, and the iteration's lifts
+        clear them: an entry is only stored when all are empty at the iteration's
+        end, and is replayed on a non-empty record cache only if the iteration
+        lifts (`_iteration`), so a replay's closing `new_epoch` is what stepping
+        does."""
         m = self.m
-        if m.rec_cache or m.check_memo or m.sets.memo or m.sets.dead:
+        if any(key[0] in self.recorders for key in m.rec_cache):
             return None
         try:
             image, labels, sids = scan(m, local, self.sat)
@@ -213,15 +277,17 @@ class LoopMemo:
         return Chain(at, bases, cohorts, True, local, labels, at, sids)
 
     def _group(self, g: OState) -> int:
-        got = self.groups.get(g)
+        groups = self.tables.groups
+        got = groups.get(g)
         if got is None:
-            got = self.groups[g] = len(self.groups)
+            got = groups[g] = len(groups)
         return got
 
     def _intern(self, image: Image) -> int:
-        got = self.images.get(image.key)
+        images = self.tables.images
+        got = images.get(image.key)
         if got is None:
-            got = self.images[image.key] = len(self.by_id)
+            got = images[image.key] = len(self.by_id)
             self.by_id.append(image)
         return got
 
@@ -388,6 +454,16 @@ def _hull(a: Box, b: Box) -> Box:
 
 def _meet(a: Box, b: Box) -> bool:
     return all(lo < bhi and blo < hi for (lo, hi), (blo, bhi) in zip(a, b))
+
+
+def _walk(body: tuple[A.AStmt, ...]) -> list[A.AStmt]:
+    """Every statement of `body`, nested ones included."""
+    out: list[A.AStmt] = []
+    for s in body:
+        out.append(s)
+        if isinstance(s, (A.Loop, A.Guard)):
+            out += _walk(s.body)
+    return out
 
 
 def _awaits(body: tuple[A.AStmt, ...]) -> list[A.Await]:
