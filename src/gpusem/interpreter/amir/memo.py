@@ -132,6 +132,7 @@ class LoopMemo:
         self.local: frozenset[str] = frozenset()
         self.hits = self.misses = self.stepped = self.fails = self.fresh = 0
         self.taken = 0                   # executions started from a handed-on chain
+        self.coders: dict[int, Coder] = {}
         self.hopeless = False
         self.successor: LoopMemo | None = None
         self.pending: Chain | None = None
@@ -166,6 +167,7 @@ class LoopMemo:
         local = tuple(sorted(n for n, v in m.vars.items()
                              if v.allocated and v.key[1] > m.task_allocs))
         self.walk.reset(frozenset(local))
+        self.coders = {}
         chain, self.pending = self.pending, None
         if chain is not None and chain.local != local:
             self._physical(chain)
@@ -412,10 +414,18 @@ class LoopMemo:
                      chain.sids)
 
     def coder(self, chain: Chain) -> Coder:
-        """The coder of the chain's state (its image's counts on its bases)."""
-        counts = {n: Counts(chain.bases[n], k.arr, k.awt)
-                  for n, k in self.by_id[chain.image].counts.items()}
-        return Coder(self.m, counts, self.sat)
+        """The coder of the chain's state (its image's counts on its bases): one
+        per image and execution of the loop (the task and the local variables are
+        the execution's), its bases set to the chain's."""
+        got = self.coders.get(chain.image)
+        if got is None:
+            counts = {n: Counts(chain.bases[n], k.arr, k.awt)
+                      for n, k in self.by_id[chain.image].counts.items()}
+            got = self.coders[chain.image] = Coder(self.m, counts, self.sat)
+        else:
+            for n, k in got.counts.items():
+                k.base = chain.bases[n]
+        return got
 
     def _make(self, coder: Coder, x: NewRec) -> Rec:
         stmt, kind, who, origin, q = x.enc

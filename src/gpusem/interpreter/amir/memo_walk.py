@@ -60,6 +60,8 @@ class Walk:
             found: list[G.CExpr | G.BExpr] = []
             try:
                 _atoms_of(self.loop.body, frozenset(), local, found)
+                # equal expressions have equal values: each is evaluated once
+                found = list(dict.fromkeys(found))
                 within = self.outer | {self.loop.var}
                 self.by_local[local] = [
                     compile_b(x, within, self.loop.origin)
