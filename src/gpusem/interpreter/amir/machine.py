@@ -156,10 +156,11 @@ class Machine(MachineState):
         while i < len(body):
             s = body[i]
             if not isinstance(s, _ACCESS_OPS):
-                made = len(self.memos)
+                memos = self.memos if self.memo_min is not None else []
+                made = len(memos)
                 out.append(self.compile_stmt(s, bound))
-                memo = self.memos[-1] if len(self.memos) > made \
-                    and self.memos[-1].loop is s else None
+                memo = memos[-1] if len(memos) > made and memos[-1].loop is s \
+                    else None
                 if last is not None and memo is not None:
                     last.successor = memo
                 last = memo
