@@ -14,9 +14,9 @@ import random
 
 import pytest
 from gpusem.calculus.errors import GpusemError
-from gpusem.interpreter.amir.machine import MEMO_MIN_ITERATIONS, Machine, check_amir
+from gpusem.interpreter.amir.machine import MEMO_MIN_ITERATIONS, Machine
 
-from tests.amir.test_machine_memo import RAGGED, both, converted, outcome, pipeline
+from tests.amir.test_machine_memo import RAGGED, both, converted, pipeline
 
 
 def memos_of(prog, env, memo_min: int = MEMO_MIN_ITERATIONS) -> Machine:

@@ -133,6 +133,7 @@ class LoopMemo:
         self.hits = self.misses = self.stepped = self.fails = self.fresh = 0
         self.taken = 0                   # executions started from a handed-on chain
         self.coders: dict[int, Coder] = {}
+        self.same_sites: dict[int, tuple[list[Site], list[bool]]] = {}
         self.hopeless = False
         self.successor: LoopMemo | None = None
         self.pending: Chain | None = None
@@ -311,8 +312,12 @@ class LoopMemo:
         """E#-Acc of each outside access on the path, its loop variables set as the
         walk found them (None: one traps or is malformed; stepped, it reports so)."""
         m, env, out = self.m, self.m.env, []
+        again = self._again(sites)
         try:
-            for s, acc, win, at, mask in sites:
+            for (s, acc, win, at, mask), same in zip(sites, again):
+                if same:                 # the access of the site before, same values
+                    out.append((s,) + out[-1][1:4] + (mask,))
+                    continue
                 for x, val in at:
                     env[x] = val
                 try:
@@ -324,6 +329,18 @@ class LoopMemo:
         except GpusemError:
             return None
         return out
+
+    def _again(self, sites: list[Site]) -> list[bool]:
+        """Which sites access what the site before accesses (a check, clear and
+        record of one access: Figure 5's sequence), with the same loop variables:
+        E#-Acc of those is the one before's. Found once per list of sites (the
+        walk's lists are cached and kept)."""
+        got = self.same_sites.get(id(sites))
+        if got is None or got[0] is not sites:
+            flags = [i > 0 and sites[i - 1][1] == x[1] and sites[i - 1][3] == x[3]
+                     for i, x in enumerate(sites)]
+            got = self.same_sites[id(sites)] = (sites, flags)
+        return got[1]
 
     def _outside_ok(self, outs: list[Outside]) -> bool:
         """Every outside check and clear meets only ∅, in the state before the
