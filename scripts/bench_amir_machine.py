@@ -30,9 +30,12 @@ tests/amir/test_fast_machine.py (and the kernel at N = 256, 512): their outcomes
     python scripts/bench_amir_machine.py --before main --sizes 1024 2048 \\
         --outcomes 60 --exo-python /work/exo/venv-pldi26/bin/python \\
         --sporkbench /work/exo/sporkbench-pldi26 --json results/amir/machine_speed.json
-    python scripts/bench_amir_machine.py --before main --sizes 1024 2048 \\
+    python scripts/bench_amir_machine.py --before 15095f0 --sizes 1024 2048 \\
         --exo-kernel endgame --exo-python /work/exo/venv-endgame/bin/python \\
         --camspork-jit ~/.cache/gpusem/camspork-jit --json OUT
+
+(15095f0: main before the iteration memo, the "today" of results/amir/machine_memo*;
+main itself holds the memo since.)
 """
 
 from __future__ import annotations
