@@ -13,7 +13,7 @@ by every task, maps (image, outside states, trace) to that effect:
 
   - the local state after the iteration: another image, kept *virtual* (not written
     back) while iterations keep hitting, and materialised when one misses or the loop
-    ends;
+    ends (or handed on, still virtual, to the loop right after: LoopMemo.successor);
   - the barrier bases' shift, the statistics' increments (statements, recorded
     accesses, records, lifts, exercised rules);
   - the *outside* effects, applied for real: the records the iteration makes in
@@ -28,8 +28,10 @@ no record families (they split), no Alloc/Free/InctaskID in the body, no lift ov
 only local barriers, outside accesses only to allocated variables, outside checks
 that meet only the empty set and no outside attribute both checked and recorded in one
 iteration, no outside record of the same statement and threads already in a window
-recorded (record dominance would read it), the record cache empty at entry and exit,
-the step budget not crossed inside the iteration. errata "AMIR iteration memo".
+recorded (record dominance would read it), no record of the body's statements in the
+record cache at entry and every cache empty at exit (a replay on a non-empty record
+cache only of an iteration that lifts), the step budget not crossed inside the
+iteration. errata "AMIR iteration memo".
 """
 
 from __future__ import annotations
