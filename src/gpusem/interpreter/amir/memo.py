@@ -313,12 +313,14 @@ class LoopMemo:
     def _resolve(self, sites: list[Site]) -> list[Outside] | None:
         """E#-Acc of each outside access on the path, its loop variables set as the
         walk found them (None: one traps or is malformed; stepped, it reports so)."""
-        m, env, out = self.m, self.m.env, []
+        m, env = self.m, self.m.env
+        out: list[Outside] = []
         again = self._again(sites)
         try:
             for (s, acc, win, at, mask), same in zip(sites, again):
                 if same:                 # the access of the site before, same values
-                    out.append((s,) + out[-1][1:4] + (mask,))
+                    _, v, idx, box, _ = out[-1]
+                    out.append((s, v, idx, box, mask))
                     continue
                 for x, val in at:
                     env[x] = val
