@@ -30,9 +30,12 @@ tests/amir/test_fast_machine.py (and the kernel at N = 256, 512): their outcomes
     python scripts/bench_amir_machine.py --before main --sizes 1024 2048 \\
         --outcomes 60 --exo-python /work/exo/venv-pldi26/bin/python \\
         --sporkbench /work/exo/sporkbench-pldi26 --json results/amir/machine_speed.json
-    python scripts/bench_amir_machine.py --before main --sizes 1024 2048 \\
+    python scripts/bench_amir_machine.py --before 15095f0 --sizes 1024 2048 \\
         --exo-kernel endgame --exo-python /work/exo/venv-endgame/bin/python \\
         --camspork-jit ~/.cache/gpusem/camspork-jit --json OUT
+
+(15095f0: main before the iteration memo, the "today" of results/amir/machine_memo*;
+main itself holds the memo since.)
 """
 
 from __future__ import annotations
@@ -83,7 +86,8 @@ CHILD = textwrap.dedent(r"""
         memo = {"replayed": sum(x.hits for x in m.memos),
                 "stepped": sum(x.stepped for x in m.memos),
                 "recorded": sum(x.misses for x in m.memos),
-                "images": sum(len(x.by_id) for x in m.memos)}
+                "images": len({id(i) for x in m.memos for i in x.by_id}),
+                "chains_taken": sum(getattr(x, "taken", 0) for x in m.memos)}
     print(json.dumps({
         "cpu": min(cpu), "wall": min(wall), "cpu_all": cpu, "wall_all": wall,
         "verdict": "accepted" if w is None else "rejected",
@@ -324,7 +328,9 @@ def main(argv: list[str] | None = None) -> int:
             if isinstance(memo, dict):
                 print(f"      new: iteration memo replayed {memo['replayed']}, "
                       f"stepped {memo['stepped']} ({memo['recorded']} recorded, "
-                      f"{memo['images']} entry images)")
+                      f"{memo['images']} entry images; "
+                      f"{memo.get('chains_taken', 0)} loops started from a chain "
+                      f"handed on)")
             for side in ("today", "new", "exo"):
                 why = row[side].get("error") or row[side].get("not_run")  # type: ignore[union-attr]
                 if why:

@@ -9,7 +9,8 @@ interpreter/amir/memo.py (none changes what the machine does):
   record      stepping an iteration the table lacks, watching it, storing it
   start       the scan of the state when a loop's chain starts (once per loop
               execution, and after an iteration that could not be replayed)
-  write back  materialising a virtual state (a miss, the loop's end)
+  write back  materialising a virtual state (a miss, the loop's end, or the next
+              loop's start when it does not take a chain handed on)
   walk        the dry walk (cached by atom values) and the outside windows
   stepped     iterations stepped without a table entry (new atom values, fall-backs)
   outside the memoised loops: the rest of the run (statements stepped as always)
@@ -42,7 +43,7 @@ from gpusem.typing_rules.gpuir.frontend import check_proc, header_defines
 KERNEL = ROOT / "examples" / "gpuir" / "bench" / "gemm_hopper_ragged.gpuir"
 PHASES = {"_replay": "replay", "_record": "record", "_start": "start",
           "_physical": "write back", "_resolve": "walk", "_outside_ok": "walk",
-          "run": "memoised loops"}
+          "run": "memoised loops", "settle": "memoised loops"}
 
 
 def timed(cpu: dict[str, float], label: str, fn: Any) -> Any:
@@ -100,7 +101,8 @@ def profile(n: int) -> dict[str, Any]:
         "memo": {"replayed": sum(x.hits for x in m.memos),
                  "stepped": sum(x.stepped for x in m.memos),
                  "recorded": sum(x.misses for x in m.memos),
-                 "images": sum(len(x.by_id) for x in m.memos)},
+                 "images": len({id(i) for x in m.memos for i in x.by_id}),
+                 "chains_taken": sum(x.taken for x in m.memos)},
     }
 
 
@@ -116,7 +118,8 @@ def main(argv: list[str] | None = None) -> int:
         mm = row["memo"]
         print(f"N={n}: {row['cpu_untimed']:.2f} s CPU ({row['cpu_timed']:.2f} s "
               f"timed); replayed {mm['replayed']}, stepped {mm['stepped']} "
-              f"({mm['recorded']} recorded), {mm['images']} images")
+              f"({mm['recorded']} recorded), {mm['images']} images, "
+              f"{mm['chains_taken']} chains taken")
         for k, c in row["phases"].items():
             print(f"    {k:<36} {c:7.3f} s {c / row['cpu_timed']:6.1%}")
     if args.json:

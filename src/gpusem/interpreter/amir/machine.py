@@ -71,7 +71,7 @@ from gpusem.interpreter.amir.records import (
     new_records,
     qmask,
 )
-from gpusem.interpreter.amir.memo import LoopMemo, memo_eligible
+from gpusem.interpreter.amir.memo import LoopMemo, Tables, memo_eligible
 from gpusem.interpreter.amir.state import MachineState, RecKey, absolute_cell
 from gpusem.interpreter.amir.store import (
     Var,
@@ -123,6 +123,7 @@ class Machine(MachineState):
         super().__init__(prog, defines, max_steps=max_steps)
         self.memo_min = memo_min
         self.memos: list[LoopMemo] = []          # for tests and measurements
+        self.memo_tables = Tables()
         self.body = self.compile_body(prog.body, frozenset(prog.params))
 
     def run(self) -> Verdict:
@@ -147,15 +148,25 @@ class Machine(MachineState):
                      bound: frozenset[str]) -> list[Run]:
         """One closure per statement, except that a run of consecutive checks, clears
         and records of the same access (what Figures 5 and 19 emit per access) shares
-        one evaluation of the window: the same judgments in the same order."""
+        one evaluation of the window: the same judgments in the same order. Two
+        memoised loops in a row are linked (LoopMemo.successor)."""
         out: list[Run] = []
         i = 0
+        last: LoopMemo | None = None          # the memo of the statement just compiled
         while i < len(body):
             s = body[i]
             if not isinstance(s, _ACCESS_OPS):
+                memos = self.memos if self.memo_min is not None else []
+                made = len(memos)
                 out.append(self.compile_stmt(s, bound))
+                memo = memos[-1] if len(memos) > made and memos[-1].loop is s \
+                    else None
+                if last is not None and memo is not None:
+                    last.successor = memo
+                last = memo
                 i += 1
                 continue
+            last = None
             j = i + 1
             while j < len(body) and isinstance(nxt := body[j], _ACCESS_OPS) \
                     and nxt.access == s.access:
@@ -231,7 +242,8 @@ class Machine(MachineState):
                 body = self.compile_body(s.body, bound | {s.var})
             finally:
                 self.memo_nesting = False
-            memo = LoopMemo(self, s, bound, body)
+            memo = LoopMemo(self, s, bound, body, self.memo_tables)
+            memo.bounds = (lo, hi)
             self.memos.append(memo)
         else:
             body = self.compile_body(s.body, bound | {s.var})
@@ -240,17 +252,22 @@ class Machine(MachineState):
 
         def loop() -> None:
             m, n = lo(env), hi(env)
+            memoised = memo is not None and n - m >= memo.least(least)
+            if memo is not None and not memoised:
+                memo.settle()                            # see LoopMemo.successor
             if m >= n:
                 return                                   # LoopDone
             self.stats.statements += width * (n - m)
             if self.stats.statements > self.max_steps:
+                if memo is not None:
+                    memo.settle()
                 raise BudgetExhausted(f"step budget exhausted: more than "
                                       f"{self.max_steps} statements", rule="LoopStep",
                                       span=s.origin)
             guard.tick(s.origin, "LoopStep")             # the memory budget: a long
             every = guard.every if n - m > guard.every else 0  # loop checks as it runs
             saved = env.get(var)
-            if memo is not None and n - m >= least:
+            if memo is not None and memoised:
                 memo.run(m, n, every)                    # LoopStep, memoised
             else:
                 for y in range(m, n):                    # LoopStep

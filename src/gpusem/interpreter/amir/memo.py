@@ -13,7 +13,7 @@ by every task, maps (image, outside states, trace) to that effect:
 
   - the local state after the iteration: another image, kept *virtual* (not written
     back) while iterations keep hitting, and materialised when one misses or the loop
-    ends;
+    ends (or handed on, still virtual, to the loop right after: LoopMemo.successor);
   - the barrier bases' shift, the statistics' increments (statements, recorded
     accesses, records, lifts, exercised rules);
   - the *outside* effects, applied for real: the records the iteration makes in
@@ -28,8 +28,10 @@ no record families (they split), no Alloc/Free/InctaskID in the body, no lift ov
 only local barriers, outside accesses only to allocated variables, outside checks
 that meet only the empty set and no outside attribute both checked and recorded in one
 iteration, no outside record of the same statement and threads already in a window
-recorded (record dominance would read it), the record cache empty at entry and exit,
-the step budget not crossed inside the iteration. errata "AMIR iteration memo".
+recorded (record dominance would read it), no record of the body's statements in the
+record cache at entry and every cache empty at exit (a replay on a non-empty record
+cache only of an iteration that lifts), the step budget not crossed inside the
+iteration. errata "AMIR iteration memo".
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ from gpusem.interpreter.amir.memo_record import (
     Outside,
     Recorder,
 )
-from gpusem.interpreter.amir.ctrl import Box, box_key
+from gpusem.interpreter.amir.ctrl import Box, CFn, box_key
 from gpusem.interpreter.amir.memo_walk import Site, Walk
 from gpusem.interpreter.amir.records import Levels, Rec
 from gpusem.interpreter.amir.state import MachineState
@@ -100,21 +102,65 @@ NEVER_AGAIN = 16
 MAX_OUTSIDE = 512
 
 
-class LoopMemo:
-    """The memo of one loop statement of one machine."""
+class Tables:
+    """The images and outside-record groups met, by id: one per machine, shared by
+    its loops' memos, so that a chain can pass from one loop to the next."""
 
-    def __init__(self, m: MachineState, s: A.Loop, bound: frozenset[str],
-                 body: list[Run]):
-        self.m, self.loop, self.body = m, s, body
-        self.walk = Walk(m, s, bound)
-        self.sat = 2 + max((abs(x.n) for x in _awaits(m.prog.body)), default=0)
+    def __init__(self) -> None:
         self.images: dict[Any, int] = {}
         self.by_id: list[Image] = []
         self.groups: dict[OState, int] = {}
+
+
+class LoopMemo:
+    """The memo of one loop statement of one machine.
+
+    `successor`: the memo of the loop that directly follows this one in its body
+    (nothing runs between them). This loop then hands its last chain on, virtual,
+    instead of writing it back, and the next loop starts from it without a scan
+    (`pending`); it also runs through the memo however few its iterations (a
+    pipeline's prologue iteration before its main loop). Where the next loop does
+    not take the chain (it steps, or runs no iteration), it writes it back first
+    (`settle`)."""
+
+    def __init__(self, m: MachineState, s: A.Loop, bound: frozenset[str],
+                 body: list[Run], tables: Tables):
+        self.m, self.loop, self.body = m, s, body
+        self.walk = Walk(m, s, bound)
+        self.sat = 2 + max((abs(x.n) for x in _awaits(m.prog.body)), default=0)
+        self.tables = tables
+        self.by_id = tables.by_id
         self.table: dict[Any, Entry] = {}
         self.local: frozenset[str] = frozenset()
         self.hits = self.misses = self.stepped = self.fails = self.fresh = 0
+        self.taken = 0                   # executions started from a handed-on chain
+        self.coders: dict[int, Coder] = {}
+        self.same_sites: dict[int, tuple[list[Site], list[bool]]] = {}
         self.hopeless = False
+        self.successor: LoopMemo | None = None
+        self.pending: Chain | None = None
+        self.bounds: tuple[CFn, CFn] | None = None       # the loop's, compiled
+        self.recorders = frozenset(id(x) for x in _walk(s.body)
+                                   if isinstance(x, _RECORDS))
+
+    def least(self, default: int) -> int:
+        """Iterations from which an execution runs through the memo: one if the
+        next loop will (its bounds are evaluated now: nothing runs between)."""
+        nxt = self.successor
+        if nxt is not None and nxt.bounds is not None:
+            lo, hi = nxt.bounds
+            env = self.m.env
+            try:
+                if hi(env) - lo(env) >= nxt.least(default):
+                    return 1
+            except GpusemError:
+                pass                     # its LoopStep reports it, when it runs
+        return default
+
+    def settle(self) -> None:
+        """Write back a chain handed on by the loop before, if any."""
+        chain, self.pending = self.pending, None
+        self._physical(chain)
 
     # ------------------------------------------------------------ the loop
 
@@ -124,19 +170,31 @@ class LoopMemo:
         local = tuple(sorted(n for n, v in m.vars.items()
                              if v.allocated and v.key[1] > m.task_allocs))
         self.walk.reset(frozenset(local))
-        chain: Chain | None = None
+        self.coders = {}
+        chain, self.pending = self.pending, None
+        if chain is not None and chain.local != local:
+            self._physical(chain)
+            chain = None
+        self.taken += chain is not None
         self.fails = 0
+        done = False
         try:
             for y in range(lo, hi):
                 env[var] = y
                 if every and (y - lo) % every == every - 1:
                     m.guard.check(self.loop.origin, "LoopStep")
                 if self.fails >= GIVE_UP or self.hopeless:
+                    self._physical(chain)
+                    chain = None
                     self._step()
                     continue
                 chain = self._iteration(chain, local)
+            done = True
         finally:
-            self._physical(chain)
+            if done and self.successor is not None and chain is not None:
+                self.successor.pending = chain
+            else:
+                self._physical(chain)
 
     def _iteration(self, chain: Chain | None, local: tuple[str, ...]) -> Chain | None:
         m = self.m
@@ -145,10 +203,12 @@ class LoopMemo:
         self.hopeless = self.fresh >= NEVER_AGAIN
         if walked is not None and len(walked[1]) > MAX_OUTSIDE:
             self.hopeless, walked = True, None
-        if self.walk.fresh or self.hopeless:
-            # Note: atom values met for the first time make a trace never met:
-            # a miss; it is stepped, not recorded (no scan), since an iteration
-            # worth recording is one whose atom values come back.
+        if self.walk.new_trace or self.hopeless:
+            # Note: a path never met is a miss; it is stepped, not recorded (no
+            # scan), since an iteration worth recording is one whose path comes
+            # back. Atom values met for the first time may still take a path met
+            # before (a task row whose `256 * task_m` is new but whose guards
+            # come out as before): that one goes to the table.
             self._physical(chain)
             self._step()
             return None
@@ -165,6 +225,7 @@ class LoopMemo:
         key = (chain.image, frozenset(chain.cohorts), walked[0])
         entry = self.table.get(key)
         if entry is not None and m.stats.statements + entry.stats[0] <= m.max_steps \
+                and (entry.stats[3] or not m.rec_cache) \
                 and (not entry.guarded or self._apart(entry, outs)):
             self.hits += 1
             self.fails = 0
@@ -194,9 +255,19 @@ class LoopMemo:
 
     def _start(self, local: tuple[str, ...]) -> Chain | None:
         """The chain of the machine's state now (a scan), or None if no image
-        describes it, or the record cache is not empty."""
+        describes it, or the record cache holds a record of a statement of the
+        body (a record the iteration could take again instead of making one).
+
+        Note: the other entries of the record cache (the records made since the
+        last lift, before the loop: D's initial write before a pipeline's first
+        iteration) and the check and union caches (pure caches of the epoch) do not
+        change what the body does before its first lift, and the iteration's lifts
+        clear them: an entry is only stored when all are empty at the iteration's
+        end, and is replayed on a non-empty record cache only if the iteration
+        lifts (`_iteration`), so a replay's closing `new_epoch` is what stepping
+        does."""
         m = self.m
-        if m.rec_cache or m.check_memo or m.sets.memo or m.sets.dead:
+        if any(key[0] in self.recorders for key in m.rec_cache):
             return None
         try:
             image, labels, sids = scan(m, local, self.sat)
@@ -211,15 +282,17 @@ class LoopMemo:
         return Chain(at, bases, cohorts, True, local, labels, at, sids)
 
     def _group(self, g: OState) -> int:
-        got = self.groups.get(g)
+        groups = self.tables.groups
+        got = groups.get(g)
         if got is None:
-            got = self.groups[g] = len(self.groups)
+            got = groups[g] = len(groups)
         return got
 
     def _intern(self, image: Image) -> int:
-        got = self.images.get(image.key)
+        images = self.tables.images
+        got = images.get(image.key)
         if got is None:
-            got = self.images[image.key] = len(self.by_id)
+            got = images[image.key] = len(self.by_id)
             self.by_id.append(image)
         return got
 
@@ -240,9 +313,15 @@ class LoopMemo:
     def _resolve(self, sites: list[Site]) -> list[Outside] | None:
         """E#-Acc of each outside access on the path, its loop variables set as the
         walk found them (None: one traps or is malformed; stepped, it reports so)."""
-        m, env, out = self.m, self.m.env, []
+        m, env = self.m, self.m.env
+        out: list[Outside] = []
+        again = self._again(sites)
         try:
-            for s, acc, win, at, mask in sites:
+            for (s, acc, win, at, mask), same in zip(sites, again):
+                if same:                 # the access of the site before, same values
+                    _, v, idx, box, _ = out[-1]
+                    out.append((s, v, idx, box, mask))
+                    continue
                 for x, val in at:
                     env[x] = val
                 try:
@@ -254,6 +333,18 @@ class LoopMemo:
         except GpusemError:
             return None
         return out
+
+    def _again(self, sites: list[Site]) -> list[bool]:
+        """Which sites access what the site before accesses (a check, clear and
+        record of one access: Figure 5's sequence), with the same loop variables:
+        E#-Acc of those is the one before's. Found once per list of sites (the
+        walk's lists are cached and kept)."""
+        got = self.same_sites.get(id(sites))
+        if got is None or got[0] is not sites:
+            flags = [i > 0 and sites[i - 1][1] == x[1] and sites[i - 1][3] == x[3]
+                     for i, x in enumerate(sites)]
+            got = self.same_sites[id(sites)] = (sites, flags)
+        return got[1]
 
     def _outside_ok(self, outs: list[Outside]) -> bool:
         """Every outside check and clear meets only ∅, in the state before the
@@ -344,10 +435,18 @@ class LoopMemo:
                      chain.sids)
 
     def coder(self, chain: Chain) -> Coder:
-        """The coder of the chain's state (its image's counts on its bases)."""
-        counts = {n: Counts(chain.bases[n], k.arr, k.awt)
-                  for n, k in self.by_id[chain.image].counts.items()}
-        return Coder(self.m, counts, self.sat)
+        """The coder of the chain's state (its image's counts on its bases): one
+        per image and execution of the loop (the task and the local variables are
+        the execution's), its bases set to the chain's."""
+        got = self.coders.get(chain.image)
+        if got is None:
+            counts = {n: Counts(chain.bases[n], k.arr, k.awt)
+                      for n, k in self.by_id[chain.image].counts.items()}
+            got = self.coders[chain.image] = Coder(self.m, counts, self.sat)
+        else:
+            for n, k in got.counts.items():
+                k.base = chain.bases[n]
+        return got
 
     def _make(self, coder: Coder, x: NewRec) -> Rec:
         stmt, kind, who, origin, q = x.enc
@@ -364,16 +463,19 @@ def _apply(m: MachineState, coder: Coder, r: Rec,
            blocks: tuple[tuple[EncThreads, Levels], ...], p: tuple[EncP, ...]) -> None:
     """Set the blocks an iteration changed in r and add the p entries it gained, as
     the lifts left them (and index r as the lifts would have)."""
+    # Note: only what changed is indexed, as the lifts index it (augment then
+    # register; Arrive indexes the cells it adds): r was indexed for the rest when
+    # it got it, and a live record's entries stay while their barrier lives.
     for ts, lv in blocks:
         t = coder.unthreads(ts)
         r.blocks[t] = lv
         r.vis[t] = lv[1]
+    if blocks:
+        m.lifts.register(r)
     for e in p:
         assert e[0] == 1 or e[3] is not SAT          # exact, relative to entry bases
         cell, c = coder.un_p(e)
         r.p[cell] = c
-    m.lifts.register(r)
-    for cell in r.p:
         m.lifts.index_barrier(cell, r)
 
 
@@ -383,6 +485,16 @@ def _hull(a: Box, b: Box) -> Box:
 
 def _meet(a: Box, b: Box) -> bool:
     return all(lo < bhi and blo < hi for (lo, hi), (blo, bhi) in zip(a, b))
+
+
+def _walk(body: tuple[A.AStmt, ...]) -> list[A.AStmt]:
+    """Every statement of `body`, nested ones included."""
+    out: list[A.AStmt] = []
+    for s in body:
+        out.append(s)
+        if isinstance(s, (A.Loop, A.Guard)):
+            out += _walk(s.body)
+    return out
 
 
 def _awaits(body: tuple[A.AStmt, ...]) -> list[A.Await]:

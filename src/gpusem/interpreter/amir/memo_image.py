@@ -130,9 +130,17 @@ def _p_order(e: EncP) -> tuple[Any, ...]:
 
 @dataclass(slots=True)
 class Array:
-    """One array of set ids as labels, and the labelled sets."""
+    """One array of set ids as its labels' maximal runs in row-major order (run r
+    holds label `runs[r]` from flat index `starts[r]` to the next start), and the
+    labelled sets.
 
-    labels: np.ndarray            # int32, the array's shape
+    Why runs: the arrays are blocky (a TMA tile, a wgmma sub-tile hold one set), so
+    a few runs describe an array of 10^5 cells; maximal runs of labels are a
+    canonical form of the labels (two labellings are equal iff their runs are), so
+    the image's key holds the runs, not a copy of every cell."""
+
+    starts: np.ndarray            # int64, starts[0] == 0 (empty for an empty array)
+    runs: np.ndarray              # int32, the label of each run
     sets: tuple[tuple[int, ...], ...]
     counts: list[int]             # cells per label
 
@@ -177,7 +185,7 @@ def scan(m: MachineState, local: tuple[str, ...],
         key.append((name, v.shape, None if k is None else
                     (k.arr.tobytes(), k.awt.tobytes())))
         for attr in ("rd", "mu"):
-            labels, sids = _labels(getattr(v, attr))
+            starts, runs, sids, n = _runs(getattr(v, attr))
             sets = []
             for sid in sids:
                 members = m.sets.sets[sid]
@@ -190,37 +198,56 @@ def scan(m: MachineState, local: tuple[str, ...],
                         recs.append(r)
                     one.append(i)
                 sets.append(tuple(one))
-            n = np.bincount(labels.ravel(), minlength=len(sids)).tolist() \
-                if sids else []
-            arrays[name, attr] = Array(labels, tuple(sets), n)
+            arrays[name, attr] = Array(starts, runs, tuple(sets), n)
             held[name, attr] = sids
-            key.append((labels.tobytes(), arrays[name, attr].sets))
+            key.append((starts.tobytes(), runs.tobytes(), arrays[name, attr].sets))
     encs = tuple(coder.record(r) for r in recs)
     return Image((tuple(key), encs), arrays, counts, encs), recs, held
 
 
-def _labels(arr: np.ndarray) -> tuple[np.ndarray, list[int]]:
-    """Labels by first appearance (row-major) and the set id of each label.
+def _runs(arr: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[int], list[int]]:
+    """The maximal runs of equal cells (row-major) labelled by first appearance: the
+    runs' starts, their labels, the set id of each label and its cells.
 
-    Why runs: the arrays are blocky (a TMA tile, a wgmma sub-tile hold one set), so
-    the distinct values are found among the values of the runs of equal cells, a few
-    thousand at most, not by sorting every cell."""
+    Why runs: the distinct values are found among the values of the runs of equal
+    cells, a few thousand at most, not by sorting every cell."""
     flat = arr.ravel()
     if flat.size == 0:
-        return np.zeros(arr.shape, dtype=np.int32), []
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32), [], []
     first = int(flat[0])
     if (flat == first).all():
-        return np.zeros(arr.shape, dtype=np.int32), [first]
+        return (np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int32), [first],
+                [int(flat.size)])
     starts = np.flatnonzero(flat[1:] != flat[:-1]) + 1
-    starts = np.concatenate(([0], starts))
+    starts = np.concatenate(([0], starts)).astype(np.int64)
     vals = flat[starts]
     uniq, where, inv = np.unique(vals, return_index=True, return_inverse=True)
     order = np.argsort(where, kind="stable")
     rank = np.empty(len(order), dtype=np.int32)
     rank[order] = np.arange(len(order), dtype=np.int32)
+    runs = rank[inv.ravel()]
     lengths = np.diff(np.append(starts, flat.size))
-    labels = np.repeat(rank[inv], lengths)
-    return labels.reshape(arr.shape), [int(uniq[i]) for i in order]
+    counts = np.bincount(runs, weights=lengths, minlength=len(order))
+    return starts, runs, [int(uniq[i]) for i in order], \
+        [int(c) for c in counts.tolist()]
+
+
+def _write_runs(arr: np.ndarray, a: Array, sids: list[int]) -> None:
+    """arr's cells := the set ids of their labels (by runs)."""
+    vals = np.array(sids, dtype=np.int32)[a.runs]
+    if len(vals) <= _FEW_RUNS and arr.flags.c_contiguous:
+        flat = arr.reshape(-1)                   # a view: arr is contiguous
+        ends = a.starts[1:].tolist() + [arr.size]
+        for lo, hi, x in zip(a.starts.tolist(), ends, vals.tolist()):
+            flat[lo:hi] = x
+        return
+    lengths = np.diff(np.append(a.starts, arr.size))
+    arr[...] = np.repeat(vals, lengths).reshape(arr.shape)
+
+
+# Runs up to which an array is written run by run (a slice fill each) rather than
+# by one np.repeat over every cell.
+_FEW_RUNS = 32
 
 
 def materialize(m: MachineState, image: Image, bases: dict[str, int], sat: int,
@@ -256,30 +283,37 @@ def materialize(m: MachineState, image: Image, bases: dict[str, int], sat: int,
         uc.clear()
         if not sids:
             continue
-        arr[...] = np.array(sids, dtype=np.int32)[a.labels]
+        _write_runs(arr, a, sids)
         for sid, n in zip(sids, a.counts):
             m.sets.inc(sid, n)
         if len(sids) == 1:
             uc.put(tuple((0, n) for n in v.shape), sids[0])
         else:
-            _learn_slabs(uc, a.labels, sids)
+            _learn_slabs(uc, v.shape, a, sids)
     m.new_epoch()
     return recs, held
 
 
-def _learn_slabs(uc: Any, labels: np.ndarray, sids: list[int]) -> None:
+def _learn_slabs(uc: Any, shape: tuple[int, ...], a: Array, sids: list[int]) -> None:
     """Tell the array's uniform-window cache (amir/store.Uniform) which slabs (one
     index of every leading dimension: a stage of a ring buffer) hold one set, as the
     rules that wrote them would have: a later check of the whole array then reads
-    the slabs instead of scanning every cell. Only what the labels show is told."""
+    the slabs instead of scanning every cell. Only what the labels show is told: a
+    slab is uniform iff no run starts strictly inside it."""
     lead = uc.lead
     if lead == 0:
         return
-    rows = labels.reshape(int(np.prod(labels.shape[:lead])), -1)
-    if rows.shape[1] == 0:
+    nrows = int(np.prod(shape[:lead]))
+    size = int(np.prod(shape))
+    if nrows == 0 or size == 0:
         return
-    same = (rows == rows[:, :1]).all(axis=1)
-    tail = tuple((0, n) for n in labels.shape[lead:])
+    width = size // nrows
+    row0 = np.arange(nrows, dtype=np.int64) * width
+    at = np.searchsorted(a.starts, row0, side="right") - 1   # the run a row starts in
+    nxt = np.append(a.starts, size)[at + 1]
+    same = nxt >= row0 + width
+    tail = tuple((0, n) for n in shape[lead:])
     for i in np.flatnonzero(same).tolist():
-        at = np.unravel_index(i, labels.shape[:lead])
-        uc.put(tuple((int(j), int(j) + 1) for j in at) + tail, sids[int(rows[i, 0])])
+        pos = np.unravel_index(i, shape[:lead])
+        uc.put(tuple((int(j), int(j) + 1) for j in pos) + tail,
+               sids[int(a.runs[at[i]])])

@@ -48,6 +48,7 @@ class Walk:
         self.cache: dict[tuple[object, ...], Walked] = {}
         self.traces: dict[tuple[Any, ...], int] = {}
         self.fresh = False               # the last call walked (atom values new)
+        self.new_trace = False           # ... and found a path never met (or none)
 
     def reset(self, local: frozenset[str]) -> None:
         """A new execution of the loop, with these local variables: the atoms of
@@ -59,6 +60,8 @@ class Walk:
             found: list[G.CExpr | G.BExpr] = []
             try:
                 _atoms_of(self.loop.body, frozenset(), local, found)
+                # equal expressions have equal values: each is evaluated once
+                found = list(dict.fromkeys(found))
                 within = self.outer | {self.loop.var}
                 self.by_local[local] = [
                     compile_b(x, within, self.loop.origin)
@@ -81,9 +84,9 @@ class Walk:
             except GpusemError:
                 key = None
             if key is not None and key in self.cache:
-                self.fresh = False
+                self.fresh = self.new_trace = False
                 return self.cache[key]
-        self.fresh = True
+        self.fresh = self.new_trace = True
         trace: list[Any] = []
         sites: list[Site] = []
         try:
@@ -93,6 +96,7 @@ class Walk:
         got = None
         if ok:
             t = tuple(trace)
+            self.new_trace = t not in self.traces
             got = (self.traces.setdefault(t, len(self.traces)), sites)
         if key is not None:
             self.cache[key] = got
