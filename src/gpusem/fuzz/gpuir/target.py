@@ -188,6 +188,26 @@ class GpuirTarget(Target):
     def program_files(self, kernel) -> dict[str, str]:
         return {"program.gpuir": kernel.source()}
 
+    def replay(self, files: dict[str, str], meta: dict) -> CheckResult:
+        from gpusem.fuzz.gpuir.seqpar import check_sources
+
+        if meta["property"] == "ptx":
+            from gpusem.fuzz.gpuir.ptx_property import check_ptx_round
+
+            (ptx,) = check_ptx_round([files["program.gpuir"]], self.nvrtcs())
+            return ptx.result
+        text = files["program.gpuir"]  # its sizes from its `# defines:` header
+        (o,) = check_sources([("program.gpuir", text, SourceKernel(text).defines)],
+                             meta["backend"])
+        if o.classification == "VIOLATION":
+            return CheckResult("finding", signature=meta["signature"], kind="seqpar",
+                               detail=o.verdict.describe())
+        if o.classification in ("holds", "witness"):
+            return CheckResult("pass")
+        # set aside now (unsupported, a false positive): no pass (replay: cannot test)
+        return CheckResult("invalid", kind=o.classification,
+                           detail=o.verdict.describe())
+
     def load_program(self, files: dict[str, str], meta: dict) -> SourceKernel:
         """A bundle's program (or a user's .gpuir file), for `gpusem reduce`."""
         return SourceKernel(files["program.gpuir"])
@@ -242,25 +262,6 @@ class SourceKernel:
 def defines_of(kernel) -> dict[str, int]:
     """The sizes a program names (a generated kernel has none: its are numbers)."""
     return dict(getattr(kernel, "defines", None) or {})
-
-    def replay(self, files: dict[str, str], meta: dict) -> CheckResult:
-        from gpusem.fuzz.gpuir.seqpar import check_sources
-
-        if meta["property"] == "ptx":
-            from gpusem.fuzz.gpuir.ptx_property import check_ptx_round
-
-            (ptx,) = check_ptx_round([files["program.gpuir"]], self.nvrtcs())
-            return ptx.result
-        (o,) = check_sources([("program.gpuir", files["program.gpuir"], {})],
-                             meta["backend"])
-        if o.classification == "VIOLATION":
-            return CheckResult("finding", signature=meta["signature"], kind="seqpar",
-                               detail=o.verdict.describe())
-        if o.classification in ("holds", "witness"):
-            return CheckResult("pass")
-        # set aside now (unsupported, a false positive): no pass (replay: cannot test)
-        return CheckResult("invalid", kind=o.classification,
-                           detail=o.verdict.describe())
 
 
 def _repro(outcome, cpu: bool = False) -> str:
