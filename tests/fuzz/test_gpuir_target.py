@@ -24,3 +24,35 @@ def test_replay_is_the_targets_own() -> None:
         target.close()
     assert held.status == "pass", held
     assert witness.status == "pass", witness  # rejected, and a schedule shows why
+
+
+def _items() -> list[tuple[str, str, dict]]:
+    from gpusem.typing_rules.gpuir.frontend import header_defines
+
+    out = []
+    for name in ("fence_broadcast.gpuir", "fence_broadcast_missing_fence.gpuir"):
+        text = (EXAMPLES / name).read_text()
+        out.append((name, text, header_defines(text)))
+    return out
+
+
+def test_a_round_is_one_build_and_one_front_end_per_program(monkeypatch) -> None:
+    """Accepted and rejected programs (4 and 6 schedules) share one backend build per
+    launch stage (one NVRTC module on cuda; it was one per group of seeds), and the
+    compiler lowers by the sync check's front-end analysis (it analysed again)."""
+    from gpusem.compiler.backends.registry import shared_backend
+    from gpusem.fuzz.gpuir import seqpar
+    from gpusem.typing_rules.gpuir import frontend
+
+    backend = shared_backend("cpu")
+    builds, analyses = [], []
+    build, check_proc = backend.build, frontend.check_proc
+    monkeypatch.setattr(backend, "build", lambda specs: builds.append(len(specs))
+                        or build(specs))
+    monkeypatch.setattr(frontend, "check_proc", lambda *a, **k: analyses.append(1)
+                        or check_proc(*a, **k))
+    outcomes = seqpar.check_sources(_items(), "cpu")
+    assert [(o.sync, o.classification) for o in outcomes] == [
+        ("accepted", "holds"), ("rejected", "witness")]
+    assert builds == [4 + 6]  # one call: every job of both programs
+    assert len(analyses) == 2
