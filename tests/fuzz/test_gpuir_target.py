@@ -56,3 +56,20 @@ def test_a_round_is_one_build_and_one_front_end_per_program(monkeypatch) -> None
         ("accepted", "holds"), ("rejected", "witness")]
     assert builds == [4 + 6]  # one call: every job of both programs
     assert len(analyses) == 2
+
+
+def test_prefetch_keeps_only_the_batch_it_checked() -> None:
+    """The verdict cache held every batch of a campaign (it grew ~8 KB a program,
+    without bound, in every worker); now only the last batch's verdicts."""
+    from gpusem.fuzz.gpuir.target import SourceKernel
+
+    first, second = (SourceKernel((EXAMPLES / name).read_text()) for name in (
+        "fence_broadcast.gpuir", "fence_broadcast_missing_fence.gpuir"))
+    target = GpuirTarget("cpu")
+    try:
+        target.prefetch([first], "seqpar")
+        target.prefetch([second], "seqpar")
+        assert list(target._cache) == [second]
+        assert target.check(second, "seqpar").status == "pass"
+    finally:
+        target.close()

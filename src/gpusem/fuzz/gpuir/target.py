@@ -131,6 +131,11 @@ class GpuirTarget(Target):
             self._ptx.clear()
             self._ptx_outcomes(kernels)
             return True
+        # only this batch's verdicts are kept: the campaign checks a batch before it
+        # prefetches the next, and a cache of every batch grew by a program's source
+        # and CUDA text (~8 KB) per program for the whole campaign (as the Bundl
+        # target, which clears its cache per batch too)
+        self._cache.clear()
         todo = list(dict.fromkeys(kernels))
         items: list[tuple[str, str, dict]] = [
             (f"k{i}.gpuir", k.source(), defines_of(k)) for i, k in enumerate(todo)]
