@@ -73,3 +73,31 @@ def test_prefetch_keeps_only_the_batch_it_checked() -> None:
         assert target.check(second, "seqpar").status == "pass"
     finally:
         target.close()
+
+
+def test_barrier_only_fence_pairs_are_the_unwitnessable_ones(monkeypatch) -> None:
+    """The generator's BARRIER_ONLY pairs are exactly those that, alone ordering a
+    phase, make a rejection no schedule witnesses (they lower to __syncthreads); the
+    generator now follows them with a cuda_in_order Fence, which makes such a phase
+    hold (issue 31.6: they were a third of the false positives on cpu)."""
+    from gpusem.fuzz.gpuir import seqpar, strategies
+    from gpusem.fuzz.gpuir.strategies import FENCE_PAIRS, Kernel, Phase
+
+    def kernel(i: int) -> Kernel:  # a cross-thread read ordered by pair i alone
+        return Kernel(64, 1, (Phase(3, 5, False, False, "+", "cta", fence=i),
+                              Phase(5, 7, False, False, "*", "cta")))
+
+    n = len(FENCE_PAIRS)
+    with monkeypatch.context() as m:
+        m.setattr(strategies, "BARRIER_ONLY", frozenset())
+        alone = [(f"a{i}.gpuir", kernel(i).source(), {}) for i in range(n)]
+    now = [(f"n{i}.gpuir", kernel(i).source(), {}) for i in range(n)]
+    outcomes = seqpar.check_sources(alone + now, "cpu")
+    unwitnessed = {i for i, o in enumerate(outcomes[:n])
+                   if o.classification == "false-positive"}
+    assert unwitnessed == strategies.BARRIER_ONLY
+    assert all(o.classification in ("holds", "witness")
+               for i, o in enumerate(outcomes[:n]) if i not in unwitnessed)
+    assert {o.classification for o in outcomes[n:]} <= {"holds", "witness"}
+    assert all(outcomes[n + i].classification == "holds"
+               for i in strategies.BARRIER_ONLY)
