@@ -101,3 +101,21 @@ def test_barrier_only_fence_pairs_are_the_unwitnessable_ones(monkeypatch) -> Non
     assert {o.classification for o in outcomes[n:]} <= {"holds", "witness"}
     assert all(outcomes[n + i].classification == "holds"
                for i in strategies.BARRIER_ONLY)
+
+
+def test_arrive_only_no_longer_deadlocks_a_later_barrier_pair() -> None:
+    """An arrive-only phase (CheckBarrier's near miss) before an Arrive/Await pair on
+    the same mbarrier shifted the pair's phase: its Await waited forever, which on a
+    GPU costs a watchdog timeout and a new CUDA worker per program. It arrives on a
+    barrier of its own now: still rejected by CheckBarrier, and no run deadlocks."""
+    from gpusem.fuzz.gpuir import seqpar
+    from gpusem.fuzz.gpuir.strategies import Kernel, Phase
+
+    def own(sync: str) -> Phase:  # each thread reads its own cell: no data race
+        return Phase(1, 0, True, False, "+", sync)
+
+    k = Kernel(32, 1, (own("arrive-only"), own("mbarrier"), own("cta")))
+    (o,) = seqpar.check_sources([("k.gpuir", k.source(), {})], "cpu")
+    assert o.verdict.kind != "kernel-failed", o.verdict.describe()
+    assert o.sync == "rejected" and "CheckBarrier" in o.reason, o.reason
+    assert "lone: barrier @ CudaMbarrier" in k.source()
