@@ -87,6 +87,21 @@ def profile(backend: str, rounds: int, round_size: int, seed: int) -> dict[str, 
         setattr(seqpar, name, clock.wrap(stage, getattr(seqpar, name)))
     if backend == "nvrtc":
         _nvrtc_instead_of_a_gpu(clock)
+    # every program's class (holds, witness, ...) and the launches that failed (a
+    # timeout costs seconds on a GPU: a rejected program's hang passes as a witness)
+    classes: Counter[str] = Counter()
+    failed: Counter[str] = Counter()
+    check_sources = seqpar.check_sources
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        found = check_sources(*args, **kwargs)
+        for o in found:
+            classes[f"{o.sync}/{o.classification}"] += 1
+            if o.verdict.kind == "kernel-failed":
+                failed[reason(o.classification, o.verdict.message)] += 1
+        return found
+
+    seqpar.check_sources = counted
     target = load_target("gpuir", "cuda" if backend == "nvrtc" else backend)
     strategy = target.strategy("seqpar")
     outcomes: Counter[str] = Counter()
@@ -126,6 +141,8 @@ def profile(backend: str, rounds: int, round_size: int, seed: int) -> dict[str, 
         "outcomes": dict(outcomes),
         "not_compared_share": round(outcomes["invalid"] / per, 3),
         "not_compared": dict(not_compared.most_common()),
+        "classes": dict(classes.most_common()),
+        "failed_launches": dict(failed.most_common()),
     }
 
 
@@ -180,6 +197,9 @@ def table(rows: list[tuple[str, dict[str, Any]]]) -> str:
         out.append(f"\n{label}: {r['programs']} programs, outcomes {r['outcomes']}, "
                    f"not compared {100 * r['not_compared_share']:.1f}%")
         out += [f"  {n:6}  {why}" for why, n in r["not_compared"].items()]
+        out.append(f"  classes: {r.get('classes', {})}")
+        out += [f"  {n:6}  failed launch: {why}"
+                for why, n in r.get("failed_launches", {}).items()]
     return "\n".join(out)
 
 
