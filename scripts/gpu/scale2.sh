@@ -73,7 +73,7 @@ case "$PART" in
     campaign gpuir_local_1gpu 200 GPUSEM_FAULT= -- --target gpuir --backend cuda \
       --jobs 16 --budget 60s --seed 5
     say "profile gpuir cuda (4 rounds of 100, seed 5)"
-    timeout 300 python3 scripts/profile_gpuir.py --backend cuda --rounds 4 \
+    timeout 240 python3 scripts/profile_gpuir.py --backend cuda --rounds 4 \
       --round-size 100 --seed 5 --json "$OUT/profile_gpuir_cuda.json" 2>&1 \
       | tail -30 | tee -a "$LOG" ;;
   profile)
