@@ -7,19 +7,28 @@
 #                    issue ran it (16 jobs a GPU, 120 s, seed 5): wall time, programs,
 #                    internal worker-died findings, failed pieces; then the same on the
 #                    local engine, 60 s
+#   gpuir-local      issue 31.6 on ONE GPU (nvidia-h200): the issue's local-engine run
+#                    (16 jobs, 60 s, seed 5: programs/min, the budget kept), then
+#                    the GPU IR per-stage profile on cuda with its programs not
+#                    compared, by reason (scripts/profile_gpuir.py, 4 rounds of 100)
 #   profile          the per-stage profile on cuda (bundl), and the GPU IR one
 #   scaling [COUNTS] Dask throughput on 1, 2 and 4 GPUs (scale.sh with
 #                    SCALE_GPU_COUNTS="1 2 4", no profile, no local run)
-# Each run leaves a JSON report and a line in $OUT/scale2.log; files under $OUT.
+# Each run leaves a JSON report, its output and a line in $OUT/scale2.log; a campaign's
+# own folder (bundles, shard records) goes to $RUNS (/tmp/scale2), not $OUT, so that a
+# part brings back at most 8 files (the device tool's limit).
 # Usage (device tool, carry .whl from `bash scripts/gpu.sh scale-wheels`):
 #   bash scripts/gpu.sh scale2 budget 4      # nvidia-h200-x4
 #   bash scripts/gpu.sh scale2 gpuir 4
+#   bash scripts/gpu.sh scale2 gpuir-local   # nvidia-h200: 5 files
 #   bash scripts/gpu.sh scale2 scaling "1 2 4"
 set -uo pipefail
 PART=${1:-budget}
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
 LOG="$OUT/scale2.log"
+RUNS=${RUNS:-/tmp/scale2}
+mkdir -p "$RUNS"
 say() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$LOG"; }
 if [ -d .whl ] && ls .whl/*.whl >/dev/null 2>&1; then
   source "$(dirname "$0")/setup.sh"
@@ -39,7 +48,7 @@ campaign() {
   say "$name: ${envs[*]} gpusem fuzz $*"
   local t0 t1
   t0=$(date +%s.%N)
-  env "${envs[@]}" timeout -s TERM "$limit" gpusem fuzz "$@" --out "$OUT/$name" \
+  env "${envs[@]}" timeout -s TERM "$limit" gpusem fuzz "$@" --out "$RUNS/$name" \
     --json "$OUT/$name.json" >"$OUT/$name.txt" 2>&1
   local rc=$?
   t1=$(date +%s.%N)
@@ -60,6 +69,13 @@ case "$PART" in
       --engine dask --gpus "$G" --jobs 16 --budget 120s --seed 5
     campaign gpuir_local_1gpu 200 GPUSEM_FAULT= -- --target gpuir --backend cuda \
       --jobs 16 --budget 60s --seed 5 ;;
+  gpuir-local)
+    campaign gpuir_local_1gpu 200 GPUSEM_FAULT= -- --target gpuir --backend cuda \
+      --jobs 16 --budget 60s --seed 5
+    say "profile gpuir cuda (4 rounds of 100, seed 5)"
+    timeout 240 python3 scripts/profile_gpuir.py --backend cuda --rounds 4 \
+      --round-size 100 --seed 5 --json "$OUT/profile_gpuir_cuda.json" 2>&1 \
+      | tail -30 | tee -a "$LOG" ;;
   profile)
     say "profile bundl cuda"
     timeout 250 python3 scripts/profile_stages.py --backend cuda --rounds 3 \
@@ -70,5 +86,6 @@ case "$PART" in
   scaling)
     SKIP_PROFILE=1 SKIP_LOCAL=1 SCALE_GPU_COUNTS="${2:-1 2 4}" \
       exec bash "$(dirname "$0")/scale.sh" ;;
-  *) echo "scale2: unknown part $PART (budget, gpuir, profile, scaling)"; exit 2 ;;
+  *) echo "scale2: unknown part $PART (budget, gpuir, gpuir-local, profile, scaling)"
+     exit 2 ;;
 esac

@@ -204,6 +204,10 @@ GS_DEV void gs_cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "me
 #define gs_cp_async_wait_group(N) \
   asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory")
 GS_DEV void gs_cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
+// Every bulk async-group of this thread complete (cp.async.bulk.wait_group 0).
+GS_DEV void gs_bulk_wait_all() {
+  asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+}
 // Bulk (TMA, non-tensor) copy global -> shared, completing `bytes` of tx on `bar`.
 // bytes: a multiple of 16; dst and src 16-byte aligned.
 GS_DEV void gs_bulk_copy_g2s(void* dst, const void* src, unsigned bytes, gs_u64* bar) {
@@ -310,6 +314,10 @@ GS_DEV void gs_cp_async(void* dst, const void* src, int bytes) {
 GS_DEV void gs_cp_async_commit() { ::gs::cp_async_commit(); }
 #define gs_cp_async_wait_group(N) ::gs::cp_async_wait_group(N)
 GS_DEV void gs_cp_async_wait_all() { ::gs::cp_async_wait_group(-1); }
+// Nothing to wait for: a bulk async-group collects bulk stores (shared -> global),
+// which nothing here issues; the bulk copies the harness has (gs_bulk_copy_g2s*)
+// complete on their mbarrier, in no group.
+GS_DEV void gs_bulk_wait_all() {}
 GS_DEV void gs_bulk_copy_g2s(void* dst, const void* src, unsigned bytes, gs_u64* bar) {
   ::gs::bulk_copy_g2s(dst, src, bytes, bar);
 }

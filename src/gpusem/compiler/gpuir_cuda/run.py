@@ -105,6 +105,7 @@ class Case:
     verdict: Verdict | None = None
     source: str = ""
     file: str = "<input>"
+    seeds: tuple[int, ...] | None = None  # this case's schedules (None: the batch's)
 
     def ready(self) -> tuple[CompiledProc, dict[str, np.ndarray]]:
         """The compiled proc and the expected outputs of a case `prepare` set up
@@ -130,10 +131,12 @@ def prepare(case: Case, analysis=None) -> None:
 
 def check_batch(cases: list[Case], backend: str = "cpu", seeds=(0, 1, 2),
                 timeout_s: float = 10.0) -> list[Verdict]:
-    """Run every prepared case under every seed; kernels launch stage by stage, each
-    stage's outputs feeding the next kernel."""
+    """Run every prepared case under every seed (its own `Case.seeds`, else `seeds`);
+    kernels launch stage by stage, each stage's outputs feeding the next kernel, and
+    every stage of the batch is one backend call (one build: one g++ library, one
+    NVRTC module), whatever seeds its cases have."""
     be = shared_backend(backend)
-    live = [(c, s) for c in cases if c.verdict is None for s in seeds]
+    live = [(c, s) for c in cases if c.verdict is None for s in _seeds(c, seeds)]
     state = {(id(c), s): {k: v.copy() for k, v in c.inputs.items()} for c, s in live}
     failed: dict[tuple[int, int], tuple[str, str]] = {}
     stage = 0
@@ -163,9 +166,13 @@ def check_batch(cases: list[Case], backend: str = "cpu", seeds=(0, 1, 2),
     verdicts: list[Verdict] = []
     for c in cases:
         if c.verdict is None:
-            c.verdict = _verdict(c, seeds, state, failed)
+            c.verdict = _verdict(c, _seeds(c, seeds), state, failed)
         verdicts.append(c.verdict)
     return verdicts
+
+
+def _seeds(c: Case, seeds: Sequence[int]) -> Sequence[int]:
+    return seeds if c.seeds is None else c.seeds
 
 
 def _verdict(c: Case, seeds: Sequence[int],

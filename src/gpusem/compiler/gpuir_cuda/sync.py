@@ -93,8 +93,10 @@ def fence(s: K.GFence, env, ids) -> tuple[K.GStmt, ...]:
     if QualTL.SM80_CP_ASYNC in pre:
         out.append(K.GPrim("gs_cp_async_wait_all();", s.span))
     if QualTL.TMA_TO_GMEM_ASYNC in pre:
-        out.append(K.GPrim('GS_PTX_ONLY("bulk async-group wait", asm volatile('
-                           '"cp.async.bulk.wait_group 0;" ::: "memory"));', s.span))
+        # Note: no lowering here issues a bulk store (Arrive(tma_to_gmem_async) is
+        # unsupported), so the wait finds no group; gs_bulk_wait_all is the PTX on a
+        # GPU and, exactly so, a no-op on the cpu harness (it was "unsupported" there)
+        out.append(K.GPrim("gs_bulk_wait_all();", s.span))
     if post & ASYNC_PROXY and pre & GENERIC:
         out.append(K.GPrim("gs_fence_proxy_async();", s.span))
     if not sync_tl(s.pre).temporal - REGISTERS:

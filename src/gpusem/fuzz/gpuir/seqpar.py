@@ -41,6 +41,11 @@ from gpusem.compiler.gpuir_cuda.run import (
 
 ACCEPTED_SEEDS = (0, 1, 2, 3)  # 3: eager wake (see simt_sched.h)
 REJECTED_SEEDS = (0, 1, 2, 3, 4, 5)
+# Per-launch watchdog: a generated kernel runs for microseconds on a GPU, so 3 s only
+# ever ends a hang (a deadlock), which then costs 8 s with the backend's slack, not 15
+# (as the Bundl target's LAUNCH_TIMEOUT_S); the cpu harness, which interprets every
+# thread as a fibre, keeps check_batch's 10 s.
+LAUNCH_TIMEOUT_S = {"cuda": 3.0}
 EXAMPLES = Path(__file__).resolve().parents[4] / "examples" / "gpuir"
 
 
@@ -68,7 +73,8 @@ class Outcome:
 
 
 def _sync_verdict(proc, defines) -> tuple[str, str, object]:
-    """(accepted | rejected | front-end-rejected, reason, analysis for the compiler)."""
+    """(accepted | rejected | front-end-rejected, reason, analysis for the compiler:
+    the sync check's own front-end analysis, so the compiler does not redo it)."""
     from gpusem.interpreter.amir.synccheck import synccheck_proc
     from gpusem.typing_rules.gpuir.frontend import analyse
 
@@ -78,18 +84,20 @@ def _sync_verdict(proc, defines) -> tuple[str, str, object]:
         return "front-end-rejected", f"{err.rule}: {err.message}", analyse(proc, defines)
     v = result.verdict
     if v.accepted:
-        return "accepted", "", None
-    return "rejected", str(getattr(v.violation, "message", v.violation)), None
+        return "accepted", "", result.analysis
+    return ("rejected", str(getattr(v.violation, "message", v.violation)),
+            result.analysis)
 
 
 def check_sources(items: list[tuple[str, str, dict]], backend: str = "cpu",
                   input_seed: int = 0) -> list[Outcome]:
-    """The property for many programs (name, source, defines), batched per backend
-    call: accepted programs under ACCEPTED_SEEDS, rejected ones under REJECTED_SEEDS
-    (a witness is searched harder than agreement)."""
+    """The property for many programs (name, source, defines) in one batch (one
+    backend build per launch stage, one NVRTC module on cuda): accepted programs
+    under ACCEPTED_SEEDS, rejected ones under REJECTED_SEEDS (a witness is searched
+    harder than agreement)."""
     from gpusem.calculus.gpuir.parser import parse_module
 
-    groups: dict[tuple, list[tuple[Case, str, str, str]]] = {}
+    batch: list[tuple[Case, str, str, str]] = []
     outcomes: dict[str, Outcome] = {}
     for name, source, defines in items:
         proc = parse_module(source, name).procs[-1]
@@ -99,16 +107,15 @@ def check_sources(items: list[tuple[str, str, dict]], backend: str = "cpu",
             outcomes[name] = Outcome(name, "bad-input", str(err),
                                      Verdict("unsupported", f"unsupported: {err}"))
             continue
-        case = Case(proc, dict(defines), make_inputs(proc, defines, input_seed),
-                    source=source, file=name)
-        prepare(case, analysis)
         seeds = ACCEPTED_SEEDS if sync == "accepted" else REJECTED_SEEDS
-        groups.setdefault(seeds, []).append((case, name, sync, reason))
-    for seeds, group in groups.items():
-        verdicts = check_batch([c for c, *_ in group], backend, seeds)
-        for (case, name, sync, reason), v in zip(group, verdicts, strict=True):
-            outcomes[name] = Outcome(name, sync, reason, v, case.source,
-                                     dict(case.defines))
+        case = Case(proc, dict(defines), make_inputs(proc, defines, input_seed),
+                    source=source, file=name, seeds=seeds)
+        prepare(case, analysis)
+        batch.append((case, name, sync, reason))
+    timeout = LAUNCH_TIMEOUT_S.get(backend, 10.0)
+    verdicts = check_batch([c for c, *_ in batch], backend, timeout_s=timeout)
+    for (case, name, sync, reason), v in zip(batch, verdicts, strict=True):
+        outcomes[name] = Outcome(name, sync, reason, v, case.source, dict(case.defines))
     return [outcomes[name] for name, _, _ in items]
 
 

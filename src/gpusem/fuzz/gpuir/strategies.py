@@ -27,10 +27,16 @@ fence with any pair of sync timelines of Figure 16 (`fence`), accumulate with `+
 a seq loop (`accumulate`), split its write between two guards (`guard`), add with an
 atomic (`atomic`: Figure 19's atomic case; into the thread's own cell, so exact),
 specialise warp 0 with CudaWarps (`warps`), or arrive on its mbarrier without the
-matching Await (`arrive-only`: CheckBarrier's near miss); and a kernel may end with
+matching Await (`arrive-only`: CheckBarrier's near miss; on a barrier of its own
+when the kernel also has Arrive/Await pairs, which it would otherwise deadlock); and
+a kernel may end with
 host code (`host`): the host reads the result with or without synchronising with the
 stream first (the compiler does not lower host code: those programs exercise the
 checker and count as unsupported for seq = par).
+
+A fence pair that lowers to a CTA barrier yet orders no in-order accesses
+(`BARRIER_ONLY`) is followed by a cuda_in_order Fence, so that it reaches its Figure 16
+rows without making a rejection no schedule can witness.
 
 Draws are local (each phase its own), small values shrink first (fewer phases, a CTA
 Fence on cuda_in_order, the identity permutation, no variants), so a failure shrinks
@@ -56,6 +62,15 @@ FENCE_PAIRS = (
     ("tma_to_smem_async", "cuda_in_order"), ("tma_to_gmem_async", "cuda_in_order"),
     ("wgmma_async_smem", "cuda_in_order"), ("Sm80_cp_async", "cuda_in_order"),
 )
+# The pairs that lower to a CTA barrier (__syncthreads, which orders every access) yet
+# do not order a phase's in-order accesses in AMIR (Figure 16): a phase ordered by one
+# alone is rejected, and no schedule on any backend can witness it (a false positive
+# by construction: issue 31.6 counted them among the programs not compared). Such a
+# Fence is followed by Fence(cuda_in_order, cuda_in_order): its Figure 16 rows are
+# still reached, and the phase is ordered as the checker reads it. The other pairs
+# order the phase (0-2) or lower to no barrier (5, 7: the race shows, a witness);
+# tests/fuzz/test_gpuir_target.py pins the split against the checker and the harness.
+BARRIER_ONLY = frozenset({3, 4, 6, 8, 9, 10, 11, 12, 13, 14, 15})
 
 
 @dataclass(frozen=True)
@@ -105,6 +120,7 @@ def render(k: Kernel, name: str = "gen") -> str:
         f"            buf: f32[2, {b}] @ CudaSmemLinear",
         *(["            bar: barrier @ CudaMbarrier"]
           if any(p.sync in ("mbarrier", "arrive-only") for p in k.phases) else []),
+        *(["            lone: barrier @ CudaMbarrier"] if _lone(k) else []),
         f"            for tid in cuda_threads(0, {b}, unit=cuda_thread):",
         f"                buf[0, tid] = A[task * {b} + tid]",
         "            Fence(cuda_in_order, cuda_in_order)",
@@ -121,7 +137,7 @@ def render(k: Kernel, name: str = "gen") -> str:
                          "unit=cuda_thread):")
             lines.append(f"                Sm80_cp_async_f32(buf[{dst}, tid:tid + 1], "
                          f"A[{g}:{g} + 1])")
-            lines += _sync(p.sync, b)
+            lines += _sync(p.sync, b, lone=_lone(k))
             continue
         if p.skew:
             lines += (["            with CudaWarps(0, 1):"] if p.warps else
@@ -134,7 +150,7 @@ def render(k: Kernel, name: str = "gen") -> str:
         # Note: Fence(Sm80_cp_async, ..) orders no in-order accesses (Figure 16), yet
         # lowers to wait_all + __syncthreads: after an in-order phase it would be a
         # rejection no schedule can witness, so such phases take a CTA Fence.
-        lines += _sync("cta" if p.sync == "sm80" else p.sync, b, p.fence)
+        lines += _sync("cta" if p.sync == "sm80" else p.sync, b, p.fence, _lone(k))
     if lines[-1] != "            Fence(cuda_in_order, cuda_in_order)":
         lines.append("            Fence(cuda_in_order, cuda_in_order)")  # before free
     if k.host:  # host code: the stream synchronisation, then the host's read
@@ -170,12 +186,25 @@ def _write(p: Phase, target: str, read: str, rhs: str, b: int,
             + [ind + f"if tid >= {half}:"] + ["    " + x for x in out])
 
 
-def _sync(kind: str, block: int, fence: int = 0) -> list[str]:
+def _lone(k: Kernel) -> bool:
+    """Whether the kernel's arrive-only phases arrive on a barrier of their own:
+    when it also has Arrive/Await pairs. On `bar`, an arrive-only phase before a pair
+    shifted the pair's phase, so its Await waited for a phase that never completes:
+    a deadlock, which the cpu harness sees at once but which costs a GPU run its
+    watchdog and a new CUDA worker (issue 31.6). CheckBarrier's near miss stays (the
+    lone barrier has arrives and no await)."""
+    syncs = {p.sync for p in k.phases}
+    return "arrive-only" in syncs and "mbarrier" in syncs
+
+
+def _sync(kind: str, block: int, fence: int = 0, lone: bool = False) -> list[str]:
     ind = "            "
     match kind:
         case "cta":
             pre, post = FENCE_PAIRS[fence]
-            return [ind + f"Fence({pre}, {post})"]
+            ordered = [ind + "Fence(cuda_in_order, cuda_in_order)"] \
+                if fence in BARRIER_ONLY else []
+            return [ind + f"Fence({pre}, {post})", *ordered]
         case "warp":
             return [ind + f"for w in cuda_threads(0, {block // 32}, unit=cuda_warp):",
                     ind + "    Fence(cuda_in_order, cuda_in_order)"]
@@ -185,7 +214,7 @@ def _sync(kind: str, block: int, fence: int = 0) -> list[str]:
             return [ind + "Arrive(cuda_in_order, 1) >> bar",
                     ind + "Await(bar, cuda_in_order, -1)"]
         case "arrive-only":  # the Await is missing: a near miss (CheckBarrier)
-            return [ind + "Arrive(cuda_in_order, 1) >> bar"]
+            return [ind + f"Arrive(cuda_in_order, 1) >> {'lone' if lone else 'bar'}"]
     return []
 
 

@@ -131,6 +131,11 @@ class GpuirTarget(Target):
             self._ptx.clear()
             self._ptx_outcomes(kernels)
             return True
+        # only this batch's verdicts are kept: the campaign checks a batch before it
+        # prefetches the next, and a cache of every batch grew by a program's source
+        # and CUDA text (~8 KB) per program for the whole campaign (as the Bundl
+        # target, which clears its cache per batch too)
+        self._cache.clear()
         todo = list(dict.fromkeys(kernels))
         items: list[tuple[str, str, dict]] = [
             (f"k{i}.gpuir", k.source(), defines_of(k)) for i, k in enumerate(todo)]
@@ -188,6 +193,26 @@ class GpuirTarget(Target):
     def program_files(self, kernel) -> dict[str, str]:
         return {"program.gpuir": kernel.source()}
 
+    def replay(self, files: dict[str, str], meta: dict) -> CheckResult:
+        from gpusem.fuzz.gpuir.seqpar import check_sources
+
+        if meta["property"] == "ptx":
+            from gpusem.fuzz.gpuir.ptx_property import check_ptx_round
+
+            (ptx,) = check_ptx_round([files["program.gpuir"]], self.nvrtcs())
+            return ptx.result
+        text = files["program.gpuir"]  # its sizes from its `# defines:` header
+        (o,) = check_sources([("program.gpuir", text, SourceKernel(text).defines)],
+                             meta["backend"])
+        if o.classification == "VIOLATION":
+            return CheckResult("finding", signature=meta["signature"], kind="seqpar",
+                               detail=o.verdict.describe())
+        if o.classification in ("holds", "witness"):
+            return CheckResult("pass")
+        # set aside now (unsupported, a false positive): no pass (replay: cannot test)
+        return CheckResult("invalid", kind=o.classification,
+                           detail=o.verdict.describe())
+
     def load_program(self, files: dict[str, str], meta: dict) -> SourceKernel:
         """A bundle's program (or a user's .gpuir file), for `gpusem reduce`."""
         return SourceKernel(files["program.gpuir"])
@@ -242,25 +267,6 @@ class SourceKernel:
 def defines_of(kernel) -> dict[str, int]:
     """The sizes a program names (a generated kernel has none: its are numbers)."""
     return dict(getattr(kernel, "defines", None) or {})
-
-    def replay(self, files: dict[str, str], meta: dict) -> CheckResult:
-        from gpusem.fuzz.gpuir.seqpar import check_sources
-
-        if meta["property"] == "ptx":
-            from gpusem.fuzz.gpuir.ptx_property import check_ptx_round
-
-            (ptx,) = check_ptx_round([files["program.gpuir"]], self.nvrtcs())
-            return ptx.result
-        (o,) = check_sources([("program.gpuir", files["program.gpuir"], {})],
-                             meta["backend"])
-        if o.classification == "VIOLATION":
-            return CheckResult("finding", signature=meta["signature"], kind="seqpar",
-                               detail=o.verdict.describe())
-        if o.classification in ("holds", "witness"):
-            return CheckResult("pass")
-        # set aside now (unsupported, a false positive): no pass (replay: cannot test)
-        return CheckResult("invalid", kind=o.classification,
-                           detail=o.verdict.describe())
 
 
 def _repro(outcome, cpu: bool = False) -> str:

@@ -34,9 +34,13 @@ class SyncResult:
     """The outcome of one sync check: the AMIR program and the machine's verdict."""
 
     def __init__(self, file: str, proc: str, defines: Mapping[str, int], amir: AProc,
-                 verdict: Verdict, seconds: float = 0.0):
+                 verdict: Verdict, seconds: float = 0.0,
+                 analysis: Analysis | None = None):
         self.file, self.proc, self.defines = file, proc, dict(defines)
         self.amir, self.verdict, self.seconds = amir, verdict, seconds
+        # the front end's analysis of a GPU IR proc (None for an .amir file): what
+        # the compiler lowers by, so a caller that compiles too need not redo it
+        self.analysis = analysis
 
     def as_json(self) -> dict[str, object]:
         v, st = self.verdict.violation, self.verdict.stats
@@ -140,7 +144,7 @@ def synccheck_proc(proc: Proc, defines: Mapping[str, int], *, rules: str = "fixe
     verdict = run_machine(amir, defines, max_steps, reference)
     seconds = time.perf_counter() - start
     return SyncResult(file or proc.span.file, proc.name, defines, amir, verdict,
-                      seconds)
+                      seconds, analysis)
 
 
 def pick_proc(procs: Sequence[P], name: str | None, file: str) -> P:
