@@ -17,18 +17,18 @@ internal of hypothesis (`providers._get_local_constants`); where a hypothesis ve
 lacks it, there is nothing to pin and nothing is done (the pinning test then fails,
 saying so).
 
-This module is the one place gpusem reaches into hypothesis past its public API
-(issue 32.12; `missing_internals` lists what a hypothesis version lacks, and
-tests/fuzz/test_reproducible.py fails loudly, naming it, on an incompatible one):
-the local-constant pool above; hypothesis's composite strategy class, drawn from
-directly (`composite`, issue 31.3), and what `data.draw` does below the top level,
-done without its set-up (`fast_draw`, issue 31.3); the choice sequence of the example being drawn
+This module is the one place gpusem reaches into hypothesis past its public API (issue
+32.12; `missing_internals` lists what a hypothesis version lacks, and
+tests/fuzz/test_reproducible.py fails loudly, naming it, on an incompatible one): the
+local-constant pool above; hypothesis's composite strategy class, drawn from directly
+(`composite`, issue 31.3), and what `data.draw` does below the top level, done without
+its set-up (`fast_draw`, issue 31.3); the choice sequence of the example being drawn
 (`current_choices`) and its serialisation (`choices_blob`) with the database's
-secondary-corpus key, so a finding is shrunk from the very example that failed; a
-seed for a test that keeps its own database (`with_seed`: the public `seed`
-decorator also sets `database=None`); and hypothesis's storage folder
-(`gpusem_storage`), pointed into gpusem's cache while gpusem generates, so its
-unicode tables never make a `.hypothesis/` in the user's working folder.
+secondary-corpus key, so a finding is shrunk from the very example that failed; a seed
+for a test that keeps its own database (`with_seed`: the public `seed` decorator also
+sets `database=None`); and hypothesis's storage folder (`gpusem_storage`), pointed into
+gpusem's cache while gpusem generates, so its unicode tables never make a `.hypothesis/`
+in the user's working folder.
 """
 
 from __future__ import annotations
