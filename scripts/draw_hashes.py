@@ -10,10 +10,16 @@ tests/fuzz/test_draw_stability.py recomputes the hashes with this tree's code an
 compares; it never writes the file):
 
   PYTHONPATH=/path/to/main/src python scripts/draw_hashes.py > tests/fuzz/data/draw_hashes.json
+
+`--seeds N`: instead, round 0 of each seed 0 .. N-1 (`--round-size`, `--property`)
+hashed together, one line: the wider check run on two trees and compared by hand
+(`PYTHONPATH=/path/to/main/src python scripts/draw_hashes.py --seeds 2000`, then the
+same with this tree's src/).
 """
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import sys
@@ -52,7 +58,37 @@ def all_hashes() -> list[dict[str, Any]]:
     return [round_hashes(*case) for case in CASES]
 
 
-def main() -> int:
+def many_seeds(prop: str, seeds: int, round_size: int) -> dict[str, Any]:
+    """Round 0 of seeds 0 .. seeds-1, every program and choice sequence in one hash."""
+    from gpusem.calculus.bundl.printer import print_program
+    from gpusem.fuzz.bundl.target import BundlTarget
+    from gpusem.fuzz.campaign import round_seed
+    from gpusem.fuzz.hunt import generate_round
+
+    target, total, programs = BundlTarget(backend="cpu"), hashlib.sha256(), 0
+    try:
+        strategy = target.strategy(prop)
+        for seed in range(seeds):
+            drawn = generate_round(strategy, round_seed(seed, 0), round_size)
+            for d in drawn:
+                total.update(print_program(getattr(d.program, "program", d.program))
+                             .encode() + b"\0" + repr(d.choices).encode() + b"\0")
+            programs += len(drawn)
+    finally:
+        target.close()
+    return {"property": prop, "seeds": seeds, "round_size": round_size,
+            "programs": programs, "hash": total.hexdigest()[:16]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seeds", type=int, help="round 0 of seeds 0 .. N-1, one hash")
+    ap.add_argument("--round-size", type=int, default=ROUND_SIZE)
+    ap.add_argument("--property", default="compile")
+    args = ap.parse_args(argv)
+    if args.seeds is not None:
+        print(json.dumps(many_seeds(args.property, args.seeds, args.round_size)))
+        return 0
     json.dump({"round_size": ROUND_SIZE, "rounds": all_hashes()}, sys.stdout, indent=1)
     sys.stdout.write("\n")
     return 0

@@ -46,3 +46,63 @@ def test_draws_what_st_composite_draws() -> None:
         assert [d.program for d in cheap] == [d.program for d in hyp]
         assert [d.choices for d in cheap] == [d.choices for d in hyp]
         assert len({repr(d.program) for d in cheap}) > 10  # the mutator had work
+
+
+# `fast_draw` (the draw a cheap composite hands its function): the draws of every
+# kind the generators make, one_of's and fixed-size lists' inner draws included
+WIDE = st.integers(-2**31, 2**31 - 1) | st.integers(-50, 50)  # weights on the first
+LEAVES = st.one_of(st.builds(str, st.integers(-9, 9)), st.sampled_from(["t", "b"]))
+
+
+def _kinds(draw, depth: int) -> list:
+    out = [draw(st.lists(WIDE, min_size=3, max_size=3)),  # fixed size: fast_draw's
+           draw(st.lists(st.booleans(), max_size=4)),  # variable size: hypothesis's
+           draw(LEAVES), draw(st.sampled_from([1, 2, 4])), draw(st.just(7)),
+           draw(st.floats(-1.0, 1.0).map(abs)), draw(st.integers(0, 4), label=99)]
+    if depth and draw(st.booleans()):
+        out.append(draw(KINDS[_kinds](depth - 1)))
+    return out
+
+
+CHEAP_KINDS, HYP_KINDS = composite(_kinds), st.composite(_kinds)
+KINDS = {_kinds: CHEAP_KINDS}
+
+
+def _record(strategy, seed: int) -> tuple:
+    """What drawing `strategy` leaves behind: the value, the choices, and the span
+    record (trail of starts, stops and choices; labels; each span's recorded value)."""
+    from random import Random
+
+    from hypothesis.control import BuildContext
+    from hypothesis.internal.conjecture.data import ConjectureData
+
+    data = ConjectureData(random=Random(seed))
+    with BuildContext(data, wrapped_test=_record):  # `builds` records its calls
+        value = data.draw(strategy)
+    data.freeze()
+    spans = data.spans
+    return (value, data.choices, list(spans.trail), list(spans.labels),
+            [repr(spans[i].recorded_value) for i in range(len(spans))])
+
+
+def test_fast_draws_leave_the_spans_data_draw_leaves() -> None:
+    """Every span, label and recorded value alike (the mutator picks spans by label,
+    the shrinker reads the recorded values), over seeds that reach the nesting."""
+    for seed in range(40):
+        KINDS[_kinds] = CHEAP_KINDS
+        cheap = _record(CHEAP_KINDS(2), seed)
+        KINDS[_kinds] = HYP_KINDS
+        hyp = _record(HYP_KINDS(2), seed)
+        assert cheap == hyp, seed
+    assert len(cheap[2]) > 40  # spans were made and compared
+
+
+def test_fast_draws_draw_the_round_hypothesis_draws() -> None:
+    """A whole round (the mutator copying choices between spans of one label)."""
+    rounds = []
+    for strategy in (CHEAP_KINDS, HYP_KINDS):
+        KINDS[_kinds] = strategy
+        drawn = generate_round(strategy(2), 3, 60)
+        rounds.append(([repr(d.program) for d in drawn], [d.choices for d in drawn]))
+    assert rounds[0] == rounds[1]
+    assert len(set(rounds[0][0])) > 10

@@ -123,3 +123,35 @@ def test_a_program_with_no_pair_is_decided_without_a_context(monkeypatch) -> Non
     assert _verdict(G1)[0] == analyse(parse_program(G1.read_text(), G1.name),
                                       rlimit_total=RLIMIT_PROGRAM).race_free
     assert len(made) == 2
+
+
+def test_an_analysis_frees_its_context_as_it_returns(monkeypatch):
+    """Its walk's closures refer to the walk (a cycle holding z3 terms): unreleased,
+    the context (~16 MB) lived on to the next garbage collection, and the next
+    analysis made its own in fresh memory (issue 31.3: ~4,000 page faults each)."""
+    import gc
+    import weakref
+
+    from gpusem.typing_rules.bundl import race_context
+
+    made: list[weakref.ref] = []
+
+    class Tracked(z3.Context):
+        def __init__(self) -> None:
+            super().__init__()
+            made.append(weakref.ref(self))
+
+    monkeypatch.setattr(race_context.z3, "Context", Tracked)
+    shapes = sorted((HERE / "race_shapes").glob("*.bundl"))
+    was = gc.isenabled()
+    gc.disable()  # only reference counts free anything below
+    try:
+        for path in [G1, *EXAMPLES, *shapes]:
+            before = len(made)
+            analyse(parse_program(path.read_text(), path.name),
+                    rlimit_total=RLIMIT_PROGRAM)
+            assert all(ref() is None for ref in made[before:]), path.name
+    finally:
+        if was:
+            gc.enable()
+    assert len(made) > 10  # contexts were made and checked

@@ -31,6 +31,7 @@ from gpusem.fuzz.reproducible import (
     choices_blob,
     current_choices,
     gpusem_storage,
+    numpy_random_left_alone,
     stable_constants,
     with_seed,
 )
@@ -64,7 +65,9 @@ def generate_round(strategy: Any, seed: int, n: int,
                     phases=[Phase.generate], report_multiple_bugs=False,
                     verbosity=Verbosity.quiet,
                     suppress_health_check=list(HealthCheck))(given(strategy)(collect))
-    with stable_constants(), gpusem_storage():  # the same programs in every process
+    # the same programs in every process; numpy's random state, which no draw reads,
+    # not saved and reseeded around each example
+    with stable_constants(), gpusem_storage(), numpy_random_left_alone():
         try:
             with_seed(test, seed)()
         except _Enough:

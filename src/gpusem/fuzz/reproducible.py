@@ -17,24 +17,26 @@ internal of hypothesis (`providers._get_local_constants`); where a hypothesis ve
 lacks it, there is nothing to pin and nothing is done (the pinning test then fails,
 saying so).
 
-This module is the one place gpusem reaches into hypothesis past its public API
-(issue 32.12; `missing_internals` lists what a hypothesis version lacks, and
-tests/fuzz/test_reproducible.py fails loudly, naming it, on an incompatible one):
-the local-constant pool above; hypothesis's composite strategy class, drawn from
-directly (`composite`, issue 31.3); the choice sequence of the example being drawn
+This module is the one place gpusem reaches into hypothesis past its public API (issue
+32.12; `missing_internals` lists what a hypothesis version lacks, and
+tests/fuzz/test_reproducible.py fails loudly, naming it, on an incompatible one): the
+local-constant pool above; hypothesis's composite strategy class, drawn from directly
+(`composite`, issue 31.3), and what `data.draw` does below the top level, done without
+its set-up (`fast_draw`, issue 31.3); the choice sequence of the example being drawn
 (`current_choices`) and its serialisation (`choices_blob`) with the database's
-secondary-corpus key, so a finding is shrunk from the very example that failed; a
-seed for a test that keeps its own database (`with_seed`: the public `seed`
-decorator also sets `database=None`); and hypothesis's storage folder
-(`gpusem_storage`), pointed into gpusem's cache while gpusem generates, so its
-unicode tables never make a `.hypothesis/` in the user's working folder.
+secondary-corpus key, so a finding is shrunk from the very example that failed; a seed
+for a test that keeps its own database (`with_seed`: the public `seed` decorator also
+sets `database=None`); and hypothesis's storage folder (`gpusem_storage`), pointed into
+gpusem's cache while gpusem generates, so its unicode tables never make a `.hypothesis/`
+in the user's working folder.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from functools import cache, wraps
+from functools import cache, partial, wraps
 from typing import Any, TypeVar
 
 from gpusem.compiler.backends.cache import cache_root
@@ -98,6 +100,34 @@ def with_seed(test: Any, seed: int) -> Any:
 
 
 @contextmanager
+def numpy_random_left_alone() -> Iterator[None]:
+    """Within: hypothesis does not seed numpy's global random state before each example
+    and restore it after (`entropy.deterministic_PRNG`: `get_state` and `set_state`
+    copy its 624 words, ~0.1-0.15 ms an example, ~3% of a Bundl program's generation:
+    issue 31.3). Nothing gpusem draws reads that state (every choice is hypothesis's),
+    and nothing else runs in between, so the examples and the state after are the
+    same; Python's `random` stays managed. Where this hypothesis keeps no such
+    registry, nothing is done."""
+    try:
+        from hypothesis.internal import entropy
+
+        registry = entropy.RANDOMS_TO_MANAGE
+        wrapper = entropy.NumpyRandomWrapper
+    except (ImportError, AttributeError):  # pragma: no cover - missing_internals
+        yield
+        return
+    if entropy.NP_RANDOM is None and "numpy" in sys.modules:
+        entropy.get_seeder_and_restorer(0)  # registers numpy's, as a test's first run
+    mine = {k: r for k, r in list(registry.items()) if isinstance(r, wrapper)}
+    for k in mine:
+        registry.pop(k, None)
+    try:
+        yield
+    finally:
+        registry.update(mine)
+
+
+@contextmanager
 def gpusem_storage() -> Iterator[None]:
     """Within: hypothesis's storage folder is gpusem's cache (`hypothesis/`), unless
     the user chose one (`HYPOTHESIS_STORAGE_DIRECTORY`, or an earlier
@@ -144,9 +174,15 @@ def _composite_class() -> Any:
                      args: tuple, kwargs: dict) -> None:
             super().__init__(definition, args, kwargs)
             self.fixed_label = label
+            # nothing to validate (CompositeStrategy has no do_validate; emptiness
+            # and reusability are forced above): drawn by `fast_draw` from the first
+            self.__dict__[_READY] = (self, label, _plain)
 
         def calc_label(self) -> int:
             return self.fixed_label
+
+        def do_draw(self, data: Any) -> Any:  # CompositeStrategy's, with `fast_draw`
+            return self.definition(partial(fast_draw, data), *self.args, **self.kwargs)
 
         def __repr__(self) -> str:  # as LazyStrategy shows a composite's call
             shown = [repr(a) for a in self.args]
@@ -174,6 +210,136 @@ def composite(f: Callable[..., T]) -> Callable[..., Any]:
     return strategy
 
 
+
+# ---------------------------------------------------------------- fast draws
+#
+# `data.draw(s)` costs ~3 us around the draw itself (imports, validation, unwrapping,
+# the ValueHole test, timing at the top level); a Bundl program makes ~280 draws.
+# `fast_draw` is what it does below the top level for a strategy it has validated
+# once, and OneOfStrategy's and a fixed-size ListStrategy's inner draws go through
+# it too: the same span (label), the same `do_draw`, the same recorded value, hence
+# the same choices and spans (tests/fuzz/test_cheap_composite.py compares the span
+# records; tests/fuzz/test_draw_stability.py the programs).
+
+_READY = "_gpusem_fast_draw"  # a validated strategy's (unwrapped, label, handler)
+
+
+def fast_draw(data: Any, strategy: Any, label: int | None = None) -> Any:
+    """`data.draw(strategy, label)`, skipping what a validated strategy below the top
+    level does not need; anything else (the first draw of a strategy, a label given,
+    the depth limit, a ValueHole to invert while shrinking) is data.draw's."""
+    ready = strategy.__dict__.get(_READY)
+    if (ready is None or label is not None or not 0 < data.depth < _max_depth()
+            or (data.prefix is not None and data.index < len(data.prefix)
+                and isinstance(data.prefix[data.index], _value_hole()))):
+        value = data.draw(strategy, label)
+        if ready is None:
+            _make_ready(strategy)
+        return value
+    unwrapped, label, handler = ready
+    record = data._ConjectureData__span_record
+    index = record.span_count
+    data.start_span(label)
+    try:
+        value = handler(data, unwrapped)
+        record.record_value_for_span(index, value)
+        return value
+    except _flaky() as err:  # as data.draw notes it
+        err.add_note(f"while drawing from {strategy!r}")
+        raise
+    finally:
+        data.stop_span()
+
+
+def _make_ready(strategy: Any) -> None:
+    """Mark `strategy`, which data.draw has just validated and found not empty, for
+    `fast_draw`. Not a deferred strategy: what it unwraps to may still change.
+    Note: hypothesis validates once per thread; a strategy validated in one thread
+    is not validated again in another (validation has no effect but its verdict)."""
+    from hypothesis.strategies._internal.deferred import DeferredStrategy
+    from hypothesis.strategies._internal.lazy import unwrap_strategies
+
+    unwrapped = unwrap_strategies(strategy)
+    if isinstance(strategy, DeferredStrategy) or isinstance(unwrapped,
+                                                            DeferredStrategy):
+        return
+    handler = _handlers().get(type(unwrapped), _plain)
+    strategy.__dict__[_READY] = (unwrapped, unwrapped.label, handler)
+
+
+def _plain(data: Any, unwrapped: Any) -> Any:
+    return unwrapped.do_draw(data)
+
+
+def _one_of(data: Any, unwrapped: Any) -> Any:
+    """OneOfStrategy.do_draw, `data.draw(data.draw(self.__branch_sampler))`, with
+    `fast_draw` (its own code where it has no sampler: one branch, or before the
+    first draw makes it)."""
+    sampler = unwrapped.__dict__.get("_OneOfStrategy__branch_sampler")
+    if type(sampler) is not _sampled_class():
+        return unwrapped.do_draw(data)
+    return fast_draw(data, fast_draw(data, sampler))
+
+
+def _fixed_list(data: Any, unwrapped: Any) -> Any:
+    """ListStrategy.do_draw of a fixed size: what `many` does then (no choice of its
+    own: a span per element and one closing span), with `fast_draw` per element."""
+    size, element = unwrapped.min_size, unwrapped.element_strategy
+    if size != unwrapped.max_size or element.is_empty:
+        return unwrapped.do_draw(data)
+    label, out = _one_from_many(), []
+    for _ in range(size):
+        data.start_span(label)
+        out.append(fast_draw(data, element))
+        data.stop_span()
+    data.start_span(label)  # `many` deciding there is no further element
+    data.stop_span()
+    return out
+
+
+@cache
+def _handlers() -> dict[type, Callable[[Any, Any], Any]]:
+    from hypothesis.strategies._internal.collections import ListStrategy
+    from hypothesis.strategies._internal.strategies import OneOfStrategy
+
+    return {OneOfStrategy: _one_of, ListStrategy: _fixed_list}
+
+
+@cache
+def _max_depth() -> int:
+    from hypothesis.internal.conjecture.data import MAX_DEPTH
+
+    return MAX_DEPTH
+
+
+@cache
+def _value_hole() -> type:
+    from hypothesis.internal.conjecture.choice import ValueHole
+
+    return ValueHole
+
+
+@cache
+def _flaky() -> type[BaseException]:
+    from hypothesis.errors import FlakyStrategyDefinition
+
+    return FlakyStrategyDefinition
+
+
+@cache
+def _sampled_class() -> type:
+    from hypothesis.strategies._internal.strategies import SampledFromStrategy
+
+    return SampledFromStrategy
+
+
+@cache
+def _one_from_many() -> int:
+    from hypothesis.internal.conjecture.utils import ONE_FROM_MANY_LABEL
+
+    return ONE_FROM_MANY_LABEL
+
+
 def missing_internals() -> list[str]:
     """What gpusem uses of hypothesis's internals and this hypothesis lacks."""
     import importlib
@@ -185,7 +351,21 @@ def missing_internals() -> list[str]:
               ("hypothesis.configuration", "set_hypothesis_home_dir"),
               ("hypothesis.configuration", "__hypothesis_home_directory"),
               ("hypothesis.internal.conjecture.data", "ConjectureData"),
-              ("hypothesis.strategies._internal.core", "CompositeStrategy")]
+              ("hypothesis.internal.entropy", "RANDOMS_TO_MANAGE"),
+              ("hypothesis.internal.entropy", "NumpyRandomWrapper"),
+              ("hypothesis.internal.entropy", "NP_RANDOM"),
+              ("hypothesis.internal.entropy", "get_seeder_and_restorer"),
+              ("hypothesis.strategies._internal.core", "CompositeStrategy"),
+              # fast_draw's
+              ("hypothesis.internal.conjecture.data", "MAX_DEPTH"),
+              ("hypothesis.internal.conjecture.choice", "ValueHole"),
+              ("hypothesis.internal.conjecture.utils", "ONE_FROM_MANY_LABEL"),
+              ("hypothesis.errors", "FlakyStrategyDefinition"),
+              ("hypothesis.strategies._internal.lazy", "unwrap_strategies"),
+              ("hypothesis.strategies._internal.deferred", "DeferredStrategy"),
+              ("hypothesis.strategies._internal.collections", "ListStrategy"),
+              ("hypothesis.strategies._internal.strategies", "OneOfStrategy"),
+              ("hypothesis.strategies._internal.strategies", "SampledFromStrategy")]
     missing = []
     for module, attr in wanted:
         try:
@@ -198,9 +378,30 @@ def missing_internals() -> list[str]:
 
     if "choices" not in dir(ConjectureData):
         missing.append("ConjectureData.choices")
+    missing += _fast_draw_attributes()
     from hypothesis import seed
 
     probe = seed(1)(lambda: None)
     if getattr(probe, "_hypothesis_internal_use_seed", None) != 1:
         missing.append("the test attribute _hypothesis_internal_use_seed")
+    return missing
+
+
+def _fast_draw_attributes() -> list[str]:
+    """The private attributes `fast_draw` reads, where this hypothesis lacks them."""
+    from random import Random
+
+    from hypothesis import strategies as st
+    from hypothesis.internal.conjecture.data import ConjectureData
+    from hypothesis.strategies._internal.lazy import unwrap_strategies
+
+    missing = []
+    data = ConjectureData(random=Random(0))
+    if not hasattr(data, "_ConjectureData__span_record"):
+        missing.append("ConjectureData.__span_record")
+    one_of = unwrap_strategies(st.integers(0, 1) | st.booleans())
+    data.draw(one_of)
+    if type(one_of.__dict__.get("_OneOfStrategy__branch_sampler")) is not (
+            _sampled_class()):
+        missing.append("OneOfStrategy.__branch_sampler")
     return missing

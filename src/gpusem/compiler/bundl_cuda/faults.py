@@ -11,6 +11,9 @@ variable is already set).
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import lru_cache
 
 FAULTS: dict[str, str] = {
@@ -71,8 +74,29 @@ def active(name: str) -> bool:
 
 def _enabled() -> frozenset[str]:
     # read at every call (tests and campaigns switch faults on in-process), parsed
-    # once per value: the passes ask ~40 times a program (issue 31.3)
-    return _parse(os.environ.get("GPUSEM_FAULT", ""))
+    # once per value: the passes ask ~60 times a program (issue 31.3); within
+    # `read_once`, the value it read
+    raw = _READ.get()
+    return _parse(os.environ.get("GPUSEM_FAULT", "") if raw is None else raw)
+
+
+# the switch as `read_once` read it (None: outside, read at every call)
+_READ: ContextVar[str | None] = ContextVar("gpusem_bundl_faults", default=None)
+
+
+@contextmanager
+def read_once() -> Iterator[None]:
+    """Within (one compile: `pipeline.compile_program`): the variable is read once, not
+    at each of the ~60 questions a program's passes ask (~2 us each, issue 31.3). An
+    unknown name is still refused where a pass first asks, as before."""
+    if _READ.get() is not None:  # an enclosing compile read it
+        yield
+        return
+    token = _READ.set(os.environ.get("GPUSEM_FAULT", ""))
+    try:
+        yield
+    finally:
+        _READ.reset(token)
 
 
 @lru_cache(maxsize=64)

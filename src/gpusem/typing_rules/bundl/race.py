@@ -143,9 +143,14 @@ def analyse(prog: A.Program, timeout_ms: int | None = None, max_races: int = 1,
         walked = None  # other way, or a real error, which the walk in the context meets)
     if walked is not None and (early := _without_pairs(prog, walked)) is not None:
         return early
-    with fresh_context():  # the verdict a function of the program (race_context)
-        return _analyse(prog, walked, timeout_ms, max_races, budget_s, rlimit,
-                        rlimit_total)
+    collectors: list[Collector] = []
+    try:
+        with fresh_context():  # the verdict a function of the program (race_context)
+            return _analyse(prog, walked, timeout_ms, max_races, budget_s, rlimit,
+                            rlimit_total, collectors)
+    finally:  # the context freed here, not at some later garbage collection
+        for used in collectors:
+            used.release()
 
 
 def _without_pairs(prog: A.Program, c: Collector) -> RaceReport | None:
@@ -164,16 +169,19 @@ def _without_pairs(prog: A.Program, c: Collector) -> RaceReport | None:
 
 def _analyse(prog: A.Program, walked: Collector | None, timeout_ms: int | None,
              max_races: int, budget_s: float | None, rlimit: int,
-             rlimit_total: int | None) -> RaceReport:
+             rlimit_total: int | None, collectors: list[Collector]) -> RaceReport:
     """`walked`: the program's walk, when it made no z3 term and left pairs to decide
-    (else walked here)."""
+    (else walked here). The walk used is added to `collectors` (to be released)."""
     import time
 
     deadline = None if budget_s is None else time.monotonic() + budget_s
     c = walked
     if c is None:
         c = Collector(prog)
+        collectors.append(c)
         c.run()
+    else:
+        collectors.append(c)
         if (early := _without_pairs(prog, c)) is not None:
             return early
     report = RaceReport(True)
