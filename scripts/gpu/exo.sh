@@ -94,17 +94,39 @@ install_exo() {  # $1 = branch; exit status 0 when its checker runs here
          "which this image lacks: endgame's checker cannot run here"
     return 4
   fi
-  cat >"$T/exo-$B/python" <<EOT
+  exo_wrapper "$B" ""
+  # the checker's C++ (endgame builds it here, once) and what the worker found
+  start_checker "$B" && return 0
+  # Stop 29 on the H200: endgame's checker, JIT-built by the image's CXX
+  # (/opt/gcc/bin/g++), segfaulted in its first sync_check (camspork.py __repr__;
+  # results/exo/census_h200/endgame_diag.txt). Suspected: a libstdc++ other than the
+  # one the process loads. Once more with the system compiler, in a fresh JIT folder.
+  local SYS=/usr/bin/g++
+  if [ "$B" = endgame ] && [ -x "$SYS" ] && [ "${CXX:-c++}" != "$SYS" ]; then
+    echo "endgame: its checker did not start built by ${CXX:-c++}; again with $SYS" \
+      | tee -a "${INSTALL_OUT:-$OUT}/install_$B.retry.txt"
+    cp "${INSTALL_OUT:-$OUT}/install_$B.txt" "${INSTALL_OUT:-$OUT}/install_$B.first.txt"
+    rm -rf "$T/jit-$B" && exo_wrapper "$B" "$SYS"
+    start_checker "$B" && return 0
+  fi
+  return 5
+}
+
+exo_wrapper() {  # $1 = branch, $2 = the C++ compiler its checker's JIT uses ("": CXX)
+  cat >"$T/exo-$1/python" <<EOT
 #!/bin/sh
-export PYTHONPATH=$T/exo-$B\${PYTHONPATH:+:\$PYTHONPATH} CAMSPORK_JIT_DIR=$T/jit-$B
+export PYTHONPATH=$T/exo-$1\${PYTHONPATH:+:\$PYTHONPATH} CAMSPORK_JIT_DIR=$T/jit-$1
+${2:+export EXO_CXX=$2}
 exec $(command -v "$PYTHON") "\$@"
 EOT
-  chmod +x "$T/exo-$B/python"
-  # the checker's C++ (endgame builds it here, once) and what the worker found
-  GPUSEM_EXO_PYTHON=$T/exo-$B/python timeout 150 "$PYTHON" -c "
+  chmod +x "$T/exo-$1/python"
+}
+
+start_checker() {  # $1 = branch: start its worker once; what it found -> install_B.txt
+  GPUSEM_EXO_PYTHON=$T/exo-$1/python timeout 150 "$PYTHON" -c "
 from gpusem.compiler.gpuir_exo.driver import ExoDriver
 with ExoDriver() as d:
-    print(d.install.describe())" 2>&1 | tee "${INSTALL_OUT:-$OUT}/install_$B.txt"
+    print(d.install.describe())" 2>&1 | tee "${INSTALL_OUT:-$OUT}/install_$1.txt"
   return "${PIPESTATUS[0]}"
 }
 
