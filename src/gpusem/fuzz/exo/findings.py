@@ -63,10 +63,11 @@ RULES = {
         "endgame made mbarriers and cluster syncs one-shot per (ring-buffer) slot "
         "('Arrived twice on one-shot arrive barrier')."),
     "unlocated": (
-        "None known: Exo-GPU's hazard has no statement, because its debug log was cut "
-        "before the hazard's remark (the worker keeps the log's first 20,000 "
-        "characters; programs with many syncs log more). Replay it with the whole log: "
-        "the census's H200 run had 4 such WAWs, all pldi26's free (E3)."),
+        "None known: Exo-GPU's hazard names no statement that maps back to GPU IR. "
+        "Seen: its debug log cut before the hazard's remark (the worker keeps the "
+        "log's first 20,000 characters; programs with many syncs log more). Replay "
+        "it with the whole log: the first of the H200 census's 4 such WAWs was "
+        "pldi26's free (E3)."),
     "generic": "Figure 7, CheckReads / CheckMutates of the statement named.",
     "static": "Exo-GPU's static checks (Sections 3-4 of the paper, or beyond them).",
     "exo-bug": ("No rule: Exo-GPU broke (an internal error, a crash or a hang) instead "
