@@ -62,6 +62,12 @@ RULES = {
         "Figure 22: Arrive and Await count phases on any barrier, which may be reused; "
         "endgame made mbarriers and cluster syncs one-shot per (ring-buffer) slot "
         "('Arrived twice on one-shot arrive barrier')."),
+    "unlocated": (
+        "None known: Exo-GPU's hazard names no statement that maps back to GPU IR. "
+        "Seen: its debug log cut before the hazard's remark (the worker keeps the "
+        "log's first 20,000 characters; programs with many syncs log more). Replay "
+        "it with the whole log: the first of the H200 census's 4 such WAWs was "
+        "pldi26's free (E3)."),
     "generic": "Figure 7, CheckReads / CheckMutates of the statement named.",
     "static": "Exo-GPU's static checks (Sections 3-4 of the paper, or beyond them).",
     "exo-bug": ("No rule: Exo-GPU broke (an internal error, a crash or a hang) instead "
@@ -104,7 +110,22 @@ def rule_key(c: Checked) -> str:
         return "paper-reads"
     if c.exo_at == "free" or "free" in cmp.signature:
         return "free"
+    if not c.exo_at and c.exo is not None and c.exo.verdict.kind == "hazard":
+        return _unlocated(c, only_paper)
     return "generic"
+
+
+def _unlocated(c: Checked, only_paper: bool) -> str:
+    """Exo's hazard without its statement (its debug log was cut before the remark).
+    A RAW that `--rules fixed` rejects as a read and `--rules paper` accepts still
+    turns on the reads of Figure 5: the two rule sets differ at a read in that rule
+    alone, and Exo names the same conflict."""
+    assert c.exo is not None
+    fixed = c.gpusem.get("fixed")
+    if (only_paper and fixed is not None and fixed.hazard == "RAW"
+            and fixed.at == "read" and c.exo.verdict.name.startswith("RAW")):
+        return "paper-reads"
+    return "unlocated"
 
 
 def _is_barrier(c: Checked, line: int) -> bool:
