@@ -234,7 +234,23 @@ def explain(req: dict, workdir: str) -> dict:
         getattr(L, "_debug_log_dict", {}).pop(Path(logdir), None)
         shutil.rmtree(logdir, ignore_errors=True)
     return {"stage": "explain", "outcome": "ok", "error": err_text,
-            "sync_error": text[:20000]}
+            "sync_error": log_excerpt(text)}
+
+
+def log_excerpt(text: str, limit: int = 20000, before: int = 30) -> str:
+    """The first `limit` characters of Exo's sync-error log, or, where its first
+    `HAZARD @` remark lies past them, the log from `before` lines above that remark:
+    verdict.hazard_location reads the remark and the location just above it (stop 29's
+    H200 census: 16 of 15,700 pldi26 logs ran to 24-26 k characters with the remark
+    past 20 k, so those classes lost their statement; results/exo/FINDINGS.md)."""
+    head = text[:limit]
+    if len(text) <= limit or "HAZARD" in head:
+        return head
+    lines = text.splitlines(keepends=True)
+    k = next((i for i, ln in enumerate(lines) if "HAZARD" in ln), None)
+    if k is None:
+        return head
+    return "".join(lines[max(0, k - before):])[:limit]
 
 
 WARM_UP = """from __future__ import annotations
