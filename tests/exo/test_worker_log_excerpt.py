@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-import gpusem.compiler.gpuir_exo as gpuir_exo
+from gpusem.compiler import gpuir_exo
 from gpusem.compiler.gpuir_exo.verdict import hazard_location
 
 WORKER = Path(gpuir_exo.__file__).with_name("worker.py")
