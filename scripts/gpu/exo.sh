@@ -47,9 +47,12 @@
 #   not /tmp); GPUSEM_EXO_PYTHON_pldi26 / _endgame: an installed Exo, not installed.)
 # Time: the census step keeps within EXO_CALL_S (510) seconds from its start: the
 # installs (in parallel, each <= 150 s to start its checker), then rounds until
-# EXO_CALL_S - EXO_ROUND_S (60) - the time spent, a hard stop 10 s before
+# EXO_CALL_S - EXO_ROUND_S (100) - the time spent, a hard stop 10 s before
 # EXO_CALL_S (the census keeps its finished rounds), the archive. Results are
-# committed under results/exo/.
+# committed under results/exo/. EXO_ROUND_S was 60 at stop 29's H200 census: a
+# round begun before the last start (~36 s a round a job there, slow programs 5 s
+# each) was still running at the hard stop, and the process died there without
+# writing its run into meta.json (the 157 finished rounds were kept; "runs": []).
 set -uo pipefail
 STEP=${1:?usage: bash scripts/gpu.sh exo census|compile BRANCH|pldi26|endgame}
 cd "$(dirname "$0")/../.."
@@ -138,7 +141,7 @@ census() {  # $@ = the branches whose checker runs here; one process for all
   OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 \
     timeout "$((left - 10))" "$PYTHON" -m gpusem.fuzz.exo.census \
     --programs "${EXO_PROGRAMS:-30000}" --jobs "${EXO_JOBS:-$NPROC}" \
-    --seconds "$((left - ${EXO_ROUND_S:-60}))" --dir "$CENSUS" "${args[@]}" 2>&1 \
+    --seconds "$((left - ${EXO_ROUND_S:-100}))" --dir "$CENSUS" "${args[@]}" 2>&1 \
     | tee -a "$CENSUS/logs/census.log" | grep -v '^census .*: round [0-9]* ('
 }
 
