@@ -43,6 +43,21 @@ def test_prologue_loop_hands_its_chain_to_the_main_loop():
         (main.taken, main.hits, main.stepped)
 
 
+def test_a_new_path_is_recorded_not_only_stepped():
+    """A path never met (the first task's ring fill, k = 1 .. 4, and the ragged
+    row's) is recorded, so the next task with that entry image replays it: every
+    stepped iteration of the ragged GEMM is a recorded one, and the same verdict
+    and statistics as stepping. Before, those were stepped unrecorded and recorded
+    again by the next task of their row class (N = 512: 10 more stepped)."""
+    prog, env = converted(RAGGED.read_text(), str(RAGGED), {"N": 512})
+    ref, got, _ = both(prog, env, memo_min=MEMO_MIN_ITERATIONS)
+    assert got == ref and ref[0] == "accepted"
+    m = memos_of(prog, env)
+    stepped = sum(x.stepped for x in m.memos)
+    recorded = sum(x.misses for x in m.memos)
+    assert stepped == recorded and recorded > 0, (stepped, recorded)
+
+
 def _seed(old: str, new: str, after: str = "") -> str:
     text = RAGGED.read_text()
     at = text.index(after) if after else 0

@@ -203,12 +203,10 @@ class LoopMemo:
         self.hopeless = self.fresh >= NEVER_AGAIN
         if walked is not None and len(walked[1]) > MAX_OUTSIDE:
             self.hopeless, walked = True, None
-        if self.walk.new_trace or self.hopeless:
-            # Note: a path never met is a miss; it is stepped, not recorded (no
-            # scan), since an iteration worth recording is one whose path comes
-            # back. Atom values met for the first time may still take a path met
-            # before (a task row whose `256 * task_m` is new but whose guards
-            # come out as before): that one goes to the table.
+        if self.hopeless or (walked is None and self.walk.new_trace):
+            # Note: a path never met is recorded like any miss (the first task's
+            # ring fill, k = 1 .. 4, met again by the next task of its row); a
+            # loop whose paths never come back is left to stepping (NEVER_AGAIN).
             self._physical(chain)
             self._step()
             return None
