@@ -85,6 +85,19 @@ def memo_eligible(s: A.Loop) -> bool:
     return ok(s.body)
 
 
+def saturation(body: tuple[A.AStmt, ...]) -> int:
+    """How far below both counts of its cell an observed arrive count is written SAT
+    (amir/memo_image.py): the least distance at which every Await of the program
+    finds p <= Max whatever the count, now and later (counts never fall).
+
+    Note: Max = a - (n + 1) for n >= 0 needs n + 1; Max = w + n + 1 for n < 0
+    needs |n| - 1; at least 1, so that a SAT entry is below every count of now
+    (record dominance compares with one). It was 2 + max |n| (4 more iterations of
+    warm-up on a 4-stage ring's Await(war, -4) before its images repeat)."""
+    need = [x.n + 1 if x.n >= 0 else -x.n - 1 for x in _awaits(body)]
+    return max([1, *need])
+
+
 def _attr(s: A.AStmt) -> str:
     return "rd" if isinstance(s, _READ_ATTR) else "mu"
 
@@ -127,7 +140,7 @@ class LoopMemo:
                  body: list[Run], tables: Tables):
         self.m, self.loop, self.body = m, s, body
         self.walk = Walk(m, s, bound)
-        self.sat = 2 + max((abs(x.n) for x in _awaits(m.prog.body)), default=0)
+        self.sat = saturation(m.prog.body)
         self.tables = tables
         self.by_id = tables.by_id
         self.table: dict[Any, Entry] = {}
