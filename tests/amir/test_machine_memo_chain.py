@@ -14,6 +14,7 @@ import random
 
 import pytest
 from gpusem.calculus.errors import GpusemError
+from gpusem.interpreter.amir import memo as memo_mod
 from gpusem.interpreter.amir.machine import MEMO_MIN_ITERATIONS, Machine
 
 from tests.amir.test_machine_memo import RAGGED, both, converted, pipeline
@@ -41,6 +42,39 @@ def test_prologue_loop_hands_its_chain_to_the_main_loop():
     assert prologue.hits >= 2, (prologue.hits, prologue.stepped)
     assert main.taken >= 4 and main.hits > main.stepped, \
         (main.taken, main.hits, main.stepped)
+
+
+def test_a_new_path_is_recorded_not_only_stepped():
+    """A path never met (the first task's ring fill, k = 1 .. 4, and the ragged
+    row's) is recorded, so the next task with that entry image replays it: every
+    stepped iteration of the ragged GEMM is a recorded one, and the same verdict
+    and statistics as stepping. Before, those were stepped unrecorded and recorded
+    again by the next task of their row class (N = 512: 10 more stepped)."""
+    prog, env = converted(RAGGED.read_text(), str(RAGGED), {"N": 512})
+    ref, got, _ = both(prog, env, memo_min=MEMO_MIN_ITERATIONS)
+    assert got == ref and ref[0] == "accepted"
+    m = memos_of(prog, env)
+    stepped = sum(x.stepped for x in m.memos)
+    recorded = sum(x.misses for x in m.memos)
+    assert stepped == recorded and recorded > 0, (stepped, recorded)
+
+
+def test_saturation_is_the_least_exact_distance(monkeypatch):
+    """SAT at the least distance every Await allows (memo.saturation: n + 1 for
+    n >= 0, |n| - 1 for n < 0): 3 on the ragged GEMM (Await(war, -4)), where it was
+    2 + max |n| = 6, so its images repeat sooner (N = 512: 18 iterations recorded,
+    22 before). One less is not exact: the memo then differs from stepping (the
+    equivalence tests can see a wrong distance)."""
+    prog, env = converted(RAGGED.read_text(), str(RAGGED), {"N": 512})
+    assert memo_mod.saturation(prog.body) == 3
+    ref, got, _ = both(prog, env, memo_min=MEMO_MIN_ITERATIONS)
+    assert got == ref and ref[0] == "accepted"
+    recorded = sum(x.misses for x in memos_of(prog, env).memos)
+    assert 0 < recorded <= 18, recorded
+    exact = memo_mod.saturation
+    monkeypatch.setattr(memo_mod, "saturation", lambda body: exact(body) - 1)
+    _, short, _ = both(prog, env, memo_min=MEMO_MIN_ITERATIONS)
+    assert short != ref
 
 
 def _seed(old: str, new: str, after: str = "") -> str:

@@ -15,6 +15,7 @@ from gpusem.interpreter.amir.records import new_records
 from gpusem.interpreter.amir.store import (
     SetTable,
     Var,
+    _distinct,
     add_to_window,
     clear_window,
     window_sets,
@@ -93,6 +94,24 @@ def test_known_windows_agree_with_the_arrays(seed):
                 win = v.rd[tuple(slice(lo, hi) for lo, hi in probe)]
                 assert sorted({s for _, s in pieces}) == np.unique(win).tolist()
     assert len(cache.vals) > 16          # it remembered more than the old limit
+    # every set's count is the cells that hold it (uneven adds and clears included)
+    ids, cells = np.unique(v.rd, return_counts=True)
+    held = {s: n for s, n in zip(ids.tolist(), cells.tolist()) if s}
+    assert held == {s: n for s, n in enumerate(sets.ref) if n}
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_runs_count_what_unique_counts(seed):
+    """store._distinct (and the uneven add, the release and window_sets, which read
+    an array by its runs of equal cells) gives np.unique's ids and counts over every
+    cell: arrays of one run to thousands, whole or a strided window of one."""
+    rng = np.random.default_rng(seed)
+    for runs in (1, 3, 40, 5000):
+        flat = np.repeat(rng.integers(0, 7, runs), rng.integers(1, 9, runs))
+        a = np.resize(flat.astype(np.int32), (4, 6, 50))
+        for x in (a, a[1:3, ::2, 5:45], a[2, 3]):
+            ids, cells = np.unique(x, return_counts=True)
+            assert _distinct(x) == (ids.tolist(), cells.tolist())
 
 
 def test_a_record_added_again_to_a_cell_that_holds_it_stays():

@@ -85,6 +85,19 @@ def memo_eligible(s: A.Loop) -> bool:
     return ok(s.body)
 
 
+def saturation(body: tuple[A.AStmt, ...]) -> int:
+    """How far below both counts of its cell an observed arrive count is written SAT
+    (amir/memo_image.py): the least distance at which every Await of the program
+    finds p <= Max whatever the count, now and later (counts never fall).
+
+    Note: Max = a - (n + 1) for n >= 0 needs n + 1; Max = w + n + 1 for n < 0
+    needs |n| - 1; at least 1, so that a SAT entry is below every count of now
+    (record dominance compares with one). It was 2 + max |n| (4 more iterations of
+    warm-up on a 4-stage ring's Await(war, -4) before its images repeat)."""
+    need = [x.n + 1 if x.n >= 0 else -x.n - 1 for x in _awaits(body)]
+    return max([1, *need])
+
+
 def _attr(s: A.AStmt) -> str:
     return "rd" if isinstance(s, _READ_ATTR) else "mu"
 
@@ -127,7 +140,7 @@ class LoopMemo:
                  body: list[Run], tables: Tables):
         self.m, self.loop, self.body = m, s, body
         self.walk = Walk(m, s, bound)
-        self.sat = 2 + max((abs(x.n) for x in _awaits(m.prog.body)), default=0)
+        self.sat = saturation(m.prog.body)
         self.tables = tables
         self.by_id = tables.by_id
         self.table: dict[Any, Entry] = {}
@@ -203,12 +216,10 @@ class LoopMemo:
         self.hopeless = self.fresh >= NEVER_AGAIN
         if walked is not None and len(walked[1]) > MAX_OUTSIDE:
             self.hopeless, walked = True, None
-        if self.walk.new_trace or self.hopeless:
-            # Note: a path never met is a miss; it is stepped, not recorded (no
-            # scan), since an iteration worth recording is one whose path comes
-            # back. Atom values met for the first time may still take a path met
-            # before (a task row whose `256 * task_m` is new but whose guards
-            # come out as before): that one goes to the table.
+        if self.hopeless or (walked is None and self.walk.new_trace):
+            # Note: a path never met is recorded like any miss (the first task's
+            # ring fill, k = 1 .. 4, met again by the next task of its row); a
+            # loop whose paths never come back is left to stepping (NEVER_AGAIN).
             self._physical(chain)
             self._step()
             return None

@@ -15,7 +15,9 @@ to the next, so that two entry states that behave alike have equal images:
 
 Why SAT is exact: counts never fall, so an entry that is SAT stays SAT; Await asks
 p(z, n) <= Max with Max = a - (n + 1) (n >= 0) or w + n + 1 (n < 0), which holds for
-every SAT entry when sat > |n| + 1 for every Await of the program; Arrive only asks
+every SAT entry, and for the count a SAT entry is written back as (both counts less
+sat), when sat >= n + 1 (n >= 0) and sat >= |n| - 1 (n < 0) for every Await of the
+program (memo.saturation; at least 1); Arrive only asks
 whether an entry exists; record dominance (amir/records.dominates) compares an old
 record's entry with a new record's, which is a count of now, above every SAT entry.
 No rule reads a SAT entry's value otherwise (errata "AMIR iteration memo").

@@ -336,8 +336,8 @@ class SetTable:
         if (arr == first).all():
             self.dec(first, arr.size)
             return
-        uniq, counts = np.unique(arr, return_counts=True)
-        for u, c in zip(uniq.tolist(), counts.tolist()):
+        uniq, counts = _distinct(arr)
+        for u, c in zip(uniq, counts):
             self.dec(u, c)
 
 
@@ -431,12 +431,38 @@ def _add_uniform(sets: SetTable, sub: np.ndarray, old: int, rkey: int,
 
 def _add_uneven(sets: SetTable, sub: np.ndarray, rkey: int,
                 recs: tuple[Rec, ...]) -> None:
-    uniq, inv, counts = np.unique(sub, return_inverse=True, return_counts=True)
+    vals, lengths = _runs(sub)
+    uniq, inv = np.unique(vals, return_inverse=True)
+    inv = inv.ravel()
+    counts = np.bincount(inv, weights=lengths, minlength=len(uniq)).astype(np.int64)
     new = [sets.union(u, rkey, recs) for u in uniq.tolist()]
-    sub[...] = np.asarray(new, dtype=np.int32)[inv].reshape(sub.shape)
+    sub[...] = np.repeat(np.asarray(new, dtype=np.int32)[inv], lengths) \
+        .reshape(sub.shape)
     for u, n, c in zip(uniq.tolist(), new, counts.tolist()):
         sets.inc(n, c)
         sets.dec(u, c)
+
+
+def _runs(sub: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The values and lengths of the maximal runs of equal cells of a non-empty
+    `sub` (row-major).
+
+    Why runs: rules write whole windows, so an array holds a few runs of equal set
+    ids (a few thousand at most) however many cells; its distinct ids are found
+    among the runs' values (sorted as np.unique sorts them) instead of by sorting
+    every cell."""
+    flat = sub.ravel()
+    starts = np.flatnonzero(flat[1:] != flat[:-1]) + 1
+    starts = np.concatenate((np.zeros(1, dtype=starts.dtype), starts))
+    return flat[starts], np.diff(np.append(starts, flat.size))
+
+
+def _distinct(sub: np.ndarray) -> tuple[list[int], list[int]]:
+    """np.unique(sub, return_counts=True), as lists, by runs (`_runs`)."""
+    vals, lengths = _runs(sub)
+    uniq, inv = np.unique(vals, return_inverse=True)
+    counts = np.bincount(inv.ravel(), weights=lengths, minlength=len(uniq))
+    return uniq.tolist(), [int(c) for c in counts.tolist()]
 
 
 def clear_window(sets: SetTable, v: Var, attr: str, idx: Index,
@@ -483,5 +509,5 @@ def window_sets(v: Var, attr: str, idx: Index, key: Box | None) -> list[int]:
     if (sub == first).all():
         v.learn(attr, key, first)
         return [first]
-    sids: list[int] = np.unique(sub).tolist()
+    sids: list[int] = np.unique(_runs(sub)[0]).tolist()
     return sids
