@@ -127,6 +127,10 @@ class Campaign:
     # who shrinks new findings (`fuzz/shrink_jobs.Shrinker`); None: this process,
     # after the round that met them
     shrinker: Any = None
+    # each state of a finding's bundle as it is written, (meta, files): a shrink
+    # task on a cluster publishes its best so far, which its client keeps if the
+    # campaign's end comes first (`fuzz/engines/dask.py`)
+    on_improve: Callable[[dict[str, Any], dict[str, str]], None] | None = None
 
     def run(self) -> Summary:
         with campaign_gc():  # a campaign's garbage, collected less often (why: there)
@@ -542,6 +546,8 @@ class Campaign:
                           found_after_s=round(finding.found_after_s, 2),
                           shrink_s=round(finding.shrink_s, 2))
         self.store.update(Path(finding.bundle), meta, res.files)
+        if self.on_improve is not None:
+            self.on_improve(meta, dict(res.files))
         if meta["state"] == "done":
             self._announce(finding)
         self._tick()

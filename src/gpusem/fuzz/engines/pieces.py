@@ -36,6 +36,7 @@ import shutil
 import tempfile
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -155,11 +156,14 @@ def run_piece(piece: Piece, known: list[dict[str, str]], factory: Any = None
 
 
 def shrink_remote(job: ShrinkJob, bundle: tuple[dict[str, Any], dict[str, str]],
-                  seconds: float, env: dict[str, str], factory: Any = None
-                  ) -> ShrinkOutcome:
+                  seconds: float, env: dict[str, str], factory: Any = None,
+                  on_improve: Callable[[dict[str, Any], dict[str, str]], None]
+                  | None = None) -> ShrinkOutcome:
     """Shrink a piece's finding on a worker (a task of its own, issue 31.1), in a
     store of its own seeded with the bundle (meta, files) the client holds, for at
-    most `seconds` from now; the outcome carries every bundle it ends with."""
+    most `seconds` from now; the outcome carries every bundle it ends with, and
+    `on_improve` is told each state of the bundle as it is written (the client keeps
+    the last one of a shrink it stops waiting for)."""
     from gpusem.fuzz.shrinker import run_job
     from gpusem.fuzz.targets import register_target
 
@@ -173,7 +177,8 @@ def shrink_remote(job: ShrinkJob, bundle: tuple[dict[str, Any], dict[str, str]],
             _setenv(k, v or None)
         path, _ = BundleStore(local).claim(*bundle)
         out = run_job(replace(job, bundle=str(path),
-                              spec=dict(job.spec, out_dir=local)), deadline)
+                              spec=dict(job.spec, out_dir=local)), deadline,
+                      on_improve)
         for f in out.findings:
             b = read_bundle(f.bundle)
             out.bundles[f.signature] = (b.meta, b.files)
