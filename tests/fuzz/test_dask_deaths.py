@@ -167,3 +167,17 @@ def test_a_shrink_running_at_the_end_is_cut_with_its_best_so_far(cluster, tmp_pa
         assert meta["state"] == "done" and meta["shrink_cut"] is True
         assert meta["size"] == f.size and not f.shrunk
         assert 0 < f.shrink_s <= BUDGET
+
+
+def test_a_resume_skips_rounds_finished_in_pieces_of_another_size(tmp_path):
+    """Pieces are one round since stop 28 (a piece hands its findings to their
+    shrink tasks only when it ends); a campaign begun with pieces of two rounds
+    resumes without checking their rounds again."""
+    task = shard_tasks(spec(tmp_path, max_programs=None), 1)[0]
+    s = DaskEngine()._shard(task)
+    s.done = {(0, 2), (3, 4)}
+    windows = []
+    while (upcoming := s._upcoming(1)) is not None and len(windows) < 3:
+        windows.append(upcoming[0])
+        s.next_index += 1
+    assert windows == [(2, 3), (4, 5), (5, 6)]

@@ -444,6 +444,10 @@ class Campaign:
         def fails(program: Any) -> bool:  # a shrunk timeout must be confirmed too
             res = self._check(target, program, count=False)
             if res.status == "finding" and res.signature == o.res.signature:
+                if res.size < best[0].size and self.shrink_until is not None:
+                    # a shrink job writes each smaller failure as it meets it: one
+                    # stopped at the campaign's end reports it (issue 31.1)
+                    self._finish(target, finding, res, shrunk=False)
                 if res.size <= best[0].size:
                     best[0], best[1] = res, program
                 return True

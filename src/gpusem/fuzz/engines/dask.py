@@ -170,9 +170,17 @@ class _Shard:
                 if time.monotonic() >= self.deadline:
                     return None
                 window, limit = window_at(self.next_index, per_piece), None
-            if window not in self.done:
+            if not self._covered(window):
                 return window, limit
             self.next_index += 1
+
+    def _covered(self, window: tuple[int, int]) -> bool:
+        """Every round of `window` is in a finished window (a campaign resumed with
+        pieces of another size: those of before stop 28 had two rounds)."""
+        if window in self.done:
+            return True
+        rounds = {k for a, b in self.done for k in range(a, b)}
+        return all(k in rounds for k in range(*window))
 
     def next_piece(self, per_piece: int) -> Piece | None:
         if self.again and time.monotonic() >= self.deadline:
@@ -345,9 +353,10 @@ class DaskEngine(Engine):
                     self._take_shrink(fut, s, store)
                 else:
                     for job in self._take(fut, s, store, known[id(s)]):
-                        shrink = client.submit(
+                        shrink = client.submit(  # before the pieces queued
                             shrink_task, *job, resources=dict(self.resource),
-                            pure=False, key=f"gpusem-shrink-{time.monotonic_ns()}")
+                            pure=False, priority=1,
+                            key=f"gpusem-shrink-{time.monotonic_ns()}")
                         futures[shrink] = s
                         shrinks[shrink] = (time.monotonic(), job[0].signature)
                         s.in_flight += 1
