@@ -406,9 +406,11 @@ class DaskEngine(Engine):
                 continue  # not begun within the budget: nothing of it was checked
             label = piece.label if piece is not None else str(fut.key)
             s.summary.cut.append(
-                f"{label} of seed {s.task.spec.get('seed')}, begun within the budget, not back by its end + "
-                f"{100 * (SHRINK_TAIL + HAND_BACK):.0f}% (its programs are not "
-                f"counted)")
+                f"{label} of seed {s.task.spec.get('seed')}, begun within the "
+                f"budget, not back by its end + {100 * (SHRINK_TAIL + HAND_BACK):.0f}% "
+                f"(its programs are not counted)")
+            # it was fuzzing until now, as far as the client knows
+            s.summary.fuzz_s = max(s.summary.fuzz_s, time.monotonic() - s.started)
 
     def _killed(self, fut: Any, err: BaseException, s: _Shard,
                 store: BundleStore) -> None:
