@@ -99,7 +99,7 @@ ALLOWED_FAILURES = 1  # retries of a piece whose worker died (local cluster)
 # Past the shrink deadline (the budget + SHRINK_TAIL), the share of the budget the
 # client still waits for results: then it stops waiting (`DaskEngine._cut`), so a
 # campaign ends within its budget + 10% whatever its workers do (issue 31.1)
-HAND_BACK = 0.02
+HAND_BACK = 0.04
 # events the tasks log on the scheduler (`Worker.log_event`): a piece begun on a
 # worker (which piece a dead worker was running), a shrink's best bundle so far
 STARTED = "gpusem-piece-started"
