@@ -50,7 +50,7 @@ class SlowReducer(ToyTarget):
     only the client's end of the campaign stops waiting for it."""
 
     def minimise(self, program, res, prop="compile"):
-        time.sleep(1.1 * BUDGET)  # past the client's end of waiting (budget + 8%)
+        time.sleep(1.1 * BUDGET)  # past the client's end of waiting (budget + 7%)
         return res
 
 
@@ -98,7 +98,7 @@ def spec(out: Path, **kw) -> dict:
 
 def test_a_shrink_running_at_the_end_is_cut_with_its_best_so_far(cluster, tmp_path):
     """One piece whose two findings each go to a shrink task whose reducer outlasts
-    the deadline: the client stops waiting at the budget + 8% and reports each
+    the deadline: the client stops waiting at the budget + 7% and reports each
     finding with hypothesis's shrunk program (published by the task), marked cut.
     Before, the client waited for the tasks as long as they ran."""
     c, _ = cluster
