@@ -83,6 +83,7 @@ from gpusem.fuzz.targets import (
 TIMEOUT = "timeout"  # the kind of a timeout that happened again with a longer limit
 HUNT_SHARE = 0.5  # of --shrink-time, hypothesis's most where the target has a reducer
 FIRST_BATCH = 5  # programs batch-checked before the campaign knows its rate
+IMPROVE_EVERY_S = 0.5  # a shrink job's improvements told to `on_improve`, at most
 
 
 def hard_stop_s(budget_s: float) -> float:
@@ -127,6 +128,10 @@ class Campaign:
     # who shrinks new findings (`fuzz/shrink_jobs.Shrinker`); None: this process,
     # after the round that met them
     shrinker: Any = None
+    # each state of a finding's bundle as it is written, (meta, files): a shrink
+    # task on a cluster publishes its best so far, which its client keeps if the
+    # campaign's end comes first (`fuzz/engines/dask.py`)
+    on_improve: Callable[[dict[str, Any], dict[str, str]], None] | None = None
 
     def run(self) -> Summary:
         with campaign_gc():  # a campaign's garbage, collected less often (why: there)
@@ -440,6 +445,8 @@ class Campaign:
         def fails(program: Any) -> bool:  # a shrunk timeout must be confirmed too
             res = self._check(target, program, count=False)
             if res.status == "finding" and res.signature == o.res.signature:
+                if res.size < best[0].size:
+                    self._improved(res)
                 if res.size <= best[0].size:
                     best[0], best[1] = res, program
                 return True
@@ -520,6 +527,13 @@ class Campaign:
                           False, job.first_seen, size_before=job.size_before,
                           prop=self.prop, target=self.target_name)
         self.found = {res.signature: finding}
+        self._last_improve = 0.0
+        self._first_meta: dict[str, Any] = {}
+        if self.on_improve is not None:
+            try:  # the bundle as its piece wrote it: what each improvement updates
+                self._first_meta = json.loads((Path(job.bundle) / META).read_text())
+            except (OSError, ValueError):
+                pass
         try:
             self._shrink(target, target.strategy(self.prop), job.seed, _Open(
                 res, job.drawn, job.index, Path(job.bundle), job.first_seen,
@@ -527,6 +541,23 @@ class Campaign:
         finally:
             target.close()
         return ShrinkOutcome(res.signature, list(self.found.values()))
+
+    def _improved(self, res: CheckResult) -> None:
+        """A smaller failure met while hypothesis shrinks, told to `on_improve` (at
+        most every IMPROVE_EVERY_S; the bundle is written when hypothesis ends): a
+        shrink task cut at the campaign's end reports the last one (issue 31.1)."""
+        first = getattr(self, "_first_meta", None)  # a shrink job's (shrink_job)
+        if self.on_improve is None or not first:
+            return
+        now = time.monotonic()
+        if now - self._last_improve < IMPROVE_EVERY_S:
+            return
+        self._last_improve = now
+        meta = dict(first, size=res.size, detail=res.detail,
+                    state="shrinking", shrunk=False)
+        if res.program_file:
+            meta |= {"program_file": res.program_file, "line": max(1, res.line)}
+        self.on_improve(meta, dict(res.files))
 
     def _finish(self, target: Target, finding: Finding, res: CheckResult,
                 shrunk: bool, state: str = "") -> None:
@@ -542,6 +573,8 @@ class Campaign:
                           found_after_s=round(finding.found_after_s, 2),
                           shrink_s=round(finding.shrink_s, 2))
         self.store.update(Path(finding.bundle), meta, res.files)
+        if self.on_improve is not None:
+            self.on_improve(meta, dict(res.files))
         if meta["state"] == "done":
             self._announce(finding)
         self._tick()

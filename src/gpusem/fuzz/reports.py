@@ -97,6 +97,7 @@ class Report:
                         "bundles": [f.bundle for f in c.findings]}
                        for c in causes(s.findings)],
             "failed_shards": list(s.failed),
+            **({"cut_pieces": list(s.cut)} if s.cut else {}),
             "coverage": {p: {"programs": s.coverage_programs.get(p, 0),
                              "per_10k": s.coverage_per_10k(p)}
                          for p in sorted(s.coverage)},
@@ -179,9 +180,9 @@ class Report:
                  f"{s.skipped} not runnable on this backend"
                  + (f", {s.unconfirmed} timeouts not confirmed" if s.unconfirmed else "")
                  + (f"; interrupted ({s.interrupted})" if s.interrupted else ""),
-                 f"time: {s.seconds:.1f} s in all, {s.fuzz_s:.1f} s fuzzing, "
-                 f"{s.shrink_s:.1f} s shrinking findings (beside the fuzzing where "
-                 f"a shrinker ran them)"]
+                 (f"time: {s.seconds:.1f} s in all, {s.fuzz_s:.1f} s fuzzing, "
+                  f"{s.shrink_s:.1f} s shrinking findings (beside the fuzzing where "
+                  f"a shrinker ran them)")]
         for f in s.findings:
             lines.append(f"{f.kind}\t{f.signature}\t{f.size_before or f.size}->{f.size} "
                          f"stmts\t{'shrunk' if f.shrunk else 'not shrunk'}\t"
@@ -207,6 +208,7 @@ class Report:
                          f"{len(s.failing)} not in it")
         lines += corpus_lines(s.corpus)
         lines += [f"failed: {line}" for line in s.failed]
+        lines += [f"cut at the campaign's end: {line}" for line in s.cut]
         if self.code == EXIT_NOTHING_CHECKED:
             lines.append(nothing_checked_text(s))
         lines.append(f"exit {self.code}")

@@ -20,6 +20,7 @@ import multiprocessing as mp
 import os
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 from queue import Empty
 from typing import Any, Final
@@ -37,12 +38,15 @@ STOP_GRACE_S = 0.3  # before the deadline: SIGTERM, then SIGKILL at the deadline
 NICENESS = 10  # the shrinker yields the CPU to the fuzzing it runs beside
 
 
-def run_job(job: ShrinkJob, deadline: float) -> ShrinkOutcome:
-    """Shrink `job` in this process by `deadline` (time.monotonic())."""
+def run_job(job: ShrinkJob, deadline: float,
+            on_improve: Callable[[dict[str, Any], dict[str, str]], None] | None = None
+            ) -> ShrinkOutcome:
+    """Shrink `job` in this process by `deadline` (time.monotonic()); `on_improve`
+    is told each state of its bundle as it is written (`Campaign.on_improve`)."""
     spec = {k: v for k, v in job.spec.items() if k in (
         "target_name", "backend", "prop", "budget_s", "seed", "shard", "out_dir",
         "round_size", "hunt_cap_s")}
-    return Campaign(**spec).shrink_job(job, deadline)
+    return Campaign(**spec, on_improve=on_improve).shrink_job(job, deadline)
 
 
 class ProcessShrinker:

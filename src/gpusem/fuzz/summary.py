@@ -88,6 +88,9 @@ class Summary:
     findings: list[Finding] = field(default_factory=list)
     seconds: float = 0.0
     failed: list[str] = field(default_factory=list)  # shards (`--jobs` processes) that died
+    # pieces a cluster engine stopped waiting for at the campaign's end (issue 31.1):
+    # begun within the budget, not back by its end + 10%; their programs not counted
+    cut: list[str] = field(default_factory=list)
     seen_elsewhere: int = 0  # findings another shard of the campaign had already recorded
     unconfirmed: int = 0  # timeouts that did not happen again with a longer limit
     interrupted: str = ""  # "SIGINT" / "SIGTERM" when the campaign was stopped early
@@ -157,6 +160,7 @@ class Summary:
         self.fuzz_s = max(self.fuzz_s, other.fuzz_s)
         self.shrink_s += other.shrink_s
         self.failed += other.failed
+        self.cut += other.cut
         self.seen_elsewhere += other.seen_elsewhere
         self.found += other.found
         self.unconfirmed += other.unconfirmed

@@ -22,17 +22,24 @@ pieces, which `--resume` reads. A piece does not shrink what it finds (issue 31.
 a worker shrinking for a minute held back every piece that met the same bug before
 the client knew it): each new finding it wrote goes to a worker as a shrink task of
 its own (`pieces.shrink_remote`), which ends by the campaign's shrink deadline
-(`fuzz/shrink_jobs.shrink_end_s`); the shrunk bundle then replaces the first one. A worker lost mid-piece (killed, out of memory, its
-machine gone) is noticed by the scheduler, which runs the piece again on another
-worker (up to distributed.scheduler.allowed-failures times: ALLOWED_FAILURES on the
-local cluster): a piece is a pure function of its seeds, so the retry checks the same
-programs and meets the same findings, and the store writes nothing twice. Dask
-blames every piece on a dying worker, those queued behind the culprit too, so the
-client submits a piece that comes back KilledWorker once more, on its own; a piece
-whose workers die again is then an internal finding (`pieces.worker_deaths`: its
-bundle names the piece's rounds), and the campaign goes on. Every piece stops at the
-campaign's budget (`Piece.until`), wherever it runs. On Ctrl-C or SIGTERM the pieces
-that come back within DRAIN_S are counted before the shards report.
+(`fuzz/shrink_jobs.shrink_end_s`); the shrunk bundle then replaces the first one,
+and each better bundle it writes on the way is published (an IMPROVED event). A
+worker lost mid-piece (killed, out of memory, its machine gone) is noticed by the
+scheduler, which runs the piece again on another worker (up to
+distributed.scheduler.allowed-failures times: ALLOWED_FAILURES on the local cluster):
+a piece is a pure function of its seeds, so the retry checks the same programs and
+meets the same findings, and the store writes nothing twice. A piece that comes back
+KilledWorker after those retries and had begun on the worker that died (its STARTED
+event) is an internal finding at once (`pieces.worker_deaths`: its bundle names the
+piece's rounds), and the campaign goes on; Dask blames every piece on a dying worker,
+those queued behind the culprit too, so one that had not begun is submitted once
+more, on its own, while the budget lasts (`DaskEngine._killed`). Every piece stops at
+the campaign's budget (`Piece.until`), wherever it runs, and the client waits for
+nothing past the budget + SHRINK_TAIL + HAND_BACK (`DaskEngine._cut`): a shrink still
+running then is reported with its best bundle so far, marked `shrink_cut`; a piece
+begun within the budget and not back is reported cut (`Summary.cut`), its programs
+not counted. On Ctrl-C or SIGTERM the pieces that come back within DRAIN_S are
+counted before the shards report.
 
 Without `--scheduler ADDR` the engine starts a local cluster of this machine (the
 GPUs it finds, `--gpus` to choose; `--jobs` workers per GPU, or `--jobs` workers in all
@@ -58,12 +65,12 @@ import subprocess
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from gpusem.calculus.errors import BadInput
 from gpusem.fuzz.bundle import BundleStore
 from gpusem.fuzz.engines.base import Engine, Progress, ShardEvent, ShardTask
-from gpusem.fuzz.interrupts import at_once
 from gpusem.fuzz.engines.pieces import (
     ROUNDS_PER_PIECE,
     Piece,
@@ -77,10 +84,11 @@ from gpusem.fuzz.engines.pieces import (
     record_path,
     run_piece,
     shrink_remote,
-    worker_deaths,
     window_at,
     windows,
+    worker_deaths,
 )
+from gpusem.fuzz.interrupts import at_once
 from gpusem.fuzz.shrink_jobs import SHRINK_TAIL
 from gpusem.fuzz.summary import Finding, Summary
 from gpusem.fuzz.targets import RUNTIME_TARGETS
@@ -88,6 +96,15 @@ from gpusem.fuzz.targets import RUNTIME_TARGETS
 IN_FLIGHT_PER_WORKER = 2
 DRAIN_S = 15.0  # after Ctrl-C/SIGTERM: how long pieces under way get to come back
 ALLOWED_FAILURES = 1  # retries of a piece whose worker died (local cluster)
+# Past the shrink deadline (the budget + SHRINK_TAIL), the share of the budget the
+# client still waits for results: then it stops waiting (`DaskEngine._cut`), so a
+# campaign ends within its budget + 10% whatever its workers do (issue 31.1)
+HAND_BACK = 0.03
+# events the tasks log on the scheduler (`Worker.log_event`): a piece begun on a
+# worker (which piece a dead worker was running), a shrink's best bundle so far
+STARTED = "gpusem-piece-started"
+IMPROVED = "gpusem-shrink-improved"
+POLL_S = 0.05  # how often the client looks for results while it waits
 CONNECT_TIMEOUT_S = 30.0
 # a scheduler of the user's answers at once when it is there; one that does not is a
 # wrong address or a cluster not started, said in one line after this many seconds
@@ -134,6 +151,12 @@ class _Shard:
     # time (seen once in a loaded suite run: 200 programs of 225 came back)
     again_running: tuple[int, int] | None = None
     started: float = field(default_factory=time.monotonic)
+    budget_s: float = 60.0
+
+    @property
+    def hard_stop(self) -> float:
+        """time.monotonic() after which the client waits for nothing of this shard."""
+        return self.deadline + (SHRINK_TAIL + HAND_BACK) * self.budget_s
 
     def _upcoming(self, per_piece: int) -> tuple[tuple[int, int], int | None] | None:
         """The next window not finished before (a resume skips those) and its program
@@ -147,11 +170,23 @@ class _Shard:
                 if time.monotonic() >= self.deadline:
                     return None
                 window, limit = window_at(self.next_index, per_piece), None
-            if window not in self.done:
+            if not self._covered(window):
                 return window, limit
             self.next_index += 1
 
+    def _covered(self, window: tuple[int, int]) -> bool:
+        """Every round of `window` is in a finished window (a campaign resumed with
+        pieces of another size: those of before stop 28 had two rounds)."""
+        if window in self.done:
+            return True
+        rounds = {k for a, b in self.done for k in range(a, b)}
+        return all(k in rounds for k in range(*window))
+
     def next_piece(self, per_piece: int) -> Piece | None:
+        if self.again and time.monotonic() >= self.deadline:
+            # pieces that never began (`DaskEngine._killed`): past the budget there
+            # is nothing of theirs to check (run now, each would end at once, empty)
+            self.again.clear()
         if self.again and self.again_running is None:  # once more, one at a time
             piece = self.again.pop()
             self.again_running = piece.window
@@ -281,7 +316,7 @@ class DaskEngine(Engine):
                     if piece is None:
                         continue
                     fut = client.submit(
-                        run_piece, piece, list(known[id(s)].values()),
+                        piece_task, piece, list(known[id(s)].values()),
                         RUNTIME_TARGETS.get(piece.spec["target_name"]),
                         resources=dict(self.resource), pure=False,
                         key=f"gpusem-piece-{_slug(piece)}-{time.monotonic_ns()}")
@@ -294,14 +329,18 @@ class DaskEngine(Engine):
                     return
 
         reported: set[int] = set()
-        shrinks: set[Any] = set()
+        # shrink task -> (when it was submitted, the signature it shrinks)
+        shrinks: dict[Any, tuple[float, str]] = {}
+        hard_stop = max((s.hard_stop for s in shards), default=time.monotonic())
         try:
             fill()
             results = iter(pending)
             while True:
                 with at_once():  # waiting on the cluster: a signal stops the wait
-                    fut = next(results, None)
+                    fut = _next_by(pending, results, hard_stop)
                 if fut is None:
+                    if not pending.is_empty():  # the campaign's end came first
+                        self._cut(futures, shrinks, stores)
                     break
                 s = futures.pop(fut)
                 s.in_flight -= 1
@@ -310,15 +349,16 @@ class DaskEngine(Engine):
                     s.again_running = None  # the next resubmission may go
                 store = stores[s.task.spec["out_dir"]]
                 if fut in shrinks:
-                    shrinks.discard(fut)
+                    shrinks.pop(fut)
                     self._take_shrink(fut, s, store)
                 else:
                     for job in self._take(fut, s, store, known[id(s)]):
-                        shrink = client.submit(
-                            shrink_remote, *job, resources=dict(self.resource),
-                            pure=False, key=f"gpusem-shrink-{time.monotonic_ns()}")
+                        shrink = client.submit(  # before the pieces queued
+                            shrink_task, *job, resources=dict(self.resource),
+                            pure=False, priority=1,
+                            key=f"gpusem-shrink-{time.monotonic_ns()}")
                         futures[shrink] = s
-                        shrinks.add(shrink)
+                        shrinks[shrink] = (time.monotonic(), job[0].signature)
                         s.in_flight += 1
                         pending.add(shrink)
                 if on_progress is not None:
@@ -340,7 +380,78 @@ class DaskEngine(Engine):
             for fut in list(futures):
                 fut.cancel()
 
-    def _drain(self, distributed: Any, futures: dict[Any, _Shard], shrinks: set[Any],
+    def _cut(self, futures: dict[Any, _Shard], shrinks: dict[Any, tuple[float, str]],
+             stores: dict[str, BundleStore]) -> None:
+        """The campaign's end (`_Shard.hard_stop`) with results still out: a shrink
+        task's finding keeps the best bundle the task published by then (or the one
+        its piece wrote), marked `shrink_cut`; a piece that began before the budget's
+        end and is not back (hung, or a last batch check far past the budget under
+        load) is reported cut (`Summary.cut`), naming its programs, which are not
+        counted; one that had not begun by then had nothing left to check (under
+        load, a restarted worker takes seconds to begin one). The caller cancels
+        them all (a hung piece's worker is stopped with the local cluster)."""
+        events = self._all_events()  # one call: each costs ~0.1 s under load
+        best = {str(m.get("key")): m for m in events.get(IMPROVED, [])}  # the last
+        began = {str(m.get("key")): float(m.get("at", 0.0))
+                 for m in events.get(STARTED, [])}
+        for fut, s in list(futures.items()):
+            store = stores[s.task.spec["out_dir"]]
+            if fut in shrinks:
+                since, signature = shrinks[fut]
+                _cut_shrink(s, store, signature, best.get(str(fut.key)),
+                            time.monotonic() - since)
+                continue
+            piece = self.piece_of.get(fut.key)
+            at = began.get(str(fut.key))
+            if piece is not None and (at is None or at >= (piece.until or at + 1)):
+                continue  # not begun within the budget: nothing of it was checked
+            label = piece.label if piece is not None else str(fut.key)
+            s.summary.cut.append(
+                f"{label} of seed {s.task.spec.get('seed')}, begun within the "
+                f"budget, not back by its end + {100 * (SHRINK_TAIL + HAND_BACK):.0f}% "
+                f"(its programs are not counted)")
+            # it was fuzzing until now, as far as the client knows
+            s.summary.fuzz_s = max(s.summary.fuzz_s, time.monotonic() - s.started)
+
+    def _killed(self, fut: Any, err: BaseException, s: _Shard,
+                store: BundleStore) -> None:
+        """A piece that came back KilledWorker. Dask blames every piece on a dying
+        worker, those queued behind the one that killed it too: a piece that had
+        begun on that worker (its STARTED event) is the one, reported at once as an
+        internal finding with its programs (issue 31.5: the client used to submit
+        it once more, killing two more workers, and past the budget that run ended
+        at once, empty, so the campaign reported nothing of it); one that had not
+        begun is submitted once more, before the budget's end."""
+        piece = self.piece_of[fut.key]
+        where = getattr(getattr(err, "last_worker", None), "address", None)
+        began = [m for m in self._events(STARTED) if m.get("key") == str(fut.key)]
+        ran = any(where is None or m.get("worker") == where for m in began)
+        if (ran or piece.window in s.resubmitted
+                or time.monotonic() >= s.deadline):
+            s.summary.merge(worker_deaths(piece, err, store))
+        else:
+            s.resubmitted.add(piece.window)
+            s.again.append(piece)
+
+    def _all_events(self) -> dict[str, list[dict[str, Any]]]:
+        """The messages the tasks logged, by topic, oldest first."""
+        try:
+            events = self.client.get_events()
+        except Exception:  # noqa: BLE001 - a lost scheduler: nothing known
+            return {}
+        return {topic: [m for _, m in got if isinstance(m, dict)]
+                for topic, got in events.items() if topic in (STARTED, IMPROVED)}
+
+    def _events(self, topic: str) -> list[dict[str, Any]]:
+        """The messages the tasks logged under `topic`, oldest first."""
+        try:
+            events = self.client.get_events(topic)
+        except Exception:  # noqa: BLE001 - a lost scheduler: nothing known
+            return []
+        return [m for _, m in events if isinstance(m, dict)]
+
+    def _drain(self, distributed: Any, futures: dict[Any, _Shard],
+               shrinks: dict[Any, tuple[float, str]],
                stores: dict[str, BundleStore], known: dict[int, Any]) -> None:
         """After a signal: the pieces under way that end within DRAIN_S are taken
         (their programs were checked: a stopped campaign reports them); the others
@@ -365,8 +476,9 @@ class DaskEngine(Engine):
         counted.resumed = counted.programs  # an earlier run's: not in this run's rate
         if done:
             counted.findings = _findings_of(spec, task.shard)
-        return _Shard(task, plan, done, counted,
-                      deadline=time.monotonic() + float(spec.get("budget_s", 60.0)))
+        budget = float(spec.get("budget_s", 60.0))
+        return _Shard(task, plan, done, counted, deadline=time.monotonic() + budget,
+                      budget_s=budget)
 
     def _take(self, fut: Any, s: _Shard, store: BundleStore,
               known: dict[str, dict[str, str]]) -> list[tuple[Any, ...]]:
@@ -376,12 +488,7 @@ class DaskEngine(Engine):
             result: PieceResult = fut.result()
         except Exception as err:  # noqa: BLE001 - a piece that raised, or KilledWorker
             if type(err).__name__ == "KilledWorker":
-                piece = self.piece_of[fut.key]
-                if piece.window not in s.resubmitted:
-                    s.resubmitted.add(piece.window)
-                    s.again.append(piece)
-                else:
-                    s.summary.merge(worker_deaths(piece, err, store))
+                self._killed(fut, err, s, store)
                 return []
             line = f"{type(err).__name__}: {err}".replace("\n", " ")[:300]
             s.summary.failed.append(f"dask piece failed: {line}")
@@ -417,6 +524,70 @@ class DaskEngine(Engine):
     def _event(s: _Shard) -> ShardEvent:
         s.summary.seconds = time.monotonic() - s.started
         return ShardEvent(s.task, "done", s.summary)
+
+
+def _next_by(pending: Any, results: Iterator[Any], hard_stop: float) -> Any:
+    """The next finished task of `pending` (a Dask as_completed), or None when none
+    is left or none finished by `hard_stop` (time.monotonic())."""
+    while not pending.has_ready():
+        if pending.is_empty() or time.monotonic() >= hard_stop:
+            return None
+        time.sleep(POLL_S)
+    return next(results, None)
+
+
+def piece_task(piece: Piece, known: list[dict[str, str]], factory: Any = None
+               ) -> PieceResult:
+    """`run_piece` as a Dask task: it first says on which worker it began."""
+    _log_event(STARTED, {"at": time.time()})
+    return run_piece(piece, known, factory)
+
+
+def shrink_task(job: Any, bundle: tuple[dict[str, Any], dict[str, str]],
+                seconds: float, env: dict[str, str], factory: Any = None) -> Any:
+    """`shrink_remote` as a Dask task: each better bundle is published (IMPROVED)."""
+    return shrink_remote(job, bundle, seconds, env, factory, on_improve=lambda m, f:
+                         _log_event(IMPROVED, {"meta": m, "files": f}))
+
+
+def _log_event(topic: str, msg: dict[str, Any]) -> None:
+    """`msg` with this task's key and worker, as an event on the scheduler (nothing
+    where this runs on no worker: a piece called directly)."""
+    try:
+        from distributed import get_worker
+
+        worker = get_worker()
+        worker.log_event(topic, dict(msg, key=str(worker.get_current_task()),
+                                     worker=worker.address))
+    except (ImportError, ValueError, TypeError):  # no worker; a message msgpack refuses
+        pass
+
+
+def _cut_shrink(s: _Shard, store: BundleStore, signature: str,
+                best: dict[str, Any] | None, seconds: float) -> None:
+    """A shrink task still running at the campaign's end: its finding as the best
+    bundle it published (`best`: {meta, files}), else as its piece wrote it, final
+    and marked `shrink_cut`."""
+    from gpusem.fuzz.bundle import read_bundle
+
+    mine = next((f for f in s.summary.findings if f.signature == signature), None)
+    if mine is None:
+        return
+    try:
+        b = read_bundle(mine.bundle)
+        meta, files = dict(b.meta), dict(b.files)
+    except (OSError, ValueError, KeyError):
+        return
+    if best is not None and best.get("meta", {}).get("signature") == signature:
+        meta, files = dict(best["meta"]), dict(best.get("files", files))
+    meta.update(state="done", shrunk=False, shrink_cut=True,
+                shrink_s=round(seconds, 2))
+    store.update(Path(mine.bundle), meta, files)
+    mine.size = int(meta.get("size", mine.size) or mine.size)
+    mine.size_before = int(meta.get("size_before", mine.size) or mine.size)
+    mine.detail = str(meta.get("detail", mine.detail))
+    mine.shrunk, mine.shrink_s = False, seconds
+    s.summary.shrink_s += seconds
 
 
 def local_cluster(backend: str = "cpu", jobs: int = 1, gpus: str | None = None) -> Any:

@@ -36,6 +36,7 @@ import shutil
 import tempfile
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -45,7 +46,10 @@ from gpusem.fuzz.manifest import FOLDER
 from gpusem.fuzz.shrink_jobs import Deferred, ShrinkJob, ShrinkOutcome
 from gpusem.fuzz.summary import Finding, Summary
 
-ROUNDS_PER_PIECE = 2
+# One round: a piece hands its new findings to their shrink tasks when it ends, so
+# a piece of two 100-program rounds held them back for most of a 20 s budget under
+# load (stop 28: the first finding, met at 0.8 s, was handed over at 20.9 s)
+ROUNDS_PER_PIECE = 1
 # The client's settings that decide verdicts travel with each piece and hold on the
 # worker while it runs (a worker started before them, or on another machine, would not
 # see them): the seeded fault, the reference path, the reducer's cap.
@@ -155,11 +159,14 @@ def run_piece(piece: Piece, known: list[dict[str, str]], factory: Any = None
 
 
 def shrink_remote(job: ShrinkJob, bundle: tuple[dict[str, Any], dict[str, str]],
-                  seconds: float, env: dict[str, str], factory: Any = None
-                  ) -> ShrinkOutcome:
+                  seconds: float, env: dict[str, str], factory: Any = None,
+                  on_improve: Callable[[dict[str, Any], dict[str, str]], None]
+                  | None = None) -> ShrinkOutcome:
     """Shrink a piece's finding on a worker (a task of its own, issue 31.1), in a
     store of its own seeded with the bundle (meta, files) the client holds, for at
-    most `seconds` from now; the outcome carries every bundle it ends with."""
+    most `seconds` from now; the outcome carries every bundle it ends with, and
+    `on_improve` is told each state of the bundle as it is written (the client keeps
+    the last one of a shrink it stops waiting for)."""
     from gpusem.fuzz.shrinker import run_job
     from gpusem.fuzz.targets import register_target
 
@@ -173,7 +180,8 @@ def shrink_remote(job: ShrinkJob, bundle: tuple[dict[str, Any], dict[str, str]],
             _setenv(k, v or None)
         path, _ = BundleStore(local).claim(*bundle)
         out = run_job(replace(job, bundle=str(path),
-                              spec=dict(job.spec, out_dir=local)), deadline)
+                              spec=dict(job.spec, out_dir=local)), deadline,
+                      on_improve)
         for f in out.findings:
             b = read_bundle(f.bundle)
             out.bundles[f.signature] = (b.meta, b.files)
