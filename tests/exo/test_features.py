@@ -53,5 +53,6 @@ def test_steered_mix_draws_rings_clusters_and_cp_async_pipelines():
             kinds["cp-async"] += 1
         else:
             kinds["other"] += 1
-    # 2, 2 and 3 in 11 of 100 (hypothesis draws unevenly; TMA: test_emit_tma.py)
-    assert kinds["ring"] >= 10 and kinds["cluster"] >= 10 and kinds["cp-async"] >= 18
+    # 2, 2 and 3 in 14 of 100 (hypothesis draws unevenly; TMA and wgmma:
+    # test_emit_tma.py, test_emit_wgmma.py)
+    assert kinds["ring"] >= 7 and kinds["cluster"] >= 7 and kinds["cp-async"] >= 12

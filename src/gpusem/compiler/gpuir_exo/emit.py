@@ -49,6 +49,12 @@ from gpusem.compiler.gpuir_exo.emit_tma import (
     warp_body_refusal,
     warp_issued,
 )
+from gpusem.compiler.gpuir_exo.emit_wgmma import (
+    WGMMA_INSTRS,
+    WgmmaRefused,
+    wgmma_text,
+    zero_feeds_mma,
+)
 
 INDENT = "    "
 
@@ -115,6 +121,8 @@ class _Emitter:
         # scopes, `tma_warp` is set inside a one-thread loop emitted as a warp.
         self.tma = TmaPlan(proc) if dialect == "pldi26" else None
         self.warp_zs = warp_barriers(proc)
+        self.allocs = {s.name: s for s in walk(proc.body) if isinstance(s, A.Alloc)}
+        self.params = {p.name: p for p in proc.data_params}
         self.threads = 0
         self.tma_warp = False
 
@@ -214,7 +222,12 @@ class _Emitter:
 
     # -------------------------------------------------------------- statements
     def body(self, body: tuple[A.Stmt, ...], depth: int) -> None:
-        for s in body:
+        for i, s in enumerate(body):
+            if (isinstance(s, A.InstrCall) and s.instr == "Sm90_wgmma_zero_d_f32"
+                    and self.dialect == "pldi26" and not zero_feeds_mma(body, i)):
+                raise Unexpressible("a wgmma zero not followed by an mma on its "
+                                    "accumulator (Exo's Sm90_zero_scale_d_f32 only "
+                                    "zeroes at the next mma)", s.span, self.dialect)
             self.stmt(s, depth)
 
     def stmt(self, s: A.Stmt, d: int) -> None:
@@ -362,6 +375,9 @@ class _Emitter:
         if s.instr in TMA_INSTRS:
             self._tma_call(s, d)
             return
+        if s.instr in WGMMA_INSTRS:
+            self._wgmma_call(s, d)
+            return
         if s.instr not in INSTR_TO_EXO:
             raise Unexpressible(f"instruction {s.instr}{_WHY.get(s.instr[:12], '')}",
                                 sp, self.dialect)
@@ -398,6 +414,16 @@ class _Emitter:
         if s.barrier is not None:
             text += f" >> {self._zread(s.barrier)}"
         self.line(text, s.span, d)
+
+    def _wgmma_call(self, s: A.InstrCall, d: int) -> None:
+        if self.dialect != "pldi26":
+            raise Unexpressible(f"instruction {s.instr} (endgame's MMAs are "
+                                "ThunderKittens tiles: not mapped)", s.span,
+                                self.dialect)
+        try:
+            self.line(wgmma_text(s, self.allocs, self.params), s.span, d)
+        except WgmmaRefused as e:
+            raise Unexpressible(str(e), s.span, self.dialect) from None
 
     def _copy_loop(self, dst: A.DRead, src: A.DRead, d: int, sp: Span) -> None:
         n = _extent(dst)

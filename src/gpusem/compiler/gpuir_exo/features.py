@@ -7,7 +7,8 @@ feature counted is a feature compiled.
   tma               cp.async.bulk(.tensor) loads/stores or cp.reduce.async.bulk (TMA),
                     inline or as a call of pldi26's exo_Sm90_tma_to_smem/gmem helpers
                     (their PTX is in the shared utility section, not the proc's)
-  wgmma             wgmma.mma_async
+  wgmma             wgmma.mma_async, inline or as a call of pldi26's
+                    exo_Sm90_mma_async_* helpers
   mbarrier          an mbarrier initialised (mbarrier.init)
   mbarrier-stages   an mbarrier ring of two or more slots (Exo's `ring=N` comment,
                     N >= 2): a pipeline of several stages
@@ -37,7 +38,7 @@ def features_of(text: str) -> frozenset[str]:
     if re.search(r"cp\.async\.bulk|cp\.reduce\.async\.bulk|"
                  r"exo_CudaUtil::exo_Sm90_tma_to_(smem|gmem)", text):
         found.add("tma")
-    if "wgmma.mma_async" in text:
+    if "wgmma.mma_async" in text or "exo_CudaUtil::exo_Sm90_mma_async_" in text:
         found.add("wgmma")
     if "mbarrier.init" in text:
         found.add("mbarrier")
