@@ -53,5 +53,6 @@ def test_steered_mix_draws_rings_clusters_and_cp_async_pipelines():
             kinds["cp-async"] += 1
         else:
             kinds["other"] += 1
-    # 2, 2 and 3 in 8 of 100 (hypothesis draws unevenly)
-    assert kinds["ring"] >= 15 and kinds["cluster"] >= 15 and kinds["cp-async"] >= 25
+    # 2, 2 and 3 in 14 of 100 (hypothesis draws unevenly; TMA and wgmma:
+    # test_emit_tma.py, test_emit_wgmma.py)
+    assert kinds["ring"] >= 7 and kinds["cluster"] >= 7 and kinds["cp-async"] >= 12

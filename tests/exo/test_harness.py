@@ -70,3 +70,24 @@ def test_a_build_error_is_reported_not_raised():
         assert not b.ok and "error" in b.log
     finally:
         h.close()
+
+
+@pytest.mark.skipif(not nvcc_available(), reason="nvcc not on PATH")
+def test_tma_tensor_map_encoding_links_without_libcuda():
+    """Exo's host code for a TMA kernel calls the driver's cuTensorMapEncodeTiled;
+    no libcuda.so is there to link, so the harness adds a shim that finds it at run
+    time (without it, a batch with a TMA kernel fails to link here: no libcuda)."""
+    encode = ('#include <cuda.h>\n#include "batch.h"\n'
+              'void exo_encode(CUtensorMap* m) { cuTensorMapEncodeTiled(m, '
+              'CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, 0, 0, 0, 0, 0, '
+              'CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, '
+              'CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE); }\n')
+    h = Harness("cuda")
+    try:
+        b = h.build([case()], STANDIN | {"c": encode})
+        assert b.ok, b.log
+        assert "cudaGetDriverEntryPointByVersion" in (b.dir / "main.cu").read_text()
+        plain = h.build([case()], STANDIN)
+        assert "cuTensorMapEncodeTiled" not in (plain.dir / "main.cu").read_text()
+    finally:
+        h.close()

@@ -42,6 +42,19 @@ from gpusem.compiler.gpuir_exo.dialect import (
     Dialect,
     commit_group_memory,
 )
+from gpusem.compiler.gpuir_exo.emit_tma import (
+    TMA_INSTRS,
+    TmaPlan,
+    warp_barriers,
+    warp_body_refusal,
+    warp_issued,
+)
+from gpusem.compiler.gpuir_exo.emit_wgmma import (
+    WGMMA_INSTRS,
+    WgmmaRefused,
+    wgmma_text,
+    zero_feeds_mma,
+)
 
 INDENT = "    "
 
@@ -103,6 +116,15 @@ class _Emitter:
         self.names: set[str] = set()
         self.cg_tl: dict[str, str] = {}  # commit group -> the sync-tl arrived on it
         self.mbarriers: set[str] = set()
+        # TMA (pldi26 only, compiler/gpuir_exo/emit_tma.py): the tensor maps to
+        # hoist and each call's text; `threads` counts the enclosing thread-level
+        # scopes, `tma_warp` is set inside a one-thread loop emitted as a warp.
+        self.tma = TmaPlan(proc) if dialect == "pldi26" else None
+        self.warp_zs = warp_barriers(proc)
+        self.allocs = {s.name: s for s in walk(proc.body) if isinstance(s, A.Alloc)}
+        self.params = {p.name: p for p in proc.data_params}
+        self.threads = 0
+        self.tma_warp = False
 
     # ------------------------------------------------------------------ driver
     def run(self, preconditions: tuple[str, ...] = ()) -> None:
@@ -114,6 +136,8 @@ class _Emitter:
         asserts = [f"{size} % {d} == 0" for size, d in sorted(self._divisors())]
         for cond in asserts + [c for c in preconditions if c not in asserts]:
             self.line(f"assert {cond}", p.span, 1)
+        for text in self.tma.hoisted() if self.tma else []:
+            self.line(text, p.span, 1)
         self.body(p.body, 1)
 
     def text(self) -> str:
@@ -124,7 +148,8 @@ class _Emitter:
             mems |= {"Sm80_CommitGroup", "Sm90_CommitGroup"}  # where endgame has them
         if self.names & SM80_NAMES or self.cg_tl or any(m.startswith("Sm80") for m in mems):
             head.append("from exo.platforms.Sm80 import *")
-        if self.names & SM90_NAMES or any(m.startswith("Sm90") for m in mems):
+        if (self.names & SM90_NAMES or any(m.startswith("Sm90") for m in mems)
+                or any(n.startswith("Sm90_") for n in self.names)):
             head.append("from exo.platforms.Sm90 import *")
         if self.dialect == "endgame" and self.mbarriers:
             head.append("from exo import ring_buffer_by")
@@ -197,18 +222,25 @@ class _Emitter:
 
     # -------------------------------------------------------------- statements
     def body(self, body: tuple[A.Stmt, ...], depth: int) -> None:
-        for s in body:
+        for i, s in enumerate(body):
+            if (isinstance(s, A.InstrCall) and s.instr == "Sm90_wgmma_zero_d_f32"
+                    and self.dialect == "pldi26" and not zero_feeds_mma(body, i)):
+                raise Unexpressible("a wgmma zero not followed by an mma on its "
+                                    "accumulator (Exo's Sm90_zero_scale_d_f32 only "
+                                    "zeroes at the next mma)", s.span, self.dialect)
             self.stmt(s, depth)
 
     def stmt(self, s: A.Stmt, d: int) -> None:
         sp = s.span
         match s:
+            case A.For() if warp_issued(s, self.warp_zs):
+                self._tma_warp(s, d)
             case A.For(var=v, lo=lo, hi=hi, mode=mode, unit=unit, body=b):
                 bounds = f"{print_cexpr(lo)}, {print_cexpr(hi)}"
                 if unit is not None:
                     bounds += f", unit={print_unit(unit)}"
                 self.line(f"for {v} in {mode.value}({bounds}):", sp, d)
-                self.body(b, d + 1)
+                self._nested(b, d, mode is A.LoopMode.CUDA_THREADS)
             case A.CudaDeviceFunction():
                 self.line(f"with CudaDeviceFunction({self._launch(s)}):", sp, d)
                 self.body(s.body, d + 1)
@@ -217,7 +249,7 @@ class _Emitter:
                 if name is not None:
                     args.append(f'name="{name}"')
                 self.line(f"with CudaWarps({', '.join(args)}):", sp, d)
-                self.body(b, d + 1)
+                self._nested(b, d, True)
             case A.If(cond=c, body=b):
                 self.line(f"if {print_bexpr(c)}:", sp, d)
                 self.body(b, d + 1)
@@ -227,7 +259,10 @@ class _Emitter:
                 self.line(f"{n}{_points(idx)} += {_dexpr(e)}", sp, d)
             case A.WindowStmt(name=n, source=src, mem=m):
                 if m.name == "Sm90_tensorMap":
-                    raise Unexpressible("special window Sm90_tensorMap", sp, self.dialect)
+                    if self.tma is None:
+                        raise Unexpressible("special window Sm90_tensorMap (endgame's "
+                                            "TMA is not mapped)", sp, self.dialect)
+                    return  # folded into the TMA calls that use it (emit_tma.py)
                 self.line(f"{n} = {print_dexpr(src)}", sp, d)
             case A.Alloc(name=n, dtype=t, shape=sh, mem=m):
                 self.line(f"{n}: {t.value}{_shape(sh)} @ {self._memory(m)}", sp, d)
@@ -247,6 +282,25 @@ class _Emitter:
                           d)
             case A.InstrCall():
                 self._instr(s, d)
+
+    def _nested(self, body: tuple[A.Stmt, ...], d: int, threads: bool) -> None:
+        self.threads += threads
+        self.body(body, d + 1)
+        self.threads -= threads
+
+    def _tma_warp(self, s: A.For, d: int) -> None:
+        """A one-thread loop issuing TMA: Exo's TMA is issued by a warp."""
+        if self.tma is None:
+            raise Unexpressible("TMA (endgame's Sm90_tma_* instructions are not "
+                                "mapped)", s.span, self.dialect)
+        why = warp_body_refusal(s) or (
+            "a TMA issued below CTA level" if self.threads else None)
+        if why is not None:
+            raise Unexpressible(why, s.span, self.dialect)
+        self.line("with CudaWarps(0, 1):", s.span, d)
+        self.tma_warp = True
+        self._nested(s.body, d, True)
+        self.tma_warp = False
 
     def _param(self, p: A.Param) -> str:
         match p:
@@ -273,6 +327,8 @@ class _Emitter:
         return ", ".join(args)
 
     def _memory(self, m: A.MemExpr) -> str:
+        if m.name == "Sm90_SmemSwizzled" and m.args == (0,):
+            return "CudaSmemLinear"  # no swizzle; Exo's Sm90_SmemSwizzled refuses 0
         if m.name in SAME_MEMORIES or m.name.startswith(("Sm80_Rmem", "Sm90_Rmem",
                                                          "Sm90_SmemSwizzled")):
             return print_mem(m)
@@ -316,6 +372,12 @@ class _Emitter:
 
     def _instr(self, s: A.InstrCall, d: int) -> None:
         sp = s.span
+        if s.instr in TMA_INSTRS:
+            self._tma_call(s, d)
+            return
+        if s.instr in WGMMA_INSTRS:
+            self._wgmma_call(s, d)
+            return
         if s.instr not in INSTR_TO_EXO:
             raise Unexpressible(f"instruction {s.instr}{_WHY.get(s.instr[:12], '')}",
                                 sp, self.dialect)
@@ -339,6 +401,30 @@ class _Emitter:
             text += f" >> {self._zread(s.barrier)}"
         self.line(text, sp, d)
 
+    def _tma_call(self, s: A.InstrCall, d: int) -> None:
+        if self.tma is None:
+            raise Unexpressible(f"instruction {s.instr} (endgame's Sm90_tma_* "
+                                "instructions are not mapped)", s.span, self.dialect)
+        if id(s) in self.tma.errors:
+            raise Unexpressible(self.tma.errors[id(s)], s.span, self.dialect)
+        if not self.tma_warp:
+            raise Unexpressible("a TMA call outside a one-thread loop at CTA level "
+                                "(Exo's TMA is issued by a warp)", s.span, self.dialect)
+        text = self.tma.calls[id(s)]
+        if s.barrier is not None:
+            text += f" >> {self._zread(s.barrier)}"
+        self.line(text, s.span, d)
+
+    def _wgmma_call(self, s: A.InstrCall, d: int) -> None:
+        if self.dialect != "pldi26":
+            raise Unexpressible(f"instruction {s.instr} (endgame's MMAs are "
+                                "ThunderKittens tiles: not mapped)", s.span,
+                                self.dialect)
+        try:
+            self.line(wgmma_text(s, self.allocs, self.params), s.span, d)
+        except WgmmaRefused as e:
+            raise Unexpressible(str(e), s.span, self.dialect) from None
+
     def _copy_loop(self, dst: A.DRead, src: A.DRead, d: int, sp: Span) -> None:
         n = _extent(dst)
         if n is None:
@@ -348,18 +434,14 @@ class _Emitter:
         self.line(f"{_at(dst, 'i_copy')} = {_at(src, 'i_copy')}", sp, d + 1)
 
 
-# Why the atomics and TMA reductions of GPU IR have no Exo counterpart (issue 26):
-# Exo-GPU's library has no atomic instruction of its own operands: its atomics are
+# Why the atomics of GPU IR have no Exo counterpart (issue 26): Exo-GPU's library has
+# no atomic instruction of its own operands: its atomics are
 # `Sm80_mma_atomic_reduce_d_*` (an mma accumulator tile in `Sm80_RmemMatrixD`
-# registers, atomicAdd per element) and the TMA reductions are
-# `Sm90_reduce_tensor_to_gmem_*` (a swizzled SMEM box into an `Sm90_tensorMap`
-# window, the TMA's own operand forms, which the emitter does not write either).
-# Declaring an `@instr` of our own in the emitted module would test our declaration,
-# not Exo's library.
+# registers, atomicAdd per element). Declaring an `@instr` of our own in the emitted
+# module would test our declaration, not Exo's library. (The TMA reductions map:
+# emit_tma.py.)
 _WHY = {"cuda_atomic_": " (Exo-GPU's only atomics are Sm80_mma_atomic_reduce_d_*, "
-        "from an mma accumulator tile: no atomic of a plain value)",
-        "Sm90_tma_red": " (Exo-GPU's TMA reductions take a Sm90_tensorMap window, "
-        "which the emitter does not write)"}
+        "from an mma accumulator tile: no atomic of a plain value)"}
 
 
 def _memories(proc: A.Proc) -> list[A.MemExpr]:

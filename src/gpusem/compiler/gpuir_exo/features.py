@@ -4,8 +4,11 @@ the kernels that reached it. Read from the text Exo emits (its `.cuh` has one se
 per proc: `struct exo_CudaDeviceArgs<i>_<proc>` opens it), never from the GPU IR, so a
 feature counted is a feature compiled.
 
-  tma               cp.async.bulk(.tensor) loads/stores or cp.reduce.async.bulk (TMA)
-  wgmma             wgmma.mma_async
+  tma               cp.async.bulk(.tensor) loads/stores or cp.reduce.async.bulk (TMA),
+                    inline or as a call of pldi26's exo_Sm90_tma_to_smem/gmem helpers
+                    (their PTX is in the shared utility section, not the proc's)
+  wgmma             wgmma.mma_async, inline or as a call of pldi26's
+                    exo_Sm90_mma_async_* helpers
   mbarrier          an mbarrier initialised (mbarrier.init)
   mbarrier-stages   an mbarrier ring of two or more slots (Exo's `ring=N` comment,
                     N >= 2): a pipeline of several stages
@@ -32,9 +35,10 @@ _WAIT_GROUP = re.compile(r"cp\.async\.wait_group (\d+)")
 def features_of(text: str) -> frozenset[str]:
     """The features one kernel's CUDA text uses."""
     found = set()
-    if re.search(r"cp\.async\.bulk|cp\.reduce\.async\.bulk", text):
+    if re.search(r"cp\.async\.bulk|cp\.reduce\.async\.bulk|"
+                 r"exo_CudaUtil::exo_Sm90_tma_to_(smem|gmem)", text):
         found.add("tma")
-    if "wgmma.mma_async" in text:
+    if "wgmma.mma_async" in text or "exo_CudaUtil::exo_Sm90_mma_async_" in text:
         found.add("wgmma")
     if "mbarrier.init" in text:
         found.add("mbarrier")

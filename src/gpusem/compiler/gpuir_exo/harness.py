@@ -12,7 +12,10 @@ and copies every parameter out.
 Build: nvcc for sm_90a (`-gencode arch=compute_90a,code=sm_90a`, as
 compiler/backends/nvcc.py), `--fmad=false` (the sequential reading rounds every
 multiply and add: an FMA contraction would be a difference of ours, not of Exo's),
-C++20 and relaxed constexpr as Exo's own tests build.
+C++20 and relaxed constexpr as Exo's own tests build. A batch whose host code encodes
+TMA tensor maps (`cuTensorMapEncodeTiled`, a CUDA *driver* function) gets it from
+`DRIVER_SHIM`, found at run time through the runtime's entry-point query: the
+toolkits here and on the H200 have no `libcuda.so` to link (`-lcuda`) against.
 
 Run (backend `cuda`): one process runs the cases in order and prints `done i` after
 each; a case that does not finish in `timeout` seconds is a hang: the process is
@@ -73,6 +76,31 @@ class Build:
     dir: Path
     log: str = ""
     exe: Path | None = None
+
+
+# cuTensorMapEncodeTiled without linking libcuda: the runtime (linked statically by
+# nvcc) finds the driver's function by name (CUDA >= 12.5).
+DRIVER_SHIM = """\
+#include <cuda.h>
+extern "C" CUresult CUDAAPI cuTensorMapEncodeTiled(CUtensorMap* m,
+    CUtensorMapDataType t, cuuint32_t rank, void* addr, const cuuint64_t* dims,
+    const cuuint64_t* strides, const cuuint32_t* box, const cuuint32_t* estrides,
+    CUtensorMapInterleave il, CUtensorMapSwizzle sw, CUtensorMapL2promotion l2,
+    CUtensorMapFloatOOBfill oob) {
+  typedef CUresult (*Fn)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
+      const cuuint64_t*, const cuuint64_t*, const cuuint32_t*, const cuuint32_t*,
+      CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion,
+      CUtensorMapFloatOOBfill);
+  static Fn fn = nullptr;
+  if (!fn) {
+    cudaDriverEntryPointQueryResult q;
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", (void**)&fn,
+            12000, cudaEnableDefault, &q) != cudaSuccess || !fn)
+      return CUDA_ERROR_NOT_FOUND;
+  }
+  return fn(m, t, rank, addr, dims, strides, box, estrides, il, sw, l2, oob);
+}
+"""
 
 
 def main_source(cases: list[HarnessCase], header: str) -> str:
@@ -165,7 +193,10 @@ class Harness:
         d.mkdir()
         for ext, text in code.items():
             (d / f"{stem}.{ext}").write_text(text)
-        (d / "main.cu").write_text(main_source(cases, f"{stem}.h"))
+        main = main_source(cases, f"{stem}.h")
+        if any("cuTensorMapEncodeTiled" in t for t in code.values()):
+            main += "\n" + DRIVER_SHIM
+        (d / "main.cu").write_text(main)
         exe = d / "runner"
         link = self.backend == "cuda"
         cmd = [NVCC, *FLAGS, f"{stem}.c", f"{stem}.cu", "main.cu"]

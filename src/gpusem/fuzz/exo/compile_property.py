@@ -18,6 +18,13 @@ renamed `k<i>`), built by one nvcc command and run by one process
               differs from the zero-filled one); CUDA leaves that memory undefined.
               The first H100 compile census reported 76 such kernels as `wrong`
               (results/exo/FINDINGS.md, "not findings").
+
+Inputs: `make_inputs`' floats (full 24-bit mantissas), except for programs with a
+wgmma, whose floats are integers in [-8, 8] (`exact_mma_inputs`): Exo's wgmma rounds
+its operands to tf32 and sums in the tensor core's order, the reading in float32 one
+k at a time, and the two agree bit for bit exactly when every operand, product and
+partial sum is an integer well inside both formats (compiler/gpuir_exo/
+emit_wgmma.py).
 """
 
 from __future__ import annotations
@@ -26,9 +33,12 @@ import json
 from dataclasses import dataclass, replace
 
 import numpy as np
+from gpusem.calculus.gpuir import ast as A
+from gpusem.calculus.gpuir.walk import walk
 from gpusem.compiler.gpuir_cuda.run import first_difference, make_inputs
 from gpusem.compiler.gpuir_exo.driver import ExoDriver
 from gpusem.compiler.gpuir_exo.emit import emit_proc
+from gpusem.compiler.gpuir_exo.emit_wgmma import MMA
 from gpusem.compiler.gpuir_exo.features import kernel_features
 from gpusem.compiler.gpuir_exo.harness import Harness, HarnessCase, main_source
 from gpusem.fuzz.exo.checking import Checked
@@ -84,6 +94,17 @@ def _norm(text: str) -> str:
     return normalise(text, 80)
 
 
+def exact_mma_inputs(proc: A.Proc, defines: dict[str, int], seed: int = 0
+                     ) -> dict[str, np.ndarray]:
+    """`make_inputs`, with the floats of a program that uses wgmma rounded to
+    integers in [-8, 8] (see the module docstring)."""
+    inputs = make_inputs(proc, defines, seed=seed)
+    if not any(isinstance(s, A.InstrCall) and s.instr == MMA for s in walk(proc.body)):
+        return inputs
+    return {k: np.round(v * 4).astype(v.dtype) if v.dtype.kind == "f" else v
+            for k, v in inputs.items()}
+
+
 def compile_batch(driver: ExoDriver, harness: Harness, batch: list[Checked],
                   seed: int = 0) -> list[Compiled]:
     """Compile, build, run and compare a batch of programs both checkers accept; each
@@ -94,7 +115,7 @@ def compile_batch(driver: ExoDriver, harness: Harness, batch: list[Checked],
         proc = replace(c.proc, name=f"k{i}")
         es = emit_proc(proc, c.defines, driver.install.dialect)
         items.append((es.text, es.proc))
-        inputs = make_inputs(proc, c.defines, seed=seed + i)
+        inputs = exact_mma_inputs(proc, c.defines, seed=seed + i)
         cases.append(HarnessCase(es.proc, proc, c.defines, inputs))
     code, why = driver.compile_batch(items)
     if code is None:

@@ -290,17 +290,21 @@ def programs(max_phases: int = 3):
 
 
 def compile_programs(max_phases: int = 3):
-    """The compile census's mix (issue 26, item 2), steered at Exo's async lowerings:
-    mbarrier rings of several stages (two in eight), the same in clusters of two CTAs
-    (two in eight), cp.async pipelines of several commit groups (three in eight: only
-    two in seven of them are not near misses), phase programs (one in eight). TMA and
-    wgmma are not drawn: the emitter maps neither (docs/exo.md, "What each side cannot
-    express")."""
+    """The compile census's mix (issue 26, item 2), steered at Exo's async lowerings,
+    in fourteenths: mbarrier rings of several stages (two), the same in clusters of
+    two CTAs (two), cp.async pipelines of several commit groups (three: only two in
+    seven of them are not near misses), phase programs (one), and in the forms the
+    emitter maps exactly TMA pipelines (three; fuzz/exo/tma_pipelines.py) and wgmma
+    GEMMs fed by TMA (three; fuzz/exo/wgmma_gemms.py)."""
     from gpusem.fuzz.exo.pipelines import mbar_pipelines, pipelines
+    from gpusem.fuzz.exo.tma_pipelines import tma_pipelines
+    from gpusem.fuzz.exo.wgmma_gemms import wgmma_gemms
 
     return st.one_of(mbar_pipelines(), mbar_pipelines(), mbar_pipelines(cluster=True),
                      mbar_pipelines(cluster=True), pipelines(), pipelines(),
-                     pipelines(), phase_programs(max_phases))
+                     pipelines(), phase_programs(max_phases), tma_pipelines(),
+                     tma_pipelines(), tma_pipelines(), wgmma_gemms(), wgmma_gemms(),
+                     wgmma_gemms())
 
 
 @st.composite
