@@ -26,6 +26,8 @@ from gpusem.interpreter.amir.from_gpuir import convert
 from gpusem.interpreter.amir.machine import Machine, check_amir
 from gpusem.typing_rules.gpuir.frontend import check_proc, header_defines
 
+from tests.amir.test_fast_machine import outcome
+
 ROOT = Path(__file__).resolve().parents[2]
 RAGGED = ROOT / "examples" / "gpuir" / "bench" / "gemm_hopper_ragged.gpuir"
 
@@ -40,21 +42,6 @@ def reaches_machine(path: Path) -> bool:
 # test's; two of them take seconds of stepping, and their loops are short).
 GPUIR = [p for p in sorted((ROOT / "examples" / "gpuir").glob("*.gpuir"))
          if reaches_machine(p)]
-
-
-def outcome(run) -> tuple:
-    """Everything a run shows: the exception (kind, text), or the verdict's report."""
-    try:
-        v = run()
-    except GpusemError as err:
-        return ("error", type(err).__name__, err.one_line())
-    w, st = v.violation, v.stats
-    stats = (st.statements, st.recorded_accesses, st.records, st.lifts,
-             frozenset(st.exercised))
-    if w is None:
-        return ("accepted", stats)
-    return ("rejected", w.check, w.variable, w.index, w.threads, w.other_threads,
-            w.span, w.other_span, w.message, stats)
 
 
 def converted(source: str, name: str, defines: dict[str, int] | None = None):

@@ -99,11 +99,8 @@ def test_other_shapes_are_refused_in_one_line() -> None:
         "not lowered: the entrypoint's tensors are not C, A, B (not a GEMM)")
 
 
-def test_fig5_lowers_to_tma_and_wgmma_that_the_sync_check_accepts(
-        tmp_path: Path) -> None:
-    """Fig. 5's mapping names WGMMA_64x256x16 (l.46): the Hopper form
-    (to_gpuir_hopper.py), the K tile 32 for float32 (errata "Cypress lowering to GPU
-    IR"); its runs on the cpu harness and the GPU are scripts/cypress_gemm_gpu.py's."""
+def _fig5_square_lowered(tmp_path: Path) -> str:
+    """Fig. 5 at N = 256 with the float32 K tile (W = 32), lowered to GPU IR."""
     text = (ROOT / "examples/cypress/gemm.cyp").read_text().replace(
         'tunables={"W": 64}', 'tunables={"W": 32}')
     path = tmp_path / "fig5.cyp"
@@ -111,6 +108,15 @@ def test_fig5_lowers_to_tma_and_wgmma_that_the_sync_check_accepts(
                                  "B=float32[128,512]", "C=float32[256,256] "
                                  "A=float32[256,256] B=float32[256,256]"))
     _, _, _, lowered = _lowered(path)
+    return lowered
+
+
+def test_fig5_lowers_to_tma_and_wgmma_that_the_sync_check_accepts(
+        tmp_path: Path) -> None:
+    """Fig. 5's mapping names WGMMA_64x256x16 (l.46): the Hopper form
+    (to_gpuir_hopper.py), the K tile 32 for float32 (errata "Cypress lowering to GPU
+    IR"); its runs on the cpu harness and the GPU are scripts/cypress_gemm_gpu.py's."""
+    lowered = _fig5_square_lowered(tmp_path)
     assert "Sm90_tma_multicast_warps_2d_f32(1, 1, As[k % 3:k % 3 + 1, :, :], " \
         "A_map[0:0 + 256, " in lowered
     assert "Sm90_wgmma_m64nNk8_f32(D[wg, r, :, :]" in lowered
@@ -131,13 +137,7 @@ def test_fig5_hopper_form_agrees_on_the_cpu_harness(tmp_path: Path) -> None:
     the cpu harness: `D[wg, r]` under `for r in seq(0, 2)` is indexed at run time,
     and each `for kk` loop of wgmmas into it accumulates in registers copied from
     and back to D (instr.wgmma_loop; results/cypress/gemm_speed.md)."""
-    text = (ROOT / "examples/cypress/gemm.cyp").read_text().replace(
-        'tunables={"W": 64}', 'tunables={"W": 32}')
-    path = tmp_path / "fig5.cyp"
-    path.write_text(text.replace("C=float32[256,512] A=float32[256,128] "
-                                 "B=float32[128,512]", "C=float32[256,256] "
-                                 "A=float32[256,256] B=float32[256,256]"))
-    _, _, _, lowered = _lowered(path)
+    lowered = _fig5_square_lowered(tmp_path)
     assert "for r in seq(0, 2):" in lowered and "for kk in seq(0, 4):" in lowered
     out = tmp_path / "fig5.gpuir"
     out.write_text(lowered)
