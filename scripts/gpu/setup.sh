@@ -3,8 +3,13 @@
 export PYTHONUNBUFFERED=1 CUPY_TF32=0
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
-if [ -f /tmp/gpusem-setup.done ]; then  # a script run by another one: installed once
-  export PYTHONPATH=/tmp/site
+# Installed once per set of carried wheels: the machine stays warm between calls, and
+# a call carrying fewer wheels (the Exo census carries only lark) must not leave the
+# next call, carrying all of .whl, without z3 (stop 30: a toolchain call ran 13,235
+# programs into ModuleNotFoundError: z3 because the marker said "installed").
+WHEELS=$(ls .whl/*.whl 2>/dev/null | xargs -n1 basename 2>/dev/null | sort | tr '\n' ' ')
+if [ -f /tmp/gpusem-setup.done ] && [ "$(cat /tmp/gpusem-setup.done)" = "$WHEELS" ]; then
+  export PYTHONPATH=/tmp/site  # a script run by another one, or the same wheels again
   return 0 2>/dev/null || exit 0
 fi
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
@@ -16,4 +21,4 @@ python3 -m pip install -q --no-deps --no-build-isolation -e . >/tmp/pip.log 2>&1
   python3 -c "import cupy, sys; print('cupy', cupy.__version__, 'python', sys.version.split()[0])"
   nproc
 } >"$OUT/device.txt" 2>&1
-touch /tmp/gpusem-setup.done
+echo "$WHEELS" >/tmp/gpusem-setup.done

@@ -25,7 +25,6 @@ def _job(args: tuple) -> dict:
     j, jobs, quota, seed, batch, backend, bundles, deadline, steer = args
     from gpusem.compiler.gpuir_exo.driver import ExoDriver
     from gpusem.compiler.gpuir_exo.harness import Harness
-    from gpusem.fuzz.bundle import write_bundle
     from gpusem.fuzz.exo.census_tally import round_programs
     from gpusem.fuzz.exo.checking import check_program
     from gpusem.fuzz.exo.compile_property import compile_batch
@@ -50,27 +49,37 @@ def _job(args: tuple) -> dict:
                 todo, pending = pending[:batch], pending[batch:]
                 t0 = time.perf_counter()
                 for res in compile_batch(driver, harness, todo, seed=r * 1000):
-                    tally["kernels"] += 1
-                    tally["outcomes"][res.outcome] += 1
-                    for f in sorted(res.features) or ["none"]:
-                        tally["features"].setdefault(f, Counter())[res.outcome] += 1
-                    if res.outcome in ("agree", "built"):
-                        continue
-                    cr = res.result()
-                    f = tally["findings"].setdefault(cr.signature, {
-                        "kind": cr.kind, "count": 0, "detail": cr.detail})
-                    f["count"] += 1
-                    if f["count"] == 1 and bundles:
-                        meta = {"target": "exo", "backend": backend,
-                                "property": "compile", "signature": cr.signature,
-                                "kind": cr.kind, "detail": cr.detail, "size": cr.size,
-                                "seed": seed, "exo": tally["install"]}
-                        f["bundle"] = str(write_bundle(bundles, meta, cr.files))
+                    record(tally, res.outcome, res.features, res.result(), bundles,
+                           {"backend": backend, "seed": seed})
                 tally["seconds"]["compile_build_run"] += time.perf_counter() - t0
             if r > j + 400 * jobs:
                 break  # a generator that stopped producing accepted programs
     harness.close()
     return tally
+
+
+def record(tally: dict, outcome: str, features: frozenset | set, cr, bundles: str,
+           where: dict) -> None:
+    """One compiled kernel into the tally: its outcome per feature, and a finding
+    (its first program a bundle) unless it agreed, was only built, or was not
+    compared (the G2 rule: a program that reads memory before writing it has no
+    defined CUDA result; stop 30's H200 census wrote those 14 as an empty finding)."""
+    from gpusem.fuzz.bundle import write_bundle
+
+    tally["kernels"] += 1
+    tally["outcomes"][outcome] += 1
+    for f in sorted(features) or ["none"]:
+        tally["features"].setdefault(f, Counter())[outcome] += 1
+    if cr.status in ("pass", "skip", "invalid"):
+        return
+    f = tally["findings"].setdefault(cr.signature, {
+        "kind": cr.kind, "count": 0, "detail": cr.detail})
+    f["count"] += 1
+    if f["count"] == 1 and bundles:
+        meta = {"target": "exo", "property": "compile", "signature": cr.signature,
+                "kind": cr.kind, "detail": cr.detail, "size": cr.size,
+                "exo": tally.get("install"), **where}
+        f["bundle"] = str(write_bundle(bundles, meta, cr.files))
 
 
 def _merge(parts: list[dict]) -> dict:
