@@ -49,6 +49,24 @@ HARNESS_FILES = (
     "simt_intrinsics.h",
 )
 CXX = os.environ.get("GPUSEM_CXX", "g++")
+# g++ is given this long per call, then killed: a hung compiler must not hang a
+# campaign past its budget (stop 29 saw a Dask piece hang with g++ one suspect). A
+# batch's build takes seconds; a build that hits the limit is gpusem's internal error
+# (BuildHung), reported as such, never a verdict on the program.
+GXX_TIMEOUT_S = float(os.environ.get("GPUSEM_CXX_TIMEOUT_S", "900"))
+
+
+class BuildHung(RuntimeError):
+    """g++ did not finish within GXX_TIMEOUT_S."""
+
+
+def _gxx(cmd: list[str], **kwargs) -> subprocess.CompletedProcess:
+    """subprocess.run of a g++ command line, killed after GXX_TIMEOUT_S."""
+    try:
+        return subprocess.run(cmd, timeout=GXX_TIMEOUT_S, check=False, **kwargs)
+    except subprocess.TimeoutExpired as e:
+        raise BuildHung(f"g++ did not finish in {GXX_TIMEOUT_S:g} s: "
+                        f"{' '.join(cmd[:1] + cmd[-3:])}") from e
 BASE_CXXFLAGS = (
     "-O1",
     "-std=c++17",
@@ -74,12 +92,11 @@ def cxxflags() -> tuple[str, ...]:
     """BASE_CXXFLAGS plus whichever OPTIONAL_CXXFLAGS this g++ accepts."""
     extra = []
     for flag in OPTIONAL_CXXFLAGS:
-        probe = subprocess.run(
+        probe = _gxx(
             [CXX, flag, "-x", "c++", "-fsyntax-only", "-"],
             input="",
             capture_output=True,
             text=True,
-            check=False,
         )
         if probe.returncode == 0:
             extra.append(flag)
@@ -190,7 +207,7 @@ class CpuBackend:
             shutil.copy(HERE / name, tmp / name)
         header = tmp / "gpusem_rt.cuh"
         cmd = [CXX, *cxxflags(), "-x", "c++-header", str(header), "-o", f"{header}.gch"]
-        made = subprocess.run(cmd, capture_output=True, check=False).returncode == 0
+        made = _gxx(cmd, capture_output=True).returncode == 0
         if made:
             try:
                 os.rename(tmp, final)
@@ -261,8 +278,17 @@ class CpuBackend:
                 )
             errors: dict[int, str] = {}
             logs = []
+            deadline = time.monotonic() + GXX_TIMEOUT_S
             for chunk, proc in procs:
-                _, stderr = proc.communicate()
+                try:
+                    _, stderr = proc.communicate(
+                        timeout=max(0.0, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired as e:
+                    for _, p in procs:
+                        p.kill()
+                        p.communicate()
+                    raise BuildHung(f"g++ did not finish in {GXX_TIMEOUT_S:g} s: a "
+                                    f"batch of {len(indexed)} kernels") from e
                 logs.append(stderr)
                 if proc.returncode != 0:
                     errors.update(self._confirm_failures(chunk, stderr, tmp))
@@ -272,11 +298,10 @@ class CpuBackend:
                 return errors
             objs = [f"{Path(tmp) / f'tu{n}.cpp'}.o" for n in range(len(chunks))]
             part = Path(tmp) / "lib.so"
-            link = subprocess.run(
+            link = _gxx(
                 [CXX, "-shared", "-o", str(part), *objs],
                 stderr=subprocess.PIPE,
                 text=True,
-                check=False,
             )
             if link.returncode != 0:
                 return {
@@ -290,7 +315,7 @@ class CpuBackend:
         src = Path(tmp) / f"alone{index}.cpp"
         src.write_text(cpu_source.translation_unit([(index, spec)]))
         cmd = [CXX, *cxxflags(), *self._includes(), "-fsyntax-only", str(src)]
-        proc = subprocess.run(cmd, stderr=subprocess.PIPE, text=True, check=False)
+        proc = _gxx(cmd, stderr=subprocess.PIPE, text=True)
         if proc.returncode == 0:
             return None
         return "build error: " + _trim(proc.stderr)
