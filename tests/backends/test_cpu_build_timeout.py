@@ -34,3 +34,26 @@ def test_the_single_call_helper_raises_too(tmp_path, monkeypatch):
     monkeypatch.setattr(cpu_backend, "GXX_TIMEOUT_S", 0.3)
     with pytest.raises(cpu_backend.BuildHung):
         cpu_backend._gxx(["sleep", "30"], capture_output=True)
+
+
+def _never_reads(conn) -> None:  # a child stuck at its fork: it never reads a request
+    time.sleep(60)
+
+
+def test_a_request_the_child_never_reads_is_hung_not_a_hang():
+    """A request larger than the pipe's buffer to a child that never reads it: `send`
+    blocked with no watchdog before (stop 29's suspect for a Dask piece hang); now
+    the call's deadline covers the send."""
+    import multiprocessing
+
+    handle = cpu_backend._WorkerHandle()
+    handle.stop()
+    ctx = multiprocessing.get_context("fork")
+    handle.conn, child = ctx.Pipe()
+    handle.proc = ctx.Process(target=_never_reads, args=(child,), daemon=True)
+    handle.proc.start()
+    child.close()
+    t0 = time.monotonic()
+    assert handle.call(b"x" * (8 << 20), timeout=0.5) == ("hung", "")
+    assert time.monotonic() - t0 < 5
+    assert not handle.proc.is_alive()

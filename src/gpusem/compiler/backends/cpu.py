@@ -427,6 +427,25 @@ def _trim(stderr: str, limit: int = 4000) -> str:
     return text[:limit]
 
 
+class _Sender:
+    """`conn.send(request)` on a daemon thread; `done` is set when it returns."""
+
+    def __init__(self, conn, request) -> None:
+        import threading
+
+        self.done = threading.Event()
+        self.error: BaseException | None = None
+        threading.Thread(target=self._send, args=(conn, request), daemon=True).start()
+
+    def _send(self, conn, request) -> None:
+        try:
+            conn.send(request)
+        except (OSError, ValueError) as e:  # the pipe closed under it (stop())
+            self.error = e
+        finally:
+            self.done.set()
+
+
 class _WorkerHandle:
     """A forked process running launches; killed and replaced when one misbehaves.
 
@@ -450,9 +469,22 @@ class _WorkerHandle:
         return self.proc.is_alive()
 
     def call(self, request, timeout: float):
+        deadline = time.monotonic() + timeout
+        # The request is sent by a helper thread under the same deadline: a request
+        # larger than the pipe's buffer blocks `send` until the child reads it, and a
+        # child deadlocked at its fork (see above; Dask's workers are multi-threaded)
+        # never does. Sent inline, that wait had no watchdog and hung the campaign.
+        sending = _Sender(self.conn, request)
+        while not sending.done.wait(0.05):
+            if not self.proc.is_alive():
+                return ("died", self._death())
+            if time.monotonic() > deadline:
+                self.stop()  # closing the pipe ends the blocked send
+                return ("hung", "")
+        if sending.error is not None:
+            self.proc.join(1.0)
+            return ("died", self._death())
         try:
-            self.conn.send(request)
-            deadline = time.monotonic() + timeout
             while not self.conn.poll(0.05):
                 if not self.proc.is_alive():
                     return ("died", self._death())
