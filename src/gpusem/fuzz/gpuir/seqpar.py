@@ -79,6 +79,8 @@ UNAWAITED = "rejected, no run can show it: an Arrive never awaited (CheckBarrier
 ONE_GPU_SCHEDULE = ("rejected, not witnessed: the GPU ran it as it schedules it (the "
                     "cuda backend has no schedule seeds)")
 HARNESS_SCHEDULES = "rejected, not witnessed by the cpu harness's schedules"
+HOST_UNSYNCED = ("rejected, no run can show it: the host accesses kernel data "
+                 "without a stream sync (host code runs in stream order)")
 
 
 def not_compared_reason(o: Outcome, backend: str) -> str:
@@ -88,7 +90,8 @@ def not_compared_reason(o: Outcome, backend: str) -> str:
     it is never a seq = par comparison; its runs look for a witness. Two reasons
     for finding none are told apart: CheckBarrier's unawaited Arrive changes no
     memory, so no schedule on any backend shows it (the generator's `arrive-only`
-    near miss); a race the GPU did not show is the cuda backend's, whose one
+    near miss), nor host code without a stream sync (it is a kernel launched in
+    stream order); a race the GPU did not show is the cuda backend's, whose one
     hardware schedule the seeds do not steer (on the cpu harness the same programs
     are witnesses, issue 31.6), not the checker's conservatism."""
     if o.classification == "unsupported":
@@ -101,6 +104,8 @@ def not_compared_reason(o: Outcome, backend: str) -> str:
     if o.classification == "false-positive":
         if "CheckBarrier" in o.reason and " but 0 await(s)" in o.reason:
             return UNAWAITED
+        if " on cpu_in_order" in o.reason:  # compiler/gpuir_cuda/host.py's Note
+            return HOST_UNSYNCED
         return ONE_GPU_SCHEDULE if backend == "cuda" else HARNESS_SCHEDULES
     return o.classification
 
