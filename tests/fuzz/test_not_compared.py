@@ -151,3 +151,14 @@ def test_gpuir_an_unwitnessed_race_is_the_backends() -> None:
     host = replace(other, verdict=Verdict(
         "unsupported", "unsupported: CPU code outside a CudaDeviceFunction"))
     assert seqpar.not_compared_reason(host, "cuda") == seqpar.HOST_CODE
+
+
+def test_a_cluster_pieces_record_keeps_its_reasons(tmp_path) -> None:
+    """A Dask piece's record (what a resumed cluster campaign reads back)."""
+    from gpusem.fuzz.engines import pieces
+
+    s = run(tmp_path, "piece", max_programs=100)
+    piece = pieces.Piece({"prop": "compile"}, (0, 1), (0, 4))
+    pieces.record(tmp_path / "d", pieces.PieceResult(piece, s, []), [])
+    _, restored = pieces.finished(tmp_path / "d", "compile", (0, 1))
+    assert restored.not_compared == s.not_compared and s.not_compared["compile"]
