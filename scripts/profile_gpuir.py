@@ -14,7 +14,8 @@ is inside `backend`):
   other      the rest of the target's batch check and `check`
 
 and tallies every program that is not compared by its reason (the verdict's kind and
-the first words of its detail).
+the first words of its detail; and by the result's kind alone, which is the target's
+reason since issue 31.6's report table: `not_compared_by_reason`).
 
 `--backend nvrtc` is the cuda path with no GPU (issue 31.6: what a GPU's host CPUs
 spend per program): the target runs as on cuda (its launch watchdog, its batches), and
@@ -106,6 +107,7 @@ def profile(backend: str, rounds: int, round_size: int, seed: int) -> dict[str, 
     strategy = target.strategy("seqpar")
     outcomes: Counter[str] = Counter()
     not_compared: Counter[str] = Counter()
+    by_reason: Counter[str] = Counter()  # the target's own reason (its result's kind)
     programs = 0
     w_all, c_all = time.perf_counter(), time.process_time()
     try:
@@ -120,6 +122,7 @@ def profile(backend: str, rounds: int, round_size: int, seed: int) -> dict[str, 
                 outcomes[res.status] += 1
                 if res.status == "invalid":
                     not_compared[reason(res.kind, res.detail)] += 1
+                    by_reason[res.kind] += 1
     finally:
         target.close()
     wall = time.perf_counter() - w_all
@@ -141,6 +144,7 @@ def profile(backend: str, rounds: int, round_size: int, seed: int) -> dict[str, 
         "outcomes": dict(outcomes),
         "not_compared_share": round(outcomes["invalid"] / per, 3),
         "not_compared": dict(not_compared.most_common()),
+        "not_compared_by_reason": dict(by_reason.most_common()),
         "classes": dict(classes.most_common()),
         "failed_launches": dict(failed.most_common()),
     }
@@ -197,6 +201,9 @@ def table(rows: list[tuple[str, dict[str, Any]]]) -> str:
         out.append(f"\n{label}: {r['programs']} programs, outcomes {r['outcomes']}, "
                    f"not compared {100 * r['not_compared_share']:.1f}%")
         out += [f"  {n:6}  {why}" for why, n in r["not_compared"].items()]
+        out.append("  by the target's reason (its result's kind):")
+        out += [f"  {n:6}  {100 * n / max(1, r['programs']):5.1f}%  {why}"
+                for why, n in r.get("not_compared_by_reason", {}).items()]
         out.append(f"  classes: {r.get('classes', {})}")
         out += [f"  {n:6}  failed launch: {why}"
                 for why, n in r.get("failed_launches", {}).items()]

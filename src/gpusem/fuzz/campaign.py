@@ -244,6 +244,9 @@ class Campaign:
         if done.get("by_configuration"):
             s.by_configuration = {self.prop: {
                 c: int(n) for c, n in dict(done["by_configuration"]).items()}}
+        if done.get("not_compared"):
+            s.not_compared = {self.prop: {
+                r: int(n) for r, n in dict(done["not_compared"]).items()}}
         return int(done["next_round"])
 
     def _save_progress(self, next_round: int) -> None:
@@ -254,6 +257,7 @@ class Campaign:
             "coverage": s.coverage.get(self.prop, {}),
             "coverage_programs": s.coverage_programs.get(self.prop, 0),
             "by_configuration": s.by_configuration.get(self.prop, {}),
+            "not_compared": s.not_compared.get(self.prop, {}),
             "findings": sorted(self.found)})
 
     def _tick(self) -> None:
@@ -292,6 +296,8 @@ class Campaign:
             self.summary.invalid += res.status == "invalid"
             self.summary.skipped += res.status == "skip"
             self.summary.count_configs(self.prop, res.configs)
+            if res.status in ("invalid", "skip"):
+                self.summary.count_not_compared(self.prop, res.kind)
             if self.coverage:
                 self._cover(target, d.program)
             if res.status == "finding":

@@ -89,6 +89,9 @@ class Report:
             # per property: programs each configuration compared (a toolchain matrix)
             "by_configuration": {p: dict(sorted(per.items())) for p, per in
                                  sorted(s.by_configuration.items())},
+            # per property: programs set aside (invalid, not runnable here) by reason,
+            # and their share of the property's programs (issue 31.6)
+            "not_compared": not_compared_json(s),
             "throughput": {"programs_per_min": (None if s.rate_per_min is None
                                                  else round(s.rate_per_min, 1))},
             "findings": [self._finding(f) for f in s.findings],
@@ -191,6 +194,7 @@ class Report:
                          + ("\tin the baseline" if f.known else "")
                          + (f"\tattribution {f.attribution}" if f.attribution else ""))
         lines += configuration_lines(s)
+        lines += not_compared_lines(s)
         blamed: dict[str, int] = {}
         for f in s.findings:
             if f.attribution:
@@ -249,6 +253,35 @@ def configuration_lines(s: Summary) -> list[str]:
     return [f"{p}: programs compared per configuration: "
             + ", ".join(f"{c} {n:,}" for c, n in sorted(per.items()))
             for p, per in sorted(s.by_configuration.items()) if per]
+
+
+def not_compared_json(s: Summary) -> dict[str, Any]:
+    """Per property: its programs, the share compared, and the programs not compared
+    by reason (the result's `kind`), most first, each with its share."""
+    out: dict[str, Any] = {}
+    for p, per in sorted(s.not_compared.items()):
+        total = sum(s.outcomes.get(p, {}).values())
+        if not total:
+            continue
+        rows = sorted(per.items(), key=lambda kv: (-kv[1], kv[0]))
+        out[p] = {"programs": total,
+                  "compared_share": round(1 - sum(per.values()) / total, 4),
+                  "by_reason": {r: {"programs": n, "share": round(n / total, 4)}
+                                for r, n in rows}}
+    return out
+
+
+def not_compared_lines(s: Summary) -> list[str]:
+    """Per property: what share its programs were compared, and why the rest were
+    not (one line per reason, most first)."""
+    out = []
+    for p, row in not_compared_json(s).items():
+        kept = row["compared_share"]
+        out.append(f"{p}: {100 * kept:.1f}% of {row['programs']:,} programs compared; "
+                   "not compared, by reason:")
+        out += [f"  {100 * r['share']:5.1f}%  {r['programs']:>9,}  {why}"
+                for why, r in row["by_reason"].items()]
+    return out
 
 
 def corpus_lines(rows: list[dict[str, Any]]) -> list[str]:

@@ -102,6 +102,10 @@ class Summary:
     # property -> configuration -> programs it compared (a toolchain matrix's
     # configurations, from `CheckResult.configs`: not every one checks every program)
     by_configuration: dict[str, dict[str, int]] = field(default_factory=dict)
+    # property -> reason -> programs not compared (invalid or not runnable here), the
+    # reason being the result's `kind` (issue 31.6: what share was differentially
+    # tested, and why the rest was not)
+    not_compared: dict[str, dict[str, int]] = field(default_factory=dict)
     found: int = 0  # findings so far, in progress snapshots (whose `findings` is empty)
     resumed: int = 0  # of `programs`, those an earlier run checked (`--resume`)
     # the stored bundles replayed first (--corpus): fuzz/replay.CorpusRow.as_dict()
@@ -151,6 +155,11 @@ class Summary:
         for config in configs:
             per[config] = per.get(config, 0) + n
 
+    def count_not_compared(self, prop: str, reason: str, n: int = 1) -> None:
+        per = self.not_compared.setdefault(prop, {})
+        key = reason or "unspecified"
+        per[key] = per.get(key, 0) + n
+
     def merge(self, other: Summary) -> None:
         self.programs += other.programs
         self.resumed += other.resumed
@@ -177,6 +186,9 @@ class Summary:
         for prop, per_config in other.by_configuration.items():
             for config, n in per_config.items():
                 self.count_configs(prop, (config,), n)
+        for prop, per_reason in other.not_compared.items():
+            for reason, n in per_reason.items():
+                self.count_not_compared(prop, reason, n)
         seen = {f.signature: f for f in self.findings}
         for f in other.findings:
             mine_f = seen.get(f.signature)

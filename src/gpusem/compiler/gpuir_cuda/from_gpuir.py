@@ -15,8 +15,9 @@ Exo-GPU Section 4.2 (code generation), structurally:
   Fence/Arrive/Await    -> GFence/GArrive/GAwait with the collective that runs them;
   instruction calls     -> GInstr with resolved windows.
 
-Host code: only tensor maps (`A_map = A[0:N, 0:N] @ Sm90_tensorMap(...)`), lowered as
-window aliases of their array (`_is_tensor_map`, `unmap`); any other statement outside
+Host code: tensor maps (`A_map = A[0:N, 0:N] @ Sm90_tensorMap(...)`), lowered as
+window aliases of their array (`_is_tensor_map`, `unmap`); host code after the last
+kernel is a kernel by then (`host.py`, before this pass); any other statement outside
 a CudaDeviceFunction is "unsupported".
 
 Conventions: σ -> C locals of the same names; ω (thread mapping) -> `ThreadMapping`;

@@ -1,5 +1,7 @@
 """The GPU IR -> CUDA pipeline (Exo-GPU Section 4.2): named passes, each testable alone.
 
+    host_as_kernel     host code after the last kernel -> a kernel of one thread,
+                       launched in stream order (`host.py`)
     analyse            the front end (typing_rules.gpuir.check_proc): collective and
                        distributed memory analyses; its thread mappings drive lowering
     from_gpuir         GPU IR -> GKIR: tasks, thread guards, loops, storage, abstract
@@ -20,11 +22,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from gpusem.calculus.errors import IllTyped
 from gpusem.calculus.gpuir import ast as A
 from gpusem.compiler.backends import KernelSpec, ptr, scalar
 from gpusem.compiler.gpuir_cuda import kir as K
 from gpusem.compiler.gpuir_cuda.emit import emit_cuda
 from gpusem.compiler.gpuir_cuda.from_gpuir import from_gpuir
+from gpusem.compiler.gpuir_cuda.host import host_as_kernel
 from gpusem.compiler.gpuir_cuda.instr import lower_instructions
 from gpusem.compiler.gpuir_cuda.smem import assign_smem
 from gpusem.compiler.gpuir_cuda.sync import lower_sync
@@ -53,6 +57,12 @@ def lower(proc: A.Proc, defines: Mapping[str, int], analysis=None) -> list[K.GKe
     from gpusem.typing_rules.gpuir.frontend import check_proc
 
     env = dict(defines)
+    hosted = host_as_kernel(proc)
+    if hosted is not proc:  # its host code as a kernel: analysed as such
+        try:
+            proc, analysis = hosted, check_proc(hosted, env)
+        except IllTyped:
+            pass  # not as a kernel: from_gpuir says what it does not lower
     an = analysis if analysis is not None else check_proc(proc, env)
     kernels = _passes(from_gpuir(proc, an, pad_rows=True), env)
     if any(k.smem_bytes > SMEM_BYTES for k in kernels):  # the padding does not fit

@@ -309,6 +309,7 @@ def record(out_dir: str | Path, result: PieceResult, written: list[str]) -> None
             "outcomes": s.outcomes, "coverage": s.coverage,
             "coverage_programs": s.coverage_programs,
             "by_configuration": s.by_configuration,
+            "not_compared": s.not_compared,
             "found": sorted(f.signature for f in s.findings), "wrote": sorted(written),
             "seconds": round(s.seconds, 3), "worker": result.worker,
             "at": round(time.time(), 3), "cut": result.cut}
@@ -346,6 +347,7 @@ def finished(out_dir: str | Path, prop: str, shard: tuple[int, int]
                        outcomes=line.get("outcomes", {}),
                        coverage=line.get("coverage", {}),
                        coverage_programs=line.get("coverage_programs", {}),
-                       by_configuration=line.get("by_configuration", {}))
+                       by_configuration=line.get("by_configuration", {}),
+                       not_compared=line.get("not_compared", {}))
         total.merge(part)
     return done, total

@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import glob
 import random
+import re
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -70,6 +71,43 @@ class Outcome:
     def row(self) -> str:
         return (f"{self.name:40} {self.sync:19} {self.classification:15} "
                 f"{self.verdict.describe()[:90]}")
+
+
+# Why a program was not compared (the campaign's `not_compared` table, issue 31.6).
+HOST_CODE = "unsupported: host code after the kernel (not lowered)"
+UNAWAITED = "rejected, no run can show it: an Arrive never awaited (CheckBarrier)"
+ONE_GPU_SCHEDULE = ("rejected, not witnessed: the GPU ran it as it schedules it (the "
+                    "cuda backend has no schedule seeds)")
+HARNESS_SCHEDULES = "rejected, not witnessed by the cpu harness's schedules"
+HOST_UNSYNCED = ("rejected, no run can show it: the host accesses kernel data "
+                 "without a stream sync (host code runs in stream order)")
+
+
+def not_compared_reason(o: Outcome, backend: str) -> str:
+    """The reason a program that is neither a pass nor a finding was set aside.
+
+    Note: a rejected program has no single answer (the checker calls it racy), so
+    it is never a seq = par comparison; its runs look for a witness. Two reasons
+    for finding none are told apart: CheckBarrier's unawaited Arrive changes no
+    memory, so no schedule on any backend shows it (the generator's `arrive-only`
+    near miss), nor host code without a stream sync (it is a kernel launched in
+    stream order); a race the GPU did not show is the cuda backend's, whose one
+    hardware schedule the seeds do not steer (on the cpu harness the same programs
+    are witnesses, issue 31.6), not the checker's conservatism."""
+    if o.classification == "unsupported":
+        message = o.verdict.message.removeprefix("unsupported: ")
+        if message.startswith("CPU code outside a CudaDeviceFunction"):
+            return HOST_CODE
+        head = re.split(r"[(,\n]| at ", message, maxsplit=1)[0].strip()
+        head = re.sub(r"\b\d+\b", "N", head)  # numbers out: reasons group
+        return "unsupported: " + head[:80]
+    if o.classification == "false-positive":
+        if "CheckBarrier" in o.reason and " but 0 await(s)" in o.reason:
+            return UNAWAITED
+        if " on cpu_in_order" in o.reason:  # compiler/gpuir_cuda/host.py's Note
+            return HOST_UNSYNCED
+        return ONE_GPU_SCHEDULE if backend == "cuda" else HARNESS_SCHEDULES
+    return o.classification
 
 
 def _sync_verdict(proc, defines) -> tuple[str, str, object]:

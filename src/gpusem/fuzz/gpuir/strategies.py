@@ -31,8 +31,9 @@ matching Await (`arrive-only`: CheckBarrier's near miss; on a barrier of its own
 when the kernel also has Arrive/Await pairs, which it would otherwise deadlock); and
 a kernel may end with
 host code (`host`): the host reads the result with or without synchronising with the
-stream first (the compiler does not lower host code: those programs exercise the
-checker and count as unsupported for seq = par).
+stream first (the compiler lowers it as a last kernel of one thread, in stream order:
+`compiler/gpuir_cuda/host.py`, so the kernel is compared; without the sync the checker
+rejects it, and no run can show why: counted apart, `seqpar.not_compared_reason`).
 
 A fence pair that lowers to a CTA barrier yet orders no in-order accesses
 (`BARRIER_ONLY`) is followed by a cuda_in_order Fence, so that it reaches its Figure 16

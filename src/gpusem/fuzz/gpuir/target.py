@@ -5,7 +5,8 @@ compiled to CUDA and run on a backend; `fuzz/gpuir/seqpar` classifies it. Only a
 VIOLATION (the checker accepts, yet a schedule disagrees with the sequential reading)
 is a finding; witnesses (rejected, and a schedule shows why) pass; false positives
 (rejected, no schedule shows a difference) and unsupported programs are counted as
-`invalid`, apart.
+`invalid`, apart, each with its reason (`seqpar.not_compared_reason`: the campaign
+report's `not_compared` table).
 
 The `ptx` property (`ptx_property.py`): the PTX every installed NVRTC makes of the
 compiled kernel obeys the static PTX checks (no GPU).
@@ -144,7 +145,7 @@ class GpuirTarget(Target):
         return True
 
     def check(self, kernel, prop: str = "seqpar") -> CheckResult:
-        from gpusem.fuzz.gpuir.seqpar import check_sources
+        from gpusem.fuzz.gpuir.seqpar import check_sources, not_compared_reason
 
         self._prop = prop
         if prop == "ptx":
@@ -157,8 +158,9 @@ class GpuirTarget(Target):
         kind = outcome.classification
         if kind in ("holds", "witness"):
             return CheckResult("pass")
-        if kind != "VIOLATION":
-            return CheckResult("invalid", kind=kind, detail=outcome.verdict.describe())
+        if kind != "VIOLATION":  # its kind: why it was not compared (the report's)
+            return CheckResult("invalid", kind=not_compared_reason(outcome, self.backend),
+                               detail=outcome.verdict.describe())
         v = outcome.verdict
         files = {"program.gpuir": outcome.source, "kernel.cu": v.kernel_source,
                  "trace.txt": f"sync check: {outcome.sync}\nschedule: {v.schedule}\n"
