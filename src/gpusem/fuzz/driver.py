@@ -236,11 +236,17 @@ def earlier_findings(out_dir: str, target: str, props: Sequence[str],
         if b.target != target or m["property"] not in props or b.signature in have:
             continue
         size = int(m.get("size", 0) or 0)
+        # its attribution as the bundle records it now (`gpusem triage --redecide
+        # --write` rewrites it under today's rules): the reports group it by cause
+        recorded = m.get("attribution")
+        blame: dict = recorded if isinstance(recorded, dict) else {}
         earlier.findings.append(Finding(
             b.signature, str(m["kind"]), str(m.get("detail", "")), size, str(b.path),
             bool(m.get("shrunk")), float(m.get("found_after_s", 0.0) or 0.0),
             size_before=int(m.get("size_before", size) or size), prop=m["property"],
-            target=target, duplicates=b.sightings - 1, new=False))
+            target=target, duplicates=b.sightings - 1, new=False,
+            attribution=str(blame.get("verdict") or ""),
+            cause=str(blame.get("cause") or "")))
     return earlier
 
 

@@ -127,6 +127,15 @@ class BundlTarget(Target):
 
         return None if find_tool("nvcc") else "nvcc not found (nvcc-O3, nvcc-G, ptxas-O0)"
 
+    def second_reference_of(self, files: dict[str, str]) -> str | None:
+        """The second reference path's difference for a stored bundle's program
+        (`fuzz/redecide.py`: attribution decided again without a GPU)."""
+        if "program.bundl" not in files:
+            return None
+        from gpusem.fuzz.bundl.attribute import stored_second_reference
+
+        return stored_second_reference(files["program.bundl"])
+
     def begin_round(self, index: int | None) -> None:
         """Round `index` of the shard: the `toolchain` property builds and runs
         nvcc-G for its clean programs when `index` is a multiple of K
