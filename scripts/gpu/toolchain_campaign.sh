@@ -10,6 +10,10 @@
 #   bash scripts/gpu.sh toolchain-campaign bundl|ckernel [BUDGET] [JOBS]
 # Findings are bundles with attribution.json; `gpusem triage` groups them by cause
 # ($OUT/toolchain_<target>_triage.txt). Needs CuPy, CUDA 13.0 (nvcc, ptxas, cuobjdump).
+# The campaign's preflight checks z3, CuPy (a device, NVRTC) and nvcc before its first
+# program: "exit 2" and one "preflight: ..." line in the log mean the setup is
+# incomplete (nothing was checked); "stopped: internal error ..." and exit 3 mean one
+# internal error filled a fifth of the programs (docs/reports.md).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 TARGET=${1:?bundl or ckernel} BUDGET=${2:-8m} JOBS=${3:-16}

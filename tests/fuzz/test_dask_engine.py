@@ -275,3 +275,15 @@ def test_windows_of_a_program_budget():
                                           ((8, 10), None)]
     assert pieces.windows(110, 25, 2) == [((0, 2), None), ((2, 4), None),
                                           ((4, 5), 10)]
+
+
+def test_a_worker_that_lacks_a_required_module_is_bad_input(cluster, tmp_path):
+    """The preflight on every worker (issue 23): one line naming the module, the
+    target and the worker, before any piece runs."""
+    from tests.fuzz.test_preflight import MISSING, NeedsMissing
+
+    register_target(NeedsMissing.name, NeedsMissing)
+    with pytest.raises(BadInput, match=f"needs module {MISSING}.*on dask worker"):
+        run_campaign(spec(tmp_path / "o", target_name=NeedsMissing.name),
+                     dask(cluster), 1)
+    assert list_bundles(tmp_path / "o") == []

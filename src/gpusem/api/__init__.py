@@ -36,6 +36,7 @@ from gpusem.api.campaigns import (
     install_signal_handlers,
     progress_every_s,
     rate_shown,
+    redecide,
     reduce,
     reduce_bundle,
     reduce_program_file,
@@ -100,6 +101,7 @@ if TYPE_CHECKING:
     from gpusem.fuzz.bundl.reduce import Reduced
     from gpusem.fuzz.driver import CampaignResult, CampaignSpec
     from gpusem.fuzz.progress import ProgressLines
+    from gpusem.fuzz.redecide import Redecision
     from gpusem.fuzz.replay import CorpusRow, Replay
     from gpusem.fuzz.triage import TriageRow
 
@@ -108,7 +110,8 @@ if TYPE_CHECKING:
 _LAZY = {"CampaignSpec": "gpusem.fuzz.driver", "CampaignResult": "gpusem.fuzz.driver",
          "Reduced": "gpusem.fuzz.bundl.reduce", "Replay": "gpusem.fuzz.replay",
          "CorpusRow": "gpusem.fuzz.replay",
-         "TriageRow": "gpusem.fuzz.triage", "ProgressLines": "gpusem.fuzz.progress",
+         "TriageRow": "gpusem.fuzz.triage", "Redecision": "gpusem.fuzz.redecide",
+         "ProgressLines": "gpusem.fuzz.progress",
          "EXIT_NOTHING_CHECKED": "gpusem.fuzz.reports"}
 
 
@@ -124,14 +127,14 @@ __all__ = ["EXIT_NOTHING_CHECKED", "BadInput", "CampaignResult", "CampaignSpec",
            "CheckOptions", "CheckReport", "Chunk", "Command", "CompileOptions",
            "CompileReport", "CorpusRow", "Debugger", "Ending", "ExecOptions",
            "ExecReport", "GpusemError", "Grid", "IllTyped", "KernelInfo", "Language",
-           "Line", "ProgressLines", "PtxCheckReport", "PtxFileReport", "Reduced",
-           "Replay", "Report", "RunOptions", "RunReport", "Shown", "StepOptions",
+           "Line", "ProgressLines", "PtxCheckReport", "PtxFileReport", "Redecision",
+           "Reduced", "Replay", "Report", "RunOptions", "RunReport", "Shown", "StepOptions",
            "SyncOptions", "SyncReport", "TriageRow", "budgets", "campaign", "check",
            "check_file", "compile", "compile_file", "corpus_exit_code", "cuda_source",
            "exec", "exec_file", "fuzz", "generate", "install_signal_handlers",
            "language_of", "languages", "load", "open_output", "parse", "parse_defines",
            "parse_file", "parse_schedules", "progress_every_s", "ptx_check",
-           "ptx_check_file", "rate_shown", "read_source", "reduce", "reduce_bundle",
+           "ptx_check_file", "rate_shown", "read_source", "redecide", "reduce", "reduce_bundle",
            "reduce_cuda", "reduce_program_file", "register", "replay", "replay_corpus",
            "run", "run_file", "standalone", "step_bundle", "step_file",
            "synccheck_file", "target_properties", "triage", "unregister",

@@ -1,6 +1,6 @@
 """Campaigns and their findings, for any target: `fuzz` (the campaign loop of
 `fuzz/driver.py`), `replay`, `generate`, `reduce` (the reducer of
-`fuzz/bundl/reduce.py`) and `triage`. Each returns a frozen, typed result."""
+`fuzz/bundl/reduce.py`), `triage` and `redecide`. Each returns a frozen, typed result."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from gpusem.fuzz.bundl.reduce import Reduced
     from gpusem.fuzz.reduce import ReducedFinding, ReduceProgress
     from gpusem.fuzz.replay import CorpusRow, Replay
+    from gpusem.fuzz.redecide import Redecision
     from gpusem.fuzz.triage import TriageRow
 
 
@@ -199,7 +200,17 @@ def triage(dirs: Sequence[str | Path]) -> list[TriageRow]:
     return group(dirs)
 
 
+def redecide(dirs: Sequence[str | Path], write: bool = False) -> list[Redecision]:
+    """Every attributed bundle under `dirs` decided again under today's attribution
+    rules from its stored evidence (no GPU); `write`: the changed decisions that
+    are computable from it rewritten in place, the old kept as
+    `attribution_history` (`fuzz/redecide.py`)."""
+    from gpusem.fuzz.redecide import redecide as again
+
+    return again(dirs, write)
+
+
 __all__ = ["campaign", "corpus_exit_code", "fuzz", "generate",
-           "install_signal_handlers", "progress_every_s", "rate_shown", "reduce",
-           "reduce_bundle", "reduce_program_file", "replay", "replay_corpus",
+           "install_signal_handlers", "progress_every_s", "rate_shown", "redecide",
+           "reduce", "reduce_bundle", "reduce_program_file", "replay", "replay_corpus",
            "step_bundle", "target_properties", "triage"]

@@ -20,8 +20,10 @@ Exit codes:
   0  nothing found (and some programs were compared)
   1  findings (bundles under --out; an interrupted campaign too, if it found any);
      with --baseline, findings it does not hold
-  2  bad input or usage (one line on stderr)
-  3  an internal error of gpusem (a finding of kind `internal`, a dead --jobs process)
+  2  bad input or usage (one line on stderr); a failed preflight: a module the
+     target needs is missing (nothing was checked)
+  3  an internal error of gpusem (a finding of kind `internal`, a dead --jobs
+     process, a campaign stopped by its circuit breaker: `stopped: ...`)
   4  nothing checked: no program was compared (none generated within the budget, or
      every one invalid or not runnable on this backend); not a pass
   130 / 143  interrupted by SIGINT / SIGTERM with nothing found (reports written)

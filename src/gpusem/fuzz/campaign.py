@@ -64,6 +64,7 @@ from typing import Any
 from gpusem.calculus.errors import BadInput
 from gpusem.fuzz import manifest
 from gpusem.fuzz.attribution import cause_of
+from gpusem.fuzz.breaker import CircuitBreaker
 from gpusem.fuzz.bundle import ATTRIBUTION, META, BundleStore
 from gpusem.fuzz.gc_tuning import campaign_gc
 from gpusem.fuzz.hunt import Drawn, generate_round, shrink_from
@@ -71,6 +72,7 @@ from gpusem.fuzz.interrupts import raise_if_requested, stop_requested
 from gpusem.fuzz.shrink_jobs import ShrinkJob, ShrinkOutcome, shrink_end_s
 from gpusem.fuzz.summary import Finding, Interrupted, Summary
 from gpusem.fuzz.targets import (
+    INTERNAL,
     CheckResult,
     Target,
     checked,
@@ -154,6 +156,7 @@ class Campaign:
         self.batch_floor_s = 0.0  # the quickest batch check so far: its fixed cost
         self.slowest_per_program_s = 0.0  # the slowest batch's seconds per program
         self.no_time_for_a_batch = False  # the budget left is shorter than that
+        self.breaker = CircuitBreaker()  # one internal error on every other program
         self.t0 = time.monotonic()
         r = self._start_round()
         end = (None if self.window is None
@@ -164,6 +167,8 @@ class Campaign:
                 r += self.shard[1]
                 if self.window is None:
                     self._save_progress(r)
+        except _Tripped:  # a systematic internal error: its round is not recorded
+            pass  # as done, so a --resume after the fix checks it again
         except KeyboardInterrupt as stop:  # SIGINT, or SIGTERM raised as Interrupted
             self.summary.interrupted = (stop.signal_name if isinstance(stop, Interrupted)
                                         else "SIGINT")
@@ -307,10 +312,19 @@ class Campaign:
                 elif new is not None:
                     opened.append(new)
             self._tick()
+            self._trip_if_systematic()
         if begin is not None and opened:
             begin(None)  # shrinking is no round's: every check in full
         for o in opened:
             self._shrink(target, strategy, seed, o)
+
+    def _trip_if_systematic(self) -> None:
+        """Stop the shard (`_Tripped`) when one internal error is systematic
+        (`fuzz/breaker.py`): its findings are kept, the summary says why."""
+        why = self.breaker.tripped(self.summary.programs - self.summary.resumed)
+        if why:
+            self.summary.stopped = why
+            raise _Tripped(why)
 
     def _prefetch(self, target: Target, drawn: list[Drawn], i: int) -> int:
         """Batch-check programs i.. of the round (where the target can): all of them,
@@ -408,6 +422,8 @@ class Campaign:
     def _seen(self, target: Target, res: CheckResult, d: Drawn, i: int) -> _Open | None:
         """First meeting of a signature in this shard: write it (new: returned, to be
         shrunk) or count a sighting of the bundle another shard or campaign wrote."""
+        if res.kind == INTERNAL:
+            self.breaker.hit(res.signature)
         known = self.found.get(res.signature)
         if known is not None:
             known.duplicates += 1
@@ -606,6 +622,10 @@ class Campaign:
     def _announce(self, finding: Finding) -> None:
         if self.on_finding is not None:
             self.on_finding(finding)
+
+
+class _Tripped(Exception):
+    """The circuit breaker stopped the shard (`Summary.stopped` says why)."""
 
 
 def hunt_share(target: Target) -> float:

@@ -134,6 +134,25 @@ def resolved(spec: CampaignSpec) -> CampaignSpec:
     return replace(spec, props=tuple(props))
 
 
+def ready(spec: CampaignSpec) -> None:
+    """The campaign's preflight, on this machine (a cluster engine asks its workers
+    too: `engines/dask.py`): every property's requirements (`targets.preflight`:
+    the modules the target declares, tried in a child process, and its probe);
+    BadInput, one line naming the module and the target that needs it, for the
+    first that fails. Issue 23: a campaign on a machine without z3 ran its whole
+    budget into 13,235 internal findings of one signature."""
+    from gpusem.fuzz.targets import load_target, preflight
+
+    probe = load_target(spec.target, spec.backend)
+    try:
+        for p in spec.props:
+            why = preflight(probe, p)
+            if why is not None:
+                raise BadInput(why)
+    finally:
+        probe.close()
+
+
 def shard_spec(spec: CampaignSpec, prop: str) -> dict[str, object]:
     """One property's `Campaign` keyword arguments (the engines' wire format)."""
     return {"target_name": spec.target, "backend": spec.backend, "prop": prop,
@@ -155,6 +174,8 @@ def run(spec: CampaignSpec, on_finding: OnFinding | None = None,
     from gpusem.fuzz.engines.registry import load_engine
 
     spec = resolved(spec)
+    if spec.engine == "local":  # a cluster engine asks its workers (engines/dask.py)
+        ready(spec)  # before any program: a missing z3 is one line, not 8 minutes
     baseline = load_baseline(spec.baseline) if spec.baseline else None
     if not spec.resume:
         manifest.write_campaign(spec.out_dir, spec.params())
@@ -178,7 +199,7 @@ def run(spec: CampaignSpec, on_finding: OnFinding | None = None,
             for f in part.findings:
                 on_finding(f)
         total.merge(part)
-        if total.interrupted:
+        if total.interrupted or total.stopped:
             break
     if spec.resume:  # what the campaign found before it was resumed counts too
         total.merge(earlier_findings(spec.out_dir, spec.target, spec.props, total))
@@ -215,13 +236,19 @@ def earlier_findings(out_dir: str, target: str, props: Sequence[str],
         if b.target != target or m["property"] not in props or b.signature in have:
             continue
         size = int(m.get("size", 0) or 0)
+        # its attribution as the bundle records it now (`gpusem triage --redecide
+        # --write` rewrites it under today's rules): the reports group it by cause
+        recorded = m.get("attribution")
+        blame: dict = recorded if isinstance(recorded, dict) else {}
         earlier.findings.append(Finding(
             b.signature, str(m["kind"]), str(m.get("detail", "")), size, str(b.path),
             bool(m.get("shrunk")), float(m.get("found_after_s", 0.0) or 0.0),
             size_before=int(m.get("size_before", size) or size), prop=m["property"],
-            target=target, duplicates=b.sightings - 1, new=False))
+            target=target, duplicates=b.sightings - 1, new=False,
+            attribution=str(blame.get("verdict") or ""),
+            cause=str(blame.get("cause") or "")))
     return earlier
 
 
 __all__ = ["CampaignResult", "CampaignSpec", "corpus_findings", "earlier_findings",
-           "resolved", "run", "shard_spec", "target_properties"]
+           "ready", "resolved", "run", "shard_spec", "target_properties"]

@@ -37,10 +37,11 @@ INTERRUPTED = {"SIGINT": 130, "SIGTERM": 143}
 
 
 def exit_code(summary: Summary) -> int:
-    """3 when gpusem itself failed (an internal finding, a shard that died), else 1
+    """3 when gpusem itself failed (an internal finding, a shard that died, the
+    circuit breaker's stop on a systematic internal error), else 1
     when anything was found, else 130/143 when interrupted, else 4 when no program was
     compared (none generated, or every one invalid or not runnable here), else 0."""
-    if summary.internal or summary.failed:
+    if summary.internal or summary.failed or summary.stopped:
         return EXIT_INTERNAL
     if summary.failing:  # findings the baseline (--baseline) holds pass
         return EXIT_FINDINGS
@@ -76,6 +77,8 @@ class Report:
             # so `seconds` is not their sum; `shrink_s` adds up every shrink
             "fuzz_s": round(s.fuzz_s, 3), "shrink_s": round(s.shrink_s, 3),
             "interrupted": s.interrupted or None,
+            # the circuit breaker's reason (fuzz/breaker.py), null when it did not trip
+            "stopped": s.stopped or None,
             "exit_code": self.code,
             "counts": {"programs": s.programs, "invalid": s.invalid,
                        "skipped": s.skipped, "compared": s.compared,
@@ -211,6 +214,8 @@ class Report:
                          f"{sum(f.known for f in s.findings)} known (pass), "
                          f"{len(s.failing)} not in it")
         lines += corpus_lines(s.corpus)
+        if s.stopped:
+            lines.append(f"stopped: {s.stopped}")
         lines += [f"failed: {line}" for line in s.failed]
         lines += [f"cut at the campaign's end: {line}" for line in s.cut]
         if self.code == EXIT_NOTHING_CHECKED:

@@ -94,6 +94,9 @@ class Summary:
     seen_elsewhere: int = 0  # findings another shard of the campaign had already recorded
     unconfirmed: int = 0  # timeouts that did not happen again with a longer limit
     interrupted: str = ""  # "SIGINT" / "SIGTERM" when the campaign was stopped early
+    # why the circuit breaker stopped it (fuzz/breaker.py: one internal error in a
+    # large share of the programs), "" when it did not
+    stopped: str = ""
     # property -> outcome (OUTCOMES) -> programs
     outcomes: dict[str, dict[str, int]] = field(default_factory=dict)
     # property -> rule/construct -> programs that exercised it; and the programs measured
@@ -174,6 +177,7 @@ class Summary:
         self.found += other.found
         self.unconfirmed += other.unconfirmed
         self.interrupted = self.interrupted or other.interrupted
+        self.stopped = self.stopped or other.stopped
         for prop, per in other.outcomes.items():
             for outcome, n in per.items():
                 self.count(prop, outcome, n)

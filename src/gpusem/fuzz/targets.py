@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from gpusem.calculus.errors import BadInput, GpusemError
 
@@ -62,6 +62,13 @@ class Target:
     # decides by where the class lives (in gpusem's package: gpusem's own, kind
     # `internal`, exit 3; in a plugin's package: the plugin's, kind `target-crash`).
     crashes_are_gpusem_bugs: bool | None = None
+    # What every check of this target imports, tried before a campaign's first
+    # program (`preflight`): a campaign without z3 ran its whole budget into 13,235
+    # identical internal findings (issue 23). Per property and backend:
+    # `requirements`. `requires_on`: more for one backend (CUDA_RUNTIME for the
+    # targets that run kernels through NVRTC and CuPy on `cuda`).
+    requires: tuple[Requirement, ...] = ()
+    requires_on: ClassVar[Mapping[str, tuple[Requirement, ...]]] = {}
 
     def __init__(self, backend: str = "cpu") -> None:
         self.backend = backend
@@ -81,6 +88,16 @@ class Target:
     def replay(self, files: dict[str, str], meta: dict) -> CheckResult:
         """Re-run a bundle (its files and its bundle.json) and give the verdict now."""
         raise NotImplementedError
+
+    def requirements(self, prop: str) -> tuple[Requirement, ...]:
+        """The modules a check of `prop` on this target's backend needs (`preflight`
+        imports them in a child process): `requires`, and the backend's
+        (`requires_on`)."""
+        return (*self.requires, *self.requires_on.get(self.backend, ()))
+
+    # Optional: `probe(prop) -> str | None`, what `preflight` asks after the imports,
+    # in the campaign's process (so it must not import CuPy there): None when the
+    # target can check `prop`, else why not in a few words ("nvcc not found").
 
     def prefetch(self, programs: list, prop: str) -> bool:
         """Check a whole round at once (one build for many kernels). True when `check`
@@ -131,6 +148,83 @@ class Target:
 
     def close(self) -> None:
         """Release backends and workers at the end of a campaign."""
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """A module a target needs (`module`, its import name), the distribution that
+    provides it (`package`, for the message) and, optionally, `smoke`: a dotted
+    callable of it that must run without raising (CuPy imports on a machine with no
+    driver; `getDeviceCount` does not)."""
+
+    module: str
+    package: str = ""
+    smoke: str = ""
+
+
+# The race checker of Bundl (typing_rules/bundl/race.py) and lambda-cu's fusion ILP
+Z3 = Requirement("z3", "z3-solver")
+# The cuda backend (compiler/backends/cuda): CuPy, a device, NVRTC
+CUDA_RUNTIME = (
+    Requirement("cupy", "cupy-cuda13x", "cupy.cuda.runtime.getDeviceCount"),
+    Requirement("cupy.cuda.nvrtc", "cupy-cuda13x", "cupy.cuda.nvrtc.getVersion"))
+# The child that tries them prints the first that fails, as `module\tWHY`; nothing
+# (CuPy, a CUDA context) loads into the campaign's own process, whose shards are
+# spawned after it (`fuzz/engines/local.py`)
+_TRY = """
+import importlib, sys
+for module, smoke in zip(sys.argv[1::2], sys.argv[2::2]):
+    try:
+        importlib.import_module(module)
+        if smoke:
+            owner, _, name = smoke.rpartition(".")
+            getattr(importlib.import_module(owner), name)()
+    except BaseException as err:
+        why = (type(err).__name__ + ": " + str(err)).replace(chr(10), " ")[:200]
+        print(module + chr(9) + why)
+        break
+"""
+PREFLIGHT_TIMEOUT_S = 120.0
+
+
+def preflight(target: Target, prop: str) -> str | None:
+    """None when `target` can check `prop`: every module of its `requirements`
+    imports (and its smoke call runs) in a child process, and its optional `probe`
+    says yes; else ONE line naming the missing module (or the probe's reason) and
+    the target that needs it, for the campaign to stop on before its first program
+    (exit 2)."""
+    import subprocess
+    import sys
+
+    name = getattr(target, "name", "") or type(target).__name__
+    where = f"target {name} (property {prop}, backend {target.backend})"
+    reqs = getattr(target, "requirements", None)
+    needed = tuple(reqs(prop)) if reqs is not None else ()
+    if needed:
+        argv = [x for r in needed for x in (r.module, r.smoke)]
+        try:
+            done = subprocess.run([sys.executable, "-c", _TRY, *argv],
+                                  capture_output=True, text=True, check=False,
+                                  timeout=PREFLIGHT_TIMEOUT_S)
+            bad = done.stdout.strip() or (
+                "" if done.returncode == 0 else f"?\tchild exit {done.returncode}")
+        except (OSError, subprocess.TimeoutExpired) as err:
+            bad = f"?\t{type(err).__name__}: {err}"
+        if bad:
+            module, _, why = bad.partition("\t")
+            pkg = next((r.package for r in needed if r.module == module), "")
+            also = f" (pip package {pkg})" if pkg and pkg != module else ""
+            return (f"preflight: {where} needs module {module}{also}, which does not "
+                    f"work here: {why}")
+    probe = getattr(target, "probe", None)
+    if probe is not None:
+        try:
+            why = probe(prop)
+        except Exception as err:  # noqa: BLE001 - the probe's failure is the answer
+            why = f"{type(err).__name__}: {err}"
+        if why:
+            return f"preflight: {where} cannot run: {str(why).splitlines()[0][:200]}"
+    return None
 
 
 TargetFactory = Callable[..., Target] | str

@@ -38,6 +38,20 @@ def second_reference(prog: B.Program, full: Reference) -> str | None:
     return outcome_difference(fast, full)
 
 
+def stored_second_reference(source: str, name: str = "program.bundl") -> str | None:
+    """`second_reference` of a bundle's stored program, as today's reference decides
+    it (`gpusem triage --redecide`, `fuzz/redecide.py`): None where the program is not
+    compared today (stuck, racy: no second path to weigh). Recorded text cannot say
+    whether a race verdict was only undecided (FINDINGS.md G1), so it is recomputed."""
+    from gpusem.calculus.bundl.parser import parse_program
+
+    prog = parse_program(source, name)
+    full = reference(prog)
+    if full.kind != "terminated" or full.racy:
+        return None
+    return second_reference(prog, full)
+
+
 def case_of(prog: B.Program, sync_motion: bool, failing: str,
             kernel_source: str = "", prove_race_free: bool = True, sync: str = ""
             ) -> tuple[Case, Reference]:

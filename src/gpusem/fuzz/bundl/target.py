@@ -28,7 +28,7 @@ import json
 import os
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from gpusem.calculus.bundl import ast as B
 from gpusem.calculus.bundl.parser import parse_program
@@ -43,7 +43,14 @@ from gpusem.fuzz.bundl.compile_property import (
 )
 from gpusem.fuzz.bundl.generated import Generated, as_generated
 from gpusem.fuzz.environment import device_name, tool_versions
-from gpusem.fuzz.targets import CheckResult, Target, bundle_fault, checked
+from gpusem.fuzz.targets import (
+    CUDA_RUNTIME,
+    Z3,
+    CheckResult,
+    Target,
+    bundle_fault,
+    checked,
+)
 from gpusem.interpreter.bundl.reference import (
     Reference,
     fast_reference,
@@ -70,6 +77,8 @@ class BundlTarget(Target):
     name = "bundl"
     properties = PROPERTIES
     backends = ("cpu", "cuda")
+    requires = (Z3,)  # the race checker: every property's reference
+    requires_on: ClassVar = {"cuda": CUDA_RUNTIME}
 
     def __init__(self, backend: str = "cpu", max_blocks: int = 2, max_threads: int = 8):
         self.backend = backend
@@ -108,6 +117,24 @@ class BundlTarget(Target):
 
             self._matrix = Matrix(self.backend, cpu_runner=shared_backend("cpu"))
         return self._matrix
+
+    def probe(self, prop: str) -> str | None:
+        """The campaign's preflight (`targets.preflight`): the `toolchain` property
+        on a GPU builds with nvcc, ptxas and cuobjdump (nvcc-O3, nvcc-G, ptxas-O0)."""
+        if prop != "toolchain" or self.backend != "cuda":
+            return None
+        from gpusem.compiler.backends.toolchain_build import find_tool
+
+        return None if find_tool("nvcc") else "nvcc not found (nvcc-O3, nvcc-G, ptxas-O0)"
+
+    def second_reference_of(self, files: dict[str, str]) -> str | None:
+        """The second reference path's difference for a stored bundle's program
+        (`fuzz/redecide.py`: attribution decided again without a GPU)."""
+        if "program.bundl" not in files:
+            return None
+        from gpusem.fuzz.bundl.attribute import stored_second_reference
+
+        return stored_second_reference(files["program.bundl"])
 
     def begin_round(self, index: int | None) -> None:
         """Round `index` of the shard: the `toolchain` property builds and runs

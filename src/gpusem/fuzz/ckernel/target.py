@@ -19,7 +19,7 @@ never the program, so one bug seen in many programs is one bundle.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, ClassVar
 
 from gpusem.calculus.ckernel import ast as A
 from gpusem.calculus.ckernel.parser import parse_kernel
@@ -36,7 +36,7 @@ from gpusem.fuzz.ckernel.check import (
     seeds_for,
 )
 from gpusem.fuzz.environment import device_name, tool_versions
-from gpusem.fuzz.targets import CheckResult, Target, bundle_fault
+from gpusem.fuzz.targets import CUDA_RUNTIME, CheckResult, Target, bundle_fault
 
 SHRINK_BUDGET_S = 60.0
 PROPERTIES = ("compile", "emi", "toolchain", "ptx", "sass", "printparse")
@@ -46,9 +46,20 @@ class CkernelTarget(Target):
     name = "ckernel"
     properties = PROPERTIES
     backends = ("cpu", "cuda")
+    requires_on: ClassVar = {"cuda": CUDA_RUNTIME}
+
     # of --shrink-time, hypothesis's share: the batched reducer (one backend call a
     # step) shrinks these kernels far better than hypothesis's one check a candidate
     hypothesis_share = 0.1
+
+    def probe(self, prop: str) -> str | None:
+        """The campaign's preflight (`targets.preflight`): the `toolchain` property
+        on a GPU builds with nvcc, ptxas and cuobjdump (nvcc-O3, nvcc-G, ptxas-O0)."""
+        if prop != "toolchain" or self.backend != "cuda":
+            return None
+        from gpusem.compiler.backends.toolchain_build import find_tool
+
+        return None if find_tool("nvcc") else "nvcc not found (nvcc-O3, nvcc-G, ptxas-O0)"
 
     def __init__(self, backend: str = "cpu", max_templates: int = 10) -> None:
         self.backend = backend

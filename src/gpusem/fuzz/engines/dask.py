@@ -91,7 +91,12 @@ from gpusem.fuzz.engines.pieces import (
 from gpusem.fuzz.interrupts import at_once
 from gpusem.fuzz.shrink_jobs import SHRINK_TAIL
 from gpusem.fuzz.summary import Finding, Summary
-from gpusem.fuzz.targets import RUNTIME_TARGETS
+from gpusem.fuzz.targets import (
+    RUNTIME_TARGETS,
+    load_target,
+    preflight,
+    register_target,
+)
 
 IN_FLIGHT_PER_WORKER = 2
 DRAIN_S = 15.0  # after Ctrl-C/SIGTERM: how long pieces under way get to come back
@@ -298,6 +303,7 @@ class DaskEngine(Engine):
             on_progress: Progress | None = None) -> Iterator[ShardEvent]:
         distributed = _distributed()
         client = self.connect()
+        self._preflight(client, tasks)
         shards = [self._shard(t) for t in tasks]
         stores = {t.spec["out_dir"]: BundleStore(t.spec["out_dir"]) for t in tasks}
         known = {id(s): _known_map(stores[s.task.spec["out_dir"]], s.task.spec)
@@ -379,6 +385,19 @@ class DaskEngine(Engine):
         finally:
             for fut in list(futures):
                 fut.cancel()
+
+    def _preflight(self, client: Any, tasks: Sequence[ShardTask]) -> None:
+        """The campaign's preflight (`driver.ready`) on every worker: a worker
+        without z3 or CuPy is BadInput (one line naming it) before any piece runs,
+        not a stream of internal findings."""
+        asked = {(t.spec["target_name"], t.spec["backend"], t.spec["prop"]) for t in tasks}
+        for name, backend, prop in sorted(asked):
+            answers = client.run(worker_preflight, name, backend, prop,
+                                 RUNTIME_TARGETS.get(name))
+            for worker, why in sorted(answers.items()):
+                if why:
+                    self.close()
+                    raise BadInput(f"{why} (on dask worker {worker})")
 
     def _cut(self, futures: dict[Any, _Shard], shrinks: dict[Any, tuple[float, str]],
              stores: dict[str, BundleStore]) -> None:
@@ -534,6 +553,18 @@ def _next_by(pending: Any, results: Iterator[Any], hard_stop: float) -> Any:
             return None
         time.sleep(POLL_S)
     return next(results, None)
+
+
+def worker_preflight(name: str, backend: str, prop: str, factory: Any = None
+                     ) -> str | None:
+    """`targets.preflight` of one property where this runs (a Dask worker)."""
+    if factory is not None:
+        register_target(name, factory)
+    target = load_target(name, backend)
+    try:
+        return preflight(target, prop)
+    finally:
+        target.close()
 
 
 def piece_task(piece: Piece, known: list[dict[str, str]], factory: Any = None

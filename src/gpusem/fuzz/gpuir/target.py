@@ -20,15 +20,17 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import ClassVar
 
 from gpusem.fuzz.environment import device_name, tool_versions
-from gpusem.fuzz.targets import CheckResult, Target, checked
+from gpusem.fuzz.targets import CUDA_RUNTIME, CheckResult, Target, checked
 
 
 class GpuirTarget(Target):
     name = "gpuir"
     properties = ("seqpar", "ptx")
     backends = ("cpu", "cuda")
+    requires_on: ClassVar = {"cuda": CUDA_RUNTIME}
 
     def __init__(self, backend: str = "cpu"):
         self.backend = backend

@@ -31,7 +31,7 @@ from gpusem.compiler.lambdacu_cuda.faults import active_faults
 from gpusem.fuzz.lambdacu.compile_check import differential, reference
 from gpusem.fuzz.lambdacu.graphs import fusion_programs
 from gpusem.fuzz.lambdacu.programs import programs
-from gpusem.fuzz.targets import CheckResult, Target, bundle_fault
+from gpusem.fuzz.targets import Z3, CheckResult, Target, bundle_fault
 from hypothesis import strategies as st
 
 PROPERTIES = ("compile", "printparse")
@@ -45,6 +45,7 @@ class LambdacuTarget(Target):
     name = "lambdacu"
     properties = PROPERTIES
     backends = ("cpu", "cuda")
+    requires = (Z3,)  # the fusion ILP (compiler/lambdacu_fusion/ilp.py)
 
     def __init__(self, backend: str = "cpu") -> None:
         self.backend = backend

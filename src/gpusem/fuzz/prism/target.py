@@ -25,11 +25,11 @@ exchange's parts hang together, which choice shrinking cannot undo.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, ClassVar
 
 from gpusem.calculus.errors import GpusemError
 from gpusem.fuzz.prism.strategies import CONSTRUCTS, PrismProgram, programs
-from gpusem.fuzz.targets import CheckResult, Target, bundle_fault
+from gpusem.fuzz.targets import CUDA_RUNTIME, Z3, CheckResult, Target, bundle_fault
 
 
 def elaborate_text(text: str, file: str = "program.prism"):
@@ -50,6 +50,8 @@ class PrismTarget(Target):
     name = "prism"
     properties = ("elaboration", "compile", "prism-sync")
     backends = ("cpu", "cuda")
+    requires = (Z3,)  # elaborated into Bundl: its race checker
+    requires_on: ClassVar = {"cuda": CUDA_RUNTIME}
     # of --shrink-time, hypothesis's share: the surface reducer takes a finding much
     # further (56 lines to about 30 in a cpu campaign's shrink), hypothesis barely
     hypothesis_share = 0.2
