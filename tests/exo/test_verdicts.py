@@ -64,6 +64,8 @@ EXPECTED = {
                               "compile-static:Invalid '…' of lowered barrier type "
                               "LoweredBarrierType.Sm80_commit_group due to another such "
                               "live ba|paper=accept|fixed=accept", "static"),
+        # E8: pldi26 follows the paper's witness W, as gpusem does
+        "witness_after_temporal": ("accept", "", "agree", ""),
     },
 }
 EXPECTED["endgame"] = dict(EXPECTED["pldi26"]) | {
@@ -79,6 +81,10 @@ EXPECTED["endgame"] = dict(EXPECTED["pldi26"]) | {
                            "barrier|paper=accept|fixed=accept", "one-shot"),
     "own_read_then_cp_async": ("accept", "", "gpusem-rejects:exo=accept|paper=reject:"
                                "WAR@instr|fixed=reject:WAR@instr", "async-war"),
+    # E8: endgame's witness needs full (or issuing) visibility, not temporal
+    "witness_after_temporal": ("hazard", "RAW HAZARD",
+                               ("exo-rejects:exo=hazard:RAW@read|paper=accept|"
+                                "fixed=accept"), "witness-temporal"),
 }
 CASES = [(d, name) for d in EXPECTED for name in EXPECTED[d]]
 

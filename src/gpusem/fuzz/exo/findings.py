@@ -62,6 +62,14 @@ RULES = {
         "Figure 22: Arrive and Await count phases on any barrier, which may be reused; "
         "endgame made mbarriers and cluster syncs one-shot per (ring-buffer) slot "
         "('Arrived twice on one-shot arrive barrier')."),
+    "witness-temporal": (
+        "Definition B.3 (i), the witness W: a transitive Fence (or Arrive) passes on a "
+        "record that some executing thread sees at >= unordered, temporally_ordered "
+        "included, so a warp's full fence after a CTA-wide temporal one orders "
+        "another warp's write for the warp's reads. pldi26 and gpusem follow W as "
+        "printed; endgame's synchronizes_with needs the thread to have issued the "
+        "access or to see it fully (vis_flag_issue | vis_flag_full), as a memory "
+        "fence is cumulative only over writes its thread has observed."),
     "unlocated": (
         "None known: Exo-GPU's hazard names no statement that maps back to GPU IR. "
         "Seen: its debug log cut before the hazard's remark (the worker keeps the "
@@ -108,6 +116,8 @@ def rule_key(c: Checked) -> str:
         return "assign-temporal"
     if only_paper and c.exo_at == "read":
         return "paper-reads"
+    if _temporal_witness(c):
+        return "witness-temporal"
     if c.exo_at == "free" or "free" in cmp.signature:
         return "free"
     if not c.exo_at and c.exo is not None and c.exo.verdict.kind == "hazard":
@@ -126,6 +136,17 @@ def _unlocated(c: Checked, only_paper: bool) -> str:
             and fixed.at == "read" and c.exo.verdict.name.startswith("RAW")):
         return "paper-reads"
     return "unlocated"
+
+
+def _temporal_witness(c: Checked) -> bool:
+    """A read that both gpusem rule sets accept and Exo rejects for want of full
+    visibility ('vis flag "full"', endgame's wording), in a program with a temporal
+    fence: the reader's only ordering of the write came through a fence that W let
+    pass on temporal visibility (FINDINGS E8)."""
+    both = c.comparison.disagree_under == ("paper", "fixed")
+    return (both and c.exo_at == "read" and "RAW" in c.comparison.signature
+            and 'did not have vis flag "full"' in c.explanation
+            and "cuda_temporal" in c.source)
 
 
 def _is_barrier(c: Checked, line: int) -> bool:
