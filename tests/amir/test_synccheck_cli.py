@@ -191,6 +191,41 @@ def test_read_after_temporal_fence_needs_full_visibility(run):
     assert run(text, "-D", "N=128", "--rules", "paper").exit_code == 0
 
 
+WITNESS = """\
+proc witness(A: f32[64] @ CudaGmemLinear, B: f32[64] @ CudaGmemLinear):
+    with CudaDeviceFunction(blockDim=64):
+        for task in cuda_tasks(0, 1):
+            buf: f32[64] @ CudaSmemLinear
+            for tid in cuda_threads(0, 64, unit=cuda_thread):
+                buf[tid] = A[tid]
+            Fence(cuda_in_order, cuda_temporal)
+            for w in cuda_threads(0, 2, unit=cuda_warp):
+                Fence(cuda_in_order, cuda_in_order)
+            for tid in cuda_threads(0, 64, unit=cuda_thread):
+                B[tid] = buf[63 - tid]
+            Fence(cuda_in_order, cuda_in_order)
+"""
+
+
+def test_a_temporal_order_is_no_witness_for_a_later_fence(run):
+    """errata "The witness W and temporal visibility" (results/exo/FINDINGS.md E8):
+    after the CTA's temporal fence the other warp's write is only temporally ordered
+    for a warp, so the warp's own full fence cannot pass it on; W as printed counts
+    temporally_ordered (>= unordered) and accepts."""
+    fixed = run(WITNESS)
+    assert fixed.exit_code == 1 and "fully_ordered" in fixed.output
+    assert "B[tid] = buf[63 - tid]" in fixed.output
+    assert "buf[tid] = A[tid]" in fixed.output
+    assert run(WITNESS, "--rules", "paper").exit_code == 0
+    # a thread's own write stays a witness: each warp reads its own warp's cells
+    own = WITNESS.replace("buf[63 - tid]", "buf[tid / 32 * 32 + 31 - tid % 32]")
+    assert run(own).exit_code == 0
+    # and the CTA-wide full fence orders every write for every thread
+    full = WITNESS.replace("Fence(cuda_in_order, cuda_temporal)",
+                           "Fence(cuda_in_order, cuda_in_order)")
+    assert run(full).exit_code == 0
+
+
 def test_library_entry_point():
     res = synccheck(FENCED, "k.gpuir", {"N": 128})
     assert res.verdict.accepted and res.proc == "smem_broadcast"

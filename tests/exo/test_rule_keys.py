@@ -77,3 +77,25 @@ def test_a_located_hazard_keeps_its_rule():
                    (PROGRAMS / "read_after_temporal.gpuir").read_text(), {})
     assert c.exo_at == "read"
     assert rule_key(c) == "paper-reads"
+
+
+
+def test_a_read_only_fixed_rejects_is_witness_temporal():
+    # E8 on pldi26: Exo pldi26 and --rules paper follow the witness W as printed and
+    # accept; --rules fixed alone rejects the read (errata "The witness W and temporal
+    # visibility"). Exo pldi26 rejects Figure 5's reads as fixed does, so a read
+    # that only fixed rejects turns on W
+    c = check_text(RecordedExo("pldi26"),
+                   (PROGRAMS / "witness_after_temporal.gpuir").read_text(), {})
+    assert c.comparison.signature == ("gpusem-rejects:exo=accept|paper=accept|"
+                                      "fixed=reject:RAW@read")
+    assert rule_key(c) == "witness-temporal"
+    assert "[witness-temporal]" in result_of(c).files["trace.txt"]
+
+
+def test_a_read_both_rule_sets_reject_stays_generic():
+    # H1 (host read of an unsynchronised copy): both rule sets reject, Exo accepts
+    c = check_text(RecordedExo("pldi26"),
+                   (PROGRAMS / "host_read_without_stream_sync.gpuir").read_text(), {})
+    assert c.comparison.disagree_under == ("paper", "fixed")
+    assert rule_key(c) == "generic"

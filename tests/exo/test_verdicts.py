@@ -64,6 +64,10 @@ EXPECTED = {
                               "compile-static:Invalid '…' of lowered barrier type "
                               "LoweredBarrierType.Sm80_commit_group due to another such "
                               "live ba|paper=accept|fixed=accept", "static"),
+        # E8: pldi26 follows the paper's witness W, as --rules paper does
+        "witness_after_temporal": ("accept", "", "gpusem-rejects:exo=accept|"
+                                   "paper=accept|fixed=reject:RAW@read",
+                                   "witness-temporal"),
     },
 }
 EXPECTED["endgame"] = dict(EXPECTED["pldi26"]) | {
@@ -79,6 +83,11 @@ EXPECTED["endgame"] = dict(EXPECTED["pldi26"]) | {
                            "barrier|paper=accept|fixed=accept", "one-shot"),
     "own_read_then_cp_async": ("accept", "", "gpusem-rejects:exo=accept|paper=reject:"
                                "WAR@instr|fixed=reject:WAR@instr", "async-war"),
+    # E8: endgame's witness needs full (or issuing) visibility, as --rules fixed's;
+    # --rules paper alone accepts, and the signature is P3's
+    "witness_after_temporal": ("hazard", "RAW HAZARD",
+                               ("exo-rejects:exo=hazard:RAW@read|paper=accept|"
+                                "fixed=reject"), "paper-reads"),
 }
 CASES = [(d, name) for d in EXPECTED for name in EXPECTED[d]]
 

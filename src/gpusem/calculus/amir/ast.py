@@ -283,6 +283,13 @@ class AProc:
     params: tuple[str, ...]
     body: tuple[AStmt, ...]
     span: Span = _loc()
+    # Note: the witness W of Definition B.3 (i) as printed (False) counts a record
+    # seen at >= unordered, temporally_ordered included; True (the conversion's
+    # `--rules fixed`) counts only fully_ordered or the accessing threads' own
+    # R-given level (errata "The witness W and temporal visibility"). The printed
+    # form has no place for it (a printed program reads back with W as printed), so
+    # it takes no part in equality.
+    strict_witness: bool = field(default=False, compare=False)
 
 
 # ------------------------------------------------------------------------ helpers

@@ -62,6 +62,15 @@ RULES = {
         "Figure 22: Arrive and Await count phases on any barrier, which may be reused; "
         "endgame made mbarriers and cluster syncs one-shot per (ring-buffer) slot "
         "('Arrived twice on one-shot arrive barrier')."),
+    "witness-temporal": (
+        "Definition B.3 (i), the witness W: a transitive Fence (or Arrive) passes on a "
+        "record that some executing thread sees at >= unordered, temporally_ordered "
+        "included, so a warp's full fence after a CTA-wide temporal one orders "
+        "another warp's write for the warp's reads. pldi26 and --rules paper follow W "
+        "as printed; endgame (synchronizes_with: vis_flag_issue | vis_flag_full) and "
+        "--rules fixed need the thread to have made the access or to see it fully, "
+        "as a memory fence is cumulative only over writes its thread has observed "
+        "(errata 'The witness W and temporal visibility')."),
     "unlocated": (
         "None known: Exo-GPU's hazard names no statement that maps back to GPU IR. "
         "Seen: its debug log cut before the hazard's remark (the worker keeps the "
@@ -97,6 +106,10 @@ def rule_key(c: Checked) -> str:
             return "reduce-full"
         if v.hazard == "WAR" and v.at == "instr":
             return "async-war"
+        if cmp.disagree_under == ("fixed",) and v.hazard == "RAW" and v.at == "read":
+            # only `fixed` rejects a read: the one rule by which it reads more
+            # strictly than the paper and Exo pldi26 (Figure 5 reads is Exo's too)
+            return "witness-temporal"
         if v.at == "free":
             return "free"
         return "generic"

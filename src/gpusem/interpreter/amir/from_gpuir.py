@@ -89,7 +89,8 @@ def convert(proc: G.Proc, defines: Mapping[str, int] | None = None, *,
         head.append(M.Alloc(p.name, p.shape, False, origin=p.span))
     body = _block(proc.body, scope)
     params = tuple(p.name for p in proc.ctrl_params)
-    return M.AProc(proc.name, params, tuple(head + body))
+    return M.AProc(proc.name, params, tuple(head + body),
+                   strict_witness=rules == "fixed")
 
 
 # ------------------------------------------------------------------------ blocks

@@ -34,8 +34,9 @@ _ALLQ = (1 << NQ) - 1
 
 
 class Lifts:
-    def __init__(self, sets: SetTable) -> None:
+    def __init__(self, sets: SetTable, strict: bool = False) -> None:
         self.sets = sets
+        self.strict = strict                 # W without temporal witnesses (fixed)
         self.task_recs: dict[int, list[list[Rec]]] = {}
         self.all_recs: list[Rec] = []
         self.bar_recs: dict[BarrierCell, dict[int, Rec]] = {}
@@ -48,7 +49,7 @@ class Lifts:
             mine = r.blocks.get(g)
             if mine is not None and below(levels, mine):
                 continue                         # λ(r) = r whether or not W holds
-            part = passing(t, g, pre, r)
+            part = passing(t, g, pre, r, self.strict)
             if part:
                 r = r if part == -1 else self.split(r, part)
                 if augment(r, g, levels) and g[0] not in r.tasks:
@@ -65,7 +66,7 @@ class Lifts:
         for r in self.candidates(g, pre, t):
             if cells <= r.p.keys():              # a set test, not a Python loop
                 continue                         # λ(r) = r whether or not W holds
-            part = passing(t, g, pre, r)
+            part = passing(t, g, pre, r, self.strict)
             if part:
                 r = r if part == -1 else self.split(r, part)
                 for cell, a in counts.items():

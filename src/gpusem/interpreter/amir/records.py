@@ -200,23 +200,49 @@ def new_records(vl: int, t: bool, q: int, atomic: int, p: dict[BarrierCell, int]
     return Rec(q, blocks, own if family else None, dict(p), kind, who, stmt, origin)
 
 
-def passing(t: bool, exec_: Threads, pre: int, r: Rec) -> int:
+def passing(t: bool, exec_: Threads, pre: int, r: Rec, strict: bool = False) -> int:
     """W(t, g^exec*, τ_q^pre*, r) (Definition B.3 (i)), as the members of r it holds
     for: -1 all of them, 0 none, else a mask of family members.
 
     t (transitive): some executing thread sees r at >= unordered on some pre timeline;
     otherwise r's own timeline must be in pre and some executing thread sees r on it.
+
+    Note: `strict` (`--rules fixed`) is W without temporal witnesses: an executing
+    thread must see r fully_ordered, or be one of the threads that made r (R's level,
+    >= unordered, on r's own timeline: how a thread fences its own asynchronous
+    access). temporally_ordered means the order of a barrier whose memory fence may
+    be elided (Section 3): a later fence cannot pass on a write its threads never
+    observed (errata "The witness W and temporal visibility"; Exo-GPU endgame's
+    synchronizes_with takes vis_flag_issue | vis_flag_full).
     """
     if not t:
         if not (pre >> r.q) & 1:
             return 0
         pre = 1 << r.q
+    if strict:
+        return _passing_strict(exec_, pre, r)
     for ts, v in r.vis.items():
         if v & pre and overlaps(ts, exec_):
             return -1
     if r.own is None or exec_[0] != r.who[0] and exec_[0] != -1:
         return 0
     if not r.own[1] & pre:
+        return 0
+    if exec_[0] == -1:
+        return -1
+    part = r.who[1] & exec_[1]
+    return -1 if part == r.who[1] else part
+
+
+def _passing_strict(exec_: Threads, pre: int, r: Rec) -> int:
+    for ts, lv in r.blocks.items():
+        if lv[3] & pre and overlaps(ts, exec_):
+            return -1
+    if not pre >> r.q & 1:
+        return 0
+    if r.own is None:                # R's block is blocks[who]: its accessing threads
+        return -1 if overlaps(r.who, exec_) else 0
+    if exec_[0] != r.who[0] and exec_[0] != -1:
         return 0
     if exec_[0] == -1:
         return -1

@@ -56,7 +56,7 @@ class MachineState:
         self.task = 0
         self.vars: dict[str, Var] = {}
         self.sets = SetTable()
-        self.lifts = Lifts(self.sets)
+        self.lifts = Lifts(self.sets, strict=prog.strict_witness)
         self.rec_cache: dict[RecKey, tuple[tuple[Rec, ...], int]] = {}
         self.check_memo: dict[CheckKey, Rec | None] = {}
         self.incarnations = 0
