@@ -9,8 +9,10 @@ iterations, not only stepped them. errata "AMIR iteration memo"."""
 
 from __future__ import annotations
 
+import gc
 import random
 import re
+import weakref
 from pathlib import Path
 
 import pytest
@@ -87,6 +89,27 @@ def test_memo_replays_the_ragged_gemm_across_tasks():
     assert got == ref and ref[0] == "accepted"
     assert hits >= 50 and hits > stepped, (hits, stepped)
     assert outcome(lambda: check_amir(prog, env)) == ref
+
+
+def test_a_closed_machine_is_freed_by_reference_counting():
+    """check_amir closes its machine (Machine.close breaks the cycles its closures
+    and memos make with it), so that the machine and all it holds are freed in the
+    call, not by a later collection that first traverses every object the run left
+    alive. With the collector paused, nothing but reference counting frees it."""
+    prog, env = converted(RAGGED.read_text(), str(RAGGED), {"N": 512})
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        m = Machine(prog, env, memo_min=2)
+        assert m.run().violation is None
+        assert sum(x.hits for x in m.memos) > 0
+        m.close()
+        ref = weakref.ref(m)
+        del m
+        assert ref() is None
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 # Sync bugs seeded into the ragged GEMM's main loop (the second `for k` loop), found

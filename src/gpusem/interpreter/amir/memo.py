@@ -156,6 +156,11 @@ class LoopMemo:
         self.recorders = frozenset(id(x) for x in _walk(s.body)
                                    if isinstance(x, _RECORDS))
 
+    def close(self) -> None:
+        """Drop what refers back to the machine (Machine.close)."""
+        self.body, self.successor, self.pending = [], None, None
+        self.walk.close()
+
     def least(self, default: int) -> int:
         """Iterations from which an execution runs through the memo: one if the
         next loop will (its bounds are evaluated now: nothing runs between)."""

@@ -50,6 +50,10 @@ class Walk:
         self.fresh = False               # the last call walked (atom values new)
         self.new_trace = False           # ... and found a path never met (or none)
 
+    def close(self) -> None:
+        """Drop the probes: their closures refer to this walk (a cycle)."""
+        self.probes = []
+
     def reset(self, local: frozenset[str]) -> None:
         """A new execution of the loop, with these local variables: the atoms of
         its traced expressions, and what else the walk reads of the state (the
