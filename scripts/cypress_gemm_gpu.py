@@ -40,7 +40,15 @@ One JSON (`--out`, rewritten after every row): rows of n, variant, mapping, lowe
 (or the one-line reason it is not), ours_ms, kernels_ms, cublas_ms, ratio,
 ours_tflops, agree_reading, agree_exact, cublas_exact; `best` per N (fig5_ratio and
 the best exact row's variant, mapping and ratio), and the command and device. Exit 1 when a
-row disagrees or a kernel fails, 2 (one line) when the backend is missing. `--backend
+row disagrees or a kernel fails, 2 (one line) when the backend is missing.
+
+`--ablate VARIANT,..` (at N = `--ablate-n`, 4096) adds, for timing only, each named
+row with a part of the GEMM kernel's CUDA left out (`ABLATIONS`): `no-copies` (the
+DMA warp's bulk copies, the expect_tx bytes 0: the compute and the barriers alone)
+and `no-math` (the wgmma nest's k chunks: the copies and the barriers alone). Their C
+is wrong by construction: such a row has `ablation`, no agree_* and never counts as
+a disagreement or as `best`; ours_ms against the full row says which part bounds
+the kernel (results/cypress/gemm_speed.md). `--backend
 cpu` runs the same code on the cpu harness against numpy.matmul (wall clock with
 the builds, not a speed). The lead runs it on the GPU: `bash scripts/gpu.sh cypress`.
 """
@@ -55,7 +63,7 @@ import re
 import statistics
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -152,9 +160,30 @@ def inputs(text: str) -> tuple[dict[str, np.ndarray], dict[str, int]]:
             for name, shape in shapes}, {}
 
 
-def jobs_for(gpuir: str, arrays: dict[str, np.ndarray], timeout_s: float):
+# Timing attribution (`--ablate`): text edits of the emitted CUDA, each leaving out
+# one part of the GEMM kernel. Each must apply (a kernel it does not change is an
+# error, never a silent full row).
+ABLATIONS = {
+    "no-copies": [(r"gs_i\+\+\) gs_bulk_copy_g2s(?:_multicast)?\(.*?\);\n",
+                   "gs_i++) {}  // ablated: no-copies\n"),
+                  (r"(gs_mbar_arrive_expect_tx\([^;]*?), [1-9]\d*u\)", r"\1, 0u)")],
+    "no-math": [(r"gs_kc < [1-9]\d*; gs_kc \+=", "gs_kc < 0; gs_kc +=")],
+}
+
+
+def ablate(source: str, what: str) -> str:
+    for pattern, repl in ABLATIONS[what]:
+        source, n = re.subn(pattern, repl, source)
+        if n == 0:
+            raise ValueError(f"ablation {what}: {pattern!r} matches nothing")
+    return source
+
+
+def jobs_for(gpuir: str, arrays: dict[str, np.ndarray], timeout_s: float,
+             ablation: str = ""):
     """One Job per kernel of the proc (the Hopper form: the transposition of B,
-    then the GEMM), each on the arrays the kernels before it leave."""
+    then the GEMM), each on the arrays the kernels before it leave; with
+    `ablation`, the GEMM's source edited (`ablate`)."""
     from gpusem.calculus.gpuir.parser import parse_module
     from gpusem.compiler.backends.kernel import Job
     from gpusem.compiler.gpuir_cuda.pipeline import compile_proc
@@ -166,6 +195,8 @@ def jobs_for(gpuir: str, arrays: dict[str, np.ndarray], timeout_s: float):
                       np.zeros((n, m), np.float32)).reshape(-1).copy()
              for p in proc.data_params}
     specs = compile_proc(proc, defines, source=gpuir, file="fig5_gemm.gpuir").specs()
+    if ablation:
+        specs = [replace(sp, source=ablate(sp.source, ablation)) for sp in specs]
 
     def job(spec) -> Job:
         return Job(spec, {p.name: state[p.name] if p.pointer else defines[p.name]
@@ -173,9 +204,10 @@ def jobs_for(gpuir: str, arrays: dict[str, np.ndarray], timeout_s: float):
     return specs, state, job
 
 
-def run_all(backend, gpuir: str, arrays: dict[str, np.ndarray], timeout_s: float):
+def run_all(backend, gpuir: str, arrays: dict[str, np.ndarray], timeout_s: float,
+            ablation: str = ""):
     """(C, the jobs as launched, "" or why a kernel failed)."""
-    specs, state, job = jobs_for(gpuir, arrays, timeout_s)
+    specs, state, job = jobs_for(gpuir, arrays, timeout_s, ablation)
     jobs = []
     for spec in specs:
         jobs.append(job(spec))
@@ -231,13 +263,15 @@ READINGS: dict[tuple[int, Mapping], np.ndarray] = {}  # seq's C: one a program
 EXACT: dict[tuple[int, int, int], np.ndarray] = {}  # the exact product, the last N's
 
 
-def row(n: int, variant: str, m: Mapping, args, backend) -> dict:
+def row(n: int, variant: str, m: Mapping, args, backend, ablation: str = "") -> dict:
     from gpusem.calculus.errors import GpusemError
     from gpusem.interpreter.cypress.seq import seq
 
     form = m.form
     out: dict = {"n": n, "variant": variant, "tile": [m.u, m.v], "form": form,
                  "mapping": m.describe()}
+    if ablation:
+        out["ablation"] = ablation
     t = time.perf_counter()
     try:
         program, arrays, scalars, gpuir = lower(render(n, m), form)
@@ -253,20 +287,22 @@ def row(n: int, variant: str, m: Mapping, args, backend) -> dict:
         EXACT[key] = (a.astype(np.float64) @ b.astype(np.float64)).astype(np.float32)
     exact = EXACT[key]
     want = None
-    if n <= args.check_upto:
+    if n <= args.check_upto and not ablation:
         if (n, m) not in READINGS:
             t = time.perf_counter()
             READINGS[n, m] = seq(program, arrays, scalars)[0]["C"]
             out["seq_s"] = round(time.perf_counter() - t, 3)
         want = READINGS[n, m]
     t = time.perf_counter()
-    got, jobs, failed = run_all(backend, gpuir, arrays, args.timeout)
+    got, jobs, failed = run_all(backend, gpuir, arrays, args.timeout, ablation)
     if failed:
         out["failed"] = failed
         return out
-    got = np.asarray(got).reshape(n, n)
-    out["agree_reading"] = None if want is None else bool(np.array_equal(got, want))
-    out["agree_exact"] = bool(np.array_equal(got, exact))
+    if not ablation:  # an ablated kernel's C is wrong by construction
+        got = np.asarray(got).reshape(n, n)
+        out["agree_reading"] = None if want is None else bool(np.array_equal(got,
+                                                                             want))
+        out["agree_exact"] = bool(np.array_equal(got, exact))
     on_gpu = backend.name == "cuda"
     if on_gpu:  # every kernel of ours counts (the Hopper form's transposition too)
         each = [statistics.median(backend.time_kernel_each(j, args.warmup,
@@ -298,6 +334,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=120.0)
     ap.add_argument("--mappings", default="none",
                     help="all, none, or names of MAPPINGS to try beside --variants")
+    ap.add_argument("--ablate", default="",
+                    help="variants or mappings to time with a part left out "
+                         "(ABLATIONS), at N = --ablate-n only")
+    ap.add_argument("--ablate-n", type=int, default=4096)
     args = ap.parse_args(argv)
     chosen = {} if args.mappings == "none" else dict(MAPPINGS) \
         if args.mappings == "all" else {k: MAPPINGS[k] for k in args.mappings.split(",")}
@@ -329,6 +369,16 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(r), flush=True)
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
+    known = {**VARIANTS, **MAPPINGS}
+    for variant, what in itertools.product(filter(None, args.ablate.split(",")),
+                                           ABLATIONS):
+        if args.ablate_n not in sizes:
+            break
+        r = row(args.ablate_n, variant, known[variant], args, backend, what)
+        bad |= "failed" in r
+        report["rows"].append(r)
+        print(json.dumps(r), flush=True)
+        Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
     for b in report["best"]:
         print(json.dumps(b), flush=True)
     return 1 if bad else 0
@@ -343,7 +393,7 @@ def best(rows: list[dict]) -> list[dict]:
         good = [r for r in rows if r["n"] == n and r.get("agree_exact") is True
                 and r.get("agree_reading") is not False and "failed" not in r
                 and r.get("ratio") is not None]
-        fig5 = next((r for r in rows if r["n"] == n
+        fig5 = next((r for r in rows if r["n"] == n and "ablation" not in r
                      and r["variant"] == "fig5-hopper"), {})
         top = min(good, key=lambda r: r["ours_ms"], default=None)
         out.append({"n": n, "fig5_ms": fig5.get("ours_ms"),

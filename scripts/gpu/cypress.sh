@@ -15,6 +15,9 @@
 # program beside Fig. 5's (cypress_gemm_gpu.py --mappings all: per N the best exact
 # one and Fig. 5's own ratio, "best" in the JSON; about 4 minutes, at most 7:
 # results/cypress/gemm_speed.md). CYPRESS_MAPPINGS=none|all|NAME,.. sets them.
+# With it, at N = 4096, the timing-only rows of --ablate (the GEMM with its copies,
+# then its arithmetic, left out: which part bounds it) for fig5-hopper, u128-hopper
+# and u256-v128-wgs4-p3; CYPRESS_ABLATE=NAME,.. or empty sets them.
 # Testing here without a GPU: CYPRESS_BACKEND=cpu CYPRESS_SIZES=256 PY=... GPUSEM=...
 # (run so here at 40 programs: 1.5 min on 2 shared cores, every part as on the GPU).
 set -uo pipefail
@@ -36,12 +39,14 @@ sizes=()
 [ -n "${CYPRESS_SIZES:-}" ] && sizes=(--sizes "$CYPRESS_SIZES")
 if [ "${CYPRESS_ONLY:-}" = gemm ]; then
   MAPPINGS=${CYPRESS_MAPPINGS:-all} GEMM_TIMEOUT=${CYPRESS_GEMM_TIMEOUT:-420}
+  ABLATE=${CYPRESS_ABLATE-fig5-hopper,u128-hopper,u256-v128-wgs4-p3}
 else
   MAPPINGS=${CYPRESS_MAPPINGS:-none} GEMM_TIMEOUT=${CYPRESS_GEMM_TIMEOUT:-150}
+  ABLATE=${CYPRESS_ABLATE-}
 fi
 timeout "$GEMM_TIMEOUT" "$PY" scripts/cypress_gemm_gpu.py \
   --backend "$BACKEND" "${sizes[@]}" --check-upto 256 --warmup 2 --iters 10 \
-  --mappings "$MAPPINGS" --out "$OUT/cypress_gemm.json" \
+  --mappings "$MAPPINGS" --ablate "$ABLATE" --out "$OUT/cypress_gemm.json" \
   >"$WORK/gemm.log" 2>&1
 echo "gemm: exit $?" >>"$SUMMARY"
 

@@ -101,6 +101,29 @@ def test_the_wgmma_accumulator_stays_out_of_local_memory(tmp_path):
     assert int(frame) < 128, out
 
 
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+def test_the_dma_warp_copies_without_a_loop_over_lanes(tmp_path):
+    """SASS of the paper's GEMM: each row copy is one UBLKCP from uniform registers,
+    no ELECT / R2UR / BRA.U.ANY loop over the lanes of the warp that issues it (the
+    lowering before elect.sync: 14 such loops, 8 instructions a row, the lanes one
+    after the other; results/cypress/gemm_speed.md)."""
+    from gpusem.compiler.backends.cpu import HERE
+    from gpusem.compiler.backends.toolchain_build import find_tool
+
+    proc, env, source = load_proc(str(EXAMPLES / "gemm_hopper.gpuir"), {})
+    cu = tmp_path / "gemm_hopper.cu"
+    cu.write_text(compile_proc(proc, env, source=source).source)
+    subprocess.run(["nvcc", "-arch=sm_90a", "-cubin", "--fmad=false", "-std=c++17",
+                    "-w", f"-I{HERE}", "-o", str(tmp_path / "k.cubin"), str(cu)],
+                   capture_output=True, text=True, check=True)
+    tool = find_tool("cuobjdump")
+    assert tool is not None, "cuobjdump (Triton's wheel carries one)"
+    sass = subprocess.run([tool, "-sass", str(tmp_path / "k.cubin")],
+                          capture_output=True, text=True, check=True).stdout
+    assert "UBLKCP" in sass  # the copies are there
+    assert "BRA.U.ANY" not in sass
+
 def _loop_over_kk(source: str) -> tuple[list[str], list[str], list[str]]:
     """(before, inside, after): the code lines around the first `for kk` loop."""
     lines = [ln.strip() for ln in source.splitlines()
@@ -215,13 +238,16 @@ def test_rings_and_multicast_arrivals(gemm_hopper):
 
 
 def test_multicast_warps_issue_a_share_each(gemm_hopper):
-    """Each CTA's warp its share of the rows, spread over its lanes (row i on lane
-    i % 32), every lane completing on the slot of lane 0's arrive count."""
+    """Each CTA's warp its share of the rows, issued by one elected lane (elect.sync:
+    ptxas then issues the copies from uniform registers, no loop over the lanes),
+    completing on the slot of lane 0's arrive count."""
     src = gemm_hopper.source
-    assert "for (int gs_i = gs_q * 128 + gs_lane; gs_i < (gs_q + 1) * 128; " \
-        "gs_i += 32) gs_bulk_copy_g2s_multicast(&Bs[" in src
-    assert "for (int gs_i = gs_lane; gs_i < 128; gs_i += 32) gs_bulk_copy_g2s(&As[" \
-        in src
+    copies = src.count("gs_i++) gs_bulk_copy_g2s")
+    assert copies >= 2 and src.count("  if (gs_elect_one()) {") == copies
+    assert "for (int gs_i = gs_q * 128; gs_i < (gs_q + 1) * 128; " \
+        "gs_i++) gs_bulk_copy_g2s_multicast(&Bs[" in src
+    assert "for (int gs_i = 0; gs_i < 128; gs_i++) gs_bulk_copy_g2s(&As[" in src
+    assert "gs_lane" not in src
     assert "const unsigned short gs_mask = (unsigned short)(0x3u << " in src
     assert "gs_u64* const gs_bar = &raw[(0) * 4 + __shfl_sync(0xffffffffu, " \
         "gs_na_raw[0], 0) % 4u];" in src

@@ -13,6 +13,7 @@
 //   - synchronisation: __syncthreads, __syncwarp, gs_bar_sync / gs_bar_arrive (named
 //     barriers), gs_mbar_* (mbarriers), gs_cp_async* (cp.async groups),
 //     gs_bulk_copy_g2s (cp.async.bulk with mbarrier complete_tx);
+//   - gs_elect_one (elect.sync over the whole warp: true in one lane);
 //   - thread-block clusters: gs_cluster_dims(x, y, z) at kernel entry (the kernel is
 //     declared __cluster_dims__(x, y, z) under nvcc; the cpu harness checks the launch),
 //     gs_cluster_arrive / gs_cluster_wait (barrier.cluster), gs_cluster_ctarank,
@@ -220,6 +221,15 @@ GS_DEV void gs_bulk_copy_g2s(void* dst, const void* src, unsigned bytes, gs_u64*
 GS_DEV void gs_fence_proxy_async() {
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 }
+// elect.sync over the whole (converged) warp: true in one lane. What it guards ptxas
+// knows one thread runs: a bulk copy there issues from uniform registers, without the
+// loop over the active lanes (BRA.U.ANY) each copy of a divergent thread costs.
+GS_DEV bool gs_elect_one() {
+  unsigned p;
+  asm volatile("{\n .reg .pred P;\n elect.sync _|P, 0xffffffff;\n"
+               " selp.u32 %0, 1, 0, P;\n}" : "=r"(p));
+  return p != 0u;
+}
 // Thread-block clusters. The dimensions are the kernel's __cluster_dims__ attribute.
 #define gs_cluster_dims(X, Y, Z) ((void)0)
 GS_DEV void gs_cluster_arrive() {
@@ -322,6 +332,11 @@ GS_DEV void gs_bulk_copy_g2s(void* dst, const void* src, unsigned bytes, gs_u64*
   ::gs::bulk_copy_g2s(dst, src, bytes, bar);
 }
 GS_DEV void gs_fence_proxy_async() {}
+// elect.sync: the whole warp meets (a missing lane is the harness's fault, as for
+// __shfl_sync), and its lowest lane is elected.
+GS_DEV bool gs_elect_one() {
+  return (__ballot_sync(0xffffffffu, 1) & __lanemask_lt()) == 0u;
+}
 #define gs_cluster_dims(X, Y, Z) ::gs::check_cluster_dims((X), (Y), (Z))
 GS_DEV void gs_cluster_arrive() { ::gs::cluster_arrive(); }
 GS_DEV void gs_cluster_wait() { ::gs::cluster_wait(); }

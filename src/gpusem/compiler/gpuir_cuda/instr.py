@@ -9,8 +9,8 @@ instruction of the library (calculus/gpuir/instructions.py).
                              (gs_bulk_copy_g2s_multicast)
   Sm90_tma_multicast_warps_2d_f32
                              the same, issued by one warp in each of ncta CTAs, each
-                             its share of the rows (the paper's Hopper GEMM), the
-                             rows spread over the warp's lanes
+                             its share of the rows (the paper's Hopper GEMM), issued
+                             by one elected lane
   cuda_shfl_{xor,down}_f32   __shfl_{xor,down}_sync over the full warp
   cuda_atomic_add_{f32,i32}  one atomicAdd per element
   Sm80_mma_* / Sm90_wgmma_*  exact lowerings over the distributed fragments (below)
@@ -46,6 +46,10 @@ from gpusem.typing_rules.gpuir.collective import ThreadMapping
 # `#pragma unroll` for nvcc only: g++ builds the same text for the cpu harness, where
 # unrolling buys nothing and slows the build (speed.py's UNROLL_PRAGMA in bundl_cuda).
 UNROLL = ("#if GS_CUDA", "#pragma unroll", "#endif")
+# The copies of an elected lane: 16 a loop iteration keeps the registers where they
+# were (fully unrolled, 64 rows took u64-v64's GEMM from 80 to 96 registers: 2 CTAs
+# an SM instead of 3).
+UNROLL_16 = ("#if GS_CUDA", "#pragma unroll 16", "#endif")
 
 
 def lower_instructions(kernel: K.GKernel, env: dict[str, int]) -> K.GKernel:
@@ -146,17 +150,20 @@ def tma_multicast_warps(s: K.GInstr, env) -> list[str]:
         raise unsupported(f"{s.instr}: {m} rows over {ncta} CTAs", s.span)
     copy_row = (f"&{dst.elem('gs_i', '0')}, &{src.elem('gs_i', '0')}, {4 * n}u, "
                 "gs_bar")
-    # Every lane of the issuing warp copies rows lane, lane + 32, .. of the share,
-    # each completing on the mbarrier the warp's first lane's next arrive signals
-    # (its count, shuffled: the lanes' own counts need not be the same). Why not
-    # the first lane alone: each 128-byte row then cost it 19 to 29 instructions
-    # of address arithmetic besides the copy (results/cypress/gemm_speed.md).
-    lanes = ["  const int gs_lane = (int)threadIdx.x % 32;",
-             f"  gs_u64* const gs_bar = {_lead_slot(s)};"]
+    # One lane of the issuing warp, elected (elect.sync), copies the rows of the
+    # share, each completing on the mbarrier the warp's first lane's next arrive
+    # signals (its count, shuffled: the lanes' own counts need not be the same).
+    # Why elected: ptxas then knows one thread issues, computes the rows' addresses
+    # on the uniform datapath and issues the copies back to back (about 6
+    # instructions a row). A copy by any lane of a divergent warp (the first lane
+    # alone, or row i on lane i % 32) is a loop over the active lanes, ELECT, R2UR,
+    # UBLKCP, BRA.U.ANY, one lane after the other (results/cypress/gemm_speed.md).
+    # The cpu harness elects the lowest lane, after checking the warp is whole.
+    lanes = [f"  gs_u64* const gs_bar = {_lead_slot(s)};"]
     if ncta == 1:
-        return ["{", *lanes,
-                (f"  for (int gs_i = gs_lane; gs_i < {m}; gs_i += 32) "
-                 f"gs_bulk_copy_g2s({copy_row});"), "}"]
+        return ["{", *lanes, "  if (gs_elect_one()) {", *UNROLL_16,
+                (f"    for (int gs_i = 0; gs_i < {m}; gs_i++) "
+                 f"gs_bulk_copy_g2s({copy_row});"), "  }", "}"]
     b = s.mapping.launch.block_dim
     first = f"({offset_c(s.mapping, env)}) / {b}"  # the collective's first CTA
     bits = sum(1 << (i * stride) for i in range(ncta))
@@ -165,9 +172,10 @@ def tma_multicast_warps(s: K.GInstr, env) -> list[str]:
             f"  const int gs_q = (gs_rank - {first}) / {stride};  // share of the tile",
             (f"  const unsigned short gs_mask = (unsigned short)({bits:#x}u << "
              f"{first});"),
-            (f"  for (int gs_i = gs_q * {share} + gs_lane; gs_i < (gs_q + 1) * "
-             f"{share}; gs_i += 32) gs_bulk_copy_g2s_multicast({copy_row}, gs_mask);"),
-            "}"]
+            "  if (gs_elect_one()) {", *UNROLL_16,
+            (f"    for (int gs_i = gs_q * {share}; gs_i < (gs_q + 1) * {share}; "
+             f"gs_i++) gs_bulk_copy_g2s_multicast({copy_row}, gs_mask);"),
+            "  }", "}"]
 
 
 def _lead_slot(s: K.GInstr) -> str:

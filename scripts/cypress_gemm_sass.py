@@ -1,0 +1,183 @@
+"""Issue 30 without a GPU: where Fig. 5's compiled GEMM spends its instructions, read
+from the SASS (results/cypress/gemm_speed.md, branch cyperf3).
+
+    python scripts/cypress_gemm_sass.py [--n 4096] [--mappings fig5-hopper,..]
+        [--keep DIR]
+
+Per variant or mapping of scripts/cypress_gemm_gpu.py: the CUDA that script launches
+(`lower(render(n, m))`, `compile_proc`), built as the cuda backend builds it (nvcc
+-gencode arch=compute_90a,code=sm_90a --fmad=false, `-Xptxas -v`) and read with
+`cuobjdump -sass` (toolchain_build.find_tool: Triton's copy where CUDA has none).
+For the GEMM kernel it prints ptxas's registers, stack and spills; the innermost loop
+holding the FMULs (one wgmma a thread): its instructions by kind and LDS.128 a
+FMUL + FADD pair; a one-warp issue model of that loop (in order, each instruction
+when its sources are ready: LDS 33 cycles, the rest 4; instructions a cycle); and
+the DMA warp's copies: loops over the lanes (BRA.U.ANY), static UBLKCPs, and
+instructions a copy in each loop holding UBLKCPs. Exit 2 (one line) without nvcc or
+cuobjdump.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import importlib.util
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+LINE = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;")
+LATENCY = {"LDS": 33, "LDL": 40, "S2R": 20}  # cycles; everything else 4
+
+
+def bench():
+    spec = importlib.util.spec_from_file_location(
+        "cypress_gemm_gpu", ROOT / "scripts" / "cypress_gemm_gpu.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def cuda_of(mod, n: int, m) -> str:
+    from gpusem.calculus.gpuir.parser import parse_module
+    from gpusem.compiler.gpuir_cuda.pipeline import compile_proc
+
+    _, _, _, gpuir = mod.lower(mod.render(n, m), m.form)
+    proc = parse_module(gpuir, "fig5_gemm.gpuir").procs[-1]
+    return compile_proc(proc, {"M": n, "N": n, "K": n}, source=gpuir).source
+
+
+def build(source: str, work: Path, name: str, nvcc: str, cuobjdump: str
+          ) -> tuple[str, str]:
+    """(ptxas -v text, SASS text)."""
+    from gpusem.compiler.backends.cpu import HERE
+    from gpusem.compiler.backends.nvcc import NVCC_FLAGS
+
+    cu, cubin = work / f"{name}.cu", work / f"{name}.cubin"
+    cu.write_text(source)
+    res = subprocess.run([nvcc, *NVCC_FLAGS, "-cubin", "-Xptxas", "-v", f"-I{HERE}",
+                          "-o", str(cubin), str(cu)],
+                         capture_output=True, text=True, check=True).stderr
+    sass = subprocess.run([cuobjdump, "-sass", str(cubin)], capture_output=True,
+                          text=True, check=True).stdout
+    return res, sass
+
+
+def gemm_kernel(sass: str) -> tuple[str, list[tuple[int, str]]]:
+    """The GEMM (the proc's last kernel, `fig5_gemm_<highest>`): its name and its
+    (address, instruction without predicate)."""
+    funcs = {f.split("\n", 1)[0].strip(): f
+             for f in re.split(r"\n\s*Function : ", sass)[1:]}
+    name = max(funcs, key=lambda f: int(f.rsplit("_", 1)[1]))
+    return name, [(int(a, 16), re.sub(r"^@!?U?P\w+\s+", "", t))
+                  for a, t in LINE.findall(funcs[name])]
+
+
+def loops(ins: list[tuple[int, str]], raw: list[str]) -> list[tuple[int, int, bool]]:
+    """(first, last index, over the lanes) of every backward branch's loop."""
+    at = {a: i for i, (a, _) in enumerate(ins)}
+    out = []
+    for i, t in enumerate(raw):
+        m = re.match(r"(?:@!?U?P\w+\s+)?BRA(\.U\.ANY)?\s+(0x[0-9a-f]+)", t)
+        if m and int(m.group(2), 16) in at and int(m.group(2), 16) < ins[i][0]:
+            out.append((at[int(m.group(2), 16)], i, m.group(1) is not None))
+    return out
+
+
+def op(t: str) -> str:
+    return t.split()[0] if t else ""
+
+
+def issue_model(body: list[str]) -> float:
+    """Instructions a cycle of one warp alone issuing `body` in order."""
+    ready: dict[int, int] = {}
+    t = 0
+    for text in body:
+        name, _, rest = text.partition(" ")
+        parts = [p for p in rest.replace(".reuse", "").split(",") if p.strip()]
+        store = name.split(".")[0] in ("STS", "STL", "STG", "BRA") \
+            or name.startswith("ISETP")
+        regs = [[int(r) for r in re.findall(r"\bR(\d+)\b", p)] for p in parts]
+        dst = [] if store or not regs else regs[0]
+        srcs = [r for rs in (regs if store else regs[1:]) for r in rs]
+        start = max([t, *(ready.get(r, 0) for r in srcs)])
+        width = 4 if ".128" in name else 2 if ".64" in name else 1
+        base = name.split(".")[0]
+        for r in (range(dst[0], dst[0] + width) if dst and base in LATENCY
+                  else dst[:1]):
+            ready[r] = start + LATENCY.get(base, 4)
+        t = start + 1
+    return len(body) / max(t, 1)
+
+
+def report(name: str, res: str, sass: str) -> dict:
+    gemm, ins = gemm_kernel(sass)
+    kernel = res.split(f"Compiling entry function '{gemm}'")[-1].split(
+        "Compiling entry function")[0]
+    regs = re.search(r"Used (\d+) registers", kernel)
+    stack = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, "
+                      r"(\d+) bytes spill loads", kernel)
+    raw = [t for _, t in ins]
+    fmul = [lo for lo, hi, _ in loops(ins, raw)
+            if any(op(t) == "FMUL" for t in raw[lo:hi + 1])]
+    inner = min(((lo, hi) for lo, hi, _ in loops(ins, raw)
+                 if any(op(t) == "FMUL" for t in raw[lo:hi + 1])),
+                key=lambda x: x[1] - x[0], default=None) if fmul else None
+    out: dict = {"mapping": name, "registers": regs and int(regs.group(1)),
+                 "stack_spill_st_ld": stack and [int(x) for x in stack.groups()]}
+    if inner:
+        body = raw[inner[0]:inner[1] + 1]
+        kinds = collections.Counter(op(t) for t in body)
+        pairs = kinds["FMUL"]
+        lds = sum(v for k, v in kinds.items() if k.startswith("LDS"))
+        out["loop"] = {"instructions": len(body), "FMUL": kinds["FMUL"],
+                       "FADD": kinds["FADD"],
+                       "LDS": {k: v for k, v in kinds.items() if k.startswith("LDS")},
+                       "LDL": sum(v for k, v in kinds.items() if k.startswith("LDL")),
+                       "STL": sum(v for k, v in kinds.items() if k.startswith("STL")),
+                       "MOV": kinds["MOV"],
+                       "lds_per_pair": round(lds / max(pairs, 1), 3),
+                       "one_warp_ipc": round(issue_model(body), 2)}
+    copies = [(hi - lo + 1) / n for lo, hi, _ in loops(ins, raw)
+              if (n := sum(op(t) == "UBLKCP.S.G" for t in raw[lo:hi + 1]))
+              and not any(op(t) == "FMUL" for t in raw[lo:hi + 1])]
+    out["dma"] = {"bra_u_any": sum(op(t) == "BRA.U.ANY" for t in raw),
+                  "ublkcp_static": sum(op(t).startswith("UBLKCP") for t in raw),
+                  "instructions_a_copy_per_loop": sorted({round(c, 1) for c in copies})}
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    import json
+
+    from gpusem.compiler.backends.toolchain_build import find_tool
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=4096)
+    ap.add_argument("--mappings", default="fig5-hopper,u128-hopper,u256-v128-wgs4-p3,"
+                    "u128-v128-wgs2-p4,u64-v64-wgs1-p4")
+    ap.add_argument("--keep", default="", help="a folder for the .cu and .cubin")
+    args = ap.parse_args(argv)
+    nvcc, cuobjdump = find_tool("nvcc"), find_tool("cuobjdump")
+    if not nvcc or not cuobjdump:
+        print("cypress_gemm_sass: needs nvcc and cuobjdump")
+        return 2
+    mod = bench()
+    known = {**mod.VARIANTS, **mod.MAPPINGS}
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(args.keep or tmp)
+        work.mkdir(parents=True, exist_ok=True)
+        for name in args.mappings.split(","):
+            res, sass = build(cuda_of(mod, args.n, known[name]), work, name, nvcc,
+                              cuobjdump)
+            print(json.dumps(report(name, res, sass)), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
