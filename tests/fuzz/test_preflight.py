@@ -17,6 +17,7 @@ from gpusem.cli.main import cli, main
 from gpusem.fuzz.breaker import MIN_HITS, MIN_PROGRAMS, CircuitBreaker
 from gpusem.fuzz.bundle import list_bundles
 from gpusem.fuzz.engines.dask import worker_preflight
+from gpusem.fuzz.summary import INTERNAL_REASON
 from gpusem.fuzz.targets import Requirement, preflight, register_target
 
 from tests.fuzz.toys import Toy
@@ -164,8 +165,16 @@ def test_cli_breaker_exit_3_and_summary(tmp_path) -> None:
 def test_a_rare_internal_error_does_not_trip_it(tmp_path) -> None:
     result = api.fuzz("raises-rarely", max_programs=600, round_size=100,
                       budget_s=120, out_dir=str(tmp_path / "out"))
-    assert result.summary.programs == 600 and result.summary.stopped == ""
+    s = result.summary
+    assert s.programs == 600 and s.stopped == ""
     assert result.exit_code == 3  # still an internal finding: reported, not hidden
+    # the 60 programs that met the error were not compared: counted by that reason,
+    # not as compared programs (stop 30's z3-less call counted them as compared)
+    internal = s.not_compared["compile"][INTERNAL_REASON]
+    assert internal == 60
+    assert s.compared == 600 - s.invalid - s.skipped - 60
+    row = result.report.as_json()["not_compared"]["compile"]
+    assert row["by_reason"][INTERNAL_REASON]["programs"] == 60
 
 
 def test_breaker_thresholds() -> None:

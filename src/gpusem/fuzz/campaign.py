@@ -70,7 +70,7 @@ from gpusem.fuzz.gc_tuning import campaign_gc
 from gpusem.fuzz.hunt import Drawn, generate_round, shrink_from
 from gpusem.fuzz.interrupts import raise_if_requested, stop_requested
 from gpusem.fuzz.shrink_jobs import ShrinkJob, ShrinkOutcome, shrink_end_s
-from gpusem.fuzz.summary import Finding, Interrupted, Summary
+from gpusem.fuzz.summary import INTERNAL_REASON, Finding, Interrupted, Summary
 from gpusem.fuzz.targets import (
     INTERNAL,
     CheckResult,
@@ -303,6 +303,8 @@ class Campaign:
             self.summary.count_configs(self.prop, res.configs)
             if res.status in ("invalid", "skip"):
                 self.summary.count_not_compared(self.prop, res.kind)
+            elif res.kind == INTERNAL:  # a finding of gpusem's, not of the program
+                self.summary.count_not_compared(self.prop, INTERNAL_REASON)
             if self.coverage:
                 self._cover(target, d.program)
             if res.status == "finding":

@@ -14,6 +14,9 @@ __all__ = ["MIN_RATE_S", "Cause", "Finding", "Interrupted", "Summary", "causes",
            "install_signal_handlers", "rate_per_min", "rate_text"]
 
 OUTCOMES = ("pass", "finding", "invalid", "skip")
+# the reason `not_compared` gives a program whose check ended in gpusem's own error
+# (a finding of kind internal: reported, never a verdict on the program)
+INTERNAL_REASON = "internal error of gpusem"
 MIN_RATE_S = 1.0  # seconds of work below which no rate is reported
 
 
@@ -127,9 +130,13 @@ class Summary:
 
     @property
     def compared(self) -> int:
-        """Programs whose verdict was a pass or a finding: checked against the
-        reference, not set aside as invalid or not runnable here."""
-        return max(0, self.programs - self.invalid - self.skipped)
+        """Programs whose verdict was a pass or a finding of the program: checked
+        against the reference, not set aside as invalid or not runnable here, and
+        not ended by an internal error of gpusem (counted in `not_compared` under
+        INTERNAL_REASON: stop 30's z3-less device call counted its 13,653 internal
+        errors as compared programs)."""
+        internal = sum(per.get(INTERNAL_REASON, 0) for per in self.not_compared.values())
+        return max(0, self.programs - self.invalid - self.skipped - internal)
 
     @property
     def internal(self) -> list[Finding]:
