@@ -20,7 +20,8 @@ the host configurations, `toolchain_build.py`): one build per configuration for 
 whole batch of kernels, the worker's watchdog and trap handling for every launch. A
 configuration's jobs carry a tag line at the end of their source (a comment: the
 compilers ignore it), so the same kernel under two configurations has two code keys
-and two modules.
+and two modules; the host configurations build it untagged, the batch numbered by its
+text (`host_unit`), so their nvcc front end runs once a round.
 
 A launch is made once per machine code: where a configuration's cubin holds, for a
 job's kernel, exactly what another configuration's held (`toolchain_build.
