@@ -156,3 +156,31 @@ def test_host_unit_numbers_the_kernels_by_their_text():
     other, same = host_unit([(i, n, s.replace("ptxas-O0", "nvcc-G"))
                              for i, n, s in reversed(items)])
     assert other == plain and same == slots
+
+
+def test_a_host_kernels_digest_is_never_a_guess(monkeypatch):
+    """Each host batch's numbering is kept while the batch is (past the bound only the
+    kept batches' are); a host batch whose numbering is unknown has no digest (its
+    jobs are launched, never shared with another configuration's)."""
+    from gpusem.compiler.backends.cuda import MAX_MODULES_PER_WORKER
+
+    def build(config, items):  # n -> the digest of the text numbered n
+        return {}, b"cubin", {n: f"e{n}" for n, _, _ in items}
+
+    monkeypatch.setattr(tb, "build", build)
+    monkeypatch.setattr(tb, "kernel_digests", lambda binary: {0: "d0", 1: "d1"})
+    specs = [KernelSpec("k", "b\n", 1, 1), KernelSpec("k", "a\n", 1, 1)]
+    gpu = MatrixBackend()
+    first = [variant(s, "ptxas-O0") for s in specs]
+    gpu.prepare(first)
+    # the batch holds them by tagged code key; the unit numbers them by text
+    assert [gpu.kernel_digest(t) for t in first] == ["d1", "d0"]
+    assert [gpu.binary_of(t)[1] for t in first] == ["e1", "e0"]
+    batch = gpu._built[first[0].code_key()]
+    for k in range(4 * MAX_MODULES_PER_WORKER):  # past the bound: the others go
+        gpu.prepare([*first, variant(KernelSpec("k", f"x{k}\n", 1, 1), "ptxas-O0")])
+    assert gpu._built[first[0].code_key()] is batch  # kept, so is its numbering
+    assert [gpu.kernel_digest(t) for t in first] == ["d1", "d0"]
+    assert len(gpu._slots) <= MAX_MODULES_PER_WORKER + 2
+    gpu._slots.clear()
+    assert [gpu.kernel_digest(t) for t in first] == [None, None]

@@ -55,7 +55,7 @@ from typing import Any, Protocol
 
 from gpusem.calculus.errors import BadInput
 from gpusem.compiler.backends import toolchain_build
-from gpusem.compiler.backends.cuda import CudaBackend
+from gpusem.compiler.backends.cuda import MAX_MODULES_PER_WORKER, CudaBackend
 from gpusem.compiler.backends.kernel import Job, KernelSpec, Result
 
 CONFIGS: dict[str, str] = {
@@ -106,7 +106,8 @@ class MatrixBackend(CudaBackend):
         super().__init__(*args, **kwargs)
         self._digests: dict[str, dict[int, str]] = {}  # batch key -> kernel digests
         # batch key -> {index in the batch: the kernel's namespace gs_k<n> in the
-        # host build's unit} (`host_unit`); absent: the same index
+        # host build's unit} (`host_unit`), kept while the batch is; nvrtc's and
+        # no-restrict's batches have none (their number is the index)
         self._slots: dict[str, dict[int, int]] = {}
 
     def build_module(self, batch_key: str, items: list[tuple[int, str, str]]
@@ -119,8 +120,9 @@ class MatrixBackend(CudaBackend):
         plain, slots = host_unit(items)
         errors, binary, lowered = toolchain_build.build(config, plain)
         back = {n: i for i, n in slots.items()}
-        if len(self._slots) >= 256:  # more than the modules a worker holds
-            self._slots.pop(next(iter(self._slots)))
+        if len(self._slots) >= 4 * MAX_MODULES_PER_WORKER:  # keep the kept batches'
+            live = {batch.key for batch in self._built.values()}
+            self._slots = {k: v for k, v in self._slots.items() if k in live}
         self._slots[batch_key] = slots
         return "ok", ({back[n]: e for n, e in errors.items()}, binary,
                       {back[n]: entry for n, entry in lowered.items()}), False
@@ -140,8 +142,10 @@ class MatrixBackend(CudaBackend):
                 self._digests.pop(next(iter(self._digests)))
             self._digests[batch.key] = toolchain_build.kernel_digests(batch.binary)
         index = batch.index[spec.code_key()]
-        slot = self._slots.get(batch.key, {}).get(index, index)
-        return self._digests[batch.key].get(slot)
+        slot = index if config_of(spec.source) in ("nvrtc", "no-restrict") else \
+            self._slots.get(batch.key, {}).get(index)
+        # a host build whose numbering is not known: launched, never shared on a guess
+        return None if slot is None else self._digests[batch.key].get(slot)
 
     def binary_of(self, spec: KernelSpec) -> tuple[bytes, str] | None:
         """(module binary, the kernel's entry name) of a spec this backend built."""
