@@ -105,7 +105,10 @@ def host_matrix_backend(stand_in: Any) -> Any:
     from gpusem.compiler.backends.toolchain import MatrixBackend, untagged
     from gpusem.compiler.backends.toolchain_build import entry_prefix
 
-    newest = nvrtc_lib.find_nvrtc()[0]
+    found = nvrtc_lib.find_nvrtc()
+    if not found:  # the cuda worker's NVRTC has no stand-in then
+        raise SystemExit("toolchain_speed: no NVRTC installed (nvrtc_lib.search_dirs)")
+    newest = found[0]
 
     def nvrtc(items: list) -> tuple[bytes | None, str]:
         unit = cpu_source.namespaced_unit(
