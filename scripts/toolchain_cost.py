@@ -41,6 +41,11 @@ K = 1, 2, 4, 8, 16 at the long-run share 1/K of programs (rounds are of one size
 and, with `--h200 FILE` (a toolchain_cost JSON made on the H200 host), the same
 estimate from that host's own per-configuration costs.
 
+Note: `after` builds every host configuration from one order of the round's kernels,
+which the campaign's matrix did not until `toolchain.host_unit` (each configuration had
+its own order, so nvcc ran for ptxas-O0, ptx-jit and nvcc-G again); what a campaign's
+own code spends is scripts/toolchain_speed.py's.
+
 Launches need a GPU. The estimate charges each `--launch-ms` of a core (default 4:
 the H200's `compile` property, 30,000 programs/min on 16 cores, spends 32 ms of a
 core per program, of which this machine's CPU cost of drawing, reference, compiling

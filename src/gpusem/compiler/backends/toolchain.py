@@ -20,7 +20,8 @@ the host configurations, `toolchain_build.py`): one build per configuration for 
 whole batch of kernels, the worker's watchdog and trap handling for every launch. A
 configuration's jobs carry a tag line at the end of their source (a comment: the
 compilers ignore it), so the same kernel under two configurations has two code keys
-and two modules.
+and two modules; the host configurations build it untagged, the batch numbered by its
+text (`host_unit`), so their nvcc front end runs once a round.
 
 A launch is made once per machine code: where a configuration's cubin holds, for a
 job's kernel, exactly what another configuration's held (`toolchain_build.
@@ -54,7 +55,7 @@ from typing import Any, Protocol
 
 from gpusem.calculus.errors import BadInput
 from gpusem.compiler.backends import toolchain_build
-from gpusem.compiler.backends.cuda import CudaBackend
+from gpusem.compiler.backends.cuda import MAX_MODULES_PER_WORKER, CudaBackend
 from gpusem.compiler.backends.kernel import Job, KernelSpec, Result
 
 CONFIGS: dict[str, str] = {
@@ -104,6 +105,10 @@ class MatrixBackend(CudaBackend):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._digests: dict[str, dict[int, str]] = {}  # batch key -> kernel digests
+        # batch key -> {index in the batch: the kernel's namespace gs_k<n> in the
+        # host build's unit} (`host_unit`), kept while the batch is; nvrtc's and
+        # no-restrict's batches have none (their number is the index)
+        self._slots: dict[str, dict[int, int]] = {}
 
     def build_module(self, batch_key: str, items: list[tuple[int, str, str]]
                      ) -> tuple[str, Any, bool]:
@@ -112,9 +117,15 @@ class MatrixBackend(CudaBackend):
         config = configs.pop()
         if config in ("nvrtc", "no-restrict"):
             return super().build_module(batch_key, items)
-        # untagged: the host configurations of a batch then share one NVVM PTX
-        plain = [(i, name, untagged(src)) for i, name, src in items]
-        return "ok", toolchain_build.build(config, plain), False
+        plain, slots = host_unit(items)
+        errors, binary, lowered = toolchain_build.build(config, plain)
+        back = {n: i for i, n in slots.items()}
+        if len(self._slots) >= 4 * MAX_MODULES_PER_WORKER:  # keep the kept batches'
+            live = {batch.key for batch in self._built.values()}
+            self._slots = {k: v for k, v in self._slots.items() if k in live}
+        self._slots[batch_key] = slots
+        return "ok", ({back[n]: e for n, e in errors.items()}, binary,
+                      {back[n]: entry for n, entry in lowered.items()}), False
 
     def prepare(self, specs: list[KernelSpec]) -> None:
         """Build (not launch) every spec not built yet."""
@@ -130,7 +141,11 @@ class MatrixBackend(CudaBackend):
             if len(self._digests) >= 64:  # one per module a worker holds at most
                 self._digests.pop(next(iter(self._digests)))
             self._digests[batch.key] = toolchain_build.kernel_digests(batch.binary)
-        return self._digests[batch.key].get(batch.index[spec.code_key()])
+        index = batch.index[spec.code_key()]
+        slot = index if config_of(spec.source) in ("nvrtc", "no-restrict") else \
+            self._slots.get(batch.key, {}).get(index)
+        # a host build whose numbering is not known: launched, never shared on a guess
+        return None if slot is None else self._digests[batch.key].get(slot)
 
     def binary_of(self, spec: KernelSpec) -> tuple[bytes, str] | None:
         """(module binary, the kernel's entry name) of a spec this backend built."""
@@ -140,6 +155,23 @@ class MatrixBackend(CudaBackend):
         index = batch.index[spec.code_key()]
         entry = batch.lowered.get(index)
         return (batch.binary, entry) if entry else None
+
+
+def host_unit(items: list[tuple[int, str, str]]
+              ) -> tuple[list[tuple[int, str, str]], dict[int, int]]:
+    """A host configuration's batch (index, name, tagged source) as the unit it builds:
+    the untagged texts in their own order (by text, then name), numbered from 0, and
+    {index in the batch: its number}. The batch orders kernels by the TAGGED code key,
+    so each configuration had them in another order, hence another unit, and nvcc-O3,
+    nvcc-G, ptxas-O0 and ptx-jit each ran the nvcc front end (`toolchain_build._nvvm`
+    is keyed by the unit): four nvcc calls a round where one was meant (measured:
+    scripts/toolchain_speed.py). The same kernels in one order make one unit for
+    them all. A kernel's machine code does not depend on its namespace's number or
+    place (`kernel_digests` reads it with the number left out; tests/backends/
+    test_toolchain_unit.py compares every host build of generated rounds both ways)."""
+    order = sorted(items, key=lambda it: (untagged(it[2]), it[1], it[0]))
+    plain = [(n, name, untagged(src)) for n, (_, name, src) in enumerate(order)]
+    return plain, {i: n for n, (i, _, _) in enumerate(order)}
 
 
 @dataclass(frozen=True)

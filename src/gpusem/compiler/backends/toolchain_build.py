@@ -10,7 +10,8 @@ prefix only kernel i's entry has.
     nvcc-O3    nvcc -cubin for sm_90a, ptxas at -O3 (nvcc's default), with `--keep`:
                the same call leaves the NVVM PTX it made (byte-identical to `nvcc
                -ptx -arch=compute_90a`'s, measured: scripts/toolchain_cost.py), so one
-               nvcc front end serves nvcc-O3, ptxas-O0 and ptx-jit
+               nvcc front end serves nvcc-O3, ptxas-O0 and ptx-jit (of one unit: the
+               matrix hands them the same, `toolchain.host_unit`)
     nvcc-G     nvcc -cubin -G: device debug, no NVVM or ptxas optimisation
     ptxas-O0   that PTX through `ptxas -O0` (the same PTX, SASS unoptimised)
     ptx-jit    that PTX itself: the driver's JIT compiles it when it is loaded
