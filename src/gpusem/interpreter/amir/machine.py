@@ -56,6 +56,7 @@ from gpusem.interpreter.amir.checks import (
 from gpusem.interpreter.amir.ctrl import (
     Box,
     Index,
+    ThreadsFn,
     Window,
     compile_b,
     compile_c,
@@ -71,7 +72,7 @@ from gpusem.interpreter.amir.records import (
     new_records,
     qmask,
 )
-from gpusem.interpreter.amir.memo import LoopMemo, Tables, memo_eligible
+from gpusem.interpreter.amir.memo import LoopMemo, Tables, memo_eligible, unexamined
 from gpusem.interpreter.amir.state import MachineState, RecKey, absolute_cell
 from gpusem.interpreter.amir.store import (
     Var,
@@ -100,7 +101,9 @@ def check_amir(prog: A.AProc, defines: Mapping[str, int], *,
 
     `memo`: long loops go through the iteration memo (interpreter/amir/memo.py), which
     replays an iteration whose entry state it has met before instead of stepping it,
-    with the same verdict, violation and statistics; False steps every statement."""
+    with the same verdict, violation and statistics, and records into an attribute no
+    rule of the program examines are counted, not stored (memo.unexamined); False
+    steps every statement and stores every record."""
     # Note: the collector stays paused until the machine is gone (`close`): a
     # machine's compiled closures refer to it, so without `close` it would live
     # until a collection, and the first collection after `run` would traverse
@@ -140,6 +143,8 @@ class Machine(MachineState):
         self.memo_min = memo_min
         self.memos: list[LoopMemo] = []          # for tests and measurements
         self.memo_tables = Tables()
+        if memo_min is not None:
+            self.unseen = unexamined(prog.body)
         self.body = self.compile_body(prog.body, frozenset(prog.params))
 
     def run(self) -> Verdict:
@@ -359,6 +364,8 @@ class Machine(MachineState):
         bars = [(z.name, compile_window(z, bound, s.origin)) for z in s.barriers]
         vl, atomic, q, t = int(s.vl), qmask(s.atomic), s.qual.index, s.t
         ident, attr, env = id(s), ("rd" if kind == "read" else "mu"), self.env
+        if (s.access.name, attr) in self.unseen:
+            return self._rule_record_unseen(s, kind, threads, bars)
 
         def record(v: Var, idx: Index, box: Box | None) -> None:
             mask = threads(env)
@@ -384,6 +391,35 @@ class Machine(MachineState):
                 self.observer(v, attr, idx, box, hit[0][0], False)
             self.stats.recorded_accesses += add_to_window(self.sets, v, attr, idx, box,
                                                           hit)
+        return record
+
+    def _rule_record_unseen(self, s: A.RecordRead | A.RecordMutate, kind: str,
+                            threads: ThreadsFn,
+                            bars: list[tuple[str, Window]]) -> AccessOp:
+        """The record rule on an attribute no rule examines (memo.unexamined): the
+        same statistics and record cache, nothing stored in ρ or the lift indexes.
+
+        Note: a record made here is held by no cell (live = 0), as a record every
+        cell has dropped: lifts skip it, no check can meet it."""
+        vl, atomic, q, t = int(s.vl), qmask(s.atomic), s.qual.index, s.t
+        ident, env = id(s), self.env
+
+        def record(v: Var, idx: Index, box: Box | None) -> None:
+            mask = threads(env)
+            who = ALL if mask is None else (self.task, mask)
+            p: dict[BarrierCell, int]
+            key: RecKey
+            if bars:
+                p = self.p_of(bars)
+                key = (ident, who, tuple(p.items()))
+            else:
+                p, key = {}, (ident, who)
+            if key not in self.rec_cache:
+                r = new_records(vl, t, q, atomic, p, who, kind, ident, s.origin)
+                self.stats.records += 1
+                self.rec_cache[key] = ((r,), r.id)
+            # add_to_window's count: the window's cells (1 for a single cell)
+            self.stats.recorded_accesses += 1 if box is None else v.rd[idx].size
         return record
 
     def _rule_clear(self, s: A.ClearReads | A.ClearMutates) -> AccessOp:

@@ -85,6 +85,31 @@ def memo_eligible(s: A.Loop) -> bool:
     return ok(s.body)
 
 
+def unexamined(body: tuple[A.AStmt, ...]) -> frozenset[tuple[str, str]]:
+    """The (variable, attribute) pairs that some Record* writes and no rule of the
+    program examines: no CheckReads (ClearReads) of a variable's "rd", no
+    CheckMutates (ClearMutates) of its "mu", no Free of the variable (an input read
+    by TMA and never written: A's and B's read records in the ragged GEMM).
+
+    Note: only CheckReads and CheckMutates look into a record set (Figure 7); a clear
+    and a free only drop sets, so they are excluded only to keep every cell of an
+    examined variable's life as stepping leaves it. Records into such a pair can
+    change no verdict, violation or statistic, so the machine (with the memo)
+    counts them without storing them (Machine._rule_record_unseen), and the memo
+    has no outside records to make again for them (errata 'AMIR iteration memo')."""
+    written: set[tuple[str, str]] = set()
+    seen: set[tuple[str, str]] = set()
+    freed: set[str] = set()
+    for s in _walk(body):
+        if isinstance(s, A.Free):
+            freed.add(s.name)
+        elif isinstance(s, _RECORDS):
+            written.add((s.access.name, _attr(s)))
+        elif isinstance(s, _CHECKS + (A.ClearReads, A.ClearMutates)):
+            seen.add((s.access.name, _attr(s)))
+    return frozenset(x for x in written - seen if x[0] not in freed)
+
+
 def saturation(body: tuple[A.AStmt, ...]) -> int:
     """How far below both counts of its cell an observed arrive count is written SAT
     (amir/memo_image.py): the least distance at which every Await of the program
@@ -368,8 +393,12 @@ class LoopMemo:
         changes nothing and finds nothing, whatever the records' states (a write to
         a fresh window of a global: check, check, clear, clear, record)."""
         written: dict[tuple[str, str], tuple[Box, list[Box]]] = {}
+        unseen = self.m.unseen
         for s, v, idx, box, _ in outs:
-            attr, cells = _attr(s), box_key(idx)
+            attr = _attr(s)
+            if (v.name, attr) in unseen:
+                continue                 # a record no check meets (`unexamined`)
+            cells = box_key(idx)
             if isinstance(s, _RECORDS):
                 hull, boxes = written.get((v.name, attr), (cells, []))
                 boxes.append(cells)
@@ -433,16 +462,15 @@ class LoopMemo:
             add_to_fresh_window(m.sets, v, attr, idx, box, ((made[i],), made[i].id))
         cohorts: dict[int, list[Rec]] = {}
         for r, x in zip(made, e.new):
-            _apply(m, coder, r, x.end_blocks, x.end_p)
+            _apply(m, _decode(coder, x.end_blocks, x.end_p), (r,))
             cohorts.setdefault(x.end_state, []).append(r)
         for g, recs in chain.cohorts.items():
             after, blocks, p = e.change[g]
             # Note: a record a union dropped (dominated) is in no cell: no rule can
             # observe it again, whatever λ it is given; it leaves the groups.
             live = [r for r in recs if r.live > 0]
-            if blocks or p:
-                for r in live:
-                    _apply(m, coder, r, blocks, p)
+            if live and (blocks or p):
+                _apply(m, _decode(coder, blocks, p), live)
             if live:
                 cohorts.setdefault(after, []).extend(live)
         m.new_epoch()
@@ -475,24 +503,37 @@ class LoopMemo:
         return r
 
 
-def _apply(m: MachineState, coder: Coder, r: Rec,
-           blocks: tuple[tuple[EncThreads, Levels], ...], p: tuple[EncP, ...]) -> None:
-    """Set the blocks an iteration changed in r and add the p entries it gained, as
-    the lifts left them (and index r as the lifts would have)."""
+Decoded = tuple[list[tuple[Any, Levels]], list[tuple[Any, int]]]
+
+
+def _decode(coder: Coder, blocks: tuple[tuple[EncThreads, Levels], ...],
+            p: tuple[EncP, ...]) -> Decoded:
+    """An iteration's change to the records of one group, in the state of now (the
+    chain's task and bases): once per group, not once per record of it."""
+    for e in p:
+        assert e[0] == 1 or e[3] is not SAT          # exact, relative to entry bases
+    return ([(coder.unthreads(ts), lv) for ts, lv in blocks],
+            [coder.un_p(e) for e in p])
+
+
+def _apply(m: MachineState, change: Decoded, recs: list[Rec] | tuple[Rec]) -> None:
+    """Set the blocks an iteration changed in each record and add the p entries it
+    gained, as the lifts left them (and index it as the lifts would have)."""
     # Note: only what changed is indexed, as the lifts index it (augment then
     # register; Arrive indexes the cells it adds): r was indexed for the rest when
     # it got it, and a live record's entries stay while their barrier lives.
-    for ts, lv in blocks:
-        t = coder.unthreads(ts)
-        r.blocks[t] = lv
-        r.vis[t] = lv[1]
-    if blocks:
-        m.lifts.register(r)
-    for e in p:
-        assert e[0] == 1 or e[3] is not SAT          # exact, relative to entry bases
-        cell, c = coder.un_p(e)
-        r.p[cell] = c
-        m.lifts.index_barrier(cell, r)
+    blocks, p = change
+    lifts = m.lifts
+    for r in recs:
+        if blocks:
+            rb, rv = r.blocks, r.vis
+            for t, lv in blocks:
+                rb[t] = lv
+                rv[t] = lv[1]
+            lifts.register(r)
+        for cell, c in p:
+            r.p[cell] = c
+            lifts.index_barrier(cell, r)
 
 
 def _hull(a: Box, b: Box) -> Box:

@@ -97,8 +97,12 @@ class Recorder:
         self.exercised: frozenset[str] = frozenset()
         self.before = [(s, r, dict(r.blocks), set(r.p))
                        for s, recs in chain.cohorts.items() for r in recs]
+        # the outside records the iteration makes in ρ (into an attribute no rule
+        # examines, the machine stores none: Machine._rule_record_unseen)
         self.slots = [j for j, o in enumerate(outs)
-                      if isinstance(o[0], (A.RecordRead, A.RecordMutate))]
+                      if isinstance(o[0], (A.RecordRead, A.RecordMutate))
+                      and (o[1].name, "rd" if isinstance(o[0], A.RecordRead)
+                           else "mu") not in m.unseen]
         self.local = frozenset(chain.local)
         self.made: list[Rec] = []
         self.made_at: list[tuple[Blocks, tuple[EncP, ...]]] = []

@@ -62,6 +62,9 @@ class MachineState:
         self.incarnations = 0
         self.task_allocs = 0          # `incarnations` at the last InctaskID
         self.observer: Observer | None = None
+        # (variable, attribute) pairs no rule examines (memo.unexamined): records
+        # into them are counted, not stored (only with the iteration memo)
+        self.unseen: frozenset[tuple[str, str]] = frozenset()
         self.stats = Stats()
         self.max_steps = max_steps
         self.guard = MemoryGuard(prog.span.file)  # the memory budget (issue 15)
