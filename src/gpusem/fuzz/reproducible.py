@@ -37,6 +37,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import cache, partial, wraps
+from types import SimpleNamespace
 from typing import Any, TypeVar
 
 from gpusem.compiler.backends.cache import cache_root
@@ -229,9 +230,9 @@ def fast_draw(data: Any, strategy: Any, label: int | None = None) -> Any:
     level does not need; anything else (the first draw of a strategy, a label given,
     the depth limit, a ValueHole to invert while shrinking) is data.draw's."""
     ready = strategy.__dict__.get(_READY)
-    if (ready is None or label is not None or not 0 < data.depth < _max_depth()
+    if (ready is None or label is not None or not 0 < data.depth < _hyp().MAX_DEPTH
             or (data.prefix is not None and data.index < len(data.prefix)
-                and isinstance(data.prefix[data.index], _value_hole()))):
+                and isinstance(data.prefix[data.index], _hyp().ValueHole))):
         value = data.draw(strategy, label)
         if ready is None:
             _make_ready(strategy)
@@ -244,7 +245,7 @@ def fast_draw(data: Any, strategy: Any, label: int | None = None) -> Any:
         value = handler(data, unwrapped)
         record.record_value_for_span(index, value)
         return value
-    except _flaky() as err:  # as data.draw notes it
+    except _hyp().FlakyStrategyDefinition as err:  # as data.draw notes it
         err.add_note(f"while drawing from {strategy!r}")
         raise
     finally:
@@ -276,7 +277,7 @@ def _one_of(data: Any, unwrapped: Any) -> Any:
     `fast_draw` (its own code where it has no sampler: one branch, or before the
     first draw makes it)."""
     sampler = unwrapped.__dict__.get("_OneOfStrategy__branch_sampler")
-    if type(sampler) is not _sampled_class():
+    if type(sampler) is not _hyp().SampledFromStrategy:
         return unwrapped.do_draw(data)
     return fast_draw(data, fast_draw(data, sampler))
 
@@ -287,7 +288,7 @@ def _fixed_list(data: Any, unwrapped: Any) -> Any:
     size, element = unwrapped.min_size, unwrapped.element_strategy
     if size != unwrapped.max_size or element.is_empty:
         return unwrapped.do_draw(data)
-    label, out = _one_from_many(), []
+    label, out = _hyp().ONE_FROM_MANY_LABEL, []
     for _ in range(size):
         data.start_span(label)
         out.append(fast_draw(data, element))
@@ -305,39 +306,23 @@ def _handlers() -> dict[type, Callable[[Any, Any], Any]]:
     return {OneOfStrategy: _one_of, ListStrategy: _fixed_list}
 
 
-@cache
-def _max_depth() -> int:
-    from hypothesis.internal.conjecture.data import MAX_DEPTH
-
-    return MAX_DEPTH
-
-
-@cache
-def _value_hole() -> type:
-    from hypothesis.internal.conjecture.choice import ValueHole
-
-    return ValueHole
+# The names fast_draw takes from hypothesis's internals, imported once on first use
+# (`_hyp()`); `missing_internals` checks the same table.
+FAST_DRAW_INTERNALS = (
+    ("hypothesis.internal.conjecture.data", "MAX_DEPTH"),
+    ("hypothesis.internal.conjecture.choice", "ValueHole"),
+    ("hypothesis.internal.conjecture.utils", "ONE_FROM_MANY_LABEL"),
+    ("hypothesis.errors", "FlakyStrategyDefinition"),
+    ("hypothesis.strategies._internal.strategies", "SampledFromStrategy"),
+)
 
 
 @cache
-def _flaky() -> type[BaseException]:
-    from hypothesis.errors import FlakyStrategyDefinition
+def _hyp() -> SimpleNamespace:
+    import importlib
 
-    return FlakyStrategyDefinition
-
-
-@cache
-def _sampled_class() -> type:
-    from hypothesis.strategies._internal.strategies import SampledFromStrategy
-
-    return SampledFromStrategy
-
-
-@cache
-def _one_from_many() -> int:
-    from hypothesis.internal.conjecture.utils import ONE_FROM_MANY_LABEL
-
-    return ONE_FROM_MANY_LABEL
+    return SimpleNamespace(**{name: getattr(importlib.import_module(module), name)
+                              for module, name in FAST_DRAW_INTERNALS})
 
 
 def missing_internals() -> list[str]:
@@ -356,16 +341,11 @@ def missing_internals() -> list[str]:
               ("hypothesis.internal.entropy", "NP_RANDOM"),
               ("hypothesis.internal.entropy", "get_seeder_and_restorer"),
               ("hypothesis.strategies._internal.core", "CompositeStrategy"),
-              # fast_draw's
-              ("hypothesis.internal.conjecture.data", "MAX_DEPTH"),
-              ("hypothesis.internal.conjecture.choice", "ValueHole"),
-              ("hypothesis.internal.conjecture.utils", "ONE_FROM_MANY_LABEL"),
-              ("hypothesis.errors", "FlakyStrategyDefinition"),
+              *FAST_DRAW_INTERNALS,
               ("hypothesis.strategies._internal.lazy", "unwrap_strategies"),
               ("hypothesis.strategies._internal.deferred", "DeferredStrategy"),
               ("hypothesis.strategies._internal.collections", "ListStrategy"),
-              ("hypothesis.strategies._internal.strategies", "OneOfStrategy"),
-              ("hypothesis.strategies._internal.strategies", "SampledFromStrategy")]
+              ("hypothesis.strategies._internal.strategies", "OneOfStrategy")]
     missing = []
     for module, attr in wanted:
         try:
@@ -402,6 +382,6 @@ def _fast_draw_attributes() -> list[str]:
     one_of = unwrap_strategies(st.integers(0, 1) | st.booleans())
     data.draw(one_of)
     if type(one_of.__dict__.get("_OneOfStrategy__branch_sampler")) is not (
-            _sampled_class()):
+            _hyp().SampledFromStrategy):
         missing.append("OneOfStrategy.__branch_sampler")
     return missing
