@@ -363,20 +363,12 @@ class Machine(MachineState):
         threads = compile_threads(s.threads, bound, s.origin)
         bars = [(z.name, compile_window(z, bound, s.origin)) for z in s.barriers]
         vl, atomic, q, t = int(s.vl), qmask(s.atomic), s.qual.index, s.t
-        ident, attr, env = id(s), ("rd" if kind == "read" else "mu"), self.env
+        ident, attr = id(s), ("rd" if kind == "read" else "mu")
         if (s.access.name, attr) in self.unseen:
             return self._rule_record_unseen(s, kind, threads, bars)
 
         def record(v: Var, idx: Index, box: Box | None) -> None:
-            mask = threads(env)
-            who = ALL if mask is None else (self.task, mask)
-            p: dict[BarrierCell, int]
-            key: RecKey
-            if bars:
-                p = self.p_of(bars)
-                key = (ident, who, tuple(p.items()))
-            else:
-                p, key = {}, (ident, who)
+            who, p, key = self._record_key(ident, threads, bars)
             hit = self.rec_cache.get(key)
             if hit is None:
                 r = new_records(vl, t, q, atomic, p, who, kind, ident, s.origin)
@@ -393,6 +385,18 @@ class Machine(MachineState):
                                                           hit)
         return record
 
+    def _record_key(self, ident: int, threads: ThreadsFn,
+                    bars: list[tuple[str, Window]]
+                    ) -> tuple[Threads, dict[BarrierCell, int], RecKey]:
+        """R's executing threads (ALL, or this task's mask), its barrier counts p and
+        the record cache's key: the record rule's and `_rule_record_unseen`'s."""
+        mask = threads(self.env)
+        who = ALL if mask is None else (self.task, mask)
+        if bars:
+            p = self.p_of(bars)
+            return who, p, (ident, who, tuple(p.items()))
+        return who, {}, (ident, who)
+
     def _rule_record_unseen(self, s: A.RecordRead | A.RecordMutate, kind: str,
                             threads: ThreadsFn,
                             bars: list[tuple[str, Window]]) -> AccessOp:
@@ -402,18 +406,10 @@ class Machine(MachineState):
         Note: a record made here is held by no cell (live = 0), as a record every
         cell has dropped: lifts skip it, no check can meet it."""
         vl, atomic, q, t = int(s.vl), qmask(s.atomic), s.qual.index, s.t
-        ident, env = id(s), self.env
+        ident = id(s)
 
         def record(v: Var, idx: Index, box: Box | None) -> None:
-            mask = threads(env)
-            who = ALL if mask is None else (self.task, mask)
-            p: dict[BarrierCell, int]
-            key: RecKey
-            if bars:
-                p = self.p_of(bars)
-                key = (ident, who, tuple(p.items()))
-            else:
-                p, key = {}, (ident, who)
+            who, p, key = self._record_key(ident, threads, bars)
             if key not in self.rec_cache:
                 r = new_records(vl, t, q, atomic, p, who, kind, ident, s.origin)
                 self.stats.records += 1
