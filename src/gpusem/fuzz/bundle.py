@@ -138,11 +138,11 @@ class BundleStore:
         path.mkdir(parents=True, exist_ok=True)
         texts = dict(files) | {"README.md": readme(meta, sorted(files))}
         for name, text in texts.items():
-            _atomic_write(path / name, text)
+            atomic_write(path / name, text)
         for old in path.iterdir():
             if old.is_file() and old.name not in texts and old.name not in (META, SEEN):
                 old.unlink()
-        _atomic_write(path / META, json.dumps(meta, indent=2, sort_keys=True) + "\n")
+        atomic_write(path / META, json.dumps(meta, indent=2, sort_keys=True) + "\n")
 
     def sighting(self, path: Path, info: dict[str, Any]) -> None:
         """Count one more meeting of the bundle's signature (an appended line)."""
@@ -164,7 +164,8 @@ def _write_files(folder: Path, meta: dict, files: dict[str, str]) -> None:
     (folder / META).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
 
 
-def _atomic_write(path: Path, text: str) -> None:
+def atomic_write(path: Path, text: str) -> None:
+    """`path` replaced by `text` at once: a reader sees the old file or the new one."""
     tmp = path.with_name(f".{path.name}.new{os.getpid()}")
     tmp.write_text(text)
     os.replace(tmp, path)

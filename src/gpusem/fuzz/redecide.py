@@ -31,7 +31,6 @@ and check), so a re-decided bundle is grouped with the bundles of its real cause
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -39,7 +38,14 @@ from pathlib import Path
 from typing import Any
 
 from gpusem.fuzz.attribution import cause_of, decide, evidence_of
-from gpusem.fuzz.bundle import ATTRIBUTION, META, Bundle, read_bundle, readme
+from gpusem.fuzz.bundle import (
+    ATTRIBUTION,
+    META,
+    Bundle,
+    atomic_write,
+    read_bundle,
+    readme,
+)
 
 HISTORY = "attribution_history"
 # verdicts whose attribution.json carries the static SASS check (`with_sass_check`)
@@ -139,10 +145,11 @@ def rewrite(b: Bundle, found: dict[str, Any], verdict: str, rule: str,
     prop, was = str(meta.get("property", "")), str(found.get("verdict", ""))
     if was and meta.get("kind") == f"{prop} {was}":  # the kind names the verdict
         meta["kind"] = f"{prop} {verdict}"
-    _replace(b.path / ATTRIBUTION, json.dumps(new_found, indent=1, sort_keys=True)
+    atomic_write(b.path / ATTRIBUTION, json.dumps(new_found, indent=1, sort_keys=True)
              + "\n")
-    _replace(b.path / "README.md", readme(meta, sorted(n for n in b.files if n != "README.md")))
-    _replace(b.path / META, json.dumps(meta, indent=2, sort_keys=True) + "\n")
+    atomic_write(b.path / "README.md",
+                 readme(meta, sorted(n for n in b.files if n != "README.md")))
+    atomic_write(b.path / META, json.dumps(meta, indent=2, sort_keys=True) + "\n")
 
 
 def _needs(found: dict[str, Any], verdict: str, rule: str) -> str:
@@ -184,12 +191,6 @@ def _object(text: str, where: Path) -> dict[str, Any]:
     if not isinstance(found, dict):
         raise BadInput(f"malformed bundle: {where}: not a JSON object")
     return found
-
-
-def _replace(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}")
-    tmp.write_text(text)
-    os.replace(tmp, path)
 
 
 __all__ = ["HISTORY", "Redecision", "bundles_under", "redecide", "redecide_bundle",
