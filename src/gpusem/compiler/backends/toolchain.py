@@ -169,9 +169,9 @@ def host_unit(items: list[tuple[int, str, str]]
     them all. A kernel's machine code does not depend on its namespace's number or
     place (`kernel_digests` reads it with the number left out; tests/backends/
     test_toolchain_unit.py compares every host build of generated rounds both ways)."""
-    order = sorted(items, key=lambda it: (untagged(it[2]), it[1], it[0]))
-    plain = [(n, name, untagged(src)) for n, (_, name, src) in enumerate(order)]
-    return plain, {i: n for n, (i, _, _) in enumerate(order)}
+    order = sorted((untagged(src), name, i) for i, name, src in items)
+    plain = [(n, name, text) for n, (text, name, _) in enumerate(order)]
+    return plain, {i: n for n, (_, _, i) in enumerate(order)}
 
 
 @dataclass(frozen=True)
