@@ -141,16 +141,11 @@ def ready(spec: CampaignSpec) -> None:
     BadInput, one line naming the module and the target that needs it, for the
     first that fails. Issue 23: a campaign on a machine without z3 ran its whole
     budget into 13,235 internal findings of one signature."""
-    from gpusem.fuzz.targets import load_target, preflight
+    from gpusem.fuzz.targets import preflight_target
 
-    probe = load_target(spec.target, spec.backend)
-    try:
-        for p in spec.props:
-            why = preflight(probe, p)
-            if why is not None:
-                raise BadInput(why)
-    finally:
-        probe.close()
+    why = preflight_target(spec.target, spec.backend, spec.props)
+    if why is not None:
+        raise BadInput(why)
 
 
 def shard_spec(spec: CampaignSpec, prop: str) -> dict[str, object]:

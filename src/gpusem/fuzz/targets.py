@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
@@ -225,6 +225,21 @@ def preflight(target: Target, prop: str) -> str | None:
         if why:
             return f"preflight: {where} cannot run: {str(why).splitlines()[0][:200]}"
     return None
+
+
+def preflight_target(name: str, backend: str, props: Sequence[str]) -> str | None:
+    """`preflight` of each of `props` on target `name` loaded for `backend` here (the
+    campaign's machine, or a Dask worker): the first failure's line, None when all
+    pass."""
+    target = load_target(name, backend)
+    try:
+        for prop in props:
+            why = preflight(target, prop)
+            if why is not None:
+                return why
+        return None
+    finally:
+        target.close()
 
 
 TargetFactory = Callable[..., Target] | str

@@ -93,8 +93,7 @@ from gpusem.fuzz.shrink_jobs import SHRINK_TAIL
 from gpusem.fuzz.summary import Finding, Summary
 from gpusem.fuzz.targets import (
     RUNTIME_TARGETS,
-    load_target,
-    preflight,
+    preflight_target,
     register_target,
 )
 
@@ -560,11 +559,7 @@ def worker_preflight(name: str, backend: str, prop: str, factory: Any = None
     """`targets.preflight` of one property where this runs (a Dask worker)."""
     if factory is not None:
         register_target(name, factory)
-    target = load_target(name, backend)
-    try:
-        return preflight(target, prop)
-    finally:
-        target.close()
+    return preflight_target(name, backend, (prop,))
 
 
 def piece_task(piece: Piece, known: list[dict[str, str]], factory: Any = None
