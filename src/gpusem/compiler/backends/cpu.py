@@ -30,6 +30,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -431,8 +432,6 @@ class _Sender:
     """`conn.send(request)` on a daemon thread; `done` is set when it returns."""
 
     def __init__(self, conn, request) -> None:
-        import threading
-
         self.done = threading.Event()
         self.error: BaseException | None = None
         threading.Thread(target=self._send, args=(conn, request), daemon=True).start()
