@@ -30,6 +30,8 @@
 #   toolchain-campaign T [BUDGET]  issue 23: a --resume-able toolchain campaign, T =
 #                                  bundl or ckernel (t1,psel,t2 avoided); carry
 #                                  `campaigns` back in to go on
+#   toolchain-campaigns T [BUDGET] [JOBS]  the same on every GPU at once (GPU 0 the
+#                                  folder above, GPU i seed 23+i), nvidia-h200-x2
 #   ptx-confirm                    issue 23: the programs the static PTX check flags,
 #                                  run on the GPU (exec --backend cuda; nvcc, -G)
 #   prism-sync [TIMEOUT_S]         issue 28: corrected Appendix B with exec --backend
@@ -103,6 +105,7 @@ case "$SUB" in
   toolchain) exec bash $PARTS/toolchain.sh "$@" ;;
   toolchain-rate) exec bash $PARTS/toolchain_rate.sh "$@" ;;
   toolchain-campaign) exec bash $PARTS/toolchain_campaign.sh "$@" ;;
+  toolchain-campaigns) exec bash $PARTS/toolchain_campaigns.sh "$@" ;;
   ptx-confirm) exec bash $PARTS/ptx_confirm.sh "$@" ;;
   prism-sync) exec bash $PARTS/prism_sync.sh "$@" ;;
   prism-speed) exec bash $PARTS/prism_speed.sh "$@" ;;

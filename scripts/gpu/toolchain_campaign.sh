@@ -23,21 +23,27 @@ case "$TARGET" in  # before the setup: a wrong name installs nothing
   ckernel) SEED=29; export GPUSEM_CKERNEL_AVOID=t1,psel,t2 ;;
   *) echo "toolchain-campaign: bundl or ckernel, not '$TARGET'" >&2; exit 2 ;;
 esac
+# TOOLCHAIN_SEED: another campaign of the same target (its own folder, toolchain_<target>
+# _seed<N>), e.g. one per GPU of a 2-GPU machine (scripts/gpu/toolchain_campaigns.sh).
+NAME=toolchain_$TARGET
+if [ -n "${TOOLCHAIN_SEED:-}" ] && [ "$TOOLCHAIN_SEED" != "$SEED" ]; then
+  SEED=$TOOLCHAIN_SEED NAME=toolchain_${TARGET}_seed$TOOLCHAIN_SEED
+fi
 source scripts/gpu/setup.sh
 if ! command -v nvcc >/dev/null; then
   for d in /usr/local/cuda/bin /usr/local/cuda-*/bin; do
     [ -x "$d/nvcc" ] && export PATH="$PATH:$d" && break
   done
 fi
-DIR="$CAMPAIGNS/toolchain_$TARGET"
+DIR="$CAMPAIGNS/$NAME"
 mkdir -p "$CAMPAIGNS"
 RESUME=()
 [ -d "$DIR" ] && [ -n "$(ls -A "$DIR" 2>/dev/null)" ] && RESUME=(--resume)
 python3 -m gpusem fuzz --target "$TARGET" --property toolchain --backend cuda \
   --jobs "$JOBS" --budget "$BUDGET" --seed "$SEED" --shrink-time 30 --out "$DIR" \
-  "${RESUME[@]}" --json "$OUT/toolchain_${TARGET}.json" \
-  --sarif "$OUT/toolchain_${TARGET}.sarif" >"$OUT/toolchain_${TARGET}.log" 2>&1
-echo "exit $? (resumed: ${#RESUME[@]})" >>"$OUT/toolchain_${TARGET}.log"
-tail -15 "$OUT/toolchain_${TARGET}.log"
-python3 -m gpusem triage "$DIR" >"$OUT/toolchain_${TARGET}_triage.txt" 2>&1
-tar czf "$OUT/toolchain_${TARGET}.tgz" -C "$CAMPAIGNS" "toolchain_$TARGET"
+  "${RESUME[@]}" --json "$OUT/${NAME}.json" \
+  --sarif "$OUT/${NAME}.sarif" >"$OUT/${NAME}.log" 2>&1
+echo "exit $? (resumed: ${#RESUME[@]})" >>"$OUT/${NAME}.log"
+tail -15 "$OUT/${NAME}.log"
+python3 -m gpusem triage "$DIR" >"$OUT/${NAME}_triage.txt" 2>&1
+tar czf "$OUT/${NAME}.tgz" -C "$CAMPAIGNS" "$NAME"
