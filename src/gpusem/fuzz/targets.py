@@ -164,10 +164,13 @@ class Requirement:
 
 # The race checker of Bundl (typing_rules/bundl/race.py) and lambda-cu's fusion ILP
 Z3 = Requirement("z3", "z3-solver")
-# The cuda backend (compiler/backends/cuda): CuPy, a device, NVRTC
+# The cuda backend (compiler/backends/cuda): CuPy, a device, NVRTC, by the module the
+# worker imports it from (cuda_worker.py): CuPy 14 has no `cupy.cuda.nvrtc`, and
+# naming that one stopped every cuda campaign at its preflight on the H200s' CuPy 14.2
 CUDA_RUNTIME = (
     Requirement("cupy", "cupy-cuda13x", "cupy.cuda.runtime.getDeviceCount"),
-    Requirement("cupy.cuda.nvrtc", "cupy-cuda13x", "cupy.cuda.nvrtc.getVersion"))
+    Requirement("cupy_backends.cuda.libs.nvrtc", "cupy-cuda13x",
+                "cupy_backends.cuda.libs.nvrtc.getVersion"))
 # The child that tries them prints the first that fails, as `module\tWHY`; nothing
 # (CuPy, a CUDA context) loads into the campaign's own process, whose shards are
 # spawned after it (`fuzz/engines/local.py`)
