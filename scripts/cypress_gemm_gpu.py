@@ -416,11 +416,13 @@ def main(argv: list[str] | None = None) -> int:
 
 def fused_runs(runs: dict[str, Mapping], which: str) -> dict[str, Mapping]:
     """NAME-fused: the same mapping with our leaf mma_fma, for each Hopper-form run
-    `which` names (all, none, or names); the FMA form has no fused lowering."""
+    `which` names (all: every run; none; or names of VARIANTS and MAPPINGS, run or
+    not); the FMA form has no fused lowering."""
+    known = {**VARIANTS, **MAPPINGS, **runs}
     names = [] if which == "none" else list(runs) if which == "all" \
         else which.split(",")
-    return {f"{k}-fused": runs[k].as_fused() for k in names
-            if runs[k].form == "hopper" and not runs[k].fused}
+    return {f"{k}-fused": known[k].as_fused() for k in names
+            if known[k].form == "hopper" and not known[k].fused}
 
 
 def best(rows: list[dict]) -> list[dict]:
