@@ -355,3 +355,17 @@ def test_the_fused_gemm_on_the_cpu_harness_equals_the_cypress_reading() -> None:
     assert r["mapping"]["leaf"] == "mma_fma"
     assert r["lowered"] == "yes" and r["agree_reading"] is True, r
     assert r["agree_exact"] is True, r
+
+
+def test_exo_gpu_has_no_fused_wgmma_and_its_emitter_refuses_it() -> None:
+    """Exo-GPU's wgmma is tf32 on a tensor core (compiler/gpuir_exo/emit_wgmma.py):
+    a GEMM its emitter maps with the plain wgmma is unexpressible with ours."""
+    from gpusem.compiler.gpuir_exo.emit import Unexpressible, emit_proc
+    from gpusem.fuzz.exo.wgmma_gemms import WgmmaGemm
+
+    src = WgmmaGemm(wgs=2, n=16, ksteps=2, stages=2, tasks=2).source()
+    assert f"{PLAIN}(" in src
+    emit_proc(parse_module(src, "w.gpuir").procs[-1], {}, "pldi26")
+    fused = parse_module(src.replace(f"{PLAIN}(", f"{FUSED}("), "w.gpuir").procs[-1]
+    with pytest.raises(Unexpressible):
+        emit_proc(fused, {}, "pldi26")
