@@ -7,7 +7,7 @@ project's backend, at N = M = K = 256 .. 4096.
     python scripts/cypress_gemm_gpu.py --out gpu-out/cypress_gemm.json
         [--backend cuda|cpu] [--sizes 256,512,..] [--variants fig5-hopper,..]
         [--check-upto 512] [--fma-upto 2048] [--warmup 3] [--iters 20]
-        [--mappings all|none|u128-v128-wgs2-p4,..]
+        [--mappings all|none|u128-v128-wgs2-p4,..] [--fused all|none|NAME,..]
 
 The figure's mapping is kept but for the K tile: W = 32, not 64, because the data are
 float32 (the Cypress target's small integers, in [-3, 3]), and three 256 x 64 + 64 x
@@ -22,7 +22,14 @@ thread; Fig. 5b's 256 x 256 needs 256, which ptxas must spill). `--mappings`
 in the Hopper form: block tile U x V, G warpgroups, a pipeline P deep (seed 001
 l.163: a mapping changes only the speed); each row is checked as every other, and
 `best` names, per N, the fastest row whose C is exact, beside Fig. 5's own (both
-ratios, never only the best). Per row:
+ratios, never only the best). `--fused` (default all) runs each named Hopper-form
+variant and mapping a second time as `NAME-fused`: our variant of Fig. 5 whose gemm
+leaf is `mma_fma` (C = fma(A, B, C) for k ascending, one rounding a step; errata
+"Extension: fused mma"), lowered to the fused wgmma, which gpuir_cuda emits with
+`__fmaf_rn` (FFMA) where the plain one has a multiply and an add (FMUL + FADD);
+`best` is then given per leaf. Its rows are checked as the others: on the integer
+data every partial sum is exact, so the reading of either leaf is the exact product
+(tests/cypress/test_fused_mma.py). Per row:
 
 - ours: one checked launch of each kernel in order (the Hopper form transposes B
   first), then `CudaBackend.time_kernel_each` per kernel (CUDA events, `--warmup`,
@@ -83,10 +90,15 @@ class Mapping:
     wgs: int = 2
     depth: int = 3
     form: str = "hopper"
+    fused: bool = False  # ours: the leaf mma_fma (`fused`), not Fig. 5a's mma
 
     def describe(self) -> dict:
         return {"U": self.u, "V": self.v, "WGS": self.wgs, "pipeline": self.depth,
-                "W": 32, "form": self.form}
+                "W": 32, "form": self.form, "leaf": FUSED_LEAF if self.fused
+                else "mma"}
+
+    def as_fused(self) -> Mapping:
+        return replace(self, fused=True)
 
 
 # Fig. 5b's 256 x 256 tile (each of its 2 warpgroups holds 2 64 x 256 float32
@@ -110,9 +122,21 @@ MAPPINGS = {f"u{m.u}-v{m.v}-wgs{m.wgs}-p{m.depth}": m for m in (
 )}
 
 
+FUSED_LEAF = "mma_fma"
+FUSED_NOTE = ("# OURS, NOT THE PAPER'S: Fig. 5 with the leaf mma_fma (C = fma(A, B, C), "
+              "k ascending, one rounding a step;\n# errata \"Extension: fused mma\") in "
+              "place of Fig. 5a's mma, rendered by scripts/cypress_gemm_gpu.py.\n")
+
+
 def render(n: int, m: Mapping = Mapping()) -> str:
-    """Fig. 5 at N = M = K = n, with the float32 K tile and mapping `m`'s tunables."""
+    """Fig. 5 at N = M = K = n, with the float32 K tile and mapping `m`'s tunables;
+    with `m.fused`, our variant whose gemm leaf is `mma_fma` (labelled in the text:
+    the paper's program, examples/cypress/gemm.cyp, stays as it is)."""
     text = FIG5.read_text()
+    if m.fused:
+        assert text.count("    mma(C, A, B)\n") == 1, "Fig. 5's leaf moved"
+        text = FUSED_NOTE + text.replace("    mma(C, A, B)\n",
+                                         f"    {FUSED_LEAF}(C, A, B)\n")
     for old, new in [('tunables={"U": 256, "V": 256}',
                       f'tunables={{"U": {m.u}, "V": {m.v}}}'),
                      ('tunables={"W": 64}', 'tunables={"W": 32}'),
@@ -334,6 +358,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=120.0)
     ap.add_argument("--mappings", default="none",
                     help="all, none, or names of MAPPINGS to try beside --variants")
+    ap.add_argument("--fused", default="all",
+                    help="all, none, or names of the variants and mappings (Hopper "
+                         "form) also run as our fused variant (leaf mma_fma), each "
+                         "row NAME-fused")
     ap.add_argument("--ablate", default="",
                     help="variants or mappings to time with a part left out "
                          "(ABLATIONS), at N = --ablate-n only")
@@ -342,6 +370,7 @@ def main(argv: list[str] | None = None) -> int:
     chosen = {} if args.mappings == "none" else dict(MAPPINGS) \
         if args.mappings == "all" else {k: MAPPINGS[k] for k in args.mappings.split(",")}
     runs = {**{v: VARIANTS[v] for v in args.variants.split(",")}, **chosen}
+    runs |= fused_runs(runs, args.fused)
     default = "256,512,1024,2048,4096" if args.backend == "cuda" else "256"
     sizes = [int(s) for s in (args.sizes or default).split(",")]
     from gpusem.calculus.errors import CannotRunHere
@@ -370,6 +399,7 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
     known = {**VARIANTS, **MAPPINGS}
+    known |= fused_runs(known, "all")
     for variant, what in itertools.product(filter(None, args.ablate.split(",")),
                                            ABLATIONS):
         if args.ablate_n not in sizes:
@@ -384,19 +414,36 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if bad else 0
 
 
+def fused_runs(runs: dict[str, Mapping], which: str) -> dict[str, Mapping]:
+    """NAME-fused: the same mapping with our leaf mma_fma, for each Hopper-form run
+    `which` names (all: every run; none; or names of VARIANTS and MAPPINGS, run or
+    not); the FMA form has no fused lowering."""
+    known = {**VARIANTS, **MAPPINGS, **runs}
+    names = [] if which == "none" else list(runs) if which == "all" \
+        else which.split(",")
+    return {f"{k}-fused": known[k].as_fused() for k in names
+            if known[k].form == "hopper" and not known[k].fused}
+
+
 def best(rows: list[dict]) -> list[dict]:
-    """Per N: Fig. 5's own ratio and the fastest row whose C is the exact product
-    (and the reading's, where checked), with its mapping. A row that failed or
-    disagrees is never the best."""
+    """Per N and leaf (mma: exact float32 with a multiply and an add a step; mma_fma:
+    ours, one fma a step): Fig. 5's own ratio and the fastest row whose C is the
+    exact product (and the reading's, where checked), with its mapping. A row that
+    failed or disagrees is never the best."""
     out = []
-    for n in sorted({r["n"] for r in rows}):
-        good = [r for r in rows if r["n"] == n and r.get("agree_exact") is True
+    for n, leaf in itertools.product(sorted({r["n"] for r in rows}),
+                                     ("mma", FUSED_LEAF)):
+        mine = [r for r in rows if r["n"] == n and "ablation" not in r
+                and r["mapping"]["leaf"] == leaf]
+        if not mine:
+            continue
+        good = [r for r in mine if r.get("agree_exact") is True
                 and r.get("agree_reading") is not False and "failed" not in r
                 and r.get("ratio") is not None]
-        fig5 = next((r for r in rows if r["n"] == n and "ablation" not in r
-                     and r["variant"] == "fig5-hopper"), {})
+        fig5 = next((r for r in mine if r["variant"] in ("fig5-hopper",
+                                                         "fig5-hopper-fused")), {})
         top = min(good, key=lambda r: r["ours_ms"], default=None)
-        out.append({"n": n, "fig5_ms": fig5.get("ours_ms"),
+        out.append({"n": n, "leaf": leaf, "fig5_ms": fig5.get("ours_ms"),
                     "fig5_ratio": fig5.get("ratio"),
                     "best_variant": top and top["variant"],
                     "best_mapping": top and top["mapping"],

@@ -1,7 +1,7 @@
 """Issue 30 without a GPU: where Fig. 5's compiled GEMM spends its instructions, read
 from the SASS (results/cypress/gemm_speed.md, branch cyperf3).
 
-    python scripts/cypress_gemm_sass.py [--n 4096] [--mappings fig5-hopper,..]
+    python scripts/cypress_gemm_sass.py [--n 4096] [--mappings fig5-hopper-fused,..]
         [--keep DIR]
 
 Per variant or mapping of scripts/cypress_gemm_gpu.py: the CUDA that script launches
@@ -9,8 +9,9 @@ Per variant or mapping of scripts/cypress_gemm_gpu.py: the CUDA that script laun
 -gencode arch=compute_90a,code=sm_90a --fmad=false, `-Xptxas -v`) and read with
 `cuobjdump -sass` (toolchain_build.find_tool: Triton's copy where CUDA has none).
 For the GEMM kernel it prints ptxas's registers, stack and spills; the innermost loop
-holding the FMULs (one wgmma a thread): its instructions by kind and LDS.128 a
-FMUL + FADD pair; a one-warp issue model of that loop (in order, each instruction
+holding the FMULs, or the FFMAs of a `NAME-fused` mapping (our leaf mma_fma; one wgmma
+a thread): its instructions by kind, instructions and LDS.128 a multiply-add (an FMUL +
+FADD pair, or one FFMA); a one-warp issue model of that loop (in order, each instruction
 when its sources are ready: LDS 33 cycles, the rest 4; instructions a cycle); and
 the DMA warp's copies: loops over the lanes (BRA.U.ANY), static UBLKCPs, and
 instructions a copy in each loop holding UBLKCPs. Exit 2 (one line) without nvcc or
@@ -31,6 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 LINE = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;")
 LATENCY = {"LDS": 33, "LDL": 40, "S2R": 20}  # cycles; everything else 4
+PRODUCTS = ("FMUL", "FFMA")  # one a multiply-add: FMUL + FADD (mma), FFMA (mma_fma)
 
 
 def bench():
@@ -124,19 +126,21 @@ def report(name: str, res: str, sass: str) -> dict:
                       r"(\d+) bytes spill loads", kernel)
     raw = [t for _, t in ins]
     fmul = [lo for lo, hi, _ in loops(ins, raw)
-            if any(op(t) == "FMUL" for t in raw[lo:hi + 1])]
+            if any(op(t) in PRODUCTS for t in raw[lo:hi + 1])]
     inner = min(((lo, hi) for lo, hi, _ in loops(ins, raw)
-                 if any(op(t) == "FMUL" for t in raw[lo:hi + 1])),
+                 if any(op(t) in PRODUCTS for t in raw[lo:hi + 1])),
                 key=lambda x: x[1] - x[0], default=None) if fmul else None
     out: dict = {"mapping": name, "registers": regs and int(regs.group(1)),
                  "stack_spill_st_ld": stack and [int(x) for x in stack.groups()]}
     if inner:
         body = raw[inner[0]:inner[1] + 1]
         kinds = collections.Counter(op(t) for t in body)
-        pairs = kinds["FMUL"]
+        pairs = kinds["FMUL"] + kinds["FFMA"]  # multiply-adds an iteration
         lds = sum(v for k, v in kinds.items() if k.startswith("LDS"))
         out["loop"] = {"instructions": len(body), "FMUL": kinds["FMUL"],
-                       "FADD": kinds["FADD"],
+                       "FADD": kinds["FADD"], "FFMA": kinds["FFMA"],
+                       "instructions_a_multiply_add": round(len(body) / max(pairs, 1),
+                                                            3),
                        "LDS": {k: v for k, v in kinds.items() if k.startswith("LDS")},
                        "LDL": sum(v for k, v in kinds.items() if k.startswith("LDL")),
                        "STL": sum(v for k, v in kinds.items() if k.startswith("STL")),
@@ -145,7 +149,7 @@ def report(name: str, res: str, sass: str) -> dict:
                        "one_warp_ipc": round(issue_model(body), 2)}
     copies = [(hi - lo + 1) / n for lo, hi, _ in loops(ins, raw)
               if (n := sum(op(t) == "UBLKCP.S.G" for t in raw[lo:hi + 1]))
-              and not any(op(t) == "FMUL" for t in raw[lo:hi + 1])]
+              and not any(op(t) in PRODUCTS for t in raw[lo:hi + 1])]
     out["dma"] = {"bra_u_any": sum(op(t) == "BRA.U.ANY" for t in raw),
                   "ublkcp_static": sum(op(t).startswith("UBLKCP") for t in raw),
                   "instructions_a_copy_per_loop": sorted({round(c, 1) for c in copies})}
@@ -159,8 +163,10 @@ def main(argv: list[str] | None = None) -> int:
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=4096)
-    ap.add_argument("--mappings", default="fig5-hopper,u128-hopper,u256-v128-wgs4-p3,"
-                    "u128-v128-wgs2-p4,u64-v64-wgs1-p4")
+    five = ("fig5-hopper", "u128-hopper", "u256-v128-wgs4-p3", "u128-v128-wgs2-p4",
+            "u64-v64-wgs1-p4")
+    ap.add_argument("--mappings", default=",".join([*five, *(f"{m}-fused"
+                                                             for m in five)]))
     ap.add_argument("--keep", default="", help="a folder for the .cu and .cubin")
     args = ap.parse_args(argv)
     nvcc, cuobjdump = find_tool("nvcc"), find_tool("cuobjdump")
@@ -169,6 +175,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     mod = bench()
     known = {**mod.VARIANTS, **mod.MAPPINGS}
+    known |= mod.fused_runs(known, "all")  # NAME-fused: the leaf mma_fma
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(args.keep or tmp)
         work.mkdir(parents=True, exist_ok=True)

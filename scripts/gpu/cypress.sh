@@ -17,7 +17,11 @@
 # results/cypress/gemm_speed.md). CYPRESS_MAPPINGS=none|all|NAME,.. sets them.
 # With it, at N = 4096, the timing-only rows of --ablate (the GEMM with its copies,
 # then its arithmetic, left out: which part bounds it) for fig5-hopper, u128-hopper
-# and u256-v128-wgs4-p3; CYPRESS_ABLATE=NAME,.. or empty sets them.
+# and u256-v128-wgs4-p3; CYPRESS_ABLATE=NAME,.. or empty sets them. And, beside
+# each of five of them (Fig. 5's, u128 and the three best of cyperf2), our fused
+# variant NAME-fused (the leaf mma_fma: one FFMA a multiply-add, errata "Extension:
+# fused mma"), checked as the rest, per N its best in "best" (leaf mma_fma);
+# CYPRESS_FUSED=all|none|NAME,.. sets them (about 2 minutes more: at most 9).
 # Testing here without a GPU: CYPRESS_BACKEND=cpu CYPRESS_SIZES=256 PY=... GPUSEM=...
 # (run so here at 40 programs: 1.5 min on 2 shared cores, every part as on the GPU).
 set -uo pipefail
@@ -38,15 +42,17 @@ echo "backend $BACKEND programs $PROGRAMS budget $BUDGET jobs $JOBS" >"$SUMMARY"
 sizes=()
 [ -n "${CYPRESS_SIZES:-}" ] && sizes=(--sizes "$CYPRESS_SIZES")
 if [ "${CYPRESS_ONLY:-}" = gemm ]; then
-  MAPPINGS=${CYPRESS_MAPPINGS:-all} GEMM_TIMEOUT=${CYPRESS_GEMM_TIMEOUT:-420}
+  MAPPINGS=${CYPRESS_MAPPINGS:-all} GEMM_TIMEOUT=${CYPRESS_GEMM_TIMEOUT:-540}
   ABLATE=${CYPRESS_ABLATE-fig5-hopper,u128-hopper,u256-v128-wgs4-p3}
+  FUSED=${CYPRESS_FUSED-fig5-hopper,u128-hopper,u256-v128-wgs4-p3,u128-v128-wgs2-p4,u64-v64-wgs1-p4}
 else
   MAPPINGS=${CYPRESS_MAPPINGS:-none} GEMM_TIMEOUT=${CYPRESS_GEMM_TIMEOUT:-150}
-  ABLATE=${CYPRESS_ABLATE-}
+  ABLATE=${CYPRESS_ABLATE-} FUSED=${CYPRESS_FUSED-none}
 fi
 timeout "$GEMM_TIMEOUT" "$PY" scripts/cypress_gemm_gpu.py \
   --backend "$BACKEND" "${sizes[@]}" --check-upto 256 --warmup 2 --iters 10 \
-  --mappings "$MAPPINGS" --ablate "$ABLATE" --out "$OUT/cypress_gemm.json" \
+  --mappings "$MAPPINGS" --ablate "$ABLATE" --fused "${FUSED:-none}" \
+  --out "$OUT/cypress_gemm.json" \
   >"$WORK/gemm.log" 2>&1
 echo "gemm: exit $?" >>"$SUMMARY"
 

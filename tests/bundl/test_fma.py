@@ -14,9 +14,9 @@ from gpusem.calculus.bundl import ast
 from gpusem.calculus.bundl.parser import parse_expr, parse_program, parse_stmt
 from gpusem.calculus.bundl.printer import print_expr
 from gpusem.calculus.errors import BadInput
+from gpusem.calculus.fma32 import fma32, fma32_vec
 from gpusem.interpreter.bundl.big_step import run_big_step
 from gpusem.interpreter.bundl.schedulers import run_program
-from gpusem.interpreter.fma32 import fma32, fma32_vec
 from gpusem.typing_rules.bundl.stmt import check_program
 from hypothesis import given, settings
 from hypothesis import strategies as st

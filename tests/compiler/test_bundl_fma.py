@@ -113,7 +113,7 @@ def _tricky_triples() -> list[tuple[float, float, float]]:
 
 def test_cpu_fmaf_matches_the_interpreter_on_tricky_triples():
     from gpusem.calculus.bundl.printer import format_float
-    from gpusem.interpreter.fma32 import fma32
+    from gpusem.calculus.fma32 import fma32
 
     triples = [tuple(float(np.float32(x)) for x in t) for t in _tricky_triples()]
     n = len(triples)

@@ -173,6 +173,7 @@ LEAF_OPS = {
     "copy": (2, (1,)),
     "mma": (3, (0,)),
     "mma_nt": (3, (0,)),
+    "mma_fma": (3, (0,)),  # ours: C = fma(A, B, C) per k (errata "fused mma")
     "add": (3, (0,)),
     "sub": (3, (0,)),
     "mul": (3, (0,)),

@@ -39,6 +39,8 @@ Note on exactness: the behaviours of the MMA instructions accumulate in float32 
 k at a time, rounding after every multiply and every add (no FMA), the reference
 order of the sequential reading; real tensor cores (tf32 inputs, wider internal
 accumulation) may differ in the last bits. See errata "MMA rounding".
+`Sm90_wgmma_m64nNk8_f32_fma` (ours) rounds once a step instead: d = fma(a, b, d),
+k ascending (errata "Extension: fused mma").
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 import numpy as np
+from gpusem.calculus.fma32 import fma32_vec
 from gpusem.calculus.gpuir.ast import UnitExpr
 from gpusem.calculus.gpuir.instr_decl import (
     ANY_CUDA,
@@ -107,6 +110,16 @@ def _mma_nt(d: View, a: View, b: View) -> None:
     d[...] = acc
 
 
+def _mma_nt_fused(d: View, a: View, b: View) -> None:
+    """d[m, n] = fma(a[m, k], b[n, k], d[m, n]) for k ascending, each step rounded
+    once to float32 (calculus/fma32.py; errata "Extension: fused mma")."""
+    acc = np.asarray(d, np.float32)
+    a32, b32 = np.asarray(a, np.float32), np.asarray(b, np.float32)
+    for k in range(a32.shape[1]):
+        acc = fma32_vec(a32[:, k, None], b32[None, :, k], acc)
+    d[...] = acc
+
+
 def _zero(d: View) -> None:
     d[...] = 0
 
@@ -127,6 +140,14 @@ def _shfl_xor(dst: View, src: View, mask: int) -> None:
 
 
 # -------------------------------------------------------------------- the library
+
+# wgmma's operands (Figure 19's atomic accumulator, async shared-memory operands),
+# shared by the tf32 wgmma and our fused one, which differ only in the arithmetic.
+_WGMMA_PARAMS = (
+    _data("d", (64, "n"), ("Sm90_RmemMatrixD",), "readwrite", convergent=True,
+          atomic_qual_tl=frozenset({WG_D}), **_async(WG_D)),
+    _data("a", (64, 8), SMEM, convergent=True, **_async(WG_S)),
+    _data("b", ("n", 8), SMEM, convergent=True, **_async(WG_S)))
 
 _DECLS: tuple[Instr, ...] = (
     Instr(
@@ -242,18 +263,25 @@ _DECLS: tuple[Instr, ...] = (
         doc="warpgroup zeroes a 64 x n wgmma accumulator",
     ),
     Instr(
-        "Sm90_wgmma_m64nNk8_f32",
-        (_data("d", (64, "n"), ("Sm90_RmemMatrixD",), "readwrite", convergent=True,
-               atomic_qual_tl=frozenset({WG_D}), **_async(WG_D)),
-         _data("a", (64, 8), SMEM, convergent=True, **_async(WG_S)),
-         _data("b", ("n", 8), SMEM, convergent=True, **_async(WG_S))),
-        UnitExpr("cuda_warpgroup"), _mma_nt,
+        "Sm90_wgmma_m64nNk8_f32", _WGMMA_PARAMS, UnitExpr("cuda_warpgroup"), _mma_nt,
         cuda='asm volatile("wgmma.mma_async.sync.aligned.m64n{n}k8.f32.tf32.tf32 '
              '{{...}}, {a_desc}, {b_desc}, 1, 1, 1;" ...);',
         ptx="wgmma.mma_async.sync.aligned.m64nNk8.f32.tf32.tf32 d, a-desc, b-desc;",
         sizes={"n": tuple(range(8, 257, 8))},
         doc="wgmma-style async MMA: D[64 x n] += A[64x8] . B[n x 8]^T, operands in "
             "SMEM; waited for with Arrive(wgmma_async) >> commit group / Await",
+    ),
+    Instr(
+        # ours, not Exo-GPU's (errata "Extension: fused mma"): the wgmma whose
+        # meaning is one fma a step, for the Cypress leaf `mma_fma`; no tensor core
+        # computes it, gpuir_cuda emulates it with __fmaf_rn (FFMA).
+        "Sm90_wgmma_m64nNk8_f32_fma", _WGMMA_PARAMS, UnitExpr("cuda_warpgroup"),
+        _mma_nt_fused,
+        cuda="gs_ffma(a[m, k], b[n, k], d[m, n]) for k ascending (emulation)",
+        ptx="fma.rn.f32 d, a, b, d (per element and k)",
+        sizes={"n": tuple(range(8, 257, 8))},
+        doc="fused async MMA: D[64 x n] = fma(A[64x8], B[n x 8]^T, D) one k at a "
+            "time, one rounding a step; synchronised as Sm90_wgmma_m64nNk8_f32",
     ),
     Instr(
         "Sm90_wgmma_store_d_f32",

@@ -28,7 +28,8 @@ from gpusem.compiler.cypress_cuda.warpspec import crossing
 
 # threads of one processor of each level (the machine model's Fig. 5b levels)
 THREADS = {Processor.WARPGROUP: 128, Processor.WARP: 32, Processor.THREAD: 1}
-LEAVES = ("mma", "clear", "copy")
+LEAVES = ("mma", "mma_fma", "clear", "copy")
+MMAS = ("mma", "mma_fma")  # mma_fma: ours, one fma a step (errata "fused mma")
 BLOCK_THREADS = 128  # the compute threads of a leaf mapped to the block itself
 
 
@@ -55,6 +56,7 @@ class GemmPlan:
     threads: int                         # the compute threads of the block
     copies: tuple[tuple[str, str], ...]  # element-wise (dst, src) parameter copies
     instr: str = ""                      # the WGMMA_.. of partition_by_mma, if any
+    fused: bool = False                  # the leaf is mma_fma: one fma a k step
 
 
 def plan_gemm(ir: E.EventProgram, program: A.Program,
@@ -76,7 +78,7 @@ def plan_gemm(ir: E.EventProgram, program: A.Program,
     if k % steps:
         raise NotLowered(f"K = {k} is not a multiple of the {steps} K steps")
     leaves = _leaf_calls(program, loop.body.ops, ())
-    mma = [(c, lv) for c, lv, op in leaves if op == "mma"]
+    mma = [(c, lv) for c, lv, op in leaves if op in MMAS]
     if len(mma) != 1 or len(leaves) != 1:
         raise NotLowered("the K loop's body is not one call of the mma leaf "
                          f"({', '.join(op for _, _, op in leaves) or 'none'})")
@@ -94,7 +96,8 @@ def plan_gemm(ir: E.EventProgram, program: A.Program,
     _check_levels(levels, tile[0] * tile[1])
     threads = levels[0][1] * THREADS[levels[0][0]] if levels else BLOCK_THREADS
     return GemmPlan(m, n, k, grid, tile, k // steps, steps, depth, ws, staged,
-                    _fragments(levels, loop), threads, copies, _instr(loop))
+                    _fragments(levels, loop), threads, copies, _instr(loop),
+                    leaves[0][2] == "mma_fma")
 
 
 def _defs(ops: tuple[E.Op, ...]) -> dict[str, E.Op]:

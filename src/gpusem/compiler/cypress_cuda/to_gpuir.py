@@ -59,6 +59,10 @@ def lower_gemm(ir: E.EventProgram, program: A.Program,
     fits, else fma)."""
     plan = plan_gemm(ir, program, arrays)
     why = hopper_fits(plan)
+    if plan.fused and (form == "fma" or why):
+        # GPU IR's scalar expressions have no fma: only the fused wgmma says it
+        raise NotLowered("the fused mma leaf (mma_fma) lowers only to the TMA + "
+                         f"wgmma form{': ' + why if why else ''}")
     if form == "hopper" and why:
         raise NotLowered(f"no TMA + wgmma form: {why}")
     if form != "fma" and not why:

@@ -35,6 +35,10 @@ TILE = 4096  # elements of B each block of the transposition kernel moves
 # warp's lanes; issued by one thread, each 128-byte row cost that thread 19 to 29
 # instructions of address arithmetic (results/cypress/gemm_speed.md).
 TMA = "Sm90_tma_multicast_warps_2d_f32"
+# The leaf `mma` -> tf32 wgmma (exact float32 in gpuir_cuda: multiply, then add);
+# `mma_fma` (ours) -> the fused wgmma of the same shape, one fma a step (errata
+# "Extension: fused mma"): the leaf's k order and roundings are the instruction's.
+WGMMA = {False: "Sm90_wgmma_m64nNk8_f32", True: "Sm90_wgmma_m64nNk8_f32_fma"}
 
 
 def hopper_fits(p: GemmPlan) -> str:
@@ -106,7 +110,7 @@ def emit_hopper(p: GemmPlan, name: str) -> str:
         "                        Fence(wgmma_fence_1, wgmma_fence_2)",
         f"                        for r in seq(0, {reps}):",
         "                            for kk in seq(0, 4):",
-        f"                                Sm90_wgmma_m64nNk8_f32(D[{d_ix}], As[{slot}, "
+        f"                                {WGMMA[p.fused]}(D[{d_ix}], As[{slot}, "
         f"64 * ({reps} * wg + r):64 * ({reps} * wg + r) + 64, 8 * kk:8 * kk + 8], "
         f"Bs[{slot}, :, 8 * kk:8 * kk + 8])",
         "                        Arrive(wgmma_async, 1) >> cg[wg]",

@@ -294,7 +294,10 @@ def wgmma(s: K.GInstr, env) -> list[str]:
 
 
 def _wgmma_nest(s: K.GInstr, env, reg) -> list[str]:
-    """The nest of `wgmma`, register j of D being the C lvalue `reg(j)`."""
+    """The nest of `wgmma`, register j of D being the C lvalue `reg(j)`. The fused
+    wgmma (`WGMMA_FMA`, ours) has the same nest with one `gs_ffma` (__fmaf_rn: an
+    FFMA) a step where the plain one has `gs_fadd(d, gs_fmul(a, b))` (FMUL + FADD):
+    the order of k is the same, only the roundings differ, each as its meaning."""
     d, a, b = (_win(x) for x in s.args)
     k = a.dims[1][0]
     if not is_wgmma_tile(d):
@@ -303,7 +306,8 @@ def _wgmma_nest(s: K.GInstr, env, reg) -> list[str]:
     c = 4 if k % 4 == 0 else k  # k per chunk
     ks = f"for (int gs_k = 0; gs_k < {c}; gs_k++)"
     kq = "gs_kc + gs_k"
-    step = "gs_fadd({d}, gs_fmul({a}[gs_k], gs_b[gs_k]))"
+    step = "gs_ffma({a}[gs_k], gs_b[gs_k], {d})" if s.instr == WGMMA_FMA else \
+        "gs_fadd({d}, gs_fmul({a}[gs_k], gs_b[gs_k]))"
     return [(f"{{ const int gs_r = {_rank(s.mapping, env)};  // rank in the "
              f"{s.mapping.describe()}"),
             "  const int gs_m = 16 * (gs_r / 32) + gs_r % 32 / 4;  // and gs_m + 8",
@@ -335,6 +339,7 @@ def _wgmma_nest(s: K.GInstr, env, reg) -> list[str]:
 
 
 WGMMA = "Sm90_wgmma_m64nNk8_f32"
+WGMMA_FMA = "Sm90_wgmma_m64nNk8_f32_fma"  # ours: errata "Extension: fused mma"
 
 
 def wgmma_loop(s: K.GStmt, env) -> tuple[K.GStmt, ...]:
@@ -355,7 +360,7 @@ def wgmma_loop(s: K.GStmt, env) -> tuple[K.GStmt, ...]:
         return (s,)
     g = calls[0]
     d = g.args[0] if g.args else None
-    if g.instr != WGMMA or g.barrier is not None or not isinstance(d, K.Window) \
+    if g.instr not in (WGMMA, WGMMA_FMA) or g.barrier is not None or not isinstance(d, K.Window) \
             or not is_wgmma_tile(d) or re.search(rf"\b{s.var}\b", d.base):
         return (s,)
     share = d.share
@@ -411,5 +416,6 @@ RULES = {
     "Sm80_mma_store_d_f32": mma_store,
     "Sm90_wgmma_zero_d_f32": mma_zero,
     "Sm90_wgmma_m64nNk8_f32": wgmma,
+    "Sm90_wgmma_m64nNk8_f32_fma": wgmma,
     "Sm90_wgmma_store_d_f32": mma_store,
 }

@@ -42,9 +42,9 @@ from gpusem.calculus.bundl.perspective import (
 )
 from gpusem.calculus.bundl.walk import child_exprs
 from gpusem.calculus.errors import GpusemError, Stuck, Trap
+from gpusem.calculus.fma32 import fma32_vec
 from gpusem.calculus.span import NO_SPAN
 from gpusem.interpreter.bundl.values import located, wrap32
-from gpusem.interpreter.fma32 import fma32_vec
 from gpusem.typing_rules.bundl.context import RuleSet
 
 Idx = npt.NDArray[np.int64]  # lane numbers (the active lanes), or one int per lane

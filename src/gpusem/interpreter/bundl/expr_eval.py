@@ -45,6 +45,7 @@ from gpusem.calculus.bundl.perspective import (
     level_ratio,
 )
 from gpusem.calculus.errors import GpusemError, Stuck, Trap
+from gpusem.calculus.fma32 import fma32
 from gpusem.calculus.span import NO_SPAN
 from gpusem.interpreter.bundl.config import Config, Eval, ThreadState
 from gpusem.interpreter.bundl.values import (
@@ -59,7 +60,6 @@ from gpusem.interpreter.bundl.values import (
     show_value,
     wrap32,
 )
-from gpusem.interpreter.fma32 import fma32
 
 # The array operand of E-Arr-Access / S-Arr-Assn: (⟨l, n⟩, the array's π'), compiled.
 PtrAt = tuple[Ptr, Perspective]

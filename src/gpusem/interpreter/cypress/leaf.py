@@ -8,6 +8,12 @@ float32 (wrapped to int32); `exp` is float64's, rounded once. On the integer-val
 data of the examples every result is exact, so a compiled kernel must match it bit for
 bit whatever its summation order.
 
+`mma_fma(C, A, B)` (ours, errata "Extension: fused mma") is the one leaf whose order is
+its meaning: for each element of C, for k ascending, c = fma(a[m, k], b[k, n], c), each
+step rounded ONCE to float32 (IEEE fusedMultiplyAdd, calculus/fma32.py), so that a
+compiled kernel may issue FFMA and still be checked bit for bit on any data. On the
+integer-valued data of the examples it equals `mma` (every partial sum exact).
+
 Operand conventions: the first operand is written, the rest are read (`copy(S, D)`
 writes its second, as Fig. 8b's `copy(src, dst)`). In `add/sub/mul/div/maximum(D, X,
 Y)` a rank-1 Y of D's row count is broadcast along the rows (FlashAttention's
@@ -19,11 +25,13 @@ from __future__ import annotations
 import numpy as np
 
 from gpusem.calculus.errors import Trap
+from gpusem.calculus.fma32 import fma32_vec
 from gpusem.calculus.span import Span
 from gpusem.interpreter.cypress.views import View
 
 # For each operation, which of its operands it writes (the rest it reads).
-WRITES = {"clear": (0,), "copy": (1,), "mma": (0,), "mma_nt": (0,), "add": (0,),
+WRITES = {"clear": (0,), "copy": (1,), "mma": (0,), "mma_nt": (0,), "mma_fma": (0,),
+          "add": (0,),
           "sub": (0,), "mul": (0,), "div": (0,), "maximum": (0,), "exp": (0,),
           "rowmax": (0,), "rowsum": (0,)}
 
@@ -62,6 +70,13 @@ def apply(op: str, views: tuple[View, ...], span: Span) -> None:
                   and c.shape == (a.shape[0], bb.shape[1]))
             _need(ok, op, span, f"shapes C{c.shape} A{a.shape} B{b.shape}")
             c.write(_narrow(_wide(c.read()) + _wide(a.read()) @ bb, c))
+        case "mma_fma":
+            c, a, b = views
+            _need(c.base.dtype.kind == "f", op, span, "fused mma of int32 tensors")
+            ok = (len(c.shape) == len(a.shape) == len(b.shape) == 2
+                  and a.shape[1] == b.shape[0] and c.shape == (a.shape[0], b.shape[1]))
+            _need(ok, op, span, f"shapes C{c.shape} A{a.shape} B{b.shape}")
+            c.write(mma_fused(c.read(), a.read(), b.read()))
         case "add" | "sub" | "mul" | "div" | "maximum":
             d, x, y = views
             yy = _wide(y.read())
@@ -92,3 +107,13 @@ def apply(op: str, views: tuple[View, ...], span: Span) -> None:
             r.write(_narrow(rows, r))
         case _:
             raise Trap(f"leaf {op}: unknown operation", rule="Leaf", span=span)
+
+
+def mma_fused(c: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """C (M x N) after c = fma(a[m, k], b[k, n], c) for k ascending, every step one
+    correctly rounded float32 fma; all M x N elements at once per k (NumPy)."""
+    acc = np.asarray(c, np.float32)
+    a32, b32 = np.asarray(a, np.float32), np.asarray(b, np.float32)
+    for k in range(a32.shape[1]):
+        acc = fma32_vec(a32[:, k, None], b32[None, k, :], acc)
+    return acc

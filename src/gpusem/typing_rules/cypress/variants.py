@@ -26,6 +26,7 @@ from gpusem.calculus.span import Span
 
 # Which operands of a leaf operation it reads (the rest it only writes).
 LEAF_READS = {"clear": (), "copy": (0,), "mma": (0, 1, 2), "mma_nt": (0, 1, 2),
+              "mma_fma": (0, 1, 2),
               "add": (1, 2), "sub": (1, 2), "mul": (1, 2), "div": (1, 2),
               "maximum": (1, 2), "exp": (1,), "rowmax": (1,), "rowsum": (1,)}
 

@@ -9,8 +9,8 @@ a naive CUDA kernel (`SGEMM_REFERENCE_CU`) the harness runs with CuPy on the GPU
 from __future__ import annotations
 
 import numpy as np
+from gpusem.calculus.fma32 import fma32_vec
 from gpusem.compiler.bundl_cuda.bench.programs import ReduceSize, SgemmSize
-from gpusem.interpreter.fma32 import fma32_vec
 
 
 def reduce_reference(x: np.ndarray, size: ReduceSize) -> np.ndarray:

@@ -1,6 +1,9 @@
 """Correctly rounded binary32 fused multiply-add: fma(a, b, c) = a * b + c rounded ONCE
 to nearest-even (IEEE 754 fusedMultiplyAdd), the meaning of Bundl's explicit
-`fma(a, b, c)` (an extension; errata, "Extension: explicit fma"), in every evaluator.
+`fma(a, b, c)` (an extension; errata, "Extension: explicit fma"), in every evaluator,
+of Cypress's `mma_fma` leaf and of GPU IR's `Sm90_wgmma_m64nNk8_f32_fma` (errata,
+"Extension: fused mma"). Here, in calculus/, because GPU IR's instruction behaviours
+(calculus/gpuir/instructions.py) are the reference meaning and sit in this stage.
 
 Python 3.11 has no `math.fma` (3.13+) and NumPy none at all, so it is computed in
 binary64 with round-to-odd (Boldo & Melquiond, "Emulation of FMA and correctly rounded
