@@ -636,9 +636,14 @@ def local_cluster(backend: str = "cpu", jobs: int = 1, gpus: str | None = None) 
         resource = {"GPU": 1}
     else:
         envs, resource = [{} for _ in range(max(1, jobs))], {"CPU": 1}
+    # Workers log only CRITICAL: at the campaign's end the scheduler can close before
+    # a worker's next heartbeat, which distributed logs as an ERROR with a traceback
+    # ("Failed to communicate with scheduler during heartbeat") into the campaign's
+    # output (stop 31, on the H200s); a worker's real failures reach the report as
+    # worker deaths and internal findings (`worker_deaths`), not through its log.
     workers = {f"gpusem-{i}": {"cls": distributed.Nanny, "options": {
         "nthreads": 1, "resources": dict(resource), "env": env, "memory_limit": 0,
-        "silence_logs": logging.ERROR}} for i, env in enumerate(envs)}
+        "silence_logs": logging.CRITICAL}} for i, env in enumerate(envs)}
     scheduler = {"cls": distributed.Scheduler, "options": {
         "dashboard_address": ":0", "dashboard": False}}  # any free port: never 8787
     return distributed.SpecCluster(workers=workers, scheduler=scheduler,
