@@ -89,6 +89,7 @@ class ShrinkStats:
 def shrink(start: Generated, signature: str, check: Check,
            prefetch: Prefetch | None = None, budget_s: float = 60.0,
            max_tried: int = 400, batch: int = BATCH,
+           on_step: Callable[[CheckResult], None] | None = None,
            ) -> tuple[Generated, CheckResult | None, ShrinkStats]:
     """Greedy reduction to a fixpoint: each step takes the FIRST candidate, in the
     passes' order, that still fails with `signature`. `check(g)` -> CheckResult;
@@ -105,7 +106,8 @@ def shrink(start: Generated, signature: str, check: Check,
     the caps can differ: `max_tried` counts the verdicts read, as one at a time, but
     the time cap (`budget_s`) meets fewer candidates one at a time. No batch begins
     past it, nor one that the slowest so far says would end past it, and prefetch
-    cuts one at it.
+    cuts one at it. `on_step` is told each candidate kept (a shrink cut at its
+    deadline then leaves its last step in the bundle).
 
     Returns (program, result or None, ShrinkStats)."""
     t0 = time.monotonic()
@@ -148,6 +150,8 @@ def shrink(start: Generated, signature: str, check: Check,
             break
         best, best_res = step
         kept += 1
+        if on_step is not None:
+            on_step(best_res)
     stats = ShrinkStats(before, statement_count(best.program), tried, kept,
                         round(time.monotonic() - t0, 2), capped, built, batches)
     return best, best_res, stats
