@@ -32,9 +32,11 @@ left has time for (at the campaign's rate so far), so the last round does not ru
 past the budget. The shrinking of one finding, hypothesis's and then the target's
 reducer (`minimise`) together, is bounded by `hunt_cap_s` (`--shrink-time`; default
 $GPUSEM_SHRINK_S, else a fifth of the budget, at least a minute): hypothesis stops at
-its share of it (half, or the target's `hypothesis_share`) and the reducer gets what
-is left (issue 32.8: the reducer had its own cap of a minute, so `--shrink-time 5`
-shrank for 90 s).
+its share of it (half, or the target's `hypothesis_share`, or its
+`hypothesis_share_of(prop)`: none for the Bundl compiler properties on the cpu
+backend, whose reducer checks its candidates in batches where hypothesis builds each
+one alone) and the reducer gets what is left (issue 32.8: the reducer had its own
+cap of a minute, so `--shrink-time 5` shrank for 90 s).
 With a `shrinker` (`fuzz/shrink_jobs.py`; the engines give one) a new finding is
 shrunk beside the fuzzing, in a process or task of its own, and every shrink also
 ends by `shrink_end_s` (the budget + 4%): the campaign keeps its budget whatever it
