@@ -91,7 +91,8 @@ from gpusem.fuzz.bundl.target import BundlTarget
 from gpusem.fuzz.targets import checked
 path, budget, alone = sys.argv[1], float(sys.argv[2]), sys.argv[3] == "1"
 target = BundlTarget()
-start = Generated(parse_program(open(path).read(), path), race_free_by_construction=True)
+start = Generated(parse_program(open(path).read(), path),
+                  race_free_by_construction=True)
 first = checked(target, start, "compile")
 t0 = time.monotonic()
 if alone:  # the same reducer, each candidate checked (and built) on its own

@@ -52,7 +52,8 @@ main {
 """
 
 STORES = "\n".join(f"  out[{i}] = {100 + i};" for i in range(40))
-LONG = f"machine blocks = 1, threads = 1;\nglobal out : int[40];\nmain {{\n{STORES}\n}}\n"
+LONG = ("machine blocks = 1, threads = 1;\nglobal out : int[40];\n"
+        f"main {{\n{STORES}\n}}\n")
 
 
 def _values(p: B.Program) -> list[int]:
