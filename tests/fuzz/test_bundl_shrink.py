@@ -174,7 +174,7 @@ def test_the_candidate_cap_holds():
 def test_every_candidate_is_strictly_smaller_well_typed_and_canonical():
     program = parse_program(BLOATED)
     key = P.size_key(program)
-    cands = [c for batch, _ in S._batches(program, set()) for c in batch]
+    cands = [c for c, _ in S._candidates(program, set())]
     assert len(cands) > 20
     for cand in cands:
         assert P.size_key(cand) < key

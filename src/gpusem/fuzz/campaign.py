@@ -32,9 +32,11 @@ left has time for (at the campaign's rate so far), so the last round does not ru
 past the budget. The shrinking of one finding, hypothesis's and then the target's
 reducer (`minimise`) together, is bounded by `hunt_cap_s` (`--shrink-time`; default
 $GPUSEM_SHRINK_S, else a fifth of the budget, at least a minute): hypothesis stops at
-its share of it (half, or the target's `hypothesis_share`) and the reducer gets what
-is left (issue 32.8: the reducer had its own cap of a minute, so `--shrink-time 5`
-shrank for 90 s).
+its share of it (half, or the target's `hypothesis_share`, or its
+`hypothesis_share_of(prop)`: none for the Bundl compiler properties on the cpu
+backend, whose reducer checks its candidates in batches where hypothesis builds each
+one alone) and the reducer gets what is left (issue 32.8: the reducer had its own
+cap of a minute, so `--shrink-time 5` shrank for 90 s).
 With a `shrinker` (`fuzz/shrink_jobs.py`; the engines give one) a new finding is
 shrunk beside the fuzzing, in a process or task of its own, and every shrink also
 ends by `shrink_end_s` (the budget + 4%): the campaign keeps its budget whatever it
@@ -69,7 +71,12 @@ from gpusem.fuzz.bundle import ATTRIBUTION, META, BundleStore
 from gpusem.fuzz.gc_tuning import campaign_gc
 from gpusem.fuzz.hunt import Drawn, generate_round, shrink_from
 from gpusem.fuzz.interrupts import raise_if_requested, stop_requested
-from gpusem.fuzz.shrink_jobs import ShrinkJob, ShrinkOutcome, shrink_end_s
+from gpusem.fuzz.shrink_jobs import (
+    JOB_MARGIN_S,
+    ShrinkJob,
+    ShrinkOutcome,
+    shrink_end_s,
+)
 from gpusem.fuzz.summary import INTERNAL_REASON, Finding, Interrupted, Summary
 from gpusem.fuzz.targets import (
     INTERNAL,
@@ -151,7 +158,7 @@ class Campaign:
         self.overtime_shrinks = 0  # shrinks begun past the budget (at most one runs)
         # hypothesis's share of --shrink-time: a target may declare its own
         # (`hypothesis_share`: small where its reducer is the better shrinker)
-        self._hunt_share = hunt_share(target)
+        self._hunt_share = hunt_share(target, self.prop)
         self.shrink_until: float | None = None  # a shrink job's deadline (monotonic)
         self.batch_floor_s = 0.0  # the quickest batch check so far: its fixed cost
         self.slowest_per_program_s = 0.0  # the slowest batch's seconds per program
@@ -496,11 +503,18 @@ class Campaign:
             self._finish(target, finding, best[0], shrunk=False)  # kept if killed now
         res, program = best[0], best[1]
         left = self.shrink_cap_s() - (time.monotonic() - since)
-        if self.shrink_until is not None:  # a shrink job: also by its deadline
-            left = min(left, self.shrink_until - time.monotonic())
+        if self.shrink_until is not None:  # a shrink job: also by its deadline, with
+            # time to write its result before the shrinker stops waiting for it
+            left = min(left, self.shrink_until - time.monotonic() - JOB_MARGIN_S)
+        def on_step(smaller: CheckResult) -> None:  # a job cut now keeps it
+            if smaller.signature == res.signature and smaller.size < res.size:
+                self._finish(target, finding, smaller, shrunk=False)
+
         if hasattr(target, "minimise") and left > 0 and not stop_requested():
             try:  # target-specific passes after hypothesis, in what is left
-                smaller = minimise_within(target, program, res, self.prop, left)
+                smaller = minimise_within(
+                    target, program, res, self.prop, left,
+                    on_step if self.shrink_until is not None else None)
                 if smaller.signature == res.signature and smaller.size <= res.size:
                     res = smaller
             except Exception as err:  # noqa: BLE001
@@ -544,7 +558,7 @@ class Campaign:
         target = load_target(self.target_name, self.backend)
         self.summary, self.store = Summary(), BundleStore(self.out_dir)
         self.overtime_shrinks, self.shrink_until = 0, deadline
-        self._hunt_share = hunt_share(target)
+        self._hunt_share = hunt_share(target, self.prop)
         self.t0 = time.monotonic() - job.first_seen  # campaign seconds, near enough
         res = job.res
         finding = Finding(res.signature, res.kind, res.detail, res.size, job.bundle,
@@ -630,12 +644,17 @@ class _Tripped(Exception):
     """The circuit breaker stopped the shard (`Summary.stopped` says why)."""
 
 
-def hunt_share(target: Target) -> float:
+def hunt_share(target: Target, prop: str | None = None) -> float:
     """Hypothesis's share of --shrink-time: a target may declare its own
-    (`hypothesis_share`: small where its reducer is the better shrinker); all of it
-    where the target has no reducer."""
+    (`hypothesis_share`: small where its reducer is the better shrinker; or, per
+    property, `hypothesis_share_of(prop)`: none where each of hypothesis's
+    candidates is a backend build of its own and the reducer checks its candidates
+    in batches); all of it where the target has no reducer."""
     if not hasattr(target, "minimise"):
         return 1.0
+    of = getattr(target, "hypothesis_share_of", None)
+    if of is not None and prop is not None and (share := of(prop)) is not None:
+        return float(share)
     return float(getattr(target, "hypothesis_share", HUNT_SHARE))
 
 
@@ -655,16 +674,23 @@ def default_shrink_s(budget_s: float) -> float:
 
 
 def minimise_within(target: Target, program: Any, res: CheckResult, prop: str,
-                    budget_s: float) -> CheckResult:
+                    budget_s: float,
+                    on_step: Callable[[CheckResult], None] | None = None,
+                    ) -> CheckResult:
     """`target.minimise` given `budget_s` seconds, where it takes them (every
     built-in target does; a plugin's `minimise(program, result, prop)` of before
-    keeps its own cap)."""
+    keeps its own cap); `on_step` told each smaller failure, where the reducer
+    tells (the Bundl one does)."""
     import inspect
 
     try:
         params = inspect.signature(target.minimise).parameters
     except (TypeError, ValueError):
         params = {}  # type: ignore[assignment]
+    if "budget_s" in params and "on_step" in params and on_step is not None:
+        reducer: Any = target  # on_step: beyond the interface, where it is taken
+        return reducer.minimise(program, res, prop, budget_s=budget_s,
+                                on_step=on_step)
     if "budget_s" in params:
         return target.minimise(program, res, prop, budget_s=budget_s)
     return target.minimise(program, res, prop)

@@ -25,6 +25,13 @@ from typing import Any, Protocol
 SHRINK_TAIL = 0.04
 
 
+# A shrink job's reducer ends this long before the job's deadline, so that its
+# result is written (attributed, bundled) and handed back while the shrinker still
+# waits for it (`shrinker.STOP_GRACE_S` before the deadline on this machine): a
+# reducer that ran to the deadline itself was always reported cut.
+JOB_MARGIN_S = 1.0
+
+
 def shrink_end_s(budget_s: float) -> float:
     """Campaign seconds by which every shrink has ended."""
     return budget_s * (1.0 + SHRINK_TAIL)

@@ -206,9 +206,12 @@ class Summary:
             if mine_f is None:
                 seen[f.signature] = f
                 continue
-            # one finding, met by two shards: the smaller program, every sighting
-            # counted, the earliest time, and new if either shard created its bundle
-            keep = f if f.size < mine_f.size else mine_f
+            # one finding, met by two shards: the shrunk one, else the smaller
+            # program (a shrunk finding's bundle holds its program: a smaller
+            # sighting, never shrunk, describes a program no bundle holds), every
+            # sighting counted, the earliest time, and new if either shard created
+            # its bundle
+            keep = min(mine_f, f, key=lambda x: (not x.shrunk, x.size))
             seen[f.signature] = Finding(**(keep.as_dict() | {
                 "duplicates": mine_f.duplicates + f.duplicates + 1,
                 "found_after_s": min(mine_f.found_after_s, f.found_after_s),

@@ -194,10 +194,23 @@ def check_file(path: str, backend: str = "cpu", seeds=HARNESS_SEEDS,
                          ref)
 
 
+@dataclass(frozen=True)
+class Unconfirmed:
+    """A batch's verdict that is not "agree", decided against a fast reference
+    outcome, whose confirmation against the full reference (`_confirmed`) waits
+    until someone asks for it (`check_batch(defer=True)`): a shrink step reads a
+    batch's verdicts only up to the first candidate that still fails, and confirming
+    every failing one (four small-step runs each, 0.65 s on a 400-statement kernel)
+    was most of a step's time."""
+
+    decide: Callable[[], Verdict]
+
+
 def check_batch(progs: list[B.Program], backend: str = "cpu", seeds=HARNESS_SEEDS,
                 sync_motion: bool = True, refs: list[Reference] | None = None,
                 confirm: Callable[[int], Reference | None] | None = None,
-                sync: str = "", deadline: float | None = None) -> list[Verdict | None]:
+                sync: str = "", deadline: float | None = None, defer: bool = False,
+                ) -> list[Verdict | Unconfirmed | None]:
     """`check_program` for many programs with one backend call (one g++ build, one
     NVRTC module): the throughput path of the fuzzer.
 
@@ -211,16 +224,21 @@ def check_batch(progs: list[B.Program], backend: str = "cpu", seeds=HARNESS_SEED
 
     `deadline` (time.monotonic()): no confirmation begins past it; a verdict that
     would need one is None (not decided: a campaign then checks no further, issue
-    31.1: a round with nine findings spent 6.8 s confirming them past its budget)."""
-    def confirmed(i: int, verdict: Verdict, source: str, rs) -> Verdict | None:
+    31.1: a round with nine findings spent 6.8 s confirming them past its budget).
+    `defer`: such a verdict is `Unconfirmed`, confirmed when its caller asks."""
+    def confirmed(i: int, verdict: Verdict, source: str,
+                  rs) -> Verdict | Unconfirmed | None:
         if confirm is None:
             return verdict
+        if defer:
+            return _later(verdict, progs[i], source, rs, seeds,
+                          functools.partial(confirm, i))
         if deadline is not None and time.monotonic() >= deadline:
             return None
         return _confirmed(verdict, progs[i], source, rs, seeds, confirm(i))
 
     refs = refs or [reference(p) for p in progs]
-    verdicts: list[Verdict | None] = [None] * len(progs)
+    verdicts: list[Verdict | Unconfirmed | None] = [None] * len(progs)
     jobs, owners, kernels = [], [], {}
     for i, (prog, ref) in enumerate(zip(progs, refs, strict=True)):
         if skip := _not_compared(ref):
@@ -248,6 +266,12 @@ def check_batch(progs: list[B.Program], backend: str = "cpu", seeds=HARNESS_SEED
 
 
 Confirm = Callable[[], "Reference | None"]
+
+
+def _later(verdict: Verdict, prog: B.Program, kernel_source: str, results, seeds,
+           full: Confirm) -> Unconfirmed:
+    return Unconfirmed(lambda: _confirmed(verdict, prog, kernel_source, results,
+                                          seeds, full()))
 
 
 def _confirmed(verdict: Verdict, prog: B.Program, kernel_source: str, results,

@@ -18,7 +18,7 @@ from gpusem.calculus.bundl.printer import print_program
 from gpusem.calculus.bundl.walk import statement_count
 from gpusem.calculus.errors import BadInput
 from gpusem.fuzz.bundl.generated import Generated
-from gpusem.fuzz.bundl.shrink import shrink
+from gpusem.fuzz.bundl.shrink import Prefetch, shrink
 from gpusem.fuzz.bundl.target import BundlTarget
 from gpusem.fuzz.reduce import ReduceProgress
 from gpusem.fuzz.targets import CheckResult, checked
@@ -49,7 +49,7 @@ def reduce(program: Program, prop: str | None = None, command: str | None = None
     scratch = Path(tempfile.mkdtemp(prefix="gpusem-reduce-"))
     try:
         test: Callable[[Generated], CheckResult]
-        prefetch: Callable[[list[Generated]], object] | None = None
+        prefetch: Prefetch | None = None
         if target is not None:
             if prop not in target.properties:
                 raise BadInput(f"unknown property: {prop} (bundl: "
@@ -92,12 +92,12 @@ def _reporting(test: Callable[[Generated], CheckResult], first: CheckResult,
 
 
 def _property_test(target: BundlTarget, prop: str) -> tuple[
-        Callable[[Generated], CheckResult], Callable[[list[Generated]], object]]:
+        Callable[[Generated], CheckResult], Prefetch]:
     def test(g: Generated) -> CheckResult:
         return checked(target, g, prop)
 
-    def batch(gs: list[Generated]) -> object:
-        return target.prefetch(gs, prop)
+    def batch(gs: list[Generated], deadline: float) -> int | None:
+        return target.prefetch_until(gs, prop, deadline, defer=True)
 
     return test, batch
 

@@ -26,8 +26,9 @@ A candidate is kept iff it type-checks under the fixed rules (`typing_rules/bund
 strictly smaller (`size_key`: statements first), and the oracle gives the SAME
 signature as the original finding (so it is still a valid program to compare: a race
 or a stuck program is `invalid`, never a finding). Candidates are checked in batches
-through the target's `prefetch` (one backend build per batch) under a time and count
-cap.
+through the target's `prefetch` (one backend build per batch, batches doubling within
+a step, the passes mixed: `shrink` says why the result is the one-at-a-time
+reducer's) under a time and count cap.
 
 Races. The oracle compares only race-free programs: kernel-shaped ones are race-free by
 construction, the others must be proved so by the z3 analysis (slow, and it rejects
@@ -43,6 +44,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields
+from itertools import islice
 from typing import Any
 
 from gpusem.calculus.bundl import ast as B
@@ -57,19 +59,25 @@ from gpusem.fuzz.bundl.shrink_passes import (
 from gpusem.fuzz.targets import CheckResult
 
 Check = Callable[[Generated], CheckResult]
-Prefetch = Callable[[list[Generated]], object]
+# `prefetch(gs, deadline)` checks a batch at once (one backend build): how many of
+# `gs`, from the first, `check` now answers from its cache (the rest were cut at
+# `deadline`, time.monotonic()); None: this oracle checks one by one.
+Prefetch = Callable[[list[Generated], float], "int | None"]
 
-BATCH = 6  # candidates per backend build: one g++ run amortised, little wasted work
+BATCH = 6  # a step's first batch: an early candidate that still fails costs one build
+BATCH_MAX = 48  # the batches of a step double up to this many candidates
 
 
 @dataclass(frozen=True, slots=True)
 class ShrinkStats:
     before: int      # size on entry (after hypothesis): statements; Prism: lines
     after: int       # size on exit
-    tried: int       # candidates sent to the oracle
+    tried: int       # candidates the shrink took a verdict from, in order
     kept: int        # candidates accepted
     seconds: float
     capped: bool     # stopped by the time / candidate cap, not at a fixpoint
+    built: int = 0   # candidates sent to the oracle in batches (`tried` and the
+    batches: int = 0  # rest of a batch after its hit); batch checks (backend builds)
 
     def as_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -80,70 +88,115 @@ class ShrinkStats:
 
 def shrink(start: Generated, signature: str, check: Check,
            prefetch: Prefetch | None = None, budget_s: float = 60.0,
-           max_tried: int = 400) -> tuple[Generated, CheckResult | None, ShrinkStats]:
-    """Greedy reduction to a fixpoint. `check(g)` -> CheckResult; `prefetch(gs)` warms
-    the oracle for a batch. A candidate is race-free by construction iff its parent is
-    and the edit is race-safe. Returns (program, result or None, ShrinkStats)."""
+           max_tried: int = 400, batch: int = BATCH,
+           on_step: Callable[[CheckResult], None] | None = None,
+           ) -> tuple[Generated, CheckResult | None, ShrinkStats]:
+    """Greedy reduction to a fixpoint: each step takes the FIRST candidate, in the
+    passes' order, that still fails with `signature`. `check(g)` -> CheckResult;
+    `prefetch` (see Prefetch) checks a batch with one backend build. A candidate is
+    race-free by construction iff its parent is and the edit is race-safe.
+
+    Batches. A step's candidates go to the oracle in batches of `batch`, doubling up
+    to BATCH_MAX (a step that ends at a fixpoint sees every candidate of every pass:
+    a handful of builds, not one per candidate or per pass), and their verdicts are
+    read in order up to the first that fails the same way. The result is the one
+    checking them one at a time (`batch=1`, no prefetch) gives: the same candidates
+    in the same order, the first one kept; a candidate of a batch after its hit is
+    forgotten, as if never made (`tests/fuzz/test_bundl_shrink_batched.py`). Only
+    the caps can differ: `max_tried` counts the verdicts read, as one at a time, but
+    the time cap (`budget_s`) meets fewer candidates one at a time. No batch begins
+    past it, nor one that the slowest so far says would end past it, and prefetch
+    cuts one at it. `on_step` is told each candidate kept (a shrink cut at its
+    deadline then leaves its last step in the bundle).
+
+    Returns (program, result or None, ShrinkStats)."""
     t0 = time.monotonic()
+    deadline = t0 + budget_s
     seen = {start.program}
     best, tried, kept, capped = start, 0, 0, False
+    built = batches = 0
+    slowest = 0.0  # the longest batch so far (one it says ends late: not begun)
     best_res: CheckResult | None = None
     before = statement_count(start.program)
-    while True:
-        step = None
-        for programs, safe in _batches(best.program, seen):
-            if time.monotonic() - t0 > budget_s or tried >= max_tried:
+    while not capped:
+        stream = _candidates(best.program, seen)
+        size, step = max(1, batch), None
+        while step is None:
+            room = max_tried - tried
+            if time.monotonic() + slowest >= deadline or room <= 0:
                 capped = True
                 break
-            trusted = safe and best.race_free_by_construction
-            candidates = [Generated(p, race_free_by_construction=trusted)
-                          for p in programs]
-            tried += len(candidates)
-            step = _first_keeping(candidates, signature, check, prefetch)
-            if step is not None:
+            chunk = list(islice(stream, min(size, room)))
+            if not chunk:
+                break  # every candidate of every pass checked: a fixpoint
+            cands = [Generated(p, race_free_by_construction=safe
+                               and best.race_free_by_construction)
+                     for p, safe in chunk]
+            began = time.monotonic()
+            ready = _prefetch(prefetch, cands, deadline)
+            if ready is not None:
+                built, batches = built + len(cands), batches + 1
+            step, read = _first_keeping(cands[:len(cands) if ready is None else ready],
+                                        signature, check, deadline)
+            tried += read
+            slowest = max(slowest, time.monotonic() - began)
+            if step is not None:  # the rest of the batch: never made one at a time
+                seen.difference_update(p for p, _ in chunk[read:])
+            elif read < len(cands):
+                capped = True  # cut at the deadline
                 break
+            size = min(2 * size, BATCH_MAX)
         if step is None:
             break
         best, best_res = step
         kept += 1
+        if on_step is not None:
+            on_step(best_res)
     stats = ShrinkStats(before, statement_count(best.program), tried, kept,
-                        round(time.monotonic() - t0, 2), capped)
+                        round(time.monotonic() - t0, 2), capped, built, batches)
     return best, best_res, stats
 
 
-def _batches(p: B.Program,
-             seen: set[B.Program]) -> Iterator[tuple[list[B.Program], bool]]:
-    """Candidates of every pass in order, filtered (new, strictly smaller, well typed),
-    cut into batches that never mix passes (a cheap pass's hit ends the round)."""
+def _candidates(p: B.Program,
+                seen: set[B.Program]) -> Iterator[tuple[B.Program, bool]]:
+    """Candidates of every pass in order, filtered (new, strictly smaller, well
+    typed), each with whether its pass is race-safe. A candidate filtered out stays
+    in `seen`: it would be filtered out again from any smaller program."""
     key = size_key(p)
     for make, safe in PASSES:
-        batch: list[B.Program] = []
         for cand in make(p):
             if cand in seen:
                 continue
             seen.add(cand)
             if size_key(cand) >= key or not typechecks(cand):
                 continue
-            batch.append(cand)
-            if len(batch) == BATCH:
-                yield batch, safe
-                batch = []
-        if batch:
-            yield batch, safe
+            yield cand, safe
+
+
+def _prefetch(prefetch: Prefetch | None, cands: list[Generated],
+              deadline: float) -> int | None:
+    """How many of `cands` the oracle has checked as one batch (None: none, each
+    is checked on its own)."""
+    if prefetch is None or len(cands) < 2:
+        return None
+    try:
+        ready = prefetch(cands, deadline)
+    except GpusemError:
+        return None  # one bad candidate: each is checked on its own
+    return None if ready is None else int(ready)
 
 
 def _first_keeping(cands: list[Generated], signature: str, check: Check,
-                   prefetch: Prefetch | None) -> tuple[Generated, CheckResult] | None:
-    if prefetch is not None and len(cands) > 1:
-        try:
-            prefetch(cands)
-        except GpusemError:
-            pass  # one bad candidate: each is checked on its own below
-    for cand in cands:
+                   deadline: float) -> tuple[tuple[Generated, CheckResult] | None, int]:
+    """The first of `cands` that fails with `signature`, and how many verdicts were
+    read to find it (all of them, or fewer when the deadline came first)."""
+    for read, cand in enumerate(cands):
+        if read and time.monotonic() >= deadline:
+            return None, read
         try:
             res = check(cand)
         except GpusemError:
             continue
         if res.status == "finding" and res.signature == signature:
-            return cand, res
-    return None
+            return (cand, res), read + 1
+    return None, len(cands)

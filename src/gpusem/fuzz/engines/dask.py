@@ -359,7 +359,8 @@ class DaskEngine(Engine):
                 else:
                     for job in self._take(fut, s, store, known[id(s)]):
                         shrink = client.submit(  # before the pieces queued
-                            shrink_task, *job, resources=dict(self.resource),
+                            shrink_task, *job, time.time(),
+                            resources=dict(self.resource),
                             pure=False, priority=1,
                             key=f"gpusem-shrink-{time.monotonic_ns()}")
                         futures[shrink] = s
@@ -570,8 +571,14 @@ def piece_task(piece: Piece, known: list[dict[str, str]], factory: Any = None
 
 
 def shrink_task(job: Any, bundle: tuple[dict[str, Any], dict[str, str]],
-                seconds: float, env: dict[str, str], factory: Any = None) -> Any:
-    """`shrink_remote` as a Dask task: each better bundle is published (IMPROVED)."""
+                seconds: float, env: dict[str, str], factory: Any = None,
+                sent_at: float | None = None) -> Any:
+    """`shrink_remote` as a Dask task: each better bundle is published (IMPROVED).
+    `seconds` counted from `sent_at` (the client's time.time() when it submitted
+    the task), not from when a worker began it: a shrink that waited for a worker's
+    piece to end ran that much past the campaign's end, and was cut there."""
+    if sent_at is not None:
+        seconds -= min(seconds, max(0.0, time.time() - sent_at))
     return shrink_remote(job, bundle, seconds, env, factory, on_improve=lambda m, f:
                          _log_event(IMPROVED, {"meta": m, "files": f}))
 
