@@ -5,6 +5,7 @@ shows it. The cpu harness runs (g++); no GPU."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -152,11 +153,18 @@ def test_the_final_bundle_carries_the_attribution(store):
     _, report = store
     (finding,) = report.summary.findings
     assert finding.attribution == "ours"
-    assert BlamingToy.attributed == 1  # once, when final: not per shrink candidate
+    # once where it was found (a cut shrink keeps that one: test_attribution_cut.py)
+    # and once when final, for the shrunk program: never per shrink candidate
+    assert finding.size < finding.size_before
+    assert BlamingToy.attributed == 2
     bundle = Path(finding.bundle)
-    assert json.loads((bundle / "attribution.json").read_text())["rule"] == "cpu-harness"
+    found = json.loads((bundle / "attribution.json").read_text())
+    assert found["rule"] == "cpu-harness" and found["program"] == "shrunk"
+    program = (bundle / "program.json").read_text()
+    assert found["program_sha256"] == hashlib.sha256(program.encode()).hexdigest()
     meta = json.loads((bundle / "bundle.json").read_text())
     assert meta["attribution"]["verdict"] == "ours"
+    assert meta["attribution"]["of_this_program"] is True
     assert "Attribution: **ours**" in (bundle / "README.md").read_text()
 
 
