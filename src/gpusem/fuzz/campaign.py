@@ -20,7 +20,11 @@ Findings. A finding whose signature is new is written to the bundle store at onc
 (`fuzz/bundle.BundleStore.claim`: atomic, never overwriting) and then shrunk in place:
 hypothesis replays the very example that failed and shrinks from it
 (`fuzz/hunt.shrink_from`), then the target's own reducer (`minimise`) goes further;
-each stage's result replaces the bundle's files. A signature met again (in this shard,
+each stage's result replaces the bundle's files. Where the target has `attribute`, a
+new finding is attributed here, once, before it is shrunk (`_attribute_found`: this
+shard has the target's backend loaded), and again for the shrunk program when its
+shrink completes; a shrink cut at the deadline keeps the first, which names the
+program it is of (`fuzz/attribution.py`, AS_FOUND). A signature met again (in this shard,
 another shard, or an earlier campaign in the same out dir) is counted as a sighting of
 its bundle, not rewritten. A `timeout` is reported only if `confirm` sees it again.
 Any exception of gpusem's own code (a check, the generator, the batch check, the
