@@ -132,3 +132,35 @@ def test_a_finding_merged_without_a_verdict_takes_its_bundles(tmp_path) -> None:
     with_recorded_attribution(total)
     assert (total.findings[0].attribution, total.findings[0].cause) == (
         "ours", "wrong:big7")
+
+
+class SelfAttributing(ToyTarget):
+    """The toy whose check attributes its findings itself (as the Bundl `toolchain`
+    property does), with no `attribute` of its own."""
+
+    def _verdict(self, xs):
+        res = super()._verdict(xs)
+        if res.status == "finding":
+            blame = {"verdict": "ptxas", "rule": "ptxas-O0", "evidence": ["toy"]}
+            res.files["attribution.json"] = json.dumps(blame) + "\n"
+        return res
+
+
+register_target("selfattributing", SelfAttributing)
+
+
+def test_an_attribution_the_check_made_names_its_program(tmp_path) -> None:
+    from gpusem.fuzz.campaign import Campaign
+
+    summary = Campaign(target_name="selfattributing", budget_s=60, seed=7,
+                       out_dir=str(tmp_path), max_programs=100, round_size=50).run()
+    assert summary.findings
+    for f in summary.findings:
+        b = read_bundle(f.bundle)
+        found = json.loads(b.files["attribution.json"])
+        digest = hashlib.sha256(b.files["program.json"].encode()).hexdigest()
+        assert found["program_sha256"] == digest, f.signature
+        assert found["program"] == ("shrunk" if f.size < f.size_before
+                                    else "as found")
+        assert b.meta["attribution"]["of_this_program"] is True
+        assert f.attribution == "ptxas"

@@ -473,8 +473,6 @@ class Campaign:
         (the toolchain matrix, builds cached), the cpu harness on the cpu backend.
         The bundle keeps it while it shrinks (`_with_as_found`), naming the program
         it was computed for (AS_FOUND and its digest)."""
-        if getattr(target, "attribute", None) is None:
-            return res
         self._found_digest[res.signature] = program_digest(res.files, res.program_file)
         res = self._attributed(target, res)
         found = attribution_of(res)
@@ -668,11 +666,21 @@ class Campaign:
         optional `attribute(result, prop)` re-runs it under the toolchain matrix,
         when the finding is new (`_attribute_found`) and again when it is final, if
         its program is not the one found (SHRUNK). A failure of attribution is
-        reported in it, never lost with the finding."""
-        attribute = getattr(target, "attribute", None)
-        if attribute is None or ATTRIBUTION in res.files:
-            return res
+        reported in it, never lost with the finding. One the check made itself
+        (the `toolchain` property's) is of `res`'s program: it is named so."""
         digest = program_digest(res.files, res.program_file)
+        which = AS_FOUND if self._found_digest.get(res.signature,
+                                                   digest) == digest else SHRUNK
+        if ATTRIBUTION in res.files:
+            made = attribution_of(res)
+            if not made or made.get("program_sha256"):
+                return res
+            text = json.dumps(of_program(made, which, digest), indent=1,
+                              sort_keys=True) + "\n"
+            return replace(res, files=dict(res.files) | {ATTRIBUTION: text})
+        attribute = getattr(target, "attribute", None)
+        if attribute is None:
+            return res
         carried = self._as_found.get(res.signature)
         if carried is not None and json.loads(carried).get("program_sha256") == digest:
             return replace(res, files=dict(res.files) | {ATTRIBUTION: carried})
@@ -683,8 +691,7 @@ class Campaign:
                      "evidence": [f"{type(err).__name__}: {err}"[:300]]}
         if not found:
             return res
-        first = self._found_digest.get(res.signature, digest)
-        found = of_program(found, AS_FOUND if first == digest else SHRUNK, digest)
+        found = of_program(found, which, digest)
         text = json.dumps(found, indent=1, sort_keys=True) + "\n"
         return replace(res, files=dict(res.files) | {ATTRIBUTION: text})
 
