@@ -70,6 +70,35 @@ def test_a_seeded_fault_is_attributed_ours_on_the_cpu_backend(monkeypatch):
     json.dumps(found)  # the bundle file
 
 
+def test_a_finding_its_check_compared_is_not_proved_race_free_again(monkeypatch):
+    """Attributed where it was found, a program is as large as generated: the z3
+    proof of a 405-statement kernel-shaped program exhausted its budget after 11 s
+    and the verdict was `environment`. The target attributes a finding its own check
+    compared (race freedom established then) without proving it again; a bundle it
+    never checked (redecide, reduce) is proved as before."""
+    import gpusem.fuzz.bundl.attribute as attribute_module
+
+    monkeypatch.setenv("GPUSEM_FAULT", "floor-division")
+    asked: list[bool] = []
+    real = attribute_module.attribute_program
+
+    def spy(*args, **kw):
+        asked.append(kw["prove_race_free"])
+        return real(*args, **kw)
+
+    monkeypatch.setattr(attribute_module, "attribute_program", spy)
+    target, fresh = BundlTarget("cpu"), BundlTarget("cpu")
+    try:
+        res = target.check(_program(), "compile")
+        assert res.status == "finding", res.detail
+        assert target.attribute(res, "compile")["verdict"] == "ours"
+        assert fresh.attribute(res, "compile")["verdict"] == "ours"
+    finally:
+        target.close()
+        fresh.close()
+    assert asked == [False, True]
+
+
 def test_without_the_fault_the_same_program_does_not_reproduce(monkeypatch):
     """The attribution re-runs the kernel compiled now: with the fault off, the kernel
     differs from the finding's, and attribution says so instead of blaming anyone."""
