@@ -5,6 +5,7 @@ shows it. The cpu harness runs (g++); no GPU."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -67,6 +68,35 @@ def test_a_seeded_fault_is_attributed_ours_on_the_cpu_backend(monkeypatch):
     assert all(o["status"] == "wrong" for o in found["matrix"]["cpu"])
     assert "expected -2" in found["evidence"][0]  # -5 / 2 truncates
     json.dumps(found)  # the bundle file
+
+
+def test_a_finding_its_check_compared_is_not_proved_race_free_again(monkeypatch):
+    """Attributed where it was found, a program is as large as generated: the z3
+    proof of a 405-statement kernel-shaped program exhausted its budget after 11 s
+    and the verdict was `environment`. The target attributes a finding its own check
+    compared (race freedom established then) without proving it again; a bundle it
+    never checked (redecide, reduce) is proved as before."""
+    import gpusem.fuzz.bundl.attribute as attribute_module
+
+    monkeypatch.setenv("GPUSEM_FAULT", "floor-division")
+    asked: list[bool] = []
+    real = attribute_module.attribute_program
+
+    def spy(*args, **kw):
+        asked.append(kw["prove_race_free"])
+        return real(*args, **kw)
+
+    monkeypatch.setattr(attribute_module, "attribute_program", spy)
+    target, fresh = BundlTarget("cpu"), BundlTarget("cpu")
+    try:
+        res = target.check(_program(), "compile")
+        assert res.status == "finding", res.detail
+        assert target.attribute(res, "compile")["verdict"] == "ours"
+        assert fresh.attribute(res, "compile")["verdict"] == "ours"
+    finally:
+        target.close()
+        fresh.close()
+    assert asked == [False, True]
 
 
 def test_without_the_fault_the_same_program_does_not_reproduce(monkeypatch):
@@ -152,11 +182,18 @@ def test_the_final_bundle_carries_the_attribution(store):
     _, report = store
     (finding,) = report.summary.findings
     assert finding.attribution == "ours"
-    assert BlamingToy.attributed == 1  # once, when final: not per shrink candidate
+    # once where it was found (a cut shrink keeps that one: test_attribution_cut.py)
+    # and once when final, for the shrunk program: never per shrink candidate
+    assert finding.size < finding.size_before
+    assert BlamingToy.attributed == 2
     bundle = Path(finding.bundle)
-    assert json.loads((bundle / "attribution.json").read_text())["rule"] == "cpu-harness"
+    found = json.loads((bundle / "attribution.json").read_text())
+    assert found["rule"] == "cpu-harness" and found["program"] == "shrunk"
+    program = (bundle / "program.json").read_text()
+    assert found["program_sha256"] == hashlib.sha256(program.encode()).hexdigest()
     meta = json.loads((bundle / "bundle.json").read_text())
     assert meta["attribution"]["verdict"] == "ours"
+    assert meta["attribution"]["of_this_program"] is True
     assert "Attribution: **ours**" in (bundle / "README.md").read_text()
 
 

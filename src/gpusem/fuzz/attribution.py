@@ -60,12 +60,14 @@ questioned (2) before anything is blamed on a compiler.
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from gpusem.compiler.backends.toolchain import DEFAULT_PTX, GPU_CONFIGS, OTHER_PTX
+from gpusem.fuzz.bundle import ATTRIBUTION
 
 VERDICTS = ("nondeterministic", "ours", "nvvm", "ptxas", "driver-jit", "gpusem",
             "environment", "undecided")
@@ -453,3 +455,66 @@ def without_runs(verdict: str, rule: str, evidence: str, failing: str
 def disagreeing(runs: Mapping[str, list[Observation]]) -> tuple[str, ...]:
     """The configurations with a launch that is wrong or failed (signature material)."""
     return tuple(c for c, obs in runs.items() if any(o.bad for o in obs))
+
+
+# ----------------------------------------------- which program an attribution is of
+# A finding is attributed where it was found (`Campaign._seen`, at claim time) and,
+# after a completed shrink, again for the shrunk program. A bundle whose shrink was
+# cut holds a partly shrunk program beside the attribution of the program as found:
+# the attribution names its program (`program`, `program_sha256`), so it never
+# silently describes another (issue 23's "Done when"; docs/reports.md).
+AS_FOUND, SHRUNK = "as found", "shrunk"
+
+
+def program_digest(files: Mapping[str, str], program_file: str = "") -> str:
+    """sha256 of a finding's program: its `program_file`, else its `program.*` file,
+    else every file but the attribution."""
+    names = [program_file] if program_file in files else sorted(
+        n for n in files if n.startswith("program."))[:1]
+    if names:
+        text = files[names[0]]
+    else:
+        text = "\0".join(f"{n}\0{files[n]}" for n in sorted(files)
+                         if n != ATTRIBUTION)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def of_program(found: Mapping[str, Any], which: str, digest: str) -> dict[str, Any]:
+    """`found` naming the program it was computed for: `which` (AS_FOUND, SHRUNK)
+    and its digest (`program_digest`)."""
+    return dict(found, program=which, program_sha256=digest)
+
+
+def recorded(found: Mapping[str, Any], signature: str, files: Mapping[str, str],
+             program_file: str = "") -> dict[str, Any]:
+    """An attribution as `bundle.json` records it: verdict, rule, seconds, cause and,
+    where it names its program, which one and whether it is this bundle's (`files`:
+    the bundle's; False where a cut shrink left a partly shrunk program)."""
+    meta = {k: found.get(k) for k in ("verdict", "rule", "seconds")} | {
+        "cause": cause_of(found, signature)}
+    if found.get("program_sha256"):
+        meta |= {"program": found.get("program"),
+                 "program_sha256": found["program_sha256"],
+                 "of_this_program": (found["program_sha256"]
+                                     == program_digest(files, program_file))}
+    return meta
+
+
+def kept_on_cut(meta: Mapping[str, Any], files: Mapping[str, str],
+                first: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
+    """A bundle whose shrink was cut (`fuzz/shrinker.py`, `engines/dask.py`), as
+    (meta, files): its attribution kept, taken from `first` (the files the finding
+    was handed over with, attributed where it was found) where the bundle's last
+    state lacks it, and recorded against the program the bundle now holds."""
+    files = dict(files)
+    if ATTRIBUTION not in files and ATTRIBUTION in first:
+        files[ATTRIBUTION] = first[ATTRIBUTION]
+    meta = dict(meta)
+    try:
+        found = json.loads(files.get(ATTRIBUTION, "{}"))
+    except ValueError:
+        found = {}
+    if isinstance(found, dict) and found:
+        meta["attribution"] = recorded(found, str(meta.get("signature", "")), files,
+                                       str(meta.get("program_file", "")))
+    return meta, files

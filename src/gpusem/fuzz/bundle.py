@@ -164,6 +164,17 @@ def _write_files(folder: Path, meta: dict, files: dict[str, str]) -> None:
     (folder / META).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
 
 
+def recorded_attribution(path: str | Path) -> tuple[str, str]:
+    """The verdict and cause the bundle at `path` records (`bundle.json`), "" where
+    it records none."""
+    try:
+        meta = json.loads((Path(path) / META).read_text())
+        blame = meta.get("attribution") or {}
+        return str(blame.get("verdict", "") or ""), str(blame.get("cause", "") or "")
+    except (OSError, ValueError, AttributeError):
+        return "", ""
+
+
 def atomic_write(path: Path, text: str) -> None:
     """`path` replaced by `text` at once: a reader sees the old file or the new one."""
     tmp = path.with_name(f".{path.name}.new{os.getpid()}")
@@ -195,8 +206,13 @@ def readme(meta: dict, names: list[str]) -> str:
         repro += sanitizer_commands()
     blame = meta.get("attribution") or {}
     if blame.get("verdict"):
+        of = ""
+        if blame.get("of_this_program") is False:  # a shrink cut: fuzz/attribution.py
+            of = (f" It was computed for the program {blame.get('program')} "
+                  f"(sha256 {str(blame.get('program_sha256'))[:16]}...), not for the "
+                  "partly shrunk program in this folder.")
         repro = (f"Attribution: **{blame['verdict']}** (rule `{blame.get('rule')}`; "
-                 "evidence and the toolchain matrix in `attribution.json`).\n\n"
+                 f"evidence and the toolchain matrix in `attribution.json`).{of}\n\n"
                  + repro)
     return (
         f"# {meta['target']} finding: {meta['kind']}\n\n"

@@ -20,7 +20,11 @@ Findings. A finding whose signature is new is written to the bundle store at onc
 (`fuzz/bundle.BundleStore.claim`: atomic, never overwriting) and then shrunk in place:
 hypothesis replays the very example that failed and shrinks from it
 (`fuzz/hunt.shrink_from`), then the target's own reducer (`minimise`) goes further;
-each stage's result replaces the bundle's files. A signature met again (in this shard,
+each stage's result replaces the bundle's files. Where the target has `attribute`, a
+new finding is attributed here, once, before it is shrunk (`_attribute_found`: this
+shard has the target's backend loaded), and again for the shrunk program when its
+shrink completes; a shrink cut at the deadline keeps the first, which names the
+program it is of (`fuzz/attribution.py`, AS_FOUND). A signature met again (in this shard,
 another shard, or an earlier campaign in the same out dir) is counted as a sighting of
 its bundle, not rewritten. A `timeout` is reported only if `confirm` sees it again.
 Any exception of gpusem's own code (a check, the generator, the batch check, the
@@ -65,9 +69,16 @@ from typing import Any
 
 from gpusem.calculus.errors import BadInput
 from gpusem.fuzz import manifest
-from gpusem.fuzz.attribution import cause_of
+from gpusem.fuzz.attribution import (
+    AS_FOUND,
+    SHRUNK,
+    cause_of,
+    of_program,
+    program_digest,
+    recorded,
+)
 from gpusem.fuzz.breaker import CircuitBreaker
-from gpusem.fuzz.bundle import ATTRIBUTION, META, BundleStore
+from gpusem.fuzz.bundle import ATTRIBUTION, META, BundleStore, recorded_attribution
 from gpusem.fuzz.gc_tuning import campaign_gc
 from gpusem.fuzz.hunt import Drawn, generate_round, shrink_from
 from gpusem.fuzz.interrupts import raise_if_requested, stop_requested
@@ -155,6 +166,10 @@ class Campaign:
         self.summary = Summary()
         self.store = BundleStore(self.out_dir)
         self.found: dict[str, Finding] = {}  # signature -> this shard's finding
+        # signature -> the attribution.json of its program as found (`_seen`), and
+        # that program's digest (`attribution.program_digest`)
+        self._as_found: dict[str, str] = {}
+        self._found_digest: dict[str, str] = {}
         self.overtime_shrinks = 0  # shrinks begun past the budget (at most one runs)
         # hypothesis's share of --shrink-time: a target may declare its own
         # (`hypothesis_share`: small where its reducer is the better shrinker)
@@ -419,9 +434,8 @@ class Campaign:
         if res.program_file:
             meta |= {"program_file": res.program_file, "line": max(1, res.line)}
         if found := attribution_of(res):
-            meta["attribution"] = {k: found.get(k) for k in ("verdict", "rule",
-                                                             "seconds")} | {
-                "cause": cause_of(found, res.signature)}
+            meta["attribution"] = recorded(found, res.signature, res.files,
+                                           res.program_file)
         try:
             meta |= target.finding_meta(res)
         except Exception as err:  # noqa: BLE001 - metadata is best effort
@@ -452,7 +466,41 @@ class Campaign:
             self.store.sighting(path, self._sighting())
             self._announce(finding)
             return None
+        res = self._attribute_found(target, res, finding)
         return _Open(res, d, i, path, at, res.size)
+
+    def _attribute_found(self, target: Target, res: CheckResult, finding: Finding
+                         ) -> CheckResult:
+        """A new finding attributed where it was found, once per signature, its
+        `attribution.json` written into the bundle at once: this shard has the target
+        and its backend loaded (the campaign's main process never loads CuPy, by
+        design), and a shrink cut at the deadline, or never begun, leaves a final
+        bundle with no other attribution (stop 29: 3 of 6 classes had none). The
+        cost is one attribution per class: a few seconds of one shard on a GPU
+        (the toolchain matrix, builds cached), the cpu harness on the cpu backend.
+        The bundle keeps it while it shrinks (`_with_as_found`), naming the program
+        it was computed for (AS_FOUND and its digest)."""
+        self._found_digest[res.signature] = program_digest(res.files, res.program_file)
+        res = self._attributed(target, res)
+        found = attribution_of(res)
+        if not found:
+            return res  # a property the target does not attribute
+        self._as_found[res.signature] = res.files[ATTRIBUTION]
+        finding.attribution = str(found.get("verdict", ""))
+        finding.cause = cause_of(found, finding.signature)
+        meta = self._meta(target, res, shrunk=False, state="shrinking",
+                          size_before=res.size,
+                          found_after_s=round(finding.found_after_s, 2))
+        self.store.update(Path(finding.bundle), meta, res.files)
+        return res
+
+    def _with_as_found(self, res: CheckResult) -> CheckResult:
+        """`res` (a partly shrunk program) with the attribution of the program as
+        found, which names that program: a bundle cut now keeps it."""
+        carried = self._as_found.get(res.signature)
+        if carried is None or ATTRIBUTION in res.files:
+            return res
+        return replace(res, files=dict(res.files) | {ATTRIBUTION: carried})
 
     def _sighting(self) -> dict[str, Any]:
         return {"seed": self.seed, "shard": list(self.shard),
@@ -565,6 +613,10 @@ class Campaign:
                           False, job.first_seen, size_before=job.size_before,
                           prop=self.prop, target=self.target_name)
         self.found = {res.signature: finding}
+        self._as_found = ({res.signature: res.files[ATTRIBUTION]}
+                          if ATTRIBUTION in res.files else {})
+        self._found_digest = {res.signature: program_digest(res.files,
+                                                            res.program_file)}
         self._last_improve = 0.0
         self._first_meta: dict[str, Any] = {}
         if self.on_improve is not None:
@@ -595,6 +647,10 @@ class Campaign:
                     state="shrinking", shrunk=False)
         if res.program_file:
             meta |= {"program_file": res.program_file, "line": max(1, res.line)}
+        res = self._with_as_found(res)
+        if found := attribution_of(res):
+            meta["attribution"] = recorded(found, res.signature, res.files,
+                                           res.program_file)
         self.on_improve(meta, dict(res.files))
 
     def _finish(self, target: Target, finding: Finding, res: CheckResult,
@@ -605,6 +661,8 @@ class Campaign:
             found = attribution_of(res)
             finding.attribution = found.get("verdict", "")
             finding.cause = cause_of(found, finding.signature) if found else ""
+        else:
+            res = self._with_as_found(res)
         meta = self._meta(target, res, shrunk=shrunk,
                           state=state or ("done" if shrunk else "shrinking"),
                           size_before=finding.size_before,
@@ -618,13 +676,28 @@ class Campaign:
         self._tick()
 
     def _attributed(self, target: Target, res: CheckResult) -> CheckResult:
-        """`res` with its `attribution.json` (`fuzz/attribution.py`), once, when the
-        finding is final: the target's optional `attribute(result, prop)` re-runs it
-        under the toolchain matrix. A failure of attribution is reported in it, never
-        lost with the finding."""
+        """`res` with its `attribution.json` (`fuzz/attribution.py`): the target's
+        optional `attribute(result, prop)` re-runs it under the toolchain matrix,
+        when the finding is new (`_attribute_found`) and again when it is final, if
+        its program is not the one found (SHRUNK). A failure of attribution is
+        reported in it, never lost with the finding. One the check made itself
+        (the `toolchain` property's) is of `res`'s program: it is named so."""
+        digest = program_digest(res.files, res.program_file)
+        which = AS_FOUND if self._found_digest.get(res.signature,
+                                                   digest) == digest else SHRUNK
+        if ATTRIBUTION in res.files:
+            made = attribution_of(res)
+            if not made or made.get("program_sha256"):
+                return res
+            text = json.dumps(of_program(made, which, digest), indent=1,
+                              sort_keys=True) + "\n"
+            return replace(res, files=dict(res.files) | {ATTRIBUTION: text})
         attribute = getattr(target, "attribute", None)
-        if attribute is None or ATTRIBUTION in res.files:
+        if attribute is None:
             return res
+        carried = self._as_found.get(res.signature)
+        if carried is not None and json.loads(carried).get("program_sha256") == digest:
+            return replace(res, files=dict(res.files) | {ATTRIBUTION: carried})
         try:
             found = attribute(res, self.prop)
         except Exception as err:  # noqa: BLE001 - the finding comes first
@@ -632,6 +705,7 @@ class Campaign:
                      "evidence": [f"{type(err).__name__}: {err}"[:300]]}
         if not found:
             return res
+        found = of_program(found, which, digest)
         text = json.dumps(found, indent=1, sort_keys=True) + "\n"
         return replace(res, files=dict(res.files) | {ATTRIBUTION: text})
 
@@ -705,16 +779,19 @@ def attribution_of(res: CheckResult) -> dict[str, Any]:
     return found if isinstance(found, dict) else {}
 
 
+def blame_from(finding: Finding, res: CheckResult) -> None:
+    """`finding`'s verdict and cause from `res`'s attribution, where it has one (a
+    shrink job's finding as handed over: attributed where it was found)."""
+    if found := attribution_of(res):
+        finding.attribution = str(found.get("verdict", ""))
+        finding.cause = cause_of(found, finding.signature)
+
+
 def _recorded_attribution(path: Path) -> tuple[str, str]:
     """The verdict and cause a bundle written earlier (another shard, an earlier
-    campaign) records, "" when it has none (yet: its writer may still be shrinking
-    it)."""
-    try:
-        meta = json.loads((path / META).read_text())
-        blame = meta.get("attribution", {})
-        return str(blame.get("verdict", "")), str(blame.get("cause", "") or "")
-    except (OSError, ValueError, AttributeError):
-        return "", ""
+    campaign) records, "" when it has none (yet: its writer may still be
+    attributing it)."""
+    return recorded_attribution(path)
 
 
 def round_seed(seed: int, r: int) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from gpusem.fuzz.bundle import recorded_attribution
 from gpusem.fuzz.engines.base import Engine, ShardTask
 from gpusem.fuzz.summary import Interrupted, Summary
 
@@ -72,7 +73,18 @@ def run_campaign(spec: dict[str, Any], engine: Engine, jobs: int = 1,
         if close is not None:
             close()
         engine.close()
+    with_recorded_attribution(total)
     return total
+
+
+def with_recorded_attribution(total: Summary) -> None:
+    """Each finding without a verdict takes the one its bundle records by now. A
+    class met by two shards at once is new in one and seen elsewhere in the other,
+    which read the bundle before its writer had attributed it; the merge may keep
+    the latter (`Summary.merge`: the smaller program, the first on a tie)."""
+    for f in total.findings:
+        if not f.attribution and f.bundle:
+            f.attribution, f.cause = recorded_attribution(f.bundle)
 
 
 def run_jobs(base: dict[str, Any], jobs: int, on_tick: Tick | None = None) -> Summary:

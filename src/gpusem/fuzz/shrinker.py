@@ -26,8 +26,9 @@ from queue import Empty
 from typing import Any, Final
 
 from gpusem.compiler.backends.lifetime import die_with_parent, from_main_thread
+from gpusem.fuzz.attribution import kept_on_cut
 from gpusem.fuzz.bundle import BundleStore, read_bundle
-from gpusem.fuzz.campaign import Campaign
+from gpusem.fuzz.campaign import Campaign, blame_from
 from gpusem.fuzz.interrupts import install_signal_handlers
 from gpusem.fuzz.shrink_jobs import ShrinkJob, ShrinkOutcome
 from gpusem.fuzz.summary import Finding
@@ -121,11 +122,15 @@ class ProcessShrinker:
         if begun:
             finding.shrink_s = time.monotonic() - max(self.started[job.signature],
                                                       self.last_done)
+        blame_from(finding, res)  # the attribution it was handed over with
         try:
             b = read_bundle(job.bundle)
-            meta = dict(b.meta, state="done", shrunk=False, shrink_cut=True,
-                        shrink_s=round(finding.shrink_s, 2))
-            BundleStore(Path(job.bundle).parent).update(Path(job.bundle), meta, b.files)
+            # the attribution of the program as found, where the bundle holds a
+            # partly shrunk one, and saying so (`attribution.kept_on_cut`)
+            meta, files = kept_on_cut(dict(
+                b.meta, state="done", shrunk=False, shrink_cut=True,
+                shrink_s=round(finding.shrink_s, 2)), b.files, res.files)
+            BundleStore(Path(job.bundle).parent).update(Path(job.bundle), meta, files)
             finding.size = int(meta.get("size", finding.size) or finding.size)
             finding.detail = str(meta.get("detail", finding.detail))
         except (OSError, ValueError, KeyError):
@@ -169,6 +174,7 @@ def _crashed(job: ShrinkJob, err: BaseException) -> ShrinkOutcome:
                       False, job.first_seen, size_before=job.size_before,
                       prop=str(job.spec.get("prop", "")),
                       target=str(job.spec.get("target_name", "")))
+    blame_from(finding, res)
     bad = internal_result(err, stage="shrink")
     meta = {"target": finding.target, "backend": job.spec.get("backend", "cpu"),
             "property": finding.prop, "signature": bad.signature, "kind": bad.kind,

@@ -137,10 +137,12 @@ class Target:
     # JSON report too); a target without it reports none. `coverage_labels() ->
     # tuple[str, ...]`, if present, lists every label, so the table shows those at 0.
 
-    # Optional: `attribute(result, prop) -> dict | None`, whose bug a final finding is
+    # Optional: `attribute(result, prop) -> dict | None`, whose bug a finding is
     # (`fuzz/attribution.py`: verdict, rule, evidence, the toolchain matrix's runs);
-    # the campaign calls it once per bundle, when the finding is final, and writes it
-    # as `attribution.json` (a result that has that file already is not asked again).
+    # the campaign calls it once per new bundle, in the shard that found it, and once
+    # more when a completed shrink ends in another program, and writes it as
+    # `attribution.json`, naming the program (a result that has that file already is
+    # not asked again): a shrink cut at the deadline keeps the first.
 
     def finding_meta(self, result: CheckResult) -> dict:
         """Extra bundle metadata: tool versions, the device, the fault switched on."""

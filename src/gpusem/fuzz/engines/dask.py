@@ -600,7 +600,10 @@ def _cut_shrink(s: _Shard, store: BundleStore, signature: str,
                 best: dict[str, Any] | None, seconds: float) -> None:
     """A shrink task still running at the campaign's end: its finding as the best
     bundle it published (`best`: {meta, files}), else as its piece wrote it, final
-    and marked `shrink_cut`."""
+    and marked `shrink_cut`, with the attribution its piece made where it found it
+    (`attribution.kept_on_cut`: the best bundle's may lack it, and a partly shrunk
+    program is not the one it describes, which it then says)."""
+    from gpusem.fuzz.attribution import kept_on_cut
     from gpusem.fuzz.bundle import read_bundle
 
     mine = next((f for f in s.summary.findings if f.signature == signature), None)
@@ -615,7 +618,12 @@ def _cut_shrink(s: _Shard, store: BundleStore, signature: str,
         meta, files = dict(best["meta"]), dict(best.get("files", files))
     meta.update(state="done", shrunk=False, shrink_cut=True,
                 shrink_s=round(seconds, 2))
+    meta, files = kept_on_cut(meta, files, b.files)
     store.update(Path(mine.bundle), meta, files)
+    blame = meta.get("attribution") or {}
+    if blame.get("verdict"):
+        mine.attribution = str(blame["verdict"])
+        mine.cause = str(blame.get("cause") or "")
     mine.size = int(meta.get("size", mine.size) or mine.size)
     mine.size_before = int(meta.get("size_before", mine.size) or mine.size)
     mine.detail = str(meta.get("detail", mine.detail))
