@@ -351,6 +351,7 @@ class Campaign:
             n = max(1, min(n, int(0.5 * left / per_program)))
         elif done == 0:  # no rate yet: a first batch that cannot outlast the budget
             n = min(n, FIRST_BATCH)
+        first = done == 0
         since, batch = time.monotonic(), [d.program for d in drawn[i:i + n]]
         until = getattr(target, "prefetch_until", None)
         try:
@@ -367,7 +368,11 @@ class Campaign:
         except Exception as err:  # noqa: BLE001 - checked one by one below
             self._internal(target, crash_result(target, err, stage="prefetch"))
         took = time.monotonic() - since
-        self.slowest_per_program_s = max(self.slowest_per_program_s, took / max(n, 1))
+        if not first:  # the first batch also starts the backend (a CUDA worker and its
+            # context: seconds): kept as the slowest rate, it cut every later batch
+            # to a few programs, each an NVRTC call of its own (regress31)
+            self.slowest_per_program_s = max(self.slowest_per_program_s,
+                                             took / max(n, 1))
         self.batch_floor_s = took if not self.batch_floor_s else min(
             self.batch_floor_s, took)
         return i + n
