@@ -27,7 +27,19 @@ inside `build` and `launch`):
   python scripts/profile_stages.py --tree /path/to/main --tree . --rounds 3 --json out.json
     (issue 31.3: each tree's src/ in a process of its own, run in turns, round by
     round interleaved so that a shared machine's load falls on both alike; one table
-    of CPU ms per program per stage, before/after in one command)
+    of CPU ms per program per stage, before/after in one command; a tree that is not
+    a git checkout names its commit in a file COMMIT at its top)
+  python scripts/profile_stages.py --backend nvrtc --tree /tmp/old --tree /tmp/new
+
+`--backend nvrtc` is the cuda path with no GPU (regress31): the target and its jobs as
+on cuda, the backend the cuda backend itself, in process, its worker's `Device` a
+stand-in (`scripts/nvrtc_standin.py`) whose `build` is the tree's own and whose NVRTC
+calls go to the newest libnvrtc wheel (one NVRTC for both trees); nothing is launched
+(every launch answers "unsupported", so every compiled program's verdict is
+kernel-failed: read the stages, not the verdicts). It adds `nvrtc`: the calls, kernels,
+CPU ms per call and per kernel, a header-only call's ms (the fixed cost), the units'
+bytes; and, on every backend, `kernels` (each compiled program's CUDA text: bytes,
+lines) and `families` (programs by generator and by what their CUDA uses).
 
 The stages run under the garbage collector's settings the tree's campaigns run under
 (`fuzz/gc_tuning.campaign_gc`, CPython's defaults on a tree without it); a collection
@@ -39,6 +51,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -98,17 +111,25 @@ def profile(backend_name: str, rounds: int, round_size: int, seed: int) -> dict:
     from gpusem.compiler.bundl_cuda.pipeline import CompileOptions, compile_program
     from gpusem.fuzz.bundl import compile_property as cp
     from gpusem.fuzz.bundl.target import BundlTarget
-    from gpusem.interpreter.bundl.reference import fast_reference
     from gpusem.typing_rules.bundl.stmt import check_program as typecheck
 
+    _, fast_reference = _reference_api()
+    device = None
+    if backend_name == "nvrtc":  # the cuda path, NVRTC builds, nothing launched
+        device = _nvrtc_instead_of_a_gpu(cp)
+        backend_name = "cuda"
     target = BundlTarget(backend=backend_name)
     backend = cp.shared_backend(backend_name)
     clock = Clock()
     kinds, verdicts = Counter[str](), Counter[str]()
     programs, kernel_s = 0, 0.0
+    sizes: list[tuple[int, int]] = []  # each compiled program's CUDA: bytes, lines
+    families = Counter[str]()  # what compiled programs' CUDA uses (FEATURES)
     gc_context = _campaign_gc()  # as Campaign.run has it (on trees that have one)
     gc_context.__enter__()
     _warm_up(target, backend_name, seed)
+    if device is not None:
+        device.calls.clear()  # the warm-up round's
     wall0, cpu0 = time.perf_counter(), tree_cpu()
     try:
         for r in range(rounds):
@@ -135,6 +156,8 @@ def profile(backend_name: str, rounds: int, round_size: int, seed: int) -> dict:
                         verdicts[cp._compile_failure(err).kind] += 1
                         continue
                 kernels[n] = kernel
+                sizes.append((len(kernel.source), kernel.source.count("\n")))
+                families.update(f for f, rx in FEATURES if rx.search(kernel.source))
                 with clock("jobs"):
                     for job in cp._jobs(prog, kernel, cp.HARNESS_SEEDS, backend_name):
                         jobs.append(job)
@@ -163,11 +186,13 @@ def profile(backend_name: str, rounds: int, round_size: int, seed: int) -> dict:
                 for s in (*CAMPAIGN, *FULL, *EXTRA) if s in table or s in CAMPAIGN}
 
     walls, cpus = per(clock.wall), per(clock.cpu)
+    nvrtc = _nvrtc_summary(device, cp) if device is not None else None
     now, cpu_now = (sum(x[s] for s in CAMPAIGN) for x in (walls, cpus))
     before = now - walls["reference"] + sum(walls.get(s, 0.0) for s in FULL)
     cpu_before = cpu_now - cpus["reference"] + sum(cpus.get(s, 0.0) for s in FULL)
     return {"programs": programs, "rounds": rounds, "round_size": round_size,
-            "seed": seed, "backend": backend_name, "property": "compile",
+            "seed": seed, "backend": "nvrtc" if device else backend_name,
+            "property": "compile",
             "ms_per_program": walls, "cpu_ms_per_program": cpus,
             "share": {s: round(walls[s] / now, 4) for s in CAMPAIGN},
             "cpu_share": {s: round(cpus[s] / cpu_now, 4) for s in CAMPAIGN},
@@ -177,6 +202,8 @@ def profile(backend_name: str, rounds: int, round_size: int, seed: int) -> dict:
             "full_reference_cpu_ms_per_program": round(cpu_before, 3),
             "one_process_programs_per_min": round(60_000 / now, 1) if now else 0.0,
             "programs_by_kind": dict(kinds), "verdicts": dict(verdicts),
+            "kernels": _sizes(sizes), "families": dict(families),
+            **({"nvrtc": nvrtc} if nvrtc else {}),
             "wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "cores": os.cpu_count(),
             "loadavg": [round(x, 2) for x in os.getloadavg()],
             "device": os.environ.get("GPUSEM_DEVICE", ""),
@@ -208,8 +235,8 @@ def _warm_up(target, backend_name: str, seed: int) -> None:
     """One small round of another seed, untimed: imports, hypothesis, the backend's
     worker (a CUDA context), g++'s precompiled header."""
     from gpusem.fuzz.bundl import compile_property as cp
-    from gpusem.interpreter.bundl.reference import reference
 
+    reference = _reference_api()[0].reference
     gens = _round_programs(target, seed + 1, 0, 10)
     cp.check_batch([g.program for g in gens], backend_name, cp.HARNESS_SEEDS, True,
                    [reference(g.program) for g in gens])
@@ -225,10 +252,26 @@ def _round_programs(target, seed: int, r: int, round_size: int) -> list:
     return [as_generated(d.program) for d in drawn]
 
 
+def _reference_api():
+    """(the module with reference, unproven_race_freedom and SCHEDULES, fast_reference)
+    where the tree has them: interpreter/bundl/reference.py, or before it (884a54f)
+    fuzz/bundl/compile_property.py and fuzz/bundl/fast_reference.py."""
+    try:
+        from gpusem.interpreter.bundl import reference as ref
+    except ImportError:
+        from gpusem.fuzz.bundl.fast_reference import fast_reference
+
+        from gpusem.fuzz.bundl import compile_property as ref
+
+        return ref, fast_reference
+    return ref, ref.fast_reference
+
+
 def _timed_full_reference(prog, prove_race_free: bool, clock: Clock) -> None:
     """reference.reference, stage by stage (the same calls in the same order)."""
-    from gpusem.interpreter.bundl import reference as cp
     from gpusem.interpreter.bundl.schedulers import run_program
+
+    cp, _ = _reference_api()
 
     with clock("rr"):
         outcome = run_program(prog, schedule="rr", max_steps=2_000_000)
@@ -244,6 +287,64 @@ def _timed_full_reference(prog, prove_race_free: bool, clock: Clock) -> None:
             other = run_program(prog, schedule=schedule, max_steps=2_000_000)
             if other.kind != "terminated" or other.globals != outcome.globals:
                 break
+
+
+# What a program's CUDA uses, for `families` (a program counts once per feature).
+FEATURES = tuple((name, re.compile(rx)) for name, rx in (
+    ("loop", r"\b(?:while|for) \("), ("__syncthreads", r"__syncthreads\(\)"),
+    ("mbarrier", r"\bgs_mbar_"), ("named barrier", r"\bgs_bar_"),
+    ("cp.async", r"\bgs_cp_async"), ("float32", r"\bgs_f(?:add|sub|mul|div|fma)\("),
+    ("function", r"__device__"), ("shared staging", r"\bgs_smem_off\b"),
+    ("global scratch", r"\bgs_gscratch_"), ("shuffle", r"__shfl|gs_shfl"),
+    ("atomic", r"\batomic|gs_atomic"), ("64-bit", r"long long|gs_[iu]64\b"),
+))
+
+
+def _sizes(sizes: list[tuple[int, int]]) -> dict:
+    """Compiled programs' CUDA text: count, mean and total bytes and lines."""
+    n = max(1, len(sizes))
+    return {"programs": len(sizes), "bytes_total": sum(b for b, _ in sizes),
+            "lines_total": sum(ln for _, ln in sizes),
+            "mean_bytes": round(sum(b for b, _ in sizes) / n, 1),
+            "mean_lines": round(sum(ln for _, ln in sizes) / n, 1)}
+
+
+def _nvrtc_instead_of_a_gpu(cp):
+    """The cuda backend in process with the NVRTC stand-in device, made the process's
+    shared "cuda" backend (what check_batch and this profile use); the device."""
+    import nvrtc_standin
+
+    from gpusem.compiler.backends import cpu_source, cuda_worker
+    from gpusem.compiler.backends.cuda import CudaBackend
+
+    backend = CudaBackend(in_process=True)
+    backend._device = device = nvrtc_standin.standin_device(cuda_worker, cpu_source)
+    shared = cp.shared_backend
+    cp.shared_backend = lambda name: backend if name == "cuda" else shared(name)
+    return device
+
+
+def _nvrtc_summary(device, cp) -> dict:
+    """The timed rounds' NVRTC calls, and a header-only call's cost (the fixed one)."""
+    import nvrtc_standin
+
+    from gpusem.compiler.backends import cpu_source
+
+    calls = device.calls
+    fixed = nvrtc_standin.header_only_ms(device, cpu_source)
+    kernels = sum(c["kernels"] for c in calls)
+    cpu = sum(c["cpu_ms"] for c in calls)
+    wall = sum(c["wall_ms"] for c in calls)
+    return {"version": nvrtc_standin.version(), "calls": len(calls),
+            "kernels": kernels, "failed_calls": sum(not c["ok"] for c in calls),
+            "cpu_ms": round(cpu, 1), "wall_ms": round(wall, 1),
+            "cpu_ms_per_call": round(cpu / max(1, len(calls)), 2),
+            "cpu_ms_per_kernel": round(cpu / max(1, kernels), 3),
+            "header_only_call": fixed,
+            "cpu_ms_per_kernel_beyond_fixed":
+                round((cpu - fixed["cpu_ms"] * len(calls)) / max(1, kernels), 3),
+            "unit_bytes_per_call": round(sum(c["unit_bytes"] for c in calls)
+                                         / max(1, len(calls)))}
 
 
 def _build(backend, specs) -> None:
@@ -284,6 +385,12 @@ def compare_trees(args: argparse.Namespace) -> dict:
         in_process = ("generate", "reference", "compile", "jobs", "compare")
         trees.append({
             "tree": tree, "commit": _commit(tree), "programs": programs,
+            "programs_by_kind": _share(sum((Counter(r["programs_by_kind"]) for r in rs),
+                                           Counter()), programs),
+            "families": _share(sum((Counter(r.get("families", {})) for r in rs),
+                                   Counter()), programs),
+            "kernels": _sizes_of(rs),
+            **({"nvrtc": _nvrtc_of(rs)} if rs[0].get("nvrtc") else {}),
             "cpu_ms_per_program": cpu, "ms_per_program": wall,
             "campaign_cpu_ms_per_program": round(sum(cpu[s] for s in CAMPAIGN), 3),
             "in_process_cpu_ms_per_program":
@@ -302,10 +409,47 @@ def compare_trees(args: argparse.Namespace) -> dict:
             "command": shlex.join([os.path.basename(sys.executable), *sys.argv])}
 
 
+def _share(counts: Counter, programs: int) -> dict:
+    """{name: [programs, share of all programs]}, most first."""
+    return {k: [n, round(n / max(1, programs), 4)] for k, n in counts.most_common()}
+
+
+def _sizes_of(runs: list[dict]) -> dict:
+    programs = sum(r["kernels"]["programs"] for r in runs)
+    total_b = sum(r["kernels"]["bytes_total"] for r in runs)
+    total_l = sum(r["kernels"]["lines_total"] for r in runs)
+    return {"programs": programs, "mean_bytes": round(total_b / max(1, programs), 1),
+            "mean_lines": round(total_l / max(1, programs), 1)}
+
+
+def _nvrtc_of(runs: list[dict]) -> dict:
+    """The runs' NVRTC figures summed (per call and kernel over all their calls)."""
+    ns = [r["nvrtc"] for r in runs]
+    calls, kernels = sum(n["calls"] for n in ns), sum(n["kernels"] for n in ns)
+    cpu = sum(n["cpu_ms"] for n in ns)
+    fixed = sorted(n["header_only_call"]["cpu_ms"] for n in ns)[len(ns) // 2]
+    return {"version": ns[0]["version"], "calls": calls, "kernels": kernels,
+            "failed_calls": sum(n["failed_calls"] for n in ns),
+            "cpu_ms_per_call": round(cpu / max(1, calls), 2),
+            "cpu_ms_per_kernel": round(cpu / max(1, kernels), 3),
+            "header_only_call_cpu_ms": fixed,
+            "cpu_ms_per_kernel_beyond_fixed":
+                round((cpu - fixed * calls) / max(1, kernels), 3),
+            "unit_bytes_per_call": round(sum(n["unit_bytes_per_call"] * n["calls"]
+                                             for n in ns) / max(1, calls))}
+
+
 def _commit(tree: str) -> str:
+    """The tree's commit: git's, or the first word of its COMMIT file."""
     done = subprocess.run(["git", "-C", tree, "rev-parse", "--short", "HEAD"],
                           check=False, capture_output=True, text=True)
-    return done.stdout.strip()
+    if done.returncode == 0:
+        return done.stdout.strip()
+    try:
+        with open(os.path.join(tree, "COMMIT")) as f:
+            return (f.read().split() or [""])[0]
+    except OSError:
+        return ""
 
 
 def table(result: dict) -> str:
@@ -319,6 +463,21 @@ def table(result: dict) -> str:
                        ("in_process_cpu_ms_per_program", "in process")):
         out.append(f"{label:18}" + "".join(f"{t[key]:>24.2f}" for t in trees))
     out.append(f"{'programs':18}" + "".join(f"{t['programs']:>24}" for t in trees))
+    for key in ("mean_bytes", "mean_lines"):
+        out.append(f"{'CUDA ' + key:18}" + "".join(f"{t['kernels'][key]:>24}"
+                                                    for t in trees))
+    if "nvrtc" in trees[0]:
+        for key in ("calls", "kernels", "cpu_ms_per_call", "cpu_ms_per_kernel",
+                    "header_only_call_cpu_ms", "cpu_ms_per_kernel_beyond_fixed",
+                    "unit_bytes_per_call"):
+            out.append(f"{'nvrtc ' + key[:12]:18}" + "".join(
+                f"{t['nvrtc'][key]:>24}" for t in trees))
+    names = dict.fromkeys(k for t in trees for k in (*t["programs_by_kind"],
+                                                      *t["families"]))
+    for name in names:
+        cells = [(t["programs_by_kind"] | t["families"]).get(name, [0, 0.0])
+                 for t in trees]
+        out.append(f"{name[:18]:18}" + "".join(f"{100 * c[1]:>23.1f}%" for c in cells))
     return "\n".join(out)
 
 

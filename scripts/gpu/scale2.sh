@@ -14,6 +14,9 @@
 #   profile          the per-stage profile on cuda (bundl), and the GPU IR one
 #   scaling [COUNTS] Dask throughput on 1, 2 and 4 GPUs (scale.sh with
 #                    SCALE_GPU_COUNTS="1 2 4", no profile, no local run)
+#   regress31        issue 31.3 on ONE GPU (nvidia-h200): the bundl compile property's
+#                    throughput, 16 jobs, 50 s (the line the regression was measured
+#                    with), then the per-stage profile on cuda (one process)
 # Each run leaves a JSON report, its output and a line in $OUT/scale2.log; a campaign's
 # own folder (bundles, shard records) goes to $RUNS (/tmp/scale2), not $OUT, so that a
 # part brings back at most 8 files (the device tool's limit).
@@ -83,9 +86,18 @@ case "$PART" in
     say "profile gpuir cuda"
     timeout 250 python3 scripts/profile_gpuir.py --backend cuda --rounds 8 \
       --json "$OUT/profile_gpuir_cuda.json" 2>&1 | tail -30 | tee -a "$LOG" ;;
+  regress31)
+    say "regress31: throughput bundl compile cuda, 16 jobs, 50 s"
+    timeout 240 python3 scripts/throughput.py --backend cuda --engine local --jobs 16 \
+      --seconds 50 --window 20 --warmup 20 --json "$OUT/throughput_1gpu_local.json" \
+      2>&1 | tail -45 | tee -a "$LOG"
+    say "regress31: profile bundl cuda (3 rounds of 100)"
+    timeout 250 python3 scripts/profile_stages.py --backend cuda --rounds 3 \
+      --json "$OUT/profile_bundl_cuda.json" 2>&1 | tail -30 | tee -a "$LOG" ;;
   scaling)
     SKIP_PROFILE=1 SKIP_LOCAL=1 SCALE_GPU_COUNTS="${2:-1 2 4}" \
       exec bash "$(dirname "$0")/scale.sh" ;;
-  *) echo "scale2: unknown part $PART (budget, gpuir, gpuir-local, profile, scaling)"
+  *) echo "scale2: unknown part $PART (budget, gpuir, gpuir-local, profile, regress31,"
+     echo "  scaling)"
      exit 2 ;;
 esac

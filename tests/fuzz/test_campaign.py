@@ -11,6 +11,7 @@ import json
 import os
 import signal
 import sys
+import time
 import types
 from pathlib import Path
 from typing import ClassVar
@@ -19,7 +20,7 @@ import pytest
 from click.testing import CliRunner
 from gpusem.cli.main import cli
 from gpusem.fuzz.bundle import list_bundles
-from gpusem.fuzz.campaign import Campaign
+from gpusem.fuzz.campaign import FIRST_BATCH, Campaign
 from gpusem.fuzz.client import run_jobs
 from gpusem.fuzz.engines.local import JOB_START
 from gpusem.fuzz.targets import CheckResult, register_target
@@ -420,7 +421,7 @@ def test_gpusem_shrink_s_is_the_default_of_shrink_time(monkeypatch) -> None:
     """The variable the reducers read as their own cap is now --shrink-time's default
     (issue 32.8), documented, and validated."""
     from gpusem.api import BadInput
-    from gpusem.fuzz.campaign import default_shrink_s
+    from gpusem.fuzz.shrink_jobs import default_shrink_s
 
     monkeypatch.delenv("GPUSEM_SHRINK_S", raising=False)
     assert default_shrink_s(60) == 60 and default_shrink_s(3600) == 720
@@ -491,3 +492,39 @@ def test_a_shrunk_finding_is_never_larger_than_the_one_found(tmp_path) -> None:
     (found,) = summary.findings
     assert found.size_before < 190  # hypothesis's own best (x = 10) would be larger
     assert found.size <= found.size_before, (found.size_before, found.size)
+
+
+class SlowStartToy(PrefetchToy):
+    """A batched toy whose first batch check also starts its backend (as the cuda
+    backend's first batch spawns the CUDA worker and makes its context: seconds)."""
+
+    START_S = 0.8
+
+    def __init__(self, backend: str = "cpu"):
+        super().__init__(backend)
+        self.batches: list[tuple[float, int]] = []  # (when begun, programs)
+
+    def prefetch(self, programs, prop) -> bool:
+        if not self.batches:
+            time.sleep(self.START_S)
+        self.batches.append((time.monotonic(), len(programs)))
+        return super().prefetch(programs, prop)
+
+
+def test_a_backends_start_up_does_not_shrink_every_later_batch(tmp_path) -> None:
+    """regress31: the first batch's seconds per program (start-up / FIRST_BATCH) were
+    kept as the slowest batch's rate for the whole campaign, so every later batch was
+    cut to half the time left at that rate: batches of 1-30 programs instead of whole
+    rounds, each its own NVRTC call and worker round trip on cuda (here: batches of
+    8-9). The first batch starts the backend; once the campaign's average rate has
+    absorbed it, the rounds are checked whole until the budget's last second."""
+    made: list[SlowStartToy] = []
+    register_target("slowstarttoy",
+                    lambda backend: made.append(SlowStartToy()) or made[-1])
+    c = campaign(tmp_path, target_name="slowstarttoy", budget_s=4, max_programs=None,
+                 round_size=50)
+    summary = c.run()
+    batches = made[0].batches
+    assert batches[0][1] == FIRST_BATCH and summary.programs > 500
+    middle = [n for t, n in batches if c.t0 + 2.0 <= t <= c.t0 + 3.0]
+    assert middle and all(n == 50 for n in middle), batches

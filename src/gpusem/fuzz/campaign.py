@@ -60,7 +60,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -86,6 +85,9 @@ from gpusem.fuzz.shrink_jobs import (
     JOB_MARGIN_S,
     ShrinkJob,
     ShrinkOutcome,
+    default_shrink_s,
+    hunt_share,
+    minimise_within,
     shrink_end_s,
 )
 from gpusem.fuzz.summary import INTERNAL_REASON, Finding, Interrupted, Summary
@@ -101,7 +103,6 @@ from gpusem.fuzz.targets import (
 )
 
 TIMEOUT = "timeout"  # the kind of a timeout that happened again with a longer limit
-HUNT_SHARE = 0.5  # of --shrink-time, hypothesis's most where the target has a reducer
 FIRST_BATCH = 5  # programs batch-checked before the campaign knows its rate
 IMPROVE_EVERY_S = 0.5  # a shrink job's improvements told to `on_improve`, at most
 
@@ -373,6 +374,7 @@ class Campaign:
             n = max(1, min(n, int(0.5 * left / per_program)))
         elif done == 0:  # no rate yet: a first batch that cannot outlast the budget
             n = min(n, FIRST_BATCH)
+        first = done == 0
         since, batch = time.monotonic(), [d.program for d in drawn[i:i + n]]
         until = getattr(target, "prefetch_until", None)
         try:
@@ -389,7 +391,11 @@ class Campaign:
         except Exception as err:  # noqa: BLE001 - checked one by one below
             self._internal(target, crash_result(target, err, stage="prefetch"))
         took = time.monotonic() - since
-        self.slowest_per_program_s = max(self.slowest_per_program_s, took / max(n, 1))
+        if not first:  # the first batch also starts the backend (a CUDA worker and its
+            # context: seconds): kept as the slowest rate, it cut every later batch
+            # to a few programs, each an NVRTC call of its own (regress31)
+            self.slowest_per_program_s = max(self.slowest_per_program_s,
+                                             took / max(n, 1))
         self.batch_floor_s = took if not self.batch_floor_s else min(
             self.batch_floor_s, took)
         return i + n
@@ -716,58 +722,6 @@ class Campaign:
 
 class _Tripped(Exception):
     """The circuit breaker stopped the shard (`Summary.stopped` says why)."""
-
-
-def hunt_share(target: Target, prop: str | None = None) -> float:
-    """Hypothesis's share of --shrink-time: a target may declare its own
-    (`hypothesis_share`: small where its reducer is the better shrinker; or, per
-    property, `hypothesis_share_of(prop)`: none where each of hypothesis's
-    candidates is a backend build of its own and the reducer checks its candidates
-    in batches); all of it where the target has no reducer."""
-    if not hasattr(target, "minimise"):
-        return 1.0
-    of = getattr(target, "hypothesis_share_of", None)
-    if of is not None and prop is not None and (share := of(prop)) is not None:
-        return float(share)
-    return float(getattr(target, "hypothesis_share", HUNT_SHARE))
-
-
-def default_shrink_s(budget_s: float) -> float:
-    """--shrink-time when not given: $GPUSEM_SHRINK_S, else a fifth of the campaign's
-    budget, at least a minute."""
-    raw = os.environ.get("GPUSEM_SHRINK_S", "").strip()
-    if raw:
-        try:
-            value = float(raw)
-        except ValueError:
-            value = -1.0
-        if not value > 0:
-            raise BadInput(f"bad GPUSEM_SHRINK_S: {raw} (seconds, more than 0)")
-        return value
-    return max(60.0, 0.2 * budget_s)
-
-
-def minimise_within(target: Target, program: Any, res: CheckResult, prop: str,
-                    budget_s: float,
-                    on_step: Callable[[CheckResult], None] | None = None,
-                    ) -> CheckResult:
-    """`target.minimise` given `budget_s` seconds, where it takes them (every
-    built-in target does; a plugin's `minimise(program, result, prop)` of before
-    keeps its own cap); `on_step` told each smaller failure, where the reducer
-    tells (the Bundl one does)."""
-    import inspect
-
-    try:
-        params = inspect.signature(target.minimise).parameters
-    except (TypeError, ValueError):
-        params = {}  # type: ignore[assignment]
-    if "budget_s" in params and "on_step" in params and on_step is not None:
-        reducer: Any = target  # on_step: beyond the interface, where it is taken
-        return reducer.minimise(program, res, prop, budget_s=budget_s,
-                                on_step=on_step)
-    if "budget_s" in params:
-        return target.minimise(program, res, prop, budget_s=budget_s)
-    return target.minimise(program, res, prop)
 
 
 def attribution_of(res: CheckResult) -> dict[str, Any]:

@@ -118,7 +118,7 @@ def resolved(spec: CampaignSpec) -> CampaignSpec:
     if spec.hunt_cap_s is not None and not spec.hunt_cap_s > 0:
         raise BadInput(f"bad shrink time: {spec.hunt_cap_s} s (must be more than 0 s)")
     if spec.hunt_cap_s is None:
-        from gpusem.fuzz.campaign import default_shrink_s
+        from gpusem.fuzz.shrink_jobs import default_shrink_s
 
         default_shrink_s(spec.budget_s)  # a bad $GPUSEM_SHRINK_S: bad input, now
     if spec.round_size < 1:

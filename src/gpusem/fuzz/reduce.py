@@ -20,7 +20,7 @@ from typing import Any
 
 from gpusem.calculus.errors import BadInput
 from gpusem.fuzz.bundle import read_bundle
-from gpusem.fuzz.campaign import minimise_within
+from gpusem.fuzz.shrink_jobs import minimise_within
 from gpusem.fuzz.targets import (
     CheckResult,
     Target,

@@ -12,17 +12,26 @@ The shrinker runs at a lower priority than the fuzzing (`shrinker.NICENESS`).
 A shrinker is anything with `submit(job)` and `finish(deadline) -> [ShrinkOutcome]`
 (what came back by `deadline`; jobs still running then are stopped, their bundles keep
 their last improvement). This module is below both the campaign loop and the
-shrinkers, so neither imports the other's process machinery.
+shrinkers, so neither imports the other's process machinery. It also holds what a
+finding's shrinking is given: the default --shrink-time (`default_shrink_s`),
+hypothesis's share of it (`hunt_share`) and the target's reducer within a time
+(`minimise_within`).
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from gpusem.calculus.errors import BadInput
+from gpusem.fuzz.targets import CheckResult, Target
 
 # Past the budget, the share of it that shrinking still under way may take: a
 # campaign ends within its budget + 10% (issue 31.1), the rest is teardown.
 SHRINK_TAIL = 0.04
+HUNT_SHARE = 0.5  # of --shrink-time, hypothesis's most where the target has a reducer
 
 
 # A shrink job's reducer ends this long before the job's deadline, so that its
@@ -91,3 +100,55 @@ class Deferred:
 
     def finish(self, deadline: float) -> list[ShrinkOutcome]:
         return []
+
+
+def hunt_share(target: Target, prop: str | None = None) -> float:
+    """Hypothesis's share of --shrink-time: a target may declare its own
+    (`hypothesis_share`: small where its reducer is the better shrinker; or, per
+    property, `hypothesis_share_of(prop)`: none where each of hypothesis's
+    candidates is a backend build of its own and the reducer checks its candidates
+    in batches); all of it where the target has no reducer."""
+    if not hasattr(target, "minimise"):
+        return 1.0
+    of = getattr(target, "hypothesis_share_of", None)
+    if of is not None and prop is not None and (share := of(prop)) is not None:
+        return float(share)
+    return float(getattr(target, "hypothesis_share", HUNT_SHARE))
+
+
+def default_shrink_s(budget_s: float) -> float:
+    """--shrink-time when not given: $GPUSEM_SHRINK_S, else a fifth of the campaign's
+    budget, at least a minute."""
+    raw = os.environ.get("GPUSEM_SHRINK_S", "").strip()
+    if raw:
+        try:
+            value = float(raw)
+        except ValueError:
+            value = -1.0
+        if not value > 0:
+            raise BadInput(f"bad GPUSEM_SHRINK_S: {raw} (seconds, more than 0)")
+        return value
+    return max(60.0, 0.2 * budget_s)
+
+
+def minimise_within(target: Target, program: Any, res: CheckResult, prop: str,
+                    budget_s: float,
+                    on_step: Callable[[CheckResult], None] | None = None,
+                    ) -> CheckResult:
+    """`target.minimise` given `budget_s` seconds, where it takes them (every
+    built-in target does; a plugin's `minimise(program, result, prop)` of before
+    keeps its own cap); `on_step` told each smaller failure, where the reducer
+    tells (the Bundl one does)."""
+    import inspect
+
+    try:
+        params = inspect.signature(target.minimise).parameters
+    except (TypeError, ValueError):
+        params = {}  # type: ignore[assignment]
+    if "budget_s" in params and "on_step" in params and on_step is not None:
+        reducer: Any = target  # on_step: beyond the interface, where it is taken
+        return reducer.minimise(program, res, prop, budget_s=budget_s,
+                                on_step=on_step)
+    if "budget_s" in params:
+        return target.minimise(program, res, prop, budget_s=budget_s)
+    return target.minimise(program, res, prop)

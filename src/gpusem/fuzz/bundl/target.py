@@ -280,7 +280,7 @@ class BundlTarget(Target):
         return small_res if small_res is not None else res
 
     def hypothesis_share_of(self, prop: str) -> float | None:
-        """Hypothesis's share of a finding's shrinking (`campaign.hunt_share`): none
+        """Hypothesis's share of a finding's shrinking (`shrink_jobs.hunt_share`): none
         on the cpu backend for the properties this reducer checks in batches, where
         each of hypothesis's candidates is a g++ build of its own (about a second on
         a fresh cache: a 20 s campaign's shrink saw 15 of them and shrank nothing,
