@@ -330,6 +330,21 @@ def test_the_grouped_fused_nest_equals_its_reading_on_the_cpu_harness(
     assert run.agree, run
 
 
+def test_fig5s_own_fused_tiles_take_the_grouped_nest_and_agree(
+        tmp_path: Path) -> None:
+    """Fig. 5's mapping fused (64 x 256 tiles, 128 registers a thread) gets the
+    grouped nest without forcing, and `gpusem exec` on full-significand floats
+    agrees with its GPU IR reading on the cpu harness."""
+    mod = bench()
+    text = mod.lower(mod.render(256, mod.VARIANTS["fig5-hopper"].as_fused()),
+                     "hopper")[3]
+    assert "gs_b[gs_p][gs_k]" in _grouped_nest(text)
+    out = tmp_path / "fig5_hopper_fused.gpuir"
+    out.write_text(text)
+    run = exec_file(str(out), ExecOptions(backend="cpu"))
+    assert run.agree, run
+
+
 def test_the_fused_gemm_equals_its_reading_on_the_cpu_harness_on_any_floats(
         lowered: dict[bool, str], tmp_path: Path) -> None:
     """`gpusem exec` draws floats with full 24-bit significands (not integers), so
