@@ -12,8 +12,10 @@ For the GEMM kernel it prints ptxas's registers, stack and spills; the innermost
 holding the FMULs, or the FFMAs of a `NAME-fused` mapping (our leaf mma_fma; one wgmma
 a thread): its instructions by kind, instructions and LDS.128 a multiply-add (an FMUL +
 FADD pair, or one FFMA); a one-warp issue model of that loop (in order, each instruction
-when its sources are ready: LDS 33 cycles, the rest 4; instructions a cycle); and
-the DMA warp's copies: loops over the lanes (BRA.U.ANY), static UBLKCPs, and
+when its sources are ready: LDS 33 cycles, the rest 4; instructions a cycle); the
+extra register-read cycles a multiply-add of the loop's FP instructions under the
+register-bank model published for Volta and Turing (`bank_stalls`; cyperf4) and its
+reuse-cache hits; and the DMA warp's copies: loops over the lanes (BRA.U.ANY), static UBLKCPs, and
 instructions a copy in each loop holding UBLKCPs. Exit 2 (one line) without nvcc or
 cuobjdump.
 """
@@ -117,6 +119,38 @@ def issue_model(body: list[str]) -> float:
     return len(body) / max(t, 1)
 
 
+def bank_stalls(body: list[str], banks: int = 2) -> tuple[int, int]:
+    """(extra register-read cycles, operands served by the reuse cache) of the FP
+    instructions of `body` under the register-file model published for Volta and
+    Turing (Jia et al., "Dissecting the NVIDIA Volta/Turing GPU architecture via
+    microbenchmarking": `banks` banks, register r in bank r % banks, one read a
+    bank a cycle; NVIDIA does not document Hopper's): a source read in the same
+    slot as a `.reuse` operand of the instruction before comes from the reuse
+    cache; of the others, every read past the first in one bank costs a cycle."""
+    extra = reused = 0
+    cached: list[int | None] = [None, None, None]
+    for text in body:
+        name, _, rest = text.partition(" ")
+        if name.split(".")[0] not in ("FFMA", "FMUL", "FADD"):
+            cached = [None, None, None]
+            continue
+        srcs = [p.strip() for p in rest.split(",")[1:]]
+        regs = [int(m.group(1)) if (m := re.match(r"R(\d+)", p)) else None
+                for p in srcs]
+        live = []
+        for slot, r in enumerate(regs):
+            if r is None or r == 255:  # RZ or an immediate: no read
+                continue
+            if slot < 3 and cached[slot] == r:
+                reused += 1
+            else:
+                live.append(r % banks)
+        extra += sum(max(0, live.count(b) - 1) for b in range(banks))
+        cached = [r if slot < len(srcs) and srcs[slot].endswith(".reuse") else None
+                  for slot, r in enumerate((regs + [None] * 3)[:3])]
+    return extra, reused
+
+
 def report(name: str, res: str, sass: str) -> dict:
     gemm, ins = gemm_kernel(sass)
     kernel = res.split(f"Compiling entry function '{gemm}'")[-1].split(
@@ -146,7 +180,10 @@ def report(name: str, res: str, sass: str) -> dict:
                        "STL": sum(v for k, v in kinds.items() if k.startswith("STL")),
                        "MOV": kinds["MOV"],
                        "lds_per_pair": round(lds / max(pairs, 1), 3),
-                       "one_warp_ipc": round(issue_model(body), 2)}
+                       "one_warp_ipc": round(issue_model(body), 2),
+                       "bank_extra_a_product": round(bank_stalls(body)[0]
+                                                     / max(pairs, 1), 2),
+                       "reuse_hits": bank_stalls(body)[1]}
     copies = [(hi - lo + 1) / n for lo, hi, _ in loops(ins, raw)
               if (n := sum(op(t) == "UBLKCP.S.G" for t in raw[lo:hi + 1]))
               and not any(op(t) in PRODUCTS for t in raw[lo:hi + 1])]

@@ -28,6 +28,8 @@ from gpusem.calculus.errors import BadInput, Trap
 from gpusem.calculus.fma32 import fma32, fma32_vec
 from gpusem.calculus.gpuir.instructions import INSTRUCTIONS
 from gpusem.calculus.gpuir.parser import parse_module
+from gpusem.compiler.gpuir_cuda import instr
+from gpusem.compiler.gpuir_cuda.instr import FUSED_PAIRS
 from gpusem.compiler.gpuir_cuda.pipeline import compile_proc
 from gpusem.interpreter.cypress.leaf import mma_fused
 from gpusem.interpreter.gpuir.sequential import run_sequential
@@ -291,6 +293,56 @@ def test_gpuir_cuda_emits_one_ffma_a_step_for_the_fused_wgmma_only(
     assert step in fused and step not in plain
     assert "gs_fadd(gs_d0, gs_fmul(gs_a0[gs_k], gs_b[gs_k]))" in plain
     assert "gs_fmul" not in fused.split("gs_ffma", 1)[1].split("gs_kc", 1)[0]
+
+
+def _grouped_nest(text: str) -> str:
+    proc = parse_module(text, "fig5.gpuir").procs[-1]
+    cuda = compile_proc(proc, {"M": 256, "N": 256, "K": 256}, source=text).source
+    return cuda.split("float gs_a0[", 2)[1]  # the first nest
+
+
+def test_the_fused_nest_interleaves_independent_accumulators(
+        lowered: dict[bool, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tiles of FUSED_MIN_SHARE registers a thread or more (Fig. 5's 64 x 256):
+    per k of a chunk, one FFMA into each of a group's 4 x FUSED_PAIRS accumulators
+    in turn, so no FFMA waits on the one before it (cyperf4); smaller tiles keep
+    the element-pair nest (the test above: 64 x 64 tiles, 32 registers)."""
+    monkeypatch.setattr(instr, "FUSED_MIN_SHARE", 32)
+    nest = _grouped_nest(lowered[True])
+    k_loop = nest.index("for (int gs_k = 0; gs_k < 4; gs_k++) {\n")
+    pairs = nest.index(f"for (int gs_p = 0; gs_p < {2 * FUSED_PAIRS}; gs_p++)",
+                       k_loop)
+    assert k_loop < pairs < nest.index("gs_ffma(", pairs)  # k outside, elements in
+    assert FUSED_PAIRS >= 2 and "gs_d0" not in nest
+
+
+def test_the_grouped_fused_nest_equals_its_reading_on_the_cpu_harness(
+        lowered: dict[bool, str], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The grouped nest (forced on the 64 x 64 tiles) keeps each element's k order:
+    `gpusem exec` on floats with full significands, where any other order of an
+    element's fmas gives other bits, agrees with the GPU IR reading."""
+    monkeypatch.setattr(instr, "FUSED_MIN_SHARE", 32)
+    assert "gs_b[gs_p][gs_k]" in _grouped_nest(lowered[True])
+    out = tmp_path / "fig5_fused.gpuir"
+    out.write_text(lowered[True])
+    run = exec_file(str(out), ExecOptions(backend="cpu"))
+    assert run.agree, run
+
+
+def test_fig5s_own_fused_tiles_take_the_grouped_nest_and_agree(
+        tmp_path: Path) -> None:
+    """Fig. 5's mapping fused (64 x 256 tiles, 128 registers a thread) gets the
+    grouped nest without forcing, and `gpusem exec` on full-significand floats
+    agrees with its GPU IR reading on the cpu harness."""
+    mod = bench()
+    text = mod.lower(mod.render(256, mod.VARIANTS["fig5-hopper"].as_fused()),
+                     "hopper")[3]
+    assert "gs_b[gs_p][gs_k]" in _grouped_nest(text)
+    out = tmp_path / "fig5_hopper_fused.gpuir"
+    out.write_text(text)
+    run = exec_file(str(out), ExecOptions(backend="cpu"))
+    assert run.agree, run
 
 
 def test_the_fused_gemm_equals_its_reading_on_the_cpu_harness_on_any_floats(

@@ -304,6 +304,9 @@ def _wgmma_nest(s: K.GInstr, env, reg) -> list[str]:
         raise unsupported(f"{s.instr}: D is not a 64 x N wgmma tile", s.span)
     _, _, share = _tile(d, s.span)
     c = 4 if k % 4 == 0 else k  # k per chunk
+    if s.instr == WGMMA_FMA and share >= FUSED_MIN_SHARE \
+            and share % (4 * FUSED_PAIRS) == 0:
+        return _fused_nest(s, env, reg, share, c)
     ks = f"for (int gs_k = 0; gs_k < {c}; gs_k++)"
     kq = "gs_kc + gs_k"
     step = "gs_ffma({a}[gs_k], gs_b[gs_k], {d})" if s.instr == WGMMA_FMA else \
@@ -336,6 +339,63 @@ def _wgmma_nest(s: K.GInstr, env, reg) -> list[str]:
             f"        {reg('gs_j + gs_h')} = gs_d0;",
             f"        {reg('gs_j + 2 + gs_h')} = gs_d1;",
             "      }", "    }", "  }", "}"]
+
+
+# Column pairs of B a fused chunk reads before its FFMAs: 4 x FUSED_PAIRS independent
+# accumulators a k; only for tiles of at least FUSED_MIN_SHARE registers a thread
+# (N = 256: D fills 128 of 168 registers and ptxas hoists no load by itself). On the
+# 64-register tiles ptxas's own order was as good or better, and u256-v128 (96
+# registers) spilled with the groups (results/cypress/gemm_speed.md, cyperf4).
+FUSED_PAIRS = 2
+FUSED_MIN_SHARE = 128
+
+
+def _fused_nest(s: K.GInstr, env, reg, share: int, c: int) -> list[str]:
+    """The fused wgmma's nest. Per chunk of `c` k: the thread's rows m and m + 8 of
+    A once, then, per group of `FUSED_PAIRS` column pairs of B (the registers
+    gs_j .. gs_j + 4 FUSED_PAIRS - 1: each pair is columns n, n + 1 of rows m and m
+    + 8, `wgmma_d_element`), the group's columns once and, for each k of the chunk
+    in turn, one FFMA into each of the group's accumulators. Each element still
+    takes c = fma(a_k, b_k, c) for k ascending (the fused meaning fixes that order
+    per element, not across elements), so the bits are those of `_wgmma_nest`'s
+    element-by-element order; why: consecutive FFMAs now write different
+    accumulators, where two chains of 4 dependent FFMAs (4 cycles each) made the
+    warp wait (results/cypress/sass_cyfma)."""
+    a, b = _win(s.args[1]), _win(s.args[2])
+    k, g = a.dims[1][0], FUSED_PAIRS
+    ks = f"for (int gs_k = 0; gs_k < {c}; gs_k++)"
+    kq = "gs_kc + gs_k"
+    lo, hi = "gs_j + 4 * (gs_p / 2) + gs_p % 2", "gs_j + 4 * (gs_p / 2) + 2 + gs_p % 2"
+    return [(f"{{ const int gs_r = {_rank(s.mapping, env)};  // rank in the "
+             f"{s.mapping.describe()}"),
+            "  const int gs_m = 16 * (gs_r / 32) + gs_r % 32 / 4;  // and gs_m + 8",
+            *UNROLL,
+            f"  for (int gs_kc = 0; gs_kc < {k}; gs_kc += {c}) {{",
+            f"    float gs_a0[{c}], gs_a1[{c}];",
+            *UNROLL,
+            f"    {ks} {{",
+            f"      gs_a0[gs_k] = {a.elem('gs_m', kq)};",
+            f"      gs_a1[gs_k] = {a.elem('gs_m + 8', kq)};",
+            "    }",
+            *UNROLL,
+            f"    for (int gs_j = 0; gs_j < {share}; gs_j += {4 * g}) {{",
+            f"      float gs_b[{2 * g}][{c}];  // columns n, n + 1 of {g} pair(s)",
+            *UNROLL,
+            f"      for (int gs_p = 0; gs_p < {2 * g}; gs_p++) {{",
+            ("        const int gs_n = 2 * gs_j + 8 * (gs_p / 2) + 2 * (gs_r % 4) "
+             "+ gs_p % 2;"),
+            *UNROLL,
+            f"        {ks} gs_b[gs_p][gs_k] = {b.elem('gs_n', kq)};",
+            "      }",
+            *UNROLL,
+            f"      {ks} {{",
+            *UNROLL,
+            f"        for (int gs_p = 0; gs_p < {2 * g}; gs_p++) {{",
+            (f"          {reg(lo)} = gs_ffma(gs_a0[gs_k], gs_b[gs_p][gs_k], "
+             f"{reg(lo)});"),
+            (f"          {reg(hi)} = gs_ffma(gs_a1[gs_k], gs_b[gs_p][gs_k], "
+             f"{reg(hi)});"),
+            "        }", "      }", "    }", "  }", "}"]
 
 
 WGMMA = "Sm90_wgmma_m64nNk8_f32"
