@@ -467,7 +467,8 @@ class BundlTarget(Target):
                                       else {"error": v.message}, indent=1) + "\n",
             "trace.txt": (f"property {prop}; backend {self.backend}; harness schedule "
                           f"{v.schedule}\n{v.describe()}\n"
-                          f"construct nearest the divergence: {construct}\n"),
+                          f"construct nearest the divergence: {construct}\n"
+                          f"{RACE_FREE_LINE[generated.race_free_by_construction]}\n"),
         }
         if v.kernel_source:
             files["repro.cu"], files["repro_cpu.cpp"] = _repro(program, v, prop)
@@ -575,7 +576,9 @@ class BundlTarget(Target):
     def finding_meta(self, result: CheckResult) -> dict:
         meta: dict[str, Any] = {
             "versions": tool_versions(self.backend), "device": device_name(self.backend),
-            "fault": os.environ.get("GPUSEM_FAULT", "")}
+            "fault": os.environ.get("GPUSEM_FAULT", ""),
+            "race_free_by_construction":
+                RACE_FREE_LINE[True] in result.files.get("trace.txt", "")}
         if "repro.cu" in result.files:
             from gpusem.compiler.bundl_cuda.standalone import CPU_COMMAND, NVCC_COMMAND
 
@@ -590,19 +593,33 @@ class BundlTarget(Target):
         return meta
 
     def load_program(self, files: dict[str, str], meta: dict[str, Any]) -> Generated:
-        """A bundle's program, for `gpusem reduce` (not race-free by construction:
-        the oracle proves it)."""
+        """A bundle's program, for `gpusem reduce`: race-free by construction where the
+        campaign compared it as such (`race_free_by_construction` in its metadata),
+        else the oracle proves it."""
         return Generated(parse_program(files["program.bundl"], "program.bundl"),
-                         race_free_by_construction=False)
+                         race_free_by_construction=_by_construction(meta))
 
     def replay(self, files: dict[str, str], meta: dict[str, Any]) -> CheckResult:
         """Re-run the bundle's property; a finding made with a seeded fault is replayed
         with that fault on again (the bundle records it), unless one is already set. A
-        bundle's program is not race-free by construction: the oracle proves it."""
+        bundle's program is checked as the campaign checked it: race-free by
+        construction where its metadata says so (a kernel-shaped program whose race
+        freedom z3 may leave undecided: replayed "cannot test" before stop 31), else
+        proved by the oracle."""
         program = parse_program(files["program.bundl"], "program.bundl")
         with bundle_fault(meta):  # the next bundle, or a campaign after, has its own
-            return self.check(Generated(program, race_free_by_construction=False),
+            return self.check(Generated(program, _by_construction(meta)),
                               meta["property"])
+
+
+# The trace line saying how the finding's program was known race-free; the bundle's
+# metadata carries it as `race_free_by_construction` (replay and reduce honour it).
+RACE_FREE_LINE = {True: "race freedom: by construction (a kernel-shaped program)",
+                  False: "race freedom: proved by the race analysis"}
+
+
+def _by_construction(meta: dict[str, Any]) -> bool:
+    return meta.get("race_free_by_construction") is True
 
 
 def _repro(program: B.Program, v: Verdict, prop: str) -> tuple[str, str]:
