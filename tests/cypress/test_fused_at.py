@@ -87,3 +87,15 @@ def test_the_fused_gemm_equals_its_reading_with_and_without_the_copy(
     out.write_text(fig5[True])
     run = exec_file(str(out), ExecOptions(backend="cpu"))
     assert run.agree, run
+
+
+def test_the_element_pair_nest_reads_a_from_the_copy_too() -> None:
+    """The smaller fused tiles (u64-v64: 64 x 64, the element-pair nest) read A
+    from the copy as well; their plain wgmma reads it along k, as before."""
+    mod = bench()
+    m = mod.MAPPINGS["u64-v64-wgs1-p4"]
+    fused, plain = (_gemm(mod.lower(mod.render(256, x), "hopper")[3])
+                    for x in (m.as_fused(), m))
+    assert "gs_d0" in fused[0].source and "gs_a0[gs_k] = gs_w[gs_o];" in fused[0].source
+    assert fused[1].static_smem_bytes == (fused[1].block // 32) * 16 * 8 * 4
+    assert "gs_at" not in plain[0].source and plain[1].static_smem_bytes == 0

@@ -318,17 +318,16 @@ def _wgmma_nest(s: K.GInstr, env, reg) -> list[str]:
     kq = "gs_kc + gs_k"
     step = "gs_ffma({a}[gs_k], gs_b[gs_k], {d})" if s.instr == WGMMA_FMA else \
         "gs_fadd({d}, gs_fmul({a}[gs_k], gs_b[gs_k]))"
+    copy, rows, done = _a_rows(s, a, k, env)
     return [(f"{{ const int gs_r = {_rank(s.mapping, env)};  // rank in the "
              f"{s.mapping.describe()}"),
             "  const int gs_m = 16 * (gs_r / 32) + gs_r % 32 / 4;  // and gs_m + 8",
+            *copy,
             *UNROLL,
             f"  for (int gs_kc = 0; gs_kc < {k}; gs_kc += {c}) {{",
             f"    float gs_a0[{c}], gs_a1[{c}], gs_b[{c}];",
             *UNROLL,
-            f"    {ks} {{",
-            f"      gs_a0[gs_k] = {a.elem('gs_m', kq)};",
-            f"      gs_a1[gs_k] = {a.elem('gs_m + 8', kq)};",
-            "    }",
+            *rows,
             *UNROLL,
             f"    for (int gs_j = 0; gs_j < {share}; gs_j += 4) {{",
             *UNROLL,
@@ -345,7 +344,22 @@ def _wgmma_nest(s: K.GInstr, env, reg) -> list[str]:
             "        }",
             f"        {reg('gs_j + gs_h')} = gs_d0;",
             f"        {reg('gs_j + 2 + gs_h')} = gs_d1;",
-            "      }", "    }", "  }", "}"]
+            "      }", "    }", "  }", *done, "}"]
+
+
+def _a_rows(s: K.GInstr, a: K.Window, k: int, env) -> tuple[list[str], ...]:
+    """(before the nest, the chunk's reads of rows m and m + 8 of A, after the
+    nest): of the fused wgmma with k = 8, through the warp's k-major copy of A
+    (`_at_copy`, `FUSED_AT`); of the others, along k from A itself."""
+    if FUSED_AT and s.instr == WGMMA_FMA and k == 8 and env.get("gs_warps", 0) > 0:
+        return (_at_copy(a, k, env["gs_warps"]), _at_stage(),
+                ["  __syncwarp();  // gs_at is read: the next nest may write it"])
+    ks, kq = f"for (int gs_k = 0; gs_k < {4 if k % 4 == 0 else k}; gs_k++)", \
+        "gs_kc + gs_k"
+    return [], [f"    {ks} {{",
+                f"      gs_a0[gs_k] = {a.elem('gs_m', kq)};",
+                f"      gs_a1[gs_k] = {a.elem('gs_m + 8', kq)};",
+                "    }"], []
 
 
 # Column pairs of B a fused chunk reads before its FFMAs: 4 x FUSED_PAIRS independent
@@ -373,16 +387,11 @@ def _fused_nest(s: K.GInstr, env, reg, share: int, c: int) -> list[str]:
     ks = f"for (int gs_k = 0; gs_k < {c}; gs_k++)"
     kq = "gs_kc + gs_k"
     lo, hi = "gs_j + 4 * (gs_p / 2) + gs_p % 2", "gs_j + 4 * (gs_p / 2) + 2 + gs_p % 2"
-    at = FUSED_AT and k == 8 and env.get("gs_warps", 0) > 0
-    rows = _at_stage() if at else [
-        f"    {ks} {{",
-        f"      gs_a0[gs_k] = {a.elem('gs_m', kq)};",
-        f"      gs_a1[gs_k] = {a.elem('gs_m + 8', kq)};",
-        "    }"]
+    copy, rows, done = _a_rows(s, a, k, env)
     return [(f"{{ const int gs_r = {_rank(s.mapping, env)};  // rank in the "
              f"{s.mapping.describe()}"),
             "  const int gs_m = 16 * (gs_r / 32) + gs_r % 32 / 4;  // and gs_m + 8",
-            *(_at_copy(a, k, env["gs_warps"]) if at else []),
+            *copy,
             *UNROLL,
             f"  for (int gs_kc = 0; gs_kc < {k}; gs_kc += {c}) {{",
             f"    float gs_a0[{c}], gs_a1[{c}];",
@@ -406,9 +415,7 @@ def _fused_nest(s: K.GInstr, env, reg, share: int, c: int) -> list[str]:
              f"{reg(lo)});"),
             (f"          {reg(hi)} = gs_ffma(gs_a1[gs_k], gs_b[gs_p][gs_k], "
              f"{reg(hi)});"),
-            "        }", "      }", "    }", "  }",
-            *(["  __syncwarp();  // gs_at is read: the next nest may write it"]
-              if at else []), "}"]
+            "        }", "      }", "    }", "  }", *done, "}"]
 
 
 # Whether the grouped fused nest reads A through `gs_at`, a k-major copy of the
