@@ -291,7 +291,8 @@ def wgmma(s: K.GInstr, env) -> list[str]:
     chooses only which loads are shared, and the elements are independent, so any
     nest that keeps each element's k order computes the same bits. Per chunk of 4
     k (one 16-byte row piece): the thread's two rows of A (`wgmma_d_element`: rows
-    m and m + 8) are read once into registers, then each column of B once for the
+    m and m + 8) are read once into registers (the fused wgmma's from the warp's
+    k-major copy of A, `_a_rows`), then each column of B once for the
     two elements of it the thread holds. Fully unrolled on the GPU, so D is indexed
     by constants and can live in registers (a dynamic index puts the whole array
     in local memory), and the chunk keeps the operands to 12 registers beside D's
@@ -437,7 +438,8 @@ def _at_copy(a: K.Window, k: int, warps: int) -> list[str]:
     per = 16 * k
     return [f"  __shared__ __align__(16) float gs_at[{warps * per}];  // per warp",
             f"  float* const gs_w = gs_at + (threadIdx.x / 32) * {per};",
-            "  { const int gs_q = threadIdx.x % 16, gs_c = 4 * (threadIdx.x % 32 / 16);",
+            ("  { const int gs_q = threadIdx.x % 16, "
+             "gs_c = 4 * (threadIdx.x % 32 / 16);"),
             "    const int gs_row = 16 * (gs_r / 32) + gs_q;",
             *(f"  {t}" for t in UNROLL),
             "    for (int gs_k = 0; gs_k < 4; gs_k++)",
