@@ -348,7 +348,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="gpu-out/cypress_gemm.json")
     ap.add_argument("--backend", default="cuda", choices=("cuda", "cpu"))
-    ap.add_argument("--sizes", default="")
+    ap.add_argument("--sizes", default="", help="N values, by commas or spaces")
     ap.add_argument("--check-upto", type=int, default=512)
     ap.add_argument("--variants", default=",".join(VARIANTS))
     ap.add_argument("--fma-upto", type=int, default=2048,
@@ -372,7 +372,7 @@ def main(argv: list[str] | None = None) -> int:
     runs = {**{v: VARIANTS[v] for v in args.variants.split(",")}, **chosen}
     runs |= fused_runs(runs, args.fused)
     default = "256,512,1024,2048,4096" if args.backend == "cuda" else "256"
-    sizes = [int(s) for s in (args.sizes or default).split(",")]
+    sizes = [int(s) for s in re.split(r"[,\s]+", (args.sizes or default).strip())]
     from gpusem.calculus.errors import CannotRunHere
     from gpusem.compiler.backends.registry import shared_backend
 

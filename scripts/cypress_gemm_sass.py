@@ -2,7 +2,7 @@
 from the SASS (results/cypress/gemm_speed.md, branch cyperf3).
 
     python scripts/cypress_gemm_sass.py [--n 4096] [--mappings fig5-hopper-fused,..]
-        [--keep DIR]
+        [--keep DIR] [--no-fused-at]
 
 Per variant or mapping of scripts/cypress_gemm_gpu.py: the CUDA that script launches
 (`lower(render(n, m))`, `compile_proc`), built as the cuda backend builds it (nvcc
@@ -14,10 +14,11 @@ a thread): its instructions by kind, instructions and LDS.128 a multiply-add (an
 FADD pair, or one FFMA); a one-warp issue model of that loop (in order, each instruction
 when its sources are ready: LDS 33 cycles, the rest 4; instructions a cycle); the
 extra register-read cycles a multiply-add of the loop's FP instructions under the
-register-bank model published for Volta and Turing (`bank_stalls`; cyperf4) and its
-reuse-cache hits; and the DMA warp's copies: loops over the lanes (BRA.U.ANY), static UBLKCPs, and
-instructions a copy in each loop holding UBLKCPs. Exit 2 (one line) without nvcc or
-cuobjdump.
+register-bank model published for Volta and Turing (`bank_stalls`; cyperf4), the
+same with 4 banks (`bank4_...`: Kepler to Pascal's count; cyperf5), and its
+reuse-cache hits; and the DMA warp's copies: loops over the lanes (BRA.U.ANY),
+static UBLKCPs, and instructions a copy in each loop holding UBLKCPs. Exit 2 (one
+line) without nvcc or cuobjdump.
 """
 
 from __future__ import annotations
@@ -183,6 +184,8 @@ def report(name: str, res: str, sass: str) -> dict:
                        "one_warp_ipc": round(issue_model(body), 2),
                        "bank_extra_a_product": round(bank_stalls(body)[0]
                                                      / max(pairs, 1), 2),
+                       "bank4_extra_a_product": round(bank_stalls(body, 4)[0]
+                                                      / max(pairs, 1), 2),
                        "reuse_hits": bank_stalls(body)[1]}
     copies = [(hi - lo + 1) / n for lo, hi, _ in loops(ins, raw)
               if (n := sum(op(t) == "UBLKCP.S.G" for t in raw[lo:hi + 1]))
@@ -205,7 +208,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mappings", default=",".join([*five, *(f"{m}-fused"
                                                              for m in five)]))
     ap.add_argument("--keep", default="", help="a folder for the .cu and .cubin")
+    ap.add_argument("--no-fused-at", action="store_true",
+                    help="the fused nest reads A along k (instr.FUSED_AT off: "
+                         "before cyperf5)")
     args = ap.parse_args(argv)
+    if args.no_fused_at:
+        from gpusem.compiler.gpuir_cuda import instr
+
+        instr.FUSED_AT = False
     nvcc, cuobjdump = find_tool("nvcc"), find_tool("cuobjdump")
     if not nvcc or not cuobjdump:
         print("cypress_gemm_sass: needs nvcc and cuobjdump")

@@ -63,8 +63,15 @@ def lower_instructions(kernel: K.GKernel, env: dict[str, int]) -> K.GKernel:
         return (K.GComment(f"{s.instr} by {s.mapping.describe()}", s.span),
                 *(K.GPrim(t, s.span) for t in lines))
 
-    body = K.map_body(kernel.body, lambda s: wgmma_loop(s, env))
-    return replace(kernel, body=K.map_body(body, rewrite))
+    # The CTA's warps size the fused nest's per-warp scratch (`_at_copy`), none
+    # where pipeline.lower says it does not fit (gs_fused_at = 0); `gs_` names are
+    # the compiler's own, never a program's size.
+    warps = (kernel.block + 31) // 32 if env.get("gs_fused_at", 1) else 0
+    env = {**env, "gs_warps": warps}
+    body = K.map_body(K.map_body(kernel.body, lambda s: wgmma_loop(s, env)), rewrite)
+    static = sum(4 * int(n) for s in K.walk(body) if isinstance(s, K.GPrim)
+                 for n in AT_DECL.findall(s.text))
+    return replace(kernel, body=body, static_smem_bytes=static)
 
 
 def _win(a) -> K.Window:
@@ -284,7 +291,8 @@ def wgmma(s: K.GInstr, env) -> list[str]:
     chooses only which loads are shared, and the elements are independent, so any
     nest that keeps each element's k order computes the same bits. Per chunk of 4
     k (one 16-byte row piece): the thread's two rows of A (`wgmma_d_element`: rows
-    m and m + 8) are read once into registers, then each column of B once for the
+    m and m + 8) are read once into registers (the fused wgmma's from the warp's
+    k-major copy of A, `_a_rows`), then each column of B once for the
     two elements of it the thread holds. Fully unrolled on the GPU, so D is indexed
     by constants and can live in registers (a dynamic index puts the whole array
     in local memory), and the chunk keeps the operands to 12 registers beside D's
@@ -311,17 +319,16 @@ def _wgmma_nest(s: K.GInstr, env, reg) -> list[str]:
     kq = "gs_kc + gs_k"
     step = "gs_ffma({a}[gs_k], gs_b[gs_k], {d})" if s.instr == WGMMA_FMA else \
         "gs_fadd({d}, gs_fmul({a}[gs_k], gs_b[gs_k]))"
+    copy, rows, done = _a_rows(s, a, k, env)
     return [(f"{{ const int gs_r = {_rank(s.mapping, env)};  // rank in the "
              f"{s.mapping.describe()}"),
             "  const int gs_m = 16 * (gs_r / 32) + gs_r % 32 / 4;  // and gs_m + 8",
+            *copy,
             *UNROLL,
             f"  for (int gs_kc = 0; gs_kc < {k}; gs_kc += {c}) {{",
             f"    float gs_a0[{c}], gs_a1[{c}], gs_b[{c}];",
             *UNROLL,
-            f"    {ks} {{",
-            f"      gs_a0[gs_k] = {a.elem('gs_m', kq)};",
-            f"      gs_a1[gs_k] = {a.elem('gs_m + 8', kq)};",
-            "    }",
+            *rows,
             *UNROLL,
             f"    for (int gs_j = 0; gs_j < {share}; gs_j += 4) {{",
             *UNROLL,
@@ -338,7 +345,22 @@ def _wgmma_nest(s: K.GInstr, env, reg) -> list[str]:
             "        }",
             f"        {reg('gs_j + gs_h')} = gs_d0;",
             f"        {reg('gs_j + 2 + gs_h')} = gs_d1;",
-            "      }", "    }", "  }", "}"]
+            "      }", "    }", "  }", *done, "}"]
+
+
+def _a_rows(s: K.GInstr, a: K.Window, k: int, env) -> tuple[list[str], ...]:
+    """(before the nest, the chunk's reads of rows m and m + 8 of A, after the
+    nest): of the fused wgmma with k = 8, through the warp's k-major copy of A
+    (`_at_copy`, `FUSED_AT`); of the others, along k from A itself."""
+    if FUSED_AT and s.instr == WGMMA_FMA and k == 8 and env.get("gs_warps", 0) > 0:
+        return (_at_copy(a, k, env["gs_warps"]), _at_stage(),
+                ["  __syncwarp();  // gs_at is read: the next nest may write it"])
+    ks, kq = f"for (int gs_k = 0; gs_k < {4 if k % 4 == 0 else k}; gs_k++)", \
+        "gs_kc + gs_k"
+    return [], [f"    {ks} {{",
+                f"      gs_a0[gs_k] = {a.elem('gs_m', kq)};",
+                f"      gs_a1[gs_k] = {a.elem('gs_m + 8', kq)};",
+                "    }"], []
 
 
 # Column pairs of B a fused chunk reads before its FFMAs: 4 x FUSED_PAIRS independent
@@ -366,17 +388,16 @@ def _fused_nest(s: K.GInstr, env, reg, share: int, c: int) -> list[str]:
     ks = f"for (int gs_k = 0; gs_k < {c}; gs_k++)"
     kq = "gs_kc + gs_k"
     lo, hi = "gs_j + 4 * (gs_p / 2) + gs_p % 2", "gs_j + 4 * (gs_p / 2) + 2 + gs_p % 2"
+    copy, rows, done = _a_rows(s, a, k, env)
     return [(f"{{ const int gs_r = {_rank(s.mapping, env)};  // rank in the "
              f"{s.mapping.describe()}"),
             "  const int gs_m = 16 * (gs_r / 32) + gs_r % 32 / 4;  // and gs_m + 8",
+            *copy,
             *UNROLL,
             f"  for (int gs_kc = 0; gs_kc < {k}; gs_kc += {c}) {{",
             f"    float gs_a0[{c}], gs_a1[{c}];",
             *UNROLL,
-            f"    {ks} {{",
-            f"      gs_a0[gs_k] = {a.elem('gs_m', kq)};",
-            f"      gs_a1[gs_k] = {a.elem('gs_m + 8', kq)};",
-            "    }",
+            *rows,
             *UNROLL,
             f"    for (int gs_j = 0; gs_j < {share}; gs_j += {4 * g}) {{",
             f"      float gs_b[{2 * g}][{c}];  // columns n, n + 1 of {g} pair(s)",
@@ -395,7 +416,46 @@ def _fused_nest(s: K.GInstr, env, reg, share: int, c: int) -> list[str]:
              f"{reg(lo)});"),
             (f"          {reg(hi)} = gs_ffma(gs_a1[gs_k], gs_b[gs_p][gs_k], "
              f"{reg(hi)});"),
-            "        }", "      }", "    }", "  }", "}"]
+            "        }", "      }", "    }", "  }", *done, "}"]
+
+
+# Whether the grouped fused nest reads A through `gs_at`, a k-major copy of the
+# warp's 16 rows with rows m and m + 8 side by side (`_at_copy`), but where
+# pipeline.lower finds its static shared memory does not fit beside the dynamic.
+FUSED_AT = True
+AT_DECL = re.compile(r"__shared__ __align__\(16\) float gs_at\[(\d+)\]")
+
+
+def _at_copy(a: K.Window, k: int, warps: int) -> list[str]:
+    """The warp copies its 16 rows of A's 16 x 8 slice (k = 8: wgmma's k) into its
+    part of `gs_at`, k-major, row q of the warp at column 2 (q % 8) + q / 8, so a
+    thread's rows m and m + 8 of one k are two adjacent floats (one LDS.64). Lane
+    l moves k 4 (l / 16) .. + 3 of row l % 16 (one 16-byte read of A);
+    `__syncwarp` orders the writes before the other lanes' reads. Why: a[k] then
+    comes from a pair of registers not tied to k's bank, where a 16-byte read
+    along k put a[k] and b[k] in registers 4i + k and 4j + k
+    (results/cypress/gemm_speed.md, cyperf5)."""
+    per = 16 * k
+    return [f"  __shared__ __align__(16) float gs_at[{warps * per}];  // per warp",
+            f"  float* const gs_w = gs_at + (threadIdx.x / 32) * {per};",
+            ("  { const int gs_q = threadIdx.x % 16, "
+             "gs_c = 4 * (threadIdx.x % 32 / 16);"),
+            "    const int gs_row = 16 * (gs_r / 32) + gs_q;",
+            *(f"  {t}" for t in UNROLL),
+            "    for (int gs_k = 0; gs_k < 4; gs_k++)",
+            ("      gs_w[16 * (gs_c + gs_k) + 2 * (gs_q % 8) + gs_q / 8] = "
+             f"{a.elem('gs_row', 'gs_c + gs_k')};"),
+            "  }",
+            "  __syncwarp();"]
+
+
+def _at_stage() -> list[str]:
+    """A's two rows of a chunk from `gs_at` (`_at_copy`): per k one pair."""
+    return ["    for (int gs_k = 0; gs_k < 4; gs_k++) {",
+            "      const int gs_o = 16 * (gs_kc + gs_k) + 2 * (threadIdx.x % 32 / 4);",
+            "      gs_a0[gs_k] = gs_w[gs_o];",
+            "      gs_a1[gs_k] = gs_w[gs_o + 1];",
+            "    }"]
 
 
 WGMMA = "Sm90_wgmma_m64nNk8_f32"

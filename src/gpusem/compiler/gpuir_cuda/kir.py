@@ -218,6 +218,7 @@ class GKernel:
     cluster: int
     body: tuple[GStmt, ...]
     smem_bytes: int = 0
+    static_smem_bytes: int = 0  # the static `__shared__` arrays of instr's nests
     span: Span = _SPAN
 
 

@@ -65,9 +65,15 @@ def lower(proc: A.Proc, defines: Mapping[str, int], analysis=None) -> list[K.GKe
             pass  # not as a kernel: from_gpuir says what it does not lower
     an = analysis if analysis is not None else check_proc(proc, env)
     kernels = _passes(from_gpuir(proc, an, pad_rows=True), env)
-    if any(k.smem_bytes > SMEM_BYTES for k in kernels):  # the padding does not fit
+    if not _fits(kernels):  # the padding does not fit
         kernels = _passes(from_gpuir(proc, an), env)
+    if not _fits(kernels):  # nor the fused nest's copy of A (instr.FUSED_AT)
+        kernels = _passes(from_gpuir(proc, an), {**env, "gs_fused_at": 0})
     return kernels
+
+
+def _fits(kernels: list[K.GKernel]) -> bool:
+    return all(k.smem_bytes + k.static_smem_bytes <= SMEM_BYTES for k in kernels)
 
 
 # The dynamic shared memory one block may have on sm_90 (227 KiB, opted in).
