@@ -37,11 +37,12 @@ class EndlessReducer(ToyTarget):
 register_target("endless", EndlessReducer)
 
 
-def fuzz(tmp_path: Path, *extra: str) -> tuple[float, dict, str]:
+def fuzz(tmp_path: Path, *extra: str, seed: int = 0) -> tuple[float, dict, str]:
     out = tmp_path / "out"
     env = dict(os.environ, GPUSEM_FAULT="floor-division")
     cmd = [str(BIN / "gpusem"), "fuzz", "--target", "bundl", "--budget", f"{BUDGET}s",
-           "--seed", "0", "--out", str(out), "--json", str(tmp_path / "r.json"), *extra]
+           "--seed", str(seed), "--out", str(out), "--json", str(tmp_path / "r.json"),
+           *extra]
     t0 = time.monotonic()
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120,
                           check=False)
@@ -75,6 +76,12 @@ def test_a_20s_campaign_that_shrinks_a_finding_ends_within_22s(tmp_path) -> None
 
 
 DASK_HAND_BACK_S = 3.0
+# Seed 1: round 0 meets the wrong value at its 12th program (23 statements; seed 0's
+# round 0 has none in its first 20), so the finding comes early even on a cold,
+# loaded machine, where a 20 s Dask campaign of seed 0 checked 11-48 programs in all
+# and met nothing (stop 31.1, handover: loadavg 6-7.5, both trees); the budget now
+# includes the cluster's start, too
+DASK_SEED = 1
 
 
 def test_the_dask_engine_keeps_the_budget_while_a_finding_shrinks(tmp_path) -> None:
@@ -83,7 +90,7 @@ def test_the_dask_engine_keeps_the_budget_while_a_finding_shrinks(tmp_path) -> N
     26-34 s on this machine (a piece's batch check ran on past the budget while its
     findings were confirmed; the whole run was allowed a 15 s tail); with the batch
     check cut at the deadline (`prefetch_until`) its fuzzing ends at 20.4-20.8 s."""
-    _, report, text = fuzz(tmp_path, "--engine", "dask", "--jobs", "2")
+    _, report, text = fuzz(tmp_path, "--engine", "dask", "--jobs", "2", seed=DASK_SEED)
     # the pieces stop at the budget on their workers; the client counts the
     # fuzzing as ended when the last piece's result is back: 20.4-20.8 s quiet,
     # 22.3 s in a cold-cache two-worker suite run; the shrink task ends by the
@@ -92,7 +99,10 @@ def test_the_dask_engine_keeps_the_budget_while_a_finding_shrinks(tmp_path) -> N
     assert report["fuzz_s"] <= 1.1 * BUDGET + DASK_HAND_BACK_S, report["fuzz_s"]
     assert report["seconds"] <= 1.1 * BUDGET + 2 * DASK_HAND_BACK_S, report["seconds"]
     found = check_report(report | {"seconds": 0.0}, text)  # the other local checks
-    assert found["shrunk"]  # by a task of its own, on a worker
+    # by a task of its own, on the shrink worker, from within a second or two of the
+    # meeting (fuzz/engines/handover.py): a step made, or a shrink that ended by
+    # itself (a shrink its deadline stopped before any step is not `shrunk`)
+    assert found["shrunk"], found
 
 
 def test_a_shrink_that_outlasts_the_budget_is_cut_at_the_deadline(tmp_path) -> None:

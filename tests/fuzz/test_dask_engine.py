@@ -287,3 +287,21 @@ def test_a_worker_that_lacks_a_required_module_is_bad_input(cluster, tmp_path):
         run_campaign(spec(tmp_path / "o", target_name=NeedsMissing.name),
                      dask(cluster), 1)
     assert list_bundles(tmp_path / "o") == []
+
+
+def test_the_budget_counts_from_the_campaigns_start_not_the_clusters(cluster,
+                                                                     tmp_path):
+    """A cluster that took seconds to start (here: said to have begun 5 s before the
+    engine's first shard) leaves the campaign that much less to fuzz: its budget
+    runs from the command's start (stop 31: 32 workers took ~10 s and a --budget
+    90s campaign ended after 109.5 s)."""
+    import time
+
+    engine = dask(cluster)
+    engine.started_at = time.time() - 5.0
+    t0 = time.monotonic()
+    total = run_campaign(spec(tmp_path / "o", budget_s=15, max_programs=None), engine)
+    wall = time.monotonic() - t0
+    assert total.programs > 0 and not total.failed  # (a cold worker: seconds)
+    assert wall <= 15 - 5 + 2.0, wall  # ~15 s before: the budget from the first shard
+    assert 15 - 0.5 <= total.seconds <= 15 * 1.1 + 2.0, total.seconds  # since start

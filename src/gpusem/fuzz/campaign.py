@@ -537,9 +537,13 @@ class Campaign:
                 return True
             return False
 
+        ran_out = [False]  # its deadline or a signal stopped it, not its own end
+
         def stop() -> bool:  # a signal ends the shrink; the round loop then stops
-            return (bool(stop_requested()) or self._past_shrink_deadline()
-                    or self._hunt_too_long(since))
+            if stop_requested() or self._past_shrink_deadline():
+                ran_out[0] = True
+                return True
+            return self._hunt_too_long(since)
 
         if self.shrink_until is None and self._out_of_budget():
             # inline, past the budget: one shrink, no more
@@ -557,13 +561,17 @@ class Campaign:
             self._finish(target, finding, best[0], shrunk=False)  # kept if killed now
         res, program = best[0], best[1]
         left = self.shrink_cap_s() - (time.monotonic() - since)
+        by_deadline = False
         if self.shrink_until is not None:  # a shrink job: also by its deadline, with
             # time to write its result before the shrinker stops waiting for it
-            left = min(left, self.shrink_until - time.monotonic() - JOB_MARGIN_S)
+            end = self.shrink_until - time.monotonic() - JOB_MARGIN_S
+            by_deadline, left = end < left, min(left, end)
+
         def on_step(smaller: CheckResult) -> None:  # a job cut now keeps it
             if smaller.signature == res.signature and smaller.size < res.size:
                 self._finish(target, finding, smaller, shrunk=False)
 
+        began = time.monotonic()
         if hasattr(target, "minimise") and left > 0 and not stop_requested():
             try:  # target-specific passes after hypothesis, in what is left
                 smaller = minimise_within(
@@ -573,9 +581,22 @@ class Campaign:
                     res = smaller
             except Exception as err:  # noqa: BLE001
                 self._internal(target, crash_result(target, err, stage="minimise"))
+        if hasattr(target, "minimise") and by_deadline:  # the deadline cut it, unless
+            # it says it reached its fixpoint (`shrink_stats`: Bundl's, Prism's), or
+            # (a reducer that does not say) it came back before its time was up
+            stats = getattr(target, "shrink_stats", {}).get(res.signature)
+            used_up = time.monotonic() >= began + left - JOB_MARGIN_S
+            ran_out[0] |= left <= 0 or bool(stats["capped"] if stats else used_up)
+        ran_out[0] |= bool(stop_requested())
         finding.shrink_s = time.monotonic() - since
         self.summary.shrink_s += finding.shrink_s
-        self._finish(target, finding, res, shrunk=True)
+        # Note: `shrunk` is a step made, or a shrink that ended by itself; one its
+        # deadline stopped before any step is not, and is marked cut, as a shrinker
+        # marks a job it had no time for (issue 31.1: a Dask shrink handed over at
+        # the budget's end was reported shrunk, unchanged, after 0 s)
+        shrunk = res.size < o.size_before or not ran_out[0]
+        self._finish(target, finding, res, shrunk=shrunk, state="done",
+                     cut=not shrunk)
 
     # ------------------------------------------------------------------ shrink jobs
 
@@ -660,7 +681,7 @@ class Campaign:
         self.on_improve(meta, dict(res.files))
 
     def _finish(self, target: Target, finding: Finding, res: CheckResult,
-                shrunk: bool, state: str = "") -> None:
+                shrunk: bool, state: str = "", cut: bool = False) -> None:
         finding.size, finding.detail, finding.shrunk = res.size, res.detail, shrunk
         if (state or ("done" if shrunk else "shrinking")) == "done":
             res = self._attributed(target, res)
@@ -673,7 +694,8 @@ class Campaign:
                           state=state or ("done" if shrunk else "shrinking"),
                           size_before=finding.size_before,
                           found_after_s=round(finding.found_after_s, 2),
-                          shrink_s=round(finding.shrink_s, 2))
+                          shrink_s=round(finding.shrink_s, 2),
+                          **({"shrink_cut": True} if cut else {}))
         self.store.update(Path(finding.bundle), meta, res.files)
         if self.on_improve is not None:
             self.on_improve(meta, dict(res.files))

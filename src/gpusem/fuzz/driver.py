@@ -168,6 +168,7 @@ def run(spec: CampaignSpec, on_finding: OnFinding | None = None,
     from gpusem.fuzz.client import run_campaign, run_jobs
     from gpusem.fuzz.engines.registry import load_engine
 
+    began = time.time()  # a cluster engine's budget counts from here (its start too)
     spec = resolved(spec)
     if spec.engine == "local":  # a cluster engine asks its workers (engines/dask.py)
         ready(spec)  # before any program: a missing z3 is one line, not 8 minutes
@@ -188,6 +189,8 @@ def run(spec: CampaignSpec, on_finding: OnFinding | None = None,
         else:
             runner, shards = load_engine(spec.engine, spec.backend, spec.jobs,
                                          spec.scheduler, spec.gpus)
+            if hasattr(runner, "started_at"):  # the first property from the command's
+                runner.started_at = began if p == spec.props[0] else time.time()
             wire.pop("on_finding", None)  # called below, on this side
             part = run_campaign(wire, runner, shards, on_tick=tick)
         if (spec.jobs > 1 or spec.engine != "local") and on_finding is not None:

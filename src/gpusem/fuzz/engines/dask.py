@@ -20,8 +20,10 @@ bundles in the campaign's store (one folder per signature, whichever piece met i
 first; later meetings are sightings) and appends the piece to the record of finished
 pieces, which `--resume` reads. A piece does not shrink what it finds (issue 31.1:
 a worker shrinking for a minute held back every piece that met the same bug before
-the client knew it): each new finding it wrote goes to a worker as a shrink task of
-its own (`pieces.shrink_remote`), which ends by the campaign's shrink deadline
+the client knew it): each new finding it meets is published at once (a FOUND
+event, `handover.py`), claimed by the client and sent as a shrink task of its own
+(`pieces.shrink_remote`) to the local cluster's shrink worker (SHRINK=1) while one is
+free, else ahead of the pieces queued; it ends by the campaign's shrink deadline
 (`fuzz/shrink_jobs.shrink_end_s`); the shrunk bundle then replaces the first one,
 and each better bundle it writes on the way is published (an IMPROVED event). A
 worker lost mid-piece (killed, out of memory, its machine gone) is noticed by the
@@ -57,7 +59,6 @@ SLURM, PBS and Kubernetes set-ups.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import socket
@@ -71,6 +72,7 @@ from typing import Any
 from gpusem.calculus.errors import BadInput
 from gpusem.fuzz.bundle import BundleStore
 from gpusem.fuzz.engines.base import Engine, Progress, ShardEvent, ShardTask
+from gpusem.fuzz.engines.handover import FOUND, Inbox, handed_finding
 from gpusem.fuzz.engines.pieces import (
     ROUNDS_PER_PIECE,
     Piece,
@@ -79,9 +81,9 @@ from gpusem.fuzz.engines.pieces import (
     absorb_shrink,
     carried_env,
     finished,
-    known_findings,
+    known_map,
     record,
-    record_path,
+    recorded_findings,
     run_piece,
     shrink_remote,
     window_at,
@@ -90,7 +92,7 @@ from gpusem.fuzz.engines.pieces import (
 )
 from gpusem.fuzz.interrupts import at_once
 from gpusem.fuzz.shrink_jobs import SHRINK_TAIL
-from gpusem.fuzz.summary import Finding, Summary
+from gpusem.fuzz.summary import Summary
 from gpusem.fuzz.targets import (
     RUNTIME_TARGETS,
     preflight_target,
@@ -225,6 +227,17 @@ class DaskEngine(Engine):
         self.cluster: Any = None
         self.workers_started = 0
         self.piece_of: dict[str, Piece] = {}  # a piece future's key -> its piece
+        self.shard_of: dict[str, _Shard] = {}  # a piece future's key -> its shard
+        # a piece's key -> {signature: bundle} of the findings the client claimed from
+        # its FOUND events (`handover.py`), until its result is taken
+        self.handed: dict[str, dict[str, str]] = {}
+        self.taken: set[str] = set()  # keys of the pieces whose results were taken
+        self.own_shrinks: set[Any] = set()  # shrink tasks on a SHRINK worker
+        # time.time() when the campaign (this property) began, set by the driver: the
+        # budget runs from then, so the cluster's start is inside it (stop 31: 32
+        # workers on an H200 x2 took ~10 s to start, and a --budget 90s campaign
+        # ended 109.5 s after its command while its report said 96.4 s)
+        self.started_at: float | None = None
 
     # ------------------------------------------------------------------ cluster
 
@@ -276,8 +289,8 @@ class DaskEngine(Engine):
             info = self.client.scheduler_info(n_workers=-1)["workers"]
             n = sum(1 for w in info.values() if w.get("resources", {}).get(name, 0) >= 1)
             now = time.monotonic()
-            if self.workers_started:
-                if n >= self.workers_started or now > deadline:
+            if self.workers_started:  # all of them: the shrink worker too
+                if len(info) >= self.workers_started or now > deadline:
                     return n
             elif info:
                 settle = settle if settle is not None else now + 1.0
@@ -305,7 +318,7 @@ class DaskEngine(Engine):
         self._preflight(client, tasks)
         shards = [self._shard(t) for t in tasks]
         stores = {t.spec["out_dir"]: BundleStore(t.spec["out_dir"]) for t in tasks}
-        known = {id(s): _known_map(stores[s.task.spec["out_dir"]], s.task.spec)
+        known = {id(s): known_map(stores[s.task.spec["out_dir"]], s.task.spec)
                  for s in shards}
         capacity = max(1, self._capacity()) * IN_FLIGHT_PER_WORKER
         futures: dict[Any, _Shard] = {}
@@ -326,7 +339,7 @@ class DaskEngine(Engine):
                         resources=dict(self.resource), pure=False,
                         key=f"gpusem-piece-{_slug(piece)}-{time.monotonic_ns()}")
                     futures[fut] = s
-                    self.piece_of[fut.key] = piece
+                    self.piece_of[fut.key], self.shard_of[fut.key] = piece, s
                     s.in_flight += 1
                     pending.add(fut)
                     submitted = True
@@ -337,12 +350,38 @@ class DaskEngine(Engine):
         # shrink task -> (when it was submitted, the signature it shrinks)
         shrinks: dict[Any, tuple[float, str]] = {}
         hard_stop = max((s.hard_stop for s in shards), default=time.monotonic())
+        own = self._shrink_workers()  # workers that only shrink (`local_cluster`)
+
+        def shrink(s: _Shard, job: tuple[Any, ...]) -> None:
+            """A shrink task: on a SHRINK worker while one is free (it starts at
+            once), else before the pieces queued on the fuzzing workers."""
+            mine = len(self.own_shrinks & set(shrinks)) < own
+            fut = client.submit(
+                shrink_task, *job, time.time(), pure=False, priority=1,
+                resources={"SHRINK": 1} if mine else dict(self.resource),
+                key=f"gpusem-shrink-{time.monotonic_ns()}")
+            futures[fut] = s
+            shrinks[fut] = (time.monotonic(), job[0].signature)
+            if mine:
+                self.own_shrinks.add(fut)
+            s.in_flight += 1
+            pending.add(fut)
+
+        def early() -> None:  # the findings pieces met, as they met them
+            for key, job, meta, files in inbox.take():
+                s = self.shard_of.get(key)
+                if s is not None and key not in self.taken:
+                    for args in self._hand_over(s, key, job, meta, files, stores,
+                                                known[id(s)]):
+                        shrink(s, args)
+
+        inbox = Inbox(client)
         try:
             fill()
             results = iter(pending)
             while True:
                 with at_once():  # waiting on the cluster: a signal stops the wait
-                    fut = _next_by(pending, results, hard_stop)
+                    fut = _next_by(pending, results, hard_stop, early)
                 if fut is None:
                     if not pending.is_empty():  # the campaign's end came first
                         self._cut(futures, shrinks, stores)
@@ -355,18 +394,12 @@ class DaskEngine(Engine):
                 store = stores[s.task.spec["out_dir"]]
                 if fut in shrinks:
                     shrinks.pop(fut)
+                    self.own_shrinks.discard(fut)
                     self._take_shrink(fut, s, store)
                 else:
+                    early()  # its events first: what they handed over is not sent again
                     for job in self._take(fut, s, store, known[id(s)]):
-                        shrink = client.submit(  # before the pieces queued
-                            shrink_task, *job, time.time(),
-                            resources=dict(self.resource),
-                            pure=False, priority=1,
-                            key=f"gpusem-shrink-{time.monotonic_ns()}")
-                        futures[shrink] = s
-                        shrinks[shrink] = (time.monotonic(), job[0].signature)
-                        s.in_flight += 1
-                        pending.add(shrink)
+                        shrink(s, job)
                 if on_progress is not None:
                     on_progress(s.task, s.summary)
                 fill()
@@ -383,6 +416,7 @@ class DaskEngine(Engine):
                     yield self._event(s)
             raise
         finally:
+            inbox.close()
             for fut in list(futures):
                 fut.cancel()
 
@@ -494,10 +528,13 @@ class DaskEngine(Engine):
             plan = windows(spec["max_programs"], spec["round_size"], self.per_piece)
         counted.resumed = counted.programs  # an earlier run's: not in this run's rate
         if done:
-            counted.findings = _findings_of(spec, task.shard)
+            counted.findings = recorded_findings(spec, task.shard)
         budget = float(spec.get("budget_s", 60.0))
-        return _Shard(task, plan, done, counted, deadline=time.monotonic() + budget,
-                      budget_s=budget)
+        since = 0.0 if self.started_at is None else max(
+            0.0, time.time() - self.started_at)
+        started = time.monotonic() - since
+        return _Shard(task, plan, done, counted, deadline=started + budget,
+                      budget_s=budget, started=started)
 
     def _take(self, fut: Any, s: _Shard, store: BundleStore,
               known: dict[str, dict[str, str]]) -> list[tuple[Any, ...]]:
@@ -512,9 +549,15 @@ class DaskEngine(Engine):
             line = f"{type(err).__name__}: {err}".replace("\n", " ")[:300]
             s.summary.failed.append(f"dask piece failed: {line}")
             return []
-        written = absorb(result, store)
+        self.taken.add(str(fut.key))
+        handed = self.handed.pop(str(fut.key), {})
+        written = absorb(result, store, handed)
         record(s.task.spec["out_dir"], result, written)
         spec = s.task.spec
+        mine = {f.signature: f for f in s.summary.findings}
+        for f in [f for f in result.summary.findings if f.signature in handed]:
+            result.summary.findings.remove(f)  # the client's since its event: the
+            mine[f.signature].duplicates += f.duplicates  # piece's later sightings
         for f in result.summary.findings:
             known.setdefault(f.signature, {
                 "target": spec["target_name"], "backend": spec.get("backend", "cpu"),
@@ -527,7 +570,35 @@ class DaskEngine(Engine):
         factory = RUNTIME_TARGETS.get(spec["target_name"])
         return [(job, _bundle_of(store, job.signature, s.summary), max(
             0.0, left - time.monotonic()), result.piece.env, factory)
-            for job in result.jobs if job.signature in written]
+            for job in result.jobs if job.signature in written
+            and job.signature not in handed]
+
+    def _hand_over(self, s: _Shard, key: str, job: Any, meta: dict[str, Any],
+                   files: dict[str, str], stores: dict[str, BundleStore],
+                   known: dict[str, dict[str, str]]) -> list[tuple[Any, ...]]:
+        """A finding a piece under way met (its FOUND event): claimed in the store
+        now, and the arguments of its shrink task; none where the store holds the
+        signature already (another piece's: this piece's result counts a sighting)
+        or this piece handed it over before (a retry met it again)."""
+        spec = s.task.spec
+        if job.signature in self.handed.get(key, {}):
+            return []
+        path, created = stores[spec["out_dir"]].claim(meta, files)
+        if not created:
+            return []
+        self.handed.setdefault(key, {})[job.signature] = str(path)
+        s.summary.findings.append(handed_finding(job, path))
+        known.setdefault(job.signature, {
+            "target": spec["target_name"], "backend": spec.get("backend", "cpu"),
+            "property": spec["prop"], "kind": job.res.kind, "signature": job.signature})
+        left = s.deadline + SHRINK_TAIL * float(spec.get("budget_s", 60.0))
+        return [(job, (meta, files), max(0.0, left - time.monotonic()),
+                 self.piece_of[key].env, RUNTIME_TARGETS.get(spec["target_name"]))]
+
+    def _shrink_workers(self) -> int:
+        """Workers that declare SHRINK (the local cluster's shrink worker)."""
+        info = self.client.scheduler_info(n_workers=-1)["workers"]
+        return sum(1 for w in info.values() if w.get("resources", {}).get("SHRINK"))
 
     @staticmethod
     def _take_shrink(fut: Any, s: _Shard, store: BundleStore) -> None:
@@ -545,10 +616,14 @@ class DaskEngine(Engine):
         return ShardEvent(s.task, "done", s.summary)
 
 
-def _next_by(pending: Any, results: Iterator[Any], hard_stop: float) -> Any:
+def _next_by(pending: Any, results: Iterator[Any], hard_stop: float,
+             meanwhile: Any = None) -> Any:
     """The next finished task of `pending` (a Dask as_completed), or None when none
-    is left or none finished by `hard_stop` (time.monotonic())."""
+    is left or none finished by `hard_stop` (time.monotonic()); `meanwhile()` is
+    called while it waits (it may add tasks to `pending`)."""
     while not pending.has_ready():
+        if meanwhile is not None:
+            meanwhile()
         if pending.is_empty() or time.monotonic() >= hard_stop:
             return None
         time.sleep(POLL_S)
@@ -565,9 +640,10 @@ def worker_preflight(name: str, backend: str, prop: str, factory: Any = None
 
 def piece_task(piece: Piece, known: list[dict[str, str]], factory: Any = None
                ) -> PieceResult:
-    """`run_piece` as a Dask task: it first says on which worker it began."""
+    """`run_piece` as a Dask task: it first says on which worker it began, and it
+    publishes each new finding as it meets it (`handover.py`)."""
     _log_event(STARTED, {"at": time.time()})
-    return run_piece(piece, known, factory)
+    return run_piece(piece, known, factory, lambda m: _log_event(FOUND, m))
 
 
 def shrink_task(job: Any, bundle: tuple[dict[str, Any], dict[str, str]],
@@ -656,9 +732,12 @@ def local_cluster(backend: str = "cpu", jobs: int = 1, gpus: str | None = None) 
     # ("Failed to communicate with scheduler during heartbeat") into the campaign's
     # output (stop 31, on the H200s); a worker's real failures reach the report as
     # worker deaths and internal findings (`worker_deaths`), not through its log.
+    # and one worker that only shrinks (SHRINK=1): a finding's shrink task starts on
+    # it at once, beside the pieces, not when a fuzzing worker's piece ends (31.1)
     workers = {f"gpusem-{i}": {"cls": distributed.Nanny, "options": {
-        "nthreads": 1, "resources": dict(resource), "env": env, "memory_limit": 0,
-        "silence_logs": logging.CRITICAL}} for i, env in enumerate(envs)}
+        "nthreads": 1, "resources": dict(r), "env": env, "memory_limit": 0,
+        "silence_logs": logging.CRITICAL}} for i, (env, r) in enumerate(
+            [(env, resource) for env in envs] + [(envs[0], {"SHRINK": 1})])}
     scheduler = {"cls": distributed.Scheduler, "options": {
         "dashboard_address": ":0", "dashboard": False}}  # any free port: never 8787
     return distributed.SpecCluster(workers=workers, scheduler=scheduler,
@@ -696,36 +775,6 @@ def gpu_ids(gpus: str | None) -> list[str]:
         raise BadInput("the dask engine's cuda workers need a GPU: none found "
                        "(nvidia-smi -L lists none; or pass --gpus)")
     return found
-
-
-def _known_map(store: BundleStore, spec: dict[str, Any]) -> dict[str, dict[str, str]]:
-    return {k["signature"]: k for k in known_findings(store, spec["target_name"],
-                                                       spec["prop"])}
-
-
-def _findings_of(spec: dict[str, Any], shard: tuple[int, int]) -> list[Finding]:
-    """Findings of the finished pieces of a resumed shard, from their bundles."""
-    found: set[str] = set()
-    try:
-        for text in record_path(spec["out_dir"], spec["prop"], shard).read_text(
-                ).splitlines():
-            try:
-                found.update(json.loads(text).get("found", []))
-            except ValueError:
-                continue
-    except FileNotFoundError:
-        return []
-    out = []
-    for b in BundleStore(spec["out_dir"]).bundles():
-        m = b.meta
-        if m.get("signature") in found and m.get("property") == spec["prop"]:
-            out.append(Finding(m["signature"], m["kind"], str(m.get("detail", "")),
-                               int(m.get("size", 0)), str(b.path),
-                               bool(m.get("shrunk")), float(m.get("found_after_s", 0)),
-                               float(m.get("shrink_s", 0)),
-                               int(m.get("size_before", 0)), spec["prop"],
-                               spec["target_name"], new=False))
-    return out
 
 
 def _bundle_of(store: BundleStore, signature: str, summary: Summary

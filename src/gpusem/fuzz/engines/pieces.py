@@ -42,13 +42,16 @@ from pathlib import Path
 from typing import Any
 
 from gpusem.fuzz.bundle import BundleStore, read_bundle
+from gpusem.fuzz.engines.handover import Publish, Publishing
 from gpusem.fuzz.manifest import FOLDER
 from gpusem.fuzz.shrink_jobs import Deferred, ShrinkJob, ShrinkOutcome
 from gpusem.fuzz.summary import Finding, Summary
 
-# One round: a piece hands its new findings to their shrink tasks when it ends, so
+# One round: a piece handed its new findings to their shrink tasks when it ended, so
 # a piece of two 100-program rounds held them back for most of a 20 s budget under
-# load (stop 28: the first finding, met at 0.8 s, was handed over at 20.9 s)
+# load (stop 28: the first finding, met at 0.8 s, was handed over at 20.9 s); it now
+# publishes each one as it meets it (`handover.py`), and a piece's size is for
+# balance, loss and resume alone
 ROUNDS_PER_PIECE = 1
 # The client's settings that decide verdicts travel with each piece and hold on the
 # worker while it runs (a worker started before them, or on another machine, would not
@@ -115,11 +118,13 @@ def carried_env() -> dict[str, str]:
 
 # ---------------------------------------------------------------- on the worker
 
-def run_piece(piece: Piece, known: list[dict[str, str]], factory: Any = None
-              ) -> PieceResult:
+def run_piece(piece: Piece, known: list[dict[str, str]], factory: Any = None,
+              publish: Publish | None = None) -> PieceResult:
     """Run one piece in this process, in a store of its own (see the module
     docstring); `known`: {target, kind, signature, property, backend} of the findings
-    the client holds; `factory`: a target registered at run time in the client."""
+    the client holds; `factory`: a target registered at run time in the client;
+    `publish`: told each new finding's shrink job the moment it is met
+    (`handover.Publishing`), which the result carries too."""
     from gpusem.fuzz.campaign import Campaign
     from gpusem.fuzz.targets import register_target
 
@@ -142,7 +147,8 @@ def run_piece(piece: Piece, known: list[dict[str, str]], factory: Any = None
         if piece.until is not None:
             spec["budget_s"] = min(float(spec.get("budget_s", 60.0)),
                                    piece.until - time.time())
-        deferred = Deferred()  # new findings are shrunk by tasks of their own
+        # new findings are shrunk by tasks of their own
+        deferred = Deferred() if publish is None else Publishing(publish)
         summary = Campaign(**spec, shard=piece.shard, window=piece.window,
                            shrinker=deferred).run()
         bundles = []
@@ -256,13 +262,20 @@ def worker_deaths(piece: Piece, err: BaseException, store: BundleStore) -> Summa
     return out
 
 
-def absorb(result: PieceResult, store: BundleStore) -> list[str]:
+def absorb(result: PieceResult, store: BundleStore,
+           handed: dict[str, str] | None = None) -> list[str]:
     """Claim a piece's bundles in the campaign's store; point its findings at them.
-    A signature the store holds already becomes a sighting of that bundle. The
-    signatures this call wrote are returned."""
+    A signature the store holds already becomes a sighting of that bundle, but for
+    those the client claimed from this piece as it met them (`handed`: signature ->
+    bundle; `fuzz/engines/handover.py`). The signatures the piece wrote are
+    returned."""
     written = []
     files = {(m["signature"]): (m, fs) for m, fs in result.bundles}
     for f in result.summary.findings:
+        if f.signature in (handed or {}):
+            f.bundle, f.new = (handed or {})[f.signature], True
+            written.append(f.signature)
+            continue
         if f.signature in files:
             meta, texts = files[f.signature]
             path, created = store.claim(meta, texts)
@@ -351,3 +364,34 @@ def finished(out_dir: str | Path, prop: str, shard: tuple[int, int]
                        not_compared=line.get("not_compared", {}))
         total.merge(part)
     return done, total
+
+
+def known_map(store: BundleStore, spec: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """`known_findings` by signature."""
+    return {k["signature"]: k for k in known_findings(store, spec["target_name"],
+                                                       spec["prop"])}
+
+
+def recorded_findings(spec: dict[str, Any], shard: tuple[int, int]) -> list[Finding]:
+    """Findings of the finished pieces of a resumed shard, from their bundles."""
+    found: set[str] = set()
+    try:
+        for text in record_path(spec["out_dir"], spec["prop"], shard).read_text(
+                ).splitlines():
+            try:
+                found.update(json.loads(text).get("found", []))
+            except ValueError:
+                continue
+    except FileNotFoundError:
+        return []
+    out = []
+    for b in BundleStore(spec["out_dir"]).bundles():
+        m = b.meta
+        if m.get("signature") in found and m.get("property") == spec["prop"]:
+            out.append(Finding(m["signature"], m["kind"], str(m.get("detail", "")),
+                               int(m.get("size", 0)), str(b.path),
+                               bool(m.get("shrunk")), float(m.get("found_after_s", 0)),
+                               float(m.get("shrink_s", 0)),
+                               int(m.get("size_before", 0)), spec["prop"],
+                               spec["target_name"], new=False))
+    return out
