@@ -319,17 +319,9 @@ def _wgmma_nest(s: K.GInstr, env, reg) -> list[str]:
     kq = "gs_kc + gs_k"
     step = "gs_ffma({a}[gs_k], gs_b[gs_k], {d})" if s.instr == WGMMA_FMA else \
         "gs_fadd({d}, gs_fmul({a}[gs_k], gs_b[gs_k]))"
-    copy, rows, done = _a_rows(s, a, k, env)
-    return [(f"{{ const int gs_r = {_rank(s.mapping, env)};  // rank in the "
-             f"{s.mapping.describe()}"),
-            "  const int gs_m = 16 * (gs_r / 32) + gs_r % 32 / 4;  // and gs_m + 8",
-            *copy,
-            *UNROLL,
-            f"  for (int gs_kc = 0; gs_kc < {k}; gs_kc += {c}) {{",
-            f"    float gs_a0[{c}], gs_a1[{c}], gs_b[{c}];",
-            *UNROLL,
-            *rows,
-            *UNROLL,
+    head, done = _nest_head(s, env, a, k, c,
+                            f"float gs_a0[{c}], gs_a1[{c}], gs_b[{c}];")
+    return [*head,
             f"    for (int gs_j = 0; gs_j < {share}; gs_j += 4) {{",
             *UNROLL,
             "      for (int gs_h = 0; gs_h < 2; gs_h++) {",
@@ -346,6 +338,25 @@ def _wgmma_nest(s: K.GInstr, env, reg) -> list[str]:
             f"        {reg('gs_j + gs_h')} = gs_d0;",
             f"        {reg('gs_j + 2 + gs_h')} = gs_d1;",
             "      }", "    }", "  }", *done, "}"]
+
+
+def _nest_head(s: K.GInstr, env, a: K.Window, k: int, c: int,
+               arrays: str) -> tuple[list[str], list[str]]:
+    """The opening both wgmma nests share (`_wgmma_nest`, `_fused_nest`): the
+    thread's rank and row m, the copy of A where there is one, the loop over chunks
+    of `c` k declaring `arrays` (the chunk's registers) and reading the chunk's rows
+    m and m + 8 of A (`_a_rows`); and the lines that follow the nest."""
+    copy, rows, done = _a_rows(s, a, k, env)
+    return [(f"{{ const int gs_r = {_rank(s.mapping, env)};  // rank in the "
+             f"{s.mapping.describe()}"),
+            "  const int gs_m = 16 * (gs_r / 32) + gs_r % 32 / 4;  // and gs_m + 8",
+            *copy,
+            *UNROLL,
+            f"  for (int gs_kc = 0; gs_kc < {k}; gs_kc += {c}) {{",
+            f"    {arrays}",
+            *UNROLL,
+            *rows,
+            *UNROLL], done
 
 
 def _a_rows(s: K.GInstr, a: K.Window, k: int, env) -> tuple[list[str], ...]:
@@ -388,17 +399,8 @@ def _fused_nest(s: K.GInstr, env, reg, share: int, c: int) -> list[str]:
     ks = f"for (int gs_k = 0; gs_k < {c}; gs_k++)"
     kq = "gs_kc + gs_k"
     lo, hi = "gs_j + 4 * (gs_p / 2) + gs_p % 2", "gs_j + 4 * (gs_p / 2) + 2 + gs_p % 2"
-    copy, rows, done = _a_rows(s, a, k, env)
-    return [(f"{{ const int gs_r = {_rank(s.mapping, env)};  // rank in the "
-             f"{s.mapping.describe()}"),
-            "  const int gs_m = 16 * (gs_r / 32) + gs_r % 32 / 4;  // and gs_m + 8",
-            *copy,
-            *UNROLL,
-            f"  for (int gs_kc = 0; gs_kc < {k}; gs_kc += {c}) {{",
-            f"    float gs_a0[{c}], gs_a1[{c}];",
-            *UNROLL,
-            *rows,
-            *UNROLL,
+    head, done = _nest_head(s, env, a, k, c, f"float gs_a0[{c}], gs_a1[{c}];")
+    return [*head,
             f"    for (int gs_j = 0; gs_j < {share}; gs_j += {4 * g}) {{",
             f"      float gs_b[{2 * g}][{c}];  // columns n, n + 1 of {g} pair(s)",
             *UNROLL,
