@@ -467,7 +467,8 @@ class Campaign:
                           target=self.target_name, new=created)
         self.found[res.signature] = finding
         if not created:
-            finding.attribution, finding.cause = _recorded_attribution(path)
+            # "" where its writer is still attributing it
+            finding.attribution, finding.cause = recorded_attribution(path)
             self.summary.seen_elsewhere += 1
             self.store.sighting(path, self._sighting())
             self._announce(finding)
@@ -492,8 +493,7 @@ class Campaign:
         if not found:
             return res  # a property the target does not attribute
         self._as_found[res.signature] = res.files[ATTRIBUTION]
-        finding.attribution = str(found.get("verdict", ""))
-        finding.cause = cause_of(found, finding.signature)
+        blame_from(finding, res)
         meta = self._meta(target, res, shrunk=False, state="shrinking",
                           size_before=res.size,
                           found_after_s=round(finding.found_after_s, 2))
@@ -755,19 +755,24 @@ def attribution_of(res: CheckResult) -> dict[str, Any]:
     return found if isinstance(found, dict) else {}
 
 
+def job_finding(job: ShrinkJob, bundle: str = "") -> Finding:
+    """The finding of shrink job `job` as its shard met it, in `bundle` (default the
+    job's own), with the attribution it was handed over with (`blame_from`)."""
+    res = job.res
+    finding = Finding(res.signature, res.kind, res.detail, res.size,
+                      bundle or job.bundle, False, job.first_seen,
+                      size_before=job.size_before, prop=str(job.spec.get("prop", "")),
+                      target=str(job.spec.get("target_name", "")))
+    blame_from(finding, res)
+    return finding
+
+
 def blame_from(finding: Finding, res: CheckResult) -> None:
     """`finding`'s verdict and cause from `res`'s attribution, where it has one (a
     shrink job's finding as handed over: attributed where it was found)."""
     if found := attribution_of(res):
         finding.attribution = str(found.get("verdict", ""))
         finding.cause = cause_of(found, finding.signature)
-
-
-def _recorded_attribution(path: Path) -> tuple[str, str]:
-    """The verdict and cause a bundle written earlier (another shard, an earlier
-    campaign) records, "" when it has none (yet: its writer may still be
-    attributing it)."""
-    return recorded_attribution(path)
 
 
 def round_seed(seed: int, r: int) -> int:

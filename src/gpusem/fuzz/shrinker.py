@@ -28,7 +28,7 @@ from typing import Any, Final
 from gpusem.compiler.backends.lifetime import die_with_parent, from_main_thread
 from gpusem.fuzz.attribution import kept_on_cut
 from gpusem.fuzz.bundle import BundleStore, read_bundle
-from gpusem.fuzz.campaign import Campaign, blame_from
+from gpusem.fuzz.campaign import Campaign, job_finding
 from gpusem.fuzz.interrupts import install_signal_handlers
 from gpusem.fuzz.shrink_jobs import ShrinkJob, ShrinkOutcome
 from gpusem.fuzz.summary import Finding
@@ -116,13 +116,10 @@ class ProcessShrinker:
         """A job stopped at the deadline (`begun`) or never begun: its bundle as
         the shrinker left it."""
         res = job.res
-        finding = Finding(res.signature, res.kind, res.detail, res.size, job.bundle,
-                          False, job.first_seen, size_before=job.size_before,
-                          prop=str(job.spec.get("prop", "")), target=self.target_name)
+        finding = job_finding(job)  # with the attribution it was handed over with
         if begun:
             finding.shrink_s = time.monotonic() - max(self.started[job.signature],
                                                       self.last_done)
-        blame_from(finding, res)  # the attribution it was handed over with
         try:
             b = read_bundle(job.bundle)
             # the attribution of the program as found, where the bundle holds a
@@ -169,12 +166,7 @@ def _serve(jobs: Any, results: Any, parent: tuple[int, bool], target_name: str,
 def _crashed(job: ShrinkJob, err: BaseException) -> ShrinkOutcome:
     """The job's finding as first seen, and the shrinker's error as an internal
     finding beside it (bundled by the campaign like any other)."""
-    res = job.res
-    finding = Finding(res.signature, res.kind, res.detail, res.size, job.bundle,
-                      False, job.first_seen, size_before=job.size_before,
-                      prop=str(job.spec.get("prop", "")),
-                      target=str(job.spec.get("target_name", "")))
-    blame_from(finding, res)
+    finding = job_finding(job)
     bad = internal_result(err, stage="shrink")
     meta = {"target": finding.target, "backend": job.spec.get("backend", "cpu"),
             "property": finding.prop, "signature": bad.signature, "kind": bad.kind,
@@ -182,7 +174,7 @@ def _crashed(job: ShrinkJob, err: BaseException) -> ShrinkOutcome:
     path, _ = BundleStore(Path(job.bundle).parent).claim(meta, bad.files)
     error = Finding(bad.signature, bad.kind, bad.detail, 0, str(path), False,
                     job.first_seen, prop=finding.prop, target=finding.target)
-    return ShrinkOutcome(res.signature, [finding, error])
+    return ShrinkOutcome(job.signature, [finding, error])
 
 
 __all__ = ["ProcessShrinker", "run_job"]

@@ -72,7 +72,7 @@ from typing import Any
 from gpusem.calculus.errors import BadInput
 from gpusem.fuzz.bundle import BundleStore
 from gpusem.fuzz.engines.base import Engine, Progress, ShardEvent, ShardTask
-from gpusem.fuzz.engines.handover import FOUND, Inbox, handed_finding
+from gpusem.fuzz.engines.handover import FOUND, Inbox
 from gpusem.fuzz.engines.pieces import (
     ROUNDS_PER_PIECE,
     Piece,
@@ -81,6 +81,7 @@ from gpusem.fuzz.engines.pieces import (
     absorb_shrink,
     carried_env,
     finished,
+    known_entry,
     known_map,
     record,
     recorded_findings,
@@ -158,6 +159,11 @@ class _Shard:
     again_running: tuple[int, int] | None = None
     started: float = field(default_factory=time.monotonic)
     budget_s: float = 60.0
+
+    @property
+    def shrink_end(self) -> float:
+        """time.monotonic() by which this shard's shrink tasks end (`shrink_end_s`)."""
+        return self.deadline + SHRINK_TAIL * self.budget_s
 
     @property
     def hard_stop(self) -> float:
@@ -559,17 +565,14 @@ class DaskEngine(Engine):
             result.summary.findings.remove(f)  # the client's since its event: the
             mine[f.signature].duplicates += f.duplicates  # piece's later sightings
         for f in result.summary.findings:
-            known.setdefault(f.signature, {
-                "target": spec["target_name"], "backend": spec.get("backend", "cpu"),
-                "property": spec["prop"], "kind": f.kind, "signature": f.signature})
+            known.setdefault(f.signature, known_entry(spec, f.signature, f.kind))
         seconds = s.summary.seconds
         s.summary.merge(result.summary)
         s.summary.seconds = max(seconds, time.monotonic() - s.started)
         s.summary.fuzz_s = s.summary.seconds
-        left = s.deadline + SHRINK_TAIL * float(spec.get("budget_s", 60.0))
         factory = RUNTIME_TARGETS.get(spec["target_name"])
         return [(job, _bundle_of(store, job.signature, s.summary), max(
-            0.0, left - time.monotonic()), result.piece.env, factory)
+            0.0, s.shrink_end - time.monotonic()), result.piece.env, factory)
             for job in result.jobs if job.signature in written
             and job.signature not in handed]
 
@@ -586,13 +589,12 @@ class DaskEngine(Engine):
         path, created = stores[spec["out_dir"]].claim(meta, files)
         if not created:
             return []
+        from gpusem.fuzz.campaign import job_finding
+
         self.handed.setdefault(key, {})[job.signature] = str(path)
-        s.summary.findings.append(handed_finding(job, path))
-        known.setdefault(job.signature, {
-            "target": spec["target_name"], "backend": spec.get("backend", "cpu"),
-            "property": spec["prop"], "kind": job.res.kind, "signature": job.signature})
-        left = s.deadline + SHRINK_TAIL * float(spec.get("budget_s", 60.0))
-        return [(job, (meta, files), max(0.0, left - time.monotonic()),
+        s.summary.findings.append(job_finding(job, str(path)))  # attributed where met
+        known.setdefault(job.signature, known_entry(spec, job.signature, job.res.kind))
+        return [(job, (meta, files), max(0.0, s.shrink_end - time.monotonic()),
                  self.piece_of[key].env, RUNTIME_TARGETS.get(spec["target_name"]))]
 
     def _shrink_workers(self) -> int:
@@ -732,8 +734,9 @@ def local_cluster(backend: str = "cpu", jobs: int = 1, gpus: str | None = None) 
     # ("Failed to communicate with scheduler during heartbeat") into the campaign's
     # output (stop 31, on the H200s); a worker's real failures reach the report as
     # worker deaths and internal findings (`worker_deaths`), not through its log.
-    # and one worker that only shrinks (SHRINK=1): a finding's shrink task starts on
-    # it at once, beside the pieces, not when a fuzzing worker's piece ends (31.1)
+    # Beside them, one worker that only shrinks (SHRINK=1): a finding's shrink task
+    # starts on it at once, beside the pieces, not when a fuzzing worker's piece
+    # ends (issue 31.1).
     workers = {f"gpusem-{i}": {"cls": distributed.Nanny, "options": {
         "nthreads": 1, "resources": dict(r), "env": env, "memory_limit": 0,
         "silence_logs": logging.CRITICAL}} for i, (env, r) in enumerate(

@@ -22,12 +22,10 @@ from __future__ import annotations
 import pickle
 import queue
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from gpusem.fuzz.bundle import read_bundle
 from gpusem.fuzz.shrink_jobs import Deferred, ShrinkJob
-from gpusem.fuzz.summary import Finding
 
 FOUND = "gpusem-piece-found"  # the event of a piece's new finding (its job, bundle)
 
@@ -77,16 +75,3 @@ class Inbox:
             self.client.unsubscribe_topic(FOUND)
         except Exception:  # noqa: BLE001, S110 - a client already closed
             pass
-
-
-def handed_finding(job: ShrinkJob, path: Path) -> Finding:
-    """The finding of `job` as its piece met it, in the campaign's bundle `path`."""
-    from gpusem.fuzz.campaign import blame_from
-
-    res = job.res
-    finding = Finding(res.signature, res.kind, res.detail, res.size, str(path), False,
-                      job.first_seen, size_before=job.size_before,
-                      prop=str(job.spec.get("prop", "")),
-                      target=str(job.spec.get("target_name", "")))
-    blame_from(finding, res)  # attributed where it was found
-    return finding

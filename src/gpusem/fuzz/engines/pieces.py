@@ -269,11 +269,11 @@ def absorb(result: PieceResult, store: BundleStore,
     those the client claimed from this piece as it met them (`handed`: signature ->
     bundle; `fuzz/engines/handover.py`). The signatures the piece wrote are
     returned."""
-    written = []
+    written, handed = [], handed or {}
     files = {(m["signature"]): (m, fs) for m, fs in result.bundles}
     for f in result.summary.findings:
-        if f.signature in (handed or {}):
-            f.bundle, f.new = (handed or {})[f.signature], True
+        if f.signature in handed:
+            f.bundle, f.new = handed[f.signature], True
             written.append(f.signature)
             continue
         if f.signature in files:
@@ -308,6 +308,12 @@ def known_findings(store: BundleStore, target: str, prop: str) -> list[dict[str,
             out.append({k: str(b.meta[k]) for k in
                         ("target", "backend", "property", "kind", "signature")})
     return out
+
+
+def known_entry(spec: dict[str, Any], signature: str, kind: str) -> dict[str, str]:
+    """A finding of the campaign `spec` as `known_findings` gives it."""
+    return {"target": spec["target_name"], "backend": spec.get("backend", "cpu"),
+            "property": spec["prop"], "kind": kind, "signature": signature}
 
 
 def record_path(out_dir: str | Path, prop: str, shard: tuple[int, int]) -> Path:
