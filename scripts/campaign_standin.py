@@ -77,19 +77,9 @@ def one(seconds: float, seed: int, round_size: int, start_s: float = 0.0) -> dic
             "loadavg": [round(x, 2) for x in os.getloadavg()]}
 
 
-def _commit(tree: str) -> str:
-    done = subprocess.run(["git", "-C", tree, "rev-parse", "--short", "HEAD"],
-                          check=False, capture_output=True, text=True)
-    if done.returncode == 0:
-        return done.stdout.strip()
-    try:
-        with open(os.path.join(tree, "COMMIT")) as f:
-            return (f.read().split() or [""])[0]
-    except OSError:
-        return ""
-
-
 def main(argv: list[str] | None = None) -> int:
+    from profile_stages import _commit as commit_of  # this folder's: git or COMMIT
+
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tree", action="append", default=[])
     ap.add_argument("--seconds", type=float, default=60.0)
@@ -120,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         calls = sum(r["nvrtc_calls"] for r in rs)
         cpu, nv = (sum(r[k] * r["programs"] for r in rs) / max(1, n)
                    for k in ("cpu_ms_per_program", "nvrtc_cpu_ms_per_program"))
-        trees.append({"tree": tree, "commit": _commit(tree), "programs": n,
+        trees.append({"tree": tree, "commit": commit_of(tree), "programs": n,
                       "cpu_ms_per_program": round(cpu, 2),
                       "nvrtc_cpu_ms_per_program": round(nv, 2),
                       "rest_cpu_ms_per_program": round(cpu - nv, 2),

@@ -38,14 +38,20 @@ exec g++ "$@"
 """
 
 
+def cold_env(tree: str, tmp: Path, log: Path) -> dict[str, str]:
+    """`tree`'s gpusem with the floor-division fault, fresh g++ caches (a fresh CI
+    clone's) and g++ through the logging wrapper `tmp/gxx` (one line a call)."""
+    return dict(os.environ, GPUSEM_FAULT="floor-division",
+                GPUSEM_CACHE_DIR=tempfile.mkdtemp(dir=tmp),
+                XDG_CACHE_HOME=tempfile.mkdtemp(dir=tmp),
+                GPUSEM_CXX=str(tmp / "gxx"), GXX_LOG=str(log),
+                PYTHONPATH=str(Path(tree).resolve() / "src"))
+
+
 def run(tree: str, engine: str, tmp: Path, k: int, budget: int) -> dict:
     out = tmp / f"out{k}"
     log = tmp / f"gxx{k}.log"
-    env = dict(os.environ, GPUSEM_FAULT="floor-division",
-               GPUSEM_CACHE_DIR=tempfile.mkdtemp(dir=tmp),
-               XDG_CACHE_HOME=tempfile.mkdtemp(dir=tmp),
-               GPUSEM_CXX=str(tmp / "gxx"), GXX_LOG=str(log),
-               PYTHONPATH=str(Path(tree).resolve() / "src"))
+    env = cold_env(tree, tmp, log)
     extra = ["--engine", "dask", "--jobs", "2"] if engine == "dask" else []
     cmd = [str(BIN / "gpusem"), "fuzz", "--target", "bundl", "--budget",
            f"{budget}s", "--seed", "0", "--out", str(out), "--json",
@@ -113,11 +119,7 @@ print(json.dumps({"signature": first.signature, "before": first.size,
 def reduce_alone(tree: str, program: str, tmp: Path, k: int, seconds: float,
                  alone: bool) -> dict:
     log = tmp / f"gxx_reduce{k}.log"
-    env = dict(os.environ, GPUSEM_FAULT="floor-division",
-               GPUSEM_CACHE_DIR=tempfile.mkdtemp(dir=tmp),
-               XDG_CACHE_HOME=tempfile.mkdtemp(dir=tmp),
-               GPUSEM_CXX=str(tmp / "gxx"), GXX_LOG=str(log),
-               PYTHONPATH=str(Path(tree).resolve() / "src"))
+    env = cold_env(tree, tmp, log)
     proc = subprocess.run([sys.executable, "-c", REDUCE, program, str(seconds),
                            "1" if alone else "0"],
                           env=env, capture_output=True, text=True, check=False)

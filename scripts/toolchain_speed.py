@@ -53,7 +53,6 @@ import hashlib
 import json
 import os
 import platform
-import resource
 import shlex
 import subprocess
 import sys
@@ -63,16 +62,12 @@ from collections import Counter
 from dataclasses import replace
 from typing import Any
 
+from toolchain_cost import cpu_seconds  # this folder's: own and children's CPU s
+
 CORES = 16
 STAGES = ("generate", "reference", "compile", "build:nvrtc", "build:nvcc-O3",
           "build:nvcc-G", "build:ptxas-O0", "build:ptx-jit", "build:no-restrict",
           "digests", "verdict", "cpu", "matrix", "check")
-
-
-def cpu_seconds() -> float:
-    own = resource.getrusage(resource.RUSAGE_SELF)
-    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 class Clock:
