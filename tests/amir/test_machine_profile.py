@@ -5,26 +5,13 @@ the task-local state finds the ragged GEMM's 4-stage ring: a repeat at distance 
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-from types import ModuleType
-
 from gpusem.interpreter.amir.machine import check_amir
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "profile_amir_machine", ROOT / "scripts/profile_amir_machine.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.script_module import load_script
 
 
 def test_instrumented_machine_is_the_reference_and_finds_the_ring():
-    mod = script()
+    mod = load_script("profile_amir_machine")
     prog, env = mod.converted(512)
     ref = check_amir(prog, env)
     for images in (False, True):
@@ -43,7 +30,7 @@ def test_instrumented_machine_is_the_reference_and_finds_the_ring():
 def test_image_sees_a_difference():
     """Two images of different states differ (the repeat test is not vacuous): the
     state before the first k iteration is not the state one iteration later."""
-    mod = script()
+    mod = load_script("profile_amir_machine")
     prog, env = mod.converted(512)
     m = mod.Profiled(prog, env, "k", 1, images=True)
     m.run()

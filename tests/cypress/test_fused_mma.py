@@ -12,12 +12,9 @@ the naive `float32(double(a) * b + c)`."""
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 import subprocess
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 import pytest
@@ -35,9 +32,9 @@ from gpusem.interpreter.cypress.leaf import mma_fused
 from gpusem.interpreter.gpuir.sequential import run_sequential
 
 from tests.bundl.test_fma import fma_exact
+from tests.script_module import load_script
 
 F32 = np.float32
-ROOT = Path(__file__).resolve().parents[2]
 FUSED, PLAIN = "Sm90_wgmma_m64nNk8_f32_fma", "Sm90_wgmma_m64nNk8_f32"
 
 
@@ -248,21 +245,11 @@ def test_the_fused_leaf_refuses_int32_and_bad_shapes() -> None:
 # --------------------------------------------------------- lowering and compiling
 
 
-def bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "cypress_gemm_gpu", ROOT / "scripts/cypress_gemm_gpu.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def lowered() -> dict[bool, str]:
     """The GPU IR of Fig. 5 (N = 256, the 64 x 64 tile: the smallest kernel) and of
     our fused variant."""
-    mod = bench()
+    mod = load_script("cypress_gemm_gpu")
     m = mod.MAPPINGS["u64-v64-wgs1-p4"]
     return {f: mod.lower(mod.render(256, m.as_fused() if f else m), "hopper")[3]
             for f in (False, True)}
@@ -274,7 +261,7 @@ def test_the_fused_leaf_lowers_to_the_fused_wgmma_alone(
     assert f"{PLAIN}(D[" in plain and FUSED not in plain
     assert f"{FUSED}(D[" in fused
     assert fused.replace(FUSED, PLAIN) == plain  # nothing else moves
-    mod = bench()
+    mod = load_script("cypress_gemm_gpu")
     text = mod.render(256, mod.VARIANTS["fig5-hopper"].as_fused())
     assert text.startswith("# OURS, NOT THE PAPER'S") and "    mma_fma(C, A, B)\n" \
         in text
@@ -335,7 +322,7 @@ def test_fig5s_own_fused_tiles_take_the_grouped_nest_and_agree(
     """Fig. 5's mapping fused (64 x 256 tiles, 128 registers a thread) gets the
     grouped nest without forcing, and `gpusem exec` on full-significand floats
     agrees with its GPU IR reading on the cpu harness."""
-    mod = bench()
+    mod = load_script("cypress_gemm_gpu")
     text = mod.lower(mod.render(256, mod.VARIANTS["fig5-hopper"].as_fused()),
                      "hopper")[3]
     assert "gs_b[gs_p][gs_k]" in _grouped_nest(text)
@@ -375,7 +362,7 @@ def test_the_lowering_keeps_the_fused_k_order_on_any_floats() -> None:
     agree bit for bit on floats with full significands, where the order of the
     fmas is the result: the leaf's k ascending within a K step and across them is
     the four k8 wgmmas' order."""
-    mod = bench()
+    mod = load_script("cypress_gemm_gpu")
     from gpusem.interpreter.cypress.seq import seq
 
     m = mod.MAPPINGS["u64-v64-wgs1-p4"].as_fused()
@@ -400,7 +387,7 @@ def test_the_fused_gemm_on_the_cpu_harness_equals_the_cypress_reading() -> None:
 
     from gpusem.compiler.backends.registry import shared_backend
 
-    mod = bench()
+    mod = load_script("cypress_gemm_gpu")
     args = argparse.Namespace(check_upto=256, timeout=300.0, warmup=0, iters=1)
     m = mod.MAPPINGS["u64-v64-wgs1-p4"].as_fused()
     r = mod.row(256, "u64-v64-wgs1-p4-fused", m, args, shared_backend("cpu"))

@@ -5,25 +5,12 @@ and one that would change nothing is an error, never a silently full row."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "cypress_gemm_gpu", ROOT / "scripts/cypress_gemm_gpu.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+from tests.script_module import load_script
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +18,7 @@ def mod_and_source() -> tuple[ModuleType, str]:
     from gpusem.calculus.gpuir.parser import parse_module
     from gpusem.compiler.gpuir_cuda.pipeline import compile_proc
 
-    mod = script()
+    mod = load_script("cypress_gemm_gpu")
     _, _, _, gpuir = mod.lower(mod.render(256, mod.MAPPINGS["u64-v64-wgs1-p4"]),
                                "hopper")
     proc = parse_module(gpuir, "fig5_gemm.gpuir").procs[-1]

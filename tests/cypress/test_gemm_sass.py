@@ -5,26 +5,11 @@ same slot), what it charges an FFMA / FMUL and what it does not."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-from types import ModuleType
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "cypress_gemm_sass", ROOT / "scripts/cypress_gemm_sass.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+from tests.script_module import load_script
 
 
 def test_two_sources_in_one_bank_cost_a_cycle_three_cost_two() -> None:
-    stalls = script().bank_stalls
+    stalls = load_script("cypress_gemm_sass").bank_stalls
     assert stalls(["FFMA R1, R8, R12, R3"]) == (1, 0)  # 8, 12 even; 3 odd
     assert stalls(["FFMA R1, R8, R12, R4"]) == (2, 0)  # all three even
     assert stalls(["FFMA R1, R8, R13, R3"]) == (1, 0)  # 13, 3 odd
@@ -35,7 +20,7 @@ def test_two_sources_in_one_bank_cost_a_cycle_three_cost_two() -> None:
 
 
 def test_a_reused_operand_is_read_from_the_cache_in_its_slot_only() -> None:
-    stalls = script().bank_stalls
+    stalls = load_script("cypress_gemm_sass").bank_stalls
     # R8 flagged .reuse in slot 0, read again in slot 0: one read less, no conflict
     assert stalls(["FFMA R1, R8.reuse, R13, R3", "FFMA R5, R8, R12, R7"]) == (1, 1)
     # the same register in another slot is read from the file
