@@ -15,7 +15,7 @@ from gpusem.api.options import ExecOptions
 from gpusem.calculus.gpuir.parser import parse_module
 from gpusem.compiler.gpuir_cuda import instr, pipeline
 from gpusem.compiler.gpuir_cuda.pipeline import compile_proc
-from tests.cypress.test_fused_mma import bench
+from tests.script_module import load_script
 
 SIZES = {"M": 256, "N": 256, "K": 256}
 
@@ -24,7 +24,7 @@ SIZES = {"M": 256, "N": 256, "K": 256}
 def fig5() -> dict[bool, str]:
     """Fig. 5's mapping (64 x 256 tiles, the grouped fused nest) at N = 256:
     GPU IR, plain and fused."""
-    mod = bench()
+    mod = load_script("cypress_gemm_gpu")
     m = mod.VARIANTS["fig5-hopper"]
     return {f: mod.lower(mod.render(256, m.as_fused() if f else m), "hopper")[3]
             for f in (False, True)}
@@ -92,7 +92,7 @@ def test_the_fused_gemm_equals_its_reading_with_and_without_the_copy(
 def test_the_element_pair_nest_reads_a_from_the_copy_too() -> None:
     """The smaller fused tiles (u64-v64: 64 x 64, the element-pair nest) read A
     from the copy as well; their plain wgmma reads it along k, as before."""
-    mod = bench()
+    mod = load_script("cypress_gemm_gpu")
     m = mod.MAPPINGS["u64-v64-wgs1-p4"]
     fused, plain = (_gemm(mod.lower(mod.render(256, x), "hopper")[3])
                     for x in (m.as_fused(), m))
