@@ -64,3 +64,15 @@ def fma32_vec(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
         if bump.any():
             s = np.where(bump, np.nextafter(s, np.where(e > 0, np.inf, -np.inf)), s)
         return s.astype(F32)
+
+
+def mma_fused(c: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """C (M x N) after c = fma(a[m, k], b[k, n], c) for k ascending, every step one
+    correctly rounded float32 fma; all M x N elements at once per k (NumPy). The
+    meaning of the Cypress leaf `mma_fma` and, with B transposed, of GPU IR's
+    `Sm90_wgmma_m64nNk8_f32_fma` (errata "Extension: fused mma")."""
+    acc = np.asarray(c, np.float32)
+    a32, b32 = np.asarray(a, np.float32), np.asarray(b, np.float32)
+    for k in range(a32.shape[1]):
+        acc = fma32_vec(a32[:, k, None], b32[None, k, :], acc)
+    return acc

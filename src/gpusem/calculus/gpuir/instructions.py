@@ -48,7 +48,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 import numpy as np
-from gpusem.calculus.fma32 import fma32_vec
+from gpusem.calculus.fma32 import mma_fused
 from gpusem.calculus.gpuir.ast import UnitExpr
 from gpusem.calculus.gpuir.instr_decl import (
     ANY_CUDA,
@@ -113,11 +113,7 @@ def _mma_nt(d: View, a: View, b: View) -> None:
 def _mma_nt_fused(d: View, a: View, b: View) -> None:
     """d[m, n] = fma(a[m, k], b[n, k], d[m, n]) for k ascending, each step rounded
     once to float32 (calculus/fma32.py; errata "Extension: fused mma")."""
-    acc = np.asarray(d, np.float32)
-    a32, b32 = np.asarray(a, np.float32), np.asarray(b, np.float32)
-    for k in range(a32.shape[1]):
-        acc = fma32_vec(a32[:, k, None], b32[None, :, k], acc)
-    d[...] = acc
+    d[...] = mma_fused(d, a, np.asarray(b).T)
 
 
 def _zero(d: View) -> None:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpusem.calculus.errors import Trap
-from gpusem.calculus.fma32 import fma32_vec
+from gpusem.calculus.fma32 import mma_fused
 from gpusem.calculus.span import Span
 from gpusem.interpreter.cypress.views import View
 
@@ -107,13 +107,3 @@ def apply(op: str, views: tuple[View, ...], span: Span) -> None:
             r.write(_narrow(rows, r))
         case _:
             raise Trap(f"leaf {op}: unknown operation", rule="Leaf", span=span)
-
-
-def mma_fused(c: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """C (M x N) after c = fma(a[m, k], b[k, n], c) for k ascending, every step one
-    correctly rounded float32 fma; all M x N elements at once per k (NumPy)."""
-    acc = np.asarray(c, np.float32)
-    a32, b32 = np.asarray(a, np.float32), np.asarray(b, np.float32)
-    for k in range(a32.shape[1]):
-        acc = fma32_vec(a32[:, k, None], b32[None, k, :], acc)
-    return acc
