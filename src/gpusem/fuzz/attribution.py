@@ -500,6 +500,16 @@ def recorded(found: Mapping[str, Any], signature: str, files: Mapping[str, str],
     return meta
 
 
+def in_files(files: Mapping[str, str]) -> dict[str, Any]:
+    """The attribution among a finding's `files` (`attribution.json`), {} where it
+    has none or it is not a JSON object."""
+    try:
+        found = json.loads(files.get(ATTRIBUTION, "{}"))
+    except ValueError:
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
 def kept_on_cut(meta: Mapping[str, Any], files: Mapping[str, str],
                 first: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
     """A bundle whose shrink was cut (`fuzz/shrinker.py`, `engines/dask.py`), as
@@ -510,11 +520,7 @@ def kept_on_cut(meta: Mapping[str, Any], files: Mapping[str, str],
     if ATTRIBUTION not in files and ATTRIBUTION in first:
         files[ATTRIBUTION] = first[ATTRIBUTION]
     meta = dict(meta)
-    try:
-        found = json.loads(files.get(ATTRIBUTION, "{}"))
-    except ValueError:
-        found = {}
-    if isinstance(found, dict) and found:
+    if found := in_files(files):
         meta["attribution"] = recorded(found, str(meta.get("signature", "")), files,
                                        str(meta.get("program_file", "")))
     return meta, files

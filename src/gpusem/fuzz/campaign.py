@@ -72,6 +72,7 @@ from gpusem.fuzz.attribution import (
     AS_FOUND,
     SHRUNK,
     cause_of,
+    in_files,
     of_program,
     program_digest,
     recorded,
@@ -748,11 +749,7 @@ class _Tripped(Exception):
 
 def attribution_of(res: CheckResult) -> dict[str, Any]:
     """The finding's attribution (its `attribution.json`), {} when it has none."""
-    try:
-        found = json.loads(res.files.get(ATTRIBUTION, "{}"))
-    except ValueError:
-        return {}
-    return found if isinstance(found, dict) else {}
+    return in_files(res.files)
 
 
 def job_finding(job: ShrinkJob, bundle: str = "") -> Finding:
