@@ -70,6 +70,9 @@
 #   run CMD [ARGS]                 any command after the setup (gpusem fuzz ...)
 #   round LANE [LANE ...]          several at once, lane i on GPU i: a LANE is
 #                                  "SUB ARGS; SUB ARGS" run in order ($OUT/laneI.log)
+#   wheels                         HERE, before the call: every wheel the parts need, in
+#                                  .whl (gpusem's pins from pyproject.toml: hypothesis,
+#                                  lark, z3-solver; and scale-wheels's)
 #   scale-wheels                   HERE, before the call: the wheels scale needs, in .whl
 #
 # The batched calls of issue 16/17 were, as rounds:
@@ -95,6 +98,7 @@ case "$SUB" in
   scale) exec bash $PARTS/scale.sh "$@" ;;
   scale2) exec bash $PARTS/scale2.sh "$@" ;;
   scale-wheels) exec bash $PARTS/scale_wheels.sh "$@" ;;
+  wheels) exec bash $PARTS/wheels.sh "$@" ;;
   t1) exec bash $PARTS/t1.sh "$@" ;;
   t2) exec bash $PARTS/t2.sh "$@" ;;
   t3) exec bash $PARTS/t3.sh "$@" ;;

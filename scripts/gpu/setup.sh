@@ -20,5 +20,16 @@ python3 -m pip install -q --no-deps --no-build-isolation -e . >/tmp/pip.log 2>&1
   nvcc --version | tail -1
   python3 -c "import cupy, sys; print('cupy', cupy.__version__, 'python', sys.version.split()[0])"
   nproc
+  # the generators' cost and the programs a seed draws follow hypothesis's version: the
+  # image's own (6.168.3 on 2026-11-29) drew at half the speed of the pinned one, so a
+  # measurement without the pinned wheel says so here (scripts/gpu/wheels.sh carries it)
+  python3 - <<'PY'
+import re, hypothesis
+pin = re.search(r'"hypothesis==([^"]+)"', open("pyproject.toml").read())
+want = pin.group(1) if pin else "?"
+mark = "" if hypothesis.__version__ == want else "  NOT THE PINNED VERSION: carry it"
+print(f"hypothesis {hypothesis.__version__} (pyproject pins {want}){mark}")
+PY
 } >"$OUT/device.txt" 2>&1
+grep -q "NOT THE PINNED" "$OUT/device.txt" && grep hypothesis "$OUT/device.txt" >&2
 echo "$WHEELS" >/tmp/gpusem-setup.done
