@@ -15,10 +15,13 @@ from gpusem.api import exec_file
 from gpusem.api.options import ExecOptions
 from gpusem.calculus.gpuir.parser import parse_module
 from gpusem.compiler.gpuir_cuda import pipeline
+from gpusem.compiler.gpuir_cuda.instr import FusedNest
 from gpusem.compiler.gpuir_cuda.pipeline import compile_proc
 from tests.script_module import load_script
 
 SIZES = {"M": 256, "N": 256, "K": 256}
+# cyperf5's copy on (with cyperf4's grouped nest), whatever the compiler's default
+COPY = FusedNest(grouped=True, a_copy=True)
 
 
 @pytest.fixture(scope="module")
@@ -31,10 +34,10 @@ def fig5() -> dict[bool, str]:
             for f in (False, True)}
 
 
-def _gemm(text: str):
-    """The compiled proc and its GEMM kernel (the last)."""
+def _gemm(text: str, nest: FusedNest = COPY):
+    """The compiled proc and its GEMM kernel (the last), with the copy of A."""
     proc = parse_module(text, "fig5.gpuir").procs[-1]
-    out = compile_proc(proc, SIZES, source=text)
+    out = compile_proc(proc, SIZES, source=text, fused=nest)
     return out, out.kernels[-1]
 
 
@@ -78,12 +81,11 @@ def test_without_room_the_fused_nest_reads_a_directly(
 
 def test_the_default_fused_gemm_equals_its_reading(
         fig5: dict[bool, str], tmp_path: Path) -> None:
-    """`gpusem exec` (the compiler's default nest: the copy on) on full-significand
-    floats (any other order of an element's fmas, or a wrong row of A, gives other
-    bits) agrees with the GPU IR reading on the cpu harness."""
+    """`gpusem exec` (the compiler's default nest, instr.FUSED_NEST) on
+    full-significand floats (any other order of an element's fmas, or a wrong row
+    of A, gives other bits) agrees with the GPU IR reading on the cpu harness."""
     out = tmp_path / "fig5_fused.gpuir"
     out.write_text(fig5[True])
-    assert "gs_at[" in _gemm(fig5[True])[0].source
     run = exec_file(str(out), ExecOptions(backend="cpu"))
     assert run.agree, run
 

@@ -393,14 +393,14 @@ class FusedNest:
         wgmma's operand itself (two LDS.128 a chunk of 4 k).
     """
 
-    grouped: bool = True
-    a_copy: bool = True
+    grouped: bool
+    a_copy: bool
 
 
-# The default of every compilation (the api, the campaigns, the goldens of fused
-# programs): both on, as merged. The GPU measures all four (cyknob) before the
-# fastest becomes the default.
-FUSED_NEST = FusedNest()
+# The default of every compilation (the api, the campaigns): both on, as merged.
+# The GPU times all four (cyknob) before the fastest becomes the default; no golden
+# holds a fused kernel, and the tests of each choice set it themselves.
+FUSED_NEST = FusedNest(grouped=True, a_copy=True)
 
 
 # Column pairs of B a fused chunk reads before its FFMAs: 4 x FUSED_PAIRS independent
