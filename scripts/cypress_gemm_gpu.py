@@ -29,11 +29,18 @@ leaf is `mma_fma` (C = fma(A, B, C) for k ascending, one rounding a step; errata
 `__fmaf_rn` (FFMA) where the plain one has a multiply and an add (FMUL + FADD);
 `best` is then given per leaf. Its rows are checked as the others: on the integer
 data every partial sum is exact, so the reading of either leaf is the exact product
-(tests/cypress/test_fused_mma.py). Per row:
+(tests/cypress/test_fused_mma.py). A fused name may end in the two choices of the
+fused nest's emission (gpuir_cuda's `instr.FusedNest`; `NAME-fused` alone: the
+compiler's default): `NAME-fused-grouped-acopy`, `-grouped-noacopy`,
+`-nogrouped-acopy`, `-nogrouped-noacopy` (grouped: branch cyperf4's nest on 64 x 256
+tiles; acopy: cyperf5's per-warp copy of A; the same bits, other speeds:
+results/cypress/gemm_speed.md, cyknob); `--fused` takes such names too. Per row:
 
 - ours: one checked launch of each kernel in order (the Hopper form transposes B
   first), then `CudaBackend.time_kernel_each` per kernel (CUDA events, `--warmup`,
   then `--iters`; the median): ours_ms is their sum;
+- cuda_sha256: of the kernels' CUDA (rows with one hash ran the same code, e.g. the
+  `grouped` choice on tiles it does not apply to);
 - cuBLAS: `cupy.matmul` on the same device data (FP32: setup.sh sets CUPY_TF32=0),
   timed the same way; ratio = ours_ms / cublas_ms (above 1: ours is slower);
 - checked: ours equals the Cypress sequential reading (interpreter/cypress/seq.py)
@@ -63,6 +70,7 @@ the builds, not a speed). The lead runs it on the GPU: `bash scripts/gpu.sh cypr
 from __future__ import annotations
 
 import argparse
+import hashlib
 import itertools
 import json
 import platform
@@ -91,14 +99,44 @@ class Mapping:
     depth: int = 3
     form: str = "hopper"
     fused: bool = False  # ours: the leaf mma_fma (`fused`), not Fig. 5a's mma
+    # the fused nest's emission (instr.FusedNest's fields); None: the compiler's
+    # default. Not the program's: its reading and the exact product are the same.
+    grouped: bool | None = None
+    a_copy: bool | None = None
 
     def describe(self) -> dict:
-        return {"U": self.u, "V": self.v, "WGS": self.wgs, "pipeline": self.depth,
-                "W": 32, "form": self.form, "leaf": FUSED_LEAF if self.fused
-                else "mma"}
+        out = {"U": self.u, "V": self.v, "WGS": self.wgs, "pipeline": self.depth,
+               "W": 32, "form": self.form, "leaf": FUSED_LEAF if self.fused
+               else "mma"}
+        if self.fused:
+            nest = nest_of(self)
+            out["nest"] = {"grouped": nest.grouped, "a_copy": nest.a_copy,
+                           "default": nest == default_nest()}
+        return out
 
     def as_fused(self) -> Mapping:
         return replace(self, fused=True)
+
+    def program(self) -> Mapping:
+        """The mapping without the nest's choices: what the program text says."""
+        return replace(self, grouped=None, a_copy=None)
+
+
+def default_nest():
+    from gpusem.compiler.gpuir_cuda.instr import FUSED_NEST
+
+    return FUSED_NEST
+
+
+def nest_of(m: Mapping):
+    """The fused nest's emission for `m` (instr.FusedNest): its choices where set,
+    the compiler's default where not."""
+    chosen = {k: v for k in ("grouped", "a_copy") if (v := getattr(m, k)) is not None}
+    return replace(default_nest(), **chosen)
+
+
+# NAME-fused-<grouped|nogrouped>-<acopy|noacopy>: the fused nest's two choices
+NEST_SUFFIX = re.compile(r"-fused-(no)?grouped-(no)?acopy$")
 
 
 # Fig. 5b's 256 x 256 tile (each of its 2 warpgroups holds 2 64 x 256 float32
@@ -204,10 +242,11 @@ def ablate(source: str, what: str) -> str:
 
 
 def jobs_for(gpuir: str, arrays: dict[str, np.ndarray], timeout_s: float,
-             ablation: str = ""):
+             ablation: str = "", nest=None):
     """One Job per kernel of the proc (the Hopper form: the transposition of B,
     then the GEMM), each on the arrays the kernels before it leave; with
-    `ablation`, the GEMM's source edited (`ablate`)."""
+    `ablation`, the GEMM's source edited (`ablate`); `nest`: the fused nest's
+    emission (instr.FusedNest; None: the default)."""
     from gpusem.calculus.gpuir.parser import parse_module
     from gpusem.compiler.backends.kernel import Job
     from gpusem.compiler.gpuir_cuda.pipeline import compile_proc
@@ -218,7 +257,8 @@ def jobs_for(gpuir: str, arrays: dict[str, np.ndarray], timeout_s: float,
     state = {p.name: (arrays[p.name] if p.name in arrays else
                       np.zeros((n, m), np.float32)).reshape(-1).copy()
              for p in proc.data_params}
-    specs = compile_proc(proc, defines, source=gpuir, file="fig5_gemm.gpuir").specs()
+    specs = compile_proc(proc, defines, source=gpuir, file="fig5_gemm.gpuir",
+                         fused=nest).specs()
     if ablation:
         specs = [replace(sp, source=ablate(sp.source, ablation)) for sp in specs]
 
@@ -229,9 +269,9 @@ def jobs_for(gpuir: str, arrays: dict[str, np.ndarray], timeout_s: float,
 
 
 def run_all(backend, gpuir: str, arrays: dict[str, np.ndarray], timeout_s: float,
-            ablation: str = ""):
+            ablation: str = "", nest=None):
     """(C, the jobs as launched, "" or why a kernel failed)."""
-    specs, state, job = jobs_for(gpuir, arrays, timeout_s, ablation)
+    specs, state, job = jobs_for(gpuir, arrays, timeout_s, ablation, nest)
     jobs = []
     for spec in specs:
         jobs.append(job(spec))
@@ -312,16 +352,19 @@ def row(n: int, variant: str, m: Mapping, args, backend, ablation: str = "") -> 
     exact = EXACT[key]
     want = None
     if n <= args.check_upto and not ablation:
-        if (n, m) not in READINGS:
+        if (n, m.program()) not in READINGS:
             t = time.perf_counter()
-            READINGS[n, m] = seq(program, arrays, scalars)[0]["C"]
+            READINGS[n, m.program()] = seq(program, arrays, scalars)[0]["C"]
             out["seq_s"] = round(time.perf_counter() - t, 3)
-        want = READINGS[n, m]
+        want = READINGS[n, m.program()]
     t = time.perf_counter()
-    got, jobs, failed = run_all(backend, gpuir, arrays, args.timeout, ablation)
+    got, jobs, failed = run_all(backend, gpuir, arrays, args.timeout, ablation,
+                                nest_of(m))
     if failed:
         out["failed"] = failed
         return out
+    out["cuda_sha256"] = hashlib.sha256("".join(
+        j.spec.source for j in jobs).encode()).hexdigest()
     if not ablation:  # an ablated kernel's C is wrong by construction
         got = np.asarray(got).reshape(n, n)
         out["agree_reading"] = None if want is None else bool(np.array_equal(got,
@@ -350,7 +393,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--backend", default="cuda", choices=("cuda", "cpu"))
     ap.add_argument("--sizes", default="", help="N values, by commas or spaces")
     ap.add_argument("--check-upto", type=int, default=512)
-    ap.add_argument("--variants", default=",".join(VARIANTS))
+    ap.add_argument("--variants", default=",".join(VARIANTS),
+                    help="names of VARIANTS (none: only --mappings and --fused)")
     ap.add_argument("--fma-upto", type=int, default=2048,
                     help="the FMA form only up to this N (its kernel is slow)")
     ap.add_argument("--warmup", type=int, default=3)
@@ -361,7 +405,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fused", default="all",
                     help="all, none, or names of the variants and mappings (Hopper "
                          "form) also run as our fused variant (leaf mma_fma), each "
-                         "row NAME-fused")
+                         "row NAME-fused; or fused names with the nest's choices, "
+                         "NAME-fused-[no]grouped-[no]acopy")
     ap.add_argument("--ablate", default="",
                     help="variants or mappings to time with a part left out "
                          "(ABLATIONS), at N = --ablate-n only")
@@ -369,7 +414,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     chosen = {} if args.mappings == "none" else dict(MAPPINGS) \
         if args.mappings == "all" else {k: MAPPINGS[k] for k in args.mappings.split(",")}
-    runs = {**{v: VARIANTS[v] for v in args.variants.split(",")}, **chosen}
+    runs = {**{v: VARIANTS[v] for v in args.variants.split(",")
+               if args.variants != "none"}, **chosen}
     runs |= fused_runs(runs, args.fused)
     default = "256,512,1024,2048,4096" if args.backend == "cuda" else "256"
     sizes = [int(s) for s in re.split(r"[,\s]+", (args.sizes or default).strip())]
@@ -398,13 +444,11 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(r), flush=True)
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
-    known = {**VARIANTS, **MAPPINGS}
-    known |= fused_runs(known, "all")
     for variant, what in itertools.product(filter(None, args.ablate.split(",")),
                                            ABLATIONS):
         if args.ablate_n not in sizes:
             break
-        r = row(args.ablate_n, variant, known[variant], args, backend, what)
+        r = row(args.ablate_n, variant, named(variant), args, backend, what)
         bad |= "failed" in r
         report["rows"].append(r)
         print(json.dumps(r), flush=True)
@@ -417,12 +461,31 @@ def main(argv: list[str] | None = None) -> int:
 def fused_runs(runs: dict[str, Mapping], which: str) -> dict[str, Mapping]:
     """NAME-fused: the same mapping with our leaf mma_fma, for each Hopper-form run
     `which` names (all: every run; none; or names of VARIANTS and MAPPINGS, run or
-    not); the FMA form has no fused lowering."""
+    not, or such a name's fused row with the nest's choices, `named`); the FMA
+    form has no fused lowering."""
     known = {**VARIANTS, **MAPPINGS, **runs}
     names = [] if which == "none" else list(runs) if which == "all" \
         else which.split(",")
+    chosen = {k: named(k) for k in names if NEST_SUFFIX.search(k)}
     return {f"{k}-fused": known[k].as_fused() for k in names
-            if known[k].form == "hopper" and not known[k].fused}
+            if k not in chosen and known[k].form == "hopper" and not known[k].fused
+            } | chosen
+
+
+def named(name: str) -> Mapping:
+    """The run a row name means: a variant or mapping, NAME-fused (our leaf
+    mma_fma), or NAME-fused-[no]grouped-[no]acopy (and the fused nest's choices:
+    instr.FusedNest)."""
+    known = {**VARIANTS, **MAPPINGS}
+    if (m := NEST_SUFFIX.search(name)) is not None:
+        base = known[name[:m.start()]]
+        if base.form != "hopper":
+            raise ValueError(f"{name}: the {base.form} form has no fused wgmma")
+        return replace(base.as_fused(), grouped=m.group(1) is None,
+                       a_copy=m.group(2) is None)
+    if name.endswith("-fused"):
+        return known[name.removesuffix("-fused")].as_fused()
+    return known[name]
 
 
 def best(rows: list[dict]) -> list[dict]:
@@ -440,8 +503,9 @@ def best(rows: list[dict]) -> list[dict]:
         good = [r for r in mine if r.get("agree_exact") is True
                 and r.get("agree_reading") is not False and "failed" not in r
                 and r.get("ratio") is not None]
-        fig5 = next((r for r in mine if r["variant"] in ("fig5-hopper",
-                                                         "fig5-hopper-fused")), {})
+        fig5 = next((r for r in mine if r["variant"].startswith("fig5-hopper")
+                     and r["mapping"]["form"] == "hopper"
+                     and r["mapping"].get("nest", {}).get("default", True)), {})
         top = min(good, key=lambda r: r["ours_ms"], default=None)
         out.append({"n": n, "leaf": leaf, "fig5_ms": fig5.get("ours_ms"),
                     "fig5_ratio": fig5.get("ratio"),

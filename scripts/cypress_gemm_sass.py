@@ -2,7 +2,7 @@
 from the SASS (results/cypress/gemm_speed.md, branch cyperf3).
 
     python scripts/cypress_gemm_sass.py [--n 4096] [--mappings fig5-hopper-fused,..]
-        [--keep DIR] [--no-fused-at]
+        [--keep DIR] [--no-fused-at] [--nests]
 
 Per variant or mapping of scripts/cypress_gemm_gpu.py: the CUDA that script launches
 (`lower(render(n, m))`, `compile_proc`), built as the cuda backend builds it (nvcc
@@ -17,8 +17,10 @@ extra register-read cycles a multiply-add of the loop's FP instructions under th
 register-bank model published for Volta and Turing (`bank_stalls`; cyperf4), the
 same with 4 banks (`bank4_...`: Kepler to Pascal's count; cyperf5), and its
 reuse-cache hits; and the DMA warp's copies: loops over the lanes (BRA.U.ANY),
-static UBLKCPs, and instructions a copy in each loop holding UBLKCPs. Exit 2 (one
-line) without nvcc or cuobjdump.
+static UBLKCPs, and instructions a copy in each loop holding UBLKCPs. A fused name
+may carry the fused nest's two choices, `NAME-fused-[no]grouped-[no]acopy`
+(cypress_gemm_gpu.py's `named`); `--nests` builds, for each fused name given, all
+four (cyknob). Exit 2 (one line) without nvcc or cuobjdump.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import re
 import subprocess
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,7 +57,8 @@ def cuda_of(mod, n: int, m) -> str:
 
     _, _, _, gpuir = mod.lower(mod.render(n, m), m.form)
     proc = parse_module(gpuir, "fig5_gemm.gpuir").procs[-1]
-    return compile_proc(proc, {"M": n, "N": n, "K": n}, source=gpuir).source
+    return compile_proc(proc, {"M": n, "N": n, "K": n}, source=gpuir,
+                        fused=mod.nest_of(m)).source
 
 
 def build(source: str, work: Path, name: str, nvcc: str, cuobjdump: str
@@ -209,28 +213,42 @@ def main(argv: list[str] | None = None) -> int:
                                                              for m in five)]))
     ap.add_argument("--keep", default="", help="a folder for the .cu and .cubin")
     ap.add_argument("--no-fused-at", action="store_true",
-                    help="the fused nest reads A along k (instr.FUSED_AT off: "
-                         "before cyperf5)")
+                    help="the fused nest reads A along k (FusedNest.a_copy off: "
+                         "before cyperf5) where the name does not say")
+    ap.add_argument("--nests", action="store_true",
+                    help="each fused name given as its four nests, "
+                         "NAME-fused-[no]grouped-[no]acopy (cyknob)")
     args = ap.parse_args(argv)
-    if args.no_fused_at:
-        from gpusem.compiler.gpuir_cuda import instr
-
-        instr.FUSED_AT = False
     nvcc, cuobjdump = find_tool("nvcc"), find_tool("cuobjdump")
     if not nvcc or not cuobjdump:
         print("cypress_gemm_sass: needs nvcc and cuobjdump")
         return 2
     mod = bench()
-    known = {**mod.VARIANTS, **mod.MAPPINGS}
-    known |= mod.fused_runs(known, "all")  # NAME-fused: the leaf mma_fma
+    names = args.mappings.split(",")
+    if args.nests:  # NAME-fused -> its four nests; the others as given
+        names = [f"{n.removesuffix('-fused')}-fused-{g}grouped-{a}acopy"
+                 if n.endswith("-fused") else n for n in names
+                 for g in ("no", "") for a in ("no", "")]
+        names = list(dict.fromkeys(names))
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(args.keep or tmp)
         work.mkdir(parents=True, exist_ok=True)
-        for name in args.mappings.split(","):
-            res, sass = build(cuda_of(mod, args.n, known[name]), work, name, nvcc,
-                              cuobjdump)
-            print(json.dumps(report(name, res, sass)), flush=True)
+        for name in names:
+            m = mod.named(name)  # NAME-fused..: the leaf mma_fma
+            if args.no_fused_at and m.a_copy is None:
+                m = replace(m, a_copy=False)
+            res, sass = build(cuda_of(mod, args.n, m), work, name, nvcc, cuobjdump)
+            print(json.dumps(report(name, res, sass) | nest_fields(mod, m)),
+                  flush=True)
     return 0
+
+
+def nest_fields(mod, m) -> dict:
+    """The fused nest's emission a fused row was built with (instr.FusedNest)."""
+    if not m.fused:
+        return {}
+    nest = mod.nest_of(m)
+    return {"nest": {"grouped": nest.grouped, "a_copy": nest.a_copy}}
 
 
 if __name__ == "__main__":

@@ -22,6 +22,13 @@
 # variant NAME-fused (the leaf mma_fma: one FFMA a multiply-add, errata "Extension:
 # fused mma"), checked as the rest, per N its best in "best" (leaf mma_fma);
 # CYPRESS_FUSED=all|none|NAME,.. sets them (about 2 minutes more: at most 9).
+# A name there may carry the fused nest's two choices (gpuir_cuda instr.FusedNest:
+# branch cyperf4's grouped nest, cyperf5's copy of A), NAME-fused-[no]grouped-
+# [no]acopy, to time each combination (cyknob); CYPRESS_VARIANTS=none|NAME,.. sets
+# the plain variants (default fig5-hopper,fig5-fma,u128-hopper). The cyknob run
+# (about 3 minutes on one H200; results/cypress/gemm_speed.md, cyknob):
+#   CYPRESS_ONLY=gemm CYPRESS_SIZES="2048 4096" CYPRESS_MAPPINGS=none CYPRESS_ABLATE=
+#   CYPRESS_VARIANTS=u128-hopper CYPRESS_FUSED=<the 12 names there>
 # Testing here without a GPU: CYPRESS_BACKEND=cpu CYPRESS_SIZES=256 PY=... GPUSEM=...
 # (run so here at 40 programs: 1.5 min on 2 shared cores, every part as on the GPU).
 set -uo pipefail
@@ -52,6 +59,7 @@ fi
 timeout "$GEMM_TIMEOUT" "$PY" scripts/cypress_gemm_gpu.py \
   --backend "$BACKEND" "${sizes[@]}" --check-upto 256 --warmup 2 --iters 10 \
   --mappings "$MAPPINGS" --ablate "$ABLATE" --fused "${FUSED:-none}" \
+  --variants "${CYPRESS_VARIANTS:-fig5-hopper,fig5-fma,u128-hopper}" \
   --out "$OUT/cypress_gemm.json" \
   >"$WORK/gemm.log" 2>&1
 echo "gemm: exit $?" >>"$SUMMARY"

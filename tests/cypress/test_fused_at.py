@@ -1,8 +1,9 @@
 """The fused wgmma's k-major copy of A (gpuir_cuda/instr.py `_at_copy`, cyperf5):
 Fig. 5's fused nest reads its rows m and m + 8 of one k as a pair from a per-warp
-shared copy, and still equals its GPU IR reading on the cpu harness (with and
-without the copy); the copy is dropped where its static shared memory would not
-fit beside the kernel's dynamic; plain (unfused) kernels never get it."""
+shared copy; the copy is dropped where its static shared memory would not fit
+beside the kernel's dynamic; plain (unfused) kernels never get it. That the fused
+kernels equal their GPU IR reading on the cpu harness with and without the copy
+(and with and without cyperf4's grouped nest) is test_fused_nest_choices.py's."""
 
 from __future__ import annotations
 
@@ -13,11 +14,14 @@ import pytest
 from gpusem.api import exec_file
 from gpusem.api.options import ExecOptions
 from gpusem.calculus.gpuir.parser import parse_module
-from gpusem.compiler.gpuir_cuda import instr, pipeline
+from gpusem.compiler.gpuir_cuda import pipeline
+from gpusem.compiler.gpuir_cuda.instr import FusedNest
 from gpusem.compiler.gpuir_cuda.pipeline import compile_proc
 from tests.script_module import load_script
 
 SIZES = {"M": 256, "N": 256, "K": 256}
+# cyperf5's copy on (with cyperf4's grouped nest), whatever the compiler's default
+COPY = FusedNest(grouped=True, a_copy=True)
 
 
 @pytest.fixture(scope="module")
@@ -30,10 +34,10 @@ def fig5() -> dict[bool, str]:
             for f in (False, True)}
 
 
-def _gemm(text: str):
-    """The compiled proc and its GEMM kernel (the last)."""
+def _gemm(text: str, nest: FusedNest = COPY):
+    """The compiled proc and its GEMM kernel (the last), with the copy of A."""
     proc = parse_module(text, "fig5.gpuir").procs[-1]
-    out = compile_proc(proc, SIZES, source=text)
+    out = compile_proc(proc, SIZES, source=text, fused=nest)
     return out, out.kernels[-1]
 
 
@@ -75,14 +79,11 @@ def test_without_room_the_fused_nest_reads_a_directly(
     assert "gs_a0[gs_k] = As[" in out.source
 
 
-@pytest.mark.parametrize("copy", [True, False])
-def test_the_fused_gemm_equals_its_reading_with_and_without_the_copy(
-        fig5: dict[bool, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        copy: bool) -> None:
-    """`gpusem exec` on full-significand floats (any other order of an element's
-    fmas, or a wrong row of A, gives other bits) agrees with the GPU IR reading on
-    the cpu harness, whether the nest reads A from the copy or directly."""
-    monkeypatch.setattr(instr, "FUSED_AT", copy)
+def test_the_default_fused_gemm_equals_its_reading(
+        fig5: dict[bool, str], tmp_path: Path) -> None:
+    """`gpusem exec` (the compiler's default nest, instr.FUSED_NEST) on
+    full-significand floats (any other order of an element's fmas, or a wrong row
+    of A, gives other bits) agrees with the GPU IR reading on the cpu harness."""
     out = tmp_path / "fig5_fused.gpuir"
     out.write_text(fig5[True])
     run = exec_file(str(out), ExecOptions(backend="cpu"))

@@ -26,8 +26,9 @@ from gpusem.calculus.fma32 import fma32, fma32_vec
 from gpusem.calculus.gpuir.instructions import INSTRUCTIONS
 from gpusem.calculus.gpuir.parser import parse_module
 from gpusem.compiler.gpuir_cuda import instr
-from gpusem.compiler.gpuir_cuda.instr import FUSED_PAIRS
+from gpusem.compiler.gpuir_cuda.instr import FUSED_PAIRS, FusedNest
 from gpusem.compiler.gpuir_cuda.pipeline import compile_proc
+from gpusem.compiler.gpuir_cuda.run import Case, Verdict, check_batch, make_inputs
 from gpusem.interpreter.cypress.leaf import mma_fused
 from gpusem.interpreter.gpuir.sequential import run_sequential
 
@@ -282,10 +283,26 @@ def test_gpuir_cuda_emits_one_ffma_a_step_for_the_fused_wgmma_only(
     assert "gs_fmul" not in fused.split("gs_ffma", 1)[1].split("gs_kc", 1)[0]
 
 
-def _grouped_nest(text: str) -> str:
+SIZES = {"M": 256, "N": 256, "K": 256}
+
+
+def _grouped_nest(text: str, a_copy: bool = True) -> str:
+    """The first wgmma nest of the CUDA with cyperf4's grouped nest on (whatever
+    the compiler's default, instr.FUSED_NEST)."""
     proc = parse_module(text, "fig5.gpuir").procs[-1]
-    cuda = compile_proc(proc, {"M": 256, "N": 256, "K": 256}, source=text).source
-    return cuda.split("float gs_a0[", 2)[1]  # the first nest
+    cuda = compile_proc(proc, SIZES, source=text,
+                        fused=FusedNest(grouped=True, a_copy=a_copy)).source
+    return cuda.split("float gs_a0[", 2)[1]
+
+
+def _agrees(text: str, nest: FusedNest) -> Verdict:
+    """`gpusem exec`'s check (its full-significand inputs, the GPU IR reading, the
+    cpu harness under 3 schedules) of the CUDA compiled with `nest`."""
+    proc = parse_module(text, "fig5.gpuir").procs[-1]
+    case = Case(proc, dict(SIZES), make_inputs(proc, SIZES), source=text)
+    case.compiled = compile_proc(proc, SIZES, source=text, fused=nest)
+    case.expected = run_sequential(proc, SIZES, case.inputs)
+    return check_batch([case], "cpu")[0]
 
 
 def test_the_fused_nest_interleaves_independent_accumulators(
@@ -303,25 +320,25 @@ def test_the_fused_nest_interleaves_independent_accumulators(
     assert FUSED_PAIRS >= 2 and "gs_d0" not in nest
 
 
+@pytest.mark.parametrize("a_copy", [False, True])
 def test_the_grouped_fused_nest_equals_its_reading_on_the_cpu_harness(
-        lowered: dict[bool, str], tmp_path: Path,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        lowered: dict[bool, str], monkeypatch: pytest.MonkeyPatch,
+        a_copy: bool) -> None:
     """The grouped nest (forced on the 64 x 64 tiles) keeps each element's k order:
-    `gpusem exec` on floats with full significands, where any other order of an
-    element's fmas gives other bits, agrees with the GPU IR reading."""
+    on `gpusem exec`'s floats with full significands, where any other order of an
+    element's fmas gives other bits, it agrees with the GPU IR reading."""
     monkeypatch.setattr(instr, "FUSED_MIN_SHARE", 32)
-    assert "gs_b[gs_p][gs_k]" in _grouped_nest(lowered[True])
-    out = tmp_path / "fig5_fused.gpuir"
-    out.write_text(lowered[True])
-    run = exec_file(str(out), ExecOptions(backend="cpu"))
-    assert run.agree, run
+    assert "gs_b[gs_p][gs_k]" in _grouped_nest(lowered[True], a_copy)
+    v = _agrees(lowered[True], FusedNest(grouped=True, a_copy=a_copy))
+    assert v.agree, v.describe()
 
 
 def test_fig5s_own_fused_tiles_take_the_grouped_nest_and_agree(
         tmp_path: Path) -> None:
     """Fig. 5's mapping fused (64 x 256 tiles, 128 registers a thread) gets the
-    grouped nest without forcing, and `gpusem exec` on full-significand floats
-    agrees with its GPU IR reading on the cpu harness."""
+    grouped nest without forcing FUSED_MIN_SHARE, and `gpusem exec` (the
+    compiler's default nest) on full-significand floats agrees with its GPU IR
+    reading on the cpu harness."""
     mod = load_script("cypress_gemm_gpu")
     text = mod.lower(mod.render(256, mod.VARIANTS["fig5-hopper"].as_fused()),
                      "hopper")[3]

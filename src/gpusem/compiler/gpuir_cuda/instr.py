@@ -35,7 +35,7 @@ keeps its asynchronous completion on the mbarrier.
 from __future__ import annotations
 
 import re
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from gpusem.compiler.gpuir_cuda import kir as K
 from gpusem.compiler.gpuir_cuda.errors import unsupported
@@ -52,7 +52,9 @@ UNROLL = ("#if GS_CUDA", "#pragma unroll", "#endif")
 UNROLL_16 = ("#if GS_CUDA", "#pragma unroll 16", "#endif")
 
 
-def lower_instructions(kernel: K.GKernel, env: dict[str, int]) -> K.GKernel:
+def lower_instructions(kernel: K.GKernel, env: dict[str, int],
+                       nest: FusedNest | None = None) -> K.GKernel:
+    """`nest`: how the fused wgmma's nest is emitted (None: `FUSED_NEST`)."""
     def rewrite(s: K.GStmt) -> tuple[K.GStmt, ...]:
         if not isinstance(s, K.GInstr):
             return (s,)
@@ -64,10 +66,11 @@ def lower_instructions(kernel: K.GKernel, env: dict[str, int]) -> K.GKernel:
                 *(K.GPrim(t, s.span) for t in lines))
 
     # The CTA's warps size the fused nest's per-warp scratch (`_at_copy`), none
-    # where pipeline.lower says it does not fit (gs_fused_at = 0); `gs_` names are
-    # the compiler's own, never a program's size.
-    warps = (kernel.block + 31) // 32 if env.get("gs_fused_at", 1) else 0
-    env = {**env, "gs_warps": warps}
+    # without the copy (pipeline.lower turns it off where it does not fit); `gs_`
+    # names are the compiler's own, never a program's size.
+    nest = FUSED_NEST if nest is None else nest
+    warps = (kernel.block + 31) // 32 if nest.a_copy else 0
+    env = {**env, "gs_warps": warps, "gs_grouped": int(nest.grouped)}
     body = K.map_body(K.map_body(kernel.body, lambda s: wgmma_loop(s, env)), rewrite)
     static = sum(4 * int(n) for s in K.walk(body) if isinstance(s, K.GPrim)
                  for n in AT_DECL.findall(s.text))
@@ -312,7 +315,7 @@ def _wgmma_nest(s: K.GInstr, env, reg) -> list[str]:
         raise unsupported(f"{s.instr}: D is not a 64 x N wgmma tile", s.span)
     _, _, share = _tile(d, s.span)
     c = 4 if k % 4 == 0 else k  # k per chunk
-    if s.instr == WGMMA_FMA and share >= FUSED_MIN_SHARE \
+    if s.instr == WGMMA_FMA and env["gs_grouped"] and share >= FUSED_MIN_SHARE \
             and share % (4 * FUSED_PAIRS) == 0:
         return _fused_nest(s, env, reg, share, c)
     ks = f"for (int gs_k = 0; gs_k < {c}; gs_k++)"
@@ -362,8 +365,8 @@ def _nest_head(s: K.GInstr, env, a: K.Window, k: int, c: int,
 def _a_rows(s: K.GInstr, a: K.Window, k: int, env) -> tuple[list[str], ...]:
     """(before the nest, the chunk's reads of rows m and m + 8 of A, after the
     nest): of the fused wgmma with k = 8, through the warp's k-major copy of A
-    (`_at_copy`, `FUSED_AT`); of the others, along k from A itself."""
-    if FUSED_AT and s.instr == WGMMA_FMA and k == 8 and env.get("gs_warps", 0) > 0:
+    (`_at_copy`, `FusedNest.a_copy`); of the others, along k from A itself."""
+    if s.instr == WGMMA_FMA and k == 8 and env.get("gs_warps", 0) > 0:
         return (_at_copy(a, k, env["gs_warps"]), _at_stage(),
                 ["  __syncwarp();  // gs_at is read: the next nest may write it"])
     ks, kq = f"for (int gs_k = 0; gs_k < {4 if k % 4 == 0 else k}; gs_k++)", \
@@ -372,6 +375,32 @@ def _a_rows(s: K.GInstr, a: K.Window, k: int, env) -> tuple[list[str], ...]:
                 f"      gs_a0[gs_k] = {a.elem('gs_m', kq)};",
                 f"      gs_a1[gs_k] = {a.elem('gs_m + 8', kq)};",
                 "    }"], []
+
+
+@dataclass(frozen=True, slots=True)
+class FusedNest:
+    """How the fused wgmma's nest (`WGMMA_FMA`, ours) is emitted: two choices, each
+    switchable per compilation so that a GPU run can time every combination
+    (results/cypress/gemm_speed.md, cyknob). All four compute the same bits: each
+    element takes c = fma(a_k, b_k, c) for k ascending; only which loads are shared
+    and the order of independent FFMAs differ.
+
+    grouped: cyperf4's nest on tiles of FUSED_MIN_SHARE registers a thread or more
+        (`_fused_nest`: per k one FFMA into each of a group's accumulators); off,
+        those tiles take the element-pair nest (`_wgmma_nest`) as smaller tiles do.
+    a_copy: cyperf5's per-warp k-major copy of A in shared memory (`_at_copy`),
+        read with one LDS.64 a k, in both nests; off, A is read along k from the
+        wgmma's operand itself (two LDS.128 a chunk of 4 k).
+    """
+
+    grouped: bool
+    a_copy: bool
+
+
+# The default of every compilation (the api, the campaigns): both on, as merged.
+# The GPU times all four (cyknob) before the fastest becomes the default; no golden
+# holds a fused kernel, and the tests of each choice set it themselves.
+FUSED_NEST = FusedNest(grouped=True, a_copy=True)
 
 
 # Column pairs of B a fused chunk reads before its FFMAs: 4 x FUSED_PAIRS independent
@@ -421,10 +450,8 @@ def _fused_nest(s: K.GInstr, env, reg, share: int, c: int) -> list[str]:
             "        }", "      }", "    }", "  }", *done, "}"]
 
 
-# Whether the grouped fused nest reads A through `gs_at`, a k-major copy of the
-# warp's 16 rows with rows m and m + 8 side by side (`_at_copy`), but where
-# pipeline.lower finds its static shared memory does not fit beside the dynamic.
-FUSED_AT = True
+# `gs_at`, the per-warp k-major copy of A (`FusedNest.a_copy`), declared in the nest;
+# `lower_instructions` counts its bytes as the kernel's static shared memory.
 AT_DECL = re.compile(r"__shared__ __align__\(16\) float gs_at\[(\d+)\]")
 
 

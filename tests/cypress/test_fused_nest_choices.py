@@ -1,0 +1,141 @@
+"""The fused wgmma's two emission choices (gpuir_cuda `instr.FusedNest`, cyknob):
+`grouped` (branch cyperf4's nest on 64 x 256 tiles) and `a_copy` (cyperf5's
+per-warp k-major copy of A), switchable per compilation so that one GPU run times
+all four combinations. Every combination of the three mappings the GPU run times
+(Fig. 5's, u128-hopper, u64-v64-wgs1-p4) equals its GPU IR reading bit for bit on
+the cpu harness on full-significand floats; the plain kernels never change; and
+scripts/cypress_gemm_gpu.py names the combinations as row suffixes."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from dataclasses import replace
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+
+from gpusem.calculus.gpuir.parser import parse_module
+from gpusem.compiler.gpuir_cuda.instr import FUSED_NEST, FusedNest
+from gpusem.compiler.gpuir_cuda.pipeline import compile_proc
+from gpusem.compiler.gpuir_cuda.run import Case, check_batch, make_inputs
+from gpusem.interpreter.gpuir.sequential import run_sequential
+from tests.script_module import load_script
+
+N = 256
+SIZES = {"M": N, "N": N, "K": N}
+TIMED = ("fig5-hopper", "u128-hopper", "u64-v64-wgs1-p4")  # the cyknob GPU run's
+NESTS = [FusedNest(grouped=g, a_copy=a) for g, a in itertools.product((False, True),
+                                                                      repeat=2)]
+
+
+@pytest.fixture(scope="module")
+def mod() -> ModuleType:
+    return load_script("cypress_gemm_gpu")
+
+
+@pytest.fixture(scope="module")
+def gpuir(mod: ModuleType) -> dict[tuple[str, bool], str]:
+    """The GPU IR of each timed mapping at N = 256, plain and fused."""
+    return {(name, fused): mod.lower(mod.render(N, mod.named(name).as_fused()
+                                                if fused else mod.named(name)),
+                                     "hopper")[3]
+            for name in TIMED for fused in (False, True)}
+
+
+def _source(text: str, nest: FusedNest | None) -> str:
+    proc = parse_module(text, "fig5_gemm.gpuir").procs[-1]
+    return compile_proc(proc, SIZES, source=text, fused=nest).source
+
+
+def test_every_fused_nest_equals_its_reading_on_the_cpu_harness(
+        gpuir: dict[tuple[str, bool], str]) -> None:
+    """The 12 kernels (3 mappings x 4 nests) in one cpu batch, on the inputs of
+    `gpusem exec` (floats with full 24-bit significands: any other order of an
+    element's fmas, or a wrong row or column of A, gives other bits), each equal
+    to the GPU IR reading of its proc."""
+    cases = []
+    for name in TIMED:
+        proc = parse_module(gpuir[name, True], "fig5_gemm.gpuir").procs[-1]
+        inputs = make_inputs(proc, SIZES)
+        expected = run_sequential(proc, SIZES, inputs)
+        for nest in NESTS:
+            case = Case(proc, dict(SIZES), inputs, expected, source=gpuir[name, True])
+            case.compiled = compile_proc(proc, SIZES, source=gpuir[name, True],
+                                         fused=nest)
+            cases.append((name, nest, case))
+    verdicts = check_batch([c for _, _, c in cases], "cpu", seeds=(0,),
+                           timeout_s=300.0)
+    bad = {(name, nest): v.describe() for (name, nest, _), v in zip(cases, verdicts)
+           if not v.agree}
+    assert not bad, bad
+    a = cases[0][2].inputs["A"]  # not the benchmark's integers: order shows
+    assert np.count_nonzero(a != np.round(a)) > a.size // 2
+
+
+def test_the_choices_reach_the_fused_gemm_alone(
+        gpuir: dict[tuple[str, bool], str]) -> None:
+    """The plain kernels are the same text under every nest; the fused kernel of a
+    64 x 256 tile (128 accumulators a thread) takes four texts, the copy of A
+    (`gs_at`) where a_copy says and the grouped nest (`gs_b[gs_p]`) where grouped
+    says; on 64 x 64 tiles (32 accumulators) `grouped` changes nothing (cyperf4's
+    nest is for tiles of FUSED_MIN_SHARE registers a thread and more)."""
+    for name in TIMED:
+        plain = {_source(gpuir[name, False], nest) for nest in [*NESTS, None]}
+        assert len(plain) == 1 and "gs_at" not in plain.pop()
+        fused = {nest: _source(gpuir[name, True], nest) for nest in NESTS}
+        for nest, text in fused.items():
+            assert ("__shared__ __align__(16) float gs_at[" in text) == nest.a_copy
+            if name != "u64-v64-wgs1-p4":
+                assert ("gs_b[gs_p][gs_k]" in text) == nest.grouped
+        assert len(set(fused.values())) == (2 if name == "u64-v64-wgs1-p4" else 4)
+        assert _source(gpuir[name, True], None) == fused[FUSED_NEST]
+
+
+def test_the_default_is_both_as_merged() -> None:
+    """Until the GPU says which is fastest (the lead switches it), the default
+    compilation keeps both branches' nests."""
+    assert FUSED_NEST == FusedNest(grouped=True, a_copy=True)
+
+
+def test_the_benchmark_names_the_four_nests(mod: ModuleType) -> None:
+    """NAME-fused-[no]grouped-[no]acopy: the fused mapping with the nest's two
+    choices; NAME-fused keeps the compiler's default; --fused takes either; the
+    FMA form has no fused wgmma to choose for."""
+    m = mod.named("u128-hopper-fused-nogrouped-acopy")
+    assert m == replace(mod.VARIANTS["u128-hopper"].as_fused(), grouped=False,
+                            a_copy=True)
+    assert mod.nest_of(m) == FusedNest(grouped=False, a_copy=True)
+    assert mod.nest_of(mod.named("u128-hopper-fused")) == FUSED_NEST
+    assert m.describe()["nest"] == {"grouped": False, "a_copy": True,
+                                    "default": False}
+    assert m.program() == mod.named("u128-hopper-fused")
+    runs = mod.fused_runs({}, "u64-v64-wgs1-p4,fig5-hopper-fused-grouped-noacopy")
+    assert runs == {"u64-v64-wgs1-p4-fused": mod.named("u64-v64-wgs1-p4-fused"),
+                    "fig5-hopper-fused-grouped-noacopy":
+                        replace(mod.VARIANTS["fig5-hopper"].as_fused(),
+                                    grouped=True, a_copy=False)}
+    with pytest.raises(ValueError, match="fma form has no fused wgmma"):
+        mod.named("fig5-fma-fused-grouped-acopy")
+    with pytest.raises(KeyError):
+        mod.named("u128-hopper-fused-grouped")
+
+
+def test_the_benchmark_runs_each_nest_and_says_which(
+        mod: ModuleType, tmp_path: Path) -> None:
+    """scripts/cypress_gemm_gpu.py on the cpu backend with two nests of u64-v64:
+    both rows exact and equal to the Cypress reading, each with its nest and the
+    hash of the CUDA it ran (different texts: the copy of A or not)."""
+    out = tmp_path / "gemm.json"
+    names = ("u64-v64-wgs1-p4-fused-nogrouped-noacopy,"
+             "u64-v64-wgs1-p4-fused-grouped-acopy")
+    rc = mod.main(["--backend", "cpu", "--sizes", "256", "--variants", "none",
+                   "--fused", names, "--warmup", "0", "--iters", "1",
+                   "--check-upto", "256", "--out", str(out)])
+    rows = json.loads(out.read_text())["rows"]
+    assert rc == 0 and [r["variant"] for r in rows] == names.split(",")
+    assert all(r["agree_reading"] is True and r["agree_exact"] is True for r in rows)
+    assert [r["mapping"]["nest"]["a_copy"] for r in rows] == [False, True]
+    assert rows[0]["cuda_sha256"] != rows[1]["cuda_sha256"]
