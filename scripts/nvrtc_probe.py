@@ -183,6 +183,7 @@ def main(argv: list[str] | None = None) -> int:
                                       - v["worker"]["header_only_call_cpu_ms"], 2),
         "per_kernel_round_calls": round(v["plain"]["cpu_ms_per_kernel"]["round"]
                                         - v["worker"]["cpu_ms_per_kernel"]["round"], 3)}
+    result["fit_ms"] = v["worker"]["fit_ms"]  # what gpu/scale.sh's summary reads
     result["device"] = os.environ.get("GPUSEM_DEVICE", "")
     result["loadavg"] = [round(x, 2) for x in os.getloadavg()]
     result["cores"] = os.cpu_count()
