@@ -3,7 +3,8 @@
 `cuda.CudaBackend` spawns `serve` in a fresh process (CUDA must never be initialised
 in the parent) and sends it requests over a pipe: `build` (NVRTC a batch of kernels
 into one module and load it; the cubin goes back to the parent, which keeps it),
-`load` (a kept cubin, into a worker that replaced one), `launch` (scribble shared
+`load` (a kept cubin, into a worker that replaced one), `unload` (modules the parent
+no longer keeps: `cuda.MAX_MODULES_PER_WORKER`), `launch` (scribble shared
 memory with the poison byte, run one kernel, bring its arrays back; or time it). A
 worker that cannot start (no CuPy, no driver, no GPU) answers every request with
 `Unavailable`. CuPy is imported only here.
@@ -95,6 +96,14 @@ class Device:
 
     # The speed-ups this worker's NVRTC takes: () once it refused them (`compile`).
     speedups: tuple[str, ...] = BUILD_SPEEDUPS
+
+    def unload(self, keys: list[str]) -> None:
+        """Drop the modules of `keys` and their functions: CuPy unloads a module
+        (cuModuleUnload) when its last reference, a function's included, goes."""
+        gone = set(keys)
+        for key in gone:
+            self.modules.pop(key, None)
+        self.functions = {k: f for k, f in self.functions.items() if k[0] not in gone}
 
     def compile(
         self, items: list[tuple[int, str, str]], speedups: bool = True
@@ -311,7 +320,8 @@ def serve(conn, parent_pid: int | None = None, pdeathsig: bool = False) -> None:
         _refuse(conn, f"{type(err).__name__}: {err}")
         return
     ops: dict[str, Callable[..., object]] = {
-        "build": device.build, "load": device.load, "launch": device.launch}
+        "build": device.build, "load": device.load, "unload": device.unload,
+        "launch": device.launch}
     while True:
         try:
             op, payload = conn.recv()
