@@ -21,7 +21,8 @@
 #                    per call and kernel, plain options against the worker's
 #                    (BUILD_SPEEDUPS) and --pch, cubins compared, through CuPy's binding
 #                    as the worker calls it (scripts/nvrtc_probe.py, 300 programs of
-#                    seed 0), then regress31 (throughput 16 jobs 50 s, the profile)
+#                    seed 0), what a CUDA worker's start costs (cuda_worker_start.py),
+#                    then regress31 (throughput 16 jobs 50 s, the profile)
 # Each run leaves a JSON report, its output and a line in $OUT/scale2.log; a campaign's
 # own folder (bundles, shard records) goes to $RUNS (/tmp/scale2), not $OUT, so that a
 # part brings back at most 8 files (the device tool's limit).
@@ -96,6 +97,9 @@ case "$PART" in
       say "nvrtcbuild: NVRTC per call and kernel, plain vs worker vs pch (CuPy's binding)"
       timeout 150 python3 scripts/nvrtc_probe.py --nvrtc cupy --rounds 3 --repeat 3 \
         --json "$OUT/nvrtc_probe.json" 2>&1 | tail -12 | tee -a "$LOG"
+      say "nvrtcbuild: what a CUDA worker's start costs (5 starts)"
+      timeout 120 python3 scripts/cuda_worker_start.py --starts 5 \
+        --json "$OUT/cuda_worker_start.json" 2>&1 | tail -12 | tee -a "$LOG"
     fi
     say "regress31: throughput bundl compile cuda, 16 jobs, 50 s"
     timeout 240 python3 scripts/throughput.py --backend cuda --engine local --jobs 16 \
