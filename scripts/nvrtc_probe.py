@@ -1,29 +1,49 @@
-"""What NVRTC costs per kernel of the compile property, and what batching buys
-(issue 19: the build stage of the cuda backend; needs CuPy, no GPU launch).
+"""What the cuda worker's NVRTC build costs per call and per kernel, and which options
+cut it without changing the cubin (issues 19, 31.3). Needs NVRTC, not a GPU.
 
-Compiles the CUDA text of generated programs (the rounds a campaign with `--seed`
-checks) the way the cuda backend does (`cuda_worker.Device.compile`: one NVRTC program
-of many kernels, each in its own namespace, the backend's options), in batches of
-1, 25, 100 and 400 kernels, and with NVRTC's automatic precompiled header (`--pch`,
-CUDA 12.8+) added where NVRTC takes it. Writes one JSON object: milliseconds per
-kernel for each batch size (median over repeats) and the fixed cost per NVRTC call
-(a fit of time = fixed + per_kernel x n).
+Compiles the distinct CUDA texts of the compile property's programs (the rounds a
+campaign with `--seed` checks, as profile_stages.py draws them) as the worker builds a
+batch (`cuda_worker.Device.compile`: one NVRTC program, each kernel in its namespace,
+a name expression each, sm_90a, the cubin), under each variant of options:
 
-  python3 scripts/nvrtc_probe.py --json out.json
+  plain    NVRTC_OPTIONS (the worker before issue 31.3)
+  worker   NVRTC_OPTIONS + BUILD_SPEEDUPS (the worker now)
+  pch      the worker's + NVRTC's automatic precompiled header (--pch; measured,
+           not adopted)
+
+in calls of one kernel (a sample), of 25, and of a whole round (what profile_stages
+builds), each call made once per variant in turn and `--repeat` times, so that a shared
+machine's load falls on every variant alike. Per variant: CPU ms per call (this
+process: NVRTC runs in it), per kernel, a header-only call (the fixed cost), the fit
+fixed + per kernel through the round calls, and how many cubins equal the plain
+options' byte for byte (the speed-ups must change none).
+
+NVRTC: `--nvrtc cupy` is CuPy's binding, the worker's own `run_nvrtc` (on a GPU
+machine; no CUDA context is made); `--nvrtc PATH` a libnvrtc.so (put its folder on
+LD_LIBRARY_PATH, for its builtins); by default CuPy where it imports, else the newest
+NVRTC wheel (`nvrtc_lib`, the ctypes calls the worker's binding makes).
+
+  python3 scripts/nvrtc_probe.py --rounds 3 --json out.json
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import shlex
 import statistics
 import sys
 import time
+from collections.abc import Callable
+
+Build = Callable[[str, dict[int, str], list[str]], tuple[bytes | None, dict, str]]
+EMPTY = ("gs_empty", 'extern "C" __global__ void gs_empty() {}\n')
 
 
-def kernels(seed: int, rounds: int) -> list[tuple[str, str]]:
+def kernels(seed: int, rounds: int, size: int) -> list[list[tuple[str, str]]]:
+    """Each round's distinct (kernel name, CUDA text) of the compiled programs."""
     from gpusem.compiler.bundl_cuda.pipeline import compile_program
     from gpusem.fuzz.bundl.generated import as_generated
     from gpusem.fuzz.bundl.target import BundlTarget
@@ -32,72 +52,141 @@ def kernels(seed: int, rounds: int) -> list[tuple[str, str]]:
 
     target, out = BundlTarget(), []
     for r in range(rounds):
-        for d in generate_round(target.strategy("compile"), round_seed(seed, r), 100):
+        found = []
+        for d in generate_round(target.strategy("compile"), round_seed(seed, r), size):
             try:
                 k = compile_program(as_generated(d.program).program)
             except Exception:  # noqa: BLE001, S112 - not compiled: not built either
                 continue
-            out.append((k.name, k.source))
+            found.append((k.name, k.source))
+        out.append(list(dict.fromkeys(found)))
     return out
 
 
-def nvrtc_seconds(items: list[tuple[str, str]], extra: tuple[str, ...]) -> float | None:
-    """One NVRTC compile of `items` as the backend builds a batch; None if NVRTC
-    rejects the options."""
-    from cupy_backends.cuda.libs import nvrtc
+def binding(which: str) -> tuple[Build, dict]:
+    """(the NVRTC call, what it is) for --nvrtc."""
+    from gpusem.compiler.backends import cuda_worker, nvrtc_lib
+
+    if which in ("auto", "cupy"):
+        try:
+            from cupy_backends.cuda.libs import nvrtc
+        except ImportError:
+            if which == "cupy":
+                raise
+        else:
+            device = object.__new__(cuda_worker.Device)  # no context: NVRTC only
+            major, minor = nvrtc.getVersion()
+            return device.run_nvrtc, {"binding": "cupy (cuda_worker.Device.run_nvrtc)",
+                                      "version": f"{major}.{minor}"}
+    if which not in ("auto", "cupy"):
+        os.environ[nvrtc_lib.ENV_PATH] = os.path.dirname(os.path.abspath(which))
+    lib = nvrtc_lib.find_nvrtc()[0]
+
+    def build(unit: str, exprs: dict[int, str], options: list[str]):
+        return nvrtc_lib.compile_unit(lib, unit, exprs, options)
+
+    return build, {"binding": "ctypes (nvrtc_lib.compile_unit)", "library": lib.path,
+                   "version": f"{lib.version[0]}.{lib.version[1]}"}
+
+
+def variants() -> dict[str, list[str]]:
+    from gpusem.compiler.backends.cuda_worker import BUILD_SPEEDUPS, NVRTC_OPTIONS
+
+    return {"plain": list(NVRTC_OPTIONS),
+            "worker": [*NVRTC_OPTIONS, *BUILD_SPEEDUPS],
+            "pch": [*NVRTC_OPTIONS, *BUILD_SPEEDUPS, "--pch", "--pch-messages=false",
+                    "--pch-verbose=false"]}
+
+
+def call(build: Build, batch: list[tuple[str, str]], options: list[str]
+         ) -> tuple[float, str]:
+    """CPU ms of one NVRTC call on `batch` as the worker builds it; the cubin's hash."""
     from gpusem.compiler.backends import cpu_source
-    from gpusem.compiler.backends.cuda_worker import NVRTC_OPTIONS
 
     unit = cpu_source.namespaced_unit(
-        [(i, f"k{i}_src", src, "") for i, (_, src) in enumerate(items)], for_cpu=False)
-    add_name = getattr(nvrtc, "addNameExpression", None) or nvrtc.addAddNameExpression
-    start = time.perf_counter()
-    prog = nvrtc.createProgram(unit, "batch.cu", [], [])
-    try:
-        for i, (name, _) in enumerate(items):
-            add_name(prog, f"gs_k{i}::{name}")
-        try:
-            nvrtc.compileProgram(prog, [*NVRTC_OPTIONS, *extra])
-        except nvrtc.NVRTCError:
-            return None
-        for i, (name, _) in enumerate(items):
-            nvrtc.getLoweredName(prog, f"gs_k{i}::{name}")
-        nvrtc.getCUBIN(prog)
-    finally:
-        nvrtc.destroyProgram(prog)
-    return time.perf_counter() - start
+        [(i, f"k{i}_src", src, "") for i, (_, src) in enumerate(batch)], for_cpu=False)
+    exprs = {i: f"gs_k{i}::{name}" for i, (name, _) in enumerate(batch)}
+    start = time.process_time()
+    binary, _, log = build(unit, exprs, options)
+    cpu = 1e3 * (time.process_time() - start)
+    if binary is None:
+        raise RuntimeError(f"NVRTC failed ({' '.join(options[-3:])}): {log[:2000]}")
+    return cpu, hashlib.sha256(binary).hexdigest()
+
+
+def measure(build: Build, rounds: list[list[tuple[str, str]]], repeat: int,
+            singles: int) -> dict:
+    every = [k for r in rounds for k in r]
+    shapes = {"1": [[k] for k in every[::max(1, len(every) // singles)][:singles]],
+              "25": [every[i:i + 25] for i in range(0, len(every), 25)],
+              "round": rounds,
+              "header_only": [[EMPTY]] * 3}
+    opts = variants()
+    for options in opts.values():  # NVRTC loaded, first-call costs paid
+        call(build, [EMPTY], options)
+    cpu: dict[str, dict[str, list[list[float]]]] = {
+        v: {s: [[] for _ in b] for s, b in shapes.items()} for v in opts}
+    hashes: dict[str, dict[str, list[str]]] = {
+        v: {s: [""] * len(b) for s, b in shapes.items()} for v in opts}
+    for _ in range(repeat):
+        for shape, batches in shapes.items():
+            for i, batch in enumerate(batches):
+                for v, options in opts.items():
+                    ms, digest = call(build, batch, options)
+                    cpu[v][shape][i].append(ms)
+                    hashes[v][shape][i] = digest
+    out = {}
+    for v, options in opts.items():
+        med = {s: [statistics.median(x) for x in calls] for s, calls in cpu[v].items()}
+        fixed = statistics.median(med["header_only"])
+        row: dict = {"options": options[len(opts["plain"]):],
+                     "header_only_call_cpu_ms": round(fixed, 2),
+                     "cpu_ms_per_call": {}, "cpu_ms_per_kernel": {}}
+        for s in ("1", "25", "round"):
+            n = sum(len(b) for b in shapes[s])
+            row["cpu_ms_per_call"][s] = round(sum(med[s]) / len(med[s]), 2)
+            row["cpu_ms_per_kernel"][s] = round(sum(med[s]) / n, 3)
+        n_round = sum(len(b) for b in shapes["round"])
+        row["fit_ms"] = {"fixed_per_call": row["header_only_call_cpu_ms"],
+                         "per_kernel": round((sum(med["round"]) - fixed * len(rounds))
+                                             / n_round, 3)}
+        same = sum(hashes[v][s][i] == hashes["plain"][s][i]
+                   for s in shapes for i in range(len(shapes[s])))
+        row["cubins_equal_plain"] = f"{same}/{sum(len(b) for b in shapes.values())}"
+        out[v] = row
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--round-size", type=int, default=100)
+    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--singles", type=int, default=20,
+                    help="kernels compiled one a call (a sample)")
+    ap.add_argument("--nvrtc", default="auto", help="auto, cupy or a libnvrtc path")
     ap.add_argument("--json", help="write the result here (also printed)")
     args = ap.parse_args(argv)
-    items = kernels(args.seed, 4)
-    nvrtc_seconds(items[:5], ())  # NVRTC loaded, its first-call costs paid
-    result: dict = {"kernels": len(items), "seed": args.seed, "per_kernel_ms": {},
-                    "device": os.environ.get("GPUSEM_DEVICE", "")}
-    for label, extra in (("default", ()), ("pch", ("--pch",))):
-        table = {}
-        for n, repeats in ((1, 10), (25, 4), (100, 3), (400, 1)):
-            n = min(n, len(items))
-            per_kernel = []
-            for k in range(repeats):
-                chunk = items[(k * n) % max(1, len(items) - n + 1):][:n]
-                t = nvrtc_seconds(chunk, extra)
-                if t is None:
-                    break
-                per_kernel.append(t / len(chunk))
-            if per_kernel:
-                table[str(n)] = round(1000 * statistics.median(per_kernel), 3)
-        result["per_kernel_ms"][label] = table or "rejected by this NVRTC"
-    base = result["per_kernel_ms"]["default"]
-    sizes = sorted(int(n) for n in base) if isinstance(base, dict) else []
-    if len(sizes) >= 2:  # t(n) = fixed + per x n, through the smallest and largest
-        lo, hi = sizes[0], sizes[-1]
-        per = (hi * base[str(hi)] - lo * base[str(lo)]) / (hi - lo)
-        result["fit_ms"] = {"per_kernel": round(per, 3),
-                            "fixed_per_call": round(lo * (base[str(lo)] - per), 3)}
+    build, nvrtc = binding(args.nvrtc)
+    rounds = kernels(args.seed, args.rounds, args.round_size)
+    every = [k for r in rounds for k in r]
+    result: dict = {
+        "nvrtc": nvrtc, "seed": args.seed, "rounds": args.rounds,
+        "round_size": args.round_size,
+        "kernels": {"distinct": len(every), "per_round": [len(r) for r in rounds],
+                    "bytes_total": sum(len(s) for _, s in every)},
+        "variants": measure(build, rounds, args.repeat, args.singles)}
+    v = result["variants"]
+    result["saved_cpu_ms_worker_vs_plain"] = {
+        "per_call_header_only": round(v["plain"]["header_only_call_cpu_ms"]
+                                      - v["worker"]["header_only_call_cpu_ms"], 2),
+        "per_kernel_round_calls": round(v["plain"]["cpu_ms_per_kernel"]["round"]
+                                        - v["worker"]["cpu_ms_per_kernel"]["round"], 3)}
+    result["fit_ms"] = v["worker"]["fit_ms"]  # what gpu/scale.sh's summary reads
+    result["device"] = os.environ.get("GPUSEM_DEVICE", "")
+    result["loadavg"] = [round(x, 2) for x in os.getloadavg()]
+    result["cores"] = os.cpu_count()
     result["command"] = shlex.join([os.path.basename(sys.executable), *sys.argv])
     text = json.dumps(result, indent=1)
     print(text)

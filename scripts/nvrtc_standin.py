@@ -4,12 +4,15 @@ with NVRTC driven here through ctypes and nothing launched.
 `standin_device(cuda_worker)` subclasses the profiled tree's own `Device`, so its
 `build` (a batch in one NVRTC call, a failing batch split to blame kernels) and its
 unit (`cpu_source.namespaced_unit(for_cpu=False)`, the tree's `NVRTC_OPTIONS`, its
-`-I` folder and so its `gpusem_rt.cuh`) are the tree's; only `compile` is replaced,
-by the same calls CuPy's NVRTC binding makes (create, a name expression per kernel,
-compile for sm_90a, lowered names, the cubin), through the newest libnvrtc found
-beside the interpreter (the `nvrtc` extra's wheel), so that two trees are measured
-with one NVRTC. Each call's kernels, unit size, wall and CPU ms are kept in
-`device.calls`; a launch answers "unsupported" and runs nothing.
+`-I` folder and so its `gpusem_rt.cuh`) are the tree's; only the NVRTC call is
+replaced: `run_nvrtc` where the tree has it (its `compile` then picks the options,
+`BUILD_SPEEDUPS` and the plain fallback included), else (a tree before it) `compile`
+with the tree's `NVRTC_OPTIONS`. The call is the one CuPy's NVRTC binding makes
+(create, a name expression per kernel, compile for sm_90a, lowered names, the cubin),
+through the newest libnvrtc found beside the interpreter (the `nvrtc` extra's wheel),
+so that two trees are measured with one NVRTC. Each NVRTC call's kernels, unit size,
+options beyond `NVRTC_OPTIONS`, wall and CPU ms are kept in `device.calls`; a launch
+answers "unsupported" and runs nothing.
 
 This file is a script's helper, not part of gpusem: it imports nothing from it, so a
 tree that predates `compiler/backends/nvrtc_lib.py` (884a54f) is profiled alike.
@@ -95,18 +98,32 @@ def standin_device(cuda_worker: Any, cpu_source: Any) -> Any:
             self.functions: dict = {}
             self.calls: list[dict] = []
 
-        def compile(self, items: list[tuple[int, str, str]]
-                    ) -> tuple[bytes | None, dict, str]:
-            unit = cpu_source.namespaced_unit(
-                [(i, f"k{i}_src", src, "") for i, _, src in items], for_cpu=False)
-            names = [f"gs_k{i}::{name}" for i, name, _ in items]
+        def timed(self, unit: str, names: list[str], options: list[str]
+                  ) -> tuple[bytes | None, list[str], str]:
             w0, c0 = time.perf_counter(), time.thread_time()
-            binary, lowered, log = build(unit, names, list(cuda_worker.NVRTC_OPTIONS))
-            self.calls.append({"kernels": len(items), "unit_bytes": len(unit),
+            binary, lowered, log = build(unit, names, options)
+            self.calls.append({"kernels": len(names), "unit_bytes": len(unit),
                                "wall_ms": 1e3 * (time.perf_counter() - w0),
                                "cpu_ms": 1e3 * (time.thread_time() - c0),
-                               "ok": binary is not None})
-            return binary, {i: low for (i, _, _), low in zip(items, lowered)}, log
+                               "ok": binary is not None,
+                               "extra": options[len(cuda_worker.NVRTC_OPTIONS):]})
+            return binary, lowered, log
+
+        if hasattr(cuda_worker.Device, "run_nvrtc"):
+            def run_nvrtc(self, unit: str, exprs: dict[int, str], options: list[str]
+                          ) -> tuple[bytes | None, dict[int, str], str]:
+                binary, lowered, log = self.timed(unit, list(exprs.values()),
+                                                  list(options))
+                return binary, dict(zip(exprs, lowered)), log
+        else:  # a tree from before run_nvrtc: its compile had one NVRTC call
+            def compile(self, items: list[tuple[int, str, str]]
+                        ) -> tuple[bytes | None, dict, str]:
+                unit = cpu_source.namespaced_unit(
+                    [(i, f"k{i}_src", src, "") for i, _, src in items], for_cpu=False)
+                names = [f"gs_k{i}::{name}" for i, name, _ in items]
+                binary, lowered, log = self.timed(
+                    unit, names, list(cuda_worker.NVRTC_OPTIONS))
+                return binary, {i: low for (i, _, _), low in zip(items, lowered)}, log
 
         def load(self, key: str, binary: bytes, lowered: dict[int, str]) -> None:
             self.modules[key] = (binary, lowered)

@@ -344,7 +344,10 @@ def _nvrtc_summary(device, cp) -> dict:
             "cpu_ms_per_kernel_beyond_fixed":
                 round((cpu - fixed["cpu_ms"] * len(calls)) / max(1, kernels), 3),
             "unit_bytes_per_call": round(sum(c["unit_bytes"] for c in calls)
-                                         / max(1, len(calls)))}
+                                         / max(1, len(calls))),
+            # calls by the options beyond NVRTC_OPTIONS (cuda_worker.BUILD_SPEEDUPS)
+            "extra_options": dict(Counter(" ".join(c.get("extra", ())) or "none"
+                                          for c in calls))}
 
 
 def _build(backend, specs) -> None:
@@ -436,7 +439,9 @@ def _nvrtc_of(runs: list[dict]) -> dict:
             "cpu_ms_per_kernel_beyond_fixed":
                 round((cpu - fixed * calls) / max(1, kernels), 3),
             "unit_bytes_per_call": round(sum(n["unit_bytes_per_call"] * n["calls"]
-                                             for n in ns) / max(1, calls))}
+                                             for n in ns) / max(1, calls)),
+            "extra_options": dict(sum((Counter(n.get("extra_options", {}))
+                                       for n in ns), Counter()))}
 
 
 def _commit(tree: str) -> str:

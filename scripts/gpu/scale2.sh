@@ -17,6 +17,12 @@
 #   regress31        issue 31.3 on ONE GPU (nvidia-h200): the bundl compile property's
 #                    throughput, 16 jobs, 50 s (the line the regression was measured
 #                    with), then the per-stage profile on cuda (one process)
+#   nvrtcbuild       issue 31.3 on ONE GPU (nvidia-h200): the cuda worker's NVRTC build
+#                    per call and kernel, plain options against the worker's
+#                    (BUILD_SPEEDUPS) and --pch, cubins compared, through CuPy's binding
+#                    as the worker calls it (scripts/nvrtc_probe.py, 300 programs of
+#                    seed 0), what a CUDA worker's start costs (cuda_worker_start.py),
+#                    then regress31 (throughput 16 jobs 50 s, the profile)
 # Each run leaves a JSON report, its output and a line in $OUT/scale2.log; a campaign's
 # own folder (bundles, shard records) goes to $RUNS (/tmp/scale2), not $OUT, so that a
 # part brings back at most 8 files (the device tool's limit).
@@ -86,7 +92,15 @@ case "$PART" in
     say "profile gpuir cuda"
     timeout 250 python3 scripts/profile_gpuir.py --backend cuda --rounds 8 \
       --json "$OUT/profile_gpuir_cuda.json" 2>&1 | tail -30 | tee -a "$LOG" ;;
-  regress31)
+  regress31|nvrtcbuild)
+    if [ "$PART" = nvrtcbuild ]; then
+      say "nvrtcbuild: NVRTC per call and kernel, plain vs worker vs pch (CuPy's binding)"
+      timeout 150 python3 scripts/nvrtc_probe.py --nvrtc cupy --rounds 3 --repeat 3 \
+        --json "$OUT/nvrtc_probe.json" 2>&1 | tail -12 | tee -a "$LOG"
+      say "nvrtcbuild: what a CUDA worker's start costs (5 starts)"
+      timeout 120 python3 scripts/cuda_worker_start.py --starts 5 \
+        --json "$OUT/cuda_worker_start.json" 2>&1 | tail -12 | tee -a "$LOG"
+    fi
     say "regress31: throughput bundl compile cuda, 16 jobs, 50 s"
     timeout 240 python3 scripts/throughput.py --backend cuda --engine local --jobs 16 \
       --seconds 50 --window 20 --warmup 20 --json "$OUT/throughput_1gpu_local.json" \
@@ -98,6 +112,6 @@ case "$PART" in
     SKIP_PROFILE=1 SKIP_LOCAL=1 SCALE_GPU_COUNTS="${2:-1 2 4}" \
       exec bash "$(dirname "$0")/scale.sh" ;;
   *) echo "scale2: unknown part $PART (budget, gpuir, gpuir-local, profile, regress31,"
-     echo "  scaling)"
+     echo "  nvrtcbuild, scaling)"
      exit 2 ;;
 esac

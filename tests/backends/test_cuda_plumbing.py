@@ -136,3 +136,26 @@ def test_after_a_failed_launch_the_rest_of_the_message_runs_on_a_new_worker(fake
     grew = {k: fake_gpu.stats[k] - before.get(k, 0)
             for k in ("launch_batches", "replaced", "repeats_skipped")}
     assert grew == {"launch_batches": 2, "replaced": 1, "repeats_skipped": 1}
+
+
+def test_past_the_module_bound_the_worker_unloads_instead_of_being_replaced(
+        tmp_path, monkeypatch):
+    """Issue 31.3: a campaign's backend loads a module a batch; past
+    MAX_MODULES_PER_WORKER the modules no batch wants are unloaded from the same
+    worker (it was replaced: a new Python, CuPy and context every ~64 batches), and a
+    kernel of an unloaded batch is built again when it is next run."""
+    from gpusem.compiler.backends import cuda
+
+    monkeypatch.setattr(cuda, "MAX_MODULES_PER_WORKER", 2)
+    made = [cases.reduce_case(), cases.float_arith_case(), cases.shuffles_case()]
+    with fake_gpu_backend(tmp_path) as gpu:
+        pids = []
+        for case in [*made, made[0]]:  # four batches: the first one's module again
+            (r,) = gpu.run([case.job])
+            assert r.kind == "ok" and cases.matches(case, r.outputs), r.message
+            assert gpu._worker is not None
+            pids.append(gpu._worker[0].pid)
+            assert len(gpu._loaded) <= 2
+        assert len(set(pids)) == 1  # one worker all along
+        assert gpu.stats["replaced"] == 0 and gpu.stats["unloaded"] == 2
+        assert gpu.stats["builds"] == 4  # the first kernel's module was unloaded

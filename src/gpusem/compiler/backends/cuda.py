@@ -52,7 +52,10 @@ from gpusem.compiler.backends.lifetime import from_main_thread
 from gpusem.compiler.backends.kernel import Job, KernelSpec, Result, prepare_args
 
 # A backend reused for a whole campaign loads one module per batch into its worker;
-# past this many the worker is replaced, to bound its memory (as cpu.py bounds dlopen).
+# past this many the modules no batch being built wants are unloaded from it (and
+# their cubins dropped here), to bound its memory. (Until issue 31.3 the worker was
+# replaced instead, as cpu.py bounds dlopen: a new Python, CuPy and CUDA context, with
+# the parent waiting for them, about once a minute a process in a campaign.)
 MAX_MODULES_PER_WORKER = 64
 
 _STATIC_SHARED = re.compile(r"(?<!extern )__shared__")
@@ -85,7 +88,8 @@ class CudaBackend:
         self._worker: tuple | None = None  # (process, connection)
         self._spare: tuple | None = None  # a started worker, once one was replaced
         # builds (NVRTC), loads (a kept cubin into a new worker), replaced (workers
-        # ended after a hang, a CUDA error or a crash), repeats_skipped (see run)
+        # ended after a hang, a CUDA error or a crash), unloaded (modules past
+        # MAX_MODULES_PER_WORKER), repeats_skipped (see run)
         self.stats: Counter[str] = Counter()
         self._built: dict[str, _Batch] = {}  # code_key -> batch; outlives workers
         self._loaded: set[str] = set()  # batch keys the current worker has loaded
@@ -174,7 +178,7 @@ class CudaBackend:
             keep = {b.key for k, b in self._built.items() if k in wanted}
             self._built = {k: b for k, b in self._built.items() if b.key in keep}
             if len(self._loaded) >= MAX_MODULES_PER_WORKER:
-                self._retire()
+                self._unload(self._loaded - keep)
         if missing:
             batch_key = hashlib.sha256("".join(missing).encode()).hexdigest()[:24]
             items = [
@@ -206,6 +210,17 @@ class CudaBackend:
         matrix (`toolchain.MatrixBackend`) builds with nvcc / ptxas instead."""
         status, reply = self._call("build", (batch_key, items), self.start_timeout_s)
         return status, reply, True
+
+    def _unload(self, keys: set[str]) -> None:
+        """Unload the modules of `keys` from the worker; one that does not answer is
+        replaced (`_call`), which unloads every module as well."""
+        if self._worker is None or not self._worker[0].is_alive():
+            self._loaded.clear()  # no worker: nothing is loaded
+            return
+        status, _ = self._call("unload", (sorted(keys),), self.start_timeout_s)
+        if status == "ok":
+            self._loaded -= keys
+            self.stats["unloaded"] += len(keys)
 
     def _modules(self) -> int:
         return len({batch.key for batch in self._built.values()})

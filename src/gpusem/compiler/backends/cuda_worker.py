@@ -3,7 +3,8 @@
 `cuda.CudaBackend` spawns `serve` in a fresh process (CUDA must never be initialised
 in the parent) and sends it requests over a pipe: `build` (NVRTC a batch of kernels
 into one module and load it; the cubin goes back to the parent, which keeps it),
-`load` (a kept cubin, into a worker that replaced one), `launch` (scribble shared
+`load` (a kept cubin, into a worker that replaced one), `unload` (modules the parent
+no longer keeps: `cuda.MAX_MODULES_PER_WORKER`), `launch` (scribble shared
 memory with the poison byte, run one kernel, bring its arrays back; or time it). A
 worker that cannot start (no CuPy, no driver, no GPU) answers every request with
 `Unavailable`. CuPy is imported only here.
@@ -30,6 +31,15 @@ NVRTC_OPTIONS = (
     "-std=c++17",
     f"-I{HERE}",
 )
+# Options that make NVRTC cheaper and change no byte of the cubin (issue 31.3):
+# `-minimal` leaves out of NVRTC's implicit prelude what no generated kernel uses
+# (textures and surfaces, device-side runtime calls and launches, the runtime API's
+# types): ~4 of a call's ~24 CPU ms on the dev machine, nothing per kernel
+# (scripts/nvrtc_probe.py; results/scale/nvrtc_build_cpu_dev.json). A batch that does
+# not build with them is built again without (`Device.compile`), so what a kernel that
+# needs the full prelude, or an NVRTC that does not know the option, gets is the plain
+# build's answer; tests/backends/test_nvrtc_build.py compares the cubins.
+BUILD_SPEEDUPS = ("-minimal",)
 _MAX_DYN_SMEM_ATTR = 8  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
 
 
@@ -84,27 +94,57 @@ class Device:
         module.load(binary)
         self.modules[key] = (module, lowered)
 
-    def compile(
-        self, items: list[tuple[int, str, str]]
-    ) -> tuple[bytes | None, dict, str]:
-        """NVRTC over (index, kernel name, source); (cubin, {index: lowered}, log)."""
-        from cupy_backends.cuda.libs import nvrtc
+    # The speed-ups this worker's NVRTC takes: () once it refused them (`compile`).
+    speedups: tuple[str, ...] = BUILD_SPEEDUPS
 
+    def unload(self, keys: list[str]) -> None:
+        """Drop the modules of `keys` and their functions: CuPy unloads a module
+        (cuModuleUnload) when its last reference, a function's included, goes."""
+        gone = set(keys)
+        for key in gone:
+            self.modules.pop(key, None)
+        self.functions = {k: f for k, f in self.functions.items() if k[0] not in gone}
+
+    def compile(
+        self, items: list[tuple[int, str, str]], speedups: bool = True
+    ) -> tuple[bytes | None, dict, str]:
+        """NVRTC over (index, kernel name, source); (cubin, {index: lowered}, log).
+        With `speedups`, first with `BUILD_SPEEDUPS` added; where that fails, the plain
+        options decide (their cubin, or their log): a source error reads as it always
+        did, and an answer the speed-ups alone changed turns them off for this worker
+        (an NVRTC without the option; a kernel that needs what `-minimal` omits)."""
         unit = cpu_source.namespaced_unit(
             [(i, f"k{i}_src", src, "") for i, _, src in items], for_cpu=False
         )
+        exprs = {i: f"gs_k{i}::{name}" for i, name, _ in items}
+        extra = self.speedups if speedups else ()
+        if extra:
+            binary, lowered, log = self.run_nvrtc(unit, exprs, [*NVRTC_OPTIONS, *extra])
+            if binary is not None:
+                return binary, lowered, log
+        binary, lowered, log = self.run_nvrtc(unit, exprs, list(NVRTC_OPTIONS))
+        if extra and binary is not None:
+            self.speedups = ()
+        return binary, lowered, log
+
+    def run_nvrtc(
+        self, unit: str, exprs: dict[int, str], options: list[str]
+    ) -> tuple[bytes | None, dict[int, str], str]:
+        """One NVRTC program through CuPy's binding: (cubin, {index: lowered name of
+        its name expression}, "") or (None, {}, NVRTC's log)."""
+        from cupy_backends.cuda.libs import nvrtc
+
         # Older CuPy spells it addAddNameExpression and lacks getCUBIN (then: PTX for
         # compute_90a, which the driver JIT-compiles on load).
         add_name = (
             getattr(nvrtc, "addNameExpression", None) or nvrtc.addAddNameExpression
         )
         cubin = hasattr(nvrtc, "getCUBIN")
-        options = list(NVRTC_OPTIONS)
         if not cubin:
-            options[0] = "--gpu-architecture=compute_90a"
+            options = [o.replace("=sm_", "=compute_") if o.startswith(
+                "--gpu-architecture=") else o for o in options]
         prog = nvrtc.createProgram(unit, "batch.cu", [], [])
         try:
-            exprs = {i: f"gs_k{i}::{name}" for i, name, _ in items}
             for expr in exprs.values():
                 add_name(prog, expr)
             try:
@@ -131,8 +171,8 @@ class Device:
             blamed = cpu_source.blamed_kernels(log)
             suspects = [it for it in remaining if it[0] in blamed] or remaining
             failed = set()
-            for item in suspects:
-                alone, _, alone_log = self.compile([item])
+            for item in suspects:  # alone, plain: the batch failed both ways
+                alone, _, alone_log = self.compile([item], speedups=False)
                 if alone is None:
                     errors[item[0]] = "build error: " + _trim(alone_log)
                     failed.add(item[0])
@@ -280,7 +320,8 @@ def serve(conn, parent_pid: int | None = None, pdeathsig: bool = False) -> None:
         _refuse(conn, f"{type(err).__name__}: {err}")
         return
     ops: dict[str, Callable[..., object]] = {
-        "build": device.build, "load": device.load, "launch": device.launch}
+        "build": device.build, "load": device.load, "unload": device.unload,
+        "launch": device.launch}
     while True:
         try:
             op, payload = conn.recv()

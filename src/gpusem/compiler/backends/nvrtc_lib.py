@@ -199,23 +199,41 @@ def compile_cubin(nvrtc: Nvrtc, source: str, file: str = "kernel.cu"
     """`source` -> (a cubin for sm_90a, as the cuda backend's worker builds it, or None;
     NVRTC's log), with no GPU: what scripts/toolchain_cost.py times and compares."""
     sm = nvrtc.arch.replace("compute_", "sm_")
+    binary, _, log = compile_unit(nvrtc, source, {}, [f"--gpu-architecture={sm}",
+                                                      *OPTIONS], file)
+    return binary, log
+
+
+def compile_unit(nvrtc: Nvrtc, unit: str, exprs: dict[int, str], options: list[str],
+                 file: str = "batch.cu") -> tuple[bytes | None, dict[int, str], str]:
+    """The cuda worker's NVRTC call (`cuda_worker.Device.run_nvrtc`) through ctypes:
+    `unit` with every name expression of `exprs` under exactly `options` (the
+    architecture included) -> (the cubin, {index: lowered name}, the log), or (None,
+    {}, the log). What the worker's build path is tested and timed with, no GPU."""
     with _thread_locale_kept():
         lib = _load(nvrtc.path)
         prog = ctypes.c_void_p()
-        _call(lib, "nvrtcCreateProgram", ctypes.byref(prog), source.encode(),
+        _call(lib, "nvrtcCreateProgram", ctypes.byref(prog), unit.encode(),
               file.encode(), 0, None, None)
         try:
-            opts = [f"--gpu-architecture={sm}", *OPTIONS]
-            argv = (ctypes.c_char_p * len(opts))(*(o.encode() for o in opts))
-            status = lib.nvrtcCompileProgram(prog, len(opts), argv)
+            for expr in exprs.values():
+                _call(lib, "nvrtcAddNameExpression", prog, expr.encode())
+            argv = (ctypes.c_char_p * len(options))(*(o.encode() for o in options))
+            status = lib.nvrtcCompileProgram(prog, len(options), argv)
             log = _text(lib, prog, "nvrtcGetProgramLogSize", "nvrtcGetProgramLog")
             if status != 0:
-                return None, log
+                return None, {}, log or lib.nvrtcGetErrorString(status).decode()
+            lowered = {}
+            for i, expr in exprs.items():
+                name = ctypes.c_char_p()
+                _call(lib, "nvrtcGetLoweredName", prog, expr.encode(),
+                      ctypes.byref(name))
+                lowered[i] = (name.value or b"").decode()
             size = ctypes.c_size_t()
             _call(lib, "nvrtcGetCUBINSize", prog, ctypes.byref(size))
             buf = ctypes.create_string_buffer(max(1, size.value))
             _call(lib, "nvrtcGetCUBIN", prog, buf)
-            return buf.raw[:size.value], log
+            return buf.raw[:size.value], lowered, log
         finally:
             lib.nvrtcDestroyProgram(ctypes.byref(prog))
 
