@@ -397,10 +397,13 @@ class FusedNest:
     a_copy: bool
 
 
-# The default of every compilation (the api, the campaigns): both on, as merged.
-# The GPU times all four (cyknob) before the fastest becomes the default; no golden
-# holds a fused kernel, and the tests of each choice set it themselves.
-FUSED_NEST = FusedNest(grouped=True, a_copy=True)
+# The default of every compilation (the api, the campaigns): neither. The H200 timed
+# all four (results/cypress/gemm_h200_2026-11-29f/, N = 4096, u128-hopper-fused):
+# neither 4.911 ms, grouped alone 4.907 (the same within noise; it changes only 64 x 256
+# tiles), the copy of A alone 5.910, both 5.197: the copy is slower on every mapping,
+# the grouped nest gains nothing, so the simplest nest (the 1.88x code) is the default.
+# No golden holds a fused kernel; the tests of each choice set it themselves.
+FUSED_NEST = FusedNest(grouped=False, a_copy=False)
 
 
 # Column pairs of B a fused chunk reads before its FFMAs: 4 x FUSED_PAIRS independent
