@@ -278,18 +278,14 @@ def _make_ready(strategy: Any) -> None:
     strategy.__dict__[_READY] = (unwrapped.label, handler)
 
 
-def _one_of(unwrapped: Any) -> Callable[[Any], Any]:
+def _one_of(unwrapped: Any) -> Callable[[Any], Any] | None:
     """OneOfStrategy.do_draw, `data.draw(data.draw(self.__branch_sampler))`, with
-    `fast_draw` (its own code where it has no sampler: one branch, or before the
-    first draw makes it)."""
-
-    def draw(data: Any) -> Any:
-        sampler = unwrapped.__dict__.get("_OneOfStrategy__branch_sampler")
-        if type(sampler) is not _hyp().SampledFromStrategy:
-            return unwrapped.do_draw(data)
-        return fast_draw(data, fast_draw(data, sampler))
-
-    return draw
+    `fast_draw`; its own do_draw where it has no sampler (one branch). The sampler is
+    made by the first draw, which data.draw has made, and never replaced."""
+    sampler = unwrapped.__dict__.get("_OneOfStrategy__branch_sampler")
+    if type(sampler) is not _hyp().SampledFromStrategy:
+        return None
+    return lambda data: fast_draw(data, fast_draw(data, sampler))
 
 
 def _fixed_list(unwrapped: Any) -> Callable[[Any], Any] | None:
