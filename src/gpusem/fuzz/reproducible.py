@@ -328,21 +328,27 @@ def _fixed_list(unwrapped: Any) -> Callable[[Any], Any] | None:
 
 
 class _Recorder:
-    """Stands in for a ConjectureData: records each call of the `recorded` methods,
-    answering `answer`; `given`: other methods it has (any other is missing, so code
-    that needs more of data fails on it)."""
+    """Stands in for a ConjectureData: records each call of the `recorded` methods in
+    `calls`, answering `answer`; `given`: other methods it has (any other is missing,
+    so code that needs more of data fails on it). The methods are closures over
+    `calls`, not bound to the recorder: no reference cycle to leave for the garbage
+    collector."""
 
     def __init__(self, recorded: tuple[str, ...], answer: Any,
                  given: dict[str, Callable[..., Any]]) -> None:
         self.calls: list[tuple[str, tuple, dict]] = []
         for name in recorded:
-            setattr(self, name, partial(self._call, name, answer))
+            setattr(self, name, _recording(self.calls, name, answer))
         for name, method in given.items():
             setattr(self, name, method)
 
-    def _call(self, name: str, answer: Any, *args: Any, **kwargs: Any) -> Any:
-        self.calls.append((name, args, kwargs))
+
+def _recording(calls: list, name: str, answer: Any) -> Callable[..., Any]:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        calls.append((name, args, kwargs))
         return answer
+
+    return call
 
 
 def _recorded(run: Callable[[Any], Any], recorded: tuple[str, ...], answer: Any,
