@@ -309,8 +309,8 @@ def _fixed_list(unwrapped: Any) -> Callable[[Any], Any] | None:
     return draw
 
 
-# Leaves (issue 31.3, fifth cut: ~45% of a program's choices are the values of its
-# arrays, each a one_of of two integer ranges). integers(), booleans() and a
+# Leaves (issue 31.3, fifth cut: about half of a program's choices are the values of
+# its arrays, each a one_of of two integer ranges). integers(), booleans() and a
 # sampled_from() with no map or filter make one call on `data`, draw_integer or
 # draw_boolean, whose arguments do not depend on `data`; that method checks them,
 # looks its constraints dict up in hypothesis's pool (a key built from the
