@@ -52,13 +52,18 @@ def test_draws_what_st_composite_draws() -> None:
 # kind the generators make, one_of's and fixed-size lists' inner draws included
 WIDE = st.integers(-2**31, 2**31 - 1) | st.integers(-50, 50)  # weights on the first
 LEAVES = st.one_of(st.builds(str, st.integers(-9, 9)), st.sampled_from(["t", "b"]))
+STRATEGIES = st.sampled_from([st.just(1), st.just(2)])  # leaves a note on data
 
 
 def _kinds(draw, depth: int) -> list:
     out = [draw(st.lists(WIDE, min_size=3, max_size=3)),  # fixed size: fast_draw's
            draw(st.lists(st.booleans(), max_size=4)),  # variable size: hypothesis's
            draw(LEAVES), draw(st.sampled_from([1, 2, 4])), draw(st.just(7)),
-           draw(st.floats(-1.0, 1.0).map(abs)), draw(st.integers(0, 4), label=99)]
+           draw(st.floats(-1.0, 1.0).map(abs)), draw(st.integers(0, 4), label=99),
+           # leaves drawn by data._draw; a mapped sample, by its own do_draw
+           draw(st.booleans()), draw(st.integers()), draw(st.integers(min_value=3)),
+           draw(st.integers(5, 5)), draw(st.sampled_from("ab").map(str.upper)),
+           draw(STRATEGIES)]
     if depth and draw(st.booleans()):
         out.append(draw(KINDS[_kinds](depth - 1)))
     return out
@@ -82,7 +87,8 @@ def _record(strategy, seed: int) -> tuple:
     data.freeze()
     spans = data.spans
     return (value, data.choices, list(spans.trail), list(spans.labels),
-            [repr(spans[i].recorded_value) for i in range(len(spans))])
+            [repr(spans[i].recorded_value) for i in range(len(spans))],
+            repr(data._sampled_from_all_strategies_elements_message))
 
 
 def test_fast_draws_leave_the_spans_data_draw_leaves() -> None:
@@ -106,3 +112,57 @@ def test_fast_draws_draw_the_round_hypothesis_draws() -> None:
         rounds.append(([repr(d.program) for d in drawn], [d.choices for d in drawn]))
     assert rounds[0] == rounds[1]
     assert len(set(rounds[0][0])) > 10
+
+
+def test_leaves_are_drawn_by_data_draw_itself_not_by_their_draw_methods(
+        monkeypatch) -> None:
+    """integers(), booleans() and sampled_from() below the top level make their choice
+    with the `_draw` call recorded from their draw method (issue 31.3: neither
+    the strategy's do_draw nor draw_integer's pooled-constraints look-up each draw)."""
+    from random import Random
+
+    from hypothesis.internal.conjecture.data import ConjectureData
+
+    leaves = [st.integers(0, 9), st.integers(-2**31, 2**31 - 1), st.booleans(),
+              st.sampled_from("xyz"), STRATEGIES]
+    outer = composite(lambda draw: [draw(s) for s in leaves])()
+
+    def drawn(seed: int) -> tuple:
+        data = ConjectureData(random=Random(seed))
+        return data.draw(outer), data.choices
+
+    drawn(0)  # validates each leaf and makes its handler
+    first = drawn(1)
+    for name in ("draw_integer", "draw_boolean"):
+        monkeypatch.setattr(ConjectureData, name,
+                            _refused(name, getattr(ConjectureData, name)))
+    assert drawn(1) == first
+    assert len({drawn(seed)[1] for seed in range(8)}) > 1  # choices made, and varied
+
+
+def _refused(name: str, method):
+    """`method`, refusing a choice (an unobserved draw is the weighted sampler's own,
+    inside `_draw`)."""
+    def refuse(self, *args, observe: bool = True, **kwargs):
+        if observe:
+            raise AssertionError(f"a leaf drawn through {name}")
+        return method(self, *args, observe=observe, **kwargs)
+    return refuse
+
+
+def test_a_cheap_composite_is_freed_without_the_garbage_collector() -> None:
+    """The fast-draw mark on a composite names no bound method of its own: no
+    reference cycle per composite (~40 a program) for the collector to find."""
+    import gc
+    import weakref
+
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        s = CHEAP_PAIR(3)
+        ref = weakref.ref(s)
+        del s
+        assert ref() is None
+    finally:
+        if enabled:
+            gc.enable()

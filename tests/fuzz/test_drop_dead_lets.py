@@ -7,11 +7,8 @@ from __future__ import annotations
 from gpusem.calculus.bundl import ast as A
 from gpusem.calculus.bundl.perspective import Level, Perspective
 from gpusem.calculus.bundl.walk import child_stmts
-from gpusem.fuzz.bundl.strategies.kernels import (
-    _node_fields,
-    _rebuild,
-    drop_dead_lets,
-)
+from gpusem.fuzz.bundl.strategies.draws import node_fields
+from gpusem.fuzz.bundl.strategies.kernels import _rebuild, drop_dead_lets
 from gpusem.fuzz.bundl.strategies.programs import programs
 from gpusem.fuzz.hunt import generate_round
 
@@ -38,7 +35,7 @@ def _former_mentions(s: object, name: str) -> bool:
         return True
     if isinstance(s, tuple):
         return any(_former_mentions(x, name) for x in s)
-    children = _node_fields(s)
+    children = node_fields(s)
     return children is not None and any(_former_mentions(getattr(s, f), name)
                                         for f in children)
 

@@ -22,7 +22,8 @@ This module is the one place gpusem reaches into hypothesis past its public API 
 tests/fuzz/test_reproducible.py fails loudly, naming it, on an incompatible one): the
 local-constant pool above; hypothesis's composite strategy class, drawn from directly
 (`composite`, issue 31.3), and what `data.draw` does below the top level, done without
-its set-up (`fast_draw`, issue 31.3); the choice sequence of the example being drawn
+its set-up (`fast_draw`, issue 31.3), a leaf strategy's choice made by the `_draw` call
+recorded from its own draw method (`leaf_call`); the choice sequence of the example being drawn
 (`current_choices`) and its serialisation (`choices_blob`) with the database's
 secondary-corpus key, so a finding is shrunk from the very example that failed; a seed
 for a test that keeps its own database (`with_seed`: the public `seed` decorator also
@@ -37,6 +38,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import cache, partial, wraps
+from operator import methodcaller
 from types import SimpleNamespace
 from typing import Any, TypeVar
 
@@ -177,7 +179,7 @@ def _composite_class() -> Any:
             self.fixed_label = label
             # nothing to validate (CompositeStrategy has no do_validate; emptiness
             # and reusability are forced above): drawn by `fast_draw` from the first
-            self.__dict__[_READY] = (self, label, _plain)
+            self.__dict__[_READY] = (label, None)
 
         def calc_label(self) -> int:
             return self.fixed_label
@@ -220,9 +222,13 @@ def composite(f: Callable[..., T]) -> Callable[..., Any]:
 # once, and OneOfStrategy's and a fixed-size ListStrategy's inner draws go through
 # it too: the same span (label), the same `do_draw`, the same recorded value, hence
 # the same choices and spans (tests/fuzz/test_cheap_composite.py compares the span
-# records; tests/fuzz/test_draw_stability.py the programs).
+# records; tests/fuzz/test_draw_stability.py the programs). Leaves (integers, booleans,
+# sampled_from) go straight to their choice: see "Leaves" below.
 
-_READY = "_gpusem_fast_draw"  # a validated strategy's (unwrapped, label, handler)
+# A validated strategy's (label, handler): handler(data) draws its value; None: its
+# own do_draw (not a bound method kept in its own __dict__: a reference cycle, which
+# only the garbage collector frees, for each of the ~40 composites a program makes).
+_READY = "_gpusem_fast_draw"
 
 
 def fast_draw(data: Any, strategy: Any, label: int | None = None) -> Any:
@@ -230,22 +236,23 @@ def fast_draw(data: Any, strategy: Any, label: int | None = None) -> Any:
     level does not need; anything else (the first draw of a strategy, a label given,
     the depth limit, a ValueHole to invert while shrinking) is data.draw's."""
     ready = strategy.__dict__.get(_READY)
-    if (ready is None or label is not None or not 0 < data.depth < _hyp().MAX_DEPTH
-            or (data.prefix is not None and data.index < len(data.prefix)
-                and isinstance(data.prefix[data.index], _hyp().ValueHole))):
+    prefix, hyp = data.prefix, _hyp()
+    if (ready is None or label is not None or not 0 < data.depth < hyp.MAX_DEPTH
+            or (prefix is not None and data.index < len(prefix)
+                and isinstance(prefix[data.index], hyp.ValueHole))):
         value = data.draw(strategy, label)
         if ready is None:
             _make_ready(strategy)
         return value
-    unwrapped, label, handler = ready
+    label, handler = ready
     record = data._ConjectureData__span_record
     index = record.span_count
     data.start_span(label)
     try:
-        value = handler(data, unwrapped)
+        value = strategy.do_draw(data) if handler is None else handler(data)
         record.record_value_for_span(index, value)
         return value
-    except _hyp().FlakyStrategyDefinition as err:  # as data.draw notes it
+    except hyp.FlakyStrategyDefinition as err:  # as data.draw notes it
         err.add_note(f"while drawing from {strategy!r}")
         raise
     finally:
@@ -264,46 +271,174 @@ def _make_ready(strategy: Any) -> None:
     if isinstance(strategy, DeferredStrategy) or isinstance(unwrapped,
                                                             DeferredStrategy):
         return
-    handler = _handlers().get(type(unwrapped), _plain)
-    strategy.__dict__[_READY] = (unwrapped, unwrapped.label, handler)
+    make = _handlers().get(type(unwrapped))
+    handler = None if make is None else make(unwrapped)
+    if handler is None and unwrapped is not strategy:
+        handler = unwrapped.do_draw
+    strategy.__dict__[_READY] = (unwrapped.label, handler)
 
 
-def _plain(data: Any, unwrapped: Any) -> Any:
-    return unwrapped.do_draw(data)
-
-
-def _one_of(data: Any, unwrapped: Any) -> Any:
+def _one_of(unwrapped: Any) -> Callable[[Any], Any] | None:
     """OneOfStrategy.do_draw, `data.draw(data.draw(self.__branch_sampler))`, with
-    `fast_draw` (its own code where it has no sampler: one branch, or before the
-    first draw makes it)."""
+    `fast_draw`; its own do_draw where it has no sampler (one branch). The sampler is
+    made by the first draw, which data.draw has made, and never replaced."""
     sampler = unwrapped.__dict__.get("_OneOfStrategy__branch_sampler")
     if type(sampler) is not _hyp().SampledFromStrategy:
-        return unwrapped.do_draw(data)
-    return fast_draw(data, fast_draw(data, sampler))
+        return None
+    return lambda data: fast_draw(data, fast_draw(data, sampler))
 
 
-def _fixed_list(data: Any, unwrapped: Any) -> Any:
+def _fixed_list(unwrapped: Any) -> Callable[[Any], Any] | None:
     """ListStrategy.do_draw of a fixed size: what `many` does then (no choice of its
     own: a span per element and one closing span), with `fast_draw` per element."""
     size, element = unwrapped.min_size, unwrapped.element_strategy
     if size != unwrapped.max_size or element.is_empty:
-        return unwrapped.do_draw(data)
-    label, out = _hyp().ONE_FROM_MANY_LABEL, []
-    for _ in range(size):
-        data.start_span(label)
-        out.append(fast_draw(data, element))
+        return None
+    label = _hyp().ONE_FROM_MANY_LABEL
+
+    def draw(data: Any) -> Any:
+        out = []
+        for _ in range(size):
+            data.start_span(label)
+            out.append(fast_draw(data, element))
+            data.stop_span()
+        data.start_span(label)  # `many` deciding there is no further element
         data.stop_span()
-    data.start_span(label)  # `many` deciding there is no further element
-    data.stop_span()
-    return out
+        return out
+
+    return draw
+
+
+# Leaves (issue 31.3, fifth cut: about half of a program's choices are the values of
+# its arrays, each a one_of of two integer ranges). integers(), booleans() and a
+# sampled_from() with no map or filter make one call on `data`, draw_integer or
+# draw_boolean, whose arguments do not depend on `data`; that method checks them,
+# looks its constraints dict up in hypothesis's pool (a key built from the
+# constraints, at every draw) and hands it to `data._draw`, which makes the choice.
+# A leaf's handler calls `data._draw` with those constraints directly.
+#
+# None of it is written down here: the calls are recorded once per strategy, from the
+# strategy's own do_draw and then ConjectureData's own draw method, each run against a
+# recorder (`_recorded`), so they are this hypothesis's calls, and so are the choice,
+# the value, the span and its recorded value (test_cheap_composite compares span
+# records with data.draw's, test_draw_stability the programs). Where a recorder is
+# not enough (the code reads more of `data`, or draws twice), the strategy keeps its
+# own do_draw, or its draw method. The dict is not pooled: the pool only shares equal
+# dicts, to save memory.
+
+
+class _Recorder:
+    """Stands in for a ConjectureData: records each call of the `recorded` methods in
+    `calls`, answering `answer`; `given`: other methods it has (any other is missing,
+    so code that needs more of data fails on it). The methods are closures over
+    `calls`, not bound to the recorder: no reference cycle to leave for the garbage
+    collector."""
+
+    def __init__(self, recorded: tuple[str, ...], answer: Any,
+                 given: dict[str, Callable[..., Any]]) -> None:
+        self.calls: list[tuple[str, tuple, dict]] = []
+        for name in recorded:
+            setattr(self, name, _recording(self.calls, name, answer))
+        for name, method in given.items():
+            setattr(self, name, method)
+
+
+def _recording(calls: list, name: str, answer: Any) -> Callable[..., Any]:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        calls.append((name, args, kwargs))
+        return answer
+
+    return call
+
+
+def _recorded(run: Callable[[Any], Any], recorded: tuple[str, ...], answer: Any,
+              returns: Any = None, **given: Callable[..., Any]
+              ) -> tuple[_Recorder, tuple[str, tuple, dict]] | None:
+    """The recorder after `run(recorder)`, and the one call of `recorded` run made,
+    where it made exactly one and returned `returns` (`answer` where None); None
+    otherwise."""
+    recorder = _Recorder(recorded, answer, given)
+    try:
+        value = run(recorder)
+    except Exception:  # noqa: BLE001 - it needs more of data than a recorder has
+        return None
+    if len(recorder.calls) != 1 or value is not (answer if returns is None
+                                                 else returns):
+        return None
+    return recorder, recorder.calls[0]
+
+
+def leaf_call(unwrapped: Any, answer: Any, returns: Any = None
+              ) -> tuple[_Recorder, tuple[str, tuple, dict]] | None:
+    """The call on data that makes the one choice of `unwrapped`'s do_draw (see
+    `_recorded`): `_draw` with the arguments its draw method (draw_integer, say) gives
+    it, or that method's call where a recorder cannot stand for data in the method;
+    with the recorder do_draw drew from. None where do_draw does anything else."""
+    seen = _recorded(unwrapped.do_draw, ("draw_integer", "draw_boolean"), answer,
+                     returns)
+    if seen is None:
+        return None
+    from hypothesis.internal.conjecture.data import ConjectureData
+
+    recorder, (name, args, kwargs) = seen
+    method = getattr(ConjectureData, name)
+    inner = _recorded(lambda data: method(data, *args, **kwargs), ("_draw",), answer,
+                      _pooled_constraints=lambda _type, constraints: constraints)
+    return recorder, (inner[1] if inner is not None else (name, args, kwargs))
+
+
+def _integers(unwrapped: Any) -> Callable[[Any], Any] | None:
+    """IntegersStrategy, BooleansStrategy: the choice its one draw makes."""
+    seen = leaf_call(unwrapped, object())
+    if seen is None:
+        return None
+    name, args, kwargs = seen[1]
+    return methodcaller(name, *args, **kwargs)
+
+
+def _sampled(unwrapped: Any) -> Callable[[Any], Any] | None:
+    """SampledFromStrategy without map or filter: the element at the index its one
+    draw chooses. Where the elements are strategies (one_of's branch sampler), do_draw
+    also leaves a note on `data` for a test that then fails with a TypeError; it is
+    recorded too, and left alike."""
+    elements = unwrapped.elements
+    if unwrapped._transformations or not elements:
+        return None
+    seen = leaf_call(unwrapped, 0, returns=elements[0])
+    if seen is None:
+        return None
+    recorder, (name, args, kwargs) = seen
+    index = methodcaller(name, *args, **kwargs)
+    note = getattr(recorder, _NOTE, None)
+    if note is None:
+        return lambda data: elements[index(data)]
+
+    def draw(data: Any) -> Any:
+        value = elements[index(data)]
+        setattr(data, _NOTE, note)
+        return value
+
+    return draw
+
+
+_NOTE = "_sampled_from_all_strategies_elements_message"
 
 
 @cache
-def _handlers() -> dict[type, Callable[[Any, Any], Any]]:
+def _handlers() -> dict[type, Callable[[Any], Callable[[Any], Any] | None]]:
+    """Per strategy class, what makes a validated strategy's handler (None: its own
+    do_draw)."""
     from hypothesis.strategies._internal.collections import ListStrategy
-    from hypothesis.strategies._internal.strategies import OneOfStrategy
+    from hypothesis.strategies._internal.misc import BooleansStrategy
+    from hypothesis.strategies._internal.numbers import IntegersStrategy
+    from hypothesis.strategies._internal.strategies import (
+        OneOfStrategy,
+        SampledFromStrategy,
+    )
 
-    return {OneOfStrategy: _one_of, ListStrategy: _fixed_list}
+    return {OneOfStrategy: _one_of, ListStrategy: _fixed_list,
+            IntegersStrategy: _integers, BooleansStrategy: _integers,
+            SampledFromStrategy: _sampled}
 
 
 # The names fast_draw takes from hypothesis's internals, imported once on first use
@@ -345,7 +480,9 @@ def missing_internals() -> list[str]:
               ("hypothesis.strategies._internal.lazy", "unwrap_strategies"),
               ("hypothesis.strategies._internal.deferred", "DeferredStrategy"),
               ("hypothesis.strategies._internal.collections", "ListStrategy"),
-              ("hypothesis.strategies._internal.strategies", "OneOfStrategy")]
+              ("hypothesis.strategies._internal.strategies", "OneOfStrategy"),
+              ("hypothesis.strategies._internal.numbers", "IntegersStrategy"),
+              ("hypothesis.strategies._internal.misc", "BooleansStrategy")]
     missing = []
     for module, attr in wanted:
         try:
@@ -384,4 +521,9 @@ def _fast_draw_attributes() -> list[str]:
     if type(one_of.__dict__.get("_OneOfStrategy__branch_sampler")) is not (
             _hyp().SampledFromStrategy):
         missing.append("OneOfStrategy.__branch_sampler")
+    for leaf in (st.integers(0, 1), st.integers(-2**31, 2**31 - 1), st.booleans()):
+        seen = leaf_call(unwrap_strategies(leaf), object())
+        if seen is None or seen[1][0] != "_draw":
+            missing.append(f"{leaf!r}: one data._draw call, through draw_integer or "
+                           "draw_boolean and _pooled_constraints")
     return missing

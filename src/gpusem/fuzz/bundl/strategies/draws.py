@@ -20,6 +20,7 @@ environment dict): the same label and `do_draw`, so again the same programs.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import fields, is_dataclass
 from functools import cache, lru_cache
 from typing import Any, TypeVar
 
@@ -31,7 +32,7 @@ T = TypeVar("T")
 
 BOOLS = st.booleans()
 
-__all__ = ["BOOLS", "composite", "ints", "pick"]
+__all__ = ["BOOLS", "composite", "ints", "node_fields", "pick"]
 
 
 @cache
@@ -54,3 +55,19 @@ def pick(draw: Any, options: Sequence[T]) -> T:
     except TypeError:  # unhashable options (lists): a strategy of their own
         strategy = st.sampled_from(key)
     return draw(strategy)
+
+
+_FIELDS: dict[type, tuple[str, ...] | None] = {}
+
+
+def node_fields(node: object) -> tuple[str, ...] | None:
+    """A node's fields but its span (None: not a dataclass), looked up once per class
+    (the generators' walks over a program they built ask for every node)."""
+    try:
+        return _FIELDS[type(node)]
+    except KeyError:
+        pass
+    names = _FIELDS[type(node)] = tuple(
+        f.name for f in fields(node) if f.name != "span") if is_dataclass(node) \
+        else None
+    return names

@@ -16,7 +16,6 @@ is evaluated at (⊢^π_π, the caller's), the point of the rule.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import fields, is_dataclass
 
 from gpusem.calculus.bundl import ast
 from gpusem.calculus.bundl.ast import ArrayType, MemKind
@@ -29,7 +28,7 @@ from gpusem.calculus.bundl.perspective import (
     size,
 )
 from gpusem.calculus.bundl.walk import child_stmts
-from gpusem.fuzz.bundl.strategies.draws import BOOLS, ints, pick
+from gpusem.fuzz.bundl.strategies.draws import BOOLS, ints, node_fields, pick
 from gpusem.fuzz.bundl.strategies.expressions import (
     BASES,
     INT,
@@ -107,10 +106,10 @@ def _names(node: object) -> set[str]:
         return {node}
     if isinstance(node, tuple):
         return set().union(*map(_names, node))
-    if not is_dataclass(node):
+    names = node_fields(node)
+    if names is None:
         return set()
-    return set().union(*(_names(getattr(node, f.name)) for f in fields(node)
-                         if f.name != "span"))
+    return set().union(*(_names(getattr(node, name)) for name in names))
 
 
 def calls(g: Gen, env: Env) -> list[tuple[FnInfo, list[list[VarInfo]]]]:

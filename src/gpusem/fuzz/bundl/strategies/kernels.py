@@ -28,7 +28,6 @@ split-barrier and whole-warp (__syncwarp()) lowerings, built mostly by
 
 from __future__ import annotations
 
-from dataclasses import fields, is_dataclass
 from functools import lru_cache
 
 from gpusem.calculus.bundl import ast as A
@@ -36,7 +35,13 @@ from gpusem.calculus.bundl.perspective import Level, Perspective
 from gpusem.calculus.bundl.walk import child_stmts
 from gpusem.fuzz.bundl.generated import Generated
 from gpusem.fuzz.bundl.strategies.barriers import SHAPES, barrier_exchange
-from gpusem.fuzz.bundl.strategies.draws import BOOLS, composite, ints, pick
+from gpusem.fuzz.bundl.strategies.draws import (
+    BOOLS,
+    composite,
+    ints,
+    node_fields,
+    pick,
+)
 from hypothesis import strategies as st
 
 INT, FLOAT, BOOL = A.BaseType.INT, A.BaseType.FLOAT, A.BaseType.BOOL
@@ -302,7 +307,7 @@ def _kernels(draw, max_blocks: int = 2, max_threads: int = 128,
     inputs = []
     for j in range(draw(ints(1, 2))):
         length = pick(draw, [threads, blocks * threads, 7])
-        values = tuple(A.IntLit(x) for x in draw(_values(length)))
+        values = tuple(map(A.IntLit, draw(_values(length))))
         globals_.append(A.GlobalDecl(f"x{j}", INT, length, values))
         inputs.append((f"x{j}", length))
     globals_.append(A.GlobalDecl("out", INT, blocks * threads * k, None))
@@ -380,7 +385,7 @@ def _drop(s: A.Stmt) -> tuple[A.Stmt, frozenset[str]]:
     out = _rebuild(s, tuple(p for p, _ in parts))
     inner = {id(p): n for p, n in parts}
     names = frozenset().union(*(inner[id(v)] if id(v) in inner else _mentioned(v)
-                                for f in _node_fields(out) or ()
+                                for f in node_fields(out) or ()
                                 for v in (getattr(out, f),)))
     return out, names
 
@@ -404,7 +409,7 @@ def _mentioned(s: object) -> frozenset[str]:
         else:
             if shape is _ASSIGN:
                 names.add(x.name)  # type: ignore[attr-defined]
-            stack.extend(getattr(x, f) for f in _node_fields(x) or ())
+            stack.extend(getattr(x, f) for f in node_fields(x) or ())
     return frozenset(names)
 
 
@@ -416,22 +421,6 @@ _SHAPES: dict[type, object] = {}
 def _shape(x: object) -> object:
     return _VAR if isinstance(x, A.Var) else _TUPLE if isinstance(x, tuple) else \
         _ASSIGN if isinstance(x, A.Assign) else _OTHER
-
-
-_FIELDS: dict[type, tuple[str, ...] | None] = {}
-
-
-def _node_fields(node: object) -> tuple[str, ...] | None:
-    """A node's fields but its span (None: not a node), looked up once per class
-    (drop_dead_lets asks for every node below every let)."""
-    try:
-        return _FIELDS[type(node)]
-    except KeyError:
-        pass
-    names = _FIELDS[type(node)] = tuple(
-        f.name for f in fields(node) if f.name != "span") if is_dataclass(node) \
-        else None
-    return names
 
 
 def _rebuild(s: A.Stmt, children: tuple) -> A.Stmt:
