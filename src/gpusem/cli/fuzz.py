@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import sys
 import time
+from pathlib import Path
 
 import click
 from gpusem import api
@@ -137,9 +138,7 @@ def command(target, props, backend, budget, seed, jobs, shard, out_dir, max_prog
     spec = api.CampaignSpec(target, tuple(props), seconds, backend, seed, jobs, shard_t,
                             out_dir, round_size, max_programs, resume, coverage,
                             shrink_time, engine, scheduler, gpus, baseline, corpus,
-                            # the budget runs from the process's start (issue 31.1):
-                            # interpreter, imports and start-ups are inside it
-                            api.process_started_at(IMPORTED_AT))
+                            _command_started_at())
     # Off a terminal (CI logs) the bar draws nothing until the end: plain lines every
     # ~30 s say how the campaign goes (GPUSEM_PROGRESS_EVERY_S).
     lines = None if console.is_terminal else api.ProgressLines(target)
@@ -156,6 +155,20 @@ def command(target, props, backend, budget, seed, jobs, shard, out_dir, max_prog
     result.report.write(json_path, sarif_path, junit_path, out_dir)
     _show(console, result.report, coverage)
     raise SystemExit(result.exit_code)
+
+
+def _command_started_at() -> float | None:
+    """When this process started, where it is the `gpusem` command itself (the
+    console script, `python -m gpusem`): the budget runs from there (issue 31.1: the
+    interpreter's start, the imports and the shards' start-up are inside it). None
+    where the CLI runs inside another program (a test's CliRunner, a caller of
+    `main()`), whose start says nothing of this campaign: its clock starts now."""
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    script = Path(str(getattr(main, "__file__", "") or "")).stem
+    if script != "gpusem" and getattr(spec, "name", "") != "gpusem.__main__":
+        return None
+    return api.process_started_at(IMPORTED_AT)
 
 
 class _Bar:
