@@ -37,7 +37,8 @@ piece's rounds), and the campaign goes on; Dask blames every piece on a dying wo
 those queued behind the culprit too, so one that had not begun is submitted once
 more, on its own, while the budget lasts (`DaskEngine._killed`). Every piece stops at
 the campaign's budget (`Piece.until`), wherever it runs, and the client waits for
-nothing past the budget + SHRINK_TAIL + HAND_BACK (`DaskEngine._cut`): a shrink still
+nothing past the budget + SHRINK_TAIL + HAND_BACK, nor past the budget + HAND_BACK
+while no shrink task is out (`DaskEngine._cut`): a shrink still
 running then is reported with its best bundle so far, marked `shrink_cut`; a piece
 begun within the budget and not back is reported cut (`Summary.cut`), its programs
 not counted. On Ctrl-C or SIGTERM the pieces that come back within DRAIN_S are
@@ -64,7 +65,7 @@ from __future__ import annotations
 
 import socket
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -176,9 +177,21 @@ class _Shard:
         return self.deadline + SHRINK_TAIL * self.budget_s
 
     @property
+    def hand_back_s(self) -> float:
+        return min(HAND_BACK * self.budget_s, HAND_BACK_MAX_S)
+
+    @property
     def hard_stop(self) -> float:
         """time.monotonic() after which the client waits for nothing of this shard."""
-        return self.shrink_end + min(HAND_BACK * self.budget_s, HAND_BACK_MAX_S)
+        return self.shrink_end + self.hand_back_s
+
+    @property
+    def pieces_stop(self) -> float:
+        """time.monotonic() after which the client waits for no piece of this shard
+        while no shrink task is out: the pieces stop at the budget's end, so the
+        shrink tail is not theirs to wait for (a piece far past the budget kept a
+        90 s campaign waiting until 96.3 s with nothing left to shrink: stop 31)."""
+        return self.deadline + self.hand_back_s
 
     def _upcoming(self, per_piece: int) -> tuple[tuple[int, int], int | None] | None:
         """The next window not finished before (a resume skips those) and its program
@@ -367,7 +380,11 @@ class DaskEngine(Engine):
         reported: set[int] = set()
         # shrink task -> (when it was submitted, the signature it shrinks)
         shrinks: dict[Any, tuple[float, str]] = {}
-        hard_stop = max((s.hard_stop for s in shards), default=time.monotonic())
+
+        def stop_at() -> float:  # the shrink tail only while a shrink is out
+            return max((s.hard_stop if shrinks else s.pieces_stop for s in shards),
+                       default=time.monotonic())
+
         own = self._shrink_workers()  # workers that only shrink (`local_cluster`)
 
         def shrink(s: _Shard, job: tuple[Any, ...]) -> None:
@@ -399,7 +416,7 @@ class DaskEngine(Engine):
             results = iter(pending)
             while True:
                 with at_once():  # waiting on the cluster: a signal stops the wait
-                    fut = _next_by(pending, results, hard_stop, early)
+                    fut = _next_by(pending, results, stop_at, early)
                 if fut is None:
                     if not pending.is_empty():  # the campaign's end came first
                         self._cut(futures, shrinks, stores)
@@ -453,9 +470,10 @@ class DaskEngine(Engine):
 
     def _cut(self, futures: dict[Any, _Shard], shrinks: dict[Any, tuple[float, str]],
              stores: dict[str, BundleStore]) -> None:
-        """The campaign's end (`_Shard.hard_stop`) with results still out: a shrink
-        task's finding keeps the best bundle the task published by then (or the one
-        its piece wrote), marked `shrink_cut`; a piece that began before the budget's
+        """The campaign's end (`_Shard.hard_stop`, or `pieces_stop` where no shrink
+        task was out) with results still out: a shrink task's finding keeps the
+        best bundle the task published by then (or the one its piece wrote), marked
+        `shrink_cut`; a piece that began before the budget's
         end and is not back (hung, or a last batch check far past the budget under
         load) is reported cut (`Summary.cut`), naming its programs, which are not
         counted; one that had not begun by then had nothing left to check (under
@@ -479,7 +497,7 @@ class DaskEngine(Engine):
             label = piece.label if piece is not None else str(fut.key)
             s.summary.cut.append(
                 f"{label} of seed {s.task.spec.get('seed')}, begun within the "
-                f"budget, not back by its end + {s.hard_stop - s.deadline:.1f} s "
+                f"budget, not back by its end + {time.monotonic() - s.deadline:.1f} s "
                 f"(its programs are not counted)")
             # it was fuzzing until now, as far as the client knows
             s.summary.fuzz_s = max(s.summary.fuzz_s, time.monotonic() - s.started)
@@ -630,15 +648,16 @@ class DaskEngine(Engine):
         return ShardEvent(s.task, "done", s.summary)
 
 
-def _next_by(pending: Any, results: Iterator[Any], hard_stop: float,
+def _next_by(pending: Any, results: Iterator[Any], stop_at: Callable[[], float],
              meanwhile: Any = None) -> Any:
     """The next finished task of `pending` (a Dask as_completed), or None when none
-    is left or none finished by `hard_stop` (time.monotonic()); `meanwhile()` is
-    called while it waits (it may add tasks to `pending`)."""
+    is left or none finished by `stop_at()` (time.monotonic(), asked each time: it
+    moves with the tasks out); `meanwhile()` is called while it waits (it may add
+    tasks to `pending`)."""
     while not pending.has_ready():
         if meanwhile is not None:
             meanwhile()
-        if pending.is_empty() or time.monotonic() >= hard_stop:
+        if pending.is_empty() or time.monotonic() >= stop_at():
             return None
         time.sleep(POLL_S)
     return next(results, None)
