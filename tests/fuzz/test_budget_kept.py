@@ -112,7 +112,7 @@ def test_the_dask_engine_keeps_the_budget_while_a_finding_shrinks(tmp_path) -> N
 # Issue 31.1, the command as the shell times it: a --budget 20s command ends within
 # 24 s, and its report says how long it took. The clock starts at the process's
 # start (`fuzz/clock.py`), so what is inherent past the budget is the shrink tail
-# (4%: 0.8 s), on Dask the hand-back (3%, at most 1 s: 0.6 s), the last batch's
+# (4%: 0.8 s), on Dask the hand-back (at most 1 s), the last batch's
 # overrun (one g++ build, ~0.7 s) and the stop (the --jobs processes' exit or the
 # cluster's: 0.2-0.9 s): 21.4-21.8 s on a quiet machine, so 10% + 2 s leaves 2 s
 # for load (loadavg 4-5 in the runs of results/scale/budget_wall_cpu_dev.json).
