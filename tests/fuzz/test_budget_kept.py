@@ -58,7 +58,8 @@ def check_report(report: dict, text: str) -> dict:
     # stop included (below: the whole command's wall time)
     assert report["seconds"] <= 1.1 * BUDGET + 2.0, report["seconds"]
     assert report["fuzz_s"] >= BUDGET - 1.0  # the fuzzing went on to the budget
-    assert report["shrink_s"] > 0
+    assert report["shrink_s"] > 0, (report["campaign"].get("engine"),
+                                    report["findings"])
     # the wrong value itself; how many programs (and so which other classes of the
     # fault, e.g. a `stale` cell) a 20 s run meets depends on the machine's load and,
     # on Dask, on how the pieces fall (two classes in a loaded suite run of stop 27)
