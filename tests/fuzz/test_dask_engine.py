@@ -336,7 +336,7 @@ register_target("hangingtoy", HangingToy)
 def test_a_piece_hung_past_the_budget_is_not_waited_for_through_the_shrink_tail(
         cluster, tmp_path):
     """Issue 31.1: with no shrink task out, the client waits for a piece past the
-    budget's end only for its hand-back (HAND_BACK_S, 1 s), not through the shrink
+    budget's end only for its hand-back (at most 1 s), not through the shrink
     tail (4%) too: a --budget 90s campaign on the H200s waited until 96.3 s for a
     piece that never came (stop 31). Here the budget is 56 s, begun 50 s before the
     engine (its cluster's start, say): 6 s are left, then 1 s of hand-back; the

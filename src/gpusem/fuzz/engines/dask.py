@@ -37,8 +37,8 @@ piece's rounds), and the campaign goes on; Dask blames every piece on a dying wo
 those queued behind the culprit too, so one that had not begun is submitted once
 more, on its own, while the budget lasts (`DaskEngine._killed`). Every piece stops at
 the campaign's budget (`Piece.until`), wherever it runs, and the client waits for
-nothing past the budget + SHRINK_TAIL + HAND_BACK_S, nor past the budget +
-HAND_BACK_S while no shrink task is out (`DaskEngine._cut`): a shrink still
+nothing past the budget + SHRINK_TAIL + HAND_BACK (at most 1 s), nor past the
+budget + 1 s while no shrink task is out (`DaskEngine._cut`): a shrink still
 running then is reported with its best bundle so far, marked `shrink_cut`; a piece
 begun within the budget and not back is reported cut (`Summary.cut`), its programs
 not counted. On Ctrl-C or SIGTERM the pieces that come back within DRAIN_S are
@@ -110,16 +110,16 @@ from gpusem.fuzz.targets import (
 
 IN_FLIGHT_PER_WORKER = 2
 DRAIN_S = 15.0  # after Ctrl-C/SIGTERM: how long pieces under way get to come back
-# Past the budget's end (the pieces') or the shrink deadline (the budget +
-# SHRINK_TAIL, while a shrink task is out), how long the client still waits for
-# results: then it stops waiting (`DaskEngine._cut`), so a campaign ends within its
-# budget + 4% and a second or two whatever its workers do (issue 31.1). What it
-# waits for is a piece's last batch check (one g++ build, ~0.7 s) and a result's
-# way back, neither of which grows with the budget: 3% of it waited 2.7 s at 90 s
-# for a piece that never came (stop 31, H200 x2: report 96.4 s), and at 20 s,
-# 0.6 s cut a loaded machine's last pieces (1 run in 3, results/scale/
-# budget_wall_cpu_dev.json)
-HAND_BACK_S = 1.0
+# Past the shrink deadline (the budget + SHRINK_TAIL), the share of the budget the
+# client still waits for results, at most HAND_BACK_MAX_S: then it stops waiting
+# (`DaskEngine._cut`), so a campaign ends within its budget + 7% and at most 4% + 1 s
+# whatever its workers do (issue 31.1). A result's way back is a message, not work
+# that grows with the budget: 3% of 90 s waited 2.7 s for a piece that never came
+# (stop 31, H200 x2: report 96.4 s). While no shrink task is out the pieces alone
+# are waited for, as long as that (7%), at most HAND_BACK_MAX_S (`pieces_stop`):
+# their last batch check (one g++ build, ~0.7 s) and the way back.
+HAND_BACK = 0.03
+HAND_BACK_MAX_S = 1.0
 # events the tasks log on the scheduler (`Worker.log_event`): a piece begun on a
 # worker (which piece a dead worker was running), a shrink's best bundle so far
 STARTED = "gpusem-piece-started"
@@ -181,7 +181,7 @@ class _Shard:
     @property
     def hard_stop(self) -> float:
         """time.monotonic() after which the client waits for nothing of this shard."""
-        return self.shrink_end + HAND_BACK_S
+        return self.shrink_end + min(HAND_BACK * self.budget_s, HAND_BACK_MAX_S)
 
     @property
     def pieces_stop(self) -> float:
@@ -189,7 +189,8 @@ class _Shard:
         while no shrink task is out: the pieces stop at the budget's end, so the
         shrink tail is not theirs to wait for (a piece far past the budget kept a
         90 s campaign waiting until 96.3 s with nothing left to shrink: stop 31)."""
-        return self.deadline + HAND_BACK_S
+        return self.deadline + min((SHRINK_TAIL + HAND_BACK) * self.budget_s,
+                                   HAND_BACK_MAX_S)
 
     def _upcoming(self, per_piece: int) -> tuple[tuple[int, int], int | None] | None:
         """The next window not finished before (a resume skips those) and its program
