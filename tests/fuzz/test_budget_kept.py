@@ -15,6 +15,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from gpusem.fuzz.bundle import read_bundle
 from gpusem.fuzz.client import run_campaign
 from gpusem.fuzz.engines.local import LocalEngine
@@ -52,9 +54,12 @@ def fuzz(tmp_path: Path, *extra: str, seed: int = 0) -> tuple[float, dict, str]:
 
 
 def check_report(report: dict, text: str) -> dict:
-    assert report["seconds"] <= 1.1 * BUDGET, report["seconds"]
+    # the report's seconds run from the process's start to the report, the shards'
+    # stop included (below: the whole command's wall time)
+    assert report["seconds"] <= 1.1 * BUDGET + 2.0, report["seconds"]
     assert report["fuzz_s"] >= BUDGET - 1.0  # the fuzzing went on to the budget
-    assert report["shrink_s"] > 0
+    assert report["shrink_s"] > 0, (report["campaign"].get("engine"),
+                                    report["findings"])
     # the wrong value itself; how many programs (and so which other classes of the
     # fault, e.g. a `stale` cell) a 20 s run meets depends on the machine's load and,
     # on Dask, on how the pieces fall (two classes in a loaded suite run of stop 27)
@@ -103,6 +108,33 @@ def test_the_dask_engine_keeps_the_budget_while_a_finding_shrinks(tmp_path) -> N
     # meeting (fuzz/engines/handover.py): a step made, or a shrink that ended by
     # itself (a shrink its deadline stopped before any step is not `shrunk`)
     assert found["shrunk"], found
+
+
+# Issue 31.1, the command as the shell times it: a --budget 20s command ends within
+# 24 s, and its report says how long it took. The clock starts at the process's
+# start (`fuzz/clock.py`), so what is inherent past the budget is the shrink tail
+# (4%: 0.8 s), on Dask the hand-back (at most 1 s), the last batch's
+# overrun (one g++ build, ~0.7 s) and the stop (the --jobs processes' exit or the
+# cluster's: 0.2-0.9 s): 20.8-21.8 s at loadavg 3-7 and 23.5 s once at 8.6 in the
+# runs of results/scale/budget_wall_cpu_dev.json, so 10% + 2 s leaves room for a
+# loaded 2-core machine. Before, the clock started after the imports and the
+# spawned shards' start-up and stopped before the shards' and the cluster's stop:
+# the report said 20.3-21.0 s of a 22.1-24.7 s command there.
+WALL_MARGIN_S = 0.1 * BUDGET + 2.0
+# between the report's clock and the shell's: the process's fork and exec before it
+# starts, the summary printed and the interpreter's exit after it stops
+OUTSIDE_REPORT_S = 1.0
+
+
+@pytest.mark.parametrize("engine", ["local", "dask"])
+def test_the_whole_command_ends_within_its_budget_and_reports_its_wall_time(
+        tmp_path, engine: str) -> None:
+    wall, report, text = fuzz(tmp_path, "--engine", engine, "--jobs", "2",
+                              seed=DASK_SEED)
+    check_report(report, text)  # a finding met early, shrunk beside the fuzzing
+    assert wall <= BUDGET + WALL_MARGIN_S, (wall, report["seconds"])
+    assert report["seconds"] <= wall, (wall, report["seconds"])
+    assert wall - report["seconds"] <= OUTSIDE_REPORT_S, (wall, report["seconds"])
 
 
 def test_a_shrink_that_outlasts_the_budget_is_cut_at_the_deadline(tmp_path) -> None:

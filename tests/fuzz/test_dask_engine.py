@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -305,3 +306,50 @@ def test_the_budget_counts_from_the_campaigns_start_not_the_clusters(cluster,
     assert total.programs > 0 and not total.failed  # (a cold worker: seconds)
     assert wall <= 15 - 5 + 2.0, wall  # ~15 s before: the budget from the first shard
     assert 15 - 0.5 <= total.seconds <= 15 * 1.1 + 2.0, total.seconds  # since start
+
+
+class HangingToy(ToyTarget):
+    """Finds nothing; the first program it checks past the time its hang file holds
+    (a time.time(); the file beside the cluster's kill flag, which the workers know)
+    takes HANG_S, once per campaign (whoever removes the file)."""
+
+    def check(self, program, prop="compile"):
+        hang = Path(os.environ.get("GPUSEM_TEST_KILL_FLAG", "") + ".hang")
+        try:
+            at = float(hang.read_text())
+        except (OSError, ValueError):
+            at = float("inf")
+        if time.time() >= at:
+            try:
+                hang.unlink()
+            except FileNotFoundError:
+                pass
+            else:
+                time.sleep(HANG_S)
+        return CheckResult("pass")
+
+
+HANG_S = 8.0
+register_target("hangingtoy", HangingToy)
+
+
+def test_a_piece_hung_past_the_budget_is_not_waited_for_through_the_shrink_tail(
+        cluster, tmp_path):
+    """Issue 31.1: with no shrink task out, the client waits for a piece past the
+    budget's end only for its hand-back (at most 1 s), not through the shrink
+    tail (4%) too: a --budget 90s campaign on the H200s waited until 96.3 s for a
+    piece that never came (stop 31). Here the budget is 56 s, begun 50 s before the
+    engine (its cluster's start, say): 6 s are left, then 1 s of hand-back; the
+    shrink tail would have added 2.2 s and the 3% hand-back 0.7 s more (9.9 s)."""
+    hang = Path(str(cluster[1]) + ".hang")
+    began = time.time()
+    hang.write_text(str(began + 3.0))  # within the budget
+    engine = dask(cluster)
+    engine.started_at = began - 50.0
+    t0 = time.monotonic()
+    total = run_campaign(spec(tmp_path / "o", target_name="hangingtoy", budget_s=56,
+                              max_programs=None), engine)
+    wall = time.monotonic() - t0
+    assert not hang.exists()  # a piece hung (for HANG_S, past the budget's end)
+    assert not total.findings and len(total.cut) == 1, total.cut
+    assert wall <= 6.0 + 1.0 + 1.5, wall  # the budget left, the hand-back, the rest

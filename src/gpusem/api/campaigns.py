@@ -167,6 +167,14 @@ def progress_every_s() -> float:
     return every_s_from_env()
 
 
+def process_started_at(fallback: float) -> float:
+    """time.time() when this process started (`fallback` where the system does not
+    say): `gpusem fuzz` starts its campaign's clock there (`fuzz/clock.py`)."""
+    from gpusem.fuzz.clock import process_started_at as started
+
+    return started(fallback)
+
+
 def step_bundle(bundle_dir: str | Path) -> tuple[Debugger, tuple[str, ...]]:
     """The debugger on a Bundl bundle's program, and the commands that stop it where
     the first differing cell is written (none when the bundle records no memories):

@@ -11,9 +11,13 @@ from __future__ import annotations
 import re
 import sys
 import time
+from pathlib import Path
 
 import click
 from gpusem import api
+
+# this module's import: when the process started, where the system does not say
+IMPORTED_AT = time.time()
 
 EXIT_CODES = """\b
 Exit codes:
@@ -133,7 +137,8 @@ def command(target, props, backend, budget, seed, jobs, shard, out_dir, max_prog
     api.install_signal_handlers()
     spec = api.CampaignSpec(target, tuple(props), seconds, backend, seed, jobs, shard_t,
                             out_dir, round_size, max_programs, resume, coverage,
-                            shrink_time, engine, scheduler, gpus, baseline, corpus)
+                            shrink_time, engine, scheduler, gpus, baseline, corpus,
+                            _command_started_at())
     # Off a terminal (CI logs) the bar draws nothing until the end: plain lines every
     # ~30 s say how the campaign goes (GPUSEM_PROGRESS_EVERY_S).
     lines = None if console.is_terminal else api.ProgressLines(target)
@@ -150,6 +155,20 @@ def command(target, props, backend, budget, seed, jobs, shard, out_dir, max_prog
     result.report.write(json_path, sarif_path, junit_path, out_dir)
     _show(console, result.report, coverage)
     raise SystemExit(result.exit_code)
+
+
+def _command_started_at() -> float | None:
+    """When this process started, where it is the `gpusem` command itself (the
+    console script, `python -m gpusem`): the budget runs from there (issue 31.1: the
+    interpreter's start, the imports and the shards' start-up are inside it). None
+    where the CLI runs inside another program (a test's CliRunner, a caller of
+    `main()`), whose start says nothing of this campaign: its clock starts now."""
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    script = Path(str(getattr(main, "__file__", "") or "")).stem
+    if script != "gpusem" and getattr(spec, "name", "") != "gpusem.__main__":
+        return None
+    return api.process_started_at(IMPORTED_AT)
 
 
 class _Bar:

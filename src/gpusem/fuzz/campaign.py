@@ -79,6 +79,7 @@ from gpusem.fuzz.attribution import (
 )
 from gpusem.fuzz.breaker import CircuitBreaker
 from gpusem.fuzz.bundle import ATTRIBUTION, META, BundleStore, recorded_attribution
+from gpusem.fuzz.clock import monotonic_at
 from gpusem.fuzz.gc_tuning import campaign_gc
 from gpusem.fuzz.hunt import Drawn, generate_round, shrink_from
 from gpusem.fuzz.interrupts import raise_if_requested, stop_requested
@@ -138,7 +139,9 @@ class Campaign:
     round_size: int = 25
     max_programs: int | None = None
     on_progress: Callable[[Summary], None] | None = None
-    since: float | None = None  # wall-clock start shared by the shards of one campaign
+    # time.time() when the campaign's clock started, shared by its shards (the
+    # command's process start: `fuzz/clock.py`); None: when this shard starts
+    since: float | None = None
     resume: bool = False  # continue from the shard's progress record in out_dir
     coverage: bool = False  # count the rules/constructs each program exercises
     on_finding: Callable[[Finding], None] | None = None  # each finding, once, when final
@@ -181,7 +184,7 @@ class Campaign:
         self.slowest_per_program_s = 0.0  # the slowest batch's seconds per program
         self.no_time_for_a_batch = False  # the budget left is shorter than that
         self.breaker = CircuitBreaker()  # one internal error on every other program
-        self.t0 = time.monotonic()
+        self.t0 = time.monotonic() if self.since is None else monotonic_at(self.since)
         r = self._start_round()
         end = (None if self.window is None
                else self.shard[0] + self.window[1] * self.shard[1])

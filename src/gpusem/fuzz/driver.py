@@ -37,7 +37,10 @@ class CampaignSpec:
     GPU among `gpus`). `baseline`: a JSON report or a folder of bundles whose findings
     are known and pass (`fuzz/baseline.py`); `corpus`: a folder of stored bundles
     replayed before anything is generated, each still failing one a finding of this
-    campaign (the regression mode)."""
+    campaign (the regression mode). `started_at`: time.time() when the campaign's
+    clock starts (the budget, the shrink deadline and the report's `seconds` count
+    from it): `gpusem fuzz` gives its process's start (`fuzz/clock.py`), so that
+    the interpreter's start and the imports are inside the budget; None: the call."""
 
     target: str = "bundl"
     props: tuple[str, ...] = ()
@@ -57,6 +60,7 @@ class CampaignSpec:
     gpus: str | None = None
     baseline: str | None = None
     corpus: str | None = None
+    started_at: float | None = None
 
     def params(self) -> dict[str, object]:
         """The campaign's record (`manifest.json`, the reports' `campaign`)."""
@@ -168,7 +172,9 @@ def run(spec: CampaignSpec, on_finding: OnFinding | None = None,
     from gpusem.fuzz.client import run_campaign, run_jobs
     from gpusem.fuzz.engines.registry import load_engine
 
-    began = time.time()  # a cluster engine's budget counts from here (its start too)
+    # every engine's budget counts from here (a cluster's start, the --jobs
+    # processes' start-up too), and the report's seconds until it is written
+    began = spec.started_at if spec.started_at is not None else time.time()
     spec = resolved(spec)
     if spec.engine == "local":  # a cluster engine asks its workers (engines/dask.py)
         ready(spec)  # before any program: a missing z3 is one line, not 8 minutes
@@ -181,16 +187,18 @@ def run(spec: CampaignSpec, on_finding: OnFinding | None = None,
             spec.corpus, spec.backend, spec.target, spec.props, baseline)]
     for p in spec.props:
         wire = shard_spec(spec, p)
+        # the first property from the command's start, the others from their own
+        since = began if p == spec.props[0] else time.time()
         if spec.jobs == 1 and on_finding is not None:
             wire["on_finding"] = on_finding
         tick = (lambda s, p=p: on_progress(p, s)) if on_progress else None
         if spec.engine == "local":
-            part = run_jobs(wire, spec.jobs, on_tick=tick)
+            part = run_jobs(wire | {"since": since}, spec.jobs, on_tick=tick)
         else:
             runner, shards = load_engine(spec.engine, spec.backend, spec.jobs,
                                          spec.scheduler, spec.gpus)
-            if hasattr(runner, "started_at"):  # the first property from the command's
-                runner.started_at = began if p == spec.props[0] else time.time()
+            if hasattr(runner, "started_at"):  # its pieces stop by the budget's end
+                runner.started_at = since
             wire.pop("on_finding", None)  # called below, on this side
             part = run_campaign(wire, runner, shards, on_tick=tick)
         if (spec.jobs > 1 or spec.engine != "local") and on_finding is not None:
@@ -205,6 +213,9 @@ def run(spec: CampaignSpec, on_finding: OnFinding | None = None,
     if baseline is not None:
         for f in total.findings:
             f.known = baseline.match(f.signature, f.attribution) is not None
+    # the campaign's whole time, its engine's teardown included (the --jobs
+    # processes stopped, a cluster closed): the shards' own clocks stop earlier
+    total.seconds = max(total.seconds, time.time() - began)
     return CampaignResult(total, spec, Report(total, spec.params(), started))
 
 

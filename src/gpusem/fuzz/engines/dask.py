@@ -37,11 +37,15 @@ piece's rounds), and the campaign goes on; Dask blames every piece on a dying wo
 those queued behind the culprit too, so one that had not begun is submitted once
 more, on its own, while the budget lasts (`DaskEngine._killed`). Every piece stops at
 the campaign's budget (`Piece.until`), wherever it runs, and the client waits for
-nothing past the budget + SHRINK_TAIL + HAND_BACK (`DaskEngine._cut`): a shrink still
+nothing past the budget + SHRINK_TAIL + HAND_BACK (at most 1 s), nor past the
+budget + 1 s while no shrink task is out (`DaskEngine._cut`): a shrink still
 running then is reported with its best bundle so far, marked `shrink_cut`; a piece
 begun within the budget and not back is reported cut (`Summary.cut`), its programs
 not counted. On Ctrl-C or SIGTERM the pieces that come back within DRAIN_S are
-counted before the shards report.
+counted before the shards report. The budget runs from the command's start (the
+driver's `started_at`: the process's, `fuzz/clock.py`), so the cluster's start is
+inside it, and the local cluster stops within about a second
+(`dask_cluster.stop_workers`), so its stop is not far outside it.
 
 Without `--scheduler ADDR` the engine starts a local cluster of this machine (the
 GPUs it finds, `--gpus` to choose; `--jobs` workers per GPU, or `--jobs` workers in all
@@ -59,12 +63,9 @@ SLURM, PBS and Kubernetes set-ups.
 
 from __future__ import annotations
 
-import logging
-import os
 import socket
-import subprocess
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -72,6 +73,13 @@ from typing import Any
 from gpusem.calculus.errors import BadInput
 from gpusem.fuzz.bundle import BundleStore
 from gpusem.fuzz.engines.base import Engine, Progress, ShardEvent, ShardTask
+from gpusem.fuzz.engines.dask_cluster import (  # the F401s: tests, scripts name
+    ALLOWED_FAILURES,  # noqa: F401 - them here, where they were until the split
+    distributed_module,
+    gpu_ids,  # noqa: F401
+    local_cluster,
+    stop_workers,
+)
 from gpusem.fuzz.engines.handover import FOUND, Inbox
 from gpusem.fuzz.engines.pieces import (
     ROUNDS_PER_PIECE,
@@ -102,11 +110,16 @@ from gpusem.fuzz.targets import (
 
 IN_FLIGHT_PER_WORKER = 2
 DRAIN_S = 15.0  # after Ctrl-C/SIGTERM: how long pieces under way get to come back
-ALLOWED_FAILURES = 1  # retries of a piece whose worker died (local cluster)
 # Past the shrink deadline (the budget + SHRINK_TAIL), the share of the budget the
-# client still waits for results: then it stops waiting (`DaskEngine._cut`), so a
-# campaign ends within its budget + 10% whatever its workers do (issue 31.1)
+# client still waits for results, at most HAND_BACK_MAX_S: then it stops waiting
+# (`DaskEngine._cut`), so a campaign ends within its budget + 7% and at most 4% + 1 s
+# whatever its workers do (issue 31.1). A result's way back is a message, not work
+# that grows with the budget: 3% of 90 s waited 2.7 s for a piece that never came
+# (stop 31, H200 x2: report 96.4 s). While no shrink task is out the pieces alone
+# are waited for, as long as that (7%), at most HAND_BACK_MAX_S (`pieces_stop`):
+# their last batch check (one g++ build, ~0.7 s) and the way back.
 HAND_BACK = 0.03
+HAND_BACK_MAX_S = 1.0
 # events the tasks log on the scheduler (`Worker.log_event`): a piece begun on a
 # worker (which piece a dead worker was running), a shrink's best bundle so far
 STARTED = "gpusem-piece-started"
@@ -168,7 +181,16 @@ class _Shard:
     @property
     def hard_stop(self) -> float:
         """time.monotonic() after which the client waits for nothing of this shard."""
-        return self.deadline + (SHRINK_TAIL + HAND_BACK) * self.budget_s
+        return self.shrink_end + min(HAND_BACK * self.budget_s, HAND_BACK_MAX_S)
+
+    @property
+    def pieces_stop(self) -> float:
+        """time.monotonic() after which the client waits for no piece of this shard
+        while no shrink task is out: the pieces stop at the budget's end, so the
+        shrink tail is not theirs to wait for (a piece far past the budget kept a
+        90 s campaign waiting until 96.3 s with nothing left to shrink: stop 31)."""
+        return self.deadline + min((SHRINK_TAIL + HAND_BACK) * self.budget_s,
+                                   HAND_BACK_MAX_S)
 
     def _upcoming(self, per_piece: int) -> tuple[tuple[int, int], int | None] | None:
         """The next window not finished before (a resume skips those) and its program
@@ -251,7 +273,7 @@ class DaskEngine(Engine):
         """The Dask client (a local cluster started on first use)."""
         if self.client is not None:
             return self.client
-        distributed = _distributed()
+        distributed = distributed_module()
         if self.scheduler:
             self.client = self._connect_to(distributed)
         else:
@@ -307,6 +329,8 @@ class DaskEngine(Engine):
             time.sleep(0.2)
 
     def close(self) -> None:
+        if self.cluster is not None:  # ours: its workers stopped at once (why: there)
+            stop_workers(self.cluster)
         for thing in (self.client, self.cluster):
             if thing is not None:
                 try:
@@ -319,7 +343,7 @@ class DaskEngine(Engine):
 
     def run(self, tasks: Sequence[ShardTask],
             on_progress: Progress | None = None) -> Iterator[ShardEvent]:
-        distributed = _distributed()
+        distributed = distributed_module()
         client = self.connect()
         self._preflight(client, tasks)
         shards = [self._shard(t) for t in tasks]
@@ -355,7 +379,11 @@ class DaskEngine(Engine):
         reported: set[int] = set()
         # shrink task -> (when it was submitted, the signature it shrinks)
         shrinks: dict[Any, tuple[float, str]] = {}
-        hard_stop = max((s.hard_stop for s in shards), default=time.monotonic())
+
+        def stop_at() -> float:  # the shrink tail only while a shrink is out
+            return max((s.hard_stop if shrinks else s.pieces_stop for s in shards),
+                       default=time.monotonic())
+
         own = self._shrink_workers()  # workers that only shrink (`local_cluster`)
 
         def shrink(s: _Shard, job: tuple[Any, ...]) -> None:
@@ -387,7 +415,7 @@ class DaskEngine(Engine):
             results = iter(pending)
             while True:
                 with at_once():  # waiting on the cluster: a signal stops the wait
-                    fut = _next_by(pending, results, hard_stop, early)
+                    fut = _next_by(pending, results, stop_at, early)
                 if fut is None:
                     if not pending.is_empty():  # the campaign's end came first
                         self._cut(futures, shrinks, stores)
@@ -441,9 +469,10 @@ class DaskEngine(Engine):
 
     def _cut(self, futures: dict[Any, _Shard], shrinks: dict[Any, tuple[float, str]],
              stores: dict[str, BundleStore]) -> None:
-        """The campaign's end (`_Shard.hard_stop`) with results still out: a shrink
-        task's finding keeps the best bundle the task published by then (or the one
-        its piece wrote), marked `shrink_cut`; a piece that began before the budget's
+        """The campaign's end (`_Shard.hard_stop`, or `pieces_stop` where no shrink
+        task was out) with results still out: a shrink task's finding keeps the
+        best bundle the task published by then (or the one its piece wrote), marked
+        `shrink_cut`; a piece that began before the budget's
         end and is not back (hung, or a last batch check far past the budget under
         load) is reported cut (`Summary.cut`), naming its programs, which are not
         counted; one that had not begun by then had nothing left to check (under
@@ -467,7 +496,7 @@ class DaskEngine(Engine):
             label = piece.label if piece is not None else str(fut.key)
             s.summary.cut.append(
                 f"{label} of seed {s.task.spec.get('seed')}, begun within the "
-                f"budget, not back by its end + {100 * (SHRINK_TAIL + HAND_BACK):.0f}% "
+                f"budget, not back by its end + {time.monotonic() - s.deadline:.1f} s "
                 f"(its programs are not counted)")
             # it was fuzzing until now, as far as the client knows
             s.summary.fuzz_s = max(s.summary.fuzz_s, time.monotonic() - s.started)
@@ -618,15 +647,16 @@ class DaskEngine(Engine):
         return ShardEvent(s.task, "done", s.summary)
 
 
-def _next_by(pending: Any, results: Iterator[Any], hard_stop: float,
+def _next_by(pending: Any, results: Iterator[Any], stop_at: Callable[[], float],
              meanwhile: Any = None) -> Any:
     """The next finished task of `pending` (a Dask as_completed), or None when none
-    is left or none finished by `hard_stop` (time.monotonic()); `meanwhile()` is
-    called while it waits (it may add tasks to `pending`)."""
+    is left or none finished by `stop_at()` (time.monotonic(), asked each time: it
+    moves with the tasks out); `meanwhile()` is called while it waits (it may add
+    tasks to `pending`)."""
     while not pending.has_ready():
         if meanwhile is not None:
             meanwhile()
-        if pending.is_empty() or time.monotonic() >= hard_stop:
+        if pending.is_empty() or time.monotonic() >= stop_at():
             return None
         time.sleep(POLL_S)
     return next(results, None)
@@ -707,77 +737,6 @@ def _cut_shrink(s: _Shard, store: BundleStore, signature: str,
     mine.detail = str(meta.get("detail", mine.detail))
     mine.shrunk, mine.shrink_s = False, seconds
     s.summary.shrink_s += seconds
-
-
-def local_cluster(backend: str = "cpu", jobs: int = 1, gpus: str | None = None) -> Any:
-    """A Dask cluster of this machine for the engine's pieces: for the cuda backend
-    `jobs` workers per GPU (`gpu_ids(gpus)`), each with CUDA_VISIBLE_DEVICES of its GPU
-    and the resource GPU=1; else `jobs` workers with CPU=1. One thread per worker (a
-    piece is Python work: one core); each worker under a nanny, which starts a new one
-    when a worker dies."""
-    import dask
-
-    distributed = _distributed()
-    # A piece starts processes (the cpu harness worker, the CUDA worker): a daemonic
-    # worker process may not have children.
-    dask.config.set({"distributed.worker.daemon": False})
-    # a piece that killed its worker twice is reported (`worker_deaths`), not run
-    # again and again while the budget lasts (issue 31.5)
-    dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES})
-    if backend == "cuda":
-        envs = [{"CUDA_VISIBLE_DEVICES": g} for g in gpu_ids(gpus) for _ in range(jobs)]
-        resource = {"GPU": 1}
-    else:
-        envs, resource = [{} for _ in range(max(1, jobs))], {"CPU": 1}
-    # Workers log only CRITICAL: at the campaign's end the scheduler can close before
-    # a worker's next heartbeat, which distributed logs as an ERROR with a traceback
-    # ("Failed to communicate with scheduler during heartbeat") into the campaign's
-    # output (stop 31, on the H200s); a worker's real failures reach the report as
-    # worker deaths and internal findings (`worker_deaths`), not through its log.
-    # Beside them, one worker that only shrinks (SHRINK=1): a finding's shrink task
-    # starts on it at once, beside the pieces, not when a fuzzing worker's piece
-    # ends (issue 31.1).
-    workers = {f"gpusem-{i}": {"cls": distributed.Nanny, "options": {
-        "nthreads": 1, "resources": dict(r), "env": env, "memory_limit": 0,
-        "silence_logs": logging.CRITICAL}} for i, (env, r) in enumerate(
-            [(env, resource) for env in envs] + [(envs[0], {"SHRINK": 1})])}
-    scheduler = {"cls": distributed.Scheduler, "options": {
-        "dashboard_address": ":0", "dashboard": False}}  # any free port: never 8787
-    return distributed.SpecCluster(workers=workers, scheduler=scheduler,
-                                   silence_logs=logging.ERROR)
-
-
-def _distributed() -> Any:
-    try:
-        import distributed
-    except ImportError:
-        raise BadInput("the dask engine needs Dask: pip install 'gpusem[dask]'") from None
-    return distributed
-
-
-def gpu_ids(gpus: str | None) -> list[str]:
-    """The GPUs the local cluster's workers use: "0,1" as given, a count N (the first
-    N found), or all ("all"/None): CUDA_VISIBLE_DEVICES if set, else `nvidia-smi -L`."""
-    text = (gpus or "all").strip()
-    if text not in ("all", "") and not text.isdigit():
-        return [g.strip() for g in text.split(",") if g.strip()]
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is not None:
-        found = [g.strip() for g in visible.split(",") if g.strip()]
-    else:
-        try:
-            listing = subprocess.run(["nvidia-smi", "-L"], capture_output=True,
-                                     text=True, timeout=30, check=False).stdout
-        except (OSError, subprocess.TimeoutExpired):
-            listing = ""
-        found = [str(i) for i, ln in enumerate(listing.splitlines())
-                 if ln.startswith("GPU ")]
-    if text.isdigit():
-        found = found[:int(text)]
-    if not found:
-        raise BadInput("the dask engine's cuda workers need a GPU: none found "
-                       "(nvidia-smi -L lists none; or pass --gpus)")
-    return found
 
 
 def _bundle_of(store: BundleStore, signature: str, summary: Summary
