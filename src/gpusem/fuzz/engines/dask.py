@@ -71,6 +71,7 @@ from typing import Any
 
 from gpusem.calculus.errors import BadInput
 from gpusem.fuzz.bundle import BundleStore
+from gpusem.fuzz.engines import dask_start
 from gpusem.fuzz.engines.base import Engine, Progress, ShardEvent, ShardTask
 from gpusem.fuzz.engines.handover import FOUND, Inbox
 from gpusem.fuzz.engines.pieces import (
@@ -244,6 +245,7 @@ class DaskEngine(Engine):
         # workers on an H200 x2 took ~10 s to start, and a --budget 90s campaign
         # ended 109.5 s after its command while its report said 96.4 s)
         self.started_at: float | None = None
+        self.targets: tuple[str, ...] = ()  # the campaign's: its workers preload them
 
     # ------------------------------------------------------------------ cluster
 
@@ -280,7 +282,7 @@ class DaskEngine(Engine):
                            f"within {SCHEDULER_TIMEOUT_S:g} s: {why})") from None
 
     def _local_cluster(self, distributed: Any) -> Any:
-        cluster = local_cluster(self.backend, self.jobs, self.gpus)
+        cluster = local_cluster(self.backend, self.jobs, self.gpus, self.targets)
         self.workers_started = len(cluster.worker_spec)
         return cluster
 
@@ -320,6 +322,7 @@ class DaskEngine(Engine):
     def run(self, tasks: Sequence[ShardTask],
             on_progress: Progress | None = None) -> Iterator[ShardEvent]:
         distributed = _distributed()
+        self.targets = tuple(sorted({t.spec["target_name"] for t in tasks}))
         client = self.connect()
         self._preflight(client, tasks)
         shards = [self._shard(t) for t in tasks]
@@ -427,13 +430,13 @@ class DaskEngine(Engine):
                 fut.cancel()
 
     def _preflight(self, client: Any, tasks: Sequence[ShardTask]) -> None:
-        """The campaign's preflight (`driver.ready`) on every worker: a worker
+        """The campaign's preflight (`driver.ready`) on the workers: a worker
         without z3 or CuPy is BadInput (one line naming it) before any piece runs,
-        not a stream of internal findings."""
+        not a stream of internal findings; one worker of each kind is asked."""
         asked = {(t.spec["target_name"], t.spec["backend"], t.spec["prop"]) for t in tasks}
         for name, backend, prop in sorted(asked):
-            answers = client.run(worker_preflight, name, backend, prop,
-                                 RUNTIME_TARGETS.get(name))
+            answers = dask_start.ask_once_per_kind(
+                client, worker_preflight, name, backend, prop, RUNTIME_TARGETS.get(name))
             for worker, why in sorted(answers.items()):
                 if why:
                     self.close()
@@ -709,12 +712,13 @@ def _cut_shrink(s: _Shard, store: BundleStore, signature: str,
     s.summary.shrink_s += seconds
 
 
-def local_cluster(backend: str = "cpu", jobs: int = 1, gpus: str | None = None) -> Any:
+def local_cluster(backend: str = "cpu", jobs: int = 1, gpus: str | None = None,
+                  targets: tuple[str, ...] = ()) -> Any:
     """A Dask cluster of this machine for the engine's pieces: for the cuda backend
     `jobs` workers per GPU (`gpu_ids(gpus)`), each with CUDA_VISIBLE_DEVICES of its GPU
     and the resource GPU=1; else `jobs` workers with CPU=1. One thread per worker (a
     piece is Python work: one core); each worker under a nanny, which starts a new one
-    when a worker dies."""
+    when a worker dies; forked (`dask_start.use_forkserver`: issue 31.2)."""
     import dask
 
     distributed = _distributed()
@@ -729,6 +733,7 @@ def local_cluster(backend: str = "cpu", jobs: int = 1, gpus: str | None = None) 
         resource = {"GPU": 1}
     else:
         envs, resource = [{} for _ in range(max(1, jobs))], {"CPU": 1}
+    envs = dask_start.forked(envs, targets)
     # Workers log only CRITICAL: at the campaign's end the scheduler can close before
     # a worker's next heartbeat, which distributed logs as an ERROR with a traceback
     # ("Failed to communicate with scheduler during heartbeat") into the campaign's
