@@ -98,6 +98,9 @@ class Target:
     # Optional: `probe(prop) -> str | None`, what `preflight` asks after the imports,
     # in the campaign's process (so it must not import CuPy there): None when the
     # target can check `prop`, else why not in a few words ("nvcc not found").
+    # Optional: `warm(prop) -> None`, start now what the first check of `prop` waits
+    # for (a backend's worker process) without waiting for it: a Dask worker asks it
+    # once the preflight passed, before its first piece (`engines/dask_start.py`).
 
     def prefetch(self, programs: list, prop: str) -> bool:
         """Check a whole round at once (one build for many kernels). True when `check`

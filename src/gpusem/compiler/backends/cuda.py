@@ -162,6 +162,15 @@ class CudaBackend:
                 proc.kill()
             proc.join(5.0)
 
+    def start(self) -> None:
+        """Start the worker process now where none runs, without waiting for it (it
+        imports CuPy and makes its CUDA context by itself): a Dask worker asks this
+        at its start (`fuzz/engines/dask_start.warm`), so its first batch does not
+        wait seconds for it (issue 31.2)."""
+        if not self.in_process and (self._worker is None
+                                    or not self._worker[0].is_alive()):
+            self._start()
+
     def close(self) -> None:
         for worker in (self._worker, self._spare):
             self._end(worker)

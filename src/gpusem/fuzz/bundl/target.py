@@ -131,6 +131,16 @@ class BundlTarget(Target):
 
         return None if find_tool("nvcc") else "nvcc not found (nvcc-O3, nvcc-G, ptxas-O0)"
 
+    def warm(self, prop: str) -> None:
+        """The cuda backend's worker (CuPy, a CUDA context: seconds) started now,
+        not at the first batch (`targets.Target`'s optional `warm`)."""
+        if self.backend == "cuda":
+            from gpusem.fuzz.bundl.compile_property import shared_backend
+
+            start = getattr(shared_backend("cuda"), "start", None)
+            if start is not None:
+                start()
+
     def second_reference_of(self, files: dict[str, str]) -> str | None:
         """The second reference path's difference for a stored bundle's program
         (`fuzz/redecide.py`: attribution decided again without a GPU)."""

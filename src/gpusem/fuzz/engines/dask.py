@@ -72,6 +72,7 @@ from typing import Any
 
 from gpusem.calculus.errors import BadInput
 from gpusem.fuzz.bundle import BundleStore
+from gpusem.fuzz.engines import dask_start
 from gpusem.fuzz.engines.base import Engine, Progress, ShardEvent, ShardTask
 from gpusem.fuzz.engines.dask_cluster import (  # the F401s: tests, scripts name
     ALLOWED_FAILURES,  # noqa: F401 - them here, where they were until the split
@@ -266,6 +267,7 @@ class DaskEngine(Engine):
         # workers on an H200 x2 took ~10 s to start, and a --budget 90s campaign
         # ended 109.5 s after its command while its report said 96.4 s)
         self.started_at: float | None = None
+        self.targets: tuple[str, ...] = ()  # the campaign's: its workers preload them
 
     # ------------------------------------------------------------------ cluster
 
@@ -302,7 +304,7 @@ class DaskEngine(Engine):
                            f"within {SCHEDULER_TIMEOUT_S:g} s: {why})") from None
 
     def _local_cluster(self, distributed: Any) -> Any:
-        cluster = local_cluster(self.backend, self.jobs, self.gpus)
+        cluster = local_cluster(self.backend, self.jobs, self.gpus, self.targets)
         self.workers_started = len(cluster.worker_spec)
         return cluster
 
@@ -344,6 +346,7 @@ class DaskEngine(Engine):
     def run(self, tasks: Sequence[ShardTask],
             on_progress: Progress | None = None) -> Iterator[ShardEvent]:
         distributed = distributed_module()
+        self.targets = tuple(sorted({t.spec["target_name"] for t in tasks}))
         client = self.connect()
         self._preflight(client, tasks)
         shards = [self._shard(t) for t in tasks]
@@ -455,13 +458,13 @@ class DaskEngine(Engine):
                 fut.cancel()
 
     def _preflight(self, client: Any, tasks: Sequence[ShardTask]) -> None:
-        """The campaign's preflight (`driver.ready`) on every worker: a worker
+        """The campaign's preflight (`driver.ready`) on the workers: a worker
         without z3 or CuPy is BadInput (one line naming it) before any piece runs,
-        not a stream of internal findings."""
+        not a stream of internal findings; one worker of each kind is asked."""
         asked = {(t.spec["target_name"], t.spec["backend"], t.spec["prop"]) for t in tasks}
         for name, backend, prop in sorted(asked):
-            answers = client.run(worker_preflight, name, backend, prop,
-                                 RUNTIME_TARGETS.get(name))
+            answers = dask_start.ask_once_per_kind(
+                client, worker_preflight, name, backend, prop, RUNTIME_TARGETS.get(name))
             for worker, why in sorted(answers.items()):
                 if why:
                     self.close()

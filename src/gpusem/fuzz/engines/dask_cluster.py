@@ -24,6 +24,7 @@ import subprocess
 from typing import Any
 
 from gpusem.calculus.errors import BadInput
+from gpusem.fuzz.engines import dask_start
 
 ALLOWED_FAILURES = 1  # retries of a piece whose worker died (local cluster)
 # a worker's time to close by itself at the campaign's end: 80% of it to end its
@@ -32,12 +33,13 @@ ALLOWED_FAILURES = 1  # retries of a piece whose worker died (local cluster)
 WORKER_CLOSE_S = 0.5
 
 
-def local_cluster(backend: str = "cpu", jobs: int = 1, gpus: str | None = None) -> Any:
+def local_cluster(backend: str = "cpu", jobs: int = 1, gpus: str | None = None,
+                  targets: tuple[str, ...] = ()) -> Any:
     """A Dask cluster of this machine for the engine's pieces: for the cuda backend
     `jobs` workers per GPU (`gpu_ids(gpus)`), each with CUDA_VISIBLE_DEVICES of its GPU
     and the resource GPU=1; else `jobs` workers with CPU=1. One thread per worker (a
     piece is Python work: one core); each worker under a nanny, which starts a new one
-    when a worker dies."""
+    when a worker dies; forked (`dask_start.use_forkserver`: issue 31.2)."""
     import dask
 
     distributed = distributed_module()
@@ -52,6 +54,7 @@ def local_cluster(backend: str = "cpu", jobs: int = 1, gpus: str | None = None) 
         resource = {"GPU": 1}
     else:
         envs, resource = [{} for _ in range(max(1, jobs))], {"CPU": 1}
+    envs = dask_start.forked(envs, targets)
     # Workers log only CRITICAL: at the campaign's end the scheduler can close before
     # a worker's next heartbeat, which distributed logs as an ERROR with a traceback
     # ("Failed to communicate with scheduler during heartbeat") into the campaign's
