@@ -124,7 +124,7 @@ def _gpu_count(engine, backend: str) -> int:
         return 0
     gpus = getattr(engine, "gpus", None)
     if gpus is not None:  # dask: the GPUs its workers were pinned to
-        from gpusem.fuzz.engines.dask import gpu_ids
+        from gpusem.fuzz.engines.dask_cluster import gpu_ids
 
         return len(gpu_ids(gpus))
     return 1  # the local engine's processes share the one GPU CUDA gives them

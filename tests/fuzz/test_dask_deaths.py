@@ -22,7 +22,8 @@ from distributed import Client
 from gpusem.fuzz.bundle import read_bundle
 from gpusem.fuzz.campaign import round_seed
 from gpusem.fuzz.client import run_campaign, shard_tasks
-from gpusem.fuzz.engines.dask import ALLOWED_FAILURES, DaskEngine, local_cluster
+from gpusem.fuzz.engines.dask import DaskEngine
+from gpusem.fuzz.engines.dask_cluster import ALLOWED_FAILURES, local_cluster
 from gpusem.fuzz.engines.pieces import Piece
 from gpusem.fuzz.hunt import generate_round
 from gpusem.fuzz.targets import register_target

@@ -20,7 +20,8 @@ from gpusem.calculus.errors import BadInput
 from gpusem.fuzz.bundle import list_bundles
 from gpusem.fuzz.client import run_campaign
 from gpusem.fuzz.engines import pieces
-from gpusem.fuzz.engines.dask import DaskEngine, gpu_ids, local_cluster
+from gpusem.fuzz.engines.dask import DaskEngine
+from gpusem.fuzz.engines.dask_cluster import gpu_ids, local_cluster
 from gpusem.fuzz.engines.local import LocalEngine
 from gpusem.fuzz.targets import CheckResult, register_target
 

@@ -17,7 +17,8 @@ import pytest
 from gpusem.fuzz.bundle import list_bundles
 from gpusem.fuzz.client import run_campaign
 from gpusem.fuzz.engines import pieces
-from gpusem.fuzz.engines.dask import DaskEngine, local_cluster
+from gpusem.fuzz.engines.dask import DaskEngine
+from gpusem.fuzz.engines.dask_cluster import local_cluster
 from gpusem.fuzz.targets import register_target
 from tests.fuzz.test_campaign import ToyTarget
 

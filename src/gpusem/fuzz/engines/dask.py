@@ -74,10 +74,8 @@ from gpusem.calculus.errors import BadInput
 from gpusem.fuzz.bundle import BundleStore
 from gpusem.fuzz.engines import dask_start
 from gpusem.fuzz.engines.base import Engine, Progress, ShardEvent, ShardTask
-from gpusem.fuzz.engines.dask_cluster import (  # the F401s: tests, scripts name
-    ALLOWED_FAILURES,  # noqa: F401 - them here, where they were until the split
+from gpusem.fuzz.engines.dask_cluster import (
     distributed_module,
-    gpu_ids,  # noqa: F401
     local_cluster,
     stop_workers,
 )
