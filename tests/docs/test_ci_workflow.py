@@ -6,7 +6,6 @@ through scripts/ci_workflow_local.py (no GPU, no GitHub)."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import shlex
 import subprocess
@@ -16,6 +15,8 @@ from pathlib import Path
 import yaml
 from click.testing import CliRunner
 from gpusem.cli.main import VERBS, cli
+
+from tests.script_module import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 FLOW = ROOT / "docs" / "ci" / "gpusem-fuzz.yml"
@@ -27,10 +28,7 @@ def steps() -> list[dict]:
 
 
 def local():
-    spec = importlib.util.spec_from_file_location("ci_workflow_local", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("ci_workflow_local")
 
 
 def gpusem_commands(script: str) -> list[list[str]]:

@@ -8,23 +8,19 @@ hashes with this tree's code and never writes the file."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
+
+from tests.script_module import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 STORED = json.loads((ROOT / "tests/fuzz/data/draw_hashes.json").read_text())
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location(
-        "draw_hashes", ROOT / "scripts/draw_hashes.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("draw_hashes")
 
 
 DRAW = _script()

@@ -6,26 +6,20 @@ print what a VCODE run prints (the final stack, one value a line, the timer last
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
+from tests.script_module import load_script
+
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "scripts" / "vcode_diff.py"
 BUILD = ROOT / "scripts" / "neslgpu_build.sh"
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("vcode_diff", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("vcode_diff")
 
 
 vd = _script()

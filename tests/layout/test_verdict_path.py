@@ -7,21 +7,13 @@ fuzz modules when the race analysis and the reference lived in fuzz/bundl/)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import types
-from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "verdict_call_path.py"
+from tests.script_module import load_script
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("verdict_call_path", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return load_script("verdict_call_path")
 
 
 def test_a_compile_verdict_never_climbs_a_stage():

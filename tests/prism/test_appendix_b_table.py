@@ -5,25 +5,20 @@ device; a file that is not a GPU run is refused."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.script_module import load_script
+
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "results" / "prism"
 
 
 def _load():
-    path = ROOT / "scripts" / "prism_appendix_b.py"
-    spec = importlib.util.spec_from_file_location("prism_appendix_b", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("prism_appendix_b")
 
 
 T = _load()

@@ -8,7 +8,6 @@ tests/backends/fake_cupy: nvcc for NVRTC, the cpu harness for the GPU)."""
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import json
 import os
 import subprocess
@@ -20,17 +19,14 @@ import pytest
 from gpusem.calculus.prism.parser import parse_prism
 from gpusem.compiler.backends import nvcc
 
+from tests.script_module import load_script
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "prism_speed_gpu.py"
 
 
 def _load():
-    spec = importlib.util.spec_from_file_location("prism_speed_gpu", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return load_script("prism_speed_gpu")
 
 
 S = _load()
