@@ -59,6 +59,9 @@
 #                                  carried in .neslgpu) with its serial and its CUDA
 #                                  vector library on the pre-dumped benchmarks,
 #                                  outputs compared ($OUT/vcode.json); no setup needed
+#   cypress-ncu [MAPPING N]      issue 30: Nsight Compute over the fused GEMM and
+#                                  cuBLAS FP32 at N (stalls, pipes, banks, per SASS
+#                                  line); $OUT/ncu.tgz, $OUT/ncu_summary.txt
 #   cypress [PROGRAMS BUDGET JOBS] issue 30: Fig. 5's GEMM compiled through the
 #                                  lowering to GPU IR vs the reading and cuBLAS
 #                                  ($OUT/cypress_gemm.json), the compiled-mapping
@@ -114,6 +117,7 @@ case "$SUB" in
   prism-sync) exec bash $PARTS/prism_sync.sh "$@" ;;
   prism-speed) exec bash $PARTS/prism_speed.sh "$@" ;;
   cypress) exec bash $PARTS/cypress.sh "$@" ;;
+  cypress-ncu) exec bash $PARTS/cypress_ncu.sh "$@" ;;
   repro)
     source $PARTS/setup.sh
     OUT="$OUT/repro" timeout "${REPRO_TIMEOUT:-330}" bash $PARTS/repro.sh "$@" \
