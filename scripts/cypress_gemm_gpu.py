@@ -34,7 +34,9 @@ fused nest's emission (gpuir_cuda's `instr.FusedNest`; `NAME-fused` alone: the
 compiler's default): `NAME-fused-grouped-acopy`, `-grouped-noacopy`,
 `-nogrouped-acopy`, `-nogrouped-noacopy` (grouped: branch cyperf4's nest on 64 x 256
 tiles; acopy: cyperf5's per-warp copy of A; the same bits, other speeds:
-results/cypress/gemm_speed.md, cyknob); `--fused` takes such names too. Per row:
+results/cypress/gemm_speed.md, cyknob), or in `NAME-fused-blocked` (the accumulator
+in the blocked layout, each thread an 8 x N / 16 block of a 64 x N tile: branch
+cyfrag); `--fused` takes such names too. Per row:
 
 - ours: one checked launch of each kernel in order (the Hopper form transposes B
   first), then `CudaBackend.time_kernel_each` per kernel (CUDA events, `--warmup`,
@@ -103,6 +105,7 @@ class Mapping:
     # default. Not the program's: its reading and the exact product are the same.
     grouped: bool | None = None
     a_copy: bool | None = None
+    layout: str | None = None  # "blocked": FusedNest.layout (cyfrag)
 
     def describe(self) -> dict:
         out = {"U": self.u, "V": self.v, "WGS": self.wgs, "pipeline": self.depth,
@@ -111,7 +114,7 @@ class Mapping:
         if self.fused:
             nest = nest_of(self)
             out["nest"] = {"grouped": nest.grouped, "a_copy": nest.a_copy,
-                           "default": nest == default_nest()}
+                           "layout": nest.layout, "default": nest == default_nest()}
         return out
 
     def as_fused(self) -> Mapping:
@@ -119,7 +122,7 @@ class Mapping:
 
     def program(self) -> Mapping:
         """The mapping without the nest's choices: what the program text says."""
-        return replace(self, grouped=None, a_copy=None)
+        return replace(self, grouped=None, a_copy=None, layout=None)
 
 
 def default_nest():
@@ -131,12 +134,15 @@ def default_nest():
 def nest_of(m: Mapping):
     """The fused nest's emission for `m` (instr.FusedNest): its choices where set,
     the compiler's default where not."""
+    if m.layout == "blocked":  # its own nest: neither choice of the wgmma layout's
+        return replace(default_nest(), grouped=False, a_copy=False, layout="blocked")
     chosen = {k: v for k in ("grouped", "a_copy") if (v := getattr(m, k)) is not None}
     return replace(default_nest(), **chosen)
 
 
-# NAME-fused-<grouped|nogrouped>-<acopy|noacopy>: the fused nest's two choices
-NEST_SUFFIX = re.compile(r"-fused-(no)?grouped-(no)?acopy$")
+# NAME-fused-<grouped|nogrouped>-<acopy|noacopy>: the fused nest's two choices on
+# wgmma's fragment layout; NAME-fused-blocked: the blocked layout's nest
+NEST_SUFFIX = re.compile(r"-fused-(?:(no)?grouped-(no)?acopy|(blocked))$")
 
 
 # Fig. 5b's 256 x 256 tile (each of its 2 warpgroups holds 2 64 x 256 float32
@@ -406,7 +412,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="all, none, or names of the variants and mappings (Hopper "
                          "form) also run as our fused variant (leaf mma_fma), each "
                          "row NAME-fused; or fused names with the nest's choices, "
-                         "NAME-fused-[no]grouped-[no]acopy")
+                         "NAME-fused-[no]grouped-[no]acopy or NAME-fused-blocked")
     ap.add_argument("--ablate", default="",
                     help="variants or mappings to time with a part left out "
                          "(ABLATIONS), at N = --ablate-n only")
@@ -474,13 +480,15 @@ def fused_runs(runs: dict[str, Mapping], which: str) -> dict[str, Mapping]:
 
 def named(name: str) -> Mapping:
     """The run a row name means: a variant or mapping, NAME-fused (our leaf
-    mma_fma), or NAME-fused-[no]grouped-[no]acopy (and the fused nest's choices:
-    instr.FusedNest)."""
+    mma_fma), NAME-fused-[no]grouped-[no]acopy (and the fused nest's choices:
+    instr.FusedNest) or NAME-fused-blocked (its blocked layout)."""
     known = {**VARIANTS, **MAPPINGS}
     if (m := NEST_SUFFIX.search(name)) is not None:
         base = known[name[:m.start()]]
         if base.form != "hopper":
             raise ValueError(f"{name}: the {base.form} form has no fused wgmma")
+        if m.group(3):
+            return replace(base.as_fused(), layout="blocked")
         return replace(base.as_fused(), grouped=m.group(1) is None,
                        a_copy=m.group(2) is None)
     if name.endswith("-fused"):

@@ -1,15 +1,18 @@
-"""The fused wgmma's two emission choices (gpuir_cuda `instr.FusedNest`, cyknob):
+"""The fused wgmma's emission choices (gpuir_cuda `instr.FusedNest`, cyknob):
 `grouped` (branch cyperf4's nest on 64 x 256 tiles) and `a_copy` (cyperf5's
 per-warp k-major copy of A), switchable per compilation so that one GPU run times
-all four combinations. Every combination of the three mappings the GPU run times
-(Fig. 5's, u128-hopper, u64-v64-wgs1-p4) equals its GPU IR reading bit for bit on
-the cpu harness on full-significand floats; the plain kernels never change; and
-scripts/cypress_gemm_gpu.py names the combinations as row suffixes."""
+all four combinations, and `layout="blocked"` (branch cyfrag: each thread an 8 x N
+/ 16 block of the accumulator, `instr.blocked_d_element`). Every choice on the three
+mappings the GPU run times (Fig. 5's, u128-hopper, u64-v64-wgs1-p4) equals its GPU
+IR reading bit for bit on the cpu harness on full-significand floats; the plain
+kernels never change; and scripts/cypress_gemm_gpu.py names the choices as row
+suffixes."""
 
 from __future__ import annotations
 
 import itertools
 import json
+import re
 from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
@@ -18,7 +21,15 @@ import numpy as np
 import pytest
 
 from gpusem.calculus.gpuir.parser import parse_module
-from gpusem.compiler.gpuir_cuda.instr import FUSED_NEST, FusedNest
+from gpusem.compiler.gpuir_cuda.instr import (
+    BLOCKED_COL,
+    BLOCKED_ROW,
+    FUSED_NEST,
+    WGMMA,
+    WGMMA_FMA,
+    FusedNest,
+    blocked_d_element,
+)
 from gpusem.compiler.gpuir_cuda.pipeline import compile_proc
 from gpusem.compiler.gpuir_cuda.run import Case, check_batch, make_inputs
 from gpusem.interpreter.gpuir.sequential import run_sequential
@@ -29,6 +40,7 @@ SIZES = {"M": N, "N": N, "K": N}
 TIMED = ("fig5-hopper", "u128-hopper", "u64-v64-wgs1-p4")  # the cyknob GPU run's
 NESTS = [FusedNest(grouped=g, a_copy=a) for g, a in itertools.product((False, True),
                                                                       repeat=2)]
+BLOCKED = FusedNest(grouped=False, a_copy=False, layout="blocked")
 
 
 @pytest.fixture(scope="module")
@@ -52,16 +64,17 @@ def _source(text: str, nest: FusedNest | None) -> str:
 
 def test_every_fused_nest_equals_its_reading_on_the_cpu_harness(
         gpuir: dict[tuple[str, bool], str]) -> None:
-    """The 12 kernels (3 mappings x 4 nests) in one cpu batch, on the inputs of
-    `gpusem exec` (floats with full 24-bit significands: any other order of an
-    element's fmas, or a wrong row or column of A, gives other bits), each equal
-    to the GPU IR reading of its proc."""
+    """The 15 kernels (3 mappings x the 4 nests and the blocked layout) in one cpu
+    batch, on the inputs of `gpusem exec` (floats with full 24-bit significands: any
+    other order of an element's fmas, a wrong row or column of A, or a register the
+    store reads in another layout than the nest wrote, gives other bits), each
+    equal to the GPU IR reading of its proc."""
     cases = []
     for name in TIMED:
         proc = parse_module(gpuir[name, True], "fig5_gemm.gpuir").procs[-1]
         inputs = make_inputs(proc, SIZES)
         expected = run_sequential(proc, SIZES, inputs)
-        for nest in NESTS:
+        for nest in [*NESTS, BLOCKED]:
             case = Case(proc, dict(SIZES), inputs, expected, source=gpuir[name, True])
             case.compiled = compile_proc(proc, SIZES, source=gpuir[name, True],
                                          fused=nest)
@@ -83,7 +96,7 @@ def test_the_choices_reach_the_fused_gemm_alone(
     says; on 64 x 64 tiles (32 accumulators) `grouped` changes nothing (cyperf4's
     nest is for tiles of FUSED_MIN_SHARE registers a thread and more)."""
     for name in TIMED:
-        plain = {_source(gpuir[name, False], nest) for nest in [*NESTS, None]}
+        plain = {_source(gpuir[name, False], nest) for nest in [*NESTS, BLOCKED, None]}
         assert len(plain) == 1 and "gs_at" not in plain.pop()
         fused = {nest: _source(gpuir[name, True], nest) for nest in NESTS}
         for nest, text in fused.items():
@@ -111,7 +124,7 @@ def test_the_benchmark_names_the_four_nests(mod: ModuleType) -> None:
     assert mod.nest_of(m) == FusedNest(grouped=False, a_copy=True)
     assert mod.nest_of(mod.named("u128-hopper-fused")) == FUSED_NEST
     assert m.describe()["nest"] == {"grouped": False, "a_copy": True,
-                                    "default": False}
+                                    "layout": "wgmma", "default": False}
     assert m.program() == mod.named("u128-hopper-fused")
     runs = mod.fused_runs({}, "u64-v64-wgs1-p4,fig5-hopper-fused-grouped-noacopy")
     assert runs == {"u64-v64-wgs1-p4-fused": mod.named("u64-v64-wgs1-p4-fused"),
@@ -140,3 +153,75 @@ def test_the_benchmark_runs_each_nest_and_says_which(
     assert all(r["agree_reading"] is True and r["agree_exact"] is True for r in rows)
     assert [r["mapping"]["nest"]["a_copy"] for r in rows] == [False, True]
     assert rows[0]["cuda_sha256"] != rows[1]["cuda_sha256"]
+
+
+def test_the_blocked_layout_holds_each_element_once() -> None:
+    """`blocked_d_element` gives the 128 threads of a warpgroup every element of a
+    64 x n tile once, n / 2 a thread, each an 8-row, n / 16-column block; the C the
+    zero, nest and store print (BLOCKED_ROW, BLOCKED_COL) is the same map; and
+    lanes l, l ^ 1 share rows (one address of A a pair) and l, l ^ 2 columns."""
+    for n in (16, 64, 128, 256):
+        cells = [blocked_d_element(r, j, n) for r in range(128) for j in range(n // 2)]
+        assert sorted(cells) == [(m, c) for m in range(64) for c in range(n)]
+        for r in range(128):
+            row = eval(BLOCKED_ROW.replace("/", "//"), {"gs_r": r})
+            col = eval(BLOCKED_COL.format(half=n // 2).replace("/", "//"), {"gs_r": r})
+            mine = [blocked_d_element(r, j, n) for j in range(n // 2)]
+            assert mine == [(row + 4 * p, col + 8 * q) for p in range(8)
+                            for q in range(n // 16)]
+            assert blocked_d_element(r ^ 1, 0, n)[0] == row
+            assert blocked_d_element(r ^ 2, 0, n)[1] == col
+    with pytest.raises(ValueError, match="own nest"):
+        FusedNest(grouped=True, a_copy=False, layout="blocked")
+
+
+def test_the_blocked_layout_stays_out_of_kernels_with_a_plain_wgmma(
+        gpuir: dict[tuple[str, bool], str]) -> None:
+    """A kernel where a plain wgmma (wgmma's fragment layout, the exact nest) and a
+    fused one meet keeps the fragment layout for every tile: the blocked choice
+    then compiles the same text as the default, and that text equals its reading
+    on the cpu harness (without the guard the plain wgmma's nest refuses the
+    blocked tile). The fused kernel alone takes the blocked nest and its zero and
+    store print the blocked map."""
+    fused = gpuir["u64-v64-wgs1-p4", True]
+    mixed = _with_a_plain_wgmma(fused)
+    assert mixed.count(f"{WGMMA_FMA}(") == mixed.count(f"{WGMMA}(") == 1
+    assert _source(mixed, BLOCKED) == _source(mixed, None)
+    assert "gs_a[gs_p][gs_k]" not in _source(mixed, BLOCKED)
+    alone = _source(fused, BLOCKED)
+    assert "gs_a[gs_p][gs_k]" in alone and alone.count(BLOCKED_ROW) >= 3
+    proc = parse_module(mixed, "fig5_gemm.gpuir").procs[-1]
+    inputs = make_inputs(proc, SIZES)
+    case = Case(proc, dict(SIZES), inputs, run_sequential(proc, SIZES, inputs),
+                source=mixed)
+    case.compiled = compile_proc(proc, SIZES, source=mixed, fused=BLOCKED)
+    v, = check_batch([case], "cpu", seeds=(0,), timeout_s=300.0)
+    assert v.agree, v.describe()
+
+
+def _with_a_plain_wgmma(text: str) -> str:
+    """`text` with, after its loop over kk of fused wgmmas, one plain wgmma of the
+    first k slice into the same D (another product, read as such)."""
+    head, line = re.search(r"\n( *)for kk in seq\(0, 4\):\n( *Sm90_wgmma\S+\(.*\))",
+                           text).groups()
+    plain = re.sub(r"8 \* kk:8 \* kk \+ 8", "0:8", line.strip()).replace(
+        f"{WGMMA_FMA}(", f"{WGMMA}(")
+    return text.replace(line, f"{line}\n{head}{plain}", 1)
+
+
+def test_the_benchmark_names_the_blocked_layout(mod: ModuleType) -> None:
+    """NAME-fused-blocked: the fused mapping with the blocked layout, which --fused
+    (and so scripts/gpu/cypress.sh's CYPRESS_FUSED and cypress_ncu.sh's MAPPING)
+    takes beside NAME-fused."""
+    m = mod.named("u128-hopper-fused-blocked")
+    assert m == replace(mod.VARIANTS["u128-hopper"].as_fused(), layout="blocked")
+    assert mod.nest_of(m) == BLOCKED and m.program() == mod.named("u128-hopper-fused")
+    assert m.describe()["nest"] == {"grouped": False, "a_copy": False,
+                                    "layout": "blocked", "default": False}
+    runs = mod.fused_runs({}, "u128-hopper,u128-v128-wgs2-p4-fused-blocked")
+    assert runs == {"u128-hopper-fused": mod.named("u128-hopper-fused"),
+                    "u128-v128-wgs2-p4-fused-blocked":
+                        replace(mod.MAPPINGS["u128-v128-wgs2-p4"].as_fused(),
+                                layout="blocked")}
+    with pytest.raises(ValueError, match="fma form has no fused wgmma"):
+        mod.named("fig5-fma-fused-blocked")

@@ -50,6 +50,8 @@ UNROLL = ("#if GS_CUDA", "#pragma unroll", "#endif")
 # were (fully unrolled, 64 rows took u64-v64's GEMM from 80 to 96 registers: 2 CTAs
 # an SM instead of 3).
 UNROLL_16 = ("#if GS_CUDA", "#pragma unroll 16", "#endif")
+# A loop nvcc keeps (`_blocked_nest`'s chunks).
+ROLLED = ("#if GS_CUDA", "#pragma unroll 1", "#endif")
 
 
 def lower_instructions(kernel: K.GKernel, env: dict[str, int],
@@ -70,7 +72,13 @@ def lower_instructions(kernel: K.GKernel, env: dict[str, int],
     # names are the compiler's own, never a program's size.
     nest = FUSED_NEST if nest is None else nest
     warps = (kernel.block + 31) // 32 if nest.a_copy else 0
-    env = {**env, "gs_warps": warps, "gs_grouped": int(nest.grouped)}
+    # The blocked layout only where no plain wgmma shares the kernel: the plain
+    # (exact) nest keeps wgmma's fragment layout, and one tile must have one layout
+    # in every instruction that touches it (`blocked_d_element`).
+    blocked = nest.layout == "blocked" and not any(
+        isinstance(s, K.GInstr) and s.instr == WGMMA for s in K.walk(kernel.body))
+    env = {**env, "gs_warps": warps, "gs_grouped": int(nest.grouped),
+           "gs_blocked": int(blocked)}
     body = K.map_body(K.map_body(kernel.body, lambda s: wgmma_loop(s, env)), rewrite)
     static = sum(4 * int(n) for s in K.walk(body) if isinstance(s, K.GPrim)
                  for n in AT_DECL.findall(s.text))
@@ -248,11 +256,16 @@ def is_wgmma_tile(d: K.Window) -> bool:
 def _tile_loop(s: K.GInstr, env, d: K.Window, inner: list[str]) -> list[str]:
     """Run `inner` for every element (gs_m, gs_n) of tile `d` this thread holds:
     thread r of the owning collective holds, of a wgmma accumulator, the elements
-    its fragment layout gives it (`wgmma_d_element`); of the other (mma.sync) tiles,
-    the row-major elements r * share + j."""
+    its fragment layout gives it (`wgmma_d_element`; in a kernel compiled with the
+    blocked fused nest, `blocked_d_element`); of the other (mma.sync) tiles, the
+    row-major elements r * share + j."""
     _, cols, share = _tile(d, s.span)
     unroll: list[str] = []
-    if is_wgmma_tile(d):
+    if is_blocked_tile(d, env):
+        at = (f"    const int gs_m = {BLOCKED_ROW} + 4 * (gs_j / {cols // 16}), "
+              f"gs_n = {BLOCKED_COL.format(half=cols // 2)} + 8 * (gs_j % {cols // 16});")
+        unroll = [*UNROLL]
+    elif is_wgmma_tile(d):
         at = ("    const int gs_m = 16 * (gs_r / 32) + gs_r % 32 / 4 + "
               "8 * ((gs_j >> 1) & 1), gs_n = 8 * (gs_j >> 2) + 2 * (gs_r % 4) + "
               "(gs_j & 1);")
@@ -314,6 +327,10 @@ def _wgmma_nest(s: K.GInstr, env, reg) -> list[str]:
     if not is_wgmma_tile(d):
         raise unsupported(f"{s.instr}: D is not a 64 x N wgmma tile", s.span)
     _, _, share = _tile(d, s.span)
+    if is_blocked_tile(d, env):
+        if s.instr != WGMMA_FMA:  # lower_instructions keeps plain wgmma kernels out
+            raise unsupported(f"{s.instr} on a blocked accumulator", s.span)
+        return _blocked_nest(s, env, reg, d.tile[1])
     c = 4 if k % 4 == 0 else k  # k per chunk
     if s.instr == WGMMA_FMA and env["gs_grouped"] and share >= FUSED_MIN_SHARE \
             and share % (4 * FUSED_PAIRS) == 0:
@@ -379,11 +396,11 @@ def _a_rows(s: K.GInstr, a: K.Window, k: int, env) -> tuple[list[str], ...]:
 
 @dataclass(frozen=True, slots=True)
 class FusedNest:
-    """How the fused wgmma's nest (`WGMMA_FMA`, ours) is emitted: two choices, each
+    """How the fused wgmma's nest (`WGMMA_FMA`, ours) is emitted: three choices, each
     switchable per compilation so that a GPU run can time every combination
-    (results/cypress/gemm_speed.md, cyknob). All four compute the same bits: each
-    element takes c = fma(a_k, b_k, c) for k ascending; only which loads are shared
-    and the order of independent FFMAs differ.
+    (results/cypress/gemm_speed.md, cyknob, cyfrag). All compute the same bits: each
+    element takes c = fma(a_k, b_k, c) for k ascending; only which thread holds it,
+    which loads are shared and the order of independent FFMAs differ.
 
     grouped: cyperf4's nest on tiles of FUSED_MIN_SHARE registers a thread or more
         (`_fused_nest`: per k one FFMA into each of a group's accumulators); off,
@@ -391,10 +408,23 @@ class FusedNest:
     a_copy: cyperf5's per-warp k-major copy of A in shared memory (`_at_copy`),
         read with one LDS.64 a k, in both nests; off, A is read along k from the
         wgmma's operand itself (two LDS.128 a chunk of 4 k).
+
+    layout: "wgmma" (the accumulator in wgmma's fragment layout, the nests above)
+        or "blocked" (`blocked_d_element`: each thread an 8 x N / 16 block of the
+        64 x N tile, `_blocked_nest`; branch cyfrag); blocked takes neither
+        choice above (they are nests of the fragment layout).
     """
 
     grouped: bool
     a_copy: bool
+    layout: str = "wgmma"
+
+    def __post_init__(self) -> None:
+        if self.layout not in ("wgmma", "blocked"):
+            raise ValueError(f"FusedNest layout {self.layout!r}: wgmma or blocked")
+        if self.layout == "blocked" and (self.grouped or self.a_copy):
+            raise ValueError("the blocked layout has its own nest: grouped and "
+                             "a_copy are choices of the wgmma layout's")
 
 
 # The default of every compilation (the api, the campaigns): neither. The H200 timed
@@ -451,6 +481,88 @@ def _fused_nest(s: K.GInstr, env, reg, share: int, c: int) -> list[str]:
             (f"          {reg(hi)} = gs_ffma(gs_a1[gs_k], gs_b[gs_p][gs_k], "
              f"{reg(hi)});"),
             "        }", "      }", "    }", "  }", *done, "}"]
+
+
+# The blocked accumulator layout (`FusedNest.layout = "blocked"`, branch cyfrag), in
+# C over the thread's rank gs_r in the warpgroup: its first row and column
+# (`blocked_d_element`); `{half}` is N / 2.
+BLOCKED_ROW = "32 * (gs_r / 64) + ((gs_r >> 1) & 1) + 2 * ((gs_r >> 4) & 1)"
+BLOCKED_COL = "{half} * (gs_r / 32 % 2) + (gs_r & 1) + 2 * ((gs_r >> 2) & 3)"
+BLOCKED_CHUNK = 2  # k a chunk: one LDS.64 a row of A or column of B
+
+
+def blocked_d_element(r: int, j: int, n: int) -> tuple[int, int]:
+    """(row, column) of register j of thread r of the warpgroup in a 64 x n
+    accumulator of the blocked layout (ours, not wgmma's: no program observes
+    which thread holds an element, `is_blocked_tile`). Warp w = r / 32 holds the
+    32 x n / 2 quarter at rows 32 (w / 2), columns n / 2 (w % 2); in it lane l
+    holds the 8 rows i + 4 p (p < 8) and the n / 16 columns c + 8 q (q < n / 16),
+    register j = p n / 16 + q, where i = l_1 + 2 l_4 and c = l_0 + 2 (l_2 + 2 l_3)
+    (l_b: bit b of l). Why: per k a thread reads 8 + n / 16 operands for n / 2
+    FFMAs (24 for 128 at n = 256; the fragment layout, 2 + n / 4: 66); lanes l and
+    l ^ 1 read the same row of A and lanes l and l ^ 2 the same column of B, the
+    pairs the shared-memory unit returns at twice the rate; and a warp's 4 rows
+    (8 columns) of one load, 4 (8) apart on rows of 144 bytes, start in distinct
+    bank groups (results/cypress/gemm_speed.md, cyfrag)."""
+    w, lane = divmod(r, 32)
+    q = n // 16
+    i = ((lane >> 1) & 1) + 2 * ((lane >> 4) & 1)
+    c = (lane & 1) + 2 * ((lane >> 2) & 3)
+    return 32 * (w // 2) + i + 4 * (j // q), n // 2 * (w % 2) + c + 8 * (j % q)
+
+
+def is_blocked_tile(d: K.Window, env) -> bool:
+    """A wgmma tile held in the blocked layout: in a kernel compiled with it
+    (`lower_instructions`: no plain wgmma in the kernel) and N a multiple of 16.
+    Which thread holds an element is not observable in GPU IR: a Sm90_RmemMatrixD
+    tile is owned by the warpgroup (typing_rules.gpuir.memory), the interpreter
+    gives it as one 64 x N array, and gpuir_cuda refuses a point or a partial
+    window of it (from_gpuir), so only the zero, the (fused) wgmma and the store
+    touch its registers, and each follows this layout where one does."""
+    return bool(env.get("gs_blocked")) and is_wgmma_tile(d) and d.tile[1] % 16 == 0
+
+
+def _blocked_nest(s: K.GInstr, env, reg, n: int) -> list[str]:
+    """The fused wgmma's nest on a blocked accumulator (`blocked_d_element`). Per
+    chunk of BLOCKED_CHUNK k: the thread's 8 rows of A (one LDS.64 each), then per
+    column of B (one LDS.64), for each k of the chunk one FFMA into each of the
+    column's 8 accumulators: the outer product. Each element takes c = fma(a_k,
+    b_k, c) for k ascending, the fused meaning's order, so the bits are those of
+    the other nests (tests/cypress/test_fused_nest_choices.py). Unrolled on the
+    GPU but for the loop over chunks (D's registers are indexed by constants, the
+    chunk only moves the addresses): unrolled, ptxas merges two chunks' LDS.64
+    into an LDS.128, holds 32 registers of A beside D's 128 and spills (u128-
+    hopper: 19 LDL and 16 STL a wgmma; results/cypress/gemm_speed.md, cyfrag)."""
+    a, b = _win(s.args[1]), _win(s.args[2])
+    k, q = a.dims[1][0], n // 16
+    c = BLOCKED_CHUNK if k % BLOCKED_CHUNK == 0 else k
+    ks = f"for (int gs_k = 0; gs_k < {c}; gs_k++)"
+    kq = "gs_kc + gs_k"
+    at = f"gs_p * {q} + gs_q"
+    return [(f"{{ const int gs_r = {_rank(s.mapping, env)};  // rank in the "
+             f"{s.mapping.describe()}"),
+            f"  const int gs_m = {BLOCKED_ROW};  // rows gs_m + 4 p",
+            f"  const int gs_n = {BLOCKED_COL.format(half=n // 2)};  // columns gs_n + 8 q",
+            *ROLLED,
+            f"  for (int gs_kc = 0; gs_kc < {k}; gs_kc += {c}) {{",
+            f"    float gs_a[8][{c}];",
+            *UNROLL,
+            "    for (int gs_p = 0; gs_p < 8; gs_p++) {",
+            *UNROLL,
+            f"      {ks} gs_a[gs_p][gs_k] = {a.elem('gs_m + 4 * gs_p', kq)};",
+            "    }",
+            *UNROLL,
+            f"    for (int gs_q = 0; gs_q < {q}; gs_q++) {{",
+            f"      float gs_b[{c}];",
+            *UNROLL,
+            f"      {ks} gs_b[gs_k] = {b.elem('gs_n + 8 * gs_q', kq)};",
+            *UNROLL,
+            f"      {ks} {{",
+            *UNROLL,
+            "        for (int gs_p = 0; gs_p < 8; gs_p++)",
+            (f"          {reg(at)} = gs_ffma(gs_a[gs_p][gs_k], gs_b[gs_k], "
+             f"{reg(at)});"),
+            "      }", "    }", "  }", "}"]
 
 
 # `gs_at`, the per-warp k-major copy of A (`FusedNest.a_copy`), declared in the nest;
