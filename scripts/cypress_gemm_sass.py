@@ -18,9 +18,12 @@ register-bank model published for Volta and Turing (`bank_stalls`; cyperf4), the
 same with 4 banks (`bank4_...`: Kepler to Pascal's count; cyperf5), and its
 reuse-cache hits; and the DMA warp's copies: loops over the lanes (BRA.U.ANY),
 static UBLKCPs, and instructions a copy in each loop holding UBLKCPs. A fused name
-may carry the fused nest's two choices, `NAME-fused-[no]grouped-[no]acopy`
-(cypress_gemm_gpu.py's `named`); `--nests` builds, for each fused name given, all
-four (cyknob). Exit 2 (one line) without nvcc or cuobjdump.
+may carry the fused nest's two choices, `NAME-fused-[no]grouped-[no]acopy`, or
+the blocked accumulator layout, `NAME-fused-blocked` (cypress_gemm_gpu.py's
+`named`); `--nests` builds, for each fused name given, all four (cyknob).
+`lds_floats_a_product`: the floats the loop's shared loads bring a thread, per
+multiply-add (an LDS.64 2, an LDS.128 4). Exit 2 (one line) without nvcc or
+cuobjdump.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 LINE = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;")
 LATENCY = {"LDS": 33, "LDL": 40, "S2R": 20}  # cycles; everything else 4
 PRODUCTS = ("FMUL", "FFMA")  # one a multiply-add: FMUL + FADD (mma), FFMA (mma_fma)
+LDS_FLOATS = {"LDS.64": 2, "LDS.128": 4}  # floats a thread an LDS brings (else 1)
 
 
 def bench():
@@ -185,6 +189,9 @@ def report(name: str, res: str, sass: str) -> dict:
                        "STL": sum(v for k, v in kinds.items() if k.startswith("STL")),
                        "MOV": kinds["MOV"],
                        "lds_per_pair": round(lds / max(pairs, 1), 3),
+                       "lds_floats_a_product": round(sum(
+                           v * LDS_FLOATS.get(k, 1) for k, v in kinds.items()
+                           if k.startswith("LDS")) / max(pairs, 1), 3),
                        "one_warp_ipc": round(issue_model(body), 2),
                        "bank_extra_a_product": round(bank_stalls(body)[0]
                                                      / max(pairs, 1), 2),
@@ -248,7 +255,8 @@ def nest_fields(mod, m) -> dict:
     if not m.fused:
         return {}
     nest = mod.nest_of(m)
-    return {"nest": {"grouped": nest.grouped, "a_copy": nest.a_copy}}
+    return {"nest": {"grouped": nest.grouped, "a_copy": nest.a_copy,
+                     "layout": nest.layout}}
 
 
 if __name__ == "__main__":
