@@ -190,6 +190,10 @@ def test_the_blocked_layout_stays_out_of_kernels_with_a_plain_wgmma(
     assert "gs_a[gs_p][gs_k]" not in _source(mixed, BLOCKED)
     alone = _source(fused, BLOCKED)
     assert "gs_a[gs_p][gs_k]" in alone and alone.count(BLOCKED_ROW) >= 3
+    # chunks of 4 k where A's rows fit beside D (64 x 64: 32 accumulators in 255
+    # registers), of 2 beside u128's 128 in 168: both are in the bit-exact batch
+    assert "float gs_a[8][4];" in alone
+    assert "float gs_a[8][2];" in _source(gpuir["u128-hopper", True], BLOCKED)
     proc = parse_module(mixed, "fig5_gemm.gpuir").procs[-1]
     inputs = make_inputs(proc, SIZES)
     case = Case(proc, dict(SIZES), inputs, run_sequential(proc, SIZES, inputs),

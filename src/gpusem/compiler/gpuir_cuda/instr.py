@@ -77,8 +77,11 @@ def lower_instructions(kernel: K.GKernel, env: dict[str, int],
     # in every instruction that touches it (`blocked_d_element`).
     blocked = nest.layout == "blocked" and not any(
         isinstance(s, K.GInstr) and s.instr == WGMMA for s in K.walk(kernel.body))
+    # gs_regs: the registers a thread of the block can have (65,536 a block,
+    # allocated 8 at a time, 255 at most), which sizes the blocked nest's chunk
     env = {**env, "gs_warps": warps, "gs_grouped": int(nest.grouped),
-           "gs_blocked": int(blocked)}
+           "gs_blocked": int(blocked),
+           "gs_regs": min(255, 65536 // max(kernel.block, 1) // 8 * 8)}
     body = K.map_body(K.map_body(kernel.body, lambda s: wgmma_loop(s, env)), rewrite)
     static = sum(4 * int(n) for s in K.walk(body) if isinstance(s, K.GPrim)
                  for n in AT_DECL.findall(s.text))
@@ -488,7 +491,12 @@ def _fused_nest(s: K.GInstr, env, reg, share: int, c: int) -> list[str]:
 # (`blocked_d_element`); `{half}` is N / 2.
 BLOCKED_ROW = "32 * (gs_r / 64) + ((gs_r >> 1) & 1) + 2 * ((gs_r >> 4) & 1)"
 BLOCKED_COL = "{half} * (gs_r / 32 % 2) + (gs_r & 1) + 2 * ((gs_r >> 2) & 3)"
-BLOCKED_CHUNK = 2  # k a chunk: one LDS.64 a row of A or column of B
+# k a chunk: 4 (one LDS.128 a row of A or column of B) where A's 8 rows of 4 k fit
+# beside D with BLOCKED_SPARE registers to spare, else 2 (LDS.64). At N = 4096
+# (sass_cyfrag): with 4, u128-hopper (128 accumulators in 168 registers) spills (5
+# LDL and 2 STL a chunk), u128-v128-wgs2-p4 (64 in 168) does not and issues 1.10
+# instructions an FFMA instead of 1.20.
+BLOCKED_SPARE = 40
 
 
 def blocked_d_element(r: int, j: int, n: int) -> tuple[int, int]:
@@ -524,18 +532,20 @@ def is_blocked_tile(d: K.Window, env) -> bool:
 
 def _blocked_nest(s: K.GInstr, env, reg, n: int) -> list[str]:
     """The fused wgmma's nest on a blocked accumulator (`blocked_d_element`). Per
-    chunk of BLOCKED_CHUNK k: the thread's 8 rows of A (one LDS.64 each), then per
-    column of B (one LDS.64), for each k of the chunk one FFMA into each of the
-    column's 8 accumulators: the outer product. Each element takes c = fma(a_k,
-    b_k, c) for k ascending, the fused meaning's order, so the bits are those of
-    the other nests (tests/cypress/test_fused_nest_choices.py). Unrolled on the
+    chunk of 4 or 2 k (BLOCKED_SPARE): the thread's 8 rows of A (one LDS.128 or
+    LDS.64 each), then per column of B (one load), for each k of the chunk one FFMA
+    into each of the column's 8 accumulators: the outer product. Each element
+    takes c = fma(a_k, b_k, c) for k ascending, the fused meaning's order, so the
+    bits are those of the other nests (tests/cypress/test_fused_nest_choices.py).
+    Unrolled on the
     GPU but for the loop over chunks (D's registers are indexed by constants, the
     chunk only moves the addresses): unrolled, ptxas merges two chunks' LDS.64
     into an LDS.128, holds 32 registers of A beside D's 128 and spills (u128-
     hopper: 19 LDL and 16 STL a wgmma; results/cypress/gemm_speed.md, cyfrag)."""
     a, b = _win(s.args[1]), _win(s.args[2])
     k, q = a.dims[1][0], n // 16
-    c = BLOCKED_CHUNK if k % BLOCKED_CHUNK == 0 else k
+    wide = n // 2 + 8 * 4 + BLOCKED_SPARE <= env.get("gs_regs", 0)
+    c = next(c for c in ((4, 2, 1) if wide else (2, 1)) if k % c == 0)
     ks = f"for (int gs_k = 0; gs_k < {c}; gs_k++)"
     kq = "gs_kc + gs_k"
     at = f"gs_p * {q} + gs_q"
