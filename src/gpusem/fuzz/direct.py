@@ -42,6 +42,22 @@ from collections.abc import Callable
 from random import Random
 from typing import Any
 
+# The modes of `hunt.generate_round` (here, not in hunt.py: the campaign's spec names
+# them without importing hypothesis)
+ENGINE = "engine"  # given(strategy) in hypothesis's generate phase
+DIRECT = "direct"  # a fresh ConjectureData per program (this module)
+GENERATIONS = (DIRECT, ENGINE)
+DEFAULT_GENERATION = ENGINE
+
+
+def check_generation(generation: str) -> str:
+    """`generation` when it names a mode; ValueError otherwise."""
+    if generation not in GENERATIONS:
+        raise ValueError(f"unknown generation: {generation} "
+                         f"(expected {' or '.join(GENERATIONS)})")
+    return generation
+
+
 DIRECT_INTERNALS = (
     ("hypothesis.internal.conjecture.data", "ConjectureData"),
     ("hypothesis.control", "BuildContext"),

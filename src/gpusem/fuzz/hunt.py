@@ -32,6 +32,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from gpusem.fuzz.direct import (
+    DEFAULT_GENERATION,
+    DIRECT,
+    ENGINE,
+    GENERATIONS,
+    check_generation,
+    direct_round,
+)
 from gpusem.fuzz.reproducible import (
     SECONDARY_KEY_SUFFIX,
     choices_blob,
@@ -51,18 +59,8 @@ class Drawn:
     choices: tuple | None  # hypothesis's choice sequence, when it tells
 
 
-ENGINE = "engine"  # given(strategy) in hypothesis's generate phase
-DIRECT = "direct"  # fuzz/direct.py: a fresh ConjectureData per program
-GENERATIONS = (DIRECT, ENGINE)
-DEFAULT_GENERATION = ENGINE
-
-
-def check_generation(generation: str) -> str:
-    """`generation` when it names a mode; ValueError otherwise."""
-    if generation not in GENERATIONS:
-        raise ValueError(f"unknown generation: {generation} "
-                         f"(expected {' or '.join(GENERATIONS)})")
-    return generation
+__all__ = ["DEFAULT_GENERATION", "DIRECT", "ENGINE", "GENERATIONS", "Drawn",
+           "check_generation", "generate_round", "shrink_from"]
 
 
 class _Enough(Exception):
@@ -77,8 +75,6 @@ def generate_round(strategy: Any, seed: int, n: int,
     campaign's budget spent: issue 31.1, where generating a round took seconds). A
     cut round holds the first programs of the whole one."""
     if check_generation(generation) == DIRECT:
-        from gpusem.fuzz.direct import direct_round
-
         # the same programs in every process, as below
         with stable_constants(), gpusem_storage(), numpy_random_left_alone():
             return [Drawn(p, c) for p, c in direct_round(strategy, seed, n, stop)]
