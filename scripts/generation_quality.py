@@ -22,8 +22,8 @@ bundl target's `compile` strategy) for seeds `--seeds` and rounds 0 .. `--rounds
 
   python scripts/generation_quality.py cost quality --seeds 0,1 --rounds 4 \
       --json results/scale/gendirect/quality_cpu_dev.json
-  python scripts/generation_quality.py faults --seeds 0,1,2,3 --cap 400 --parallel 2 \
-      --json results/scale/gendirect/faults_cpu_dev.json
+  python scripts/generation_quality.py faults --seeds 0,1,2 --cap 200 \
+      --baseline-cap 100 --parallel 2 --json results/scale/gendirect/faults_cpu_dev.json
 """
 
 from __future__ import annotations
@@ -163,14 +163,15 @@ CHILD = """
 import json, sys
 sys.path.insert(0, {scripts!r})
 from generation_quality import first_detections
-print(json.dumps(first_detections({seeds!r}, {cap!r}, {size!r})))
+print(json.dumps(first_detections({seeds!r}, {cap!r}, {size!r}, {batch!r})))
 """
 
 
-def first_detections(seeds: list[int], cap: int, size: int) -> dict:
+def first_detections(seeds: list[int], cap: int, size: int, batch: int = 50) -> dict:
     """In this process (its GPUSEM_FAULT): per mode, per seed, the 1-based number of
     the first program whose compile check is a finding (not an internal error), or
-    None within `cap` programs; with the first finding's kind."""
+    None within `cap` programs; with the first finding's kind. Programs are
+    batch-checked `batch` at a time (one g++ build each), then read in order."""
     from gpusem.fuzz.bundl.target import BundlTarget
     from gpusem.fuzz.targets import INTERNAL, checked
 
@@ -190,10 +191,10 @@ def first_detections(seeds: list[int], cap: int, size: int) -> dict:
             while found is None and n < cap:
                 drawn = [d.program for d in _draw(strategy, seed, r, size, m)]
                 r += 1
-                for i in range(0, len(drawn), 25):  # the campaign's first batches
-                    batch = drawn[i:i + 25][:cap - n]
-                    target.prefetch(batch, "compile")
-                    for p in batch:
+                for i in range(0, len(drawn), batch):
+                    some = drawn[i:i + batch][:cap - n]
+                    target.prefetch(some, "compile")
+                    for p in some:
                         n += 1
                         res = checked(target, p, "compile")
                         if res.status == "finding" and res.kind != INTERNAL:
@@ -221,8 +222,10 @@ def faults(args: argparse.Namespace) -> dict:
     scripts = os.path.dirname(os.path.abspath(__file__))
 
     def one(fault: str) -> dict:
-        code = CHILD.format(scripts=scripts, seeds=args.seeds, cap=args.cap,
-                            size=args.round_size)
+        # no fault: every program is checked to the cap, so a smaller one there
+        cap = args.cap if fault or args.baseline_cap is None else args.baseline_cap
+        code = CHILD.format(scripts=scripts, seeds=args.seeds, cap=cap,
+                            size=args.round_size, batch=args.batch)
         env = dict(os.environ, GPUSEM_FAULT=fault)
         t0 = time.monotonic()
         proc = subprocess.run([sys.executable, "-c", code], env=env, text=True,
@@ -231,7 +234,8 @@ def faults(args: argparse.Namespace) -> dict:
             return {"fault": fault or "(none)",
                     "error": proc.stderr.strip().splitlines()[-3:]}
         rows = json.loads(proc.stdout.strip().splitlines()[-1])
-        row: dict = {"fault": fault or "(none)", "wall_s": round(time.monotonic() - t0)}
+        row: dict = {"fault": fault or "(none)", "cap": cap,
+                     "wall_s": round(time.monotonic() - t0)}
         for m in MODES:
             row[m + "_cost"] = rows[m + "_cost"]
             firsts = [x["first"] for x in rows[m]]
@@ -239,7 +243,7 @@ def faults(args: argparse.Namespace) -> dict:
             row[m] = {"first": firsts, "found": len(hit),
                       "kinds": sorted({x["kind"] for x in rows[m] if x["kind"]}),
                       "median_first_capped": statistics.median(
-                          [f if f is not None else args.cap + 1 for f in firsts])}
+                          [f if f is not None else cap + 1 for f in firsts])}
         print(json.dumps(row), flush=True)
         return row
 
@@ -273,6 +277,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--turns", type=int, default=2, help="cost: passes over the rounds")
     ap.add_argument("--cap", type=int, default=400, help="faults: programs a seed")
     ap.add_argument("--faults", default="", help="faults: comma-separated (all)")
+    ap.add_argument("--batch", type=int, default=50, help="faults: programs a build")
+    ap.add_argument("--baseline-cap", type=int, default=None,
+                    help="faults: the cap of the no-fault child (default --cap)")
     ap.add_argument("--parallel", type=int, default=1, help="faults: children at once")
     ap.add_argument("--json", help="write the result here (also printed)")
     args = ap.parse_args(argv)

@@ -180,3 +180,31 @@ def test_the_manifest_records_the_mode_and_resume_keeps_it(tmp_path) -> None:
     del rec["generation"]
     path.write_text(json.dumps(rec))
     assert resolved(replace(spec, resume=True)).generation == ENGINE
+
+
+def test_the_cli_takes_the_mode(tmp_path) -> None:
+    """`gpusem gen --generation` and `gpusem fuzz --generation`: each mode its own
+    programs, a mode that is none exits 2, the report records the mode."""
+    from click.testing import CliRunner
+    from gpusem.cli.main import cli
+
+    def gen(mode: str, out) -> list[str]:
+        res = CliRunner().invoke(cli, ["gen", "-n", "6", "--seed", "2", "--generation",
+                                       mode, str(out)])
+        assert res.exit_code == 0, res.output
+        return [p.read_text() for p in sorted(out.glob("*.bundl"))]
+
+    direct = gen(DIRECT, tmp_path / "d")
+    assert direct == gen(DIRECT, tmp_path / "d2") and len(direct) == 6
+    assert direct != gen(ENGINE, tmp_path / "e")
+    res = CliRunner().invoke(cli, ["gen", "--generation", "fast", str(tmp_path / "x")])
+    assert isinstance(res.exception, BadInput)
+    report = tmp_path / "r.json"
+    res = CliRunner().invoke(cli, ["fuzz", "--target", "toys", "--generation", DIRECT,
+                                   "--max-programs", "40", "--round-size", "20",
+                                   "--budget", "60s", "--out", str(tmp_path / "out"),
+                                   "--json", str(report)])
+    assert res.exit_code == 1, res.output  # the toy's finding
+    assert json.loads(report.read_text())["campaign"]["generation"] == DIRECT
+    res = CliRunner().invoke(cli, ["fuzz", "--target", "toys", "--generation", "fast"])
+    assert res.exit_code == 2
