@@ -13,7 +13,9 @@ all, so two trees are compared by running this on each:
 
 (the earlier cuts hashed 300-600 such programs by hand; this is that check kept).
 The rounds are the engine generation mode's (`fuzz/hunt.py`), whatever the campaigns'
-default; `--generation direct` hashes the direct mode's (issue 31.3).
+default; `--generation direct` hashes the direct mode's (issue 31.3). At ce50a58
+(defaults: 2 seeds x 3 rounds of 100): engine d953d2e8a0775906 (as on main before the
+modes), direct 925f42a9bef96f19.
 """
 
 from __future__ import annotations

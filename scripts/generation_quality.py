@@ -178,8 +178,8 @@ def first_detections(seeds: list[int], cap: int, size: int, batch: int = 50) -> 
     out: dict = {}
     warm = BundlTarget(backend="cpu")  # imports, g++'s precompiled header: untimed
     for m in MODES:
-        batch = [d.program for d in _draw(warm.strategy("compile"), 10_000, 0, 10, m)]
-        warm.prefetch(batch, "compile")
+        warm.prefetch([d.program for d in _draw(warm.strategy("compile"), 10_000, 0,
+                                                10, m)], "compile")
     warm.close()
     for m in MODES:
         target = BundlTarget(backend="cpu")  # a fresh verdict cache per mode
