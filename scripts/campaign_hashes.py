@@ -12,6 +12,10 @@ all, so two trees are compared by running this on each:
   PYTHONPATH=src python scripts/campaign_hashes.py > here.json; diff main.json here.json
 
 (the earlier cuts hashed 300-600 such programs by hand; this is that check kept).
+The rounds are the engine generation mode's (`fuzz/hunt.py`), whatever the campaigns'
+default; `--generation direct` hashes the direct mode's (issue 31.3). At ce50a58
+(defaults: 2 seeds x 3 rounds of 100): engine d953d2e8a0775906 (as on main before the
+modes), direct 925f42a9bef96f19.
 """
 
 from __future__ import annotations
@@ -34,7 +38,8 @@ def _outcome_text(ref) -> str:
                  ref.outcome.message if ref.kind != "terminated" else ""))
 
 
-def round_hash(strategy, seed: int, r: int, round_size: int) -> tuple[str, int]:
+def round_hash(strategy, seed: int, r: int, round_size: int,
+               generation: str = "engine") -> tuple[str, int]:
     """The hash of round r of `seed`, and how many programs it drew."""
     from gpusem.calculus.bundl.printer import print_program
     from gpusem.compiler.bundl_cuda.pipeline import CompileOptions, compile_program
@@ -45,7 +50,8 @@ def round_hash(strategy, seed: int, r: int, round_size: int) -> tuple[str, int]:
     from gpusem.interpreter.bundl.reference import fast_reference
 
     h = hashlib.sha256()
-    drawn = generate_round(strategy, round_seed(seed, r), round_size)
+    drawn = generate_round(strategy, round_seed(seed, r), round_size,
+                           generation=generation)
     for d in drawn:
         g = as_generated(d.program)
         h.update(print_program(g.program).encode() + b"\0")
@@ -66,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", type=int, default=2, help="seeds 0 .. N-1")
     ap.add_argument("--rounds", type=int, default=3, help="rounds 0 .. N-1 per seed")
     ap.add_argument("--round-size", type=int, default=100)
+    ap.add_argument("--generation", default="engine", choices=("engine", "direct"))
     args = ap.parse_args(argv)
     from gpusem.fuzz.bundl.target import BundlTarget
 
@@ -75,14 +82,16 @@ def main(argv: list[str] | None = None) -> int:
         strategy = target.strategy("compile")
         for seed in range(args.seeds):
             for r in range(args.rounds):
-                digest, n = round_hash(strategy, seed, r, args.round_size)
+                digest, n = round_hash(strategy, seed, r, args.round_size,
+                                       args.generation)
                 rounds.append({"seed": seed, "round": r, "programs": n,
                                "hash": digest})
                 total.update(digest.encode())
                 programs += n
     finally:
         target.close()
-    json.dump({"round_size": args.round_size, "programs": programs,
+    json.dump({"round_size": args.round_size, "generation": args.generation,
+               "programs": programs,
                "hash": total.hexdigest()[:16], "rounds": rounds}, sys.stdout, indent=1)
     sys.stdout.write("\n")
     return 0

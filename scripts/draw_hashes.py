@@ -15,6 +15,13 @@ compares; it never writes the file):
 hashed together, one line: the wider check run on two trees and compared by hand
 (`PYTHONPATH=/path/to/main/src python scripts/draw_hashes.py --seeds 2000`, then the
 same with this tree's src/).
+
+`--generation direct`: the rounds of the direct generation mode (`fuzz/direct.py`,
+issue 31.3) instead of the engine mode's (the default here, whatever the campaigns'
+default: tests/fuzz/data/draw_hashes.json pins the engine mode). Its pin was made once,
+at the commit that added the mode, with
+
+  PYTHONPATH=src python scripts/draw_hashes.py --generation direct > tests/fuzz/data/draw_hashes_direct.json
 """
 
 from __future__ import annotations
@@ -36,7 +43,8 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def round_hashes(prop: str, seed: int, r: int) -> dict[str, Any]:
+def round_hashes(prop: str, seed: int, r: int, generation: str = "engine"
+                 ) -> dict[str, Any]:
     """One round's program hashes and its choice sequences' hash."""
     from gpusem.calculus.bundl.printer import print_program
     from gpusem.fuzz.bundl.target import BundlTarget
@@ -45,7 +53,8 @@ def round_hashes(prop: str, seed: int, r: int) -> dict[str, Any]:
 
     target = BundlTarget(backend="cpu")
     try:
-        drawn = generate_round(target.strategy(prop), round_seed(seed, r), ROUND_SIZE)
+        drawn = generate_round(target.strategy(prop), round_seed(seed, r), ROUND_SIZE,
+                               generation=generation)
     finally:
         target.close()
     texts = [print_program(getattr(d.program, "program", d.program)) for d in drawn]
@@ -54,11 +63,12 @@ def round_hashes(prop: str, seed: int, r: int) -> dict[str, Any]:
             "choices": _sha(repr([d.choices for d in drawn]))}
 
 
-def all_hashes() -> list[dict[str, Any]]:
-    return [round_hashes(*case) for case in CASES]
+def all_hashes(generation: str = "engine") -> list[dict[str, Any]]:
+    return [round_hashes(*case, generation) for case in CASES]
 
 
-def many_seeds(prop: str, seeds: int, round_size: int) -> dict[str, Any]:
+def many_seeds(prop: str, seeds: int, round_size: int, generation: str = "engine"
+               ) -> dict[str, Any]:
     """Round 0 of seeds 0 .. seeds-1, every program and choice sequence in one hash."""
     from gpusem.calculus.bundl.printer import print_program
     from gpusem.fuzz.bundl.target import BundlTarget
@@ -69,7 +79,8 @@ def many_seeds(prop: str, seeds: int, round_size: int) -> dict[str, Any]:
     try:
         strategy = target.strategy(prop)
         for seed in range(seeds):
-            drawn = generate_round(strategy, round_seed(seed, 0), round_size)
+            drawn = generate_round(strategy, round_seed(seed, 0), round_size,
+                                   generation=generation)
             for d in drawn:
                 total.update(print_program(getattr(d.program, "program", d.program))
                              .encode() + b"\0" + repr(d.choices).encode() + b"\0")
@@ -77,7 +88,8 @@ def many_seeds(prop: str, seeds: int, round_size: int) -> dict[str, Any]:
     finally:
         target.close()
     return {"property": prop, "seeds": seeds, "round_size": round_size,
-            "programs": programs, "hash": total.hexdigest()[:16]}
+            "generation": generation, "programs": programs,
+            "hash": total.hexdigest()[:16]}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -85,11 +97,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", type=int, help="round 0 of seeds 0 .. N-1, one hash")
     ap.add_argument("--round-size", type=int, default=ROUND_SIZE)
     ap.add_argument("--property", default="compile")
+    ap.add_argument("--generation", default="engine", choices=("engine", "direct"))
     args = ap.parse_args(argv)
     if args.seeds is not None:
-        print(json.dumps(many_seeds(args.property, args.seeds, args.round_size)))
+        print(json.dumps(many_seeds(args.property, args.seeds, args.round_size,
+                                    args.generation)))
         return 0
-    json.dump({"round_size": ROUND_SIZE, "rounds": all_hashes()}, sys.stdout, indent=1)
+    pin: dict[str, Any] = {"round_size": ROUND_SIZE}
+    if args.generation != "engine":  # the engine's pin predates the key: none there
+        pin["generation"] = args.generation
+    json.dump(pin | {"rounds": all_hashes(args.generation)}, sys.stdout, indent=1)
     sys.stdout.write("\n")
     return 0
 

@@ -18,7 +18,8 @@
 #                                  (packed as $OUT/repro.tgz, rows in gpu_repro.json)
 #   scale                          issues 19, 20: profile, throughput, Dask scaling
 #   scale2 PART [ARG]              issue 31: budget, gpuir, gpuir-local (one GPU),
-#                                  profile, regress31 (one GPU), scaling (1 2 4)
+#                                  profile, regress31 (one GPU), gendirect (one GPU),
+#                                  scaling (1 2 4)
 #   toolchain [SECONDS]            issue 23: the matrix and attribution probe (T1, a
 #                                  seeded fault, cost), its GPU tests, a toolchain
 #                                  campaign on cuda

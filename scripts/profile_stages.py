@@ -30,6 +30,10 @@ inside `build` and `launch`):
     of CPU ms per program per stage, before/after in one command; a tree that is not
     a git checkout names its commit in a file COMMIT at its top)
   python scripts/profile_stages.py --backend nvrtc --tree /tmp/old --tree /tmp/new
+  python scripts/profile_stages.py --generation engine --generation direct --rounds 3
+    (the generation modes of `fuzz/hunt.generate_round`, issue 31.3: each mode a
+    variant, profiled in turns as two trees are; with --tree, every tree in every
+    mode. One --generation: that mode alone; none: the campaigns' default)
 
 `--backend nvrtc` is the cuda path with no GPU (regress31): the target and its jobs as
 on cuda, the backend the cuda backend itself, in process, its worker's `Device` a
@@ -242,13 +246,20 @@ def _warm_up(target, backend_name: str, seed: int) -> None:
                    [reference(g.program) for g in gens])
 
 
+# the generation mode a single run draws its rounds in (--generation; None: the
+# tree's default, and no argument, for a tree from before the modes)
+GENERATION: list[str | None] = [None]
+
+
 def _round_programs(target, seed: int, r: int, round_size: int) -> list:
     """The programs of round r, drawn as the campaign draws them."""
     from gpusem.fuzz.bundl.generated import as_generated
     from gpusem.fuzz.campaign import round_seed
     from gpusem.fuzz.hunt import generate_round
 
-    drawn = generate_round(target.strategy("compile"), round_seed(seed, r), round_size)
+    mode = {} if GENERATION[0] is None else {"generation": GENERATION[0]}
+    drawn = generate_round(target.strategy("compile"), round_seed(seed, r), round_size,
+                           **mode)
     return [as_generated(d.program) for d in drawn]
 
 
@@ -360,25 +371,35 @@ def _build(backend, specs) -> None:
         backend._ensure_built(specs)  # cuda: NVRTC into one module, then loaded
 
 
-def _run_tree(tree: str, args: argparse.Namespace, rounds: int, seed: int) -> dict:
-    """This script on `tree`'s code (its src/ first on the path), in a fresh process."""
+def _run_tree(tree: str, args: argparse.Namespace, rounds: int, seed: int,
+              generation: str | None = None) -> dict:
+    """This script on `tree`'s code (its src/ first on the path), in a fresh process,
+    drawing its rounds in `generation` mode (None: the tree's default)."""
     env = dict(os.environ, PYTHONPATH=os.path.join(os.path.abspath(tree), "src"))
     cmd = [sys.executable, os.path.abspath(__file__), "--backend", args.backend,
            "--rounds", str(rounds), "--round-size", str(args.round_size),
            "--seed", str(seed)]
+    if generation is not None:
+        cmd += ["--generation", generation]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
     return json.loads(done.stdout)
 
 
 def compare_trees(args: argparse.Namespace) -> dict:
     """Each tree profiled `args.turns` times (the trees in turns, each turn a fresh
-    process of `args.rounds` rounds from seed + turn), summed per stage."""
-    runs: dict[str, list[dict]] = {t: [] for t in args.tree}
+    process of `args.rounds` rounds from seed + turn), summed per stage; with more
+    than one --generation, each tree in each mode (a variant: "TREE MODE")."""
+    modes = args.generation if len(args.generation) > 1 else [
+        args.generation[0] if args.generation else None]
+    variants = {(f"{t} {m}" if m else t): (t, m) for t in args.tree or ["."]
+                for m in modes}
+    runs: dict[str, list[dict]] = {v: [] for v in variants}
     for turn in range(args.turns):
-        for tree in args.tree:
-            runs[tree].append(_run_tree(tree, args, args.rounds, args.seed + turn))
+        for v, (tree, mode) in variants.items():
+            runs[v].append(_run_tree(tree, args, args.rounds, args.seed + turn, mode))
     trees = []
-    for tree, rs in runs.items():
+    for label, rs in runs.items():
+        tree, mode = variants[label]
         programs = sum(r["programs"] for r in rs)
         cpu = {s: round(sum(r["cpu_ms_per_program"].get(s, 0.0) * r["programs"]
                             for r in rs) / programs, 3)
@@ -387,7 +408,8 @@ def compare_trees(args: argparse.Namespace) -> dict:
                              for r in rs) / programs, 3) for s in CAMPAIGN}
         in_process = ("generate", "reference", "compile", "jobs", "compare")
         trees.append({
-            "tree": tree, "commit": _commit(tree), "programs": programs,
+            "tree": label, "commit": _commit(tree), "programs": programs,
+            **({"generation": mode} if mode else {}),
             "programs_by_kind": _share(sum((Counter(r["programs_by_kind"]) for r in rs),
                                            Counter()), programs),
             "families": _share(sum((Counter(r.get("families", {})) for r in rs),
@@ -497,8 +519,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="a source tree to profile (its src/), repeatable")
     ap.add_argument("--turns", type=int, default=2,
                     help="with --tree: runs per tree, the trees in turns")
+    ap.add_argument("--generation", action="append", default=[],
+                    choices=("engine", "direct"), help="how rounds are drawn "
+                    "(repeatable: the modes compared in turns, as trees are)")
     args = ap.parse_args(argv)
-    if args.tree:
+    if args.tree or len(args.generation) > 1:
         result = compare_trees(args)
         print(table(result))
         if args.json:
@@ -508,7 +533,10 @@ def main(argv: list[str] | None = None) -> int:
     # A fresh build cache: a round's kernels are built, not found from an earlier run.
     with tempfile.TemporaryDirectory(prefix="gpusem-profile-") as cache:
         os.environ["GPUSEM_CACHE_DIR"] = cache
+        GENERATION[0] = args.generation[0] if args.generation else None
         result = profile(args.backend, args.rounds, args.round_size, args.seed)
+        if GENERATION[0] is not None:
+            result["generation"] = GENERATION[0]
     text = json.dumps(result, indent=1)
     print(text)
     if args.json:

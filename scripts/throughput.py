@@ -40,7 +40,8 @@ import time
 def measure(target: str, prop: str, backend: str, jobs: int, seconds: float,
             seed: int, round_size: int, engine_name: str = "local",
             gpus: str | None = None, window: float = 30.0, warmup: float = 20.0,
-            scheduler: str | None = None, keep_bundles: str | None = None) -> dict:
+            scheduler: str | None = None, keep_bundles: str | None = None,
+            generation: str | None = None) -> dict:
     from gpusem.fuzz.client import run_campaign
     from gpusem.fuzz.engines.registry import load_engine
 
@@ -50,6 +51,8 @@ def measure(target: str, prop: str, backend: str, jobs: int, seconds: float,
         base = {"target_name": target, "backend": backend, "prop": prop,
                 "budget_s": seconds, "seed": seed, "shard": (0, 1), "out_dir": out,
                 "round_size": round_size, "max_programs": None}
+        if generation is not None:  # else the campaigns' default (and a tree from
+            base["generation"] = generation  # before the modes takes no such key)
         engine, shards = load_engine(engine_name, backend, jobs, scheduler, gpus)
         workers = _workers(engine, engine_name, jobs, shards)
         t0 = time.monotonic()
@@ -77,6 +80,7 @@ def measure(target: str, prop: str, backend: str, jobs: int, seconds: float,
             "gpus": _gpu_count(engine, backend), "engine": engine_name, "jobs": jobs,
             "workers": workers, "backend": backend, "property": prop,
             "target": target, "seed": seed, "round_size": round_size,
+            "generation": generation or _default_generation(),
             "invalid": summary.invalid, "findings": len(summary.findings),
             "failed": summary.failed, "cpu_utilisation": utilisation,
             "cpu_ms_per_program": round(1000 * cpu / max(1, summary.programs), 1),
@@ -86,6 +90,14 @@ def measure(target: str, prop: str, backend: str, jobs: int, seconds: float,
                           if backend == "cuda" else None),
             "device": os.environ.get("GPUSEM_DEVICE", ""),
             "command": shlex.join([os.path.basename(sys.executable), *sys.argv])}
+
+
+def _default_generation() -> str:
+    try:
+        from gpusem.fuzz.direct import DEFAULT_GENERATION
+    except ImportError:  # a tree from before the modes: hypothesis's engine
+        return "engine"
+    return DEFAULT_GENERATION
 
 
 def window_rates(samples: list[tuple[float, int]], warmup: float,
@@ -163,6 +175,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=float, default=20.0)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--round-size", type=int, default=100)  # as gpusem fuzz
+    ap.add_argument("--generation", default=None, choices=("engine", "direct"),
+                    help="how rounds are drawn (default: the campaigns' default)")
     ap.add_argument("--json", help="write the result here (also printed)")
     ap.add_argument("--keep-bundles", default=None, help="copy the campaign folder "
                     "(its bundles) here when the run found anything; default: beside "
@@ -171,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     keep = args.keep_bundles or (args.json and args.json.removesuffix(".json") + "_bundles")
     result = measure(args.target, args.prop, args.backend, args.jobs, args.seconds,
                      args.seed, args.round_size, args.engine, args.gpus, args.window,
-                     args.warmup, args.scheduler, keep or None)
+                     args.warmup, args.scheduler, keep or None, args.generation)
     text = json.dumps(result, indent=1)
     print(text)
     if args.json:

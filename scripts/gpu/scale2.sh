@@ -23,6 +23,9 @@
 #                    as the worker calls it (scripts/nvrtc_probe.py, 300 programs of
 #                    seed 0), what a CUDA worker's start costs (cuda_worker_start.py),
 #                    then regress31 (throughput 16 jobs 50 s, the profile)
+#   gendirect        issue 31.3 on ONE GPU (nvidia-h200): the generation modes (engine,
+#                    direct: fuzz/direct.py) in one call: throughput 16 jobs 50 s in
+#                    each, then the per-stage profile on cuda of both in turns
 # Each run leaves a JSON report, its output and a line in $OUT/scale2.log; a campaign's
 # own folder (bundles, shard records) goes to $RUNS (/tmp/scale2), not $OUT, so that a
 # part brings back at most 8 files (the device tool's limit).
@@ -108,10 +111,21 @@ case "$PART" in
     say "regress31: profile bundl cuda (3 rounds of 100)"
     timeout 250 python3 scripts/profile_stages.py --backend cuda --rounds 3 \
       --json "$OUT/profile_bundl_cuda.json" 2>&1 | tail -30 | tee -a "$LOG" ;;
+  gendirect)
+    for mode in engine direct; do
+      say "gendirect: throughput bundl compile cuda, 16 jobs, 50 s, --generation $mode"
+      timeout 200 python3 scripts/throughput.py --backend cuda --engine local --jobs 16 \
+        --seconds 50 --window 20 --warmup 20 --generation $mode \
+        --json "$OUT/throughput_1gpu_local_$mode.json" 2>&1 | tail -8 | tee -a "$LOG"
+    done
+    say "gendirect: profile bundl cuda, engine and direct in turns (2 x 2 rounds of 100)"
+    timeout 240 python3 scripts/profile_stages.py --backend cuda --rounds 2 --turns 2 \
+      --generation engine --generation direct \
+      --json "$OUT/profile_bundl_cuda_modes.json" 2>&1 | tail -30 | tee -a "$LOG" ;;
   scaling)
     SKIP_PROFILE=1 SKIP_LOCAL=1 SCALE_GPU_COUNTS="${2:-1 2 4}" \
       exec bash "$(dirname "$0")/scale.sh" ;;
-  *) echo "scale2: unknown part $PART (budget, gpuir, gpuir-local, profile, regress31,"
+  *) echo "scale2: unknown part $PART (budget, gpuir, gpuir-local, profile, regress31, gendirect,"
      echo "  nvrtcbuild, scaling)"
      exit 2 ;;
 esac

@@ -1,6 +1,7 @@
 """A round's programs depend on its seed alone, not on the process that draws them
 (fuzz/reproducible.py): the Dask engine, --jobs and --resume run rounds wherever a
-worker is free."""
+worker is free. The engine generation mode here; the direct mode's alike in
+tests/fuzz/test_direct_generation.py."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ from gpusem.fuzz.campaign import round_seed
 from gpusem.fuzz.hunt import generate_round
 
 def digest(r):
-    drawn = generate_round(BundlTarget().strategy("compile"), round_seed(2, r), 20)
+    drawn = generate_round(BundlTarget().strategy("compile"), round_seed(2, r), 20,
+                           generation="engine")
     text = "".join(print_program(as_generated(d.program).program) for d in drawn)
     return hashlib.sha256(text.encode()).hexdigest()
 """
@@ -38,7 +40,8 @@ def test_a_round_is_the_same_fresh_and_after_checking_another():
     from gpusem.fuzz.hunt import generate_round
 
     target = BundlTarget()
-    round0 = generate_round(target.strategy("compile"), round_seed(2, 0), 20)
+    round0 = generate_round(target.strategy("compile"), round_seed(2, 0), 20,
+                            generation="engine")
     assert target.prefetch([d.program for d in round0], "compile")
     assert scope["digest"](1) == fresh
     assert len(hashlib.sha256(b"").hexdigest()) == len(fresh)

@@ -113,7 +113,9 @@ _LAZY = {"CampaignSpec": "gpusem.fuzz.driver", "CampaignResult": "gpusem.fuzz.dr
          "CorpusRow": "gpusem.fuzz.replay",
          "TriageRow": "gpusem.fuzz.triage", "Redecision": "gpusem.fuzz.redecide",
          "ProgressLines": "gpusem.fuzz.progress",
-         "EXIT_NOTHING_CHECKED": "gpusem.fuzz.reports"}
+         "EXIT_NOTHING_CHECKED": "gpusem.fuzz.reports",
+         # the campaigns' generation modes (`gpusem fuzz --generation`): a light module
+         "GENERATIONS": "gpusem.fuzz.direct", "DEFAULT_GENERATION": "gpusem.fuzz.direct"}
 
 
 def __getattr__(name: str) -> object:
@@ -124,7 +126,7 @@ def __getattr__(name: str) -> object:
     raise AttributeError(f"module 'gpusem.api' has no attribute {name!r}")
 
 
-__all__ = ["EXIT_NOTHING_CHECKED", "BadInput", "CampaignResult", "CampaignSpec",
+__all__ = ["DEFAULT_GENERATION", "EXIT_NOTHING_CHECKED", "GENERATIONS", "BadInput", "CampaignResult", "CampaignSpec",
            "CheckOptions", "CheckReport", "Chunk", "Command", "CompileOptions",
            "CompileReport", "CorpusRow", "Debugger", "Ending", "ExecOptions",
            "ExecReport", "GpusemError", "Grid", "IllTyped", "KernelInfo", "Language",

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -35,8 +36,10 @@ def fuzz(target: str = "bundl", props: Sequence[str] = (), *, budget_s: float = 
          hunt_cap_s: float | None = None, on_finding: OnFinding | None = None,
          on_progress: OnProgress | None = None, engine: str = "local",
          scheduler: str | None = None, gpus: str | None = None,
-         baseline: str | None = None, corpus: str | None = None) -> CampaignResult:
-    """`campaign(CampaignSpec(...))` with the spec's fields as keyword arguments:
+         baseline: str | None = None, corpus: str | None = None,
+         generation: str | None = None) -> CampaignResult:
+    """`campaign(CampaignSpec(...))` with the spec's fields as keyword arguments
+    (`generation` None: the spec's default mode):
     findings are bundles under `out_dir`; `on_finding(f)` is called once per finding
     when its bundle is final (with jobs > 1: after the campaign); `on_progress(prop,
     running_summary)` while it runs. Writes no report: `result.report.write(...)`
@@ -47,6 +50,8 @@ def fuzz(target: str = "bundl", props: Sequence[str] = (), *, budget_s: float = 
                                shard, out_dir, round_size, max_programs, resume,
                                coverage, hunt_cap_s, engine, scheduler, gpus,
                                baseline, corpus)
+    if generation is not None:
+        spec = replace(spec, generation=generation)
     return driver.run(spec, on_finding, on_progress)
 
 
@@ -85,12 +90,21 @@ def replay(bundle_dir: str | Path, backend: str | None = None) -> Replay:
 
 
 def generate(target: str = "bundl", n: int = 10, seed: int = 0, prop: str | None = None,
-             backend: str = "cpu") -> list[tuple[str, str]]:
+             backend: str = "cpu", generation: str | None = None
+             ) -> list[tuple[str, str]]:
     """`n` programs of the target's generator for `prop` (default: its first), as
-    (file name, text): deterministic from `seed`."""
+    (file name, text): deterministic from `seed` and `generation` (the way rounds are
+    drawn, `fuzz/hunt.GENERATIONS`; None: the campaigns' default)."""
+    from gpusem.calculus.errors import BadInput
     from gpusem.fuzz.campaign import round_seed
+    from gpusem.fuzz.direct import DEFAULT_GENERATION, check_generation
     from gpusem.fuzz.hunt import generate_round
     from gpusem.fuzz.targets import load_target
+
+    try:
+        mode = check_generation(generation or DEFAULT_GENERATION)
+    except ValueError as err:
+        raise BadInput(str(err)) from None
 
     t = load_target(target, backend)
     try:
@@ -98,7 +112,8 @@ def generate(target: str = "bundl", n: int = 10, seed: int = 0, prop: str | None
         out: list[tuple[str, str]] = []
         r = 0
         while len(out) < n:
-            drawn = generate_round(t.strategy(prop), round_seed(seed, r), n - len(out))
+            drawn = generate_round(t.strategy(prop), round_seed(seed, r), n - len(out),
+                                   generation=mode)
             for d in drawn:
                 name, text = next(iter(t.program_files(d.program).items()))
                 stem, dot, ext = name.rpartition(".")

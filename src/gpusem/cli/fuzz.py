@@ -118,9 +118,15 @@ def parse_shard(text: str) -> tuple[int, int]:
 @click.option("--corpus", default=None, metavar="DIR", help="Regression mode: replay "
               "the bundles under DIR first (still failing, fixed or cannot test); "
               "each still failing is a finding of this campaign.")
+@click.option("--generation", type=click.Choice(api.GENERATIONS),
+              default=api.DEFAULT_GENERATION, show_default=True,
+              help="How a round's programs are drawn: direct (each from a fresh "
+              "hypothesis ConjectureData, cheaper) or engine (hypothesis's generate "
+              "phase, as campaigns before it drew them). A seed draws other programs "
+              "in each; --resume keeps the campaign's own.")
 def command(target, props, backend, budget, seed, jobs, shard, out_dir, max_programs,
             exo_python, round_size, json_path, sarif_path, junit_path, resume, coverage,
-            shrink_time, engine, scheduler, gpus, baseline, corpus) -> None:
+            shrink_time, engine, scheduler, gpus, baseline, corpus, generation) -> None:
     """Run a differential fuzzing campaign and write counterexample bundles."""
     if exo_python:  # read by the exo target in this process and in --jobs children
         import os
@@ -138,7 +144,7 @@ def command(target, props, backend, budget, seed, jobs, shard, out_dir, max_prog
     spec = api.CampaignSpec(target, tuple(props), seconds, backend, seed, jobs, shard_t,
                             out_dir, round_size, max_programs, resume, coverage,
                             shrink_time, engine, scheduler, gpus, baseline, corpus,
-                            _command_started_at())
+                            _command_started_at(), generation)
     # Off a terminal (CI logs) the bar draws nothing until the end: plain lines every
     # ~30 s say how the campaign goes (GPUSEM_PROGRESS_EVERY_S).
     lines = None if console.is_terminal else api.ProgressLines(target)

@@ -81,7 +81,13 @@ from gpusem.fuzz.breaker import CircuitBreaker
 from gpusem.fuzz.bundle import ATTRIBUTION, META, BundleStore, recorded_attribution
 from gpusem.fuzz.clock import monotonic_at
 from gpusem.fuzz.gc_tuning import campaign_gc
-from gpusem.fuzz.hunt import Drawn, generate_round, shrink_from
+from gpusem.fuzz.hunt import (
+    DEFAULT_GENERATION,
+    Drawn,
+    check_generation,
+    generate_round,
+    shrink_from,
+)
 from gpusem.fuzz.interrupts import raise_if_requested, stop_requested
 from gpusem.fuzz.shrink_jobs import (
     JOB_MARGIN_S,
@@ -157,12 +163,17 @@ class Campaign:
     # task on a cluster publishes its best so far, which its client keeps if the
     # campaign's end comes first (`fuzz/engines/dask.py`)
     on_improve: Callable[[dict[str, Any], dict[str, str]], None] | None = None
+    # how a round is drawn (`hunt.GENERATIONS`): the same seed draws other programs
+    # in another mode, so it is recorded wherever the seed names a program (the
+    # manifest, the bundles, the reports)
+    generation: str = DEFAULT_GENERATION
 
     def run(self) -> Summary:
         with campaign_gc():  # a campaign's garbage, collected less often (why: there)
             return self._run()
 
     def _run(self) -> Summary:
+        check_generation(self.generation)  # before a target is loaded
         target = load_target(self.target_name, self.backend)
         if self.prop not in target.properties:
             target.close()
@@ -306,7 +317,8 @@ class Campaign:
         if begin is not None:
             begin((r - self.shard[0]) // self.shard[1])  # this shard's round number
         try:
-            drawn = generate_round(strategy, seed, self.round_size, self._spent)
+            drawn = generate_round(strategy, seed, self.round_size, self._spent,
+                                   self.generation)
         except Exception as err:  # noqa: BLE001 - the generator crashed
             self._internal(target, internal_result(err, stage="generate"))
             return
@@ -440,7 +452,7 @@ class Campaign:
         meta = {"target": self.target_name, "backend": self.backend,
                 "property": self.prop, "signature": res.signature, "kind": res.kind,
                 "detail": res.detail, "size": res.size, "seed": self.seed,
-                "shard": list(self.shard)} | extra
+                "shard": list(self.shard), "generation": self.generation} | extra
         if res.program_file:
             meta |= {"program_file": res.program_file, "line": max(1, res.line)}
         if found := attribution_of(res):
@@ -609,7 +621,8 @@ class Campaign:
         spec = {"target_name": self.target_name, "backend": self.backend,
                 "prop": self.prop, "budget_s": self.budget_s, "seed": self.seed,
                 "shard": self.shard, "out_dir": self.out_dir,
-                "round_size": self.round_size, "hunt_cap_s": self.hunt_cap_s}
+                "round_size": self.round_size, "hunt_cap_s": self.hunt_cap_s,
+                "generation": self.generation}
         self.shrinker.submit(ShrinkJob(
             spec, seed, o.drawn, o.index, o.res, str(o.path), o.first_seen,
             o.size_before, self.t0 + shrink_end_s(self.budget_s)))

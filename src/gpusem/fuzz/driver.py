@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 
 from gpusem.calculus.errors import BadInput
 from gpusem.fuzz.baseline import load_baseline
+from gpusem.fuzz.direct import DEFAULT_GENERATION, ENGINE, check_generation
 from gpusem.fuzz.replay import replay_corpus
 from gpusem.fuzz.reports import Report
 from gpusem.fuzz.summary import Finding, Summary
@@ -40,7 +41,10 @@ class CampaignSpec:
     campaign (the regression mode). `started_at`: time.time() when the campaign's
     clock starts (the budget, the shrink deadline and the report's `seconds` count
     from it): `gpusem fuzz` gives its process's start (`fuzz/clock.py`), so that
-    the interpreter's start and the imports are inside the budget; None: the call."""
+    the interpreter's start and the imports are inside the budget; None: the call.
+    `generation`: how rounds are drawn (`fuzz/hunt.GENERATIONS`: "direct", "engine");
+    a seed draws other programs in each, so it is recorded with the seed, and a
+    resumed campaign keeps its own (one recorded before the modes: "engine")."""
 
     target: str = "bundl"
     props: tuple[str, ...] = ()
@@ -61,6 +65,7 @@ class CampaignSpec:
     baseline: str | None = None
     corpus: str | None = None
     started_at: float | None = None
+    generation: str = DEFAULT_GENERATION
 
     def params(self) -> dict[str, object]:
         """The campaign's record (`manifest.json`, the reports' `campaign`)."""
@@ -70,7 +75,8 @@ class CampaignSpec:
                 "round_size": self.round_size, "budget_s": self.budget_s,
                 "max_programs": self.max_programs, "out_dir": self.out_dir,
                 "resumed": self.resume, "engine": self.engine,
-                "baseline": self.baseline, "corpus": self.corpus}
+                "baseline": self.baseline, "corpus": self.corpus,
+                "generation": self.generation}
 
 
 @dataclass(frozen=True)
@@ -112,7 +118,9 @@ def resolved(spec: CampaignSpec) -> CampaignSpec:
                        round_size=rec["round_size"], props=tuple(rec["properties"]),
                        shard=(rec["shard"][0], rec["shard"][1]),
                        # its record of finished work is its own engine's
-                       engine=rec.get("engine", "local"))
+                       engine=rec.get("engine", "local"),
+                       # its rounds as it drew them: before the modes, the engine's
+                       generation=rec.get("generation", ENGINE))
     if spec.jobs < 1:
         raise BadInput(f"bad jobs: {spec.jobs} (must be >= 1)")
     if not spec.budget_s > 0:  # NaN too: a campaign that cannot check anything
@@ -127,6 +135,10 @@ def resolved(spec: CampaignSpec) -> CampaignSpec:
         default_shrink_s(spec.budget_s)  # a bad $GPUSEM_SHRINK_S: bad input, now
     if spec.round_size < 1:
         raise BadInput(f"bad round_size: {spec.round_size} (must be >= 1)")
+    try:
+        check_generation(spec.generation)
+    except ValueError as err:
+        raise BadInput(str(err)) from None
     if spec.engine == "local" and (spec.scheduler or spec.gpus):
         raise BadInput("--scheduler and --gpus are for a cluster engine (--engine dask)")
     known = target_properties(spec.target, spec.backend)
@@ -159,7 +171,7 @@ def shard_spec(spec: CampaignSpec, prop: str) -> dict[str, object]:
             "shard": spec.shard, "out_dir": spec.out_dir,
             "round_size": spec.round_size, "max_programs": spec.max_programs,
             "resume": spec.resume, "coverage": spec.coverage,
-            "hunt_cap_s": spec.hunt_cap_s}
+            "hunt_cap_s": spec.hunt_cap_s, "generation": spec.generation}
 
 
 def run(spec: CampaignSpec, on_finding: OnFinding | None = None,

@@ -17,6 +17,12 @@ The choice sequence comes from `hypothesis.control.current_build_context()`; whe
 hypothesis version does not give it (None), `shrink_from` falls back to re-running the
 round's generation with shrinking on and checking only from the failing example's index
 on (the other examples are generated again, not checked again).
+
+Two generation modes (issue 31.3; `GENERATIONS`): `engine`, the above, and `direct`
+(`fuzz/direct.py`), each program drawn from a ConjectureData of its own without
+hypothesis's engine, its choice sequence kept alike (always given), so `shrink_from`
+shrinks either mode's finding the same way. They draw different programs from the
+same seed: a campaign records its mode, and the engine mode replays older campaigns.
 """
 
 from __future__ import annotations
@@ -26,6 +32,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from gpusem.fuzz.direct import (
+    DEFAULT_GENERATION,
+    DIRECT,
+    ENGINE,
+    GENERATIONS,
+    check_generation,
+    direct_round,
+)
 from gpusem.fuzz.reproducible import (
     SECONDARY_KEY_SUFFIX,
     choices_blob,
@@ -45,15 +59,25 @@ class Drawn:
     choices: tuple | None  # hypothesis's choice sequence, when it tells
 
 
+__all__ = ["DEFAULT_GENERATION", "DIRECT", "ENGINE", "GENERATIONS", "Drawn",
+           "check_generation", "generate_round", "shrink_from"]
+
+
 class _Enough(Exception):
     """Raised inside the generating test when `stop()` says the round is long enough."""
 
 
 def generate_round(strategy: Any, seed: int, n: int,
-                   stop: Callable[[], bool] | None = None) -> list[Drawn]:
-    """The round's `n` programs (fewer if the strategy runs dry), from `seed`; `stop()`
-    true cuts the round short (a campaign's budget spent: issue 31.1, where generating
-    a round took seconds). A cut round holds the first programs of the whole one."""
+                   stop: Callable[[], bool] | None = None,
+                   generation: str = DEFAULT_GENERATION) -> list[Drawn]:
+    """The round's `n` programs (fewer if the strategy runs dry), from `seed`, drawn
+    the `generation` way (`GENERATIONS`); `stop()` true cuts the round short (a
+    campaign's budget spent: issue 31.1, where generating a round took seconds). A
+    cut round holds the first programs of the whole one."""
+    if check_generation(generation) == DIRECT:
+        # the same programs in every process, as below
+        with stable_constants(), gpusem_storage(), numpy_random_left_alone():
+            return [Drawn(p, c) for p, c in direct_round(strategy, seed, n, stop)]
     drawn: list[Drawn] = []
 
     def collect(program: Any) -> None:

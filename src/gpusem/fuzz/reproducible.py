@@ -18,7 +18,8 @@ lacks it, there is nothing to pin and nothing is done (the pinning test then fai
 saying so).
 
 This module is the one place gpusem reaches into hypothesis past its public API (issue
-32.12; `missing_internals` lists what a hypothesis version lacks, and
+32.12, with `fuzz/direct.py`, whose `DIRECT_INTERNALS` are checked here too;
+`missing_internals` lists what a hypothesis version lacks, and
 tests/fuzz/test_reproducible.py fails loudly, naming it, on an incompatible one): the
 local-constant pool above; hypothesis's composite strategy class, drawn from directly
 (`composite`, issue 31.3), and what `data.draw` does below the top level, done without
@@ -464,6 +465,8 @@ def missing_internals() -> list[str]:
     """What gpusem uses of hypothesis's internals and this hypothesis lacks."""
     import importlib
 
+    from gpusem.fuzz.direct import DIRECT_INTERNALS
+
     wanted = [("hypothesis.internal.conjecture.providers", "_get_local_constants"),
               ("hypothesis.internal.conjecture.providers", "Constants"),
               ("hypothesis.control", "current_build_context"),
@@ -476,7 +479,7 @@ def missing_internals() -> list[str]:
               ("hypothesis.internal.entropy", "NP_RANDOM"),
               ("hypothesis.internal.entropy", "get_seeder_and_restorer"),
               ("hypothesis.strategies._internal.core", "CompositeStrategy"),
-              *FAST_DRAW_INTERNALS,
+              *FAST_DRAW_INTERNALS, *DIRECT_INTERNALS,
               ("hypothesis.strategies._internal.lazy", "unwrap_strategies"),
               ("hypothesis.strategies._internal.deferred", "DeferredStrategy"),
               ("hypothesis.strategies._internal.collections", "ListStrategy"),

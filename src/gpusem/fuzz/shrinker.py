@@ -46,7 +46,7 @@ def run_job(job: ShrinkJob, deadline: float,
     is told each state of its bundle as it is written (`Campaign.on_improve`)."""
     spec = {k: v for k, v in job.spec.items() if k in (
         "target_name", "backend", "prop", "budget_s", "seed", "shard", "out_dir",
-        "round_size", "hunt_cap_s")}
+        "round_size", "hunt_cap_s", "generation")}
     return Campaign(**spec, on_improve=on_improve).shrink_job(job, deadline)
 
 

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from gpusem.fuzz.bundle import BundleStore, read_bundle
+from gpusem.fuzz.direct import DEFAULT_GENERATION
 from gpusem.fuzz.engines.handover import Publish, Publishing
 from gpusem.fuzz.manifest import FOLDER
 from gpusem.fuzz.shrink_jobs import Deferred, ShrinkJob, ShrinkOutcome
@@ -244,6 +245,7 @@ def worker_deaths(piece: Piece, err: BaseException, store: BundleStore) -> Summa
               f"({type(err).__name__}): {err}".replace("\n", " ")[:300])
     about = {"seed": spec.get("seed"), "shard": [i, n], "window": list(piece.window),
              "rounds": rounds, "round_size": spec.get("round_size"),
+             "generation": spec.get("generation", DEFAULT_GENERATION),
              "target": spec["target_name"], "backend": spec.get("backend", "cpu"),
              "property": spec["prop"], "env": piece.env}
     meta = {"target": spec["target_name"], "backend": spec.get("backend", "cpu"),
