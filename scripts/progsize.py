@@ -202,7 +202,13 @@ def _run_tree(tree: str, args: argparse.Namespace, seed: int) -> dict:
 def _commit(tree: str) -> str:
     done = subprocess.run(["git", "-C", tree, "rev-parse", "--short", "HEAD"],
                           capture_output=True, text=True, check=False)
-    return done.stdout.strip() or "?"
+    if done.stdout.strip():
+        return done.stdout.strip()
+    try:  # a tree that is not a git checkout names its commit in COMMIT at its top
+        with open(os.path.join(tree, "COMMIT")) as f:
+            return f.read().split()[0]
+    except OSError:
+        return "?"
 
 
 def main(argv: list[str] | None = None) -> int:
