@@ -217,6 +217,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--round-size", type=int, default=100)
     ap.add_argument("--repeat", type=int, default=3, help="calls per kernel (least)")
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="with --tree: this many (tree, seed) processes at once, the "
+                         "trees side by side (a loaded machine's load on both alike)")
     ap.add_argument("--tree", action="append", default=[],
                     help="a source tree (repeatable); default: this process's gpusem")
     ap.add_argument("--one-seed", type=int, help=argparse.SUPPRESS)
@@ -231,7 +234,15 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     trees = args.tree or [""]
     runs: dict[str, list[dict]] = {t: [] for t in trees}
-    for seed in args.seeds:
+    if args.jobs > 1 and all(trees):  # a shared machine: every tree at the same time
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(args.jobs) as pool:
+            done = {(t, s): pool.submit(_run_tree, t, args, s)
+                    for s in args.seeds for t in trees}
+        for (tree, _), future in done.items():
+            runs[tree].append(future.result())
+    for seed in args.seeds if not (args.jobs > 1 and all(trees)) else ():
         for tree in trees:
             runs[tree].append(_run_tree(tree, args, seed) if tree else
                               measure_seed(seed, args.rounds, args.round_size,
@@ -254,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
                 / a["round_call_cpu_ms_per_program_drawn"], 3),
             **({} if args.round_only else {"kernel_ms_mean": round(
                 b["kernel_ms"]["mean"] / a["kernel_ms"]["mean"], 3)})}
-    result.update({"seeds": args.seeds, "rounds": args.rounds,
+    result.update({"seeds": args.seeds, "rounds": args.rounds, "jobs": args.jobs,
                    "round_size": args.round_size, "repeat": args.repeat,
                    "cores": os.cpu_count(),
                    "loadavg": [round(x, 2) for x in os.getloadavg()],

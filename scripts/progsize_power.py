@@ -183,6 +183,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--round-size", type=int, default=100)
     ap.add_argument("--faults", nargs="+", default=sorted(FAULTS))
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="with --tree: this many (tree, seed) processes at once, the "
+                         "trees side by side (a loaded machine's load on both alike)")
     ap.add_argument("--tree", action="append", default=[])
     ap.add_argument("--one-seed", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--json")
@@ -193,7 +196,15 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     trees = args.tree or [""]
     runs: dict[str, list[dict]] = {t: [] for t in trees}
-    for seed in args.seeds:
+    if args.jobs > 1 and all(trees):  # a shared machine: every tree at the same time
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(args.jobs) as pool:
+            done = {(t, s): pool.submit(_run_tree, t, args, s)
+                    for s in args.seeds for t in trees}
+        for (tree, _), future in done.items():
+            runs[tree].append(future.result())
+    for seed in args.seeds if not (args.jobs > 1 and all(trees)) else ():
         for tree in trees:
             runs[tree].append(_run_tree(tree, args, seed) if tree else
                               measure_seed(seed, args.rounds, args.round_size,
@@ -207,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
         a, b = (set(t["coverage"]["names"]) for t in result["trees"])
         result["coverage_lost"] = sorted(a - b)
         result["coverage_gained"] = sorted(b - a)
-    result.update({"seeds": args.seeds, "rounds": args.rounds,
+    result.update({"seeds": args.seeds, "rounds": args.rounds, "jobs": args.jobs,
                    "round_size": args.round_size, "backend": "cpu",
                    "command": shlex.join([os.path.basename(sys.executable), *sys.argv])})
     text = json.dumps(result, indent=1)
