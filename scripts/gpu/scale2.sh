@@ -17,6 +17,9 @@
 #   regress31        issue 31.3 on ONE GPU (nvidia-h200): the bundl compile property's
 #                    throughput, 16 jobs, 50 s (the line the regression was measured
 #                    with), then the per-stage profile on cuda (one process)
+#   progsize [throughput|profile]  issue 31.3 on ONE GPU (nvidia-h200): the kernel
+#                    generator's size bound A/B (GPUSEM_BUNDL_MAX_CELLS=4096, before
+#                    the bound, against the default), each twice in turns
 #   nvrtcbuild       issue 31.3 on ONE GPU (nvidia-h200): the cuda worker's NVRTC build
 #                    per call and kernel, plain options against the worker's
 #                    (BUILD_SPEEDUPS) and --pch, cubins compared, through CuPy's binding
@@ -122,10 +125,32 @@ case "$PART" in
     timeout 240 python3 scripts/profile_stages.py --backend cuda --rounds 2 --turns 2 \
       --generation engine --generation direct \
       --json "$OUT/profile_bundl_cuda_modes.json" 2>&1 | tail -30 | tee -a "$LOG" ;;
+  progsize)
+    # issue 31.3, cheaper programs, on ONE GPU (nvidia-h200): the kernel generator's
+    # size bound A/B in one tree. GPUSEM_BUNDL_MAX_CELLS=4096 draws exactly the programs
+    # of before the bound (the same draw hashes as 66a671f); the default (8) is the
+    # bound. ARG throughput (default): 16 jobs, 50 s each, in turns; ARG profile: the
+    # per-stage profile on cuda, 3 rounds of 100 each, in turns.
+    WHAT=${2:-throughput}
+    n=0
+    for cells in 4096 8 4096 8; do
+      if [ "$WHAT" = profile ]; then
+        say "progsize: profile bundl cuda, GPUSEM_BUNDL_MAX_CELLS=$cells"
+        GPUSEM_BUNDL_MAX_CELLS=$cells timeout 140 python3 scripts/profile_stages.py \
+          --backend cuda --rounds 3 --json "$OUT/profile_cells${cells}_$((++n)).json" \
+          2>&1 | tail -22 | tee -a "$LOG"
+      else
+        say "progsize: throughput bundl compile cuda, 16 jobs, GPUSEM_BUNDL_MAX_CELLS=$cells"
+        GPUSEM_BUNDL_MAX_CELLS=$cells timeout 130 python3 scripts/throughput.py \
+          --backend cuda --engine local --jobs 16 --seconds 50 --window 20 --warmup 20 \
+          --json "$OUT/throughput_cells${cells}_$((++n)).json" 2>&1 | tail -12 \
+          | tee -a "$LOG"
+      fi
+    done ;;
   scaling)
     SKIP_PROFILE=1 SKIP_LOCAL=1 SCALE_GPU_COUNTS="${2:-1 2 4}" \
       exec bash "$(dirname "$0")/scale.sh" ;;
   *) echo "scale2: unknown part $PART (budget, gpuir, gpuir-local, profile, regress31, gendirect,"
-     echo "  nvrtcbuild, scaling)"
+     echo "  nvrtcbuild, progsize, scaling)"
      exit 2 ;;
 esac

@@ -37,11 +37,15 @@ def bundl_programs(max_blocks: int = 2, max_threads: int = 4, max_depth: int = 3
                     max_depth=max_depth, max_stmts=max_stmts, max_fns=max_fns)
 
 
-def bundl_kernels(max_blocks: int = 2, max_threads: int = 128) -> Any:
-    """A strategy of kernel-shaped Bundl `Program`s (race-free by construction)."""
-    from gpusem.fuzz.bundl.strategies.kernels import kernels
+def bundl_kernels(max_blocks: int = 2, max_threads: int = 128,
+                  max_cells: int | None = None) -> Any:
+    """A strategy of kernel-shaped Bundl `Program`s (race-free by construction);
+    `max_cells` bounds their size (None: the campaign's default, README "Kernel
+    size")."""
+    from gpusem.fuzz.bundl.strategies.kernels import MAX_CELLS, kernels
 
-    return kernels(max_blocks=max_blocks, max_threads=max_threads)
+    return kernels(max_blocks=max_blocks, max_threads=max_threads,
+                   max_cells=MAX_CELLS if max_cells is None else max_cells)
 
 
 def gpuir_kernels(max_phases: int = 3) -> Any:

@@ -34,6 +34,7 @@ from gpusem.calculus.bundl import ast as B
 from gpusem.calculus.bundl.parser import parse_program
 from gpusem.calculus.bundl.printer import print_program
 from gpusem.calculus.bundl.walk import statement_count
+from gpusem.calculus.errors import BadInput
 from gpusem.fuzz.bundl.audit import Auditor, fast_enabled
 from gpusem.fuzz.bundl.compile_property import (
     HARNESS_SEEDS,
@@ -70,6 +71,27 @@ PROPERTIES = ("compile", "motion", "prism-sync", "soundness", "printparse", "tee
 
 
 SHRINK_BUDGET_S = 60.0  # the AST reducer's default time cap per finding
+MAX_CELLS_ENV = "GPUSEM_BUNDL_MAX_CELLS"
+
+
+def kernel_max_cells() -> int:
+    """The kernel generator's size bound (`strategies/kernels.MAX_CELLS`: the output
+    cells one thread's code writes, loops unrolled) for the compiler properties:
+    $GPUSEM_BUNDL_MAX_CELLS where set, else the default. The default is the trade-off
+    measured in results/scale/progsize/ (issue 31.3); a larger bound draws the bigger
+    kernels NVRTC spent most of a campaign's build on."""
+    from gpusem.fuzz.bundl.strategies.kernels import MAX_CELLS, MIN_CELLS
+
+    raw = os.environ.get(MAX_CELLS_ENV, "").strip()
+    if not raw:
+        return MAX_CELLS
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < MIN_CELLS:
+        raise BadInput(f"bad {MAX_CELLS_ENV}: {raw} (an integer, at least {MIN_CELLS})")
+    return value
 
 
 
@@ -212,7 +234,8 @@ class BundlTarget(Target):
 
             g_every()  # a bad GPUSEM_TOOLCHAIN_G_EVERY: BadInput before any program
         if prop in (*SYNC_OF_PROPERTY, "toolchain", "ptx"):
-            return st.one_of(generated_kernels(max_blocks=4, max_threads=128),
+            return st.one_of(generated_kernels(max_blocks=4, max_threads=128,
+                                               max_cells=kernel_max_cells()),
                              generated_programs(**machine))
         if prop == "determinism":  # small machines: exhaustive exploration stays cheap
             return st.one_of(generated_kernels(max_blocks=2, max_threads=8),

@@ -47,6 +47,12 @@ from hypothesis import strategies as st
 INT, FLOAT, BOOL = A.BaseType.INT, A.BaseType.FLOAT, A.BaseType.BOOL
 THREAD1 = Perspective(Level.THREAD, 1)
 BLOCK1 = Perspective(Level.BLOCK, 1)
+# The most output cells one thread's code writes, each loop around the writes counted
+# as many times as it runs (NVVM unrolls them): the bound on a kernel's size, by
+# construction (issue 31.3; `thread_tree`'s claim and loop forms keep it). At least
+# MIN_CELLS: the exchanges' loops write their k <= 2 cells twice.
+MAX_CELLS = 8
+MIN_CELLS = 4
 
 
 def v(name: str) -> A.Var:
@@ -208,7 +214,8 @@ def thread_tree(draw, env: dict, m: int, k: int, S: str | None, O: str,
     """Code at thread[m] owning views S (staging, m slots) and O (output, m·k cells)."""
     options = ["leaf"]
     if depth > 0:
-        options += [q for q in ("group", "claim", "split", "loop") if _possible(q, m)]
+        options += [q for q in ("group", "claim", "split", "loop")
+                    if _possible(q, m, k, env.get("max_cells", MAX_CELLS))]
     form = pick(draw, options)
     if form == "group":  # partition both views by q, then group q: thread[m/q]
         q = pick(draw, [d for d in range(2, m + 1) if m % d == 0])
@@ -223,8 +230,12 @@ def thread_tree(draw, env: dict, m: int, k: int, S: str | None, O: str,
     if form == "claim":  # the first n threads get all of O (T-Claim at n, n | m)
         n = pick(draw, [d for d in range(1, m) if m % d == 0])
         Oc = _fresh(env, "oc")
+        # each of the n threads owns k·m/n cells: 256 for claim at 1 of thread[128]
+        # with k = 2, a kernel NVRTC spends ~0.3 s on (issue 31.3). It writes the first
+        # `max_cells` of them (the others stay as the launch set them, as `pad`'s do).
+        cells = min(k * (m // n), env.get("max_cells", MAX_CELLS))
         body: A.Stmt = A.Partition(None, Oc, "o", n,
-                                   A.Group(n, draw(writes(env, k * (m // n)))))
+                                   A.Group(n, draw(writes(env, cells))))
         return A.Claim(None, O, Oc, n, body)
     if form == "split":  # each arm computes a local from its own partition_id
         n1 = pick(draw, [d for d in range(1, m) if m % d == 0])
@@ -241,7 +252,8 @@ def thread_tree(draw, env: dict, m: int, k: int, S: str | None, O: str,
     if form == "loop":  # the same barriers twice: reuse (phases, generations)
         c = _fresh(env, "c")
         persp = Perspective(Level.THREAD, m)
-        env_c = {**env, "ints": env["ints"] + [c]}
+        env_c = {**env, "ints": env["ints"] + [c],
+                 "max_cells": env.get("max_cells", MAX_CELLS) // 2}
         body = A.seq(draw(thread_tree(env_c, m, k, S, O, depth - 1)),
                      A.Assign(c, A.BinOp("+", v(c), i(1))))
         return A.seq(A.Decl(c, INT, persp, i(0), A.Skip()),
@@ -266,31 +278,35 @@ def sub_block_exchange(draw, env: dict, m: int, k: int) -> A.Stmt:
                  A.While(A.BinOp("<", v(c), i(2)), body))
 
 
-def _possible(form: str, m: int) -> bool:
-    return m > 1
+def _possible(form: str, m: int, k: int, cells: int) -> bool:
+    """Whether `form` fits at thread[m]: a loop runs its body twice, which NVVM
+    unrolls (the body's code twice over), so it takes two of its body's k cells."""
+    return m > 1 and (form != "loop" or 2 * k <= cells)
 
 
 @composite
 def kernels(draw, max_blocks: int = 2, max_threads: int = 128,
-            exchange: tuple | None = None) -> A.Program:
+            exchange: tuple | None = None, max_cells: int = MAX_CELLS) -> A.Program:
     """`exchange` = (threads choices, loop, between) pins the barrier template's shape
     (tests); None: the campaign's mix."""
-    return draw(_kernels(max_blocks, max_threads, exchange))
+    return draw(_kernels(max_blocks, max_threads, exchange, max_cells))
 
 
 @composite
 def generated_kernels(draw, max_blocks: int = 2, max_threads: int = 128,
-                      exchange: tuple | None = None) -> Generated:
+                      exchange: tuple | None = None,
+                      max_cells: int = MAX_CELLS) -> Generated:
     """`kernels()` as the compiler properties draw them: race-free by construction
     (the module docstring says why), so the oracle need not ask the (conservative) z3
     race analysis to prove it."""
-    return Generated(draw(_kernels(max_blocks, max_threads, exchange)),
+    return Generated(draw(_kernels(max_blocks, max_threads, exchange, max_cells)),
                      race_free_by_construction=True)
 
 
 @composite
 def _kernels(draw, max_blocks: int = 2, max_threads: int = 128,
-             exchange: tuple | None = None) -> A.Program:
+             exchange: tuple | None = None, max_cells: int = MAX_CELLS) -> A.Program:
+    assert max_cells >= MIN_CELLS, max_cells
     blocks = pick(draw, [b for b in (1, 2, 4) if b <= max_blocks])
     sub_block = exchange is not None or (max_threads >= 96
                                          and draw(ints(0, 4)) == 4)
@@ -311,7 +327,8 @@ def _kernels(draw, max_blocks: int = 2, max_threads: int = 128,
         globals_.append(A.GlobalDecl(f"x{j}", INT, length, values))
         inputs.append((f"x{j}", length))
     globals_.append(A.GlobalDecl("out", INT, blocks * threads * k, None))
-    env = {"ints": ["t", "b"], "inputs": inputs, "staged": None, "names": [0]}
+    env = {"ints": ["t", "b"], "inputs": inputs, "staged": None, "names": [0],
+           "max_cells": max_cells}
     if not sub_block and not draw(BOOLS):  # False: what shrinking tends to
         # Flat: every thread writes the same values at grid[1] (uniform writes, read
         # up only): enough to expose arithmetic miscompilations in a few statements.
