@@ -85,7 +85,6 @@ def one(rounds: int, round_size: int, seed: int) -> dict:
     from gpusem.fuzz.hunt import generate_round
     from gpusem.interpreter.bundl.reference import fast_reference
 
-    cuda.serve = standin_serve  # what CudaBackend._spawn starts
     target = BundlTarget(backend="cuda")
     batches = []
     try:
@@ -107,7 +106,8 @@ def one(rounds: int, round_size: int, seed: int) -> dict:
             batches.append(jobs)
     finally:
         target.close()
-    backend = cuda.CudaBackend()
+    backend, serve = cuda.CudaBackend(), cuda.serve
+    cuda.serve = standin_serve  # what CudaBackend._spawn starts (put back after)
     try:
         backend.run([j for j in batches[0][0]])  # the worker started, untimed
         programs = launches = 0
@@ -121,6 +121,7 @@ def one(rounds: int, round_size: int, seed: int) -> dict:
         t1, c1, wall = os.times(), _children_cpu(), time.perf_counter() - w0
     finally:
         backend.close()
+        cuda.serve = serve
     parent = (t1.user + t1.system) - (t0.user + t0.system)
     worker = c1 - c0
     n = max(1, programs)

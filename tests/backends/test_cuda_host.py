@@ -12,6 +12,8 @@ from gpusem.compiler.backends import cuda
 from gpusem.compiler.backends.kernel import Job, KernelSpec, ptr
 from gpusem.compiler.bundl_cuda.pipeline import compile_program
 
+from tests.script_module import SCRIPTS, load_script
+
 # What the backend searched each launch's source with before (`_uses_shared`).
 LOOKBEHIND = re.compile(r"(?<!extern )__shared__")
 EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples/bundl").glob(
@@ -54,3 +56,15 @@ def test_code_keys_are_hashed_once_per_spec(monkeypatch) -> None:
     keys = cuda._code_keys(jobs)
     assert len(hashed) == 2
     assert keys == [code_key(j.spec) for j in jobs]
+
+
+def test_profile_cuda_host_runs_the_real_protocol(monkeypatch) -> None:
+    """scripts/profile_cuda_host.py: every launch of a round goes through the spawned
+    worker (its stand-in device) and comes back ok, four per compared program."""
+    monkeypatch.syspath_prepend(str(SCRIPTS))  # the spawned worker imports it
+    script = load_script("profile_cuda_host")
+    serve = cuda.serve
+    out = script.one(rounds=1, round_size=8, seed=0)
+    assert cuda.serve is serve  # put back for the other tests
+    assert out["programs"] > 0 and out["launches"] == 4 * out["programs"]
+    assert out["stats"]["launch_batches"] >= 1
