@@ -12,6 +12,7 @@ from gpusem.calculus.bundl.ast import BaseType
 from gpusem.compiler.bundl_cuda import kir as K
 from gpusem.compiler.bundl_cuda.pipeline import compile_to_kir, kir_after_sync
 from gpusem.compiler.bundl_cuda.traverse import (
+    _expr_names,
     bodies,
     exprs_of,
     is_expr,
@@ -70,3 +71,45 @@ def test_map_expr_keeps_what_it_does_not_change() -> None:
     swapped = map_expr(e, lambda x: K.KVar("c") if x == K.KVar("b") else None)
     assert swapped == K.KBin("+", e.left, K.KVar("c"), INT)
     assert isinstance(swapped, K.KBin) and swapped.left is e.left
+
+
+def _undeclared_exprs(node: object, where: list[str]) -> None:
+    """Every field of `node` and of the expressions under it (read from the class's
+    fields, not from traverse's table) that holds an expression, or a tuple of them,
+    without being one `_expr_names` lists: what the walks would miss."""
+    import dataclasses
+
+    declared = _expr_names(node)
+    for f in dataclasses.fields(node):
+        value = getattr(node, f.name)
+        inner = (value if isinstance(value, tuple) and value and is_expr(value[0])
+                 else (value,) if is_expr(value) else ())
+        if inner and f.name not in declared:
+            where.append(f"{type(node).__name__}.{f.name}")
+        for e in inner:
+            _undeclared_exprs(e, where)
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_every_expression_sits_in_a_declared_field(path: Path) -> None:
+    """The walks read only the fields kir.py declares as expressions (issue 31.3):
+    after every pass, no KIR node holds one anywhere else."""
+    text = path.read_text()
+    prog = api.parse(text)
+    where: list[str] = []
+    stmts = [s for kp in (kir_after_sync(prog, source=text),
+                          compile_to_kir(prog, source=text)) for s in _stmts(kp)]
+    for s in stmts:
+        _undeclared_exprs(s, where)
+    assert stmts and where == []
+
+
+def test_the_declared_expression_fields() -> None:
+    INT = BaseType.INT
+    assert _expr_names(K.KConst(1, INT)) == () and _expr_names(K.KVar("a")) == ()
+    assert _expr_names(K.KBin("+", K.KVar("a"), K.KVar("b"), INT)) == ("left",
+                                                                      "right")
+    assert _expr_names(K.KCall("fn_f", ())) == ("args",)
+    assert _expr_names(K.KDecl("x", "int", None)) == ("init",)
+    assert _expr_names(K.KIf(K.KVar("c"), (), ())) == ("cond",)
+    assert _expr_names(K.KComment("c")) == ()

@@ -20,6 +20,8 @@ _SAFE = frozenset(chr(c) for c in range(0x20, 0x7F)) - {"\\", "?"}
 def comment_text(text: str) -> str:
     """`text` with every character a comment cannot safely hold written <U+XXXX>;
     a tab is a space."""
+    if _SAFE.issuperset(text):  # nearly every line: nothing to write otherwise
+        return text
     return "".join(c if c in _SAFE else " " if c == "\t" else f"<U+{ord(c):04X}>"
                    for c in text)
 

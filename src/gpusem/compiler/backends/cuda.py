@@ -39,7 +39,6 @@ from __future__ import annotations
 import hashlib
 import multiprocessing
 import os
-import re
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -58,7 +57,6 @@ from gpusem.compiler.backends.kernel import Job, KernelSpec, Result, prepare_arg
 # the parent waiting for them, about once a minute a process in a campaign.)
 MAX_MODULES_PER_WORKER = 64
 
-_STATIC_SHARED = re.compile(r"(?<!extern )__shared__")
 
 
 @dataclass
@@ -179,8 +177,11 @@ class CudaBackend:
         self._built.clear()
 
     # -------------------------------------------------------------- build + run
-    def _ensure_built(self, specs: list[KernelSpec]) -> dict[str, _Batch]:
-        wanted = {s.code_key(): s for s in specs}
+    def _ensure_built(self, specs: list[KernelSpec],
+                      keys: list[str] | None = None) -> dict[str, _Batch]:
+        """`keys`: the specs' code keys, where the caller has them."""
+        wanted = dict(zip(keys if keys is not None else [s.code_key() for s in specs],
+                          specs, strict=True))
         missing = sorted(k for k in wanted if k not in self._built)
         if missing and not self.in_process and self._modules() >= MAX_MODULES_PER_WORKER:
             # bound the worker's and this cache's memory: keep only what is wanted
@@ -254,8 +255,8 @@ class CudaBackend:
         its own watchdog; after a launch that hangs or fails (the context is then
         unusable) the worker is replaced and the rest are sent to the new one."""
         prepared = [prepare_args(job) for job in jobs]
-        built = self._ensure_built([job.spec for job in jobs])  # kept across swaps
-        keys = [job.spec.code_key() for job in jobs]
+        keys = _code_keys(jobs)
+        built = self._ensure_built([job.spec for job in jobs], keys)  # kept across swaps
         launches = [_launch_key(k, a, s) for k, (a, s) in zip(keys, prepared, strict=True)]
         results: list[Result | None] = [None] * len(jobs)
         failed: dict[tuple, Result] = {}  # same launch, failed: not repeated
@@ -424,7 +425,37 @@ class CudaBackend:
 def _uses_shared(spec: KernelSpec) -> bool:
     """Dynamic shared memory, or a static `__shared__` array (an `extern` one has
     only the dynamic size: generated kernels declare it whether they use it or not)."""
-    return spec.dynamic_smem > 0 or _STATIC_SHARED.search(spec.source) is not None
+    return spec.dynamic_smem > 0 or static_shared(spec.source)
+
+
+def static_shared(source: str) -> bool:
+    """Whether `source` says `__shared__` somewhere not right after `extern `: what
+    the regex `(?<!extern )__shared__` finds, by `str.find`. Note: a regex that
+    begins with a lookbehind has no literal to skip ahead to, and tried every offset
+    of a kernel's ~4 KB text: ~0.1-0.25 ms, once per launch, four launches a program
+    (issue 31.3; scripts/profile_cuda_host.py)."""
+    at = source.find(_SHARED)
+    while at != -1:
+        if source[max(0, at - len(_EXTERN)):at] != _EXTERN:
+            return True
+        at = source.find(_SHARED, at + 1)
+    return False
+
+
+_SHARED, _EXTERN = "__shared__", "extern "
+
+
+def _code_keys(jobs: list[Job]) -> list[str]:
+    """Each job's `spec.code_key()`, hashed once per spec: a program's jobs (one per
+    harness seed) share theirs, and each hash reads the whole source."""
+    by_spec: dict[int, str] = {}  # id(spec): the jobs keep every spec alive
+    keys = []
+    for job in jobs:
+        key = by_spec.get(id(job.spec))
+        if key is None:
+            key = by_spec[id(job.spec)] = job.spec.code_key()
+        keys.append(key)
+    return keys
 
 
 def _launch_key(code_key: str, arrays: dict, scalars: dict) -> tuple:

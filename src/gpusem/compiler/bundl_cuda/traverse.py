@@ -49,6 +49,29 @@ def _body_names(node: DataclassInstance) -> tuple[str, ...]:
     return names
 
 
+_EXPR_NAMES: dict[type, tuple[str, ...]] = {}
+# The annotations kir.py gives a field that holds an expression, or a tuple of them
+# (KCall's args); they are strings there (`from __future__ import annotations`).
+_DECLARED_EXPR = frozenset({"KExpr", "KExpr | None", "tuple[KExpr, ...]"})
+
+
+def _expr_names(node: DataclassInstance) -> tuple[str, ...]:
+    """The fields of `node`'s class declared to hold an expression or a tuple of
+    them, in field order.
+
+    Note: the walks below read only these, where they read every field before and
+    asked of each value whether it was an expression: an operator, a type, a name or a
+    span never is, and a leaf (a constant, a variable) has no such field at all, so a
+    walk of a leaf is one lookup (issue 31.3: the walks of `lower_code` and `smem`
+    were a third of the compile stage). That every expression a KIR node holds sits
+    in a declared field is tests/compiler/test_bundl_traverse.py's."""
+    names = _EXPR_NAMES.get(type(node))
+    if names is None:
+        names = _EXPR_NAMES[type(node)] = tuple(
+            f.name for f in fields(node) if f.type in _DECLARED_EXPR)
+    return names
+
+
 def _replaced(node: N, changes: Mapping[str, object]) -> N:
     """`node` with the fields named in `changes` replaced (`node` if there are none).
 
@@ -64,12 +87,15 @@ def _replaced(node: N, changes: Mapping[str, object]) -> N:
 
 def map_expr(e: K.KExpr, fn: Callable[[K.KExpr], K.KExpr | None]) -> K.KExpr:
     """Bottom-up rewrite: `fn` returns a replacement or None to keep the node."""
-    changes: dict[str, object] = {}
-    for name in _names(e):
-        value = getattr(e, name)
-        if is_expr(value) and (new := map_expr(value, fn)) is not value:
-            changes[name] = new  # an unchanged subtree keeps its node: no copy
-    node = _replaced(e, changes)
+    node = e
+    names = _expr_names(e)
+    if names:  # a leaf has no subexpression to rewrite first
+        changes: dict[str, object] = {}
+        for name in names:
+            value = getattr(e, name)
+            if is_expr(value) and (new := map_expr(value, fn)) is not value:
+                changes[name] = new  # an unchanged subtree keeps its node: no copy
+        node = _replaced(e, changes)
     out = fn(node)
     return node if out is None else out
 
@@ -77,12 +103,12 @@ def map_expr(e: K.KExpr, fn: Callable[[K.KExpr], K.KExpr | None]) -> K.KExpr:
 def map_stmt_exprs(s: K.KStmt, fn: Callable[[K.KExpr], K.KExpr | None]) -> K.KStmt:
     """`s` with `map_expr(_, fn)` applied to its own expressions (not nested bodies)."""
     changes: dict[str, object] = {}
-    for name in _names(s):
+    for name in _expr_names(s):
         value = getattr(s, name)
         if is_expr(value):
             if (new := map_expr(value, fn)) is not value:
                 changes[name] = new  # as in map_expr: an unchanged field, no copy
-        elif name == "args":
+        elif isinstance(value, tuple):  # KCall's args
             args = tuple(map_expr(a, fn) for a in value)
             if any(a is not b for a, b in zip(args, value, strict=True)):
                 changes[name] = args
@@ -115,11 +141,11 @@ def walk(stmts: Body, visit: Callable[[K.KStmt], None]) -> None:
 def exprs_of(s: K.KStmt) -> list[K.KExpr]:
     """The expressions directly in `s` (and all their subexpressions)."""
     out: list[K.KExpr] = []
-    for name in _names(s):
+    for name in _expr_names(s):
         value = getattr(s, name)
         if is_expr(value):
             _post_order(value, out)
-        elif name == "args":
+        elif isinstance(value, tuple):  # KCall's args
             for a in value:
                 _post_order(a, out)
     return out
@@ -128,7 +154,7 @@ def exprs_of(s: K.KStmt) -> list[K.KExpr]:
 def _post_order(e: K.KExpr, out: list[K.KExpr]) -> None:
     """`e`'s subexpressions, children first, in the order `map_expr` visits them (a
     walk that copies nothing, for readers)."""
-    for name in _names(e):
+    for name in _expr_names(e):
         value = getattr(e, name)
         if is_expr(value):
             _post_order(value, out)

@@ -160,8 +160,9 @@ class BigStep(DataRules):
         out: GlobalMemory = {}
         for g in self.prog.globals:
             arr = self.store[cast(VPtr, self.globals[g.name].vec).storage]  # an array
-            conv = {BaseType.BOOL: bool, BaseType.FLOAT: float}.get(g.elem, int)
-            out[g.name] = [conv(v) for v in arr]
+            # bool_ -> bool, int32 -> int, float32 -> float (its value exactly, as
+            # float() gives it), in one call for the array instead of one a cell
+            out[g.name] = arr.tolist()
         return out
 
     # -------------------------------------------------------------- statements
@@ -199,8 +200,8 @@ class BigStep(DataRules):
     def x_decl(self, s: Decl, idx: Idx) -> None:  # S-Decl
         tgt = s.persp
         self._require(self.leq(tgt, self.persp), "S-Decl", s, idx,
-                      f"perspective mismatch: declaring {s.name}: {tgt} is not <= "
-                      f"{self.persp}")
+                      lambda: f"perspective mismatch: declaring {s.name}: {tgt} is "
+                              f"not <= {self.persp}")
         v = self._typed(self.ex.compile(s.init)(idx, tgt), s.type, "S-Decl", s, idx)
         vec = np.zeros(self.N, dtype=v.dtype)
         vec[idx] = v
@@ -209,8 +210,8 @@ class BigStep(DataRules):
     def x_assn(self, s: Assign, idx: Idx) -> None:  # S-Assn
         var = self.lookup(s.name, s, idx)
         self._require(self.leq(var.persp, self.persp), "S-Assn", s, idx,
-                      f"perspective mismatch: writing {s.name}: {var.persp} is not <= "
-                      f"{self.persp}")
+                      lambda: f"perspective mismatch: writing {s.name}: {var.persp} "
+                              f"is not <= {self.persp}")
         if isinstance(var.vec, VPtr):
             lane_error(self, Stuck, "S-Assn", s, idx,
                        f"type mismatch: {s.name} is an array")
@@ -246,8 +247,9 @@ class BigStep(DataRules):
         i = self._typed(self.ex.compile(s.index)(idx, self.persp), BaseType.INT,
                         "S-Arr-Assn", s, idx).astype(np.int64)
         self._require(self.leq(apersp, self.persp), "S-Arr-Assn", s, idx,
-                      f"perspective mismatch: writing an array at {apersp} from code "
-                      f"at {self.persp} (write down needs data <= code)")
+                      lambda: f"perspective mismatch: writing an array at {apersp} "
+                              f"from code at {self.persp} (write down needs data <= "
+                              "code)")
         self.ex.check_shared(ptr, s, idx, "S-Arr-Assn-Shared")
         cells = self.ex.bounds(ptr, i, s, idx, "S-Arr-Assn")
         elem = next(k for k, d in DTYPE.items()
@@ -290,8 +292,8 @@ class BigStep(DataRules):
     def x_split(self, s: Split, idx: Idx) -> None:  # S-Split-Left / -Right / -None
         h, n = self.persp.level, self.persp.n
         self._require(align_to(s.n1, s.n2, n), "S-Split", s, idx,
-                      f"perspective mismatch: split({s.n1}, {s.n2}) does not align to "
-                      f"{self.persp}")
+                      lambda: f"perspective mismatch: split({s.n1}, {s.n2}) does not "
+                              f"align to {self.persp}")
         p = self.P[idx]
         left, right = idx[p < s.n1], idx[(p >= s.n1) & (p < s.n1 + s.n2)]
         from gpusem.calculus.bundl.perspective import Perspective
@@ -307,8 +309,8 @@ class BigStep(DataRules):
         if type(s.body) is Skip:
             return
         self._require(s.q > 0 and self.persp.n % s.q == 0, "S-Group", s, idx,
-                      f"perspective mismatch: group {s.q} needs a code perspective "
-                      f"(h, {s.q}·n), code is at {self.persp}")
+                      lambda: f"perspective mismatch: group {s.q} needs a code "
+                              f"perspective (h, {s.q}·n), code is at {self.persp}")
         n = self.persp.n // s.q
         p = self.P[idx]
         self._narrow(Perspective(self.persp.level, n), p % n,
@@ -321,8 +323,9 @@ class BigStep(DataRules):
             return
         ok = self.persp in (BLOCK1, GRID1) and not self.P[idx].any()
         self._require(ok, "S-Destruct-Block" if self.persp.level == Level.BLOCK else
-                      "S-Destruct-Grid", s, idx, "perspective mismatch: destruct needs "
-                      f"{BLOCK1} or {GRID1} with p = 0, code is at {self.persp}")
+                      "S-Destruct-Grid", s, idx,
+                      lambda: f"perspective mismatch: destruct needs {BLOCK1} or "
+                              f"{GRID1} with p = 0, code is at {self.persp}")
         inner = persp_destruct(self.persp, self.shape)
         p = (self.tid[idx] % self.shape.threads if self.persp == BLOCK1
              else self.bid[idx] % self.shape.blocks)
@@ -336,9 +339,13 @@ class BigStep(DataRules):
         return v
 
     def _require(self, cond: object, rule: str, node: object, idx: Idx,
-                 message: str) -> None:
+                 message: str | Callable[[], str]) -> None:
+        """Stuck under `rule` unless `cond`. A message that names perspectives comes
+        as a function, formatted only when the premise fails (issue 31.3: the
+        statements that hold formatted it each time they ran)."""
         if not cond:
-            lane_error(self, Stuck, rule, node, idx, message)
+            lane_error(self, Stuck, rule, node, idx,
+                       message if isinstance(message, str) else message())
 
 
 def _conflict(storage: int, cells: Idx, lanes: Idx, log: list[Read], size: int) -> bool:

@@ -88,7 +88,7 @@ class DataRules:
     lookup: Callable[[str, object, Idx], Var]
     leq: Callable[[Perspective, Perspective], bool]
     run: Callable[[Stmt, Idx], None]
-    _require: Callable[[object, str, object, Idx, str], None]
+    _require: Callable[[object, str, object, Idx, str | Callable[[], str]], None]
     _scoped: Callable[[str, Var, Stmt, Idx], None]
     _narrow: Callable[[Perspective, Idx, Idx, Stmt, Idx], None]
 
@@ -116,7 +116,7 @@ class DataRules:
         if not isinstance(s, AsyncPartition):  # T-Partition / T-Claim / T-Lower
             local = self.store_kind.get(ptr.storage) is MemKind.LOCAL
             self._require(var.persp == self.persp and not local, rule, s, idx,
-                          f"perspective mismatch: {x} lives at {var.persp}"
+                          lambda: f"perspective mismatch: {x} lives at {var.persp}"
                           f"{' in Local memory' if local else ''}, code is at "
                           f"{self.persp}")
         if piece is not None:
@@ -132,8 +132,9 @@ class DataRules:
         x = self.lookup(s.source, s, idx)
         n = self.persp.n
         self._require(x.persp == self.persp and s.by > 0 and n % s.by == 0,
-                      "S-Partition", s, idx, f"perspective mismatch: partition of "
-                      f"{s.source} at {x.persp} by {s.by} from code at {self.persp}")
+                      "S-Partition", s, idx,
+                      lambda: f"perspective mismatch: partition of {s.source} at "
+                              f"{x.persp} by {s.by} from code at {self.persp}")
         if not isinstance(x.vec, VPtr):  # small-step's rename_var says the same
             lane_error(self, Stuck, "S-Partition", s, idx,
                        f"type mismatch: {s.source} is not an array")
@@ -153,8 +154,8 @@ class DataRules:
         from gpusem.calculus.bundl.perspective import Perspective
         rule, n = "S-Partition-Offset", self.persp.n
         self._require(s.by > 0 and n % s.by == 0, rule, s, idx,
-                      f"perspective mismatch: partition of {s.source} by {s.by} "
-                      f"from code at {self.persp}")
+                      lambda: f"perspective mismatch: partition of {s.source} by "
+                              f"{s.by} from code at {self.persp}")
         piece = Perspective(self.persp.level, n // s.by)
         x = self.lookup(s.source, s, idx)
         if not isinstance(x.vec, VPtr):
@@ -185,7 +186,7 @@ class DataRules:
         from gpusem.calculus.bundl.perspective import Perspective
         n = self.persp.n
         self._require(s.at > 0 and n % s.at == 0, "S-Claim", s, idx,
-                      f"perspective mismatch: claim at {s.at} from code at "
+                      lambda: f"perspective mismatch: claim at {s.at} from code at "
                       f"{self.persp}")
         inner = Perspective(self.persp.level, s.at)
         y = self._renamed(s, s.source, inner, idx)
@@ -202,8 +203,8 @@ class DataRules:
 
     def x_lower(self, s: Lower, idx: Idx) -> None:  # S-Lower
         self._require(self.persp.n == 1 and self.persp.level != Level.THREAD, "S-Lower",
-                      s, idx, "perspective mismatch: lower needs ↓π defined, code is "
-                      f"at {self.persp}")
+                      s, idx, lambda: "perspective mismatch: lower needs ↓π defined, "
+                                      f"code is at {self.persp}")
         y = self._renamed(s, s.source, persp_destruct(self.persp, self.shape), idx)
         self._sync(s, idx)
         self._scoped(s.target, y, s.body, idx)
@@ -243,15 +244,15 @@ class DataRules:
         n, N = s.size, self.N
         if s.mem is MemKind.SHARED:
             self._require(self.persp == BLOCK1, "S-Alloc-Shared", s, idx,
-                          f"perspective mismatch: S-Alloc-Shared needs code at "
+                          lambda: f"perspective mismatch: S-Alloc-Shared needs code at "
                           f"{BLOCK1}, code is at {self.persp}")
             owners, persp = self.bid, BLOCK1
         elif s.mem is MemKind.LOCAL:
             owners, persp = self.tid, self.persp
             if s.persp is not None:  # S-Alloc-Local-At (our extension)
                 self._require(self.leq(s.persp, self.persp), "S-Alloc-Local-At", s,
-                              idx, f"perspective mismatch: declaring {s.name} at "
-                              f"{s.persp} from code at {self.persp}")
+                              idx, lambda: f"perspective mismatch: declaring {s.name} "
+                                           f"at {s.persp} from code at {self.persp}")
                 persp = s.persp
         else:  # once per unit of the code perspective
             _, inv = np.unique(self.unit, return_inverse=True)
@@ -281,7 +282,8 @@ class DataRules:
     def x_async(self, s: AsyncPartition, idx: Idx) -> None:
         # S-Async-Partition-Congr/-Unwind/-Done
         self._require(self.persp == THREAD1, "S-Async-Partition-Congr", s, idx,
-                      f"perspective mismatch: needs {THREAD1}, code is at {self.persp}")
+                      lambda: f"perspective mismatch: needs {THREAD1}, code is at "
+                              f"{self.persp}")
         from gpusem.calculus.bundl.ast import AsyncType
         y = self._renamed(s, s.source, THREAD1, idx)
         if isinstance(y.type, ArrayType):
@@ -316,7 +318,8 @@ class DataRules:
         fn = self.fns.get(s.fn)
         self._require(fn is not None and fn.persp == self.persp and
                       len(fn.params) == len(s.args), "S-Function-Call", s, idx,
-                      f"perspective mismatch: cannot call {s.fn} from {self.persp}")
+                      lambda: f"perspective mismatch: cannot call {s.fn} from "
+                              f"{self.persp}")
         assert fn is not None  # `_require` raised otherwise
         new: dict[str, Var] = {}
         for prm, arg in zip(fn.params, s.args):
