@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     for turn in range(args.turns):
         for tree in args.tree:
             env = dict(os.environ,
-                       PYTHONPATH=os.path.join(os.path.abspath(tree), "src"))
+                       PYTHONPATH=os.pathsep.join(filter(None, [os.path.join(os.path.abspath(tree), "src"), os.environ.get("PYTHONPATH")])))
             cmd = [sys.executable, os.path.abspath(__file__), "--one", "--seconds",
                    str(args.seconds), "--seed", str(args.seed + turn),
                    "--round-size", str(args.round_size), "--start-s", str(args.start_s)]

@@ -141,7 +141,7 @@ def _modules(client) -> list:
 
 def run(tree: str, backend: str, jobs: int, seconds: float, seed: int,
         round_size: int) -> dict:
-    env = dict(os.environ, PYTHONPATH=os.path.join(os.path.abspath(tree), "src"))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.path.join(os.path.abspath(tree), "src"), os.environ.get("PYTHONPATH")])))
     t0 = time.time()
     cmd = [sys.executable, os.path.abspath(__file__), "--one", "--backend", backend,
            "--jobs", str(jobs), "--seconds", str(seconds), "--seed", str(seed),

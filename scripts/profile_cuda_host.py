@@ -149,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     for _ in range(args.turns):
         for tree in args.tree:
             env = dict(os.environ,
-                       PYTHONPATH=os.path.join(os.path.abspath(tree), "src"))
+                       PYTHONPATH=os.pathsep.join(filter(None, [os.path.join(os.path.abspath(tree), "src"), os.environ.get("PYTHONPATH")])))
             cmd = [sys.executable, os.path.abspath(__file__), "--rounds",
                    str(args.rounds), "--round-size", str(args.round_size),
                    "--seed", str(args.seed)]

@@ -140,7 +140,7 @@ def compare_trees(args: argparse.Namespace) -> dict:
     for _ in range(args.turns):
         for tree in args.tree:
             env = dict(os.environ,
-                       PYTHONPATH=os.path.join(os.path.abspath(tree), "src"))
+                       PYTHONPATH=os.pathsep.join(filter(None, [os.path.join(os.path.abspath(tree), "src"), os.environ.get("PYTHONPATH")])))
             cmd = [sys.executable, os.path.abspath(__file__), "--seed",
                    str(args.seed), "--rounds", str(args.rounds), "--round-size",
                    str(args.round_size)]

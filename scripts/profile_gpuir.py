@@ -224,7 +224,7 @@ def main() -> None:
     rows = []
     if args.tree and not args.one:
         for tree in args.tree:
-            env = dict(os.environ, PYTHONPATH=os.path.join(os.path.abspath(tree), "src"))
+            env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.path.join(os.path.abspath(tree), "src"), os.environ.get("PYTHONPATH")])))
             cmd = [sys.executable, __file__, "--one", "--backend", args.backend,
                    "--rounds", str(args.rounds), "--round-size", str(args.round_size),
                    "--seed", str(args.seed)]

@@ -375,7 +375,8 @@ def _run_tree(tree: str, args: argparse.Namespace, rounds: int, seed: int,
               generation: str | None = None) -> dict:
     """This script on `tree`'s code (its src/ first on the path), in a fresh process,
     drawing its rounds in `generation` mode (None: the tree's default)."""
-    env = dict(os.environ, PYTHONPATH=os.path.join(os.path.abspath(tree), "src"))
+    # the tree first, then what PYTHONPATH held (on a GPU machine, the carried wheels)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.path.join(os.path.abspath(tree), "src"), os.environ.get("PYTHONPATH")])))
     cmd = [sys.executable, os.path.abspath(__file__), "--backend", args.backend,
            "--rounds", str(rounds), "--round-size", str(args.round_size),
            "--seed", str(seed)]

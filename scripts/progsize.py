@@ -191,7 +191,7 @@ def summary(seeds: list[dict]) -> dict:
 
 
 def _run_tree(tree: str, args: argparse.Namespace, seed: int) -> dict:
-    env = dict(os.environ, PYTHONPATH=os.path.join(os.path.abspath(tree), "src"))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.path.join(os.path.abspath(tree), "src"), os.environ.get("PYTHONPATH")])))
     cmd = [sys.executable, os.path.abspath(__file__), "--one-seed", str(seed),
            "--rounds", str(args.rounds), "--round-size", str(args.round_size),
            "--repeat", str(args.repeat), *(["--round-only"] if args.round_only else [])]

@@ -142,7 +142,7 @@ def measure_seed(seed: int, rounds: int, size: int, faults: list[str]) -> dict:
 
 
 def _run_tree(tree: str, args: argparse.Namespace, seed: int) -> dict:
-    env = dict(os.environ, PYTHONPATH=os.path.join(os.path.abspath(tree), "src"))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.path.join(os.path.abspath(tree), "src"), os.environ.get("PYTHONPATH")])))
     env.pop("GPUSEM_FAULT", None)
     cmd = [sys.executable, os.path.abspath(__file__), "--one-seed", str(seed),
            "--rounds", str(args.rounds), "--round-size", str(args.round_size),

@@ -277,7 +277,7 @@ def _commit(tree: str) -> str:
 
 def _run_tree(tree: str, args: argparse.Namespace, first: int) -> dict:
     """This script on `tree`'s src/, in a fresh process: one turn of rounds."""
-    env = dict(os.environ, PYTHONPATH=os.path.join(os.path.abspath(tree), "src"))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.path.join(os.path.abspath(tree), "src"), os.environ.get("PYTHONPATH")])))
     cmd = [sys.executable, os.path.abspath(__file__), "--one-turn", "--rounds",
            str(args.rounds), "--round-size", str(args.round_size), "--seed",
            str(args.seed), "--first-round", str(first)]
