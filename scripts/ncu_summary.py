@@ -48,7 +48,8 @@ def number(text: str) -> float | None:
 
 
 def raw_rows(path: str) -> list[dict[str, str]]:
-    rows = list(csv.reader(open(path, newline="")))
+    with open(path, newline="") as f:
+        rows = list(csv.reader(f))
     header = rows[0]
     return [dict(zip(header, r)) for r in rows[2:]]  # row 1 holds the units
 
@@ -67,7 +68,8 @@ def kernel_summary(row: dict[str, str]) -> dict:
 
 def shared_loads(path: str) -> dict:
     """Per kind of shared load in the source page: executed, wavefronts, ideal."""
-    lines = open(path, newline="").read().splitlines()
+    with open(path, newline="") as f:
+        lines = f.read().splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith('"Address"'))
     rows = list(csv.DictReader(lines[start:]))
     kinds: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
@@ -106,7 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     text = json.dumps(out, indent=1)
     print(text)
     if args.json:
-        open(args.json, "w").write(text + "\n")
+        with open(args.json, "w") as f:
+            f.write(text + "\n")
     return 0
 
 
