@@ -22,8 +22,9 @@ may carry the fused nest's two choices, `NAME-fused-[no]grouped-[no]acopy`, or
 the blocked accumulator layout, `NAME-fused-blocked` (cypress_gemm_gpu.py's
 `named`); `--nests` builds, for each fused name given, all four (cyknob).
 `lds_floats_a_product`: the floats the loop's shared loads bring a thread, per
-multiply-add (an LDS.64 2, an LDS.128 4). Exit 2 (one line) without nvcc or
-cuobjdump.
+multiply-add (an LDS.64 2, an LDS.128 4); `nest_span`: the loop from its first
+shared load to its last multiply-add, its instructions and one-warp IPC. Exit 2
+(one line) without nvcc or cuobjdump.
 """
 
 from __future__ import annotations
@@ -198,6 +199,16 @@ def report(name: str, res: str, sass: str) -> dict:
                        "bank4_extra_a_product": round(bank_stalls(body, 4)[0]
                                                       / max(pairs, 1), 2),
                        "reuse_hits": bank_stalls(body)[1]}
+        # the nest alone: from the loop's first shared load to its last multiply-add
+        # (an unrolled nest's loop is a stage, and ptxas places other code in its
+        # range: the tile's stores, the DMA warps' branch; cyfrag2)
+        ends = [i for i, t in enumerate(body) if op(t).startswith("LDS")
+                or op(t) in PRODUCTS]
+        span = body[ends[0]:ends[-1] + 1]
+        out["loop"]["nest_span"] = {
+            "instructions": len(span),
+            "instructions_a_multiply_add": round(len(span) / max(pairs, 1), 3),
+            "one_warp_ipc": round(issue_model(span), 2)}
     copies = [(hi - lo + 1) / n for lo, hi, _ in loops(ins, raw)
               if (n := sum(op(t) == "UBLKCP.S.G" for t in raw[lo:hi + 1]))
               and not any(op(t) in PRODUCTS for t in raw[lo:hi + 1])]
