@@ -294,7 +294,8 @@ def nest_fields(mod, m) -> dict:
         return {}
     nest = mod.nest_of(m)
     return {"nest": {"grouped": nest.grouped, "a_copy": nest.a_copy,
-                     "layout": nest.layout}}
+                     "layout": nest.layout, "prefetch": nest.prefetch,
+                     "chunk": nest.chunk}}
 
 
 if __name__ == "__main__":
