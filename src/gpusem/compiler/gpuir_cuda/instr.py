@@ -419,8 +419,9 @@ class FusedNest:
         choice above (they are nests of the fragment layout).
     prefetch: of the blocked layout only: the operands of chunk c + 1 loaded
         before the FFMAs of chunk c, into a second set of registers
-        (`_prefetch_nest`, branch cyfrag2), where two chunks' operands fit beside
-        D (BLOCKED_SPARE); elsewhere the blocked nest.
+        (`_prefetch_nest`, branch cyfrag2), and the stage's loop over k slices
+        unrolled (`wgmma_loop`), where two chunks' operands fit beside D
+        (`prefetch_chunk`); elsewhere the blocked nest.
     chunk: of the blocked layout only: k a chunk (1, 2 or 4); 0: the largest that
         fits (BLOCKED_SPARE).
     """
