@@ -36,7 +36,9 @@ compiler's default): `NAME-fused-grouped-acopy`, `-grouped-noacopy`,
 tiles; acopy: cyperf5's per-warp copy of A; the same bits, other speeds:
 results/cypress/gemm_speed.md, cyknob), or in `NAME-fused-blocked` (the accumulator
 in the blocked layout, each thread an 8 x N / 16 block of a 64 x N tile: branch
-cyfrag); `--fused` takes such names too. Per row:
+cyfrag), then optionally `-prefetch` (the next chunk's operands loaded before this
+chunk's FFMAs: cyfrag2) and `-k1`, `-k2` or `-k4` (k a chunk; else by registers),
+e.g. `NAME-fused-blocked-prefetch-k2`; `--fused` takes such names too. Per row:
 
 - ours: one checked launch of each kernel in order (the Hopper form transposes B
   first), then `CudaBackend.time_kernel_each` per kernel (CUDA events, `--warmup`,
@@ -106,6 +108,8 @@ class Mapping:
     grouped: bool | None = None
     a_copy: bool | None = None
     layout: str | None = None  # "blocked": FusedNest.layout (cyfrag)
+    prefetch: bool = False  # FusedNest.prefetch, of the blocked layout (cyfrag2)
+    chunk: int = 0  # FusedNest.chunk, of the blocked layout (cyfrag2)
 
     def describe(self) -> dict:
         out = {"U": self.u, "V": self.v, "WGS": self.wgs, "pipeline": self.depth,
@@ -114,7 +118,8 @@ class Mapping:
         if self.fused:
             nest = nest_of(self)
             out["nest"] = {"grouped": nest.grouped, "a_copy": nest.a_copy,
-                           "layout": nest.layout, "default": nest == default_nest()}
+                           "layout": nest.layout, "prefetch": nest.prefetch,
+                           "chunk": nest.chunk, "default": nest == default_nest()}
         return out
 
     def as_fused(self) -> Mapping:
@@ -122,7 +127,8 @@ class Mapping:
 
     def program(self) -> Mapping:
         """The mapping without the nest's choices: what the program text says."""
-        return replace(self, grouped=None, a_copy=None, layout=None)
+        return replace(self, grouped=None, a_copy=None, layout=None, prefetch=False,
+                       chunk=0)
 
 
 def default_nest():
@@ -135,14 +141,17 @@ def nest_of(m: Mapping):
     """The fused nest's emission for `m` (instr.FusedNest): its choices where set,
     the compiler's default where not."""
     if m.layout == "blocked":  # its own nest: neither choice of the wgmma layout's
-        return replace(default_nest(), grouped=False, a_copy=False, layout="blocked")
+        return replace(default_nest(), grouped=False, a_copy=False, layout="blocked",
+                       prefetch=m.prefetch, chunk=m.chunk)
     chosen = {k: v for k in ("grouped", "a_copy") if (v := getattr(m, k)) is not None}
     return replace(default_nest(), **chosen)
 
 
 # NAME-fused-<grouped|nogrouped>-<acopy|noacopy>: the fused nest's two choices on
-# wgmma's fragment layout; NAME-fused-blocked: the blocked layout's nest
-NEST_SUFFIX = re.compile(r"-fused-(?:(no)?grouped-(no)?acopy|(blocked))$")
+# wgmma's fragment layout; NAME-fused-blocked[-prefetch][-k1|-k2|-k4]: the blocked
+# layout's nest (cyfrag), software-pipelined and with a chunk of 1, 2, 4 k (cyfrag2)
+NEST_SUFFIX = re.compile(
+    r"-fused-(?:(no)?grouped-(no)?acopy|(blocked)(-prefetch)?(?:-k([124]))?)$")
 
 
 # Fig. 5b's 256 x 256 tile (each of its 2 warpgroups holds 2 64 x 256 float32
@@ -412,7 +421,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="all, none, or names of the variants and mappings (Hopper "
                          "form) also run as our fused variant (leaf mma_fma), each "
                          "row NAME-fused; or fused names with the nest's choices, "
-                         "NAME-fused-[no]grouped-[no]acopy or NAME-fused-blocked")
+                         "NAME-fused-[no]grouped-[no]acopy or "
+                         "NAME-fused-blocked[-prefetch][-k1|-k2|-k4]")
     ap.add_argument("--ablate", default="",
                     help="variants or mappings to time with a part left out "
                          "(ABLATIONS), at N = --ablate-n only")
@@ -481,14 +491,17 @@ def fused_runs(runs: dict[str, Mapping], which: str) -> dict[str, Mapping]:
 def named(name: str) -> Mapping:
     """The run a row name means: a variant or mapping, NAME-fused (our leaf
     mma_fma), NAME-fused-[no]grouped-[no]acopy (and the fused nest's choices:
-    instr.FusedNest) or NAME-fused-blocked (its blocked layout)."""
+    instr.FusedNest) or NAME-fused-blocked[-prefetch][-kC] (its blocked layout,
+    software-pipelined, C k a chunk)."""
     known = {**VARIANTS, **MAPPINGS}
     if (m := NEST_SUFFIX.search(name)) is not None:
         base = known[name[:m.start()]]
         if base.form != "hopper":
             raise ValueError(f"{name}: the {base.form} form has no fused wgmma")
         if m.group(3):
-            return replace(base.as_fused(), layout="blocked")
+            return replace(base.as_fused(), layout="blocked",
+                           prefetch=m.group(4) is not None,
+                           chunk=int(m.group(5) or 0))
         return replace(base.as_fused(), grouped=m.group(1) is None,
                        a_copy=m.group(2) is None)
     if name.endswith("-fused"):

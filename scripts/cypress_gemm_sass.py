@@ -22,8 +22,10 @@ may carry the fused nest's two choices, `NAME-fused-[no]grouped-[no]acopy`, or
 the blocked accumulator layout, `NAME-fused-blocked` (cypress_gemm_gpu.py's
 `named`); `--nests` builds, for each fused name given, all four (cyknob).
 `lds_floats_a_product`: the floats the loop's shared loads bring a thread, per
-multiply-add (an LDS.64 2, an LDS.128 4). Exit 2 (one line) without nvcc or
-cuobjdump.
+multiply-add (an LDS.64 2, an LDS.128 4); `nest_span`: the loop from its first
+shared load to its last multiply-add, its instructions, one-warp IPC and how many
+multiply-adds each shared load runs ahead of its first use (`lds_lead`). Exit 2
+(one line) without nvcc or cuobjdump.
 """
 
 from __future__ import annotations
@@ -128,6 +130,31 @@ def issue_model(body: list[str]) -> float:
     return len(body) / max(t, 1)
 
 
+def lds_lead(body: list[str]) -> dict:
+    """Per shared load of `body`, the multiply-adds issued between it and the first
+    instruction that reads a register it writes (how far ahead of its use a load
+    is: with 33 cycles of LDS latency and 4 issue cycles a multiply-add a scheduler,
+    about 8 hide it for one warp); min, median and the count under 8 (cyfrag2)."""
+    leads = []
+    for i, text in enumerate(body):
+        name, _, rest = text.partition(" ")
+        if not name.startswith("LDS") or not (m := re.match(r"\s*R(\d+)", rest)):
+            continue
+        width = 4 if ".128" in name else 2 if ".64" in name else 1
+        mine = set(range(int(m.group(1)), int(m.group(1)) + width))
+        n = 0
+        for later in body[i + 1:]:
+            srcs = later.partition(" ")[2].split(",", 1)
+            regs = {int(r) for r in re.findall(r"\bR(\d+)\b", srcs[-1])}
+            if len(srcs) == 2 and regs & mine:
+                break
+            n += op(later) in PRODUCTS
+        leads.append(n)
+    leads.sort()
+    return {"min": leads[0], "median": leads[len(leads) // 2],
+            "under_8": sum(x < 8 for x in leads)} if leads else {}
+
+
 def bank_stalls(body: list[str], banks: int = 2) -> tuple[int, int]:
     """(extra register-read cycles, operands served by the reuse cache) of the FP
     instructions of `body` under the register-file model published for Volta and
@@ -198,6 +225,17 @@ def report(name: str, res: str, sass: str) -> dict:
                        "bank4_extra_a_product": round(bank_stalls(body, 4)[0]
                                                       / max(pairs, 1), 2),
                        "reuse_hits": bank_stalls(body)[1]}
+        # the nest alone: from the loop's first shared load to its last multiply-add
+        # (an unrolled nest's loop is a stage, and ptxas places other code in its
+        # range: the tile's stores, the DMA warps' branch; cyfrag2)
+        ends = [i for i, t in enumerate(body) if op(t).startswith("LDS")
+                or op(t) in PRODUCTS]
+        span = body[ends[0]:ends[-1] + 1]
+        out["loop"]["nest_span"] = {
+            "instructions": len(span),
+            "instructions_a_multiply_add": round(len(span) / max(pairs, 1), 3),
+            "one_warp_ipc": round(issue_model(span), 2),
+            "lds_lead_ffma": lds_lead(span)}
     copies = [(hi - lo + 1) / n for lo, hi, _ in loops(ins, raw)
               if (n := sum(op(t) == "UBLKCP.S.G" for t in raw[lo:hi + 1]))
               and not any(op(t) in PRODUCTS for t in raw[lo:hi + 1])]
@@ -256,7 +294,8 @@ def nest_fields(mod, m) -> dict:
         return {}
     nest = mod.nest_of(m)
     return {"nest": {"grouped": nest.grouped, "a_copy": nest.a_copy,
-                     "layout": nest.layout}}
+                     "layout": nest.layout, "prefetch": nest.prefetch,
+                     "chunk": nest.chunk}}
 
 
 if __name__ == "__main__":

@@ -7,7 +7,8 @@
 # line the stall samples. Clocks left alone (--clock-control none, METHOD.md).
 # Usage: bash scripts/gpu.sh cypress-ncu [MAPPING [N]]   (u128-hopper 4096: its fused variant; --fused takes the base name)
 # MAPPING may be any fused row name cypress_gemm_gpu.py's --fused takes, e.g.
-# u128-hopper-fused-blocked (the blocked accumulator layout, branch cyfrag) or
+# u128-hopper-fused-blocked (the blocked accumulator layout, branch cyfrag),
+# u128-v128-wgs2-p4-fused-blocked-prefetch (its nest software-pipelined, cyfrag2) or
 # u128-hopper-fused-grouped-noacopy: one name a run (both rows' GEMM is fig5_gemm_1).
 # Output: $OUT/ncu.tgz (the .ncu-rep, details/raw CSV per kernel, the SASS source page)
 # and $OUT/ncu_summary.txt; scripts/ncu_summary.py's JSON of every kernel profiled

@@ -124,7 +124,8 @@ def test_the_benchmark_names_the_four_nests(mod: ModuleType) -> None:
     assert mod.nest_of(m) == FusedNest(grouped=False, a_copy=True)
     assert mod.nest_of(mod.named("u128-hopper-fused")) == FUSED_NEST
     assert m.describe()["nest"] == {"grouped": False, "a_copy": True,
-                                    "layout": "wgmma", "default": False}
+                                    "layout": "wgmma", "prefetch": False,
+                                    "chunk": 0, "default": False}
     assert m.program() == mod.named("u128-hopper-fused")
     runs = mod.fused_runs({}, "u64-v64-wgs1-p4,fig5-hopper-fused-grouped-noacopy")
     assert runs == {"u64-v64-wgs1-p4-fused": mod.named("u64-v64-wgs1-p4-fused"),
@@ -221,7 +222,8 @@ def test_the_benchmark_names_the_blocked_layout(mod: ModuleType) -> None:
     assert m == replace(mod.VARIANTS["u128-hopper"].as_fused(), layout="blocked")
     assert mod.nest_of(m) == BLOCKED and m.program() == mod.named("u128-hopper-fused")
     assert m.describe()["nest"] == {"grouped": False, "a_copy": False,
-                                    "layout": "blocked", "default": False}
+                                    "layout": "blocked", "prefetch": False,
+                                    "chunk": 0, "default": False}
     runs = mod.fused_runs({}, "u128-hopper,u128-v128-wgs2-p4-fused-blocked")
     assert runs == {"u128-hopper-fused": mod.named("u128-hopper-fused"),
                     "u128-v128-wgs2-p4-fused-blocked":

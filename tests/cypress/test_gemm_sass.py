@@ -30,3 +30,14 @@ def test_a_reused_operand_is_read_from_the_cache_in_its_slot_only() -> None:
     # a 4-bank reading of the same instruction: 8 and 12 share bank 0 there too
     assert stalls(["FFMA R1, R8, R12, R3"], banks=4) == (1, 0)
     assert stalls(["FFMA R1, R8, R10, R3"], banks=4) == (0, 0)
+
+
+def test_a_loads_lead_counts_the_multiply_adds_before_its_first_use() -> None:
+    """`lds_lead`: the LDS.128 into R4..R7 is read by the third FFMA (R6): two
+    multiply-adds ahead; the LDS.64 into R20, R21 one: the FFMA between writes R21
+    without reading it, which does not end the count."""
+    lead = load_script("cypress_gemm_sass").lds_lead
+    body = ["LDS.128 R4, [R2]", "FFMA R8, R0, R1, R8", "FFMA R9, R0, R1, R9",
+            "FFMA R10, R6, R1, R10", "LDS.64 R20, [R2+0x10]", "FFMA R21, R0, R1, R0",
+            "FFMA R11, R20, R1, R11"]
+    assert lead(body) == {"min": 1, "median": 2, "under_8": 2}

@@ -80,7 +80,8 @@ def lower_instructions(kernel: K.GKernel, env: dict[str, int],
     # gs_regs: the registers a thread of the block can have (65,536 a block,
     # allocated 8 at a time, 255 at most), which sizes the blocked nest's chunk
     env = {**env, "gs_warps": warps, "gs_grouped": int(nest.grouped),
-           "gs_blocked": int(blocked),
+           "gs_blocked": int(blocked), "gs_prefetch": int(nest.prefetch),
+           "gs_chunk": nest.chunk,
            "gs_regs": min(255, 65536 // max(kernel.block, 1) // 8 * 8)}
     body = K.map_body(K.map_body(kernel.body, lambda s: wgmma_loop(s, env)), rewrite)
     static = sum(4 * int(n) for s in K.walk(body) if isinstance(s, K.GPrim)
@@ -416,11 +417,20 @@ class FusedNest:
         or "blocked" (`blocked_d_element`: each thread an 8 x N / 16 block of the
         64 x N tile, `_blocked_nest`; branch cyfrag); blocked takes neither
         choice above (they are nests of the fragment layout).
+    prefetch: of the blocked layout only: the operands of chunk c + 1 loaded
+        before the FFMAs of chunk c, into a second set of registers
+        (`_prefetch_nest`, branch cyfrag2), and the stage's loop over k slices
+        unrolled (`wgmma_loop`), where two chunks' operands fit beside D
+        (`prefetch_chunk`); elsewhere the blocked nest.
+    chunk: of the blocked layout only: k a chunk (1, 2 or 4); 0: the largest that
+        fits (BLOCKED_SPARE).
     """
 
     grouped: bool
     a_copy: bool
     layout: str = "wgmma"
+    prefetch: bool = False
+    chunk: int = 0
 
     def __post_init__(self) -> None:
         if self.layout not in ("wgmma", "blocked"):
@@ -428,6 +438,11 @@ class FusedNest:
         if self.layout == "blocked" and (self.grouped or self.a_copy):
             raise ValueError("the blocked layout has its own nest: grouped and "
                              "a_copy are choices of the wgmma layout's")
+        if self.chunk not in (0, 1, 2, 4):
+            raise ValueError(f"FusedNest chunk {self.chunk}: 1, 2, 4 or 0 (by room)")
+        if self.layout != "blocked" and (self.prefetch or self.chunk):
+            raise ValueError("prefetch and chunk are choices of the blocked "
+                             "layout's nest")
 
 
 # The default of every compilation (the api, the campaigns): neither. The H200 timed
@@ -544,8 +559,12 @@ def _blocked_nest(s: K.GInstr, env, reg, n: int) -> list[str]:
     hopper: 19 LDL and 16 STL a wgmma; results/cypress/gemm_speed.md, cyfrag)."""
     a, b = _win(s.args[1]), _win(s.args[2])
     k, q = a.dims[1][0], n // 16
-    wide = n // 2 + 8 * 4 + BLOCKED_SPARE <= env.get("gs_regs", 0)
-    c = next(c for c in ((4, 2, 1) if wide else (2, 1)) if k % c == 0)
+    regs, forced = env.get("gs_regs", 0), env.get("gs_chunk", 0)
+    if (pc := prefetch_chunk(env, s)) is not None:
+        return _prefetch_nest(s, env, reg, n, pc)
+    wide = n // 2 + 8 * 4 + BLOCKED_SPARE <= regs
+    c = forced if forced and k % forced == 0 else \
+        next(c for c in ((4, 2, 1) if wide else (2, 1)) if k % c == 0)
     ks = f"for (int gs_k = 0; gs_k < {c}; gs_k++)"
     kq = "gs_kc + gs_k"
     at = f"gs_p * {q} + gs_q"
@@ -573,6 +592,73 @@ def _blocked_nest(s: K.GInstr, env, reg, n: int) -> list[str]:
             (f"          {reg(at)} = gs_ffma(gs_a[gs_p][gs_k], gs_b[gs_k], "
              f"{reg(at)});"),
             "      }", "    }", "  }", "}"]
+
+
+def prefetch_chunk(env, s: K.GInstr) -> int | None:
+    """k a chunk of the blocked nest's software pipeline (`FusedNest.prefetch`) on
+    the fused wgmma `s` of a blocked tile: the chunk asked for, else the largest
+    whose two chunks' operands (A's 8 rows and B's N / 16 columns) fit beside D
+    with BLOCKED_SPARE registers to spare; None: no pipeline (not asked, or no
+    chunk fits: u128-hopper's 128 accumulators in 168 registers)."""
+    if not env.get("gs_prefetch"):
+        return None
+    k, n = _win(s.args[1]).dims[1][0], _win(s.args[0]).tile[1]
+    forced = env.get("gs_chunk", 0)
+    if forced and k % forced == 0:
+        return forced
+    return next((c for c in (4, 2, 1) if k % c == 0 and n // 2 + 2 * (8 + n // 16)
+                 * c + BLOCKED_SPARE <= env.get("gs_regs", 0)), None)
+
+
+def _prefetch_nest(s: K.GInstr, env, reg, n: int, c: int) -> list[str]:
+    """`_blocked_nest` software-pipelined (`FusedNest.prefetch`, branch cyfrag2):
+    two sets of registers for a chunk's operands (A's 8 rows and B's N / 16
+    columns, c k each), and, fully unrolled, step i loads chunk i into set i % 2
+    and then runs chunk i - 1's FFMAs from the other set: chunk 0's loads are the
+    prologue, the last chunk's FFMAs the epilogue. Why: the blocked nest's FFMAs
+    waited on the LDS just before them (ncu on the H200, u128-hopper-blocked:
+    short-scoreboard stalls 19%, the FMA pipe at 44% with 2 compute warps a
+    scheduler, results/cypress/gemm_speed.md, cyfrag2), where cuBLAS's FFMA
+    kernel loads the next k's fragments while this k's FFMAs run. Each element
+    still takes c = fma(a_k, b_k, c) for k ascending (chunks in order, k in order
+    inside one), so the bits are the blocked nest's. The pipeline stays inside one
+    wgmma (k = 8): the next wgmma's operands are in the same stage, but the nest
+    is one instruction's text and the next instruction is not in sight."""
+    a, b = _win(s.args[1]), _win(s.args[2])
+    k, q = a.dims[1][0], n // 16
+    ks = f"for (int gs_k = 0; gs_k < {c}; gs_k++)"
+    kq = f"{c} * gs_i + gs_k"
+    at = f"gs_p * {q} + gs_q"
+    cur, nxt = "gs_s[(gs_i + 1) % 2]", "gs_s[gs_i % 2]"
+    return [(f"{{ const int gs_r = {_rank(s.mapping, env)};  // rank in the "
+             f"{s.mapping.describe()}"),
+            f"  const int gs_m = {BLOCKED_ROW};  // rows gs_m + 4 p",
+            f"  const int gs_n = {BLOCKED_COL.format(half=n // 2)};  // columns gs_n + 8 q",
+            f"  struct {{ float a[8][{c}], b[{q}][{c}]; }} gs_s[2];  // two chunks",
+            *UNROLL,
+            f"  for (int gs_i = 0; gs_i <= {k // c}; gs_i++) {{",
+            f"    if (gs_i < {k // c}) {{  // chunk gs_i's operands into {nxt}",
+            *(f"  {t}" for t in UNROLL),
+            "      for (int gs_p = 0; gs_p < 8; gs_p++) {",
+            *(f"  {t}" for t in UNROLL),
+            f"        {ks} {nxt}.a[gs_p][gs_k] = {a.elem('gs_m + 4 * gs_p', kq)};",
+            "      }",
+            *(f"  {t}" for t in UNROLL),
+            f"      for (int gs_q = 0; gs_q < {q}; gs_q++) {{",
+            *(f"  {t}" for t in UNROLL),
+            f"        {ks} {nxt}.b[gs_q][gs_k] = {b.elem('gs_n + 8 * gs_q', kq)};",
+            "      }",
+            "    }",
+            "    if (gs_i > 0) {  // chunk gs_i - 1's FFMAs",
+            *(f"  {t}" for t in UNROLL),
+            f"      for (int gs_q = 0; gs_q < {q}; gs_q++) {{",
+            *(f"  {t}" for t in UNROLL),
+            f"        {ks} {{",
+            *(f"  {t}" for t in UNROLL),
+            "          for (int gs_p = 0; gs_p < 8; gs_p++)",
+            (f"            {reg(at)} = gs_ffma({cur}.a[gs_p][gs_k], "
+             f"{cur}.b[gs_q][gs_k], {reg(at)});"),
+            "        }", "      }", "    }", "  }", "}"]
 
 
 # `gs_at`, the per-warp k-major copy of A (`FusedNest.a_copy`), declared in the nest;
@@ -643,6 +729,11 @@ def wgmma_loop(s: K.GStmt, env) -> tuple[K.GStmt, ...]:
              f"over {s.var}"), *UNROLL,
             (f"  for (int gs_j = 0; gs_j < {share}; gs_j++) gs_acc[gs_j] = "
              f"{_reg(d)};")]
+    if is_blocked_tile(d, env) and prefetch_chunk(env, g) is not None:
+        # the prefetch nest's pipeline runs on across the loop's k slices: unrolled,
+        # ptxas issues the next slice's first loads under this one's last FFMAs
+        # (one-warp IPC 0.80 -> 0.96 on u128-v128-wgs2-p4, sass_cyfrag2)
+        load += UNROLL
     store = [*UNROLL, (f"  for (int gs_j = 0; gs_j < {share}; gs_j++) {_reg(d)} = "
                        "gs_acc[gs_j];"), "}"]
     inner = (K.GComment(f"{g.instr} by {g.mapping.describe()}, into gs_acc", g.span),
