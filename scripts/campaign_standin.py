@@ -29,6 +29,8 @@ import sys
 import tempfile
 import time
 
+from tree_runs import tree_env
+
 
 def one(seconds: float, seed: int, round_size: int, start_s: float = 0.0) -> dict:
     import profile_stages
@@ -96,8 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     runs: dict[str, list[dict]] = {t: [] for t in args.tree}
     for turn in range(args.turns):
         for tree in args.tree:
-            env = dict(os.environ,
-                       PYTHONPATH=os.pathsep.join(filter(None, [os.path.join(os.path.abspath(tree), "src"), os.environ.get("PYTHONPATH")])))
+            env = tree_env(tree)
             cmd = [sys.executable, os.path.abspath(__file__), "--one", "--seconds",
                    str(args.seconds), "--seed", str(args.seed + turn),
                    "--round-size", str(args.round_size), "--start-s", str(args.start_s)]

@@ -40,6 +40,8 @@ import sys
 import tempfile
 import time
 
+from tree_runs import tree_env
+
 PHASES = ("imported", "cluster_up", "preflight_done", "first_sent", "first_result",
           "steady", "last_result", "report", "exit")
 
@@ -141,7 +143,7 @@ def _modules(client) -> list:
 
 def run(tree: str, backend: str, jobs: int, seconds: float, seed: int,
         round_size: int) -> dict:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.path.join(os.path.abspath(tree), "src"), os.environ.get("PYTHONPATH")])))
+    env = tree_env(tree)
     t0 = time.time()
     cmd = [sys.executable, os.path.abspath(__file__), "--one", "--backend", backend,
            "--jobs", str(jobs), "--seconds", str(seconds), "--seed", str(seed),

@@ -29,6 +29,8 @@ import subprocess
 import sys
 import time
 
+from tree_runs import tree_env
+
 
 class StandinDevice:
     """The worker's `Device` with no GPU: builds nothing, launches nothing."""
@@ -148,8 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     runs: dict[str, list[dict]] = {t: [] for t in args.tree}
     for _ in range(args.turns):
         for tree in args.tree:
-            env = dict(os.environ,
-                       PYTHONPATH=os.pathsep.join(filter(None, [os.path.join(os.path.abspath(tree), "src"), os.environ.get("PYTHONPATH")])))
+            env = tree_env(tree)
             cmd = [sys.executable, os.path.abspath(__file__), "--rounds",
                    str(args.rounds), "--round-size", str(args.round_size),
                    "--seed", str(args.seed)]

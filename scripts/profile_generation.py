@@ -41,6 +41,8 @@ import time
 from collections import Counter
 from types import FrameType
 
+from tree_runs import tree_env
+
 PHASES = {  # reported name: (file tail, qualified function name)
     "mutation phase": ("conjecture/engine.py",
                        "ConjectureRunner.generate_mutations_from"),
@@ -139,8 +141,7 @@ def compare_trees(args: argparse.Namespace) -> dict:
     runs: dict[str, list[dict]] = {tree: [] for tree in args.tree}
     for _ in range(args.turns):
         for tree in args.tree:
-            env = dict(os.environ,
-                       PYTHONPATH=os.pathsep.join(filter(None, [os.path.join(os.path.abspath(tree), "src"), os.environ.get("PYTHONPATH")])))
+            env = tree_env(tree)
             cmd = [sys.executable, os.path.abspath(__file__), "--seed",
                    str(args.seed), "--rounds", str(args.rounds), "--round-size",
                    str(args.round_size)]

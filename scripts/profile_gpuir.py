@@ -48,6 +48,8 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from tree_runs import tree_env
+
 STAGES = ("generate", "sync", "prepare", "backend", "other")
 NO_LAUNCH = "unsupported: no GPU launch (profile_gpuir.py --backend nvrtc)"
 
@@ -224,7 +226,7 @@ def main() -> None:
     rows = []
     if args.tree and not args.one:
         for tree in args.tree:
-            env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.path.join(os.path.abspath(tree), "src"), os.environ.get("PYTHONPATH")])))
+            env = tree_env(tree)
             cmd = [sys.executable, __file__, "--one", "--backend", args.backend,
                    "--rounds", str(args.rounds), "--round-size", str(args.round_size),
                    "--seed", str(args.seed)]

@@ -65,6 +65,8 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from tree_runs import tree_env
+
 CAMPAIGN = ("generate", "reference", "compile", "jobs", "build", "launch", "compare")
 FULL = ("rr", "race", "schedules")  # the reference pipeline's reference, split
 EXTRA = ("typecheck", "kernel")  # reported, in no total (kernel is inside launch)
@@ -375,8 +377,7 @@ def _run_tree(tree: str, args: argparse.Namespace, rounds: int, seed: int,
               generation: str | None = None) -> dict:
     """This script on `tree`'s code (its src/ first on the path), in a fresh process,
     drawing its rounds in `generation` mode (None: the tree's default)."""
-    # the tree first, then what PYTHONPATH held (on a GPU machine, the carried wheels)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.path.join(os.path.abspath(tree), "src"), os.environ.get("PYTHONPATH")])))
+    env = tree_env(tree)
     cmd = [sys.executable, os.path.abspath(__file__), "--backend", args.backend,
            "--rounds", str(rounds), "--round-size", str(args.round_size),
            "--seed", str(seed)]

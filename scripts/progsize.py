@@ -37,6 +37,8 @@ import subprocess
 import sys
 import time
 
+from tree_runs import runs_over_trees, tree_commit, tree_env
+
 EMPTY = 'extern "C" __global__ void bundl_main() {}\n'
 KERNEL_ON_CLAIM = re.compile(r"claim \w+ into oc\d+ at")  # kernels.thread_tree's claim
 
@@ -191,7 +193,7 @@ def summary(seeds: list[dict]) -> dict:
 
 
 def _run_tree(tree: str, args: argparse.Namespace, seed: int) -> dict:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.path.join(os.path.abspath(tree), "src"), os.environ.get("PYTHONPATH")])))
+    env = tree_env(tree)
     cmd = [sys.executable, os.path.abspath(__file__), "--one-seed", str(seed),
            "--rounds", str(args.rounds), "--round-size", str(args.round_size),
            "--repeat", str(args.repeat), *(["--round-only"] if args.round_only else [])]
@@ -199,16 +201,6 @@ def _run_tree(tree: str, args: argparse.Namespace, seed: int) -> dict:
     return json.loads(done.stdout)
 
 
-def _commit(tree: str) -> str:
-    done = subprocess.run(["git", "-C", tree, "rev-parse", "--short", "HEAD"],
-                          capture_output=True, text=True, check=False)
-    if done.stdout.strip():
-        return done.stdout.strip()
-    try:  # a tree that is not a git checkout names its commit in COMMIT at its top
-        with open(os.path.join(tree, "COMMIT")) as f:
-            return f.read().split()[0]
-    except OSError:
-        return "?"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -233,23 +225,13 @@ def main(argv: list[str] | None = None) -> int:
                                       args.repeat, args.round_only)))
         return 0
     trees = args.tree or [""]
-    runs: dict[str, list[dict]] = {t: [] for t in trees}
-    if args.jobs > 1 and all(trees):  # a shared machine: every tree at the same time
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(args.jobs) as pool:
-            done = {(t, s): pool.submit(_run_tree, t, args, s)
-                    for s in args.seeds for t in trees}
-        for (tree, _), future in done.items():
-            runs[tree].append(future.result())
-    for seed in args.seeds if not (args.jobs > 1 and all(trees)) else ():
-        for tree in trees:
-            runs[tree].append(_run_tree(tree, args, seed) if tree else
-                              measure_seed(seed, args.rounds, args.round_size,
-                                           args.repeat, args.round_only))
+    runs = runs_over_trees(trees, args.seeds, args.jobs,
+                           lambda tree, seed: _run_tree(tree, args, seed),
+                           lambda seed: measure_seed(seed, args.rounds, args.round_size,
+                                                     args.repeat, args.round_only))
     result: dict = {"trees": []}
     for tree, seeds in runs.items():
-        entry = {"tree": tree or "(this process)", "commit": _commit(tree or "."),
+        entry = {"tree": tree or "(this process)", "commit": tree_commit(tree or "."),
                  "nvrtc": seeds[0]["nvrtc"], **summary(seeds),
                  "per_seed": {s["seed"]: summary([s]) for s in seeds}}
         for per in entry["per_seed"].values():

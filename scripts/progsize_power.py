@@ -37,6 +37,8 @@ import subprocess
 import sys
 import time
 
+from tree_runs import runs_over_trees, tree_commit, tree_env
+
 BATCH = 20  # changed programs checked per cpu build (one g++ call)
 
 
@@ -142,8 +144,7 @@ def measure_seed(seed: int, rounds: int, size: int, faults: list[str]) -> dict:
 
 
 def _run_tree(tree: str, args: argparse.Namespace, seed: int) -> dict:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.path.join(os.path.abspath(tree), "src"), os.environ.get("PYTHONPATH")])))
-    env.pop("GPUSEM_FAULT", None)
+    env = tree_env(tree, drop=["GPUSEM_FAULT"])
     cmd = [sys.executable, os.path.abspath(__file__), "--one-seed", str(seed),
            "--rounds", str(args.rounds), "--round-size", str(args.round_size),
            "--faults", *args.faults]
@@ -195,22 +196,12 @@ def main(argv: list[str] | None = None) -> int:
                                       args.faults)))
         return 0
     trees = args.tree or [""]
-    runs: dict[str, list[dict]] = {t: [] for t in trees}
-    if args.jobs > 1 and all(trees):  # a shared machine: every tree at the same time
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(args.jobs) as pool:
-            done = {(t, s): pool.submit(_run_tree, t, args, s)
-                    for s in args.seeds for t in trees}
-        for (tree, _), future in done.items():
-            runs[tree].append(future.result())
-    for seed in args.seeds if not (args.jobs > 1 and all(trees)) else ():
-        for tree in trees:
-            runs[tree].append(_run_tree(tree, args, seed) if tree else
-                              measure_seed(seed, args.rounds, args.round_size,
-                                           args.faults))
+    runs = runs_over_trees(trees, args.seeds, args.jobs,
+                           lambda tree, seed: _run_tree(tree, args, seed),
+                           lambda seed: measure_seed(seed, args.rounds, args.round_size,
+                                                     args.faults))
     result: dict = {"trees": [{"tree": tree or "(this process)",
-                               "commit": _commit(tree or "."),
+                               "commit": tree_commit(tree or "."),
                                "seconds": [s["seconds"] for s in seeds],
                                **summary(seeds, args.faults)}
                               for tree, seeds in runs.items()]}
@@ -230,16 +221,6 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _commit(tree: str) -> str:
-    done = subprocess.run(["git", "-C", tree, "rev-parse", "--short", "HEAD"],
-                          capture_output=True, text=True, check=False)
-    if done.stdout.strip():
-        return done.stdout.strip()
-    try:  # a tree that is not a git checkout names its commit in COMMIT at its top
-        with open(os.path.join(tree, "COMMIT")) as f:
-            return f.read().split()[0]
-    except OSError:
-        return "?"
 
 
 if __name__ == "__main__":

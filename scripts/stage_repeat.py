@@ -27,6 +27,8 @@ import sys
 import tempfile
 import time
 
+from tree_runs import tree_env
+
 STAGES = ("reference", "compile")
 
 
@@ -99,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     trees = args.tree or ["."]
     with tempfile.TemporaryDirectory(prefix="gpusem-stage-repeat-") as tmp:
         path = os.path.join(tmp, "programs.pkl")
-        envs = {t: dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.path.join(os.path.abspath(t), "src"), os.environ.get("PYTHONPATH")])))
+        envs = {t: tree_env(t)
                 for t in trees}
         _draw_in(trees[0], envs[trees[0]], args.rounds, path)
         runs: dict[str, list[dict]] = {t: [] for t in trees}

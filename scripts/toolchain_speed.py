@@ -63,6 +63,7 @@ from dataclasses import replace
 from typing import Any
 
 from toolchain_cost import cpu_seconds  # this folder's: own and children's CPU s
+from tree_runs import tree_env
 
 CORES = 16
 STAGES = ("generate", "reference", "compile", "build:nvrtc", "build:nvcc-O3",
@@ -277,7 +278,7 @@ def _commit(tree: str) -> str:
 
 def _run_tree(tree: str, args: argparse.Namespace, first: int) -> dict:
     """This script on `tree`'s src/, in a fresh process: one turn of rounds."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.path.join(os.path.abspath(tree), "src"), os.environ.get("PYTHONPATH")])))
+    env = tree_env(tree)
     cmd = [sys.executable, os.path.abspath(__file__), "--one-turn", "--rounds",
            str(args.rounds), "--round-size", str(args.round_size), "--seed",
            str(args.seed), "--first-round", str(first)]
