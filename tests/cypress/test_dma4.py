@@ -130,3 +130,19 @@ def test_the_benchmark_names_dma4(mod: ModuleType) -> None:
     with pytest.raises(ValueError, match="dma_warps 2"):
         from gpusem.compiler.cypress_cuda.to_gpuir_hopper import emit_hopper
         emit_hopper(None, "x", 2)  # type: ignore[arg-type]
+
+
+def test_the_sync_check_accepts_dma4_and_needs_its_empty_wait(mod: ModuleType) -> None:
+    """GPU IR -> AMIR -> the synchronisation check (`gpusem synccheck`) accepts the
+    dma4 program; without the DMA warps' wait on the empty barrier (their copies
+    may overwrite a stage the compute warps still read) it rejects it."""
+    from gpusem.interpreter.amir.from_gpuir import convert
+    from gpusem.interpreter.amir.machine import check_amir
+
+    text = _gpuir(mod, "u64-v64-wgs1-p4-fused-blocked-prefetch-dma4")
+    wait = "                    Await(war, cuda_temporal, -4)\n"
+    assert text.count(wait) == 1
+    for source, ok in ((text, True), (text.replace(wait, ""), False)):
+        proc = parse_module(source, "fig5_gemm.gpuir").procs[-1]
+        verdict = check_amir(convert(proc, SIZES), SIZES)
+        assert verdict.accepted is ok, verdict

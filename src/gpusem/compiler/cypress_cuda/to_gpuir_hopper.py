@@ -104,10 +104,10 @@ def emit_hopper(p: GemmPlan, name: str, dma_warps: int = 1) -> str:
         '                with CudaWarps(name="dma"):',
         f"                    Await(war, cuda_temporal, -{p.depth})",
         *(_dma4(p, row0, col0) if dma_warps == 4 else [
-            f"                    {TMA}(1, 1, As[{slot}:{slot} + 1, :, :], "
-            f"A_map[{row0}:{row0} + {u}, 32 * k:32 * k + 32]) >> raw",
-            f"                    {TMA}(1, 1, Bs[{slot}:{slot} + 1, :, :], "
-            f"B_map[{col0}:{col0} + {v}, 32 * k:32 * k + 32]) >> raw"]),
+            (f"                    {TMA}(1, 1, As[{slot}:{slot} + 1, :, :], "
+             f"A_map[{row0}:{row0} + {u}, 32 * k:32 * k + 32]) >> raw"),
+            (f"                    {TMA}(1, 1, Bs[{slot}:{slot} + 1, :, :], "
+             f"B_map[{col0}:{col0} + {v}, 32 * k:32 * k + 32]) >> raw")]),
         "                    Arrive(cuda_temporal, 1) >> raw",
         '                with CudaWarps(name="compute"):',
         "                    Await(raw, cuda_generic_and_async_proxy, -1)",
@@ -159,9 +159,9 @@ def _dma4(p: GemmPlan, row0: str, col0: str) -> list[str]:
     slot = f"k % {p.depth}"
     return [
         "                    for w in cuda_threads(0, 4, unit=cuda_warp):",
-        f"                        {TMA}(1, 1, As[{slot}:{slot} + 1, {a} * w:{a} * w "
-        f"+ {a}, :], A_map[{row0} + {a} * w:{row0} + {a} * w + {a}, "
-        "32 * k:32 * k + 32]) >> raw",
-        f"                        {TMA}(1, 1, Bs[{slot}:{slot} + 1, {b} * w:{b} * w "
-        f"+ {b}, :], B_map[{col0} + {b} * w:{col0} + {b} * w + {b}, "
-        "32 * k:32 * k + 32]) >> raw"]
+        (f"                        {TMA}(1, 1, As[{slot}:{slot} + 1, {a} * w:{a} * w "
+         f"+ {a}, :], A_map[{row0} + {a} * w:{row0} + {a} * w + {a}, "
+         "32 * k:32 * k + 32]) >> raw"),
+        (f"                        {TMA}(1, 1, Bs[{slot}:{slot} + 1, {b} * w:{b} * w "
+         f"+ {b}, :], B_map[{col0} + {b} * w:{col0} + {b} * w + {b}, "
+         "32 * k:32 * k + 32]) >> raw")]
