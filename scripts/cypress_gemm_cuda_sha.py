@@ -25,6 +25,13 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parents[1]
 
 
+def dma_of(m) -> tuple[int, ...]:
+    """`lower`'s dma_warps where `m` asks for more than one (older benches have
+    neither the field nor the argument)."""
+    w = getattr(m, "dma_warps", 1)
+    return (w,) if w != 1 else ()
+
+
 def bench(root: Path):
     path = root / "scripts" / "cypress_gemm_gpu.py"
     spec = importlib.util.spec_from_file_location("cypress_gemm_gpu", path)
@@ -48,7 +55,7 @@ def cuda(mod, n: int, m) -> str:
     from gpusem.calculus.gpuir.parser import parse_module
     from gpusem.compiler.gpuir_cuda.pipeline import compile_proc
 
-    _, _, _, gpuir = mod.lower(mod.render(n, m), m.form)
+    _, _, _, gpuir = mod.lower(mod.render(n, m), m.form, *dma_of(m))
     proc = parse_module(gpuir, "fig5_gemm.gpuir").procs[-1]
     nest = {"fused": mod.nest_of(m)} if hasattr(mod, "nest_of") else {}
     return compile_proc(proc, {"M": n, "N": n, "K": n}, source=gpuir,

@@ -110,11 +110,16 @@ class Mapping:
     layout: str | None = None  # "blocked": FusedNest.layout (cyfrag)
     prefetch: bool = False  # FusedNest.prefetch, of the blocked layout (cyfrag2)
     chunk: int = 0  # FusedNest.chunk, of the blocked layout (cyfrag2)
+    # the warps issuing a stage's copies (to_gpuir_hopper.emit_hopper, cydma): 1,
+    # or 4 (the DMA warpgroup, each warp a quarter of the rows): NAME-dma4
+    dma_warps: int = 1
 
     def describe(self) -> dict:
         out = {"U": self.u, "V": self.v, "WGS": self.wgs, "pipeline": self.depth,
                "W": 32, "form": self.form, "leaf": FUSED_LEAF if self.fused
                else "mma"}
+        if self.dma_warps != 1:  # absent on the default: older rows' dicts stay
+            out["dma_warps"] = self.dma_warps
         if self.fused:
             nest = nest_of(self)
             out["nest"] = {"grouped": nest.grouped, "a_copy": nest.a_copy,
@@ -128,7 +133,7 @@ class Mapping:
     def program(self) -> Mapping:
         """The mapping without the nest's choices: what the program text says."""
         return replace(self, grouped=None, a_copy=None, layout=None, prefetch=False,
-                       chunk=0)
+                       chunk=0, dma_warps=1)
 
 
 def default_nest():
@@ -202,8 +207,9 @@ def render(n: int, m: Mapping = Mapping()) -> str:
     return re.sub(r"^# inputs: .*$", header, text, count=1, flags=re.MULTILINE)
 
 
-def lower(text: str, form: str = "auto"):
-    """(program, arrays, scalars, GPU IR text) after every pass of our compiler."""
+def lower(text: str, form: str = "auto", dma_warps: int = 1):
+    """(program, arrays, scalars, GPU IR text) after every pass of our compiler
+    (`dma_warps`: Mapping.dma_warps)."""
     from gpusem.calculus.cypress.reader import read_program
     from gpusem.compiler.cypress_cuda.allocate import allocate
     from gpusem.compiler.cypress_cuda.copyelim import eliminate_copies
@@ -218,7 +224,7 @@ def lower(text: str, form: str = "auto"):
     ir = warp_specialise(allocate(eliminate_copies(vectorize(ir), program), program),
                          program)
     return program, arrays, scalars, lower_gemm(ir, program, arrays, "fig5_gemm",
-                                                form)
+                                                form, dma_warps)
 
 
 def inputs(text: str) -> tuple[dict[str, np.ndarray], dict[str, int]]:
@@ -353,7 +359,7 @@ def row(n: int, variant: str, m: Mapping, args, backend, ablation: str = "") -> 
         out["ablation"] = ablation
     t = time.perf_counter()
     try:
-        program, arrays, scalars, gpuir = lower(render(n, m), form)
+        program, arrays, scalars, gpuir = lower(render(n, m), form, m.dma_warps)
     except GpusemError as err:
         out["lowered"] = err.one_line()
         return out
@@ -482,7 +488,9 @@ def fused_runs(runs: dict[str, Mapping], which: str) -> dict[str, Mapping]:
     known = {**VARIANTS, **MAPPINGS, **runs}
     names = [] if which == "none" else list(runs) if which == "all" \
         else which.split(",")
-    chosen = {k: named(k) for k in names if NEST_SUFFIX.search(k)}
+    chosen = {k: named(k) for k in names
+              if NEST_SUFFIX.search(k) or k.endswith("-fused-dma4")
+              or (k.endswith("-dma4") and NEST_SUFFIX.search(k[:-5]))}
     return {f"{k}-fused": known[k].as_fused() for k in names
             if k not in chosen and known[k].form == "hopper" and not known[k].fused
             } | chosen
@@ -492,8 +500,14 @@ def named(name: str) -> Mapping:
     """The run a row name means: a variant or mapping, NAME-fused (our leaf
     mma_fma), NAME-fused-[no]grouped-[no]acopy (and the fused nest's choices:
     instr.FusedNest) or NAME-fused-blocked[-prefetch][-kC] (its blocked layout,
-    software-pipelined, C k a chunk)."""
+    software-pipelined, C k a chunk); any of them -dma4: a stage's copies issued by
+    the DMA warpgroup's 4 warps (cydma)."""
     known = {**VARIANTS, **MAPPINGS}
+    if name.endswith("-dma4"):  # the copies over the DMA warpgroup's 4 warps (cydma)
+        base = named(name.removesuffix("-dma4"))
+        if base.form != "hopper":
+            raise ValueError(f"{name}: the {base.form} form has no DMA warp")
+        return replace(base, dma_warps=4)
     if (m := NEST_SUFFIX.search(name)) is not None:
         base = known[name[:m.start()]]
         if base.form != "hopper":

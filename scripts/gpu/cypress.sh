@@ -26,7 +26,8 @@
 # branch cyperf4's grouped nest, cyperf5's copy of A), NAME-fused-[no]grouped-
 # [no]acopy, to time each combination (cyknob), or the blocked accumulator layout,
 # NAME-fused-blocked (cyfrag), NAME-fused-blocked-prefetch (its nest software-
-# pipelined) and a chunk, -k1|-k2|-k4 (cyfrag2); CYPRESS_VARIANTS=none|NAME,.. sets
+# pipelined) and a chunk, -k1|-k2|-k4 (cyfrag2), and any fused name -dma4 (a
+# stage's copies over the DMA warpgroup's 4 warps, cydma); CYPRESS_VARIANTS=none|NAME,.. sets
 # the plain variants (default fig5-hopper,fig5-fma,u128-hopper). The cyknob run
 # (about 3 minutes on one H200; results/cypress/gemm_speed.md, cyknob):
 #   CYPRESS_ONLY=gemm CYPRESS_SIZES="2048 4096" CYPRESS_MAPPINGS=none CYPRESS_ABLATE=

@@ -52,11 +52,12 @@ UNITS = {Processor.WARPGROUP: "cuda_warpgroup", Processor.WARP: "cuda_warp",
 
 def lower_gemm(ir: E.EventProgram, program: A.Program,
                arrays: dict[str, np.ndarray], name: str = "cypress_gemm",
-               form: str = "auto") -> str:
+               form: str = "auto", dma_warps: int = 1) -> str:
     """GPU IR text for the warp-specialised IR of a tiled GEMM, or NotLowered.
     `form`: `hopper` (TMA + wgmma, to_gpuir_hopper.py, where the mapping asks for
     wgmma), `fma` (this module's loads and FMA loops), `auto` (hopper where it
-    fits, else fma)."""
+    fits, else fma). `dma_warps`: of the hopper form, the warps issuing a stage's
+    copies (to_gpuir_hopper.emit_hopper)."""
     plan = plan_gemm(ir, program, arrays)
     why = hopper_fits(plan)
     if plan.fused and (form == "fma" or why):
@@ -66,7 +67,7 @@ def lower_gemm(ir: E.EventProgram, program: A.Program,
     if form == "hopper" and why:
         raise NotLowered(f"no TMA + wgmma form: {why}")
     if form != "fma" and not why:
-        return emit_hopper(plan, name)
+        return emit_hopper(plan, name, dma_warps)
     return emit(plan, name)
 
 

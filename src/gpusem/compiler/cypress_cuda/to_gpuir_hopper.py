@@ -58,7 +58,11 @@ def hopper_fits(p: GemmPlan) -> str:
     return ""
 
 
-def emit_hopper(p: GemmPlan, name: str) -> str:
+def emit_hopper(p: GemmPlan, name: str, dma_warps: int = 1) -> str:
+    """`dma_warps`: the warps issuing a stage's copies, 1 (the form above) or 4
+    (`_dma4`)."""
+    if dma_warps not in (1, 4):
+        raise ValueError(f"dma_warps {dma_warps}: 1 or 4")
     u, v = p.tile
     groups = p.levels[0][1]
     reps = u // (64 * groups)  # 64-row tiles of each warpgroup
@@ -81,8 +85,9 @@ def emit_hopper(p: GemmPlan, name: str) -> str:
         f"    A_map = A[0:M, 0:K] @ Sm90_tensorMap(128, {u}, 32)",
         f"    B_map = Bt[0:N, 0:K] @ Sm90_tensorMap(128, {v}, 32)",
         '    with CudaDeviceFunction(warp_config=[CudaWarpConfig("compute", '
-        f'{4 * groups}, 0, 232), CudaWarpConfig("dma", 1, 40, 0), '
-        'CudaWarpConfig("unused", 3, 40, 0)]):',
+        f'{4 * groups}, 0, 232), '
+        + ('CudaWarpConfig("dma", 1, 40, 0), CudaWarpConfig("unused", 3, 40, 0)]):'
+           if dma_warps == 1 else 'CudaWarpConfig("dma", 4, 40, 0)]):'),
         f"        for task in cuda_tasks(0, {gm * gn}):",
         f"            D: f32[{groups}, {reps}, 64, {v}] @ Sm90_RmemMatrixD(64, {v})",
         '            with CudaWarps(name="compute"):',
@@ -98,10 +103,11 @@ def emit_hopper(p: GemmPlan, name: str) -> str:
         f"            for k in seq(0, {p.steps}):",
         '                with CudaWarps(name="dma"):',
         f"                    Await(war, cuda_temporal, -{p.depth})",
-        f"                    {TMA}(1, 1, As[{slot}:{slot} + 1, :, :], A_map[{row0}:"
-        f"{row0} + {u}, 32 * k:32 * k + 32]) >> raw",
-        f"                    {TMA}(1, 1, Bs[{slot}:{slot} + 1, :, :], B_map[{col0}:"
-        f"{col0} + {v}, 32 * k:32 * k + 32]) >> raw",
+        *(_dma4(p, row0, col0) if dma_warps == 4 else [
+            (f"                    {TMA}(1, 1, As[{slot}:{slot} + 1, :, :], "
+             f"A_map[{row0}:{row0} + {u}, 32 * k:32 * k + 32]) >> raw"),
+            (f"                    {TMA}(1, 1, Bs[{slot}:{slot} + 1, :, :], "
+             f"B_map[{col0}:{col0} + {v}, 32 * k:32 * k + 32]) >> raw")]),
         "                    Arrive(cuda_temporal, 1) >> raw",
         '                with CudaWarps(name="compute"):',
         "                    Await(raw, cuda_generic_and_async_proxy, -1)",
@@ -129,3 +135,33 @@ def emit_hopper(p: GemmPlan, name: str) -> str:
         f"D[{d_ix}])",
     ]
     return "\n".join(lines) + "\n"
+
+
+def _dma4(p: GemmPlan, row0: str, col0: str) -> list[str]:
+    """A stage's copies over the DMA warpgroup's 4 warps (issue 30, cydma): warp w
+    loads rows [w U / 4, (w + 1) U / 4) of A's tile and [w V / 4, (w + 1) V / 4) of
+    B's, so the 4 schedulers each issue a quarter of the stage's bulk copies (one
+    warp issuing all of them was the compute warps' wait: results/cypress/
+    gemm_speed.md, cydma). Each warp waits on the stage's empty barrier itself (the
+    Await before, by the 4 warps), and the 128 threads' one Arrive after the loop
+    carries the whole stage's bytes (gpuir_cuda: the copies of a cuda_threads loop
+    count once an instance): its expect-tx comes from one thread, after which the
+    other warps' copies may already have completed. PTX ISA, "Parallel
+    Synchronization and Communication Instructions: mbarrier", its subsections
+    on the contents of the mbarrier object (tx-count's valid range is signed,
+    -(2^20 - 1) .. 2^20 - 1) and on phase completion (pending arrivals and
+    tx-count both zero): a complete-tx before the expect-tx is a transiently
+    negative tx-count while an arrival is still pending, which cannot end the
+    phase. (Section numbers differ between ISA versions; not pinned here.)
+    count with arrivals still pending."""
+    u, v = p.tile
+    a, b = u // 4, v // 4
+    slot = f"k % {p.depth}"
+    return [
+        "                    for w in cuda_threads(0, 4, unit=cuda_warp):",
+        (f"                        {TMA}(1, 1, As[{slot}:{slot} + 1, {a} * w:{a} * w "
+         f"+ {a}, :], A_map[{row0} + {a} * w:{row0} + {a} * w + {a}, "
+         "32 * k:32 * k + 32]) >> raw"),
+        (f"                        {TMA}(1, 1, Bs[{slot}:{slot} + 1, {b} * w:{b} * w "
+         f"+ {b}, :], B_map[{col0} + {b} * w:{col0} + {b} * w + {b}, "
+         "32 * k:32 * k + 32]) >> raw")]

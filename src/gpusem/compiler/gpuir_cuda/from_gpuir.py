@@ -152,6 +152,11 @@ class _Lowerer:
         self.vars: dict[str, Storage] = {}
         self.bars: dict[str, BarrierStorage] = {}
         self.pending_tx: dict[str, int] = {}
+        # instances of the statement being lowered: the product of the extents of
+        # the enclosing cuda_threads loops inside one CTA (a copy in `for w in
+        # cuda_threads(0, 4, unit=cuda_warp)` is issued by 4 warps, each its own
+        # window: 4 windows of bytes complete on the CTA's barrier)
+        self.instances = 1
         self.mbar_arrivals, self.commit_kinds = _barrier_usage(dev, an, dist)
         self.ring = _ring_depth(dev, an)
 
@@ -301,8 +306,15 @@ class _Lowerer:
         r = f"gs_rel_{var}"
         it = f"{r} / {s}" if s != 1 else r
         note = f"cuda_threads({tiling.lo}, {tiling.hi}): {s} thread(s) an iteration"
-        body = (K.GLet(var, f"{tiling.lo} + {it}" if tiling.lo else it, f.span),
-                *self.block(f.body))
+        # a loop over the CTAs of a cluster is not counted: a multicast copy's
+        # window is what each CTA's barrier receives, whichever CTA issued it
+        scale = n if tiling.parent.ctas == 1 else 1
+        self.instances *= scale
+        try:
+            body = (K.GLet(var, f"{tiling.lo} + {it}" if tiling.lo else it, f.span),
+                    *self.block(f.body))
+        finally:
+            self.instances //= scale
         if n * s < span_len and not active("gpuir-thread-guard-dropped"):
             # some threads of the parent run no iteration
             body = (K.GIf(f"{r} < {n * s}", body, f.span),)
@@ -457,7 +469,7 @@ class _Lowerer:
         ref = self.bar_ref(s.barrier) if s.barrier is not None else None
         if s.instr.startswith("Sm90_tma_") and s.barrier is not None:
             dst = next(a for a in args if isinstance(a, K.Window))  # dst comes first
-            bytes_ = prod(e for e, _ in dst.dims) * 4
+            bytes_ = prod(e for e, _ in dst.dims) * 4 * self.instances
             self.pending_tx[s.barrier.name] = \
                 self.pending_tx.get(s.barrier.name, 0) + bytes_
         return K.GInstr(mapping_of(self.an, s), s.instr, tuple(args), ref, s.span)
