@@ -12,6 +12,7 @@ import re
 import sys
 import time
 from pathlib import Path
+from typing import cast
 
 import click
 from gpusem import api
@@ -118,7 +119,8 @@ def parse_shard(text: str) -> tuple[int, int]:
 @click.option("--corpus", default=None, metavar="DIR", help="Regression mode: replay "
               "the bundles under DIR first (still failing, fixed or cannot test); "
               "each still failing is a finding of this campaign.")
-@click.option("--generation", type=click.Choice(api.GENERATIONS),
+@click.option("--generation",
+              type=click.Choice(cast("tuple[str, ...]", api.GENERATIONS)),
               default=api.DEFAULT_GENERATION, show_default=True,
               help="How a round's programs are drawn: direct (each from a fresh "
               "hypothesis ConjectureData, cheaper) or engine (hypothesis's generate "

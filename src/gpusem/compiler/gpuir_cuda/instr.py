@@ -257,6 +257,12 @@ def is_wgmma_tile(d: K.Window) -> bool:
     return t is not None and len(t) == 2 and t[0] == 64 and 2 * d.share == t[1]
 
 
+def _tile_n(d: K.Window) -> int:
+    """N of a 64 x N wgmma tile (is_wgmma_tile holds of it: its tile is set)."""
+    assert d.tile is not None, "not a wgmma tile"
+    return d.tile[1]
+
+
 def _tile_loop(s: K.GInstr, env, d: K.Window, inner: list[str]) -> list[str]:
     """Run `inner` for every element (gs_m, gs_n) of tile `d` this thread holds:
     thread r of the owning collective holds, of a wgmma accumulator, the elements
@@ -334,7 +340,7 @@ def _wgmma_nest(s: K.GInstr, env, reg) -> list[str]:
     if is_blocked_tile(d, env):
         if s.instr != WGMMA_FMA:  # lower_instructions keeps plain wgmma kernels out
             raise unsupported(f"{s.instr} on a blocked accumulator", s.span)
-        return _blocked_nest(s, env, reg, d.tile[1])
+        return _blocked_nest(s, env, reg, _tile_n(d))
     c = 4 if k % 4 == 0 else k  # k per chunk
     if s.instr == WGMMA_FMA and env["gs_grouped"] and share >= FUSED_MIN_SHARE \
             and share % (4 * FUSED_PAIRS) == 0:
@@ -542,7 +548,7 @@ def is_blocked_tile(d: K.Window, env) -> bool:
     gives it as one 64 x N array, and gpuir_cuda refuses a point or a partial
     window of it (from_gpuir), so only the zero, the (fused) wgmma and the store
     touch its registers, and each follows this layout where one does."""
-    return bool(env.get("gs_blocked")) and is_wgmma_tile(d) and d.tile[1] % 16 == 0
+    return bool(env.get("gs_blocked")) and is_wgmma_tile(d) and _tile_n(d) % 16 == 0
 
 
 def _blocked_nest(s: K.GInstr, env, reg, n: int) -> list[str]:
@@ -602,7 +608,7 @@ def prefetch_chunk(env, s: K.GInstr) -> int | None:
     chunk fits: u128-hopper's 128 accumulators in 168 registers)."""
     if not env.get("gs_prefetch"):
         return None
-    k, n = _win(s.args[1]).dims[1][0], _win(s.args[0]).tile[1]
+    k, n = _win(s.args[1]).dims[1][0], _tile_n(_win(s.args[0]))
     forced = env.get("gs_chunk", 0)
     if forced and k % forced == 0:
         return forced
