@@ -29,6 +29,7 @@ import subprocess
 import sys
 import time
 
+from profile_stages import live_children_cpu  # this folder's
 from tree_runs import tree_env
 
 
@@ -59,22 +60,6 @@ def standin_serve(conn, parent_pid: int | None = None, pdeathsig: bool = False) 
 
     cuda_worker.Device = StandinDevice  # type: ignore[misc]
     cuda_worker.serve(conn, parent_pid, pdeathsig)
-
-
-def _children_cpu() -> float:
-    """CPU seconds of this process's live children (the worker), from /proc."""
-    tick, me, total = os.sysconf("SC_CLK_TCK"), os.getpid(), 0.0
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == me:
-            total += (int(fields[11]) + int(fields[12])) / tick
-    return total
 
 
 def one(rounds: int, round_size: int, seed: int) -> dict:
@@ -113,14 +98,14 @@ def one(rounds: int, round_size: int, seed: int) -> dict:
     try:
         backend.run([j for j in batches[0][0]])  # the worker started, untimed
         programs = launches = 0
-        t0, c0, w0 = os.times(), _children_cpu(), time.perf_counter()
+        t0, c0, w0 = os.times(), live_children_cpu(), time.perf_counter()
         for per_program in batches:
             jobs = [j for js in per_program for j in js]
             results = backend.run(jobs)
             assert all(res.kind == "ok" for res in results), {r.kind for r in results}
             programs += len(per_program)
             launches += len(jobs)
-        t1, c1, wall = os.times(), _children_cpu(), time.perf_counter() - w0
+        t1, c1, wall = os.times(), live_children_cpu(), time.perf_counter() - w0
     finally:
         backend.close()
         cuda.serve = serve

@@ -65,7 +65,7 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from tree_runs import tree_env
+from tree_runs import tree_commit, tree_env
 
 CAMPAIGN = ("generate", "reference", "compile", "jobs", "build", "launch", "compare")
 FULL = ("rr", "race", "schedules")  # the reference pipeline's reference, split
@@ -93,13 +93,9 @@ class Clock:
             self.cpu[stage] += tree_cpu(live) - c0
 
 
-def tree_cpu(live: bool = True) -> float:
-    """CPU seconds of this process, its reaped children and (`live`) its live ones."""
-    t = os.times()
-    total = t.user + t.system + t.children_user + t.children_system
-    if not live:
-        return total
-    tick, me = os.sysconf("SC_CLK_TCK"), os.getpid()
+def live_children_cpu() -> float:
+    """CPU seconds of this process's live children (a worker not yet reaped), from /proc."""
+    tick, me, total = os.sysconf("SC_CLK_TCK"), os.getpid(), 0.0
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -111,6 +107,13 @@ def tree_cpu(live: bool = True) -> float:
         if int(fields[1]) == me:  # the parent pid; then utime, stime (fields 14, 15)
             total += (int(fields[11]) + int(fields[12])) / tick
     return total
+
+
+def tree_cpu(live: bool = True) -> float:
+    """CPU seconds of this process, its reaped children and (`live`) its live ones."""
+    t = os.times()
+    total = t.user + t.system + t.children_user + t.children_system
+    return total + live_children_cpu() if live else total
 
 
 def profile(backend_name: str, rounds: int, round_size: int, seed: int) -> dict:
@@ -410,7 +413,7 @@ def compare_trees(args: argparse.Namespace) -> dict:
                              for r in rs) / programs, 3) for s in CAMPAIGN}
         in_process = ("generate", "reference", "compile", "jobs", "compare")
         trees.append({
-            "tree": label, "commit": _commit(tree), "programs": programs,
+            "tree": label, "commit": tree_commit(tree), "programs": programs,
             **({"generation": mode} if mode else {}),
             "programs_by_kind": _share(sum((Counter(r["programs_by_kind"]) for r in rs),
                                            Counter()), programs),
@@ -466,19 +469,6 @@ def _nvrtc_of(runs: list[dict]) -> dict:
                                              for n in ns) / max(1, calls)),
             "extra_options": dict(sum((Counter(n.get("extra_options", {}))
                                        for n in ns), Counter()))}
-
-
-def _commit(tree: str) -> str:
-    """The tree's commit: git's, or the first word of its COMMIT file."""
-    done = subprocess.run(["git", "-C", tree, "rev-parse", "--short", "HEAD"],
-                          check=False, capture_output=True, text=True)
-    if done.returncode == 0:
-        return done.stdout.strip()
-    try:
-        with open(os.path.join(tree, "COMMIT")) as f:
-            return (f.read().split() or [""])[0]
-    except OSError:
-        return ""
 
 
 def table(result: dict) -> str:
