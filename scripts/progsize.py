@@ -201,8 +201,6 @@ def _run_tree(tree: str, args: argparse.Namespace, seed: int) -> dict:
     return json.loads(done.stdout)
 
 
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3])
