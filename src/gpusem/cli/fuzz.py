@@ -11,11 +11,11 @@ from __future__ import annotations
 import re
 import sys
 import time
-from pathlib import Path
 from typing import cast
 
 import click
 from gpusem import api
+from gpusem.cli.process_exit import running_as_command
 
 # this module's import: when the process started, where the system does not say
 IMPORTED_AT = time.time()
@@ -171,10 +171,7 @@ def _command_started_at() -> float | None:
     interpreter's start, the imports and the shards' start-up are inside it). None
     where the CLI runs inside another program (a test's CliRunner, a caller of
     `main()`), whose start says nothing of this campaign: its clock starts now."""
-    main = sys.modules.get("__main__")
-    spec = getattr(main, "__spec__", None)
-    script = Path(str(getattr(main, "__file__", "") or "")).stem
-    if script != "gpusem" and getattr(spec, "name", "") != "gpusem.__main__":
+    if not running_as_command():
         return None
     return api.process_started_at(IMPORTED_AT)
 

@@ -111,9 +111,11 @@ def cli(**limits: int | None) -> None:
 
 
 def main() -> None:
+    from gpusem.cli.process_exit import run_then_exit
+
     saved = budgets.current()  # one command's flags end with it (in-process callers)
     try:
-        _main()
+        run_then_exit(_main)  # the command's own process ends without its teardown
     finally:
         budgets.install(saved)
 

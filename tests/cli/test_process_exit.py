@@ -1,0 +1,60 @@
+"""The `gpusem` command ends without the interpreter's teardown (cli/process_exit.py)
+and loses nothing of what `sys.exit` would have done: its exit status, its non-daemon
+threads' work, its atexit handlers, its buffered output."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpusem.cli.process_exit import exit_status, run_then_exit, running_as_command
+
+COMMAND = '''
+import atexit, sys, threading, time
+from pathlib import Path
+from gpusem.cli.process_exit import run_then_exit
+
+here = Path(sys.argv[1])
+atexit.register(lambda: (here / "atexit").write_text("ran"))
+
+def late():
+    time.sleep(0.3)
+    (here / "thread").write_text("ran")
+
+def work():
+    threading.Thread(target=late).start()
+    sys.stdout.write("buffered, no newline")
+    sys.exit({code!r})
+
+run_then_exit(work)
+raise AssertionError("run_then_exit returned in the command's process")
+'''
+
+
+@pytest.mark.parametrize(("code", "status"), [(None, 0), (1, 1), (4, 4), (300, 44),
+                                              ("a message", 1)])
+def test_the_command_exits_with_sys_exits_status_and_runs_what_it_would(
+        tmp_path: Path, code: object, status: int) -> None:
+    script = tmp_path / "gpusem"  # the console script's name: the command itself
+    script.write_text(COMMAND.format(code=code))
+    proc = subprocess.run([sys.executable, str(script), str(tmp_path)],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == status, proc.stderr
+    assert proc.stdout == "buffered, no newline"
+    assert (tmp_path / "atexit").read_text() == "ran"
+    assert (tmp_path / "thread").read_text() == "ran"
+    if isinstance(code, str):
+        assert proc.stderr.strip() == code
+
+
+def test_a_caller_of_the_cli_keeps_its_interpreter() -> None:
+    # pytest is __main__ here: the CLI inside it returns and raises as it did
+    assert not running_as_command()
+    with pytest.raises(SystemExit) as stop:
+        run_then_exit(lambda: sys.exit(3))
+    assert stop.value.code == 3
+    assert exit_status(None) == 0 and exit_status(2) == 2 and exit_status(256) == 0
+
