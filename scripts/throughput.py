@@ -17,7 +17,12 @@ whole wall time (start-up, the last pieces and the merge included): what a perso
 waiting sees. `cpu_utilisation` is the busy share of all the host's cores over the
 run (/proc/stat): whether the cores or the GPUs are the limit. `cpu_ms_per_program`
 is the CPU time of this process and all it started, per program: what other load on
-a shared machine barely moves. `loadavg` is taken at the start.
+a shared machine barely moves; it counts the start-up too (32 interpreters and CUDA
+contexts on a 16-job cuda run). `steady_cpu_ms_per_program` is the host's busy core time
+over the steady windows (the first window's start to the last one's end, /proc/stat read
+at every progress tick) per program checked in them: the campaign's cost a program once
+it runs (issue 31.3), on a host with nothing else running. `loadavg` is taken at the
+start.
 
   python scripts/throughput.py --backend cpu --jobs 2 --seconds 120 --json out.json
   python scripts/throughput.py --engine dask --backend cuda --gpus 2 --jobs 16 ...
@@ -47,6 +52,7 @@ def measure(target: str, prop: str, backend: str, jobs: int, seconds: float,
 
     load, busy0, cpu0 = os.getloadavg(), _host_busy(), _cpu_seconds()
     samples: list[tuple[float, int]] = []
+    busy_at: list[tuple[float, float]] = []  # (time, the host's busy core seconds)
     with tempfile.TemporaryDirectory(prefix="gpusem-throughput-") as out:
         base = {"target_name": target, "backend": backend, "prop": prop,
                 "budget_s": seconds, "seed": seed, "shard": (0, 1), "out_dir": out,
@@ -58,7 +64,10 @@ def measure(target: str, prop: str, backend: str, jobs: int, seconds: float,
         t0 = time.monotonic()
 
         def tick(s) -> None:
-            samples.append((time.monotonic() - t0, s.programs))
+            now = time.monotonic() - t0
+            samples.append((now, s.programs))
+            if (b := _host_busy()) is not None:
+                busy_at.append((now, b[0] / CLOCK_TICKS))
 
         summary = run_campaign(base, engine, shards, on_tick=tick)
         wall = time.monotonic() - t0
@@ -84,6 +93,8 @@ def measure(target: str, prop: str, backend: str, jobs: int, seconds: float,
             "invalid": summary.invalid, "findings": len(summary.findings),
             "failed": summary.failed, "cpu_utilisation": utilisation,
             "cpu_ms_per_program": round(1000 * cpu / max(1, summary.programs), 1),
+            "steady_cpu_ms_per_program": steady_cpu_ms(samples, busy_at, warmup,
+                                                       window, len(rates)),
             "cores": os.cpu_count(), "loadavg": [round(x, 2) for x in load],
             "reference": os.environ.get("GPUSEM_REFERENCE", "fast"),
             "cuda_sync": (os.environ.get("GPUSEM_CUDA_SYNC", "blocking")
@@ -125,6 +136,32 @@ def window_rates(samples: list[tuple[float, int]], warmup: float,
     return rates
 
 
+def steady_cpu_ms(samples: list[tuple[float, int]], busy_at: list[tuple[float, float]],
+                  warmup: float, window: float, windows: int) -> float | None:
+    """The host's busy CPU milliseconds per program over the steady windows
+    [warmup, warmup + windows * window], both read off the ticks nearest the edges
+    (the busy time interpolated as the counts are in `window_rates`)."""
+    if windows == 0 or len(busy_at) < 2:
+        return None
+    end = warmup + windows * window
+    programs = _at(samples, end) - _at(samples, warmup)
+    busy_s = _at(busy_at, end) - _at(busy_at, warmup)
+    return round(1000 * busy_s / programs, 2) if programs > 0 else None
+
+
+def _at(points, t: float) -> float:
+    """A sampled, non-decreasing quantity at time t, interpolated linearly."""
+    points = sorted(points)
+    times = [p for p, _ in points]
+    i = bisect.bisect_left(times, t)
+    if i <= 0:
+        return points[0][1]
+    if i >= len(points):
+        return points[-1][1]
+    (ta, va), (tb, vb) = points[i - 1], points[i]
+    return va + (vb - va) * (t - ta) / (tb - ta) if tb > ta else vb
+
+
 def _workers(engine, name: str, jobs: int, shards: int) -> int:
     if name == "local":
         return shards
@@ -147,6 +184,9 @@ def _cpu_seconds() -> float:
     harness and CUDA workers): all of them, once the engine has closed."""
     t = os.times()
     return t.user + t.system + t.children_user + t.children_system
+
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 def _host_busy() -> tuple[float, float] | None:
