@@ -32,6 +32,8 @@ from gpusem.compiler.bundl_cuda.speed import (
 )
 from gpusem.fuzz.bundl.compile_property import check_program
 
+from tests.compiler.shared_reference import reference_of
+
 NUMBER = re.compile(r"\d+")
 
 
@@ -67,12 +69,17 @@ def test_gpu_programs_are_the_twins_with_other_numbers():
 
 
 @pytest.mark.parametrize("stem", sorted(P.small_twins()))
-@pytest.mark.parametrize("sync_motion", [True, False], ids=["motion", "no-motion"])
-def test_small_twin_agrees_with_interpreter_on_cpu(stem, sync_motion):
+def test_small_twin_agrees_with_interpreter_on_cpu(stem):
+    """With and without wait motion, in one test against one reference (shared with
+    the same text in examples/bundl/bench where test_bundl_examples.py ran in this
+    process: shared_reference.py); two parameters computed it twice."""
     text = P.small_twins()[stem]
     prog = parse_program(text, f"{stem}.bundl")
-    verdict = check_program(prog, "cpu", (0, 1, 2), sync_motion, text, stem)
-    assert verdict.agree, verdict.describe()
+    ref = reference_of(text, f"{stem}.bundl")
+    for sync_motion in (True, False):
+        verdict = check_program(prog, "cpu", (0, 1, 2), sync_motion, text, stem,
+                                ref=ref)
+        assert verdict.agree, (sync_motion, verdict.describe())
 
 
 def test_reduce_reference_matches_the_small_twin_by_hand():

@@ -16,6 +16,8 @@ from gpusem.fuzz.bundl.compile_property import check_program
 from gpusem.interpreter.bundl.reference import reference
 from gpusem.typing_rules.bundl.stmt import check_program as typecheck
 
+from tests.compiler.shared_reference import reference_of
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "bundl"
 
 
@@ -36,11 +38,16 @@ def load(path: Path):
 
 
 @pytest.mark.parametrize("path", well_typed_examples(), ids=lambda p: p.stem)
-@pytest.mark.parametrize("sync_motion", [True, False], ids=["motion", "no-motion"])
-def test_example_agrees_with_interpreter_on_cpu(path, sync_motion):
+def test_example_agrees_with_interpreter_on_cpu(path):
+    """With and without wait motion, in one test: both compare against one reference
+    (it never reads the compile options; see shared_reference.py), which two
+    parameters on two xdist workers each computed (~10 s for an SGEMM twin)."""
     prog, source = load(path)
-    verdict = check_program(prog, "cpu", (0, 1, 2, 3), sync_motion, source, path.name)
-    assert verdict.agree, verdict.describe()
+    ref = reference_of(source, str(path))
+    for sync_motion in (True, False):
+        verdict = check_program(prog, "cpu", (0, 1, 2, 3), sync_motion, source,
+                                path.name, ref=ref)
+        assert verdict.agree, (sync_motion, verdict.describe())
 
 
 def running_examples() -> list[Path]:
