@@ -14,7 +14,8 @@ A test is any callable `text -> bool` (True: still interesting). Built in:
 - `KeepAttribution`: an attribution (`Attributor`) still names the same component.
 
 A guard is a callable `text -> str | None` (None: fine; else why not), checked only
-on candidates the test calls interesting. Built in:
+on candidates the test calls interesting (`cheap` ones before the test; `late` ones on
+the text each pass's walk ends with, reducer.py says how). Built in:
 
 - `BuildsAlone`: `nvcc -arch=sm_90a -c` builds it in an empty folder (no header of
   ours), with "variable used before its value is set" (EDG 549, device and host
@@ -247,6 +248,10 @@ ATTRIBUTOR: Attributor | None = None
 @dataclass
 class BuildsAlone:
     timeout_s: float = 120.0
+    # a full `nvcc -c` (host front end and compile, two device compilations, ptxas):
+    # the reducer asks it of the text each walk ends with, not of every candidate
+    # (reducer.py's docstring)
+    late = True
 
     def __call__(self, text: str) -> str | None:
         argv = [NVCC, *BUILD, "--diag-error=549", "-Xcompiler", "-Werror=uninitialized",
