@@ -211,3 +211,36 @@ def test_the_budget_is_respected() -> None:
 def test_an_uninteresting_input_is_refused() -> None:
     with pytest.raises(NotInteresting):
         reduce_cuda(T1.read_text(), lambda text: False, budget_s=5)
+
+
+class CountingGuard:
+    """A guard that refuses a text that no longer synchronises, and counts its
+    calls and refusals; `late` as the reducer's `BuildsAlone` is."""
+
+    def __init__(self, late: bool) -> None:
+        self.late, self.calls, self.refused = late, 0, 0
+
+    def __call__(self, text: str) -> str | None:
+        self.calls += 1
+        if "cudaDeviceSynchronize()" in text:
+            return None
+        self.refused += 1
+        return "no synchronisation"
+
+
+def test_a_late_guard_is_asked_per_walk_and_its_refusals_are_rolled_back() -> None:
+    def keep(text: str) -> bool:
+        return "__syncwarp(" in text and "bundl_main<<<" in text
+
+    runs = {}
+    for late in (False, True):
+        g = CountingGuard(late)
+        runs[late] = (reduce_cuda(REPRO.read_text(), keep, budget_s=120, guards=[g]), g)
+    for r, g in runs.values():
+        assert r.stopped == "fixpoint" and keep(r.text) and g(r.text) is None
+        assert r.lines_after < 30
+    sg, lg = runs[False][1], runs[True][1]
+    # the late guard refused some walk's text (so the bisection and the roll-back
+    # ran) and still cost fewer calls than one per kept candidate
+    assert lg.refused > 0
+    assert lg.calls < sg.calls, (lg.calls, sg.calls)

@@ -14,7 +14,8 @@ A test is any callable `text -> bool` (True: still interesting). Built in:
 - `KeepAttribution`: an attribution (`Attributor`) still names the same component.
 
 A guard is a callable `text -> str | None` (None: fine; else why not), checked only
-on candidates the test calls interesting. Built in:
+on candidates the test calls interesting (`cheap` ones before the test; `late` ones on
+the text each pass's walk ends with, reducer.py says how). Built in:
 
 - `BuildsAlone`: `nvcc -arch=sm_90a -c` builds it in an empty folder (no header of
   ours), with "variable used before its value is set" (EDG 549, device and host
@@ -40,6 +41,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -78,22 +80,63 @@ class Ran:
     output: str
 
 
-def run_in_scratch(text: str, file_name: str, argv: list[str] | str,
-                   timeout_s: float, stdout_only: bool = False) -> Ran:
-    """Write the candidate alone into a fresh folder and run a command there."""
+def run_in(folder: str | Path, argv: list[str] | str, timeout_s: float,
+           stdout_only: bool = False) -> Ran:
+    """Run a command in `folder`, cut off at the reduction's deadline."""
     deadline = DEADLINE.get()
     if deadline is not None:
         timeout_s = min(timeout_s, max(0.5, deadline - time.monotonic()))
-    with tempfile.TemporaryDirectory(prefix="gpusem-cu-") as tmp:
-        (Path(tmp) / file_name).write_text(text)
-        try:
-            proc = subprocess.run(argv, shell=isinstance(argv, str), cwd=tmp,
-                                  capture_output=True, text=True, errors="replace",
-                                  timeout=timeout_s, check=False)
-        except (subprocess.TimeoutExpired, OSError) as e:
-            return Ran(-1, str(e))
+    try:
+        proc = subprocess.run(argv, shell=isinstance(argv, str), cwd=folder,
+                              capture_output=True, text=True, errors="replace",
+                              timeout=timeout_s, check=False)
+    except (subprocess.TimeoutExpired, OSError) as e:
+        return Ran(-1, str(e))
     return Ran(proc.returncode, proc.stdout if stdout_only else
                proc.stdout + proc.stderr)
+
+
+def run_in_scratch(text: str, file_name: str, argv: list[str] | str,
+                   timeout_s: float, stdout_only: bool = False) -> Ran:
+    """Write the candidate alone into a fresh folder and run a command there."""
+    with tempfile.TemporaryDirectory(prefix="gpusem-cu-") as tmp:
+        (Path(tmp) / file_name).write_text(text)
+        return run_in(tmp, argv, timeout_s, stdout_only)
+
+
+# The last few binaries KeepExit built, by source text (None: it did not build). The
+# same text is often asked more than once: `api.reduce_cuda` asks `report_line` of
+# the input and then the test asks the same input; a build is ~3 s of CPU, a run of
+# an agreeing repro well under one. The binary is still run afresh on every call.
+_BUILT: OrderedDict[tuple[str, str], tempfile.TemporaryDirectory[str] | None] = \
+    OrderedDict()
+_BUILT_KEEP = 4
+
+
+def _built(text: str, timeout_s: float) -> tuple[str | None, Ran]:
+    """The folder holding `./repro` built from `text` (None: it did not build), and
+    the build's own result (a cached one reads `cached`)."""
+    argv = [NVCC, *BUILD, "-o", "repro", "repro.cu"]
+    key = (shlex.join(argv), text)
+    if key in _BUILT:
+        _BUILT.move_to_end(key)
+        folder = _BUILT[key]
+        return (folder.name if folder else None), Ran(0 if folder else 1, "cached")
+    tmp = tempfile.TemporaryDirectory(prefix="gpusem-cu-")
+    (Path(tmp.name) / "repro.cu").write_text(text)
+    ran = run_in(tmp.name, argv, timeout_s)
+    if ran.returncode == -1:  # cut off, not refused: not remembered
+        tmp.cleanup()
+        return None, ran
+    kept = tmp if ran.returncode == 0 else None
+    if kept is None:
+        tmp.cleanup()
+    _BUILT[key] = kept
+    while len(_BUILT) > _BUILT_KEEP:
+        _, old = _BUILT.popitem(last=False)
+        if old is not None:
+            old.cleanup()
+    return (kept.name if kept else None), ran
 
 
 @dataclass
@@ -119,15 +162,23 @@ class KeepExit:
     timeout_s: float = 120.0
 
     def run(self, text: str) -> Ran:
-        """Build, run; exit 0 when the status was `code`, with the program's output."""
-        steps = [shlex.join([NVCC, *BUILD, "-o", "repro", "repro.cu"]) + " >&2"]
+        """Build (or take the cached build of this text), run; exit 0 when the status
+        was `code`, with the program's output."""
+        folder, built = _built(text, self.timeout_s)
+        if folder is None:
+            return Ran(built.returncode or 1, "")
+        steps = []
         if self.sanitize:
             steps.append("compute-sanitizer --tool memcheck --error-exitcode 99 "
                          "./repro > /dev/null; test $? -ne 99")
         steps.append(f"./repro > out.txt 2>/dev/null; test $? -eq {int(self.code)} "
                      "&& cat out.txt")
-        return run_in_scratch(text, "repro.cu", " && ".join(steps), self.timeout_s,
-                              stdout_only=True)
+        # each run in a fresh folder, as when it built there: what a run leaves
+        # (out.txt, files the program writes) is not the next run's
+        with tempfile.TemporaryDirectory(prefix="gpusem-cu-") as tmp:
+            for name in ("repro.cu", "repro"):
+                shutil.copy2(Path(folder) / name, Path(tmp) / name)
+            return run_in(tmp, " && ".join(steps), self.timeout_s, stdout_only=True)
 
     def __call__(self, text: str) -> bool:
         ran = self.run(text)
@@ -197,6 +248,10 @@ ATTRIBUTOR: Attributor | None = None
 @dataclass
 class BuildsAlone:
     timeout_s: float = 120.0
+    # a full `nvcc -c` (host front end and compile, two device compilations, ptxas):
+    # the reducer asks it of the text each walk ends with, not of every candidate
+    # (reducer.py's docstring)
+    late = True
 
     def __call__(self, text: str) -> str | None:
         argv = [NVCC, *BUILD, "--diag-error=549", "-Xcompiler", "-Werror=uninitialized",

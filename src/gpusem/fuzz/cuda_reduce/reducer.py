@@ -8,6 +8,18 @@ interesting and (4) every guard accepts. Rounds repeat until one changes nothing
 the budget is spent; then `clang_format_lite` normalises the whitespace, kept if the
 test still agrees. Verdicts are cached by text, so no candidate runs twice.
 
+A guard marked `late` (`BuildsAlone`: a full `nvcc -c`, ~4x the CPU of the test's
+`nvcc -ptx`, and refused on 2 of 27 candidates the test kept in a bloated-T1
+reduction) is not asked of each kept candidate: it is asked of the last kept text
+after every LATE_EVERY kept candidates and at the end of each pass's walk (with the
+janitor after it). When it refuses, a bisection over the candidates kept since it
+last accepted finds the first refused one, which is marked uninteresting; the search
+goes back to the text before it (the late guards accepted that one) and goes on (at
+the end of a walk: the walk runs again). So every text a walk ends with, and the
+result, passes every guard. The bloated-T1 reduction of
+tests/fuzz/test_cuda_reduce_nvcc.py ran `nvcc -c` 47 times, now 20
+(scripts/measure_cuda_reduce_t1.py).
+
 Deterministic: no randomness, no clock in any decision except the budget's stop; one
 candidate at a time. Two runs with the same budget that both reach the fixpoint give
 the same text.
@@ -33,6 +45,13 @@ from gpusem.fuzz.cuda_reduce.tokens import (
 )
 
 JANITOR = "remove_unused_functions_and_macros"
+# How many kept candidates wait for the late guards at most: a long chain costs few
+# builds, but a refusal in it costs a bisection and throws away the work after the
+# refused candidate. With a build ~4x a test, ~2.5 tests per kept candidate and ~1
+# refusal in 13 kept candidates (a bloated-T1 reduction), a chain of 3 to 8 costs
+# about the same per kept candidate (~0.5 of a build, against 1 when each is built);
+# 4 is the low end of that.
+LATE_EVERY = 4
 
 
 def default_passes(search: tuple[Path, ...] = ()) -> list[Pass]:
@@ -81,33 +100,80 @@ class _Search:
                  on_progress: Callable[[Progress], None] | None) -> None:
         self.test, self.guards, self.deadline = test, guards, deadline
         self.on_progress = on_progress
+        self.cheap = [g for g in guards if getattr(g, "cheap", False)]
+        self.late = [g for g in guards if getattr(g, "late", False)]
+        self.dear = [g for g in guards if g not in self.cheap and g not in self.late]
         self.cache: dict[str, bool] = {}
+        self.late_cache: dict[str, bool] = {}
         self.tests, self.round, self.pass_name = 0, 0, ""
         self.t0 = time.monotonic()
         self.best = ""
+        self.settled = ""  # the last text the late guards accepted
+        self.unsettled: list[str] = []  # texts kept since, oldest first
+        self.stayed = 0  # kept texts the late guards let stay, in all
 
     def out_of_time(self) -> bool:
         return time.monotonic() >= self.deadline
 
     def keeps(self, candidate: str) -> bool:
+        """Whether the walk may keep `candidate` (it then becomes the best text)."""
         if candidate in self.cache:
-            return self.cache[candidate]
+            # kept again (after a roll-back): it waits for the late guards again
+            return self.cache[candidate] and self._unsettled(candidate)
         if size_key(candidate) >= size_key(self.best) or not _balanced(candidate):
             return False
         if self.out_of_time():
             return False
         self.tests += 1
-        # static guards first (free), then the test, then the guards that compile
-        cheap = [g for g in self.guards if getattr(g, "cheap", False)]
-        dear = [g for g in self.guards if not getattr(g, "cheap", False)]
-        ok = all(g(candidate) is None for g in cheap) and self.test(candidate) \
-            and all(g(candidate) is None for g in dear)
+        # static guards first (free), then the test, then the guards that compile;
+        # the late ones wait for `settle`
+        ok = all(g(candidate) is None for g in self.cheap) and self.test(candidate) \
+            and all(g(candidate) is None for g in self.dear)
         self.cache[candidate] = ok
         if self.on_progress is not None:
             self.on_progress(Progress(self.round, self.pass_name,
                                       count_lines(candidate if ok else self.best),
                                       self.tests, time.monotonic() - self.t0))
-        return ok
+        return ok and self._unsettled(candidate)
+
+    def _unsettled(self, candidate: str) -> bool:
+        """Queue a kept candidate for the late guards; at LATE_EVERY queued, settle
+        (False: a refusal sent the best text back, so the walk does not keep it)."""
+        if not self.late:
+            return True
+        self.unsettled.append(candidate)
+        return len(self.unsettled) < LATE_EVERY or self.settle()
+
+    def _late_ok(self, text: str) -> bool:
+        if text not in self.late_cache:
+            self.late_cache[text] = all(g(text) is None for g in self.late)
+        return self.late_cache[text]
+
+    def settle(self) -> bool:
+        """Ask the late guards about the last text kept. True: it passes, and so
+        every text kept since the last settle stays. Else the first refused one is
+        found by bisection (the late guards accepted the one before it), marked
+        uninteresting, and the best text goes back to the one before it."""
+        chain, self.unsettled = self.unsettled, []
+        if not chain or self._late_ok(chain[-1]):
+            if chain:
+                self.settled = chain[-1]
+            self.stayed += len(chain)
+            return True
+        # invariant: chain[good] accepted (-1: self.settled), chain[bad] refused
+        good, bad = -1, len(chain) - 1
+        while bad - good > 1:
+            mid = (good + bad) // 2
+            if self._late_ok(chain[mid]):
+                good = mid
+            else:
+                bad = mid
+        self.cache[chain[bad]] = False
+        if good >= 0:
+            self.settled = chain[good]
+        self.best = self.settled
+        self.stayed += good + 1
+        return False
 
 
 def _balanced(text: str) -> bool:
@@ -128,9 +194,12 @@ def _run_sites(s: _Search, p: Pass) -> int:
         if index >= len(sites):
             return kept
         for alt in sites[index]:
-            candidate = apply(s.best, alt)
+            base = s.best
+            candidate = apply(base, alt)
             if s.keeps(candidate):
                 s.best, kept = candidate, kept + 1
+                break
+            if s.best is not base:  # a settle went back: the sites are stale
                 break
         else:
             index += 1
@@ -150,9 +219,11 @@ def _run_chunks(s: _Search, p: Pass) -> int:
             size, index = max(1, size // 2), 0
             continue
         edits = tuple(e for site in sites[index:index + size] for e in site[0])
-        if s.keeps(apply(s.best, edits)):
-            s.best, kept = apply(s.best, edits), kept + 1
-        else:
+        base = s.best
+        candidate = apply(base, edits)
+        if s.keeps(candidate):
+            s.best, kept = candidate, kept + 1
+        elif s.best is base:  # (else a settle went back: the same index again)
             index += size
     return kept
 
@@ -180,7 +251,7 @@ def reduce_cuda(text: str, test: Interesting, *, budget_s: float = 300.0,
         # the last tenth of the budget (at most 30 s) is kept for the formatting
         reserve = min(30.0, 0.1 * budget_s)
         s = _Search(test, kept_guards, t0 + budget_s - reserve, on_progress)
-        s.best = text
+        s.best = s.settled = text
         chosen = list(passes) if passes is not None else default_passes()
         stats = {p.name: PassStats() for p in chosen}
         stopped = _fixpoint(s, chosen, stats, max_rounds)
@@ -209,13 +280,30 @@ def _fixpoint(s: _Search, passes: list[Pass], stats: dict[str, PassStats],
         for p in passes:
             if s.out_of_time():
                 return "budget"
-            kept = _walk(s, p, stats)
-            if kept and janitor is not None and p is not janitor:
-                _walk(s, janitor, stats)
+            kept = _walk_settled(s, p, janitor, stats)
             changed = changed or kept > 0
         if not changed:
             return "fixpoint"
     return "budget" if s.out_of_time() else "rounds"
+
+
+def _walk_settled(s: _Search, p: Pass, janitor: Pass | None,
+                  stats: dict[str, PassStats]) -> int:
+    """A walk of `p` (and of the janitor when `p` kept something), then `settle`;
+    after a refusal the walk runs again from the text `settle` went back to (the
+    refused candidate now cached as uninteresting). The number of kept candidates
+    that stay kept."""
+    if not s.late:
+        kept = _walk(s, p, stats)
+        if kept and janitor is not None and p is not janitor:
+            _walk(s, janitor, stats)
+        return kept
+    before = s.stayed
+    while True:
+        if _walk(s, p, stats) and janitor is not None and p is not janitor:
+            _walk(s, janitor, stats)
+        if s.settle() or s.out_of_time():
+            return s.stayed - before
 
 
 def _walk(s: _Search, p: Pass, stats: dict[str, PassStats]) -> int:
