@@ -528,3 +528,31 @@ def test_a_backends_start_up_does_not_shrink_every_later_batch(tmp_path) -> None
     assert batches[0][1] == FIRST_BATCH and summary.programs > 500
     middle = [n for t, n in batches if c.t0 + 2.0 <= t <= c.t0 + 3.0]
     assert middle and all(n == 50 for n in middle), batches
+
+
+class CountingToy(PrefetchToy):
+    """A batched toy that keeps every program it was asked to batch-check."""
+
+    def __init__(self, backend: str = "cpu"):
+        super().__init__(backend)
+        self.batched: list[tuple] = []
+
+    def prefetch(self, programs, prop) -> bool:
+        self.batched += [tuple(p) for p in programs]
+        return super().prefetch(programs, prop)
+
+
+def test_max_programs_cuts_the_rounds_generation_and_batch_check(tmp_path) -> None:
+    """--max-programs 30 with rounds of 100 drew (and batch-checked) the whole round of
+    100 to read 30 of it; now the round's generation stops at the programs left, and
+    what is checked is the same: the first programs of the whole round."""
+    from gpusem.fuzz.campaign import round_seed
+    from gpusem.fuzz.hunt import generate_round
+
+    made: list[CountingToy] = []
+    register_target("countingtoy", lambda backend: made.append(CountingToy()) or made[-1])
+    summary = campaign(tmp_path, target_name="countingtoy", max_programs=30,
+                       round_size=100).run()
+    assert summary.programs == 30
+    whole = generate_round(made[0].strategy("compile"), round_seed(7, 0), 100)
+    assert made[0].batched == [tuple(d.program) for d in whole[:30]]

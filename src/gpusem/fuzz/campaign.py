@@ -240,6 +240,24 @@ class Campaign:
         """The time budget is spent (a signal is asked about between programs)."""
         return self._elapsed() >= self.budget_s
 
+    def _generation_stop(self) -> Callable[[], bool]:
+        """The round's generation stops when the budget is spent or once it holds the
+        programs --max-programs leaves (asked once before each program): a cut round
+        holds the first programs of the whole one, so the campaign checks the same
+        programs, without drawing (and batch-checking) a round of 100 for the 30
+        `--max-programs 30` reads."""
+        left = (None if self.max_programs is None
+                else self.max_programs - self.summary.programs)
+        asked = 0
+
+        def stop() -> bool:
+            nonlocal asked
+            if left is not None and asked >= left:
+                return True
+            asked += 1
+            return self._spent()
+        return stop
+
     def _past_hard_stop(self) -> bool:
         return self._elapsed() >= hard_stop_s(self.budget_s)
 
@@ -317,8 +335,8 @@ class Campaign:
         if begin is not None:
             begin((r - self.shard[0]) // self.shard[1])  # this shard's round number
         try:
-            drawn = generate_round(strategy, seed, self.round_size, self._spent,
-                                   self.generation)
+            drawn = generate_round(strategy, seed, self.round_size,
+                                   self._generation_stop(), self.generation)
         except Exception as err:  # noqa: BLE001 - the generator crashed
             self._internal(target, internal_result(err, stage="generate"))
             return
