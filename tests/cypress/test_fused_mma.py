@@ -204,6 +204,41 @@ def test_both_meanings_agree_on_integer_data() -> None:
     assert np.array_equal(d, d2) and np.array_equal(d, a[:, :8] @ b[:8])
 
 
+def test_the_integer_shortcut_is_the_loop_bit_for_bit() -> None:
+    """fma32.mma_fused takes one matrix product on integer data where no step can
+    round (fma32._integer_mma); it must give the element-by-element loop's bits,
+    the zero's sign included (a -0 in C must come out -0 when every product is
+    -0), and rounding data just past 2^24 must still round as the loop does."""
+    from gpusem.calculus import fma32 as fma_mod
+
+    rng = np.random.default_rng(11)
+    cases = []
+    for scale in (1, 3, 1000, 2**11):  # the last: sums up to about 2^24 and past it
+        a = rng.integers(-scale, scale + 1, (6, 9)).astype(F32)
+        b = rng.integers(-scale, scale + 1, (9, 5)).astype(F32)
+        c = rng.integers(-scale, scale + 1, (6, 5)).astype(F32)
+        cases.append((c, a, b))
+    # zeros: -0 products (-0 * 3, 0 * -3) onto +0 accumulators (the shortcut) and
+    # onto -0 ones (the loop)
+    neg_zero, three = np.full((2, 3), -0.0, F32), np.full((3, 2), 3.0, F32)
+    cases.append((np.array([[0.0, 0.0], [2.0, 1.0]], F32), neg_zero, three))
+    cases.append((np.array([[-0.0, 0.0], [-0.0, 1.0]], F32), neg_zero, three))
+    cases.append((np.array([[-0.0, 0.0], [-0.0, 1.0]], F32), np.zeros((2, 3), F32),
+                  -three))
+    # just past 2^24: 2^24 + 1 is not a float32, so the loop rounds
+    cases.append((np.full((1, 1), 2.0**24, F32), np.ones((1, 3), F32),
+                  np.ones((3, 1), F32)))
+    took = []
+    for c, a, b in cases:
+        took.append(fma_mod._integer_mma(c, a, b) is not None)
+        got = mma_fused(c, a, b)
+        want = _loop_fma(c, a, b)
+        assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), (c, a, b)
+    # the shortcut was taken on the small cases and the +0 C (the fourth, near
+    # 2^24, either way), refused on the -0 C and past 2^24
+    assert took == [True] * 3 + [took[3], True, False, False, False], took
+
+
 def test_the_fused_wgmma_means_the_fused_leaf() -> None:
     rng = np.random.default_rng(6)
     d, a, bt = _floats(rng, (64, 16)), _floats(rng, (64, 8)), _floats(rng, (16, 8))

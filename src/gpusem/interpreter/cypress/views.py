@@ -20,6 +20,7 @@ partition_by_mma".
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -44,7 +45,7 @@ class View:
 
     @property
     def shape(self) -> tuple[int, ...]:
-        return tuple(int(x) for x in self.idx.shape)
+        return self.idx.shape  # already a tuple of Python ints (read per launch)
 
     def read(self) -> np.ndarray:
         return np.asarray(self.base[self.idx])
@@ -112,6 +113,21 @@ def _c_cols(cols: int, proc: Processor, unit: int) -> list[int]:
     return [8 * c + 2 * (unit % 4) + e for c in range(cols // 8) for e in (0, 1)]
 
 
+@functools.lru_cache(maxsize=4096)
+def _mma_ix(shape: tuple[int, ...], proc: Processor, operand: str,
+            u: int) -> tuple[np.ndarray, np.ndarray]:
+    """Unit u's rows and columns (np.ix_) of an operand of this shape: the same for
+    every tile of a GEMM, so built once (a 256 GEMM's reading asks ~57,000 times)."""
+    rows = (np.array(_c_rows(shape[0], proc, u)) if operand != "B"
+            else np.arange(shape[0]))
+    cols = (np.array(_c_cols(shape[1], proc, u)) if operand != "A"
+            else np.arange(shape[1]))
+    ix = np.ix_(rows, cols)
+    for a in ix:
+        a.flags.writeable = False  # shared between calls
+    return ix
+
+
 def partition_by_mma(v: View, instr_m: int, proc: Processor, operand: str,
                      span: Span) -> Partition:
     """The Tensor Core partition of Fig. 4 (l.198) for operand A, B or C."""
@@ -138,11 +154,7 @@ def partition_by_mma(v: View, instr_m: int, proc: Processor, operand: str,
 
     def piece(index: tuple[int, ...]) -> View:
         (u,) = index
-        rows = (np.array(_c_rows(v.shape[0], proc, u)) if operand != "B"
-                else np.arange(v.shape[0]))
-        cols = (np.array(_c_cols(v.shape[1], proc, u)) if operand != "A"
-                else np.arange(v.shape[1]))
-        return View(v.base, v.idx[np.ix_(rows, cols)], v.root)
+        return View(v.base, v.idx[_mma_ix(v.shape, proc, operand, u)], v.root)
 
     return Partition(v, (units,), piece, f"mma-{operand}")
 
