@@ -59,6 +59,7 @@ lets `--resume` continue from the next round.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import time
 from collections.abc import Callable
@@ -241,22 +242,11 @@ class Campaign:
         return self._elapsed() >= self.budget_s
 
     def _generation_stop(self) -> Callable[[], bool]:
-        """The round's generation stops when the budget is spent or once it holds the
-        programs --max-programs leaves (asked once before each program): a cut round
-        holds the first programs of the whole one, so the campaign checks the same
-        programs, without drawing (and batch-checking) a round of 100 for the 30
-        `--max-programs 30` reads."""
-        left = (None if self.max_programs is None
-                else self.max_programs - self.summary.programs)
-        asked = 0
-
-        def stop() -> bool:
-            nonlocal asked
-            if left is not None and asked >= left:
-                return True
-            asked += 1
-            return self._spent()
-        return stop
+        """Generation stops when the budget is spent or (asked before each program) at
+        what --max-programs leaves: the whole round's prefix, not 100 drawn for 30."""
+        cap, asked = self.max_programs, itertools.count()
+        left = float("inf") if cap is None else cap - self.summary.programs
+        return lambda: next(asked) >= left or self._spent()
 
     def _past_hard_stop(self) -> bool:
         return self._elapsed() >= hard_stop_s(self.budget_s)

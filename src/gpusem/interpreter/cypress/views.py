@@ -122,10 +122,9 @@ def _mma_ix(shape: tuple[int, ...], proc: Processor, operand: str,
             else np.arange(shape[0]))
     cols = (np.array(_c_cols(shape[1], proc, u)) if operand != "A"
             else np.arange(shape[1]))
-    ix = np.ix_(rows, cols)
-    for a in ix:
-        a.flags.writeable = False  # shared between calls
-    return ix
+    r, c = np.ix_(rows, cols)
+    r.flags.writeable = c.flags.writeable = False  # shared between calls
+    return r, c
 
 
 def partition_by_mma(v: View, instr_m: int, proc: Processor, operand: str,
