@@ -117,21 +117,10 @@ def window_rates(samples: list[tuple[float, int]], warmup: float,
     inside the sampled span, the running count interpolated at the window edges."""
     if len(samples) < 2:
         return []
-    samples = sorted(samples)
-    times = [t for t, _ in samples]
-
-    def count_at(t: float) -> float:
-        i = bisect.bisect_left(times, t)
-        if i <= 0:
-            return samples[0][1]
-        if i >= len(samples):
-            return samples[-1][1]
-        (ta, ca), (tb, cb) = samples[i - 1], samples[i]
-        return ca + (cb - ca) * (t - ta) / (tb - ta) if tb > ta else cb
-
+    last = max(t for t, _ in samples)
     rates, start = [], warmup
-    while start + window <= times[-1]:
-        rates.append(60.0 * (count_at(start + window) - count_at(start)) / window)
+    while start + window <= last:
+        rates.append(60.0 * (_at(samples, start + window) - _at(samples, start)) / window)
         start += window
     return rates
 
