@@ -48,6 +48,24 @@ def test_a_cut_direct_round_holds_the_first_programs_of_the_whole_one() -> None:
     assert len(cut) == 12 and _values(cut) == _values(whole[:12])
 
 
+@pytest.mark.parametrize("generation", [DIRECT, ENGINE])
+def test_stop_is_asked_once_a_program_where_candidates_are_invalid(generation) -> None:
+    """A caller may count stop()'s calls as programs (--max-programs: the campaign's
+    _generation_stop): invalid candidates and repeats are not asked about."""
+    odd = st.integers(0, 10**6).filter(lambda x: x % 2 == 1)
+    whole = generate_round(odd, 1, 30, generation=generation)
+    asked = [0]
+
+    def stop() -> bool:
+        asked[0] += 1
+        return asked[0] > 12
+
+    cut = generate_round(odd, 1, 30, stop, generation=generation)
+    assert len(cut) == 12 and _values(cut) == _values(whole[:12])
+    if generation == DIRECT:  # hypothesis's engine replays the example that stopped it
+        assert asked[0] == 13
+
+
 def test_a_round_has_no_choice_sequence_twice_and_a_small_strategy_runs_dry() -> None:
     drawn = generate_round(st.integers(0, 9), 5, 30, generation=DIRECT)
     assert sorted(d.program for d in drawn) == list(range(10))  # ten, each once

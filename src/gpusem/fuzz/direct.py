@@ -89,8 +89,10 @@ def _no_test() -> None:  # the build context's wrapped test: none runs here
 def direct_round(strategy: Any, seed: int, n: int,
                  stop: Callable[[], bool] | None = None) -> list[tuple[Any, tuple]]:
     """The round's `n` (program, choice sequence) pairs, fewer where the strategy runs
-    dry; `stop()` true before a program cuts the round there. The caller provides
-    `stable_constants` and the other reproducibility contexts (`hunt.generate_round`)."""
+    dry; `stop()`, asked once before each program is kept (as the engine mode asks it:
+    a caller may count the calls as programs, `Campaign._generation_stop`), true cuts
+    the round there. The caller provides `stable_constants` and the other
+    reproducibility contexts (`hunt.generate_round`)."""
     from hypothesis.control import BuildContext
     from hypothesis.errors import StopTest, UnsatisfiedAssumption
     from hypothesis.internal.conjecture.choice import choices_key
@@ -100,7 +102,7 @@ def direct_round(strategy: Any, seed: int, n: int,
     out: list[tuple[Any, tuple]] = []
     seen: set[tuple] = set()
     for k in range(max_candidates(n)):
-        if len(out) >= n or (stop is not None and stop()):
+        if len(out) >= n:
             break
         data = ConjectureData(random=Random(example_seed(seed, k)))
         try:
@@ -116,5 +118,7 @@ def direct_round(strategy: Any, seed: int, n: int,
         if key in seen:
             continue
         seen.add(key)
+        if stop is not None and stop():
+            break
         out.append((program, choices))
     return out

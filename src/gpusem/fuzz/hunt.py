@@ -71,8 +71,9 @@ def generate_round(strategy: Any, seed: int, n: int,
                    stop: Callable[[], bool] | None = None,
                    generation: str = DEFAULT_GENERATION) -> list[Drawn]:
     """The round's `n` programs (fewer if the strategy runs dry), from `seed`, drawn
-    the `generation` way (`GENERATIONS`); `stop()` true cuts the round short (a
-    campaign's budget spent: issue 31.1, where generating a round took seconds). A
+    the `generation` way (`GENERATIONS`); `stop()`, asked once before each program
+    is kept in either mode, true cuts the round short (a campaign's budget spent:
+    issue 31.1, where generating a round took seconds; --max-programs reached). A
     cut round holds the first programs of the whole one."""
     if check_generation(generation) == DIRECT:
         # the same programs in every process, as below
