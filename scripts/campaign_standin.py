@@ -29,7 +29,7 @@ import sys
 import tempfile
 import time
 
-from tree_runs import tree_env
+from tree_runs import tree_commit, tree_env
 
 
 def one(seconds: float, seed: int, round_size: int, start_s: float = 0.0) -> dict:
@@ -80,8 +80,6 @@ def one(seconds: float, seed: int, round_size: int, start_s: float = 0.0) -> dic
 
 
 def main(argv: list[str] | None = None) -> int:
-    from profile_stages import _commit as commit_of  # this folder's: git or COMMIT
-
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tree", action="append", default=[])
     ap.add_argument("--seconds", type=float, default=60.0)
@@ -111,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         calls = sum(r["nvrtc_calls"] for r in rs)
         cpu, nv = (sum(r[k] * r["programs"] for r in rs) / max(1, n)
                    for k in ("cpu_ms_per_program", "nvrtc_cpu_ms_per_program"))
-        trees.append({"tree": tree, "commit": commit_of(tree), "programs": n,
+        trees.append({"tree": tree, "commit": tree_commit(tree), "programs": n,
                       "cpu_ms_per_program": round(cpu, 2),
                       "nvrtc_cpu_ms_per_program": round(nv, 2),
                       "rest_cpu_ms_per_program": round(cpu - nv, 2),

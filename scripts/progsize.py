@@ -37,7 +37,7 @@ import subprocess
 import sys
 import time
 
-from tree_runs import runs_over_trees, tree_commit, tree_env
+from tree_runs import runs_over_trees, tree_commit, tree_env, write_result
 
 EMPTY = 'extern "C" __global__ void bundl_main() {}\n'
 KERNEL_ON_CLAIM = re.compile(r"claim \w+ into oc\d+ at")  # kernels.thread_tree's claim
@@ -250,12 +250,7 @@ def main(argv: list[str] | None = None) -> int:
                    "cores": os.cpu_count(),
                    "loadavg": [round(x, 2) for x in os.getloadavg()],
                    "command": shlex.join([os.path.basename(sys.executable), *sys.argv])})
-    text = json.dumps(result, indent=1)
-    print(text)
-    if args.json:
-        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-        with open(args.json, "w") as f:
-            f.write(text + "\n")
+    write_result(result, args.json)
     return 0
 
 

@@ -37,7 +37,7 @@ import subprocess
 import sys
 import time
 
-from tree_runs import runs_over_trees, tree_commit, tree_env
+from tree_runs import runs_over_trees, tree_commit, tree_env, write_result
 
 BATCH = 20  # changed programs checked per cpu build (one g++ call)
 
@@ -212,12 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     result.update({"seeds": args.seeds, "rounds": args.rounds, "jobs": args.jobs,
                    "round_size": args.round_size, "backend": "cpu",
                    "command": shlex.join([os.path.basename(sys.executable), *sys.argv])})
-    text = json.dumps(result, indent=1)
-    print(text)
-    if args.json:
-        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-        with open(args.json, "w") as f:
-            f.write(text + "\n")
+    write_result(result, args.json)
     return 0
 
 

@@ -63,7 +63,7 @@ from dataclasses import replace
 from typing import Any
 
 from toolchain_cost import cpu_seconds  # this folder's: own and children's CPU s
-from tree_runs import tree_env
+from tree_runs import tree_commit, tree_env
 
 CORES = 16
 STAGES = ("generate", "reference", "compile", "build:nvrtc", "build:nvcc-O3",
@@ -270,12 +270,6 @@ def summary(runs: list[dict], launch_ms: float) -> dict:
             "digests": [r["digest"] for r in runs]}
 
 
-def _commit(tree: str) -> str:
-    done = subprocess.run(["git", "-C", tree, "rev-parse", "--short", "HEAD"],
-                          check=False, capture_output=True, text=True)
-    return done.stdout.strip() or "(not a git checkout)"
-
-
 def _run_tree(tree: str, args: argparse.Namespace, first: int) -> dict:
     """This script on `tree`'s src/, in a fresh process: one turn of rounds."""
     env = tree_env(tree)
@@ -319,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
         "loadavg": [round(x, 2) for x in os.getloadavg()],
         "fixed_cpu_ms_per_call": fixed_costs(),
         "launch_ms": args.launch_ms,
-        "trees": [{"tree": t, "commit": _commit(t), "runs": rs}
+        "trees": [{"tree": t, "commit": tree_commit(t), "runs": rs}
                   | summary(rs, args.launch_ms) for t, rs in runs.items()],
     }
     digests = {tuple(t["digests"]) for t in out["trees"]}

@@ -1,12 +1,13 @@
 """What the scripts that compare source trees in one command share (profile_stages,
 progsize, progsize_power, campaign_standin, ...): a tree's child process environment,
-the tree's commit, and running every seed on every tree.
+the tree's commit, running every seed on every tree, and the result written.
 
 A script imports it as a sibling (running a script puts its folder first on the
 path; tests/script_module.load_script does the same)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from collections.abc import Callable, Iterable
@@ -57,3 +58,13 @@ def runs_over_trees(trees: list[str], seeds: Iterable[int], jobs: int,
         for tree in trees:
             runs[tree].append(in_tree(tree, seed) if tree else here(seed))
     return runs
+
+
+def write_result(result: dict, path: str | None) -> None:
+    """The result printed as JSON, and written to `path` (its folder made) if given."""
+    text = json.dumps(result, indent=1)
+    print(text)
+    if path:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(text + "\n")
