@@ -176,14 +176,14 @@ def _analyse(prog: A.Program, walked: Collector | None, timeout_ms: int | None,
 
     deadline = None if budget_s is None else time.monotonic() + budget_s
     c = walked
-    if c is None:
-        c = Collector(prog)
+    if c is None:  # the walk reached for z3: walked again here, judged the same way
+        c = Collector(prog)  # (an incomplete walk proves nothing, whichever path)
         collectors.append(c)
         c.run()
     else:
         collectors.append(c)
-        if (early := _without_pairs(prog, c)) is not None:
-            return early
+    if (early := _without_pairs(prog, c)) is not None:
+        return early
     report = RaceReport(True)
     solver = z3.Solver()
     solver.set("rlimit", rlimit)
