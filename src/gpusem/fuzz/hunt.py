@@ -49,6 +49,7 @@ from gpusem.fuzz.reproducible import (
     stable_constants,
     with_seed,
 )
+from gpusem.fuzz.span_groups import fast_mutator_groups
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis.database import ExampleDatabase
 
@@ -91,8 +92,10 @@ def generate_round(strategy: Any, seed: int, n: int,
                     verbosity=Verbosity.quiet,
                     suppress_health_check=list(HealthCheck))(given(strategy)(collect))
     # the same programs in every process; numpy's random state, which no draw reads,
-    # not saved and reseeded around each example
-    with stable_constants(), gpusem_storage(), numpy_random_left_alone():
+    # not saved and reseeded around each example; the mutator's span groups computed
+    # in one pass (the same groups: span_groups.py)
+    with stable_constants(), gpusem_storage(), numpy_random_left_alone(), \
+            fast_mutator_groups():
         try:
             with_seed(test, seed)()
         except _Enough:

@@ -18,7 +18,8 @@ lacks it, there is nothing to pin and nothing is done (the pinning test then fai
 saying so).
 
 This module is the one place gpusem reaches into hypothesis past its public API (issue
-32.12, with `fuzz/direct.py`, whose `DIRECT_INTERNALS` are checked here too;
+32.12, with `fuzz/direct.py` and `fuzz/span_groups.py`, whose `DIRECT_INTERNALS` and
+`SPAN_GROUP_INTERNALS` are checked here too;
 `missing_internals` lists what a hypothesis version lacks, and
 tests/fuzz/test_reproducible.py fails loudly, naming it, on an incompatible one): the
 local-constant pool above; hypothesis's composite strategy class, drawn from directly
@@ -466,6 +467,7 @@ def missing_internals() -> list[str]:
     import importlib
 
     from gpusem.fuzz.direct import DIRECT_INTERNALS
+    from gpusem.fuzz.span_groups import SPAN_GROUP_INTERNALS
 
     wanted = [("hypothesis.internal.conjecture.providers", "_get_local_constants"),
               ("hypothesis.internal.conjecture.providers", "Constants"),
@@ -479,7 +481,7 @@ def missing_internals() -> list[str]:
               ("hypothesis.internal.entropy", "NP_RANDOM"),
               ("hypothesis.internal.entropy", "get_seeder_and_restorer"),
               ("hypothesis.strategies._internal.core", "CompositeStrategy"),
-              *FAST_DRAW_INTERNALS, *DIRECT_INTERNALS,
+              *FAST_DRAW_INTERNALS, *DIRECT_INTERNALS, *SPAN_GROUP_INTERNALS,
               ("hypothesis.strategies._internal.lazy", "unwrap_strategies"),
               ("hypothesis.strategies._internal.deferred", "DeferredStrategy"),
               ("hypothesis.strategies._internal.collections", "ListStrategy"),

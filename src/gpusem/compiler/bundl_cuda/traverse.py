@@ -116,12 +116,27 @@ def map_stmt_exprs(s: K.KStmt, fn: Callable[[K.KExpr], K.KExpr | None]) -> K.KSt
 
 
 def map_bodies(s: K.KStmt, rewrite: Callable[[Body], Body]) -> K.KStmt:
-    """`s` with each nested statement tuple passed through `rewrite`."""
+    """`s` with each nested statement tuple passed through `rewrite`.
+
+    Note: a body that `rewrite` gives back with the very same statements (most bodies
+    in most passes) is not a change, and a statement none of whose bodies changed is
+    `s` itself, not a copy: an unchanged subtree is not rebuilt by every pass (issue
+    31.3), as `map_expr` keeps an unchanged expression (KIR nodes are frozen: an equal
+    copy and the node itself are interchangeable)."""
     names = _body_names(s)
     if not names:  # most statements: no nested body to rewrite
         return s
-    changes = {n: rewrite(b) for n in names if isinstance(b := getattr(s, n), tuple)}
+    changes: dict[str, object] = {}
+    for n in names:
+        if isinstance(b := getattr(s, n), tuple) and not _same(new := rewrite(b), b):
+            changes[n] = new
     return _replaced(s, changes)
+
+
+def _same(new: Body, old: Body) -> bool:
+    """Whether `new` holds the very statements of `old`, in order."""
+    return new is old or (len(new) == len(old)
+                          and all(a is b for a, b in zip(new, old, strict=True)))
 
 
 def bodies(s: K.KStmt) -> list[Body]:
