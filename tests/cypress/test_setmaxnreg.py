@@ -148,3 +148,29 @@ def test_the_benchmark_names_regs(mod: ModuleType) -> None:
     assert "u256-v128-wgs2-p3" not in mod.MAPPINGS
     with pytest.raises(ValueError, match="fma form has no warp roles"):
         mod.named("fig5-fma-regs")
+
+
+def test_the_cluster_gemm_example_splits_and_agrees() -> None:
+    """examples/gpuir/gemm_hopper.gpuir (Exo-GPU's Hopper GEMM: clusters of 2 CTAs,
+    the producer class first, 1 producer and 3 unused warps in it): split with
+    setmaxnreg, the warp index taken within the CTA (`gs_t % 384`), and equal to its
+    reading bit for bit on the cpu harness under 2 schedules."""
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "gpuir" / "gemm_hopper.gpuir"
+    text = path.read_text()
+    sizes = {"N": 256}
+    proc = parse_module(text, path.name).procs[-1]
+    compiled = compile_proc(proc, sizes, source=text, setmaxnreg=True)
+    src = compiled.source
+    assert src.count("gs_setmaxnreg_dec(40);") == 1
+    assert src.count("gs_setmaxnreg_inc(232);") == 1
+    assert src.index("gs_setmaxnreg_dec(40);") < src.index("gs_setmaxnreg_inc(232);")
+    assert "if ((unsigned)(gs_t % 384 / 32) < 4u) {  // role split" in src
+    assert "__launch_bounds__(384, 1)" in src
+    inputs = make_inputs(proc, sizes)
+    case = Case(proc, dict(sizes), inputs, run_sequential(proc, sizes, inputs),
+                source=text)
+    case.compiled = compiled
+    (verdict,) = check_batch([case], "cpu", seeds=(0, 1), timeout_s=300.0)
+    assert verdict.agree, verdict.describe()
