@@ -58,6 +58,8 @@ def cuda(mod, n: int, m) -> str:
     _, _, _, gpuir = mod.lower(mod.render(n, m), m.form, *dma_of(m))
     proc = parse_module(gpuir, "fig5_gemm.gpuir").procs[-1]
     nest = {"fused": mod.nest_of(m)} if hasattr(mod, "nest_of") else {}
+    if getattr(m, "setmaxnreg", False):  # NAME-regs (cyreg)
+        nest["setmaxnreg"] = True
     return compile_proc(proc, {"M": n, "N": n, "K": n}, source=gpuir,
                         file="fig5_gemm.gpuir", **nest).source
 

@@ -113,6 +113,9 @@ class Mapping:
     # the warps issuing a stage's copies (to_gpuir_hopper.emit_hopper, cydma): 1,
     # or 4 (the DMA warpgroup, each warp a quarter of the rows): NAME-dma4
     dma_warps: int = 1
+    # the warp config's setmaxnreg counts emitted (gpuir_cuda's split_roles, cyreg):
+    # the compute warps 232 registers, the DMA warps 40; NAME-regs
+    setmaxnreg: bool = False
 
     def describe(self) -> dict:
         out = {"U": self.u, "V": self.v, "WGS": self.wgs, "pipeline": self.depth,
@@ -120,6 +123,8 @@ class Mapping:
                else "mma"}
         if self.dma_warps != 1:  # absent on the default: older rows' dicts stay
             out["dma_warps"] = self.dma_warps
+        if self.setmaxnreg:  # absent on the default, as dma_warps
+            out["setmaxnreg"] = True
         if self.fused:
             nest = nest_of(self)
             out["nest"] = {"grouped": nest.grouped, "a_copy": nest.a_copy,
@@ -133,7 +138,7 @@ class Mapping:
     def program(self) -> Mapping:
         """The mapping without the nest's choices: what the program text says."""
         return replace(self, grouped=None, a_copy=None, layout=None, prefetch=False,
-                       chunk=0, dma_warps=1)
+                       chunk=0, dma_warps=1, setmaxnreg=False)
 
 
 def default_nest():
@@ -179,6 +184,13 @@ MAPPINGS = {f"u{m.u}-v{m.v}-wgs{m.wgs}-p{m.depth}": m for m in (
     Mapping(u=64, v=64, wgs=1, depth=4),
 )}
 
+# Tiles that give each compute thread 128 accumulators in 2 warpgroups (cyreg): they
+# fit the compute warps' 232 registers after setmaxnreg (NAME-...-regs), not the
+# launch's 168. Names like MAPPINGS', not in `--mappings all` (that set's rows stay).
+WIDE = {f"u{m.u}-v{m.v}-wgs{m.wgs}-p{m.depth}": m for m in (
+    Mapping(u=256, v=128, wgs=2, depth=3),
+    Mapping(u=256, v=128, wgs=2, depth=4),
+)}
 
 FUSED_LEAF = "mma_fma"
 FUSED_NOTE = ("# OURS, NOT THE PAPER'S: Fig. 5 with the leaf mma_fma (C = fma(A, B, C), "
@@ -263,11 +275,11 @@ def ablate(source: str, what: str) -> str:
 
 
 def jobs_for(gpuir: str, arrays: dict[str, np.ndarray], timeout_s: float,
-             ablation: str = "", nest=None):
+             ablation: str = "", nest=None, setmaxnreg: bool = False):
     """One Job per kernel of the proc (the Hopper form: the transposition of B,
     then the GEMM), each on the arrays the kernels before it leave; with
     `ablation`, the GEMM's source edited (`ablate`); `nest`: the fused nest's
-    emission (instr.FusedNest; None: the default)."""
+    emission (instr.FusedNest; None: the default); `setmaxnreg`: Mapping's."""
     from gpusem.calculus.gpuir.parser import parse_module
     from gpusem.compiler.backends.kernel import Job
     from gpusem.compiler.gpuir_cuda.pipeline import compile_proc
@@ -279,7 +291,7 @@ def jobs_for(gpuir: str, arrays: dict[str, np.ndarray], timeout_s: float,
                       np.zeros((n, m), np.float32)).reshape(-1).copy()
              for p in proc.data_params}
     specs = compile_proc(proc, defines, source=gpuir, file="fig5_gemm.gpuir",
-                         fused=nest).specs()
+                         fused=nest, setmaxnreg=setmaxnreg).specs()
     if ablation:
         specs = [replace(sp, source=ablate(sp.source, ablation)) for sp in specs]
 
@@ -290,9 +302,10 @@ def jobs_for(gpuir: str, arrays: dict[str, np.ndarray], timeout_s: float,
 
 
 def run_all(backend, gpuir: str, arrays: dict[str, np.ndarray], timeout_s: float,
-            ablation: str = "", nest=None):
+            ablation: str = "", nest=None, setmaxnreg: bool = False):
     """(C, the jobs as launched, "" or why a kernel failed)."""
-    specs, state, job = jobs_for(gpuir, arrays, timeout_s, ablation, nest)
+    specs, state, job = jobs_for(gpuir, arrays, timeout_s, ablation, nest,
+                                 setmaxnreg)
     jobs = []
     for spec in specs:
         jobs.append(job(spec))
@@ -380,7 +393,7 @@ def row(n: int, variant: str, m: Mapping, args, backend, ablation: str = "") -> 
         want = READINGS[n, m.program()]
     t = time.perf_counter()
     got, jobs, failed = run_all(backend, gpuir, arrays, args.timeout, ablation,
-                                nest_of(m))
+                                nest_of(m), m.setmaxnreg)
     if failed:
         out["failed"] = failed
         return out
@@ -485,15 +498,22 @@ def fused_runs(runs: dict[str, Mapping], which: str) -> dict[str, Mapping]:
     `which` names (all: every run; none; or names of VARIANTS and MAPPINGS, run or
     not, or such a name's fused row with the nest's choices, `named`); the FMA
     form has no fused lowering."""
-    known = {**VARIANTS, **MAPPINGS, **runs}
+    known = {**VARIANTS, **MAPPINGS, **WIDE, **runs}
     names = [] if which == "none" else list(runs) if which == "all" \
         else which.split(",")
     chosen = {k: named(k) for k in names
-              if NEST_SUFFIX.search(k) or k.endswith("-fused-dma4")
-              or (k.endswith("-dma4") and NEST_SUFFIX.search(k[:-5]))}
+              if _chosen(k)}
     return {f"{k}-fused": known[k].as_fused() for k in names
             if k not in chosen and known[k].form == "hopper" and not known[k].fused
             } | chosen
+
+
+def _chosen(k: str) -> bool:
+    """A row name with the fused nest's or the DMA's or the registers' choices
+    (`named` reads each)."""
+    return k.endswith("-regs") or bool(
+        NEST_SUFFIX.search(k) or k.endswith("-fused-dma4")
+        or (k.endswith("-dma4") and NEST_SUFFIX.search(k[:-5])))
 
 
 def named(name: str) -> Mapping:
@@ -501,8 +521,14 @@ def named(name: str) -> Mapping:
     mma_fma), NAME-fused-[no]grouped-[no]acopy (and the fused nest's choices:
     instr.FusedNest) or NAME-fused-blocked[-prefetch][-kC] (its blocked layout,
     software-pipelined, C k a chunk); any of them -dma4: a stage's copies issued by
-    the DMA warpgroup's 4 warps (cydma)."""
-    known = {**VARIANTS, **MAPPINGS}
+    the DMA warpgroup's 4 warps (cydma); then -regs: the warp config's setmaxnreg
+    emitted, the compute warps' code apart from the DMA warps' (cyreg)."""
+    known = {**VARIANTS, **MAPPINGS, **WIDE}
+    if name.endswith("-regs"):  # setmaxnreg (gpuir_cuda.roles, cyreg)
+        base = named(name.removesuffix("-regs"))
+        if base.form != "hopper":
+            raise ValueError(f"{name}: the {base.form} form has no warp roles")
+        return replace(base, setmaxnreg=True)
     if name.endswith("-dma4"):  # the copies over the DMA warpgroup's 4 warps (cydma)
         base = named(name.removesuffix("-dma4"))
         if base.form != "hopper":

@@ -8,7 +8,9 @@ Per variant or mapping of scripts/cypress_gemm_gpu.py: the CUDA that script laun
 (`lower(render(n, m))`, `compile_proc`), built as the cuda backend builds it (nvcc
 -gencode arch=compute_90a,code=sm_90a --fmad=false, `-Xptxas -v`) and read with
 `cuobjdump -sass` (toolchain_build.find_tool: Triton's copy where CUDA has none).
-For the GEMM kernel it prints ptxas's registers, stack and spills; the innermost loop
+For the GEMM kernel it prints ptxas's registers, stack and spills (with `NAME-regs`,
+the launch's count: `registers_named`, the highest register the code names + 1, and
+`setmaxnreg`, the USETMAXREG counts, say what the warps got); the innermost loop
 holding the FMULs, or the FFMAs of a `NAME-fused` mapping (our leaf mma_fma; one wgmma
 a thread): its instructions by kind, instructions and LDS.128 a multiply-add (an FMUL +
 FADD pair, or one FFMA); a one-warp issue model of that loop (in order, each instruction
@@ -70,8 +72,9 @@ def cuda_of(mod, n: int, m) -> str:
 
     _, _, _, gpuir = mod.lower(mod.render(n, m), m.form, *dma_of(m))
     proc = parse_module(gpuir, "fig5_gemm.gpuir").procs[-1]
+    regs = {"setmaxnreg": True} if getattr(m, "setmaxnreg", False) else {}
     return compile_proc(proc, {"M": n, "N": n, "K": n}, source=gpuir,
-                        fused=mod.nest_of(m)).source
+                        fused=mod.nest_of(m), **regs).source
 
 
 def build(source: str, work: Path, name: str, nvcc: str, cuobjdump: str
@@ -209,6 +212,15 @@ def report(name: str, res: str, sass: str) -> dict:
                 key=lambda x: x[1] - x[0], default=None) if fmul else None
     out: dict = {"mapping": name, "registers": regs and int(regs.group(1)),
                  "stack_spill_st_ld": stack and [int(x) for x in stack.groups()]}
+    # with setmaxnreg (NAME-regs, cyreg) ptxas's count is the launch's; the
+    # registers the code names (highest R + 1) and the USETMAXREG counts show what
+    # the warps got after it
+    out["registers_named"] = 1 + max((int(r) for t in raw
+                                      for r in re.findall(r"\bR(\d+)\b", t)),
+                                     default=-1)
+    out["setmaxnreg"] = [f"{m.group(1)} {int(m.group(2), 16)}" for t in raw
+                         if (m := re.match(r"USETMAXREG\.(\w+)\S*\s+(?:U?P\w+,\s*)?"
+                                           r"(0x[0-9a-f]+)", t))]
     if inner:
         body = raw[inner[0]:inner[1] + 1]
         kinds = collections.Counter(op(t) for t in body)

@@ -27,7 +27,9 @@
 # [no]acopy, to time each combination (cyknob), or the blocked accumulator layout,
 # NAME-fused-blocked (cyfrag), NAME-fused-blocked-prefetch (its nest software-
 # pipelined) and a chunk, -k1|-k2|-k4 (cyfrag2), and any fused name -dma4 (a
-# stage's copies over the DMA warpgroup's 4 warps, cydma); CYPRESS_VARIANTS=none|NAME,.. sets
+# stage's copies over the DMA warpgroup's 4 warps, cydma), then -regs (the warp
+# config's setmaxnreg emitted: compute warps 232 registers, cyreg; u256-v128-wgs2-p3
+# and -p4 are names for it too); CYPRESS_VARIANTS=none|NAME,.. sets
 # the plain variants (default fig5-hopper,fig5-fma,u128-hopper). The cyknob run
 # (about 3 minutes on one H200; results/cypress/gemm_speed.md, cyknob):
 #   CYPRESS_ONLY=gemm CYPRESS_SIZES="2048 4096" CYPRESS_MAPPINGS=none CYPRESS_ABLATE=

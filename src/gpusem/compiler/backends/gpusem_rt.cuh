@@ -14,6 +14,7 @@
 //     barriers), gs_mbar_* (mbarriers), gs_cp_async* (cp.async groups),
 //     gs_bulk_copy_g2s (cp.async.bulk with mbarrier complete_tx);
 //   - gs_elect_one (elect.sync over the whole warp: true in one lane);
+//   - gs_setmaxnreg_dec(N) / gs_setmaxnreg_inc(N) (setmaxnreg; a no-op on the cpu);
 //   - thread-block clusters: gs_cluster_dims(x, y, z) at kernel entry (the kernel is
 //     declared __cluster_dims__(x, y, z) under nvcc; the cpu harness checks the launch),
 //     gs_cluster_arrive / gs_cluster_wait (barrier.cluster), gs_cluster_ctarank,
@@ -230,6 +231,10 @@ GS_DEV bool gs_elect_one() {
                " selp.u32 %0, 1, 0, P;\n}" : "=r"(p));
   return p != 0u;
 }
+// setmaxnreg (sm_90a): the executing warpgroup's registers a thread, released to
+// or taken from the CTA's pool; N an immediate, a multiple of 8 in 24..256.
+#define gs_setmaxnreg_dec(N) asm volatile("setmaxnreg.dec.sync.aligned.u32 " #N ";")
+#define gs_setmaxnreg_inc(N) asm volatile("setmaxnreg.inc.sync.aligned.u32 " #N ";")
 // Thread-block clusters. The dimensions are the kernel's __cluster_dims__ attribute.
 #define gs_cluster_dims(X, Y, Z) ((void)0)
 GS_DEV void gs_cluster_arrive() {
@@ -332,6 +337,10 @@ GS_DEV void gs_bulk_copy_g2s(void* dst, const void* src, unsigned bytes, gs_u64*
   ::gs::bulk_copy_g2s(dst, src, bytes, bar);
 }
 GS_DEV void gs_fence_proxy_async() {}
+// setmaxnreg changes how many registers a warp may hold, never a value the program
+// reads (gpuir_cuda's roles.py): nothing to do on the cpu harness.
+#define gs_setmaxnreg_dec(N) ((void)0)
+#define gs_setmaxnreg_inc(N) ((void)0)
 // elect.sync: the whole warp meets (a missing lane is the harness's fault, as for
 // __shfl_sync), and its lowest lane is elected.
 GS_DEV bool gs_elect_one() {

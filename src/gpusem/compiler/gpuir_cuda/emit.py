@@ -68,7 +68,8 @@ def emit_kernel(k: K.GKernel, source_lines: tuple[str, ...]) -> str:
     params = ", ".join(f"{q.ctype}{' *' if q.count else ''} {q.name}" for q in k.params)
     p.out(0, f"// grid {k.grid}, block {k.block}, cluster {k.cluster}, dynamic shared "
           f"memory {k.smem_bytes} bytes")
-    head = f"__launch_bounds__({k.block}) {k.name}({params}) {{"
+    bounds = f"{k.block}, {k.min_blocks}" if k.min_blocks else f"{k.block}"
+    head = f"__launch_bounds__({bounds}) {k.name}({params}) {{"
     if k.cluster > 1:  # g++ has no __cluster_dims__: the harness takes KernelSpec's
         p.out(0, "#if GS_CUDA")
         p.out(0, f'extern "C" __global__ void __cluster_dims__({k.cluster}, 1, 1) '

@@ -120,8 +120,8 @@ def membership(m: ThreadMapping, env: dict[str, int]) -> str:
 
 def warp_branch(m: ThreadMapping, env: dict[str, int]) -> str:
     """The warp-specialised branch of a CudaWarps block: a test of the warp index
-    (uniform in every warp; Section 3.4's warp_config). Note: setmaxnreg is a
-    register-allocation hint, valid only warpgroup-uniformly; it is not emitted."""
+    (uniform in every warp; Section 3.4's warp_config). Its setmaxnreg is emitted
+    by `roles.py`, where asked, once the roles' code is split."""
     b = m.launch.block_dim
     if m.terms or m.base % 32 or m.length % 32:
         return membership(m, env)
@@ -129,6 +129,24 @@ def warp_branch(m: ThreadMapping, env: dict[str, int]) -> str:
     warp = "gs_t / 32" if m.ctas == 1 else f"gs_t % {b} / 32"
     rel = f"{warp} - {first}" if first else warp
     return f"(unsigned)({rel}) < {n}u"
+
+
+def warp_roles(dev: A.CudaDeviceFunction) -> tuple[K.WarpRole, ...]:
+    """The warp config as runs of warps with one register count (Section 3.4's
+    setmaxnreg_dec / _inc): consecutive configs with the same counts are one run,
+    so a warpgroup of one DMA warp and three idle ones is one run of 4."""
+    out: list[K.WarpRole] = []
+    first = 0
+    for w in dev.warp_config:
+        regs = (w.setmaxnreg_dec, w.setmaxnreg_inc)
+        if out and (out[-1].dec, out[-1].inc) == regs:
+            r = out[-1]
+            out[-1] = K.WarpRole((*r.names, w.name), r.first, r.nwarps + w.nwarps,
+                                 *regs)
+        else:
+            out.append(K.WarpRole((w.name,), first, w.nwarps, *regs))
+        first += w.nwarps
+    return tuple(out)
 
 
 def mapping_of(an: Analysis, s: A.Stmt) -> ThreadMapping:
@@ -187,7 +205,7 @@ class _Lowerer:
         body += self.block(inner)
         return K.GKernel(self.name, tuple(params), ntasks * launch.cluster_dim,
                          launch.block_dim, launch.cluster_dim, tuple(body),
-                         span=self.dev.span)
+                         span=self.dev.span, roles=warp_roles(self.dev))
 
     def task_nest(self):
         tasks, body = [], self.dev.body
@@ -243,8 +261,10 @@ class _Lowerer:
                 m = derive_warps(mapping_of(self.an, s), s)
                 note = f"CudaWarps: warp(s) {m.base // 32} .. " \
                     f"{(m.base + m.length) // 32 - 1} of {s.name or 'the CTA'}"
+                whole = not m.terms and m.base % 32 == 0 and m.length % 32 == 0
+                warps = (m.base // 32, (m.base + m.length) // 32) if whole else None
                 return [K.GIf(warp_branch(m, self.env), tuple(self.block(b)), sp,
-                              note)]
+                              note, warps)]
             case A.If(cond=c, body=b):
                 return [K.GIf(c_bool(c), tuple(self.block(b)), sp)]
             case A.Assign(name=n, idx=idx, rhs=e):

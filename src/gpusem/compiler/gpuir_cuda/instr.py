@@ -78,11 +78,14 @@ def lower_instructions(kernel: K.GKernel, env: dict[str, int],
     blocked = nest.layout == "blocked" and not any(
         isinstance(s, K.GInstr) and s.instr == WGMMA for s in K.walk(kernel.body))
     # gs_regs: the registers a thread of the block can have (65,536 a block,
-    # allocated 8 at a time, 255 at most), which sizes the blocked nest's chunk
+    # allocated 8 at a time, 255 at most; gs_class_regs, the compute warps' count
+    # after their setmaxnreg where pipeline.lower splits the roles), which sizes
+    # the blocked nest's chunk
     env = {**env, "gs_warps": warps, "gs_grouped": int(nest.grouped),
            "gs_blocked": int(blocked), "gs_prefetch": int(nest.prefetch),
            "gs_chunk": nest.chunk,
-           "gs_regs": min(255, 65536 // max(kernel.block, 1) // 8 * 8)}
+           "gs_regs": env.get("gs_class_regs")
+           or min(255, 65536 // max(kernel.block, 1) // 8 * 8)}
     body = K.map_body(K.map_body(kernel.body, lambda s: wgmma_loop(s, env)), rewrite)
     static = sum(4 * int(n) for s in K.walk(body) if isinstance(s, K.GPrim)
                  for n in AT_DECL.findall(s.text))

@@ -106,6 +106,9 @@ class GIf:
     body: tuple[GStmt, ...]
     span: Span = _SPAN
     note: str = ""
+    # a CudaWarps branch: the warps [first, end) of the CTA it runs on (`roles.py`
+    # reads it to split the roles); None for every other test
+    warps: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,6 +203,19 @@ GStmt = (GPrim | GComment | GLet | GFor | GIf | GLocal | GShared | GMbarriers | 
 
 
 @dataclass(frozen=True, slots=True)
+class WarpRole:
+    """Warps [first, first + nwarps) of a CTA sharing one register count: a run of the
+    warp config's `CudaWarpConfig`s (Section 3.4) with the same setmaxnreg counts
+    (`dec`, `inc`; 0 when none)."""
+
+    names: tuple[str, ...]
+    first: int
+    nwarps: int
+    dec: int = 0
+    inc: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class KParam:
     """A kernel parameter: a pointer to `count` elements, or (count 0) an int scalar."""
 
@@ -220,6 +236,10 @@ class GKernel:
     smem_bytes: int = 0
     static_smem_bytes: int = 0  # the static `__shared__` arrays of instr's nests
     span: Span = _SPAN
+    # the warp config's register classes (empty without a warp config), and the
+    # minimum CTAs an SM ptxas must plan for (0: none given; `roles.py` sets 1)
+    roles: tuple[WarpRole, ...] = ()
+    min_blocks: int = 0
 
 
 def map_body(stmts: tuple[GStmt, ...], fn) -> tuple[GStmt, ...]:
