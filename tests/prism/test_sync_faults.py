@@ -25,8 +25,8 @@ def test_a_short_cpu_campaign_finds_the_fault(fault, tmp_path, monkeypatch):
     monkeypatch.setenv("GPUSEM_FAULT", fault)
     monkeypatch.setenv("GPUSEM_SHRINK_S", "5")
     # one round of ten: with seed 4 each rule's fault shows in the first round (seed 1
-    # needed four rounds, ~28 s of a 55 s test; seeds 1-3 find rule 2 in no round of
-    # ten, scripts and counts in the commit that chose 4), and its finding is smaller
+    # needed four rounds, ~28 s of a 55 s test; of seeds 1-5, ten programs each, rule 1
+    # shows with 3, 4 and 5, rule 2 with 4 and 5), and its finding is smaller
     # (39 and 34 lines, 56 with seed 1), so the shrink below starts nearer its goal
     summary = Campaign("prism", prop="prism-sync", budget_s=60, max_programs=10,
                        seed=4, out_dir=str(tmp_path), round_size=10).run()
