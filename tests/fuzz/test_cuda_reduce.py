@@ -136,6 +136,9 @@ def test_rename_identifiers_renames_every_use_and_nothing_else() -> None:
     assert "__global__ void kern(int* out) { int a = threadIdx.x; out[a] = a; }" \
         in cands
     assert all("threadIdx" in c for c in cands)
+    # first every name at once, each its own letter: where the walk ends when it
+    # keeps each rename alone
+    assert cands[0] == "__global__ void a(int* b) { int c = threadIdx.x; b[c] = c; }"
 
 
 def test_clang_format_lite_changes_whitespace_only_and_is_idempotent() -> None:
