@@ -15,7 +15,10 @@ keeps, across calls of one run:
   - per variable and array (rd / mu), the NumPy unique/inverse of the set ids, reused
     while the array's bytes are the same;
   - per variable and array, the sorted descriptions and the index bytes, reused while
-    the list of set descriptions compares equal.
+    the array's bytes are the same, its cells' record sets are the same objects
+    holding records of the same versions (`Rec.ver`, bumped by every in-place
+    change of a record), and, where a record has a p part, the counts and floors
+    are equal.
 Every reuse is guarded by an equality with what the value was computed from, so the
 result is `fingerprint`'s; tests/amir/test_symbolic_state.py checks it snapshot by
 snapshot on generated programs."""
@@ -79,8 +82,10 @@ class Fingerprinter:
         self._recs: dict[int, tuple[Any, ...]] = {}
         # (variable, array) -> (shape, bytes, unique ids, inverse)
         self._uniq: dict[tuple[str, int], tuple[Any, bytes, Any, Any]] = {}
-        # (variable, array) -> (descriptions per unique id, sorted order, index bytes)
-        self._parts: dict[tuple[str, int], tuple[list[Any], tuple[Any, ...], bytes]] = {}
+        # (variable, array) -> (the record sets per unique id, their records'
+        # versions, whether any record has a p part, the counts and floors read,
+        # sorted order, index bytes)
+        self._parts: dict[tuple[str, int], tuple[Any, ...]] = {}
 
     def __call__(self, m: Machine) -> Snapshot:
         counts, floor = _barriers(m)
@@ -116,18 +121,25 @@ class Fingerprinter:
                 else:
                     uniq, inv = np.unique(arr, return_inverse=True)
                     self._uniq[key] = (arr.shape, raw, uniq, inv)
-                descs = [tuple(sorted({rec(r) for r in (sets[int(u)] or ())}))
-                         for u in uniq]
+                members = [sets[u] for u in uniq.tolist()]
+                stamp = [tuple([r.ver for r in ms]) if ms else () for ms in members]
                 last = self._parts.get(key)
                 if last is not None and had is not None and had[1] == raw \
-                        and last[0] == descs:
-                    order, index_bytes = last[1], last[2]
+                        and last[0] == members and last[1] == stamp \
+                        and (not last[2] or (last[3] == counts and last[4] == floor)):
+                    # the same cells hold the same sets of the same (unchanged)
+                    # records, and what their p parts read is unchanged
+                    order, index_bytes = last[5], last[6]
                 else:
+                    descs = [tuple(sorted({rec(r) for r in (ms or ())}))
+                             for ms in members]
                     order = tuple(sorted(set(descs)))
                     index = {d: i for i, d in enumerate(order)}
                     index_bytes = np.array([index[d] for d in descs],
                                            dtype=np.int64)[inv].tobytes()
-                    self._parts[key] = (descs, order, index_bytes)
+                    has_p = any(r.p for ms in members for r in (ms or ()))
+                    self._parts[key] = (members, stamp, has_p, counts, floor, order,
+                                        index_bytes)
                 part.append(order)
                 part.append(index_bytes)
             if v.arr is not None and v.awt is not None:
