@@ -17,8 +17,8 @@ import pytest
 from gpusem.calculus.gpuir.parser import parse_module
 from gpusem.compiler.gpuir_cuda.instr import FusedNest
 from gpusem.compiler.gpuir_cuda.pipeline import compile_proc
-from gpusem.compiler.gpuir_cuda.run import Case, check_batch, make_inputs
-from gpusem.interpreter.gpuir.sequential import run_sequential
+from gpusem.compiler.gpuir_cuda.run import check_batch
+from tests.cypress.gpuir_reading import reading_case
 from tests.script_module import load_script
 
 N = 256
@@ -60,11 +60,8 @@ def test_the_pipelined_nests_equal_their_reading_on_the_cpu_harness(
             ("u64-v64-wgs1-p4", PREFETCH), ("u64-v64-wgs1-p4", replace(BLOCKED, chunk=1))]
     cases = []
     for name, nest in runs:
-        proc = parse_module(gpuir[name], "fig5_gemm.gpuir").procs[-1]
-        inputs = make_inputs(proc, SIZES)
-        case = Case(proc, dict(SIZES), inputs, run_sequential(proc, SIZES, inputs),
-                    source=gpuir[name])
-        case.compiled = compile_proc(proc, SIZES, source=gpuir[name], fused=nest)
+        case = reading_case(gpuir[name], SIZES)   # each proc read once (2, not 5)
+        case.compiled = compile_proc(case.proc, SIZES, source=gpuir[name], fused=nest)
         assert "gs_s[2]" in case.compiled.source or not nest.prefetch
         cases.append(case)
     verdicts = check_batch(cases, "cpu", seeds=(0,), timeout_s=300.0)

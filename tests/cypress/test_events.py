@@ -68,9 +68,9 @@ def test_every_schedule_is_the_sequential_reading(path: str) -> None:
     program, arrays, scalars = _load(ROOT / path)
     want, _ = seq(program, arrays, scalars)
     ir = dependence_analysis(program, arrays, scalars)
-    assert races(instantiate(ir, program, arrays)) == []
+    inst = instantiate(ir, program, arrays)     # one for every schedule (run_order
+    assert races(inst) == []                    # starts from the initial storage)
     for schedule in ("program", "latest", "random:1", "random:2"):
-        inst = instantiate(ir, program, arrays)
         got = run_order(inst, orders(inst, schedule))
         for name in want:
             assert np.array_equal(got[name], want[name], equal_nan=True), (schedule, name)
@@ -126,8 +126,50 @@ def test_exhaustive_schedules_of_a_small_program() -> None:
     # two independent chains (copy-in, call, copy-out) of 3: C(6, 3) = 20 orders
     assert len(every) == 20
     for order in every:
-        got = run_order(instantiate(ir, program, arrays), order)
+        got = run_order(inst, order)
         assert np.array_equal(got["Y"], arrays["X"])
+
+
+@pytest.mark.parametrize("path, passes", [
+    ("tests/cypress/fig8/fig8a.cyp", False),
+    ("tests/cypress/fig8/fig8a.cyp", True)])   # allocated: placed shared tensors
+def test_one_instance_runs_each_order_as_a_fresh_one(path: str, passes: bool) -> None:
+    """run_order restores the instance's initial storage first, so reusing one
+    instance (as the tests and `gpusem run --schedule exhaustive` do) gives what a
+    fresh instance per order gives, bit for bit (NaN fills included), whatever ran
+    before; and a run does change the storage, so the restore is needed."""
+    from gpusem.compiler.cypress_cuda.allocate import allocate
+    from gpusem.compiler.cypress_cuda.copyelim import eliminate_copies
+    from gpusem.compiler.cypress_cuda.vectorize import vectorize
+
+    program, arrays, scalars = _load(ROOT / path)
+    ir = dependence_analysis(program, arrays, scalars)
+    if passes:
+        ir = allocate(eliminate_copies(vectorize(ir), program), program)
+    inst = instantiate(ir, program, arrays)
+    assert any(s.size for _, s in inst.initial)
+    changed = False
+    for schedule in ("latest", "random:3", "program", "latest"):
+        got = run_order(inst, orders(inst, schedule))
+        changed |= any(not np.array_equal(a, first, equal_nan=True)
+                       for a, first in inst.initial)
+        fresh = instantiate(ir, program, arrays)
+        want = run_order(fresh, orders(fresh, schedule))
+        assert got.keys() == want.keys()
+        for name in want:
+            assert np.array_equal(got[name], want[name], equal_nan=True), (
+                schedule, name)
+        for (a, _), (b, _) in zip(inst.initial, fresh.initial, strict=True):
+            assert np.array_equal(a, b, equal_nan=True), schedule
+    assert changed
+    # no node fired: the entry tensors as given, every array as instantiated
+    # (without the restore, the last run's writes would be here)
+    got = run_order(inst, [])
+    for name, value in got.items():
+        assert np.array_equal(value, arrays[name], equal_nan=True), name
+    unrun = instantiate(ir, program, arrays)
+    for (a, _), (b, _) in zip(inst.initial, unrun.initial, strict=True):
+        assert np.array_equal(a, b, equal_nan=True)
 
 
 @pytest.mark.parametrize("path", ["tests/cypress/fig8/fig8a.cyp",

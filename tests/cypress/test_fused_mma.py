@@ -28,11 +28,12 @@ from gpusem.calculus.gpuir.parser import parse_module
 from gpusem.compiler.gpuir_cuda import instr
 from gpusem.compiler.gpuir_cuda.instr import FUSED_PAIRS, FusedNest
 from gpusem.compiler.gpuir_cuda.pipeline import compile_proc
-from gpusem.compiler.gpuir_cuda.run import Case, Verdict, check_batch, make_inputs
+from gpusem.compiler.gpuir_cuda.run import Verdict, check_batch
 from gpusem.interpreter.cypress.leaf import mma_fused
 from gpusem.interpreter.gpuir.sequential import run_sequential
 
 from tests.bundl.test_fma import fma_exact
+from tests.cypress.gpuir_reading import reading_case
 from tests.script_module import load_script
 
 F32 = np.float32
@@ -333,10 +334,8 @@ def _grouped_nest(text: str, a_copy: bool = True) -> str:
 def _agrees(text: str, nest: FusedNest) -> Verdict:
     """`gpusem exec`'s check (its full-significand inputs, the GPU IR reading, the
     cpu harness under 3 schedules) of the CUDA compiled with `nest`."""
-    proc = parse_module(text, "fig5.gpuir").procs[-1]
-    case = Case(proc, dict(SIZES), make_inputs(proc, SIZES), source=text)
-    case.compiled = compile_proc(proc, SIZES, source=text, fused=nest)
-    case.expected = run_sequential(proc, SIZES, case.inputs)
+    case = reading_case(text, SIZES, "fig5.gpuir")   # one reading a text and sizes
+    case.compiled = compile_proc(case.proc, SIZES, source=text, fused=nest)
     return check_batch([case], "cpu")[0]
 
 

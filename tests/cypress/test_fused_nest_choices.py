@@ -31,8 +31,8 @@ from gpusem.compiler.gpuir_cuda.instr import (
     blocked_d_element,
 )
 from gpusem.compiler.gpuir_cuda.pipeline import compile_proc
-from gpusem.compiler.gpuir_cuda.run import Case, check_batch, make_inputs
-from gpusem.interpreter.gpuir.sequential import run_sequential
+from gpusem.compiler.gpuir_cuda.run import check_batch
+from tests.cypress.gpuir_reading import reading_case
 from tests.script_module import load_script
 
 N = 256
@@ -71,12 +71,9 @@ def test_every_fused_nest_equals_its_reading_on_the_cpu_harness(
     equal to the GPU IR reading of its proc."""
     cases = []
     for name in TIMED:
-        proc = parse_module(gpuir[name, True], "fig5_gemm.gpuir").procs[-1]
-        inputs = make_inputs(proc, SIZES)
-        expected = run_sequential(proc, SIZES, inputs)
         for nest in [*NESTS, BLOCKED]:
-            case = Case(proc, dict(SIZES), inputs, expected, source=gpuir[name, True])
-            case.compiled = compile_proc(proc, SIZES, source=gpuir[name, True],
+            case = reading_case(gpuir[name, True], SIZES)
+            case.compiled = compile_proc(case.proc, SIZES, source=gpuir[name, True],
                                          fused=nest)
             cases.append((name, nest, case))
     verdicts = check_batch([c for _, _, c in cases], "cpu", seeds=(0,),
@@ -195,11 +192,8 @@ def test_the_blocked_layout_stays_out_of_kernels_with_a_plain_wgmma(
     # registers), of 2 beside u128's 128 in 168: both are in the bit-exact batch
     assert "float gs_a[8][4];" in alone
     assert "float gs_a[8][2];" in _source(gpuir["u128-hopper", True], BLOCKED)
-    proc = parse_module(mixed, "fig5_gemm.gpuir").procs[-1]
-    inputs = make_inputs(proc, SIZES)
-    case = Case(proc, dict(SIZES), inputs, run_sequential(proc, SIZES, inputs),
-                source=mixed)
-    case.compiled = compile_proc(proc, SIZES, source=mixed, fused=BLOCKED)
+    case = reading_case(mixed, SIZES)
+    case.compiled = compile_proc(case.proc, SIZES, source=mixed, fused=BLOCKED)
     v, = check_batch([case], "cpu", seeds=(0,), timeout_s=300.0)
     assert v.agree, v.describe()
 

@@ -145,7 +145,7 @@ def _run_events(file: str, program: Program, arrays: dict[str, np.ndarray],
         if len(inst.nodes) > 9:
             raise BadInput(f"exhaustive: {len(inst.nodes)} operations have too many "
                            "orders; at most 9 (use random:SEED)")
-        results = [events.run_order(events.instantiate(ir, program, arrays), order)
+        results = [events.run_order(inst, order)   # each from the initial storage
                    for order in events.every_order(inst, limit=400_000)]
         if any(not all(np.array_equal(r[k], results[0][k], equal_nan=True) for k in r)
                for r in results):

@@ -72,6 +72,7 @@ class Lifts:
                 for cell, a in counts.items():
                     if cell not in r.p:
                         r.p[cell] = a
+                        r.ver += 1
                         self.index_barrier(cell, r)
 
     def await_(self, cell: BarrierCell, top: int, g: Threads, levels: Levels) -> None:

@@ -525,6 +525,8 @@ def _apply(m: MachineState, change: Decoded, recs: list[Rec] | tuple[Rec]) -> No
     blocks, p = change
     lifts = m.lifts
     for r in recs:
+        if blocks or p:
+            r.ver += 1
         if blocks:
             rb, rv = r.blocks, r.vis
             for t, lv in blocks:

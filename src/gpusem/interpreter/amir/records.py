@@ -126,6 +126,9 @@ class Rec:
     tasks: set[int] = field(default_factory=set)  # task indexes it is registered in
     live: int = 0                            # live record sets (cells) holding it
     sids: list[int] = field(default_factory=list)  # record sets that contain it
+    # bumped by every in-place change of q, blocks, own, p or who (join, split, the
+    # Arrive lift, the iteration memo): symbolic_state.Fingerprinter's reuse test
+    ver: int = 0
 
     def __post_init__(self) -> None:
         for ts, lv in self.blocks.items():
@@ -158,6 +161,7 @@ class Rec:
             new = join_levels(old, levels)
         self.blocks[ts] = new
         self.vis[ts] = new[1]
+        self.ver += 1
         return True
 
     def split(self, part: int) -> "Rec":
@@ -168,6 +172,7 @@ class Rec:
                    self.stmt, self.origin)
         twin.live, twin.sids = self.live, list(self.sids)
         self.who = (task, mask & ~part)
+        self.ver += 1
         return twin
 
 

@@ -18,11 +18,11 @@ The argument, in four steps, each a lemma of the notes:
      loop body depends on its variable k only through `k % c` (period S = lcm c) and
      guards z3 proves constant. The machine's state at the start of iteration j,
      abstracted (record identities forgotten, barrier counts taken relative to the
-     cell's arrive count), is `fingerprint`; if the state at j0 equals the state at
-     j0 + S, the run is periodic from j0 on, because the rules are invariant under
-     renaming records and under shifting one barrier cell's counts (a multicast
-     Arrive, which copies the home cell's count to others, must shift them alike:
-     checked). So every T >= j0 + S behaves as T - S.
+     cell's arrive count), is `fingerprint` (symbolic_state.py); if the state at j0
+     equals the state at j0 + S, the run is periodic from j0 on, because the rules
+     are invariant under renaming records and under shifting one barrier cell's
+     counts (a multicast Arrive, which copies the home cell's count to others, must
+     shift them alike: checked). So every T >= j0 + S behaves as T - S.
   4. *Base cases*: the concrete runs for T = 0 .. j0 + S - 1 all accept.
 """
 
@@ -35,7 +35,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import z3
 from gpusem.calculus.amir import ast as A
 from gpusem.calculus.errors import GpusemError
@@ -43,6 +42,7 @@ from gpusem.calculus.gpuir import ast as G
 from gpusem.interpreter.amir.ctrl import compile_c
 from gpusem.interpreter.amir.fast_nest import has_check, task_nest
 from gpusem.interpreter.amir.machine import Machine
+from gpusem.interpreter.amir.symbolic_state import Fingerprinter
 from gpusem.interpreter.amir.symbolic_z3 import (
     Space,
     access_of,
@@ -403,6 +403,7 @@ class _Probe(Machine):
         self.target = target
         self.snaps: list[list[tuple[Any, ...]]] = []      # per entry of the loop
         self.counts: list[list[dict[Any, int]]] = []
+        self.fingerprint = Fingerprinter()    # = symbolic_state.fingerprint, faster
         super().__init__(prog, defines)
 
     def _rule_loop(self, s: A.Loop, bound: frozenset[str]) -> Any:
@@ -429,7 +430,7 @@ class _Probe(Machine):
         return loop
 
     def _snap(self) -> None:
-        snap, counts = fingerprint(self)
+        snap, counts = self.fingerprint(self)
         self.snaps[-1].append(snap)
         self.counts[-1].append(counts)
 
@@ -443,77 +444,6 @@ def _run(prog: A.AProc, at: Mapping[str, int], loop: A.Loop | None
     except GpusemError:                   # a trap or a budget: no base case
         return False, m.snaps, m.counts
     return verdict.accepted, m.snaps, m.counts
-
-
-def fingerprint(m: Machine) -> tuple[tuple[Any, ...], dict[Any, int]]:
-    """The machine's ρ up to renaming: per live variable its shape and, per cell, the
-    set of its records' contents (Rec identity dropped); barrier counts relative to
-    the cell's arrive count a: the await count as w - a, each record's observed count
-    as p - a, or "passed" when p is at most the least Max any Await on the cell can
-    have from now on (a and w never decrease, so every later Await lifts the record
-    whichever such p it holds: errata "Symbolic sizes: the state up to renaming").
-    Also returns the absolute arrive counts (for the shift check)."""
-    counts: dict[Any, int] = {}
-    floor: dict[Any, float] = {}
-    for v in m.vars.values():
-        if v.arr is not None and v.awt is not None:
-            lags = _lags(m.prog, v.name)
-            for idx in np.ndindex(*v.shape):
-                a, w = int(v.arr[idx]), int(v.awt[idx])
-                counts[(v.key, idx)] = a
-                floor[(v.key, idx)] = min(
-                    [a - (n + 1) if n >= 0 else w + n + 1 for n in lags],
-                    default=math.inf)
-    recs: dict[int, tuple[Any, ...]] = {}
-
-    def seen(cell: Any, n: int) -> tuple[Any, ...]:
-        if cell not in counts:
-            return (cell, 2, n)
-        if n <= floor[cell]:              # every later Await on it passes: "passed"
-            return (cell, 0, 0)
-        return (cell, 1, n - counts[cell])
-
-    def rec(r: Any) -> tuple[Any, ...]:
-        got = recs.get(r.id)
-        if got is None:
-            p = tuple(sorted(seen(cell, n) for cell, n in r.p.items()))
-            got = recs[r.id] = (r.q, r.kind, r.who, r.stmt, r.own or (),
-                                tuple(sorted(r.blocks.items())), p)
-        return got
-
-    out: list[tuple[Any, ...]] = []
-    for name in sorted(m.vars):
-        v = m.vars[name]
-        part: list[Any] = [name, v.key, v.shape, v.allocated]
-        for arr in (v.rd, v.mu):
-            uniq, inv = np.unique(arr, return_inverse=True)
-            descs = [tuple(sorted({rec(r) for r in (m.sets.sets[int(u)] or ())}))
-                     for u in uniq]
-            order = sorted(set(descs))
-            index = {d: i for i, d in enumerate(order)}
-            part.append(tuple(order))
-            part.append(np.array([index[d] for d in descs],
-                                 dtype=np.int64)[inv].tobytes())
-        if v.arr is not None and v.awt is not None:
-            part.append((v.awt - v.arr).tobytes())
-        out.append(tuple(part))
-    return tuple(out), counts
-
-
-_LAGS: dict[tuple[int, str], list[int]] = {}
-
-
-def _lags(prog: A.AProc, name: str) -> list[int]:
-    """The n of every Await on barrier `name` in `prog` (memoised per program)."""
-    key = (id(prog), name)
-    got = _LAGS.get(key)
-    if got is None:
-        got = _LAGS[key] = [s.n for s in A.walk(prog.body)
-                            if isinstance(s, A.Await) and s.barrier.name == name]
-        if len(_LAGS) > 4096:
-            _LAGS.clear()
-            _LAGS[key] = got
-    return got
 
 
 def _shift_consistent(task_body: tuple[A.AStmt, ...], before: Mapping[Any, int],
