@@ -205,11 +205,17 @@ def compare_trees(trees: list[str], turns: int, argv: list[str]) -> dict:
         for turn in range(turns):
             for n, tree in enumerate(trees):
                 out = os.path.join(tmp, f"{turn}-{n}.json")
-                subprocess.run([sys.executable, os.path.abspath(__file__), *argv,
-                                "--json", out], env=tree_env(tree), check=False,
-                               stdout=subprocess.DEVNULL)
-                with open(out) as f:
-                    runs[tree].append(json.load(f))
+                done = subprocess.run([sys.executable, os.path.abspath(__file__),
+                                       *argv, "--json", out], env=tree_env(tree),
+                                      check=False, stdout=subprocess.DEVNULL)
+                try:
+                    with open(out) as f:
+                        runs[tree].append(json.load(f))
+                except (OSError, ValueError):  # a run that died: the others stand
+                    runs[tree].append({"error": f"exit status {done.returncode}",
+                                       "programs_per_min": None, "findings": None,
+                                       "steady_cpu_ms_per_program": None,
+                                       "failed": ["no result"]})
     summary = []
     for tree, rs in runs.items():
         rates = [r["programs_per_min"] for r in rs if r["programs_per_min"]]
