@@ -31,6 +31,10 @@ inside `build` and `launch`):
     a git checkout names its commit in a file COMMIT at its top)
   python scripts/profile_stages.py --backend nvrtc --tree /tmp/old --tree /tmp/new
   python scripts/profile_stages.py --generation engine --generation direct --rounds 3
+  python scripts/profile_stages.py --campaign --tree /tmp/campover_base --tree . --rounds 3
+    (issue 31.3: the stages as a Campaign runs them, in one process, and what it does
+    beyond them: the confirmations' and the audit's full references and the
+    campaign's own machinery; `scripts/campaign_stages.py`; cpu or cuda)
     (the generation modes of `fuzz/hunt.generate_round`, issue 31.3: each mode a
     variant, profiled in turns as two trees are; with --tree, every tree in every
     mode. One --generation: that mode alone; none: the campaigns' default)
@@ -65,6 +69,7 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import campaign_stages
 from tree_runs import tree_commit, tree_env
 
 CAMPAIGN = ("generate", "reference", "compile", "jobs", "build", "launch", "compare")
@@ -386,6 +391,8 @@ def _run_tree(tree: str, args: argparse.Namespace, rounds: int, seed: int,
            "--seed", str(seed)]
     if generation is not None:
         cmd += ["--generation", generation]
+    if args.campaign:
+        cmd.append("--campaign")
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
     return json.loads(done.stdout)
 
@@ -436,6 +443,25 @@ def compare_trees(args: argparse.Namespace) -> dict:
                     "compile + jobs + compare (what a worker's Python does; build "
                     "and launch are g++ and the harness on cpu, NVRTC and the GPU "
                     "on cuda)",
+            "command": shlex.join([os.path.basename(sys.executable), *sys.argv])}
+
+
+def _compare_campaign_trees(args: argparse.Namespace) -> dict:
+    """`--campaign` on each tree, the trees in turns (turn t: seed + t)."""
+    runs: dict[str, list[dict]] = {t: [] for t in args.tree}
+    for turn in range(args.turns):
+        for tree in args.tree:
+            runs[tree].append(_run_tree(tree, args, args.rounds, args.seed + turn))
+    result = campaign_stages.compare_campaigns(
+        runs, {t: tree_commit(t) for t in args.tree})
+    return {**result, "backend": args.backend, "rounds": args.rounds,
+            "turns": args.turns, "round_size": args.round_size, "seed": args.seed,
+            "property": "compile", "cores": os.cpu_count(),
+            "device": os.environ.get("GPUSEM_DEVICE", ""),
+            "note": "CPU ms per program (this process, its reaped children, and the "
+                    "live ones during build and launch) by stage as a Campaign runs "
+                    "them (scripts/campaign_stages.py); beyond them: confirm + audit "
+                    "+ campaign",
             "command": shlex.join([os.path.basename(sys.executable), *sys.argv])}
 
 
@@ -514,7 +540,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--generation", action="append", default=[],
                     choices=("engine", "direct"), help="how rounds are drawn "
                     "(repeatable: the modes compared in turns, as trees are)")
+    ap.add_argument("--campaign", action="store_true", help="the stages as a "
+                    "Campaign runs them, and what it does beyond them (cpu, cuda)")
     args = ap.parse_args(argv)
+    if args.campaign and args.tree:
+        result = _compare_campaign_trees(args)
+        print(campaign_stages.campaign_table(result))
+        if args.json:
+            with open(args.json, "w") as f:
+                f.write(json.dumps(result, indent=1) + "\n")
+        return 0
     if args.tree or len(args.generation) > 1:
         result = compare_trees(args)
         print(table(result))
@@ -526,7 +561,11 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="gpusem-profile-") as cache:
         os.environ["GPUSEM_CACHE_DIR"] = cache
         GENERATION[0] = args.generation[0] if args.generation else None
-        result = profile(args.backend, args.rounds, args.round_size, args.seed)
+        result = (campaign_stages.profile_campaign(args.backend, args.rounds,
+                                                   args.round_size, args.seed,
+                                                   live_children_cpu)
+                  if args.campaign else
+                  profile(args.backend, args.rounds, args.round_size, args.seed))
         if GENERATION[0] is not None:
             result["generation"] = GENERATION[0]
     text = json.dumps(result, indent=1)

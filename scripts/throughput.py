@@ -26,6 +26,10 @@ start.
 
   python scripts/throughput.py --backend cpu --jobs 2 --seconds 120 --json out.json
   python scripts/throughput.py --engine dask --backend cuda --gpus 2 --jobs 16 ...
+  python scripts/throughput.py --tree /tmp/campover_base --tree . --turns 2 ...
+    (issue 31.3: each tree's src/ in a process of its own, the trees in turns, the
+    same arguments otherwise; one JSON with each tree's runs, its median
+    programs_per_min and its steady_cpu_ms_per_program over all its steady windows)
 """
 
 from __future__ import annotations
@@ -37,9 +41,12 @@ import os
 import shlex
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+
+from tree_runs import tree_commit, tree_env
 
 
 def measure(target: str, prop: str, backend: str, jobs: int, seconds: float,
@@ -190,7 +197,63 @@ def _host_busy() -> tuple[float, float] | None:
     return total - idle, total
 
 
+def compare_trees(trees: list[str], turns: int, argv: list[str]) -> dict:
+    """This script with `argv` on each tree in a fresh process, the trees in turns
+    (`turns` runs each): a shared or warming machine's drift falls on both alike."""
+    runs: dict[str, list[dict]] = {t: [] for t in trees}
+    with tempfile.TemporaryDirectory(prefix="gpusem-throughput-trees-") as tmp:
+        for turn in range(turns):
+            for n, tree in enumerate(trees):
+                out = os.path.join(tmp, f"{turn}-{n}.json")
+                done = subprocess.run([sys.executable, os.path.abspath(__file__),
+                                       *argv, "--json", out], env=tree_env(tree),
+                                      check=False, stdout=subprocess.DEVNULL)
+                try:
+                    with open(out) as f:
+                        runs[tree].append(json.load(f))
+                except (OSError, ValueError):  # a run that died: the others stand
+                    runs[tree].append({"error": f"exit status {done.returncode}",
+                                       "programs_per_min": None, "findings": None,
+                                       "steady_cpu_ms_per_program": None,
+                                       "failed": ["no result"]})
+    summary = []
+    for tree, rs in runs.items():
+        rates = [r["programs_per_min"] for r in rs if r["programs_per_min"]]
+        steady = [r["steady_cpu_ms_per_program"] for r in rs
+                  if r["steady_cpu_ms_per_program"]]
+        summary.append({
+            "tree": tree, "commit": tree_commit(tree),
+            "programs_per_min": round(statistics.median(rates), 1) if rates else None,
+            "steady_cpu_ms_per_program":
+                round(statistics.mean(steady), 2) if steady else None,
+            "findings": [r["findings"] for r in rs], "failed": [r["failed"] for r in rs],
+            "runs": rs})
+    return {"trees": summary, "turns": turns,
+            "command": shlex.join([os.path.basename(sys.executable), *sys.argv])}
+
+
+def _tree_args(argv: list[str]) -> tuple[list[str], int, list[str], str | None]:
+    """(--tree values, --turns, the other arguments, --json) of a comparison."""
+    ap = argparse.ArgumentParser(add_help=False)
+    ap.add_argument("--tree", action="append", default=[])
+    ap.add_argument("--turns", type=int, default=1)
+    ap.add_argument("--json", default=None)
+    ap.add_argument("--keep-bundles", default=None)
+    known, rest = ap.parse_known_args(argv)
+    return known.tree, known.turns, rest, known.json
+
+
 def main(argv: list[str] | None = None) -> int:
+    trees, turns, rest, out = _tree_args(sys.argv[1:] if argv is None else argv)
+    if trees:  # before/after in one command (issue 31.3)
+        result = compare_trees(trees, turns, rest)
+        for t in result["trees"]:
+            print(f"{t['tree']}: {t['programs_per_min']} programs/min, "
+                  f"{t['steady_cpu_ms_per_program']} steady CPU ms a program")
+        if out:
+            with open(out, "w") as f:
+                f.write(json.dumps(result, indent=1) + "\n")
+        return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--target", default="bundl")
     ap.add_argument("--property", dest="prop", default="compile")
@@ -207,6 +270,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--generation", default=None, choices=("engine", "direct"),
                     help="how rounds are drawn (default: the campaigns' default)")
     ap.add_argument("--json", help="write the result here (also printed)")
+    ap.add_argument("--tree", action="append", default=[], help="a source tree to "
+                    "run on (its src/), repeatable: the trees in turns")
+    ap.add_argument("--turns", type=int, default=1, help="with --tree: runs per tree")
     ap.add_argument("--keep-bundles", default=None, help="copy the campaign folder "
                     "(its bundles) here when the run found anything; default: beside "
                     "--json, as NAME_bundles/")

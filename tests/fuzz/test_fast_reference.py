@@ -99,12 +99,19 @@ def test_fast_and_full_pipelines_give_identical_verdicts():
     assert by_origin[True] >= 30 and by_origin[False] >= 30, by_origin
 
 
+@functools.cache
+def _full_verdicts(fault: str) -> tuple:
+    """The full pipeline's verdicts on `drawn()` with GPUSEM_FAULT=`fault` (the caller
+    sets it): the slow half, shared by the tests of one process."""
+    return tuple(_verdicts(drawn(), False))
+
+
 def test_identical_verdicts_with_a_seeded_miscompilation(monkeypatch):
     """With S-Group's modulus miscompiled, programs disagree: the fast path reports the
     same disagreements (cell, schedule) as the full one."""
     monkeypatch.setenv("GPUSEM_FAULT", "group-modulus")
     programs = drawn()
-    full, fast = _verdicts(programs, False), _verdicts(programs, True)
+    full, fast = list(_full_verdicts("group-modulus")), _verdicts(programs, True)
     assert fast == full
     # every disagreement is a kernel-shaped program's; the general generator's change
     # of issue 24 (Trust II: copies and stores by several threads) shifted which kernels
@@ -183,3 +190,47 @@ def test_full_mode_never_runs_big_step(monkeypatch):
 def test_auditor_period(every):
     a = Auditor(every=every)
     assert [a.due() for _ in range(6)] == [i % every == 0 for i in range(6)]
+
+
+def test_a_confirmation_takes_the_fast_paths_race_proof(monkeypatch):
+    """The target's batch (`prefetch`, as a campaign checks a round) gives the full
+    pipeline's verdicts, and its confirmations run the four schedules without proving
+    race freedom again: the fast reference of a compared program proved it, by the
+    same analysis (issue 31.3: the second proof was ~35% of the confirmations' CPU)."""
+    monkeypatch.setenv("GPUSEM_FAULT", "group-modulus")  # disagreements to confirm
+    monkeypatch.setenv("GPUSEM_REFERENCE_AUDIT", "0")  # the audit proves it again
+    programs = drawn()
+    expected = []
+    for kind, *_ in _full_verdicts("group-modulus"):
+        expected.append(("pass", "") if kind == "agree" else ("invalid", kind)
+                        if kind in ("racy", "not-compared", "unsupported")
+                        else ("finding", f"compile {kind}"))
+    from gpusem.interpreter.bundl import reference as reference_module
+
+    real_proof, real_confirm = reference_module.race_verdict, BundlTarget._full_if_fast
+    proofs: list[bool] = []  # per z3 analysis: inside a confirmation?
+    confirmed: list[bool] = []  # per confirmation: race-free by construction?
+    inside = [False]
+
+    def proof(prog):
+        proofs.append(inside[0])
+        return real_proof(prog)
+
+    def confirm(self, generated, ref, prop):
+        inside[0] = True
+        try:
+            return real_confirm(self, generated, ref, prop)
+        finally:
+            inside[0] = False
+            confirmed.append(generated.race_free_by_construction)
+
+    monkeypatch.setattr(reference_module, "race_verdict", proof)
+    monkeypatch.setattr(BundlTarget, "_full_if_fast", confirm)
+    target = BundlTarget()
+    target.prefetch(list(programs), "compile")
+    got = [(r.status, r.kind) for r in (target.check(g, "compile") for g in programs)]
+    assert got == expected
+    # general programs were confirmed (their proof would have run again), none was
+    # proved inside a confirmation, and the fast path proved the general ones
+    assert confirmed.count(False) >= 1 and confirmed.count(True) >= 1, confirmed
+    assert proofs and not any(proofs), proofs

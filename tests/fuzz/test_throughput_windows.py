@@ -33,3 +33,12 @@ def test_steady_cpu_is_the_busy_time_in_the_windows_per_program_in_them() -> Non
 def test_no_steady_window_no_reading() -> None:
     assert throughput.steady_cpu_ms([(0.0, 0), (5.0, 10)], [(0.0, 0.0), (5.0, 1.0)],
                                     20.0, 20.0, 0) is None
+
+
+def test_a_tree_comparison_passes_every_other_argument_to_each_run() -> None:
+    trees, turns, rest, out = throughput._tree_args(
+        ["--tree", "/tmp/base", "--backend", "cuda", "--tree", ".", "--turns", "2",
+         "--jobs", "16", "--json", "both.json", "--keep-bundles", "kept"])
+    assert (trees, turns, out) == (["/tmp/base", "."], 2, "both.json")
+    # each run writes its own JSON (compare_trees adds --json) and keeps no bundles
+    assert rest == ["--backend", "cuda", "--jobs", "16"]

@@ -3,7 +3,9 @@
 
 Only "agree" is taken from the fast outcome as it is: any other verdict is decided
 again against the full reference from the same backend results
-(`compile_property.check_batch(confirm=...)`). And every AUDIT_EVERY-th program (the
+(`compile_property.check_batch(confirm=...)`; the full reference then takes the fast
+one's proof of race freedom, the same z3 call on the same program, and runs the four
+schedules: `BundlTarget._full_if_fast`). And every AUDIT_EVERY-th program (the
 first included) is run both ways; a difference (kind, race verdict, or a cell's bits:
 `reference.outcome_difference`) is an oracle bug (the interpreters or the race
 analysis disagree) and becomes an `internal` finding; from then on this process audits
