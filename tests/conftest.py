@@ -56,12 +56,9 @@ def pytest_collection_modifyitems(config, items):
         if "benchmark" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.benchmark)
     # Slowest files first (issue 32): with two workers, a two-minute file drawn last
-    # kept one busy while the other had nothing left to do. The README's command
-    # schedules with xdist's `worksteal`: each worker starts on its half of the
-    # collection in this order (every worker sorts it the same way: the table is read
-    # from the tree) and an idle one takes half of the other's queue, from its end;
-    # under `load` the queues were fixed once all was handed out, and one worker idled
-    # ~5 minutes at stop 34's end. `-m` deselects after, keeping the order.
+    # kept one busy while the other had nothing left to do. xdist's `load` scheduling
+    # hands out the collection in this order (every worker sorts it the same way: the
+    # table is read from the tree); `-m` deselects after, keeping the order.
     if SLOWEST.exists():
         items[:] = slowest_files_first(items, file_seconds(SLOWEST.read_text()))
 
