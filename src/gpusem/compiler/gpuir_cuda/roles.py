@@ -101,7 +101,7 @@ def split_roles(k: K.GKernel) -> K.GKernel:
     branches = []
     for r in k.roles:
         rel = f"{warp} - {r.first}" if r.first else warp
-        head = ()
+        head: tuple[K.GStmt, ...] = ()
         if r.dec or r.inc:
             act, n = ("dec", r.dec) if r.dec else ("inc", r.inc)
             head = (K.GPrim(f"gs_setmaxnreg_{act}({n});"),)

@@ -362,9 +362,9 @@ def _python_cells(cells: list[Value]) -> list[PyValue]:
     one call a cell over arrays of millions of cells, once a schedule)."""
     kinds = set(map(type, cells))
     if kinds <= {int, bool}:
-        return list(cells)
+        return list(cast(list[PyValue], cells))
     if kinds == {np.float32}:
-        return np.array(cells, dtype=np.float32).tolist()
+        return cast(list[PyValue], np.array(cells, dtype=np.float32).tolist())
     return [to_python(v) for v in cells]
 
 
