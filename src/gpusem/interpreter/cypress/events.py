@@ -128,7 +128,7 @@ class _Builder:
                     cells = np.arange(at, at + int(np.prod(shape)), dtype=np.int64)
                     env[name] = View(smem, cells.reshape(shape), f"smem({name})")
                 case E.Alloc(name, shape, _, _):
-                    env[name] = self.root(name + suffix, self.fill(shape))
+                    env[name] = self.root(name + suffix, self.blank(shape))
                 case E.Alias(name, r):
                     env[name] = self.ref(env, r)
                 case E.PartBlocks(name, source, blocks):
@@ -189,11 +189,13 @@ class _Builder:
                         self.ops(inner_ops, inner, start, f"{suffix}[{var_name}={i}]",
                                  events, (*path, i))
 
+    def blank(self, shape: tuple[int, ...]) -> np.ndarray:
+        """NaN (or INT_MIN), so that reading it before a write shows."""
+        return np.full(shape, np.nan if self.dtype.kind == "f" else -2**31, self.dtype)
+
     def fill(self, shape: tuple[int, ...]) -> np.ndarray:
-        """Fresh storage: NaN (or INT_MIN), so that reading it before a write
-        shows."""
-        out = np.full(shape, np.nan if self.dtype.kind == "f" else -2**31,
-                      self.dtype)
+        """Fresh storage, blank, kept for resets."""
+        out = self.blank(shape)
         self.storage.append(out)
         return out
 
@@ -319,11 +321,7 @@ def instantiate(ir: E.EventProgram, program: A.Program, arrays: dict[str, np.nda
     b.smem = _smem_size(ir.body.ops)
     env["@smem"] = b.fill((b.smem,))
     done = b.block(ir.body, env, frozenset(), "")
-    # a fill that became a root view's copy is not indexed by any view: not kept
-    bases = {id(v.base) for n in b.nodes
-             for v in (*n.reads, *n.writes, *(n.call[1] if n.call else ()))}
-    bases |= {id(v.base) for v in outputs.values()}
-    initial = [(a, a.copy()) for a in b.storage if id(a) in bases]
+    initial = [(a, a.copy()) for a in b.storage]
     return Instance(b.nodes, outputs, done, program, initial)
 
 
