@@ -9,11 +9,13 @@ The toy target is tests/fuzz/test_campaign.py's: `big7` shrinks to 2 elements.""
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 from gpusem.fuzz.bundle import read_bundle
 from gpusem.fuzz.shrink_jobs import Deferred
 from gpusem.fuzz.shrinker import ProcessShrinker, run_job
-from tests.fuzz.test_campaign import campaign
+from gpusem.fuzz.targets import register_target
+from tests.fuzz.test_campaign import ToyTarget, campaign
 
 
 def big_job(tmp_path):
@@ -56,3 +58,41 @@ def test_a_shrink_with_time_is_shrunk(tmp_path) -> None:
     meta = read_bundle(f.bundle).meta
     assert f.shrunk and f.size == 2 < job.res.size
     assert meta["shrunk"] is True and "shrink_cut" not in meta
+
+
+
+class BudgetReducer(ToyTarget):
+    """The toy, with a reducer that takes all the time it is given and finds
+    nothing: a shrink job's deadline stops it, after hypothesis's steps."""
+
+    def minimise(self, program, res, prop="compile", budget_s=0.0):
+        time.sleep(max(0.0, budget_s))
+        return res
+
+
+register_target("budgetreducer", BudgetReducer)
+
+
+def test_a_shrink_cut_after_a_step_says_the_same_whoever_writes_its_end(
+        tmp_path) -> None:
+    """A step made (hypothesis's: 2 elements), then a reducer stopped at the
+    deadline: the shrink's own end (`run_job`, its reducer given what is left of its
+    deadline) and the shrinker's cut of it (its reducer given a minute, the shrinker
+    stops waiting in 5 s) say `shrunk` (a step was made) and `shrink_cut` (the
+    deadline stopped it) alike. Which of the two writes the bundle is a race at the
+    deadline (a SIGTERM during hypothesis's steps ends the shrink in the process):
+    before, the first left `shrink_cut` out and the second said not `shrunk` (CI,
+    stop 43, tests/fuzz/test_budget_kept.py)."""
+    job = big_job(tmp_path / "a")
+    ran = run_job(replace(job, spec=dict(job.spec, target_name="budgetreducer")),
+                  time.monotonic() + 3.0)
+    mine = read_bundle(ran.findings[0].bundle).meta
+    shrinker = ProcessShrinker("budgetreducer")
+    other = big_job(tmp_path / "b")
+    shrinker.submit(replace(other, spec=dict(other.spec, target_name="budgetreducer"),
+                            deadline=time.monotonic() + 60.0))
+    (out,) = shrinker.finish(time.monotonic() + 5.0)
+    local = read_bundle(out.findings[0].bundle).meta
+    assert out.cut and ran.findings[0].shrunk and out.findings[0].shrunk
+    assert (mine["shrunk"], mine["shrink_cut"], mine["size"]) == (
+        local["shrunk"], local["shrink_cut"], local["size"]) == (True, True, 2)

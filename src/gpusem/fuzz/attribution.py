@@ -515,11 +515,18 @@ def kept_on_cut(meta: Mapping[str, Any], files: Mapping[str, str],
     """A bundle whose shrink was cut (`fuzz/shrinker.py`, `engines/dask.py`), as
     (meta, files): its attribution kept, taken from `first` (the files the finding
     was handed over with, attributed where it was found) where the bundle's last
-    state lacks it, and recorded against the program the bundle now holds."""
+    state lacks it, and recorded against the program the bundle now holds; `shrunk`
+    where the bundle holds a smaller program than was found (a step made before the
+    cut), as the shrink itself says when it writes its own end first (`Campaign.
+    _shrink`: the two race at the deadline)."""
     files = dict(files)
     if ATTRIBUTION not in files and ATTRIBUTION in first:
         files[ATTRIBUTION] = first[ATTRIBUTION]
     meta = dict(meta)
+    try:
+        meta["shrunk"] = int(meta["size"]) < int(meta["size_before"])
+    except (KeyError, TypeError, ValueError):
+        meta["shrunk"] = False  # no sizes to compare: no step is known
     if found := in_files(files):
         meta["attribution"] = recorded(found, str(meta.get("signature", "")), files,
                                        str(meta.get("program_file", "")))

@@ -615,12 +615,14 @@ class Campaign:
         finding.shrink_s = time.monotonic() - since
         self.summary.shrink_s += finding.shrink_s
         # Note: `shrunk` is a step made, or a shrink that ended by itself; one its
-        # deadline stopped before any step is not, and is marked cut, as a shrinker
-        # marks a job it had no time for (issue 31.1: a Dask shrink handed over at
-        # the budget's end was reported shrunk, unchanged, after 0 s)
+        # deadline stopped before any step is not (issue 31.1: a Dask shrink handed
+        # over at the budget's end was reported shrunk, unchanged, after 0 s). One
+        # its deadline stopped is marked cut, step or not, as a shrinker marks a job
+        # it stopped or had no time for (`attribution.kept_on_cut`): which of the two
+        # writes the bundle is a race at the deadline, and both say the same
         shrunk = res.size < o.size_before or not ran_out[0]
         self._finish(target, finding, res, shrunk=shrunk, state="done",
-                     cut=not shrunk)
+                     cut=ran_out[0])
 
     # ------------------------------------------------------------------ shrink jobs
 

@@ -125,11 +125,12 @@ class ProcessShrinker:
             # the attribution of the program as found, where the bundle holds a
             # partly shrunk one, and saying so (`attribution.kept_on_cut`)
             meta, files = kept_on_cut(dict(
-                b.meta, state="done", shrunk=False, shrink_cut=True,
+                b.meta, state="done", shrink_cut=True,
                 shrink_s=round(finding.shrink_s, 2)), b.files, res.files)
             BundleStore(Path(job.bundle).parent).update(Path(job.bundle), meta, files)
             finding.size = int(meta.get("size", finding.size) or finding.size)
             finding.detail = str(meta.get("detail", finding.detail))
+            finding.shrunk = bool(meta["shrunk"])
         except (OSError, ValueError, KeyError):
             pass  # the bundle as first written stands
         return ShrinkOutcome(res.signature, [finding], cut=True)

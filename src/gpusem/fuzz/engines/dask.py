@@ -725,7 +725,7 @@ def _cut_shrink(s: _Shard, store: BundleStore, signature: str,
         return
     if best is not None and best.get("meta", {}).get("signature") == signature:
         meta, files = dict(best["meta"]), dict(best.get("files", files))
-    meta.update(state="done", shrunk=False, shrink_cut=True,
+    meta.update(state="done", shrink_cut=True,
                 shrink_s=round(seconds, 2))
     meta, files = kept_on_cut(meta, files, b.files)
     store.update(Path(mine.bundle), meta, files)
@@ -736,7 +736,7 @@ def _cut_shrink(s: _Shard, store: BundleStore, signature: str,
     mine.size = int(meta.get("size", mine.size) or mine.size)
     mine.size_before = int(meta.get("size_before", mine.size) or mine.size)
     mine.detail = str(meta.get("detail", mine.detail))
-    mine.shrunk, mine.shrink_s = False, seconds
+    mine.shrunk, mine.shrink_s = bool(meta["shrunk"]), seconds
     s.summary.shrink_s += seconds
 
 
