@@ -99,3 +99,44 @@ def test_snapshots_share_the_copies_of_threads_not_stepped(dense_snapshots):
     s.back(37)
     assert len(s.history) == 3
     assert s.machine.threads()[1].key() == snaps[0][1].key()
+
+
+def test_a_continue_equals_stepping_one_by_one(dense_snapshots):
+    """`run`'s loop for a plain `continue` (`Session._run_plain`: the step inlined,
+    an event made only for the last KEEP steps) takes the steps, keeps the history
+    and snapshots, stops for the reason, and returns the events that stepping one
+    by one does (`_step_once`, what a trace or a breakpoint makes `run` use)."""
+    stops: list[str] = []
+
+    def event(e) -> tuple:
+        return (e.rule, e.rules, e.thread, e.index, repr(e.persp), repr(e.redex),
+                repr(e.after))
+
+    @settings(PROPERTY)
+    @given(programs(), st.sampled_from(["rr", "random:3"]),
+           st.lists(st.one_of(st.none(), st.integers(1, 90)), min_size=1, max_size=3),
+           st.sampled_from([60, 5_000]))
+    def check(prog, schedule, counts, max_steps):
+        plain = Session(prog, schedule=schedule, max_steps=max_steps)
+        traced = Session(prog, schedule=schedule, max_steps=max_steps)
+        lines: list[str] = []
+        traced.trace_sink = lines.append  # `run` steps one by one (`_step_once`)
+        for count in counts:
+            got, why = plain.run(count)
+            want, why_too = traced.run(count)
+            assert (why.reason, why.taken) == (why_too.reason, why_too.taken)
+            assert [event(e) for e in got] == [event(e) for e in want]
+            assert plain.history == traced.history and len(lines) == len(traced.history)
+            assert sorted(plain.snapshots) == sorted(traced.snapshots)
+            assert _state(plain) == _state(traced)
+            assert (plain.current, plain.error is None) == (traced.current,
+                                                           traced.error is None)
+            stops.append(why.reason.split(":")[0])
+            if why.reason:
+                break
+        # the snapshots hold the same copies: going back lands in the same place
+        assert plain.back(7) == traced.back(7) and _state(plain) == _state(traced)
+
+    check()
+    # not vacuous: runs that end by themselves, by the step budget, and cut by a count
+    assert {"terminated", "budget", ""} <= set(stops), stops

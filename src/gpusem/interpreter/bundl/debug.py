@@ -33,13 +33,14 @@ import numpy as np
 from gpusem.calculus.budgets import MemoryGuard, step_budget
 from gpusem.calculus.bundl.ast import Program, Skip, SyncWait
 from gpusem.calculus.errors import BadInput, GpusemError, Stuck, Trap
+from gpusem.interpreter.bundl.config import Term, ThreadState
 from gpusem.interpreter.bundl.machine import (
     Machine,
     MachineSnapshot,
     StepEvent,
     where,
 )
-from gpusem.interpreter.bundl.small_step import ENTER, blocked
+from gpusem.interpreter.bundl.small_step import ENTER, blocked, step_thread
 from gpusem.interpreter.bundl.values import Ptr, Value
 
 # What a `write` breakpoint watches: a cell of a global array.
@@ -191,22 +192,73 @@ class Session:
         except (Stuck, Trap) as err:
             self.status, self.error = "stuck", err
             return Stop(f"stuck: {getattr(err, 'message', err)}")
+        self._recorded(thread)
+        if self.trace_sink is not None:
+            self.trace_sink(describe_event(len(self.history), event))
+        return event
+
+    def _recorded(self, thread: int) -> None:
+        """After a step of `thread`: its history, snapshot and budgets."""
         self.current = thread
         history = self.history
         history.append(thread)
         steps = len(history)
-        ended = m.threads()[thread].terminated
+        ended = self.machine.threads()[thread].terminated
         if ended:
             self._live -= 1
         if steps >= self._next_snapshot:
             self._snapshot_due()
-        if self.trace_sink is not None:
-            self.trace_sink(describe_event(steps, event))
         if ended and self._live == 0:
             self.status = "terminated"
         elif steps >= self.max_steps or steps % self.guard.every == 0:
             self._budgets(thread)
-        return event
+
+    def _run_plain(self, count: int | None, interrupted: Callable[[], bool],
+                   ) -> tuple[list[StepEvent], Stop]:
+        """`run` where nothing watches a step (the scheduler's choice, no breakpoint,
+        no trace, no machine check: a `continue`): `_step_once`'s steps, history,
+        snapshots and budgets, with `Machine.step_quietly` inlined and an event made
+        only for the last KEEP steps, the ones returned (issue 24's bound: history
+        stepping at most 3x `gpusem run`; tests/bundl/test_debug_history.py checks
+        that it equals stepping one by one)."""
+        m = self.machine
+        cfg, threads, choose, recorded = m.cfg, m.threads(), self.scheduler.choose, \
+            self._recorded
+        kept: deque[tuple[str, list, ThreadState, int, Term]] = deque(maxlen=KEEP)
+        taken, why = 0, Stop()
+        while count is None or taken < count:
+            if taken % INTERRUPT_EVERY == 0 and interrupted():
+                why = Stop("interrupted")
+                break
+            if self.status != "running":
+                why = self._halted()
+                break
+            thread = choose(m)
+            if thread is None:
+                why = self._no_thread()
+                break
+            self._dirty.add(thread)  # before the step: a stuck step may have moved it
+            th, trace = threads[thread], []
+            try:
+                rule = step_thread(cfg, th, trace)
+            except (Stuck, Trap) as err:
+                self.status, self.error = "stuck", err
+                why = Stop(f"stuck: {getattr(err, 'message', err)}")
+                break
+            if not rule.endswith("Spin"):
+                m.steps += 1
+            recorded(thread)
+            taken += 1
+            kept.append((rule, trace, th, thread, th.focus))
+            if self.status == "budget":
+                why = self._halted()
+                break
+        events = [StepEvent(rule, trace[0], (th.t, th.b, trace[3]), thread, trace[2],
+                            trace[1], after) for rule, trace, th, thread, after in kept]
+        why.taken = taken
+        if events:
+            self.last_event = events[-1]
+        return events, why
 
     def _snapshot_due(self) -> None:
         """Keep a snapshot once the steps since the last one pay for its copies
@@ -276,6 +328,10 @@ class Session:
             ) -> tuple[list[StepEvent], Stop]:
         """Up to `count` steps (None: until something stops it); the last KEEP events
         and why it stopped (with the number of steps taken)."""
+        if (thread is None and not (use_breaks and self.breakpoints)
+                and self.trace_sink is None and self.machine.check is None):
+            with np.errstate(all="ignore"):
+                return self._run_plain(count, interrupted)
         events: deque[StepEvent] = deque(maxlen=KEEP)
         taken = 0
 
