@@ -614,12 +614,10 @@ class Campaign:
         ran_out[0] |= bool(stop_requested())
         finding.shrink_s = time.monotonic() - since
         self.summary.shrink_s += finding.shrink_s
-        # Note: `shrunk` is a step made, or a shrink that ended by itself; one its
-        # deadline stopped before any step is not (issue 31.1: a Dask shrink handed
-        # over at the budget's end was reported shrunk, unchanged, after 0 s). One
-        # its deadline stopped is marked cut, step or not, as a shrinker marks a job
-        # it stopped or had no time for (`attribution.kept_on_cut`): which of the two
-        # writes the bundle is a race at the deadline, and both say the same
+        # Note: `shrunk` is a step made, or a shrink that ended by itself (issue
+        # 31.1: a Dask shrink handed over at the budget's end was reported shrunk
+        # after 0 s); one its deadline stopped is cut, step or not, as a shrinker's
+        # cut says (`attribution.kept_on_cut`: the two race at the deadline)
         shrunk = res.size < o.size_before or not ran_out[0]
         self._finish(target, finding, res, shrunk=shrunk, state="done",
                      cut=ran_out[0])
