@@ -24,6 +24,8 @@ LD_LIBRARY_PATH, for its builtins); by default CuPy where it imports, else the n
 NVRTC wheel (`nvrtc_lib`, the ctypes calls the worker's binding makes).
 
   python3 scripts/nvrtc_probe.py --rounds 3 --json out.json
+  python3 scripts/nvrtc_probe.py --rounds 3 --repeat 1 --phases  (where NVRTC's time
+    goes a kernel: front end, NVVM, ptxas, from its own -fdevice-time-trace)
 """
 
 from __future__ import annotations
@@ -157,6 +159,39 @@ def measure(build: Build, rounds: list[list[tuple[str, str]]], repeat: int,
     return out
 
 
+def phases(build: Build, rounds: list[list[tuple[str, str]]]) -> dict:
+    """NVRTC's own time trace (`-fdevice-time-trace`) of each round's call with the
+    worker's options: ms a kernel in the front end (the trace's span before and
+    around LibNVVM and ptxas), NVVM (LibNVVM: its optimizer and code generation) and
+    ptxas. The trace slows the call: the shares are what it gives, not the times."""
+    import glob
+    import tempfile
+
+    from gpusem.compiler.backends.cuda_worker import BUILD_SPEEDUPS, NVRTC_OPTIONS
+
+    total: dict[str, float] = {"front end": 0.0, "nvvm": 0.0, "ptxas": 0.0}
+    kernels_n = 0
+    for batch in rounds:
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "trace")
+            call(build, batch, [*NVRTC_OPTIONS, *BUILD_SPEEDUPS,
+                                f"-fdevice-time-trace={path}"])
+            with open(sorted(glob.glob(path + "*"))[0]) as f:
+                events = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
+        span = (max(e["ts"] + e["dur"] for e in events)
+                - min(e["ts"] for e in events))
+        nvvm = sum(e["dur"] for e in events if e["name"] == "LibNVVM")
+        ptxas = sum(e["dur"] for e in events if e["name"] == "Total PTXAS Time")
+        total["front end"] += span - nvvm - ptxas
+        total["nvvm"] += nvvm
+        total["ptxas"] += ptxas
+        kernels_n += len(batch)
+    ms = {k: round(v / 1e3 / max(1, kernels_n), 3) for k, v in total.items()}
+    return {"ms_per_kernel_traced": ms, "kernels": kernels_n,
+            "shares": {k: round(v / max(1e-9, sum(total.values())), 3)
+                       for k, v in total.items()}}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seed", type=int, default=0)
@@ -167,6 +202,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="kernels compiled one a call (a sample)")
     ap.add_argument("--nvrtc", default="auto", help="auto, cupy or a libnvrtc path")
     ap.add_argument("--json", help="write the result here (also printed)")
+    ap.add_argument("--phases", action="store_true",
+                    help="also NVRTC's time trace of each round: front end, NVVM, "
+                    "ptxas a kernel")
     args = ap.parse_args(argv)
     build, nvrtc = binding(args.nvrtc)
     rounds = kernels(args.seed, args.rounds, args.round_size)
@@ -177,6 +215,8 @@ def main(argv: list[str] | None = None) -> int:
         "kernels": {"distinct": len(every), "per_round": [len(r) for r in rounds],
                     "bytes_total": sum(len(s) for _, s in every)},
         "variants": measure(build, rounds, args.repeat, args.singles)}
+    if args.phases:
+        result["phases"] = phases(build, rounds)
     v = result["variants"]
     result["saved_cpu_ms_worker_vs_plain"] = {
         "per_call_header_only": round(v["plain"]["header_only_call_cpu_ms"]

@@ -27,7 +27,7 @@ import random
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 from gpusem.calculus.budgets import MemoryGuard, step_budget
@@ -224,7 +224,7 @@ class Session:
         m = self.machine
         cfg, threads, choose, recorded = m.cfg, m.threads(), self.scheduler.choose, \
             self._recorded
-        kept: deque[tuple[str, list, ThreadState, int, Term]] = deque(maxlen=KEEP)
+        kept: deque[tuple[str, list[Any], ThreadState, int, Term]] = deque(maxlen=KEEP)
         taken, why = 0, Stop()
         while count is None or taken < count:
             if taken % INTERRUPT_EVERY == 0 and interrupted():
@@ -238,7 +238,8 @@ class Session:
                 why = self._no_thread()
                 break
             self._dirty.add(thread)  # before the step: a stuck step may have moved it
-            th, trace = threads[thread], []
+            th = threads[thread]
+            trace: list[Any] = []
             try:
                 rule = step_thread(cfg, th, trace)
             except (Stuck, Trap) as err:
