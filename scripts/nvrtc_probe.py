@@ -176,7 +176,7 @@ def phases(build: Build, rounds: list[list[tuple[str, str]]]) -> dict:
             path = os.path.join(folder, "trace")
             call(build, batch, [*NVRTC_OPTIONS, *BUILD_SPEEDUPS,
                                 f"-fdevice-time-trace={path}"])
-            with open(sorted(glob.glob(path + "*"))[0]) as f:
+            with open(min(glob.glob(path + "*"))) as f:
                 events = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
         span = (max(e["ts"] + e["dur"] for e in events)
                 - min(e["ts"] for e in events))
