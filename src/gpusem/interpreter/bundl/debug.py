@@ -47,7 +47,10 @@ from gpusem.interpreter.bundl.values import Ptr, Value
 Cell = tuple[str, int]
 
 SNAPSHOT_EVERY = 256  # the fewest steps between two snapshots
-SNAPSHOT_RATIO = 8  # the fewest steps between two snapshots per unit they copy
+SNAPSHOT_RATIO = 16  # the fewest steps between two snapshots per unit they copy
+# (16, not 8: on 1,024 threads the copies were a fifth of a `continue`, whose
+# history bench read 2.67-2.91x `run` in the suite's benchmark run, 2.10-2.25x at
+# 16; a `back` replays at most twice as many steps)
 CELLS_PER_UNIT = 512  # memory cells copied about as fast as one thread state
 MAX_SNAPSHOTS = 64
 INTERRUPT_EVERY = 64
@@ -217,15 +220,18 @@ class Session:
                    ) -> tuple[list[StepEvent], Stop]:
         """`run` where nothing watches a step (the scheduler's choice, no breakpoint,
         no trace, no machine check: a `continue`): `_step_once`'s steps, history,
-        snapshots and budgets, with `Machine.step_quietly` inlined and an event made
-        only for the last KEEP steps, the ones returned (issue 24's bound: history
-        stepping at most 3x `gpusem run`; tests/bundl/test_debug_history.py checks
-        that it equals stepping one by one)."""
-        m = self.machine
-        cfg, threads, choose, recorded = m.cfg, m.threads(), self.scheduler.choose, \
-            self._recorded
+        snapshots and budgets, with `Machine.step_quietly`, `_recorded` and the
+        round-robin's common choice (the thread at the cursor can step) inlined, and
+        an event made only for the last KEEP steps, the ones returned (issue 24's
+        bound: history stepping at most 3x `gpusem run`;
+        tests/bundl/test_debug_history.py checks that it equals stepping one by one)."""
+        m, sched = self.machine, self.scheduler
+        cfg, threads, choose = m.cfg, m.threads(), sched.choose
+        n, rr, history, dirty = len(threads), sched.kind == "rr", self.history, \
+            self._dirty
+        max_steps, every = self.max_steps, self.guard.every
         kept: deque[tuple[str, list[Any], ThreadState, int, Term]] = deque(maxlen=KEEP)
-        taken, why = 0, Stop()
+        taken, why, last = 0, Stop(), None
         while count is None or taken < count:
             if taken % INTERRUPT_EVERY == 0 and interrupted():
                 why = Stop("interrupted")
@@ -233,12 +239,22 @@ class Session:
             if self.status != "running":
                 why = self._halted()
                 break
-            thread = choose(m)
+            thread: int | None = sched.cursor if rr else None
+            if thread is not None:  # Scheduler.choose's first look, inlined
+                th = threads[thread]
+                kind = type(th.focus)
+                if (kind in ENTER or kind is SyncWait or kind is Skip) and (
+                        th.terminated or blocked(cfg, th)):
+                    thread = None  # not this one: the scheduler's search
+                else:
+                    sched.cursor = thread + 1 if thread + 1 < n else 0
             if thread is None:
-                why = self._no_thread()
-                break
-            self._dirty.add(thread)  # before the step: a stuck step may have moved it
-            th = threads[thread]
+                thread = choose(m)
+                if thread is None:
+                    why = self._no_thread()
+                    break
+                th = threads[thread]
+            dirty.add(thread)  # before the step: a stuck step may have moved it
             trace: list[Any] = []
             try:
                 rule = step_thread(cfg, th, trace)
@@ -248,12 +264,26 @@ class Session:
                 break
             if not rule.endswith("Spin"):
                 m.steps += 1
-            recorded(thread)
+            # `_recorded`, inlined
+            last = thread
+            history.append(thread)
+            steps = len(history)
+            ended = th.terminated
+            if ended:
+                self._live -= 1
+            if steps >= self._next_snapshot:
+                self._snapshot_due()
+            if ended and self._live == 0:
+                self.status = "terminated"
+            elif steps >= max_steps or steps % every == 0:
+                self._budgets(thread)
             taken += 1
             kept.append((rule, trace, th, thread, th.focus))
             if self.status == "budget":
                 why = self._halted()
                 break
+        if last is not None:
+            self.current = last
         events = [StepEvent(rule, trace[0], (th.t, th.b, trace[3]), thread, trace[2],
                             trace[1], after) for rule, trace, th, thread, after in kept]
         why.taken = taken
