@@ -43,24 +43,6 @@ BUILD_PARTS = {"nvrtc": ("", "compileProgram"), "cubin": ("", "getCUBIN"),
                "unit": ("cpu_source", "namespaced_unit")}
 
 
-def children_cpu() -> dict[int, tuple[str, float]]:
-    """{pid: (command, CPU seconds)} of this process's live children, from /proc."""
-    tick, me, out = os.sysconf("SC_CLK_TCK"), os.getpid(), {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                head, tail = f.read().rsplit(")", 1)
-        except OSError:
-            continue
-        fields = tail.split()
-        if int(fields[1]) == me:
-            name = f"{head.split('(', 1)[1]}:{entry}"
-            out[int(entry)] = (name, (int(fields[11]) + int(fields[12])) / tick)
-    return out
-
-
 def part_seconds(stats: pstats.Stats) -> dict[str, float]:
     """Cumulative seconds of each PARTS entry (the first function that matches)."""
     out = dict.fromkeys(PARTS, 0.0)
@@ -80,12 +62,11 @@ def main() -> None:
     args = ap.parse_args()
 
     import profile_stages as ps
+
     from gpusem.compiler.backends.cuda import CudaBackend
-    from gpusem.compiler.bundl_cuda.pipeline import CompileOptions, compile_program
     from gpusem.fuzz.bundl import compile_property as cp
     from gpusem.fuzz.bundl.target import BundlTarget
 
-    _, fast_reference = ps._reference_api()
     target = BundlTarget(backend="cuda")
     worker_backend = cp.shared_backend("cuda")
     local = CudaBackend(in_process=True)
@@ -95,23 +76,14 @@ def main() -> None:
     prof, build_prof = cProfile.Profile(), cProfile.Profile()
     local_cpu = build_cpu = 0.0
     for r in range(args.rounds):
-        jobs = []
-        for g in ps._round_programs(target, args.seed, r, args.round_size):
-            outcome = fast_reference(g.program,
-                                     prove_race_free=not g.race_free_by_construction)
-            if cp._not_compared(outcome) is not None:
-                continue
-            try:
-                kernel = compile_program(g.program, CompileOptions(sync_motion=True))
-            except Exception:  # noqa: BLE001, S112 - not compiled: not launched
-                continue
-            programs += 1
-            jobs.extend(cp._jobs(g.program, kernel, cp.HARNESS_SEEDS, "cuda"))
+        per_program = ps.round_launch_jobs(target, args.seed, r, args.round_size)
+        programs += len(per_program)
+        jobs = [j for js in per_program for j in js]
         launches += len(jobs)
-        own0, kids0 = time.process_time(), children_cpu()
+        own0, kids0 = time.process_time(), ps.children_cpu()
         ps._build(worker_backend, [j.spec for j in jobs])
         worker_build_own += time.process_time() - own0
-        for pid, (name, cpu) in children_cpu().items():
+        for pid, (name, cpu) in ps.children_cpu().items():
             was = kids0.get(pid, (name, 0.0))[1]
             worker_build_kids[name] = worker_build_kids.get(name, 0.0) + cpu - was
         cpu0, wall0 = ps.tree_cpu(), time.perf_counter()

@@ -29,7 +29,7 @@ import subprocess
 import sys
 import time
 
-from profile_stages import live_children_cpu  # this folder's
+from profile_stages import live_children_cpu, round_launch_jobs  # this folder's
 from tree_runs import tree_env
 
 
@@ -64,33 +64,11 @@ def standin_serve(conn, parent_pid: int | None = None, pdeathsig: bool = False) 
 
 def one(rounds: int, round_size: int, seed: int) -> dict:
     from gpusem.compiler.backends import cuda
-    from gpusem.compiler.bundl_cuda.pipeline import CompileOptions, compile_program
-    from gpusem.fuzz.bundl import compile_property as cp
-    from gpusem.fuzz.bundl.generated import as_generated
     from gpusem.fuzz.bundl.target import BundlTarget
-    from gpusem.fuzz.campaign import round_seed
-    from gpusem.fuzz.hunt import generate_round
-    from gpusem.interpreter.bundl.reference import fast_reference
 
     target = BundlTarget(backend="cuda")
-    batches = []
     try:
-        for r in range(rounds):
-            drawn = generate_round(target.strategy("compile"), round_seed(seed, r),
-                                   round_size)
-            jobs = []
-            for g in (as_generated(d.program) for d in drawn):
-                ref = fast_reference(g.program,
-                                     prove_race_free=not g.race_free_by_construction)
-                if cp._not_compared(ref) is not None:
-                    continue
-                try:
-                    kernel = compile_program(g.program, CompileOptions(sync_motion=True))
-                except Exception:  # noqa: BLE001 - not launched, as in the campaign
-                    kernel = None
-                if kernel is not None:
-                    jobs.append(cp._jobs(g.program, kernel, cp.HARNESS_SEEDS, "cuda"))
-            batches.append(jobs)
+        batches = [round_launch_jobs(target, seed, r, round_size) for r in range(rounds)]
     finally:
         target.close()
     backend, serve = cuda.CudaBackend(), cuda.serve

@@ -98,20 +98,28 @@ class Clock:
             self.cpu[stage] += tree_cpu(live) - c0
 
 
-def live_children_cpu() -> float:
-    """CPU seconds of this process's live children (a worker not yet reaped), from /proc."""
-    tick, me, total = os.sysconf("SC_CLK_TCK"), os.getpid(), 0.0
+def children_cpu() -> dict[int, tuple[str, float]]:
+    """{pid: (command:pid, CPU seconds)} of this process's live children (a worker not
+    yet reaped), from /proc."""
+    tick, me, out = os.sysconf("SC_CLK_TCK"), os.getpid(), {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
             with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
+                head, tail = f.read().rsplit(")", 1)
         except OSError:
             continue
+        fields = tail.split()
         if int(fields[1]) == me:  # the parent pid; then utime, stime (fields 14, 15)
-            total += (int(fields[11]) + int(fields[12])) / tick
-    return total
+            out[int(entry)] = (f"{head.split('(', 1)[1]}:{entry}",
+                               (int(fields[11]) + int(fields[12])) / tick)
+    return out
+
+
+def live_children_cpu() -> float:
+    """CPU seconds of this process's live children, from /proc."""
+    return sum(cpu for _, cpu in children_cpu().values())
 
 
 def tree_cpu(live: bool = True) -> float:
@@ -271,6 +279,27 @@ def _round_programs(target, seed: int, r: int, round_size: int) -> list:
     drawn = generate_round(target.strategy("compile"), round_seed(seed, r), round_size,
                            **mode)
     return [as_generated(d.program) for d in drawn]
+
+
+def round_launch_jobs(target, seed: int, r: int, round_size: int) -> list[list]:
+    """Round r's launch jobs, a list per program the campaign compares and compiles
+    (its fast reference compared, `compile_program` done; HARNESS_SEEDS jobs each, as
+    `check_batch` makes them): what launch_profile.py and profile_cuda_host.py time."""
+    from gpusem.compiler.bundl_cuda.pipeline import CompileOptions, compile_program
+    from gpusem.fuzz.bundl import compile_property as cp
+
+    fast_reference = _reference_api()[1]
+    out = []
+    for g in _round_programs(target, seed, r, round_size):
+        ref = fast_reference(g.program, prove_race_free=not g.race_free_by_construction)
+        if cp._not_compared(ref) is not None:
+            continue
+        try:
+            kernel = compile_program(g.program, CompileOptions(sync_motion=True))
+        except Exception:  # noqa: BLE001, S112 - not compiled: not launched
+            continue
+        out.append(cp._jobs(g.program, kernel, cp.HARNESS_SEEDS, "cuda"))
+    return out
 
 
 def _reference_api():
