@@ -65,8 +65,9 @@ def kernels(seed: int, rounds: int, size: int) -> list[list[tuple[str, str]]]:
     return out
 
 
-def binding(which: str) -> tuple[Build, dict]:
-    """(the NVRTC call, what it is) for --nvrtc."""
+def binding(which: str, nvrtc_cache: bool = False) -> tuple[Build, dict]:
+    """(the NVRTC call, what it is) for --nvrtc; NVRTC's own cache off as in the
+    worker, unless `nvrtc_cache` (nvrtc_cache_probe.py)."""
     from gpusem.compiler.backends import cuda_worker, nvrtc_lib
 
     if which in ("auto", "cupy"):
@@ -77,6 +78,7 @@ def binding(which: str) -> tuple[Build, dict]:
                 raise
         else:
             device = object.__new__(cuda_worker.Device)  # no context: NVRTC only
+            device.nvrtc_cache = nvrtc_cache
             major, minor = nvrtc.getVersion()
             return device.run_nvrtc, {"binding": "cupy (cuda_worker.Device.run_nvrtc)",
                                       "version": f"{major}.{minor}"}
@@ -85,7 +87,8 @@ def binding(which: str) -> tuple[Build, dict]:
     lib = nvrtc_lib.find_nvrtc()[0]
 
     def build(unit: str, exprs: dict[int, str], options: list[str]):
-        return nvrtc_lib.compile_unit(lib, unit, exprs, options)
+        return nvrtc_lib.compile_unit(lib, unit, exprs, options,
+                                      nvrtc_cache=nvrtc_cache)
 
     return build, {"binding": "ctypes (nvrtc_lib.compile_unit)", "library": lib.path,
                    "version": f"{lib.version[0]}.{lib.version[1]}"}

@@ -61,7 +61,11 @@ def _ok(status: int, what: str) -> None:
 def build(unit: str, names: list[str], options: list[str]
           ) -> tuple[bytes | None, list[str], str]:
     """(cubin or None, each name expression's lowered name, log)."""
+    from gpusem.compiler.backends.cuda_worker import uncached
+
     lib, prog = libnvrtc(), ctypes.c_void_p()
+    major, minor = (int(x) for x in version().split("."))
+    options = uncached(options, (major, minor))  # as the worker calls NVRTC
     _ok(lib.nvrtcCreateProgram(ctypes.byref(prog), unit.encode(), b"batch.cu", 0,
                                None, None), "create")
     try:

@@ -12,6 +12,7 @@ worker that cannot start (no CuPy, no driver, no GPU) answers every request with
 
 from __future__ import annotations
 
+import functools
 import itertools
 import time
 from collections.abc import Callable
@@ -40,6 +41,24 @@ NVRTC_OPTIONS = (
 # needs the full prelude, or an NVRTC that does not know the option, gets is the plain
 # build's answer; tests/backends/test_nvrtc_build.py compares the cubins.
 BUILD_SPEEDUPS = ("-minimal",)
+# NVRTC 12.9 and later answer a program it has compiled before from the CUDA driver's
+# compute cache where a driver is loaded (the library's "[nvrtc cache]" trace: "retrieved
+# cached cubin from driver cache, skip compilation"). A fuzzer of the toolchain must
+# compile what it tests: a finding confirmed by building it again would otherwise be
+# the cache's copy of the first build, and a campaign's new programs only pay for the
+# key and the write (results/scale/nvrtc_cache_*). So every NVRTC call of ours that
+# can take `--no-cache` takes it; older NVRTCs have no cache and no option.
+NO_CACHE = "--no-cache"
+NO_CACHE_SINCE = (12, 9)
+
+
+def uncached(options: list[str], version: tuple[int, int]) -> list[str]:
+    """`options` with NVRTC's cache turned off where `version` has one."""
+    if version >= NO_CACHE_SINCE and NO_CACHE not in options:
+        return [*options, NO_CACHE]
+    return options
+
+
 _MAX_DYN_SMEM_ATTR = 8  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
 
 
@@ -96,6 +115,9 @@ class Device:
 
     # The speed-ups this worker's NVRTC takes: () once it refused them (`compile`).
     speedups: tuple[str, ...] = BUILD_SPEEDUPS
+    # NVRTC's own cache stays off (`uncached`); only scripts/nvrtc_cache_probe.py,
+    # which measures that cache, turns it on.
+    nvrtc_cache = False
 
     def unload(self, keys: list[str]) -> None:
         """Drop the modules of `keys` and their functions: CuPy unloads a module
@@ -140,6 +162,8 @@ class Device:
             getattr(nvrtc, "addNameExpression", None) or nvrtc.addAddNameExpression
         )
         cubin = hasattr(nvrtc, "getCUBIN")
+        if not self.nvrtc_cache:
+            options = uncached(options, _nvrtc_version())
         if not cubin:
             options = [o.replace("=sm_", "=compute_") if o.startswith(
                 "--gpu-architecture=") else o for o in options]
@@ -295,6 +319,14 @@ def _time(fn, grid, block, args, dyn, warmup: int, iters: int,
     stop.record()
     stop.synchronize()
     return cupy.cuda.get_elapsed_time(start, stop) / max(1, iters)
+
+
+@functools.cache
+def _nvrtc_version() -> tuple[int, int]:
+    from cupy_backends.cuda.libs import nvrtc
+
+    major, minor = nvrtc.getVersion()
+    return int(major), int(minor)
 
 
 def _trim(log: str, limit: int = 4000) -> str:

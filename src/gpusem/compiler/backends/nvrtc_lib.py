@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from gpusem.compiler.backends.cuda_worker import NVRTC_OPTIONS
+from gpusem.compiler.backends.cuda_worker import NVRTC_OPTIONS, uncached
 
 ENV_PATH = "GPUSEM_NVRTC_PATH"
 # The cuda backend's options less its architecture, which `arch_for` picks per version.
@@ -183,7 +183,8 @@ def _compile(nvrtc: Nvrtc, source: str, file: str, extra: tuple[str, ...]) -> Pt
     _call(lib, "nvrtcCreateProgram", ctypes.byref(prog), source.encode(),
           file.encode(), 0, None, None)
     try:
-        opts = [f"--gpu-architecture={nvrtc.arch}", *OPTIONS, *extra]
+        opts = uncached([f"--gpu-architecture={nvrtc.arch}", *OPTIONS, *extra],
+                        nvrtc.version)
         argv = (ctypes.c_char_p * len(opts))(*(o.encode() for o in opts))
         status = lib.nvrtcCompileProgram(prog, len(opts), argv)
         log = _text(lib, prog, "nvrtcGetProgramLogSize", "nvrtcGetProgramLog")
@@ -205,11 +206,16 @@ def compile_cubin(nvrtc: Nvrtc, source: str, file: str = "kernel.cu"
 
 
 def compile_unit(nvrtc: Nvrtc, unit: str, exprs: dict[int, str], options: list[str],
-                 file: str = "batch.cu") -> tuple[bytes | None, dict[int, str], str]:
+                 file: str = "batch.cu", nvrtc_cache: bool = False
+                 ) -> tuple[bytes | None, dict[int, str], str]:
     """The cuda worker's NVRTC call (`cuda_worker.Device.run_nvrtc`) through ctypes:
     `unit` with every name expression of `exprs` under exactly `options` (the
     architecture included) -> (the cubin, {index: lowered name}, the log), or (None,
-    {}, the log). What the worker's build path is tested and timed with, no GPU."""
+    {}, the log). What the worker's build path is tested and timed with, no GPU.
+    NVRTC's cache is off, as in the worker (`cuda_worker.uncached`), unless
+    `nvrtc_cache` (scripts/nvrtc_cache_probe.py)."""
+    if not nvrtc_cache:
+        options = uncached(options, nvrtc.version)
     with _thread_locale_kept():
         lib = _load(nvrtc.path)
         prog = ctypes.c_void_p()
