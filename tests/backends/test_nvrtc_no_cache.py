@@ -80,25 +80,25 @@ class _FakeNvrtc(types.ModuleType):
         super().__init__("nvrtc")
         self.version, self.options = version, []
 
-    def getVersion(self):  # noqa: N802 - CuPy's names
+    def getVersion(self):
         return self.version
 
-    def createProgram(self, unit, name, headers, names):  # noqa: N802
+    def createProgram(self, unit, name, headers, names):
         return object()
 
-    def addNameExpression(self, prog, expr):  # noqa: N802
+    def addNameExpression(self, prog, expr):
         pass
 
-    def compileProgram(self, prog, options):  # noqa: N802
+    def compileProgram(self, prog, options):
         self.options.append(list(options))
 
-    def getLoweredName(self, prog, expr):  # noqa: N802
+    def getLoweredName(self, prog, expr):
         return "lowered"
 
-    def getCUBIN(self, prog):  # noqa: N802
+    def getCUBIN(self, prog):
         return b"cubin"
 
-    def destroyProgram(self, prog):  # noqa: N802
+    def destroyProgram(self, prog):
         pass
 
 
