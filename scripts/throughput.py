@@ -98,6 +98,12 @@ def measure(target: str, prop: str, backend: str, jobs: int, seconds: float,
             "target": target, "seed": seed, "round_size": round_size,
             "generation": generation or _default_generation(),
             "invalid": summary.invalid, "findings": len(summary.findings),
+            # whose bug each one is, as the campaign attributed it (a timed run keeps
+            # no bundle unless --keep-bundles): a count alone explains nothing
+            "finding_classes": [{"signature": f.signature[:160], "kind": f.kind,
+                                 "attribution": f.attribution, "cause": f.cause,
+                                 "size": f.size, "duplicates": f.duplicates}
+                                for f in summary.findings],
             "failed": summary.failed, "cpu_utilisation": utilisation,
             "cpu_ms_per_program": round(1000 * cpu / max(1, summary.programs), 1),
             "steady_cpu_ms_per_program": steady_cpu_ms(samples, busy_at, warmup,
