@@ -10,6 +10,7 @@ option reaches NVRTC, that NVRTC then never enters its cache code (its own
 
 from __future__ import annotations
 
+import os
 import sys
 import types
 
@@ -124,3 +125,24 @@ def test_the_workers_cupy_call_turns_the_cache_off(monkeypatch, version, expecte
         assert NO_CACHE not in fake.options[-1]
     finally:
         cuda_worker._nvrtc_version.cache_clear()
+
+
+def test_the_worker_turns_the_drivers_compute_cache_off_before_cuda_starts(
+        monkeypatch) -> None:
+    """The driver's cache would answer a PTX load it JIT-compiled before (ptx-jit) and
+    an NVRTC build: the worker sets CUDA_CACHE_DISABLE before Device() starts CUDA."""
+    import multiprocessing
+
+    seen = {}
+
+    class Probe:
+        def __init__(self) -> None:
+            seen["at_start"] = os.environ.get("CUDA_CACHE_DISABLE")
+            raise RuntimeError("no GPU here")
+
+    monkeypatch.setenv("CUDA_CACHE_DISABLE", "0")  # restored after the test
+    monkeypatch.setattr(cuda_worker, "Device", Probe)
+    ours, theirs = multiprocessing.Pipe()
+    theirs.close()  # the worker refuses, then sees the pipe closed and returns
+    cuda_worker.serve(ours)
+    assert seen["at_start"] == "1"

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -346,6 +347,11 @@ def serve(conn, parent_pid: int | None = None, pdeathsig: bool = False) -> None:
         from gpusem.compiler.backends.lifetime import die_with_parent
 
         die_with_parent(parent_pid, pdeathsig)
+    # The driver's compute cache would answer a PTX load it has JIT-compiled before
+    # (the toolchain matrix's ptx-jit) and, from NVRTC 12.9, an NVRTC build, with its
+    # stored copy: the toolchain under test must compile what it is given. The driver
+    # reads this when it initialises, which Device() does first.
+    os.environ["CUDA_CACHE_DISABLE"] = "1"
     try:
         device = Device()
     except Exception as err:  # noqa: BLE001 - no CuPy / driver / GPU: say so, once
