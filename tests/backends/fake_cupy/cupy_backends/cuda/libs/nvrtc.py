@@ -14,6 +14,12 @@ class NVRTCError(Exception):
     pass
 
 
+def getVersion():
+    # 12.9: the first NVRTC with a cache, so the worker's builds here take --no-cache
+    # (cuda_worker.uncached) as they do on a current GPU machine.
+    return 12, 9
+
+
 def createProgram(src, name, headers, include_names):
     handle = len(_PROGRAMS) + 1
     _PROGRAMS[handle] = {"src": src, "names": [], "log": ""}
