@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# T4's matrix on a GPU machine (no GPU needed, only NVRTC): t4_trace_twice.cpp built
+# T4's matrix (no GPU needed, only NVRTC and nvcc): t4_min.cpp built
 # against each NVRTC found (the toolkit's, beside nvcc, and the pip wheels'), each mode
 # run three times in a fresh folder; one JSON line a run.
 #   bash results/toolchain/T4/matrix.sh OUTDIR
 set -u
 out=${1:?OUTDIR}; mkdir -p "$out"
-src=$(cd "$(dirname "$0")" && pwd)/t4_trace_twice.cpp
+src=$(cd "$(dirname "$0")" && pwd)/t4_min.cpp
 cuda=$(dirname "$(dirname "$(command -v nvcc)")")
 libs=$( (ls "$cuda"/lib64/libnvrtc.so.* "$cuda"/targets/*/lib/libnvrtc.so.* 2>/dev/null
          ${PYTHON:-python3} -c 'import glob, site, sys
@@ -20,7 +20,7 @@ for lib in $libs; do
   exe="$out/t4_$n"
   nvcc -o "$exe" "$src" -I"$inc" -L"$dir" -Xlinker=-l:"$(basename "$lib")" \
     -Xlinker=-rpath="$dir" >"$out/build_$n.log" 2>&1 || { echo "{\"library\": \"$lib\", \"build\": \"failed\"}" >>"$out/matrix.jsonl"; continue; }
-  for mode in two plain same one; do
+  for mode in both first second last other; do
     for run in 1 2 3; do
       w=$(mktemp -d); ( cd "$w" && "$exe" "$mode" >out.txt 2>&1; echo $? >rc )
       rc=$(cat "$w/rc"); ver=$(head -1 "$w/out.txt")
@@ -29,10 +29,5 @@ for lib in $libs; do
       rm -rf "$w"
     done
   done
-  # a second process tracing to the file the first one wrote
-  w=$(mktemp -d); ( cd "$w" && "$exe" one >/dev/null 2>&1; "$exe" one >out.txt 2>&1; echo $? >rc )
-  tail_=$(tail -3 "$w/out.txt" | tr '\n"\\' ' ' | cut -c1-300)
-  echo "{\"library\": \"$lib\", \"mode\": \"one-again\", \"exit\": $(cat "$w/rc"), \"tail\": \"$tail_\"}" >>"$out/matrix.jsonl"
-  rm -rf "$w"
 done
 cat "$out/matrix.jsonl"
