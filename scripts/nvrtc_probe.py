@@ -31,6 +31,7 @@ NVRTC wheel (`nvrtc_lib`, the ctypes calls the worker's binding makes).
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import os
@@ -86,10 +87,8 @@ def binding(which: str, nvrtc_cache: bool = False) -> tuple[Build, dict]:
         os.environ[nvrtc_lib.ENV_PATH] = os.path.dirname(os.path.abspath(which))
     lib = nvrtc_lib.find_nvrtc()[0]
 
-    def build(unit: str, exprs: dict[int, str], options: list[str]):
-        return nvrtc_lib.compile_unit(lib, unit, exprs, options,
-                                      nvrtc_cache=nvrtc_cache)
-
+    # a partial, not a closure: phases() sends it to a child process
+    build = functools.partial(nvrtc_lib.compile_unit, lib, nvrtc_cache=nvrtc_cache)
     return build, {"binding": "ctypes (nvrtc_lib.compile_unit)", "library": lib.path,
                    "version": f"{lib.version[0]}.{lib.version[1]}"}
 
@@ -167,7 +166,9 @@ def phases(build: Build, rounds: list[list[tuple[str, str]]]) -> dict:
     worker's options: ms a kernel in the front end (the trace's span before and
     around LibNVVM and ptxas), NVVM (LibNVVM: its optimizer and code generation) and
     ptxas. The trace slows the call: the shares are what it gives, not the times."""
+    import concurrent.futures
     import glob
+    import multiprocessing
     import tempfile
 
     from gpusem.compiler.backends.cuda_worker import BUILD_SPEEDUPS, NVRTC_OPTIONS
@@ -177,8 +178,13 @@ def phases(build: Build, rounds: list[list[tuple[str, str]]]) -> dict:
     for batch in rounds:
         with tempfile.TemporaryDirectory() as folder:
             path = os.path.join(folder, "trace")
-            call(build, batch, [*NVRTC_OPTIONS, *BUILD_SPEEDUPS,
-                                f"-fdevice-time-trace={path}"])
+            # each traced call in a process of its own: NVRTC 12.9-13.5 crash on a
+            # second traced program whose #line names a file an earlier one named
+            # (results/toolchain/FINDINGS.md, T4), which every batch's kernels do
+            with concurrent.futures.ProcessPoolExecutor(
+                    1, mp_context=multiprocessing.get_context("spawn")) as pool:
+                pool.submit(call, build, batch, [*NVRTC_OPTIONS, *BUILD_SPEEDUPS,
+                                                 f"-fdevice-time-trace={path}"]).result()
             with open(min(glob.glob(path + "*"))) as f:
                 events = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
         span = (max(e["ts"] + e["dur"] for e in events)
