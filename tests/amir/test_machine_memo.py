@@ -9,6 +9,7 @@ iterations, not only stepped them. errata "AMIR iteration memo"."""
 
 from __future__ import annotations
 
+import functools
 import gc
 import random
 import re
@@ -55,7 +56,19 @@ def converted(source: str, name: str, defines: dict[str, int] | None = None):
 def both(prog, env, max_steps: int = 200_000_000,
          memo_min: int = 2) -> tuple[tuple, tuple, tuple[int, int]]:
     """(stepped outcome, memoised outcome, (replayed, stepped) iterations)."""
-    ref = outcome(lambda: check_amir(prog, env, max_steps=max_steps, memo=False))
+    return (stepped(prog, env, max_steps), *memo_run(prog, env, max_steps, memo_min)[:2])
+
+
+def stepped(prog, env, max_steps: int = 200_000_000) -> tuple:
+    """The outcome of the machine that steps every statement (the definition)."""
+    return outcome(lambda: check_amir(prog, env, max_steps=max_steps, memo=False))
+
+
+def memo_run(prog, env, max_steps: int = 200_000_000, memo_min: int = 2
+             ) -> tuple[tuple, tuple[int, int], Machine | None]:
+    """(memoised outcome, (replayed, stepped) iterations, the machine that ran, None
+    if it could not be built): tests that read the memos after the run read this
+    machine's, not those of a second run of the same program."""
     ms: list[Machine] = []
 
     def memo():
@@ -64,7 +77,17 @@ def both(prog, env, max_steps: int = 200_000_000,
 
     got = outcome(memo)
     hits = sum(x.hits for m in ms for x in m.memos)
-    return ref, got, (hits, sum(x.stepped for m in ms for x in m.memos))
+    return got, (hits, sum(x.stepped for m in ms for x in m.memos)), \
+        (ms[0] if ms else None)
+
+
+@functools.cache
+def ragged_512() -> tuple:
+    """(prog, env, stepped outcome) of the ragged GEMM at N = 512: the reference
+    run that tests here and in test_machine_memo_chain.py compare with, stepped
+    once a process (the machine does not change `prog`)."""
+    prog, env = converted(RAGGED.read_text(), str(RAGGED), {"N": 512})
+    return prog, env, stepped(prog, env)
 
 
 # Examples whose stepping alone takes seconds: run with -m slow (the whole sweep).
@@ -84,8 +107,8 @@ def test_memo_replays_the_ragged_gemm_across_tasks():
     """The speed table's kernel at N = 512 (6 tasks, 15 iterations of the main loop
     each): the same report and statistics, most iterations replayed (the entry
     images repeat from task to task), the default threshold engaged too."""
-    prog, env = converted(RAGGED.read_text(), str(RAGGED), {"N": 512})
-    ref, got, (hits, stepped) = both(prog, env, memo_min=8)
+    prog, env, ref = ragged_512()
+    got, (hits, stepped), _ = memo_run(prog, env, memo_min=8)
     assert got == ref and ref[0] == "accepted"
     assert hits >= 50 and hits > stepped, (hits, stepped)
     assert outcome(lambda: check_amir(prog, env)) == ref
@@ -150,8 +173,8 @@ def test_memo_finds_the_same_seeded_sync_bugs(name):
 def test_memo_step_budget_is_the_steppings():
     """A step budget that runs out inside the memoised loop ends the run where and
     as the stepping machine ends it."""
-    prog, env = converted(RAGGED.read_text(), str(RAGGED), {"N": 512})
-    full = outcome(lambda: check_amir(prog, env, memo=False))[1][0]
+    prog, env, stepped = ragged_512()
+    full = stepped[1][0]
     for budget in (full // 3, full - 7):
         ref, got, _ = both(prog, env, max_steps=budget)
         assert got == ref and ref[1] == "BudgetExhausted", ref

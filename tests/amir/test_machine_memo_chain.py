@@ -18,24 +18,35 @@ from gpusem.interpreter.amir import machine as machine_mod
 from gpusem.interpreter.amir import memo as memo_mod
 from gpusem.interpreter.amir.machine import MEMO_MIN_ITERATIONS, Machine
 
-from tests.amir.test_machine_memo import RAGGED, both, converted, pipeline
+from tests.amir.test_machine_memo import (
+    RAGGED,
+    both,
+    converted,
+    memo_run,
+    pipeline,
+    ragged_512,
+    stepped,
+)
 
 
-def memos_of(prog, env, memo_min: int = MEMO_MIN_ITERATIONS) -> Machine:
-    m = Machine(prog, env, memo_min=memo_min)
-    m.run()
-    return m
+@pytest.fixture(scope="module")
+def ragged():
+    """The ragged GEMM at N = 512 with the default threshold: (prog, env, stepped
+    outcome, memoised outcome, the memoised run's machine), run once for the three
+    tests below that compare the two and then read the memos (each ran both and
+    then the memo a second time)."""
+    prog, env, ref = ragged_512()
+    got, _, m = memo_run(prog, env, memo_min=MEMO_MIN_ITERATIONS)
+    return prog, env, ref, got, m
 
 
-def test_prologue_loop_hands_its_chain_to_the_main_loop():
+def test_prologue_loop_hands_its_chain_to_the_main_loop(ragged):
     """At N = 512 with the default threshold: the one-iteration k = 0 loop runs
     through the memo because the main loop after it will, is replayed in the
     second row of tasks (its entry holds D's initial records in the record cache),
     and the main loop starts from its chain, without a scan, in most tasks."""
-    prog, env = converted(RAGGED.read_text(), str(RAGGED), {"N": 512})
-    ref, got, _ = both(prog, env, memo_min=MEMO_MIN_ITERATIONS)
+    _, _, ref, got, m = ragged
     assert got == ref and ref[0] == "accepted"
-    m = memos_of(prog, env)
     loops = [x for x in m.memos if x.loop.var == "k"]
     assert len(loops) == 2
     prologue, main = loops
@@ -45,32 +56,29 @@ def test_prologue_loop_hands_its_chain_to_the_main_loop():
         (main.taken, main.hits, main.stepped)
 
 
-def test_a_new_path_is_recorded_not_only_stepped():
+def test_a_new_path_is_recorded_not_only_stepped(ragged):
     """A path never met (the first task's ring fill, k = 1 .. 4, and the ragged
     row's) is recorded, so the next task with that entry image replays it: every
     stepped iteration of the ragged GEMM is a recorded one, and the same verdict
     and statistics as stepping. Before, those were stepped unrecorded and recorded
     again by the next task of their row class (N = 512: 10 more stepped)."""
-    prog, env = converted(RAGGED.read_text(), str(RAGGED), {"N": 512})
-    ref, got, _ = both(prog, env, memo_min=MEMO_MIN_ITERATIONS)
+    _, _, ref, got, m = ragged
     assert got == ref and ref[0] == "accepted"
-    m = memos_of(prog, env)
     stepped = sum(x.stepped for x in m.memos)
     recorded = sum(x.misses for x in m.memos)
     assert stepped == recorded and recorded > 0, (stepped, recorded)
 
 
-def test_saturation_is_the_least_exact_distance(monkeypatch):
+def test_saturation_is_the_least_exact_distance(monkeypatch, ragged):
     """SAT at the least distance every Await allows (memo.saturation: n + 1 for
     n >= 0, |n| - 1 for n < 0): 3 on the ragged GEMM (Await(war, -4)), where it was
     2 + max |n| = 6, so its images repeat sooner (N = 512: 18 iterations recorded,
     22 before). One less is not exact: the memo then differs from stepping (the
     equivalence tests can see a wrong distance)."""
-    prog, env = converted(RAGGED.read_text(), str(RAGGED), {"N": 512})
+    prog, env, ref, got, m = ragged
     assert memo_mod.saturation(prog.body) == 3
-    ref, got, _ = both(prog, env, memo_min=MEMO_MIN_ITERATIONS)
     assert got == ref and ref[0] == "accepted"
-    recorded = sum(x.misses for x in memos_of(prog, env).memos)
+    recorded = sum(x.misses for x in m.memos)
     assert 0 < recorded <= 18, recorded
     exact = memo_mod.saturation
     monkeypatch.setattr(memo_mod, "saturation", lambda body: exact(body) - 1)
@@ -116,21 +124,26 @@ def test_memo_finds_sync_bugs_around_the_main_loop(name):
     old, new, after = EDGE[name]
     prog, env = converted(_seed(old, new, after), f"{name}.gpuir", {"N": 512})
     for memo_min in (2, MEMO_MIN_ITERATIONS):
-        ref, got, (hits, _) = both(prog, env, memo_min=memo_min)
+        ref, got, (hits, _), m = _both_and_machine(prog, env, memo_min)
         assert got == ref, memo_min
         assert ref[0] == "rejected", ref
         assert hits > 0 or name not in LATE, hits
     if name in LATE:                 # chains were handed on before the violation
-        m = Machine(prog, env, memo_min=MEMO_MIN_ITERATIONS)
-        m.run()
-        assert sum(x.taken for x in m.memos) > 0
+        # (the memo's machine of the default threshold's run above: a second run
+        # of the same program was the same run)
+        assert m is not None and sum(x.taken for x in m.memos) > 0
+
+
+def _both_and_machine(prog, env, memo_min: int) -> tuple:
+    """both(), and the machine of its memoised run."""
+    return (stepped(prog, env), *memo_run(prog, env, memo_min=memo_min))
 
 
 def test_step_budget_ending_where_a_chain_waits():
     """Budgets that run out at the LoopStep of a loop a chain was handed to (the
     main loop, which takes it; the epilogue's loop, which writes it back), or just
     before it: the run ends where and as the stepping machine ends it."""
-    prog, env = converted(RAGGED.read_text(), str(RAGGED), {"N": 512})
+    prog, env, _ = ragged_512()
     m = Machine(prog, env, memo_min=MEMO_MIN_ITERATIONS)
     main = [x for x in m.memos if x.loop.var == "k"][1]
     drain = main.successor
@@ -170,14 +183,11 @@ def test_memo_chains_on_generated_rings():
             prog, env = converted(src, f"chain{i}.gpuir")
         except GpusemError:
             continue
-        ref, got, (hits, _) = both(prog, env)
+        ref, got, (hits, _), m = _both_and_machine(prog, env, 2)
         assert got == ref, src
-        m = Machine(prog, env, memo_min=2)
-        try:
-            m.run()
-        except GpusemError:
-            pass
-        taken += sum(x.taken for x in m.memos) > 0
+        # the memos of the run just compared (a second run of the program, which
+        # this read before, is the same run)
+        taken += m is not None and sum(x.taken for x in m.memos) > 0
         replayed += hits > 0
         runs += 1
     assert runs >= 8 and taken >= 2 and replayed >= 2, (runs, taken, replayed)

@@ -72,12 +72,17 @@ PASSES: dict[str, Pass] = {"vectorize": lambda ir, _: vectorize(ir),
                            "copyelim": eliminate_copies}
 
 
-def _agree(path: Path, passes: list[str], seeds: tuple[int, ...] = (1,)) -> None:
+def _agree(path: Path, passes: list[str], seeds: tuple[int, ...] = (1,),
+           checked: tuple[str, ...] | None = None) -> None:
+    """The IR after each pass of `checked` (default: every pass) is race-free and
+    computes the sequential reading under every schedule."""
     program, arrays, scalars = _load(path)
     want, _ = seq(program, arrays, scalars)
     ir = dependence_analysis(program, arrays, scalars)
     for name in passes:
         ir = PASSES[name](ir, program)
+        if checked is not None and name not in checked:
+            continue
         inst = instantiate(ir, program, arrays)
         assert races(inst) == [], name
         # one instance for every schedule: run_order starts each from its initial
@@ -137,7 +142,10 @@ def test_copy_elimination_of_fig8_is_the_golden() -> None:
                                   "examples/cypress/flash_attention.cyp",
                                   "examples/cypress/dual_gemm.cyp"])
 def test_copy_elimination_preserves_meaning(path: str) -> None:
-    _agree(ROOT / path, ["vectorize", "copyelim"])
+    # the vectorised IR it starts from is checked by test_vectorisation_preserves_
+    # meaning on the same paths (it was checked here a second time: the dearer half
+    # of this test on dual_gemm)
+    _agree(ROOT / path, ["vectorize", "copyelim"], checked=("copyelim",))
 
 
 def test_copy_elimination_alone_preserves_meaning() -> None:

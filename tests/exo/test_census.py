@@ -9,7 +9,9 @@ Exo sources, the generator that draws the programs) is refused with one line (ex
 
 from __future__ import annotations
 
+import fcntl
 import json
+import pickle
 import shutil
 import subprocess
 import sys
@@ -53,16 +55,32 @@ def sequential(python: str) -> tuple[dict, dict]:
 
 
 @pytest.fixture(scope="module")
-def censuses(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("census")
-    branches = {b: fake_python(tmp, b) for b in ("pldi26", "endgame")}
-    folders = {b: tmp / "census" / b for b in branches}
-    with open(tmp / "log.txt", "w") as log:
-        first = run_census(branches, folders, SEED, [0, 2], jobs=2,
-                           per_round=PER_ROUND, log=log)
-        second = run_census(branches, folders, SEED, ROUNDS, jobs=2,
-                            per_round=PER_ROUND, log=log)
-    return branches, folders, first, second
+def censuses(tmp_path_factory, worker_id):
+    """The two runs of the census, once a pytest run: under xdist each worker that
+    draws a test of this module sets the fixture up (this morning's run: both,
+    each starting 4 job processes on 2 cores), so it is built in the run's shared
+    temporary folder under a lock by the first and read back (pickled) by the
+    others; the tests only read the folders."""
+    base = tmp_path_factory.getbasetemp()
+    tmp = (base if worker_id == "master" else base.parent) / "census_fixture"
+    tmp.mkdir(exist_ok=True)
+    with open(tmp / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done = tmp / "runs.pickle"
+        if not done.exists():
+            branches = {b: fake_python(tmp, b) for b in ("pldi26", "endgame")}
+            folders = {b: tmp / "census" / b for b in branches}
+            try:
+                with open(tmp / "log.txt", "w") as log:
+                    first = run_census(branches, folders, SEED, [0, 2], jobs=2,
+                                       per_round=PER_ROUND, log=log)
+                    second = run_census(branches, folders, SEED, ROUNDS, jobs=2,
+                                        per_round=PER_ROUND, log=log)
+            except BaseException:  # a worker after this one starts from nothing
+                shutil.rmtree(tmp / "census", ignore_errors=True)
+                raise
+            done.write_bytes(pickle.dumps((branches, folders, first, second)))
+        return pickle.loads(done.read_bytes())
 
 
 @pytest.mark.parametrize("branch", ["pldi26", "endgame"])

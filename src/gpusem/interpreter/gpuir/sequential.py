@@ -28,6 +28,7 @@ the parallel program, zero makes the sequential reading deterministic.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Mapping, assert_never, cast
 
@@ -41,6 +42,7 @@ from gpusem.calculus.gpuir.ctrl import (
     affine,
     bvars,
     cdiv,
+    compile_c,
     cvars,
     eval_b,
     eval_c,
@@ -128,7 +130,17 @@ class _Evaluator:
         self.guard = MemoryGuard(proc.span.file)
         self.iterations = budgets.current().iterations
         self._batchable: dict[int, bool] = {}
+        # each control expression of the proc compiled once a run (ctrl.compile_c),
+        # by the node's id; the node is kept so that its id is not reused
+        self._compiled: dict[int, tuple[A.CExpr, Callable[..., CValue]]] = {}
         self.poison = False
+
+    def ev(self, c: A.CExpr) -> CValue:
+        """eval_c(c, self.env), through c's compiled closure."""
+        hit = self._compiled.get(id(c))
+        if hit is None:
+            hit = self._compiled[id(c)] = (c, compile_c(c))
+        return hit[1](self.env)
 
     def fresh(self, shape: tuple[int, ...], dt: type[np.generic]) -> np.ndarray:
         """A new allocation: zeros, or the poison value (run_sequential)."""
@@ -220,7 +232,7 @@ class _Evaluator:
                 assert_never(s)
 
     def loop(self, f: A.For) -> None:
-        lo, hi = eval_c(f.lo, self.env), eval_c(f.hi, self.env)
+        lo, hi = self.ev(f.lo), self.ev(f.hi)
         if isinstance(lo, np.ndarray) or isinstance(hi, np.ndarray):
             raise AssertionError("loop bounds vary across lanes")  # excluded by _ok
         if hi <= lo:
@@ -284,7 +296,7 @@ class _Evaluator:
     def read(self, r: A.DRead, dtype: type[np.generic], span: Span) -> Value:
         v = self.vars[r.name]
         # points only: the front end rejects a window read in an expression
-        idx = tuple(eval_c(cast(A.WPoint, c).index, self.env) for c in r.coords)
+        idx = tuple(self.ev(cast(A.WPoint, c).index) for c in r.coords)
         full = self.index(v, r.name, idx, span)
         val = v.array[full] if full else v.array
         return val.astype(dtype, copy=False) if val.dtype != dtype else val
@@ -293,7 +305,7 @@ class _Evaluator:
               e: A.DExpr, reduce: bool) -> None:
         v = self.vars[name]
         value = self.dexpr(e, v.dtype, s.span)
-        full = self.index(v, name, tuple(eval_c(c, self.env) for c in idx), s.span)
+        full = self.index(v, name, tuple(self.ev(c) for c in idx), s.span)
         if self.lanes:
             shape = tuple(self.lanes)
             full = tuple(np.broadcast_to(ix, shape) for ix in full) if full else ()
@@ -348,14 +360,14 @@ class _Evaluator:
         ix: list[int | slice] = []
         for d, c in enumerate(coords):
             if isinstance(c, A.WPoint):
-                i = int(eval_c(c.index, self.env))
+                i = int(self.ev(c.index))
                 if not 0 <= i < shape[d]:
                     raise Trap(f"out of bounds: {r.name} index {i} in dimension {d} "
                                f"(extent {shape[d]})", rule="seq", span=span)
                 ix.append(i)
             else:
-                lo = 0 if c.lo is None else int(eval_c(c.lo, self.env))
-                hi = shape[d] if c.hi is None else int(eval_c(c.hi, self.env))
+                lo = 0 if c.lo is None else int(self.ev(c.lo))
+                hi = shape[d] if c.hi is None else int(self.ev(c.hi))
                 if not 0 <= lo <= hi <= shape[d]:
                     raise Trap(f"out of bounds: {r.name} window {lo}:{hi} in dimension "
                                f"{d} (extent {shape[d]})", rule="seq", span=span)
