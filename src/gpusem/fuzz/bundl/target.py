@@ -62,6 +62,7 @@ from gpusem.interpreter.bundl.reference import (
 
 if TYPE_CHECKING:
     from gpusem.compiler.backends.toolchain import Matrix
+    from gpusem.fuzz.bundl.ptx_property import DeferredPtx
     from hypothesis.strategies import SearchStrategy
 
 BundlProgram = B.Program | Generated  # a plain program is not race-free by construction
@@ -107,7 +108,7 @@ class BundlTarget(Target):
         self.backend = backend
         self.max_blocks, self.max_threads = max_blocks, max_threads
         self._cache: dict[tuple[str, Generated],
-                          Verdict | Unconfirmed | CheckResult] = {}
+                          Verdict | Unconfirmed | CheckResult | DeferredPtx] = {}
         # the semantic rules a property's own run of a program applied, for coverage
         # (so a campaign's table costs no second interpreter run): (prop, program)
         self._seen: dict[tuple[str, Generated], frozenset[str]] = {}
@@ -262,7 +263,7 @@ class BundlTarget(Target):
             self._toolchain(list(dict.fromkeys(as_generated(p) for p in programs)))
             return len(programs)
         if prop == "ptx":
-            return len(programs) if self._ptx_prefetch(programs) else None
+            return len(programs) if self._ptx_prefetch(programs, defer) else None
         if prop not in SYNC_OF_PROPERTY:
             return None
         self._cache.clear()
@@ -441,24 +442,33 @@ class BundlTarget(Target):
         return self._nvrtcs
 
     def _ptx(self, generated: Generated) -> CheckResult:
-        from gpusem.fuzz.bundl.ptx_property import check_ptx_property
+        from gpusem.fuzz.bundl.ptx_property import DeferredPtx, check_ptx_property
 
         cached = self._cache.get(("ptx", generated))
         if isinstance(cached, CheckResult):
             return cached
-        outcome = check_ptx_property(generated, self.nvrtcs())
+        if isinstance(cached, DeferredPtx):  # a reducer's batch: decided when read
+            outcome = cached.decide()
+            self._cache[("ptx", generated)] = outcome.result
+        else:
+            outcome = check_ptx_property(generated, self.nvrtcs())
         self._ptx_seen[generated] = outcome.labels
         return outcome.result
 
-    def _ptx_prefetch(self, programs: Sequence[BundlProgram]) -> bool:
-        """The ptx property of a round at once: one NVRTC program per version."""
-        from gpusem.fuzz.bundl.ptx_property import check_ptx_round
+    def _ptx_prefetch(self, programs: Sequence[BundlProgram], defer: bool) -> bool:
+        """The ptx property of a round at once: one NVRTC program per version; with
+        `defer` (the reducer's batches) a program the screen fails is checked alone
+        only when `check` reads it (`ptx_property.DeferredPtx`)."""
+        from gpusem.fuzz.bundl.ptx_property import DeferredPtx, check_ptx_round
 
         self._cache.clear()
         self._ptx_seen.clear()
         todo = list(dict.fromkeys(as_generated(p) for p in programs))
-        for generated, outcome in zip(todo, check_ptx_round(todo, self.nvrtcs()),
+        for generated, outcome in zip(todo, check_ptx_round(todo, self.nvrtcs(), defer),
                                       strict=True):
+            if isinstance(outcome, DeferredPtx):
+                self._cache[("ptx", generated)] = outcome
+                continue
             self._cache[("ptx", generated)] = outcome.result
             self._ptx_seen[generated] = outcome.labels
         return True
