@@ -108,7 +108,7 @@ class BundlTarget(Target):
         self.backend = backend
         self.max_blocks, self.max_threads = max_blocks, max_threads
         self._cache: dict[tuple[str, Generated],
-                          Verdict | Unconfirmed | CheckResult | DeferredPtx] = {}
+                          Verdict | Unconfirmed | CheckResult] = {}
         # the semantic rules a property's own run of a program applied, for coverage
         # (so a campaign's table costs no second interpreter run): (prop, program)
         self._seen: dict[tuple[str, Generated], frozenset[str]] = {}
@@ -122,6 +122,8 @@ class BundlTarget(Target):
         # coverage labels its check saw
         self._nvrtcs: tuple | None = None
         self._ptx_seen: dict[Generated, frozenset[str]] = {}
+        # a reducer's batch: the programs its screen failed, checked alone when read
+        self._ptx_deferred: dict[Generated, DeferredPtx] = {}
         # the shard's round being checked (`begin_round`), None outside a campaign's
         # rounds (shrinking, replay): the toolchain property then builds everything
         self._round: int | None = None
@@ -131,6 +133,7 @@ class BundlTarget(Target):
     def close(self) -> None:
         self._cache.clear()
         self._seen.clear()
+        self._ptx_deferred.clear()
         if self._matrix is not None:
             self._matrix.close()
             self._matrix = None
@@ -442,13 +445,13 @@ class BundlTarget(Target):
         return self._nvrtcs
 
     def _ptx(self, generated: Generated) -> CheckResult:
-        from gpusem.fuzz.bundl.ptx_property import DeferredPtx, check_ptx_property
+        from gpusem.fuzz.bundl.ptx_property import check_ptx_property
 
         cached = self._cache.get(("ptx", generated))
         if isinstance(cached, CheckResult):
             return cached
-        if isinstance(cached, DeferredPtx):  # a reducer's batch: decided when read
-            outcome = cached.decide()
+        if (deferred := self._ptx_deferred.pop(generated, None)) is not None:
+            outcome = deferred.decide()  # a reducer's batch: decided when read
             self._cache[("ptx", generated)] = outcome.result
         else:
             outcome = check_ptx_property(generated, self.nvrtcs())
@@ -463,11 +466,12 @@ class BundlTarget(Target):
 
         self._cache.clear()
         self._ptx_seen.clear()
+        self._ptx_deferred.clear()
         todo = list(dict.fromkeys(as_generated(p) for p in programs))
         for generated, outcome in zip(todo, check_ptx_round(todo, self.nvrtcs(), defer),
                                       strict=True):
             if isinstance(outcome, DeferredPtx):
-                self._cache[("ptx", generated)] = outcome
+                self._ptx_deferred[generated] = outcome
                 continue
             self._cache[("ptx", generated)] = outcome.result
             self._ptx_seen[generated] = outcome.labels
