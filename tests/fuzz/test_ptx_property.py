@@ -188,3 +188,27 @@ def test_a_finding_whose_store_changes_nothing_is_not_kept() -> None:
         text = (bundle / "program.bundl").read_text()
         res = target.check(Generated(parse_program(text, "p.bundl"), False), "ptx")
         assert (res.status, res.kind) == ("invalid", "unobservable"), (bundle, res)
+
+
+def test_a_reducers_batch_checks_a_failing_program_alone_only_when_read(
+        monkeypatch) -> None:
+    """`prefetch_until(defer=True)` (the AST reducer's batches): a program the round's
+    screen fails is checked alone (`check_cuda`) when `check` reads it, not before; a
+    shrink step reads a batch only up to its first failure. Read, its verdict is the
+    one the undeferred round gives."""
+    from gpusem.fuzz.bundl import ptx_property
+
+    alone: list[str] = []
+    real = ptx_property.check_cuda
+    monkeypatch.setattr(ptx_property, "check_cuda",
+                        lambda src, nvrtcs: alone.append(src) or real(src, nvrtcs))
+    memcpy = ROOT / "examples/bundl/memcpy_global.bundl"
+    ok = Generated(parse_program(memcpy.read_text(), str(memcpy)), False)
+    deferred = BundlTarget()
+    assert deferred.prefetch_until([_t1(), ok], "ptx", None, defer=True) == 2
+    assert deferred.check(ok, "ptx").status == "pass" and alone == []
+    res = deferred.check(_t1(), "ptx")
+    assert res.status == "finding" and len(alone) == 1
+    at_once = BundlTarget()
+    assert at_once.prefetch([_t1(), ok], "ptx") and len(alone) == 2
+    assert at_once.check(_t1(), "ptx") == res and len(alone) == 2
