@@ -79,10 +79,13 @@ def test_shrinking_keeps_the_check_failing(monkeypatch) -> None:
     target = BundlTarget()
     res = target.check(padded, "ptx")
     assert res.status == "finding" and res.size >= 7
-    small = target.minimise(padded, res, "ptx")
+    # the fixpoint (67 candidates read, 14 batches) decides, not the clock: at the
+    # default 60 s cap a loaded machine once stopped it with junk left
+    small = target.minimise(padded, res, "ptx", budget_s=600)
     assert small.signature == res.signature
     assert small.size < res.size
     assert "junk" not in small.files["program.bundl"]
+    assert not target.shrink_stats[res.signature]["capped"]
 
 
 def test_the_round_screen_gives_each_kernels_own_verdict() -> None:
@@ -185,3 +188,27 @@ def test_a_finding_whose_store_changes_nothing_is_not_kept() -> None:
         text = (bundle / "program.bundl").read_text()
         res = target.check(Generated(parse_program(text, "p.bundl"), False), "ptx")
         assert (res.status, res.kind) == ("invalid", "unobservable"), (bundle, res)
+
+
+def test_a_reducers_batch_checks_a_failing_program_alone_only_when_read(
+        monkeypatch) -> None:
+    """`prefetch_until(defer=True)` (the AST reducer's batches): a program the round's
+    screen fails is checked alone (`check_cuda`) when `check` reads it, not before; a
+    shrink step reads a batch only up to its first failure. Read, its verdict is the
+    one the undeferred round gives."""
+    from gpusem.fuzz.bundl import ptx_property
+
+    alone: list[str] = []
+    real = ptx_property.check_cuda
+    monkeypatch.setattr(ptx_property, "check_cuda",
+                        lambda src, nvrtcs: alone.append(src) or real(src, nvrtcs))
+    memcpy = ROOT / "examples/bundl/memcpy_global.bundl"
+    ok = Generated(parse_program(memcpy.read_text(), str(memcpy)), False)
+    deferred = BundlTarget()
+    assert deferred.prefetch_until([_t1(), ok], "ptx", None, defer=True) == 2
+    assert deferred.check(ok, "ptx").status == "pass" and alone == []
+    res = deferred.check(_t1(), "ptx")
+    assert res.status == "finding" and len(alone) == 1
+    at_once = BundlTarget()
+    assert at_once.prefetch([_t1(), ok], "ptx") and len(alone) == 2
+    assert at_once.check(_t1(), "ptx") == res and len(alone) == 2

@@ -11,7 +11,10 @@ version holds them all, each in its own namespace (`cpu_source.namespaced_unit`,
 the cuda backend batches), so the runtime header is compiled once, not once per
 kernel. Every source whose batched PTX fails a check, or that the batch could not
 build, is checked again alone: its report is then that of its own PTX, the evidence a
-bundle shows.
+bundle shows. `screen(sources)` is the first half alone (None where a source must be
+checked alone), for a caller that may never read some verdicts (a shrink step reads a
+batch's only up to its first failure). A single source is checked alone at once: its
+batch would be the same NVRTC work, and a failing one was built twice per version.
 """
 
 from __future__ import annotations
@@ -122,6 +125,19 @@ def check_many(sources: Sequence[str],
     """`check_cuda` of each source, screened in one NVRTC program per version (see the
     module docstring); the reports of sources that pass the screen carry no PTX."""
     found = installed(nvrtcs)
+    return [check_cuda(src, found) if report is None else report
+            for src, report in zip(sources, screen(sources, found), strict=True)]
+
+
+def screen(sources: Sequence[str], nvrtcs: Sequence[Nvrtc] | None = None
+           ) -> list[PtxCheckReport | None]:
+    """The screen of `check_many`: each source's report where its batched PTX passes
+    every check under every version, None where it must be checked alone
+    (`check_cuda`): a check failed, the batch did not build, or the kernel could not
+    be placed. A single source is None at once (no batch: see the module docstring)."""
+    found = installed(nvrtcs)
+    if len(sources) == 1:
+        return [None]
     per_source: list[list[ToolchainVerdict]] = [[] for _ in sources]
     alone: set[int] = set()
     for nvrtc in found:
@@ -150,8 +166,7 @@ def check_many(sources: Sequence[str],
                 alone.add(i)
             per_source[i].append(ToolchainVerdict(nvrtc, "", verdict, "", share,
                                                   check_s))
-    return [check_cuda(src, found) if i in alone
-            else PtxCheckReport(src, tuple(per_source[i]))
+    return [None if i in alone else PtxCheckReport(src, tuple(per_source[i]))
             for i, src in enumerate(sources)]
 
 

@@ -15,10 +15,13 @@ show our fault, not NVVM's.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 from gpusem.calculus.bundl.printer import print_program
 from gpusem.calculus.bundl.walk import statement_count
 from gpusem.compiler.backends.nvrtc_lib import Nvrtc
-from gpusem.compiler.backends.ptx_oracle import PtxCheckReport, check_many
+from gpusem.compiler.backends.ptx_oracle import PtxCheckReport, check_cuda, screen
 from gpusem.fuzz import ptx_findings
 from gpusem.fuzz.ptx_findings import PtxOutcome
 from gpusem.fuzz.bundl.generated import Generated
@@ -29,16 +32,31 @@ STEPS = 200_000  # the interpreter's budget for the definedness of a failing pro
 
 def check_ptx_property(generated: Generated, nvrtcs: tuple[Nvrtc, ...]) -> PtxOutcome:
     """Compile with our compiler, then with every NVRTC of `nvrtcs`; check each PTX."""
-    return check_ptx_round([generated], nvrtcs)[0]
+    (outcome,) = check_ptx_round([generated], nvrtcs)
+    assert isinstance(outcome, PtxOutcome)  # not deferred
+    return outcome
 
 
-def check_ptx_round(round_: list[Generated],
-                    nvrtcs: tuple[Nvrtc, ...]) -> list[PtxOutcome]:
+@dataclass(frozen=True, slots=True)
+class DeferredPtx:
+    """The verdict of a program the round's screen failed, decided when read
+    (`check_ptx_round(defer=True)`, the reducer's batches): checking it alone (three
+    NVRTC builds) and judging a finding (an interpreter run, a cpu-harness run) is
+    most of a shrink step's cost, and a step reads a batch's verdicts only up to the
+    first that still fails (`fuzz/bundl/shrink.py`). Decided, it is what the round
+    would have said at once."""
+
+    decide: Callable[[], PtxOutcome]
+
+
+def check_ptx_round(round_: list[Generated], nvrtcs: tuple[Nvrtc, ...],
+                    defer: bool = False) -> list[PtxOutcome | DeferredPtx]:
     """`check_ptx_property` of each program, the kernels screened together
-    (`ptx_oracle.check_many`: one NVRTC program per version for the round)."""
+    (`ptx_oracle.screen`: one NVRTC program per version for the round), a program the
+    screen fails checked again alone (`check_cuda`): at once, or when read (`defer`)."""
     from gpusem.compiler.bundl_cuda.pipeline import CompileOptions, compile_program
 
-    outcomes: list[PtxOutcome | None] = []
+    outcomes: list[PtxOutcome | DeferredPtx | None] = []
     sources: dict[int, str] = {}
     for i, generated in enumerate(round_):
         try:
@@ -48,10 +66,19 @@ def check_ptx_round(round_: list[Generated],
             outcomes.append(PtxOutcome(CheckResult(
                 "invalid", kind="compile-error",
                 detail=f"{type(err).__name__}: {err}"[:200]), frozenset()))
-    reports = check_many(list(sources.values()), nvrtcs) if sources else []
-    for i, report in zip(sources, reports, strict=True):
-        outcomes[i] = _verdict(round_[i], report)
+    screened = screen(list(sources.values()), nvrtcs) if sources else []
+    for i, report in zip(sources, screened, strict=True):
+        if report is not None:
+            outcomes[i] = _verdict(round_[i], report)
+            continue
+        alone = _alone(round_[i], sources[i], nvrtcs)
+        outcomes[i] = DeferredPtx(alone) if defer else alone()
     return [o for o in outcomes if o is not None]
+
+
+def _alone(generated: Generated, source: str,
+           nvrtcs: tuple[Nvrtc, ...]) -> Callable[[], PtxOutcome]:
+    return lambda: _verdict(generated, check_cuda(source, nvrtcs))
 
 
 def _verdict(generated: Generated, report: PtxCheckReport) -> PtxOutcome:

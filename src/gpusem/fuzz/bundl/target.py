@@ -62,6 +62,7 @@ from gpusem.interpreter.bundl.reference import (
 
 if TYPE_CHECKING:
     from gpusem.compiler.backends.toolchain import Matrix
+    from gpusem.fuzz.bundl.ptx_property import DeferredPtx
     from hypothesis.strategies import SearchStrategy
 
 BundlProgram = B.Program | Generated  # a plain program is not race-free by construction
@@ -121,6 +122,8 @@ class BundlTarget(Target):
         # coverage labels its check saw
         self._nvrtcs: tuple | None = None
         self._ptx_seen: dict[Generated, frozenset[str]] = {}
+        # a reducer's batch: the programs its screen failed, checked alone when read
+        self._ptx_deferred: dict[Generated, DeferredPtx] = {}
         # the shard's round being checked (`begin_round`), None outside a campaign's
         # rounds (shrinking, replay): the toolchain property then builds everything
         self._round: int | None = None
@@ -130,6 +133,7 @@ class BundlTarget(Target):
     def close(self) -> None:
         self._cache.clear()
         self._seen.clear()
+        self._ptx_deferred.clear()
         if self._matrix is not None:
             self._matrix.close()
             self._matrix = None
@@ -262,7 +266,7 @@ class BundlTarget(Target):
             self._toolchain(list(dict.fromkeys(as_generated(p) for p in programs)))
             return len(programs)
         if prop == "ptx":
-            return len(programs) if self._ptx_prefetch(programs) else None
+            return len(programs) if self._ptx_prefetch(programs, defer) else None
         if prop not in SYNC_OF_PROPERTY:
             return None
         self._cache.clear()
@@ -446,19 +450,29 @@ class BundlTarget(Target):
         cached = self._cache.get(("ptx", generated))
         if isinstance(cached, CheckResult):
             return cached
-        outcome = check_ptx_property(generated, self.nvrtcs())
+        if (deferred := self._ptx_deferred.pop(generated, None)) is not None:
+            outcome = deferred.decide()  # a reducer's batch: decided when read
+            self._cache[("ptx", generated)] = outcome.result
+        else:
+            outcome = check_ptx_property(generated, self.nvrtcs())
         self._ptx_seen[generated] = outcome.labels
         return outcome.result
 
-    def _ptx_prefetch(self, programs: Sequence[BundlProgram]) -> bool:
-        """The ptx property of a round at once: one NVRTC program per version."""
-        from gpusem.fuzz.bundl.ptx_property import check_ptx_round
+    def _ptx_prefetch(self, programs: Sequence[BundlProgram], defer: bool) -> bool:
+        """The ptx property of a round at once: one NVRTC program per version; with
+        `defer` (the reducer's batches) a program the screen fails is checked alone
+        only when `check` reads it (`ptx_property.DeferredPtx`)."""
+        from gpusem.fuzz.bundl.ptx_property import DeferredPtx, check_ptx_round
 
         self._cache.clear()
         self._ptx_seen.clear()
+        self._ptx_deferred.clear()
         todo = list(dict.fromkeys(as_generated(p) for p in programs))
-        for generated, outcome in zip(todo, check_ptx_round(todo, self.nvrtcs()),
+        for generated, outcome in zip(todo, check_ptx_round(todo, self.nvrtcs(), defer),
                                       strict=True):
+            if isinstance(outcome, DeferredPtx):
+                self._ptx_deferred[generated] = outcome
+                continue
             self._cache[("ptx", generated)] = outcome.result
             self._ptx_seen[generated] = outcome.labels
         return True
