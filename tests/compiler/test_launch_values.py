@@ -15,7 +15,11 @@ from hypothesis import strategies as st
 from gpusem.calculus.bundl import ast as B
 from gpusem.calculus.bundl.parser import parse_program
 from gpusem.calculus.float32_equality import same_float32
-from gpusem.compiler.bundl_cuda.launch import as_bundl_values, first_difference
+from gpusem.compiler.bundl_cuda.launch import (
+    agrees,
+    as_bundl_values,
+    first_difference,
+)
 
 PROG = parse_program("machine blocks = 1, threads = 1;\nglobal i : int[4];\n"
                      "global f : float[4];\nglobal b : bool[4];\nmain { }\n", "v.bundl")
@@ -69,6 +73,9 @@ def test_whole_arrays_give_what_one_cell_at_a_time_gives(mine, theirs) -> None:
         # a NaN is never == itself: compare the place and the bits
         found[:2] == cell_by_cell_difference(want, got)[:2])
     assert first_difference(PROG, want, want) is None
+    # `compare`'s shortcut on the backend's arrays: agrees exactly when no cell differs
+    assert agrees(PROG, want, theirs, {}) is (found is None)
+    assert agrees(PROG, want, mine, {})
 
 
 def test_values_numpy_cannot_hold_take_the_cell_loop() -> None:
@@ -81,6 +88,16 @@ def test_values_numpy_cannot_hold_take_the_cell_loop() -> None:
     assert first_difference(PROG, want, got)[:2] == ("f", 2)
     # ints and bools compare as Python's `==` does: 1 == True
     assert first_difference(PROG, want, dict(want, b=[1, 0, True, False])) is None
+
+
+def test_agrees_leaves_what_numpy_cannot_hold_to_first_difference() -> None:
+    outputs = {"g_i": np.array([0, 1, 3, 4], dtype=np.int32),
+               "g_f": np.zeros(4, dtype=np.float32), "g_b": np.zeros(4, dtype=bool)}
+    want = as_bundl_values(PROG, outputs)
+    assert agrees(PROG, want, outputs, {})
+    assert not agrees(PROG, dict(want, i=[0, 2**70, 3, 4]), outputs, {})
+    assert not agrees(PROG, dict(want, f=[np.float32(0.0)] * 4), outputs, {})
+    assert not agrees(PROG, dict(want, i=[0, 1, 3]), outputs, {})  # a length apart
 
 
 def test_a_difference_in_a_later_global_and_a_length_mismatch() -> None:

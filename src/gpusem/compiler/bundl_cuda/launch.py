@@ -84,6 +84,48 @@ def first_difference(prog: B.Program, expected: dict[str, list],
     return None
 
 
+def agrees(prog: B.Program, expected: dict[str, list],
+           outputs: dict[str, np.ndarray], arrays: dict[str, np.ndarray]) -> bool:
+    """True only where `first_difference(prog, expected, as_bundl_values(prog,
+    outputs))` is None, decided on the backend's arrays themselves (no Python value a
+    cell); False where it may not be (the caller then asks `first_difference`).
+    `arrays`: the expected lists as arrays, filled on first use, for the caller to
+    keep across schedules."""
+    for g in prog.globals:
+        want = arrays.get(g.name)
+        if want is None:
+            want = arrays[g.name] = _as_array(g.elem, expected[g.name])
+        got = outputs[f"g_{g.name}"]
+        if want.dtype == object or want.shape != got.shape:
+            return False
+        with np.errstate(all="ignore"):
+            if g.elem == B.BaseType.FLOAT:
+                if differing_float32(want, got.astype(np.float32)).any():
+                    return False
+            elif g.elem == B.BaseType.BOOL:
+                if (want != got.astype(bool).astype(np.int64)).any():
+                    return False
+            elif got.dtype.kind not in "iu" or (want != got.astype(np.int64)).any():
+                return False
+    return True
+
+
+def _as_array(elem: B.BaseType, cells: list) -> np.ndarray:
+    """The interpreter's cells as float32 or int64 (bools as 0/1: Python's
+    `True == 1`); an object array where they are of other types or past int64 (no
+    array comparison is exact for them)."""
+    kinds = set(map(type, cells))
+    try:
+        if elem == B.BaseType.FLOAT and kinds <= {float}:
+            with np.errstate(all="ignore"):
+                return np.array(cells, dtype=np.float32)
+        if elem != B.BaseType.FLOAT and kinds <= {int, bool}:
+            return np.array(cells, dtype=np.int64)
+    except OverflowError:
+        pass
+    return np.array([None], dtype=object)
+
+
 def _first_differing(elem: B.BaseType, want: list, got: list) -> int | None:
     """The first index where `_same` fails, NumPy over the whole array where both
     lists hold only the Python types the interpreter and `as_bundl_values` give (a
