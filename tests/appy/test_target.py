@@ -59,13 +59,21 @@ def test_bounded_campaign(tmp_path, monkeypatch) -> None:
     from gpusem.fuzz.appy.stats import merge
 
     monkeypatch.setenv("GPUSEM_APPY_STATS", str(tmp_path / "stats"))
+    # 1 s of shrinking a finding, not the default minute: nothing below needs the
+    # shrink to get anywhere (a cut shrink's bundle is final and complete, as found),
+    # and seed 1's first finding (3 statements) shrank to 3 in the ~20 s it was given
+    # on a loaded 2-core machine, most of the test's time, while its other two waited
+    monkeypatch.setenv("GPUSEM_SHRINK_S", "1")
     summary = Campaign("appy", budget_s=90, seed=1, out_dir=str(tmp_path),
                        round_size=6, max_programs=6).run()
     assert summary.programs <= 6 and summary.invalid == 0
     result = merge(str(tmp_path / "stats"))  # the target's own count: every program
     assert result["programs"] >= 6 and 0 < result["compared_fraction"] <= 1
     assert len(result["new_causes_by_minute"]) >= 1
-    for b in list_bundles(tmp_path):  # every finding is a complete, replayable bundle
+    bundles = list_bundles(tmp_path)  # seed 1: three classes, every one bundled
+    assert len(bundles) == len(summary.findings) >= 1, summary.findings
+    for b in bundles:  # every finding is a complete, replayable bundle
+        assert b.meta["state"] == "done", b.meta  # final, shrunk or cut
         assert b.meta["target"] == "appy" and "program.py" in b.files
         assert b.meta["versions"]["appyc"] == "0.2.0"
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from gpusem.calculus.bundl import ast as B
 from gpusem.calculus.errors import GpusemError
 from gpusem.compiler.bundl_cuda.launch import (
+    agrees,
     as_bundl_values,
     first_difference,
     jobs_for,
@@ -167,10 +168,13 @@ def _compile_failure(err: Exception) -> Verdict:
 
 
 def compare(prog, expected: dict, source: str, results, seeds) -> Verdict:
+    arrays: dict = {}  # the expected cells as arrays, made once for every schedule
     for seed, result in zip(seeds, results, strict=True):
         if not result.ok:
             return Verdict(False, "kernel-failed", f"{result.kind}: {result.message}",
                            expected, None, None, seed, source)
+        if agrees(prog, expected, result.outputs, arrays):
+            continue  # (no Python value a cell: seconds over millions of cells)
         actual = as_bundl_values(prog, result.outputs)
         diff = first_difference(prog, expected, actual)
         if diff is not None:
