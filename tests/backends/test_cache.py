@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from gpusem.compiler.backends import cache
@@ -66,3 +67,21 @@ def test_opening_the_cache_trims_it(tmp_path):
     subprocess.run([sys.executable, "-c", "from gpusem.compiler.backends import cpu; "
                     "cpu.default_cache_dir()"], env=env, check=True, timeout=120)
     assert not old.exists() and (tmp_path / "cpu").is_dir()
+
+
+def test_a_trim_within_ten_minutes_of_the_last_one_is_skipped(tmp_path):
+    """The walk costs ~1 s on a used cache, once per process: the stamp of the last
+    trim lets the processes of the next ten minutes skip it; an old stamp does not."""
+    old = tmp_path / "cpu" / "old.so"
+    old.parent.mkdir(parents=True)
+    old.write_bytes(b"y" * 3000)
+    os.utime(old, (1_000_000, 1_000_000))
+    stamp = tmp_path / cache.TRIM_STAMP
+    stamp.touch()  # another process trimmed just now
+    cache._trim_once.cache_clear()
+    assert cache._trim_once(str(tmp_path), 1000) == 0 and old.exists()
+    os.utime(stamp, (time.time() - cache.TRIM_EVERY_S - 5,) * 2)  # long ago
+    cache._trim_once.cache_clear()
+    assert cache._trim_once(str(tmp_path), 1000) == 3000 and not old.exists()
+    assert time.time() - stamp.stat().st_mtime < 60  # this trim's stamp
+    cache._trim_once.cache_clear()

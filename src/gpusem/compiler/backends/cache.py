@@ -7,13 +7,15 @@ The folder: `$GPUSEM_CACHE_DIR`, else `$XDG_CACHE_HOME/gpusem`, else
 `~/.cache/gpusem` (the XDG base-directory default). It is bounded: when a backend
 opens it, files least recently used (modification time; a cache hit touches its
 file) go until the folder holds at most `$GPUSEM_CACHE_MAX_MB` megabytes (default
-2048). Everything in it can be deleted at any time; it is rebuilt on demand.
+2048), at most once every ten minutes over all processes (`TRIM_EVERY_S`, a stamp
+file in the folder). Everything in it can be deleted at any time; it is rebuilt on demand.
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import time
 from pathlib import Path
 
 DEFAULT_MAX_MB = 2048
@@ -80,6 +82,25 @@ def trim(root: Path, limit: int) -> int:
     return freed
 
 
+# How often the cache is walked and trimmed, across all processes that open it: the
+# walk stats every file (~16,000 files, ~0.5-1 s on a used cache), which every
+# campaign worker, shrinker and `gpusem` command paid at start-up. Between two trims the
+# folder may outgrow its bound by what ten minutes of builds add.
+TRIM_EVERY_S = 600.0
+TRIM_STAMP = ".last-trim"
+
+
 @functools.cache
 def _trim_once(root: str, limit: int) -> int:
+    """Trim `root` to `limit` unless a process did within `TRIM_EVERY_S` (its stamp)."""
+    stamp = Path(root) / TRIM_STAMP
+    try:
+        if time.time() - stamp.stat().st_mtime < TRIM_EVERY_S:
+            return 0
+    except OSError:
+        pass  # no stamp yet (or trimmed away): trim now
+    try:
+        stamp.touch()  # first, so that processes starting meanwhile skip the walk
+    except OSError:
+        pass  # a read-only cache is still trimmed (and walked each time)
     return trim(Path(root), limit)
