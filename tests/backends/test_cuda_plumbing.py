@@ -113,7 +113,13 @@ def test_a_failed_launch_is_not_repeated_for_other_schedule_seeds(fake_gpu):
 
 
 def test_after_a_replacement_a_warm_spare_takes_over(fake_gpu):
-    fake_gpu.run([cases.div0_job()])
+    # A replacement, then a run (its worker starts with a spare beside it), then a
+    # second replacement: whatever tests ran before in this process (under pytest -n 2
+    # this one may be the first of the module to lose a worker, and passed only after
+    # others that had).
+    fake_gpu.run([_fresh(cases.div0_job(), "spare-1")])
+    fake_gpu.run([cases.reduce_case().job])
+    fake_gpu.run([_fresh(cases.div0_job(), "spare-2")])
     spare = fake_gpu._spare
     assert spare is not None and spare[0].is_alive()
     (r,) = fake_gpu.run([cases.reduce_case().job])
