@@ -1,5 +1,5 @@
-"""The cuda backend on `fake_cupy/` (its "NVRTC" is real `nvcc -c` for sm_90a, its
-"GPU" the cpu harness): one context manager for every test that needs a CudaBackend
+"""The cuda backend on `fake_cupy/` (its "NVRTC" is a real NVRTC for sm_90a, nvcc -c where
+none is installed; its "GPU" the cpu harness): one context manager for every test that needs a CudaBackend
 without a GPU. Only the spawned worker imports the fake (spawn hands it the parent's
 sys.path); the test process itself never does."""
 

@@ -1,7 +1,8 @@
 """The cuda backend's machinery without a GPU: the spawned worker, NVRTC-style batch
 builds with failure attribution, the watchdog for hung kernels, CUDA errors that
 replace the worker, and event timing. `fake_cupy/` stands in for CuPy (its "NVRTC" is
-real `nvcc -c` for sm_90a; its "GPU" is the cpu harness); only the worker sees it."""
+a real NVRTC for sm_90a, nvcc -c where none is installed; its "GPU" is the cpu
+harness); only the worker sees it."""
 
 from __future__ import annotations
 
@@ -18,9 +19,16 @@ pytestmark = pytest.mark.skipif(not nvcc.nvcc_available(), reason="nvcc not on P
 
 
 @pytest.fixture(scope="module")
-def fake_gpu(tmp_path_factory):
-    with fake_gpu_backend(tmp_path_factory.mktemp("fake-gpu-cache"),
-                          watchdog_slack_s=1.5) as backend:
+def fake_cache(tmp_path_factory):
+    """The fake GPU's cpu-harness builds (its precompiled header, each kernel's
+    library), one folder for the whole module: the cuda backend keeps its own
+    modules in memory, so its build counts are each backend's own either way."""
+    return tmp_path_factory.mktemp("fake-gpu-cache")
+
+
+@pytest.fixture(scope="module")
+def fake_gpu(fake_cache):
+    with fake_gpu_backend(fake_cache, watchdog_slack_s=1.5) as backend:
         yield backend
 
 
@@ -105,7 +113,13 @@ def test_a_failed_launch_is_not_repeated_for_other_schedule_seeds(fake_gpu):
 
 
 def test_after_a_replacement_a_warm_spare_takes_over(fake_gpu):
-    fake_gpu.run([cases.div0_job()])
+    # A replacement, then a run (its worker starts with a spare beside it), then a
+    # second replacement: whatever tests ran before in this process (under pytest -n 2
+    # this one may be the first of the module to lose a worker, and passed only after
+    # others that had).
+    fake_gpu.run([_fresh(cases.div0_job(), "spare-1")])
+    fake_gpu.run([cases.reduce_case().job])
+    fake_gpu.run([_fresh(cases.div0_job(), "spare-2")])
     spare = fake_gpu._spare
     assert spare is not None and spare[0].is_alive()
     (r,) = fake_gpu.run([cases.reduce_case().job])
@@ -139,7 +153,7 @@ def test_after_a_failed_launch_the_rest_of_the_message_runs_on_a_new_worker(fake
 
 
 def test_past_the_module_bound_the_worker_unloads_instead_of_being_replaced(
-        tmp_path, monkeypatch):
+        fake_cache, monkeypatch):
     """Issue 31.3: a campaign's backend loads a module a batch; past
     MAX_MODULES_PER_WORKER the modules no batch wants are unloaded from the same
     worker (it was replaced: a new Python, CuPy and context every ~64 batches), and a
@@ -148,7 +162,7 @@ def test_past_the_module_bound_the_worker_unloads_instead_of_being_replaced(
 
     monkeypatch.setattr(cuda, "MAX_MODULES_PER_WORKER", 2)
     made = [cases.reduce_case(), cases.float_arith_case(), cases.shuffles_case()]
-    with fake_gpu_backend(tmp_path) as gpu:
+    with fake_gpu_backend(fake_cache) as gpu:
         pids = []
         for case in [*made, made[0]]:  # four batches: the first one's module again
             (r,) = gpu.run([case.job])

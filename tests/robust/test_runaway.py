@@ -107,7 +107,10 @@ def test_debugger_continue_stops_at_its_step_budget(loop_bundl):
 
 
 def test_debugger_continue_stops_at_the_memory_budget(loop_bundl):
-    r = gpusem("--max-memory", "100", "step", str(loop_bundl), "--commands",
+    # 25 MiB, not 100: the claim is that `continue` stops at the budget it is given,
+    # whatever it is, and the time to the stop grows with the budget (35 s at 100 MiB,
+    # 9.5 s at 25 on a loaded CI-sized machine); the peak bound below is unchanged.
+    r = gpusem("--max-memory", "25", "step", str(loop_bundl), "--commands",
                "continue", "--max-steps", "1000000000")
     assert_budget(r, "memory budget exhausted", "loop.bundl")
     assert r["peak"] < 600 << 20

@@ -22,6 +22,7 @@ from typing import Any, Callable, Union, cast
 from gpusem.calculus.amir import ast as A
 from gpusem.calculus.errors import BadInput
 from gpusem.calculus.gpuir import ast as G
+from gpusem.calculus.grammar_cache import cached_lark
 from gpusem.calculus.gpuir.timelines import VL, QualTL
 from gpusem.calculus.span import Span
 from lark import Lark, Token, Tree
@@ -51,7 +52,7 @@ class _AmirIndenter(Indenter):
 @functools.cache
 def _lark() -> Lark:
     grammar = (Path(__file__).parent / "amir.lark").read_text()
-    return Lark(grammar, parser="lalr", postlex=_AmirIndenter(),
+    return cached_lark(grammar, "amir", parser="lalr", postlex=_AmirIndenter(),
                 propagate_positions=True, maybe_placeholders=True)
 
 

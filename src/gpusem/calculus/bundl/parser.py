@@ -33,6 +33,7 @@ from gpusem.calculus.budgets import check_nesting
 from gpusem.calculus.bundl import ast
 from gpusem.calculus.bundl.to_ast import Parsed, ToAst
 from gpusem.calculus.errors import BadInput
+from gpusem.calculus.grammar_cache import cached_lark
 from gpusem.calculus.span import Span
 from lark.exceptions import (
     UnexpectedCharacters,
@@ -47,14 +48,14 @@ _ENTRY = {"program": "start_program", "stmts": "start_stmts", "expr": "start_exp
 @functools.cache
 def _lark() -> lark.Lark:
     grammar = (Path(__file__).parent / "grammar.lark").read_text()
-    return lark.Lark(
+    return cached_lark(
         grammar,
+        "bundl",
         parser="lalr",
         lexer="contextual",
         start=list(_ENTRY.values()),
         propagate_positions=True,
         maybe_placeholders=True,
-        cache=False,
     )
 
 

@@ -20,6 +20,7 @@ from typing import Callable
 
 from gpusem.calculus.budgets import check_nesting
 from gpusem.calculus.errors import BadInput
+from gpusem.calculus.grammar_cache import cached_lark
 from gpusem.calculus.gpuir import ast as A
 from gpusem.calculus.gpuir.parse_expr import (
     BARRIER,
@@ -52,8 +53,9 @@ class _GpuirIndenter(Indenter):
 @functools.cache
 def _lark() -> Lark:
     grammar = (Path(__file__).parent / "grammar.lark").read_text()
-    return Lark(
+    return cached_lark(
         grammar,
+        "gpuir",
         parser="lalr",
         postlex=_GpuirIndenter(),
         propagate_positions=True,

@@ -29,6 +29,7 @@ from lark.tree import Meta
 
 from gpusem.calculus.budgets import check_int_literal, check_nesting
 from gpusem.calculus.errors import BadInput
+from gpusem.calculus.grammar_cache import cached_lark
 from gpusem.calculus.lambdacu import ast
 from gpusem.calculus.lambdacu.values import (
     F32,
@@ -52,8 +53,8 @@ SUFFIX = ".lcu"
 @functools.cache
 def _lark() -> lark.Lark:
     grammar = (Path(__file__).parent / "grammar.lark").read_text()
-    return lark.Lark(grammar, parser="lalr", lexer="contextual",
-                     propagate_positions=True, maybe_placeholders=True, cache=False)
+    return cached_lark(grammar, "lambdacu", parser="lalr", lexer="contextual",
+                       propagate_positions=True, maybe_placeholders=True)
 
 
 def parse_program(text: str, file: str = "<input>") -> ast.Program:

@@ -1,6 +1,7 @@
 """Where gpusem keeps what it builds and may throw away (issue 32.12): the g++
 libraries of the cpu backend (`cpu/`), nvcc's checked kernels (`nvcc/`), Exo-GPU's
-JIT folder (`camspork-jit/`) and hypothesis's own storage while gpusem runs it
+JIT folder (`camspork-jit/`), the parsers' Lark tables (`lark/`,
+calculus/grammar_cache.py) and hypothesis's own storage while gpusem runs it
 (`hypothesis/`: its unicode tables, never a `.hypothesis/` in the working folder).
 
 The folder: `$GPUSEM_CACHE_DIR`, else `$XDG_CACHE_HOME/gpusem`, else
@@ -18,16 +19,10 @@ import os
 import time
 from pathlib import Path
 
+# defined below every stage, where the parsers keep Lark's tables (`lark/`)
+from gpusem.calculus.grammar_cache import cache_root
+
 DEFAULT_MAX_MB = 2048
-
-
-def cache_root() -> Path:
-    """The cache folder (not created)."""
-    if os.environ.get("GPUSEM_CACHE_DIR"):
-        return Path(os.environ["GPUSEM_CACHE_DIR"])
-    xdg = os.environ.get("XDG_CACHE_HOME", "")
-    base = Path(xdg) if os.path.isabs(xdg) else Path.home() / ".cache"  # XDG: a
-    return base / "gpusem"  # relative XDG_CACHE_HOME is invalid and ignored
 
 
 def cache_dir(part: str) -> Path:
