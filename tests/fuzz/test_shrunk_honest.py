@@ -8,6 +8,7 @@ The toy target is tests/fuzz/test_campaign.py's: `big7` shrinks to 2 elements.""
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import replace
 
@@ -18,13 +19,25 @@ from gpusem.fuzz.targets import register_target
 from tests.fuzz.test_campaign import ToyTarget, campaign
 
 
-def big_job(tmp_path):
+def big_job(tmp_path, target_name: str = "toy"):
     """The job a campaign hands over for its first `big7` finding that is not yet
     minimal (more than 2 elements)."""
     deferred = Deferred()
-    campaign(tmp_path, shrinker=deferred).run()
+    campaign(tmp_path, shrinker=deferred, target_name=target_name).run()
     return next(j for j in deferred.jobs
                 if j.signature == "wrong:big7" and j.res.size > 2)
+
+
+def after_a_step(job, wait_s: float = 90.0) -> float:
+    """Now, once the shrinker's child has written a step of `job` into its bundle
+    (its reducer then sleeps until cut): a deadline after a step, however slowly a
+    loaded machine starts the child (a fixed 5 s was too short under CI's load)."""
+    end = time.monotonic() + wait_s
+    while time.monotonic() < end:
+        if read_bundle(job.bundle).meta["size"] < job.size_before:
+            return time.monotonic()
+        time.sleep(0.05)
+    raise AssertionError(f"no step of {job.signature} within {wait_s} s")
 
 
 def test_a_shrink_with_no_time_is_not_shrunk_and_is_cut(tmp_path) -> None:
@@ -78,7 +91,7 @@ def test_a_shrink_cut_after_a_step_says_the_same_whoever_writes_its_end(
     """A step made (hypothesis's: 2 elements), then a reducer stopped at the
     deadline: the shrink's own end (`run_job`, its reducer given what is left of its
     deadline) and the shrinker's cut of it (its reducer given a minute, the shrinker
-    stops waiting in 5 s) say `shrunk` (a step was made) and `shrink_cut` (the
+    stops waiting once a step is in the bundle) say `shrunk` (a step was made) and `shrink_cut` (the
     deadline stopped it) alike. Which of the two writes the bundle is a race at the
     deadline (a SIGTERM during hypothesis's steps ends the shrink in the process):
     before, the first left `shrink_cut` out and the second said not `shrunk` (CI,
@@ -91,8 +104,47 @@ def test_a_shrink_cut_after_a_step_says_the_same_whoever_writes_its_end(
     other = big_job(tmp_path / "b")
     shrinker.submit(replace(other, spec=dict(other.spec, target_name="budgetreducer"),
                             deadline=time.monotonic() + 60.0))
-    (out,) = shrinker.finish(time.monotonic() + 5.0)
+    (out,) = shrinker.finish(after_a_step(other))
     local = read_bundle(out.findings[0].bundle).meta
     assert out.cut and ran.findings[0].shrunk and out.findings[0].shrunk
     assert (mine["shrunk"], mine["shrink_cut"], mine["size"]) == (
         local["shrunk"], local["shrink_cut"], local["size"]) == (True, True, 2)
+
+
+class BlamedBudgetReducer(BudgetReducer):
+    """BudgetReducer with an attribution that quotes the program it was given."""
+
+    def attribute(self, result, prop):
+        return {"verdict": "ours", "rule": "cpu-harness",
+                "evidence": [f"toy: {result.files['program.json']}"], "seconds": 0.01}
+
+
+register_target("blamedbudgetreducer", BlamedBudgetReducer)
+
+
+def test_a_cut_shrink_keeps_the_as_found_attribution_whoever_writes_its_end(
+        tmp_path) -> None:
+    """The same race with an attribution: the shrink's own end at its deadline and
+    the shrinker's cut both keep the attribution of the program as found (the one
+    attributed at claim time), and neither attributes again past the deadline.
+    Before, the shrink's own end attributed its partly shrunk program ("shrunk"),
+    the cut kept "as found" (tests/fuzz/test_attribution_cut.py failed under load)."""
+    name = "blamedbudgetreducer"
+    job = big_job(tmp_path / "a", name)
+    ran = run_job(replace(job, spec=dict(job.spec, target_name=name)),
+                  time.monotonic() + 3.0)
+    shrinker = ProcessShrinker(name)
+    other = big_job(tmp_path / "b", name)
+    shrinker.submit(replace(other, spec=dict(other.spec, target_name=name),
+                            deadline=time.monotonic() + 60.0))
+    (out,) = shrinker.finish(after_a_step(other))
+    for f in (ran.findings[0], out.findings[0]):
+        b = read_bundle(f.bundle)
+        found = json.loads(b.files["attribution.json"])
+        assert b.meta["shrink_cut"] is True  # cut, after a step:
+        assert len(json.loads(b.files["program.json"])) < b.meta["size_before"]
+        assert found["program"] == b.meta["attribution"]["program"] == "as found"
+        quoted = found["evidence"][0].removeprefix("toy: ")
+        assert len(json.loads(quoted)) == b.meta["size_before"]  # the one found
+        assert f.attribution == "ours"
+

@@ -160,13 +160,11 @@ class Campaign:
     # who shrinks new findings (`fuzz/shrink_jobs.Shrinker`); None: this process,
     # after the round that met them
     shrinker: Any = None
-    # each state of a finding's bundle as it is written, (meta, files): a shrink
-    # task on a cluster publishes its best so far, which its client keeps if the
-    # campaign's end comes first (`fuzz/engines/dask.py`)
+    # each state of a finding's bundle as written, (meta, files): a cluster's shrink
+    # task publishes its best so far, kept if the campaign ends first (engines/dask)
     on_improve: Callable[[dict[str, Any], dict[str, str]], None] | None = None
-    # how a round is drawn (`hunt.GENERATIONS`): the same seed draws other programs
-    # in another mode, so it is recorded wherever the seed names a program (the
-    # manifest, the bundles, the reports)
+    # how a round is drawn (`hunt.GENERATIONS`): the same seed draws other programs in
+    # another mode, so it is recorded wherever a seed names a program (manifest, bundles)
     generation: str = DEFAULT_GENERATION
 
     def run(self) -> Summary:
@@ -619,8 +617,7 @@ class Campaign:
         # after 0 s); one its deadline stopped is cut, step or not, as a shrinker's
         # cut says (`attribution.kept_on_cut`: the two race at the deadline)
         shrunk = res.size < o.size_before or not ran_out[0]
-        self._finish(target, finding, res, shrunk=shrunk, state="done",
-                     cut=ran_out[0])
+        self._finish(target, finding, res, shrunk=shrunk, state="done", cut=ran_out[0])
 
     # ------------------------------------------------------------------ shrink jobs
 
@@ -709,7 +706,10 @@ class Campaign:
                 shrunk: bool, state: str = "", cut: bool = False) -> None:
         finding.size, finding.detail, finding.shrunk = res.size, res.detail, shrunk
         if (state or ("done" if shrunk else "shrinking")) == "done":
-            res = self._attributed(target, res)
+            # a cut shrink keeps the as-found attribution as the cut paths do
+            # (attribution.kept_on_cut): one bundle whoever writes it, none past it
+            keep = cut and ATTRIBUTION not in res.files and res.signature in self._as_found
+            res = self._with_as_found(res) if keep else self._attributed(target, res)
             found = attribution_of(res)
             finding.attribution = found.get("verdict", "")
             finding.cause = cause_of(found, finding.signature) if found else ""
