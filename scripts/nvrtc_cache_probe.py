@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import os
 import shlex
 import sys
@@ -67,6 +66,7 @@ def cache_lines(log: str) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     import nvrtc_probe
     from gpusem.compiler.backends import cpu_source
+    from tree_runs import write_result
     from gpusem.compiler.backends.cuda_worker import BUILD_SPEEDUPS, NVRTC_OPTIONS
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -126,11 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         "command": shlex.join([os.path.basename(sys.executable), *sys.argv]),
         "digest_of_first_round": hashlib.sha256(
             repr(rounds[0]).encode()).hexdigest()[:16]}
-    text = json.dumps(result, indent=1)
-    print(text)
-    if args.json:
-        with open(args.json, "w") as f:
-            f.write(text + "\n")
+    write_result(result, args.json)
     return 0
 
 

@@ -41,6 +41,8 @@ import sys
 import time
 from collections.abc import Callable
 
+from tree_runs import write_result
+
 Build = Callable[[str, dict[int, str], list[str]], tuple[bytes | None, dict, str]]
 EMPTY = ("gs_empty", 'extern "C" __global__ void gs_empty() {}\n')
 
@@ -237,11 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     result["loadavg"] = [round(x, 2) for x in os.getloadavg()]
     result["cores"] = os.cpu_count()
     result["command"] = shlex.join([os.path.basename(sys.executable), *sys.argv])
-    text = json.dumps(result, indent=1)
-    print(text)
-    if args.json:
-        with open(args.json, "w") as f:
-            f.write(text + "\n")
+    write_result(result, args.json)
     return 0
 
 
