@@ -15,10 +15,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import sys
 
-from tree_runs import tree_commit, tree_env
+from tree_runs import child_json, tree_commit
 
 # Run inside each tree's own interpreter: counts nvcc runs by wrapping subprocess.run.
 CHILD = r"""
@@ -49,15 +47,6 @@ print(json.dumps({"tests": r.tests, "seconds": round(r.seconds, 1),
 """
 
 
-def one(tree: str, budget_s: float) -> dict:
-    done = subprocess.run([sys.executable, "-c", CHILD, str(budget_s)], cwd=tree,
-                          env=tree_env(tree),
-                          capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        return {"error": done.stderr.strip().splitlines()[-1:]}
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--trees", nargs="+", required=True)
@@ -68,7 +57,7 @@ def main() -> None:
     args = ap.parse_args()
     for k in range(args.repeat):
         for tree in args.trees:
-            row = {"tree": tree, "commit": tree_commit(tree), "run": k} | one(tree, args.budget)
+            row = {"tree": tree, "commit": tree_commit(tree), "run": k} | child_json(tree, CHILD, str(args.budget))
             print(json.dumps(row), flush=True)
 
 

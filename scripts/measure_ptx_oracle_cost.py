@@ -15,10 +15,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import sys
 
-from tree_runs import tree_commit, tree_env
+from tree_runs import child_json, tree_commit
 
 CHILD = r"""
 import json, sys, time
@@ -59,14 +57,6 @@ print(json.dumps(out))
 """
 
 
-def one(tree: str) -> dict:
-    done = subprocess.run([sys.executable, "-c", CHILD], cwd=tree, env=tree_env(tree),
-                          capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        return {"error": done.stderr.strip().splitlines()[-1:]}
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--trees", nargs="+", required=True)
@@ -74,7 +64,7 @@ def main() -> None:
     args = ap.parse_args()
     for k in range(args.repeat):
         for tree in args.trees:
-            row = {"tree": tree, "commit": tree_commit(tree), "run": k} | one(tree)
+            row = {"tree": tree, "commit": tree_commit(tree), "run": k} | child_json(tree, CHILD)
             print(json.dumps(row), flush=True)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from collections.abc import Callable, Iterable
 
 
@@ -68,3 +69,13 @@ def write_result(result: dict, path: str | None) -> None:
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         with open(path, "w") as f:
             f.write(text + "\n")
+
+
+def child_json(tree: str, code: str, *args: str) -> dict:
+    """`python -c code args` in `tree` (its src/ first on the path): the JSON object
+    of its last line of output, or {"error": its last line of errors}."""
+    done = subprocess.run([sys.executable, "-c", code, *args], cwd=tree,
+                          env=tree_env(tree), capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        return {"error": done.stderr.strip().splitlines()[-1:]}
+    return json.loads(done.stdout.strip().splitlines()[-1])
