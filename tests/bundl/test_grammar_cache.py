@@ -9,7 +9,7 @@ from pathlib import Path
 import lark
 from gpusem.calculus.bundl import parser as bundl_parser
 from gpusem.calculus.gpuir import parser as gpuir_parser
-from gpusem.calculus.grammar_cache import cached_lark
+from gpusem.calculus.grammar_cache import built_lark, cached_lark
 
 GRAMMAR = (Path(bundl_parser.__file__).parent / "grammar.lark").read_text()
 OPTIONS = {"parser": "lalr", "lexer": "contextual", "start": "start_expr",
@@ -38,6 +38,7 @@ def test_a_parser_with_a_postlex_reads_its_tables_back(tmp_path, monkeypatch):
     """GPU IR's indenter is pickled with the tables: the same trees either way."""
     monkeypatch.setenv("GPUSEM_CACHE_DIR", str(tmp_path))
     example = Path(__file__).resolve().parents[2] / "examples/gpuir/gemm_tiled.gpuir"
+    gpuir_parser._lark.cache_clear()  # a parser made by an earlier test wrote elsewhere
     first = gpuir_parser.parse_module(example.read_text())
     gpuir_parser._lark.cache_clear()  # the next parser is read back
     try:
@@ -53,3 +54,16 @@ def test_without_a_writable_folder_the_parser_is_built(tmp_path, monkeypatch):
     monkeypatch.setenv("GPUSEM_CACHE_DIR", str(blocker))  # lark/ cannot be made in it
     parser = cached_lark(GRAMMAR, "t", **OPTIONS)
     assert parser.parse("1 + 2").data == "start_expr"
+
+
+def test_a_parser_read_back_is_rebuilt_whole_for_from_lark(tmp_path, monkeypatch):
+    """A parser read back from tables has no grammar, which hypothesis's from_lark
+    reads (tests/robust: the campaign sample failed on it); `built_lark` builds it
+    from its grammar text."""
+    monkeypatch.setenv("GPUSEM_CACHE_DIR", str(tmp_path))
+    cached_lark(GRAMMAR, "t", **OPTIONS)
+    again = cached_lark(GRAMMAR, "t", **OPTIONS)  # read back
+    assert not hasattr(again, "grammar")
+    whole = built_lark("t")
+    assert hasattr(whole, "grammar") and whole.parse(TEXT) == again.parse(TEXT)
+

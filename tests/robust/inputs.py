@@ -264,13 +264,17 @@ def _lark_strategy(suffix: str):
     the mutants do not (non-UTF-8 bytes, odd characters in comments)."""
     from hypothesis.extra.lark import from_lark
 
-    if suffix == ".bundl":
+    from gpusem.calculus.grammar_cache import built_lark
+
+    if suffix == ".bundl":  # the parsers as built from their grammars (`built_lark`)
         from gpusem.calculus.bundl.parser import _lark
-        return from_lark(_lark(), start="start_program", explicit={
+        _lark()
+        return from_lark(built_lark("bundl"), start="start_program", explicit={
             "WS": st.sampled_from([" ", "\n", "\t", "\r\n"]),
             "COMMENT": st.sampled_from(["// c\n", "// \\\n", "//\n"])})
     from gpusem.calculus.gpuir.parser import _lark as gpuir_lark
-    return from_lark(gpuir_lark(), start="start", explicit={
+    gpuir_lark()
+    return from_lark(built_lark("gpuir"), start="start", explicit={
         "_INDENT": st.sampled_from(["    ", "        ", "\t"]),
         "_DEDENT": st.just(""),
         "_NL": st.sampled_from(["\n", "\n    ", "\n        ", "  # c\n"]),

@@ -33,9 +33,22 @@ def cache_root() -> Path:
     return base / "gpusem"  # relative XDG_CACHE_HOME is invalid and ignored
 
 
+# name -> (grammar, options) of each parser made here, for `built_lark`
+_MADE: dict[str, tuple[str, dict[str, Any]]] = {}
+
+
+def built_lark(name: str) -> lark.Lark:
+    """Parser `name` built from its grammar text, as `cached_lark` made it first: a
+    parser read back from tables has no `grammar` (Lark.load keeps the tables only),
+    which hypothesis's `from_lark` reads (tests/robust/inputs.py)."""
+    grammar, options = _MADE[name]
+    return lark.Lark(grammar, **options)
+
+
 def cached_lark(grammar: str, name: str, **options: Any) -> lark.Lark:
     """`lark.Lark(grammar, **options)` (LALR), read back (`Lark.load`) where a process
     built it before (`Lark.save`)."""
+    _MADE[name] = (grammar, options)
     # a postlex object by its class (its repr has an address)
     named = {k: type(v).__qualname__ if k == "postlex" else v for k, v in options.items()}
     key = f"{grammar}\0{sorted(named.items())!r}\0{lark.__version__}\0{sys.version_info}"
