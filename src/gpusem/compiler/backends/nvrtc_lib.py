@@ -13,8 +13,8 @@ first found), newest first.
 
 Note: the three wheels' libraries share one process (each is dlopen-ed RTLD_LOCAL and
 loads its own `libnvrtc-builtins.so.<major.minor>`);
-tests/compiler/test_nvrtc_lib.py checks that each version's PTX in one shared process
-equals its PTX in a fresh process of its own.
+tests/compiler/test_ptx_check.py::test_versions_share_one_process checks that each
+version's PTX in one shared process equals its PTX in a fresh process of its own.
 """
 
 from __future__ import annotations
