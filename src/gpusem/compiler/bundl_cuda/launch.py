@@ -130,20 +130,12 @@ def _first_differing(elem: B.BaseType, want: list, got: list) -> int | None:
     """The first index where `_same` fails, NumPy over the whole array where both
     lists hold only the Python types the interpreter and `as_bundl_values` give (a
     loop a cell was ~25 s of a 7.9M-cell `exec`); else that loop."""
-    kinds = set(map(type, want)) | set(map(type, got))
-    mask = None
+    a, b = _as_array(elem, want), _as_array(elem, got)  # object: not exact in NumPy
+    if a.dtype == object or b.dtype == object:
+        return next((i for i, (e, g) in enumerate(zip(want, got))
+                     if not _same(elem, e, g)), None)
     with np.errstate(all="ignore"):
-        if elem == B.BaseType.FLOAT and kinds <= {float}:
-            mask = differing_float32(np.array(want, dtype=np.float32),
-                                     np.array(got, dtype=np.float32))
-        elif elem != B.BaseType.FLOAT and kinds <= {int, bool}:
-            try:  # `==` of Python ints, exactly, where they fit in int64
-                mask = np.array(want, dtype=np.int64) != np.array(got, dtype=np.int64)
-            except OverflowError:
-                mask = None
-    if mask is None:
-        return next((i for i, (e, a) in enumerate(zip(want, got))
-                     if not _same(elem, e, a)), None)
+        mask = differing_float32(a, b) if elem == B.BaseType.FLOAT else a != b
     hits = np.flatnonzero(mask)
     return int(hits[0]) if hits.size else None
 
