@@ -110,8 +110,9 @@ def one(backend: str, jobs: int, seconds: float, seed: int, round_size: int,
     if backs:
         marks["first_result"] = backs[0][0]
         marks["last_result"] = backs[-1][0]
-    if len(first_back) >= jobs:  # every fuzzing worker (the shrink worker has none)
-        marks["steady"] = sorted(first_back.values())[jobs - 1]
+    fuzzing = max(1, (engine.workers_started or jobs + 1) - 1)  # all but the shrink
+    if len(first_back) >= fuzzing:  # worker (cuda: --jobs a GPU, on every GPU)
+        marks["steady"] = sorted(first_back.values())[fuzzing - 1]
     return {"marks": marks, "worker_up": worker_up,
             "first_begun": sorted(begun.values()),
             "first_back": sorted(first_back.values()),

@@ -8,7 +8,7 @@ writes one JSON object:
   {programs_per_min, windows: {seconds, per_min: [...], min, median, max},
    overall_per_min, programs, seconds, gpus, engine, jobs, workers, backend, property,
    target, seed, round_size, invalid, findings, failed, cpu_utilisation, cores,
-   loadavg, reference, device, command}
+   steady_cpu_states, cpu_topology, loadavg, reference, device, command}
 
 `programs_per_min` is the median over the windows of `--window` seconds that follow
 `--warmup` seconds of start-up (processes, CUDA contexts, the first builds), each
@@ -21,8 +21,10 @@ a shared machine barely moves; it counts the start-up too (32 interpreters and C
 contexts on a 16-job cuda run). `steady_cpu_ms_per_program` is the host's busy core time
 over the steady windows (the first window's start to the last one's end, /proc/stat read
 at every progress tick) per program checked in them: the campaign's cost a program once
-it runs (issue 31.3), on a host with nothing else running. `loadavg` is taken at the
-start.
+it runs (issue 31.3), on a host with nothing else running. `steady_cpu_states` splits
+the host's core time over the same span by /proc/stat state (user, system, idle,
+steal, ...): idle cores beside waiting processes, or a hypervisor's steal, look alike
+in `cpu_utilisation`. `loadavg` is taken at the start.
 
   python scripts/throughput.py --backend cpu --jobs 2 --seconds 120 --json out.json
   python scripts/throughput.py --engine dask --backend cuda --gpus 2 --jobs 16 ...
@@ -60,6 +62,9 @@ def measure(target: str, prop: str, backend: str, jobs: int, seconds: float,
     load, busy0, cpu0 = os.getloadavg(), _host_busy(), _cpu_seconds()
     samples: list[tuple[float, int]] = []
     busy_at: list[tuple[float, float]] = []  # (time, the host's busy core seconds)
+    stat_at: list[tuple[float, list[float]]] = []  # (time, /proc/stat's cpu line)
+    own_at: list[tuple[float, float]] = []  # (time, this process's own CPU seconds)
+    procs_at: list[tuple[float, dict[int, tuple[str, float]]]] = []  # process table
     with tempfile.TemporaryDirectory(prefix="gpusem-throughput-") as out:
         base = {"target_name": target, "backend": backend, "prop": prop,
                 "budget_s": seconds, "seed": seed, "shard": (0, 1), "out_dir": out,
@@ -75,6 +80,11 @@ def measure(target: str, prop: str, backend: str, jobs: int, seconds: float,
             samples.append((now, s.programs))
             if (b := _host_busy()) is not None:
                 busy_at.append((now, b[0] / CLOCK_TICKS))
+            if (fields := _host_stat()) is not None:
+                stat_at.append((now, fields))
+            own = os.times()
+            own_at.append((now, own.user + own.system))
+            procs_at.append((now, process_table()))
 
         summary = run_campaign(base, engine, shards, on_tick=tick)
         wall = time.monotonic() - t0
@@ -108,7 +118,14 @@ def measure(target: str, prop: str, backend: str, jobs: int, seconds: float,
             "cpu_ms_per_program": round(1000 * cpu / max(1, summary.programs), 1),
             "steady_cpu_ms_per_program": steady_cpu_ms(samples, busy_at, warmup,
                                                        window, len(rates)),
-            "cores": os.cpu_count(), "loadavg": [round(x, 2) for x in load],
+            "steady_cpu_states": steady_states(stat_at, warmup, window, len(rates)),
+            # the client's (this process's) own CPU seconds a second over the steady
+            # windows: near 1.0, the one process every result passes through is the limit
+            "steady_client_busy": steady_rate(own_at, warmup, window, len(rates)),
+            "steady_process_cpu": steady_process_cpu(procs_at, warmup, window,
+                                                     len(rates)),
+            "cores": os.cpu_count(), "cpu_topology": cpu_topology(),
+            "loadavg": [round(x, 2) for x in load],
             "reference": os.environ.get("GPUSEM_REFERENCE", "fast"),
             "cuda_sync": (os.environ.get("GPUSEM_CUDA_SYNC", "blocking")
                           if backend == "cuda" else None),
@@ -151,6 +168,135 @@ def steady_cpu_ms(samples: list[tuple[float, int]], busy_at: list[tuple[float, f
     return round(1000 * busy_s / programs, 2) if programs > 0 else None
 
 
+def steady_rate(points: list[tuple[float, float]], warmup: float, window: float,
+                windows: int) -> float | None:
+    """A sampled quantity's growth a second over the steady windows."""
+    if windows == 0 or len(points) < 2:
+        return None
+    end = warmup + windows * window
+    return round((_at(points, end) - _at(points, warmup)) / (end - warmup), 3)
+
+
+CPU_STATES = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+
+
+def steady_states(stat_at: list[tuple[float, list[float]]], warmup: float,
+                  window: float, windows: int) -> dict[str, float] | None:
+    """The share of the host's core time in each /proc/stat state over the steady
+    windows (the ticks nearest inside their edges). `steal` is time the hypervisor
+    gave this VM's vCPUs to someone else, which `cpu_utilisation` counts as busy:
+    with `idle`, it tells a host that ran out of cores from one whose processes
+    waited (issue 31.2: the 2-GPU run's 74% busy)."""
+    if windows == 0 or len(stat_at) < 2:
+        return None
+    end = warmup + windows * window
+    inside = [(t, f) for t, f in stat_at if warmup <= t <= end]
+    if len(inside) < 2:
+        return None
+    first, last = inside[0][1], inside[-1][1]
+    deltas = [b - a for a, b in zip(first[:len(CPU_STATES)], last[:len(CPU_STATES)])]
+    total = sum(deltas)
+    if total <= 0:
+        return None
+    return {name: round(d / total, 4) for name, d in zip(CPU_STATES, deltas)}
+
+
+def process_table(root: int | None = None) -> dict[int, tuple[str, float]]:
+    """Every process under `root` (default: this one), itself included: pid -> (its
+    role, its own CPU seconds so far). The role is its depth under `root` and what
+    started it (`_role`), so the workers of one kind add up however many there are."""
+    root = os.getpid() if root is None else root
+    parent: dict[int, int] = {}
+    stat: dict[int, tuple[str, float]] = {}
+    for name in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                text = f.read()
+            with open(f"/proc/{name}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        comm = text[text.index("(") + 1:text.rindex(")")]
+        fields = text[text.rindex(")") + 2:].split()
+        parent[int(name)] = int(fields[1])
+        cpu = (float(fields[11]) + float(fields[12])) / CLOCK_TICKS  # utime + stime
+        stat[int(name)] = (_role(comm, cmd), cpu)
+    table = {}
+    for pid, (role, cpu) in stat.items():
+        depth, p = 0, pid
+        while p != root and p in parent and depth < 8:
+            p, depth = parent[p], depth + 1
+        if p == root:
+            table[pid] = (f"{depth}:{role}", cpu)
+    return table
+
+
+def _role(comm: str, cmd: str) -> str:
+    """A short name for what a process is, from its command line."""
+    for key, role in (("forkserver", "forkserver"), ("spawn_main", "spawned"),
+                      ("resource_tracker", "resource_tracker"), ("cicc", "cicc"),
+                      ("ptxas", "ptxas"), ("g++", "g++"), ("cc1plus", "cc1plus"),
+                      ("throughput.py", "client")):
+        if key in cmd or key == comm:
+            return role
+    return comm
+
+
+def steady_process_cpu(procs_at: list[tuple[float, dict[int, tuple[str, float]]]],
+                       warmup: float, window: float, windows: int) -> dict | None:
+    """The CPU cores each role of process used over the steady windows (the tables
+    nearest inside their edges; a process begun inside counts from its start, one
+    ended inside is missed: `ended`), and how many of each were running at the end."""
+    if windows == 0 or len(procs_at) < 2:
+        return None
+    end = warmup + windows * window
+    inside = [(t, p) for t, p in procs_at if warmup <= t <= end]
+    if len(inside) < 2:
+        return None
+    (t0, first), (t1, last) = inside[0], inside[-1]
+    if t1 <= t0:
+        return None
+    cores: dict[str, float] = {}
+    count: dict[str, int] = {}
+    for pid, (role, cpu) in last.items():
+        before = first.get(pid)
+        used = cpu - before[1] if before and before[0] == role else cpu
+        cores[role] = cores.get(role, 0.0) + used / (t1 - t0)
+        count[role] = count.get(role, 0) + 1
+    ended = sum(1 for pid in first if pid not in last)
+    return {"seconds": round(t1 - t0, 2), "ended": ended,
+            "roles": {r: {"cores": round(c, 3), "processes": count[r]}
+                      for r, c in sorted(cores.items(), key=lambda kv: -kv[1])}}
+
+
+def cpu_topology() -> dict:
+    """What the VM says of its cores: hardware threads per core (cpu0's siblings),
+    NUMA nodes, the model: whether two busy processes can share one physical core
+    is visible only as far as this goes."""
+    topo: dict = {}
+    try:
+        with open("/sys/devices/system/cpu/cpu0/topology/thread_siblings_list") as f:
+            topo["cpu0_thread_siblings"] = f.read().strip()
+    except OSError:
+        pass
+    try:
+        topo["numa_nodes"] = len([d for d in os.listdir("/sys/devices/system/node")
+                                  if d.startswith("node") and d[4:].isdigit()])
+    except OSError:
+        pass
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    topo["model"] = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return topo
+
+
 def _at(points, t: float) -> float:
     """A sampled, non-decreasing quantity at time t, interpolated linearly."""
     points = sorted(points)
@@ -189,6 +335,15 @@ def _cpu_seconds() -> float:
 
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _host_stat() -> list[float] | None:
+    """The jiffies of /proc/stat's first (all cores) line, in CPU_STATES' order."""
+    try:
+        with open("/proc/stat") as f:
+            return [float(x) for x in f.readline().split()[1:1 + len(CPU_STATES)]]
+    except (OSError, ValueError):
+        return None
 
 
 def _host_busy() -> tuple[float, float] | None:

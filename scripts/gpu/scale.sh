@@ -19,7 +19,11 @@
 # default 90), GPUSEM_PER_GPU (processes per GPU, default cores / GPUs),
 # SCALE_GPU_COUNTS (the Dask runs' GPU counts, default "1 N"; issue 20 on 4 or 8 GPUs:
 # SKIP_PROFILE=1 SKIP_LOCAL=1 SCALE_GPU_COUNTS="1 4 8"), SKIP_SYNC_AB (no A/B of the
-# CUDA host wait on a one-GPU machine).
+# CUDA host wait on a one-GPU machine), SCALE_INDEPENDENT=1 (with 2+ GPUs, after the
+# local run: one local-engine campaign per GPU, all at once, seed g on GPU g, each
+# independent_gpu<g>.json: the host's own scaling with no Dask in the way; the summary's
+# `independent` sums them against G x the 1-GPU local run), SCALE_PIN=1 (the local
+# campaigns each on its GPU's share of the cores: below).
 set -uo pipefail
 START=$(date +%s)
 LIMIT_S=${SCALE_LIMIT_S:-530}  # the whole command, under the device tool's 600 s
@@ -90,8 +94,13 @@ fi
 # machine also with CUDA's default host wait (auto: spins) instead of the blocking wait
 # the cuda backend sets (cuda_worker.schedule_blocking_sync), the A/B of that choice
 SCALE_S=${SCALE_SECONDS:-100}
+# SCALE_PIN=1: each local campaign on its GPU's share of the cores (taskset), GPU g on
+# cores g*PER_GPU .. (g+1)*PER_GPU-1, so the 1-GPU run has no more of the host than
+# each GPU has when all of them run (issue 31.2: unpinned, one GPU's 16 processes and
+# their 16 CUDA workers used 17.5 of 32 cores)
+pin() { [ -n "${SCALE_PIN:-}" ] && echo "taskset -c $(( $1 * PER_GPU ))-$(( ($1 + 1) * PER_GPU - 1 ))"; }
 [ -z "${SKIP_LOCAL:-}" ] && CUDA_VISIBLE_DEVICES=0 run $(( SCALE_S + 70 )) throughput_1gpu_local \
-  python3 scripts/throughput.py --backend "$BACKEND" --engine local --jobs "$PER_GPU" \
+  $(pin 0) python3 scripts/throughput.py --backend "$BACKEND" --engine local --jobs "$PER_GPU" \
   --seconds "$SCALE_S" --window 20 --warmup 20 --json "$OUT/throughput_1gpu_local.json"
 if [ "$BACKEND" = cuda ] && [ "$NGPU" -eq 1 ] && [ -z "${SKIP_SYNC_AB:-}${SKIP_LOCAL:-}" ]
 then
@@ -102,6 +111,23 @@ then
 fi
 
 # 3. Dask: 1 GPU, then all of them (same cores per GPU)
+if [ "$BACKEND" = cuda ] && [ "$NGPU" -ge 2 ] && [ -n "${SCALE_INDEPENDENT:-}" ]; then
+  NEED=$(( SCALE_S + 70 ))
+  if [ "$(left)" -lt "$NEED" ]; then
+    say "SKIPPED independent: $(left) s left, it needs $NEED s"
+  else
+    say "independent: $NGPU local campaigns at once, one per GPU"
+    PIDS=""
+    for (( G = 0; G < NGPU; G++ )); do
+      CUDA_VISIBLE_DEVICES=$G timeout "$NEED" $(pin "$G") python3 scripts/throughput.py --backend cuda \
+        --engine local --jobs "$PER_GPU" --seconds "$SCALE_S" --window 20 --warmup 20 \
+        --seed "$G" --json "$OUT/independent_gpu$G.json" >>"$LOG" 2>&1 &
+      PIDS="$PIDS $!"
+    done
+    for P in $PIDS; do wait "$P"; say "independent: a campaign exited $?"; done
+  fi
+fi
+
 DASK_S=${DASK_SECONDS:-90}
 if [ -z "${NO_DASK:-}" ]; then
   if [ "$BACKEND" = cuda ]; then
@@ -140,6 +166,19 @@ if one:
     summary["efficiency"] = {str(g): round(r["programs_per_min"] / (g * one), 3)
                              for g, r in dask.items()
                              if g > 1 and r.get("programs_per_min")}
+indep = []
+for path in sorted(glob.glob(os.path.join(out, "independent_gpu*.json"))):
+    with open(path) as f:
+        indep.append(json.load(f))
+local = runs.get("throughput_1gpu_local", {})
+if indep:
+    both = {k: sum(r.get(k) or 0 for r in indep)
+            for k in ("programs_per_min", "overall_per_min")}
+    summary["independent"] = {"gpus": len(indep), **both, "runs": indep}
+    for k in both:
+        if local.get(k):
+            summary["independent"][f"{k}_efficiency"] = round(
+                both[k] / (len(indep) * local[k]), 3)
 probe = os.path.join(out, "nvrtc_probe.json")
 if os.path.exists(probe):
     with open(probe) as f:
@@ -158,6 +197,8 @@ for name, r in runs.items():
           f"{w.get('median')} max {w.get('max')}), gpus {r.get('gpus')}, cpu "
           f"{r.get('cpu_utilisation')}" if "skipped" not in r else f"{name}: {r}")
 print("efficiency:", summary.get("efficiency"))
+if "independent" in summary:
+    print("independent:", {k: v for k, v in summary["independent"].items() if k != "runs"})
 EOF
 # a run's findings come back as one archive (the device tool returns few files)
 if ls -d "$OUT"/*_bundles >/dev/null 2>&1; then

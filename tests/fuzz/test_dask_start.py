@@ -65,6 +65,24 @@ def test_workers_begin_with_a_pieces_modules_imported(cluster):
         assert all(pid != os.getpid() for pid in client.run(os.getpid).values())
 
 
+def _profiling(dask_worker) -> tuple[bool, bool]:  # client.run passes the worker
+    import dask
+
+    return (dask.config.get("distributed.worker.profile.enabled"),
+            "profile" in dask_worker.periodic_callbacks)
+
+
+def test_the_workers_run_without_dasks_statistical_profiler(cluster):
+    """Dask samples each worker's task stack every 10 ms unless told not to; the local
+    cluster tells it not to (issue 31.2: ~10% of a piece's CPU on a busy host)."""
+    from distributed import Client
+
+    assert "DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED" not in os.environ
+    with Client(cluster[0]) as client:
+        client.wait_for_workers(3)
+        assert set(client.run(_profiling).values()) == {(False, False)}
+
+
 def test_the_preflight_is_asked_of_one_worker_of_each_kind(cluster, tmp_path):
     """Three workers alike (two fuzzing, one shrinking: one host, interpreter and
     environment): the target's probe runs in one of them, not in all three."""

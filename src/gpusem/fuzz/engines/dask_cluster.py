@@ -49,6 +49,12 @@ def local_cluster(backend: str = "cpu", jobs: int = 1, gpus: str | None = None,
     # a piece that killed its worker twice is reported (`worker_deaths`), not run
     # again and again while the budget lasts (issue 31.5)
     dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES})
+    # Dask's statistical profiler walks each worker's task stack every 10 ms; nobody
+    # reads it here (no dashboard), and on a host whose every core is busy it cost
+    # the pieces ~10% (issue 31.2: H200 x2, results/scale/h200x2_2026-11-30p). Dask's
+    # own variable, where set, decides.
+    if "DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED" not in os.environ:
+        dask.config.set({"distributed.worker.profile.enabled": False})
     if backend == "cuda":
         envs = [{"CUDA_VISIBLE_DEVICES": g} for g in gpu_ids(gpus) for _ in range(jobs)]
         resource = {"GPU": 1}
