@@ -5,7 +5,8 @@ Pipeline for `CpuBackend.run(jobs)`:
    `asm` -> "unsupported"; a cached build error -> "build_error";
 2. the rest are built together into ONE shared library (`cpu_source.translation_unit`,
    split in `parallel` translation units compiled side by side, the runtime header
-   precompiled once per harness version), cached by content hash under `cache_dir`;
+   precompiled, and the runtime's code compiled into an object every library links,
+   once per harness version), cached by content hash under `cache_dir`;
    the generated launchers static_assert that each kernel's parameter types are the
    spec's; when g++ fails, the kernels its diagnostics blame are built
    alone to confirm, the confirmed ones become "build_error" with their own messages,
@@ -159,6 +160,7 @@ class CpuBackend:
         self._harness = _harness_hash()
         self._worker: _WorkerHandle | None = None
         self._pch: str | None = None  # "" once known to be unavailable
+        self._rt: str | None = None  # the runtime object; "" once known unavailable
 
     # ------------------------------------------------------------------ build
     def build(self, specs: list[KernelSpec]) -> dict[str, Built]:
@@ -217,6 +219,26 @@ class CpuBackend:
         shutil.rmtree(tmp, ignore_errors=True)
         return str(final) if made else None
 
+    def _runtime_object(self) -> str:
+        """`cpu_source.RUNTIME_UNIT` compiled once per harness version (beside the
+        precompiled header, shared by every backend's cache_dir) and linked into each
+        library: the units then leave the runtime's code out (simt_sched.h says why).
+        "" where g++ cannot build it: the units then define it themselves."""
+        if self._rt is None:
+            final = default_cache_dir() / f"{self._harness}_gs_rt.o"
+            if not final.exists():
+                with tempfile.TemporaryDirectory(dir=final.parent) as tmp:
+                    src = Path(tmp) / "gs_rt.cpp"
+                    src.write_text(cpu_source.RUNTIME_UNIT)
+                    cmd = [CXX, *cxxflags(), *self._includes(), "-c", str(src),
+                           "-o", f"{src}.o"]
+                    if _gxx(cmd, capture_output=True).returncode == 0:
+                        os.replace(f"{src}.o", final)  # atomic: others share it
+            self._rt = str(final) if final.exists() else ""
+        if self._rt:
+            touch(Path(self._rt))  # in use: the cache's LRU trim keeps it
+        return self._rt
+
     def _key_path(self, key: str, suffix: str) -> Path:
         return self.cache_dir / f"{self._harness}_{key}{suffix}"
 
@@ -260,11 +282,12 @@ class CpuBackend:
         indexed = list(enumerate(specs))
         chunks = [indexed[i :: self.parallel] for i in range(self.parallel)]
         chunks = [c for c in chunks if c]
+        runtime = self._runtime_object()
         with tempfile.TemporaryDirectory(dir=self.cache_dir) as tmp:
             procs = []
             for n, chunk in enumerate(chunks):
                 src = Path(tmp) / f"tu{n}.cpp"
-                src.write_text(cpu_source.translation_unit(chunk))
+                src.write_text(cpu_source.translation_unit(chunk, bool(runtime)))
                 cmd = [
                     CXX,
                     *cxxflags(),
@@ -300,7 +323,7 @@ class CpuBackend:
             objs = [f"{Path(tmp) / f'tu{n}.cpp'}.o" for n in range(len(chunks))]
             part = Path(tmp) / "lib.so"
             link = _gxx(
-                [CXX, "-shared", "-o", str(part), *objs],
+                [CXX, "-shared", "-o", str(part), *objs, *([runtime] if runtime else [])],
                 stderr=subprocess.PIPE,
                 text=True,
             )
@@ -314,7 +337,8 @@ class CpuBackend:
 
     def _compile_alone(self, index: int, spec: KernelSpec, tmp: str) -> str | None:
         src = Path(tmp) / f"alone{index}.cpp"
-        src.write_text(cpu_source.translation_unit([(index, spec)]))
+        src.write_text(cpu_source.translation_unit([(index, spec)],
+                                                   bool(self._runtime_object())))
         cmd = [CXX, *cxxflags(), *self._includes(), "-fsyntax-only", str(src)]
         proc = _gxx(cmd, stderr=subprocess.PIPE, text=True)
         if proc.returncode == 0:

@@ -94,8 +94,12 @@ def rewrite(source: str, *, for_cpu: bool = True) -> tuple[str, list[str], list[
     return text, includes, defines
 
 
-def launcher(index: int, spec: KernelSpec) -> str:
-    """`gs_launch_<i>`: unpack the argument vector and hand the kernel to the harness."""
+def launcher(index: int, spec: KernelSpec, prebuilt_runtime: bool = False) -> str:
+    """`gs_launch_<i>`: unpack the argument vector and hand the kernel to the harness:
+    through `gs_rt_launch` where the library links the prebuilt runtime object (the
+    cpu backend: simt_sched.h says why), else `gs::launch` itself (the unit stands
+    alone: standalone_cpu.py's reproducer)."""
+    entry = "::gs_rt_launch" if prebuilt_runtime else "::gs::launch"
     args = ", ".join(f"*({p.c_type}*)a[{k}]" for k, p in enumerate(spec.params))
     types = ", ".join(p.c_type for p in spec.params)
     check = (
@@ -106,7 +110,7 @@ def launcher(index: int, spec: KernelSpec) -> str:
     return check + (
         f'extern "C" int gs_launch_{index}(const ::gs::LaunchCfg* cfg, void** args, '
         f"char* msg, int len) {{\n"
-        f"  return ::gs::launch(cfg, [](void** a) {{ (void)a; gs_k{index}::{spec.name}"
+        f"  return {entry}(cfg, [](void** a) {{ (void)a; gs_k{index}::{spec.name}"
         f"({args}); }}, args, msg, len);\n}}\n"
     )
 
@@ -115,10 +119,20 @@ def file_stem(index: int, spec: KernelSpec) -> str:
     return f"k{index}_{spec.name}"
 
 
-def translation_unit(kernels: list[tuple[int, KernelSpec]]) -> str:
-    """One g++ translation unit holding every (index, spec) with its launcher."""
+RUNTIME_UNIT = HEADER_INCLUDE + (
+    'extern "C" int gs_rt_launch(const ::gs::LaunchCfg* cfg, void (*thunk)(void**), '
+    "void** args, char* msg, int msglen) {\n"
+    "  return ::gs::launch(cfg, thunk, args, msg, msglen);\n}\n"
+)
+
+
+def translation_unit(kernels: list[tuple[int, KernelSpec]],
+                     prebuilt_runtime: bool = False) -> str:
+    """One g++ translation unit holding every (index, spec) with its launcher;
+    `prebuilt_runtime`: the library links RUNTIME_UNIT's object (see `launcher`)."""
     return namespaced_unit(
-        [(i, file_stem(i, s), s.source, launcher(i, s)) for i, s in kernels],
+        [(i, file_stem(i, s), s.source, launcher(i, s, prebuilt_runtime))
+         for i, s in kernels],
         for_cpu=True,
     )
 

@@ -344,4 +344,13 @@ inline void describe_deadlock() {
 
 }  // namespace gs
 
+// The cpu backend's libraries enter the runtime here (cpu_source.launcher). It is
+// defined once per harness version, in an object the backend builds beside the
+// precompiled header (cpu.py, RUNTIME_UNIT) and links into every library, so a
+// kernel's translation unit never odr-uses gs::launch and g++ does not generate the
+// whole runtime (launch, the scheduler, the deadlock report) again for each unit:
+// about half of a one-kernel unit's g++ time. Hidden: each library calls its own copy.
+extern "C" __attribute__((visibility("hidden"))) int gs_rt_launch(
+    const gs::LaunchCfg* cfg, void (*thunk)(void**), void** args, char* msg, int msglen);
+
 #endif  // GPUSEM_SIMT_SCHED_H
