@@ -82,8 +82,13 @@ def _zero(prop: str, n: int, seed: int) -> list[str]:
 # rule (S-Claim-Skip, a few programs in a thousand) is reached. The compile property's
 # semantic rules cost an interpreter run of kernels of up to 128 threads each: CI
 # checks its typing rules and lowering paths, the slow test all three judgments.
+# `draw` seeds each round of 100 on its own, so n programs are the first n of any
+# larger sample: the sizes below are the first 900 / 300 of seed 7's 1500 / 500,
+# which already reach every name (the last first met: S-Claim-Skip at program 687 of
+# soundness; compile:lower_barriers:bar.sync at 225 of compile), at 0.6x the
+# programs drawn and checked.
 def test_soundness_generators_reach_every_rule():
-    assert not _zero("soundness", 1500, 7)
+    assert not _zero("soundness", 900, 7)
 
 
 def test_determinism_generators_reach_every_rule():
@@ -93,7 +98,7 @@ def test_determinism_generators_reach_every_rule():
 def test_compile_generators_reach_every_typing_rule_and_lowering_path():
     target = BundlTarget()
     counts: collections.Counter[str] = collections.Counter()
-    for program in draw(target.strategy("compile"), 500, 7):
+    for program in draw(target.strategy("compile"), 300, 7):
         counts.update(lowering_paths(program.program))
         counts.update(typing_rules(program.program))
     assert [p for p in PATHS if counts[p] == 0] == []

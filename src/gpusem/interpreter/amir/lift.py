@@ -27,6 +27,7 @@ from gpusem.interpreter.amir.records import (
     augment,
     below,
     passing,
+    reach,
 )
 from gpusem.interpreter.amir.store import SetTable
 
@@ -45,7 +46,11 @@ class Lifts:
 
     def fence(self, t: bool, g: Threads, pre: int, levels: Levels) -> None:
         """Fence: λ(r) = A(r, g, full*, temp*) if W(t, g, pre*, r) else r."""
+        task, gm = g
+        lvl = 3 if self.strict else 1            # the level W asks of a witness
         for r in self.candidates(g, pre, t):
+            if task != -1 and not reach(r, task, lvl, pre if t else 1 << r.q) & gm:
+                continue                         # W fails: g has no witness in r
             mine = r.blocks.get(g)
             if mine is not None and below(levels, mine):
                 continue                         # λ(r) = r whether or not W holds
@@ -63,9 +68,19 @@ class Lifts:
         Note: only min p(z, n) matters to Await (∃i ∈ p(z, n). i <= Max) and counts
         only grow, so an existing entry already holds the minimum."""
         cells = counts.keys()
+        task, gm = g
+        lvl = 3 if self.strict else 1            # the level W asks of a witness
         for r in self.candidates(g, pre, t):
             if cells <= r.p.keys():              # a set test, not a Python loop
                 continue                         # λ(r) = r whether or not W holds
+            if task != -1:
+                # reach(r, ...) with its cache hit inlined: this test runs for every
+                # record of the task on every thread's arrive
+                ra, rp = r.reach_at, pre if t else 1 << r.q
+                m = ra[4] if ra[0] == r.ver and ra[1] == task and ra[3] == rp \
+                    and ra[2] == lvl else reach(r, task, lvl, rp)
+                if not m & gm:
+                    continue                     # W fails: g has no witness in r
             part = passing(t, g, pre, r, self.strict)
             if part:
                 r = r if part == -1 else self.split(r, part)

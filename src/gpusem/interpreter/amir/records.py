@@ -129,6 +129,8 @@ class Rec:
     # bumped by every in-place change of q, blocks, own, p or who (join, split, the
     # Arrive lift, the iteration memo): symbolic_state.Fingerprinter's reuse test
     ver: int = 0
+    # `reach`'s cache: (ver, task, i, pre, mask) of the last question asked
+    reach_at: tuple[int, int, int, int, int] = (-1, 0, 0, 0, 0)
 
     def __post_init__(self) -> None:
         for ts, lv in self.blocks.items():
@@ -174,6 +176,35 @@ class Rec:
         self.who = (task, mask & ~part)
         self.ver += 1
         return twin
+
+
+def reach(r: Rec, task: int, i: int, pre: int) -> int:
+    """The threads of `task` that W(t, g, pre*, r) can find as witnesses: those in a
+    block of r at level index i (1: >= unordered, W; 3: fully_ordered, strict W) on
+    a timeline of `pre` (the pre set `passing` tests, r's own timeline alone for a
+    non-transitive lift), and r's members (its accessing threads); -1 for every
+    thread (a block over all of 𝔾).
+
+    W needs an executing thread in such a block (the `overlaps` tests of `passing`)
+    or among r's members (`part = who & exec`), so a lift whose threads of `task`
+    miss `reach` passes no member of r: the lifts skip r without running W (one
+    thread's arrive otherwise tests every record of its task, and most are other
+    threads' records that this one sees only temporally). Cached under r.ver, which
+    every change of blocks or who bumps."""
+    ver, t, ci, cpre, m = r.reach_at
+    if ver == r.ver and t == task and cpre == pre and ci == i:
+        return m
+    who = r.who
+    m = who[1] if who[0] == task else -1 if who[0] == -1 else 0
+    for ts, lv in r.blocks.items():
+        if lv[i] & pre:
+            if ts[0] == -1:
+                m = -1
+                break
+            if ts[0] == task:
+                m |= ts[1]
+    r.reach_at = (r.ver, task, i, pre, m)
+    return m
 
 
 def make_levels(full: int, temp: int) -> Levels:
