@@ -190,6 +190,10 @@ class _Search:
         return False
 
 
+def _token_texts(text: str) -> list[str]:
+    return [t.text for t in code_tokens(text)]
+
+
 def _balanced(text: str) -> bool:
     stack: list[str] = []
     for t in code_tokens(text):
@@ -274,7 +278,12 @@ def reduce_cuda(text: str, test: Interesting, *, budget_s: float = 300.0,
             formatted = clang_format_lite(s.best)
             if formatted != s.best:
                 s.tests += 1
-                if s.test(formatted) and all(g(formatted) is None for g in s.guards):
+                # the late guards (a full nvcc -c) accepted the best text, and the
+                # formatting changed no token: they are not asked again
+                settled = s.late_cache.get(s.best, False) or s.best == text
+                asked = [g for g in s.guards if g not in s.late] if settled and \
+                    _token_texts(formatted) == _token_texts(s.best) else s.guards
+                if s.test(formatted) and all(g(formatted) is None for g in asked):
                     s.best = formatted
     finally:
         DEADLINE.reset(token)
