@@ -247,3 +247,73 @@ def test_a_late_guard_is_asked_per_walk_and_its_refusals_are_rolled_back() -> No
     # ran) and still cost fewer calls than one per kept candidate
     assert lg.refused > 0
     assert lg.calls < sg.calls, (lg.calls, sg.calls)
+
+
+def test_simplify_expressions_leaves_parameters_and_a_launchs_arity_alone() -> None:
+    """A definition's parameter list is declarations (`k(0, int* b) {` never
+    compiles); a launch's several arguments replaced by one value change its arity."""
+    text = "__global__ void k(int* a, int* b) { a[0] = b[1] + 2; }\n" \
+           "int main() { k<<<1, 1>>>(x, y); g<<<1, 1>>>(u + 1); f(p, q + 1); }\n"
+    cands = [squeeze(c) for cs in texts(text, E.simplify_expressions(text)) for c in cs]
+    assert not any("void k ( int * a , int * b )" not in c for c in cands)
+    assert not any("k <<< 1 , 1 >>> ( x , y )" not in c for c in cands)
+    assert any("g <<< 1 , 1 >>> ( 0 )" in c for c in cands)  # one argument: as before
+    assert any("f ( p , 0 )" in c for c in cands)  # a call's arguments: as before
+
+
+DECLARING = """#include <cstdio>
+#define GS_DEV __device__
+typedef unsigned int u32;
+GS_DEV int add(int a, int b) { return (int)((u32)a + (u32)b); }
+__global__ void k(const int* __restrict__ x0, int* st) {
+  const int pid = (int)threadIdx.x;
+  for (int i = 0; i < 4; ++i) st[i] = add(pid, x0[i]);
+}
+static const int in_x0[8] = {42, 42};
+int main() { int *d = nullptr, *e = nullptr; dim3 g(1, 1); k<<<g, 1>>>(d, e);
+  printf("%d", in_x0[0]); }
+"""
+
+
+def test_declared_names_are_the_files_own() -> None:
+    from gpusem.fuzz.cuda_reduce.declared import declared_names
+
+    names = declared_names(code_tokens(DECLARING))
+    assert {"GS_DEV", "u32", "add", "a", "b", "k", "x0", "st", "pid", "i", "in_x0",
+            "main", "d", "e", "g"} <= names
+    assert not names & {"printf", "threadIdx", "x", "cstdio"}
+
+
+@pytest.mark.parametrize("line, loses", [
+    ("typedef unsigned int u32;\n", True),  # u32 is still used
+    ("#define GS_DEV __device__\n", True),
+    ("  const int pid = (int)threadIdx.x;\n", True),
+    ("static const int in_x0[8] = {42, 42};\n", True),
+    ("#include <cstdio>\n", False),  # declares nothing of the file's own
+    ("  for (int i = 0; i < 4; ++i) st[i] = add(pid, x0[i]);\n", False),
+])
+def test_a_candidate_that_loses_a_used_declaration_is_known(line, loses) -> None:
+    from gpusem.fuzz.cuda_reduce.declared import declared_names, loses_a_declaration
+
+    assert line in DECLARING
+    base = declared_names(code_tokens(DECLARING))
+    cand = DECLARING.replace(line, "")
+    assert loses_a_declaration(base, code_tokens(cand)) is loses
+
+
+def test_the_declaration_check_is_asked_only_when_the_test_compiles() -> None:
+    """Without `compiles` (a shell test may grep), a candidate that lost a used
+    declaration reaches the test; with it, the test never sees one."""
+    seen: list[str] = []
+
+    def grep(text: str) -> bool:
+        seen.append(text)
+        return "x0[i]" in text and "(u32)a" in text
+
+    reduce_cuda(DECLARING, grep, budget_s=60, max_rounds=1)
+    assert any("typedef" not in t and "(u32)" in t for t in seen)
+    seen.clear()
+    grep.compiles = True  # type: ignore[attr-defined]
+    r = reduce_cuda(DECLARING, grep, budget_s=60, max_rounds=1)
+    assert seen and not any("typedef" not in t and "(u32)" in t for t in seen)
+    assert "x0[i]" in r.text and "typedef unsigned int u32;" in r.text

@@ -158,6 +158,7 @@ class KeepExit:
 
     code: int = 1
     sanitize: bool = False
+    compiles = True  # a candidate that does not build is not kept (reducer.py)
     line: str | None = None
     timeout_s: float = 120.0
 
@@ -203,6 +204,7 @@ def ptx_of(text: str, timeout_s: float = 120.0) -> str | None:
 @dataclass
 class KeepPtx:
     pattern: str  # a regular expression (re.MULTILINE) the PTX must still match
+    compiles = True  # no PTX without a compile (reducer.py)
 
     def __call__(self, text: str) -> bool:
         ptx = ptx_of(text)
@@ -214,6 +216,7 @@ class KeepPtx:
 class KeepPtxCheck:
     checker: PtxChecker
     check: str
+    compiles = True
 
     def __call__(self, text: str) -> bool:
         ptx = ptx_of(text)
@@ -248,6 +251,7 @@ ATTRIBUTOR: Attributor | None = None
 @dataclass
 class BuildsAlone:
     timeout_s: float = 120.0
+    compiles = True
     # a full `nvcc -c` (host front end and compile, two device compilations, ptxas):
     # the reducer asks it of the text each walk ends with, not of every candidate
     # (reducer.py's docstring)

@@ -41,6 +41,8 @@ _PRECEDENCE = [frozenset(ops.split()) for ops in
                ("? :", "||", "&&", "|", "^", "&", "== !=", "< > <= >=", "<< >>",
                 "+ -", "* / %")]
 _HEADS = frozenset({"if", "while", "switch", "for", "sizeof", "return"})
+# no name a file declares (declared.py: never a reason to reject a candidate)
+KEYWORDS = _KEYWORDS | _TYPES | _QUALIFIERS
 
 
 def _expression_alts(text: str, tokens: list[Token], pairs: dict[int, int], i: int,
@@ -74,8 +76,15 @@ def simplify_expressions(text: str) -> list[Site]:
             prev = tokens[k - 1] if k else None
             if prev is not None and prev.text == "for":
                 continue
+            args = split_top(tokens, pairs, k + 1, close - 1, frozenset({","}))
             if prev is not None and prev.kind == "ident" and prev.text not in _HEADS:
-                spans += split_top(tokens, pairs, k + 1, close - 1, frozenset({","}))
+                # a definition's parameters are declarations, not expressions: each
+                # alternative (`f(0, int b) {`) failed to compile in the bloated-T1
+                # reduction (12 of its 29 candidates here)
+                if close + 1 >= len(tokens) or tokens[close + 1].text != "{":
+                    spans += args
+            elif prev is not None and prev.text == ">>>" and len(args) > 1:
+                continue  # a launch's arguments: one value for all is the wrong arity
             elif not _is_cast(tokens, pairs, k):
                 spans.append((k + 1, close - 1))
         elif t.text in ("=", "return") and (t.text == "return" or t.kind == "punct"):

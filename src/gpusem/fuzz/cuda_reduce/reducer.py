@@ -3,8 +3,10 @@
 One round runs every pass in order (`DEFAULT_PASSES`); a pass walks its sites front to
 back, and at each site tries the alternatives in order, keeping the first candidate
 that (1) is smaller (`tokens.size_key`, so the fixpoint ends), (2) has balanced
-brackets (a free check that saves a compiler run), (3) the interestingness test calls
-interesting and (4) every guard accepts. Rounds repeat until one changes nothing or
+brackets and, when the test or a guard compiles it (`compiles`), still declares every
+name it uses that the text it was cut from declared (`declared.py`): free checks that
+save a compiler run, (3) the interestingness test calls interesting and (4) every
+guard accepts. Rounds repeat until one changes nothing or
 the budget is spent; then `clang_format_lite` normalises the whitespace, kept if the
 test still agrees. Verdicts are cached by text, so no candidate runs twice.
 
@@ -32,6 +34,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gpusem.fuzz.cuda_reduce.declared import declared_names, loses_a_declaration
 from gpusem.fuzz.cuda_reduce.oracles import DEADLINE, Guard, Interesting
 from gpusem.fuzz.cuda_reduce.passes import structural_passes
 from gpusem.fuzz.cuda_reduce.passes_expr import clang_format_lite, expression_passes
@@ -103,6 +106,10 @@ class _Search:
         self.cheap = [g for g in guards if getattr(g, "cheap", False)]
         self.late = [g for g in guards if getattr(g, "late", False)]
         self.dear = [g for g in guards if g not in self.cheap and g not in self.late]
+        # a candidate must compile (the test or a guard builds it): one that lost the
+        # last declaration of a name it uses is refused without a compiler run
+        self.compiles = any(getattr(c, "compiles", False) for c in (test, *guards))
+        self._declared: tuple[str, set[str]] = ("", set())
         self.cache: dict[str, bool] = {}
         self.late_cache: dict[str, bool] = {}
         self.tests, self.round, self.pass_name = 0, 0, ""
@@ -122,6 +129,8 @@ class _Search:
             return self.cache[candidate] and self._unsettled(candidate)
         if size_key(candidate) >= size_key(self.best) or not _balanced(candidate):
             return False
+        if self.compiles and self._loses_a_declaration(candidate):
+            return False
         if self.out_of_time():
             return False
         self.tests += 1
@@ -135,6 +144,11 @@ class _Search:
                                       count_lines(candidate if ok else self.best),
                                       self.tests, time.monotonic() - self.t0))
         return ok and self._unsettled(candidate)
+
+    def _loses_a_declaration(self, candidate: str) -> bool:
+        if self._declared[0] is not self.best:
+            self._declared = (self.best, declared_names(code_tokens(self.best)))
+        return loses_a_declaration(self._declared[1], code_tokens(candidate))
 
     def _unsettled(self, candidate: str) -> bool:
         """Queue a kept candidate for the late guards; at LATE_EVERY queued, settle
@@ -174,6 +188,10 @@ class _Search:
         self.best = self.settled
         self.stayed += good + 1
         return False
+
+
+def _token_texts(text: str) -> list[str]:
+    return [t.text for t in code_tokens(text)]
 
 
 def _balanced(text: str) -> bool:
@@ -260,7 +278,12 @@ def reduce_cuda(text: str, test: Interesting, *, budget_s: float = 300.0,
             formatted = clang_format_lite(s.best)
             if formatted != s.best:
                 s.tests += 1
-                if s.test(formatted) and all(g(formatted) is None for g in s.guards):
+                # the late guards (a full nvcc -c) accepted the best text, and the
+                # formatting changed no token: they are not asked again
+                settled = s.late_cache.get(s.best, False) or s.best == text
+                asked = [g for g in s.guards if g not in s.late] if settled and \
+                    _token_texts(formatted) == _token_texts(s.best) else s.guards
+                if s.test(formatted) and all(g(formatted) is None for g in asked):
                     s.best = formatted
     finally:
         DEADLINE.reset(token)
