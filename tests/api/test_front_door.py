@@ -47,6 +47,22 @@ def test_every_built_in_suffix_finds_its_language():
         api.language_of("x.c")
 
 
+def test_the_suffix_table_names_each_built_in_languages_module():
+    """`language_of` of a built-in suffix, before anything is registered, imports only
+    `BUILT_IN_SUFFIXES`' module (a verb's start): the table must say what the modules'
+    LANGUAGES say, and the language it finds is the registry's own."""
+    import importlib
+
+    L = importlib.import_module("gpusem.api.languages")  # api.languages: the function
+    held = {s: module for module in L.BUILT_IN
+            for lang in importlib.import_module(module).LANGUAGES for s in lang.suffixes}
+    assert L.BUILT_IN_SUFFIXES == held
+    for suffix, module in L.BUILT_IN_SUFFIXES.items():
+        found = api.language_of(f"x{suffix}")
+        assert found is api.languages()[found.name], suffix
+        assert found in importlib.import_module(module).LANGUAGES
+
+
 def test_a_new_language_is_one_registration_and_the_cli_takes_it(toy_language,
                                                                   tmp_path):
     good, bad = tmp_path / "a.toy", tmp_path / "b.toy"

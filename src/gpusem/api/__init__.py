@@ -75,13 +75,6 @@ from gpusem.api.options import (
     parse_schedules,
 )
 from gpusem.api.programs import check, compile, exec, load, parse, run, standalone
-from gpusem.api.ptx import (
-    PtxCheckReport,
-    PtxFileReport,
-    cuda_source,
-    ptx_check,
-    ptx_check_file,
-)
 from gpusem.api.results import (
     CheckReport,
     Chunk,
@@ -99,6 +92,13 @@ from gpusem.calculus.source import read_source
 from gpusem.interpreter.debugger import Command, Debugger, Ending, Grid, Line, Shown
 
 if TYPE_CHECKING:
+    from gpusem.api.ptx import (
+        PtxCheckReport,
+        PtxFileReport,
+        cuda_source,
+        ptx_check,
+        ptx_check_file,
+    )
     from gpusem.fuzz.bundl.reduce import Reduced
     from gpusem.fuzz.driver import CampaignResult, CampaignSpec
     from gpusem.fuzz.progress import ProgressLines
@@ -113,6 +113,11 @@ _LAZY = {"CampaignSpec": "gpusem.fuzz.driver", "CampaignResult": "gpusem.fuzz.dr
          "CorpusRow": "gpusem.fuzz.replay",
          "TriageRow": "gpusem.fuzz.triage", "Redecision": "gpusem.fuzz.redecide",
          "ProgressLines": "gpusem.fuzz.progress",
+         # the PTX check loads the backends (NumPy, ctypes NVRTC): ~0.25 CPU-s of every
+         # verb's start that only `gpusem compile --ptx-check` uses
+         "PtxCheckReport": "gpusem.api.ptx", "PtxFileReport": "gpusem.api.ptx",
+         "cuda_source": "gpusem.api.ptx", "ptx_check": "gpusem.api.ptx",
+         "ptx_check_file": "gpusem.api.ptx",
          "EXIT_NOTHING_CHECKED": "gpusem.fuzz.reports",
          # the campaigns' generation modes (`gpusem fuzz --generation`): a light module
          "GENERATIONS": "gpusem.fuzz.direct", "DEFAULT_GENERATION": "gpusem.fuzz.direct"}

@@ -65,6 +65,14 @@ class Language:
 # `gpusem --help` stays fast). Order matters only for the "expected ..." message.
 BUILT_IN = ("gpusem.api.bundl", "gpusem.api.gpuir", "gpusem.api.appy",
             "gpusem.api.cypress", "gpusem.api.prism", "gpusem.api.lambdacu")
+# Which built-in module holds each built-in suffix, so that a file verb imports its
+# own language's stages only: loading all six (their parsers, NumPy) was ~0.4 CPU-s of
+# every `gpusem check` (scripts/measure_cli_start.py). Pinned to the modules'
+# LANGUAGES by tests/api/test_front_door.py.
+BUILT_IN_SUFFIXES = {".bundl": "gpusem.api.bundl", ".gpuir": "gpusem.api.gpuir",
+                     ".amir": "gpusem.api.gpuir", ".py": "gpusem.api.appy",
+                     ".cyp": "gpusem.api.cypress", ".prism": "gpusem.api.prism",
+                     ".lcu": "gpusem.api.lambdacu"}
 _REGISTRY: dict[str, Language] = {}
 _loaded = False
 
@@ -99,6 +107,11 @@ def languages() -> dict[str, Language]:
 def language_of(path: str) -> Language:
     """The language of a file, by its suffix (BadInput for an unknown suffix)."""
     suffix = Path(path).suffix
+    if not _loaded and suffix in BUILT_IN_SUFFIXES:
+        # nothing registered yet (`register` loads every built-in first): the one
+        # module, not added to the registry, whose order `languages()` keeps
+        module = importlib.import_module(BUILT_IN_SUFFIXES[suffix])
+        return next(lang for lang in module.LANGUAGES if suffix in lang.suffixes)
     known = languages()
     for language in known.values():
         if suffix in language.suffixes:

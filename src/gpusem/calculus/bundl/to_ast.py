@@ -11,10 +11,10 @@ initializer lists, and unique names.
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from typing import Any, NoReturn, Union, cast
 
-import numpy as np
 from gpusem.calculus.budgets import check_int_literal
 from gpusem.calculus.bundl import ast
 from gpusem.calculus.bundl.perspective import Level, Perspective
@@ -38,6 +38,9 @@ def float32_of(text: str) -> float:
     Note: converting through float64 first can round twice; when the float64 lands
     exactly halfway between two binary32 values, the exact decimal decides.
     """
+    import numpy as np  # here, not above: a program without a float literal (and
+    # `gpusem check`'s start) does without NumPy's ~0.25 CPU-s import
+
     wide = float(text)
     with np.errstate(over="ignore"):
         narrow = np.float32(wide)  # inf when out of range: the caller reports it
@@ -309,7 +312,7 @@ class ToAst(Transformer[Token, Parsed]):
     def float_lit(self, meta: Meta, tok: Token) -> ast.FloatLit:  # T-Float
         span = _tok_span(self.file, tok)
         value = float32_of(str(tok))
-        if not np.isfinite(value):
+        if not math.isfinite(value):
             self._bad(span, f"float literal out of range: {tok} overflows float32")
         lit = ast.FloatLit(value, span)
         self._bare.add(id(lit))

@@ -97,6 +97,18 @@ def kernel_max_cells() -> int:
 
 
 
+def ptx_probe(target) -> str | None:
+    """The `ptx` property's preflight (Bundl and GPU IR targets): the reason when no
+    NVRTC is installed. In the preflight, not only at the first draw: a campaign
+    whose start outlived its budget (`--budget 5s` on a loaded machine) ended in
+    "nothing checked" (exit 4) before any draw asked, instead of this bad input."""
+    try:
+        target.nvrtcs()
+    except BadInput as err:
+        return str(err)
+    return None
+
+
 class BundlTarget(Target):
     name = "bundl"
     properties = PROPERTIES
@@ -150,7 +162,10 @@ class BundlTarget(Target):
 
     def probe(self, prop: str) -> str | None:
         """The campaign's preflight (`targets.preflight`): the `toolchain` property
-        on a GPU builds with nvcc, ptxas and cuobjdump (nvcc-O3, nvcc-G, ptxas-O0)."""
+        on a GPU builds with nvcc, ptxas and cuobjdump (nvcc-O3, nvcc-G, ptxas-O0); the
+        `ptx` property needs an installed NVRTC (`ptx_probe`)."""
+        if prop == "ptx":
+            return ptx_probe(self)
         if prop != "toolchain" or self.backend != "cuda":
             return None
         from gpusem.compiler.backends.toolchain_build import find_tool

@@ -94,6 +94,19 @@ class GpuirTarget(Target):
         outcomes = check_ptx_round([k.source() for k in todo], self.nvrtcs())
         self._ptx.update(zip(todo, outcomes, strict=True))
 
+    def probe(self, prop: str) -> str | None:
+        """The campaign's preflight (`targets.preflight`): the `ptx` property needs an
+        installed NVRTC, asked here as well as at the first draw (see the Bundl
+        target's `ptx_probe`: a start that outlived `--budget` was exit 4, not 2)."""
+        if prop == "ptx":
+            from gpusem.calculus.errors import BadInput
+
+            try:
+                self.nvrtcs()
+            except BadInput as err:
+                return str(err)
+        return None
+
     def strategy(self, prop: str):
         from gpusem.fuzz.gpuir.strategies import kernels
 
