@@ -224,6 +224,8 @@ class CpuBackend:
         precompiled header, shared by every backend's cache_dir) and linked into each
         library: the units then leave the runtime's code out (simt_sched.h says why).
         "" where g++ cannot build it: the units then define it themselves."""
+        if self._rt and not os.path.exists(self._rt):  # trimmed from the cache by
+            self._rt = None  # another process since: built again, never linked missing
         if self._rt is None:
             final = default_cache_dir() / f"{self._harness}_gs_rt.o"
             if not final.exists():
