@@ -427,3 +427,15 @@ def replayed(target: Target, files: dict[str, str], meta: dict) -> CheckResult:
         raise BadInput(f"malformed bundle: missing file or key {err}") from None
     except Exception as err:  # noqa: BLE001
         return internal_result(err)
+
+
+def ptx_probe(target) -> str | None:
+    """The `ptx` property's preflight (Bundl and GPU IR targets): the reason when no
+    NVRTC is installed. In the preflight, not only at the first draw: a campaign
+    whose start outlived its budget (`--budget 5s` on a loaded machine) ended in
+    "nothing checked" (exit 4) before any draw asked, instead of this bad input."""
+    try:
+        target.nvrtcs()
+    except BadInput as err:
+        return str(err)
+    return None

@@ -52,6 +52,7 @@ from gpusem.fuzz.targets import (
     Target,
     bundle_fault,
     checked,
+    ptx_probe,
 )
 from gpusem.interpreter.bundl.reference import (
     Reference,
@@ -93,20 +94,6 @@ def kernel_max_cells() -> int:
     if value < MIN_CELLS:
         raise BadInput(f"bad {MAX_CELLS_ENV}: {raw} (an integer, at least {MIN_CELLS})")
     return value
-
-
-
-
-def ptx_probe(target) -> str | None:
-    """The `ptx` property's preflight (Bundl and GPU IR targets): the reason when no
-    NVRTC is installed. In the preflight, not only at the first draw: a campaign
-    whose start outlived its budget (`--budget 5s` on a loaded machine) ended in
-    "nothing checked" (exit 4) before any draw asked, instead of this bad input."""
-    try:
-        target.nvrtcs()
-    except BadInput as err:
-        return str(err)
-    return None
 
 
 class BundlTarget(Target):

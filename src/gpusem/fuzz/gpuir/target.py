@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from gpusem.fuzz.environment import device_name, tool_versions
-from gpusem.fuzz.targets import CUDA_RUNTIME, CheckResult, Target, checked
+from gpusem.fuzz.targets import CUDA_RUNTIME, CheckResult, Target, checked, ptx_probe
 
 
 class GpuirTarget(Target):
@@ -96,16 +96,8 @@ class GpuirTarget(Target):
 
     def probe(self, prop: str) -> str | None:
         """The campaign's preflight (`targets.preflight`): the `ptx` property needs an
-        installed NVRTC, asked here as well as at the first draw (see the Bundl
-        target's `ptx_probe`: a start that outlived `--budget` was exit 4, not 2)."""
-        if prop == "ptx":
-            from gpusem.calculus.errors import BadInput
-
-            try:
-                self.nvrtcs()
-            except BadInput as err:
-                return str(err)
-        return None
+        installed NVRTC (`targets.ptx_probe`)."""
+        return ptx_probe(self) if prop == "ptx" else None
 
     def strategy(self, prop: str):
         from gpusem.fuzz.gpuir.strategies import kernels
