@@ -29,7 +29,6 @@ C++ in a loop (generation + the compiler: the campaign's own Python work).
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing as mp
 import os
 import random
@@ -37,6 +36,8 @@ import shlex
 import statistics
 import sys
 import time
+
+from tree_runs import write_result
 
 
 def _python_step(state: dict) -> int:
@@ -125,6 +126,7 @@ def run_set(cpus: list[int], workload: str, seconds: float) -> dict[int, float]:
 def measure(workload: str, seconds: float, counts: list[int], pairs: bool) -> dict:
     cpus = sorted(os.sched_getaffinity(0))
     n = len(cpus)
+    run_set(cpus[:1], workload, seconds)  # untimed: the host warms (clocks, caches)
     alone = run_set(cpus[:1], workload, seconds)[cpus[0]]
     result: dict = {"workload": workload, "alone_steps_per_s": round(alone, 2),
                     "counts": {}, "halves": {}}
@@ -162,11 +164,7 @@ def main(argv: list[str] | None = None) -> int:
                             for w in (args.workload or ["python", "memory"])],
               "device": os.environ.get("GPUSEM_DEVICE", ""),
               "command": shlex.join([os.path.basename(sys.executable), *sys.argv])}
-    text = json.dumps(result, indent=1)
-    print(text)
-    if args.json:
-        with open(args.json, "w") as f:
-            f.write(text + "\n")
+    write_result(result, args.json)
     return 0
 
 
