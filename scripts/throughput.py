@@ -177,6 +177,14 @@ def steady_rate(points: list[tuple[float, float]], warmup: float, window: float,
     return round((_at(points, end) - _at(points, warmup)) / (end - warmup), 3)
 
 
+def _steady_span(points: list, warmup: float, window: float, windows: int):
+    """The first and last samples (time, value) inside the steady windows' edges, or
+    None where there are not two."""
+    end = warmup + windows * window
+    inside = [p for p in points if warmup <= p[0] <= end] if windows else []
+    return (inside[0], inside[-1]) if len(inside) >= 2 else None
+
+
 CPU_STATES = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
 
 
@@ -187,13 +195,10 @@ def steady_states(stat_at: list[tuple[float, list[float]]], warmup: float,
     gave this VM's vCPUs to someone else, which `cpu_utilisation` counts as busy:
     with `idle`, it tells a host that ran out of cores from one whose processes
     waited (issue 31.2: the 2-GPU run's 74% busy)."""
-    if windows == 0 or len(stat_at) < 2:
+    span = _steady_span(stat_at, warmup, window, windows)
+    if span is None:
         return None
-    end = warmup + windows * window
-    inside = [(t, f) for t, f in stat_at if warmup <= t <= end]
-    if len(inside) < 2:
-        return None
-    first, last = inside[0][1], inside[-1][1]
+    (_, first), (_, last) = span
     deltas = [b - a for a, b in zip(first[:len(CPU_STATES)], last[:len(CPU_STATES)])]
     total = sum(deltas)
     if total <= 0:
@@ -249,13 +254,10 @@ def steady_process_cpu(procs_at: list[tuple[float, dict[int, tuple[str, float]]]
     """The CPU cores each role of process used over the steady windows (the tables
     nearest inside their edges; a process begun inside counts from its start, one
     ended inside is missed: `ended`), and how many of each were running at the end."""
-    if windows == 0 or len(procs_at) < 2:
+    span = _steady_span(procs_at, warmup, window, windows)
+    if span is None:
         return None
-    end = warmup + windows * window
-    inside = [(t, p) for t, p in procs_at if warmup <= t <= end]
-    if len(inside) < 2:
-        return None
-    (t0, first), (t1, last) = inside[0], inside[-1]
+    (t0, first), (t1, last) = span
     if t1 <= t0:
         return None
     cores: dict[str, float] = {}
