@@ -29,6 +29,7 @@ C++ in a loop (generation + the compiler: the campaign's own Python work).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import multiprocessing as mp
 import os
 import random
@@ -58,45 +59,36 @@ def _memory_step(state: dict) -> int:
 
 
 def _gpusem_step(state: dict) -> int:
-    """One Bundl program drawn (the campaign's strategy, a fixed seed sequence) and
-    compiled to CUDA C++."""
+    """One Bundl program drawn (the campaign's strategy, seeds in sequence) and
+    compiled to CUDA C++: the campaign's own Python work, generation first."""
     if "draw" not in state:
         from gpusem.compiler.bundl_cuda.pipeline import CompileOptions, compile_program
         from gpusem.fuzz.bundl.generated import as_generated
         from gpusem.fuzz.bundl.target import BundlTarget
         from gpusem.fuzz.hunt import generate_round
 
-        target = BundlTarget("cpu")
-        state["programs"] = [as_generated(d.program).program for d in generate_round(
-            target.strategy("compile"), 12345, 50)]
+        strategy = BundlTarget("cpu").strategy("compile")
+        state["draw_one"] = lambda seed: as_generated(
+            generate_round(strategy, seed, 1)[0].program).program
         state["compile"] = lambda p: compile_program(p, CompileOptions())
-        state["programs"] = [p for p in state["programs"] if _compiles(state, p)]
         state["draw"] = 0
-    programs = state["programs"]
-    state["compile"](programs[state["draw"] % len(programs)])
+    program = state["draw_one"](12345 + state["draw"])
     state["draw"] += 1
-    return 1
-
-
-def _compiles(state: dict, program) -> bool:
-    try:
+    with contextlib.suppress(Exception):  # a program the compiler refuses: drawn all the same
         state["compile"](program)
-    except Exception:  # noqa: BLE001 - unsupported by the compiler: not in the loop
-        return False
-    return True
+    return 1
 
 
 STEPS = {"python": _python_step, "memory": _memory_step, "gpusem": _gpusem_step}
 
 
-def _worker(cpu: int, workload: str, start_at: float, seconds: float, out) -> None:
+def _worker(cpu: int, workload: str, ready, seconds: float, out) -> None:
     try:
         os.sched_setaffinity(0, {cpu})
         step, state = STEPS[workload], {}
         step(state)  # set up (the list, the imports) before the clock starts
-        while time.time() < start_at:
-            time.sleep(0.001)
-        begin = time.time()  # start_at, unless this process came late to it
+        ready.wait(timeout=300)  # every process set up: all of them start at once
+        begin = time.time()
         done, end = 0, begin + seconds
         while (now := time.time()) < end:
             done += step(state)
@@ -109,12 +101,12 @@ def run_set(cpus: list[int], workload: str, seconds: float) -> dict[int, float]:
     """Steps a second of each process, one pinned to each of `cpus`, all at once."""
     ctx = mp.get_context("fork")
     out = ctx.Queue()
-    start_at = time.time() + 2.0 + 0.05 * len(cpus)  # every process set up first
-    procs = [ctx.Process(target=_worker, args=(c, workload, start_at, seconds, out))
+    ready = ctx.Barrier(len(cpus))
+    procs = [ctx.Process(target=_worker, args=(c, workload, ready, seconds, out))
              for c in cpus]
     for p in procs:
         p.start()
-    rates = dict(out.get(timeout=seconds + 120) for _ in procs)
+    rates = dict(out.get(timeout=seconds + 420) for _ in procs)
     for p in procs:
         p.join()
     failed = {c: r for c, r in rates.items() if isinstance(r, str)}
