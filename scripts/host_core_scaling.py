@@ -115,18 +115,35 @@ def run_set(cpus: list[int], workload: str, seconds: float) -> dict[int, float]:
     return rates
 
 
-def measure(workload: str, seconds: float, counts: list[int], pairs: bool) -> dict:
+def measure(workload: str, seconds: float, counts: list[int], pairs: bool,
+            turns: int = 1) -> dict:
+    """Each count's rate relative to one process alone. With `turns` > 1 every turn
+    measures the alone rate again and then each count, the order reversed every other
+    turn, and each count's figure is the median over the turns of its rate against
+    that turn's alone rate: a host whose speed drifts over seconds (neighbours, clocks)
+    moves both sides of one turn's ratio together."""
     cpus = sorted(os.sched_getaffinity(0))
     n = len(cpus)
     run_set(cpus[:1], workload, seconds)  # untimed: the host warms (clocks, caches)
-    alone = run_set(cpus[:1], workload, seconds)[cpus[0]]
+    ks = sorted({1, max(1, n // 2), n, *[c for c in counts if 0 < c <= n]})
+    alones, per_k = [], {k: [] for k in ks}
+    for turn in range(turns):
+        alone = run_set(cpus[:1], workload, seconds)[cpus[0]]
+        alones.append(alone)
+        for k in ks if turn % 2 == 0 else ks[::-1]:
+            rates = list(run_set(cpus[:k], workload, seconds).values())
+            per_k[k].append((statistics.median(rates) / alone, min(rates) / alone))
+    alone = statistics.median(alones)
     result: dict = {"workload": workload, "alone_steps_per_s": round(alone, 2),
-                    "counts": {}, "halves": {}}
-    for k in sorted({1, max(1, n // 2), n, *[c for c in counts if 0 < c <= n]}):
-        rates = list(run_set(cpus[:k], workload, seconds).values())
+                    "turns": turns, "counts": {}, "halves": {}}
+    if turns > 1:
+        result["alone_per_turn"] = [round(a, 2) for a in alones]
+    for k in ks:
         result["counts"][str(k)] = {
-            "median_relative": round(statistics.median(rates) / alone, 3),
-            "min_relative": round(min(rates) / alone, 3)}
+            "median_relative": round(statistics.median(m for m, _ in per_k[k]), 3),
+            "min_relative": round(min(lo for _, lo in per_k[k]), 3)}
+        if turns > 1:
+            result["counts"][str(k)]["per_turn"] = [round(m, 3) for m, _ in per_k[k]]
     if n >= 4:
         for name, chosen in (("first_half", cpus[:n // 2]), ("every_other", cpus[::2])):
             rates = list(run_set(chosen, workload, seconds).values())
@@ -149,10 +166,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--counts", type=int, action="append", default=[])
     ap.add_argument("--pairs", action="store_true")
+    ap.add_argument("--turns", type=int, default=1,
+                    help="measure alone and every count this many times, in turns")
     ap.add_argument("--json")
     args = ap.parse_args(argv)
     result = {"cores": len(os.sched_getaffinity(0)),
-              "workloads": [measure(w, args.seconds, args.counts, args.pairs)
+              "workloads": [measure(w, args.seconds, args.counts, args.pairs,
+                                      args.turns)
                             for w in (args.workload or ["python", "memory"])],
               "device": os.environ.get("GPUSEM_DEVICE", ""),
               "command": shlex.join([os.path.basename(sys.executable), *sys.argv])}
