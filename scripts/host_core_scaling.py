@@ -24,6 +24,7 @@ C++ in a loop (generation + the compiler: the campaign's own Python work).
 
   python scripts/host_core_scaling.py --seconds 3 --json host.json
   python scripts/host_core_scaling.py --workload gpusem --pairs --json host.json
+  taskset -c 16-31 python scripts/host_core_scaling.py --hog --workload memory --seconds 90
 """
 
 from __future__ import annotations
@@ -168,8 +169,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pairs", action="store_true")
     ap.add_argument("--turns", type=int, default=1,
                     help="measure alone and every count this many times, in turns")
+    ap.add_argument("--hog", action="store_true",
+                    help="no measurement: one process on each vCPU of this process's "
+                         "affinity runs the (first) workload for --seconds; a neighbour "
+                         "that shares nothing with a campaign beside it but the host")
     ap.add_argument("--json")
     args = ap.parse_args(argv)
+    if args.hog:
+        cpus = sorted(os.sched_getaffinity(0))
+        rates = run_set(cpus, (args.workload or ["memory"])[0], args.seconds)
+        write_result({"hog": (args.workload or ["memory"])[0], "cpus": cpus,
+                      "steps_per_s": rates}, args.json)
+        return 0
     result = {"cores": len(os.sched_getaffinity(0)),
               "workloads": [measure(w, args.seconds, args.counts, args.pairs,
                                       args.turns)
