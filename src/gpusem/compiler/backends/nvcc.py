@@ -112,6 +112,9 @@ def _check_batch(batch: list[tuple[str, str]]) -> dict[str, str | None]:
         if ok:
             out.update({key: None for _, (key, _) in remaining})
             return out
+        if len(remaining) == 1:  # alone already: its log is the verdict (no rerun)
+            out[remaining[0][1][0]] = "nvcc error: " + _trim(log)
+            return out
         blamed = cpu_source.blamed_kernels(log)
         suspects = [r for r in remaining if r[0] in blamed] or remaining
         failed = set()
