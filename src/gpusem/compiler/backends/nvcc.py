@@ -4,7 +4,8 @@
 sources are batched several to a translation unit (each in its own namespace, `extern
 "C"` dropped so same-named kernels do not collide, `#line` so nvcc's diagnostics name
 `k<i>_src.cu`); a failing batch has the kernels its diagnostics blame (or all of them,
-for ptxas errors that name no source line) checked alone, and the rest re-checked.
+for ptxas errors that name no source line) checked alone, and the rest re-checked (a
+failing batch of one kernel is its own alone check: not compiled again).
 Verdicts are cached by content hash (of the source, the runtime header and the nvcc
 version) under `$GPUSEM_CACHE_DIR/nvcc`.
 
