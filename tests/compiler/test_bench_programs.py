@@ -69,24 +69,16 @@ def test_gpu_programs_are_the_twins_with_other_numbers():
 
 @pytest.mark.parametrize("stem", sorted(P.small_twins()))
 def test_small_twin_agrees_with_interpreter_on_cpu(stem):
-    """With and without wait motion, in one test against one reference (the
-    reduction's shared with the same text in examples/bundl/bench where
-    test_bundl_examples.py ran in this process: shared_reference.py); two parameters
-    computed it twice. Every verdict is a comparison ("agree"), not a skip."""
+    """With and without wait motion, in one test against one reference (shared with
+    the same text in examples/bundl/bench where test_bundl_examples.py ran in this
+    process: shared_reference.py). Every verdict is a comparison ("agree"), not a
+    skip."""
     text = P.small_twins()[stem]
     prog = parse_program(text, f"{stem}.bundl")
-    if stem.startswith("sgemm"):
-        # The z3 race proof ends undecided on the SGEMM twins (~8-10 s of CPU each) and
-        # the verdict was `racy`: agree=True with nothing compared. The test vouches
-        # for their race freedom instead (as test_bench_sgemm_candidates.py does for
-        # the same template), so the four schedules must end in one memory (else the
-        # reference is racy and the kind below is not "agree") and the kernel is
-        # really compared with it: stronger, and ~1 s of interpreter instead of z3.
-        from gpusem.interpreter.bundl.reference import reference
-
-        ref = reference(prog, prove_race_free=False)
-    else:  # the reduction: proved race-free (~3 s), shared with other tests
-        ref = reference_of(text, f"{stem}.bundl")
+    # the SGEMM twins' reference without the z3 proof, which ends undecided (~8-10 s)
+    # with a `racy` verdict that compared nothing; the reduction's with it (~3 s);
+    # both shared with test_bundl_examples.py's same texts (shared_reference.py)
+    ref = reference_of(text, f"{stem}.bundl")
     for sync_motion in (True, False):
         verdict = check_program(prog, "cpu", (0, 1, 2), sync_motion, text, stem,
                                 ref=ref)
