@@ -8,7 +8,9 @@ sm_90a, run on the GPU. Executables are cached by content hash under
 The program's output (emit.py): `print v..` lines, then `main v`, or `trap <why>`;
 values as tokens: `i<int>`, `f<8 hex digits>` (float bits), `b0|b1`, `c<code>`,
 `[<n> v..  ]` arrays, `( v.. )` tuples. `standalone` inlines every header, so that a
-reproducer builds with nvcc (or g++) alone.
+reproducer builds with nvcc (or g++) alone; the cached cpu build compiles only the
+program, against a precompiled runtime header and a prebuilt runtime object
+(prelude.py: half the CPU of a build).
 """
 
 from __future__ import annotations
