@@ -8,7 +8,9 @@ sm_90a, run on the GPU. Executables are cached by content hash under
 The program's output (emit.py): `print v..` lines, then `main v`, or `trap <why>`;
 values as tokens: `i<int>`, `f<8 hex digits>` (float bits), `b0|b1`, `c<code>`,
 `[<n> v..  ]` arrays, `( v.. )` tuples. `standalone` inlines every header, so that a
-reproducer builds with nvcc (or g++) alone.
+reproducer builds with nvcc (or g++) alone; the cached cpu build compiles only the
+program, against a precompiled runtime header and a prebuilt runtime object
+(prelude.py: half the CPU of a build).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from gpusem.calculus.lambdacu.values import (
 from gpusem.compiler.backends.cache import cache_dir
 from gpusem.compiler.backends.cpu import CXX, cxxflags
 from gpusem.compiler.backends.standalone_cpu import inline_headers
+from gpusem.compiler.lambdacu_cuda import prelude
 
 HERE = Path(__file__).resolve().parent
 BACKENDS = HERE.parent / "backends"
@@ -92,9 +95,12 @@ def expected_output(value: Value | None) -> str:
 
 
 def build(source: str, backend: str = "cpu", timeout: float = 300.0) -> Path | str:
-    """The executable's path, or the compiler's error text."""
+    """The executable's path, or the compiler's error text. The cache key is the
+    standalone text's (what the program means); the cpu build itself compiles only
+    the program against the precompiled runtime (prelude.py), falling back to the
+    standalone text where that cannot be made or fails."""
     text = standalone(source)
-    flags = (tuple(cxxflags()) if backend == "cpu" else NVCC_FLAGS)
+    flags = tuple(cxxflags()) if backend == "cpu" else NVCC_FLAGS
     tool = CXX if backend == "cpu" else NVCC
     key = hashlib.sha256("\0".join((tool, *flags, text)).encode()).hexdigest()[:24]
     where = cache_dir("lambdacu") / key
@@ -102,19 +108,35 @@ def build(source: str, backend: str = "cpu", timeout: float = 300.0) -> Path | s
     if exe.is_file():
         return exe
     where.mkdir(parents=True, exist_ok=True)
+    if backend == "cpu":  # Note: -O0, half of -O1's build time, which dominates a
+        # campaign; the emitted text has no undefined behaviour for -O1 to exploit.
+        flags = cpu_build_flags()
+        if _build_prebuilt(source, flags, exe, timeout):
+            return exe
+    return _build_one(text, tool, flags, exe, timeout,
+                      "prog.cpp" if backend == "cpu" else "prog.cu")
+
+
+def cpu_build_flags() -> tuple[str, ...]:
+    """The cpu backend's g++ flags at -O0, for an executable (no -fPIC)."""
+    return tuple("-O0" if f == "-O1" else f for f in cxxflags() if f != "-fPIC")
+
+
+def _build_one(text: str, tool: str, flags: tuple[str, ...], exe: Path,
+               timeout: float, name: str, extra: tuple[str, ...] = ()) -> Path | str:
+    """One compiler call on `text` (the file `name`; `extra` arguments after it),
+    the executable moved to `exe`."""
     # Every build in a folder of its own, its executable moved into place at once:
     # campaign jobs that draw the same program build it side by side (on the H200,
     # 12 jobs: one job's nvcc read another's half-written source, and ran or renamed
     # another's half-written executable)
-    own = Path(tempfile.mkdtemp(prefix="build-", dir=where))
-    src = own / ("prog.cpp" if backend == "cpu" else "prog.cu")
+    own = Path(tempfile.mkdtemp(prefix="build-", dir=exe.parent))
+    src = own / name
     src.write_text(text)
-    if backend == "cpu":  # Note: -O0, half of -O1's build time, which dominates a
-        # campaign; the emitted text has no undefined behaviour for -O1 to exploit.
-        flags = tuple("-O0" if f == "-O1" else f for f in flags if f != "-fPIC")
     try:
-        done = subprocess.run([tool, *flags, "-o", str(own / "prog"), str(src)],
-                              capture_output=True, text=True, timeout=timeout)
+        done = subprocess.run([tool, *flags, "-o", str(own / "prog"), str(src), *extra],
+                              capture_output=True, text=True, timeout=timeout,
+                              check=False)
         if done.returncode != 0:
             return "build error: " + done.stderr[-3000:]
         os.replace(own / "prog", exe)
@@ -123,6 +145,30 @@ def build(source: str, backend: str = "cpu", timeout: float = 300.0) -> Path | s
     finally:
         shutil.rmtree(own, ignore_errors=True)
     return exe
+
+
+def _build_prebuilt(source: str, flags: tuple[str, ...], exe: Path,
+                    timeout: float) -> bool:
+    """The cpu build against prelude.py's precompiled header and runtime object;
+    False where it did not succeed (the caller builds the standalone text, whose
+    error, if any, is the one reported: the same as before the prelude)."""
+    split = prelude.unit(source)
+    if split is None:
+        return False
+    text, block = split
+    home = cache_dir("lambdacu") / f"prelude_{prelude.folder_key(CXX, flags)}"
+    for _ in range(2):  # again only where the cache's trim took a prelude file
+        made = prelude.ensure(home, CXX, flags, block, timeout)
+        if made is None:
+            return False
+        include, obj = made
+        built = _build_one(text, CXX, (*flags, f"-I{include}"), exe, timeout,
+                           "prog.cpp", (str(obj),))
+        if not isinstance(built, str):
+            return True
+        if prelude.complete(home, block):
+            return False
+    return False
 
 
 def run(source: str, backend: str = "cpu", seed: int = 0,

@@ -279,7 +279,11 @@ static void lc_launch(int grid, void (*k)(P...), A... a) {
                          50000000ull, 60.0, 64u * 1024u, 0xFFu};
   char msg[1024];
   lc_in_kernel = true;
+#ifdef LC_PREBUILT_RUNTIME  // the cached cpu build links the runtime's object
+  int st = ::gs_rt_launch(&cfg, &lc_call<P...>, av, msg, (int)sizeof msg);  // (prelude.py)
+#else
   int st = ::gs::launch(&cfg, &lc_call<P...>, av, msg, (int)sizeof msg);
+#endif
   lc_in_kernel = false;
   if (st != 0) {
     printf("error launch: %s\n", msg);
