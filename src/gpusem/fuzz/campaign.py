@@ -166,6 +166,10 @@ class Campaign:
     # how a round is drawn (`hunt.GENERATIONS`): the same seed draws other programs in
     # another mode, so it is recorded wherever a seed names a program (manifest, bundles)
     generation: str = DEFAULT_GENERATION
+    # time.time() when the campaign this one is a piece of began (a Dask piece starts
+    # seconds into it, on its own clock): the times it reports (found_after_s, a
+    # sighting's after_s) count from there; None: from this one's own clock
+    reported_since: float | None = None
 
     def run(self) -> Summary:
         with campaign_gc():  # a campaign's garbage, collected less often (why: there)
@@ -195,6 +199,8 @@ class Campaign:
         self.no_time_for_a_batch = False  # the budget left is shorter than that
         self.breaker = CircuitBreaker()  # one internal error on every other program
         self.t0 = time.monotonic() if self.since is None else monotonic_at(self.since)
+        if self.reported_since is not None:  # this clock's start in the campaign's
+            self._report_offset = max(0.0, self.t0 - monotonic_at(self.reported_since))
         r = self._start_round()
         end = (None if self.window is None
                else self.shard[0] + self.window[1] * self.shard[1])
@@ -224,6 +230,10 @@ class Campaign:
 
     def _elapsed(self) -> float:
         return time.monotonic() - self.t0
+
+    def _reported_s(self) -> float:
+        """Campaign seconds now, as reports give them (`reported_since`)."""
+        return self._elapsed() + getattr(self, "_report_offset", 0.0)
 
     def _out_of_budget(self) -> bool:
         raise_if_requested()  # Ctrl-C / SIGTERM, recorded by the handler (interrupts.py)
@@ -480,7 +490,7 @@ class Campaign:
             known.duplicates += 1
             self.store.sighting(Path(known.bundle), self._sighting())
             return None
-        at = self._elapsed()
+        at = self._reported_s()
         meta = self._meta(target, res, shrunk=False, state="shrinking",
                           size_before=res.size, found_after_s=round(at, 2))
         path, created = self.store.claim(meta, res.files)
@@ -532,7 +542,7 @@ class Campaign:
 
     def _sighting(self) -> dict[str, Any]:
         return {"seed": self.seed, "shard": list(self.shard),
-                "after_s": round(self._elapsed(), 2)}
+                "after_s": round(self._reported_s(), 2)}
 
     def _internal(self, target: Target, res: CheckResult) -> None:
         """An internal error met outside a program's check: bundled, not shrunk."""

@@ -228,9 +228,11 @@ class _Shard:
         if upcoming is None:
             return None
         self.next_index += 1
-        until = time.time() + (self.deadline - time.monotonic())
+        now = time.time()
+        until = now + (self.deadline - time.monotonic())
         return Piece(self.task.spec, self.task.shard, *upcoming, env=carried_env(),
-                     until=until)
+                     until=until,
+                     campaign_start=now - (time.monotonic() - self.started))
 
     def finished(self, per_piece: int) -> bool:
         return (self.in_flight == 0 and not self.again

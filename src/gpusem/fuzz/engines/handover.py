@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import pickle
 import queue
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -44,7 +45,8 @@ class Publishing(Deferred):
     def submit(self, job: ShrinkJob) -> None:
         super().submit(job)
         b = read_bundle(job.bundle)  # the piece's own store: the client claims it
-        self.publish({"data": pickle.dumps((job, dict(b.meta), dict(b.files)))})
+        self.publish({"data": pickle.dumps((job, dict(b.meta), dict(b.files))),
+                      "at": time.time()})  # when it was sent: the hand-over's lag
 
 
 class Inbox:

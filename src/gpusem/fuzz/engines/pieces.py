@@ -74,6 +74,9 @@ class Piece:
     # time.time() by which the campaign's budget is spent: a piece begun near it
     # stops there, not a few rounds later (issue 31.1); None: its spec's budget_s
     until: float | None = None
+    # time.time() when its campaign began: what the piece reports (found_after_s)
+    # counts from there, not from the piece's own start (Campaign.reported_since)
+    campaign_start: float | None = None
 
     @property
     def label(self) -> str:
@@ -151,7 +154,8 @@ def run_piece(piece: Piece, known: list[dict[str, str]], factory: Any = None,
         # new findings are shrunk by tasks of their own
         deferred = Deferred() if publish is None else Publishing(publish)
         summary = Campaign(**spec, shard=piece.shard, window=piece.window,
-                           shrinker=deferred).run()
+                           shrinker=deferred,
+                           reported_since=piece.campaign_start).run()
         bundles = []
         for f in summary.findings:
             if f.new:
