@@ -2,14 +2,14 @@
 command (issue 25: typed frames must not slow the oracle by more than ~10%).
 
 Each round runs every tree once, in turn, each in a fresh process (`PYTHONPATH=TREE`),
-so machine load falls on all trees alike; a run is `run_program(prog, "rr")` on the
-example (a .bundl, or a .prism: its elaboration) under --schedule, the best of
---runs timed in CPU seconds after one warm-up run. Reported per tree: the median and best steps/s
-over the rounds, and each tree's median against the first tree's.
+so machine load falls on all trees alike; a run is `run_program(prog, SCHEDULE)` on
+the example (a .bundl, or a .prism: its elaboration), the best of --runs timed in CPU
+seconds (other jobs share the machine) after one warm-up run. Reported per tree: the
+median and best steps/s over the rounds, and each tree's median against the first's.
 
     python scripts/bench_small_step.py --trees /tmp/before/src src \\
         --example examples/bundl/bench/sgemm_tiled_small.bundl --rounds 7
-    python scripts/bench_small_step.py --trees /tmp/before/src src --rounds 3 --runs 1 \
+    python scripts/bench_small_step.py --trees /tmp/before/src src --rounds 3 --runs 1 \\
         --example examples/prism/appendix_b/corrected/b3_scan.prism --schedule greedy
 """
 
