@@ -300,6 +300,10 @@ class Config:
         return hit
 
     def unrolled(self, w: While) -> If:
+        # the cache looked up before `_cached`'s closure is built: one call a loop run
+        hit: If | None = self._cache.get(("while", id(w)))
+        if hit is not None:
+            return hit
         return self._cached(("while", id(w)),
                             lambda: If(w.cond, Seq((w.body, w), w.span), Skip(w.span),
                                        w.span))
@@ -310,6 +314,11 @@ class Config:
 
     def sync_block(self, s: Partition | Claim | Lower, body: Term,
                    label: str) -> tuple[SyncInit, Term, SyncDec, SyncWait]:
+        # as `unrolled`: one call a partition
+        hit: tuple[SyncInit, Term, SyncDec, SyncWait] | None = self._cache.get(
+            ("sync", id(s)))
+        if hit is not None:
+            return hit
         return self._cached(("sync", id(s)), lambda: (
             SyncInit(label, s.span), body, SyncDec(label, s.span),
             SyncWait(label, s.span)))

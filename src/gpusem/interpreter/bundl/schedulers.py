@@ -20,7 +20,7 @@ from typing import cast
 
 import numpy as np
 from gpusem.calculus.budgets import MemoryGuard, step_budget
-from gpusem.calculus.bundl.ast import Program, SyncWait
+from gpusem.calculus.bundl.ast import Program, Skip, SyncWait
 from gpusem.calculus.errors import BadInput, Stuck, Trap
 from gpusem.interpreter.bundl.config import ThreadState
 from gpusem.interpreter.bundl.explore import explore
@@ -111,10 +111,10 @@ def _run_rr(m: Machine, max_steps: int, guard: MemoryGuard) -> Outcome:
     """Round-robin: each live thread takes one step per round, in thread order."""
     cfg, ths = m.cfg, m.threads()
     live = [th for th in ths if not th.terminated]
-    steps, check = 0, m.check
+    steps, check, every = 0, m.check, guard.every
     while live:
         progressed = False
-        for i, th in enumerate(live):
+        for th in live:
             try:
                 rule = step_thread(cfg, th)
             except (Stuck, Trap) as err:
@@ -126,7 +126,9 @@ def _run_rr(m: Machine, max_steps: int, guard: MemoryGuard) -> Outcome:
                 if check is not None:
                     m.steps = steps
                     check(m, th.t)
-                if over := _over(m, steps, max_steps, guard, th):
+                # `_over`'s two tests, inlined: it is called only where one may hold
+                if (steps >= max_steps or not steps % every) and (
+                        over := _over(m, steps, max_steps, guard, th)):
                     return over
         live = [th for th in live if not th.terminated]
         if not progressed and live:
@@ -143,11 +145,12 @@ def _run_greedy(m: Machine, max_steps: int, guard: MemoryGuard,
     the compiler oracle's sampling too."""
     cfg = m.cfg
     order = m.threads()[::-1] if reverse else m.threads()
-    steps = 0
+    steps, every = 0, guard.every
     while live := [th for th in order if not th.terminated]:
         progressed = False
         for th in live:
-            while not th.terminated:
+            # `not th.terminated`, inlined (it is tested once a step)
+            while th.frames or type(th.focus) is not Skip:
                 try:
                     rule = step_thread(cfg, th)
                 except (Stuck, Trap) as err:
@@ -156,7 +159,8 @@ def _run_greedy(m: Machine, max_steps: int, guard: MemoryGuard,
                 if rule == "S-Sync-Wait-Spin":
                     break
                 progressed, steps = True, steps + 1
-                if over := _over(m, steps, max_steps, guard, th):
+                if (steps >= max_steps or not steps % every) and (
+                        over := _over(m, steps, max_steps, guard, th)):
                     return over
         if not progressed:
             m.steps = steps
@@ -172,7 +176,10 @@ def _run_random(m: Machine, max_steps: int, seed: int, guard: MemoryGuard) -> Ou
     cfg, ths = m.cfg, m.threads()
     runnable = [th for th in ths if not th.terminated]
     sleeping: list[ThreadState] = []
-    steps, wake, check = 0, cfg.wakeups, m.check
+    steps, wake, check, every = 0, cfg.wakeups, m.check, guard.every
+    # rng.randrange(n) for n >= 1 is rng._randbelow(n) after checking its argument
+    # (CPython's random.py): the same draws, for a third of this loop's time
+    below = rng._randbelow  # type: ignore[attr-defined]
     while runnable or sleeping:
         if cfg.wakeups != wake:
             wake = cfg.wakeups
@@ -181,7 +188,7 @@ def _run_random(m: Machine, max_steps: int, seed: int, guard: MemoryGuard) -> Ou
         if not runnable:
             m.steps = steps
             return _deadlock(m, [th.t for th in sleeping])
-        j = rng.randrange(len(runnable))
+        j = below(len(runnable))
         th = runnable[j]
         try:
             rule = step_thread(cfg, th)
@@ -195,9 +202,10 @@ def _run_random(m: Machine, max_steps: int, seed: int, guard: MemoryGuard) -> Ou
             if check is not None:
                 m.steps = steps
                 check(m, th.t)
-            if over := _over(m, steps, max_steps, guard, th):
+            if (steps >= max_steps or not steps % every) and (
+                    over := _over(m, steps, max_steps, guard, th)):
                 return over
-            if not th.terminated:
+            if th.frames or type(th.focus) is not Skip:  # not th.terminated
                 continue
         runnable[j] = runnable[-1]
         runnable.pop()

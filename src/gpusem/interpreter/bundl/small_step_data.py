@@ -166,7 +166,7 @@ def s_partition(cfg: Config, th: ThreadState, s: Partition) -> str:
         # s[(y + k·chunk)/y]
         # Note: the chunk comes from the view's extent, not from its bounds, so that
         # nested partitions divide the piece (errata "S-Partition").
-        _require_source_at_code(cfg, th, s, "S-Partition")
+        x = _require_source_at_code(cfg, th, s, "S-Partition")
         assert isinstance(x.value, Ptr)  # checked by _require_source_at_code
         k = th.p // (n // s.by)
         chunk = x.value.extent // s.by
@@ -176,7 +176,7 @@ def s_partition(cfg: Config, th: ThreadState, s: Partition) -> str:
     label = label_of(cfg, s)
     stmts = cfg.sync_block(s, s.body, label)
     rename_var(cfg, th, s, s.source, s.target, cfg.persp(h, max(n // s.by, 1)),
-            "S-Partition", offset=off, chunk=chunk)
+            "S-Partition", offset=off, chunk=chunk, b=x)  # x: η is unchanged
     th.frames.append(SeqFrame(stmts, 0, (s.target, off)))  # shown as s[(y+k)/y]
     th.focus = stmts[0]
     return "S-Partition"
@@ -193,8 +193,7 @@ def s_partition_offset(cfg: Config, th: ThreadState, s: Partition) -> str:
     if s.by <= 0 or n % s.by:
         stuck(rule, s, th, f"perspective mismatch: partition of {s.source} by {s.by} "
                f"from code at {th.persp}")
-    _require_source_at_code(cfg, th, s, rule)
-    x = lookup(cfg, th, s.source, s, rule)
+    x = _require_source_at_code(cfg, th, s, rule)
     assert isinstance(x.value, Ptr)  # checked by _require_source_at_code
     piece = cfg.persp(h, n // s.by)
     code = th.persp
@@ -210,7 +209,8 @@ def s_partition_offset(cfg: Config, th: ThreadState, s: Partition) -> str:
              f"{s.source} (length {x.value.length})")
     label = label_of(cfg, s)
     stmts = cfg.sync_block(s, s.body, label)
-    rename_var(cfg, th, s, s.source, s.target, piece, rule, offset=off)
+    # x, looked up above: evaluating the offset changed no binding
+    rename_var(cfg, th, s, s.source, s.target, piece, rule, offset=off, b=x)
     th.frames.append(SeqFrame(stmts, 0, (s.target, off)))
     th.focus = stmts[0]
     return rule
@@ -224,8 +224,9 @@ def s_claim(cfg: Config, th: ThreadState, s: Claim) -> str:
         if s.at <= 0 or n % s.at:
             stuck("S-Claim", s, th, f"perspective mismatch: claim at {s.at} from "
                    f"code at {th.persp}")
-        _require_source_at_code(cfg, th, s, "S-Claim")
-        rename_var(cfg, th, s, s.source, s.target, cfg.persp(h, s.at), "S-Claim")
+        x = _require_source_at_code(cfg, th, s, "S-Claim")
+        rename_var(cfg, th, s, s.source, s.target, cfg.persp(h, s.at), "S-Claim",
+                   b=x)
         _sync_block(cfg, th, s, cfg.claim_body(s, n), label)
     else:  # as printed: the body runs at the unsplit (h, n1 + n2)
         rename_var(cfg, th, s, s.source, s.target, cfg.persp(h, s.at), "S-Claim")
@@ -246,8 +247,9 @@ def s_lower(cfg: Config, th: ThreadState, s: Lower) -> str:
 
 
 def _require_source_at_code(cfg: Config, th: ThreadState,
-                            s: Partition | Claim | Lower, rule: str) -> None:
-    """T-Claim / T-Lower's x :^π τ[]^l with l ≠ Local, checked at run time (fixed)."""
+                            s: Partition | Claim | Lower, rule: str) -> Binding:
+    """T-Claim / T-Lower's x :^π τ[]^l with l ≠ Local, checked at run time (fixed);
+    x's binding (so that the caller need not look it up again)."""
     x = lookup(cfg, th, s.source, s, rule)
     if type(x.value) is not Ptr:
         stuck(rule, s, th, f"type mismatch: {s.source} is not an array")
@@ -256,6 +258,7 @@ def _require_source_at_code(cfg: Config, th: ThreadState,
         where = " in Local memory" if x.persp == th.persp else ""
         stuck(rule, s, th, f"perspective mismatch: {s.source} lives at {x.persp}"
                f"{where}, code is at {th.persp}")
+    return x
 
 
 def s_sync_init(cfg: Config, th: ThreadState, s: SyncInit) -> str:

@@ -83,9 +83,11 @@ def bind(cfg: Config, th: ThreadState, name: str, binding: Binding, body: Term) 
 
 def rename_var(cfg: Config, th: ThreadState, node: object, x: str, y: str,
                persp: Perspective, rule: str, offset: int = 0, async_: bool = False,
-               chunk: int | None = None) -> Binding:
-    """rename(η, σ, Σ, x, y, π'): y ↦^π' the value of x (offset for S-Partition)."""
-    b = lookup(cfg, th, x, node, rule)
+               chunk: int | None = None, b: Binding | None = None) -> Binding:
+    """rename(η, σ, Σ, x, y, π'): y ↦^π' the value of x (offset for S-Partition).
+    `b`: x's binding, where the caller has just looked it up (η unchanged since)."""
+    if b is None:
+        b = lookup(cfg, th, x, node, rule)
     if type(b.value) is not Ptr:
         stuck(rule, node, th, f"type mismatch: {x} is not an array")
     ty = AsyncType(b.type) if async_ and isinstance(b.type, ArrayType) else b.type
