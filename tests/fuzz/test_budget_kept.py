@@ -26,6 +26,13 @@ from tests.fuzz.test_campaign import ToyTarget
 BIN = Path(sys.executable).parent
 BUDGET = 20
 
+# One xdist worker runs this module's campaigns one after another (pyproject's
+# --dist loadgroup): spread over both, two 20 s campaigns (one of them a Dask
+# cluster of three workers) ran at once beside each other on two cores, and the
+# `command` fixture ran the Dask campaign once per worker. Run alone with -n 2, the
+# file failed so on main (stop 39): a finding met at 17.8 s, a shrink never begun.
+pytestmark = pytest.mark.xdist_group("budget_wall")
+
 
 class EndlessReducer(ToyTarget):
     """The toy, with a reducer that never ends by itself (it ignores its cap and
@@ -66,7 +73,7 @@ def check_report(report: dict, text: str) -> dict:
     found = next(f for f in report["findings"]
                  if f["signature"] == "compile:disagree:disagree:out:int:value")
     # found inside the budget, so its shrinking ran beside the fuzzing (shrink_s > 0
-    # above); how early depends on the load (~3 s quiet, 12.6 s in a loaded suite)
+    # above); how early depends on the load and the cache (warm_harness)
     assert found["found_after_s"] < report["fuzz_s"]
     assert found["size"] <= found["size_before"]
     assert "s fuzzing, " in text and "s shrinking findings" in text
@@ -74,6 +81,7 @@ def check_report(report: dict, text: str) -> dict:
 
 
 def test_a_20s_campaign_that_shrinks_a_finding_ends_within_22s(tmp_path) -> None:
+    warm_harness()
     wall, report, text = fuzz(tmp_path)
     check_report(report, text)
     # and the process as a whole: the campaign plus the interpreter's start-up
@@ -89,12 +97,34 @@ DASK_HAND_BACK_S = 3.0
 DASK_SEED = 1
 
 
+def warm_harness() -> None:
+    """The cpu backend's harness (its precompiled header and runtime object: one per
+    harness version in GPUSEM_CACHE_DIR) built before a campaign is timed: cold, they
+    took the first batch of the campaigns below seconds past their start, and on a
+    loaded 2-core suite run seed 1's finding (round 0, program 12) came 16.5 s into the
+    20 s Dask campaign, leaving its shrink 4 s and no step (two cold suite runs of
+    stop 39; the report said 8 s then: a piece counted from its own start, fixed in
+    tests/fuzz/test_piece_clock.py). Quiet, cold: met at 8.9-11.0 s; warm: 5.4 s.
+    What these tests claim is the budget and the shrink beside the fuzzing, not a
+    cold harness's build time (tests/backends/test_cpu_runtime_object.py has that)."""
+    from gpusem.fuzz.bundl.sample import draw
+    from gpusem.fuzz.bundl.target import BundlTarget
+
+    target = BundlTarget()
+    try:
+        target.prefetch(draw(target.strategy("compile"), 2, seed=3), "compile")
+    finally:
+        target.close()
+
+
 @pytest.fixture(scope="module")
 def command(tmp_path_factory):
     """`fuzz(..., "--engine", engine, "--jobs", "2", seed=DASK_SEED)`, run once per
     engine for the tests of this module: the Dask test below and the whole command's
     on Dask asserted the same 20 s command twice (21-22 s each in the suite)."""
     runs: dict[str, tuple[float, dict, str] | Exception] = {}
+
+    warm_harness()
 
     def run(engine: str) -> tuple[float, dict, str]:
         if engine not in runs:
@@ -128,7 +158,7 @@ def test_the_dask_engine_keeps_the_budget_while_a_finding_shrinks(command) -> No
     # by a task of its own, on the shrink worker, from within a second or two of the
     # meeting (fuzz/engines/handover.py): a step made, or a shrink that ended by
     # itself (a shrink its deadline stopped before any step is not `shrunk`)
-    assert found["shrunk"], found
+    assert found["shrunk"], (found["found_after_s"], found["shrink_s"], found)
 
 
 # Issue 31.1, the command as the shell times it: a --budget 20s command ends within
