@@ -154,6 +154,22 @@ def test_nothing_checked_is_in_every_report(tmp_path) -> None:
         report.as_text())
 
 
+def test_nothing_checked_says_when_pieces_were_cut_not_that_nothing_was_drawn() -> None:
+    """A Dask campaign whose pieces all ran past the budget counts no program, but it
+    drew and checked some: the line says the pieces were cut, not that nothing was
+    generated (stop 39: the old line on a campaign whose workers had checked ~100)."""
+    from gpusem.fuzz.reports import nothing_checked_text
+    from gpusem.fuzz.summary import Summary
+
+    cut = Summary()
+    cut.cut.append("compile shard 0/1 rounds 0..0 of seed 1, begun within the budget, "
+                   "not back by its end + 1.1 s (its programs are not counted)")
+    text = nothing_checked_text(cut)
+    assert "no piece came back within the budget (1 cut" in text, text
+    assert "generated" not in text and "exit 4" in text
+    assert "no program was generated" in nothing_checked_text(Summary())
+
+
 @pytest.mark.parametrize("kw", [{"budget_s": 0.0}, {"budget_s": -1.0},
                                 {"max_programs": 0}, {"max_programs": -3}])
 def test_the_api_refuses_a_campaign_that_can_check_nothing(tmp_path, kw) -> None:

@@ -308,7 +308,12 @@ def corpus_lines(rows: list[dict[str, Any]]) -> list[str]:
 
 def nothing_checked_text(s: Summary) -> str:
     """Why exit 4: what the campaign did instead of comparing programs."""
-    if not s.programs:
+    if not s.programs and s.cut:
+        # a cluster's pieces checked programs, but none came back by the end: they are
+        # not counted (a loaded machine; stop 39 met it at load 5-12 on 2 cores)
+        why = (f"no piece came back within the budget ({len(s.cut)} cut at the "
+               "campaign's end, their programs not counted: the lines above name them)")
+    elif not s.programs:
         why = "no program was generated within the budget"
     else:
         why = (f"all {s.programs} programs were invalid ({s.invalid}) or not runnable "
