@@ -73,7 +73,6 @@ from gpusem.fuzz.attribution import (
     AS_FOUND,
     SHRUNK,
     cause_of,
-    in_files,
     of_program,
     program_digest,
     recorded,
@@ -94,6 +93,8 @@ from gpusem.fuzz.shrink_jobs import (
     JOB_MARGIN_S,
     ShrinkJob,
     ShrinkOutcome,
+    attribution_of,
+    blame_from,
     default_shrink_s,
     hunt_share,
     minimise_within,
@@ -166,9 +167,8 @@ class Campaign:
     # how a round is drawn (`hunt.GENERATIONS`): the same seed draws other programs in
     # another mode, so it is recorded wherever a seed names a program (manifest, bundles)
     generation: str = DEFAULT_GENERATION
-    # time.time() when the campaign this one is a piece of began (a Dask piece starts
-    # seconds into it, on its own clock): the times it reports (found_after_s, a
-    # sighting's after_s) count from there; None: from this one's own clock
+    # time.time() when the campaign this one is a piece of began: what it reports
+    # (found_after_s, sightings) counts from there (a Dask piece's clock starts late)
     reported_since: float | None = None
 
     def run(self) -> Summary:
@@ -199,8 +199,8 @@ class Campaign:
         self.no_time_for_a_batch = False  # the budget left is shorter than that
         self.breaker = CircuitBreaker()  # one internal error on every other program
         self.t0 = time.monotonic() if self.since is None else monotonic_at(self.since)
-        if self.reported_since is not None:  # this clock's start in the campaign's
-            self._report_offset = max(0.0, self.t0 - monotonic_at(self.reported_since))
+        self._report_offset = (0.0 if self.reported_since is None
+                               else max(0.0, self.t0 - monotonic_at(self.reported_since)))
         r = self._start_round()
         end = (None if self.window is None
                else self.shard[0] + self.window[1] * self.shard[1])
@@ -231,8 +231,7 @@ class Campaign:
     def _elapsed(self) -> float:
         return time.monotonic() - self.t0
 
-    def _reported_s(self) -> float:
-        """Campaign seconds now, as reports give them (`reported_since`)."""
+    def _reported_s(self) -> float:  # campaign seconds, as reports give them
         return self._elapsed() + getattr(self, "_report_offset", 0.0)
 
     def _out_of_budget(self) -> bool:
@@ -779,31 +778,6 @@ class Campaign:
 
 class _Tripped(Exception):
     """The circuit breaker stopped the shard (`Summary.stopped` says why)."""
-
-
-def attribution_of(res: CheckResult) -> dict[str, Any]:
-    """The finding's attribution (its `attribution.json`), {} when it has none."""
-    return in_files(res.files)
-
-
-def job_finding(job: ShrinkJob, bundle: str = "") -> Finding:
-    """The finding of shrink job `job` as its shard met it, in `bundle` (default the
-    job's own), with the attribution it was handed over with (`blame_from`)."""
-    res = job.res
-    finding = Finding(res.signature, res.kind, res.detail, res.size,
-                      bundle or job.bundle, False, job.first_seen,
-                      size_before=job.size_before, prop=str(job.spec.get("prop", "")),
-                      target=str(job.spec.get("target_name", "")))
-    blame_from(finding, res)
-    return finding
-
-
-def blame_from(finding: Finding, res: CheckResult) -> None:
-    """`finding`'s verdict and cause from `res`'s attribution, where it has one (a
-    shrink job's finding as handed over: attributed where it was found)."""
-    if found := attribution_of(res):
-        finding.attribution = str(found.get("verdict", ""))
-        finding.cause = cause_of(found, finding.signature)
 
 
 def round_seed(seed: int, r: int) -> int:

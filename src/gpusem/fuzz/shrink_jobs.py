@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from gpusem.calculus.errors import BadInput
+from gpusem.fuzz.attribution import cause_of, in_files
+from gpusem.fuzz.summary import Finding
 from gpusem.fuzz.targets import CheckResult, Target
 
 # Past the budget, the share of it that shrinking still under way may take: a
@@ -152,3 +154,28 @@ def minimise_within(target: Target, program: Any, res: CheckResult, prop: str,
     if "budget_s" in params:
         return target.minimise(program, res, prop, budget_s=budget_s)
     return target.minimise(program, res, prop)
+
+
+def attribution_of(res: CheckResult) -> dict[str, Any]:
+    """The finding's attribution (its `attribution.json`), {} when it has none."""
+    return in_files(res.files)
+
+
+def job_finding(job: ShrinkJob, bundle: str = "") -> Finding:
+    """The finding of shrink job `job` as its shard met it, in `bundle` (default the
+    job's own), with the attribution it was handed over with (`blame_from`)."""
+    res = job.res
+    finding = Finding(res.signature, res.kind, res.detail, res.size,
+                      bundle or job.bundle, False, job.first_seen,
+                      size_before=job.size_before, prop=str(job.spec.get("prop", "")),
+                      target=str(job.spec.get("target_name", "")))
+    blame_from(finding, res)
+    return finding
+
+
+def blame_from(finding: Finding, res: CheckResult) -> None:
+    """`finding`'s verdict and cause from `res`'s attribution, where it has one (a
+    shrink job's finding as handed over: attributed where it was found)."""
+    if found := attribution_of(res):
+        finding.attribution = str(found.get("verdict", ""))
+        finding.cause = cause_of(found, finding.signature)

@@ -28,9 +28,9 @@ from typing import Any, Final
 from gpusem.compiler.backends.lifetime import die_with_parent, from_main_thread
 from gpusem.fuzz.attribution import kept_on_cut
 from gpusem.fuzz.bundle import BundleStore, read_bundle
-from gpusem.fuzz.campaign import Campaign, job_finding
+from gpusem.fuzz.campaign import Campaign
 from gpusem.fuzz.interrupts import install_signal_handlers
-from gpusem.fuzz.shrink_jobs import ShrinkJob, ShrinkOutcome
+from gpusem.fuzz.shrink_jobs import ShrinkJob, ShrinkOutcome, job_finding
 from gpusem.fuzz.summary import Finding
 from gpusem.fuzz.targets import RUNTIME_TARGETS, internal_result, register_target
 

@@ -621,7 +621,7 @@ class DaskEngine(Engine):
         path, created = stores[spec["out_dir"]].claim(meta, files)
         if not created:
             return []
-        from gpusem.fuzz.campaign import job_finding
+        from gpusem.fuzz.shrink_jobs import job_finding
 
         self.handed.setdefault(key, {})[job.signature] = str(path)
         s.summary.findings.append(job_finding(job, str(path)))  # attributed where met

@@ -99,7 +99,8 @@ def sgemm_variant(label: str) -> tuple[SgemmSize, CompileOptions, bool, bool]:
 def compiled_kernels() -> dict[str, CompiledKernel]:
     """Every kernel the benchmark launches, by label: `reduce_<grid>` and
     `reduce_<grid>_final` per P.REDUCE_VARIANTS, `sgemm_<label>` per SGEMM_VARIANTS."""
-    out, parsed = {}, {}
+    out: dict[str, CompiledKernel] = {}
+    parsed: dict[tuple[str, str], Any] = {}
     for label, (size, final) in P.REDUCE_VARIANTS.items():
         out[f"reduce_{label}"] = compile_text("reduce_sum", P.reduce_sum(size), None, parsed)
         out[f"reduce_{label}_final"] = compile_text("reduce_sum_final", P.reduce_sum(final),
