@@ -45,6 +45,20 @@ def exo_available() -> tuple[bool, str]:
     return True, ""
 
 
+def pytest_configure(config):
+    """`-n N` distributes by `loadgroup`, not `load`: tests marked `xdist_group(name)`
+    run on one worker, one after another (tests/fuzz/test_budget_kept.py's 20 s
+    campaigns: on both workers at once, four campaigns on two cores); every other test
+    as by `load`. Not in pyproject's addopts: any --dist but `no` makes
+    pytest-benchmark time nothing, and the benchmarks run without -n."""
+    if getattr(config.option, "dist", "no") == "load":  # the controller
+        config.option.dist = "loadgroup"
+    worker = getattr(config, "workerinput", None)  # a worker: xdist read the dist
+    if worker is not None and not any(  # before this hook; the controller's argv
+            a.startswith(("--dist", "-d")) for a in worker.get("mainargv", [])):
+        config.option.loadgroup = True  # names a marked test's group in its node id
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """A test that takes pytest-benchmark's `benchmark` fixture is marked `benchmark`

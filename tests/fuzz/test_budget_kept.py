@@ -26,8 +26,8 @@ from tests.fuzz.test_campaign import ToyTarget
 BIN = Path(sys.executable).parent
 BUDGET = 20
 
-# One xdist worker runs this module's campaigns one after another (pyproject's
-# --dist loadgroup): spread over both, two 20 s campaigns (one of them a Dask
+# One xdist worker runs this module's campaigns one after another (`-n` means
+# --dist loadgroup: tests/conftest.py): spread over both, two 20 s campaigns (one of them a Dask
 # cluster of three workers) ran at once beside each other on two cores, and the
 # `command` fixture ran the Dask campaign once per worker. Run alone with -n 2, the
 # file failed so on main (stop 39): a finding met at 17.8 s, a shrink never begun.
