@@ -262,12 +262,12 @@ class CpuBackend:
                 return out
             for index, message in failed.items():
                 key = keys[index]
-                _write_atomic(self._key_path(key, ".err"), message)
+                write_atomic(self._key_path(key, ".err"), message)
                 out[key] = Built(kind="build_error", message=message)
             keys = [k for i, k in enumerate(keys) if i not in failed]
         for index, key in enumerate(keys):  # each kernel remembers where it lives
             built = Built(str(self._library_path(keys)), f"gs_launch_{index}")
-            _write_atomic(
+            write_atomic(
                 self._key_path(key, ".loc"), f"{built.library}\n{built.symbol}"
             )
             out[key] = built
@@ -428,7 +428,7 @@ class CpuBackend:
             pass
 
 
-def _write_atomic(path: Path, text: str) -> None:
+def write_atomic(path: Path, text: str) -> None:
     """Write via a temporary file and a rename: other processes share the cache."""
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     tmp.write_text(text)

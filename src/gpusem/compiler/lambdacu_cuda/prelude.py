@@ -33,7 +33,7 @@ from pathlib import Path
 
 from gpusem.compiler.backends import cpu_source
 from gpusem.compiler.backends.cache import touch
-from gpusem.compiler.backends.cpu import HARNESS_FILES
+from gpusem.compiler.backends.cpu import HARNESS_FILES, write_atomic
 
 HERE = Path(__file__).resolve().parent
 BACKENDS = HERE.parent / "backends"
@@ -91,10 +91,10 @@ def _make(home: Path, tool: str, flags: tuple[str, ...], block: int,
           timeout: float) -> tuple[Path, Path] | None:
     for name, text in _sources().items():
         if not (home / name).is_file():
-            _write_atomic(home / name, text)
+            write_atomic(home / name, text)
     header = home / f"lc_b{block}.h"
     if not header.is_file():
-        _write_atomic(header, "#define LC_PREBUILT_RUNTIME 1\n"
+        write_atomic(header, "#define LC_PREBUILT_RUNTIME 1\n"
                       f"#define LC_BLOCK {block}\n#include \"{RT_HEADER}\"\n")
     gch = home / f"lc_b{block}.h.gch"
     if not gch.is_file() and not _compile(
@@ -129,13 +129,6 @@ def _compile(cmd: list[str], final: Path, timeout: float) -> bool:
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent)
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
 
 
 def complete(home: Path, block: int) -> bool:
