@@ -24,6 +24,7 @@ is missing (each file written whole, then renamed into place).
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import os
 import re
@@ -43,13 +44,17 @@ _HEAD = re.compile(r'^#define LC_BLOCK (\d+)\n#include "lambdacu_rt.cuh"\n',
                    re.MULTILINE)
 
 
+@functools.cache
 def _sources() -> dict[str, str]:
-    """Every file the folder copies: the runtime headers by name."""
+    """Every file the folder copies: the runtime headers by name. Read once a process:
+    each build asks for them two or three times (`folder_key`, `_make`, `complete`),
+    and the package's files do not change under a running process."""
     out = {name: (BACKENDS / name).read_text() for name in HARNESS_FILES}
     out[RT_HEADER] = (HERE / RT_HEADER).read_text()
     return out
 
 
+@functools.cache  # every build asks; the inputs are fixed for a process
 def folder_key(tool: str, flags: tuple[str, ...]) -> str:
     h = hashlib.sha256("\0".join((tool, *flags, cpu_source.RUNTIME_UNIT)).encode())
     for name, text in sorted(_sources().items()):
