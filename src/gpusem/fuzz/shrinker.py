@@ -12,6 +12,12 @@ shard, and ignores SIGINT (Ctrl-C goes to the whole group; the shard decides).
 then the process is stopped (SIGTERM: its shrink stops at the next candidate; SIGKILL
 after STOP_GRACE_S), and each job it did not finish is reported from its bundle as it
 stands, marked `shrink_cut` in the bundle's metadata.
+
+The process says when it begins each job (a `Begun` on the results queue): a job cut
+at the deadline is reported as begun, with its shrinking time from then, only when it
+did begin. Before, the first job left over was taken as the one begun, and its time
+counted from the last outcome: a job whose predecessor came back in the last second
+was reported begun (0.05 s) whether or not the process had taken it (CI, stop 39).
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from queue import Empty
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from gpusem.compiler.backends.lifetime import die_with_parent, from_main_thread
 from gpusem.fuzz.attribution import kept_on_cut
@@ -37,6 +43,14 @@ from gpusem.fuzz.targets import RUNTIME_TARGETS, internal_result, register_targe
 START: Final = "spawn"
 STOP_GRACE_S = 0.3  # before the deadline: SIGTERM, then SIGKILL at the deadline
 NICENESS = 10  # the shrinker yields the CPU to the fuzzing it runs beside
+
+
+class Begun(NamedTuple):
+    """The shrinker process took job `signature` at `at` (time.monotonic(): one clock
+    for every process of the machine)."""
+
+    signature: str
+    at: float
 
 
 def run_job(job: ShrinkJob, deadline: float,
@@ -59,8 +73,7 @@ class ProcessShrinker:
         self.jobs: Any = None
         self.results: Any = None
         self.sent: dict[str, ShrinkJob] = {}
-        self.started: dict[str, float] = {}  # when each job was sent
-        self.last_done = 0.0  # when the last outcome came back
+        self.begun: dict[str, float] = {}  # when the process took each job
 
     def submit(self, job: ShrinkJob) -> None:
         if self.proc is None:
@@ -72,7 +85,6 @@ class ProcessShrinker:
                 RUNTIME_TARGETS.get(self.target_name)))
             self.proc.start()
         self.sent[job.signature] = job
-        self.started[job.signature] = time.monotonic()
         self.jobs.put(job)
 
     def finish(self, deadline: float) -> list[ShrinkOutcome]:
@@ -85,20 +97,22 @@ class ProcessShrinker:
             if left <= 0:
                 break
             try:
-                outcomes.append(self.results.get(timeout=min(0.2, left)))
-                self.last_done = time.monotonic()
+                self._take(self.results.get(timeout=min(0.2, left)), outcomes)
             except Empty:
                 if self.proc.exitcode is not None and self.results.empty():
                     break  # it died: its jobs are reported below from their bundles
         self._stop()
         while (late := _get_nowait(self.results)) is not None:
-            outcomes.append(late)  # finished in the grace
-            self.last_done = time.monotonic()
+            self._take(late, outcomes)  # finished (or begun) in the grace
         done = {o.signature for o in outcomes}
-        left_over = [job for sig, job in self.sent.items() if sig not in done]
-        # jobs run in order: the first one left over is the one that was cut
-        outcomes += [self._cut(job, k == 0) for k, job in enumerate(left_over)]
+        outcomes += [self._cut(job) for sig, job in self.sent.items() if sig not in done]
         return outcomes
+
+    def _take(self, message: Any, outcomes: list[ShrinkOutcome]) -> None:
+        if isinstance(message, Begun):
+            self.begun[message.signature] = message.at
+        else:
+            outcomes.append(message)
 
     def _stop(self) -> None:
         if self.proc.is_alive():
@@ -112,14 +126,13 @@ class ProcessShrinker:
         for queue in (self.jobs, self.results):
             queue.cancel_join_thread()
 
-    def _cut(self, job: ShrinkJob, begun: bool) -> ShrinkOutcome:
-        """A job stopped at the deadline (`begun`) or never begun: its bundle as
-        the shrinker left it."""
+    def _cut(self, job: ShrinkJob) -> ShrinkOutcome:
+        """A job stopped at the deadline (the process said it began it) or never
+        begun (shrink_s 0): its bundle as the shrinker left it."""
         res = job.res
         finding = job_finding(job)  # with the attribution it was handed over with
-        if begun:
-            finding.shrink_s = time.monotonic() - max(self.started[job.signature],
-                                                      self.last_done)
+        if job.signature in self.begun:
+            finding.shrink_s = time.monotonic() - self.begun[job.signature]
         try:
             b = read_bundle(job.bundle)
             # the attribution of the program as found, where the bundle holds a
@@ -153,6 +166,7 @@ def _serve(jobs: Any, results: Any, parent: tuple[int, bool], target_name: str,
     if factory is not None:  # a target registered at run time in the campaign
         register_target(target_name, factory)
     while (job := jobs.get()) is not None:
+        results.put(Begun(job.signature, time.monotonic()))
         try:
             out = run_job(job, job.deadline)
         except BaseException as err:  # reported with its finding; a signal re-raised
@@ -178,4 +192,4 @@ def _crashed(job: ShrinkJob, err: BaseException) -> ShrinkOutcome:
     return ShrinkOutcome(job.signature, [finding, error])
 
 
-__all__ = ["ProcessShrinker", "run_job"]
+__all__ = ["Begun", "ProcessShrinker", "run_job"]
