@@ -11,10 +11,26 @@ them, and they fail where their resource is missing. No test passes by skipping:
 from __future__ import annotations
 
 import functools
+import os
 import re
+import sys
 from pathlib import Path
 
 import pytest
+
+# Bytecode is written during the suite even where the environment says not to
+# (PYTHONDONTWRITEBYTECODE=1, as on this machine, which CI's is like): the suite starts
+# hundreds of Python processes (the CLI, the local engine's and the shrinker's spawned
+# workers, the harness workers, Dask's), each importing gpusem's modules, and without
+# __pycache__ every one compiled them again from source (all 457: 3.1-3.5 CPU-s, with
+# bytecode 1.9), as each xdist worker did the rewritten test modules (about half of
+# the 24 CPU-s of collecting the suite). Cold, -n 2, in turns on a loaded machine:
+# tests/cli 91.3 / 85.3 CPU-s without, 83.1 / 74.7 with; tests/docs, appy and robust
+# 247.4 / 255.2 without, 240.6 / 237.1 with. Set here, before any test module is imported, so
+# pytest's assertion rewriter caches the rewritten modules too; processes the tests
+# start inherit it.
+if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) is not None:
+    sys.dont_write_bytecode = False
 
 SLOWEST = Path(__file__).with_name("slowest.txt")
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)s\s+(?:call|setup|teardown)\s+([^:\s]+)::")
