@@ -117,11 +117,15 @@ def cu_params(source: str, kernel: str) -> tuple[CuParam, ...] | None:
 
 
 # ------------------------------------------------------------------ points-to
+_OFFSET = re.compile(r"[+\-]")
+_TOKEN = re.compile(r"%[\w$]+|[A-Za-z_$][\w$]*")  # a register or a symbol
+
+
 def address(operand: str) -> str | None:
     """The base token of a `[base+offset]` operand, or None for a non-address."""
     if not (operand.startswith("[") and operand.endswith("]")):
         return None
-    return re.split(r"[+\-]", operand[1:-1].strip(), maxsplit=1)[0].strip()
+    return _OFFSET.split(operand[1:-1].strip(), maxsplit=1)[0].strip()
 
 
 def _symbol_base(token: str, fn: Function, module: Module) -> frozenset[str]:
@@ -167,7 +171,7 @@ def _transfer(ins: Instruction, fn: Function, module: Module,
         return frozenset({ANY}) if _WIDE & set(ins.opcode) else frozenset()
     out: set[str] = set()
     for operand in ins.operands[1:]:
-        for token in re.findall(r"%[\w$]+|[A-Za-z_$][\w$]*", operand):
+        for token in _TOKEN.findall(operand):
             out |= bases(token, fn, module, pts)
     return frozenset(out)
 

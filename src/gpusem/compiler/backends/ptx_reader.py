@@ -23,6 +23,9 @@ _VAR = re.compile(r"^\s*(?:\.(?:visible|extern|weak)\s+)*\.(shared|local|global|
 _LABEL = re.compile(r"^\s*([A-Za-z_$%][\w$]*)\s*:")
 _GUARD = re.compile(r"^@(!?)(%?[\w$]+)\s+")
 REGISTER = re.compile(r"%[\w$]+")
+_PIECES = re.compile(r"([{};])")
+_OPCODE = re.compile(r"^[a-z][\w.:]*$")
+_GROUPS = frozenset("[{()}]")  # operand text with none of these splits at its commas
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +137,7 @@ def _body(lines: list[str], open_at: int):
         while not pending.strip() and (label := _LABEL.match(text)) is not None:
             labels[label.group(1)] = i + 1  # before the statement's line is taken
             text = text[label.end():]
-        for piece in re.split(r"([{};])", text):
+        for piece in _PIECES.split(text):
             if piece in "{}" and pending.strip():  # a vector operand `{%r1, %r2}`
                 pending += piece
             elif piece == "{":
@@ -172,7 +175,7 @@ def _statement(text: str, line: int, body: list[Instruction],
         text = text[g.end():]
     text = " ".join(text.split())
     head, _, rest = text.partition(" ")
-    if not head or not re.match(r"^[a-z][\w.:]*$", head):
+    if not head or not _OPCODE.match(head):
         return
     body.append(Instruction(line, (f"@{guard} " if guard else "") + text, guard,
                             tuple(head.split(".")), _operands(rest)))
@@ -180,6 +183,9 @@ def _statement(text: str, line: int, body: list[Instruction],
 
 def _operands(text: str) -> tuple[str, ...]:
     """Comma-separated operands; `[...]` and `{...}` groups stay whole."""
+    if _GROUPS.isdisjoint(text):  # most instructions: no group to keep whole
+        parts = [p.strip() for p in text.split(",")]
+        return tuple(parts if parts[-1] else parts[:-1])
     out, depth, cur = [], 0, ""
     for c in text:
         if c in "[{(":
