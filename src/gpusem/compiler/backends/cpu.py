@@ -4,7 +4,9 @@ Pipeline for `CpuBackend.run(jobs)`:
 1. distinct kernels (by source, name and parameter types) are screened: raw inline
    `asm` -> "unsupported"; a cached build error -> "build_error";
 2. the rest are built together into ONE shared library (`cpu_source.translation_unit`,
-   split in `parallel` translation units compiled side by side, the runtime header
+   split in up to `parallel` translation units compiled side by side where the batch
+   is big and a core idle (`_unit_count`), linked by a fast linker where one works
+   (`_link`), the runtime header
    precompiled, and the runtime's code compiled into an object every library links,
    once per harness version), cached by content hash under `cache_dir`;
    the generated launchers static_assert that each kernel's parameter types are the
@@ -38,8 +40,9 @@ from pathlib import Path
 
 from gpusem.compiler.backends import cpu_source
 from gpusem.compiler.backends.cache import cache_dir, touch
-from gpusem.compiler.backends.lifetime import from_main_thread
 from gpusem.compiler.backends.kernel import Job, KernelSpec, Result, prepare_args
+from gpusem.compiler.backends.lifetime import from_main_thread
+from gpusem.compiler.backends.machine_load import idle_cores
 
 HERE = Path(__file__).resolve().parent
 HARNESS_FILES = (
@@ -56,6 +59,26 @@ CXX = os.environ.get("GPUSEM_CXX", "g++")
 # batch's build takes seconds; a build that hits the limit is gpusem's internal error
 # (BuildHung), reported as such, never a verdict on the program.
 GXX_TIMEOUT_S = float(os.environ.get("GPUSEM_CXX_TIMEOUT_S", "900"))
+
+
+# A batch is split into translation units compiled side by side (`parallel`) only
+# where each unit gets at least MIN_UNIT_BYTES of kernel text and a core is idle to
+# compile it. A unit costs g++ ~0.25 CPU-s before any kernel (loading the 26 MB
+# precompiled header, the harness's deferred template instantiations) and, at -O1,
+# more again for what its kernels instantiate: two units took 43% more CPU than one
+# for 6 kernels (6 KB, a shrink step's first batch), 50% for 23 (30 KB), 25% for 97
+# (238 KB, a campaign's round), for at most half the build's wall time, which only
+# a core with nothing else to do gives (scripts/measure_cpu_units.py). On a loaded
+# machine (the suite's two workers on two cores) a second unit is all cost.
+MIN_UNIT_BYTES = 64 * 1024
+
+
+def _unit_count(specs: list[KernelSpec], parallel: int) -> int:
+    """How many translation units a batch of `specs` is compiled in: at most
+    `parallel`, one per MIN_UNIT_BYTES of kernel text, one more than the idle cores."""
+    text = sum(len(s.source) for s in specs)
+    wanted = min(parallel, len(specs), text // MIN_UNIT_BYTES)
+    return max(1, min(wanted, idle_cores() + 1)) if wanted > 1 else 1
 
 
 class BuildHung(RuntimeError):
@@ -87,6 +110,28 @@ BASE_CXXFLAGS = (
 # Used where the compiler has them (g++ >= 12 and >= 10): poison uninitialised locals;
 # one diagnostic per line, so errors can be attributed to kernels.
 OPTIONAL_CXXFLAGS = ("-ftrivial-auto-var-init=pattern", "-fdiagnostics-plain-output")
+
+
+# Linkers tried before g++'s default (GNU ld): gold links a batch's library in ~0.03
+# CPU-s where ld takes ~0.1-0.15 (every batch links one). The objects and their code
+# are the same; only the program that joins them differs.
+FAST_LINKERS = ("-fuse-ld=gold",)
+_unusable: set[str] = set()  # fast linkers that failed where the default linked
+
+
+def _link(args: list[str]) -> subprocess.CompletedProcess:
+    """`g++ -shared -o <args>`: through the first fast linker that links, else the
+    default one. A fast linker that fails where the default links (missing here, or
+    a bug of its own) is not tried again by this process; a link that fails with
+    every linker is reported as the default linker says, never as a fast one's."""
+    for flag in [*(f for f in FAST_LINKERS if f not in _unusable), ""]:
+        done = _gxx([CXX, *([flag] if flag else []), "-shared", "-o", *args],
+                    stderr=subprocess.PIPE, text=True)
+        if done.returncode == 0:
+            if not flag:
+                _unusable.update(FAST_LINKERS)
+            return done
+    return done
 
 
 @functools.cache
@@ -282,7 +327,8 @@ class CpuBackend:
     ) -> dict[int, str] | None:
         """Build `lib`; None on success, else {index: message} of confirmed failures."""
         indexed = list(enumerate(specs))
-        chunks = [indexed[i :: self.parallel] for i in range(self.parallel)]
+        units = _unit_count(specs, self.parallel)
+        chunks = [indexed[i :: units] for i in range(units)]
         chunks = [c for c in chunks if c]
         runtime = self._runtime_object()
         with tempfile.TemporaryDirectory(dir=self.cache_dir) as tmp:
@@ -324,11 +370,7 @@ class CpuBackend:
                 return errors
             objs = [f"{Path(tmp) / f'tu{n}.cpp'}.o" for n in range(len(chunks))]
             part = Path(tmp) / "lib.so"
-            link = _gxx(
-                [CXX, "-shared", "-o", str(part), *objs, *([runtime] if runtime else [])],
-                stderr=subprocess.PIPE,
-                text=True,
-            )
+            link = _link([str(part), *objs, *([runtime] if runtime else [])])
             if link.returncode != 0:
                 return {
                     i: f"build error: link failed: {link.stderr[-2000:]}"

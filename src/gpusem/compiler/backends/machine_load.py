@@ -33,3 +33,13 @@ def load_factor(cap: float = LOAD_CAP) -> float:
     except (AttributeError, OSError):
         return 1.0
     return min(cap, max(1.0, one_minute / cores()))
+
+
+def idle_cores() -> int:
+    """The cores of this process's affinity that the one-minute load average leaves
+    idle (0 where it cannot be read: nothing is known to be idle)."""
+    try:
+        one_minute = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return 0
+    return max(0, int(cores() - one_minute))
