@@ -490,3 +490,63 @@ def test_partial_order_reduction_keeps_every_final_memory(src):
         assert out.kind == "terminated"
         finals.append(sorted(map(str, out.final_memories)))
     assert finals[0] == finals[1] and len(finals[0]) > 1
+
+
+def _chain_by_match(frames) -> tuple[str, ...]:
+    """small_step.chain as it was written before its dict lookup: one `match` arm per
+    congruence rule, the reference the lookup must agree with."""
+    from gpusem.calculus.bundl.perspective import Level
+    from gpusem.interpreter.bundl import config as C
+
+    names = []
+    for f in frames:
+        match f:
+            case C.SeqFrame():
+                names.append("S-Seq-First")
+            case C.SplitFrame(side=side):
+                names.append("S-Split-Left" if side == 0 else "S-Split-Right")
+            case C.GroupFrame():
+                names.append("S-Group")
+            case C.DestructFrame(persp=persp):
+                names.append("S-Destruct-Grid" if persp.level == Level.GRID
+                             else "S-Destruct-Block")
+            case C.AsyncFrame():
+                names.append("S-Async-Partition-Congr")
+            case C.ClaimFrame():
+                names.append("S-Claim-Body")
+            case C.ScopeFrame() | C.CallFrame():
+                pass
+            case _:
+                raise AssertionError(f)
+    return tuple(names)
+
+
+def test_the_chain_of_every_step_is_its_frames_rules():
+    """`chain` (a dict lookup per frame) and the coverage's `note_chain` (into a set) name
+    every step's context as one `match` arm per frame did, over programs whose
+    contexts hold every kind of frame (splits of both arms, destructs of both levels,
+    groups, claims, async partitions, lets, calls)."""
+    from pathlib import Path
+
+    from gpusem.interpreter.bundl.small_step import _SPLITS, chain, note_chain
+
+    examples = Path(__file__).resolve().parents[2] / "examples" / "bundl"
+    kinds: set[str] = set()
+    for name in ("split_arms", "claim_mask", "producer_consumer_split",
+                 "fn_shared_scratch", "block_reduce_shared", "async_copy"):
+        m = Machine(parse_program((examples / f"{name}.bundl").read_text(), name))
+        while m.live():
+            event = m.step(m.enabled_threads()[0])
+            want = _chain_by_match(event.frames)
+            assert event.chain == want and chain(list(event.frames)) == want
+            for known in (set(), {"S-Group"}, set(_SPLITS), {"S-Split-Left"},
+                          {"S-Destruct-Grid"}):
+                seen = set(known)
+                note_chain(event.frames, seen)
+                assert seen == known | set(want), (known, want)
+            kinds.update(type(f).__name__ for f in event.frames)
+            kinds.update(n for n in want if n.startswith(("S-Split", "S-Destruct")))
+    assert kinds >= {"SeqFrame", "SplitFrame", "GroupFrame", "DestructFrame",
+                     "AsyncFrame", "ClaimFrame", "ScopeFrame", "CallFrame",
+                     "S-Split-Left", "S-Split-Right", "S-Destruct-Grid",
+                     "S-Destruct-Block"}, kinds
