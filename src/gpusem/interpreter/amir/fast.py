@@ -110,20 +110,22 @@ class FastMachine(Machine):
     # -------------------------------------------------- logging the first task
 
     def _access_run(self, run: Sequence[AccessStmt], bound: frozenset[str]) -> Run:
-        base = super()._access_run(run, bound)
         s = run[0]
         name, ndim, origin = s.access.name, len(s.access.coords), s.origin
-        from gpusem.interpreter.amir.ctrl import compile_window
-
-        win = compile_window(s.access, bound, s.origin)
+        win, ops = self._access_ops(run, bound)
         write = not all(isinstance(x, _READ_KINDS) for x in run)
+        resolve = self.resolve
 
         def logged() -> None:
+            # the cells resolved once, for the log and the judgments (resolving is
+            # a function of σ and the variable's shape, which logging leaves alone;
+            # it was resolved twice, a quarter of seq = par's resolves)
+            v, idx, box = resolve(name, ndim, win, origin)
             t1 = self._task1
             if t1 is not None and name in self._outside:
-                v, idx, _ = self.resolve(name, ndim, win, origin)
                 t1.touches.append((name, write, _box(idx, v.shape)))
-            base()
+            for op in ops:
+                op(v, idx, box)
         return logged
 
     def _rule_loop(self, s: A.Loop, bound: frozenset[str]) -> Run:

@@ -207,8 +207,7 @@ class Machine(MachineState):
 
     def _access_run(self, run: Sequence[AccessStmt], bound: frozenset[str]) -> Run:
         s = run[0]
-        win = compile_window(s.access, bound, s.origin)
-        ops = [self._access_op(x, win, bound) for x in run]
+        win, ops = self._access_ops(run, bound)
         name, ndim, origin = s.access.name, len(s.access.coords), s.origin
         resolve = self.resolve
         if len(ops) == 1:
@@ -223,6 +222,14 @@ class Machine(MachineState):
             for op in ops:
                 op(v, idx, box)
         return fused
+
+    def _access_ops(self, run: Sequence[AccessStmt],
+                    bound: frozenset[str]) -> tuple[Window, list[AccessOp]]:
+        """The run's window and its judgments in order, each on the resolved cells
+        (the fast machine resolves once for its log and the judgments)."""
+        s = run[0]
+        win = compile_window(s.access, bound, s.origin)
+        return win, [self._access_op(x, win, bound) for x in run]
 
     def _access_op(self, s: AccessStmt, win: Window, bound: frozenset[str]) -> AccessOp:
         match s:

@@ -26,6 +26,7 @@ tree being recorded).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -373,12 +374,17 @@ def _launch(r: Reading, f: Frame, task: str, args: tuple[A.Expr, ...], span: Spa
                 raise Trap(f"launch signature: {p.name} is tensor[{p.type.rank}, "
                            f"{p.type.dtype}], the launch passes {got}",
                            rule="Launch-Signature", span=a.span)
-            for fp in r.open_pranges:
-                _record(fp, value, p.name in var.writes, p.name in var.reads)
+            if r.open_pranges:
+                flat = value.idx.reshape(-1)   # once for every open prange
+                writes, reads = p.name in var.writes, p.name in var.reads
+                for fp in r.open_pranges:
+                    _record(fp, value, flat, writes, reads)
         env[p.name] = value
     node = TreeNode(f"launch {task!r} (line {span.line})", inst, var,
                     _describe(var, inst, env))
-    node.units = int(np.prod([n for k, g in f.loops if k == "prange" for n in g]))
+    # math.prod, not np.prod: the same int (1 for none), without NumPy's per-call
+    # overhead on a list of a few ints (a 256 GEMM's reading launches ~21,000 times)
+    node.units = math.prod(n for k, g in f.loops if k == "prange" for n in g)
     node.piped = any(k == "srange" for k, _ in f.loops) and f.instance.pipeline > 1
     for p, a, mem in zip(var.tensor_params, (a for p, a in zip(var.params, args)
                                              if p.type is not None), inst.mems):
@@ -419,12 +425,13 @@ def _watching(r: Reading, on: bool, span: Span) -> Iterator[Footprints | None]:
         r.open_pranges.remove(fp)
 
 
-def _record(fp: Footprints, v: View, writes: bool, reads: bool) -> None:
+def _record(fp: Footprints, v: View, flat: np.ndarray, writes: bool,
+            reads: bool) -> None:
+    """`flat`: v's cells (v.idx flattened)."""
     key = id(v.base)
     if key not in fp.names:
         fp.bases.append(v.base)
     fp.names[key] = v.root
-    flat = v.idx.reshape(-1)
     if writes:
         fp.writes.setdefault(key, []).append((flat, fp.point))
     if reads:
@@ -432,10 +439,16 @@ def _record(fp: Footprints, v: View, writes: bool, reads: bool) -> None:
 
 
 def _check_disjoint(fp: Footprints) -> None:
-    """Prange-NonInterference (l.182), on the footprints of one prange."""
+    """Prange-NonInterference (l.182), on the footprints of one prange.
+
+    Note: each root's reads are tested in one NumPy pass (a 256 GEMM's reading
+    records ~70,000 read footprints in ~1,000 pranges; a search per footprint was a
+    quarter of the reading). The first clash of the concatenation is the first
+    footprint's (in record order) first clashing element: the same report."""
     for key, written in fp.writes.items():
         idx = np.concatenate([w for w, _ in written])
-        who = np.concatenate([np.full(w.size, p) for w, p in written])
+        who = np.repeat(np.array([p for _, p in written]),
+                        [w.size for w, _ in written])
         span_ = int(who.max()) + 1
         combined = np.unique(idx * span_ + who)  # one (cell, iteration) pair each
         pairs = np.stack([combined // span_, combined % span_])
@@ -446,15 +459,19 @@ def _check_disjoint(fp: Footprints) -> None:
                            f"of {fp.names[key]}", rule="Prange-NonInterference",
                            span=fp.span)
         cells_w, owners = pairs[0], pairs[1]  # sorted by cell
-        for r_idx, p in fp.reads.get(key, []):
-            at = np.clip(np.searchsorted(cells_w, r_idx), 0, cells_w.size - 1)
-            clash = (cells_w[at] == r_idx) & (owners[at] != p)
-            if clash.any():
-                cell = int(r_idx[clash][0])
-                other = int(owners[at][clash][0])
-                raise IllTyped(f"prange interference: iteration {p} reads element "
-                               f"{cell} of {fp.names[key]} that iteration {other} "
-                               "writes", rule="Prange-NonInterference", span=fp.span)
+        read = fp.reads.get(key, [])
+        if not read:
+            continue
+        r_idx = np.concatenate([r for r, _ in read])
+        by = np.repeat(np.array([p for _, p in read]), [r.size for r, _ in read])
+        at = np.clip(np.searchsorted(cells_w, r_idx), 0, cells_w.size - 1)
+        clash = (cells_w[at] == r_idx) & (owners[at] != by)
+        if clash.any():
+            j = int(np.argmax(clash))
+            cell, other, p = int(r_idx[j]), int(owners[at[j]]), int(by[j])
+            raise IllTyped(f"prange interference: iteration {p} reads element "
+                           f"{cell} of {fp.names[key]} that iteration {other} "
+                           "writes", rule="Prange-NonInterference", span=fp.span)
 
 
 def call_leaf(program: A.Program, variant: A.Variant, views: dict[str, View]) -> None:
