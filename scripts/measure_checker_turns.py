@@ -72,9 +72,8 @@ def _symbolic27() -> list[str]:
 
 def _cypress_seq() -> list[str]:
     sys.path.insert(0, str(ROOT))
-    from tests.script_module import load_script
-
     from gpusem.interpreter.cypress.seq import seq
+    from tests.script_module import load_script
 
     mod = load_script("cypress_gemm_gpu")
     m = mod.named("u64-v64-wgs1-p4-fused-nogrouped-noacopy")
