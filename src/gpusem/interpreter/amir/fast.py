@@ -32,11 +32,17 @@ same checks pass, the same statistics accrue, so the verdict is task 1's and the
 statistics are n times task 1's. If task 1 is rejected, that is the reference's
 first violation (task 1 runs first there too, from the same state).
 
+Everywhere else (the statements outside the nests, and a nest whose preconditions
+fail, run as the reference runs it) long loops go through the iteration memo, as in
+`check_amir` (interpreter/amir/memo.py: the same verdict and statistics). The first
+task's own body is stepped: a replayed iteration would not log its footprint.
+
 Conventions: as interpreter/amir/machine.py.
 """
 
 from __future__ import annotations
 
+import gc
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -49,10 +55,12 @@ from gpusem.interpreter.amir.ctrl import Index, compile_c
 from gpusem.interpreter.amir.fast_nest import Coeffs, Nest, has_check, task_nest
 from gpusem.interpreter.amir.machine import (
     DEFAULT_MAX_STEPS,
+    MEMO_MIN_ITERATIONS,
     AccessStmt,
     Machine,
     Run,
 )
+from gpusem.interpreter.amir.memo import Tables, unexamined
 from gpusem.interpreter.amir.state import MachineState
 
 # The touches that never interact across tasks (precondition (4)).
@@ -64,7 +72,20 @@ def check_amir_fast(prog: A.AProc, defines: Mapping[str, int], *,
                     max_steps: int = DEFAULT_MAX_STEPS) -> Verdict:
     """`check_amir`'s verdict (and statistics), faster on kernels whose tasks are
     translates of one another."""
-    return FastMachine(prog, defines, max_steps=max_steps).run()
+    # Note: as check_amir, the collector stays paused until the machine is closed
+    # (its memos refer to it: reference counting frees it then, in this call).
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        m = FastMachine(prog, defines, max_steps=max_steps)
+        try:
+            return m.run()
+        finally:
+            m.close()
+            del m
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 # ------------------------------------------------------------------- the machine
@@ -88,6 +109,11 @@ class FastMachine(Machine):
     def __init__(self, prog: A.AProc, defines: Mapping[str, int], *,
                  max_steps: int = DEFAULT_MAX_STEPS):
         MachineState.__init__(self, prog, defines, max_steps=max_steps)
+        # the iteration memo outside the first task (module docstring)
+        self.memo_min = MEMO_MIN_ITERATIONS
+        self.memos = []
+        self.memo_tables = Tables()
+        self.unseen = unexamined(prog.body)
         self._task1: _Task1 | None = None     # set while the first task runs
         self._t1 = _Task1()                   # the last first task run
         self._outside: set[str] = set()
@@ -152,7 +178,11 @@ class FastMachine(Machine):
                 compiled.append(self.compile_stmt(s, bound))
             compiled[0]()
         inner = bound | set(nest.vars)
-        body = self.compile_body(nest.body, inner)
+        memo_min, self.memo_min = self.memo_min, None   # the first task is logged:
+        try:                                            # every statement steps
+            body = self.compile_body(nest.body, inner)
+        finally:
+            self.memo_min = memo_min
         bounds = [(compile_c(lp.lo, bound | set(nest.vars[:i]), lp.origin),
                    compile_c(lp.hi, bound | set(nest.vars[:i]), lp.origin))
                   for i, lp in enumerate(nest.loops)]
