@@ -321,7 +321,10 @@ def test_bench_one_detailed_step_after_a_fence(benchmark):
     before_the_fence()
     e = benchmark.pedantic(one_step, setup=before_the_fence, rounds=5, iterations=1)
     assert any("lifted 128 records" in c for c in e.changes)
-    assert len(cpu) == 5 and sorted(cpu)[2] < 0.05, cpu  # the median
+    # pytest-benchmark runs a disabled benchmark once (under xdist: `pytest -n 2
+    # tests/cli` failed here on 1 == 5); the bound holds for its median either way
+    assert len(cpu) == (1 if benchmark.disabled else 5), cpu
+    assert sorted(cpu)[len(cpu) // 2] < 0.05, cpu  # the median
 
 
 def test_barrier_counts_and_lifts_of_a_split_barrier():
