@@ -42,7 +42,6 @@ Conventions: as interpreter/amir/machine.py.
 
 from __future__ import annotations
 
-import gc
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -59,6 +58,7 @@ from gpusem.interpreter.amir.machine import (
     AccessStmt,
     Machine,
     Run,
+    run_closed,
 )
 from gpusem.interpreter.amir.memo import Tables, unexamined
 from gpusem.interpreter.amir.state import MachineState
@@ -74,18 +74,7 @@ def check_amir_fast(prog: A.AProc, defines: Mapping[str, int], *,
     translates of one another."""
     # Note: as check_amir, the collector stays paused until the machine is closed
     # (its memos refer to it: reference counting frees it then, in this call).
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        m = FastMachine(prog, defines, max_steps=max_steps)
-        try:
-            return m.run()
-        finally:
-            m.close()
-            del m
-    finally:
-        if was_enabled:
-            gc.enable()
+    return run_closed(lambda: FastMachine(prog, defines, max_steps=max_steps))
 
 
 # ------------------------------------------------------------------- the machine

@@ -110,11 +110,17 @@ def check_amir(prog: A.AProc, defines: Mapping[str, int], *,
     # every object the run left alive (run pauses the collector, so all of them
     # are young): 0.01-0.1 s at N = 1024 on the ragged GEMM, 0.06-0.5 s at 2048.
     # Freed by reference counting instead, in this call.
+    return run_closed(lambda: Machine(prog, defines, max_steps=max_steps,
+                                      memo_min=MEMO_MIN_ITERATIONS if memo else None))
+
+
+def run_closed(make: Callable[[], Machine]) -> Verdict:
+    """Run the machine `make()` builds with the collector paused, and close it before
+    the collector runs again (`check_amir`'s note says why)."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        m = Machine(prog, defines, max_steps=max_steps,
-                    memo_min=MEMO_MIN_ITERATIONS if memo else None)
+        m = make()
         try:
             return m.run()
         finally:
