@@ -99,7 +99,7 @@ from gpusem.fuzz.engines.pieces import (
     worker_deaths,
 )
 from gpusem.fuzz.interrupts import at_once
-from gpusem.fuzz.shrink_jobs import SHRINK_TAIL
+from gpusem.fuzz.shrink_jobs import SHRINK_TAIL, job_finding
 from gpusem.fuzz.summary import Summary
 from gpusem.fuzz.targets import (
     RUNTIME_TARGETS,
@@ -621,8 +621,6 @@ class DaskEngine(Engine):
         path, created = stores[spec["out_dir"]].claim(meta, files)
         if not created:
             return []
-        from gpusem.fuzz.shrink_jobs import job_finding
-
         self.handed.setdefault(key, {})[job.signature] = str(path)
         s.summary.findings.append(job_finding(job, str(path)))  # attributed where met
         known.setdefault(job.signature, known_entry(spec, job.signature, job.res.kind))
