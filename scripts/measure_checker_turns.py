@@ -23,12 +23,13 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from tree_runs import tree_env
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -96,7 +97,7 @@ def _child(workload: str) -> None:
 
 
 def _run(src: str, workload: str) -> dict:
-    env = dict(os.environ, PYTHONPATH=src)
+    env = tree_env(str(Path(src).parent))  # its src/ first, then what the path held
     done = subprocess.run([sys.executable, __file__, "--child", workload], env=env,
                           capture_output=True, text=True, check=True, cwd=ROOT)
     return json.loads(done.stdout.strip().splitlines()[-1])
