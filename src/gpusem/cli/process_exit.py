@@ -16,12 +16,26 @@ non-daemon threads joined, the atexit handlers run (logging flushed, Dask's clus
 and multiprocessing's children stopped, temporary folders removed), stdout and
 stderr flushed; then `os._exit` with the code `sys.exit` was given. Every file gpusem
 writes is closed where it is written (`with` blocks), so nothing buffered is lost.
+
+And the command leaves no process of its own behind. The Dask engine forks its workers
+from multiprocessing's forkserver (`fuzz/engines/dask_start.py`), a process that
+imported Dask, NumPy and gpusem's targets, beside multiprocessing's resource tracker;
+both outlived the command: they stop when they read the end of the command's pipe to
+them, then the forkserver tore its interpreter down (0.25 s idle) holding the
+command's stdout and stderr, so a caller reading the command's output (a pipe, `| tee`,
+`subprocess.run(capture_output=True)`) waited that long past the command's exit: CI,
+stop 46, a 20 s Dask campaign's output ended 1.01 s after its report's clock. Here the
+forkserver, with nothing left to fork (the clusters closed by the atexit handlers at
+the latest), is stopped by SIGTERM (no handler of its own: no teardown), and the
+resource tracker is asked to stop and waited for (it still releases what a child
+leaked, and warns).
 """
 
 from __future__ import annotations
 
 import atexit
 import os
+import signal
 import sys
 import threading
 from collections.abc import Callable
@@ -64,6 +78,7 @@ def run_then_exit(work: Callable[[], None]) -> None:
         if t is not threading.main_thread() and not t.daemon:
             t.join()
     atexit._run_exitfuncs()  # the handlers sys.exit would have run (CPython)
+    stop_helper_processes()
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
@@ -72,4 +87,29 @@ def run_then_exit(work: Callable[[], None]) -> None:
     os._exit(status)
 
 
-__all__ = ["exit_status", "run_then_exit", "running_as_command"]
+def stop_helper_processes() -> None:
+    """multiprocessing's forkserver and resource tracker of this process stopped and
+    reaped, where it started them (see the module docstring). Their handles are
+    CPython's own (`multiprocessing.forkserver._forkserver`, the resource tracker's
+    `_stop`, which its tests use); a Python without them keeps its helpers running,
+    as before."""
+    forkserver = sys.modules.get("multiprocessing.forkserver")
+    server = getattr(forkserver, "_forkserver", None)
+    pid = getattr(server, "_forkserver_pid", None)
+    if isinstance(pid, int):
+        try:
+            os.kill(pid, signal.SIGTERM)
+            os.waitpid(pid, 0)
+        except (ProcessLookupError, ChildProcessError):  # gone already
+            pass
+    tracking = sys.modules.get("multiprocessing.resource_tracker")
+    stop = getattr(getattr(tracking, "_resource_tracker", None), "_stop", None)
+    if callable(stop):
+        try:
+            stop()
+        except (OSError, ChildProcessError):
+            pass
+
+
+__all__ = ["exit_status", "run_then_exit", "running_as_command",
+           "stop_helper_processes"]
