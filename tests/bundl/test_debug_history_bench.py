@@ -4,9 +4,14 @@
 it used to run 30x slower than `gpusem run`. Here plain stepping (the interpreter's
 own round-robin run, `run_program`, what `gpusem run` does) and history stepping (a
 debugging session's `continue`, which records) take the same number of steps of the
-same program in one run, alternating, and the best of each is compared, in CPU time
-of this process (`time.process_time`): a ratio in one run is load-independent enough
-on a shared machine. The program has 1,024 threads
+same program in one run, alternating, in CPU time of this process
+(`time.process_time`), and the ratio of each adjacent pair (a plain round, then a
+history round) is taken: the bound holds for their median. Before (stop 40), the best
+of each side was compared: on a shared 2-core virtual machine a spell of slow CPU lasting
+a few seconds (all history rounds of a fresh process ran 0.8-1.0 s where later ones
+ran 0.4-0.6; the plain ones 0.25-0.41) fell on every history round but not on the first
+plain one: the ratio read 2.98 where the pairs' median read 2.38, and 3.22-4.22 in
+stop 40's runs (the quiet runs: 1.8-2.4 either way). The program has 1,024 threads
 (the largest snapshots) that never end, so both stop at the same step budget. The
 AMIR session (`gpusem step FILE.gpuir`) is held to the same bound against the AMIR
 machine it steps (the reference machine, `check_amir`).
@@ -16,6 +21,7 @@ Run: `python -m pytest tests/bundl/test_debug_history_bench.py --benchmark-only`
 from __future__ import annotations
 
 import gc
+import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -38,14 +44,16 @@ LOOP = parse_program("machine blocks = 4, threads = 256;\nglobal out : int[1];\n
 GEMM = Path(__file__).parents[2] / "examples" / "gpuir" / "gemm_tiled.gpuir"
 
 
-def _best(plain: Callable[[], int], history: Callable[[], int]
-          ) -> tuple[float, float, int, int]:
-    """The best time of each over ROUNDS alternating rounds, and the steps each took.
+def _paired(plain: Callable[[], int], history: Callable[[], int]
+            ) -> tuple[float, float, float, int, int]:
+    """The median over ROUNDS alternating rounds of history's time over plain's in
+    the same round, the best time of each, and the steps each took.
     The objects the test process made before (the other tests' heap) are frozen out
     of the garbage collector's scans while it measures: `gpusem step` runs in a
     process of its own, and history's snapshots made every full collection walk
     whatever the suite had left (3.37x after the other benchmarks, 2.64-2.94 alone)."""
-    best_plain = best_history = float("inf")
+    plains: list[float] = []
+    histories: list[float] = []
     n_plain = n_history = 0
     gc.collect()
     gc.freeze()
@@ -53,13 +61,14 @@ def _best(plain: Callable[[], int], history: Callable[[], int]
         for _ in range(ROUNDS):
             start = time.process_time()
             n_plain = plain()
-            best_plain = min(best_plain, time.process_time() - start)
+            plains.append(time.process_time() - start)
             start = time.process_time()
             n_history = history()
-            best_history = min(best_history, time.process_time() - start)
+            histories.append(time.process_time() - start)
     finally:
         gc.unfreeze()
-    return best_plain, best_history, n_plain, n_history
+    ratio = statistics.median(h / p for p, h in zip(plains, histories, strict=True))
+    return ratio, min(plains), min(histories), n_plain, n_history
 
 
 def _bundl_plain() -> int:
@@ -78,10 +87,9 @@ def _bundl_history() -> int:
 
 @pytest.mark.benchmark
 def test_bundl_history_stepping_is_at_most_3x_plain_stepping(benchmark):
-    plain, history, n_plain, n_history = benchmark.pedantic(
-        _best, args=(_bundl_plain, _bundl_history), rounds=1, iterations=1)
+    ratio, plain, history, n_plain, n_history = benchmark.pedantic(
+        _paired, args=(_bundl_plain, _bundl_history), rounds=1, iterations=1)
     assert n_plain == n_history == STEPS
-    ratio = history / plain
     benchmark.extra_info.update(steps=STEPS, plain_steps_per_s=round(STEPS / plain),
                                 history_steps_per_s=round(STEPS / history),
                                 ratio=round(ratio, 2))
@@ -108,11 +116,10 @@ def _amir_history() -> int:
 
 @pytest.mark.benchmark
 def test_amir_history_stepping_is_at_most_3x_plain_stepping(benchmark):
-    plain, history, n_plain, n_history = benchmark.pedantic(
-        _best, args=(_amir_plain, _amir_history), rounds=1, iterations=1)
+    ratio, _plain, _history, n_plain, n_history = benchmark.pedantic(
+        _paired, args=(_amir_plain, _amir_history), rounds=1, iterations=1)
     # the machine counts a fast-forwarded loop's statements at once, the session
     # one by one: the same run, counted at different grains
     assert n_plain > 10_000 and n_history > 10_000
-    ratio = history / plain
     benchmark.extra_info.update(steps=n_plain, ratio=round(ratio, 2))
     assert ratio <= RATIO, f"AMIR history stepping is {ratio:.2f}x slower than plain"
