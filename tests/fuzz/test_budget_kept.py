@@ -41,13 +41,27 @@ REDUCER_ENTERED = "GPUSEM_TEST_REDUCER_ENTERED"  # a file the endless reducer ma
 class EndlessReducer(ToyTarget):
     """The toy, with a reducer that never ends by itself (it ignores its cap and
     SIGTERM's flag): only the shrinker's deadline stops it. It says it was entered (a
-    file named by $GPUSEM_TEST_REDUCER_ENTERED, inherited by the spawned shrinker)."""
+    file named by $GPUSEM_TEST_REDUCER_ENTERED, inherited by the spawned shrinker),
+    and, as a candidate's g++ would, it starts a process of its own and waits for it
+    (its pid written beside that file)."""
 
     def minimise(self, program, res, prop="compile"):
         if os.environ.get(REDUCER_ENTERED):
-            Path(os.environ[REDUCER_ENTERED]).touch()
+            entered = Path(os.environ[REDUCER_ENTERED])
+            child = subprocess.Popen(["sleep", "120"])
+            entered.with_suffix(".child").write_text(str(child.pid))
+            entered.touch()
         while True:
             time.sleep(0.05)
+
+
+def running(pid: int) -> bool:
+    """Whether process `pid` exists and is not a zombie."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] != "Z"
 
 
 register_target("endless", EndlessReducer)
@@ -65,6 +79,12 @@ def fuzz(tmp_path: Path, *extra: str, seed: int = 0) -> tuple[float, dict, str]:
     wall = time.monotonic() - t0
     assert proc.returncode == 1, proc.stderr[-2000:]
     return wall, json.loads((tmp_path / "r.json").read_text()), proc.stdout
+
+
+def times(report: dict) -> dict:
+    """What a failed bound names: the report's clocks and the machine's load."""
+    return {k: report.get(k) for k in ("seconds", "fuzz_s", "shrink_s")} | {
+        "programs": report.get("programs"), "loadavg": os.getloadavg()}
 
 
 def check_report(report: dict, text: str) -> dict:
@@ -92,7 +112,7 @@ def test_a_20s_campaign_that_shrinks_a_finding_ends_within_22s(tmp_path) -> None
     wall, report, text = fuzz(tmp_path)
     check_report(report, text)
     # and the process as a whole: the campaign plus the interpreter's start-up
-    assert wall <= 1.1 * BUDGET + 3, wall
+    assert wall <= 1.1 * BUDGET + 3, (wall, times(report))
 
 
 DASK_HAND_BACK_S = 3.0
@@ -193,9 +213,9 @@ def test_the_whole_command_ends_within_its_budget_and_reports_its_wall_time(
         command, engine: str) -> None:
     wall, report, text = command(engine)
     check_report(report, text)  # a finding met early, shrunk beside the fuzzing
-    assert wall <= BUDGET + WALL_MARGIN_S, (wall, report["seconds"])
-    assert report["seconds"] <= wall, (wall, report["seconds"])
-    assert wall - report["seconds"] <= OUTSIDE_REPORT_S, (wall, report["seconds"])
+    assert wall <= BUDGET + WALL_MARGIN_S, (wall, times(report))
+    assert report["seconds"] <= wall, (wall, times(report))
+    assert wall - report["seconds"] <= OUTSIDE_REPORT_S, (wall, times(report))
 
 
 def test_a_shrink_that_outlasts_the_budget_is_cut_at_the_deadline(
@@ -205,7 +225,8 @@ def test_a_shrink_that_outlasts_the_budget_is_cut_at_the_deadline(
     spec = {"target_name": "endless", "budget_s": 6.0, "seed": 7,
             "out_dir": str(tmp_path), "round_size": 50}
     summary = run_campaign(spec, LocalEngine(), 1)
-    assert summary.seconds <= 1.1 * 6.0, summary.seconds
+    assert summary.seconds <= 1.1 * 6.0, (summary.seconds, summary.fuzz_s,
+                                          summary.shrink_s, os.getloadavg())
     assert summary.fuzz_s >= 5.5
     assert {f.signature for f in summary.findings} == {"wrong:big7", "crash:long0"}
     for f in summary.findings:
@@ -224,6 +245,13 @@ def test_a_shrink_that_outlasts_the_budget_is_cut_at_the_deadline(
         # the first job reached the endless reducer, so it held the shrinker to the
         # cut: the second was never begun (the shrinker says when it takes a job)
         assert not second.shrunk and second.shrink_s == 0.0, second
+        # and what the reducer started was killed with it, not left running (an
+        # orphaned g++ outlived a 20 s command by 4-7 s, holding its stdout)
+        child = int(entered.with_suffix(".child").read_text())
+        gone_by = time.monotonic() + 5.0
+        while running(child) and time.monotonic() < gone_by:
+            time.sleep(0.05)
+        assert not running(child), f"the reducer's process {child} outlived the stop"
     else:
         # a loaded machine: the shrinker's process took the first job within the
         # deadline's last second (its start-up: 4+ s of the 6), the reducer got no
