@@ -53,3 +53,62 @@ def test_a_worker_ends_when_its_parent_is_killed(pdeathsig) -> None:
     if alive(worker):  # do not leave it spinning if the test fails
         os.kill(worker, signal.SIGKILL)
         pytest.fail(f"worker {worker} outlived its parent (pdeathsig={pdeathsig})")
+
+
+def _state(pid: int) -> str:
+    """The process's state letter, "" when it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return ""
+    return stat[stat.rindex(")") + 2]
+
+
+def test_kill_tree_kills_a_process_and_what_it_started(tmp_path) -> None:
+    """`kill_tree`: a process two levels deep (a shell that started a shell that
+    started sleep, as g++ starts cc1plus) dies with the one killed; `Popen.kill`
+    killed the first alone."""
+    from gpusem.compiler.backends.lifetime import kill_tree
+
+    pids = tmp_path / "pids"
+    script = f"sh -c 'sleep 120 & echo $! > {pids}; wait' & wait"
+    for kill in ("tree", "popen"):
+        pids.unlink(missing_ok=True)
+        proc = subprocess.Popen(["sh", "-c", script])
+        until = time.monotonic() + 10
+        while not pids.exists() or not pids.read_text().strip():
+            assert time.monotonic() < until
+            time.sleep(0.01)
+        grandchild = int(pids.read_text())
+        if kill == "tree":
+            kill_tree(proc.pid)
+        else:
+            proc.kill()
+        proc.wait(timeout=10)
+        until = time.monotonic() + 5
+        while _state(grandchild) not in ("", "Z") and time.monotonic() < until:
+            time.sleep(0.02)
+        if kill == "tree":
+            assert _state(grandchild) in ("", "Z")
+        else:  # the old way leaves it running: the check above can fail
+            assert _state(grandchild) not in ("", "Z")
+            os.kill(grandchild, signal.SIGKILL)
+
+
+def test_a_g_plus_plus_past_its_timeout_is_killed_with_what_it_runs(
+        tmp_path, monkeypatch) -> None:
+    from gpusem.compiler.backends import cpu
+
+    monkeypatch.setattr(cpu, "GXX_TIMEOUT_S", 0.5)
+    pid_file = tmp_path / "pid"
+    with pytest.raises(cpu.BuildHung, match="did not finish in 0.5 s"):
+        cpu._gxx(["sh", "-c", f"sleep 120 & echo $! > {pid_file}; wait"],
+                 capture_output=True)
+    child = int(pid_file.read_text())
+    until = time.monotonic() + 5
+    while _state(child) not in ("", "Z") and time.monotonic() < until:
+        time.sleep(0.02)
+    assert _state(child) in ("", "Z")
+    done = cpu._gxx(["sh", "-c", "echo out; echo err >&2; exit 3"],
+                    capture_output=True, text=True)
+    assert (done.returncode, done.stdout, done.stderr) == (3, "out\n", "err\n")

@@ -32,7 +32,11 @@ from pathlib import Path
 from queue import Empty
 from typing import Any, Final, NamedTuple
 
-from gpusem.compiler.backends.lifetime import die_with_parent, from_main_thread
+from gpusem.compiler.backends.lifetime import (
+    die_with_parent,
+    from_main_thread,
+    kill_tree,
+)
 from gpusem.fuzz.attribution import kept_on_cut
 from gpusem.fuzz.bundle import BundleStore, read_bundle
 from gpusem.fuzz.campaign import Campaign
@@ -116,25 +120,22 @@ class ProcessShrinker:
             outcomes.append(message)
 
     def _stop(self) -> None:
-        """SIGTERM, a grace for the process to end its shrink, then SIGKILL to its
-        whole process group: the process and what it started (a candidate's g++ and
-        cc1plus, its forked kernel runners). Before, the compiler of the candidate
+        """SIGTERM, a grace for the process to end its shrink, then SIGKILL to it
+        and what it started (`kill_tree`: a candidate's g++ and cc1plus, its forked
+        kernel runners). Before, the compiler of the candidate
         under way outlived the killed shrinker, orphaned, for seconds (a cold cache
         on a loaded machine: 4-7 s), holding the command's stdout, so a caller
         reading the output waited for it (a 20 s command's output ended 24.5-28 s
         in). The killed process is reaped by a thread, not waited for: it runs no
-        more of its code once killed (its bundles are written by rename, whole or not
-        at all), but its exit runs at its niceness, so on a loaded machine the
+        more of its code once killed (each file of a bundle is written by rename:
+        whole or not at all), but its exit runs at its niceness, so on a loaded machine the
         kernel took 0.15-0.3 s to finish it (five busy loops on two cores: the stop
         0.31-0.45 s, a 6 s campaign ending at 6.40-6.56 s; now 6.23-6.24)."""
         if self.proc.is_alive():
             self.proc.terminate()
             self.proc.join(STOP_GRACE_S / 2)
         if self.proc.is_alive():
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)  # its group: `_serve`
-            except (ProcessLookupError, PermissionError):
-                self.proc.kill()  # not (yet) the leader of a group of its own
+            kill_tree(self.proc.pid)
             threading.Thread(target=self.proc.join, name="gpusem-shrinker-reaper",
                              daemon=True).start()
         else:
@@ -178,10 +179,6 @@ def _serve(jobs: Any, results: Any, parent: tuple[int, bool], target_name: str,
            factory: Any) -> None:
     """The shrinker process: jobs in, outcomes out, until the None job."""
     die_with_parent(*parent)
-    # a process group of its own, which `_stop` kills whole: the compilers and
-    # kernel runners a candidate starts end with the shrinker (Ctrl-C, which goes to
-    # the terminal's foreground group, is the campaign's to handle anyway)
-    os.setpgid(0, 0)
     os.nice(NICENESS)  # where cores are short, the campaign's own checks come first
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     install_signal_handlers()  # SIGTERM: the shrink stops at its next candidate

@@ -14,11 +14,15 @@ neither suffices alone:
   would die with the thread.
 - a daemon thread in the worker that polls its parent pid and exits the worker when
   it changes (reparented: the parent is gone): portable, and covers the case above.
+
+And a process gpusem kills on purpose (a shrinker at its deadline, a straggling
+shard, a g++ past its timeout) is killed with everything it started (`kill_tree`).
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import threading
 import time
@@ -49,10 +53,69 @@ def die_with_parent(parent_pid: int, pdeathsig: bool = True) -> None:
 
 def _linux_pdeathsig() -> None:
     import ctypes
-    import signal
 
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
     except (OSError, AttributeError):
         pass  # no prctl: the watch thread alone
+
+
+STOPPED_WAIT_S = 0.05  # how long `kill_tree` waits for a process to stop
+
+
+def kill_tree(pid: int) -> None:
+    """SIGKILL process `pid` and every process under it. Killing a process alone
+    leaves what it started running, orphaned: a killed shrinker's candidate build
+    (g++ and its cc1plus) went on for seconds holding the command's stdout, and a g++
+    killed at GXX_TIMEOUT_S left its cc1plus compiling. Each process is stopped
+    (SIGSTOP) before its children are listed (Linux: /proc/PID/task/TID/children),
+    so none starts another in between; the whole tree is then killed. Where /proc
+    gives no children list, `pid` alone is killed, as before. The process group is
+    left as it is: a kill of the campaign's group still reaches every one of them."""
+    tree: list[int] = []
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            os.kill(p, signal.SIGSTOP)
+        except ProcessLookupError:
+            continue
+        tree.append(p)
+        _wait_stopped(p)
+        todo.extend(_children(p))
+    for p in tree:
+        try:
+            os.kill(p, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def _wait_stopped(pid: int) -> None:
+    """Until `pid` is stopped (or gone), at most STOPPED_WAIT_S: SIGSTOP takes
+    effect when the process next leaves the kernel, a fork in flight included."""
+    until = time.monotonic() + STOPPED_WAIT_S
+    while time.monotonic() < until:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            return
+        if stat[stat.rindex(b")") + 2:][:1] in (b"T", b"t", b"Z", b"X"):
+            return
+        time.sleep(0.001)
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children") as f:
+                found += [int(c) for c in f.read().split()]
+        except (OSError, ValueError):
+            continue
+    return found

@@ -23,7 +23,11 @@ from collections.abc import Iterator, Sequence
 from queue import Empty
 from typing import Any, Final
 
-from gpusem.compiler.backends.lifetime import die_with_parent, from_main_thread
+from gpusem.compiler.backends.lifetime import (
+    die_with_parent,
+    from_main_thread,
+    kill_tree,
+)
 from gpusem.fuzz.campaign import Campaign, hard_stop_s
 from gpusem.fuzz.engines.base import Engine, Progress, ShardEvent, ShardTask
 from gpusem.fuzz.interrupts import raise_if_requested
@@ -158,7 +162,7 @@ def _stop(procs: list, grace_s: float = STOP_S) -> None:
             continue  # never started
         p.join(max(0.1, deadline - time.monotonic()))
         if p.is_alive():
-            p.kill()
+            kill_tree(p.pid)  # with its builds and its shrinker's
             p.join(1.0)
 
 
