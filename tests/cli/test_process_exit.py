@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -97,3 +98,45 @@ def test_the_command_leaves_no_helper_process_behind(tmp_path: Path) -> None:
             pass
     proc.communicate(timeout=60)
     assert helpers == [], helpers
+
+
+HOLDER = '''
+import multiprocessing as mp, os, sys, time
+from pathlib import Path
+from gpusem.cli.process_exit import run_then_exit
+
+def child(where):
+    pid = os.fork()  # a forked grandchild keeps every descriptor: the tracker's too
+    if pid == 0:
+        time.sleep(60)
+        os._exit(0)
+    Path(where).write_text(str(pid))
+
+def work():
+    p = mp.get_context("spawn").Process(target=child, args=(sys.argv[1],))
+    p.start()
+    p.join()
+
+if __name__ == "__main__":
+    run_then_exit(work)
+'''
+
+
+def test_a_process_holding_the_trackers_pipe_does_not_hold_the_command(
+        tmp_path: Path) -> None:
+    """The resource tracker ends when every holder of its pipe has closed it; a
+    process of the command's that outlived it (here a forked grandchild, sleeping)
+    must not keep the command from exiting: it waits HELPER_WAIT_S at most."""
+    from gpusem.cli.process_exit import HELPER_WAIT_S
+
+    script, where = tmp_path / "gpusem", tmp_path / "grandchild"
+    script.write_text(HOLDER)
+    start = time.monotonic()
+    with (tmp_path / "stderr").open("w") as err:  # not a pipe: the sleeper holds it
+        proc = subprocess.Popen([sys.executable, str(script), str(where)],
+                                stdout=subprocess.DEVNULL, stderr=err)
+        status = proc.wait(timeout=60)
+    took = time.monotonic() - start
+    os.kill(int(where.read_text()), 9)
+    assert status == 0, (tmp_path / "stderr").read_text()
+    assert took < HELPER_WAIT_S + 8.0, took  # the sleeper lives 60 s

@@ -38,6 +38,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -87,28 +88,47 @@ def run_then_exit(work: Callable[[], None]) -> None:
     os._exit(status)
 
 
+HELPER_WAIT_S = 2.0  # the most the command waits for each helper to end
+
+
 def stop_helper_processes() -> None:
     """multiprocessing's forkserver and resource tracker of this process stopped and
-    reaped, where it started them (see the module docstring). Their handles are
-    CPython's own (`multiprocessing.forkserver._forkserver`, the resource tracker's
-    `_stop`, which its tests use); a Python without them keeps its helpers running,
-    as before."""
+    reaped, where it started them (see the module docstring), each waited for at
+    most HELPER_WAIT_S: the tracker ends when every process holding its pipe has
+    closed it, and a process of ours that outlived the command's stops would else hold
+    the command's exit with it. Their handles are CPython's own
+    (`multiprocessing.forkserver._forkserver`, the tracker's `_fd` and `_pid`, which
+    its `_stop` uses); where they are missing, the helpers keep running, as before."""
     forkserver = sys.modules.get("multiprocessing.forkserver")
-    server = getattr(forkserver, "_forkserver", None)
-    pid = getattr(server, "_forkserver_pid", None)
+    pid = getattr(getattr(forkserver, "_forkserver", None), "_forkserver_pid", None)
     if isinstance(pid, int):
         try:
             os.kill(pid, signal.SIGTERM)
-            os.waitpid(pid, 0)
-        except (ProcessLookupError, ChildProcessError):  # gone already
+        except ProcessLookupError:
             pass
+        _reap(pid)
     tracking = sys.modules.get("multiprocessing.resource_tracker")
-    stop = getattr(getattr(tracking, "_resource_tracker", None), "_stop", None)
-    if callable(stop):
+    tracker = getattr(tracking, "_resource_tracker", None)
+    fd, pid = getattr(tracker, "_fd", None), getattr(tracker, "_pid", None)
+    if isinstance(fd, int) and isinstance(pid, int):
         try:
-            stop()
-        except (OSError, ChildProcessError):
+            os.close(fd)  # its end of the pipe: the tracker stops at its end
+        except OSError:
             pass
+        _reap(pid)
+
+
+def _reap(pid: int) -> None:
+    """Wait for child `pid` to end, at most HELPER_WAIT_S."""
+    until = time.monotonic() + HELPER_WAIT_S
+    while True:
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:  # not ours, or reaped already
+            return
+        if done or time.monotonic() >= until:
+            return
+        time.sleep(0.005)
 
 
 __all__ = ["exit_status", "run_then_exit", "running_as_command",
