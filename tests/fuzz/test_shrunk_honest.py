@@ -12,6 +12,8 @@ import json
 import time
 from dataclasses import replace
 
+import pytest
+
 from gpusem.fuzz.bundle import read_bundle
 from gpusem.fuzz.shrink_jobs import Deferred
 from gpusem.fuzz.shrinker import ProcessShrinker, run_job
@@ -148,3 +150,21 @@ def test_a_cut_shrink_keeps_the_as_found_attribution_whoever_writes_its_end(
         assert len(json.loads(quoted)) == b.meta["size_before"]  # the one found
         assert f.attribution == "ours"
 
+
+
+def test_a_shrinker_that_cannot_start_raises_its_own_error(tmp_path,
+                                                            monkeypatch) -> None:
+    """A spawn that fails (multiprocessing's bootstrapping error for a script with no
+    `__main__` guard) is the error the campaign's caller sees; `finish` then has
+    nothing to stop (it used to join the process never started and raise
+    AssertionError over the first error)."""
+    import multiprocessing.process
+
+    def refuse(self) -> None:
+        raise RuntimeError("an attempt to start a new process before bootstrapping")
+
+    monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", refuse)
+    shrinker = ProcessShrinker("toy")
+    with pytest.raises(RuntimeError, match="before bootstrapping"):
+        shrinker.submit(big_job(tmp_path))
+    assert shrinker.finish(time.monotonic() + 1.0) == []

@@ -85,10 +85,14 @@ class ProcessShrinker:
             ctx = mp.get_context(START)
             self.jobs, self.results = ctx.Queue(), ctx.Queue()
             parent = (os.getpid(), from_main_thread())
-            self.proc = ctx.Process(target=_serve, name="gpusem-shrinker", args=(
+            proc = ctx.Process(target=_serve, name="gpusem-shrinker", args=(
                 self.jobs, self.results, parent, self.target_name,
                 RUNTIME_TARGETS.get(self.target_name)))
-            self.proc.start()
+            # kept only once started: a start that raised (a script without a
+            # __main__ guard, under spawn) is the error the caller sees, and `finish`
+            # has no process to stop (it joined one never started: AssertionError)
+            proc.start()
+            self.proc = proc
         self.sent[job.signature] = job
         self.jobs.put(job)
 
