@@ -95,6 +95,24 @@ def test_kill_tree_kills_a_process_and_what_it_started(tmp_path) -> None:
             os.kill(grandchild, signal.SIGKILL)
 
 
+def test_run_killing_tree_is_subprocess_run_with_the_tree_killed(tmp_path) -> None:
+    from gpusem.compiler.backends.lifetime import run_killing_tree
+
+    pid_file = tmp_path / "pid"
+    with pytest.raises(subprocess.TimeoutExpired):
+        run_killing_tree(f"sleep 120 & echo $! > {pid_file}; wait", shell=True,
+                         timeout=0.5)
+    child = int(pid_file.read_text())
+    until = time.monotonic() + 5
+    while _state(child) not in ("", "Z") and time.monotonic() < until:
+        time.sleep(0.02)
+    assert _state(child) in ("", "Z")
+    done = run_killing_tree(["cat"], input="in", capture_output=True, text=True)
+    assert (done.returncode, done.stdout) == (0, "in")
+    with pytest.raises(subprocess.CalledProcessError):
+        run_killing_tree(["false"], check=True)
+
+
 def test_a_g_plus_plus_past_its_timeout_is_killed_with_what_it_runs(
         tmp_path, monkeypatch) -> None:
     from gpusem.compiler.backends import cpu

@@ -41,7 +41,11 @@ from pathlib import Path
 from gpusem.compiler.backends import cpu_source
 from gpusem.compiler.backends.cache import cache_dir, touch
 from gpusem.compiler.backends.kernel import Job, KernelSpec, Result, prepare_args
-from gpusem.compiler.backends.lifetime import from_main_thread, kill_tree
+from gpusem.compiler.backends.lifetime import (
+    from_main_thread,
+    kill_tree,
+    run_killing_tree,
+)
 from gpusem.compiler.backends.machine_load import idle_cores
 
 HERE = Path(__file__).resolve().parent
@@ -87,22 +91,12 @@ class BuildHung(RuntimeError):
 
 def _gxx(cmd: list[str], **kwargs) -> subprocess.CompletedProcess:
     """subprocess.run of a g++ command line, killed after GXX_TIMEOUT_S with what it
-    runs (`kill_tree`: subprocess.run's own kill reaches the driver alone, and its
-    cc1plus, as or ld went on)."""
-    if kwargs.pop("capture_output", False):
-        kwargs.update(stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    given = kwargs.pop("input", None)
-    if given is not None:
-        kwargs["stdin"] = subprocess.PIPE
-    with subprocess.Popen(cmd, **kwargs) as proc:
-        try:
-            out, err = proc.communicate(given, timeout=GXX_TIMEOUT_S)
-        except subprocess.TimeoutExpired as e:
-            kill_tree(proc.pid)
-            proc.communicate()
-            raise BuildHung(f"g++ did not finish in {GXX_TIMEOUT_S:g} s: "
-                            f"{' '.join(cmd[:1] + cmd[-3:])}") from e
-    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+    runs (`run_killing_tree`)."""
+    try:
+        return run_killing_tree(cmd, timeout=GXX_TIMEOUT_S, **kwargs)
+    except subprocess.TimeoutExpired as e:
+        raise BuildHung(f"g++ did not finish in {GXX_TIMEOUT_S:g} s: "
+                        f"{' '.join(cmd[:1] + cmd[-3:])}") from e
 BASE_CXXFLAGS = (
     "-O1",
     "-std=c++17",

@@ -16,13 +16,15 @@ neither suffices alone:
   it changes (reparented: the parent is gone): portable, and covers the case above.
 
 And a process gpusem kills on purpose (a shrinker at its deadline, a straggling
-shard, a g++ past its timeout) is killed with everything it started (`kill_tree`).
+shard, a compiler past its timeout) is killed with everything it started (`kill_tree`,
+`run_killing_tree`).
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -119,3 +121,27 @@ def _children(pid: int) -> list[int]:
         except (OSError, ValueError):
             continue
     return found
+
+
+def run_killing_tree(cmd: list[str] | str, *, timeout: float | None = None,
+                     input: str | bytes | None = None, capture_output: bool = False,
+                     check: bool = False, **kwargs) -> subprocess.CompletedProcess:
+    """`subprocess.run`, except that past `timeout` the process is killed with what
+    it started (`kill_tree`) before TimeoutExpired is raised: subprocess.run kills
+    the process alone, and a compiler driver's own processes (g++'s cc1plus, as, ld;
+    nvcc's cicc, ptxas) went on, orphaned, with a hung one running for good."""
+    if capture_output:
+        kwargs.update(stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if input is not None:
+        kwargs["stdin"] = subprocess.PIPE
+    with subprocess.Popen(cmd, **kwargs) as proc:
+        try:
+            out, err = proc.communicate(input, timeout=timeout)
+        except BaseException:  # the timeout, or an interrupt while waiting
+            kill_tree(proc.pid)
+            proc.communicate()
+            raise
+    done = subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+    if check:
+        done.check_returncode()
+    return done

@@ -42,6 +42,7 @@ from pathlib import Path
 
 from gpusem.compiler.backends import cpu_source
 from gpusem.compiler.backends.cpu import HERE
+from gpusem.compiler.backends.lifetime import run_killing_tree
 
 # The cuda backend's NVRTC options (cuda_worker.NVRTC_OPTIONS), spelled for nvcc.
 COMMON = ("-std=c++17", "--fmad=false", "--ftz=false", "--prec-div=true",
@@ -105,8 +106,8 @@ def entry_names(ptx: str, items: list[tuple[int, str, str]]) -> dict[int, str]:
 
 def _run(cmd: list[str], cwd: str) -> tuple[bool, str]:
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd,
-                              timeout=BUILD_TIMEOUT_S, check=False)
+        proc = run_killing_tree(cmd, capture_output=True, text=True, cwd=cwd,
+                                timeout=BUILD_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         return False, f"{Path(cmd[0]).name} ran past {BUILD_TIMEOUT_S:.0f}s"
     return proc.returncode == 0, proc.stdout + proc.stderr

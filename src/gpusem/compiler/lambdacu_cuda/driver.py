@@ -39,6 +39,7 @@ from gpusem.calculus.lambdacu.values import (
 )
 from gpusem.compiler.backends.cache import cache_dir
 from gpusem.compiler.backends.cpu import CXX, cxxflags
+from gpusem.compiler.backends.lifetime import run_killing_tree
 from gpusem.compiler.backends.standalone_cpu import inline_headers
 from gpusem.compiler.lambdacu_cuda import prelude
 
@@ -134,9 +135,9 @@ def _build_one(text: str, tool: str, flags: tuple[str, ...], exe: Path,
     src = own / name
     src.write_text(text)
     try:
-        done = subprocess.run([tool, *flags, "-o", str(own / "prog"), str(src), *extra],
-                              capture_output=True, text=True, timeout=timeout,
-                              check=False)
+        done = run_killing_tree([tool, *flags, "-o", str(own / "prog"), str(src),
+                                 *extra], capture_output=True, text=True,
+                                timeout=timeout)
         if done.returncode != 0:
             return "build error: " + done.stderr[-3000:]
         os.replace(own / "prog", exe)

@@ -35,6 +35,7 @@ from pathlib import Path
 from gpusem.compiler.backends import cpu_source
 from gpusem.compiler.backends.cache import touch
 from gpusem.compiler.backends.cpu import HARNESS_FILES, write_atomic
+from gpusem.compiler.backends.lifetime import run_killing_tree
 
 HERE = Path(__file__).resolve().parent
 BACKENDS = HERE.parent / "backends"
@@ -123,8 +124,7 @@ def _compile(cmd: list[str], final: Path, timeout: float) -> bool:
     fd, tmp = tempfile.mkstemp(dir=final.parent, suffix=final.suffix)
     os.close(fd)
     try:
-        done = subprocess.run([*cmd, "-o", tmp], capture_output=True, timeout=timeout,
-                              check=False)
+        done = run_killing_tree([*cmd, "-o", tmp], capture_output=True, timeout=timeout)
         if done.returncode != 0:
             return False
         os.replace(tmp, final)

@@ -17,6 +17,7 @@ from gpusem.calculus.bundl.ast import Program
 from gpusem.calculus.bundl.printer import print_program
 from gpusem.calculus.bundl.walk import statement_count
 from gpusem.calculus.errors import BadInput
+from gpusem.compiler.backends.lifetime import run_killing_tree
 from gpusem.fuzz.bundl.generated import Generated
 from gpusem.fuzz.bundl.shrink import Prefetch, shrink
 from gpusem.fuzz.bundl.target import BundlTarget
@@ -106,9 +107,8 @@ def _command_test(shell: str, candidate: Path) -> Callable[[Generated], CheckRes
     def test(g: Generated) -> CheckResult:
         candidate.write_text(print_program(g.program))
         try:
-            rc = subprocess.run(shell, shell=True, cwd=candidate.parent,
-                                capture_output=True, timeout=600,
-                                check=False).returncode
+            rc = run_killing_tree(shell, shell=True, cwd=candidate.parent,
+                                  capture_output=True, timeout=600).returncode
         except subprocess.TimeoutExpired:
             rc = 1
         return CheckResult("finding", signature="interesting") if rc == 0 \

@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from gpusem.compiler.backends.lifetime import run_killing_tree
 from gpusem.compiler.backends.standalone import NVCC_COMMAND
 
 # When the reduction must stop (time.monotonic()); every subprocess a test or guard
@@ -87,9 +88,9 @@ def run_in(folder: str | Path, argv: list[str] | str, timeout_s: float,
     if deadline is not None:
         timeout_s = min(timeout_s, max(0.5, deadline - time.monotonic()))
     try:
-        proc = subprocess.run(argv, shell=isinstance(argv, str), cwd=folder,
-                              capture_output=True, text=True, errors="replace",
-                              timeout=timeout_s, check=False)
+        proc = run_killing_tree(argv, shell=isinstance(argv, str), cwd=folder,
+                                capture_output=True, text=True, errors="replace",
+                                timeout=timeout_s)
     except (subprocess.TimeoutExpired, OSError) as e:
         return Ran(-1, str(e))
     return Ran(proc.returncode, proc.stdout if stdout_only else
