@@ -55,13 +55,21 @@ def test_a_worker_ends_when_its_parent_is_killed(pdeathsig) -> None:
         pytest.fail(f"worker {worker} outlived its parent (pdeathsig={pdeathsig})")
 
 
-def _state(pid: int) -> str:
-    """The process's state letter, "" when it is gone."""
+def process_state(pid: int) -> str:
+    """The process's state letter (/proc/PID/stat), "" when it is gone."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return ""
     return stat[stat.rindex(")") + 2]
+
+def gone_within(pid: int, seconds: float) -> bool:
+    """Whether process `pid` is gone (or a zombie: dead, not yet reaped) within
+    `seconds`."""
+    until = time.monotonic() + seconds
+    while process_state(pid) not in ("", "Z") and time.monotonic() < until:
+        time.sleep(0.02)
+    return process_state(pid) in ("", "Z")
 
 
 def test_kill_tree_kills_a_process_and_what_it_started(tmp_path) -> None:
@@ -85,13 +93,11 @@ def test_kill_tree_kills_a_process_and_what_it_started(tmp_path) -> None:
         else:
             proc.kill()
         proc.wait(timeout=10)
-        until = time.monotonic() + 5
-        while _state(grandchild) not in ("", "Z") and time.monotonic() < until:
-            time.sleep(0.02)
+        gone = gone_within(grandchild, 5.0)
         if kill == "tree":
-            assert _state(grandchild) in ("", "Z")
+            assert gone
         else:  # the old way leaves it running: the check above can fail
-            assert _state(grandchild) not in ("", "Z")
+            assert not gone
             os.kill(grandchild, signal.SIGKILL)
 
 
@@ -103,10 +109,7 @@ def test_run_killing_tree_is_subprocess_run_with_the_tree_killed(tmp_path) -> No
         run_killing_tree(f"sleep 120 & echo $! > {pid_file}; wait", shell=True,
                          timeout=0.5)
     child = int(pid_file.read_text())
-    until = time.monotonic() + 5
-    while _state(child) not in ("", "Z") and time.monotonic() < until:
-        time.sleep(0.02)
-    assert _state(child) in ("", "Z")
+    assert gone_within(child, 5.0)
     done = run_killing_tree(["cat"], input="in", capture_output=True, text=True)
     assert (done.returncode, done.stdout) == (0, "in")
     with pytest.raises(subprocess.CalledProcessError):
@@ -123,10 +126,7 @@ def test_a_g_plus_plus_past_its_timeout_is_killed_with_what_it_runs(
         cpu._gxx(["sh", "-c", f"sleep 120 & echo $! > {pid_file}; wait"],
                  capture_output=True)
     child = int(pid_file.read_text())
-    until = time.monotonic() + 5
-    while _state(child) not in ("", "Z") and time.monotonic() < until:
-        time.sleep(0.02)
-    assert _state(child) in ("", "Z")
+    assert gone_within(child, 5.0)
     done = cpu._gxx(["sh", "-c", "echo out; echo err >&2; exit 3"],
                     capture_output=True, text=True)
     assert (done.returncode, done.stdout, done.stderr) == (3, "out\n", "err\n")

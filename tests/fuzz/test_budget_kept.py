@@ -22,6 +22,7 @@ from gpusem.fuzz.client import run_campaign
 from gpusem.fuzz.engines.local import LocalEngine
 from gpusem.fuzz.shrink_jobs import JOB_MARGIN_S
 from gpusem.fuzz.targets import register_target
+from tests.backends.test_lifetime import gone_within
 from tests.fuzz.test_campaign import ToyTarget
 
 BIN = Path(sys.executable).parent
@@ -53,15 +54,6 @@ class EndlessReducer(ToyTarget):
             entered.touch()
         while True:
             time.sleep(0.05)
-
-
-def running(pid: int) -> bool:
-    """Whether process `pid` exists and is not a zombie."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rindex(")") + 2] != "Z"
 
 
 register_target("endless", EndlessReducer)
@@ -248,10 +240,7 @@ def test_a_shrink_that_outlasts_the_budget_is_cut_at_the_deadline(
         # and what the reducer started was killed with it, not left running (an
         # orphaned g++ outlived a 20 s command by 4-7 s, holding its stdout)
         child = int(entered.with_suffix(".child").read_text())
-        gone_by = time.monotonic() + 5.0
-        while running(child) and time.monotonic() < gone_by:
-            time.sleep(0.05)
-        assert not running(child), f"the reducer's process {child} outlived the stop"
+        assert gone_within(child, 5.0), f"the reducer's process {child} outlived the stop"
     else:
         # a loaded machine: the shrinker's process took the first job within the
         # deadline's last second (its start-up: 4+ s of the 6), the reducer got no
